@@ -1,0 +1,246 @@
+"""Robot YAML (docs/robot_yaml.md) -> validated Robot. Every error names file, field and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import spatial
+from .errors import DescriptionError
+from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Encoder, Joint, Limits, Robot, as_tuple,
+                    c_identifier, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
+                    validate_inertial)
+from .yamlio import Located, Path_t, load_yaml, number, vector
+
+TOP_KEYS = {"name", "source", "convention", "gravity", "sample_period", "joint_parameters",
+            "coulomb", "tip", "payload", "joints"}
+JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "encoder",
+              "link", *JOINT_PARAMS}
+KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
+OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "encoder", "locked", *JOINT_PARAMS}
+
+
+def check_keys(doc: Located, path: Path_t, value: Any, allowed: set[str] | tuple[str, ...],
+               what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise doc.error(path, f"expected a mapping ({what}), got {value!r}")
+    for k in value:
+        if k not in allowed:
+            raise doc.error(path + (k,), f"unknown field; allowed here: {', '.join(sorted(allowed))}")
+    return value
+
+
+def require(doc: Located, path: Path_t, mapping: dict[str, Any], key: str) -> Any:
+    if key not in mapping or mapping[key] is None:
+        raise doc.error(path + (key,), "missing")
+    return mapping[key]
+
+
+def read_limits(doc: Located, path: Path_t, value: Any, base: Limits = Limits()) -> Limits:
+    m = check_keys(doc, path, value, {"q", "qd", "qdd", "tau"}, "limits")
+    kw: dict[str, float] = dict(q_min=base.q_min, q_max=base.q_max, qd=base.qd, qdd=base.qdd,
+                                tau=base.tau)
+    if "q" in m:
+        lo, hi = vector(doc, path + ("q",), m["q"], 2)
+        if lo >= hi:
+            raise doc.error(path + ("q",), f"lower limit {lo:g} must be below upper {hi:g}")
+        kw["q_min"], kw["q_max"] = lo, hi
+    for k in ("qd", "qdd", "tau"):
+        if k in m:
+            v = number(doc, path + (k,), m[k])
+            if v <= 0:
+                raise doc.error(path + (k,), f"must be positive, got {v:g}")
+            kw[k] = v
+    return Limits(**kw)
+
+
+def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
+    m = check_keys(doc, path, value, {"cpr", "side", "bits", "signed"}, "encoder")
+    cpr = require(doc, path, m, "cpr")
+    if not isinstance(cpr, int) or isinstance(cpr, bool) or cpr <= 0:
+        raise doc.error(path + ("cpr",), f"counts per revolution must be a positive integer, got {cpr!r}")
+    side = m.get("side", "link")
+    if side not in ("motor", "link"):
+        raise doc.error(path + ("side",), f"must be 'motor' or 'link', got {side!r}")
+    bits = m.get("bits", 32)
+    if bits not in (16, 32):
+        raise doc.error(path + ("bits",), f"counter width must be 16 or 32, got {bits!r}")
+    signed = m.get("signed", True)
+    if not isinstance(signed, bool):
+        raise doc.error(path + ("signed",), f"must be true or false, got {signed!r}")
+    return Encoder(cpr=cpr, side=side, bits=bits, signed=signed)
+
+
+def read_inertial(doc: Located, path: Path_t, value: Any) -> np.ndarray:
+    """A link as mass/com/inertia or as the 10 standard parameters; returns LINK_PARAMS order."""
+    if not isinstance(value, dict):
+        raise doc.error(path, f"expected a mapping, got {value!r}")
+    if any(k in value for k in LINK_PARAMS):
+        m = check_keys(doc, path, value, LINK_PARAMS, "standard link parameters")
+        p = np.array([number(doc, path + (k,), m.get(k, 0.0)) for k in LINK_PARAMS])
+    else:
+        m = check_keys(doc, path, value, {"mass", "com", "inertia", "inertia_about"}, "link")
+        mass = number(doc, path + ("mass",), require(doc, path, m, "mass"))
+        if mass < 0:
+            raise doc.error(path + ("mass",), f"mass must be positive, got {mass:g}")
+        com = np.array(vector(doc, path + ("com",), m.get("com", [0, 0, 0]), 3))
+        xx, xy, xz, yy, yz, zz = vector(doc, path + ("inertia",), m.get("inertia", [0] * 6), 6)
+        inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        about = m.get("inertia_about", "com")
+        if about == "com":
+            p = spatial.from_com(mass, com, inertia)
+        elif about == "origin":
+            p = spatial.pack(mass, mass * com, inertia)
+        else:
+            raise doc.error(path + ("inertia_about",), f"must be 'com' or 'origin', got {about!r}")
+    validate_inertial(p, lambda msg: doc.error(path, msg))
+    return p
+
+
+def read_joint_params(doc: Located, path: Path_t, m: dict[str, Any], declared: tuple[str, ...]
+                      ) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in JOINT_PARAMS:
+        if k not in m:
+            continue
+        v = number(doc, path + (k,), m[k])
+        if k in ("IA", "FV", "FC") and v < 0:
+            raise doc.error(path + (k,), f"must be >= 0, got {v:g}")
+        if v != 0 and k not in declared:
+            raise doc.error(path + (k,), f"{k} is non-zero but not listed in joint_parameters "
+                            f"({', '.join(declared)}): declare it or remove it")
+        out[k] = v
+    return out
+
+
+def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
+    """Top-level keys shared by robot YAMLs and URDF overlays."""
+    kw: dict[str, Any] = {}
+    if "gravity" in top:
+        kw["gravity"] = vector(doc, ("gravity",), top["gravity"], 3)
+    if "sample_period" in top:
+        ts = number(doc, ("sample_period",), top["sample_period"])
+        if ts <= 0:
+            raise doc.error(("sample_period",), f"must be positive, got {ts:g}")
+        kw["sample_period"] = ts
+    if "joint_parameters" in top:
+        jp = top["joint_parameters"]
+        if not isinstance(jp, list) or any(p not in JOINT_PARAMS for p in jp) or len(set(jp)) != len(jp):
+            raise doc.error(("joint_parameters",), f"expected a list from {list(JOINT_PARAMS)}, got {jp!r}")
+        kw["joint_parameters"] = tuple(p for p in JOINT_PARAMS if p in jp)
+    if "coulomb" in top:
+        c = check_keys(doc, ("coulomb",), top["coulomb"], {"model", "velocity_scale"}, "coulomb")
+        model = c.get("model", "sign")
+        if model == "sign":
+            kw["coulomb"] = Coulomb()
+        elif model == "tanh":
+            v = number(doc, ("coulomb", "velocity_scale"), require(doc, ("coulomb",), c, "velocity_scale"))
+            if v <= 0:
+                raise doc.error(("coulomb", "velocity_scale"), f"must be positive, got {v:g}")
+            kw["coulomb"] = Coulomb("tanh", v)
+        else:
+            raise doc.error(("coulomb", "model"), f"must be 'sign' or 'tanh', got {model!r}")
+    if "payload" in top:
+        kw["payload"] = tuple(read_inertial(doc, ("payload",), top["payload"]))
+    if "tip" in top:
+        t = check_keys(doc, ("tip",), top["tip"], {"xyz", "rpy"}, "tip frame")
+        xyz = vector(doc, ("tip", "xyz"), t.get("xyz", [0, 0, 0]), 3)
+        r = spatial.rpy(*vector(doc, ("tip", "rpy"), t.get("rpy", [0, 0, 0]), 3))
+        kw["tip"] = as_tuple(spatial.homogeneous(r, xyz))
+    if "name" in top:
+        if not isinstance(top["name"], str) or not top["name"].strip():
+            raise doc.error(("name",), "must be a non-empty string")
+        kw["name"] = c_identifier(top["name"])
+    if "source" in top:
+        kw["source"] = str(top["source"])
+    return kw
+
+
+def read_origin(doc: Located, path: Path_t, value: Any) -> np.ndarray:
+    o = check_keys(doc, path, value, {"xyz", "rpy"}, "origin")
+    xyz = vector(doc, path + ("xyz",), o.get("xyz", [0, 0, 0]), 3)
+    return spatial.homogeneous(spatial.rpy(*vector(doc, path + ("rpy",), o.get("rpy", [0, 0, 0]), 3)), xyz)
+
+
+def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tuple[str, ...]
+               ) -> tuple[Joint, np.ndarray]:
+    path: Path_t = ("joints", i)
+    m = check_keys(doc, path, value, JOINT_KEYS, "joint")
+    name = m.get("name", f"joint{i + 1}")
+    if not isinstance(name, str):
+        raise doc.error(path + ("name",), f"must be a string, got {name!r}")
+    kind = require(doc, path, m, "type")
+    if kind not in ("revolute", "prismatic"):
+        raise doc.error(path + ("type",), f"unknown joint type {kind!r}; use revolute or prismatic")
+    others = [k for k in ("mdh", "dh", "origin") if k in m and k != ("origin" if convention == "urdf" else convention)]
+    if others:
+        raise doc.error(path + (others[0],), f"this robot's convention is {convention!r}; "
+                        f"use the {'origin/axis' if convention == 'urdf' else convention} block")
+    if convention in KIN_KEYS:
+        keys = KIN_KEYS[convention]
+        k = check_keys(doc, path + (convention,), require(doc, path, m, convention), keys, convention)
+        vals = {key: number(doc, path + (convention, key), require(doc, path + (convention,), k, key))
+                for key in keys}
+        fn = mdh_transforms if convention == "mdh" else dh_transforms
+        pre, post = fn(kind, **vals)
+        kin = tuple(vals.items())
+    else:
+        origin = read_origin(doc, path + ("origin",), require(doc, path, m, "origin"))
+        axis = np.array(vector(doc, path + ("axis",), m.get("axis", [0, 0, 1]), 3))
+        if np.linalg.norm(axis) < 1e-9:
+            raise doc.error(path + ("axis",), "axis must be a non-zero vector")
+        pre, post = urdf_transforms(origin, axis)
+        kin = tuple(zip(("x", "y", "z"), (float(v) for v in origin[:3, 3])))
+    limits = read_limits(doc, path + ("limits",), m["limits"]) if "limits" in m else Limits()
+    gear = number(doc, path + ("gear_ratio",), m.get("gear_ratio", 1.0))
+    if gear == 0:
+        raise doc.error(path + ("gear_ratio",), "must be non-zero")
+    enc = read_encoder(doc, path + ("encoder",), m["encoder"]) if "encoder" in m else None
+    fr = read_joint_params(doc, path, m, declared)
+    link = read_inertial(doc, path + ("link",), require(doc, path, m, "link"))
+    joint = Joint(name=c_identifier(name), type=kind, pre=as_tuple(pre), post=as_tuple(post),
+                  kinematics=kin, limits=limits, gear_ratio=gear, encoder=enc, **fr)
+    return joint, link
+
+
+def robot_from_yaml(path: str | Path) -> Robot:
+    doc = load_yaml(path)
+    top = check_keys(doc, (), doc.data, TOP_KEYS, "robot description")
+    convention = top.get("convention", "mdh")
+    if convention not in ("mdh", "dh", "urdf"):
+        raise doc.error(("convention",), f"must be mdh, dh or urdf, got {convention!r}")
+    kw = read_common(doc, top)
+    kw.setdefault("name", c_identifier(Path(path).stem))
+    declared = kw.get("joint_parameters", Robot.__dataclass_fields__["joint_parameters"].default)
+    joints_raw = require(doc, (), top, "joints")
+    if not isinstance(joints_raw, list) or not joints_raw:
+        raise doc.error(("joints",), "expected a non-empty list of joints")
+    joints, links = zip(*(read_joint(doc, i, j, convention, declared) for i, j in enumerate(joints_raw)))
+    names = [j.name for j in joints]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise doc.error(("joints", i, "name"), f"duplicate joint name {n!r}")
+    return Robot(file=str(path), convention=convention, joints=tuple(joints),
+                 links=tuple(tuple(float(v) for v in p) for p in links),
+                 digest=digest_of(Path(path).read_bytes()), **kw)
+
+
+def load_robot(spec: str | Path, base_link: str | None = None, tip_link: str | None = None,
+               overlay: str | Path | None = None) -> Robot:
+    """A bundled robot name, a .yaml path, or a .urdf path (with chain ends and optional overlay)."""
+    from .resources import bundled_robot_path
+    from .urdf import robot_from_urdf
+
+    p = Path(spec)
+    if p.suffix.lower() == ".urdf":
+        return robot_from_urdf(p, base_link=base_link, tip_link=tip_link, overlay=overlay)
+    if p.suffix.lower() in (".yaml", ".yml"):
+        if base_link or tip_link or overlay:
+            raise DescriptionError(str(p), "", "base_link, tip_link and overlay apply to URDF input only")
+        return robot_from_yaml(p)
+    found = bundled_robot_path(str(spec))
+    if found is None:
+        raise DescriptionError(str(spec), "", "not a bundled robot name nor a .yaml/.urdf file")
+    return load_robot(found, base_link, tip_link, overlay)

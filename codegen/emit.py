@@ -1,0 +1,139 @@
+"""Render a robot's generated C folder: templates/ (structure) + cprint bodies (arithmetic)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from . import __version__
+from .cprint import Precision, body, literal
+from .dynamics import Dynamics
+from .functions import Arg, FunctionSpec, dynamics_functions
+from .model import Robot, digest_of
+from .params import BaseParameters, base_parameters
+from .resources import resource_dir
+
+RUNTIME_FILES = ("manipgen_linalg.h",)
+
+
+@dataclass(frozen=True)
+class Generated:
+    robot: Robot
+    base: BaseParameters
+    files: dict[str, str]  # file name -> content
+
+    def write(self, out: Path) -> Path:
+        """Write atomically: a temporary sibling folder replaces ``out`` only when complete."""
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            for name, text in self.files.items():
+                (tmp / name).write_text(text, encoding="utf-8")
+            if out.exists():
+                shutil.rmtree(out)
+            tmp.rename(out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+        return out
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              autoescape=False)
+
+
+def _view(spec: FunctionSpec | None, name: str, doc: str, inputs: tuple[Arg, ...],
+          outputs: tuple[Arg, ...], precision: Precision, ret: str = "void",
+          returns: str = "") -> dict[str, Any]:
+    lines: tuple[str, ...] = ()
+    ops: str = "see the functions it calls"
+    unused: list[str] = []
+    if spec is not None:
+        b = body(spec.function, [a.name for a in inputs], [a.name for a in outputs], precision,
+                 indent="    ")
+        lines, ops = b.lines, str(b.ops)
+        used = {spec.function.instruction_input(k)[0] for k in range(spec.function.n_instructions())
+                if spec.function.instruction_id(k) == 45}  # OP_INPUT
+        unused = [a.name for i, a in enumerate(inputs) if i not in used]
+    return {"name": name, "doc_lines": textwrap.wrap(doc, 96), "inputs": inputs,
+            "outputs": outputs, "lines": lines, "ops": ops, "unused": unused, "ret": ret,
+            "returns": returns}
+
+
+def generate(robot: Robot, precision: Precision = "double") -> Generated:
+    dyn = Dynamics(robot)
+    base = base_parameters(robot, dyn)
+    specs = dynamics_functions(dyn, base)
+    views = [_view(s, s.name, s.doc, s.inputs, s.outputs, precision) for s in specs]
+    n = robot.dof
+    q, qd = specs[0].inputs[0], specs[0].inputs[1]
+    tau = Arg("tau", n, "joint torques (N m or N), link side")
+    qdd = Arg("qdd", n, "joint accelerations (rad/s^2 or m/s^2)")
+    pi = Arg("pi", robot.n_standard, "standard parameters, order of <robot>_standard_parameter_names")
+    fdoc = ("Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an "
+            "explicit inverse); M includes rotor inertia, n friction.")
+    fdyn = {form: _view(None, "forward_dynamics" + form, fdoc + (" Parameterised form." if form else ""),
+                        (q, qd, tau) + ((pi,) if form else ()), (qdd,), precision, ret="int",
+                        returns="0, or -1 if M(q) is not positive definite (qdd unspecified)")
+            for form in ("", "_p")}
+    all_views = views + [fdyn[""], fdyn["_p"]]
+    std = robot.standard_parameters()
+    beta = base.k @ std
+    p = robot.c_name
+    ctx: dict[str, Any] = {
+        "p": p, "P": p.upper(), "version": __version__, "robot_name": robot.name,
+        "source": robot.source.replace("*/", "* /"), "digest": robot.digest, "dof": n,
+        "gravity": ", ".join(repr(g) for g in robot.gravity), "real": precision,
+        "sqrt": "sqrt" if precision == "double" else "sqrtf",
+        "n_standard": robot.n_standard, "n_base": base.n_base, "n_base_inertial": base.n_inertial,
+        "joint_parameters": ", ".join(robot.joint_parameters) or "none",
+        "convention": robot.convention, "standard_names": robot.standard_parameter_names,
+        "standard_values": [literal(v, precision) for v in std], "base_names": base.names,
+        "base_values": [literal(v, precision) for v in beta], "functions": all_views,
+        "fdyn": fdyn, "sources": [f"{p}_dynamics.c"],
+    }
+    env = _environment()
+    files = {
+        f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
+        f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
+        "Makefile": env.get_template("Makefile.j2").render(ctx),
+        "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),
+    }
+    for name in RUNTIME_FILES:
+        files[name] = (resource_dir("runtime") / name).read_text(encoding="utf-8")
+    manifest = {
+        "generator": "manipgen", "version": __version__, "robot": p, "description": robot.file,
+        "description_hash": robot.digest,
+        "options": {"precision": precision},
+        "options_hash": digest_of(robot.digest.encode(), precision.encode()),
+        "dof": n, "joints": [j.name for j in robot.joints],
+        "joint_types": [j.type for j in robot.joints],
+        "n_standard": robot.n_standard, "n_base": base.n_base,
+        "base_ranges": {"inertial": [0, base.n_inertial], "joint": [base.n_inertial, base.n_base]},
+        "standard_parameter_names": list(robot.standard_parameter_names),
+        "standard_parameters": [float(v) for v in std],
+        "base_parameter_names": list(base.names),
+        "base_parameters": [float(v) for v in beta],
+        "base_expressions": list(base.expressions),
+        "base_columns": list(base.columns),
+        "regrouping": [[[int(j), float(base.k[i, j])] for j in range(base.k.shape[1]) if base.k[i, j] != 0]
+                       for i in range(base.n_base)],
+        "functions": [{"name": v["name"], "returns": v["ret"],
+                       "inputs": [[a.name, a.size] for a in v["inputs"]],
+                       "outputs": [[a.name, a.size] for a in v["outputs"]],
+                       "ops": int(v["ops"]) if v["ops"].isdigit() else None}
+                      for v in all_views],
+        "files": sorted(files),
+    }
+    files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    return Generated(robot, base, files)

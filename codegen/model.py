@@ -1,0 +1,184 @@
+"""The validated robot model every later stage reads (frozen dataclasses).
+
+Internally every joint is ``pre`` (a fixed transform from the previous link frame), then the joint
+motion about/along its z axis, then ``post`` (a fixed transform to the link frame in which the
+user's convention expresses the link parameters):
+
+* MDH (Khalil-Craig): pre = Rx(alpha) Tx(a) Rz(theta) Tz(d), post = I (link frame = frame i);
+* standard DH: pre = I, post = Rz(theta) Tz(d) Tx(a) Rx(alpha) (link frame = distal frame i);
+* URDF: pre = origin . Rz->axis, post = (Rz->axis)^T (link frame = the URDF child link frame).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from . import spatial
+
+LINK_PARAMS: tuple[str, ...] = ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
+JOINT_PARAMS: tuple[str, ...] = ("IA", "FV", "FC", "FO")
+JointType = Literal["revolute", "prismatic"]
+Convention = Literal["mdh", "dh", "urdf"]
+
+
+def c_identifier(text: str) -> str:
+    """Sanitise user text into a C identifier fragment: [a-z0-9_], never starting with a digit."""
+    out = re.sub(r"[^a-z0-9_]", "_", text.lower())
+    out = re.sub(r"_+", "_", out).strip("_") or "robot"
+    return out if not out[0].isdigit() else "r" + out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Joint limits (rad or m, per second, per second squared, N m or N); inf = no limit."""
+
+    q_min: float = -np.inf
+    q_max: float = np.inf
+    qd: float = np.inf
+    qdd: float = np.inf
+    tau: float = np.inf
+
+
+@dataclass(frozen=True)
+class Encoder:
+    cpr: int
+    side: Literal["motor", "link"] = "link"
+    bits: Literal[16, 32] = 32
+    signed: bool = True
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: JointType
+    pre: tuple[tuple[float, ...], ...]    # 4x4, previous link frame -> joint frame
+    post: tuple[tuple[float, ...], ...]   # 4x4, moved joint frame -> link frame
+    kinematics: tuple[tuple[str, float], ...]  # the user's numbers (a, d, alpha, ... or xyz)
+    limits: Limits = Limits()
+    gear_ratio: float = 1.0
+    encoder: Encoder | None = None
+    IA: float = 0.0
+    FV: float = 0.0
+    FC: float = 0.0
+    FO: float = 0.0
+
+    @property
+    def pre_matrix(self) -> np.ndarray:
+        return np.array(self.pre)
+
+    @property
+    def post_matrix(self) -> np.ndarray:
+        return np.array(self.post)
+
+
+@dataclass(frozen=True)
+class Coulomb:
+    """sign(qd), or tanh(qd / velocity_scale) (smooth; fits real data better, seed 000 README)."""
+
+    model: Literal["sign", "tanh"] = "sign"
+    velocity_scale: float = 0.0
+
+
+def as_tuple(t: np.ndarray) -> tuple[tuple[float, ...], ...]:
+    return tuple(tuple(float(v) for v in row) for row in t)
+
+
+@dataclass(frozen=True)
+class Robot:
+    name: str
+    file: str
+    convention: Convention
+    joints: tuple[Joint, ...]
+    links: tuple[tuple[float, ...], ...]   # per link: LINK_PARAMS in its link frame
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    sample_period: float = 0.001
+    joint_parameters: tuple[str, ...] = ("IA", "FV", "FC")
+    coulomb: Coulomb = Coulomb()
+    payload: tuple[float, ...] = (0.0,) * 10   # LINK_PARAMS in the last link frame
+    tip: tuple[tuple[float, ...], ...] = as_tuple(np.eye(4))
+    source: str = ""
+    digest: str = field(default="", compare=False)  # hash of the description (file bytes + options)
+
+    @property
+    def dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def standard_parameter_names(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for j in range(1, self.dof + 1):
+            names += [f"{p}{j}" for p in LINK_PARAMS]
+            names += [f"{p}{j}" for p in JOINT_PARAMS if p in self.joint_parameters]
+        return tuple(names)
+
+    def standard_parameters(self, payload: np.ndarray | None = None) -> np.ndarray:
+        """The standard parameter vector; the payload (default: the robot's) adds to the last link."""
+        pay = np.asarray(self.payload if payload is None else payload, dtype=float)
+        out: list[float] = []
+        for j, (joint, link) in enumerate(zip(self.joints, self.links)):
+            p = np.asarray(link, dtype=float) + (pay if j == self.dof - 1 else 0.0)
+            out += list(p)
+            out += [getattr(joint, k) for k in JOINT_PARAMS if k in self.joint_parameters]
+        return np.array(out)
+
+    @property
+    def n_standard(self) -> int:
+        return len(self.standard_parameter_names)
+
+    @property
+    def c_name(self) -> str:
+        return c_identifier(self.name)
+
+    @property
+    def tip_matrix(self) -> np.ndarray:
+        return np.array(self.tip)
+
+
+def digest_of(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return h.hexdigest()
+
+
+def mdh_transforms(kind: JointType, alpha: float, a: float, theta: float, d: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """frame i = frame i-1 . Rx(alpha) Tx(a) Rz(theta) Tz(d); q adds to theta or d."""
+    pre = spatial.homogeneous(spatial.rot_x(alpha)) @ spatial.trans(x=a) \
+        @ spatial.homogeneous(spatial.rot_z(theta)) @ spatial.trans(z=d)
+    return spatial.snapped(pre), np.eye(4)
+
+
+def dh_transforms(kind: JointType, theta: float, d: float, a: float, alpha: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """frame i = frame i-1 . Rz(theta) Tz(d) Tx(a) Rx(alpha); q adds to theta or d (about z_{i-1})."""
+    post = spatial.homogeneous(spatial.rot_z(theta)) @ spatial.trans(z=d) @ spatial.trans(x=a) \
+        @ spatial.homogeneous(spatial.rot_x(alpha))
+    return np.eye(4), spatial.snapped(post)
+
+
+def urdf_transforms(origin: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r = spatial.z_to_axis(axis)
+    return origin @ spatial.homogeneous(r), spatial.homogeneous(r.T)
+
+
+def validate_inertial(p: np.ndarray, fail: "callable[[str], Exception]") -> None:  # type: ignore[valid-type]
+    """Mass >= 0; a massless link has all-zero parameters; inertia about the COM positive definite."""
+    if not np.all(np.isfinite(p)):
+        raise fail("parameters must be finite (NaN or inf found)")
+    if p[0] < 0:
+        raise fail(f"mass must be positive, got {p[0]:g}")
+    if p[0] == 0:
+        if np.any(p != 0):
+            raise fail("a massless link must have zero first moments and inertia")
+        return
+    eig = np.linalg.eigvalsh(spatial.inertia_about_com(p))
+    if eig.min() <= 0:
+        raise fail("inertia about the centre of mass is not positive definite "
+                   f"(eigenvalues {', '.join(f'{e:.4g}' for e in eig)})")

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The two commands of the README:
+#   bash dev.sh demo   -> generate, build and run the main job on the bundled KUKA iiwa 14
+#   bash dev.sh test   -> the whole test suite
+# Both create or refresh the virtual environment .venv (re-installed when pyproject.toml changes).
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV=.venv
+stamp="$VENV/.manipgen-installed"
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+  echo "$want" > "$stamp"
+fi
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  demo) exec "$VENV/bin/manipgen" demo kuka_iiwa14 "$@" ;;
+  test) exec "$VENV/bin/python" -m pytest -n 2 "$@" ;;
+  *) echo "usage: bash dev.sh demo|test [args]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,97 @@
+"""Compile a generated folder into an importable cffi module (API mode), cached by content hash.
+
+The cdef is made from the folder's manifest.json, so the host binds exactly what was generated.
+Cache: $MANIPGEN_CACHE or ~/.cache/manipgen. Concurrent builds (pytest -n) are serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+import cffi
+
+CFLAGS = ("-std=c99", "-O2")
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("MANIPGEN_CACHE", Path.home() / ".cache" / "manipgen"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+
+
+def cdef(manifest: dict[str, Any]) -> str:
+    p = manifest["robot"]
+    real = "float" if manifest["options"]["precision"] == "float" else "double"
+    lines = [f"typedef {real} {p}_real_t;"]
+    for f in manifest["functions"]:
+        args = [f"const {p}_real_t *{n}" for n, _ in f["inputs"]]
+        args += [f"{p}_real_t *{n}" for n, _ in f["outputs"]]
+        lines.append(f"{f['returns']} {p}_{f['name']}({', '.join(args)});")
+    return "\n".join(lines)
+
+
+def content_hash(folder: Path, extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".c", ".h") or path.name == "manifest.json":
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _import(name: str, path: Path) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
+    """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest)."""
+    folder = Path(folder).resolve()
+    manifest = read_manifest(folder)
+    defs = cdef(manifest)
+    digest = content_hash(folder, defs + " ".join(CFLAGS) + sys.version)[:16]
+    name = f"_manipgen_{manifest['robot']}_{digest}"
+    out = cache_root() / "modules" / digest
+    with locked(cache_root() / "locks" / f"{digest}.lock"):
+        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
+        if not found:
+            ffi = cffi.FFI()
+            ffi.cdef(defs)
+            sources = [str(p) for p in sorted(folder.glob("*.c"))]
+            ffi.set_source(name, f'#include "{manifest["robot"]}_dynamics.h"', sources=sources,
+                           include_dirs=[str(folder)], extra_compile_args=list(CFLAGS),
+                           libraries=["m"])
+            out.mkdir(parents=True, exist_ok=True)
+            built = Path(ffi.compile(tmpdir=str(out), verbose=False))
+            found = [built]
+        return _import(name, found[0]), manifest
