@@ -12,8 +12,12 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+  echo "dev.sh: installing manipgen and its test dependencies into $VENV (log: $VENV/install.log)" >&2
+  if ! { "$VENV/bin/python" -m pip install --upgrade pip \
+         && "$VENV/bin/python" -m pip install -e ".[test]"; } >"$VENV/install.log" 2>&1; then
+    tail -n 30 "$VENV/install.log" >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 cmd=${1:-}

@@ -112,7 +112,7 @@ def generate(robot: Robot, precision: Precision = "double") -> Generated:
     for name in RUNTIME_FILES:
         files[name] = (resource_dir("runtime") / name).read_text(encoding="utf-8")
     manifest = {
-        "generator": "manipgen", "version": __version__, "robot": p, "description": robot.file,
+        "generator": "manipgen", "version": __version__, "robot": p, "description": Path(robot.file).name,
         "description_hash": robot.digest,
         "options": {"precision": precision},
         "options_hash": digest_of(robot.digest.encode(), precision.encode()),

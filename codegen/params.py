@@ -149,11 +149,9 @@ def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | 
             ex = exact_coefficient(v, lens, _split(names[d])[1])
             k[b, d] = v if ex is None else ex[0]
             coef: sp.Expr = sp.Float(v, 15) if ex is None else ex[1]
-            term = sp.sstr(sp.Mul(abs(coef) if coef.is_number else coef, sp.Symbol(names[d]),
-                                  evaluate=False) if coef != 1 and coef != -1 else sp.Symbol(names[d]))
             negative = bool(coef.could_extract_minus_sign())
-            if negative and not coef.is_number:
-                term = sp.sstr(-coef * sp.Symbol(names[d]))
+            magnitude = -coef if negative else coef
+            term = names[d] if magnitude == 1 else f"{sp.sstr(magnitude)}*{names[d]}"
             terms.append(("- " if negative else "+ ") + term)
         regrouped = np.count_nonzero(k[b]) > 1
         out_names.append(names[i] + ("R" if regrouped else ""))

@@ -1,0 +1,130 @@
+"""`manipgen` commands that need only the generator: generate, info, convert.
+
+host_tools.cli adds the commands that compile and run the generated C and is the console entry
+point (codegen never imports host_tools).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .description import load_robot
+from .errors import DescriptionError
+from .model import Robot
+from .resources import bundled_robots
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_robot_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("robot", help=f"bundled name ({', '.join(bundled_robots())}) or a .yaml/.urdf path")
+    p.add_argument("--base-link", help="URDF: first link of the chain (default: the root)")
+    p.add_argument("--tip-link", help="URDF: last link of the chain (default: the only leaf)")
+    p.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
+
+
+def robot_of(args: argparse.Namespace) -> Robot:
+    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link,
+                      overlay=args.overlay)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .emit import generate
+
+    robot = robot_of(args)
+    out = Path(args.out) if args.out else Path("generated") / robot.c_name
+    gen = generate(robot, args.precision)
+    gen.write(out)
+    manifest = json.loads(gen.files["manifest.json"])
+    print(f"{robot.name}: {robot.dof} joints, {manifest['n_standard']} standard / "
+          f"{manifest['n_base']} base parameters -> {out}/")
+    for f in manifest["functions"]:
+        if f["ops"] is not None:
+            print(f"  {f['name']:<22} {f['ops']:>6} ops")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .params import base_parameters
+
+    robot = robot_of(args)
+    base = base_parameters(robot)
+    beta = base.k @ robot.standard_parameters()
+    info = {
+        "name": robot.name, "dof": robot.dof, "n_standard": robot.n_standard, "n_base": base.n_base,
+        "n_base_inertial": base.n_inertial,
+        "base_parameters": [{"name": n, "expression": e.split(" = ", 1)[1], "value": float(v)}
+                            for n, e, v in zip(base.names, base.expressions, beta)],
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    print(f"{robot.name}: {robot.dof} joints ({', '.join(j.type for j in robot.joints)}), "
+          f"convention {robot.convention}")
+    print(f"standard parameters: {robot.n_standard}; base parameters: {base.n_base} "
+          f"({base.n_inertial} inertial + {base.n_base - base.n_inertial} joint)")
+    width = max(len(n) for n in base.names)
+    for n, e, v in zip(base.names, base.expressions, beta):
+        print(f"  {n:<{width}} {v:>+14.6g}   {e}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .export import robot_to_yaml
+
+    robot = robot_of(args)
+    header = (f"Converted by `manipgen convert` from {Path(args.robot).name}"
+              + (f" (chain {args.base_link} -> {args.tip_link})" if args.base_link or args.tip_link else "")
+              + (f" with overlay {Path(args.overlay).name}" if args.overlay else "") + ".\n"
+              + (args.header or ""))
+    text = robot_to_yaml(robot, header)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = argparse.ArgumentParser(prog="manipgen", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="generate the C folder of a robot")
+    add_robot_arguments(g)
+    g.add_argument("--out", help="output folder (default generated/<robot>)")
+    g.add_argument("--precision", choices=("double", "float"), default="double",
+                   help="real type of the generated C (float: Cortex-M4F class targets)")
+    g.set_defaults(handler=cmd_generate)
+    i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")
+    add_robot_arguments(i)
+    i.add_argument("--json", action="store_true", help="machine-readable output")
+    i.set_defaults(handler=cmd_info)
+    c = sub.add_parser("convert", help="freeze a URDF (+ overlay) into a robot YAML")
+    add_robot_arguments(c)
+    c.add_argument("-o", "--output", help="YAML file to write (default: stdout)")
+    c.add_argument("--header", help="extra comment lines for the YAML header")
+    c.set_defaults(handler=cmd_convert)
+    return parser, sub
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except DescriptionError as exc:
+        print(f"manipgen: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `manipgen info ... | head`
+        sys.stderr.close()
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    np.set_printoptions(precision=6, suppress=True)
+    return run(build_parser()[0], argv)
