@@ -243,7 +243,7 @@ class Dynamics:
         for i in range(self.n):
             row = []
             for j in range(self.n):
-                row.append(sum((0.5 * (dm[j][i, k] + dm[k][i, j] - dm[i][j, k]) * self.qd[k]
+                row.append(sum((0.5 * (dm[j][i, k] + dm[k][i, j] - dm[k][j, i]) * self.qd[k]
                                 for k in range(self.n)), SX(0)))
             rows.append(cs.horzcat(*row))
         return cs.vertcat(*rows)

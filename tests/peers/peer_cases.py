@@ -1,0 +1,363 @@
+"""The robots of the Pinocchio cross-checks, Pinocchio references for them, and the comparison rule.
+
+A :class:`PeerCase` pairs one input of ``host_tools.load`` (a bundled YAML, or a URDF chain) with a
+Pinocchio model built without ``codegen`` (``pinocchio_models``): ``pin_model_from_yaml`` for the
+bundled YAMLs, ``pinocchio.buildModelFromUrdf`` (+ ``buildReducedModel`` for the Panda fingers) for
+the URDFs.
+
+:class:`PinReference` evaluates that model the way the generated C defines its quantities:
+Pinocchio's ``rnea`` already includes ``model.armature * qdd`` (= IA qdd) and ``crba`` the armature
+on the diagonal; joint friction FV qd + FC coul(qd) + FO is not a Pinocchio notion and is added here
+from the description's values.
+
+The comparison rule of issue 2 is normwise per state: ``||a - b|| <= rtol ||b|| + atol`` with the
+Euclidean norm for vectors and the Frobenius norm for matrices (b = Pinocchio).
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from .pinocchio_models import (PIN_TO_PROJECT, PROJECT_PARAM_NAMES, load_yaml, num, panda_model,
+                              panda_urdf_path, pin_model_from_yaml, standard_params_pinocchio,
+                              ur_model, ur_urdf_path)
+
+ROBOTS_DIR = Path(__file__).resolve().parents[2] / "robots"
+
+# issue 2, "How it is checked"
+DOUBLE_TOL = (1e-9, 1e-12)
+FLOAT_TOL = (1e-4, 1e-6)
+
+JOINT_PARAM_KINDS = ("IA", "FV", "FC", "FO")
+_NAME = re.compile(r"^(M|MX|MY|MZ|XX|XY|XZ|YY|YZ|ZZ|IA|FV|FC|FO)(\d+)$")
+
+# Pinocchio's dynamic-parameter order from the project's (inverse of PIN_TO_PROJECT)
+PROJECT_TO_PIN = np.argsort(PIN_TO_PROJECT)
+
+
+# ----------------------------------------------------------------------------------------------
+# Friction (not part of a Pinocchio model)
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Friction:
+    """tau_f = FV qd + FC coul(qd) + FO; coul = sign, or tanh(qd / velocity_scale)."""
+
+    fv: np.ndarray
+    fc: np.ndarray
+    fo: np.ndarray
+    velocity_scale: float | None = None  # None: sign
+
+    def __call__(self, qd: np.ndarray) -> np.ndarray:
+        qd = np.asarray(qd, dtype=float)
+        shape = np.sign(qd) if self.velocity_scale is None else np.tanh(qd / self.velocity_scale)
+        return self.fv * qd + self.fc * shape + self.fo
+
+    @staticmethod
+    def zero(n: int) -> "Friction":
+        return Friction(np.zeros(n), np.zeros(n), np.zeros(n))
+
+    @staticmethod
+    def from_yaml(path: Path) -> "Friction":
+        doc = load_yaml(path)
+        coulomb = doc.get("coulomb") or {"model": "sign"}
+        scale = num(coulomb["velocity_scale"]) if coulomb.get("model", "sign") == "tanh" else None
+        col = {k: np.array([num(j.get(k, 0.0)) for j in doc["joints"]]) for k in ("FV", "FC", "FO")}
+        return Friction(col["FV"], col["FC"], col["FO"], scale)
+
+
+# ----------------------------------------------------------------------------------------------
+# Robots
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PeerCase:
+    id: str
+    spec: str                              # first argument of host_tools.load
+    build_pin: Callable[[], pin.Model]
+    tip_frame: str                         # Pinocchio frame of our tip
+    base_frame: str | None = None          # Pinocchio frame of our base (None: the world)
+    yaml_path: Path | None = None          # the bundled YAML (None for URDF cases)
+    load_kwargs: dict = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+    # --- description values the comparison needs -------------------------------------------
+    def link_in_joint(self, model: pin.Model) -> list[pin.SE3]:
+        """Placement of the user's link frame i in Pinocchio's joint frame i (i = 1..n)."""
+        n = model.njoints - 1
+        if self.yaml_path is None:  # URDF: the child link frame is the joint frame
+            return [pin.SE3.Identity() for _ in range(n)]
+        return [model.frames[model.getFrameId(f"link_{i}")].placement for i in range(1, n + 1)]
+
+    def friction(self, n: int) -> Friction:
+        return Friction.zero(n) if self.yaml_path is None else Friction.from_yaml(self.yaml_path)
+
+    def declared_joint_parameters(self) -> tuple[str, ...]:
+        if self.yaml_path is None:
+            return ("IA", "FV", "FC")  # documented default; no overlay here
+        return tuple(load_yaml(self.yaml_path).get("joint_parameters", ["IA", "FV", "FC"]))
+
+
+def _yaml_case(name: str) -> PeerCase:
+    path = ROBOTS_DIR / f"{name}.yaml"
+    return PeerCase(id=name, spec=name, yaml_path=path, tip_frame="tip",
+                    build_pin=lambda: pin_model_from_yaml(path))
+
+
+def _ur5_case() -> PeerCase:
+    return PeerCase(id="ur5_urdf", spec=str(ur_urdf_path("ur5")), build_pin=lambda: ur_model("ur5"),
+                    tip_frame="tool0", base_frame="base_link",
+                    load_kwargs=dict(base_link="base_link", tip_link="tool0"))
+
+
+def _panda_case() -> PeerCase:
+    return PeerCase(id="panda_urdf", spec=str(panda_urdf_path()), build_pin=panda_model,
+                    tip_frame="panda_link8", base_frame="panda_link0",
+                    load_kwargs=dict(base_link="panda_link0", tip_link="panda_link8"))
+
+
+YAML_CASES = [_yaml_case(n) for n in ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda")]
+URDF_CASES = [_ur5_case(), _panda_case()]
+ALL_CASES = YAML_CASES + URDF_CASES
+CASES_BY_ID = {c.id: c for c in ALL_CASES}
+
+
+def case_params(cases: list[PeerCase] = ALL_CASES) -> list:
+    """pytest parameters, ids = robot; franka_panda skips until its bundled YAML exists."""
+    out = []
+    for c in cases:
+        marks = []
+        if c.yaml_path is not None and not c.yaml_path.is_file():
+            marks.append(pytest.mark.skip(reason=f"{c.yaml_path.name} not bundled yet"))
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
+@lru_cache(maxsize=None)
+def compiled(case_id: str, precision: str = "double"):
+    from host_tools import load
+    c = CASES_BY_ID[case_id]
+    return load(c.spec, precision=precision, **c.load_kwargs)
+
+
+@lru_cache(maxsize=None)
+def pin_model(case_id: str) -> pin.Model:
+    return CASES_BY_ID[case_id].build_pin()
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameters: Pinocchio <-> the project's standard vector
+# ----------------------------------------------------------------------------------------------
+def parse_parameter_name(name: str) -> tuple[str, int]:
+    m = _NAME.match(name)
+    if m is None:
+        raise ValueError(f"unexpected standard parameter name {name!r}")
+    return m.group(1), int(m.group(2))
+
+
+def expected_parameter_names(n: int, declared: tuple[str, ...]) -> list[str]:
+    """M1..ZZ1, then the declared joint parameters of joint 1 (IA, FV, FC, FO order), link 2, ..."""
+    kinds = [k for k in JOINT_PARAM_KINDS if k in declared]
+    return [f"{k}{i}" for i in range(1, n + 1) for k in (*PROJECT_PARAM_NAMES, *kinds)]
+
+
+@dataclass
+class PhysicalParameters:
+    """Everything the dynamics depend on, in the user's link frames (Pinocchio objects)."""
+
+    links: list[pin.Inertia]          # link i about/in the user's link frame i
+    armature: np.ndarray              # IA
+    friction: Friction
+
+    def standard_vector(self, names: tuple[str, ...]) -> np.ndarray:
+        rows = [I.toDynamicParameters()[PIN_TO_PROJECT] for I in self.links]
+        joint = {"IA": self.armature, "FV": self.friction.fv, "FC": self.friction.fc,
+                 "FO": self.friction.fo}
+        out = np.empty(len(names))
+        for k, name in enumerate(names):
+            kind, i = parse_parameter_name(name)
+            out[k] = joint[kind][i - 1] if kind in joint else rows[i - 1][PROJECT_PARAM_NAMES.index(kind)]
+        return out
+
+    def pin_model(self, case: PeerCase, base: pin.Model) -> pin.Model:
+        model = base.copy()
+        for i, (X, I) in enumerate(zip(case.link_in_joint(base), self.links), start=1):
+            model.inertias[i] = X.act(I)
+        model.armature = np.array(self.armature, dtype=float)
+        return model
+
+
+def own_parameters(case: PeerCase, model: pin.Model) -> PhysicalParameters:
+    n = model.njoints - 1
+    links = [X.actInv(model.inertias[i])
+             for i, X in enumerate(case.link_in_joint(model), start=1)]
+    return PhysicalParameters(links, np.array(model.armature, dtype=float), case.friction(n))
+
+
+def perturbed_parameters(own: PhysicalParameters, declared: tuple[str, ...],
+                         rng: np.random.Generator, rel: float = 0.1) -> PhysicalParameters:
+    """Mass, COM and inertia about the COM of each link within about +-rel, physically consistent
+    (m > 0, I_c positive definite: I_c' = A I_c A^T with A near identity); declared joint
+    parameters scaled by 1 +- rel, or given small random values where they are zero."""
+    links = []
+    for I in own.links:
+        m = I.mass
+        if m == 0.0:
+            links.append(I)
+            continue
+        m2 = m * (1.0 + rng.uniform(-rel, rel))
+        c2 = np.asarray(I.lever) * (1.0 + rng.uniform(-rel, rel, 3)) + rng.uniform(-0.005, 0.005, 3)
+        A = np.eye(3) + 0.5 * rel * rng.uniform(-1.0, 1.0, (3, 3))
+        Ic2 = A @ np.asarray(I.inertia) @ A.T
+        Ic2 = 0.5 * (Ic2 + Ic2.T)
+        assert np.linalg.eigvalsh(Ic2).min() > 0.0
+        links.append(pin.Inertia(m2, c2, Ic2))
+
+    def scale(values: np.ndarray, kind: str, lo: float, hi: float) -> np.ndarray:
+        if kind not in declared:
+            return values.copy()
+        out = values * (1.0 + rng.uniform(-rel, rel, values.size))
+        zero = values == 0.0
+        out[zero] = rng.uniform(lo, hi, int(zero.sum()))
+        return out
+
+    f = own.friction
+    friction = Friction(scale(f.fv, "FV", 0.05, 0.5), scale(f.fc, "FC", 0.05, 0.5),
+                        scale(f.fo, "FO", -0.1, 0.1), f.velocity_scale)
+    return PhysicalParameters(links, scale(own.armature, "IA", 0.01, 0.1), friction)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pinocchio references
+# ----------------------------------------------------------------------------------------------
+class PinReference:
+    """The generated functions' definitions, evaluated with Pinocchio (double precision)."""
+
+    def __init__(self, case: PeerCase, model: pin.Model, friction: Friction) -> None:
+        self.model, self.data, self.friction = model, model.createData(), friction
+        self.nv = model.nv
+        self.tip_id = model.getFrameId(case.tip_frame)
+        self.base_id = None if case.base_frame is None else model.getFrameId(case.base_frame)
+        for fid, name in ((self.tip_id, case.tip_frame), (self.base_id, case.base_frame)):
+            if fid is not None and fid >= model.nframes:
+                raise LookupError(f"{case.id}: Pinocchio model has no frame {name!r}")
+        self.pi_pin = standard_params_pinocchio(model).ravel()
+
+    def rnea(self, q, qd, qdd):
+        return pin.rnea(self.model, self.data, q, qd, qdd) + self.friction(qd)
+
+    def crba(self, q):
+        M = pin.crba(self.model, self.data, q)
+        return np.triu(M) + np.triu(M, 1).T
+
+    def coriolis(self, q, qd):
+        return pin.computeCoriolisMatrix(self.model, self.data, q, qd) @ qd
+
+    def gravity(self, q):
+        return pin.computeGeneralizedGravity(self.model, self.data, q)
+
+    def nonlinear_effects(self, q, qd):
+        return pin.nonLinearEffects(self.model, self.data, q, qd) + self.friction(qd)
+
+    def aba(self, q, qd, tau):
+        return pin.aba(self.model, self.data, q, qd, tau - self.friction(qd))
+
+    def regressor_torque(self, q, qd, qdd):
+        """computeJointTorqueRegressor . pi + IA qdd + friction (the regressor has neither)."""
+        Y = pin.computeJointTorqueRegressor(self.model, self.data, q, qd, qdd)
+        return Y @ self.pi_pin + self.model.armature * qdd + self.friction(qd)
+
+    def _base_inverse(self) -> pin.SE3:
+        return pin.SE3.Identity() if self.base_id is None else self.data.oMf[self.base_id].inverse()
+
+    def tip_pose(self, q):
+        pin.framesForwardKinematics(self.model, self.data, q)
+        return (self._base_inverse() * self.data.oMf[self.tip_id]).homogeneous
+
+    def tip_jacobian(self, q):
+        """[v; omega] of the tip origin, axes of our base frame."""
+        J = pin.computeFrameJacobian(self.model, self.data, q, self.tip_id,
+                                     pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        R = self._base_inverse().rotation
+        return np.vstack([R @ J[:3], R @ J[3:]])
+
+
+# ----------------------------------------------------------------------------------------------
+# States and the comparison rule
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class States:
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+    def __len__(self) -> int:
+        return self.q.shape[0]
+
+    def astype(self, dtype) -> "States":
+        """Rounded to dtype and back to double: what a float build really receives."""
+        return States(*(a.astype(dtype).astype(float) for a in (self.q, self.qd, self.qdd)))
+
+
+def random_states(n: int, count: int, seed: int) -> States:
+    """q uniform in [-pi, pi], qd ~ N(0, 1.5^2) rad/s, qdd ~ N(0, 4^2) rad/s^2."""
+    rng = np.random.default_rng(seed)
+    return States(rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)),
+                  rng.normal(0.0, 4.0, (count, n)))
+
+
+@dataclass
+class Comparison:
+    robot: str
+    quantity: str
+    worst_rel: float        # max over states of ||a - b|| / ||b||
+    worst_ratio: float      # max over states of ||a - b|| / (rtol ||b|| + atol)  (<= 1 passes)
+    failures: int
+    count: int
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.failures == 0
+
+
+def compare(robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: tuple[float, float],
+            states: States | None = None) -> Comparison:
+    ours = np.asarray(ours, dtype=float).reshape(len(ref), -1)
+    ref = np.asarray(ref, dtype=float).reshape(len(ref), -1)
+    rtol, atol = tol
+    err = np.linalg.norm(ours - ref, axis=1)
+    scale = np.linalg.norm(ref, axis=1)
+    ratio = err / (rtol * scale + atol)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(scale > 0.0, err / scale, np.where(err > 0.0, np.inf, 0.0))
+    if not np.all(np.isfinite(ours)):
+        ratio = np.where(np.isfinite(ours).all(axis=1), ratio, np.inf)
+    k = int(np.argmax(ratio))
+    failures = int(np.sum(~(ratio <= 1.0)))
+    msg = (f"{robot}: {quantity}: {failures}/{len(ref)} states outside ||a-b|| <= {rtol:g}*||b|| + "
+           f"{atol:g}; worst relative error {rel.max():.3e}; worst state #{k}: ||a-b|| = "
+           f"{err[k]:.3e}, ||b|| = {scale[k]:.3e}")
+    if states is not None:
+        np.set_printoptions(precision=6, linewidth=160)
+        msg += f"\n  q = {states.q[k]!r}\n  qd = {states.qd[k]!r}\n  qdd = {states.qdd[k]!r}"
+    msg += f"\n  ours      = {ours[k]!r}\n  pinocchio = {ref[k]!r}"
+    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref), msg)
+
+
+def check_all(comparisons: list[Comparison], record: Callable[[Comparison], None]) -> None:
+    """Record every comparison, then fail listing all that failed (not only the first)."""
+    for c in comparisons:
+        record(c)
+    bad = [c.message for c in comparisons if not c.ok]
+    if bad:
+        pytest.fail("\n".join(bad), pytrace=False)
