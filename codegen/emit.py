@@ -101,6 +101,7 @@ def generate(robot: Robot, precision: Precision = "double") -> Generated:
         "standard_values": [literal(v, precision) for v in std], "base_names": base.names,
         "base_values": [literal(v, precision) for v in beta], "functions": all_views,
         "fdyn": fdyn, "sources": [f"{p}_dynamics.c"],
+        "name_length": 1 + max(len(x) for x in robot.standard_parameter_names + base.names),
     }
     env = _environment()
     files = {

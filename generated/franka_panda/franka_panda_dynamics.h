@@ -21,15 +21,17 @@ typedef double franka_panda_real_t;
 #define FRANKA_PANDA_N_BASE 62
 /** Base parameters [0, N_BASE_INERTIAL) are inertial, [N_BASE_INERTIAL, N_BASE) joint (friction, rotor). */
 #define FRANKA_PANDA_N_BASE_INERTIAL 43
+/** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
+#define FRANKA_PANDA_NAME_LENGTH 5
 
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (seed 004 eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (urdf). */
-extern const char *const franka_panda_standard_parameter_names[FRANKA_PANDA_N_STANDARD];
+extern const char franka_panda_standard_parameter_names[FRANKA_PANDA_N_STANDARD][FRANKA_PANDA_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const franka_panda_real_t franka_panda_standard_parameters[FRANKA_PANDA_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char *const franka_panda_base_parameter_names[FRANKA_PANDA_N_BASE];
+extern const char franka_panda_base_parameter_names[FRANKA_PANDA_N_BASE][FRANKA_PANDA_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const franka_panda_real_t franka_panda_base_parameters[FRANKA_PANDA_N_BASE];
 
@@ -81,7 +83,7 @@ void franka_panda_mass_matrix_p(const franka_panda_real_t q[7], const franka_pan
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param[out] c [49] C, row-major n x n
- * Operations: 2460.
+ * Operations: 2733.
  */
 void franka_panda_coriolis_matrix(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], franka_panda_real_t c[49]);
 
@@ -92,7 +94,7 @@ void franka_panda_coriolis_matrix(const franka_panda_real_t q[7], const franka_p
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
  * @param[out] c [49] C, row-major n x n
- * Operations: 2514.
+ * Operations: 2787.
  */
 void franka_panda_coriolis_matrix_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t c[49]);
 

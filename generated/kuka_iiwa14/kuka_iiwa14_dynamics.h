@@ -21,15 +21,17 @@ typedef double kuka_iiwa14_real_t;
 #define KUKA_IIWA14_N_BASE 57
 /** Base parameters [0, N_BASE_INERTIAL) are inertial, [N_BASE_INERTIAL, N_BASE) joint (friction, rotor). */
 #define KUKA_IIWA14_N_BASE_INERTIAL 43
+/** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
+#define KUKA_IIWA14_NAME_LENGTH 5
 
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (seed 004 eq. 3), then
  *  the declared joint parameters (FV, FC). Link parameters are in the link frames of
  *  the description's convention (mdh). */
-extern const char *const kuka_iiwa14_standard_parameter_names[KUKA_IIWA14_N_STANDARD];
+extern const char kuka_iiwa14_standard_parameter_names[KUKA_IIWA14_N_STANDARD][KUKA_IIWA14_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const kuka_iiwa14_real_t kuka_iiwa14_standard_parameters[KUKA_IIWA14_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char *const kuka_iiwa14_base_parameter_names[KUKA_IIWA14_N_BASE];
+extern const char kuka_iiwa14_base_parameter_names[KUKA_IIWA14_N_BASE][KUKA_IIWA14_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const kuka_iiwa14_real_t kuka_iiwa14_base_parameters[KUKA_IIWA14_N_BASE];
 
@@ -81,7 +83,7 @@ void kuka_iiwa14_mass_matrix_p(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param[out] c [49] C, row-major n x n
- * Operations: 2139.
+ * Operations: 2397.
  */
 void kuka_iiwa14_coriolis_matrix(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_t qd[7], kuka_iiwa14_real_t c[49]);
 
@@ -92,7 +94,7 @@ void kuka_iiwa14_coriolis_matrix(const kuka_iiwa14_real_t q[7], const kuka_iiwa1
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
  * @param[out] c [49] C, row-major n x n
- * Operations: 2187.
+ * Operations: 2445.
  */
 void kuka_iiwa14_coriolis_matrix_p(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_t qd[7], const kuka_iiwa14_real_t pi[84], kuka_iiwa14_real_t c[49]);
 

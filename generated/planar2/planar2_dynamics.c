@@ -8,7 +8,7 @@ typedef planar2_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char *const planar2_standard_parameter_names[PLANAR2_N_STANDARD] = {
+const char planar2_standard_parameter_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","IA1","FV1","FC1","M2","MX2","MY2",
     "MZ2","XX2","XY2","XZ2","YY2","YZ2","ZZ2","IA2",
@@ -25,7 +25,7 @@ const planar2_real_t planar2_standard_parameters[PLANAR2_N_STANDARD] = {
     0.05,0.1
 };
 
-const char *const planar2_base_parameter_names[PLANAR2_N_BASE] = {
+const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH] = {
     "MX1R","MY1","ZZ1R","MX2","MY2","ZZ2","FV1","FC1",
     "IA2","FV2","FC2"
 };
@@ -248,59 +248,48 @@ void planar2_mass_matrix_p(const planar2_real_t q[2], const planar2_real_t pi[26
 
 void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t c[4])
 {
-    real_t w0, w1, w2, w3, w4;
-    w0 = 0.0;
-    c[0] = w0;
-    w1 = 0.5;
-    w2 = 0.6000000000000001;
-    w3 = q[1];
-    w3 = sin(w3);
-    w2 = w2 * w3;
-    w4 = 1.2000000000000002;
-    w4 = w4 * w3;
-    w4 = w2 - w4;
-    w1 = w1 * w4;
-    w4 = qd[1];
-    w1 = w1 * w4;
-    w4 = qd[0];
-    w2 = w2 * w4;
-    w1 = w1 - w2;
+    real_t w0, w1, w2;
+    w0 = 0.6000000000000001;
+    w1 = q[1];
+    w1 = sin(w1);
+    w0 = w0 * w1;
+    w1 = qd[1];
+    w1 = w0 * w1;
+    w2 = -w1;
+    c[0] = w2;
+    w2 = qd[0];
+    w0 = w0 * w2;
+    w1 = w0 + w1;
+    w1 = -w1;
     c[1] = w1;
     c[2] = w0;
-    w0 = 0.30000000000000004;
-    w0 = w0 * w3;
-    w0 = w0 * w4;
-    w0 = -w0;
+    w0 = 0.0;
     c[3] = w0;
 }
 
 void planar2_coriolis_matrix_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t c[4])
 {
-    real_t w0, w1, w2, w3, w4, w5;
-    w0 = 0.0;
-    c[0] = w0;
-    w1 = 0.5;
-    w2 = pi[14];
-    w3 = q[1];
-    w4 = sin(w3);
-    w2 = w2 * w4;
-    w4 = pi[15];
-    w3 = cos(w3);
-    w4 = w4 * w3;
-    w2 = w2 + w4;
-    w4 = w1 * w2;
-    w3 = qd[1];
-    w4 = w4 * w3;
-    w3 = qd[0];
-    w5 = w2 * w3;
-    w4 = w4 + w5;
-    w4 = -w4;
-    c[1] = w4;
+    real_t w0, w1, w2;
+    w0 = pi[14];
+    w1 = q[1];
+    w2 = sin(w1);
+    w0 = w0 * w2;
+    w2 = pi[15];
+    w1 = cos(w1);
+    w2 = w2 * w1;
+    w0 = w0 + w2;
+    w2 = qd[1];
+    w2 = w0 * w2;
+    w1 = -w2;
+    c[0] = w1;
+    w1 = qd[0];
+    w0 = w0 * w1;
+    w2 = w0 + w2;
+    w2 = -w2;
+    c[1] = w2;
     c[2] = w0;
-    w1 = w1 * w2;
-    w1 = w1 * w3;
-    w1 = -w1;
-    c[3] = w1;
+    w0 = 0.0;
+    c[3] = w0;
 }
 
 void planar2_coriolis(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t c[2])

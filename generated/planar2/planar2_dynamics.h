@@ -21,15 +21,17 @@ typedef double planar2_real_t;
 #define PLANAR2_N_BASE 11
 /** Base parameters [0, N_BASE_INERTIAL) are inertial, [N_BASE_INERTIAL, N_BASE) joint (friction, rotor). */
 #define PLANAR2_N_BASE_INERTIAL 6
+/** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
+#define PLANAR2_NAME_LENGTH 5
 
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (seed 004 eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (mdh). */
-extern const char *const planar2_standard_parameter_names[PLANAR2_N_STANDARD];
+extern const char planar2_standard_parameter_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const planar2_real_t planar2_standard_parameters[PLANAR2_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char *const planar2_base_parameter_names[PLANAR2_N_BASE];
+extern const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE];
 
@@ -81,7 +83,7 @@ void planar2_mass_matrix_p(const planar2_real_t q[2], const planar2_real_t pi[26
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param[out] c [4] C, row-major n x n
- * Operations: 11.
+ * Operations: 7.
  */
 void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t c[4]);
 
@@ -92,7 +94,7 @@ void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
  * @param[out] c [4] C, row-major n x n
- * Operations: 13.
+ * Operations: 10.
  */
 void planar2_coriolis_matrix_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t c[4]);
 

@@ -21,15 +21,17 @@ typedef double schunk_lwa4p_real_t;
 #define SCHUNK_LWA4P_N_BASE 52
 /** Base parameters [0, N_BASE_INERTIAL) are inertial, [N_BASE_INERTIAL, N_BASE) joint (friction, rotor). */
 #define SCHUNK_LWA4P_N_BASE_INERTIAL 36
+/** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
+#define SCHUNK_LWA4P_NAME_LENGTH 5
 
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (seed 004 eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (dh). */
-extern const char *const schunk_lwa4p_standard_parameter_names[SCHUNK_LWA4P_N_STANDARD];
+extern const char schunk_lwa4p_standard_parameter_names[SCHUNK_LWA4P_N_STANDARD][SCHUNK_LWA4P_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const schunk_lwa4p_real_t schunk_lwa4p_standard_parameters[SCHUNK_LWA4P_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char *const schunk_lwa4p_base_parameter_names[SCHUNK_LWA4P_N_BASE];
+extern const char schunk_lwa4p_base_parameter_names[SCHUNK_LWA4P_N_BASE][SCHUNK_LWA4P_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const schunk_lwa4p_real_t schunk_lwa4p_base_parameters[SCHUNK_LWA4P_N_BASE];
 
@@ -81,7 +83,7 @@ void schunk_lwa4p_mass_matrix_p(const schunk_lwa4p_real_t q[6], const schunk_lwa
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param[out] c [36] C, row-major n x n
- * Operations: 1188.
+ * Operations: 1307.
  */
 void schunk_lwa4p_coriolis_matrix(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t c[36]);
 
@@ -92,7 +94,7 @@ void schunk_lwa4p_coriolis_matrix(const schunk_lwa4p_real_t q[6], const schunk_l
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
  * @param[out] c [36] C, row-major n x n
- * Operations: 1680.
+ * Operations: 1806.
  */
 void schunk_lwa4p_coriolis_matrix_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t c[36]);
 

@@ -1,0 +1,135 @@
+"""The generated-C contract: strict C99 on gcc and clang, no heap, no mutable globals, no VLAs, no
+recursion, float builds free of double math (host and Cortex-M4F), deterministic output."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codegen.description import load_robot
+from codegen.emit import generate
+from host_tools.check_generated import differences
+from tests.tooling import require_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ["kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2"]
+STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
+HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
+DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "atan2", "sincos"}
+
+
+@pytest.fixture(scope="module")
+def float_iiwa(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("float") / "kuka_iiwa14"
+    generate(load_robot("kuka_iiwa14"), "float").write(out)
+    return out
+
+
+def compile_folder(cc: str, folder: Path, out: Path, extra: list[str] = ()) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    objs = []
+    for src in sorted(folder.glob("*.c")):
+        obj = out / (src.stem + ".o")
+        r = subprocess.run([cc, *STRICT, *extra, "-c", str(src), "-o", str(obj)], cwd=out,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"{cc} {src.name}:\n{r.stderr}"
+        objs.append(obj)
+    return objs
+
+
+def symbols(nm: str, obj: Path, undefined: bool) -> dict[str, str]:
+    r = subprocess.run([nm, "-u" if undefined else "--defined-only", str(obj)], capture_output=True,
+                       text=True, check=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if parts:
+            out[parts[-1]] = parts[-2] if len(parts) >= 2 else "U"
+    return out
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+@pytest.mark.parametrize("name", BUNDLED)
+def test_strict_c99_no_heap_no_mutable_globals(cc: str, name: str, tmp_path: Path) -> None:
+    require_tool(cc)
+    nm = require_tool("nm")
+    for obj in compile_folder(cc, ROOT / "generated" / name, tmp_path):
+        undefined = set(symbols(nm, obj, undefined=True))
+        assert not undefined & HEAP, f"{obj.name} uses the heap: {undefined & HEAP}"
+        # memset/memcpy: the compiler's block stores (required even of freestanding C libraries)
+        assert undefined <= DOUBLE_MATH | {"memset", "memcpy", "_GLOBAL_OFFSET_TABLE_"}, undefined
+        defined = symbols(nm, obj, undefined=False)
+        mutable = {s: t for s, t in defined.items() if t in "DdBbCGgSs"}
+        assert not mutable, f"{obj.name} has mutable globals: {mutable}"
+
+
+def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
+    """-fstack-usage: every function's frame is 'static' (no VLA, no alloca); the call graph
+    (-fcallgraph-info) has no cycle."""
+    require_tool("gcc")
+    compile_folder("gcc", ROOT / "generated" / "kuka_iiwa14", tmp_path,
+                   ["-fstack-usage", "-fcallgraph-info"])
+    su = (tmp_path / "kuka_iiwa14_dynamics.su").read_text().splitlines()
+    assert len(su) >= 20
+    for line in su:
+        fn, size, kind = line.split("\t")
+        assert kind.strip() == "static", line
+        assert int(size) < 16384, f"{fn} uses {size} bytes of stack"
+    ci = (tmp_path / "kuka_iiwa14_dynamics.ci").read_text()
+    edges: dict[str, set[str]] = {}
+    for src, dst in re.findall(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', ci):
+        edges.setdefault(src, set()).add(dst)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in edges.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+    assert edges, "no call graph read"
+    assert not [f for f in edges if reaches(f, f, {f})]
+
+
+def test_float_build_has_no_double_math(float_iiwa: Path, tmp_path: Path) -> None:
+    for cc in ("gcc", "clang"):
+        require_tool(cc)
+        for obj in compile_folder(cc, float_iiwa, tmp_path / cc, ["-Wdouble-promotion"]):
+            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
+            assert not undefined & DOUBLE_MATH, f"{cc}: double math in the float build: {undefined}"
+            assert {"sinf", "cosf"} & undefined or "sincosf" in undefined
+
+
+def test_float_build_on_cortex_m4f_has_no_double_arithmetic(float_iiwa: Path, tmp_path: Path) -> None:
+    cc = require_tool("arm-none-eabi-gcc")
+    nm = require_tool("arm-none-eabi-nm")
+    flags = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-Wdouble-promotion"]
+    for obj in compile_folder(cc, float_iiwa, tmp_path, flags):
+        undefined = set(symbols(nm, obj, undefined=True))
+        soft_double = {s for s in undefined if s.startswith("__aeabi_d") or s == "__aeabi_f2d"}
+        assert not soft_double, f"double arithmetic on the M4F: {soft_double}"
+        assert not undefined & (DOUBLE_MATH | HEAP), undefined
+
+
+def test_generation_is_deterministic_and_committed_code_is_fresh(tmp_path: Path) -> None:
+    robot = load_robot("planar2")
+    a, b = generate(robot).files, generate(load_robot("planar2")).files
+    assert a == b
+    for name in BUNDLED:
+        assert differences(name, ROOT / "generated") == [], "run `make generated` and commit"
+
+
+def test_generated_folder_builds_alone_with_make_and_cmake(tmp_path: Path) -> None:
+    make = require_tool("make")
+    folder = tmp_path / "planar2"
+    shutil.copytree(ROOT / "generated" / "planar2", folder)
+    subprocess.run([make, "-s", "-C", str(folder)], check=True, capture_output=True)
+    assert (folder / "libplanar2.a").is_file()
+    cmake = require_tool("cmake")
+    build = tmp_path / "cmake-build"
+    subprocess.run([cmake, "-S", str(ROOT / "generated" / "planar2"), "-B", str(build)],
+                   check=True, capture_output=True)
+    subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
+    assert list(build.glob("libplanar2.a"))
