@@ -22,3 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--states", type=int, default=1000, help="random states for the numeric check")
     d.set_defaults(handler=cmd_demo)
     return run(parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
