@@ -39,3 +39,29 @@ def test_planar2_matches_the_textbook() -> None:
     # tip: l1 + l2 along x at q = 0, straight up (+y) at q = (pi/2, 0)
     assert np.allclose(dyn.tip_pose(np.zeros(2))[:3, 3], [1.8, 0, 0], atol=1e-15)
     assert np.allclose(dyn.tip_pose(np.array([np.pi / 2, 0]))[:3, 3], [0, 1.8, 0], atol=1e-15)
+
+
+def test_planar2_with_a_payload(tmp_path) -> None:
+    """A payload at the tip (mass mp, small inertia ip) changes link 2 by the closed-form sums."""
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parent.parent.joinpath("robots", "planar2.yaml").read_text()
+    mp, ip = 0.7, 0.002
+    text += f"payload: {{mass: {mp}, com: [0.8, 0, 0], inertia: [{ip}, 0, 0, {ip}, 0, {ip}]}}\n"
+    path = tmp_path / "planar2_payload.yaml"
+    path.write_text(text)
+    dyn = load(path)
+    m2 = M2 + mp
+    lc2 = (M2 * LC2 + mp * 0.8) / m2
+    i2 = I2 + M2 * (LC2 - lc2) ** 2 + mp * (0.8 - lc2) ** 2 + ip
+    rng = np.random.default_rng(8)
+    for _ in range(100):
+        q, qd, qdd = rng.uniform(-np.pi, np.pi, 2), rng.normal(0, 2, 2), rng.normal(0, 5, 2)
+        c2 = np.cos(q[1])
+        m = np.array([[I1 + i2 + M1 * LC1 ** 2 + m2 * (L1 ** 2 + lc2 ** 2 + 2 * L1 * lc2 * c2) + IA[0],
+                       i2 + m2 * (lc2 ** 2 + L1 * lc2 * c2)],
+                      [i2 + m2 * (lc2 ** 2 + L1 * lc2 * c2), i2 + m2 * lc2 ** 2 + IA[1]]])
+        g = np.array([(M1 * LC1 + m2 * L1) * G * np.cos(q[0]) + m2 * lc2 * G * np.cos(q[0] + q[1]),
+                      m2 * lc2 * G * np.cos(q[0] + q[1])])
+        assert np.allclose(dyn.mass_matrix(q), m, rtol=1e-12, atol=1e-12)
+        assert np.allclose(dyn.gravity(q), g, rtol=1e-12, atol=1e-12)

@@ -185,7 +185,10 @@ class PhysicalParameters:
         out = np.empty(len(names))
         for k, name in enumerate(names):
             kind, i = parse_parameter_name(name)
-            out[k] = joint[kind][i - 1] if kind in joint else rows[i - 1][PROJECT_PARAM_NAMES.index(kind)]
+            if kind in joint:
+                out[k] = joint[kind][i - 1]
+            else:
+                out[k] = rows[i - 1][PROJECT_PARAM_NAMES.index(kind)]
         return out
 
     def pin_model(self, case: PeerCase, base: pin.Model) -> pin.Model:
@@ -351,7 +354,8 @@ def compare(robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: t
         np.set_printoptions(precision=6, linewidth=160)
         msg += f"\n  q = {states.q[k]!r}\n  qd = {states.qd[k]!r}\n  qdd = {states.qdd[k]!r}"
     msg += f"\n  ours      = {ours[k]!r}\n  pinocchio = {ref[k]!r}"
-    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref), msg)
+    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref),
+                      msg)
 
 
 def check_all(comparisons: list[Comparison], record: Callable[[Comparison], None]) -> None:

@@ -98,7 +98,8 @@ def test_aba_matches_pinocchio(case: PeerCase, record_comparison) -> None:
     """forward_dynamics(q, qd, tau) vs aba(q, qd, tau - friction), tau = rnea of the state."""
     dyn, ref, s = setup(case)
     tau = stack(ref.rnea, s.q, s.qd, s.qdd)
-    check_all([compare(case.id, "forward_dynamics vs aba", stack(dyn.forward_dynamics, s.q, s.qd, tau),
+    ours = stack(dyn.forward_dynamics, s.q, s.qd, tau)
+    check_all([compare(case.id, "forward_dynamics vs aba", ours,
                        stack(ref.aba, s.q, s.qd, tau), DOUBLE_TOL, s)], record_comparison)
 
 

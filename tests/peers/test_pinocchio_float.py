@@ -46,7 +46,8 @@ def test_float_build_matches_pinocchio(case, record_comparison) -> None:
         add("float gravity", dyn.gravity(q32), ref.gravity(q))
         add("float regressor @ base_parameters", dyn.regressor(q32, qd32, qdd32).astype(float)
             @ beta32, ref.regressor_torque(q, qd, qdd))
-        add("float nonlinear_effects", dyn.nonlinear_effects(q32, qd32), ref.nonlinear_effects(q, qd))
+        add("float nonlinear_effects", dyn.nonlinear_effects(q32, qd32),
+            ref.nonlinear_effects(q, qd))
         # forward dynamics in torque space (backward error): M qdd_ours + n = tau within the
         # float rule; comparing qdd itself would scale the float rounding by cond(M) (~1e4
         # for the iiwa, whose links have tiny inertias and no rotor inertia).

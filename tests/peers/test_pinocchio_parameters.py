@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .peer_cases import (DOUBLE_TOL, PinReference, case_params, check_all, compare, compiled,
-                         own_parameters, perturbed_parameters, pin_model, random_states)
+from .peer_cases import (DOUBLE_TOL, PinReference, States, case_params, check_all, compare,
+                         compiled, own_parameters, perturbed_parameters, pin_model, random_states)
 
 N_OWN_STATES = 300
 N_PERTURBATIONS = 4
@@ -83,7 +83,6 @@ def test_parameterised_form_matches_perturbed_pinocchio(case, record_comparison)
             add("forward_dynamics(params) vs aba", dyn.forward_dynamics(q, qd, tau_ref, params=pi),
                 ref.aba(q, qd, tau_ref))
 
-    from .peer_cases import States
     states = States(*(np.vstack([getattr(s, a) for s in all_states]) for a in ("q", "qd", "qdd")))
     comparisons = []
     for name, pairs in results.items():
