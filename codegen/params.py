@@ -55,10 +55,17 @@ def _split(name: str) -> tuple[str, int]:
 
 
 def preference_order(robot: Robot) -> list[int]:
+    """Khalil keeps XX, XY, XZ, YZ, ZZ, MX, MY and regroups MZ, YY, M of a revolute joint's link;
+    for a prismatic joint he keeps M and regroups the rotational inertia."""
     names = robot.standard_parameter_names
 
     def rank(i: int) -> tuple[int, int, int]:
         kind, link = _split(names[i])
+        prismatic = robot.joints[link - 1].type == "prismatic"
+        if prismatic and kind == "M":
+            return (0, link, -1)
+        if prismatic and kind in ("XX", "XY", "XZ", "YY", "YZ", "ZZ"):
+            return (3, -link, ("XX", "XY", "XZ", "YY", "YZ", "ZZ").index(kind))
         if kind in KEEP_FIRST:
             return (0, link, KEEP_FIRST.index(kind))
         if kind in ("FV", "FC", "FO"):
@@ -148,10 +155,12 @@ def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | 
                 continue
             ex = exact_coefficient(v, lens, _split(names[d])[1])
             k[b, d] = v if ex is None else ex[0]
-            coef: sp.Expr = sp.Float(v, 15) if ex is None else ex[1]
-            negative = bool(coef.could_extract_minus_sign())
-            magnitude = -coef if negative else coef
-            term = names[d] if magnitude == 1 else f"{sp.sstr(magnitude)}*{names[d]}"
+            if ex is None:
+                negative, text = v < 0, format(abs(v), ".12g")
+            else:
+                negative = bool(ex[1].could_extract_minus_sign())
+                text = sp.sstr(-ex[1] if negative else ex[1])
+            term = names[d] if text == "1" else f"{text}*{names[d]}"
             terms.append(("- " if negative else "+ ") + term)
         regrouped = np.count_nonzero(k[b]) > 1
         out_names.append(names[i] + ("R" if regrouped else ""))

@@ -107,9 +107,9 @@ class PeerCase:
         return tuple(load_yaml(self.yaml_path).get("joint_parameters", ["IA", "FV", "FC"]))
 
 
-def _yaml_case(name: str) -> PeerCase:
-    path = ROBOTS_DIR / f"{name}.yaml"
-    return PeerCase(id=name, spec=name, yaml_path=path, tip_frame="tip",
+def _yaml_case(name: str, folder: Path = ROBOTS_DIR) -> PeerCase:
+    path = folder / f"{name}.yaml"
+    return PeerCase(id=name, spec=str(path), yaml_path=path, tip_frame="tip",
                     build_pin=lambda: pin_model_from_yaml(path))
 
 
@@ -126,20 +126,16 @@ def _panda_case() -> PeerCase:
 
 
 YAML_CASES = [_yaml_case(n) for n in ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda")]
+# prismatic joints, tilted/ceiling gravity, FO, tanh Coulomb, payload, standard DH
+YAML_CASES += [_yaml_case(n, Path(__file__).resolve().parent / "data") for n in ("mixed_mdh", "mixed_dh")]
 URDF_CASES = [_ur5_case(), _panda_case()]
 ALL_CASES = YAML_CASES + URDF_CASES
 CASES_BY_ID = {c.id: c for c in ALL_CASES}
 
 
 def case_params(cases: list[PeerCase] = ALL_CASES) -> list:
-    """pytest parameters, ids = robot; franka_panda skips until its bundled YAML exists."""
-    out = []
-    for c in cases:
-        marks = []
-        if c.yaml_path is not None and not c.yaml_path.is_file():
-            marks.append(pytest.mark.skip(reason=f"{c.yaml_path.name} not bundled yet"))
-        out.append(pytest.param(c, id=c.id, marks=marks))
-    return out
+    """pytest parameters, ids = robot."""
+    return [pytest.param(c, id=c.id) for c in cases]
 
 
 @lru_cache(maxsize=None)
