@@ -422,6 +422,15 @@ def parse_output(text: str, method: str) -> Measurements:
     return out
 
 
+def merge_rounds(rounds: Sequence[Measurements]) -> Measurements:
+    """Best over all rounds; median of the rounds' medians; values and method of the first."""
+    out = Measurements(rounds[0].method, values=rounds[0].values, note=rounds[0].note)
+    for name in rounds[0].times:
+        ts = [r.times[name] for r in rounds if name in r.times]
+        out.times[name] = Timing(min(t.best for t in ts), statistics.median(t.median for t in ts))
+    return out
+
+
 def tool_version(cmd: str) -> str:
     try:
         return run([cmd, "--version"]).splitlines()[0]
@@ -702,13 +711,15 @@ def measure_pin_python(model: Any, calls: int, reps: int, n_states: int) -> Meas
     zero_states = [(z, z, z, z)] * calls
     overheads: list[float] = []
     for name, fn in calls_by_name.items():
-        def loop(m: Any = model, d: Any = data, st: list[tuple[np.ndarray, ...]] = states) -> None:
+        def loop(m: Any = model, d: Any = data, st: Sequence[tuple[Any, ...]] = states,
+                 f: Callable[..., Any] = fn) -> None:
             for q, v, a, t in st:
-                fn(m, d, q, v, a, t)
+                f(m, d, q, v, a, t)
 
-        def loop_empty(m: Any = empty, d: Any = edata, st: list[tuple[np.ndarray, ...]] = zero_states) -> None:
+        def loop_empty(m: Any = empty, d: Any = edata, st: Sequence[tuple[Any, ...]] = zero_states,
+                       f: Callable[..., Any] = fn) -> None:
             for q, v, a, t in st:
-                fn(m, d, q, v, a, t)
+                f(m, d, q, v, a, t)
 
         full = sorted(x / calls * 1e9 for x in timeit.repeat(loop, number=1, repeat=reps))
         base = sorted(x / calls * 1e9 for x in timeit.repeat(loop_empty, number=1, repeat=reps))
@@ -816,7 +827,7 @@ def sanity(ours: Measurements, peer: Measurements, dof: int) -> list[str]:
         if name == "forward_dynamics" and fr is not None and np.any(fr != 0):
             lines.append("  forward_dynamics: not compared (ours subtracts joint friction, aba does not)")
             continue
-        rel = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+        rel = float(np.linalg.norm(a - b)) / max(float(np.linalg.norm(b)), 1e-300)
         lines.append(f"  {name}: |ours - pinocchio| / |pinocchio| = {rel:.2e}{note}")
     return lines
 
@@ -828,6 +839,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="bundled robot names (franka_panda falls back to the example-robot-data URDF)")
     ap.add_argument("--calls", type=int, default=100_000, help="calls per timed repetition (default 100000)")
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions; best and median reported (default 7)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating rounds of (ours, Pinocchio); best over all, median of the round medians (default 3)")
     ap.add_argument("--states", type=int, default=N_STATES_DEFAULT, help="random states cycled through (default 1000)")
     ap.add_argument("--native", action="store_true",
                     help="also build and time with -O3 -march=native (ours and Pinocchio from headers)")
@@ -843,8 +856,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, help="keep generated code and benchmark programs in this folder")
     ap.add_argument("--json", default=None, help="also write all measurements to this JSON file")
     args = ap.parse_args(argv)
-    if args.calls < 1 or args.reps < 1 or args.states < 1:
-        ap.error("--calls, --reps and --states must be positive")
+    if min(args.calls, args.reps, args.states, args.rounds) < 1:
+        ap.error("--calls, --reps, --rounds and --states must be positive")
 
     t_imp = time.perf_counter()
     import casadi
@@ -863,11 +876,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("manipgen dynamics benchmark")
     print(f"  machine: {cpu_model()}, {os.cpu_count()} cpus; {platform.platform()}")
     print(f"  {tool_version(os.environ.get('CC', 'gcc'))}; {tool_version(os.environ.get('CXX', 'g++'))}")
-    print(f"  manipgen {codegen.__version__}, casadi {casadi.__version__}, pinocchio {pin.__version__}, "
+    print(f"  manipgen {codegen.__version__}, casadi {getattr(casadi, '__version__', '?')}, pinocchio {pin.__version__}, "
           f"numpy {np.__version__}, python {platform.python_version()}")
-    print(f"  {args.calls} calls x {args.reps} repetitions per function, {args.states} random states cycled "
-          f"(q in ±pi, qd ±2, qdd ±5, tau ±20); ns per call = best (median)")
+    print(f"  {args.calls} calls x {args.reps} repetitions x {args.rounds} alternating rounds per function, "
+          f"{args.states} random states cycled (q in ±pi, qd ±2, qdd ±5, tau ±20); "
+          "ns per call = best (median)")
     print(f"  imports (casadi, pinocchio, codegen): {t_imp:.2f} s, not counted in codegen time")
+    print("  load average before the run: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+          + " (other jobs on the machine disturb the timings)")
     print(f"  work folder: {work}")
 
     # --- Pinocchio toolchain ------------------------------------------------------------------
@@ -886,7 +902,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if mode == "library" and label != "O2":
                         continue  # the library's algorithms keep the wheel's flags; no -march mixing
                     try:
-                        print(f"  compiling the Pinocchio C++ benchmark ({mode}, {' '.join(flags)}) ...", flush=True)
+                        print(f"  Pinocchio C++ benchmark ({mode}, {' '.join(flags)}): compiling unless cached "
+                              "(2-3 min on 2 cores) ...", flush=True)
                         exe, secs, cached = build_pin_cpp(tc, mode, flags, cache)
                         pin_note.append(f"  {mode} {' '.join(flags)}: {'cached' if cached else f'compiled in {secs:.0f} s'} ({exe})")
                         pin_exes[label].append((mode, exe))
@@ -927,13 +944,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label, flags in configs:
             build = build_c(gen, work, label, flags, args.states)
             builds.append(build)
-            ours = run_c(build, args.calls, args.reps)
-            pin_runs: list[Measurements] = []
-            for mode, exe in pin_exes[label]:
-                method = f"{mode}, C++ loop, g++ {' '.join(flags)} -DNDEBUG" + (
-                    " (algorithms from the wheel's libpinocchio_default)" if mode == "library" else
-                    " (algorithms compiled from the wheel's headers)")
-                pin_runs.append(run_pin_cpp(exe, model, work, args.calls, args.reps, args.states, method))
+            # Rounds alternate between the two sides, so that a disturbance that comes and goes
+            # (another job on the machine) is less likely to hit only one of them.
+            ours_rounds: list[Measurements] = []
+            pin_rounds: dict[str, list[Measurements]] = {mode: [] for mode, _ in pin_exes[label]}
+            for _ in range(args.rounds):
+                ours_rounds.append(run_c(build, args.calls, args.reps))
+                for mode, exe in pin_exes[label]:
+                    method = f"{mode}, C++ loop, g++ {' '.join(flags)} -DNDEBUG" + (
+                        " (algorithms from the wheel's libpinocchio_default)" if mode == "library" else
+                        " (algorithms compiled from the wheel's headers)")
+                    pin_rounds[mode].append(run_pin_cpp(exe, model, work, args.calls, args.reps,
+                                                        args.states, method))
+            ours = merge_rounds(ours_rounds)
+            pin_runs: list[Measurements] = [merge_rounds(r) for r in pin_rounds.values()]
             if not pin_runs and py_meas is not None:
                 pin_runs.append(py_meas)
 
