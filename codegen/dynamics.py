@@ -91,8 +91,8 @@ class Dynamics:
         ra, pa = cs.DM(a[:3, :3]), cs.DM(a[:3, 3])
         if self.robot.joints[i].type == "revolute":
             c, s = self._trig[i]
-            return cs.mtimes(ra, _rot_z(c, s)), pa
-        return ra, pa + cs.mtimes(ra, cs.vertcat(0, 0, self.q[i]))
+            return cs.mtimes(ra, _rot_z(c, s)), SX(pa)
+        return SX(ra), pa + cs.mtimes(ra, cs.vertcat(0, 0, self.q[i]))
 
     @cached_property
     def base_poses(self) -> list[tuple[SX, SX]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -168,7 +168,7 @@ def urdf_transforms(origin: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, n
     return origin @ spatial.homogeneous(r), spatial.homogeneous(r.T)
 
 
-def validate_inertial(p: np.ndarray, fail: "callable[[str], Exception]") -> None:  # type: ignore[valid-type]
+def validate_inertial(p: np.ndarray, fail: Callable[[str], Exception]) -> None:
     """Mass >= 0; a massless link has all-zero parameters; inertia about the COM positive definite."""
     if not np.all(np.isfinite(p)):
         raise fail("parameters must be finite (NaN or inf found)")

@@ -41,7 +41,7 @@ def rot_z(t: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def homogeneous(r: np.ndarray, p: np.ndarray | tuple[float, ...] = (0.0, 0.0, 0.0)) -> np.ndarray:
+def homogeneous(r: np.ndarray, p: np.ndarray | tuple[float, ...] | list[float] = (0.0, 0.0, 0.0)) -> np.ndarray:
     t = np.eye(4)
     t[:3, :3] = r
     t[:3, 3] = p
