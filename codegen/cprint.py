@@ -41,9 +41,7 @@ def math_fn(name: str, precision: Precision) -> str:
 @dataclass(frozen=True)
 class Body:
     lines: tuple[str, ...]
-    n_work: int
     ops: int
-    op_counts: tuple[tuple[str, int], ...]
 
 
 def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: Precision,
@@ -96,5 +94,4 @@ def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: P
     names = [f"w{i}" for i in range(n_work)]
     for i in range(0, len(names), 12):
         decl.append("real_t " + ", ".join(names[i:i + 12]) + ";")
-    return Body(tuple(indent + line for line in decl + lines), n_work, sum(counts.values()),
-                tuple(sorted(counts.items())))
+    return Body(tuple(indent + line for line in decl + lines), sum(counts.values()))
