@@ -22,7 +22,8 @@ _BINARY = {cs.OP_ADD: "+", cs.OP_SUB: "-", cs.OP_MUL: "*", cs.OP_DIV: "/"}
 _UNARY = {cs.OP_SIN: "sin", cs.OP_COS: "cos", cs.OP_SQRT: "sqrt", cs.OP_TANH: "tanh",
           cs.OP_FABS: "fabs", cs.OP_EXP: "exp", cs.OP_LOG: "log", cs.OP_TAN: "tan",
           cs.OP_ATAN: "atan", cs.OP_ASIN: "asin", cs.OP_ACOS: "acos"}
-_FUNC_BINARY = {cs.OP_ATAN2: "atan2", cs.OP_POW: "pow", cs.OP_CONSTPOW: "pow"}
+_FUNC_BINARY = {cs.OP_ATAN2: "atan2", cs.OP_POW: "pow", cs.OP_CONSTPOW: "pow", cs.OP_FMIN: "fmin",
+                cs.OP_FMAX: "fmax"}
 
 
 def literal(value: float, precision: Precision) -> str:

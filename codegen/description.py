@@ -12,10 +12,11 @@ from .errors import DescriptionError
 from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Encoder, Joint, Limits, Robot, as_tuple,
                     c_identifier, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
                     validate_inertial)
+from .blocks.options import OptionError, RealtimeDefaults, RtOptions, estimator_choice, parse_estimator
 from .yamlio import Located, Path_t, load_yaml, number, vector
 
 TOP_KEYS = {"name", "source", "convention", "gravity", "sample_period", "joint_parameters",
-            "coulomb", "tip", "payload", "joints"}
+            "coulomb", "tip", "payload", "joints", "realtime"}
 JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "encoder",
               "link", *JOINT_PARAMS}
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
@@ -57,7 +58,7 @@ def read_limits(doc: Located, path: Path_t, value: Any, base: Limits = Limits())
 
 
 def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
-    m = check_keys(doc, path, value, {"cpr", "side", "bits", "signed"}, "encoder")
+    m = check_keys(doc, path, value, {"cpr", "side", "bits", "signed", "offset", "direction"}, "encoder")
     cpr = require(doc, path, m, "cpr")
     if not isinstance(cpr, int) or isinstance(cpr, bool) or cpr <= 0:
         raise doc.error(path + ("cpr",), f"counts per revolution must be a positive integer, got {cpr!r}")
@@ -70,7 +71,11 @@ def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
     signed = m.get("signed", True)
     if not isinstance(signed, bool):
         raise doc.error(path + ("signed",), f"must be true or false, got {signed!r}")
-    return Encoder(cpr=cpr, side=side, bits=bits, signed=signed)
+    offset = number(doc, path + ("offset",), m.get("offset", 0.0))
+    direction = m.get("direction", 1)
+    if direction not in (1, -1) or isinstance(direction, bool):
+        raise doc.error(path + ("direction",), f"must be 1 or -1, got {direction!r}")
+    return Encoder(cpr=cpr, side=side, bits=bits, signed=signed, offset=offset, direction=direction)
 
 
 def read_inertial(doc: Located, path: Path_t, value: Any) -> np.ndarray:
@@ -155,7 +160,47 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
         kw["name"] = c_identifier(top["name"])
     if "source" in top:
         kw["source"] = str(top["source"])
+    if "realtime" in top:
+        kw["realtime"] = read_realtime(doc, top["realtime"])
     return kw
+
+
+def read_realtime(doc: Located, value: Any) -> RealtimeDefaults:
+    """``realtime: {estimator, observer, controller, constant_params, config: {block.field: value}}``."""
+    path: Path_t = ("realtime",)
+    m = check_keys(doc, path, value, {"estimator", "observer", "controller", "constant_params", "config"},
+                   "realtime section")
+    kw: dict[str, Any] = {}
+    try:
+        if "estimator" in m:
+            est = m["estimator"]
+            if isinstance(est, str):
+                kw["estimator"] = parse_estimator(est)
+            elif isinstance(est, dict) and isinstance(est.get("name"), str):
+                kw["estimator"] = estimator_choice(est["name"], {k: v for k, v in est.items() if k != "name"})
+            else:
+                raise OptionError("expected a name or {name: ..., option: value}")
+        for key in ("observer", "controller"):
+            if key in m:
+                kw[key] = str(m[key])
+        if "constant_params" in m:
+            if not isinstance(m["constant_params"], bool):
+                raise OptionError("constant_params must be true or false")
+            kw["constant_params"] = m["constant_params"]
+        options = RtOptions(**kw)
+    except OptionError as exc:
+        key = next((k for k in ("estimator", "observer", "controller", "constant_params") if k in m and k in str(exc)), None)
+        raise doc.error(path + ((key,) if key else ()), str(exc)) from None
+    config: list[tuple[str, tuple[float, ...], int]] = []
+    cfg = m.get("config", {})
+    if not isinstance(cfg, dict):
+        raise doc.error(path + ("config",), "expected a mapping block.field: value(s)")
+    for key, v in cfg.items():
+        where = path + ("config", key)
+        values = v if isinstance(v, list) else [v]
+        nums = tuple(number(doc, where + ((i,) if isinstance(v, list) else ()), x) for i, x in enumerate(values))
+        config.append((str(key), nums, doc.line(where) or 0))
+    return RealtimeDefaults(options=options, config=tuple(config), given=frozenset(kw))
 
 
 def read_origin(doc: Located, path: Path_t, value: Any) -> np.ndarray:

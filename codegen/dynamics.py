@@ -166,6 +166,32 @@ class Dynamics:
             tau[i] = nm[2] if self.robot.joints[i].type == "revolute" else f[2]
         return cs.vertcat(*tau)
 
+    def kinetic_energy(self, pi: SX) -> SX:
+        """T(q, qd) = sum over links of 1/2 m v.v + v.(w x h) + 1/2 w' I w, plus 1/2 IA qd^2.
+
+        Velocities propagate outward in body frames (v: the link frame origin, h = m c the first
+        moment, I about the origin). p = dT/dqd = M qd and dT/dq = C(q, qd)' qd (Christoffel C):
+        the momentum observer's ingredients without M-dot (DESIGN.md, measured hints).
+        """
+        links = self.links(pi)
+        z = cs.DM([0, 0, 1])
+        w, v = SX.zeros(3), SX.zeros(3)
+        energy = SX(0)
+        for i, joint in enumerate(self.robot.joints):
+            r, p = self.joint_transform(i)
+            rt = r.T
+            v, w = cs.mtimes(rt, v + cs.cross(w, p)), cs.mtimes(rt, w)
+            if joint.type == "revolute":
+                w = w + z * self.qd[i]
+            else:
+                v = v + z * self.qd[i]
+            lk = links[i]
+            energy += (0.5 * lk.m * cs.dot(v, v) + cs.dot(v, cs.cross(w, lk.h))
+                       + 0.5 * cs.dot(w, cs.mtimes(lk.inertia, w)))
+        for i in range(self.n):
+            energy += 0.5 * self.joint_param(pi, i, "IA") * self.qd[i] ** 2
+        return energy
+
     def coulomb(self, qd: SX) -> SX:
         c = self.robot.coulomb
         return cs.tanh(qd / c.velocity_scale) if c.model == "tanh" else cs.sign(qd)

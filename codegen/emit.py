@@ -14,13 +14,16 @@ import jinja2
 
 from . import __version__
 from .cprint import Precision, body, literal
+from .blocks.options import RtOptions
+from .blocks.pipeline import build_pipeline
 from .dynamics import Dynamics
+from .emit_rt import RtEmitter
 from .functions import Arg, FunctionSpec, dynamics_functions
 from .model import Robot, digest_of
 from .params import BaseParameters, base_parameters
 from .resources import resource_dir
 
-RUNTIME_FILES = ("manipgen_linalg.h",)
+RUNTIME_FILES = ("manipgen_linalg.h", "manipgen_rt.h")
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,10 @@ def _view(spec: FunctionSpec | None, name: str, doc: str, inputs: tuple[Arg, ...
             "returns": returns}
 
 
-def generate(robot: Robot, precision: Precision = "double") -> Generated:
+def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None = None) -> Generated:
+    """The C folder of a robot: dynamics and the real-time pipeline (``rt``: default from the
+    robot description's ``realtime:`` section)."""
+    rt_options = rt if rt is not None else robot.realtime.options
     dyn = Dynamics(robot)
     base = base_parameters(robot, dyn)
     specs = dynamics_functions(dyn, base)
@@ -100,11 +106,15 @@ def generate(robot: Robot, precision: Precision = "double") -> Generated:
         "convention": robot.convention, "standard_names": robot.standard_parameter_names,
         "standard_values": [literal(v, precision) for v in std], "base_names": base.names,
         "base_values": [literal(v, precision) for v in beta], "functions": all_views,
-        "fdyn": fdyn, "sources": [f"{p}_dynamics.c"],
+        "fdyn": fdyn, "sources": [f"{p}_dynamics.c", f"{p}_rt.c"],
         "name_length": 1 + max(len(x) for x in robot.standard_parameter_names + base.names),
     }
     env = _environment()
+    emitter = RtEmitter(build_pipeline(robot, rt_options, dyn), p, precision)
+    rt_h, rt_c = emitter.render(env, ctx)
     files = {
+        f"{p}_rt.h": rt_h,
+        f"{p}_rt.c": rt_c,
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
         "Makefile": env.get_template("Makefile.j2").render(ctx),
@@ -115,8 +125,8 @@ def generate(robot: Robot, precision: Precision = "double") -> Generated:
     manifest = {
         "generator": "manipgen", "version": __version__, "robot": p, "description": Path(robot.file).name,
         "description_hash": robot.digest,
-        "options": {"precision": precision},
-        "options_hash": digest_of(robot.digest.encode(), precision.encode()),
+        "options": {"precision": precision, "rt": rt_options.label},
+        "options_hash": digest_of(robot.digest.encode(), precision.encode(), rt_options.label.encode()),
         "dof": n, "joints": [j.name for j in robot.joints],
         "joint_types": [j.type for j in robot.joints],
         "n_standard": robot.n_standard, "n_base": base.n_base,
@@ -134,6 +144,7 @@ def generate(robot: Robot, precision: Precision = "double") -> Generated:
                        "outputs": [[a.name, a.size] for a in v["outputs"]],
                        "ops": int(v["ops"]) if v["ops"].isdigit() else None}
                       for v in all_views],
+        "rt": emitter.manifest(),
         "files": sorted(files),
     }
     files["manifest.json"] = json.dumps(manifest, indent=1, sort_keys=True) + "\n"

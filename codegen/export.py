@@ -61,7 +61,9 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
         if joint.encoder is not None:
             e = joint.encoder
             out.append(f"    encoder: {{cpr: {e.cpr}, side: {e.side}, bits: {e.bits}, "
-                       f"signed: {'true' if e.signed else 'false'}}}")
+                       f"signed: {'true' if e.signed else 'false'}"
+                       + (f", offset: {_num(e.offset)}" if e.offset else "")
+                       + (f", direction: {e.direction}" if e.direction != 1 else "") + "}")
         out += [f"    {k}: {_num(getattr(joint, k))}" for k in JOINT_PARAMS if getattr(joint, k) != 0]
         out.append("    link: {" + ", ".join(f"{k}: {_num(v)}" for k, v in zip(LINK_PARAMS, link)) + "}")
     return "\n".join(out) + "\n"

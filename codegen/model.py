@@ -19,6 +19,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from . import spatial
+from .blocks.options import RealtimeDefaults
 
 LINK_PARAMS: tuple[str, ...] = ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
 JOINT_PARAMS: tuple[str, ...] = ("IA", "FV", "FC", "FO")
@@ -50,6 +51,8 @@ class Encoder:
     side: Literal["motor", "link"] = "link"
     bits: Literal[16, 32] = 32
     signed: bool = True
+    offset: float = 0.0       # rad or m, added after scaling
+    direction: Literal[1, -1] = 1
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class Robot:
     payload: tuple[float, ...] = (0.0,) * 10   # LINK_PARAMS in the last link frame
     tip: tuple[tuple[float, ...], ...] = as_tuple(np.eye(4))
     source: str = ""
+    realtime: RealtimeDefaults = RealtimeDefaults()   # defaults of the real-time pipeline
     digest: str = field(default="", compare=False)  # hash of the description (file bytes + options)
 
     @property

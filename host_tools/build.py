@@ -51,7 +51,31 @@ def cdef(manifest: dict[str, Any]) -> str:
         args = [f"const {p}_real_t *{n}" for n, _ in f["inputs"]]
         args += [f"{p}_real_t *{n}" for n, _ in f["outputs"]]
         lines.append(f"{f['returns']} {p}_{f['name']}({', '.join(args)});")
+    if "rt" in manifest:
+        lines.append(manifest["rt"]["cdef"])
+        lines.append(RUN_DECL.format(p=p))
     return "\n".join(lines)
+
+
+# Host-only glue (not part of the generated firmware folder): the vectorised run loop in C.
+RUN_DECL = "void {p}_rt_run({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out, long n);"
+RUN_DEF = """
+void {p}_rt_run({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out, long n)
+{{
+    long k;
+    for (k = 0; k < n; ++k) {{
+        {p}_rt_step(rt, &in[k], &out[k]);
+    }}
+}}
+"""
+
+
+def host_source(manifest: dict[str, Any]) -> str:
+    p = manifest["robot"]
+    text = f'#include "{p}_dynamics.h"\n'
+    if "rt" in manifest:
+        text += f'#include "{p}_rt.h"\n' + RUN_DEF.format(p=p)
+    return text
 
 
 def content_hash(folder: Path, extra: str = "") -> str:
@@ -79,7 +103,7 @@ def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     defs = cdef(manifest)
-    digest = content_hash(folder, defs + " ".join(CFLAGS) + sys.version)[:16]
+    digest = content_hash(folder, defs + host_source(manifest) + " ".join(CFLAGS) + sys.version)[:16]
     name = f"_manipgen_{manifest['robot']}_{digest}"
     out = cache_root() / "modules" / digest
     with locked(cache_root() / "locks" / f"{digest}.lock"):
@@ -88,7 +112,7 @@ def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
             ffi = cffi.FFI()
             ffi.cdef(defs)
             sources = [str(p) for p in sorted(folder.glob("*.c"))]
-            ffi.set_source(name, f'#include "{manifest["robot"]}_dynamics.h"', sources=sources,
+            ffi.set_source(name, host_source(manifest), sources=sources,
                            include_dirs=[str(folder)], extra_compile_args=list(CFLAGS),
                            libraries=["m"])
             out.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from codegen import __version__
+from codegen.blocks.options import RtOptions
 from codegen.cprint import Precision
 from codegen.description import load_robot
 from codegen.emit import generate
@@ -145,14 +146,17 @@ class CompiledDynamics:
 
 
 def generated_folder(spec: str | Path, base_link: str | None = None, tip_link: str | None = None,
-                     overlay: str | Path | None = None, precision: Precision = "double") -> Path:
+                     overlay: str | Path | None = None, precision: Precision = "double",
+                     rt: RtOptions | None = None) -> Path:
     """Generate (once per description, options and generator version) into the cache."""
     robot = load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
-    key = hashlib.sha256(f"{robot.digest}|{precision}|{generator_fingerprint()}".encode()).hexdigest()[:16]
+    rt = rt if rt is not None else robot.realtime.options
+    key = hashlib.sha256(f"{robot.digest}|{precision}|{rt.label}|{generator_fingerprint()}".encode()
+                         ).hexdigest()[:16]
     folder = cache_root() / "generated" / f"{robot.c_name}_{key}"
     with locked(cache_root() / "locks" / f"gen_{key}.lock"):
         if not (folder / "manifest.json").is_file():
-            generate(robot, precision).write(folder)
+            generate(robot, precision, rt).write(folder)
     return folder
 
 

@@ -1,0 +1,110 @@
+"""What a real-time block is: fields (config, state, outputs), CasADi step functions, a reference.
+
+A block never writes C. It declares
+* ``config`` fields: run-time gains and limits (the host may change them without recompiling),
+* ``state`` fields: what it keeps between samples (also derived values and workspaces),
+* ``output`` fields it adds to ``<robot>_rt_output_t``,
+* ``functions``: CasADi functions whose arguments are *bindings* such as ``cfg.est.gain``
+  (config), ``st.est.x`` (state), ``in.tau`` (input), ``out.qd_hat`` (output) or ``loc.q``
+  (a local of the step function); the C template calls them, the Python reference evaluates them,
+* ``template``: the jinja2 snippet (``templates/rt/<name>.c.j2``) with its plumbing in C, and
+  ``reference_step``: the same plumbing in numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+import casadi as cs
+import numpy as np
+
+CType = Literal["real", "int32", "uint32", "int64", "uint8"]
+NUMPY: dict[CType, type] = {"real": np.float64, "int32": np.int32, "uint32": np.uint32,
+                            "int64": np.int64, "uint8": np.uint8}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ctype: CType
+    shape: tuple[int, ...]
+    doc: str
+    default: tuple[float, ...] = ()   # config fields: flattened default value
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.shape, dtype=NUMPY[self.ctype])
+
+    def default_array(self) -> np.ndarray:
+        if not self.default:
+            return self.zeros()
+        return np.array(self.default, dtype=NUMPY[self.ctype]).reshape(self.shape)
+
+
+@dataclass(frozen=True)
+class Fn:
+    """A CasADi function and where its arguments live (bindings, see the module docstring)."""
+
+    name: str
+    function: cs.Function
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    doc: str
+
+
+Data = dict[str, np.ndarray]   # binding -> value, the Python reference's state of the world
+
+
+@dataclass
+class Block:
+    """One stage of the pipeline (see the module docstring)."""
+
+    kind: str            # enc, est, obs, det, ctl, model
+    name: str            # e.g. kalman
+    doc: str             # header comment: what it implements, which paper and equation
+    config: list[Field] = field(default_factory=list)
+    state: list[Field] = field(default_factory=list)
+    outputs: list[Field] = field(default_factory=list)
+    functions: list[Fn] = field(default_factory=list)
+    derive: Fn | None = None   # config -> derived state, at init and at every config change
+    template: str = ""         # templates/rt/<template>.c.j2 ('' = calls its functions in order)
+    reference: Callable[[Data, "Block"], None] | None = None
+    options: dict[str, object] = field(default_factory=dict)   # generation-time choices
+
+    def fn(self, name: str) -> Fn:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+
+def evaluate(f: Fn, data: Data) -> None:
+    """Python reference of a call: the same CasADi function, numerically."""
+    args = [np.asarray(data[b], dtype=float).ravel() for b in f.inputs]
+    res = f.function(*args)
+    res = res if isinstance(res, (list, tuple)) else [res]
+    for b, v in zip(f.outputs, res):
+        data[b] = np.array(v, dtype=float).reshape(np.shape(data[b]))
+
+
+def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]],
+                doc: str) -> Fn:
+    """Build an Fn from (binding, symbol) pairs; outputs are densified and CSE'd."""
+    f = cs.Function(name, [s for _, s in inputs],
+                    [cs.cse(cs.densify(cs.vec(e))) for _, e in outputs])
+    return Fn(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
+
+
+def per_joint(values: float | list[float] | tuple[float, ...], n: int) -> tuple[float, ...]:
+    if isinstance(values, (int, float)):
+        return (float(values),) * n
+    vals = tuple(float(v) for v in values)
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise ValueError(f"expected 1 or {n} values, got {len(vals)}")
+    return vals

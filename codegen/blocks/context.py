@@ -1,0 +1,73 @@
+"""What every block may use while it builds its CasADi functions: the robot, its dynamics as
+CasADi functions of (q, qd, ...; pi), the sample period and the parameter source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import casadi as cs
+import numpy as np
+
+from ..dynamics import Dynamics
+from ..model import Robot
+from .options import RtOptions
+
+
+@dataclass
+class Ctx:
+    robot: Robot
+    dyn: Dynamics
+    options: RtOptions
+
+    @property
+    def n(self) -> int:
+        return self.robot.dof
+
+    @property
+    def ts(self) -> float:
+        return self.robot.sample_period
+
+    @property
+    def constant(self) -> bool:
+        return self.options.constant_params
+
+    def sym(self, name: str, size: int | None = None) -> cs.SX:
+        return cs.SX.sym(name, self.n if size is None else size)
+
+    def model_inputs(self) -> tuple[list[tuple[str, cs.SX]], cs.SX]:
+        """Bindings a model-using function takes, and the parameter vector to use in it: the run-time
+        parameters (``st.model.pi`` = params + payload) or the robot's own, folded in."""
+        if self.constant:
+            return [], cs.SX(cs.DM(self.robot.standard_parameters()))
+        pi = cs.SX.sym("pi", self.robot.n_standard)
+        return [("st.model.pi", pi)], pi
+
+    @cached_property
+    def _fns(self) -> dict[str, cs.Function]:
+        d = self.dyn
+        pi = d.pi
+        t = d.kinetic_energy(pi)
+        return {
+            "rnea": cs.Function("rnea", [d.q, d.qd, d.qdd, pi], [d.rnea(pi)]),
+            "gravity": cs.Function("gravity", [d.q, pi], [d.gravity(pi)]),
+            "friction": cs.Function("friction", [d.qd, pi], [d.friction(d.qd, pi)]),
+            "momentum": cs.Function("momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
+            "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [cs.gradient(t, d.q)]),
+            "mass_matrix": cs.Function("mass_matrix", [d.q, pi], [d.mass_matrix(pi)]),
+            "nle": cs.Function("nle", [d.q, d.qd, pi], [d.nonlinear_effects(pi)]),
+        }
+
+    def call(self, name: str, *args: cs.SX) -> cs.SX:
+        return self._fns[name](*args)
+
+    def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                                 pi: np.ndarray) -> np.ndarray:
+        """The reference's forward dynamics: numpy Cholesky solve (zeros if M is not PD, as in C)."""
+        m = np.array(self._fns["mass_matrix"](q, pi))
+        rhs = np.asarray(tau, float) - np.array(self._fns["nle"](q, qd, pi)).ravel()
+        try:
+            c = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            return np.zeros(self.n)
+        return np.linalg.solve(c.T, np.linalg.solve(c, rhs))

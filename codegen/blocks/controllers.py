@@ -1,0 +1,76 @@
+"""Controllers (optional): computed torque (seed 000 eqs. 2-3) and PID with gravity compensation
+(the industrial joint controller of seed 002 §2.2). Both saturate to +-tau_max per joint.
+
+computed_torque: u = M(q_hat) nu + n(q_hat, qd_hat), nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
+  (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
+  u = rnea(q_hat, qd_hat, nu) (rotor inertia and friction included), run-time parameters.
+pid: e = q_d - q_hat, I = clamp(I + T e, +-i_max), u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
+The desired trajectory is the reaction's (``out.q_d`` ...), i.e. ``in.q_des`` ... unless a collision
+reaction is active. The output ``tau_cmd`` is the link-side torque to command.
+"""
+
+from __future__ import annotations
+
+import casadi as cs
+import numpy as np
+
+from .base import Block, Field, per_joint, sx_function
+from .context import Ctx
+from .base import Data, evaluate
+
+
+def _tau_max(ctx: Ctx) -> tuple[float, ...]:
+    return tuple(j.limits.tau if np.isfinite(j.limits.tau) else 1e6 for j in ctx.robot.joints)
+
+
+def _sat(u: cs.SX, m: cs.SX) -> cs.SX:
+    return cs.fmin(cs.fmax(u, -m), m)
+
+
+def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float | tuple[float, ...] = 13.0) -> Block:
+    n = ctx.n
+    model, pi = ctx.model_inputs()
+    q, qd, q_d, qd_d, qdd_d, kps, kds, tm = (ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "qdd_d", "kp", "kd", "tm"))
+    nu = qdd_d + kps * (q_d - q) + kds * (qd_d - qd)
+    u = _sat(ctx.call("rnea", q, qd, nu, pi), tm)
+    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("out.q_d", q_d), ("out.qd_d", qd_d),
+                                ("out.qdd_d", qdd_d), ("cfg.ctl.kp", kps), ("cfg.ctl.kd", kds),
+                                ("cfg.ctl.tau_max", tm)] + model, [("out.tau_cmd", u)], "computed torque")
+    return Block(kind="ctl", name="computed_torque", doc=__doc__ or "",
+                 config=[Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n)),
+                         Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n)),
+                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx))],
+                 outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
+                 functions=[step], reference=reference)
+
+
+def pid(ctx: Ctx, kp: tuple[float, ...] | None = None, kd: tuple[float, ...] | None = None,
+        ki: float | tuple[float, ...] = 0.0, i_max: float | tuple[float, ...] = 0.1) -> Block:
+    n, ts = ctx.n, ctx.ts
+    if kp is None or kd is None:   # default: 100 / 20 rad/s^2-equivalent on the diagonal of M(0)
+        m0 = np.diag(np.array(ctx.call("mass_matrix", np.zeros(n), ctx.robot.standard_parameters())))
+        kp = kp if kp is not None else tuple(100.0 * m0)
+        kd = kd if kd is not None else tuple(20.0 * m0)
+    model, pi = ctx.model_inputs()
+    q, qd, q_d, qd_d, kps, kds, kis, im, tm, integ = (
+        ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "kp", "kd", "ki", "i_max", "tm", "integ"))
+    e = q_d - q
+    integ_n = _sat(integ + ts * e, im)
+    u = _sat(kps * e + kds * (qd_d - qd) + kis * integ_n + ctx.call("gravity", q, pi), tm)
+    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("out.q_d", q_d), ("out.qd_d", qd_d),
+                                ("cfg.ctl.kp", kps), ("cfg.ctl.kd", kds), ("cfg.ctl.ki", kis),
+                                ("cfg.ctl.i_max", im), ("cfg.ctl.tau_max", tm), ("st.ctl.integ", integ)] + model,
+                       [("st.ctl.integ", integ_n), ("out.tau_cmd", u)], "PID + gravity")
+    return Block(kind="ctl", name="pid", doc=__doc__ or "",
+                 config=[Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n)),
+                         Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n)),
+                         Field("ki", "real", (n,), "Ki (N m/(rad s))", per_joint(ki, n)),
+                         Field("i_max", "real", (n,), "integral clamp (rad s)", per_joint(i_max, n)),
+                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx))],
+                 state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
+                 outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
+                 functions=[step], reference=reference)
+
+
+def reference(d: Data, block: Block) -> None:
+    evaluate(block.fn("step"), d)

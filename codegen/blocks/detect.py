@@ -1,0 +1,88 @@
+"""Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
+
+Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an optional
+velocity-dependent part for unmodelled friction). Hysteresis: a joint becomes *above* when |r|
+exceeds its threshold and stays so until |r| falls below ``release`` x threshold. Debounce: a joint
+counts consecutive samples above; a collision is declared when some joint has been above for
+``debounce`` samples. Then, latched until ``in.reset``: ``collision`` = 1 and ``link`` = the highest
+joint (1-based) that is above at that sample (a force on link i moves only r_1..r_i, seed 003
+eq. 5.17), q_col = q_hat. Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
+desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
+"""
+
+from __future__ import annotations
+
+import casadi as cs
+import numpy as np
+
+from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .context import Ctx
+
+
+def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tuple[float, ...] = 0.0,
+          release: float = 0.5, debounce: int = 3, reaction: int = 1,
+          k_r: float | tuple[float, ...] = 0.03) -> Block:
+    n, ts = ctx.n, ctx.ts
+    qd, th, kvs = ctx.sym("qd"), ctx.sym("threshold"), ctx.sym("kv")
+    level = sx_function("level", [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
+                        [("st.det.level", th + kvs * cs.fabs(qd))], "threshold + kv |qd_hat|")
+    qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
+    integ_n = integ + ts * kr * r
+    reflex = sx_function("reflex", [("st.det.q_col", qc), ("st.det.integ", integ), ("out.r", r), ("cfg.det.k_r", kr)],
+                         [("st.det.integ", integ_n), ("out.q_d", qc + integ_n), ("out.qd_d", kr * r)],
+                         "q_d = q_col + int K_R r, qd_d = K_R r")
+    return Block(
+        kind="det", name="threshold", doc=__doc__ or "", template="detect",
+        config=[Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n)),
+                Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n)),
+                Field("release", "real", (), "hysteresis: release below release x threshold (0..1)", (release,)),
+                Field("debounce", "int32", (n,), "samples above threshold before a detection (>= 1)",
+                      per_joint(float(debounce), n)),
+                Field("reaction", "uint8", (), "0 none, 1 stop, 2 reflex (seed 003 §5.4)", (float(reaction),)),
+                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n))],
+        state=[Field("level", "real", (n,), "workspace: this sample's thresholds"),
+               Field("above", "uint8", (n,), "hysteresis state per joint"),
+               Field("count", "int32", (n,), "consecutive samples above"),
+               Field("collision", "uint8", (), "latched collision flag"),
+               Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
+               Field("q_col", "real", (n,), "q_hat at detection"),
+               Field("integ", "real", (n,), "reflex integral of K_R r")],
+        outputs=[Field("collision", "uint8", (), "1 from the detecting sample until in.reset"),
+                 Field("link", "int32", (), "isolated link, 1-based (0: none)"),
+                 Field("above", "uint8", (n,), "joints above their threshold this sample")],
+        functions=[level, reflex], reference=reference)
+
+
+def reference(d: Data, block: Block) -> None:
+    """numpy mirror of the detect template and runtime mg_detect."""
+    if d["in.reset"]:
+        d["st.det.collision"] = d["st.det.collision"] * 0
+        d["st.det.link"] = d["st.det.link"] * 0
+    evaluate(block.fn("level"), d)
+    r, lv = d["out.r"], d["st.det.level"]
+    above, count = d["st.det.above"], d["st.det.count"]
+    rel = float(d["cfg.det.release"])
+    highest = 0
+    fired = False
+    for i in range(len(r)):
+        limit = lv[i] * rel if above[i] else lv[i]
+        above[i] = 1 if abs(r[i]) > limit else 0
+        count[i] = (count[i] + 1 if count[i] < 0x40000000 else count[i]) if above[i] else 0
+        if above[i]:
+            highest = i + 1
+        if count[i] >= max(int(d["cfg.det.debounce"][i]), 1):
+            fired = True
+    if fired and not d["st.det.collision"]:
+        d["st.det.collision"] = np.uint8(1)
+        d["st.det.link"] = np.int32(highest)
+        d["st.det.q_col"] = d["out.q_hat"].copy()
+        d["st.det.integ"] = d["st.det.integ"] * 0.0
+    d["out.collision"], d["out.link"] = d["st.det.collision"].copy(), d["st.det.link"].copy()
+    d["out.above"] = above.copy()
+    mode = int(d["cfg.det.reaction"])
+    if d["st.det.collision"] and mode == 1:
+        d["out.q_d"], d["out.qd_d"], d["out.qdd_d"] = d["st.det.q_col"].copy(), r * 0.0, r * 0.0
+    elif d["st.det.collision"] and mode == 2:
+        evaluate(block.fn("reflex"), d)
+        d["out.qdd_d"] = r * 0.0

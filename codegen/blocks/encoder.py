@@ -1,0 +1,117 @@
+"""Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
+
+Per joint, link side (``counts``) and optionally motor side (``motor_counts``, for elastic joints):
+a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
+``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
+``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
+once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
+1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
+previous position, increments the joint's fault counter and tells the estimators.
+A motor encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+"""
+
+from __future__ import annotations
+
+import math
+
+import casadi as cs
+
+from .base import Block, Data, Field, sx_function
+from .context import Ctx
+
+TWO_PI = 2.0 * math.pi
+
+
+def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
+    n = ctx.n
+    cpr, gear, bits, signed = [], [], [], []
+    for j in ctx.robot.joints:
+        e = j.encoder
+        on = e is not None and (e.side == "link") == (prefix == "")
+        cpr.append(float(e.cpr) if on and e is not None else (0.0 if prefix else 1.0))
+        gear.append(j.gear_ratio if (e is not None and e.side == "motor") else 1.0)
+        bits.append(float(e.bits) if e is not None else 32.0)
+        signed.append(1.0 if e is None or e.signed else 0.0)
+    offsets = [j.encoder.offset if j.encoder is not None and not prefix else 0.0 for j in ctx.robot.joints]
+    direction = [float(j.encoder.direction) if j.encoder is not None and not prefix else 1.0
+                 for j in ctx.robot.joints]
+    return [
+        Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution" + (" (0: absent)" if prefix else ""),
+              tuple(cpr)),
+        Field(prefix + "gear", "real", (n,), f"{doc} gear ratio between the encoder and the joint", tuple(gear)),
+        Field(prefix + "offset", "real", (n,), f"{doc} zero offset (rad or m), added last", tuple(offsets)),
+        Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction)),
+        Field(prefix + "bits", "uint8", (n,), f"{doc} counter width, 16 or 32", tuple(bits)),
+        Field(prefix + "is_signed", "uint8", (n,), f"{doc} counter is two's complement (1) or unsigned (0)",
+              tuple(signed)),
+    ]
+
+
+def build(ctx: Ctx) -> Block:
+    n = ctx.n
+    cfg = _side_fields(ctx, "", "link-side encoder:") + _side_fields(ctx, "motor_", "motor encoder:")
+    state: list[Field] = []
+    for prefix in ("", "motor_"):
+        state += [Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),
+                  Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
+                  Field(prefix + "last", "uint32", (n,), "last raw counter value"),
+                  Field(prefix + "total", "int64", (n,), "unwrapped count")]
+    state.append(Field("faults", "uint32", (n,), "lost link-side samples so far"))
+    cpr, mcpr = ctx.sym("cpr"), ctx.sym("motor_cpr")
+    derive = sx_function(
+        "encoder_derive", [("cfg.enc.cpr", cpr), ("cfg.enc.motor_cpr", mcpr)],
+        [("st.enc.rpc", TWO_PI / cs.fmax(cpr, 1.0)), ("st.enc.motor_rpc", TWO_PI / cs.fmax(mcpr, 1.0))],
+        "rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder)")
+    fns = []
+    for prefix, out in (("", "out.q"), ("motor_", "out.theta")):
+        total, rpc, gear, offset, direction = (ctx.sym(x) for x in ("total", "rpc", "gear", "offset", "dir"))
+        fns.append(sx_function(
+            f"{prefix}position",
+            [(f"loc.{prefix}total_r", total), (f"st.enc.{prefix}rpc", rpc), (f"cfg.enc.{prefix}gear", gear),
+             (f"cfg.enc.{prefix}direction", direction), (f"cfg.enc.{prefix}offset", offset)],
+            [(out, (total * rpc) * direction / gear + offset)],
+            "position = (count * rad_per_count) * direction / gear + offset"))
+    return Block(kind="enc", name="encoder", doc=__doc__ or "", config=cfg, state=state,
+                 outputs=[Field("q", "real", (n,), "joint position from the link-side encoder (rad or m)"),
+                          Field("theta", "real", (n,), "motor position, link-side units (rad or m; 0 if absent)"),
+                          Field("faults", "uint32", (n,), "lost samples so far, per joint")],
+                 functions=fns, derive=derive, template="encoder", reference=reference)
+
+
+def unwrap(raw: int, bits: int, signed: bool, started: bool, last: int, total: int) -> tuple[int, int]:
+    """(new last, new total): the numpy mirror of runtime mg_unwrap."""
+    bits = bits if 2 <= bits <= 32 else 32
+    mask = (1 << bits) - 1
+    raw &= mask
+    half = 1 << (bits - 1)
+    if not started:
+        value = raw - (1 << bits) if signed and raw >= half else raw
+        return raw, value
+    delta = (raw - last) & mask
+    if delta >= half:
+        delta -= 1 << bits
+    return raw, total + delta
+
+
+def reference(d: Data, block: Block) -> None:
+    from .base import evaluate
+
+    for prefix, counts, valid in (("", "in.counts", "in.valid"), ("motor_", "in.motor_counts", "in.motor_valid")):
+        n = len(d[counts])
+        for i in range(n):
+            present = prefix == "" or d["cfg.enc.motor_cpr"][i] >= 1.0
+            if not present:
+                continue
+            if d[valid][i]:
+                last, total = unwrap(int(d[counts][i]), int(d[f"cfg.enc.{prefix}bits"][i]),
+                                     bool(d[f"cfg.enc.{prefix}is_signed"][i]), bool(d[f"st.enc.{prefix}started"][i]),
+                                     int(d[f"st.enc.{prefix}last"][i]), int(d[f"st.enc.{prefix}total"][i]))
+                d[f"st.enc.{prefix}last"][i], d[f"st.enc.{prefix}total"][i] = last, total
+                d[f"st.enc.{prefix}started"][i] = 1
+            elif prefix == "":
+                d["st.enc.faults"][i] += 1
+        d[f"loc.{prefix}total_r"] = d[f"st.enc.{prefix}total"].astype(float)
+    evaluate(block.fn("position"), d)
+    evaluate(block.fn("motor_position"), d)
+    d["out.faults"] = d["st.enc.faults"].copy()
+    d["loc.valid"] = (d["in.valid"] != 0).astype(float)

@@ -1,0 +1,44 @@
+"""What every velocity estimator shares: its outputs, the first-sample initialisation, the call order.
+
+An estimator block has an ``init`` function (state from the first position ``loc.q``) and a ``step``
+function; model-based ones (nlhg, slimod) also name the state field where the C step first puts
+f = M(q)^-1 (tau - n(q, qd_hat)) (the generated forward dynamics). All read ``loc.q`` (the encoder's
+position, held on a lost sample) and ``loc.valid`` (1.0 or 0.0 per joint) and write
+``out.q_hat``, ``out.qd_hat`` and, where the method gives it, ``out.qdd_hat``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Block, Data, Field, evaluate
+from .context import Ctx
+
+
+def outputs(n: int) -> list[Field]:
+    return [Field("q_hat", "real", (n,), "estimated position (rad or m)"),
+            Field("qd_hat", "real", (n,), "estimated velocity (rad/s or m/s)"),
+            Field("qdd_hat", "real", (n,), "estimated acceleration where the estimator gives it, else 0")]
+
+
+def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):  # type: ignore[no-untyped-def]
+    """Reference of a model-based estimator: numpy forward dynamics, then the step function."""
+    def ref(d: Data, block: Block) -> None:
+        if d["loc.first"]:
+            evaluate(block.fn("init"), d)
+        pi = d["st.model.pi"] if "st.model.pi" in d else ctx.robot.standard_parameters()
+        d[fdyn_state] = ctx.forward_dynamics_numeric(d["out.q"], d[qd_binding], d["in.tau"], pi)
+        evaluate(block.fn("step"), d)
+    return ref
+
+
+def reference(d: Data, block: Block) -> None:
+    if d["loc.first"]:
+        evaluate(block.fn("init"), d)
+    evaluate(block.fn("step"), d)
+
+
+def history_matrix(flat: "np.ndarray | object", n: int, taps: int):  # type: ignore[no-untyped-def]
+    """A row-major n x taps C array as a CasADi taps x n matrix (column i = joint i)."""
+    import casadi as cs
+    return cs.reshape(flat, taps, n)

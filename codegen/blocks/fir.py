@@ -1,0 +1,85 @@
+"""The FIR derivative family (seed 000 §II-B; Brown et al. 1992): one structure, coefficients
+computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
+
+* ``lsf`` LSF(n, p): least-squares polynomial of order p through the last n samples, its derivative
+  at the newest sample (and its second derivative when p >= 2). Exact for polynomials of degree <= p.
+* ``bde`` BDE(n): backward difference expansion, (1/T) sum_{m=1..n} nabla^m q / m: the derivative of
+  the polynomial interpolating the last n + 1 samples. Exact for degree <= n.
+* ``tse`` TSE(n): Taylor series expansion, (1/T) sum_{m=1..n} nabla^m q / m!: higher derivatives taken
+  as backward differences. Exact for degree <= min(n, 2) (the truncated series is not a polynomial
+  interpolation beyond that).
+* ``ewlr`` EWLR(n, lam): exponentially weighted linear regression over the last n samples, weight
+  lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
+LSF(1,2), BDE(1) and TSE(1) are the finite difference; LSF(1,3) is the moving average with p = 2.
+LSF, BDE and TSE coefficients are exact rationals (sympy) rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import casadi as cs
+import numpy as np
+import sympy as sp
+
+from .base import Block, Field, sx_function
+from .context import Ctx
+from .estimator import outputs, reference
+
+
+def _lsf_rows(n: int, p: int) -> sp.Matrix:
+    v = sp.Matrix(n, p + 1, lambda j, m: sp.Integer(-j) ** m)
+    return (v.T * v).inv() * v.T       # rows: polynomial coefficients per unit-step time
+
+
+def _backward(m: int) -> list[sp.Rational]:
+    """nabla^m q_k as coefficients of q_{k-j}."""
+    return [sp.Integer((-1) ** j * math.comb(m, j)) for j in range(m + 1)]
+
+
+def coefficients(name: str, n: int, p: int = 1, lam: float = 1.0) -> tuple[np.ndarray, np.ndarray | None]:
+    """(velocity coefficients times T, acceleration coefficients times T^2 or None), newest first."""
+    if name == "lsf":
+        rows = _lsf_rows(n, p)
+        vel = np.array([float(x) for x in rows[1, :]])
+        acc = np.array([float(2 * x) for x in rows[2, :]]) if p >= 2 else None
+        return vel, acc
+    if name in ("bde", "tse"):
+        c = [sp.Integer(0)] * (n + 1)
+        for m in range(1, n + 1):
+            w = sp.Rational(1, m) if name == "bde" else sp.Rational(1, math.factorial(m))
+            for j, b in enumerate(_backward(m)):
+                c[j] += w * b
+        return np.array([float(x) for x in c]), None
+    if name == "ewlr":
+        t = -np.arange(n, dtype=float)
+        v = np.column_stack([np.ones(n), t])
+        w = lam ** np.arange(n, dtype=float)
+        rows = np.linalg.solve(v.T @ (w[:, None] * v), v.T * w)
+        return rows[1], None
+    raise ValueError(name)
+
+
+def build(ctx: Ctx, name: str, n: int, p: int = 1, lam: float = 1.0) -> Block:
+    vel, acc = coefficients(name, n, p, lam)
+    taps = len(vel)
+    order = n
+    n = ctx.n
+    q = ctx.sym("q")
+    hist = cs.SX.sym("hist", n * (taps - 1))
+    h = cs.vertcat(q.T, cs.reshape(hist, taps - 1, n))   # taps x n, row j = q_{k-j}
+    ts = ctx.ts
+    qd = cs.mtimes(cs.DM(vel / ts).T, h).T
+    qdd = cs.mtimes(cs.DM(acc / ts ** 2).T, h).T if acc is not None else cs.SX.zeros(n)
+    step = sx_function("step", [("out.q", q), ("st.est.hist", hist)],
+                       [("out.q_hat", q), ("out.qd_hat", qd), ("out.qdd_hat", qdd),
+                        ("st.est.hist", h[:taps - 1, :])], f"{name} FIR derivative")
+    init = sx_function("init", [("out.q", q)], [("st.est.hist", cs.repmat(q.T, taps - 1, 1))],
+                       "history := q")
+    label = {"lsf": f"LSF({order},{p})", "bde": f"BDE({order})", "tse": f"TSE({order})",
+             "ewlr": f"EWLR({order},{lam:g})"}[name]
+    return Block(kind="est", name=name, doc=(__doc__ or "") + f"\nThis build: {label}; velocity "
+                 f"coefficients x T_s, newest first: {', '.join(f'{c:.10g}' for c in vel)}.",
+                 options={"taps": taps, "velocity": tuple(vel), "acceleration": None if acc is None else tuple(acc)},
+                 state=[Field("hist", "real", (n, taps - 1), "q_{k-1} ... q_{k-n+1} per joint")],
+                 outputs=outputs(n), functions=[init, step], reference=reference)

@@ -1,0 +1,50 @@
+"""Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
+
+  p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd),  C^T qd = dT/dq
+  I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
+
+T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
+formed. q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
+(measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
+(eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
+the pole is 1 - K_O T. The first sample sets p_0 and r = 0. Sign: r is the external torque acting on
+the robot, in the joint torque's sign convention.
+"""
+
+from __future__ import annotations
+
+import casadi as cs
+
+from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .context import Ctx
+
+
+def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
+    n, ts = ctx.n, ctx.ts
+    model, pi = ctx.model_inputs()
+    q, qd, tau = ctx.sym("q"), ctx.sym("qd"), ctx.sym("tau")
+    p0, integ, r, k = ctx.sym("p0"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_o")
+    p = ctx.call("momentum", q, qd, pi)
+    beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi)
+    integ_n = integ + ts * (tau - beta + r)
+    r_n = k * (p - p0 - integ_n)
+    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("in.tau", tau), ("st.obs.p0", p0),
+                                ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)] + model,
+                       [("st.obs.p", p), ("st.obs.integ", integ_n), ("st.obs.r", r_n), ("out.r", r_n)],
+                       "momentum, integral and residual")
+    return Block(kind="obs", name="momentum", doc=__doc__ or "", template="momentum",
+                 config=[Field("k_o", "real", (n,), "observer gain K_O per joint (1/s)", per_joint(k_o, n))],
+                 state=[Field("p0", "real", (n,), "momentum at the first sample"),
+                        Field("p", "real", (n,), "momentum of this sample"),
+                        Field("integ", "real", (n,), "integral of tau - beta + r"),
+                        Field("r", "real", (n,), "residual")],
+                 outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
+                 functions=[step], reference=reference)
+
+
+def reference(d: Data, block: Block) -> None:
+    evaluate(block.fn("step"), d)
+    if d["loc.first"]:
+        d["st.obs.p0"] = d["st.obs.p"].copy()
+        for b in ("st.obs.integ", "st.obs.r", "out.r"):
+            d[b] = d[b] * 0.0

@@ -1,0 +1,171 @@
+"""Assemble the real-time pipeline of a robot: encoder -> estimator -> observer -> detection ->
+controller, each block chosen at generation time; and its numpy reference step.
+
+The run-time data of one instance is a dict of bindings (``cfg.est.gain``, ``st.obs.r``, ``in.tau``,
+``out.qd_hat``, ``loc.q``); C holds the same fields in ``<robot>_rt_t`` / ``_config_t`` /
+``_input_t`` / ``_output_t``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dynamics import Dynamics
+from ..errors import DescriptionError
+from ..model import Robot
+from . import controllers, detect, encoder, findiff, fir, kalman, linhg, model_params, momentum, nlhg, slimod
+from .base import Block, Data, Field, evaluate
+from .context import Ctx
+from .options import RtOptions
+
+KIND_DOC = {"model": "model parameters", "enc": "encoders", "est": "velocity estimator",
+            "obs": "collision observer", "det": "detection and reaction", "ctl": "controller"}
+
+
+def _estimator(ctx: Ctx) -> Block:
+    e = ctx.options.estimator
+    if e.name == "findiff":
+        return findiff.build(ctx, 1)
+    if e.name == "movav":
+        return findiff.build(ctx, int(e.get("p")))
+    if e.name == "lsf":
+        return fir.build(ctx, "lsf", int(e.get("n")), int(e.get("p")))
+    if e.name in ("bde", "tse"):
+        return fir.build(ctx, e.name, int(e.get("n")))
+    if e.name == "ewlr":
+        return fir.build(ctx, "ewlr", int(e.get("n")), lam=e.get("lam"))
+    return {"kalman": kalman.build, "linhg": linhg.build, "nlhg": nlhg.build, "slimod": slimod.build}[e.name](ctx)
+
+
+INPUTS = ("counts", "valid", "motor_counts", "motor_valid", "tau", "q_des", "qd_des", "qdd_des", "reset")
+
+
+def input_fields(n: int) -> list[Field]:
+    return [Field("counts", "uint32", (n,), "raw link-side counter values (low `bits` bits used)"),
+            Field("valid", "uint8", (n,), "1: counts[i] was received this sample, 0: lost"),
+            Field("motor_counts", "uint32", (n,), "raw motor-side counter values (if motor_cpr > 0)"),
+            Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
+            Field("tau", "real", (n,), "link-side joint torque over the last sample (measured or the "
+                                       "previous command), N m or N"),
+            Field("q_des", "real", (n,), "desired position (rad or m)"),
+            Field("qd_des", "real", (n,), "desired velocity"),
+            Field("qdd_des", "real", (n,), "desired acceleration"),
+            Field("reset", "uint8", (), "1: clear the latched collision and its reaction")]
+
+
+LOCALS = ("valid", "total_r", "motor_total_r")
+
+
+@dataclass
+class Pipeline:
+    robot: Robot
+    options: RtOptions
+    blocks: list[Block]
+    ctx: Ctx
+
+    @property
+    def n(self) -> int:
+        return self.robot.dof
+
+    def block(self, kind: str) -> Block | None:
+        return next((b for b in self.blocks if b.kind == kind), None)
+
+    @property
+    def inputs(self) -> list[Field]:
+        return input_fields(self.n)
+
+    @property
+    def outputs(self) -> list[Field]:
+        out: list[Field] = []
+        desired = [Field("q_d", "real", (self.n,), "desired position used (reaction applied)"),
+                   Field("qd_d", "real", (self.n,), "desired velocity used"),
+                   Field("qdd_d", "real", (self.n,), "desired acceleration used")]
+        for b in self.blocks:
+            out += b.outputs
+            if b.kind == "est":
+                out += desired
+        return out
+
+    def fields(self) -> dict[str, Field]:
+        """Every binding's field: cfg.<kind>.<name>, st.<kind>.<name>, in.<name>, out.<name>, loc.<name>."""
+        f: dict[str, Field] = {}
+        for b in self.blocks:
+            f.update({f"cfg.{b.kind}.{x.name}": x for x in b.config})
+            f.update({f"st.{b.kind}.{x.name}": x for x in b.state})
+        f.update({f"in.{x.name}": x for x in self.inputs})
+        f.update({f"out.{x.name}": x for x in self.outputs})
+        f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in LOCALS})
+        return f
+
+    # --- the numpy reference -------------------------------------------------------------------
+    def default_config(self) -> Data:
+        return {f"cfg.{b.kind}.{x.name}": x.default_array() for b in self.blocks for x in b.config}
+
+    def new_data(self, config: Data | None = None) -> Data:
+        d: Data = {k: f.zeros() for k, f in self.fields().items()}
+        d.update({k: np.array(v, copy=True) for k, v in (config or self.default_config()).items()})
+        d["loc.first"] = np.array(1)
+        self.reference_configure(d)
+        return d
+
+    def reference_configure(self, d: Data) -> None:
+        for b in self.blocks:
+            if b.derive is not None:
+                evaluate(b.derive, d)
+
+    def reference_step(self, d: Data) -> None:
+        """One sample: the numpy mirror of <robot>_rt_step (d: inputs set, state carried over)."""
+        for k in ("out.q_d", "out.qd_d", "out.qdd_d"):
+            d[k] = d["in." + k[4:].replace("_d", "_des")].astype(float).copy()
+        for b in self.blocks:
+            if b.reference is not None:
+                b.reference(d, b)
+        d["loc.first"] = np.array(0)
+
+
+def _apply_overrides(blocks: list[Block], robot: Robot) -> None:
+    known = {f"{b.kind}.{x.name}": (b, i) for b in blocks for i, x in enumerate(b.config)}
+    for key, values, line in robot.realtime.config:
+        if key not in known:
+            raise DescriptionError(robot.file, f"realtime.config.{key}",
+                                   "no such run-time config field in this pipeline (fields: "
+                                   + ", ".join(sorted(known)) + ")", line)
+        b, i = known[key]
+        fld = b.config[i]
+        if len(values) not in (1, fld.size):
+            raise DescriptionError(robot.file, f"realtime.config.{key}",
+                                   f"expected 1 or {fld.size} numbers, got {len(values)}", line)
+        b.config[i] = dataclasses.replace(fld, default=tuple(values) * (fld.size if len(values) == 1 else 1))
+
+
+def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:
+    ctx = Ctx(robot, dyn or Dynamics(robot), options)
+    blocks: list[Block] = []
+    if not options.constant_params and (options.observer != "none" or options.controller != "none"
+                                        or options.estimator.name in ("nlhg", "slimod")):
+        blocks.append(model_params.build(ctx))
+    blocks.append(encoder.build(ctx))
+    blocks.append(_estimator(ctx))
+    if options.observer == "momentum":
+        blocks.append(momentum.build(ctx))
+        blocks.append(detect.build(ctx))
+    if options.controller == "computed_torque":
+        blocks.append(controllers.computed_torque(ctx))
+    elif options.controller == "pid":
+        blocks.append(controllers.pid(ctx))
+    _apply_overrides(blocks, robot)
+    kal = next((b for b in blocks if b.name == "kalman"), None)
+    if kal is not None:   # the gain follows the (possibly overridden) design values
+        _redesign_kalman(kal, robot.sample_period)
+    return Pipeline(robot, options, blocks, ctx)
+
+
+def _redesign_kalman(block: Block, ts: float) -> None:
+    by = {f.name: i for i, f in enumerate(block.config)}
+    q = block.config[by["q_var"]].default
+    r = block.config[by["r_var"]].default
+    gain = np.array([kalman.kalman_gain(ts, a, b) for a, b in zip(q, r)])
+    block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))

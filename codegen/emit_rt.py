@@ -1,0 +1,193 @@
+"""Render ``<robot>_rt.h`` / ``<robot>_rt.c``: the real-time pipeline's structs (from the blocks'
+fields), its CasADi functions (as static straight-line C) and the step plumbing (templates/rt*)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from .blocks.base import Block, Field, Fn
+from .blocks.pipeline import Pipeline
+from .cprint import Precision, body, literal
+
+CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
+CDEF_TYPES = {"int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
+
+
+def _decl(f: Field, real: str) -> str:
+    t = real if f.ctype == "real" else CTYPES[f.ctype]
+    return f"{t} {f.name}" + "".join(f"[{s}]" for s in f.shape) + ";"
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str          # C typedef name
+    doc: str
+    members: tuple[tuple[str, str], ...]   # (declaration, doc)
+
+
+def _initializer(f: Field, precision: Precision) -> str:
+    a = f.default_array()
+    def lit(v: Any) -> str:
+        return literal(float(v), precision) if f.ctype == "real" else str(int(v))
+    if not f.shape:
+        return lit(a)
+    if len(f.shape) == 1:
+        return "{" + ", ".join(lit(v) for v in a) + "}"
+    return "{" + ", ".join("{" + ", ".join(lit(v) for v in row) + "}" for row in a) + "}"
+
+
+class RtEmitter:
+    def __init__(self, pipe: Pipeline, prefix: str, precision: Precision) -> None:
+        self.pipe, self.p, self.precision = pipe, prefix, precision
+        self.fields = pipe.fields()
+        self.ops: dict[str, int] = {}
+
+    # --- bindings -----------------------------------------------------------------------------
+    def c_ref(self, binding: str) -> str:
+        space, _, rest = binding.partition(".")
+        if space == "cfg":
+            expr = f"rt->cfg.{rest}"
+        elif space == "st":
+            expr = f"rt->{rest}"
+        elif space == "in":
+            expr = f"in->{rest}"
+        elif space == "out":
+            expr = f"out->{rest}"
+        else:
+            expr = rest
+        shape = self.fields[binding].shape
+        if not shape:
+            return "&" + expr
+        return expr if len(shape) == 1 else f"&{expr}[0][0]"
+
+    def fn_name(self, block: Block, fn: Fn) -> str:
+        return f"{self.p}_rt_{block.kind}_{fn.name}"
+
+    def call(self, kind: str, name: str) -> str:
+        """C statement(s) calling a block function; outputs that alias inputs go through a local."""
+        block = next(b for b in self.pipe.blocks if b.kind == kind)
+        fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
+        args = [self.c_ref(b) for b in fn.inputs]
+        lines, copies = [], []
+        for k, b in enumerate(fn.outputs):
+            if b in fn.inputs:
+                size = self.fields[b].size
+                lines.append(f"real_t tmp{k}[{size}];")
+                args.append(f"tmp{k}")
+                copies.append(f"memcpy({self.c_ref(b)}, tmp{k}, sizeof tmp{k});")
+            else:
+                args.append(self.c_ref(b))
+        call = f"{self.fn_name(block, fn)}({', '.join(args)});"
+        if not lines:
+            return call
+        return "{\n" + textwrap.indent("\n".join(lines + [call] + copies), "    ") + "\n}"
+
+    # --- views --------------------------------------------------------------------------------
+    def function_views(self) -> list[dict[str, Any]]:
+        out = []
+        for b in self.pipe.blocks:
+            fns = ([b.derive] if b.derive is not None else []) + list(b.functions)
+            for fn in fns:
+                ins = [f"a{i}" for i in range(len(fn.inputs))]
+                outs = [f"r{i}" for i in range(len(fn.outputs))]
+                bd = body(fn.function, ins, outs, self.precision, indent="    ")
+                used = {fn.function.instruction_input(k)[0] for k in range(fn.function.n_instructions())
+                        if fn.function.instruction_id(k) == 45}
+                self.ops[self.fn_name(b, fn)] = bd.ops
+                params = [f"const real_t *{a}" for a in ins] + [f"real_t *{r}" for r in outs]
+                out.append({"name": self.fn_name(b, fn), "doc": fn.doc, "ops": bd.ops, "lines": bd.lines,
+                            "params": ", ".join(params),
+                            "bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs),
+                            "unused": [a for i, a in enumerate(ins) if i not in used]})
+        return out
+
+    def structs(self, real: str) -> list[Struct]:
+        p = self.p
+        out: list[Struct] = []
+        cfg_members, rt_members = [], []
+        for b in self.pipe.blocks:
+            if b.config:
+                name = f"{p}_rt_{b.kind}_config_t"
+                out.append(Struct(name, f"Run-time config of the {b.name} block.",
+                                  tuple((_decl(f, real), f.doc) for f in b.config)))
+                cfg_members.append((f"{name} {b.kind};", b.name))
+        out.append(Struct(f"{p}_rt_config_t", "Run-time configuration: gains, thresholds, limits, model "
+                          "parameters. Change it and call _rt_configure (keeps the state) or _rt_init.",
+                          tuple(cfg_members)))
+        for b in self.pipe.blocks:
+            if b.state:
+                name = f"{p}_rt_{b.kind}_state_t"
+                out.append(Struct(name, f"State of the {b.name} block.",
+                                  tuple((_decl(f, real), f.doc) for f in b.state)))
+                rt_members.append((f"{name} {b.kind};", b.name))
+        rt_members = [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")] + rt_members + [
+            ("uint8_t first;", "1 until the first step has initialised the blocks"),
+            ("uint32_t steps;", "samples processed since init (wraps)")]
+        out.append(Struct(f"{p}_rt_t", "One pipeline instance: configuration copy, state and workspaces. "
+                          "Caller-owned; no pointers inside, so it may be copied.", tuple(rt_members)))
+        out.append(Struct(f"{p}_rt_input_t", "What the real-time loop hands in every sample.",
+                          tuple((_decl(f, real), f.doc) for f in self.pipe.inputs)))
+        out.append(Struct(f"{p}_rt_output_t", "What a step returns.",
+                          tuple((_decl(f, real), f.doc) for f in self.pipe.outputs)))
+        return out
+
+    def default_config(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        return [(b.kind, [(f.name, _initializer(f, self.precision)) for f in b.config])
+                for b in self.pipe.blocks if b.config]
+
+    def cdef(self) -> str:
+        real = f"{self.p}_real_t"
+        lines = []
+        for s in self.structs(real):
+            lines.append("typedef struct {")
+            for decl, _ in s.members:
+                for k, v in CDEF_TYPES.items():
+                    decl = decl.replace(CTYPES[k] + " ", v + " ")
+                lines.append("    " + decl)
+            lines.append(f"}} {s.name};")
+        p = self.p
+        lines += [f"extern const {p}_rt_config_t {p}_rt_default_config;",
+                  f"void {p}_rt_init({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
+                  f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
+                  f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);"]
+        return "\n".join(lines)
+
+    def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
+        real = f"{self.p}_real_t"
+        blocks = [{"kind": b.kind, "name": b.name, "template": b.template or {"est": "estimator",
+                   "ctl": "controller"}.get(b.kind, ""), "doc_lines": (b.doc or "").strip().splitlines(),
+                   "has_init": any(f.name == "init" for f in b.functions),
+                   "derive": b.derive.name if b.derive is not None else None,
+                   "options": b.options} for b in self.pipe.blocks]
+        functions = self.function_views()
+        rctx = dict(ctx, blocks=blocks, structs=self.structs(real), functions=functions,
+                    default_config=self.default_config(), call=self.call, options=self.pipe.options,
+                    label=self.pipe.options.label, ts=repr(self.pipe.robot.sample_period),
+                    fabs="fabs" if self.precision == "double" else "fabsf",
+                    constant=self.pipe.options.constant_params)
+        return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
+
+    def manifest(self) -> dict[str, Any]:
+        pipe = self.pipe
+        def fl(fields: list[Field]) -> list[list[Any]]:
+            return [[f.name, f.ctype, list(f.shape)] for f in fields]
+        return {
+            "estimator": pipe.options.estimator.name,
+            "estimator_options": dict(pipe.options.estimator.params),
+            "observer": pipe.options.observer, "controller": pipe.options.controller,
+            "constant_params": pipe.options.constant_params, "label": pipe.options.label,
+            "sample_period": pipe.robot.sample_period,
+            "blocks": [{"kind": b.kind, "name": b.name, "config": fl(b.config), "state": fl(b.state),
+                        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()}}
+                       for b in pipe.blocks],
+            "inputs": fl(pipe.inputs), "outputs": fl(pipe.outputs),
+            "default_config": {f"{b.kind}.{f.name}": np.asarray(f.default_array(), float).ravel().tolist()
+                               for b in pipe.blocks for f in b.config},
+            "ops": dict(sorted(self.ops.items())),
+            "cdef": self.cdef(),
+        }

@@ -1,0 +1,101 @@
+"""The log format every tool reads and writes (NPZ, versioned): what a real-time loop saw and did.
+
+Arrays (K samples, n joints):
+  time (K,) s · counts (K, n) int64 raw link-side counter values · valid (K, n) bool ·
+  tau (K, n) link-side torque applied over the previous sample (N m or N) ·
+  q_des, qd_des, qdd_des (K, n) desired trajectory ·
+  optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
+  ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n) ·
+  collision_true (K,) bool.
+Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
+Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
+config turns them into positions (so a log replays through the very same C).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "manipgen-log"
+VERSION = 1
+REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
+OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true")
+
+
+class LogError(ValueError):
+    """A log file that does not follow the format (names the file and the array)."""
+
+
+@dataclass
+class Log:
+    robot: str
+    sample_period: float
+    time: np.ndarray
+    counts: np.ndarray
+    valid: np.ndarray
+    tau: np.ndarray
+    q_des: np.ndarray
+    qd_des: np.ndarray
+    qdd_des: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)   # OPTIONAL arrays present
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The real-time step inputs, per sample."""
+        d = {k: getattr(self, k) for k in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")}
+        for k in ("motor_counts", "motor_valid"):
+            if k in self.extra:
+                d[k] = self.extra[k]
+        return d
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        arrays: dict[str, Any] = {"format": np.array(FORMAT), "version": np.array(VERSION),
+                                  "robot": np.array(self.robot), "sample_period": np.array(self.sample_period)}
+        for f in fields(self):
+            if f.name not in ("robot", "sample_period", "extra"):
+                arrays[f.name] = getattr(self, f.name)
+        arrays.update(self.extra)
+        tmp = path.with_name(path.name + ".partial.npz")
+        np.savez_compressed(tmp, **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Log":
+        path = Path(path)
+        try:
+            z = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise LogError(f"{path}: cannot read as NPZ ({exc})") from None
+        with z:
+            if "format" not in z or str(z["format"]) != FORMAT:
+                raise LogError(f"{path}: format: not a {FORMAT} file")
+            if int(z["version"]) != VERSION:
+                raise LogError(f"{path}: version: {int(z['version'])} not supported (expected {VERSION})")
+            missing = [k for k in REQUIRED + ("robot", "sample_period") if k not in z]
+            if missing:
+                raise LogError(f"{path}: {missing[0]}: missing array")
+            data = {k: z[k] for k in REQUIRED}
+            extra = {k: z[k] for k in OPTIONAL if k in z}
+            log = cls(robot=str(z["robot"]), sample_period=float(z["sample_period"]), extra=extra, **data)
+        log.check(str(path))
+        return log
+
+    def check(self, where: str = "log") -> None:
+        k = len(self.time)
+        n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
+        for name in REQUIRED[1:] + tuple(self.extra):
+            a = getattr(self, name) if name in REQUIRED else self.extra[name]
+            if np.shape(a) != (k, n) and name != "collision_true":
+                raise LogError(f"{where}: {name}: expected shape ({k}, {n}), got {np.shape(a)}")
+        if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):
+            raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
+        if not np.all(np.isfinite(self.tau)):
+            raise LogError(f"{where}: tau: contains NaN or inf")
