@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .blocks.options import CONTROLLERS, ESTIMATORS, OBSERVERS, OptionError, RtOptions, parse_estimator
 from .description import load_robot
 from .errors import DescriptionError
 from .model import Robot
@@ -39,7 +40,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     robot = robot_of(args)
     out = Path(args.out) if args.out else Path("generated") / robot.c_name
-    gen = generate(robot, args.precision)
+    base = robot.realtime.options
+    rt = RtOptions(estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
+                   observer=args.observer or base.observer, controller=args.controller or base.controller,
+                   constant_params=args.constant_params or base.constant_params)
+    gen = generate(robot, args.precision, rt)
     gen.write(out)
     manifest = json.loads(gen.files["manifest.json"])
     print(f"{robot.name}: {robot.dof} joints, {manifest['n_standard']} standard / "
@@ -47,6 +52,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for f in manifest["functions"]:
         if f["ops"] is not None:
             print(f"  {f['name']:<22} {f['ops']:>6} ops")
+    print(f"real-time pipeline ({robot.c_name}_rt.h): {rt.label}")
+    for name, ops in manifest["rt"]["ops"].items():
+        print(f"  {name:<34} {ops:>6} ops")
     return 0
 
 
@@ -99,6 +107,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     g.add_argument("--out", help="output folder (default generated/<robot>)")
     g.add_argument("--precision", choices=("double", "float"), default="double",
                    help="real type of the generated C (float: Cortex-M4F class targets)")
+    g.add_argument("--estimator", help="velocity estimator: " + ", ".join(ESTIMATORS)
+                   + " (options as name:key=value,..., e.g. lsf:n=4,p=1; default: the robot's realtime: "
+                   "section, else kalman)")
+    g.add_argument("--observer", choices=OBSERVERS, help="collision observer (default momentum)")
+    g.add_argument("--controller", choices=CONTROLLERS, help="controller (default computed_torque)")
+    g.add_argument("--constant-params", action="store_true",
+                   help="fold the robot's dynamic parameters into the real-time code (faster; no "
+                        "run-time model parameters or payload in the config)")
     g.set_defaults(handler=cmd_generate)
     i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")
     add_robot_arguments(i)
@@ -117,7 +133,7 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
     handler: Handler = args.handler
     try:
         return handler(args)
-    except DescriptionError as exc:
+    except (DescriptionError, OptionError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `manipgen info ... | head`

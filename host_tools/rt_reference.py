@@ -23,7 +23,8 @@ class RtReference:
     def set_config(self, values: dict[str, Any]) -> None:
         """``{"est.gain": ...}`` keys as in RtConfig; derived values recomputed (like _rt_configure)."""
         for k, v in values.items():
-            self.data["cfg." + k] = np.array(v, dtype=self.data["cfg." + k].dtype).reshape(self.data["cfg." + k].shape)
+            target = self.data["cfg." + k]
+            self.data["cfg." + k] = np.array(np.broadcast_to(np.asarray(v, dtype=target.dtype), target.shape))
         self.pipe.reference_configure(self.data)
 
     def step(self, inputs: dict[str, Any]) -> dict[str, np.ndarray]:

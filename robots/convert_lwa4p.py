@@ -193,6 +193,18 @@ def render(model: LwaModel, mat_sha256: str) -> str:
         f"sample_period: {fmt(SAMPLE_PERIOD)}",
         "joint_parameters: [IA, FV, FC]",
         f"coulomb: {{model: tanh, velocity_scale: {fmt(COULOMB_VELOCITY_SCALE)}}}",
+        "# Real-time defaults: seed 000's loop (computed torque, Kp = 100, Kd = 13) with its linear",
+        "# high-gain observer and the Table 8 gains (1 mdeg, 250 Hz: eps = 0.01).",
+        "realtime:",
+        "  estimator: linhg",
+        "  observer: momentum",
+        "  controller: computed_torque",
+        "  config:",
+        "    linhg.eps: 0.01",
+        "    linhg.h1: [15.63, 19.54, 17.09, 9.43, 15.75, 19.02]",
+        "    linhg.h2: [32.11, 50.34, 34.72, 25.92, 19.05, 38.35]",
+        "    ctl.kp: 100.0",
+        "    ctl.kd: 13.0",
         "joints:",
     ]
     for i, (row, link) in enumerate(zip(model.dh, model.links), start=1):

@@ -2,7 +2,7 @@
 
 Written on the command line as ``--estimator lsf:n=4,p=1`` or in the robot YAML as
 ``realtime: {estimator: {name: lsf, n: 4, p: 1}, observer: momentum, controller: computed_torque,
-config: {est.gain: ..., obs.k_o: 25}}``.
+config: {kalman.q_var: 20, obs.k_o: 25}}``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ..model import Robot
 from . import controllers, detect, encoder, findiff, fir, kalman, linhg, model_params, momentum, nlhg, slimod
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
-from .options import RtOptions
+from .options import ESTIMATORS, RtOptions
 
 KIND_DOC = {"model": "model parameters", "enc": "encoders", "est": "velocity estimator",
             "obs": "collision observer", "det": "detection and reaction", "ctl": "controller"}
@@ -127,18 +127,27 @@ class Pipeline:
 
 
 def _apply_overrides(blocks: list[Block], robot: Robot) -> None:
-    known = {f"{b.kind}.{x.name}": (b, i) for b in blocks for i, x in enumerate(b.config)}
+    """Apply the YAML ``realtime.config`` defaults. Keys are ``<estimator name>.<field>`` (e.g.
+    ``linhg.h1``: used only when that estimator is generated) or ``<kind>.<field>`` for the other
+    blocks (``obs.k_o``, ``det.threshold``, ``ctl.kp``; ignored when the block is not generated)."""
+    prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}
     for key, values, line in robot.realtime.config:
-        if key not in known:
-            raise DescriptionError(robot.file, f"realtime.config.{key}",
-                                   "no such run-time config field in this pipeline (fields: "
-                                   + ", ".join(sorted(known)) + ")", line)
-        b, i = known[key]
-        fld = b.config[i]
+        prefix, _, name = key.partition(".")
+        where = f"realtime.config.{key}"
+        if prefix not in set(ESTIMATORS) | {"model", "enc", "obs", "det", "ctl"}:
+            raise DescriptionError(robot.file, where, "keys are <estimator>.<field> (estimators: "
+                                   + ", ".join(ESTIMATORS) + ") or model/enc/obs/det/ctl.<field>", line)
+        b = prefixes.get(prefix)
+        if b is None:
+            continue
+        idx = next((i for i, x in enumerate(b.config) if x.name == name), None)
+        if idx is None:
+            raise DescriptionError(robot.file, where, f"{b.name} has no config field {name!r} (fields: "
+                                   + ", ".join(x.name for x in b.config) + ")", line)
+        fld = b.config[idx]
         if len(values) not in (1, fld.size):
-            raise DescriptionError(robot.file, f"realtime.config.{key}",
-                                   f"expected 1 or {fld.size} numbers, got {len(values)}", line)
-        b.config[i] = dataclasses.replace(fld, default=tuple(values) * (fld.size if len(values) == 1 else 1))
+            raise DescriptionError(robot.file, where, f"expected 1 or {fld.size} numbers, got {len(values)}", line)
+        b.config[idx] = dataclasses.replace(fld, default=tuple(values) * (fld.size if len(values) == 1 else 1))
 
 
 def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:

@@ -53,4 +53,5 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
                         Field("alpha", "real", (n, 3), "derived: alpha1, alpha2, alpha3"),
                         Field("f", "real", (n,), "workspace: f(q, x2, tau)")],
                  outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
-                 functions=[init, step], reference=model_based_reference(ctx, "st.est.f", "st.est.x2"))
+                 functions=[init, step], derive=derive,
+                 reference=model_based_reference(ctx, "st.est.f", "st.est.x2"))

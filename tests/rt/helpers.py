@@ -1,0 +1,46 @@
+"""Shared helpers of the real-time tests: loading pipelines once per process, comparing outputs."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from host_tools.rt import Realtime, load_rt, rt_options
+from host_tools.rt_reference import RtReference
+
+ESTIMATORS = ("findiff", "movav:p=3", "lsf:n=4,p=1", "lsf:n=6,p=2", "bde:n=2", "tse:n=3", "ewlr:n=8,lam=0.8",
+              "kalman", "linhg", "nlhg", "slimod")
+STEP_KEYS = ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
+
+
+@lru_cache(maxsize=None)
+def _folder_rt(robot: str, estimator: str, observer: str, controller: str, constant: bool,
+               precision: str) -> str:
+    return str(load_rt(robot, estimator, observer, controller, constant, precision).folder)  # type: ignore[arg-type]
+
+
+def fresh_rt(robot: str, estimator: str = "kalman", observer: str = "momentum",
+             controller: str = "computed_torque", constant: bool = False, precision: str = "double") -> Realtime:
+    """A new instance (own state) of a cached build."""
+    return Realtime(_folder_rt(robot, estimator, observer, controller, constant, precision))
+
+
+def reference(robot: str, estimator: str = "kalman", observer: str = "momentum",
+              controller: str = "computed_torque", constant: bool = False) -> RtReference:
+    return RtReference(robot, rt_options(estimator, observer, controller, constant))
+
+
+def rel_err(c: Any, r: Any) -> float:
+    """Normwise error with an absolute floor of 1 (per output vector)."""
+    c, r = np.asarray(c, float), np.asarray(r, float)
+    return float(np.max(np.abs(c - r)) / max(1.0, float(np.max(np.abs(r)))))
+
+
+def at(inputs: dict[str, np.ndarray], k: int) -> dict[str, Any]:
+    return {key: inputs[key][k] for key in STEP_KEYS if key in inputs}
+
+
+def only_steps(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {key: inputs[key] for key in STEP_KEYS if key in inputs}
