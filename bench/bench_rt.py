@@ -9,8 +9,9 @@ For each robot (default: the 7-DoF ``kuka_iiwa14`` and ``franka_panda``) and eac
    its content is the same for every pipeline and compiles it once per robot (``gcc -std=c99 -O2``);
    ``<robot>_rt.c`` is compiled per pipeline (same flags, plus ``-fstack-usage``);
 2. a benchmark ``main`` emitted by this script feeds ``rt_step`` a plausible, changing input: a
-   smooth periodic joint motion (one period = ``NSAMP`` = 1000 samples of 1 ms) turned into encoder
-   counts with the pipeline's own encoder configuration, ``valid`` = 1, ``tau`` = the model's
+   smooth periodic joint motion (one period = ``NSAMP`` = 1000 samples of 1 ms, amplitudes 0.1-0.16
+   rad, so |qd| <= 1 rad/s) turned into encoder counts with the pipeline's own encoder configuration
+   (65536 counts per revolution where the description gives no encoder), ``valid`` = 1, ``tau`` = the model's
    inverse dynamics ``<robot>_rnea`` along the motion (so the residual stays near zero), and the
    same motion as the desired trajectory. Collision thresholds are set to 1e9 (no latch). The
    inputs are precomputed, cycled through, and one element of a few outputs per step goes into an
@@ -19,9 +20,10 @@ For each robot (default: the 7-DoF ``kuka_iiwa14`` and ``franka_panda``) and eac
    that alternate between all pipelines of a robot;
 3. instructions per step: the same program under ``valgrind --tool=callgrind``, once with 0 steps
    and once with ``--cg-steps`` steps; the difference of the total ``Ir`` over the step count;
-4. stack: ``rt_step``'s own frame and its worst path through the callees in the same file (gcc
-   ``-fstack-usage``, ``-fcallgraph-info=su``), and the largest frame of a static function that gcc
-   kept out of line;
+4. stack: ``rt_step``'s own frame and its worst path through its callees (gcc ``-fstack-usage``,
+   ``-fcallgraph-info=su``; the callees in ``<robot>_rt.c``, plus the deepest ``<robot>_dynamics.c``
+   function the step calls, e.g. ``forward_dynamics_p`` for the model-based estimators; libm not
+   included), and the largest frame of a static function that gcc kept out of line;
 5. a peer, timed in the same program: the momentum observer written the textbook way with the
    generated dynamics functions (``mass_matrix`` then p = M qd, ``coriolis_matrix`` then C^T qd,
    ``gravity``, ``friction``, and the observer update), compared with the observer part of our step
@@ -64,6 +66,7 @@ NSAMP = 1000            # samples in one period of the input motion (cycled)
 GOAL_NS = 1000.0        # goal for kalman + momentum + thresholds on a 7-DoF arm
 GOAL_INSTR = 10_000.0
 C_FLAGS = ("-std=c99", "-O2")
+FALLBACK_CPR = 65536   # encoder resolution used when the description gives none (kalman's design default)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ C_MAIN_TEMPLATE = r"""/* Benchmark main emitted by bench/bench_rt.py - not part 
 #define HAS_DET @HAS_DET@
 #define TS ((double)@PU@_RT_SAMPLE_PERIOD)
 #define PEER_KO 25.0
+#define ENC_FALLBACK_CPR @FALLBACK_CPR@
 typedef @P@_real_t real_t;
 
 static @P@_rt_input_t IN[NSAMP];
@@ -146,12 +150,15 @@ static void setup(void)
 #if HAS_DET
     for (i = 0; i < DOF; ++i) CFG.det.threshold[i] = 1e9;  /* no collision latches during the run */
 #endif
+    for (i = 0; i < DOF; ++i) {   /* no encoder in the description: cpr defaults to 1 count/rev */
+        if (CFG.enc.cpr[i] < 2) CFG.enc.cpr[i] = ENC_FALLBACK_CPR;
+    }
     memcpy(PI, @P@_standard_parameters, sizeof PI);
     memset(IN, 0, sizeof IN);
     for (k = 0; k < NSAMP; ++k) {
         double t = k * TS;
         for (i = 0; i < DOF; ++i) {
-            double a = 0.2 + 0.03 * i, c = 0.25 * (double)(i % 3) - 0.25, phi = 0.7 * i;
+            double a = 0.1 + 0.01 * i, c = 0.25 * (double)(i % 3) - 0.25, phi = 0.7 * i;
             double rpc = 2.0 * 3.141592653589793 / (double)CFG.enc.cpr[i];
             double cnt;
             QS[k][i] = (real_t)(c + a * sin(w * t + phi));
@@ -297,7 +304,8 @@ def emit_main(prefix: str, dof: int, n_std: int, rt: dict[str, Any]) -> str:
     text = C_MAIN_TEMPLATE
     for key, val in {"@PU@": prefix.upper(), "@P@": prefix, "@DOF@": str(dof), "@NSAMP@": str(NSAMP),
                      "@HAS_DET@": "1" if has_det else "0", "@NSTD@": str(n_std), "@ACC@": acc,
-                     "@RCHECK@": rcheck, "@COLLISION@": collision}.items():
+                     "@RCHECK@": rcheck, "@COLLISION@": collision,
+                     "@FALLBACK_CPR@": f"{FALLBACK_CPR:.1f}"}.items():
         text = text.replace(key, val)
     return text
 
@@ -312,9 +320,9 @@ class Built:
     exe: Path
     rt_hash: str
     ops: int
-    stack_step: tuple[int, int | None]       # rt_step own, worst path
+    stack_step: tuple[int, int | None]       # rt_step own, worst path (dynamics callees included)
     stack_static: tuple[str, int] | None      # largest out-of-line static function
-    uses_cholesky: bool
+    dyn_calls: list[str]                       # <p>_dynamics.c functions the step calls
     t_generate: float
     same_as: str | None = None                 # key of an identical pipeline (measured once)
     ns: list[tuple[float, float]] = field(default_factory=list)   # (best, median) per round
@@ -329,7 +337,13 @@ def file_hash(*paths: Path) -> str:
     return h.hexdigest()
 
 
-def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, Path],
+@dataclass
+class DynObj:
+    obj: Path
+    stack: dict[str, tuple[int, str, int | None]]   # stack_usage() of the dynamics object
+
+
+def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, DynObj],
                    seen: dict[str, str], notes: list[str]) -> Built:
     from codegen.blocks.options import RtOptions, parse_estimator
     from codegen.emit import generate
@@ -343,35 +357,53 @@ def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, P
     manifest = json.loads((folder / "manifest.json").read_text())
     p, dof, rt = manifest["robot"], int(manifest["dof"]), manifest["rt"]
     rt_src = folder / f"{p}_rt.c"
-    rt_hash = file_hash(rt_src, folder / f"{p}_rt.h")
+    cpr = rt["default_config"].get("enc.cpr", [])
+    if any(c < 2 for c in cpr):
+        msg = (f"{p}: the description has no encoder, so the default config has enc.cpr = 1 count per "
+               f"revolution (q quantised to 2 pi) while the kalman design assumes {FALLBACK_CPR}; "
+               f"the benchmark sets enc.cpr = {FALLBACK_CPR} at run time for those joints")
+        if msg not in notes:
+            notes.append(msg)
+    # identical code up to comments (the header names the options): measured once
+    rt_hash = hashlib.sha256("".join(re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S)
+                                     for f in (rt_src, folder / f"{p}_rt.h")).encode()).hexdigest()
 
     # <p>_dynamics.c does not depend on the rt options: compile it once per distinct content.
     dyn_key = file_hash(folder / f"{p}_dynamics.c", folder / f"{p}_dynamics.h")
     if dyn_key not in dyn_objs:
         obj = work / robot.c_name / f"dynamics_{dyn_key[:12]}.o"
         t1 = time.perf_counter()
-        run([cc, *C_FLAGS, "-I", str(folder), "-c", str(folder / f"{p}_dynamics.c"), "-o", str(obj)])
+        run([cc, *C_FLAGS, "-I", str(folder), "-fstack-usage", "-fcallgraph-info=su", "-c",
+             str(folder / f"{p}_dynamics.c"), "-o", str(obj)])
         if dyn_objs:
             notes.append(f"{p}: {pipe.label}: {p}_dynamics.c/.h differ from the first pipeline's "
                          "(compiled again)")
         notes.append(f"{p}: {p}_dynamics.c compiled in {time.perf_counter() - t1:.1f} s "
                      f"(sha256 {dyn_key[:12]}), reused by every pipeline with the same content")
-        dyn_objs[dyn_key] = obj
+        dyn_objs[dyn_key] = DynObj(obj, stack_usage(CBuild("O2", C_FLAGS, obj, obj.with_suffix(".su"),
+                                                          obj.with_suffix(".ci"), 0.0)))
+    dyn = dyn_objs[dyn_key]
     b = work / robot.c_name / f"build_{pipe.key}"
     b.mkdir(parents=True, exist_ok=True)
     (b / "bench_main.c").write_text(emit_main(p, dof, int(manifest["n_standard"]), rt))
     inc = ["-I", str(folder)]
     run([cc, *C_FLAGS, *inc, "-fstack-usage", "-fcallgraph-info=su", "-c", str(rt_src), "-o", "rt.o"], cwd=b)
     run([cc, *C_FLAGS, *inc, "-Wall", "-c", "bench_main.c", "-o", "bench_main.o"], cwd=b)
-    run([cc, *C_FLAGS, "bench_main.o", "rt.o", str(dyn_objs[dyn_key]), "-o", "bench", "-lm"], cwd=b)
+    run([cc, *C_FLAGS, "bench_main.o", "rt.o", str(dyn.obj), "-o", "bench", "-lm"], cwd=b)
 
     su = stack_usage(CBuild("O2", C_FLAGS, b / "bench", b / "rt.su", b / "rt.ci", 0.0))
     own, _, worst = su.get(f"{p}_rt_step", (-1, "?", None))
+    # Calls into <p>_dynamics.c (model-based estimators): not in rt.ops, and their stack adds to
+    # the step's worst path (-fcallgraph-info only follows callees in the same file).
+    rt_text = rt_src.read_text()
+    dyn_calls = [f["name"] for f in manifest["functions"] if re.search(rf"\b{p}_{f['name']}\(", rt_text)]
+    if dyn_calls and worst is not None:
+        callee = [dyn.stack.get(f"{p}_{f}", (0, "", None)) for f in dyn_calls]
+        worst += max(c[2] if c[2] is not None else c[0] for c in callee)
     public = {f"{p}_rt_step", f"{p}_rt_init", f"{p}_rt_configure"}
     statics = [(n, v[0]) for n, v in su.items() if n not in public]
     built = Built(pipe, folder, b / "bench", rt_hash, sum(int(v) for v in rt["ops"].values()),
-                  (own, worst), max(statics, key=lambda x: x[1]) if statics else None,
-                  "mg_cholesky_solve(" in rt_src.read_text(), t_gen)
+                  (own, worst), max(statics, key=lambda x: x[1]) if statics else None, dyn_calls, t_gen)
     if rt_hash in seen:
         built.same_as = seen[rt_hash]
     else:
@@ -489,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     peer_lines: list[str] = []
     for name in args.robots:
         robot = load_robot(name)
-        dyn_objs: dict[str, Path] = {}
+        dyn_objs: dict[str, DynObj] = {}
         seen: dict[str, str] = {}
         t0 = time.perf_counter()
         builds: list[Built] = []
@@ -524,16 +556,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 src = by_key[b.same_as]
                 b.ns, b.instr, b.check = src.ns, src.instr, src.check
                 notes.append(f"{prefix}: {b.pipe.label}: same {prefix}_rt.c/.h as {src.pipe.label} "
-                             "(measured once)")
-            if b.uses_cholesky:
-                notes.append(f"{prefix}: {b.pipe.label} calls mg_cholesky_solve")
+                             "up to comments (measured once)")
+            if b.dyn_calls:
+                notes.append(f"{prefix}: {b.pipe.label}: each step calls "
+                             + ", ".join(f"{prefix}_{f}" for f in b.dyn_calls)
+                             + f" of {prefix}_dynamics.c (not in the ops column; its stack is in the worst path)")
 
         for b in builds:
             own, worst = b.stack_step
             stack = f"{own}" + (f" ({worst})" if worst is not None and worst != own else "")
             static = f"{b.stack_static[0].removeprefix(prefix + '_rt_')}: {b.stack_static[1]}" \
                 if b.stack_static else "all inlined"
-            table.append([name, b.pipe.label, str(b.ops), f"{median_ns(b):.0f} ({best_ns(b):.0f})",
+            ops = str(b.ops) + "".join(f" + {f}" for f in b.dyn_calls)
+            table.append([name, b.pipe.label, ops, f"{median_ns(b):.0f} ({best_ns(b):.0f})",
                           f"{b.instr:,.0f}" if b.instr is not None else "—", stack, static])
             if b.check is not None:
                 qd_err, r_max, coll = b.check
@@ -577,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print()
     print_table(["robot", "pipeline", "ops", "ns/step", "instructions/step",
-                 "stack bytes rt_step (worst path)", "largest static fn stack"], table, "llrrrrl")
+                 "stack bytes rt_step (worst path)", "largest out-of-line static fn stack"], table, "llrrrrl")
     print()
     print("Goal: Kalman + momentum + thresholds on a 7-DoF arm: <= 1 us and <= 10 000 instructions per step")
     print("\n".join(goal_lines))

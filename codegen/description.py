@@ -171,26 +171,28 @@ def read_realtime(doc: Located, value: Any) -> RealtimeDefaults:
     m = check_keys(doc, path, value, {"estimator", "observer", "controller", "constant_params", "config"},
                    "realtime section")
     kw: dict[str, Any] = {}
-    try:
-        if "estimator" in m:
-            est = m["estimator"]
-            if isinstance(est, str):
-                kw["estimator"] = parse_estimator(est)
-            elif isinstance(est, dict) and isinstance(est.get("name"), str):
-                kw["estimator"] = estimator_choice(est["name"], {k: v for k, v in est.items() if k != "name"})
+    for key in ("estimator", "observer", "controller", "constant_params"):
+        if key not in m:
+            continue
+        try:
+            v = m[key]
+            if key == "estimator":
+                if isinstance(v, str):
+                    kw[key] = parse_estimator(v)
+                elif isinstance(v, dict) and isinstance(v.get("name"), str):
+                    kw[key] = estimator_choice(v["name"], {k: x for k, x in v.items() if k != "name"})
+                else:
+                    raise OptionError("expected a name or {name: ..., option: value}")
+            elif key == "constant_params":
+                if not isinstance(v, bool):
+                    raise OptionError("must be true or false")
+                kw[key] = v
             else:
-                raise OptionError("expected a name or {name: ..., option: value}")
-        for key in ("observer", "controller"):
-            if key in m:
-                kw[key] = str(m[key])
-        if "constant_params" in m:
-            if not isinstance(m["constant_params"], bool):
-                raise OptionError("constant_params must be true or false")
-            kw["constant_params"] = m["constant_params"]
-        options = RtOptions(**kw)
-    except OptionError as exc:
-        key = next((k for k in ("estimator", "observer", "controller", "constant_params") if k in m and k in str(exc)), None)
-        raise doc.error(path + ((key,) if key else ()), str(exc)) from None
+                kw[key] = str(v)
+                RtOptions(**{key: kw[key]})
+        except OptionError as exc:
+            raise doc.error(path + (key,), str(exc)) from None
+    options = RtOptions(**kw)
     config: list[tuple[str, tuple[float, ...], int]] = []
     cfg = m.get("config", {})
     if not isinstance(cfg, dict):

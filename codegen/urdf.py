@@ -181,7 +181,9 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
     if not out_joints:
         raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
     for name, p in zip((j.name for j in out_joints), out_links):
-        validate_inertial(p, lambda msg, n=name: DescriptionError(file, f"link of joint {n}", msg))
+        def error(msg: str, n: str = name) -> DescriptionError:
+            return DescriptionError(file, f"link of joint {n}", msg)
+        validate_inertial(p, error)
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"",

@@ -49,9 +49,10 @@ def demo(spec: str, out: str = "out", states: int = 1000) -> int:
         qd, qdd = rng.normal(0, 1, robot.dof), rng.normal(0, 3, robot.dof)
         tau = dyn.rnea(q, qd, qdd)
         m = dyn.mass_matrix(q)
-        rel = [np.linalg.norm(dyn.forward_dynamics(q, qd, tau) - qdd) / np.linalg.norm(qdd),
-               np.linalg.norm(dyn.regressor(q, qd, qdd) @ dyn.base_parameters - tau) / np.linalg.norm(tau),
-               np.linalg.norm(m - m.T) / np.linalg.norm(m)]
+        rel: list[float] = [
+            float(np.linalg.norm(dyn.forward_dynamics(q, qd, tau) - qdd) / np.linalg.norm(qdd)),
+            float(np.linalg.norm(dyn.regressor(q, qd, qdd) @ dyn.base_parameters - tau) / np.linalg.norm(tau)),
+            float(np.linalg.norm(m - m.T) / np.linalg.norm(m))]
         for k, r in zip(worst, rel):
             worst[k] = max(worst[k], r)
         min_eig = min(min_eig, float(np.linalg.eigvalsh(m).min()))

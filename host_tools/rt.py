@@ -58,11 +58,11 @@ def view(ffi: Any, ptr: Any, dtype: np.dtype, count: int | None = None) -> np.nd
 class RtConfig:
     """Run-time configuration of one pipeline: ``cfg["est.gain"]``, ``cfg.save(p)``, ``cfg.load(p)``."""
 
-    def __init__(self, struct: np.void, robot: str, label: str, sample_period: float) -> None:
+    def __init__(self, struct: Any, robot: str, label: str, sample_period: float) -> None:
         self._s, self.robot, self.label, self.sample_period = struct, robot, label, sample_period
 
     def keys(self) -> list[str]:
-        return [f"{k}.{f}" for k in self._s.dtype.names for f in self._s.dtype[k].names]
+        return [f"{k}.{f}" for k in self._s.dtype.names or () for f in self._s.dtype[k].names or ()]
 
     def _split(self, key: str) -> tuple[str, str]:
         kind, _, name = key.partition(".")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import casadi as cs
 import numpy as np
@@ -58,7 +59,7 @@ class Ctx:
             "nle": cs.Function("nle", [d.q, d.qd, pi], [d.nonlinear_effects(pi)]),
         }
 
-    def call(self, name: str, *args: cs.SX) -> cs.SX:
+    def call(self, name: str, *args: Any) -> Any:
         return self._fns[name](*args)
 
     def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,

@@ -74,8 +74,8 @@ def reference(d: Data, block: Block) -> None:
         if count[i] >= max(int(d["cfg.det.debounce"][i]), 1):
             fired = True
     if fired and not d["st.det.collision"]:
-        d["st.det.collision"] = np.uint8(1)
-        d["st.det.link"] = np.int32(highest)
+        d["st.det.collision"] = np.array(1, dtype=np.uint8)
+        d["st.det.link"] = np.array(highest, dtype=np.int32)
         d["st.det.q_col"] = d["out.q_hat"].copy()
         d["st.det.integ"] = d["st.det.integ"] * 0.0
     d["out.collision"], d["out.link"] = d["st.det.collision"].copy(), d["st.det.link"].copy()

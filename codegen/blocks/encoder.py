@@ -1,13 +1,15 @@
 """Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
 
-Per joint, link side (``counts``) and optionally motor side (``motor_counts``, for elastic joints):
+Per joint, the encoder the description declares (``counts``; link or motor side, with the gear
+ratio then) and optionally a second, motor-side one (``motor_counts``, for elastic joints):
 a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
 ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
 ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
 once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
 previous position, increments the joint's fault counter and tells the estimators.
-A motor encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+A second encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+A joint whose description declares no encoder is read as 65536 counts per turn, link side.
 """
 
 from __future__ import annotations
@@ -22,23 +24,25 @@ from .context import Ctx
 TWO_PI = 2.0 * math.pi
 
 
+DEFAULT_CPR = 65536.0   # a joint whose description declares no encoder: 16 bits per turn assumed
+
+
 def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
-    n = ctx.n
-    cpr, gear, bits, signed = [], [], [], []
-    for j in ctx.robot.joints:
-        e = j.encoder
-        on = e is not None and (e.side == "link") == (prefix == "")
-        cpr.append(float(e.cpr) if on and e is not None else (0.0 if prefix else 1.0))
-        gear.append(j.gear_ratio if (e is not None and e.side == "motor") else 1.0)
-        bits.append(float(e.bits) if e is not None else 32.0)
-        signed.append(1.0 if e is None or e.signed else 0.0)
-    offsets = [j.encoder.offset if j.encoder is not None and not prefix else 0.0 for j in ctx.robot.joints]
-    direction = [float(j.encoder.direction) if j.encoder is not None and not prefix else 1.0
-                 for j in ctx.robot.joints]
+    """Config of the primary channel (``counts``: the encoder the description declares, on either
+    side) or of the second, motor-side channel (``motor_counts``: absent until configured)."""
+    n, joints = ctx.n, ctx.robot.joints
+    motor = prefix == "motor_"
+    encs = [None if motor else j.encoder for j in joints]
+    cpr = [0.0 if motor else (float(e.cpr) if e is not None else DEFAULT_CPR) for e in encs]
+    gear = [j.gear_ratio if motor or (e is not None and e.side == "motor") else 1.0 for j, e in zip(joints, encs)]
+    bits = [float(e.bits) if e is not None else 32.0 for e in encs]
+    signed = [0.0 if e is not None and not e.signed else 1.0 for e in encs]
+    offsets = [e.offset if e is not None else 0.0 for e in encs]
+    direction = [float(e.direction) if e is not None else 1.0 for e in encs]
     return [
-        Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution" + (" (0: absent)" if prefix else ""),
-              tuple(cpr)),
-        Field(prefix + "gear", "real", (n,), f"{doc} gear ratio between the encoder and the joint", tuple(gear)),
+        Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution of its shaft"
+              + (" (0: absent)" if motor else ""), tuple(cpr)),
+        Field(prefix + "gear", "real", (n,), f"{doc} shaft turns per joint turn (1 on the link side)", tuple(gear)),
         Field(prefix + "offset", "real", (n,), f"{doc} zero offset (rad or m), added last", tuple(offsets)),
         Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction)),
         Field(prefix + "bits", "uint8", (n,), f"{doc} counter width, 16 or 32", tuple(bits)),
@@ -49,7 +53,7 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
 
 def build(ctx: Ctx) -> Block:
     n = ctx.n
-    cfg = _side_fields(ctx, "", "link-side encoder:") + _side_fields(ctx, "motor_", "motor encoder:")
+    cfg = _side_fields(ctx, "", "encoder:") + _side_fields(ctx, "motor_", "second (motor) encoder:")
     state: list[Field] = []
     for prefix in ("", "motor_"):
         state += [Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),

@@ -9,8 +9,6 @@ position, held on a lost sample) and ``loc.valid`` (1.0 or 0.0 per joint) and wr
 
 from __future__ import annotations
 
-import numpy as np
-
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
 
@@ -36,9 +34,3 @@ def reference(d: Data, block: Block) -> None:
     if d["loc.first"]:
         evaluate(block.fn("init"), d)
     evaluate(block.fn("step"), d)
-
-
-def history_matrix(flat: "np.ndarray | object", n: int, taps: int):  # type: ignore[no-untyped-def]
-    """A row-major n x taps C array as a CasADi taps x n matrix (column i = joint i)."""
-    import casadi as cs
-    return cs.reshape(flat, taps, n)

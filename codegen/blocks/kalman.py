@@ -15,6 +15,7 @@ import casadi as cs
 import numpy as np
 
 from .base import Block, Field, per_joint, sx_function
+from . import encoder
 from .context import Ctx
 from .estimator import outputs, reference
 
@@ -59,7 +60,7 @@ def build(ctx: Ctx, q_var: tuple[float, ...] | None = None) -> Block:
     rv = []
     for j in ctx.robot.joints:
         e = j.encoder
-        cpr = e.cpr * (j.gear_ratio if e.side == "motor" else 1.0) if e is not None else 65536.0
+        cpr = e.cpr * (j.gear_ratio if e.side == "motor" else 1.0) if e is not None else encoder.DEFAULT_CPR
         rv.append((2.0 * np.pi / cpr) ** 2 / 3.0)
     gain = np.array([kalman_gain(ts, a, b) for a, b in zip(qv, rv)])
     ad, _ = discrete_model(ts)

@@ -37,7 +37,13 @@ def _estimator(ctx: Ctx) -> Block:
         return fir.build(ctx, e.name, int(e.get("n")))
     if e.name == "ewlr":
         return fir.build(ctx, "ewlr", int(e.get("n")), lam=e.get("lam"))
-    return {"kalman": kalman.build, "linhg": linhg.build, "nlhg": nlhg.build, "slimod": slimod.build}[e.name](ctx)
+    if e.name == "kalman":
+        return kalman.build(ctx)
+    if e.name == "linhg":
+        return linhg.build(ctx)
+    if e.name == "nlhg":
+        return nlhg.build(ctx)
+    return slimod.build(ctx)
 
 
 INPUTS = ("counts", "valid", "motor_counts", "motor_valid", "tau", "q_des", "qd_des", "qdd_des", "reset")

@@ -19,14 +19,16 @@
  * [enc: encoder]
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
  * 
- * Per joint, link side (``counts``) and optionally motor side (``motor_counts``, for elastic joints):
+ * Per joint, the encoder the description declares (``counts``; link or motor side, with the gear
+ * ratio then) and optionally a second, motor-side one (``motor_counts``, for elastic joints):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
  * ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
  * ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A motor encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+ * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+ * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
  *
  * [est: kalman]
  * Kalman filter on a per-axis triple integrator (seed 000 §II-C, Belanger 1992).
@@ -98,18 +100,18 @@ typedef struct {
 
 /** Run-time config of the encoder block. */
 typedef struct {
-    franka_panda_real_t cpr[7];  /**< link-side encoder: counts per revolution */
-    franka_panda_real_t gear[7];  /**< link-side encoder: gear ratio between the encoder and the joint */
-    franka_panda_real_t offset[7];  /**< link-side encoder: zero offset (rad or m), added last */
-    franka_panda_real_t direction[7];  /**< link-side encoder: counting direction, +1 or -1 */
-    uint8_t bits[7];  /**< link-side encoder: counter width, 16 or 32 */
-    uint8_t is_signed[7];  /**< link-side encoder: counter is two's complement (1) or unsigned (0) */
-    franka_panda_real_t motor_cpr[7];  /**< motor encoder: counts per revolution (0: absent) */
-    franka_panda_real_t motor_gear[7];  /**< motor encoder: gear ratio between the encoder and the joint */
-    franka_panda_real_t motor_offset[7];  /**< motor encoder: zero offset (rad or m), added last */
-    franka_panda_real_t motor_direction[7];  /**< motor encoder: counting direction, +1 or -1 */
-    uint8_t motor_bits[7];  /**< motor encoder: counter width, 16 or 32 */
-    uint8_t motor_is_signed[7];  /**< motor encoder: counter is two's complement (1) or unsigned (0) */
+    franka_panda_real_t cpr[7];  /**< encoder: counts per revolution of its shaft */
+    franka_panda_real_t gear[7];  /**< encoder: shaft turns per joint turn (1 on the link side) */
+    franka_panda_real_t offset[7];  /**< encoder: zero offset (rad or m), added last */
+    franka_panda_real_t direction[7];  /**< encoder: counting direction, +1 or -1 */
+    uint8_t bits[7];  /**< encoder: counter width, 16 or 32 */
+    uint8_t is_signed[7];  /**< encoder: counter is two's complement (1) or unsigned (0) */
+    franka_panda_real_t motor_cpr[7];  /**< second (motor) encoder: counts per revolution of its shaft (0: absent) */
+    franka_panda_real_t motor_gear[7];  /**< second (motor) encoder: shaft turns per joint turn (1 on the link side) */
+    franka_panda_real_t motor_offset[7];  /**< second (motor) encoder: zero offset (rad or m), added last */
+    franka_panda_real_t motor_direction[7];  /**< second (motor) encoder: counting direction, +1 or -1 */
+    uint8_t motor_bits[7];  /**< second (motor) encoder: counter width, 16 or 32 */
+    uint8_t motor_is_signed[7];  /**< second (motor) encoder: counter is two's complement (1) or unsigned (0) */
 } franka_panda_rt_enc_config_t;
 
 /** Run-time config of the kalman block. */

@@ -22,7 +22,7 @@ const schunk_lwa4p_rt_config_t schunk_lwa4p_rt_default_config = {
         {32, 32, 32, 32, 32, 32},  /* bits */
         {1, 1, 1, 1, 1, 1},  /* is_signed */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* motor_cpr */
-        {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},  /* motor_gear */
+        {160.0, 160.0, 160.0, 160.0, 100.0, 100.0},  /* motor_gear */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* motor_offset */
         {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},  /* motor_direction */
         {32, 32, 32, 32, 32, 32},  /* motor_bits */

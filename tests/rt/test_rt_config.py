@@ -1,0 +1,128 @@
+"""Config JSON, log NPZ, the robot YAML's realtime: section and the CLI options: round trips and
+one clear error per bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.description import load_robot
+from codegen.errors import DescriptionError
+from helpers import fresh_rt
+from host_tools.logs import Log, LogError
+from host_tools.rt import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def test_config_round_trip_and_runtime_change_without_recompiling(tmp_path: Path) -> None:
+    rt = fresh_rt("planar2", "kalman")
+    rt.config["obs.k_o"] = [40.0, 60.0]
+    rt.config["det.threshold"] = 0.7
+    path = tmp_path / "cfg.json"
+    rt.config.save(path)
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "manipgen-rt-config" and doc["robot"] == "planar2"
+    other = fresh_rt("planar2", "kalman")
+    other.config.load(path)
+    assert np.array_equal(other.config["obs.k_o"], [40.0, 60.0])
+    assert np.array_equal(other.config["det.threshold"], [0.7, 0.7])
+    # a changed gain changes the C's behaviour at the next step (rt_configure), same build
+    a, b = fresh_rt("planar2", "kalman"), fresh_rt("planar2", "kalman")
+    b.config["ctl.kp"] = 400.0
+    oa = a.step([100, 200], q_des=[0.1, 0.1])
+    ob = b.step([100, 200], q_des=[0.1, 0.1])
+    assert not np.allclose(oa["tau_cmd"], ob["tau_cmd"])
+    assert a.folder == b.folder
+
+
+def test_payload_in_the_config_changes_the_model() -> None:
+    rt = fresh_rt("planar2", "findiff", "none", "computed_torque")
+    q_des = rt.step([1000, 2000])["q"]          # hold still: no saturation, tau = g(q)
+    rt.reset()
+    o1 = rt.step([1000, 2000], q_des=q_des)
+    rt.config["model.payload"] = [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]   # 2 kg at 0.8 m on link 2
+    rt.reset()
+    o2 = rt.step([1000, 2000], q_des=q_des)
+    from host_tools import load
+    dyn = load("planar2")
+    pi = dyn.standard_parameters.copy()
+    k = dyn.standard_parameter_names.index("M2")
+    pi[k:k + 10] += [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]
+    q = o2["q"]
+    assert np.allclose(o2["tau_cmd"] - o1["tau_cmd"], dyn.gravity(q, params=pi) - dyn.gravity(q), atol=1e-9)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.update(robot="kuka_iiwa14"), "robot"),
+    (lambda d: d["config"].update({"est.nope": 1}), "est.nope"),
+    (lambda d: d["config"].update({"obs.k_o": [1, 2, 3]}), "obs.k_o"),
+    (lambda d: d.update(version=99), "version"),
+])
+def test_bad_config_files_name_the_field(tmp_path: Path, edit, needle: str) -> None:  # type: ignore[no-untyped-def]
+    rt = fresh_rt("planar2", "kalman")
+    path = tmp_path / "cfg.json"
+    rt.config.save(path)
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match=needle) as info:
+        rt.config.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_log_round_trip_and_errors(tmp_path: Path) -> None:
+    k, n = 50, 2
+    z = np.zeros((k, n))
+    log = Log("planar2", 0.001, np.arange(k) * 0.001, np.arange(k * n).reshape(k, n), np.ones((k, n), bool),
+              z, z, z, z, extra={"q_true": z + 1})
+    p = log.save(tmp_path / "a.npz")
+    back = Log.load(p)
+    assert np.array_equal(back.counts, log.counts) and np.array_equal(back.extra["q_true"], z + 1)
+    out = fresh_rt("planar2", "findiff", "none", "none").run(back)
+    assert out["q"].shape == (k, n)
+    np.savez(tmp_path / "bad.npz", format=np.array("manipgen-log"), version=np.array(1), robot=np.array("x"),
+             sample_period=np.array(0.001), time=np.arange(3), counts=np.zeros((3, 2), int),
+             valid=np.ones((3, 2)), tau=np.zeros((3, 2)), q_des=np.zeros((2, 2)), qd_des=np.zeros((3, 2)),
+             qdd_des=np.zeros((3, 2)))
+    with pytest.raises(LogError, match="q_des"):
+        Log.load(tmp_path / "bad.npz")
+
+
+def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: Path) -> None:
+    robot = load_robot("schunk_lwa4p")
+    assert robot.realtime.options.estimator.name == "linhg"
+    src = (ROOT / "robots" / "planar2.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src + "realtime:\n  estimator: kalman\n  config:\n    kalman.nope: 3\n")
+    from codegen.blocks.options import RtOptions
+    from codegen.blocks.pipeline import build_pipeline
+    with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.config.kalman.nope"):
+        build_pipeline(load_robot(bad), load_robot(bad).realtime.options)
+    bad.write_text(src + "realtime:\n  estimator: {name: lsf, n: 2, p: 5}\n")
+    with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.estimator"):
+        load_robot(bad)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(src + "realtime:\n  estimator: linhg\n  config:\n    linhg.h1: [10, 20]\n    kalman.q_var: 5\n")
+    pipe = build_pipeline(load_robot(ok), load_robot(ok).realtime.options)
+    assert pipe.default_config()["cfg.est.h1"].tolist() == [10.0, 20.0]
+    assert RtOptions().estimator.name == "kalman"
+
+
+def test_cli_generate_with_pipeline_options(tmp_path: Path) -> None:
+    exe = [sys.executable, "-m", "host_tools.cli"]
+    r = subprocess.run(exe + ["generate", "planar2", "--estimator", "lsf:n=5,p=2", "--observer", "none",
+                              "--controller", "pid", "--out", str(tmp_path / "g")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert manifest["rt"]["estimator"] == "lsf" and manifest["rt"]["controller"] == "pid"
+    assert "planar2_rt_est_step" in r.stdout
+    r = subprocess.run(exe + ["generate", "planar2", "--estimator", "lsf:n=2,p=5", "--out", str(tmp_path / "h")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "lsf" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "h").exists()
