@@ -66,7 +66,6 @@ NSAMP = 1000            # samples in one period of the input motion (cycled)
 GOAL_NS = 1000.0        # goal for kalman + momentum + thresholds on a 7-DoF arm
 GOAL_INSTR = 10_000.0
 C_FLAGS = ("-std=c99", "-O2")
-FALLBACK_CPR = 65536   # encoder resolution used when the description gives none (kalman's design default)
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,6 @@ C_MAIN_TEMPLATE = r"""/* Benchmark main emitted by bench/bench_rt.py - not part 
 #define HAS_DET @HAS_DET@
 #define TS ((double)@PU@_RT_SAMPLE_PERIOD)
 #define PEER_KO 25.0
-#define ENC_FALLBACK_CPR @FALLBACK_CPR@
 typedef @P@_real_t real_t;
 
 static @P@_rt_input_t IN[NSAMP];
@@ -150,9 +148,6 @@ static void setup(void)
 #if HAS_DET
     for (i = 0; i < DOF; ++i) CFG.det.threshold[i] = 1e9;  /* no collision latches during the run */
 #endif
-    for (i = 0; i < DOF; ++i) {   /* no encoder in the description: cpr defaults to 1 count/rev */
-        if (CFG.enc.cpr[i] < 2) CFG.enc.cpr[i] = ENC_FALLBACK_CPR;
-    }
     memcpy(PI, @P@_standard_parameters, sizeof PI);
     memset(IN, 0, sizeof IN);
     for (k = 0; k < NSAMP; ++k) {
@@ -304,8 +299,7 @@ def emit_main(prefix: str, dof: int, n_std: int, rt: dict[str, Any]) -> str:
     text = C_MAIN_TEMPLATE
     for key, val in {"@PU@": prefix.upper(), "@P@": prefix, "@DOF@": str(dof), "@NSAMP@": str(NSAMP),
                      "@HAS_DET@": "1" if has_det else "0", "@NSTD@": str(n_std), "@ACC@": acc,
-                     "@RCHECK@": rcheck, "@COLLISION@": collision,
-                     "@FALLBACK_CPR@": f"{FALLBACK_CPR:.1f}"}.items():
+                     "@RCHECK@": rcheck, "@COLLISION@": collision}.items():
         text = text.replace(key, val)
     return text
 
@@ -357,13 +351,6 @@ def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, D
     manifest = json.loads((folder / "manifest.json").read_text())
     p, dof, rt = manifest["robot"], int(manifest["dof"]), manifest["rt"]
     rt_src = folder / f"{p}_rt.c"
-    cpr = rt["default_config"].get("enc.cpr", [])
-    if any(c < 2 for c in cpr):
-        msg = (f"{p}: the description has no encoder, so the default config has enc.cpr = 1 count per "
-               f"revolution (q quantised to 2 pi) while the kalman design assumes {FALLBACK_CPR}; "
-               f"the benchmark sets enc.cpr = {FALLBACK_CPR} at run time for those joints")
-        if msg not in notes:
-            notes.append(msg)
     # identical code up to comments (the header names the options): measured once
     rt_hash = hashlib.sha256("".join(re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S)
                                      for f in (rt_src, folder / f"{p}_rt.h")).encode()).hexdigest()

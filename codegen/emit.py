@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import casadi as cs
 import jinja2
 
 from . import __version__
@@ -66,7 +67,7 @@ def _view(spec: FunctionSpec | None, name: str, doc: str, inputs: tuple[Arg, ...
                  indent="    ")
         lines, ops = b.lines, str(b.ops)
         used = {spec.function.instruction_input(k)[0] for k in range(spec.function.n_instructions())
-                if spec.function.instruction_id(k) == 45}  # OP_INPUT
+                if spec.function.instruction_id(k) == cs.OP_INPUT}
         unused = [a.name for i, a in enumerate(inputs) if i not in used]
     return {"name": name, "doc_lines": textwrap.wrap(doc, 96), "inputs": inputs,
             "outputs": outputs, "lines": lines, "ops": ops, "unused": unused, "ret": ret,

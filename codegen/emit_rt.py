@@ -7,6 +7,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+import casadi as cs
 import jinja2
 import numpy as np
 
@@ -97,7 +98,7 @@ class RtEmitter:
                 outs = [f"r{i}" for i in range(len(fn.outputs))]
                 bd = body(fn.function, ins, outs, self.precision, indent="    ")
                 used = {fn.function.instruction_input(k)[0] for k in range(fn.function.n_instructions())
-                        if fn.function.instruction_id(k) == 45}
+                        if fn.function.instruction_id(k) == cs.OP_INPUT}
                 self.ops[self.fn_name(b, fn)] = bd.ops
                 params = [f"const real_t *{a}" for a in ins] + [f"real_t *{r}" for r in outs]
                 out.append({"name": self.fn_name(b, fn), "doc": fn.doc, "ops": bd.ops, "lines": bd.lines,
@@ -169,7 +170,7 @@ class RtEmitter:
                     default_config=self.default_config(), call=self.call, options=self.pipe.options,
                     label=self.pipe.options.label, ts=repr(self.pipe.robot.sample_period),
                     fabs="fabs" if self.precision == "double" else "fabsf",
-                    constant=self.pipe.options.constant_params)
+                    constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs)
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
 
     def manifest(self) -> dict[str, Any]:
@@ -183,6 +184,8 @@ class RtEmitter:
             "constant_params": pipe.options.constant_params, "label": pipe.options.label,
             "sample_period": pipe.robot.sample_period,
             "blocks": [{"kind": b.kind, "name": b.name, "config": fl(b.config), "state": fl(b.state),
+                        "ranges": {f.name: {"low": f.low, "high": f.high, "low_open": f.low_open,
+                                            "choices": list(f.choices)} for f in b.config},
                         "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()}}
                        for b in pipe.blocks],
             "inputs": fl(pipe.inputs), "outputs": fl(pipe.outputs),

@@ -23,7 +23,8 @@ import numpy as np
 FORMAT = "manipgen-log"
 VERSION = 1
 REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
-OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true")
+OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true",
+            "collision_true")
 
 
 class LogError(ValueError):
@@ -77,8 +78,12 @@ class Log:
         with z:
             if "format" not in z or str(z["format"]) != FORMAT:
                 raise LogError(f"{path}: format: not a {FORMAT} file")
-            if int(z["version"]) != VERSION:
-                raise LogError(f"{path}: version: {int(z['version'])} not supported (expected {VERSION})")
+            try:
+                version = int(z["version"])
+            except (KeyError, TypeError, ValueError):
+                raise LogError(f"{path}: version: missing or not an integer") from None
+            if version != VERSION:
+                raise LogError(f"{path}: version: {version} not supported (expected {VERSION})")
             missing = [k for k in REQUIRED + ("robot", "sample_period") if k not in z]
             if missing:
                 raise LogError(f"{path}: {missing[0]}: missing array")
@@ -93,8 +98,9 @@ class Log:
         n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
         for name in REQUIRED[1:] + tuple(self.extra):
             a = getattr(self, name) if name in REQUIRED else self.extra[name]
-            if np.shape(a) != (k, n) and name != "collision_true":
-                raise LogError(f"{where}: {name}: expected shape ({k}, {n}), got {np.shape(a)}")
+            shape = (k,) if name == "collision_true" else (k, n)
+            if np.shape(a) != shape:
+                raise LogError(f"{where}: {name}: expected shape {shape}, got {np.shape(a)}")
         if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):
             raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
         if not np.all(np.isfinite(self.tau)):

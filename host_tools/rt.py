@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from codegen.blocks import kalman
+from codegen.blocks.base import Field
 from codegen.blocks.options import RtOptions, parse_estimator
 from codegen.cprint import Precision
 
@@ -55,11 +56,24 @@ def view(ffi: Any, ptr: Any, dtype: np.dtype, count: int | None = None) -> np.nd
     return arr if count is not None else arr[0]
 
 
+def manifest_fields(rt: dict[str, Any]) -> dict[str, Field]:
+    """The config fields with their valid ranges, as the manifest records them."""
+    out: dict[str, Field] = {}
+    for b in rt["blocks"]:
+        for name, ctype, shape in b["config"]:
+            r = b["ranges"][name]
+            out[f"{b['kind']}.{name}"] = Field(name, ctype, tuple(shape), "", low=r["low"], high=r["high"],
+                                               low_open=r["low_open"], choices=tuple(r["choices"]))
+    return out
+
+
 class RtConfig:
     """Run-time configuration of one pipeline: ``cfg["est.gain"]``, ``cfg.save(p)``, ``cfg.load(p)``."""
 
-    def __init__(self, struct: Any, robot: str, label: str, sample_period: float) -> None:
+    def __init__(self, struct: Any, robot: str, label: str, sample_period: float,
+                 fields: dict[str, Field] | None = None) -> None:
         self._s, self.robot, self.label, self.sample_period = struct, robot, label, sample_period
+        self._fields = fields or {}
 
     def keys(self) -> list[str]:
         return [f"{k}.{f}" for k in self._s.dtype.names or () for f in self._s.dtype[k].names or ()]
@@ -77,7 +91,13 @@ class RtConfig:
     def __setitem__(self, key: str, value: Any) -> None:
         kind, name = self._split(key)
         target = self._s[kind][name]
-        v = np.asarray(value, dtype=float)
+        try:
+            v = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}: expected numbers, got {value!r}") from None
+        problem = self._fields[key].problem(v) if key in self._fields else None
+        if problem:
+            raise ConfigError(f"{key}: {problem}")
         try:
             if target.shape == ():
                 if v.size != 1:
@@ -91,14 +111,20 @@ class RtConfig:
     def to_dict(self) -> dict[str, Any]:
         return {k: np.asarray(self[k]).tolist() for k in self.keys()}
 
-    def set_kalman(self, q_var: Any = None, r_var: Any = None) -> None:
-        """Redesign the Kalman gain from Q (and R) by the discrete Riccati equation (kalman block)."""
-        if q_var is not None:
-            self["est.q_var"] = q_var
-        if r_var is not None:
-            self["est.r_var"] = r_var
-        q, r = self["est.q_var"], self["est.r_var"]
-        self["est.gain"] = np.array([kalman.kalman_gain(self.sample_period, a, b) for a, b in zip(q, r)])
+    def set_kalman(self, q_var: Any, r_var: Any = None) -> np.ndarray:
+        """Redesign the Kalman gain (kalman estimator) for jerk variance Q per joint (rad^2/s^6) and
+        measurement variance R (default: (2 pi / (cpr gear))^2 / 3 from this config's encoder);
+        returns the new gain (also written to ``est.gain``)."""
+        n = len(self["enc.cpr"])
+        q = np.broadcast_to(np.asarray(q_var, float), (n,))
+        r = (np.broadcast_to(np.asarray(r_var, float), (n,)) if r_var is not None else
+             np.array([kalman.measurement_variance(c, g) for c, g in zip(self["enc.cpr"], self["enc.gear"])]))
+        try:
+            gain = kalman.design(self.sample_period, q, r)
+        except ValueError as exc:
+            raise ConfigError(f"est.gain: {exc}") from None
+        self["est.gain"] = gain
+        return gain
 
     def save(self, path: str | Path) -> None:
         doc = {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "robot": self.robot,
@@ -123,7 +149,7 @@ class RtConfig:
         for key, value in values.items():
             try:
                 self[key] = value
-            except (ConfigError, TypeError, ValueError) as exc:
+            except ConfigError as exc:
                 raise ConfigError(f"{path}: config.{exc}") from None
 
 
@@ -146,7 +172,7 @@ class Realtime:
         self.input_dtype = numpy_dtype(self.ffi, self._in_t)
         self.output_dtype = numpy_dtype(self.ffi, self._out_t)
         self.config = RtConfig(view(self.ffi, self._cfg, numpy_dtype(self.ffi, f"{p}_rt_config_t")),
-                               p, self.rt_manifest["label"], self.sample_period)
+                               p, self.rt_manifest["label"], self.sample_period, manifest_fields(self.rt_manifest))
         self.state = view(self.ffi, self._rt, numpy_dtype(self.ffi, f"{p}_rt_t"))
         self._init = getattr(self.lib, f"{p}_rt_init")
         self._configure = getattr(self.lib, f"{p}_rt_configure")

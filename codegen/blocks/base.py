@@ -31,6 +31,25 @@ class Field:
     shape: tuple[int, ...]
     doc: str
     default: tuple[float, ...] = ()   # config fields: flattened default value
+    low: float | None = None          # config fields: valid range (checked on every input path)
+    high: float | None = None
+    low_open: bool = False            # low itself excluded
+    choices: tuple[float, ...] = ()   # or one of these values
+
+    def problem(self, values: np.ndarray) -> str | None:
+        """Why these values are not valid for this field, or None."""
+        v = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(v)):
+            return "must be finite numbers"
+        if self.ctype != "real" and not np.all(v == np.round(v)):
+            return "must be integers"
+        if self.choices and not np.all(np.isin(v, self.choices)):
+            return "must be one of " + ", ".join(f"{c:g}" for c in self.choices)
+        if self.low is not None and (np.any(v <= self.low) if self.low_open else np.any(v < self.low)):
+            return f"must be {'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None and np.any(v > self.high):
+            return f"must be <= {self.high:g}"
+        return None
 
     @property
     def size(self) -> int:

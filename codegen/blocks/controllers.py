@@ -37,9 +37,9 @@ def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float |
                                 ("out.qdd_d", qdd_d), ("cfg.ctl.kp", kps), ("cfg.ctl.kd", kds),
                                 ("cfg.ctl.tau_max", tm)] + model, [("out.tau_cmd", u)], "computed torque")
     return Block(kind="ctl", name="computed_torque", doc=__doc__ or "",
-                 config=[Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n)),
-                         Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n)),
-                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx))],
+                 config=[Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n), low=0.0),
+                         Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n), low=0.0),
+                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True)],
                  outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
                  functions=[step], reference=reference)
 
@@ -62,11 +62,11 @@ def pid(ctx: Ctx, kp: tuple[float, ...] | None = None, kd: tuple[float, ...] | N
                                 ("cfg.ctl.i_max", im), ("cfg.ctl.tau_max", tm), ("st.ctl.integ", integ)] + model,
                        [("st.ctl.integ", integ_n), ("out.tau_cmd", u)], "PID + gravity")
     return Block(kind="ctl", name="pid", doc=__doc__ or "",
-                 config=[Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n)),
-                         Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n)),
-                         Field("ki", "real", (n,), "Ki (N m/(rad s))", per_joint(ki, n)),
-                         Field("i_max", "real", (n,), "integral clamp (rad s)", per_joint(i_max, n)),
-                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx))],
+                 config=[Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n), low=0.0),
+                         Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n), low=0.0),
+                         Field("ki", "real", (n,), "Ki (N m/(rad s))", per_joint(ki, n), low=0.0),
+                         Field("i_max", "real", (n,), "integral clamp (rad s)", per_joint(i_max, n), low=0.0),
+                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True)],
                  state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
                  outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
                  functions=[step], reference=reference)

@@ -4,7 +4,8 @@ Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an op
 velocity-dependent part for unmodelled friction). Hysteresis: a joint becomes *above* when |r|
 exceeds its threshold and stays so until |r| falls below ``release`` x threshold. Debounce: a joint
 counts consecutive samples above; a collision is declared when some joint has been above for
-``debounce`` samples. Then, latched until ``in.reset``: ``collision`` = 1 and ``link`` = the highest
+``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
+counts): ``collision`` = 1 and ``link`` = the highest
 joint (1-based) that is above at that sample (a force on link i moves only r_1..r_i, seed 003
 eq. 5.17), q_col = q_hat. Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
 qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
@@ -34,13 +35,13 @@ def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tupl
                          "q_d = q_col + int K_R r, qd_d = K_R r")
     return Block(
         kind="det", name="threshold", doc=__doc__ or "", template="detect",
-        config=[Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n)),
-                Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n)),
-                Field("release", "real", (), "hysteresis: release below release x threshold (0..1)", (release,)),
+        config=[Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n), low=0.0),
+                Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n), low=0.0),
+                Field("release", "real", (), "hysteresis: release below release x threshold (0..1)", (release,), low=0.0, high=1.0),
                 Field("debounce", "int32", (n,), "samples above threshold before a detection (>= 1)",
-                      per_joint(float(debounce), n)),
-                Field("reaction", "uint8", (), "0 none, 1 stop, 2 reflex (seed 003 §5.4)", (float(reaction),)),
-                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n))],
+                      per_joint(float(debounce), n), low=1.0, high=1e6),
+                Field("reaction", "uint8", (), "0 none, 1 stop, 2 reflex (seed 003 §5.4)", (float(reaction),), choices=(0.0, 1.0, 2.0)),
+                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0)],
         state=[Field("level", "real", (n,), "workspace: this sample's thresholds"),
                Field("above", "uint8", (n,), "hysteresis state per joint"),
                Field("count", "int32", (n,), "consecutive samples above"),
@@ -57,8 +58,8 @@ def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tupl
 def reference(d: Data, block: Block) -> None:
     """numpy mirror of the detect template and runtime mg_detect."""
     if d["in.reset"]:
-        d["st.det.collision"] = d["st.det.collision"] * 0
-        d["st.det.link"] = d["st.det.link"] * 0
+        for key in ("st.det.collision", "st.det.link", "st.det.above", "st.det.count"):
+            d[key] = d[key] * 0
     evaluate(block.fn("level"), d)
     r, lv = d["out.r"], d["st.det.level"]
     above, count = d["st.det.above"], d["st.det.count"]

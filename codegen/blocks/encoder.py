@@ -8,7 +8,8 @@ a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (r
 once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
 previous position, increments the joint's fault counter and tells the estimators.
-A second encoder with ``motor_cpr = 0`` is absent (its count stays 0; ``theta`` = motor_offset).
+A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset).
+Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
 A joint whose description declares no encoder is read as 65536 counts per turn, link side.
 """
 
@@ -41,13 +42,13 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
     direction = [float(e.direction) if e is not None else 1.0 for e in encs]
     return [
         Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution of its shaft"
-              + (" (0: absent)" if motor else ""), tuple(cpr)),
-        Field(prefix + "gear", "real", (n,), f"{doc} shaft turns per joint turn (1 on the link side)", tuple(gear)),
+              + (" (0: absent)" if motor else ""), tuple(cpr), low=0.0, low_open=not motor),
+        Field(prefix + "gear", "real", (n,), f"{doc} shaft turns per joint turn (1 on the link side)", tuple(gear), low=0.0, low_open=True),
         Field(prefix + "offset", "real", (n,), f"{doc} zero offset (rad or m), added last", tuple(offsets)),
-        Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction)),
-        Field(prefix + "bits", "uint8", (n,), f"{doc} counter width, 16 or 32", tuple(bits)),
+        Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction), choices=(-1.0, 1.0)),
+        Field(prefix + "bits", "uint8", (n,), f"{doc} counter width, 16 or 32", tuple(bits), low=2.0, high=32.0),
         Field(prefix + "is_signed", "uint8", (n,), f"{doc} counter is two's complement (1) or unsigned (0)",
-              tuple(signed)),
+              tuple(signed), choices=(0.0, 1.0)),
     ]
 
 
@@ -60,7 +61,8 @@ def build(ctx: Ctx) -> Block:
                   Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
                   Field(prefix + "last", "uint32", (n,), "last raw counter value"),
                   Field(prefix + "total", "int64", (n,), "unwrapped count")]
-    state.append(Field("faults", "uint32", (n,), "lost link-side samples so far"))
+    state.append(Field("faults", "uint32", (n,), "lost samples of the primary encoder so far"))
+    state.append(Field("motor_faults", "uint32", (n,), "lost samples of the second (motor) encoder so far"))
     cpr, mcpr = ctx.sym("cpr"), ctx.sym("motor_cpr")
     derive = sx_function(
         "encoder_derive", [("cfg.enc.cpr", cpr), ("cfg.enc.motor_cpr", mcpr)],
@@ -77,8 +79,9 @@ def build(ctx: Ctx) -> Block:
             "position = (count * rad_per_count) * direction / gear + offset"))
     return Block(kind="enc", name="encoder", doc=__doc__ or "", config=cfg, state=state,
                  outputs=[Field("q", "real", (n,), "joint position from the link-side encoder (rad or m)"),
-                          Field("theta", "real", (n,), "motor position, link-side units (rad or m; 0 if absent)"),
-                          Field("faults", "uint32", (n,), "lost samples so far, per joint")],
+                          Field("theta", "real", (n,), "second (motor) encoder position, link-side units (rad or m)"),
+                          Field("faults", "uint32", (n,), "lost samples so far, per joint"),
+                          Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint")],
                  functions=fns, derive=derive, template="encoder", reference=reference)
 
 
@@ -112,10 +115,11 @@ def reference(d: Data, block: Block) -> None:
                                      int(d[f"st.enc.{prefix}last"][i]), int(d[f"st.enc.{prefix}total"][i]))
                 d[f"st.enc.{prefix}last"][i], d[f"st.enc.{prefix}total"][i] = last, total
                 d[f"st.enc.{prefix}started"][i] = 1
-            elif prefix == "":
-                d["st.enc.faults"][i] += 1
+            else:
+                d[f"st.enc.{prefix}faults"][i] += 1
         d[f"loc.{prefix}total_r"] = d[f"st.enc.{prefix}total"].astype(float)
     evaluate(block.fn("position"), d)
     evaluate(block.fn("motor_position"), d)
     d["out.faults"] = d["st.enc.faults"].copy()
+    d["out.motor_faults"] = d["st.enc.motor_faults"].copy()
     d["loc.valid"] = (d["in.valid"] != 0).astype(float)

@@ -10,7 +10,8 @@ computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
   interpolation beyond that).
 * ``ewlr`` EWLR(n, lam): exponentially weighted linear regression over the last n samples, weight
   lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
-LSF(1,2), BDE(1) and TSE(1) are the finite difference; LSF(1,3) is the moving average with p = 2.
+LSF(n=2, p=1), BDE(1) and TSE(1) are the finite difference; LSF(n=3, p=1) is the moving average with
+p = 2 (seed 000 §IV-B writes them LSF1/2 and LSF1/3).
 LSF, BDE and TSE coefficients are exact rationals (sympy) rounded once.
 """
 

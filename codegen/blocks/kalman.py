@@ -1,11 +1,13 @@
 """Kalman filter on a per-axis triple integrator (seed 000 §II-C, Belanger 1992).
 
-z = [q, qd, qdd], dz/dt = A z + Gamma w (w: jerk, white, spectral density Q per axis), y = q + v with
-Var(v) = R = dq^2 / 3 (seed 000's choice; dq = the encoder resolution). Discretised with zero-order
+z = [q, qd, qdd], dz/dt = A z + Gamma w (w: jerk, zero-mean, variance Q per axis in rad^2/s^6, held
+over a sample as c2d does), y = q + v with
+Var(v) = R = dq^2 / 3 (seed 000's choice; dq = the encoder resolution at the joint). Discretised with zero-order
 hold as MATLAB's c2d + dlqe do: A_d = exp(A T), Gamma_d = int_0^T exp(A s) ds Gamma, Q_d =
 Gamma_d Q Gamma_d^T. The steady-state gain M = P C^T / (C P C^T + R), P the a-priori covariance from
-the discrete Riccati equation, solved here at generation time (structured doubling; the host redoes
-it when Q or R change: ``kalman_gain``). Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the
+the discrete Riccati equation, solved here at generation time (structured doubling) from the
+robot YAML's ``kalman.q_var`` / ``kalman.r_var`` (default Q = 10, R from the encoder); the host
+redesigns it at run time with ``RtConfig.set_kalman``. Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the
 current estimate x[k|k]. On a lost sample (valid = 0) it predicts without updating.
 """
 
@@ -14,8 +16,7 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
-from .base import Block, Field, per_joint, sx_function
-from . import encoder
+from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
 
@@ -54,15 +55,25 @@ def kalman_gain(ts: float, q: float, r: float) -> np.ndarray:
     return p[:, 0] / (p[0, 0] + r)
 
 
-def build(ctx: Ctx, q_var: tuple[float, ...] | None = None) -> Block:
+def measurement_variance(cpr: float, gear: float) -> float:
+    """R = dq^2 / 3 with dq = 2 pi / (cpr gear) the joint-side resolution (seed 000 §II-C)."""
+    return (2.0 * np.pi / (cpr * gear)) ** 2 / 3.0
+
+
+def design(ts: float, q_var: np.ndarray, r_var: np.ndarray) -> np.ndarray:
+    """Gains (n, 3) for per-joint Q and R; both must be positive (ValueError otherwise)."""
+    q, r = np.asarray(q_var, float), np.asarray(r_var, float)
+    if not (np.all(np.isfinite(q)) and np.all(q > 0)):
+        raise ValueError(f"Kalman q_var must be positive, got {q.tolist()}")
+    if not (np.all(np.isfinite(r)) and np.all(r > 0)):
+        raise ValueError(f"Kalman r_var must be positive, got {r.tolist()}")
+    return np.array([kalman_gain(ts, a, b) for a, b in zip(q, r)])
+
+
+def build(ctx: Ctx) -> Block:
+    """The gain in the config comes from the design values (Block.options q_var, r_var) once the
+    pipeline knows the final encoder config: pipeline.build_pipeline calls ``design``."""
     n, ts = ctx.n, ctx.ts
-    qv = per_joint(q_var if q_var is not None else DEFAULT_Q, n)
-    rv = []
-    for j in ctx.robot.joints:
-        e = j.encoder
-        cpr = e.cpr * (j.gear_ratio if e.side == "motor" else 1.0) if e is not None else encoder.DEFAULT_CPR
-        rv.append((2.0 * np.pi / cpr) ** 2 / 3.0)
-    gain = np.array([kalman_gain(ts, a, b) for a, b in zip(qv, rv)])
     ad, _ = discrete_model(ts)
     q, valid = ctx.sym("q"), ctx.sym("valid")
     xs, ks = cs.SX.sym("x", 3 * n), cs.SX.sym("k", 3 * n)
@@ -75,10 +86,8 @@ def build(ctx: Ctx, q_var: tuple[float, ...] | None = None) -> Block:
                         ("st.est.x", xn)], "predict, then update when valid")
     init = sx_function("init", [("out.q", q)], [("st.est.x", cs.vertcat(q.T, cs.SX.zeros(2, n)))],
                        "x := [q, 0, 0]")
-    return Block(kind="est", name="kalman", doc=__doc__ or "",
-                 config=[Field("gain", "real", (n, 3), "steady-state gain M per joint (from q_var, r_var)",
-                               tuple(gain.ravel())),
-                         Field("q_var", "real", (n,), "design: jerk noise spectral density Q (rad^2/s^5)", qv),
-                         Field("r_var", "real", (n,), "design: measurement noise variance R (rad^2)", tuple(rv))],
+    return Block(kind="est", name="kalman", doc=__doc__ or "", options={"q_var": (DEFAULT_Q,) * n},
+                 config=[Field("gain", "real", (n, 3), "steady-state gain M per joint (host: "
+                               "RtConfig.set_kalman(q_var, r_var) redesigns it)", (0.0,) * (3 * n))],
                  state=[Field("x", "real", (n, 3), "[q, qd, qdd] per joint")],
                  outputs=outputs(n), functions=[init, step], reference=reference)

@@ -81,7 +81,10 @@ def parse_estimator(text: str) -> EstimatorChoice:
         key, eq, value = item.partition("=")
         if not eq:
             raise OptionError(f"estimator option {item!r} is not key=value")
-        params[key.strip()] = float(value) if any(c in value for c in ".eE") else int(value)
+        try:
+            params[key.strip()] = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            raise OptionError(f"estimator option {item!r}: {value!r} is not a number") from None
     return estimator_choice(name.strip(), params)
 
 

@@ -91,9 +91,17 @@ class Pipeline:
                    Field("qdd_d", "real", (self.n,), "desired acceleration used")]
         for b in self.blocks:
             out += b.outputs
+            if b.kind == "enc":
+                out.append(Field("ready", "uint8", (), "0 until every joint has delivered a valid sample "
+                                 "(the blocks start then; until then only q, theta and the fault counters are set)"))
             if b.kind == "est":
                 out += desired
         return out
+
+    @property
+    def waiting_outputs(self) -> list[str]:
+        """Outputs zeroed while the pipeline waits for a first valid sample on every joint."""
+        return [f.name for f in self.outputs if f.name not in ("q", "theta", "faults", "motor_faults", "ready")]
 
     def fields(self) -> dict[str, Field]:
         """Every binding's field: cfg.<kind>.<name>, st.<kind>.<name>, in.<name>, out.<name>, loc.<name>."""
@@ -129,14 +137,25 @@ class Pipeline:
         for b in self.blocks:
             if b.reference is not None:
                 b.reference(d, b)
+            if b.kind == "enc":
+                d["out.ready"] = np.array(int(np.all(d["st.enc.started"] != 0)), dtype=np.uint8)
+                if not d["out.ready"]:
+                    for name in self.waiting_outputs:
+                        d["out." + name] = d["out." + name] * 0
+                    return
         d["loc.first"] = np.array(0)
 
 
-def _apply_overrides(blocks: list[Block], robot: Robot) -> None:
-    """Apply the YAML ``realtime.config`` defaults. Keys are ``<estimator name>.<field>`` (e.g.
-    ``linhg.h1``: used only when that estimator is generated) or ``<kind>.<field>`` for the other
-    blocks (``obs.k_o``, ``det.threshold``, ``ctl.kp``; ignored when the block is not generated)."""
+DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}   # generation-time design values, not config fields
+
+
+def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple[float, ...], int]]:
+    """Apply the YAML ``realtime.config`` defaults; return the design values given (key -> values, line).
+    Keys are ``<estimator name>.<field>`` (e.g. ``linhg.h1``: used only when that estimator is
+    generated) or ``<kind>.<field>`` for the other blocks (``obs.k_o``, ``det.threshold``,
+    ``ctl.kp``; ignored when the block is not generated)."""
     prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}
+    design: dict[str, tuple[tuple[float, ...], int]] = {}
     for key, values, line in robot.realtime.config:
         prefix, _, name = key.partition(".")
         where = f"realtime.config.{key}"
@@ -146,14 +165,26 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> None:
         b = prefixes.get(prefix)
         if b is None:
             continue
+        if key in DESIGN_KEYS:
+            if len(values) not in (1, robot.dof) or not all(v > 0 for v in values):
+                raise DescriptionError(robot.file, where, f"expected 1 or {robot.dof} positive numbers", line)
+            design[key] = (tuple(values) * (robot.dof if len(values) == 1 else 1), line)
+            continue
         idx = next((i for i, x in enumerate(b.config) if x.name == name), None)
         if idx is None:
+            extra = " and the design values q_var, r_var" if b.name == "kalman" else ""
             raise DescriptionError(robot.file, where, f"{b.name} has no config field {name!r} (fields: "
-                                   + ", ".join(x.name for x in b.config) + ")", line)
+                                   + ", ".join(x.name for x in b.config) + extra + ")", line)
         fld = b.config[idx]
         if len(values) not in (1, fld.size):
             raise DescriptionError(robot.file, where, f"expected 1 or {fld.size} numbers, got {len(values)}", line)
+        problem = fld.problem(np.array(values))
+        if problem:
+            raise DescriptionError(robot.file, where, problem, line)
         b.config[idx] = dataclasses.replace(fld, default=tuple(values) * (fld.size if len(values) == 1 else 1))
+        if key == "kalman.gain":
+            design[key] = (tuple(values), line)
+    return design
 
 
 def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:
@@ -171,16 +202,21 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
         blocks.append(controllers.computed_torque(ctx))
     elif options.controller == "pid":
         blocks.append(controllers.pid(ctx))
-    _apply_overrides(blocks, robot)
+    design = _apply_overrides(blocks, robot)
     kal = next((b for b in blocks if b.name == "kalman"), None)
-    if kal is not None:   # the gain follows the (possibly overridden) design values
-        _redesign_kalman(kal, robot.sample_period)
+    if kal is not None and "kalman.gain" not in design:   # the gain follows the final design values
+        _design_kalman(kal, blocks, robot, design)
     return Pipeline(robot, options, blocks, ctx)
 
 
-def _redesign_kalman(block: Block, ts: float) -> None:
+def _design_kalman(block: Block, blocks: list[Block], robot: Robot,
+                   design: dict[str, tuple[tuple[float, ...], int]]) -> None:
+    enc = next(b for b in blocks if b.kind == "enc")
+    by_enc = {f.name: f.default_array() for f in enc.config}
+    q_var = np.array(design["kalman.q_var"][0] if "kalman.q_var" in design else block.options["q_var"])
+    r_var = (np.array(design["kalman.r_var"][0]) if "kalman.r_var" in design else
+             np.array([kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"])]))
+    gain = kalman.design(robot.sample_period, q_var, r_var)
+    block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
     by = {f.name: i for i, f in enumerate(block.config)}
-    q = block.config[by["q_var"]].default
-    r = block.config[by["r_var"]].default
-    gain = np.array([kalman.kalman_gain(ts, a, b) for a, b in zip(q, r)])
     block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))

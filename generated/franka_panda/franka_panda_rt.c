@@ -29,9 +29,7 @@ const franka_panda_rt_config_t franka_panda_rt_default_config = {
         {1, 1, 1, 1, 1, 1, 1}  /* motor_is_signed */
     },
     { /* est */
-        {{0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}},  /* gain */
-        {10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0},  /* q_var */
-        {3.0639284604195997e-09, 3.0639284604195997e-09, 3.0639284604195997e-09, 3.0639284604195997e-09, 3.0639284604195997e-09, 3.0639284604195997e-09, 3.0639284604195997e-09}  /* r_var */
+        {{0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}, {0.07413559980402877, 2.8548867362250014, 54.971094296484964}}  /* gain */
     },
     { /* obs */
         {25.0, 25.0, 25.0, 25.0, 25.0, 25.0, 25.0}  /* k_o */
@@ -4605,8 +4603,9 @@ void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_conf
 
 void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
 {
+    franka_panda_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    franka_panda_rt_configure(rt, cfg);
+    franka_panda_rt_configure(rt, &copy);
     rt->first = 1u;
 }
 
@@ -4628,14 +4627,38 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+            rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
+        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     franka_panda_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
     franka_panda_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
 
+    out->ready = 1u;
+    for (i = 0; i < FRANKA_PANDA_DOF; ++i) {
+        if (!rt->enc.started[i]) {
+            out->ready = 0u;
+        }
+    }
+    if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        rt->steps++;
+        return;
+    }
 
     /* --- est: kalman --- */
     if (rt->first) {
@@ -4671,9 +4694,11 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     {
         int32_t highest;
         int fired;
-        if (in->reset) {
+        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
+            memset(rt->det.above, 0, sizeof rt->det.above);
+            memset(rt->det.count, 0, sizeof rt->det.count);
         }
         franka_panda_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
         fired = mg_detect(FRANKA_PANDA_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,

@@ -29,9 +29,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
         {1, 1}  /* motor_is_signed */
     },
     { /* est */
-        {{0.04736607687630395, 1.1491531254047143, 13.940030359490699}, {0.04736607687630395, 1.1491531254047143, 13.940030359490699}},  /* gain */
-        {10.0, 10.0},  /* q_var */
-        {4.9022855366713596e-08, 4.9022855366713596e-08}  /* r_var */
+        {{0.04736607687630395, 1.1491531254047143, 13.940030359490699}, {0.04736607687630395, 1.1491531254047143, 13.940030359490699}}  /* gain */
     },
     { /* obs */
         {25.0, 25.0}  /* k_o */
@@ -681,8 +679,9 @@ void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 
 void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 {
+    planar2_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    planar2_rt_configure(rt, cfg);
+    planar2_rt_configure(rt, &copy);
     rt->first = 1u;
 }
 
@@ -704,14 +703,38 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+            rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
+        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     planar2_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
     planar2_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
 
+    out->ready = 1u;
+    for (i = 0; i < PLANAR2_DOF; ++i) {
+        if (!rt->enc.started[i]) {
+            out->ready = 0u;
+        }
+    }
+    if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        rt->steps++;
+        return;
+    }
 
     /* --- est: kalman --- */
     if (rt->first) {
@@ -747,9 +770,11 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     {
         int32_t highest;
         int fired;
-        if (in->reset) {
+        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
+            memset(rt->det.above, 0, sizeof rt->det.above);
+            memset(rt->det.count, 0, sizeof rt->det.count);
         }
         planar2_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
         fired = mg_detect(PLANAR2_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,

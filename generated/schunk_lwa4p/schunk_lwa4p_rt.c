@@ -4489,8 +4489,9 @@ void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_conf
 
 void schunk_lwa4p_rt_init(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
 {
+    schunk_lwa4p_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    schunk_lwa4p_rt_configure(rt, cfg);
+    schunk_lwa4p_rt_configure(rt, &copy);
     rt->first = 1u;
 }
 
@@ -4512,14 +4513,38 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+            rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
+        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
     schunk_lwa4p_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
 
+    out->ready = 1u;
+    for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {
+        if (!rt->enc.started[i]) {
+            out->ready = 0u;
+        }
+    }
+    if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        rt->steps++;
+        return;
+    }
 
     /* --- est: linhg --- */
     if (rt->first) {
@@ -4557,9 +4582,11 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     {
         int32_t highest;
         int fired;
-        if (in->reset) {
+        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
+            memset(rt->det.above, 0, sizeof rt->det.above);
+            memset(rt->det.count, 0, sizeof rt->det.count);
         }
         schunk_lwa4p_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
         fired = mg_detect(SCHUNK_LWA4P_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,

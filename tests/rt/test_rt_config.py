@@ -126,3 +126,46 @@ def test_cli_generate_with_pipeline_options(tmp_path: Path) -> None:
                        capture_output=True, text=True)
     assert r.returncode == 2 and "lsf" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.parametrize("key,value,needle", [("det.reaction", 7, "one of 0, 1, 2"), ("est.gain", np.nan, "finite"),
+                                              ("obs.k_o", -1.0, ">= 0"), ("det.debounce", 2.5, "integers"),
+                                              ("enc.gear", 0.0, "> 0"), ("obs.k_o", "abc", "numbers")])
+def test_host_config_rejects_out_of_range_values(key: str, value: object, needle: str) -> None:
+    rt = fresh_rt("planar2", "kalman")
+    before = np.array(rt.config[key], copy=True)
+    with pytest.raises(ConfigError, match=needle) as info:
+        rt.config[key] = value
+    assert key in str(info.value)
+    assert np.array_equal(rt.config[key], before)
+
+
+@pytest.mark.parametrize("line,needle", [("linhg.eps: 0", "realtime.config.linhg.eps: must be > 0"),
+                                         ("enc.gear: 0", "realtime.config.enc.gear"),
+                                         ("kalman.r_var: -1", "realtime.config.kalman.r_var"),
+                                         ("det.reaction: 5", "realtime.config.det.reaction")])
+def test_yaml_config_values_are_range_checked(tmp_path: Path, line: str, needle: str) -> None:
+    from codegen.blocks.pipeline import build_pipeline
+    src = (ROOT / "robots" / "planar2.yaml").read_text()
+    est = "linhg" if "linhg" in line else "kalman"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src + f"realtime:\n  estimator: {est}\n  config:\n    {line}\n")
+    robot = load_robot(bad)
+    with pytest.raises(DescriptionError, match=needle):
+        build_pipeline(robot, robot.realtime.options)
+
+
+def test_bad_estimator_option_is_one_clear_error(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "generate", "planar2", "--estimator", "lsf:n=abc",
+                        "--out", str(tmp_path / "g")], capture_output=True, text=True)
+    assert r.returncode == 2 and "not a number" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_log_keeps_collision_truth(tmp_path: Path) -> None:
+    k, n = 10, 2
+    z = np.zeros((k, n))
+    truth = np.zeros(k, bool)
+    truth[5:] = True
+    log = Log("planar2", 0.001, np.arange(k) * 1e-3, np.zeros((k, n), np.int64), np.ones((k, n), bool), z, z, z, z,
+              extra={"collision_true": truth})
+    assert np.array_equal(Log.load(log.save(tmp_path / "c.npz")).extra["collision_true"], truth)
