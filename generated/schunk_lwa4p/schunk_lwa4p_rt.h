@@ -30,6 +30,7 @@
  * previous position, increments the joint's fault counter and tells the estimators.
  * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset).
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
+ * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
  *
  * [est: linhg]
