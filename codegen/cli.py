@@ -43,7 +43,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     base = robot.realtime.options
     rt = RtOptions(estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
                    observer=args.observer or base.observer, controller=args.controller or base.controller,
-                   constant_params=args.constant_params or base.constant_params)
+                   constant_params=args.constant_params or base.constant_params,
+                   sample_period=args.sample_period or base.sample_period)
     gen = generate(robot, args.precision, rt)
     gen.write(out)
     manifest = json.loads(gen.files["manifest.json"])
@@ -115,6 +116,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     g.add_argument("--constant-params", action="store_true",
                    help="fold the robot's dynamic parameters into the real-time code (faster; no "
                         "run-time model parameters or payload in the config)")
+    g.add_argument("--sample-period", type=float, metavar="SECONDS",
+                   help="real-time sample period (default: the description's sample_period)")
     g.set_defaults(handler=cmd_generate)
     i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")
     add_robot_arguments(i)

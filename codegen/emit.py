@@ -12,6 +12,7 @@ from typing import Any
 
 import casadi as cs
 import jinja2
+import numpy as np
 
 from . import __version__
 from .cprint import Precision, body, literal
@@ -107,7 +108,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "convention": robot.convention, "standard_names": robot.standard_parameter_names,
         "standard_values": [literal(v, precision) for v in std], "base_names": base.names,
         "base_values": [literal(v, precision) for v in beta], "functions": all_views,
-        "fdyn": fdyn, "sources": [f"{p}_dynamics.c", f"{p}_rt.c"],
+        "fdyn": fdyn, "sources": [f"{p}_dynamics.c", f"{p}_rt.c", f"{p}_loopback.c"],
         "name_length": 1 + max(len(x) for x in robot.standard_parameter_names + base.names),
     }
     env = _environment()
@@ -116,6 +117,10 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     files = {
         f"{p}_rt.h": rt_h,
         f"{p}_rt.c": rt_c,
+        f"{p}_loopback.h": env.get_template("loopback.h.j2").render(ctx),
+        f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
+            dict(ctx, has_controller=rt_options.controller != "none", two_pi=literal(2 * np.pi, precision),
+                 floor="floor" if precision == "double" else "floorf")),
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
         "Makefile": env.get_template("Makefile.j2").render(ctx),

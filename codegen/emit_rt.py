@@ -155,7 +155,13 @@ class RtEmitter:
         lines += [f"extern const {p}_rt_config_t {p}_rt_default_config;",
                   f"void {p}_rt_init({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
                   f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
-                  f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);"]
+                  f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);",
+                  "typedef struct {", f"    {real} params[{self.pipe.robot.n_standard}];", "    int32_t substeps;",
+                  f"}} {p}_plant_t;",
+                  f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
+                  f"const {real} *qd0, const {real} *q_des, const {real} *qd_des, const {real} *qdd_des, "
+                  f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "
+                  f"{real} *qdd_true, {real} *tau, int64_t *counts, {p}_rt_output_t *out);"]
         return "\n".join(lines)
 
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
@@ -168,7 +174,7 @@ class RtEmitter:
         functions = self.function_views()
         rctx = dict(ctx, blocks=blocks, structs=self.structs(real), functions=functions,
                     default_config=self.default_config(), call=self.call, options=self.pipe.options,
-                    label=self.pipe.options.label, ts=repr(self.pipe.robot.sample_period),
+                    label=self.pipe.options.label, ts=repr(self.pipe.ctx.ts),
                     fabs="fabs" if self.precision == "double" else "fabsf",
                     constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs)
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
@@ -182,7 +188,7 @@ class RtEmitter:
             "estimator_options": dict(pipe.options.estimator.params),
             "observer": pipe.options.observer, "controller": pipe.options.controller,
             "constant_params": pipe.options.constant_params, "label": pipe.options.label,
-            "sample_period": pipe.robot.sample_period,
+            "sample_period": pipe.ctx.ts,
             "blocks": [{"kind": b.kind, "name": b.name, "config": fl(b.config), "state": fl(b.state),
                         "ranges": {f.name: {"low": f.low, "high": f.high, "low_open": f.low_open,
                                             "choices": list(f.choices)} for f in b.config},

@@ -74,7 +74,7 @@ def host_source(manifest: dict[str, Any]) -> str:
     p = manifest["robot"]
     text = f'#include "{p}_dynamics.h"\n'
     if "rt" in manifest:
-        text += f'#include "{p}_rt.h"\n' + RUN_DEF.format(p=p)
+        text += f'#include "{p}_rt.h"\n#include "{p}_loopback.h"\n' + RUN_DEF.format(p=p)
     return text
 
 

@@ -242,22 +242,25 @@ def fill_inputs(a: np.ndarray, values: Mapping[str, Any]) -> None:
 
 
 def rt_options(estimator: str | None = None, observer: str | None = None, controller: str | None = None,
-               constant_params: bool | None = None, base: RtOptions | None = None) -> RtOptions:
+               constant_params: bool | None = None, base: RtOptions | None = None,
+               sample_period: float | None = None) -> RtOptions:
     b = base or RtOptions()
     return RtOptions(estimator=parse_estimator(estimator) if estimator else b.estimator,
                      observer=observer if observer is not None else b.observer,
                      controller=controller if controller is not None else b.controller,
-                     constant_params=constant_params if constant_params is not None else b.constant_params)
+                     constant_params=constant_params if constant_params is not None else b.constant_params,
+                     sample_period=sample_period if sample_period is not None else b.sample_period)
 
 
 def load_rt(spec: str | Path, estimator: str | None = None, observer: str | None = None,
             controller: str | None = None, constant_params: bool | None = None,
             precision: Precision = "double", base_link: str | None = None, tip_link: str | None = None,
-            overlay: str | Path | None = None) -> Realtime:
+            overlay: str | Path | None = None, sample_period: float | None = None) -> Realtime:
     """A robot's real-time pipeline, generated (cached), compiled and loaded. Unset choices come from
-    the robot description's ``realtime:`` section, then the defaults (kalman, momentum, computed_torque)."""
+    the robot description's ``realtime:`` section, then the defaults (kalman, momentum, computed_torque).
+    ``sample_period`` (s) overrides the description's: the discretisations are made for it."""
     from codegen.description import load_robot
 
     robot = load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
-    opts = rt_options(estimator, observer, controller, constant_params, robot.realtime.options)
+    opts = rt_options(estimator, observer, controller, constant_params, robot.realtime.options, sample_period)
     return Realtime(generated_folder(spec, base_link, tip_link, overlay, precision, opts))

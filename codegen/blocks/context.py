@@ -27,7 +27,7 @@ class Ctx:
 
     @property
     def ts(self) -> float:
-        return self.robot.sample_period
+        return self.options.sample_period or self.robot.sample_period
 
     @property
     def constant(self) -> bool:

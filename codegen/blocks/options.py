@@ -94,10 +94,14 @@ class RtOptions:
     observer: str = "momentum"
     controller: str = "computed_torque"
     constant_params: bool = False   # fold the robot's parameters in (fast path, no model config)
+    sample_period: float | None = None   # None: the robot description's
+
 
     def __post_init__(self) -> None:
         if self.observer not in OBSERVERS:
             raise OptionError(f"unknown observer {self.observer!r}; choose from {', '.join(OBSERVERS)}")
+        if self.sample_period is not None and not (0 < self.sample_period < 10):
+            raise OptionError(f"sample period must be in (0, 10) s, got {self.sample_period!r}")
         if self.controller not in CONTROLLERS:
             raise OptionError(f"unknown controller {self.controller!r}; choose from "
                               f"{', '.join(CONTROLLERS)}")
@@ -105,7 +109,8 @@ class RtOptions:
     @property
     def label(self) -> str:
         return (f"{self.estimator.label} + {self.observer} + {self.controller}"
-                + (" (constant parameters)" if self.constant_params else ""))
+                + (" (constant parameters)" if self.constant_params else "")
+                + (f" @ {self.sample_period!r} s" if self.sample_period else ""))
 
 
 @dataclass(frozen=True)

@@ -205,18 +205,18 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
     design = _apply_overrides(blocks, robot)
     kal = next((b for b in blocks if b.name == "kalman"), None)
     if kal is not None and "kalman.gain" not in design:   # the gain follows the final design values
-        _design_kalman(kal, blocks, robot, design)
+        _design_kalman(kal, blocks, robot, design, ctx.ts)
     return Pipeline(robot, options, blocks, ctx)
 
 
 def _design_kalman(block: Block, blocks: list[Block], robot: Robot,
-                   design: dict[str, tuple[tuple[float, ...], int]]) -> None:
+                   design: dict[str, tuple[tuple[float, ...], int]], ts: float) -> None:
     enc = next(b for b in blocks if b.kind == "enc")
     by_enc = {f.name: f.default_array() for f in enc.config}
     q_var = np.array(design["kalman.q_var"][0] if "kalman.q_var" in design else block.options["q_var"])
     r_var = (np.array(design["kalman.r_var"][0]) if "kalman.r_var" in design else
              np.array([kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"])]))
-    gain = kalman.design(robot.sample_period, q_var, r_var)
+    gain = kalman.design(ts, q_var, r_var)
     block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
     by = {f.name: i for i, f in enumerate(block.config)}
     block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))

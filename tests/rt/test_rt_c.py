@@ -17,7 +17,7 @@ STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvl
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
 ESTIMATORS = ("findiff", "movav:p=3", "lsf:n=6,p=2", "bde:n=3", "tse:n=3", "ewlr:n=8,lam=0.8", "kalman",
               "linhg", "nlhg", "slimod")
-DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "fmin", "fmax", "sincos"}
+DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "fmin", "fmax", "sincos", "floor"}
 
 
 def _undefined(obj: Path) -> set[str]:
