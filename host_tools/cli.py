@@ -14,6 +14,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo(args.robot, out=args.out, states=args.states)
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from .evaluate import ESTIMATORS, Setup, evaluate, table
+
+    console = Console(stderr=True)
+    unknown = [e for e in args.estimators if e not in ESTIMATORS]
+    if unknown:
+        console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(ESTIMATORS)}")
+        return 2
+    setup = Setup(robot=args.robot, resolution_mdeg=args.resolution_mdeg, rate_hz=args.rate_hz, faults=args.faults,
+                  seed=args.seed, tune=args.tune, generations=args.generations, model_error=args.model_error)
+    with console.status("evaluating ...") as status:
+        doc = evaluate(setup, tuple(args.estimators), Path(args.out) if args.out else None,
+                       log=lambda msg: status.update(msg))
+    print(json.dumps(doc, indent=1) if args.json else table(doc) + f"\n{doc['seconds']:.0f} s"
+          + (f"; reports in {args.out}/ (evaluation.md/.csv/.json/.png)" if args.out else ""))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = build_parser()
     d = sub.add_parser("demo", help="generate, build (make) and check a robot's C end to end")
@@ -21,6 +44,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--out", default="out", help="folder for the generated C and the build")
     d.add_argument("--states", type=int, default=1000, help="random states for the numeric check")
     d.set_defaults(handler=cmd_demo)
+    e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned")
+    e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: seed 000's for schunk_lwa4p)")
+    e.add_argument("--resolution-mdeg", type=float, default=10.0, help="encoder resolution, millidegrees per count")
+    e.add_argument("--rate-hz", type=float, default=125.0, help="controller sample rate")
+    e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
+    e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
+    e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--model-error", type=float, default=0.0,
+                   help="simulated robot's parameters = the model's x (1 + this): model-based observers feel it")
+    e.add_argument("--estimators", nargs="+", default=["findiff", "movav", "lsf", "kalman", "linhg", "nlhg", "slimod"])
+    e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
+    e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
+    e.set_defaults(handler=cmd_evaluate)
     return run(parser, argv)
 
 
