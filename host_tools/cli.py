@@ -20,20 +20,33 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from .evaluate import ESTIMATORS, Setup, evaluate, table
+    from .evaluate import ESTIMATORS, Setup, evaluate, setups_figure, table
 
     console = Console(stderr=True)
     unknown = [e for e in args.estimators if e not in ESTIMATORS]
     if unknown:
         console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(ESTIMATORS)}")
         return 2
-    setup = Setup(robot=args.robot, resolution_mdeg=args.resolution_mdeg, rate_hz=args.rate_hz, faults=args.faults,
-                  seed=args.seed, tune=args.tune, generations=args.generations, model_error=args.model_error)
-    with console.status("evaluating ...") as status:
-        doc = evaluate(setup, tuple(args.estimators), Path(args.out) if args.out else None,
-                       log=lambda msg: status.update(msg))
-    print(json.dumps(doc, indent=1) if args.json else table(doc) + f"\n{doc['seconds']:.0f} s"
-          + (f"; reports in {args.out}/ (evaluation.md/.csv/.json/.png)" if args.out else ""))
+    pairs = [(args.resolution_mdeg, args.rate_hz)]
+    if args.setups:
+        try:
+            pairs = [(float(r), float(f)) for r, f in (item.split("@") for item in args.setups)]
+        except ValueError:
+            console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items, got {args.setups}")
+            return 2
+    docs = []
+    for resolution, rate in pairs:
+        setup = Setup(robot=args.robot, resolution_mdeg=resolution, rate_hz=rate, faults=args.faults, seed=args.seed,
+                      tune=args.tune, generations=args.generations, model_error=args.model_error)
+        out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
+        with console.status(f"evaluating {resolution:g} mdeg, {rate:g} Hz ...") as status:
+            doc = evaluate(setup, tuple(args.estimators), out, log=lambda msg: status.update(msg))
+        docs.append(doc)
+        print(json.dumps(doc, indent=1) if args.json else table(doc) + f"\n{doc['seconds']:.0f} s"
+              + (f"; reports in {out}/ (evaluation.md/.csv/.json/.png, fig5/7/8 PNGs, <estimator>.config.json)"
+                 if out else ""))
+    if args.out and len(docs) > 1:
+        setups_figure(docs, Path(args.out))
     return 0
 
 
@@ -48,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: seed 000's for schunk_lwa4p)")
     e.add_argument("--resolution-mdeg", type=float, default=10.0, help="encoder resolution, millidegrees per count")
     e.add_argument("--rate-hz", type=float, default=125.0, help="controller sample rate")
+    e.add_argument("--setups", nargs="+", metavar="MDEG@HZ",
+                   help="several set-ups in one go, e.g. 10@125 2@125 1@250 (one sub-folder each + fig9_setups.png)")
     e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
     e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
     e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")

@@ -65,6 +65,8 @@ class Result:
     ise_faulty: float
     gains: dict[str, Any] = field(default_factory=dict)
     history: list[float] = field(default_factory=list)
+    curves: dict[str, np.ndarray] = field(default_factory=dict)   # for the figures, not the JSON
+    per_axis: dict[str, list[float]] = field(default_factory=dict)   # ISE per joint
 
 
 def test_trajectory(setup: Setup) -> Trajectory:
@@ -103,9 +105,11 @@ def plant_params(rt: Realtime, setup: Setup) -> np.ndarray:
     return np.asarray(rt.manifest["standard_parameters"], float) * (1.0 + setup.model_error)
 
 
-def convergence_time(rt: Realtime, setup: Setup, speed: float = 0.3, tol: float = 0.05) -> float | None:
+def convergence_time(rt: Realtime, setup: Setup, speed: float = 0.3,
+                     tol: float = 0.05) -> tuple[float | None, np.ndarray]:
     """Switch the estimator on while the joints move at constant speed (seed 000 Fig. 7): the time
-    after which |qd_hat - qd| stays below tol x speed on every joint (None: never within 2 s)."""
+    after which |qd_hat - qd| stays below tol x speed on every joint (None: never within 2 s), and
+    the estimate of axis 2 over those 2 s."""
     ts = setup.sample_period
     k = int(round(2.0 / ts))
     q = np.arange(k)[:, None] * ts * speed * np.ones(rt.dof)
@@ -118,11 +122,12 @@ def convergence_time(rt: Realtime, setup: Setup, speed: float = 0.3, tol: float 
     out = rt.run({"counts": counts, "tau": tau})
     bad = np.any(np.abs(out["qd_hat"] - speed) > tol * speed, axis=1)
     idx = np.flatnonzero(bad)
+    curve = out["qd_hat"][:, min(1, rt.dof - 1)].copy()
     if len(idx) == 0:
-        return 0.0
+        return 0.0, curve
     if idx[-1] >= k - 1:
-        return None
-    return float((idx[-1] + 1) * ts)
+        return None, curve
+    return float((idx[-1] + 1) * ts), curve
 
 
 def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = None) -> Result:
@@ -163,20 +168,30 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
         out.mkdir(parents=True, exist_ok=True)
         rt.config.save(out / f"{name}.config.json")
         gains["config_file"] = f"{name}.config.json"
+    curves: dict[str, np.ndarray] = {}
+    per_axis: dict[str, list[float]] = {}
+    axis = setup.fault_axis
     try:
         run = simulate(rt, test, true_params=plant_params(rt, setup))
         ise_v, ise_t = float(run.ise_velocity.sum()), float(run.ise_tracking.sum())
+        per_axis = {"ise_velocity": run.ise_velocity.tolist(), "ise_tracking": run.ise_tracking.tolist()}
+        err = run.log.extra["qd_true"] - run.out["qd_hat"]
+        curves["time"] = test.time
+        curves["cumulative_ise"] = np.cumsum(np.sum(err * err, axis=1)) * setup.sample_period
+        curves["qd_true"], curves["qd_hat"] = run.log.extra["qd_true"][:, axis], run.out["qd_hat"][:, axis]
     except SimulationError:
         ise_v = ise_t = float("inf")
     for key, value in config.items():
         rt.config[key] = value
     try:
-        faulty = float(simulate(rt, test, true_params=plant_params(rt, setup),
-                                valid=fault_mask(setup, test.q.shape)).ise_velocity.sum())
+        bad = simulate(rt, test, true_params=plant_params(rt, setup), valid=fault_mask(setup, test.q.shape))
+        faulty = float(bad.ise_velocity.sum())
+        per_axis["ise_faulty"] = bad.ise_velocity.tolist()
+        curves["qd_hat_faulty"], curves["qd_true_faulty"] = bad.out["qd_hat"][:, axis], bad.log.extra["qd_true"][:, axis]
     except SimulationError:
         faulty = float("inf")
-    conv = convergence_time(rt, setup)
-    return Result(name, ise_v, ise_t, conv, faulty, gains, history)
+    conv, curves["switch_on"] = convergence_time(rt, setup)
+    return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis)
 
 
 def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path | None = None,
@@ -193,10 +208,12 @@ def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path |
                      "controller": "computed torque Kp = 100, Kd = 13"},
            "estimators": {r.name: {"ise_velocity": r.ise_velocity, "ise_tracking": r.ise_tracking,
                                    "convergence_s": r.convergence_s, "ise_faulty": r.ise_faulty,
-                                   "gains": r.gains, "history": r.history} for r in results},
+                                   "per_axis": r.per_axis, "gains": r.gains, "history": r.history}
+                          for r in results},
            "seconds": time.perf_counter() - t0}
     if out is not None:
         write_reports(doc, Path(out))
+        figures(results, setup, Path(out))
     return doc
 
 
@@ -211,6 +228,14 @@ def table(doc: dict[str, Any]) -> str:
         conv = "—" if r["convergence_s"] is None else f"{r['convergence_s']:.3f}"
         lines.append(f"| {r['gains'].get('estimator', name)} | {r['ise_velocity']:.4g} | {r['ise_tracking']:.4g} | "
                      f"{conv} | {r['ise_faulty']:.4g} |")
+    axes = [(name, r["per_axis"]["ise_velocity"]) for name, r in doc["estimators"].items()
+            if r.get("per_axis", {}).get("ise_velocity")]
+    if axes:
+        n = len(axes[0][1])
+        lines += ["", "ISE of the velocity estimate per axis:", "",
+                  "| estimator | " + " | ".join(f"axis {i + 1}" for i in range(n)) + " |",
+                  "| --- |" + " --: |" * n]
+        lines += [f"| {name} | " + " | ".join(f"{v:.3g}" for v in vals) + " |" for name, vals in axes]
     return "\n".join(lines) + "\n"
 
 
@@ -253,4 +278,83 @@ def _plots(doc: dict[str, Any], out: Path) -> None:
         ax[1].legend()
     fig.tight_layout()
     fig.savefig(out / "evaluation.png", dpi=110)
+    plt.close(fig)
+
+
+def figures(results: list[Result], setup: Setup, out: Path) -> None:
+    """Like seed 000 Figs. 5 (excerpt of axis 6 and the cumulative ISE), 7 (switch-on while moving
+    at constant speed, axis 2) and 8 (excerpt with 10 % lost samples)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    have = [r for r in results if "time" in r.curves]
+    if not have:
+        return
+    t = have[0].curves["time"]
+    window = (t >= t[-1] * 0.45) & (t <= t[-1] * 0.45 + 3.0)
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+    ax[0].plot(t[window], have[0].curves["qd_true"][window], "k", lw=2, label="ground truth")
+    for r in have:
+        ax[0].plot(t[window], r.curves["qd_hat"][window], lw=0.9, label=r.name)
+        ax[1].plot(t, r.curves["cumulative_ise"], label=r.name)
+    ax[0].set_xlabel("t (s)")
+    ax[0].set_ylabel("velocity of the last axis (rad/s)" if setup.fault_axis == -1 else
+                     f"velocity of axis {setup.fault_axis + 1} (rad/s)")
+    ax[1].set_xlabel("t (s)")
+    ax[1].set_ylabel("cumulative ISE")
+    ax[1].set_yscale("log")
+    ax[0].legend(fontsize=7)
+    fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like seed 000 Fig. 5)")
+    fig.tight_layout()
+    fig.savefig(out / "fig5_estimates.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ts = setup.sample_period
+    for r in have:
+        c = r.curves["switch_on"]
+        ax.plot(np.arange(len(c)) * ts, c, label=r.name)
+    ax.axhline(0.3, color="k", lw=2)
+    ax.set_xlim(0, 0.6)
+    ax.set_xlabel("t after switch-on (s)")
+    ax.set_ylabel("velocity estimate, axis 2 (rad/s)")
+    ax.set_title("switch-on at 0.3 rad/s (like seed 000 Fig. 7)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fig7_switch_on.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(t[window], have[0].curves["qd_true_faulty"][window], "k", lw=2, label="ground truth")
+    for r in have:
+        if "qd_hat_faulty" in r.curves:
+            ax.plot(t[window], r.curves["qd_hat_faulty"][window], lw=0.9, label=r.name)
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("velocity, faulty axis (rad/s)")
+    ax.set_title(f"{setup.faults:.0%} of the samples lost (like seed 000 Fig. 8)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fig8_faults.png", dpi=110)
+    plt.close(fig)
+
+
+def setups_figure(docs: list[dict[str, Any]], out: Path) -> None:
+    """Like seed 000 Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(docs[0]["estimators"])
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(docs)
+    for i, doc in enumerate(docs):
+        s = doc["setup"]
+        vals = [doc["estimators"][n]["ise_velocity"] for n in names]
+        ax.bar(np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width, vals, width,
+               label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz")
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("ISE of the velocity estimate")
+    ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like seed 000 Fig. 9)")
+    ax.legend()
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "fig9_setups.png", dpi=110)
     plt.close(fig)

@@ -51,7 +51,8 @@ def test_evaluate_cli_writes_reports(tmp_path: Path) -> None:
     k, f = doc["estimators"]["kalman"], doc["estimators"]["findiff"]
     assert 0 < k["ise_velocity"] < f["ise_velocity"]            # seed 000: the Kalman filter beats findiff
     assert k["ise_faulty"] < f["ise_faulty"]                     # and tolerates lost samples far better
-    for name in ("evaluation.md", "evaluation.csv", "evaluation.json", "evaluation.png"):
+    for name in ("evaluation.md", "evaluation.csv", "evaluation.json", "evaluation.png", "fig5_estimates.png",
+                 "fig7_switch_on.png", "fig8_faults.png"):
         assert (tmp_path / name).stat().st_size > 100
     rt = load_rt("planar2", estimator="kalman", observer="none", sample_period=0.004)
     rt.config.load(tmp_path / k["gains"]["config_file"])             # the gains, loadable by rt users
@@ -59,3 +60,15 @@ def test_evaluate_cli_writes_reports(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--estimators", "nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_evaluate_several_setups_makes_the_comparison_figure(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--setups", "10@125", "2@250",
+                        "--estimators", "findiff", "movav", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = json.loads((tmp_path / "10mdeg_125Hz" / "evaluation.json").read_text())
+    b = json.loads((tmp_path / "2mdeg_250Hz" / "evaluation.json").read_text())
+    assert a["setup"]["rate_hz"] == 125 and b["setup"]["resolution_mdeg"] == 2
+    assert b["estimators"]["findiff"]["ise_velocity"] < a["estimators"]["findiff"]["ise_velocity"]  # finer, faster
+    assert len(a["estimators"]["findiff"]["per_axis"]["ise_velocity"]) == 2
+    assert (tmp_path / "fig9_setups.png").stat().st_size > 1000
