@@ -34,17 +34,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         except ValueError:
             console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items, got {args.setups}")
             return 2
+    setups = [Setup(robot=args.robot, resolution_mdeg=r, rate_hz=f, faults=args.faults, seed=args.seed,
+                    tune=args.tune, generations=args.generations, model_error=args.model_error) for r, f in pairs]
+    problems = [p for s in setups for p in s.problems()]
+    if problems:
+        console.print("manipgen: error: " + "; ".join(dict.fromkeys(problems)))
+        return 2
     docs = []
-    for resolution, rate in pairs:
-        setup = Setup(robot=args.robot, resolution_mdeg=resolution, rate_hz=rate, faults=args.faults, seed=args.seed,
-                      tune=args.tune, generations=args.generations, model_error=args.model_error)
+    for setup in setups:
+        resolution, rate = setup.resolution_mdeg, setup.rate_hz
         out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
         with console.status(f"evaluating {resolution:g} mdeg, {rate:g} Hz ...") as status:
             doc = evaluate(setup, tuple(args.estimators), out, log=lambda msg: status.update(msg))
         docs.append(doc)
-        print(json.dumps(doc, indent=1) if args.json else table(doc) + f"\n{doc['seconds']:.0f} s"
-              + (f"; reports in {out}/ (evaluation.md/.csv/.json/.png, fig5/7/8 PNGs, <estimator>.config.json)"
-                 if out else ""))
+        if not args.json:
+            print(table(doc) + f"\n{doc['seconds']:.0f} s"
+                  + (f"; reports in {out}/ (evaluation.md/.csv/.json/.png, fig5/7/8 PNGs, <estimator>.config.json)"
+                     if out else ""))
+    if args.json:
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
     if args.out and len(docs) > 1:
         setups_figure(docs, Path(args.out))
     return 0
@@ -62,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--resolution-mdeg", type=float, default=10.0, help="encoder resolution, millidegrees per count")
     e.add_argument("--rate-hz", type=float, default=125.0, help="controller sample rate")
     e.add_argument("--setups", nargs="+", metavar="MDEG@HZ",
-                   help="several set-ups in one go, e.g. 10@125 2@125 1@250 (one sub-folder each + fig9_setups.png)")
+                   help="several set-ups in one go, e.g. 10@125 2@125 1@250 (one sub-folder each + fig9_setups.png; "
+                        "replaces --resolution-mdeg/--rate-hz; --json then prints a list)")
     e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
     e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
     e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")

@@ -77,7 +77,8 @@ def loopback(spec: str) -> bool:
     expected = 1 + int(np.flatnonzero(np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds)[-1])
     print(f"[4/5] closed loop in C ({rt_label}: {r.free.log.time[-1]:.0f} s at {1 / r.free.log.sample_period:.0f} Hz, "
           f"RK4 plant, kalman + momentum observer + computed torque), {time.perf_counter() - t0:.1f} s:")
-    print(f"      thresholds from a contact-free run (1.5 x max |r| + 0.2 N m): {np.round(r.thresholds, 2)}")
+    print(f"      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): "
+          f"{np.round(r.thresholds, 2)}")
     print(f"      tip force of 30 N (for 0.3 s) from t = {r.onset_s:.2f} s: "
           + (f"detected at t = {r.detected_s:.3f} s ({r.delay_ms:.0f} ms), isolated link {r.link} "
              f"(expected {expected}: the highest joint the force loads), reaction: stop"

@@ -42,6 +42,21 @@ class Setup:
     generations: int = 20
     model_error: float = 0.0        # the simulated robot's parameters = the model's x (1 + model_error)
 
+    def problems(self) -> list[str]:
+        """What is wrong with this set-up (empty: fine)."""
+        out = []
+        if not (self.resolution_mdeg > 0 and np.isfinite(self.resolution_mdeg)):
+            out.append(f"--resolution-mdeg must be positive, got {self.resolution_mdeg:g}")
+        if not (0 < self.rate_hz <= 100000):
+            out.append(f"--rate-hz must be in (0, 100000], got {self.rate_hz:g}")
+        if not 0 <= self.faults < 1:
+            out.append(f"--faults is a fraction of samples in [0, 1), got {self.faults:g}")
+        if not self.model_error > -1:
+            out.append(f"--model-error must be > -1 (parameters x (1 + e)), got {self.model_error:g}")
+        if self.generations < 1:
+            out.append(f"--generations must be >= 1, got {self.generations}")
+        return out
+
     @property
     def sample_period(self) -> float:
         return 1.0 / self.rate_hz
@@ -130,7 +145,8 @@ def convergence_time(rt: Realtime, setup: Setup, speed: float = 0.3,
     return float((idx[-1] + 1) * ts), curve
 
 
-def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = None) -> Result:
+def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = None,
+                 executor: Any = None) -> Result:
     test, tuning = test_trajectory(setup), tuning_trajectory(setup)
     history: list[float] = []
     variant = DEFAULTS.get(name, name)
@@ -142,6 +158,8 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
                 scores.append((float(simulate(rt, tuning, true_params=plant_params(rt, setup)).ise_velocity.sum()), v))
             except SimulationError:
                 continue
+        if not scores:
+            raise SimulationError(f"{name}: every grid variant made the closed loop diverge")
         variant = min(scores)[1]
         history = [s for s, _ in scores]
     rt = pipeline(setup, variant)
@@ -150,7 +168,7 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
         genes = gain_space(name, rt.dof)
         problem = Problem(str(rt.folder), rt.config.to_dict(), genes, tuning, true_params=plant_params(rt, setup))
         t0 = time.perf_counter()
-        res: TuneResult = tune(problem, GaSettings(generations=setup.generations), seed=setup.seed,
+        res: TuneResult = tune(problem, GaSettings(generations=setup.generations), seed=setup.seed, executor=executor,
                                progress=lambda g, n, c: log(f"  {name}: generation {g}/{n}, best ISE {c:.4g}"))
         log(f"  {name}: tuned in {time.perf_counter() - t0:.1f} s ({res.evaluations} closed-loop runs)")
         apply_genome(rt, genes, res.genome)
@@ -195,12 +213,17 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
 
 
 def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path | None = None,
-             log: Any = print) -> dict[str, Any]:
+             log: Any = print, executor: Any = None) -> dict[str, Any]:
+    """Evaluate (and with setup.tune, tune) the estimators; GA generations go through ``executor``
+    (default: a process pool). Infinite costs (a diverged loop) are reported as null."""
+    problems = setup.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
     t0 = time.perf_counter()
     results = []
     for name in estimators:
         log(f"{name} ...")
-        results.append(evaluate_one(setup, name, log, out))
+        results.append(evaluate_one(setup, name, log, out, executor))
     doc = {"setup": {"robot": setup.robot, "resolution_mdeg": setup.resolution_mdeg, "rate_hz": setup.rate_hz,
                      "faults": setup.faults, "fault_axis": setup.fault_axis, "seed": setup.seed,
                      "model_error": setup.model_error,
@@ -211,10 +234,26 @@ def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path |
                                    "per_axis": r.per_axis, "gains": r.gains, "history": r.history}
                           for r in results},
            "seconds": time.perf_counter() - t0}
+    doc = _finite(doc)
     if out is not None:
         write_reports(doc, Path(out))
         figures(results, setup, Path(out))
     return doc
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no Infinity: a diverged run's cost becomes None (null)."""
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+def _num(v: Any) -> str:
+    return "diverged" if v is None else f"{v:.4g}"
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -222,12 +261,12 @@ def table(doc: dict[str, Any]) -> str:
     error = f", plant parameters x {1 + s['model_error']:g}" if s.get("model_error") else ""
     lines = [f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
              f"{', GA-tuned' if s['tuned'] else ''}{error} (ISE: seed 000 eq. 5, summed over joints)", "",
-             "| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, 10 % lost on one axis |",
+             f"| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, {s['faults']:.0%} lost on one axis |",
              "| --- | --: | --: | --: | --: |"]
     for name, r in doc["estimators"].items():
         conv = "—" if r["convergence_s"] is None else f"{r['convergence_s']:.3f}"
-        lines.append(f"| {r['gains'].get('estimator', name)} | {r['ise_velocity']:.4g} | {r['ise_tracking']:.4g} | "
-                     f"{conv} | {r['ise_faulty']:.4g} |")
+        lines.append(f"| {r['gains'].get('estimator', name)} | {_num(r['ise_velocity'])} | {_num(r['ise_tracking'])} | "
+                     f"{conv} | {_num(r['ise_faulty'])} |")
     axes = [(name, r["per_axis"]["ise_velocity"]) for name, r in doc["estimators"].items()
             if r.get("per_axis", {}).get("ise_velocity")]
     if axes:
@@ -235,7 +274,8 @@ def table(doc: dict[str, Any]) -> str:
         lines += ["", "ISE of the velocity estimate per axis:", "",
                   "| estimator | " + " | ".join(f"axis {i + 1}" for i in range(n)) + " |",
                   "| --- |" + " --: |" * n]
-        lines += [f"| {name} | " + " | ".join(f"{v:.3g}" for v in vals) + " |" for name, vals in axes]
+        lines += [f"| {name} | " + " | ".join("—" if v is None else f"{v:.3g}" for v in vals) + " |"
+                  for name, vals in axes]
     return "\n".join(lines) + "\n"
 
 
@@ -257,11 +297,13 @@ def _plots(doc: dict[str, Any], out: Path) -> None:
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     names = list(doc["estimators"])
-    vals = [doc["estimators"][n]["ise_velocity"] for n in names]
+    vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
+            for n in names]
     faulty = [doc["estimators"][n]["ise_faulty"] for n in names]
     x = np.arange(len(names))
     ax[0].bar(x - 0.2, vals, 0.4, label="normal")
-    ax[0].bar(x + 0.2, faulty, 0.4, label="10 % lost on one axis")
+    ax[0].bar(x + 0.2, [np.nan if v is None else v for v in faulty], 0.4,
+              label=f"{doc['setup']['faults']:.0%} lost on one axis")
     ax[0].set_xticks(x, names, rotation=30)
     ax[0].set_yscale("log")
     ax[0].set_ylabel("ISE of the velocity estimate")
@@ -346,7 +388,8 @@ def setups_figure(docs: list[dict[str, Any]], out: Path) -> None:
     width = 0.8 / len(docs)
     for i, doc in enumerate(docs):
         s = doc["setup"]
-        vals = [doc["estimators"][n]["ise_velocity"] for n in names]
+        vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
+                for n in names]
         ax.bar(np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width, vals, width,
                label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz")
     ax.set_xticks(np.arange(len(names)), names)

@@ -54,11 +54,19 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
     drops encoder samples."""
-    if abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
+    if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
                          f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
     if substeps < 1:
         raise ValueError("substeps must be >= 1")
+    if len(trajectory.time) < 2:
+        raise ValueError("the trajectory needs at least 2 samples")
+    if true_params is not None and np.size(true_params) != rt.manifest["n_standard"]:
+        raise ValueError(f"true_params must have {rt.manifest['n_standard']} standard parameters, "
+                         f"got {np.size(true_params)}")
+    for name, a in (("true_params", true_params), ("tau_ext", tau_ext)):
+        if a is not None and not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} contains NaN or inf")
     ffi, lib, p = rt.ffi, rt.lib, rt.name
     k, n = trajectory.q.shape
     real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64

@@ -20,7 +20,7 @@ class CollisionResult:
     thresholds: np.ndarray        # N m per joint, from the contact-free run
     onset_s: float                # contact starts
     detected_s: float | None      # first sample with out.collision (None: missed)
-    link: int                     # isolated link (1-based, 0: none)
+    link: int                     # isolated link (1-based, 0: none), as latched at the end of the run
     false_alarm: bool             # flagged before the contact
     peak_r: np.ndarray            # max |r| per joint during the contact
     free: Run
@@ -47,17 +47,21 @@ def collision(spec: str = "kuka_iiwa14", duration: float = 8.0, onset: float = 4
               force: float = 30.0, direction: tuple[float, float, float] | None = None,
               margin: float = 1.5, floor: float = 0.2,
               rt: Realtime | None = None, trajectory: Trajectory | None = None) -> CollisionResult:
-    """A contact-free run sets per-joint thresholds (margin x max |r| + floor); the same motion with a
+    """A contact-free run of another motion sets per-joint thresholds (margin x max |r| + floor); the
+    test motion without contact gives the joint positions the force acts at, and with a
     tip force of ``force`` N from ``onset`` for ``length`` s must be flagged after the onset, the
     isolated link being the highest joint the force loads, with the stop reaction. ``direction``
     (base frame) defaults to the one the joints feel most at the onset (the tip Jacobian's first
     left singular vector), so that any robot gets a detectable push."""
     rt = rt or load_rt(spec)
     ts = rt.sample_period
-    traj = trajectory or generated_trajectory(load_robot(spec), duration, ts)
+    robot = load_robot(spec)
+    traj = trajectory or generated_trajectory(robot, duration, ts)
     rt.config["det.threshold"] = 1e9
+    # thresholds from a different contact-free motion (another seed): a false alarm stays possible
+    calibration = simulate(rt, generated_trajectory(robot, duration, ts, seed=11))
+    thresholds = margin * np.max(np.abs(calibration.out["r"]), axis=0) + floor
     free = simulate(rt, traj)
-    thresholds = margin * np.max(np.abs(free.out["r"]), axis=0) + floor
     rt.config["det.threshold"] = thresholds
     rt.config["det.reaction"] = 1
     q_true = free.log.extra["q_true"]
@@ -72,7 +76,7 @@ def collision(spec: str = "kuka_iiwa14", duration: float = 8.0, onset: float = 4
     first = int(flagged[0]) if len(flagged) else None
     return CollisionResult(
         thresholds=thresholds, onset_s=onset, detected_s=None if first is None else first * ts,
-        link=int(hit.out["link"][first]) if first is not None else 0,
+        link=int(hit.out["link"][-1]),                 # latched: the highest joint seen above threshold
         false_alarm=first is not None and first < k0,
         peak_r=np.max(np.abs(hit.out["r"][k0:k0 + int(length / ts)]), axis=0), free=free, hit=hit)
 

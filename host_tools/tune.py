@@ -15,6 +15,7 @@ results is easier to guarantee here than through a library's own worker pools.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,8 @@ from .trajectories import Trajectory
 
 @dataclass(frozen=True)
 class GaSettings:
-    """seed 000 Table 3 (the MATLAB ga it used: tournament of 4, Gaussian-free random mutation)."""
+    """seed 000 Table 3. The tournament size (4) is MATLAB ga's default, which seed 000 used; the
+    paper does not print it."""
 
     population: int = 60
     elites: int = 6
@@ -90,13 +92,14 @@ class Problem:
     true_params: np.ndarray | None = None   # the simulated robot's (default: the model's)
 
 
-_WORKER_RT: dict[str, Realtime] = {}
+_LOCAL = threading.local()   # one pipeline instance per worker thread (and process): no shared state
 
 
 def _realtime(folder: str) -> Realtime:
-    if folder not in _WORKER_RT:
-        _WORKER_RT[folder] = Realtime(Path(folder))
-    return _WORKER_RT[folder]
+    cache: dict[str, Realtime] = _LOCAL.__dict__.setdefault("rt", {})
+    if folder not in cache:
+        cache[folder] = Realtime(Path(folder))
+    return cache[folder]
 
 
 def cost(problem: Problem, genome: np.ndarray) -> float:
@@ -128,9 +131,10 @@ class TuneResult:
 
 
 def tune(problem: Problem, settings: GaSettings = GaSettings(), seed: int = 0, executor: Executor | None = None,
-         progress: Callable[[int, int, float], None] | None = None) -> TuneResult:
-    """Run the GA; the population is evaluated in chunks through ``executor`` (default: a process
-    pool on every core). Same seed, same result, whatever the scheduling."""
+         progress: Callable[[int, int, float], None] | None = None, chunks: int = 8) -> TuneResult:
+    """Run the GA; each generation's new genomes are evaluated in ``chunks`` batches through
+    ``executor`` (default: a process pool on every core; thread pools and dask work too). Same seed,
+    same result, whatever the scheduling. Elites keep their cost (not re-run)."""
     rng = np.random.default_rng(seed)
     lo = np.log10([g.low for g in problem.genes])
     hi = np.log10([g.high for g in problem.genes])
@@ -138,13 +142,16 @@ def tune(problem: Problem, settings: GaSettings = GaSettings(), seed: int = 0, e
     own = executor is None
     ex = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
     result = TuneResult(pop[0], float("inf"))
+    known = np.full(len(pop), np.nan)
     try:
-        workers = getattr(ex, "_max_workers", 2) or 2
         for gen in range(settings.generations):
-            chunks = np.array_split(pop, max(1, min(len(pop), 2 * workers)))
-            futures = [ex.submit(costs, problem, c) for c in chunks]
-            f = np.array([v for fu in futures for v in fu.result()])
-            result.evaluations += len(f)
+            todo = np.flatnonzero(np.isnan(known))
+            parts = [p for p in np.array_split(todo, max(1, min(len(todo), chunks))) if len(p)]
+            futures = [ex.submit(costs, problem, pop[p]) for p in parts]
+            f = known.copy()
+            for p, fu in zip(parts, futures):
+                f[p] = fu.result()
+            result.evaluations += len(todo)
             order = np.argsort(f, kind="stable")
             if f[order[0]] < result.cost:
                 result.cost, result.genome = float(f[order[0]]), pop[order[0]].copy()
@@ -156,6 +163,8 @@ def tune(problem: Problem, settings: GaSettings = GaSettings(), seed: int = 0, e
             if gen + 1 == settings.generations:
                 break
             pop = _next_generation(pop, f, order, settings, rng, lo, hi)
+            known = np.full(len(pop), np.nan)
+            known[:settings.elites] = f[order[:settings.elites]]
     finally:
         if own:
             ex.shutdown()
@@ -179,11 +188,9 @@ def _next_generation(pop: np.ndarray, f: np.ndarray, order: np.ndarray, s: GaSet
         if k < n_cross:                                    # uniform crossover of two parents
             a, b = select(), select()
             child = np.where(rng.random(n_genes) < 0.5, a, b)
-        else:                                              # mutation child: a parent, one gene redrawn
-            child = select().copy()
-            j = rng.integers(0, n_genes)
-            child[j] = rng.uniform(lo[j], hi[j])
-        mutate = rng.random(n_genes) < s.mutation_rate     # Table 3: random mutation at 0.38 %
-        child[mutate] = rng.uniform(lo[mutate], hi[mutate])
+        else:                                              # mutation child (as MATLAB's uniform
+            child = select().copy()                        # mutation): each gene redrawn with the
+            mutate = rng.random(n_genes) < s.mutation_rate  # Table 3 rate, 0.38 %
+            child[mutate] = rng.uniform(lo[mutate], hi[mutate])
         children.append(child)
     return np.array(children)

@@ -4708,6 +4708,8 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             rt->det.link = highest;
             memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
             memset(rt->det.integ, 0, sizeof rt->det.integ);
+        } else if (rt->det.collision && highest > rt->det.link) {
+            rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;

@@ -4446,6 +4446,8 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             rt->det.link = highest;
             memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
             memset(rt->det.integ, 0, sizeof rt->det.integ);
+        } else if (rt->det.collision && highest > rt->det.link) {
+            rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;

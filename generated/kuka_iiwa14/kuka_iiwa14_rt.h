@@ -69,9 +69,9 @@
  * exceeds its threshold and stays so until |r| falls below ``release`` x threshold. Debounce: a joint
  * counts consecutive samples above; a collision is declared when some joint has been above for
  * ``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
- * counts): ``collision`` = 1 and ``link`` = the highest
- * joint (1-based) that is above at that sample (a force on link i moves only r_1..r_i, seed 003
- * eq. 5.17), q_col = q_hat. Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+ * counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
+ * threshold at that sample or any later one while latched (a force on link i moves only r_1..r_i,
+ * seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not show all). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
  * qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
  * desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
  *

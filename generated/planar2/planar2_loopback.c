@@ -10,7 +10,11 @@ typedef planar2_real_t real_t;
 static int64_t encoder_count(real_t q, real_t cpr, real_t gear, real_t direction, real_t offset)
 {
     real_t rpc = 6.283185307179586 / cpr;
-    return (int64_t)floor((q - offset) * gear * direction / rpc);
+    real_t c = floor((q - offset) * gear * direction / rpc);
+    if (!(c > -4.0e18 && c < 4.0e18)) {  /* a diverged plant (or NaN): saturate, no UB */
+        return c > 0 ? (int64_t)4000000000000000000 : -(int64_t)4000000000000000000;
+    }
+    return (int64_t)c;
 }
 
 /* qdd of the plant; 0 on success */

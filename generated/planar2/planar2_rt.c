@@ -784,6 +784,8 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             rt->det.link = highest;
             memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
             memset(rt->det.integ, 0, sizeof rt->det.integ);
+        } else if (rt->det.collision && highest > rt->det.link) {
+            rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;

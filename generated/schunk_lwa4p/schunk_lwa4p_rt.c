@@ -4596,6 +4596,8 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             rt->det.link = highest;
             memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
             memset(rt->det.integ, 0, sizeof rt->det.integ);
+        } else if (rt->det.collision && highest > rt->det.link) {
+            rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;

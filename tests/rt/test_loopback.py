@@ -29,8 +29,10 @@ def _fine(rt):  # type: ignore[no-untyped-def]
 
 def test_tracking_with_near_exact_velocity_is_within_the_zoh_bound(lwa) -> None:  # type: ignore[no-untyped-def]
     """Computed torque with a perfect model and (near) exact state: what is left is the torque held
-    over a sample. Its error drives e'' + Kd e' + Kp e = O(T/2 (q_d''' + Kd q_d'')), so
-    |e| <= T/2 (max|q_d'''| + Kd max|q_d''|) / Kp per joint."""
+    over a sample, an acceleration error of about T/2 q_d''' (and T/2 Kd q_d'' from the estimate's
+    half-sample lag), so |e| <= T/2 (max|q_d'''| + Kd max|q_d''|) / Kp per joint. The generated
+    trajectory's acceleration jumps (trapezoid), so max|q_d'''| is the largest jump over T there:
+    the bound then covers the jump's transient, Delta q_d'' / (2 Kp)."""
     rt = _fine(lwa)
     ts = rt.sample_period
     traj = generated_trajectory(load_robot("schunk_lwa4p"), 20.0, ts)
