@@ -16,8 +16,6 @@ from .blocks.pipeline import Pipeline
 from .cprint import Precision, body, literal
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
-CDEF_TYPES = {"int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
-
 
 def _decl(f: Field, real: str) -> str:
     t = real if f.ctype == "real" else CTYPES[f.ctype]
@@ -147,8 +145,6 @@ class RtEmitter:
         for s in self.structs(real):
             lines.append("typedef struct {")
             for decl, _ in s.members:
-                for k, v in CDEF_TYPES.items():
-                    decl = decl.replace(CTYPES[k] + " ", v + " ")
                 lines.append("    " + decl)
             lines.append(f"}} {s.name};")
         p = self.p
