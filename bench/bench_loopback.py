@@ -29,11 +29,10 @@ def python_loop(spec: str, rt, traj, substeps: int = 8) -> float:  # type: ignor
     rt.reset()
     q, qd = traj.q[0].copy(), traj.qd[0].copy()
     h = rt.sample_period / substeps
-    rpc = 2 * np.pi / rt.config["enc.cpr"]
     applied = np.zeros(rt.dof)
     t0 = time.perf_counter()
     for k in range(len(traj.time)):
-        out = rt.step(np.floor(q / rpc).astype(np.int64), tau=applied, q_des=traj.q[k], qd_des=traj.qd[k],
+        out = rt.step(rt.encoder_counts(q)[0], tau=applied, q_des=traj.q[k], qd_des=traj.qd[k],
                       qdd_des=traj.qdd[k])
         applied = out["tau_cmd"]
         for _ in range(substeps):

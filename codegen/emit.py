@@ -12,14 +12,14 @@ from typing import Any
 
 import casadi as cs
 import jinja2
-import numpy as np
 
 from . import __version__
 from .cprint import Precision, body, literal
+from .blocks.encoder import sensor_function
 from .blocks.options import RtOptions
 from .blocks.pipeline import build_pipeline
 from .dynamics import Dynamics
-from .emit_rt import RtEmitter
+from .emit_rt import LOOPBACK_MAX_DELAY, RtEmitter
 from .functions import Arg, FunctionSpec, dynamics_functions
 from .model import Robot, digest_of
 from .params import BaseParameters, base_parameters
@@ -75,6 +75,15 @@ def _view(spec: FunctionSpec | None, name: str, doc: str, inputs: tuple[Arg, ...
             "returns": returns}
 
 
+def _sensor_view(n: int, precision: Precision) -> dict[str, Any]:
+    """The loopback's encoder model (codegen.blocks.encoder.sensor_function) as C statements."""
+    fn = sensor_function(n)
+    ins = [b.split(".")[-1] for b in fn.inputs]
+    bd = body(fn.function, ins, ["count"], precision, indent="    ")
+    return {"doc": fn.doc, "lines": bd.lines, "ops": bd.ops,
+            "params": ", ".join(f"const real_t *{a}" for a in ins) + ", real_t *count"}
+
+
 def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None = None) -> Generated:
     """The C folder of a robot: dynamics and the real-time pipeline (``rt``: default from the
     robot description's ``realtime:`` section)."""
@@ -117,9 +126,9 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     files = {
         f"{p}_rt.h": rt_h,
         f"{p}_rt.c": rt_c,
-        f"{p}_loopback.h": env.get_template("loopback.h.j2").render(ctx),
+        f"{p}_loopback.h": env.get_template("loopback.h.j2").render(dict(ctx, max_delay=LOOPBACK_MAX_DELAY)),
         f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
-            dict(ctx, has_controller=rt_options.controller != "none", two_pi=literal(2 * np.pi, precision),
+            dict(ctx, has_controller=rt_options.controller != "none", sensor=_sensor_view(n, precision),
                  floor="floor" if precision == "double" else "floorf")),
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),

@@ -17,6 +17,9 @@ from .cprint import Precision, body, literal
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
+LOOPBACK_MAX_DELAY = 16   # longest actuation delay <robot>_loopback models, samples
+
+
 def _decl(f: Field, real: str) -> str:
     t = real if f.ctype == "real" else CTYPES[f.ctype]
     return f"{t} {f.name}" + "".join(f"[{s}]" for s in f.shape) + ";"
@@ -153,7 +156,10 @@ class RtEmitter:
                   f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
                   f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);",
                   "typedef struct {", f"    {real} params[{self.pipe.robot.n_standard}];", "    int32_t substeps;",
-                  f"}} {p}_plant_t;",
+                  "    int32_t delay;", f"}} {p}_plant_t;",
+                  f"#define {p.upper()}_LOOPBACK_MAX_DELAY {LOOPBACK_MAX_DELAY}",
+                  f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, int64_t *counts, "
+                  "int64_t *motor_counts);",
                   f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
                   f"const {real} *qd0, const {real} *q_des, const {real} *qd_des, const {real} *qdd_des, "
                   f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "

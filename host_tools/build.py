@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ from typing import Any, Iterator
 import cffi
 
 CFLAGS = ("-std=c99", "-O2")
+_COMPILING = threading.Lock()   # cffi's compile changes the process's working directory: one at a time
 
 
 def cache_root() -> Path:
@@ -116,6 +118,7 @@ def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
                            include_dirs=[str(folder)], extra_compile_args=list(CFLAGS),
                            libraries=["m"])
             out.mkdir(parents=True, exist_ok=True)
-            built = Path(ffi.compile(tmpdir=str(out), verbose=False))
+            with _COMPILING:
+                built = Path(ffi.compile(tmpdir=str(out), verbose=False))
             found = [built]
         return _import(name, found[0]), manifest

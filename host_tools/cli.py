@@ -19,10 +19,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .evaluate import ESTIMATORS, Setup, evaluate, setups_figure, table
+    from .eval_reports import setups_figure, table
+    from .evaluate import ESTIMATORS, Setup, evaluate
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     unknown = [e for e in args.estimators if e not in ESTIMATORS]
     if unknown:
         console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(ESTIMATORS)}")
@@ -35,7 +37,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items, got {args.setups}")
             return 2
     setups = [Setup(robot=args.robot, resolution_mdeg=r, rate_hz=f, faults=args.faults, seed=args.seed,
-                    tune=args.tune, generations=args.generations, model_error=args.model_error) for r, f in pairs]
+                    tune=args.tune, generations=args.generations, model_error=args.model_error, gains=args.gains)
+              for r, f in pairs]
     problems = [p for s in setups for p in s.problems()]
     if problems:
         console.print("manipgen: error: " + "; ".join(dict.fromkeys(problems)))
@@ -44,8 +47,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     for setup in setups:
         resolution, rate = setup.resolution_mdeg, setup.rate_hz
         out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
-        with console.status(f"evaluating {resolution:g} mdeg, {rate:g} Hz ...") as status:
-            doc = evaluate(setup, tuple(args.estimators), out, log=lambda msg: status.update(msg))
+        columns = (TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[info]}"))
+        with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+            console.print(f"{setup.robot}: {resolution:g} mdeg, {rate:g} Hz")
+            tasks = {name: bar.add_task(name, total=None, info="waiting") for name in args.estimators}
+
+            def progress(name: str, done: int, total: int, info: str) -> None:
+                bar.update(tasks[name], completed=done, total=total, info=info)
+
+            doc = evaluate(setup, tuple(args.estimators), out, progress=progress)
         docs.append(doc)
         if not args.json:
             print(table(doc) + f"\n{doc['seconds']:.0f} s"
@@ -55,6 +66,46 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
     if args.out and len(docs) > 1:
         setups_figure(docs, Path(args.out))
+    return 0
+
+
+def cmd_excite(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codegen.description import load_robot
+
+    from .excite import ExciteSettings, design, write_outputs
+
+    console = Console(stderr=True, soft_wrap=True)
+    settings = ExciteSettings(harmonics=args.harmonics, base_frequency=args.base_frequency, objective=args.objective,
+                              starts=args.starts, seed=args.seed, max_iter=args.max_iter,
+                              torque_limits=args.torque_limits, grid=args.grid)
+    problems = settings.problems()
+    if problems:
+        console.print("manipgen: error: " + "; ".join(problems))
+        return 2
+    robot = load_robot(args.robot)
+    ts = args.sample_period or robot.sample_period
+    try:
+        with Progress(TextColumn("random starts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.fields[info]}"), console=console, transient=not console.is_terminal) as bar:
+            task = bar.add_task("starts", total=settings.starts, info="")
+            result = design(robot, settings, progress=lambda k, n, best: bar.update(
+                task, completed=k, info=f"best {settings.objective} {best:.4g}"))
+        written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
+    except ValueError as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(f"{robot.name}: cond(Y_b) = {result.cond:.1f} over one period at {settings.report_rate:g} Hz "
+              f"({settings.objective} objective {result.objective:.4g}; {len(result.starts)} starts, "
+              f"{result.seconds:.0f} s)" + (f"\nwrote {', '.join(str(p) for p in written)}" if written else ""))
     return 0
 
 
@@ -79,9 +130,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--model-error", type=float, default=0.0,
                    help="simulated robot's parameters = the model's x (1 + this): model-based observers feel it")
     e.add_argument("--estimators", nargs="+", default=["findiff", "movav", "lsf", "kalman", "linhg", "nlhg", "slimod"])
+    e.add_argument("--gains", choices=("default", "paper"), default="default",
+                   help="paper: seed 000's tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, 1@250)")
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
     e.set_defaults(handler=cmd_evaluate)
+    x = sub.add_parser("excite", help="optimal Fourier excitation for identification (seed 004 §II-B)")
+    x.add_argument("robot", help="bundled name or a .yaml path (needs q and qd limits on every joint)")
+    x.add_argument("--harmonics", type=int, default=5, help="L, harmonics per joint (seed 004: 5)")
+    x.add_argument("--base-frequency", type=float, default=0.05, help="f_f in Hz; the period is 1/f_f (seed 004: 0.05)")
+    x.add_argument("--objective", choices=("cond", "logdet"), default="cond",
+                   help="cond(Y_b) or -log det(Y_b^T Y_b) (D-optimality)")
+    x.add_argument("--starts", type=int, default=4, help="random starts of IPOPT")
+    x.add_argument("--max-iter", type=int, default=300, help="IPOPT iterations per start")
+    x.add_argument("--grid", type=int, default=100, help="samples per period in the objective")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--torque-limits", action="store_true", help="keep |tau| within the joints' torque limits too")
+    x.add_argument("--sample-period", type=float, help="s, of the generated C (default: the robot's)")
+    x.add_argument("--json", action="store_true", help="print the design as JSON")
+    x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
+    x.set_defaults(handler=cmd_excite)
     return run(parser, argv)
 
 

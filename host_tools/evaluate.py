@@ -8,26 +8,33 @@ moving (Fig. 7), and the sensor-fault case (10 % of one axis's samples lost, §I
 
 from __future__ import annotations
 
-import csv
-import json
+import os
 import time
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from codegen.description import load_robot
+from codegen.resources import resource_dir
+from codegen.yamlio import load_yaml
 
+from .eval_reports import SWITCH_ON_SPEED, figures, finite, write_reports
 from .loopback import SimulationError, simulate
 from .rt import Realtime, load_rt
-from .trajectories import Trajectory, generated_trajectory, seed000_test_trajectory
+from .trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
 from .tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
+
+Progress = Callable[[str, int, int, str], None]      # (estimator, done, total, what is happening)
 
 ESTIMATORS = ("findiff", "movav", "lsf", "kalman", "linhg", "nlhg", "slimod")
 GRIDS = {"movav": [f"movav:p={p}" for p in range(2, 7)],
          "lsf": [f"lsf:n={n},p=1" for n in range(3, 9)] + [f"lsf:n={n},p=2" for n in range(5, 9)]}
 DEFAULTS = {"movav": "movav:p=2", "lsf": "lsf:n=4,p=1"}     # seed 000 Tables 4, 7, 8
+OBSERVERS = ("kalman", "linhg", "nlhg", "slimod")
+PAPER_GAINS = "gains/schunk_lwa4p_seed000.yaml"               # seed 000 Tables 4, 7, 8, per set-up
 
 
 @dataclass
@@ -41,10 +48,19 @@ class Setup:
     tune: bool = False
     generations: int = 20
     model_error: float = 0.0        # the simulated robot's parameters = the model's x (1 + model_error)
+    gains: str = "default"          # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
 
     def problems(self) -> list[str]:
         """What is wrong with this set-up (empty: fine)."""
         out = []
+        if self.gains not in ("default", "paper"):
+            out.append(f"--gains is default or paper, got {self.gains}")
+        if self.gains == "paper":
+            if self.tune:
+                out.append("--gains paper and --tune exclude each other")
+            if paper_gains(self) is None:
+                out.append(f"seed 000 tuned gains exist for schunk_lwa4p at 10@125, 2@125 and 1@250 only, "
+                           f"not {self.robot} at {self.resolution_mdeg:g}@{self.rate_hz:g}")
         if not (self.resolution_mdeg > 0 and np.isfinite(self.resolution_mdeg)):
             out.append(f"--resolution-mdeg must be positive, got {self.resolution_mdeg:g}")
         if not (0 < self.rate_hz <= 100000):
@@ -95,6 +111,15 @@ def tuning_trajectory(setup: Setup) -> Trajectory:
     return generated_trajectory(load_robot(setup.robot), 20.0, setup.sample_period, seed=setup.seed + 1)
 
 
+def paper_gains(setup: Setup) -> dict[str, Any] | None:
+    """Seed 000's tuned gains for the set-up (robots/gains/schunk_lwa4p_seed000.yaml), or None."""
+    if setup.robot != "schunk_lwa4p":
+        return None
+    doc = load_yaml(resource_dir("robots") / PAPER_GAINS).data
+    entry = doc.get(f"{setup.resolution_mdeg:g}@{setup.rate_hz:g}")
+    return None if entry is None else dict(entry)
+
+
 def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
     valid = np.ones(shape, dtype=np.uint8)
     rng = np.random.default_rng(setup.seed + 7)
@@ -104,88 +129,125 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
 
 
 def pipeline(setup: Setup, estimator: str) -> Realtime:
+    """The estimator's pipeline in seed 000's loop (computed torque, Kp = 100, Kd = 13) with the
+    set-up's encoder, its default gains (or, with setup.gains == "paper", seed 000's)."""
     rt = load_rt(setup.robot, estimator=estimator, observer="none", controller="computed_torque",
                  sample_period=setup.sample_period)
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
     rt.config["ctl.kp"], rt.config["ctl.kd"] = 100.0, 13.0
-    if estimator in ("linhg", "nlhg"):
+    name = estimator.split(":")[0]
+    if name in ("linhg", "nlhg"):
         rt.config["est.eps"] = setup.eps
-    if estimator == "kalman":
-        design = next(b for b in rt.rt_manifest["blocks"] if b["kind"] == "est")["options"]
-        rt.config.set_kalman(q_var=design["q_var"])          # R follows the set-up's resolution
+    paper = paper_gains(setup) if setup.gains == "paper" else None
+    if name == "kalman":
+        rt.config.set_kalman(q_var=kalman_q_var(setup, rt))   # R follows the set-up's resolution
+    elif paper and name in OBSERVERS:
+        for key, value in paper[name].items():
+            rt.config[f"est.{key}"] = value
     return rt
+
+
+def kalman_q_var(setup: Setup, rt: Realtime) -> list[float]:
+    """The Kalman filter's process noise per axis: seed 000's (gains "paper") or the design default."""
+    paper = paper_gains(setup) if setup.gains == "paper" else None
+    if paper:
+        return [float(v) for v in paper["kalman"]["q_var"]]
+    design = next(b for b in rt.rt_manifest["blocks"] if b["kind"] == "est")["options"]
+    return [float(v) for v in np.broadcast_to(design["q_var"], (rt.dof,))]
+
+
+def variant(setup: Setup, name: str) -> str:
+    """The estimator spec (integer gains) to evaluate when no grid search picks one."""
+    paper = paper_gains(setup) if setup.gains == "paper" else None
+    if paper and name in GRIDS:
+        return f"{name}:" + ",".join(f"{k}={v}" for k, v in paper[name].items())
+    return DEFAULTS.get(name, name)
 
 
 def plant_params(rt: Realtime, setup: Setup) -> np.ndarray:
     return np.asarray(rt.manifest["standard_parameters"], float) * (1.0 + setup.model_error)
 
 
-def convergence_time(rt: Realtime, setup: Setup, speed: float = 0.3,
-                     tol: float = 0.05) -> tuple[float | None, np.ndarray]:
-    """Switch the estimator on while the joints move at constant speed (seed 000 Fig. 7): the time
-    after which |qd_hat - qd| stays below tol x speed on every joint (None: never within 2 s), and
-    the estimate of axis 2 over those 2 s."""
+def convergence_time(rt: Realtime, setup: Setup, tol: float = 0.05) -> tuple[float | None, np.ndarray, np.ndarray]:
+    """Seed 000 Fig. 7: the loop runs a trapezoidal motion (every joint at SWITCH_ON_SPEED in the
+    middle); halfway through the constant-velocity part a second, fresh instance of the estimator
+    is switched on and fed the same samples. Returns the time after which its |qd_hat - qd| stays
+    below tol x SWITCH_ON_SPEED on every joint (None: not within the 2 s observed), and the estimate
+    and the true velocity of axis 2 over those 2 s."""
     ts = setup.sample_period
-    k = int(round(2.0 / ts))
-    q = np.arange(k)[:, None] * ts * speed * np.ones(rt.dof)
-    counts = np.floor(q / (2 * np.pi / rt.config["enc.cpr"])).astype(np.int64)
-    rt.reset()
-    from host_tools import load
-    dyn = load(setup.robot)
-    qd = np.full(rt.dof, speed)
-    tau = np.array([dyn.nonlinear_effects(qk, qd) for qk in q])   # the model's own torque: constant speed
-    out = rt.run({"counts": counts, "tau": tau})
-    bad = np.any(np.abs(out["qd_hat"] - speed) > tol * speed, axis=1)
-    idx = np.flatnonzero(bad)
-    curve = out["qd_hat"][:, min(1, rt.dof - 1)].copy()
-    if len(idx) == 0:
-        return 0.0, curve
-    if idx[-1] >= k - 1:
-        return None, curve
-    return float((idx[-1] + 1) * ts), curve
+    traj = trapezoid_trajectory(load_robot(setup.robot), SWITCH_ON_SPEED, ts, cruise=4.0)
+    run = simulate(rt, traj, true_params=plant_params(rt, setup))
+    start = int(np.argmax(traj.qd[:, 0] >= SWITCH_ON_SPEED - 1e-9)) + int(round(1.0 / ts))
+    window = slice(start, start + int(round(2.0 / ts)))
+    rt.reset()                                              # the estimator switched on afresh
+    out = rt.run({key: np.asarray(v)[window] for key, v in run.log.inputs().items()})
+    truth = run.log.extra["qd_true"][window]
+    bad = np.flatnonzero(np.any(np.abs(out["qd_hat"] - truth) > tol * SWITCH_ON_SPEED, axis=1))
+    axis = min(1, rt.dof - 1)
+    curve, true_curve = out["qd_hat"][:, axis].copy(), truth[:, axis].copy()
+    if len(bad) == 0:
+        return 0.0, curve, true_curve
+    if bad[-1] >= len(truth) - 1:
+        return None, curve, true_curve
+    return float((bad[-1] + 1) * ts), curve, true_curve
 
 
-def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = None,
-                 executor: Any = None) -> Result:
-    test, tuning = test_trajectory(setup), tuning_trajectory(setup)
+def grid_score(setup: Setup, spec: str) -> float:
+    """The tuning run's ISE of one integer-gain variant (inf if the loop diverges); for executors."""
+    rt = pipeline(setup, spec)
+    try:
+        value = float(simulate(rt, tuning_trajectory(setup), true_params=plant_params(rt, setup)).ise_velocity.sum())
+    except SimulationError:
+        return float("inf")
+    return value if np.isfinite(value) else float("inf")
+
+
+def grid_search(setup: Setup, name: str, executor: Executor, progress: Progress) -> tuple[str, list[float]]:
+    """seed 000's grid search of an integer-gain filter: every variant of GRIDS[name] (each its own
+    generated pipeline) on the tuning motion, in parallel through ``executor``."""
+    specs = GRIDS[name]
+    futures = {executor.submit(grid_score, setup, s): k for k, s in enumerate(specs)}
+    scores = [float("inf")] * len(specs)
+    for done, fu in enumerate(as_completed(futures), 1):
+        scores[futures[fu]] = fu.result()
+        progress(name, done, len(specs), f"grid {done}/{len(specs)}")
+    if not np.any(np.isfinite(scores)):
+        raise SimulationError(f"{name}: every grid variant made the closed loop diverge")
+    return specs[int(np.argmin(scores))], scores
+
+
+def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, executor: Executor) -> Result:
+    test = test_trajectory(setup)
     history: list[float] = []
-    variant = DEFAULTS.get(name, name)
+    spec = variant(setup, name)
     if setup.tune and name in GRIDS:                       # integer gains: grid search (regenerates)
-        scores = []
-        for v in GRIDS[name]:
-            rt = pipeline(setup, v)
-            try:
-                scores.append((float(simulate(rt, tuning, true_params=plant_params(rt, setup)).ise_velocity.sum()), v))
-            except SimulationError:
-                continue
-        if not scores:
-            raise SimulationError(f"{name}: every grid variant made the closed loop diverge")
-        variant = min(scores)[1]
-        history = [s for s, _ in scores]
-    rt = pipeline(setup, variant)
-    gains: dict[str, Any] = {"estimator": variant}
-    if setup.tune and name in ("kalman", "linhg", "nlhg", "slimod"):
+        spec, history = grid_search(setup, name, executor, progress)
+    rt = pipeline(setup, spec)
+    gains: dict[str, Any] = {"estimator": spec}
+    if setup.tune and name in OBSERVERS:
         genes = gain_space(name, rt.dof)
-        problem = Problem(str(rt.folder), rt.config.to_dict(), genes, tuning, true_params=plant_params(rt, setup))
-        t0 = time.perf_counter()
-        res: TuneResult = tune(problem, GaSettings(generations=setup.generations), seed=setup.seed, executor=executor,
-                               progress=lambda g, n, c: log(f"  {name}: generation {g}/{n}, best ISE {c:.4g}"))
-        log(f"  {name}: tuned in {time.perf_counter() - t0:.1f} s ({res.evaluations} closed-loop runs)")
+        problem = Problem(str(rt.folder), rt.config.to_dict(), genes, tuning_trajectory(setup),
+                          true_params=plant_params(rt, setup))
+        n_gen = setup.generations
+        res: TuneResult = tune(problem, GaSettings(generations=n_gen), seed=setup.seed, executor=executor,
+                               progress=lambda g, n, c: progress(name, g, n + 2, f"generation {g}/{n}, best ISE {c:.4g}"))
         apply_genome(rt, genes, res.genome)
         history = res.best
-        for g in genes:
-            gains.setdefault(g.key, np.asarray(rt.config[g.key]).tolist() if g.key != "est.q_var" else None)
+        gains["evaluations"] = res.evaluations
         if name == "kalman":
             gains["est.q_var"] = [float(10 ** x) for x in res.genome]
-    elif name in ("kalman", "linhg", "nlhg", "slimod"):
+    elif name == "kalman":
+        gains["est.q_var"] = kalman_q_var(setup, rt)
+    total = (setup.generations + 2) if setup.tune and name in OBSERVERS else 2
+    if name in OBSERVERS:
         for key in rt.config.keys():
             if key.startswith("est."):
-                gains[key] = np.asarray(rt.config[key]).tolist()
+                gains.setdefault(key, np.asarray(rt.config[key]).tolist())
     config = rt.config.to_dict()
     if out is not None:                       # the tuned (or default) gains, loadable by rt users
-        out.mkdir(parents=True, exist_ok=True)
         rt.config.save(out / f"{name}.config.json")
         gains["config_file"] = f"{name}.config.json"
+    progress(name, total - 2, total, "test trajectory")
     curves: dict[str, np.ndarray] = {}
     per_axis: dict[str, list[float]] = {}
     axis = setup.fault_axis
@@ -199,6 +261,7 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
         curves["qd_true"], curves["qd_hat"] = run.log.extra["qd_true"][:, axis], run.out["qd_hat"][:, axis]
     except SimulationError:
         ise_v = ise_t = float("inf")
+    progress(name, total - 1, total, "lost samples, switch-on")
     for key, value in config.items():
         rt.config[key] = value
     try:
@@ -208,25 +271,36 @@ def evaluate_one(setup: Setup, name: str, log: Any = print, out: Path | None = N
         curves["qd_hat_faulty"], curves["qd_true_faulty"] = bad.out["qd_hat"][:, axis], bad.log.extra["qd_true"][:, axis]
     except SimulationError:
         faulty = float("inf")
-    conv, curves["switch_on"] = convergence_time(rt, setup)
+    try:
+        conv, curves["switch_on"], curves["switch_on_true"] = convergence_time(rt, setup)
+    except SimulationError:
+        conv = None
+    progress(name, total, total, "done")
     return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis)
 
 
 def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path | None = None,
-             log: Any = print, executor: Any = None) -> dict[str, Any]:
-    """Evaluate (and with setup.tune, tune) the estimators; GA generations go through ``executor``
-    (default: a process pool). Infinite costs (a diverged loop) are reported as null."""
+             progress: Progress | None = None, executor: Executor | None = None) -> dict[str, Any]:
+    """Evaluate (and with setup.tune, tune) the estimators; GA generations and grid variants go
+    through ``executor`` (default: a process pool on every core). ``progress(estimator, done, total,
+    info)`` is called as work completes. Infinite costs (a diverged loop) are reported as null."""
     problems = setup.problems()
     if problems:
         raise ValueError("; ".join(problems))
     t0 = time.perf_counter()
-    results = []
-    for name in estimators:
-        log(f"{name} ...")
-        results.append(evaluate_one(setup, name, log, out, executor))
+    report: Progress = progress or (lambda *_: None)
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    own = executor is None
+    ex = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+    try:
+        results = [evaluate_one(setup, name, report, out, ex) for name in estimators]
+    finally:
+        if own:
+            ex.shutdown()
     doc = {"setup": {"robot": setup.robot, "resolution_mdeg": setup.resolution_mdeg, "rate_hz": setup.rate_hz,
                      "faults": setup.faults, "fault_axis": setup.fault_axis, "seed": setup.seed,
-                     "model_error": setup.model_error,
+                     "model_error": setup.model_error, "gains": setup.gains,
                      "tuned": setup.tune, "trajectory": test_trajectory(setup).name,
                      "controller": "computed torque Kp = 100, Kd = 13"},
            "estimators": {r.name: {"ise_velocity": r.ise_velocity, "ise_tracking": r.ise_tracking,
@@ -234,170 +308,8 @@ def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path |
                                    "per_axis": r.per_axis, "gains": r.gains, "history": r.history}
                           for r in results},
            "seconds": time.perf_counter() - t0}
-    doc = _finite(doc)
+    doc = finite(doc)
     if out is not None:
         write_reports(doc, Path(out))
         figures(results, setup, Path(out))
     return doc
-
-
-def _finite(x: Any) -> Any:
-    """JSON has no Infinity: a diverged run's cost becomes None (null)."""
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not np.isfinite(x):
-        return None
-    return x
-
-
-def _num(v: Any) -> str:
-    return "diverged" if v is None else f"{v:.4g}"
-
-
-def table(doc: dict[str, Any]) -> str:
-    s = doc["setup"]
-    error = f", plant parameters x {1 + s['model_error']:g}" if s.get("model_error") else ""
-    lines = [f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
-             f"{', GA-tuned' if s['tuned'] else ''}{error} (ISE: seed 000 eq. 5, summed over joints)", "",
-             f"| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, {s['faults']:.0%} lost on one axis |",
-             "| --- | --: | --: | --: | --: |"]
-    for name, r in doc["estimators"].items():
-        conv = "—" if r["convergence_s"] is None else f"{r['convergence_s']:.3f}"
-        lines.append(f"| {r['gains'].get('estimator', name)} | {_num(r['ise_velocity'])} | {_num(r['ise_tracking'])} | "
-                     f"{conv} | {_num(r['ise_faulty'])} |")
-    axes = [(name, r["per_axis"]["ise_velocity"]) for name, r in doc["estimators"].items()
-            if r.get("per_axis", {}).get("ise_velocity")]
-    if axes:
-        n = len(axes[0][1])
-        lines += ["", "ISE of the velocity estimate per axis:", "",
-                  "| estimator | " + " | ".join(f"axis {i + 1}" for i in range(n)) + " |",
-                  "| --- |" + " --: |" * n]
-        lines += [f"| {name} | " + " | ".join("—" if v is None else f"{v:.3g}" for v in vals) + " |"
-                  for name, vals in axes]
-    return "\n".join(lines) + "\n"
-
-
-def write_reports(doc: dict[str, Any], out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "evaluation.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    (out / "evaluation.md").write_text(table(doc), encoding="utf-8")
-    with open(out / "evaluation.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["estimator", "ise_velocity", "ise_tracking", "convergence_s", "ise_faulty"])
-        for name, r in doc["estimators"].items():
-            w.writerow([name, r["ise_velocity"], r["ise_tracking"], r["convergence_s"], r["ise_faulty"]])
-    _plots(doc, out)
-
-
-def _plots(doc: dict[str, Any], out: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    names = list(doc["estimators"])
-    vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
-            for n in names]
-    faulty = [doc["estimators"][n]["ise_faulty"] for n in names]
-    x = np.arange(len(names))
-    ax[0].bar(x - 0.2, vals, 0.4, label="normal")
-    ax[0].bar(x + 0.2, [np.nan if v is None else v for v in faulty], 0.4,
-              label=f"{doc['setup']['faults']:.0%} lost on one axis")
-    ax[0].set_xticks(x, names, rotation=30)
-    ax[0].set_yscale("log")
-    ax[0].set_ylabel("ISE of the velocity estimate")
-    ax[0].legend()
-    for n in names:
-        h = doc["estimators"][n]["history"]
-        if h and n in ("kalman", "linhg", "nlhg", "slimod"):
-            ax[1].plot(range(1, len(h) + 1), h, marker="o", label=n)
-    ax[1].set_xlabel("generation")
-    ax[1].set_ylabel("best ISE (tuning trajectory)")
-    ax[1].set_yscale("log")
-    ax[1].set_title("GA convergence (seed 000 Fig. 3)" if doc["setup"]["tuned"] else "not tuned")
-    if ax[1].lines:
-        ax[1].legend()
-    fig.tight_layout()
-    fig.savefig(out / "evaluation.png", dpi=110)
-    plt.close(fig)
-
-
-def figures(results: list[Result], setup: Setup, out: Path) -> None:
-    """Like seed 000 Figs. 5 (excerpt of axis 6 and the cumulative ISE), 7 (switch-on while moving
-    at constant speed, axis 2) and 8 (excerpt with 10 % lost samples)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    have = [r for r in results if "time" in r.curves]
-    if not have:
-        return
-    t = have[0].curves["time"]
-    window = (t >= t[-1] * 0.45) & (t <= t[-1] * 0.45 + 3.0)
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
-    ax[0].plot(t[window], have[0].curves["qd_true"][window], "k", lw=2, label="ground truth")
-    for r in have:
-        ax[0].plot(t[window], r.curves["qd_hat"][window], lw=0.9, label=r.name)
-        ax[1].plot(t, r.curves["cumulative_ise"], label=r.name)
-    ax[0].set_xlabel("t (s)")
-    ax[0].set_ylabel("velocity of the last axis (rad/s)" if setup.fault_axis == -1 else
-                     f"velocity of axis {setup.fault_axis + 1} (rad/s)")
-    ax[1].set_xlabel("t (s)")
-    ax[1].set_ylabel("cumulative ISE")
-    ax[1].set_yscale("log")
-    ax[0].legend(fontsize=7)
-    fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like seed 000 Fig. 5)")
-    fig.tight_layout()
-    fig.savefig(out / "fig5_estimates.png", dpi=110)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ts = setup.sample_period
-    for r in have:
-        c = r.curves["switch_on"]
-        ax.plot(np.arange(len(c)) * ts, c, label=r.name)
-    ax.axhline(0.3, color="k", lw=2)
-    ax.set_xlim(0, 0.6)
-    ax.set_xlabel("t after switch-on (s)")
-    ax.set_ylabel("velocity estimate, axis 2 (rad/s)")
-    ax.set_title("switch-on at 0.3 rad/s (like seed 000 Fig. 7)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "fig7_switch_on.png", dpi=110)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(t[window], have[0].curves["qd_true_faulty"][window], "k", lw=2, label="ground truth")
-    for r in have:
-        if "qd_hat_faulty" in r.curves:
-            ax.plot(t[window], r.curves["qd_hat_faulty"][window], lw=0.9, label=r.name)
-    ax.set_xlabel("t (s)")
-    ax.set_ylabel("velocity, faulty axis (rad/s)")
-    ax.set_title(f"{setup.faults:.0%} of the samples lost (like seed 000 Fig. 8)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "fig8_faults.png", dpi=110)
-    plt.close(fig)
-
-
-def setups_figure(docs: list[dict[str, Any]], out: Path) -> None:
-    """Like seed 000 Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    names = list(docs[0]["estimators"])
-    fig, ax = plt.subplots(figsize=(9, 4))
-    width = 0.8 / len(docs)
-    for i, doc in enumerate(docs):
-        s = doc["setup"]
-        vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
-                for n in names]
-        ax.bar(np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width, vals, width,
-               label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz")
-    ax.set_xticks(np.arange(len(names)), names)
-    ax.set_yscale("log")
-    ax.set_ylabel("ISE of the velocity estimate")
-    ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like seed 000 Fig. 9)")
-    ax.legend()
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / "fig9_setups.png", dpi=110)
-    plt.close(fig)

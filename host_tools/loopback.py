@@ -49,16 +49,19 @@ def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
 def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | None = None,
              tau_ext: np.ndarray | None = None, valid: np.ndarray | None = None,
              q0: np.ndarray | None = None, qd0: np.ndarray | None = None, substeps: int = 8,
-             reset: bool = True) -> Run:
+             delay: int = 0, reset: bool = True) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
-    drops encoder samples."""
+    drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency)."""
     if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
                          f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
     if substeps < 1:
         raise ValueError("substeps must be >= 1")
+    max_delay = int(getattr(rt.lib, f"{rt.name.upper()}_LOOPBACK_MAX_DELAY"))
+    if not 0 <= delay <= max_delay:
+        raise ValueError(f"delay must be 0..{max_delay} samples, got {delay}")
     if len(trajectory.time) < 2:
         raise ValueError("the trajectory needs at least 2 samples")
     if true_params is not None and np.size(true_params) != rt.manifest["n_standard"]:
@@ -82,6 +85,7 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     params = rt.manifest["standard_parameters"] if true_params is None else true_params
     plant.params = [float(v) for v in np.asarray(params, float).ravel()]
     plant.substeps = substeps
+    plant.delay = delay
     q_des, qd_des, qdd_des = (arr(x, (k, n)) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
     ext = None if tau_ext is None else arr(tau_ext, (k, n))
     val = None if valid is None else arr(valid, (k, n), np.uint8)
@@ -98,6 +102,8 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname), ptr(val, "uint8_t"),
         ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname), ptr(tau, rcname),
         ptr(counts, "int64_t"), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
+    if status == -2:
+        raise ValueError("the loopback refused the plant (substeps or delay out of range)")
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}

@@ -20,7 +20,7 @@ import math
 
 import casadi as cs
 
-from .base import Block, Data, Field, sx_function
+from .base import Block, Data, Field, Fn, sx_function
 from .context import Ctx
 
 TWO_PI = 2.0 * math.pi
@@ -84,6 +84,18 @@ def build(ctx: Ctx) -> Block:
                           Field("faults", "uint32", (n,), "lost samples so far, per joint"),
                           Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint")],
                  functions=fns, derive=derive, template="encoder", reference=reference)
+
+
+def sensor_function(n: int) -> Fn:
+    """The encoder seen from the plant's side (simulation, ``<robot>_loopback``): the real-valued
+    count a shaft at q shows, ``(q - offset) * gear * direction / (2 pi / cpr)``; the loopback takes
+    its floor. The inverse of ``position`` up to the quantisation."""
+    q, cpr, gear, direction, offset = (cs.SX.sym(x, n) for x in ("q", "cpr", "gear", "dir", "offset"))
+    rpc = TWO_PI / cs.fmax(cpr, 1.0)
+    return sx_function("sensor_count", [("q", q), ("cpr", cpr), ("gear", gear), ("direction", direction),
+                                        ("offset", offset)],
+                       [("count", (q - offset) * gear * direction / rpc)],
+                       "count before quantisation = (q - offset) * gear * direction / (2 pi / cpr)")
 
 
 def unwrap(raw: int, bits: int, signed: bool, started: bool, last: int, total: int) -> tuple[int, int]:

@@ -7,14 +7,107 @@
 typedef schunk_lwa4p_real_t real_t;
 #define N SCHUNK_LWA4P_DOF
 
-static int64_t encoder_count(real_t q, real_t cpr, real_t gear, real_t direction, real_t offset)
+/* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 36. */
+static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
 {
-    real_t rpc = 6.283185307179586 / cpr;
-    real_t c = floor((q - offset) * gear * direction / rpc);
-    if (!(c > -4.0e18 && c < 4.0e18)) {  /* a diverged plant (or NaN): saturate, no UB */
+    real_t w0, w1, w2, w3;
+    w0 = q[0];
+    w1 = offset[0];
+    w0 = w0 - w1;
+    w1 = gear[0];
+    w0 = w0 * w1;
+    w1 = direction[0];
+    w0 = w0 * w1;
+    w1 = 6.283185307179586;
+    w2 = cpr[0];
+    w3 = 1.0;
+    w2 = fmax(w2, w3);
+    w2 = w1 / w2;
+    w0 = w0 / w2;
+    count[0] = w0;
+    w0 = q[1];
+    w2 = offset[1];
+    w0 = w0 - w2;
+    w2 = gear[1];
+    w0 = w0 * w2;
+    w2 = direction[1];
+    w0 = w0 * w2;
+    w2 = cpr[1];
+    w2 = fmax(w2, w3);
+    w2 = w1 / w2;
+    w0 = w0 / w2;
+    count[1] = w0;
+    w0 = q[2];
+    w2 = offset[2];
+    w0 = w0 - w2;
+    w2 = gear[2];
+    w0 = w0 * w2;
+    w2 = direction[2];
+    w0 = w0 * w2;
+    w2 = cpr[2];
+    w2 = fmax(w2, w3);
+    w2 = w1 / w2;
+    w0 = w0 / w2;
+    count[2] = w0;
+    w0 = q[3];
+    w2 = offset[3];
+    w0 = w0 - w2;
+    w2 = gear[3];
+    w0 = w0 * w2;
+    w2 = direction[3];
+    w0 = w0 * w2;
+    w2 = cpr[3];
+    w2 = fmax(w2, w3);
+    w2 = w1 / w2;
+    w0 = w0 / w2;
+    count[3] = w0;
+    w0 = q[4];
+    w2 = offset[4];
+    w0 = w0 - w2;
+    w2 = gear[4];
+    w0 = w0 * w2;
+    w2 = direction[4];
+    w0 = w0 * w2;
+    w2 = cpr[4];
+    w2 = fmax(w2, w3);
+    w2 = w1 / w2;
+    w0 = w0 / w2;
+    count[4] = w0;
+    w0 = q[5];
+    w2 = offset[5];
+    w0 = w0 - w2;
+    w2 = gear[5];
+    w0 = w0 * w2;
+    w2 = direction[5];
+    w0 = w0 * w2;
+    w2 = cpr[5];
+    w2 = fmax(w2, w3);
+    w1 = w1 / w2;
+    w0 = w0 / w1;
+    count[5] = w0;
+}
+
+/* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
+static int64_t quantise(real_t c)
+{
+    c = floor(c);
+    if (!(c > -4.0e18 && c < 4.0e18)) {
         return c > 0 ? (int64_t)4000000000000000000 : -(int64_t)4000000000000000000;
     }
     return (int64_t)c;
+}
+
+void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const real_t q[N], int64_t counts[N],
+                              int64_t motor_counts[N])
+{
+    real_t c[N], m[N];
+    int i;
+    sensor_count(q, cfg->enc.cpr, cfg->enc.gear, cfg->enc.direction, cfg->enc.offset, c);
+    sensor_count(q, cfg->enc.motor_cpr, cfg->enc.motor_gear, cfg->enc.motor_direction, cfg->enc.motor_offset, m);
+    for (i = 0; i < N; ++i) {
+        counts[i] = quantise(c[i]);
+        motor_counts[i] = cfg->enc.motor_cpr[i] >= 1 ? quantise(m[i]) : 0;
+    }
 }
 
 /* qdd of the plant; 0 on success */
@@ -51,28 +144,30 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
                      real_t *tau, int64_t *counts, schunk_lwa4p_rt_output_t *out)
 {
-    const schunk_lwa4p_rt_config_t *cfg = &rt->cfg;
     schunk_lwa4p_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
-    real_t h = (real_t)(SCHUNK_LWA4P_RT_SAMPLE_PERIOD) / (real_t)(plant->substeps > 0 ? plant->substeps : 1);
+    real_t pending[SCHUNK_LWA4P_LOOPBACK_MAX_DELAY + 1][N];   /* commands not yet applied, a ring */
+    int64_t c[N], m[N];
+    real_t h;
     long k;
     int i, s;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > SCHUNK_LWA4P_LOOPBACK_MAX_DELAY) {
+        return -2;
+    }
+    h = (real_t)(SCHUNK_LWA4P_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
     memcpy(q, q0, sizeof q);
     memcpy(qd, qd0, sizeof qd);
     memset(applied, 0, sizeof applied);
+    memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        schunk_lwa4p_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
-            int64_t c = encoder_count(q[i], cfg->enc.cpr[i], cfg->enc.gear[i], cfg->enc.direction[i],
-                                      cfg->enc.offset[i]);
-            counts[k * N + i] = c;
-            in.counts[i] = (uint32_t)c;   /* the counter register: the low bits */
+            counts[k * N + i] = c[i];
+            in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
-            if (cfg->enc.motor_cpr[i] >= 1) {
-                in.motor_counts[i] = (uint32_t)encoder_count(q[i], cfg->enc.motor_cpr[i], cfg->enc.motor_gear[i],
-                                                             cfg->enc.motor_direction[i], cfg->enc.motor_offset[i]);
-                in.motor_valid[i] = in.valid[i];
-            }
+            in.motor_counts[i] = (uint32_t)m[i];
+            in.motor_valid[i] = rt->cfg.enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -82,14 +177,16 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
         }
         schunk_lwa4p_rt_step(rt, &in, &out[k]);
         for (i = 0; i < N; ++i) {
-            applied[i] = out[k].tau_cmd[i];
+            pending[k % (SCHUNK_LWA4P_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
+            /* the command of sample k - delay (zero before the first one) */
+            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (SCHUNK_LWA4P_LOOPBACK_MAX_DELAY + 1)][i] : 0;
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
         if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
             return -1;
         }
-        for (s = 0; s < plant->substeps || s == 0; ++s) {
+        for (s = 0; s < plant->substeps; ++s) {
             if (rk4(plant, q, qd, u, h) != 0) {
                 return -1;
             }

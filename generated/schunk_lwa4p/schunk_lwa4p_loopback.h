@@ -6,9 +6,11 @@
  * its joint positions read through the encoder model of the pipeline's own configuration
  * (count = floor((q - offset) * gear * direction / (2 pi / cpr)), raw counter bits as the step
  * expects them); an optional external torque added to the plant's joint torques (zero-order hold per
- * sample: a collision); optional lost samples. Each sample k: record the true state, read the
- * encoders, call schunk_lwa4p_rt_step with in.tau = the torque applied over the previous sample, then apply
- * out.tau_cmd (0 without a controller) plus tau_ext[k] for one sample period.
+ * sample: a collision); optional lost samples; an actuation delay (the command of sample k is applied
+ * over sample k + delay: drive latency, e.g. 2 samples on seed 000's LWA-4P). Each sample k: record
+ * the true state, read the encoders, call schunk_lwa4p_rt_step with in.tau = the torque applied over the
+ * previous sample, then apply the delayed out.tau_cmd (0 without a controller) plus tau_ext[k] for
+ * one sample period.
  * C99, no heap; arrays are row-major, n_samples x SCHUNK_LWA4P_DOF.
  */
 #ifndef SCHUNK_LWA4P_LOOPBACK_H
@@ -22,11 +24,22 @@
 extern "C" {
 #endif
 
+/** Longest actuation delay the loopback models, in samples. */
+#define SCHUNK_LWA4P_LOOPBACK_MAX_DELAY 16
+
 /** The simulated robot. */
 typedef struct {
     schunk_lwa4p_real_t params[SCHUNK_LWA4P_N_STANDARD];  /**< its standard parameters (the truth) */
     int32_t substeps;                        /**< RK4 steps per sample period (>= 1) */
+    int32_t delay;                           /**< actuation delay in samples, 0..SCHUNK_LWA4P_LOOPBACK_MAX_DELAY */
 } schunk_lwa4p_plant_t;
+
+/**
+ * The encoder model of the loopback: the counts (unwrapped, int64; saturated at +-4e18) a robot at q
+ * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent).
+ */
+void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const schunk_lwa4p_real_t q[SCHUNK_LWA4P_DOF],
+                              int64_t counts[SCHUNK_LWA4P_DOF], int64_t motor_counts[SCHUNK_LWA4P_DOF]);
 
 /**
  * Run n samples from (q0, qd0); rt must be initialised (its state carries over between calls).
@@ -36,7 +49,8 @@ typedef struct {
  * @param[out] tau    the torque the controller applied over each sample (without tau_ext)
  * @param[out] counts the encoder counts read (unwrapped, int64)
  * @param[out] out    the pipeline's outputs per sample
- * @return 0, or -1 if the plant's M(q) stopped being positive definite (the run stops there)
+ * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
+ *         plant->substeps < 1 or plant->delay is outside 0..SCHUNK_LWA4P_LOOPBACK_MAX_DELAY (nothing run)
  */
 int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *plant, long n,
                      const schunk_lwa4p_real_t q0[SCHUNK_LWA4P_DOF], const schunk_lwa4p_real_t qd0[SCHUNK_LWA4P_DOF],

@@ -12,7 +12,7 @@ from codegen.description import load_robot
 from host_tools.logs import Log
 from host_tools.loopback import simulate
 from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory, seed000_test_trajectory
+from host_tools.trajectories import generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +92,56 @@ def test_trajectories() -> None:
         robot = load_robot(name)
         g = generated_trajectory(robot, 12.0, 0.001, seed=2)
         vmax = np.array([j.limits.qd if np.isfinite(j.limits.qd) else 1.0 for j in robot.joints])
+        amax = np.array([j.limits.qdd if np.isfinite(j.limits.qdd) else 2.0 for j in robot.joints])
         assert np.all(np.max(np.abs(g.qd), axis=0) <= 0.5 * vmax + 1e-12)
+        assert np.all(np.max(np.abs(g.qdd), axis=0) <= 0.5 * amax + 1e-12)     # acceleration limits too
+        assert np.all(np.max(np.abs(np.diff(g.qd, axis=0)), axis=0) <= 0.5 * amax * 0.001 * (1 + 1e-6))
         lo = np.array([j.limits.q_min for j in robot.joints])
         hi = np.array([j.limits.q_max for j in robot.joints])
         assert np.all(g.q >= lo) and np.all(g.q <= hi)
         assert np.max(np.abs(np.gradient(g.q, 0.001, axis=0) - g.qd)) < 5e-3      # consistent derivatives
         assert np.max(np.abs(np.gradient(g.qd, 0.001, axis=0) - g.qdd)[5:-5]) < 2.0  # (qdd may jump)
+
+
+def test_trapezoid_for_the_switch_on_test() -> None:
+    robot = load_robot("planar2")                  # qdd limit 20 rad/s^2
+    tr = trapezoid_trajectory(robot, 0.3, 0.001, cruise=2.0)
+    assert abs(tr.duration - (2 * 0.3 / 20 + 2.0)) < 1e-3
+    assert np.allclose(tr.qd[np.abs(tr.time - 1.0) < 0.5], 0.3) and np.allclose(tr.qd[[0, -1]], 0.0, atol=1e-12)
+    assert np.allclose(tr.q[-1] - tr.q[0], 0.3 * (2.0 + 0.015), atol=1e-9)   # travel = v (cruise + t_acc)
+    assert np.allclose(np.cumsum(tr.qd[:-1], axis=0)[-1] * 0.001, tr.q[-1] - tr.q[0], atol=2e-3)
+
+
+def test_actuation_delay_holds_the_command_back(lwa) -> None:  # type: ignore[no-untyped-def]
+    """The command of sample k acts over sample k + delay: the applied torque is the command series
+    shifted by delay (zero before), and a delay costs tracking (phase lag in the loop)."""
+    rt = _fine(lwa)
+    traj = generated_trajectory(load_robot("schunk_lwa4p"), 3.0, rt.sample_period)
+    runs = {d: simulate(rt, traj, delay=d) for d in (0, 3)}
+    applied, cmd = runs[3].log.extra["tau_cmd"], runs[3].out["tau_cmd"]
+    assert np.array_equal(runs[0].log.tau[1:], runs[0].out["tau_cmd"][:-1])          # in.tau = last applied
+    assert np.array_equal(runs[3].log.tau[4:], cmd[:-4]) and not np.any(runs[3].log.tau[:4])
+    assert applied.shape == cmd.shape
+    assert runs[3].ise_tracking.sum() > 1.5 * runs[0].ise_tracking.sum()
+    for bad in (-1, 17):
+        with pytest.raises(ValueError, match="delay"):
+            simulate(rt, traj, delay=bad)
+
+
+def test_encoder_model_is_the_inverse_of_the_read() -> None:
+    """rt.encoder_counts (the loopback's sensor) against the closed form floor((q - o) g d cpr / 2 pi),
+    and the pipeline reads those counts back to q within one count, for gear, direction, offset."""
+    rt = load_rt("planar2", estimator="findiff", observer="none", controller="none")
+    rt.config["enc.cpr"], rt.config["enc.gear"] = [4096.0, 1000.0], [1.0, 50.0]
+    rt.config["enc.direction"], rt.config["enc.offset"] = [-1.0, 1.0], [0.25, -0.1]
+    rng = np.random.default_rng(5)
+    q = rng.uniform(-3, 3, (50, 2))
+    counts, motor = rt.encoder_counts(q)
+    expected = np.floor((q - [0.25, -0.1]) * [1.0, 50.0] * [-1.0, 1.0] * np.array([4096.0, 1000.0]) / (2 * np.pi))
+    assert np.array_equal(counts, expected.astype(np.int64)) and not np.any(motor)
+    for k in range(len(q)):
+        rt.reset()
+        back = rt.step(counts[k])["q"]
+        assert np.all(np.abs(back - q[k]) <= 2 * np.pi / (np.array([4096.0, 1000.0]) * [1.0, 50.0]) + 1e-12)
+    with pytest.raises(ValueError, match="2 joints"):
+        rt.encoder_counts(np.zeros(3))

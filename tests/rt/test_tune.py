@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from codegen.description import load_robot
+from host_tools.eval_reports import SWITCH_ON_SPEED
+from host_tools.evaluate import GRIDS, Setup, convergence_time, evaluate, kalman_q_var, pipeline, variant
 from host_tools.rt import load_rt
 from host_tools.trajectories import generated_trajectory
 from host_tools.tune import GaSettings, Problem, cost, gain_space, tune
@@ -84,3 +86,43 @@ def test_evaluate_rejects_bad_setups() -> None:
         r = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", *args],
                            capture_output=True, text=True)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_switch_on_convergence_through_the_loop() -> None:
+    """Fig. 7's test on the loopback: with a fine encoder finite differences are exact from the second
+    sample (the first has no previous position); a slow Kalman filter needs longer; a filter whose
+    estimate never reaches 5 % within the 2 s observed reports None."""
+    setup = Setup(robot="planar2", resolution_mdeg=0.01, rate_hz=1000)
+    fd = pipeline(setup, "findiff")
+    conv, curve, truth = convergence_time(fd, setup)
+    assert conv is not None and conv <= 2 * setup.sample_period, conv
+    assert np.allclose(truth, SWITCH_ON_SPEED, atol=0.05 * SWITCH_ON_SPEED) and len(curve) == 2000
+    kf = pipeline(setup, "kalman")
+    kf.config.set_kalman(q_var=1e-2)
+    slow, _, _ = convergence_time(kf, setup)
+    assert slow is not None and slow > 10 * setup.sample_period
+    kf.config.set_kalman(q_var=1e-9)
+    assert convergence_time(kf, setup)[0] is None
+
+
+def test_seed000_gains_and_progress() -> None:
+    """--gains paper puts seed 000 Table 4 into the config; progress reaches done == total."""
+    setup = Setup(robot="schunk_lwa4p", gains="paper")
+    assert setup.problems() == []
+    rt = pipeline(setup, "linhg")
+    assert rt.config["est.eps"] == 0.03 and rt.config["est.h1"][0] == 47.01 and rt.config["est.h2"][5] == 206.9
+    rt = pipeline(setup, "slimod")
+    assert rt.config["est.k1"] == 84.46 and rt.config["est.f_plus"][1] == 12.20
+    assert kalman_q_var(setup, pipeline(setup, "kalman"))[2] == 0.010
+    assert variant(setup, "lsf") == "lsf:n=4,p=1"
+    assert any("1@250" in p for p in Setup(robot="schunk_lwa4p", gains="paper", resolution_mdeg=5).problems())
+    assert any("exclude" in p for p in Setup(robot="schunk_lwa4p", gains="paper", tune=True).problems())
+    assert Setup(robot="planar2", gains="paper").problems()
+    seen: list[tuple[str, int, int]] = []
+    doc = evaluate(Setup(robot="planar2", rate_hz=250, tune=True, generations=2), ("movav",),
+                   progress=lambda name, done, total, info: seen.append((name, done, total)),
+                   executor=ThreadPoolExecutor(max_workers=2))
+    grid = [x for x in seen if x[2] == len(GRIDS["movav"])]
+    assert [d for _, d, _ in grid] == list(range(1, len(GRIDS["movav"]) + 1))       # every variant, in parallel
+    assert seen[-1][1] == seen[-1][2] and doc["estimators"]["movav"]["gains"]["estimator"].startswith("movav:p=")
+    assert len(doc["estimators"]["movav"]["history"]) == len(GRIDS["movav"])

@@ -1,0 +1,352 @@
+"""Optimal excitation design (seed 004 §II-B, seed 003 §4.2.3): the Fourier coefficients of
+codegen.excitation that minimise cond(Y_b) (or -log det(Y_b^T Y_b), D-optimality) of the stacked
+base regressor over one period, subject to the joints' position, velocity (and, where given,
+acceleration and optionally torque) limits on the sample grid and a start at rest.
+
+Solved with CasADi + IPOPT from a few random starts. The regressor and the limits are CasADi
+expressions with exact derivatives; the objective is a function of the singular values of Y_b,
+computed by LAPACK (numpy) with its exact gradient (d sigma_i / dY = u_i v_i^T) supplied to CasADi
+as a callback -- CasADi has no differentiable SVD. IPOPT approximates the Hessian (L-BFGS).
+
+    manipgen excite kuka_iiwa14 --harmonics 5 --base-frequency 0.05 --json
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import casadi as cs
+import numpy as np
+
+from codegen.dynamics import Dynamics
+from codegen.excitation import fourier_function, start_conditions
+from codegen.model import Robot
+from codegen.params import base_parameters
+
+from .trajectories import Trajectory
+
+OBJECTIVES = ("cond", "logdet")
+
+
+@dataclass(frozen=True)
+class ExciteSettings:
+    harmonics: int = 5                 # L (seed 004: 5)
+    base_frequency: float = 0.05       # f_f, Hz (seed 004: 0.05 Hz -> a 20 s period)
+    objective: str = "cond"            # or logdet (D-optimality)
+    grid: int = 100                    # samples per period in the optimisation
+    starts: int = 4                    # random starts
+    seed: int = 0
+    max_iter: int = 300                # IPOPT iterations per start
+    torque_limits: bool = False        # also keep |tau(q, qd, qdd)| within the joints' torque limits
+    report_rate: float = 500.0         # Hz: cond reported on this grid (seed 004: f_s = 500 Hz)
+
+    def problems(self) -> list[str]:
+        out = []
+        if not 1 <= self.harmonics <= 50:
+            out.append(f"--harmonics must be 1..50, got {self.harmonics}")
+        if not 0 < self.base_frequency <= 10:
+            out.append(f"--base-frequency must be in (0, 10] Hz, got {self.base_frequency:g}")
+        if self.objective not in OBJECTIVES:
+            out.append(f"--objective must be one of {', '.join(OBJECTIVES)}, got {self.objective}")
+        if self.grid < 4 * self.harmonics:
+            out.append(f"--grid must be >= 4 x harmonics ({4 * self.harmonics}), got {self.grid}")
+        if self.starts < 1 or self.max_iter < 1:
+            out.append("--starts and --max-iter must be >= 1")
+        if not self.report_rate > 0:
+            out.append(f"--report-rate must be positive, got {self.report_rate:g}")
+        return out
+
+
+@dataclass
+class Excitation:
+    """A designed excitation: q = q0 + Fourier series (codegen.excitation), period 1 / base_frequency."""
+
+    robot: str
+    harmonics: int
+    base_frequency: float
+    a: np.ndarray        # (n, L), rad/s
+    b: np.ndarray        # (n, L), rad/s
+    q0: np.ndarray       # (n,), rad
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.base_frequency
+
+    def evaluate(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """q, qd, qdd at times t (K,) -> three (K, n) arrays."""
+        n = len(self.q0)
+        f = fourier_function(n, self.harmonics, self.base_frequency).map(len(t))
+        q, qd, qdd = f(np.asarray(t, float)[None, :], np.tile(self.a, len(t)), np.tile(self.b, len(t)),
+                       np.tile(self.q0[:, None], len(t)))
+        return np.array(q).T, np.array(qd).T, np.array(qdd).T
+
+    def trajectory(self, sample_period: float, periods: int = 1) -> Trajectory:
+        k = samples_per_period(self.base_frequency, sample_period)
+        t = np.arange(k * periods) * sample_period
+        q, qd, qdd = self.evaluate(t)
+        return Trajectory(f"excitation({self.robot})", t, q, qd, qdd)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"robot": self.robot, "harmonics": self.harmonics, "base_frequency_hz": self.base_frequency,
+                "units": "a, b: rad/s (m/s); q0: rad (m); q = q0 + sum a/(w l) sin(w l t) - b/(w l) cos(w l t)",
+                "a": self.a.tolist(), "b": self.b.tolist(), "q0": self.q0.tolist()}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Excitation":
+        return Excitation(str(d["robot"]), int(d["harmonics"]), float(d["base_frequency_hz"]),
+                          np.asarray(d["a"], float), np.asarray(d["b"], float), np.asarray(d["q0"], float))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @staticmethod
+    def load(path: str | Path) -> "Excitation":
+        return Excitation.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def samples_per_period(base_frequency: float, sample_period: float) -> int:
+    k = 1.0 / (base_frequency * sample_period)
+    if abs(k - round(k)) > 1e-6 * k:
+        raise ValueError(f"the period 1/{base_frequency:g} Hz is not a whole number of {sample_period:g} s samples")
+    return int(round(k))
+
+
+@dataclass
+class DesignResult:
+    excitation: Excitation
+    cond: float                 # cond(Y_b) on the report grid, unscaled SI columns
+    objective: float            # the optimised objective on the optimisation grid
+    seconds: float
+    starts: list[dict[str, Any]] = field(default_factory=list)   # per start: objective, cond, status, seconds
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cond": self.cond, "objective": self.objective, "seconds": self.seconds,
+                "starts": self.starts, "settings": self.settings, "excitation": self.excitation.to_dict()}
+
+
+class _SvdObjective(cs.Callback):
+    """f(Y) = cond(Y) or -log det(Y^T Y) = -2 sum log sigma_i of the stacked regressor Y_b (N n, nb),
+    given as the mapped regressor (n, N nb); with gradient=True it returns df/dY in the same layout
+    (exact: d sigma_i / dY = u_i v_i^T), which is this callback's reverse derivative."""
+
+    def __init__(self, name: str, kind: str, n: int, samples: int, nb: int, gradient: bool = False) -> None:
+        cs.Callback.__init__(self)
+        self.kind, self.n, self.samples, self.nb, self.gradient = kind, n, samples, nb, gradient
+        self._reverse: list[Any] = []
+        self.construct(name, {})
+
+    def get_n_in(self) -> int:
+        return 1
+
+    def get_n_out(self) -> int:
+        return 1
+
+    def get_sparsity_in(self, i: int) -> cs.Sparsity:
+        return cs.Sparsity.dense(self.n, self.samples * self.nb)
+
+    def get_sparsity_out(self, i: int) -> cs.Sparsity:
+        return cs.Sparsity.dense(self.n, self.samples * self.nb) if self.gradient else cs.Sparsity.dense(1, 1)
+
+    def eval(self, arg: Sequence[cs.DM]) -> list[Any]:  # type: ignore[override]
+        y = stack(np.asarray(arg[0]), self.nb)
+        # the eigen-decomposition of the small Gram matrix Y^T Y (sigma_i^2 = lambda_i) is 10x
+        # cheaper than an SVD of the tall Y and exact enough for cond up to ~1e7
+        lam, v = np.linalg.eigh(y.T @ y)
+        if not self.gradient:
+            return [float(np.sqrt(lam[-1] / lam[0])) if self.kind == "cond" else -float(np.sum(np.log(lam)))]
+        if self.kind == "cond":      # d(s1/sn) = u1 v1^T / sn - s1/sn^2 un vn^T, u_i = Y v_i / s_i
+            s1, sn = np.sqrt(lam[-1]), np.sqrt(lam[0])
+            g = y @ (np.outer(v[:, -1], v[:, -1]) / (s1 * sn) - s1 / sn**3 * np.outer(v[:, 0], v[:, 0]))
+        else:                        # d(-log det Y^T Y) = -2 Y (Y^T Y)^-1
+            g = -2.0 * y @ ((v / lam) @ v.T)
+        return [g.reshape(self.samples, self.n, self.nb).transpose(1, 0, 2).reshape(self.n, -1)]
+
+    def has_reverse(self, nadj: int) -> bool:
+        return nadj == 1 and not self.gradient
+
+    def get_reverse(self, nadj: int, name: str, inames: Sequence[str], onames: Sequence[str],
+                    opts: Mapping[str, Any]) -> cs.Function:
+        grad = _SvdObjective(name + "_grad", self.kind, self.n, self.samples, self.nb, gradient=True)
+        self._reverse.append(grad)                     # CasADi does not own Python callbacks
+        y = cs.MX.sym("y", self.n, self.samples * self.nb)
+        out, adj = cs.MX.sym("out", 1, 1), cs.MX.sym("adj", 1, 1)
+        return cs.Function(name, [y, out, adj], [adj * grad(y)], inames, onames)
+
+
+def stack(wide: np.ndarray, nb: int) -> np.ndarray:
+    """The mapped regressor (n, N nb) -> the stacked Y_b (N n, nb), sample after sample."""
+    n = wide.shape[0]
+    return wide.reshape(n, -1, nb).transpose(1, 0, 2).reshape(-1, nb)
+
+
+def svd_objective(y: np.ndarray, kind: str) -> float:
+    """cond(Y) or -log det(Y^T Y) from the singular values (the reported figures)."""
+    s = np.linalg.svd(y, compute_uv=False)
+    return float(s[0] / s[-1]) if kind == "cond" else -2.0 * float(np.sum(np.log(s)))
+
+
+def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
+    missing = [j.name for j in robot.joints
+               if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max) and np.isfinite(j.limits.qd))]
+    if missing:
+        raise ValueError(f"{robot.name}: joints {', '.join(missing)} have no position or velocity "
+                         "limit (limits.q, limits.qd): the excitation design needs both")
+    out = {"q_min": np.array([j.limits.q_min for j in robot.joints]),
+           "q_max": np.array([j.limits.q_max for j in robot.joints]),
+           "qd": np.array([j.limits.qd for j in robot.joints]),
+           "qdd": np.array([j.limits.qdd for j in robot.joints]),
+           "tau": np.array([j.limits.tau for j in robot.joints])}
+    if settings.torque_limits and not np.all(np.isfinite(out["tau"])):
+        raise ValueError(f"{robot.name}: --torque-limits needs limits.tau on every joint")
+    return out
+
+
+def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
+           progress: Callable[[int, int, float], None] | None = None) -> DesignResult:
+    """Optimise the excitation (see the module docstring); progress(start, starts, best cond)."""
+    problems = settings.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    t_start = time.perf_counter()
+    lim = _limits(robot, settings)
+    n, L, N = robot.dof, settings.harmonics, settings.grid
+    dyn = Dynamics(robot)
+    base = base_parameters(robot, dyn)
+    nb = base.n_base
+    regressor = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(dyn.regressor(list(base.columns)))])
+    fourier = fourier_function(n, L, settings.base_frequency).map(N)
+    x = cs.MX.sym("x", n * (2 * L + 1))
+    a, b, q0 = cs.reshape(x[:n * L], n, L), cs.reshape(x[n * L:2 * n * L], n, L), x[2 * n * L:]
+    t = np.arange(N) / (N * settings.base_frequency)
+    q, qd, qdd = fourier(cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N))
+    wide = regressor.map(N)(q, qd, qdd)
+    objective = _SvdObjective("excite_" + settings.objective, settings.objective, n, N, nb)
+    # the limits hold on a 10x finer grid (linear in the coefficients: cheap); a final scaling
+    # makes them hold on the report grid too
+    N = 10 * settings.grid
+    t = np.arange(N) / (N * settings.base_frequency)
+    q, qd, qdd = fourier_function(n, L, settings.base_frequency).map(N)(
+        cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N))
+    rows = [(cs.vec(q), np.repeat(lim["q_min"][None], N, 0).T.ravel("F"), np.repeat(lim["q_max"][None], N, 0).T.ravel("F")),
+            (cs.vec(qd), np.tile(-lim["qd"], N), np.tile(lim["qd"], N)),
+            (start_conditions(a, b), np.zeros(3 * n), np.zeros(3 * n))]
+    finite_qdd = np.isfinite(lim["qdd"])
+    if np.any(finite_qdd):
+        rows.append((cs.vec(qdd), np.tile(np.where(finite_qdd, -lim["qdd"], -np.inf), N),
+                     np.tile(np.where(finite_qdd, lim["qdd"], np.inf), N)))
+    if settings.torque_limits:
+        rnea = cs.Function("tau", [dyn.q, dyn.qd, dyn.qdd, dyn.pi], [dyn.rnea(dyn.pi)]).map(N)
+        std = cs.repmat(cs.DM(robot.standard_parameters()), 1, N)
+        rows.append((cs.vec(rnea(q, qd, qdd, std)), np.tile(-lim["tau"], N), np.tile(lim["tau"], N)))
+    g = cs.vertcat(*[r[0] for r in rows])
+    lbg, ubg = np.concatenate([r[1] for r in rows]), np.concatenate([r[2] for r in rows])
+    solver = cs.nlpsol("excite", "ipopt", {"x": x, "f": objective(wide), "g": g},
+                       {"ipopt.hessian_approximation": "limited-memory", "ipopt.max_iter": settings.max_iter,
+                        "ipopt.print_level": 0, "ipopt.sb": "yes", "print_time": False, "ipopt.tol": 1e-8})
+    mid = (lim["q_min"] + lim["q_max"]) / 2
+    rng = np.random.default_rng(settings.seed)
+    best: tuple[float, np.ndarray] | None = None
+    starts = []
+    for k in range(settings.starts):
+        t0 = time.perf_counter()
+        # a random start: velocity amplitudes about a quarter of each limit spread over the harmonics
+        x0 = np.concatenate([rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
+                             rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L), mid])
+        sol = solver(x0=x0, lbg=lbg, ubg=ubg)
+        xs = np.array(sol["x"]).ravel()
+        viol = float(np.max(np.r_[lbg - np.array(sol["g"]).ravel(), np.array(sol["g"]).ravel() - ubg, 0.0]))
+        f = float(sol["f"])
+        status = solver.stats()["return_status"]
+        starts.append({"objective": f, "status": status, "violation": viol, "seconds": time.perf_counter() - t0})
+        if viol <= 1e-6 and np.isfinite(f) and (best is None or f < best[0]):
+            best = (f, xs)
+        if progress is not None:
+            progress(k + 1, settings.starts, float("nan") if best is None else best[0])
+    if best is None:
+        raise RuntimeError("no start reached a feasible excitation; try more --starts or wider limits")
+    xs = best[1]
+    exc = Excitation(robot.name, L, settings.base_frequency, xs[:n * L].reshape((n, L), order="F"),
+                     xs[n * L:2 * n * L].reshape((n, L), order="F"), xs[2 * n * L:].copy())
+    exc = within_limits(exc, lim, settings.report_rate)
+    cond = regressor_cond(robot, exc, settings.report_rate, regressor, nb)
+    return DesignResult(exc, cond, best[0], time.perf_counter() - t_start, starts, asdict(settings))
+
+
+def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> Excitation:
+    """Scale the series (about q0; the start conditions are homogeneous, so they still hold) until
+    the q, qd, qdd limits hold on the ``rate`` grid, not only on the optimisation's. Torque limits are
+    checked on the optimisation grid only."""
+    traj = exc.trajectory(1.0 / rate)
+    dev = traj.q - exc.q0
+    ratios = [np.max(np.abs(traj.qd), axis=0) / lim["qd"],
+              np.max(np.abs(traj.qdd), axis=0) / lim["qdd"],
+              np.where(dev > 0, dev / np.maximum(lim["q_max"] - exc.q0, 1e-300),
+                       -dev / np.maximum(exc.q0 - lim["q_min"], 1e-300)).max(axis=0)]
+    worst = float(np.max(ratios))
+    if worst <= 1.0:
+        return exc
+    f = 1.0 / (worst * (1 + 1e-12))
+    return Excitation(exc.robot, exc.harmonics, exc.base_frequency, exc.a * f, exc.b * f, exc.q0)
+
+
+def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None,
+                   nb: int | None = None) -> float:
+    """cond(Y_b) of one period sampled at ``rate`` Hz (unscaled SI columns, as seed 004 reports)."""
+    if regressor is None or nb is None:
+        dyn = Dynamics(robot)
+        base = base_parameters(robot, dyn)
+        regressor = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(dyn.regressor(list(base.columns)))])
+        nb = base.n_base
+    traj = exc.trajectory(1.0 / rate)
+    wide = np.array(regressor.map(len(traj.time))(traj.q.T, traj.qd.T, traj.qdd.T))
+    return svd_objective(stack(wide, nb), "cond")
+
+
+def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out: Path) -> list[Path]:
+    """excitation.json (the design and its coefficients), excitation.png (one period) and the C
+    (<robot>_excitation.{h,c}) evaluating it at the controller's sample period."""
+    from codegen.emit_excitation import excitation_files
+
+    from .eval_reports import write_atomic
+
+    exc = result.excitation
+    files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, sample_period)
+    written = []
+    for name, text in files.items():
+        write_atomic(out / name, text)
+        written.append(out / name)
+    write_atomic(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
+    written.append(out / "excitation.json")
+    written.append(plot(exc, out / "excitation.png"))
+    return written
+
+
+def plot(exc: Excitation, path: Path) -> Path:
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .eval_reports import write_atomic
+
+    traj = exc.trajectory(exc.period / 2000)
+    fig, ax = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    for i in range(traj.q.shape[1]):
+        for k, (y, label) in enumerate(((traj.q, "q (rad)"), (traj.qd, "qd (rad/s)"), (traj.qdd, "qdd (rad/s²)"))):
+            ax[k].plot(traj.time, y[:, i], label=f"joint {i + 1}" if k == 0 else None)
+            ax[k].set_ylabel(label)
+    ax[0].legend(ncol=4, fontsize=7)
+    ax[2].set_xlabel("t (s), one period")
+    ax[0].set_title(f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100, format="png")
+    plt.close(fig)
+    write_atomic(path, buf.getvalue())
+    return path

@@ -1,0 +1,149 @@
+"""Excitation design (seed 004 §II-B): the objective's exact gradient, the start-at-rest conditions
+derived from eq. 8, the limits, seed 004's condition number on the iiwa, and the generated C."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.description import load_robot
+from codegen.emit_excitation import excitation_files
+from host_tools.excite import ExciteSettings, Excitation, _SvdObjective, design, regressor_cond
+from tooling import require_tool
+
+STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
+HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
+
+
+def closed_form(exc: Excitation, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """seed 004 eq. 8 (plus the offset) and its derivatives, written out independently."""
+    w = 2 * np.pi * exc.base_frequency
+    q = np.tile(exc.q0, (len(t), 1)).astype(float)
+    qd, qdd = np.zeros_like(q), np.zeros_like(q)
+    for m in range(exc.harmonics):
+        wl = w * (m + 1)
+        s, c = np.sin(wl * t)[:, None], np.cos(wl * t)[:, None]
+        q += exc.a[:, m] / wl * s - exc.b[:, m] / wl * c
+        qd += exc.a[:, m] * c + exc.b[:, m] * s
+        qdd += -exc.a[:, m] * wl * s + exc.b[:, m] * wl * c
+    return q, qd, qdd
+
+
+@pytest.mark.parametrize("kind", ["cond", "logdet"])
+def test_objective_gradient_is_exact(kind: str) -> None:
+    n, samples, nb = 2, 6, 4
+    rng = np.random.default_rng(1)
+    wide = rng.normal(size=(n, samples * nb))
+    f = _SvdObjective("f", kind, n, samples, nb)
+    g = np.array(_SvdObjective("g", kind, n, samples, nb, gradient=True)(wide))
+    fd = np.zeros_like(wide)
+    h = 1e-6
+    for idx in np.ndindex(*wide.shape):
+        e = np.zeros_like(wide)
+        e[idx] = h
+        fd[idx] = (float(f(wide + e)) - float(f(wide - e))) / (2 * h)
+    assert np.allclose(g, fd, rtol=1e-5, atol=1e-7), np.max(np.abs(g - fd))
+    y = wide.reshape(n, samples, nb).transpose(1, 0, 2).reshape(-1, nb)       # the stacked Y_b
+    s = np.linalg.svd(y, compute_uv=False)
+    assert np.isclose(float(f(wide)), s[0] / s[-1] if kind == "cond" else -2 * np.sum(np.log(s)))
+
+
+@pytest.fixture(scope="module")
+def planar() -> tuple[object, object]:
+    robot = load_robot("planar2")
+    return robot, design(robot, ExciteSettings(harmonics=3, base_frequency=0.2, starts=2, max_iter=100, seed=4))
+
+
+def test_design_starts_at_rest_within_limits(planar) -> None:  # type: ignore[no-untyped-def]
+    robot, res = planar
+    exc = res.excitation
+    t = np.arange(0, exc.period, 1e-3)
+    q, qd, qdd = exc.evaluate(t)
+    cq, cqd, cqdd = closed_form(exc, t)
+    assert np.allclose(q, cq, atol=1e-12) and np.allclose(qd, cqd, atol=1e-12) and np.allclose(qdd, cqdd, atol=1e-12)
+    assert np.allclose(q[0], exc.q0, atol=1e-9) and np.allclose(qd[0], 0, atol=1e-9) and np.allclose(qdd[0], 0, atol=1e-9)
+    end = closed_form(exc, np.array([exc.period]))
+    assert np.allclose(end[0][0], exc.q0, atol=1e-9) and np.allclose(end[1][0], 0, atol=1e-9)
+    for i, j in enumerate(robot.joints):
+        assert j.limits.q_min - 1e-9 <= q[:, i].min() and q[:, i].max() <= j.limits.q_max + 1e-9
+        assert np.max(np.abs(qd[:, i])) <= j.limits.qd * (1 + 1e-9)
+        assert np.max(np.abs(qdd[:, i])) <= j.limits.qdd * (1 + 1e-9)
+    assert res.cond == pytest.approx(regressor_cond(robot, exc, 500.0))
+    assert all(s["violation"] <= 1e-6 for s in res.starts if s is not None)
+    # the optimum beats the same series with random coefficients of the same size
+    rng = np.random.default_rng(0)
+    scale = np.abs(exc.a).mean()
+    rand = Excitation(exc.robot, 3, 0.2, rng.normal(0, scale, exc.a.shape), rng.normal(0, scale, exc.b.shape), exc.q0)
+    assert res.cond < 0.5 * regressor_cond(robot, rand, 500.0)
+
+
+def test_iiwa_reaches_seed004_condition_number() -> None:
+    """seed 004 §IV-B: L = 5, f_f = 0.05 Hz, Table 3's q and qd limits: cond(Y_b) = 156.3 with 57
+    base parameters. Ours, one start, unscaled SI columns, one 20 s period at 500 Hz."""
+    robot = load_robot("kuka_iiwa14")
+    res = design(robot, ExciteSettings(harmonics=5, base_frequency=0.05, starts=1, max_iter=150))
+    assert res.cond <= 156.3, res.cond
+
+
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_generated_excitation_c(planar, precision: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    robot, res = planar
+    exc = res.excitation
+    ts = 0.004
+    files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, ts, precision)  # type: ignore[arg-type]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    k_period = int(round(1 / (exc.base_frequency * ts)))
+    ks = [0, 17, k_period - 1, k_period + 17, 5 * k_period + 3, 4000000000]
+    main = tmp_path / "main.c"
+    main.write_text('#include <stdio.h>\n#include "planar2_excitation.h"\nint main(void) {\n'
+                    f"    static const unsigned long ks[] = {{{', '.join(f'{k}UL' for k in ks)}}};\n"
+                    f"    {precision} q[2], qd[2], qdd[2];\n    unsigned i;\n"
+                    "    for (i = 0; i < sizeof ks / sizeof ks[0]; ++i) {\n"
+                    "        planar2_excitation((uint32_t)ks[i], q, qd, qdd);\n"
+                    '        printf("%.17g %.17g %.17g %.17g %.17g %.17g\\n", (double)q[0], (double)q[1], '
+                    "(double)qd[0], (double)qd[1], (double)qdd[0], (double)qdd[1]);\n    }\n    return 0;\n}\n")
+    for cc in ("gcc", "clang"):
+        require_tool(cc)
+        obj = tmp_path / f"{cc}.o"
+        r = subprocess.run([cc, *STRICT, "-c", str(tmp_path / "planar2_excitation.c"), "-o", str(obj)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        nm = subprocess.run([require_tool("nm"), str(obj)], capture_output=True, text=True, check=True).stdout
+        symbols = [line.split() for line in nm.splitlines() if line.split()]
+        assert not {s[-1] for s in symbols if s[0] == "U"} & HEAP
+        assert not [s for s in symbols if len(s) == 3 and s[1] in "DdBbCGgSs"]      # constants only (r)
+        exe = tmp_path / f"{cc}.out"
+        r = subprocess.run([cc, "-std=c99", "-I", str(tmp_path), str(main), str(obj), "-lm", "-o", str(exe)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got = np.array([[float(x) for x in line.split()] for line in
+                        subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()])
+        t = np.array([(k % k_period) * ts for k in ks])
+        q, qd, qdd = closed_form(exc, t)
+        want = np.hstack([q, qd, qdd])
+        tol = 1e-12 if precision == "double" else 2e-5 * max(1.0, float(np.max(np.abs(want))))
+        assert np.allclose(got, want, rtol=0, atol=tol), np.max(np.abs(got - want))
+        assert np.array_equal(got[1], got[3])                                      # the phase wraps exactly
+
+
+def test_excite_cli(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "excite", "planar2", "--harmonics", "3",
+                        "--base-frequency", "0.2", "--starts", "1", "--max-iter", "60", "--json", "--out", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["cond"] > 1 and doc["seconds"] > 0 and "objective" in doc
+    saved = Excitation.from_dict(json.loads((tmp_path / "excitation.json").read_text())["excitation"])
+    assert np.allclose(saved.a, doc["excitation"]["a"])
+    for name in ("planar2_excitation.h", "planar2_excitation.c", "excitation.png"):
+        assert (tmp_path / name).stat().st_size > 200
+    for args, needle in ((["planar2", "--harmonics", "0"], "--harmonics"),
+                         (["schunk_lwa4p"], "no position or velocity limit")):
+        bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "excite", *args], capture_output=True, text=True)
+        assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
