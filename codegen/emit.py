@@ -51,7 +51,7 @@ class Generated:
         return out
 
 
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                               autoescape=False)
@@ -120,7 +120,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "fdyn": fdyn, "sources": [f"{p}_dynamics.c", f"{p}_rt.c", f"{p}_loopback.c"],
         "name_length": 1 + max(len(x) for x in robot.standard_parameter_names + base.names),
     }
-    env = _environment()
+    env = template_environment()
     emitter = RtEmitter(build_pipeline(robot, rt_options, dyn), p, precision)
     rt_h, rt_c = emitter.render(env, ctx)
     files = {

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import __version__
 from .cprint import Precision, body, literal
-from .emit import _environment
+from .emit import template_environment
 from .excitation import fourier_function
 
 
@@ -31,6 +31,6 @@ def excitation_files(c_name: str, robot_name: str, a: np.ndarray, b: np.ndarray,
            "body": {"doc": "q, qd, qdd of the Fourier series (codegen.excitation)", "ops": bd.ops,
                     "lines": bd.lines, "params": "const real_t *t, const real_t *a, const real_t *b, "
                     "const real_t *q0, real_t *q, real_t *qd, real_t *qdd"}}
-    env = _environment()
+    env = template_environment()
     return {f"{c_name}_excitation.h": env.get_template("excitation.h.j2").render(ctx),
             f"{c_name}_excitation.c": env.get_template("excitation.c.j2").render(ctx)}

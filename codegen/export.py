@@ -67,3 +67,50 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
         out += [f"    {k}: {_num(getattr(joint, k))}" for k in JOINT_PARAMS if getattr(joint, k) != 0]
         out.append("    link: {" + ", ".join(f"{k}: {_num(v)}" for k, v in zip(LINK_PARAMS, link)) + "}")
     return "\n".join(out) + "\n"
+
+
+def robot_to_urdf(robot: Robot) -> str:
+    """Robot -> URDF: one link per joint (named after the joint's link, `<joint>_link`), the joint
+    origins and axes as in robot_to_yaml, inertials about the centre of mass, FV/FC as the joint's
+    damping/friction, limits where given, and the tip as a fixed `tip` link. Gravity, encoders and
+    rotor inertia have no URDF element and are not written."""
+    from xml.sax.saxutils import quoteattr
+
+    from .spatial import inertia_about_com
+
+    def xyz_rpy(t: np.ndarray) -> str:
+        return (f'xyz="{" ".join(_num(float(v)) for v in t[:3, 3])}" '
+                f'rpy="{" ".join(_num(v) for v in rpy_of(t[:3, :3]))}"')
+
+    out = ['<?xml version="1.0"?>', f"<robot name={quoteattr(robot.name)}>", '  <link name="base"/>']
+    parent = "base"
+    for j, (joint, link) in enumerate(zip(robot.joints, robot.links)):
+        p = np.asarray(link, float) + (np.asarray(robot.payload, float) if j == robot.dof - 1 else 0.0)
+        child = f"{joint.name}_link"
+        m = float(p[0])
+        com = p[1:4] / m if m > 0 else np.zeros(3)
+        i_c = inertia_about_com(p) if m > 0 else np.zeros((3, 3))
+        out += [f"  <link name={quoteattr(child)}>", "    <inertial>",
+                f'      <origin xyz="{" ".join(_num(float(v)) for v in com)}" rpy="0 0 0"/>',
+                f'      <mass value="{_num(m)}"/>',
+                f'      <inertia ixx="{_num(i_c[0, 0])}" ixy="{_num(i_c[0, 1])}" ixz="{_num(i_c[0, 2])}" '
+                f'iyy="{_num(i_c[1, 1])}" iyz="{_num(i_c[1, 2])}" izz="{_num(i_c[2, 2])}"/>',
+                "    </inertial>", "  </link>"]
+        origin = joint.pre_matrix @ joint.post_matrix
+        axis = joint.post_matrix[:3, :3].T @ np.array([0.0, 0.0, 1.0])
+        lim = joint.limits
+        out += [f"  <joint name={quoteattr(joint.name)} type={quoteattr(joint.type)}>",
+                f"    <parent link={quoteattr(parent)}/>", f"    <child link={quoteattr(child)}/>",
+                f"    <origin {xyz_rpy(origin)}/>", f'    <axis xyz="{" ".join(_num(float(v)) for v in axis)}"/>']
+        attrs = [f'{k}="{_num(v)}"' for k, v in (("lower", lim.q_min), ("upper", lim.q_max), ("effort", lim.tau),
+                                                 ("velocity", lim.qd)) if math.isfinite(v)]
+        if attrs:
+            out.append(f"    <limit {' '.join(attrs)}/>")
+        if joint.FV or joint.FC:
+            out.append(f'    <dynamics damping="{_num(joint.FV)}" friction="{_num(joint.FC)}"/>')
+        out.append("  </joint>")
+        parent = child
+    out += ['  <link name="tip"/>', '  <joint name="tip_joint" type="fixed">',
+            f'    <parent link={quoteattr(parent)}/>', '    <child link="tip"/>',
+            f"    <origin {xyz_rpy(robot.tip_matrix)}/>", "  </joint>", "</robot>"]
+    return "\n".join(out) + "\n"

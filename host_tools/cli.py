@@ -109,6 +109,42 @@ def cmd_excite(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_identify(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from .excite import Excitation
+    from .ident_report import Synthetic, run, synthetic, table, write
+    from .logs import Log, LogError
+
+    console = Console(stderr=True, soft_wrap=True)
+    if args.synthetic == bool(args.data):
+        console.print("manipgen: error: give a DATA log (with --excitation) or --synthetic, not both or neither")
+        return 2
+    try:
+        with console.status("identifying ...") as status:
+            if args.synthetic:
+                doc, arrays, _ = synthetic(args.robot, Synthetic(seed=args.seed), stage=lambda s: status.update(s))
+            else:
+                if not args.excitation:
+                    console.print("manipgen: error: --excitation FILE (from manipgen excite --out) is needed with DATA")
+                    return 2
+                exc = Excitation.load(args.excitation)
+                validate = Log.load(args.validate) if args.validate else None
+                doc, arrays = run(args.robot, Log.load(args.data), exc, validate, stage=lambda s: status.update(s))
+        written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
+    except (ValueError, LogError, OSError, KeyError) as exc_:
+        console.print(f"manipgen: error: {exc_}")
+        return 2
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(table(doc) + f"\n{doc['seconds']:.0f} s" + (f"; wrote {', '.join(str(p) for p in written)}" if written else ""))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = build_parser()
     d = sub.add_parser("demo", help="generate, build (make) and check a robot's C end to end")
@@ -150,6 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
     x.set_defaults(handler=cmd_excite)
+    d = sub.add_parser("identify", help="base, essential and physical parameters from an excitation log (seed 004)")
+    d.add_argument("robot", help="bundled name or a .yaml path")
+    d.add_argument("data", nargs="?", help="excitation log (.npz, the log format of docs/realtime.md)")
+    d.add_argument("--excitation", help="the excitation.json the log ran (manipgen excite --out)")
+    d.add_argument("--validate", help="another log to validate on (RMS torque error per joint)")
+    d.add_argument("--synthetic", action="store_true",
+                   help="no robot: design the excitation, simulate it with noise on the loopback, identify, compare")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--json", action="store_true", help="print the JSON document")
+    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.yaml")
+    d.set_defaults(handler=cmd_identify)
     return run(parser, argv)
 
 

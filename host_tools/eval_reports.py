@@ -32,10 +32,15 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _savefig(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
+    """A matplotlib figure as a PNG, written atomically; the figure is closed."""
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
-    fig.savefig(buf, dpi=110, format="png")
+    fig.savefig(buf, dpi=dpi, format="png")
+    plt.close(fig)
     write_atomic(path, buf.getvalue())
+    return path
 
 
 def finite(x: Any) -> Any:
@@ -117,7 +122,7 @@ def _plots(doc: dict[str, Any], out: Path) -> None:
     if ax[1].lines:
         ax[1].legend()
     fig.tight_layout()
-    _savefig(fig, out / "evaluation.png")
+    save_figure(fig, out / "evaluation.png")
     plt.close(fig)
 
 
@@ -146,7 +151,7 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax[0].legend(fontsize=7)
     fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like seed 000 Fig. 5)")
     fig.tight_layout()
-    _savefig(fig, out / "fig5_estimates.png")
+    save_figure(fig, out / "fig5_estimates.png")
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 4))
     ts = setup.sample_period
@@ -163,7 +168,7 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax.set_title(f"switched on while moving at {SWITCH_ON_SPEED:g} rad/s (like seed 000 Fig. 7)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    _savefig(fig, out / "fig7_switch_on.png")
+    save_figure(fig, out / "fig7_switch_on.png")
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(t[window], have[0].curves["qd_true_faulty"][window], "k", lw=2, label="ground truth")
@@ -175,7 +180,7 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax.set_title(f"{setup.faults:.0%} of the samples lost (like seed 000 Fig. 8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    _savefig(fig, out / "fig8_faults.png")
+    save_figure(fig, out / "fig8_faults.png")
     plt.close(fig)
 
 
@@ -199,5 +204,5 @@ def setups_figure(docs: list[dict[str, Any]], out: Path) -> None:
     ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like seed 000 Fig. 9)")
     ax.legend()
     fig.tight_layout()
-    _savefig(fig, out / "fig9_setups.png")
+    save_figure(fig, out / "fig9_setups.png")
     plt.close(fig)

@@ -327,13 +327,11 @@ def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out:
 
 
 def plot(exc: Excitation, path: Path) -> Path:
-    import io
-
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .eval_reports import write_atomic
+    from .eval_reports import save_figure
 
     traj = exc.trajectory(exc.period / 2000)
     fig, ax = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
@@ -345,8 +343,4 @@ def plot(exc: Excitation, path: Path) -> Path:
     ax[2].set_xlabel("t (s), one period")
     ax[0].set_title(f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=100, format="png")
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
-    return path
+    return save_figure(fig, path, dpi=100)

@@ -96,9 +96,12 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         rt.reset()
     rt._sync()
     rcname = f"{p}_real_t"
+    # every array handed to C stays referenced here until the call returns (a cast pointer does not
+    # keep its buffer alive)
+    start_q = arr(trajectory.q[0] if q0 is None else q0, (n,))
+    start_qd = arr(trajectory.qd[0] if qd0 is None else qd0, (n,))
     status = getattr(lib, f"{p}_loopback")(
-        rt._rt, plant, k, ptr(arr(trajectory.q[0] if q0 is None else q0, (n,)), rcname),
-        ptr(arr(trajectory.qd[0] if qd0 is None else qd0, (n,)), rcname),
+        rt._rt, plant, k, ptr(start_q, rcname), ptr(start_qd, rcname),
         ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname), ptr(val, "uint8_t"),
         ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname), ptr(tau, rcname),
         ptr(counts, "int64_t"), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))

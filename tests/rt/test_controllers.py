@@ -23,7 +23,7 @@ def test_computed_torque_is_m_nu_plus_n() -> None:
     rt.config["ctl.kp"] = np.linspace(80, 140, 7)
     rt.config["ctl.kd"] = np.linspace(10, 16, 7)
     rt.config["ctl.tau_max"] = 1e6
-    rpc, ts = 2 * np.pi / rt.config["enc.cpr"], rt.sample_period
+    rpc, ts = 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"]), rt.sample_period
     rng = np.random.default_rng(0)
     for _ in range(50):
         c0 = rng.integers(-30000, 30000, 7)
@@ -56,7 +56,7 @@ def test_pid_with_gravity_compensation_and_clamped_integral() -> None:
     for key, v in (("ctl.kp", kp), ("ctl.kd", kd), ("ctl.ki", ki), ("ctl.i_max", i_max), ("ctl.tau_max", 1e6)):
         rt.config[key] = v
     rt.reset()
-    rpc, ts = 2 * np.pi / rt.config["enc.cpr"], rt.sample_period
+    rpc, ts = 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"]), rt.sample_period
     counts = np.array([[100, -50], [101, -52], [103, -55], [106, -59], [110, -64]] * 20)
     q_des = np.array([0.2, -0.1])
     integ = np.zeros(2)
@@ -80,7 +80,7 @@ def test_reflex_reaction_integrates_k_r_r() -> None:
     rt.reset()
     k = 600
     counts = np.tile([[2000, 1000]], (k, 1))
-    q = counts[0] * 2 * np.pi / rt.config["enc.cpr"]
+    q = counts[0] * 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"])
     ext = np.zeros((k, 2))
     ext[100:, 0] = 2.0
     out = rt.run({"counts": counts, "tau": dyn.gravity(q) - ext, "q_des": np.tile(q, (k, 1))})

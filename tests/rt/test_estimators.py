@@ -100,13 +100,14 @@ def test_kalman_gain_equals_scipy_dare(ts: float, q: float, r: float) -> None:
 
 
 def test_kalman_config_gain_is_the_design_and_host_redesign_matches() -> None:
-    """Default design: Q = 10, R = (2 pi / 65536)^2 / 3 from the iiwa's 65536-count link encoders."""
+    """Default design: Q = 10, R = (2 pi / (65536 x 160))^2 / 3 from the iiwa's 65536-count motor
+    encoders through its 160:1 gears (the joint-side resolution)."""
     rt = fresh_rt("kuka_iiwa14", "kalman", "momentum", "computed_torque")
-    r = (2 * np.pi / 65536) ** 2 / 3
+    r = (2 * np.pi / (65536 * 160)) ** 2 / 3
     assert np.allclose(rt.config["est.gain"], kalman.kalman_gain(rt.sample_period, 10.0, r), rtol=1e-12)
     gain = rt.config.set_kalman(q_var=50.0)
     assert np.allclose(gain[0], kalman.kalman_gain(rt.sample_period, 50.0, r), rtol=1e-12)
-    rt.config["enc.cpr"] = 4096.0                   # R follows the encoder in the config
+    rt.config["enc.cpr"], rt.config["enc.gear"] = 4096.0, 1.0     # R follows the encoder in the config
     rt.config.set_kalman(q_var=50.0)
     assert np.allclose(rt.config["est.gain"][3], kalman.kalman_gain(rt.sample_period, 50.0, (2 * np.pi / 4096) ** 2 / 3))
 
@@ -136,7 +137,7 @@ def test_momentum_observer_is_a_first_order_lowpass_of_the_external_torque() -> 
     rt.config["obs.k_o"] = k_o
     rt.reset()
     counts = np.tile(np.array([[12000, -50000, 30000, 90000, -20000, 40000, 5000]]), (1500, 1))
-    q = counts[0] * 2 * np.pi / rt.config["enc.cpr"]
+    q = counts[0] * 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"])
     ext = np.zeros((1500, 7))
     step = np.array([3.0, -2.0, 1.5, 1.0, -0.5, 0.3, 0.2])
     ext[100:] = step
@@ -162,6 +163,7 @@ def test_momentum_observer_in_motion_with_a_perfect_model() -> None:
     rt.config["obs.k_o"] = 50.0
     rt.config.set_kalman(q_var=1e6)
     rt.config["enc.cpr"] = 2.0 ** 31        # fine encoder: a near-exact velocity estimate
+    rt.config["enc.gear"] = 1.0             # on the link side
     rt.reset()
     k, ts = 4000, rt.sample_period
     q, qd, qdd = smooth_motion(k, 7, ts, seed=4, amplitude=0.4)
@@ -255,7 +257,7 @@ def test_lost_first_samples_wait_instead_of_starting_from_zero(estimator: str) -
     counts = np.tile([[3000, -2000]], (400, 1))
     valid = np.ones((400, 2), dtype=np.uint8)
     valid[:7, 1] = 0
-    q = counts[0] * 2 * np.pi / rt.config["enc.cpr"]
+    q = counts[0] * 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"])
     out = rt.run({"counts": counts, "valid": valid, "tau": np.tile(dyn.gravity(q), (400, 1)),
                   "q_des": np.tile(q, (400, 1))})
     assert np.all(out["ready"][:7] == 0) and np.all(out["ready"][7:] == 1)

@@ -145,3 +145,13 @@ def test_encoder_model_is_the_inverse_of_the_read() -> None:
         assert np.all(np.abs(back - q[k]) <= 2 * np.pi / (np.array([4096.0, 1000.0]) * [1.0, 50.0]) + 1e-12)
     with pytest.raises(ValueError, match="2 joints"):
         rt.encoder_counts(np.zeros(3))
+
+
+def test_the_plant_starts_where_asked() -> None:
+    """q0/qd0 reach the C (regression: a temporary buffer was freed before the call)."""
+    rt = load_rt("planar2", estimator="findiff", observer="none")
+    tr = trapezoid_trajectory(load_robot("planar2"), 0.3, rt.sample_period, cruise=4.0)
+    run = simulate(rt, tr)
+    assert np.array_equal(run.log.extra["q_true"][0], tr.q[0]) and np.all(tr.q[0] < -0.5)
+    run = simulate(rt, tr, q0=np.array([0.1, -0.2]), qd0=np.array([0.3, 0.0]))
+    assert np.array_equal(run.log.extra["q_true"][0], [0.1, -0.2]) and run.log.extra["qd_true"][0][0] == 0.3

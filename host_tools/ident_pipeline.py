@@ -1,0 +1,152 @@
+"""From a log to identified parameters (seed 004 §II, IV-B/C): positions through the robot's own
+encoder read, period averaging, frequency-domain derivatives, a zero-phase low-pass on the
+torques, the stacked base regressor, WLS with per-joint variance weights, essential parameters;
+and the synthetic round trip (the optimised excitation on the loopback with noise) that needs no
+robot."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from codegen.description import load_robot
+from codegen.model import Robot
+
+from .excite import Excitation, samples_per_period
+from .identify import Fit, Model, essential, least_squares, model, rms_per_joint
+from .logs import Log
+from .loopback import simulate
+from .processing import fourier_derivatives, lowpass, parallel_decimate, period_average
+from .rt import load_rt
+
+
+@dataclass(frozen=True)
+class IdentSettings:
+    skip_periods: int = 1            # transients of the first period(s)
+    derivative_band: float = 20.0    # Hz: frequencies of q kept for qd, qdd (DFT window, seed 004 §II-C)
+    band: float = 6.0                # Hz: the parallel low-pass on tau and on every column of Y
+                                     # (seed 002 §3.1; Butterworth order 4 at seed 004 §IV-B's 6 Hz)
+    min_abs: float = 0.01            # essential parameters: |value| below ...
+    max_rsd: float = 40.0            # ... and RSD (%) above are eliminated (seed 004 §II-A)
+    weighted: bool = True            # WLS with per-joint variance weights (else OLS)
+    min_speed: float = 0.05          # rad/s: a joint's equations slower than this are left out --
+                                     # Coulomb friction sgn(qd) is undefined at rest (stiction)
+
+
+@dataclass
+class Processed:
+    """One averaged period ready for the regressor."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    tau_variance: np.ndarray         # per sample and joint, of the averaged torque
+    periods: int
+    sample_period: float
+
+
+def positions(spec: str, log: Log) -> np.ndarray:
+    """Joint positions from the log's counts through the robot's generated encoder read (``spec``:
+    a bundled robot name or a description path)."""
+    rt = load_rt(spec, estimator="findiff", observer="none", controller="none", sample_period=log.sample_period)
+    return np.asarray(rt.run(log)["q"], float)
+
+
+def torque_at_samples(log: Log) -> np.ndarray:
+    """log.tau[k] is the torque held over the sample before k: the torque at instant k is taken as
+    the mean of the holds either side of it (what a smooth derivative of q at k corresponds to)."""
+    tau = np.asarray(log.tau, float)
+    return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
+
+
+def process(spec: str, log: Log, exc: Excitation, settings: IdentSettings) -> Processed:
+    """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band."""
+    p = samples_per_period(exc.base_frequency, log.sample_period)
+    q = period_average(positions(spec, log), p, settings.skip_periods)
+    tau = period_average(torque_at_samples(log), p, settings.skip_periods)
+    qf, qd, qdd = fourier_derivatives(q.mean, log.sample_period, settings.derivative_band)
+    return Processed(qf, qd, qdd, tau.mean, tau.variance, q.periods, log.sample_period)
+
+
+def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The regressor at every sample, then seed 002's parallel filter on it and on the torques
+    (periodic data: no edge effects) and its decimation to twice the band (the residuals stay
+    nearly white, so eq. 7's RSDs hold). Returns (Y stacked (K' n, nb), tau (K', n), qd (K', n) at the kept samples)."""
+    m = model(robot)
+    k, n = data.q.shape
+    y = m.stacked(data.q, data.qd, data.qdd).reshape(k, n, -1)
+    fs = 1.0 / data.sample_period
+    nd = max(1, int(np.floor(fs / 2 / settings.band)))    # seed 002: n_d = f_nyquist / f_cut-off
+    y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=True)
+    return y_f.reshape(-1, y.shape[2]), tau_f, data.qd[::nd]
+
+
+def joint_weights(data: Processed) -> np.ndarray | None:
+    """1 / sigma_j^2 per joint from the period averaging's variances (None with a single period)."""
+    var = data.tau_variance.mean(axis=0)
+    if data.periods < 2 or not np.all(var > 0):
+        return None
+    return 1.0 / var
+
+
+@dataclass
+class Identified:
+    base: Fit
+    essential: Fit
+    names: tuple[str, ...]
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def identify(spec: str, log: Log, exc: Excitation,
+             settings: IdentSettings = IdentSettings()) -> tuple[Identified, Processed, np.ndarray]:
+    """Base (OLS/WLS) and essential parameters from an excitation log; also returns the processed
+    data and the stacked regressor."""
+    robot = load_robot(spec)
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = process(spec, log, exc, settings)
+    stages["processing"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    m: Model = model(robot)
+    y, tau, qd = observation(robot, data, settings)
+    stages["regressor"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    w = joint_weights(data) if settings.weighted else None
+    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
+    ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
+    stages["estimation"] = time.perf_counter() - t0
+    return Identified(base, ess, m.names, stages), data, y
+
+
+def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: float, seed: int,
+                  sample_period: float | None = None, true_params: np.ndarray | None = None) -> Log:
+    """The robot (true_params; default its description's) tracking the excitation in the loopback
+    (computed torque on its own model with a Kalman velocity estimate, its encoders as described),
+    with white noise of ``torque_noise`` N m (standard deviation) on the logged torques, as a
+    joint-torque sensor would add."""
+    rt = load_rt(robot_name, estimator="kalman", observer="none", controller="computed_torque",
+                 sample_period=sample_period)
+    run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params)
+    log = run.log
+    log.tau = log.tau + np.random.default_rng(seed).normal(0.0, torque_noise, log.tau.shape)
+    return log
+
+
+def validation(spec: str, log: Log, beta: np.ndarray, settings: IdentSettings, cutoff_q: float = 5.0) -> np.ndarray:
+    """RMS torque prediction error per joint on a (non-periodic) validation log: positions low-passed
+    (zero phase) and differentiated centrally, torques low-passed like the identification's."""
+    from .processing import filtered_derivatives
+
+    robot = load_robot(spec)
+    ts = log.sample_period
+    q, qd, qdd = filtered_derivatives(positions(spec, log), ts, cutoff_q)
+    tau = lowpass(torque_at_samples(log), settings.band, 1.0 / ts)
+    edge = int(round(0.5 / ts))                      # filter edge effects
+    sl = slice(edge, len(q) - edge)
+    y = model(robot).stacked(q[sl], qd[sl], qdd[sl])
+    return rms_per_joint(y, tau[sl], robot.dof, beta)

@@ -1,0 +1,206 @@
+"""`manipgen identify`: processing, base and essential parameters, physical retrieval, validation,
+and the report (JSON, markdown tables like seed 004 Tables 4, 5, 8, a measured-vs-predicted torque
+plot like its Fig. 5, the identified robot as YAML). ``--synthetic`` runs the whole round trip on
+the loopback against the description's own parameters."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from codegen.description import load_robot
+from codegen.export import robot_to_yaml
+
+from .eval_reports import save_figure, write_atomic
+from .excite import ExciteSettings, Excitation, design
+from .ident_pipeline import IdentSettings, identify, observation, synthetic_log, validation
+from .identify import model
+from .logs import Log
+from .loopback import simulate
+from .physical import PhysicalSettings, retrieve
+from .rt import load_rt
+from .trajectories import generated_trajectory
+
+WELL_EXCITED_RSD = 0.5     # %: "well excited" base parameters (their eq. 7 RSD at most this)
+
+Stage = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    periods: int = 6
+    torque_noise: float = 0.2      # N m, standard deviation (a joint-torque sensor's)
+    seed: int = 0
+    excite_starts: int = 1
+    excite_max_iter: int = 150
+
+
+def run(spec: str, log: Log, exc: Excitation, validate: Log | None = None,
+        settings: IdentSettings = IdentSettings(), physical: PhysicalSettings = PhysicalSettings(),
+        stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Identify from an excitation log; returns (the JSON document, arrays for the figures)."""
+    robot = load_robot(spec)
+    m = model(robot)
+    t0 = time.perf_counter()
+    stage("processing, regressor, least squares")
+    ident, data, _ = identify(spec, log, exc, settings)
+    stages = dict(ident.stage_seconds)
+    y, tau, qd = observation(robot, data, settings)
+    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    kept = ident.essential.kept
+    stage("physical parameters (multi-start IPOPT)")
+    t1 = time.perf_counter()
+    # the eliminated base parameters stay within 3 standard deviations of their least-squares value
+    eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
+    sigma = np.abs(ident.base.values) * ident.base.rsd / 100.0
+    span = (ident.base.values[eliminated] - 3 * sigma[eliminated], ident.base.values[eliminated] + 3 * sigma[eliminated])
+    phys = retrieve(robot, m.base.k, kept, y[rows][:, kept], tau.reshape(-1)[rows], ident.essential.values, physical,
+                    span)
+    stages["physical"] = time.perf_counter() - t1
+    beta_phys = m.base.k @ phys.standard
+    doc: dict[str, Any] = {
+        "robot": robot.name, "n_base": len(m.names), "n_essential": len(kept),
+        "eliminated": ident.essential.removed, "periods_averaged": data.periods,
+        "base": {n: {"value": float(v), "rsd_percent": float(r)} for n, v, r in
+                 zip(m.names, ident.base.values, ident.base.rsd)},
+        "essential": {n: {"value": float(v), "rsd_percent": float(r)} for n, v, r in
+                      zip(ident.essential.names, ident.essential.values, ident.essential.rsd)},
+        "physical": {n: float(v) for n, v in zip(phys.names, phys.mu)},
+        "physical_objective": phys.objective, "base_objective": phys.base_objective,
+        "physical_starts": phys.starts,
+        "fit_rms": {"base": ident.base.rms.tolist(), "essential": ident.essential.rms.tolist(),
+                    "physical": _rms(y, tau, beta_phys).tolist()},
+        "settings": {"identification": vars(settings), "physical": vars(physical)},
+    }
+    arrays = {"tau": tau, "base": (y @ ident.base.values).reshape(tau.shape),
+              "essential": (y[:, kept] @ ident.essential.values).reshape(tau.shape),
+              "physical": (y @ beta_phys).reshape(tau.shape), "ts": data.sample_period * len(data.q) / len(tau)}
+    if validate is not None:
+        stage("validation")
+        t1 = time.perf_counter()
+        doc["validation_rms"] = {name: validation(spec, validate, beta, settings).tolist() for name, beta in
+                                 (("base", ident.base.values), ("essential", ident.essential.full(len(m.names))),
+                                  ("physical", beta_phys))}
+        stages["validation"] = time.perf_counter() - t1
+    doc["identified_standard"] = phys.standard.tolist()
+    doc["stage_seconds"] = stages
+    doc["seconds"] = time.perf_counter() - t0
+    return doc, arrays
+
+
+def _rms(y: np.ndarray, tau: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    e = tau.reshape(-1) - y @ beta
+    return np.sqrt(np.mean(e.reshape(tau.shape) ** 2, axis=0))
+
+
+def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettings = IdentSettings(),
+              physical: PhysicalSettings = PhysicalSettings(), stage: Stage = lambda _: None,
+              ) -> tuple[dict[str, Any], dict[str, Any], Excitation]:
+    """The round trip without a robot: design the excitation, run it on the loopback (the
+    description's parameters are the truth) with torque noise, identify, and compare."""
+    t0 = time.perf_counter()
+    robot = load_robot(spec)
+    stage("excitation design (IPOPT)")
+    t1 = time.perf_counter()
+    exc = design(robot, ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter,
+                                       seed=options.seed)).excitation
+    excite_s = time.perf_counter() - t1
+    stage("simulating the excitation and a validation motion")
+    t1 = time.perf_counter()
+    log = synthetic_log(spec, exc, options.periods, options.torque_noise, options.seed)
+    rt = load_rt(spec, estimator="kalman", observer="none", controller="computed_torque")
+    other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
+    other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
+    simulate_s = time.perf_counter() - t1
+    doc, arrays = run(spec, log, exc, other, settings, physical, stage)
+    m = model(robot)
+    truth = m.true_base()
+    values = np.array([doc["base"][n]["value"] for n in m.names])
+    rsd = np.array([doc["base"][n]["rsd_percent"] for n in m.names])
+    rel = np.abs(values - truth) / np.maximum(np.abs(truth), 1e-12)
+    well = rsd <= WELL_EXCITED_RSD
+    doc["truth"] = {"base": dict(zip(m.names, truth.tolist())),
+                    "relative_error": dict(zip(m.names, rel.tolist()))}
+    doc["well_excited"] = [n for n, w in zip(m.names, well) if w]
+    doc["well_excited_rsd_percent"] = WELL_EXCITED_RSD
+    doc["max_rel_error_well_excited"] = float(rel[well].max()) if np.any(well) else None
+    doc["noise_floor_rms"] = _noise_floor(options, doc, log)
+    doc["stage_seconds"] = {"excitation": excite_s, "simulation": simulate_s, **doc["stage_seconds"]}
+    doc["seconds"] = time.perf_counter() - t0
+    doc["synthetic"] = vars(options)
+    return doc, arrays, exc
+
+
+def _noise_floor(options: Synthetic, doc: dict[str, Any], log: Log) -> float:
+    """RMS the torque noise leaves after averaging the periods and the band-limiting low-pass."""
+    settings = doc["settings"]["identification"]
+    fs = 1.0 / log.sample_period
+    return float(options.torque_noise / np.sqrt(doc["periods_averaged"]) * np.sqrt(settings["band"] / (fs / 2)))
+
+
+def table(doc: dict[str, Any]) -> str:
+    lines = [f"# Identification of {doc['robot']}", "",
+             f"{doc['n_base']} base parameters, {doc['n_essential']} essential "
+             f"(eliminated: {', '.join(doc['eliminated']) or 'none'}); {doc['periods_averaged']} periods averaged.",
+             f"Objective |tau - Y_e pi_e|: least squares {doc['base_objective']:.4g} N m, "
+             f"physical {doc['physical_objective']:.4g} N m.", "",
+             "| parameter | base | RSD % | essential | RSD % |" + (" truth |" if "truth" in doc else ""),
+             "| --- | --: | --: | --: | --: |" + (" --: |" if "truth" in doc else "")]
+    for n, b in doc["base"].items():
+        e = doc["essential"].get(n)
+        row = (f"| {n} | {b['value']:.5g} | {b['rsd_percent']:.3g} | "
+               + (f"{e['value']:.5g} | {e['rsd_percent']:.3g} |" if e else "— | — |"))
+        if "truth" in doc:
+            row += f" {doc['truth']['base'][n]:.5g} |"
+        lines.append(row)
+    if "validation_rms" in doc:
+        n = len(doc["validation_rms"]["base"])
+        lines += ["", "Validation RMS torque error per joint, N m (seed 004 Table 8):", "",
+                  "| parameters | " + " | ".join(f"joint {i + 1}" for i in range(n)) + " |",
+                  "| --- |" + " --: |" * n]
+        lines += [f"| {k} | " + " | ".join(f"{v:.4f}" for v in vals) + " |" for k, vals in doc["validation_rms"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> list[Path]:
+    """identification.{json,md,png} and the identified robot as <robot>_identified.yaml."""
+    from .physical import PhysicalResult
+
+    robot = load_robot(spec)
+    write_atomic(out / "identification.json", json.dumps(doc, indent=1) + "\n")
+    write_atomic(out / "identification.md", table(doc))
+    result = PhysicalResult(np.zeros(0), [], np.asarray(doc["identified_standard"]), 0.0, 0.0)
+    ident_robot = result.robot(robot)
+    header = (f"Identified by `manipgen identify` from {robot.name}: physical parameters retrieved from "
+              f"{doc['n_essential']} essential parameters (objective {doc['physical_objective']:.4g} N m).\n"
+              "Kinematics, limits, encoders as in the original description.")
+    yaml_path = out / f"{robot.c_name}_identified.yaml"
+    write_atomic(yaml_path, robot_to_yaml(ident_robot, header))
+    return [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"), yaml_path]
+
+
+def _plot(arrays: dict[str, Any], path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tau = arrays["tau"]
+    n = tau.shape[1]
+    t = np.arange(len(tau)) * arrays["ts"]
+    fig, ax = plt.subplots(n, 1, figsize=(9, 1.6 * n + 1), sharex=True)
+    for i in range(n):
+        ax[i].plot(t, tau[:, i], "k", lw=1.5, label="measured (filtered)")
+        ax[i].plot(t, arrays["essential"][:, i], "r", lw=1, label="essential")
+        ax[i].plot(t, arrays["base"][:, i], "b--", lw=1, label="base")
+        ax[i].plot(t, arrays["physical"][:, i], "g--", lw=1, label="physical")
+        ax[i].set_ylabel(f"τ{i + 1} (N m)")
+    ax[0].legend(ncol=4, fontsize=7)
+    ax[-1].set_xlabel("t (s), one averaged period")
+    fig.suptitle("measured vs predicted torque (like seed 004 Fig. 5)")
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100)

@@ -1,0 +1,99 @@
+"""Data processing for identification: period averaging with per-sample variance (seed 004 eq. 11,
+seed 003 eqs. 4.45-4.46), zero-phase Butterworth filtering with central differences, frequency-
+domain differentiation of periodic data (seed 004 §II-C) and the parallel low-pass + decimation
+filter of seed 002 §3.1. Arrays are (samples, joints); times in s, frequencies in Hz.
+
+scipy.signal does the filter design and the zero-phase filtering (sosfiltfilt): the field's
+standard tools, not re-implemented here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import signal
+
+
+@dataclass(frozen=True)
+class Averaged:
+    mean: np.ndarray        # (P, n): the average period (seed 004 eq. 11)
+    variance: np.ndarray    # (P, n): variance of that mean per sample (seed 003 eq. 4.46), 0 if one period
+    periods: int            # S, the number of whole periods averaged
+
+
+def period_average(x: np.ndarray, samples_per_period: int, skip_periods: int = 0) -> Averaged:
+    """Average the whole periods of x (K, n) after skipping the first ``skip_periods`` (transients).
+    variance = 1/(S-1) 1/S sum_j (x_j(k) - mean(k))^2, the variance of the mean."""
+    x = np.asarray(x, float)
+    if x.ndim == 1:
+        x = x[:, None]
+    p = int(samples_per_period)
+    if p < 2:
+        raise ValueError(f"samples per period must be >= 2, got {p}")
+    s = len(x) // p - skip_periods
+    if s < 1:
+        raise ValueError(f"{len(x)} samples hold {len(x) // p} whole periods of {p} samples; "
+                         f"{skip_periods} skipped leaves none")
+    blocks = x[skip_periods * p:(skip_periods + s) * p].reshape(s, p, -1)
+    mean = blocks.mean(axis=0)
+    var = blocks.var(axis=0, ddof=1) / s if s > 1 else np.zeros_like(mean)
+    return Averaged(mean, var, s)
+
+
+def lowpass(x: np.ndarray, cutoff: float, fs: float, order: int = 4) -> np.ndarray:
+    """Zero-phase Butterworth low-pass (forward and backward: order 2 x ``order``, no lag)."""
+    if not 0 < cutoff < fs / 2:
+        raise ValueError(f"cut-off {cutoff:g} Hz must be in (0, {fs / 2:g}) (Nyquist at {fs:g} Hz)")
+    sos = signal.butter(order, cutoff, fs=fs, output="sos")
+    return np.asarray(signal.sosfiltfilt(sos, np.asarray(x, float), axis=0))
+
+
+def central_derivatives(q: np.ndarray, ts: float) -> tuple[np.ndarray, np.ndarray]:
+    """qd, qdd by second-order central differences (one-sided at the ends)."""
+    qd = np.gradient(np.asarray(q, float), ts, axis=0)
+    return qd, np.gradient(qd, ts, axis=0)
+
+
+def filtered_derivatives(q: np.ndarray, ts: float, cutoff: float, order: int = 4) -> tuple[np.ndarray, ...]:
+    """seed 002 §3.1: zero-phase Butterworth on q, then central differences: (q_f, qd, qdd)."""
+    qf = lowpass(q, cutoff, 1.0 / ts, order)
+    qd, qdd = central_derivatives(qf, ts)
+    return qf, qd, qdd
+
+
+def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple[np.ndarray, ...]:
+    """seed 004 §II-C for one period of periodic data q (P, n): DFT, keep the bins up to
+    ``max_frequency`` (a rectangular window: the excitation's harmonics), multiply by j w and -w^2,
+    inverse DFT. Returns (q_f, qd, qdd)."""
+    q = np.asarray(q, float)
+    p = len(q)
+    spectrum = np.fft.rfft(q, axis=0)
+    freq = np.fft.rfftfreq(p, ts)
+    keep = (freq <= max_frequency + 1e-12)[:, None]
+    if p % 2 == 0:
+        keep[-1] = False          # the Nyquist bin has no sign for a derivative
+    spectrum = np.where(keep, spectrum, 0)
+    jw = (2j * np.pi * freq)[:, None]
+    back = [np.fft.irfft(spectrum * f, n=p, axis=0) for f in (1.0, jw, jw * jw)]
+    return back[0], back[1], back[2]
+
+
+def parallel_decimate(arrays: list[np.ndarray], fs: float, cutoff: float, order: int = 4,
+                      periodic: bool = False) -> list[np.ndarray]:
+    """seed 002 §3.1's parallel filter: the same zero-phase low-pass at ``cutoff`` on the torques and
+    on every column of the observation matrix (the arrays, (K, ...) each), then one sample kept in
+    n_d = floor(f_nyquist / cutoff). ``periodic``: the arrays are one period of periodic data
+    (filtered as such, no edge effects)."""
+    nd = max(1, int(np.floor(fs / 2 / cutoff)))
+    out = []
+    for a in arrays:
+        a = np.asarray(a, float)
+        flat = a.reshape(len(a), -1)
+        if periodic:
+            k = len(flat)
+            filtered = lowpass(np.vstack([flat] * 3), cutoff, fs, order)[k:2 * k]
+        else:
+            filtered = lowpass(flat, cutoff, fs, order)
+        out.append(filtered[::nd].reshape((-1,) + a.shape[1:]))
+    return out

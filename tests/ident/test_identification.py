@@ -1,0 +1,150 @@
+"""Identification (seed 004 §II-III, seed 003 §4.2.4, seed 002 §3.1): processing against closed
+forms, least squares and RSD against Monte Carlo, the regrouping against #2's, and the synthetic
+round trip on the iiwa (base parameters, noise floor, physical retrieval, M(q) > 0)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import casadi as cs
+import numpy as np
+import pytest
+
+from codegen.description import load_robot
+from codegen.dynamics import Dynamics
+from host_tools import load
+from host_tools.excite import ExciteSettings, design
+from host_tools.ident_pipeline import synthetic_log
+from host_tools.identify import essential, least_squares, model
+from host_tools.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
+
+
+def test_period_average_and_its_variance() -> None:
+    rng = np.random.default_rng(0)
+    p, s = 50, 8
+    base = np.sin(np.linspace(0, 2 * np.pi, p, endpoint=False))[:, None] * [1.0, 2.0]
+    noise = rng.normal(0, 0.3, (s * p, 2))
+    x = np.tile(base, (s, 1)) + noise
+    avg = period_average(np.vstack([np.full((p, 2), 99.0), x]), p, skip_periods=1)
+    blocks = noise.reshape(s, p, 2)
+    assert avg.periods == s
+    assert np.allclose(avg.mean, base + blocks.mean(axis=0))
+    by_hand = np.sum((blocks - blocks.mean(axis=0)) ** 2, axis=0) / (s - 1) / s        # seed 003 eq. 4.46
+    assert np.allclose(avg.variance, by_hand)
+    with pytest.raises(ValueError, match="whole periods"):
+        period_average(x[:p - 1], p)
+
+
+def test_fourier_derivatives_are_exact_for_the_kept_harmonics() -> None:
+    ts, p = 0.002, 5000                                   # one 10 s period
+    t = np.arange(p) * ts
+    w = 2 * np.pi / (p * ts)
+    q = 0.3 * np.sin(w * t) - 0.2 * np.cos(3 * w * t) + 0.01 * np.sin(200 * w * t)   # the last: "noise"
+    qf, qd, qdd = fourier_derivatives(q[:, None], ts, max_frequency=5 * w / (2 * np.pi))
+    assert np.allclose(qf[:, 0], 0.3 * np.sin(w * t) - 0.2 * np.cos(3 * w * t), atol=1e-12)
+    assert np.allclose(qd[:, 0], 0.3 * w * np.cos(w * t) + 0.6 * w * np.sin(3 * w * t), atol=1e-10)
+    assert np.allclose(qdd[:, 0], -0.3 * w * w * np.sin(w * t) + 1.8 * w * w * np.cos(3 * w * t), atol=1e-9)
+
+
+def test_zero_phase_lowpass_and_parallel_decimation() -> None:
+    fs = 1000.0
+    t = np.arange(4000) / fs
+    slow, fast = np.sin(2 * np.pi * 1.0 * t), np.sin(2 * np.pi * 120.0 * t)
+    out = lowpass((slow + fast)[:, None], 10.0, fs)[:, 0]
+    mid = slice(500, 3500)
+    assert np.max(np.abs(out[mid] - slow[mid])) < 2e-3                # no lag, the 120 Hz gone
+    y = np.stack([slow, 2 * slow], axis=1)[:, :, None]                 # (K, n, nb) like the regressor
+    y_d, tau_d = parallel_decimate([y, (slow + fast)[:, None]], fs, 10.0, periodic=True)
+    assert y_d.shape == (80, 2, 1) and tau_d.shape == (80, 1)          # n_d = 500 / 10
+    assert np.allclose(tau_d[:, 0], y_d[:, 0, 0], atol=2e-3)           # the same filter on both sides
+
+
+def test_least_squares_rsd_matches_monte_carlo_and_wls_helps() -> None:
+    rng = np.random.default_rng(1)
+    k, n = 400, 2
+    y = rng.normal(size=(k * n, 3))
+    beta = np.array([1.0, -0.5, 0.003])
+    sig = np.array([0.05, 0.5])                                         # joint 2 ten times noisier
+    est_ols, est_wls, sigma = [], [], []
+    for _ in range(300):
+        tau = y @ beta + (rng.normal(size=(k, n)) * sig).reshape(-1)
+        est_ols.append(least_squares(y, tau, n, ["a", "b", "c"]).values)
+        fit = least_squares(y, tau, n, ["a", "b", "c"], joint_weights=1 / sig**2)
+        est_wls.append(fit.values)
+        sigma.append(fit.rsd / 100 * np.abs(fit.values))            # eq. 7's sigma_pi = sqrt(C_jj)
+    est_wls_a, est_ols_a = np.array(est_wls), np.array(est_ols)
+    assert np.allclose(np.mean(sigma, axis=0), est_wls_a.std(axis=0), rtol=0.15)   # Monte Carlo agrees
+    assert np.all(est_wls_a.std(axis=0) < 0.8 * est_ols_a.std(axis=0))  # weighting pays
+    tau = y @ beta + (rng.normal(size=(k, n)) * sig).reshape(-1)
+    ess = essential(y, tau, n, ["a", "b", "c"], 1 / sig**2, min_abs=0.01, max_rsd=40)
+    assert ess.removed == ["c"] and ess.kept == [0, 1]
+
+
+def test_regrouping_matches_the_generated_base_parameters() -> None:
+    """The identification model's names and K pi are #2's (manifest), and Y_b beta is the generated
+    C's inverse dynamics at random states."""
+    robot = load_robot("kuka_iiwa14")
+    m = model(robot)
+    dyn = load("kuka_iiwa14")
+    manifest = json.loads((Path(dyn.folder) / "manifest.json").read_text())
+    assert list(m.names) == manifest["base_parameter_names"]
+    assert np.allclose(m.true_base(), manifest["base_parameters"], rtol=1e-12, atol=1e-12)
+    rng = np.random.default_rng(2)
+    q, qd, qdd = (rng.uniform(-2, 2, (50, 7)) for _ in range(3))
+    tau = np.array([dyn.rnea(a, b, c) for a, b, c in zip(q, qd, qdd)])
+    assert np.allclose(m.stacked(q, qd, qdd) @ m.true_base(), tau.reshape(-1), rtol=1e-10, atol=1e-9)
+
+
+def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
+    """seed 004's chain on the loopback: the optimised excitation (6 periods, 0.2 N m torque noise),
+    identify, retrieve physical parameters, compare with the description's own."""
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "kuka_iiwa14", "--synthetic", "--json",
+                        "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["n_base"] == 57 and 45 <= doc["n_essential"] <= 57
+    assert len(doc["well_excited"]) >= 10 and doc["max_rel_error_well_excited"] <= 0.01   # within 1 %
+    floor = doc["noise_floor_rms"]
+    assert np.all(np.array(doc["fit_rms"]["base"]) <= 1.2 * floor)                         # at the noise floor
+    assert np.all(np.array(doc["fit_rms"]["physical"]) <= 1.1 * np.array(doc["fit_rms"]["base"]))
+    val = doc["validation_rms"]
+    assert np.all(np.array(val["physical"]) <= 1.1 * np.array(val["base"]))
+    assert doc["physical_objective"] <= 1.01 * doc["base_objective"]
+    for key in ("seconds", "stage_seconds", "validation_rms", "physical_objective"):
+        assert key in doc
+    # the identified robot: a valid description whose M(q) is positive definite everywhere we look
+    identified = load_robot(tmp_path / "kuka_iiwa14_identified.yaml")
+    dyn = Dynamics(identified)
+    mass = cs.Function("m", [dyn.q], [dyn.mass_matrix(cs.DM(identified.standard_parameters()))]).map(10000)
+    q = np.random.default_rng(3).uniform(-np.pi, np.pi, (7, 10000))
+    blocks = np.array(mass(q)).reshape(7, 10000, 7).transpose(1, 0, 2)
+    assert np.min(np.linalg.eigvalsh(blocks)) > 0
+    for name in ("identification.md", "identification.png"):
+        assert (tmp_path / name).stat().st_size > 500
+
+
+def test_identify_from_a_log_file(tmp_path: Path) -> None:
+    """The DATA path: a saved log and excitation.json, validated on another log; bad calls exit 2."""
+    robot = load_robot("planar2")
+    res = design(robot, ExciteSettings(harmonics=3, base_frequency=0.25, starts=1, max_iter=80))
+    res.excitation.save(tmp_path / "excitation.json")
+    synthetic_log("planar2", res.excitation, 4, 0.05, 0).save(tmp_path / "run.npz")
+    synthetic_log("planar2", res.excitation, 2, 0.05, 1).save(tmp_path / "other.npz")
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", str(tmp_path / "run.npz"),
+                        "--excitation", str(tmp_path / "excitation.json"), "--validate", str(tmp_path / "other.npz"),
+                        "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    truth = model(robot).true_base()
+    well = [i for i, n in enumerate(doc["base"]) if doc["base"][n]["rsd_percent"] <= 0.5]
+    values = np.array([v["value"] for v in doc["base"].values()])
+    assert well and np.max(np.abs(values[well] - truth[well]) / np.abs(truth[well])) <= 0.01
+    assert len(doc["validation_rms"]["physical"]) == 2
+    for args, needle in (([], "DATA"), ([str(tmp_path / "run.npz")], "--excitation"),
+                         ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing")):
+        bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
