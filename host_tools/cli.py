@@ -115,7 +115,9 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from .csvdata import CsvError, Samples, read_samples
     from .excite import Excitation
+    from .ident_pipeline import IdentSettings
     from .ident_report import Synthetic, run, synthetic, table, write
     from .logs import Log, LogError
 
@@ -123,19 +125,30 @@ def cmd_identify(args: argparse.Namespace) -> int:
     if args.synthetic == bool(args.data):
         console.print("manipgen: error: give a DATA log (with --excitation) or --synthetic, not both or neither")
         return 2
+    settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols)
+    if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0):
+        console.print("manipgen: error: --band and --max-rsd must be positive, --min-abs >= 0")
+        return 2
+
+    def data(path: str) -> Log | Samples:
+        from codegen.description import load_robot
+        return read_samples(path, load_robot(args.robot).dof) if path.lower().endswith(".csv") else Log.load(path)
+
     try:
         with console.status("identifying ...") as status:
             if args.synthetic:
-                doc, arrays, _ = synthetic(args.robot, Synthetic(seed=args.seed), stage=lambda s: status.update(s))
+                doc, arrays, _ = synthetic(args.robot, Synthetic(seed=args.seed), settings,
+                                           stage=lambda s: status.update(s))
             else:
                 if not args.excitation:
                     console.print("manipgen: error: --excitation FILE (from manipgen excite --out) is needed with DATA")
                     return 2
                 exc = Excitation.load(args.excitation)
-                validate = Log.load(args.validate) if args.validate else None
-                doc, arrays = run(args.robot, Log.load(args.data), exc, validate, stage=lambda s: status.update(s))
+                validate = data(args.validate) if args.validate else None
+                doc, arrays = run(args.robot, data(args.data), exc, validate, settings,
+                                  stage=lambda s: status.update(s))
         written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
-    except (ValueError, LogError, OSError, KeyError) as exc_:
+    except (ValueError, LogError, CsvError, OSError, KeyError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
     if args.json:
@@ -188,14 +201,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     x.set_defaults(handler=cmd_excite)
     d = sub.add_parser("identify", help="base, essential and physical parameters from an excitation log (seed 004)")
     d.add_argument("robot", help="bundled name or a .yaml path")
-    d.add_argument("data", nargs="?", help="excitation log (.npz, the log format of docs/realtime.md)")
+    d.add_argument("data", nargs="?", help="excitation run: a log (.npz, docs/realtime.md) or a CSV "
+                   "(time s, q1..qn rad, tau1..taun N m; docs/identification.md)")
     d.add_argument("--excitation", help="the excitation.json the log ran (manipgen excite --out)")
     d.add_argument("--validate", help="another log to validate on (RMS torque error per joint)")
     d.add_argument("--synthetic", action="store_true",
                    help="no robot: design the excitation, simulate it with noise on the loopback, identify, compare")
     d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--band", type=float, default=6.0, help="Hz: the parallel low-pass on tau and Y (seed 004: 6)")
+    d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
+    d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
+    d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
     d.add_argument("--json", action="store_true", help="print the JSON document")
-    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.yaml")
+    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf}")
     d.set_defaults(handler=cmd_identify)
     return run(parser, argv)
 

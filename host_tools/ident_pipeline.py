@@ -15,6 +15,7 @@ import numpy as np
 from codegen.description import load_robot
 from codegen.model import Robot
 
+from .csvdata import Samples
 from .excite import Excitation, samples_per_period
 from .identify import Fit, Model, essential, least_squares, model, rms_per_joint
 from .logs import Log
@@ -63,13 +64,22 @@ def torque_at_samples(log: Log) -> np.ndarray:
     return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
 
 
-def process(spec: str, log: Log, exc: Excitation, settings: IdentSettings) -> Processed:
+def samples_of(spec: str, data: Log | Samples) -> Samples:
+    """Positions and torques at the sample instants: a CSV's as they are; a log's positions through
+    the robot's encoder read and its torques by torque_at_samples."""
+    if isinstance(data, Samples):
+        return data
+    return Samples(data.sample_period, positions(spec, data), torque_at_samples(data))
+
+
+def process(spec: str, data: Log | Samples, exc: Excitation, settings: IdentSettings) -> Processed:
     """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band."""
-    p = samples_per_period(exc.base_frequency, log.sample_period)
-    q = period_average(positions(spec, log), p, settings.skip_periods)
-    tau = period_average(torque_at_samples(log), p, settings.skip_periods)
-    qf, qd, qdd = fourier_derivatives(q.mean, log.sample_period, settings.derivative_band)
-    return Processed(qf, qd, qdd, tau.mean, tau.variance, q.periods, log.sample_period)
+    s = samples_of(spec, data)
+    p = samples_per_period(exc.base_frequency, s.sample_period)
+    q = period_average(s.q, p, settings.skip_periods)
+    tau = period_average(s.tau, p, settings.skip_periods)
+    qf, qd, qdd = fourier_derivatives(q.mean, s.sample_period, settings.derivative_band)
+    return Processed(qf, qd, qdd, tau.mean, tau.variance, q.periods, s.sample_period)
 
 
 def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,7 +111,7 @@ class Identified:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def identify(spec: str, log: Log, exc: Excitation,
+def identify(spec: str, log: Log | Samples, exc: Excitation,
              settings: IdentSettings = IdentSettings()) -> tuple[Identified, Processed, np.ndarray]:
     """Base (OLS/WLS) and essential parameters from an excitation log; also returns the processed
     data and the stacked regressor."""
@@ -137,15 +147,17 @@ def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: 
     return log
 
 
-def validation(spec: str, log: Log, beta: np.ndarray, settings: IdentSettings, cutoff_q: float = 5.0) -> np.ndarray:
-    """RMS torque prediction error per joint on a (non-periodic) validation log: positions low-passed
-    (zero phase) and differentiated centrally, torques low-passed like the identification's."""
+def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
+               cutoff_q: float = 5.0) -> np.ndarray:
+    """RMS torque prediction error per joint on a (non-periodic) validation run: positions low-passed
+    (zero phase) and differentiated centrally, torques low-passed at the identification's band."""
     from .processing import filtered_derivatives
 
     robot = load_robot(spec)
-    ts = log.sample_period
-    q, qd, qdd = filtered_derivatives(positions(spec, log), ts, cutoff_q)
-    tau = lowpass(torque_at_samples(log), settings.band, 1.0 / ts)
+    s = samples_of(spec, data)
+    ts = s.sample_period
+    q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
+    tau = lowpass(s.tau, settings.band, 1.0 / ts)
     edge = int(round(0.5 / ts))                      # filter edge effects
     sl = slice(edge, len(q) - edge)
     y = model(robot).stacked(q[sl], qd[sl], qdd[sl])

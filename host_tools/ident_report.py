@@ -14,8 +14,9 @@ from typing import Any, Callable
 import numpy as np
 
 from codegen.description import load_robot
-from codegen.export import robot_to_yaml
+from codegen.export import robot_to_urdf, robot_to_yaml
 
+from .csvdata import Samples
 from .eval_reports import save_figure, write_atomic
 from .excite import ExciteSettings, Excitation, design
 from .ident_pipeline import IdentSettings, identify, observation, synthetic_log, validation
@@ -40,7 +41,7 @@ class Synthetic:
     excite_max_iter: int = 150
 
 
-def run(spec: str, log: Log, exc: Excitation, validate: Log | None = None,
+def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples | None = None,
         settings: IdentSettings = IdentSettings(), physical: PhysicalSettings = PhysicalSettings(),
         stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Identify from an excitation log; returns (the JSON document, arrays for the figures)."""
@@ -130,6 +131,9 @@ def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettin
     doc["well_excited_rsd_percent"] = WELL_EXCITED_RSD
     doc["max_rel_error_well_excited"] = float(rel[well].max()) if np.any(well) else None
     doc["noise_floor_rms"] = _noise_floor(options, doc, log)
+    # the validation run is one pass, not averaged: its floor is the band-limited noise alone
+    band = doc["settings"]["identification"]["band"]
+    doc["validation_noise_floor_rms"] = float(options.torque_noise * np.sqrt(band / (0.5 / other.sample_period)))
     doc["stage_seconds"] = {"excitation": excite_s, "simulation": simulate_s, **doc["stage_seconds"]}
     doc["seconds"] = time.perf_counter() - t0
     doc["synthetic"] = vars(options)
@@ -168,7 +172,7 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> list[Path]:
-    """identification.{json,md,png} and the identified robot as <robot>_identified.yaml."""
+    """identification.{json,md,png} and the identified robot as <robot>_identified.yaml and .urdf."""
     from .physical import PhysicalResult
 
     robot = load_robot(spec)
@@ -181,7 +185,10 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> 
               "Kinematics, limits, encoders as in the original description.")
     yaml_path = out / f"{robot.c_name}_identified.yaml"
     write_atomic(yaml_path, robot_to_yaml(ident_robot, header))
-    return [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"), yaml_path]
+    urdf_path = out / f"{robot.c_name}_identified.urdf"
+    write_atomic(urdf_path, robot_to_urdf(ident_robot))
+    return [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"),
+            yaml_path, urdf_path]
 
 
 def _plot(arrays: dict[str, Any], path: Path) -> Path:

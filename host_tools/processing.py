@@ -70,7 +70,7 @@ def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple
     p = len(q)
     spectrum = np.fft.rfft(q, axis=0)
     freq = np.fft.rfftfreq(p, ts)
-    keep = (freq <= max_frequency + 1e-12)[:, None]
+    keep = (freq <= max_frequency * (1 + 1e-9))[:, None]      # a bin on the edge is kept
     if p % 2 == 0:
         keep[-1] = False          # the Nyquist bin has no sign for a derivative
     spectrum = np.where(keep, spectrum, 0)

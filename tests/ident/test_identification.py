@@ -19,6 +19,7 @@ from host_tools import load
 from host_tools.excite import ExciteSettings, design
 from host_tools.ident_pipeline import synthetic_log
 from host_tools.identify import essential, least_squares, model
+from host_tools.logs import Log
 from host_tools.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
 
 
@@ -112,6 +113,7 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     assert np.all(np.array(doc["fit_rms"]["physical"]) <= 1.1 * np.array(doc["fit_rms"]["base"]))
     val = doc["validation_rms"]
     assert np.all(np.array(val["physical"]) <= 1.1 * np.array(val["base"]))
+    assert np.all(np.array(val["base"]) <= 4.0 * doc["validation_noise_floor_rms"])          # near its floor
     assert doc["physical_objective"] <= 1.01 * doc["base_objective"]
     for key in ("seconds", "stage_seconds", "validation_rms", "physical_objective"):
         assert key in doc
@@ -124,6 +126,15 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     assert np.min(np.linalg.eigvalsh(blocks)) > 0
     for name in ("identification.md", "identification.png"):
         assert (tmp_path / name).stat().st_size > 500
+    # the URDF export describes the same robot (read back by the URDF reader): M(q) and g(q) agree
+    back = load_robot(tmp_path / "kuka_iiwa14_identified.urdf", tip_link="tip")
+    dyn_u = Dynamics(back)
+    q5 = q[:, :5]
+    for f in ("mass_matrix", "gravity"):
+        a = cs.Function("a", [dyn.q], [getattr(dyn, f)(cs.DM(identified.standard_parameters()))])
+        b = cs.Function("b", [dyn_u.q], [getattr(dyn_u, f)(cs.DM(back.standard_parameters()))])
+        for k in range(5):
+            assert np.allclose(np.array(a(q5[:, k])), np.array(b(q5[:, k])), rtol=1e-9, atol=1e-9)
 
 
 def test_identify_from_a_log_file(tmp_path: Path) -> None:
@@ -143,8 +154,21 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     values = np.array([v["value"] for v in doc["base"].values()])
     assert well and np.max(np.abs(values[well] - truth[well]) / np.abs(truth[well])) <= 0.01
     assert len(doc["validation_rms"]["physical"]) == 2
+    # the same run as CSV (time, q, tau at the instants): the same identification
+    from host_tools.ident_pipeline import samples_of
+    run = samples_of("planar2", Log.load(tmp_path / "run.npz"))
+    t = np.arange(len(run.q)) * run.sample_period
+    np.savetxt(tmp_path / "run.csv", np.column_stack([t, run.q, run.tau]), delimiter=",",
+               header="time,q1,q2,tau1,tau2", comments="")
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", str(tmp_path / "run.csv"),
+                        "--excitation", str(tmp_path / "excitation.json"), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    from_csv = json.loads(r.stdout)
+    assert all(np.isclose(from_csv["base"][n]["value"], doc["base"][n]["value"], rtol=1e-6, atol=1e-9) for n in doc["base"])
+    np.savetxt(tmp_path / "bad.csv", np.column_stack([t, run.q]), delimiter=",", header="t,q1,q2", comments="")
     for args, needle in (([], "DATA"), ([str(tmp_path / "run.npz")], "--excitation"),
-                         ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing")):
+                         ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing"),
+                         ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns")):
         bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args],
                              capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
