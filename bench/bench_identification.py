@@ -19,7 +19,7 @@ from scipy.optimize import minimize
 
 from codegen.description import load_robot
 from host_tools.excite import ExciteSettings, design
-from host_tools.ident_pipeline import IdentSettings, identify, observation, synthetic_log
+from host_tools.ident_pipeline import IdentSettings, identify, synthetic_log
 from host_tools.identify import model
 from host_tools.physical import PhysicalSettings, physical_of, bounds, retrieve
 
@@ -33,9 +33,8 @@ def main() -> None:
     t_excite = time.perf_counter() - t0
     exc = res.excitation
     log = synthetic_log("kuka_iiwa14", exc, periods=6, torque_noise=0.2, seed=0)
-    ident, data, _ = identify("kuka_iiwa14", log, exc)
     settings = IdentSettings()
-    y, tau, qd = observation(robot, data, settings)
+    ident, _, (y, tau, qd) = identify("kuka_iiwa14", log, exc, settings)
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
     kept = ident.essential.kept
     m = model(robot)

@@ -97,7 +97,7 @@ def cmd_excite(args: argparse.Namespace) -> int:
             result = design(robot, settings, progress=lambda k, n, best: bar.update(
                 task, completed=k, info=f"best {settings.objective} {best:.4g}"))
         written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
-    except ValueError as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
     if args.json:
@@ -148,7 +148,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
                 doc, arrays = run(args.robot, data(args.data), exc, validate, settings,
                                   stage=lambda s: status.update(s))
         written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
-    except (ValueError, LogError, CsvError, OSError, KeyError) as exc_:
+    except (ValueError, LogError, CsvError, OSError, RuntimeError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
     if args.json:

@@ -105,7 +105,25 @@ class Excitation:
 
     @staticmethod
     def load(path: str | Path) -> "Excitation":
-        return Excitation.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        """An excitation file: the design that `manipgen excite --out` writes, or a bare excitation.
+        Errors name the file and the field."""
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        body = doc.get("excitation", doc) if isinstance(doc, dict) else doc
+        try:
+            exc_ = Excitation.from_dict(body)
+        except KeyError as exc:
+            raise ValueError(f"{path}: missing field {exc.args[0]!r} (write it with manipgen excite --out)") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: malformed excitation ({exc})") from None
+        n = len(exc_.q0)
+        if exc_.a.shape != (n, exc_.harmonics) or exc_.b.shape != (n, exc_.harmonics):
+            raise ValueError(f"{path}: a and b must be {n} x {exc_.harmonics} (joints x harmonics)")
+        return exc_
 
 
 def samples_per_period(base_frequency: float, sample_period: float) -> int:

@@ -75,7 +75,10 @@ def samples_of(spec: str, data: Log | Samples) -> Samples:
 def process(spec: str, data: Log | Samples, exc: Excitation, settings: IdentSettings) -> Processed:
     """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band."""
     s = samples_of(spec, data)
-    p = samples_per_period(exc.base_frequency, s.sample_period)
+    try:
+        p = samples_per_period(exc.base_frequency, s.sample_period)
+    except ValueError as err:
+        raise ValueError(f"the data's sample period does not fit the excitation: {err}") from None
     q = period_average(s.q, p, settings.skip_periods)
     tau = period_average(s.tau, p, settings.skip_periods)
     qf, qd, qdd = fourier_derivatives(q.mean, s.sample_period, settings.derivative_band)
@@ -107,14 +110,14 @@ def joint_weights(data: Processed) -> np.ndarray | None:
 class Identified:
     base: Fit
     essential: Fit
-    names: tuple[str, ...]
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def identify(spec: str, log: Log | Samples, exc: Excitation,
-             settings: IdentSettings = IdentSettings()) -> tuple[Identified, Processed, np.ndarray]:
+             settings: IdentSettings = IdentSettings()
+             ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Base (OLS/WLS) and essential parameters from an excitation log; also returns the processed
-    data and the stacked regressor."""
+    data and the observation (Y stacked, tau, qd at the kept samples)."""
     robot = load_robot(spec)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -130,7 +133,7 @@ def identify(spec: str, log: Log | Samples, exc: Excitation,
     base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
     stages["estimation"] = time.perf_counter() - t0
-    return Identified(base, ess, m.names, stages), data, y
+    return Identified(base, ess, stages), data, (y, tau, qd)
 
 
 def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: float, seed: int,
@@ -156,9 +159,11 @@ def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: Ident
     robot = load_robot(spec)
     s = samples_of(spec, data)
     ts = s.sample_period
+    edge = int(round(0.5 / ts))                      # filter edge effects
+    if len(s.q) < 4 * edge:
+        raise ValueError(f"the validation run has {len(s.q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
     q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
     tau = lowpass(s.tau, settings.band, 1.0 / ts)
-    edge = int(round(0.5 / ts))                      # filter edge effects
     sl = slice(edge, len(q) - edge)
     y = model(robot).stacked(q[sl], qd[sl], qdd[sl])
     return rms_per_joint(y, tau[sl], robot.dof, beta)

@@ -19,7 +19,7 @@ from codegen.export import robot_to_urdf, robot_to_yaml
 from .csvdata import Samples
 from .eval_reports import save_figure, write_atomic
 from .excite import ExciteSettings, Excitation, design
-from .ident_pipeline import IdentSettings, identify, observation, synthetic_log, validation
+from .ident_pipeline import IdentSettings, identify, synthetic_log, validation
 from .identify import model
 from .logs import Log
 from .loopback import simulate
@@ -46,12 +46,12 @@ def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples 
         stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Identify from an excitation log; returns (the JSON document, arrays for the figures)."""
     robot = load_robot(spec)
+    check_inputs(robot, log, exc, validate)
     m = model(robot)
     t0 = time.perf_counter()
     stage("processing, regressor, least squares")
-    ident, data, _ = identify(spec, log, exc, settings)
+    ident, data, (y, tau, qd) = identify(spec, log, exc, settings)
     stages = dict(ident.stage_seconds)
-    y, tau, qd = observation(robot, data, settings)
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
     kept = ident.essential.kept
     stage("physical parameters (multi-start IPOPT)")
@@ -92,6 +92,17 @@ def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples 
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
+
+
+def check_inputs(robot: Any, log: Log | Samples, exc: Excitation, validate: Log | Samples | None) -> None:
+    """The data and the excitation belong to this robot (one clear error otherwise)."""
+    if len(exc.q0) != robot.dof:
+        raise ValueError(f"the excitation has {len(exc.q0)} joints, {robot.name} has {robot.dof}")
+    for what, data in (("DATA", log), ("--validate", validate)):
+        if isinstance(data, Log) and data.robot != robot.c_name:
+            raise ValueError(f"{what}: the log is of robot {data.robot!r}, not {robot.c_name!r}")
+        if data is not None and np.shape(data.tau)[1] != robot.dof:
+            raise ValueError(f"{what}: {np.shape(data.tau)[1]} joints in the data, {robot.name} has {robot.dof}")
 
 
 def _rms(y: np.ndarray, tau: np.ndarray, beta: np.ndarray) -> np.ndarray:

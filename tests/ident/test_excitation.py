@@ -73,8 +73,13 @@ def test_design_starts_at_rest_within_limits(planar) -> None:  # type: ignore[no
         assert j.limits.q_min - 1e-9 <= q[:, i].min() and q[:, i].max() <= j.limits.q_max + 1e-9
         assert np.max(np.abs(qd[:, i])) <= j.limits.qd * (1 + 1e-9)
         assert np.max(np.abs(qdd[:, i])) <= j.limits.qdd * (1 + 1e-9)
-    assert res.cond == pytest.approx(regressor_cond(robot, exc, 500.0))
-    assert all(s["violation"] <= 1e-6 for s in res.starts if s is not None)
+    # the reported cond, recomputed through the generated C regressor (not the design's CasADi map)
+    from host_tools import load
+    dyn = load("planar2")
+    tr = exc.trajectory(1 / 500.0)
+    y = np.vstack([dyn.regressor(a, b, c) for a, b, c in zip(tr.q, tr.qd, tr.qdd)])
+    assert res.cond == pytest.approx(np.linalg.cond(y), rel=1e-9)
+    assert all(s["violation"] <= 1e-6 for s in res.starts)
     # the optimum beats the same series with random coefficients of the same size
     rng = np.random.default_rng(0)
     scale = np.abs(exc.a).mean()
@@ -139,8 +144,12 @@ def test_excite_cli(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["cond"] > 1 and doc["seconds"] > 0 and "objective" in doc
-    saved = Excitation.from_dict(json.loads((tmp_path / "excitation.json").read_text())["excitation"])
-    assert np.allclose(saved.a, doc["excitation"]["a"])
+    saved = Excitation.load(tmp_path / "excitation.json")          # what identify --excitation reads
+    t = np.linspace(0, saved.period, 7)
+    assert np.allclose(saved.evaluate(t)[0], closed_form(Excitation.from_dict(doc["excitation"]), t)[0])
+    (tmp_path / "broken.json").write_text('{"excitation": {"robot": "planar2"}}')
+    with pytest.raises(ValueError, match="broken.json: missing field"):
+        Excitation.load(tmp_path / "broken.json")
     for name in ("planar2_excitation.h", "planar2_excitation.c", "excitation.png"):
         assert (tmp_path / name).stat().st_size > 200
     for args, needle in ((["planar2", "--harmonics", "0"], "--harmonics"),

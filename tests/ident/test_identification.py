@@ -166,9 +166,12 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     from_csv = json.loads(r.stdout)
     assert all(np.isclose(from_csv["base"][n]["value"], doc["base"][n]["value"], rtol=1e-6, atol=1e-9) for n in doc["base"])
     np.savetxt(tmp_path / "bad.csv", np.column_stack([t, run.q]), delimiter=",", header="t,q1,q2", comments="")
+    np.savetxt(tmp_path / "short.csv", np.column_stack([t, run.q, run.tau])[:500], delimiter=",", header="h", comments="")
     for args, needle in (([], "DATA"), ([str(tmp_path / "run.npz")], "--excitation"),
                          ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing"),
-                         ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns")):
+                         ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns"),
+                         ([str(tmp_path / "run.npz"), "--excitation", str(tmp_path / "excitation.json"),
+                           "--validate", str(tmp_path / "short.csv")], "validation run has")):
         bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args],
                              capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
