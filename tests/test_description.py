@@ -41,9 +41,9 @@ joints:
 
 
 def test_bundled_robots_load() -> None:
-    assert {"kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2"} <= set(bundled_robots())
-    dofs = {name: load_robot(name).dof for name in ("kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2")}
-    assert dofs == {"kuka_iiwa14": 7, "franka_panda": 7, "schunk_lwa4p": 6, "planar2": 2}
+    assert {"kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2", "ur5"} <= set(bundled_robots())
+    dofs = {name: load_robot(name).dof for name in ("kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2", "ur5")}
+    assert dofs == {"kuka_iiwa14": 7, "franka_panda": 7, "schunk_lwa4p": 6, "planar2": 2, "ur5": 6}
 
 
 def test_parameter_vector_layout(tmp_path: Path) -> None:

@@ -119,14 +119,19 @@ def test_convert_round_trip_gives_the_same_dynamics(urdf: Path, tmp_path: Path) 
         assert np.allclose(a.tip_pose(q), b.tip_pose(q), rtol=1e-12, atol=1e-12)
 
 
-def test_bundled_panda_matches_its_urdf() -> None:
-    """robots/franka_panda.yaml is the conversion of example-robot-data's panda.urdf (+ overlay)."""
-    from tests.peers.pinocchio_models import panda_urdf_path
+@pytest.mark.parametrize("name, chain", [("franka_panda", ("panda_link0", "panda_link8")),
+                                         ("ur5", ("base_link", "tool0"))])
+def test_bundled_urdf_robots_match_their_urdf(name: str, chain: tuple[str, str]) -> None:
+    """robots/franka_panda.yaml and robots/ur5.yaml are the conversions of example-robot-data's
+    URDFs (+ overlays): links, joint frames and the overlay's joint parameters."""
+    from tests.peers.pinocchio_models import panda_urdf_path, ur_urdf_path
 
     root = Path(__file__).resolve().parent.parent
-    fresh = load_robot(panda_urdf_path(), base_link="panda_link0", tip_link="panda_link8",
-                       overlay=root / "robots" / "overlays" / "franka_panda.yaml")
-    bundled = load_robot("franka_panda")
+    urdf = panda_urdf_path() if name == "franka_panda" else ur_urdf_path("ur5")
+    fresh = load_robot(urdf, base_link=chain[0], tip_link=chain[1],
+                       overlay=root / "robots" / "overlays" / f"{name}.yaml")
+    bundled = load_robot(name)
     assert np.allclose(np.array(fresh.links), np.array(bundled.links), rtol=1e-14, atol=1e-15)
     for a, b in zip(fresh.joints, bundled.joints):
         assert np.allclose(a.pre_matrix @ a.post_matrix, b.pre_matrix @ b.post_matrix, atol=1e-15)
+        assert (a.IA, a.FV, a.FC, a.gear_ratio, a.encoder) == (b.IA, b.FV, b.FC, b.gear_ratio, b.encoder)
