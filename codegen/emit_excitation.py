@@ -8,7 +8,7 @@ import numpy as np
 from . import __version__
 from .cprint import Precision, body, literal
 from .emit import template_environment
-from .excitation import fourier_function
+from .excitation import fourier_function, samples_per_period
 
 
 def excitation_files(c_name: str, robot_name: str, a: np.ndarray, b: np.ndarray, q0: np.ndarray,
@@ -16,14 +16,12 @@ def excitation_files(c_name: str, robot_name: str, a: np.ndarray, b: np.ndarray,
                      precision: Precision = "double") -> dict[str, str]:
     """{file name: text}. The period must be a whole number of samples."""
     n, harmonics = a.shape
-    k = 1.0 / (base_frequency * sample_period)
-    if abs(k - round(k)) > 1e-6 * k:
-        raise ValueError(f"the period 1/{base_frequency:g} Hz is not a whole number of {sample_period:g} s samples")
+    k = samples_per_period(base_frequency, sample_period)
     fn = fourier_function(n, harmonics, base_frequency)
     bd = body(fn, ["t", "a", "b", "q0"], ["q", "qd", "qdd"], precision, indent="    ")
     ctx = {"p": c_name, "P": c_name.upper(), "version": __version__, "robot_name": robot_name, "dof": n,
            "harmonics": harmonics, "base_frequency": f"{base_frequency:g}", "period": f"{1 / base_frequency:g}",
-           "K": int(round(k)), "ts": literal(sample_period, precision), "real": precision,
+           "K": k, "ts": literal(sample_period, precision), "real": precision,
            "index_type": "uint32_t",
            "a": [literal(v, precision) for v in np.asarray(a, float).ravel("F")],
            "b": [literal(v, precision) for v in np.asarray(b, float).ravel("F")],

@@ -40,3 +40,11 @@ def start_conditions(a: cs.MX, b: cs.MX) -> cs.MX:
     harmonics = a.shape[1]
     ls = np.arange(1, harmonics + 1, dtype=float)
     return cs.vertcat(cs.mtimes(a, cs.DM.ones(harmonics)), cs.mtimes(b, cs.DM(ls)), cs.mtimes(b, cs.DM(1.0 / ls)))
+
+
+def samples_per_period(base_frequency: float, sample_period: float) -> int:
+    """Samples in one period 1 / base_frequency; the period must be a whole number of samples."""
+    k = 1.0 / (base_frequency * sample_period)
+    if abs(k - round(k)) > 1e-6 * k:
+        raise ValueError(f"the period 1/{base_frequency:g} Hz is not a whole number of {sample_period:g} s samples")
+    return int(round(k))

@@ -23,7 +23,7 @@ import casadi as cs
 import numpy as np
 
 from codegen.dynamics import Dynamics
-from codegen.excitation import fourier_function, start_conditions
+from codegen.excitation import fourier_function, samples_per_period, start_conditions
 from codegen.model import Robot
 from codegen.params import base_parameters
 
@@ -126,13 +126,6 @@ class Excitation:
         return exc_
 
 
-def samples_per_period(base_frequency: float, sample_period: float) -> int:
-    k = 1.0 / (base_frequency * sample_period)
-    if abs(k - round(k)) > 1e-6 * k:
-        raise ValueError(f"the period 1/{base_frequency:g} Hz is not a whole number of {sample_period:g} s samples")
-    return int(round(k))
-
-
 @dataclass
 class DesignResult:
     excitation: Excitation
@@ -202,10 +195,10 @@ def stack(wide: np.ndarray, nb: int) -> np.ndarray:
     return wide.reshape(n, -1, nb).transpose(1, 0, 2).reshape(-1, nb)
 
 
-def svd_objective(y: np.ndarray, kind: str) -> float:
-    """cond(Y) or -log det(Y^T Y) from the singular values (the reported figures)."""
-    s = np.linalg.svd(y, compute_uv=False)
-    return float(s[0] / s[-1]) if kind == "cond" else -2.0 * float(np.sum(np.log(s)))
+def condition_number(y: np.ndarray) -> float:
+    """cond(Y) from the singular values (the reported figure)."""
+    sv = np.linalg.svd(y, compute_uv=False)
+    return float(sv[0] / sv[-1])
 
 
 def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
@@ -322,7 +315,7 @@ def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Fun
         nb = base.n_base
     traj = exc.trajectory(1.0 / rate)
     wide = np.array(regressor.map(len(traj.time))(traj.q.T, traj.qd.T, traj.qdd.T))
-    return svd_objective(stack(wide, nb), "cond")
+    return condition_number(stack(wide, nb))
 
 
 def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out: Path) -> list[Path]:

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from codegen.description import load_robot
+from codegen.excitation import samples_per_period
 from codegen.model import Robot
 
 from .csvdata import Samples
-from .excite import Excitation, samples_per_period
+from .excite import Excitation
 from .identify import Fit, Model, essential, least_squares, model, rms_per_joint
 from .logs import Log
 from .loopback import simulate
