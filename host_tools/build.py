@@ -56,6 +56,8 @@ def cdef(manifest: dict[str, Any]) -> str:
     if "rt" in manifest:
         lines.append(manifest["rt"]["cdef"])
         lines.append(RUN_DECL.format(p=p))
+    if "oesim" in manifest:
+        lines.append(manifest["oesim"]["cdef"])
     return "\n".join(lines)
 
 
@@ -77,6 +79,8 @@ def host_source(manifest: dict[str, Any]) -> str:
     text = f'#include "{p}_dynamics.h"\n'
     if "rt" in manifest:
         text += f'#include "{p}_rt.h"\n#include "{p}_loopback.h"\n' + RUN_DEF.format(p=p)
+    if "oesim" in manifest:
+        text += f'#include "{p}_oesim.h"\n'
     return text
 
 

@@ -125,6 +125,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
     if args.synthetic == bool(args.data):
         console.print("manipgen: error: give a DATA log (with --excitation) or --synthetic, not both or neither")
         return 2
+    if args.method:
+        return _identify_closed_loop(args, console)
     settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols)
     if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0):
         console.print("manipgen: error: --band and --max-rsd must be positive, --min-abs >= 0")
@@ -155,6 +157,62 @@ def cmd_identify(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print(table(doc) + f"\n{doc['seconds']:.0f} s" + (f"; wrote {', '.join(str(p) for p in written)}" if written else ""))
+    return 0
+
+
+def _identify_closed_loop(args: argparse.Namespace, console: object) -> int:
+    """identify --method ...: output-error identification of a closed-loop run (seed 002)."""
+    import json
+    from pathlib import Path
+
+    from .logs import Log, LogError
+    from .oe_report import (OESynthetic, identify_closed_loop, loop_for, methods_of, oe_data, single,
+                            synthetic_run, tables, write)
+    from .outputerror import OESettings
+    from codegen.errors import DescriptionError
+    from codegen.yamlio import load_yaml
+
+    out = console  # rich Console
+    try:
+        methods = methods_of(args.method)
+        if args.max_iter < 1:
+            raise ValueError("--max-iter must be >= 1")
+        settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter)
+        with out.status("identifying ...") as status:  # type: ignore[attr-defined]
+            if args.synthetic:
+                opts = OESynthetic(seed=args.seed)
+                status.update("simulating the closed-loop run (loopback)")
+                log, loop = synthetic_run(args.robot, opts)
+                from .identify import model
+                from codegen.description import load_robot
+                truth = model(load_robot(args.robot)).true_base()
+                init_error = opts.init_error
+            else:
+                if str(args.data).lower().endswith(".csv"):
+                    raise ValueError(f"{args.data}: output-error methods need the reference trajectory the "
+                                     "controller tracked: give a log (.npz) with q_des and qd_des")
+                log = Log.load(args.data)
+                gains = load_yaml(args.gains).data if args.gains else None
+                if gains is not None and not isinstance(gains, dict):
+                    raise ValueError(f"{args.gains}: expected a mapping of kp, kd, ... (docs/identification.md)")
+                try:
+                    loop = loop_for(args.robot, gains)
+                except ValueError as err:
+                    raise ValueError(f"{args.gains}: {err}" if args.gains else str(err)) from None
+                truth, init_error = None, 0.0
+            doc, results = identify_closed_loop(
+                args.robot, oe_data(args.robot, log), loop, methods, settings, args.init, init_error,
+                args.parameters, args.seed, truth, stage=lambda s: status.update(s))
+        if args.synthetic:
+            doc["synthetic"] = vars(opts)
+        written = write(doc, results, Path(args.out)) if args.out else []
+    except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
+        out.print(f"manipgen: error: {exc_}")  # type: ignore[attr-defined]
+        return 2
+    if args.json:
+        print(json.dumps(single(doc, methods[0]) if len(methods) == 1 else doc, indent=1))
+    else:
+        print(tables(doc) + f"\n{doc['seconds']:.1f} s" + (f"; wrote {', '.join(str(p) for p in written)}" if written else ""))
     return 0
 
 
@@ -212,8 +270,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
     d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
     d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
+    d.add_argument("--method", choices=("idim-ls", "didim", "clie", "cloe", "all"),
+                   help="output-error identification of a closed-loop run (seed 002): DATA is a log of the pid "
+                        "pipeline tracking its q_des; IDIM-LS always runs as the reference")
+    d.add_argument("--sensitivities", choices=("exact", "fd"), default="exact",
+                   help="CLIE/CLOE Jacobian: exact forward sensitivities or finite differences (b + 1 simulations)")
+    d.add_argument("--gains", help="YAML of the controller that ran (kp, kd, ki, i_max, tau_max, drive_gain, "
+                                   "gravity_compensation); default: the pid pipeline's defaults")
+    d.add_argument("--init", choices=("description", "idim-ls"), default="description",
+                   help="start of DIDIM/CLIE/CLOE: the description's (CAD) parameters or the IDIM-LS estimate")
+    d.add_argument("--parameters", choices=("essential", "base"), default="essential",
+                   help="estimate IDIM-LS's essential parameters (seed 002) or all base parameters")
+    d.add_argument("--max-iter", type=int, default=30, help="iterations of DIDIM / Jacobians of LM")
     d.add_argument("--json", action="store_true", help="print the JSON document")
-    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf}")
+    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf} "
+                                 "(--method: output_error.{json,md} and output_error_autocorrelation.png)")
     d.set_defaults(handler=cmd_identify)
     return run(parser, argv)
 

@@ -77,7 +77,7 @@ def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
                    ["-fstack-usage", "-fcallgraph-info"])
     su = (tmp_path / "kuka_iiwa14_dynamics.su").read_text().splitlines()
     su += (tmp_path / "kuka_iiwa14_rt.su").read_text().splitlines()
-    assert len(su) >= 25
+    assert len(su) >= 20          # the .su files were read (static inline helpers add no entries)
     step = [line for line in su if "kuka_iiwa14_rt_step" in line]
     print("stack of kuka_iiwa14_rt_step:", step)
     assert step
