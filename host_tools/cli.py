@@ -177,7 +177,7 @@ def _identify_closed_loop(args: argparse.Namespace, console: object) -> int:
         methods = methods_of(args.method)
         if args.max_iter < 1:
             raise ValueError("--max-iter must be >= 1")
-        settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter)
+        settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
         with out.status("identifying ...") as status:  # type: ignore[attr-defined]
             if args.synthetic:
                 opts = OESynthetic(seed=args.seed)
@@ -282,6 +282,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--parameters", choices=("essential", "base"), default="essential",
                    help="estimate IDIM-LS's essential parameters (seed 002) or all base parameters")
     d.add_argument("--max-iter", type=int, default=30, help="iterations of DIDIM / Jacobians of LM")
+    d.add_argument("--decimate", action="store_true",
+                   help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)")
     d.add_argument("--json", action="store_true", help="print the JSON document")
     d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf} "
                                  "(--method: output_error.{json,md} and output_error_autocorrelation.png)")

@@ -59,6 +59,7 @@ class OESettings:
     fd_step: float = 1e-6            # relative finite-difference step (absolute floor 1e-6)
     dynamics_band: float = 10.0      # Hz, omega_dyn: IDIM-LS filters q at 5x, tau and Y at 2x (§5.1)
     lags: int = 50                   # residual autocorrelation lags
+    decimate: bool = False           # DIDIM/CLIE/CLOE on parallel-filtered, decimated signals (§5.2, Tables 4-5)
     workers: int = 0                 # parallel simulations (0: one per core)
 
 
@@ -173,6 +174,14 @@ class Identification:
             return ((s.q if output == "q" else s.tau) - y0) / h
         return np.stack(self._map(column, len(kept)), axis=2)
 
+    def filtered(self, a: np.ndarray) -> np.ndarray:
+        """With settings.decimate: seed 002's parallel filter (zero-phase low-pass at 2 omega_dyn) and
+        decimation along the samples of a (K, ...); else a itself."""
+        if not self.settings.decimate:
+            return a
+        fs = 1.0 / self.data.sample_period
+        return parallel_decimate([a], fs, min(2 * self.settings.dynamics_band, 0.45 * fs))[0]
+
     # --- the methods -------------------------------------------------------------------------
     def idim_ls(self, kept: list[int] | None = None) -> tuple[Result, list[int]]:
         """§3.1: Butterworth (zero phase) on q at 5 omega_dyn, central differences, the parallel
@@ -209,7 +218,8 @@ class Identification:
         t0 = time.perf_counter()
         beta = np.zeros(len(self.names))              # the parameters not estimated are 0
         beta[kept] = np.asarray(beta0, float)[kept]
-        tau = self.data.tau.reshape(-1)
+        tau_f = self.filtered(self.data.tau)
+        tau = tau_f.reshape(-1)
         history: list[float] = []
         best: tuple[float, np.ndarray, Simulation] | None = None
         it = halvings = 0
@@ -218,7 +228,7 @@ class Identification:
                 s: Simulation | None = self.simulate(beta, regressor=True)
             except SimulationError:
                 s = None
-            crit = float(np.sum((tau - s.tau.reshape(-1)) ** 2)) if s is not None else np.inf
+            crit = float(np.sum((tau - self.filtered(s.tau).reshape(-1)) ** 2)) if s is not None else np.inf
             if best is None and s is None:
                 raise SimulationError("DIDIM: the start cannot be simulated (M(q) not positive definite)")
             if best is not None and not crit < best[0]:
@@ -237,12 +247,12 @@ class Identification:
                 break
             assert s.y is not None
             beta = np.zeros_like(beta)
-            beta[kept], *_ = np.linalg.lstsq(s.y[:, :, kept].reshape(-1, len(kept)), tau, rcond=None)
+            beta[kept], *_ = np.linalg.lstsq(self.filtered(s.y[:, :, kept]).reshape(-1, len(kept)), tau, rcond=None)
             it += 1
         assert best is not None and best[2].y is not None
         beta = best[1]
-        psi = best[2].y[:, :, kept].reshape(-1, len(kept))
-        resid = (tau - psi @ beta[kept]).reshape(self.data.tau.shape)
+        psi = self.filtered(best[2].y[:, :, kept]).reshape(-1, len(kept))
+        resid = (tau - psi @ beta[kept]).reshape(tau_f.shape)
         return self._finish("didim", kept, beta[kept], psi, resid, it, t0, history)
 
     def output_error(self, method: Literal["clie", "cloe"], beta0: np.ndarray, kept: list[int],
@@ -250,7 +260,8 @@ class Identification:
         """§3.2: Levenberg-Marquardt (MINPACK, as lsqnonlin) on tau - tau_s (CLIE) or q - q_s (CLOE)."""
         t0 = time.perf_counter()
         output: Literal["q", "tau"] = "tau" if method == "clie" else "q"
-        measured = (self.data.tau if output == "tau" else self.data.q).reshape(-1)
+        measured_f = self.filtered(self.data.tau if output == "tau" else self.data.q)
+        measured = measured_f.reshape(-1)
         scale = float(np.sqrt(np.mean(measured ** 2))) or 1.0
         template = np.zeros(len(self.names))        # the parameters not estimated are 0
         template[kept] = np.asarray(beta0, float)[kept]
@@ -276,12 +287,12 @@ class Identification:
             s = sim(x)
             if s is None:                             # not simulable: a large residual, LM backs off
                 return np.full(len(measured), 1e3 * scale)
-            r = measured - (s.tau if output == "tau" else s.q).reshape(-1)
+            r = measured - self.filtered(s.tau if output == "tau" else s.q).reshape(-1)
             return r if np.all(np.isfinite(r)) else np.full(len(measured), 1e3 * scale)
 
         def jacobian(x: np.ndarray) -> np.ndarray:
             s = sim(x)
-            d = self.sensitivities(full(x), kept, output, s)
+            d = self.filtered(self.sensitivities(full(x), kept, output, s))
             history.append(float(np.sum(residual(x) ** 2)))
             if progress:
                 progress(len(history) - 1, history[-1])
@@ -293,8 +304,8 @@ class Identification:
                                      max_nfev=self.settings.max_iterations * (len(kept) + 1))
         beta = full(sol.x)
         s = self.simulate(beta)
-        psi = self.sensitivities(beta, kept, output, s).reshape(-1, len(kept))
-        resid = (measured - (s.tau if output == "tau" else s.q).reshape(-1)).reshape(self.data.q.shape)
+        psi = self.filtered(self.sensitivities(beta, kept, output, s)).reshape(-1, len(kept))
+        resid = (measured - self.filtered(s.tau if output == "tau" else s.q).reshape(-1)).reshape(measured_f.shape)
         return self._finish(method, kept, sol.x, psi, resid, int(sol.njev or len(history)), t0, history)
 
     # --- diagnostics -------------------------------------------------------------------------

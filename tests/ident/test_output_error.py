@@ -17,7 +17,7 @@ import pytest
 from codegen.description import load_robot
 from host_tools.closed_loop import ClosedLoopModel, Loop, oesim_folder
 from host_tools.loopback import simulate
-from host_tools.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run
+from host_tools.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run, tables
 from host_tools.outputerror import Identification, OEData, OESettings, autocorrelation, description_start
 from host_tools.rt import load_rt
 from host_tools.trajectories import generated_trajectory
@@ -169,6 +169,23 @@ def test_cloe_is_insensitive(round_trip: tuple) -> None:
     for m in ("didim", "clie", "cloe"):
         ac = doc["methods"][m]["residual_autocorrelation"]
         assert 0.0 <= ac["fraction_outside"] <= 1.0 and ac["bound_2sigma"] == pytest.approx(2 / np.sqrt(doc["samples"]))
+
+
+def test_decimated_framework() -> None:
+    """seed 002 Tables 4-5, Fig. 3: on the parallel-filtered, decimated signals the singular values
+    shrink with the number of rows, CLOE's stay orders of magnitude below, DIDIM and CLIE keep to
+    IDIM-LS, and the torque residuals are nearly white."""
+    opts = OESynthetic(duration=12.0, seed=2)
+    log, loop = synthetic_run("ur5", opts)
+    doc, res = identify_closed_loop("ur5", oe_data("ur5", log), loop, ["didim", "clie", "cloe"],
+                                    OESettings(decimate=True), "description", opts.init_error, "essential", opts.seed)
+    ref = res["idim-ls"]
+    for m in ("didim", "clie"):
+        assert doc["methods"][m]["within_3sigma_of_idim_ls"] >= 0.8
+        assert doc["methods"][m]["residual_autocorrelation"]["fraction_outside"] < 0.3
+        assert res[m].mu_min == pytest.approx(ref.mu_min, rel=0.2)     # same rows as IDIM-LS's decimated X
+    assert res["cloe"].mu_min < 1e-2 * res["clie"].mu_min
+    assert "Table 5, with the decimation filter" in tables(doc)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
