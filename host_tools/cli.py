@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from codegen.cli import add_robot_arguments, build_parser, run
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -160,7 +163,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _identify_closed_loop(args: argparse.Namespace, console: object) -> int:
+def _identify_closed_loop(args: argparse.Namespace, out: "Console") -> int:
     """identify --method ...: output-error identification of a closed-loop run (seed 002)."""
     import json
     from pathlib import Path
@@ -172,13 +175,17 @@ def _identify_closed_loop(args: argparse.Namespace, console: object) -> int:
     from codegen.errors import DescriptionError
     from codegen.yamlio import load_yaml
 
-    out = console  # rich Console
     try:
         methods = methods_of(args.method)
         if args.max_iter < 1:
             raise ValueError("--max-iter must be >= 1")
+        for flag, value in (("--excitation", args.excitation), ("--validate", args.validate)):
+            if value:
+                raise ValueError(f"{flag} belongs to the periodic identification (without --method)")
+        if args.synthetic and args.gains:
+            raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
-        with out.status("identifying ...") as status:  # type: ignore[attr-defined]
+        with out.status("identifying ...") as status:
             if args.synthetic:
                 opts = OESynthetic(seed=args.seed)
                 status.update("simulating the closed-loop run (loopback)")
@@ -186,31 +193,38 @@ def _identify_closed_loop(args: argparse.Namespace, console: object) -> int:
                 from .identify import model
                 from codegen.description import load_robot
                 truth = model(load_robot(args.robot)).true_base()
-                init_error = opts.init_error
+                init_error, source = opts.init_error, "synthetic run"
             else:
                 if str(args.data).lower().endswith(".csv"):
                     raise ValueError(f"{args.data}: output-error methods need the reference trajectory the "
                                      "controller tracked: give a log (.npz) with q_des and qd_des")
                 log = Log.load(args.data)
                 gains = load_yaml(args.gains).data if args.gains else None
-                if gains is not None and not isinstance(gains, dict):
-                    raise ValueError(f"{args.gains}: expected a mapping of kp, kd, ... (docs/identification.md)")
+                if args.gains and not isinstance(gains, dict):
+                    raise ValueError(f"{args.gains}: expected a mapping of kp, kd, ki, i_max, tau_max, drive_gain, "
+                                     "gravity_compensation (docs/identification.md)")
                 try:
                     loop = loop_for(args.robot, gains)
                 except ValueError as err:
                     raise ValueError(f"{args.gains}: {err}" if args.gains else str(err)) from None
-                truth, init_error = None, 0.0
-            doc, results = identify_closed_loop(
-                args.robot, oe_data(args.robot, log), loop, methods, settings, args.init, init_error,
-                args.parameters, args.seed, truth, stage=lambda s: status.update(s))
+                truth, init_error, source = None, 0.0, str(args.data)
+            try:
+                doc, results = identify_closed_loop(
+                    args.robot, oe_data(args.robot, log, loop.drive_gain, source), loop, methods, settings,
+                    args.init, init_error, args.parameters, args.seed, truth, stage=lambda s: status.update(s))
+            except ValueError as err:
+                text = str(err)
+                raise ValueError(text if text.startswith(source) else f"{source}: {text}") from None
         if args.synthetic:
             doc["synthetic"] = vars(opts)
         written = write(doc, results, Path(args.out)) if args.out else []
     except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
-        out.print(f"manipgen: error: {exc_}")  # type: ignore[attr-defined]
+        out.print(f"manipgen: error: {exc_}")
         return 2
+    for w in doc["warnings"]:
+        out.print(f"manipgen: warning: {w}")
     if args.json:
-        print(json.dumps(single(doc, methods[0]) if len(methods) == 1 else doc, indent=1))
+        print(json.dumps(single(doc, methods[0]) if len(methods) == 1 else doc, indent=1, allow_nan=False))
     else:
         print(tables(doc) + f"\n{doc['seconds']:.1f} s" + (f"; wrote {', '.join(str(p) for p in written)}" if written else ""))
     return 0

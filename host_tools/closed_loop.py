@@ -154,6 +154,6 @@ class ClosedLoopModel:
         if status == -2:
             raise ValueError("the closed-loop model refused its arguments (substeps < 1 or a column out of range)")
         if status != 0:
-            raise SimulationError("the simulated robot's inertia matrix is not positive definite "
-                                  "(the candidate parameters are not physical enough to simulate)")
+            raise SimulationError("the closed-loop simulation failed: M(q) stopped being positive definite, or the "
+                                  "loop diverged (parameters not physical enough, or gains that make it unstable)")
         return Simulation(q, qd, qdd, tau, y, s_q, s_tau)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -22,7 +22,7 @@ from .compiled import load
 from .eval_reports import save_figure, write_atomic
 from .ident_pipeline import positions
 from .logs import Log
-from .loopback import simulate
+from .loopback import SimulationError, simulate
 from .outputerror import METHODS, Identification, Method, OEData, OESettings, Result, description_start
 from .processing import lowpass
 from .rt import load_rt
@@ -50,42 +50,54 @@ class OESynthetic:
     seed: int = 0
 
 
-def loop_for(spec: str, gains: dict[str, Any] | None = None) -> Loop:
+GAIN_KEYS = ("kp", "kd", "ki", "i_max", "tau_max", "drive_gain")
+POSITIVE = ("tau_max", "drive_gain")          # > 0; the others >= 0
+
+
+def _gain(key: str, value: Any, n: int) -> np.ndarray:
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
+        raise ValueError(f"gains.{key}: give one number or a list of {n} numbers, got {value!r}")
+    v = np.array(items, float)
+    if v.size not in (1, n):
+        raise ValueError(f"gains.{key}: give one number or {n} (one per joint), got {v.size}")
+    bad = ~np.isfinite(v) | ((v <= 0) if key in POSITIVE else (v < 0))
+    if np.any(bad):
+        raise ValueError(f"gains.{key}: must be {'> 0' if key in POSITIVE else '>= 0'} and finite, got {value!r}")
+    return v
+
+
+def loop_for(spec: str, gains: dict[Any, Any] | None = None) -> Loop:
     """The pid loop of the robot's pipeline (its default gains and model), with ``gains`` (kp, kd,
-    ki, i_max, tau_max, drive_gain: one value or one per joint; gravity_compensation: false) over it."""
+    ki, i_max, tau_max, drive_gain: one value or one per joint; gravity_compensation: true/false)
+    over it."""
     rt = load_rt(spec, estimator="findiff", observer="none", controller="pid")
     loop = Loop.from_rt(rt)
-    if not gains:
+    if gains is None:
         return loop
-    allowed = {"kp", "kd", "ki", "i_max", "tau_max", "drive_gain", "gravity_compensation"}
-    unknown = sorted(set(gains) - allowed)
+    allowed = set(GAIN_KEYS) | {"gravity_compensation"}
+    unknown = sorted(str(k) for k in gains if k not in allowed)
     if unknown:
         raise ValueError(f"gains: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-    values: dict[str, Any] = {}
-    for key in allowed - {"gravity_compensation"}:
-        if key in gains:
-            v = np.asarray(gains[key], float).ravel()
-            if v.size not in (1, rt.dof) or not np.all(np.isfinite(v)) or np.any(v < 0):
-                raise ValueError(f"gains.{key}: give one non-negative number or {rt.dof}, got {gains[key]!r}")
-            values[key] = v
-    loop = loop.with_gains(**values)
-    if gains.get("gravity_compensation", True) is False:
-        from dataclasses import replace
-        loop = replace(loop, ctl_params=np.zeros_like(loop.ctl_params))
-    return loop
+    loop = loop.with_gains(**{k: _gain(k, gains[k], rt.dof) for k in GAIN_KEYS if k in gains})
+    comp = gains.get("gravity_compensation", True)
+    if not isinstance(comp, bool):
+        raise ValueError(f"gains.gravity_compensation: true or false, got {comp!r}")
+    return loop if comp else replace(loop, ctl_params=np.zeros_like(loop.ctl_params))
 
 
-def oe_data(spec: str, log: Log) -> OEData:
+def oe_data(spec: str, log: Log, drive_gain: np.ndarray | float = 1.0, source: str = "DATA") -> OEData:
     """A closed-loop log as the output-error methods see it: positions through the robot's encoder
-    read; tau[k] = the torque held over sample k (the log's tau[k + 1])."""
+    read; tau[k] = G_tau x the log's tau[k + 1] (the controller's output held over sample k, as a
+    torque: G_tau = 1 when the log holds torques)."""
     robot = load_robot(spec)
     if log.robot != robot.c_name:
-        raise ValueError(f"DATA: the log is of robot {log.robot!r}, not {robot.c_name!r}")
+        raise ValueError(f"{source}: the log is of robot {log.robot!r}, not {robot.c_name!r}")
     if len(log) < 100:
-        raise ValueError(f"DATA: {len(log)} samples; output-error identification needs a run of at least 100")
+        raise ValueError(f"{source}: {len(log)} samples; output-error identification needs a run of at least 100")
     q = positions(spec, log)
-    return OEData(log.sample_period, q[:-1], np.asarray(log.tau, float)[1:], np.asarray(log.q_des, float)[:-1],
-                  np.asarray(log.qd_des, float)[:-1])
+    tau = np.asarray(log.tau, float)[1:] * np.asarray(drive_gain, float)
+    return OEData(log.sample_period, q[:-1], tau, np.asarray(log.q_des, float)[:-1], np.asarray(log.qd_des, float)[:-1])
 
 
 def synthetic_run(spec: str, opts: OESynthetic) -> tuple[Log, Loop]:
@@ -153,6 +165,7 @@ def identify_closed_loop(spec: str, data: OEData, loop: Loop, methods: Sequence[
     if parameters != "essential":
         ref = ident.idim_ls(kept)[0]
     beta0 = ref.full(model.n_base) if init == "idim-ls" else description_start(model, init_error, seed)
+    warnings = check_fit(ident, beta0)
     results: dict[str, Result] = {"idim-ls": ref}
     for method in methods:
         if method == "idim-ls":
@@ -166,11 +179,48 @@ def identify_closed_loop(spec: str, data: OEData, loop: Loop, methods: Sequence[
     doc: dict[str, Any] = {
         "robot": model.robot.name, "samples": int(len(data.q)), "sample_period": data.sample_period,
         "n_base": model.n_base, "estimated": [names[i] for i in kept], "init": init,
-        "settings": asdict(settings), "methods": {}}
+        "settings": asdict(settings), "warnings": warnings, "methods": {}}
     for m, r in results.items():
         doc["methods"][m] = _result_doc(r, truth, None if m == "idim-ls" else ref)
     doc["seconds"] = time.perf_counter() - t0
-    return doc, results
+    return finite(doc), results
+
+
+FIT_WARNING = 0.05      # the start's simulated q off the measured by more than this (relative, mean)
+
+
+def check_fit(ident: Identification, beta0: np.ndarray) -> list[str]:
+    """What the user should know before trusting the result: the description's Coulomb model, and
+    whether the closed loop with the start parameters reproduces the run at all (wrong gains)."""
+    out = []
+    robot = ident.model.robot
+    if robot.coulomb.model == "sign" and any(j.FC != 0 for j in robot.joints):
+        out.append(f"{robot.name}'s Coulomb friction is sign(qd): the fixed-step simulation is first order at "
+                   "velocity reversals; use coulomb: {model: tanh, velocity_scale: ...} (docs/identification.md)")
+    try:
+        s = ident.simulate(beta0)
+    except SimulationError:
+        raise ValueError("the closed loop cannot be simulated with the start parameters (unstable or M(q) not "
+                         "positive definite): check --gains (the controller that ran) and --init") from None
+    num = np.linalg.norm(ident.data.q - s.q, axis=0)
+    den = np.linalg.norm(ident.data.q - ident.data.q.mean(axis=0), axis=0)
+    off = float(np.mean(num / np.where(den > 0, den, 1.0)))
+    if off > FIT_WARNING:
+        out.append(f"with the start parameters the simulated positions are {off:.0%} off the measured motion "
+                   "(RMS, relative to each joint's excursion): is --gains the controller that ran, and the log's "
+                   "q_des its reference?")
+    return out
+
+
+def finite(obj: Any) -> Any:
+    """The document with every inf/NaN as null (strict JSON)."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite(v) for v in obj]
+    return obj
 
 
 def single(doc: dict[str, Any], method: Method) -> dict[str, Any]:
@@ -184,6 +234,10 @@ def single(doc: dict[str, Any], method: Method) -> dict[str, Any]:
     return out
 
 
+def _f(v: float | None, spec: str) -> str:
+    return "—" if v is None else format(v, spec)
+
+
 def tables(doc: dict[str, Any]) -> str:
     """seed 002 Tables 1-3 for our run, the paper's beside Tables 2 and 3."""
     methods = list(doc["methods"])
@@ -195,7 +249,7 @@ def tables(doc: dict[str, Any]) -> str:
         cells = []
         for m in methods:
             p = doc["methods"][m]["parameters"].get(name)
-            cells.append(f"{p['value']:.4g} ({p['rsd_percent']:.2g} %)" if p else "—")
+            cells.append(f"{_f(p['value'], '.4g')} ({_f(p['rsd_percent'], '.2g')} %)" if p else "—")
         truth = first.get(name, {}).get("truth")
         lines.append(f"| {name}{f' = {truth:.4g}' if truth is not None else ''} | " + " | ".join(cells) + " |")
     decimated = bool(doc["settings"].get("decimate"))
@@ -208,7 +262,7 @@ def tables(doc: dict[str, Any]) -> str:
         d = doc["methods"][m]
         paper = paper_jac.get(m)
         pc = " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in paper) if paper else "— | — | — | —"
-        lines.append(f"| {m} | {d['mu_max']:.3g} | {d['mu_min']:.3g} | {d['cond']:.4g} | {d['seconds']:.1f} s | "
+        lines.append(f"| {m} | {_f(d['mu_max'], '.3g')} | {_f(d['mu_min'], '.3g')} | {_f(d['cond'], '.4g')} | {d['seconds']:.1f} s | "
                      f"{d['iterations']} | {pc} |")
     lines += ["", "Table 3 — mean relative errors over the axes of the simulated closed loop, % (paper: Table 3, "
               "no decimation filter)", "",
@@ -218,7 +272,7 @@ def tables(doc: dict[str, Any]) -> str:
         d = doc["methods"][m]
         paper3 = PAPER_TABLE3.get(m)
         pc = f"{paper3[0]} % | {paper3[1]} %" if paper3 else "— | —"
-        lines.append(f"| {m} | {d['rel_error_q']:.4f} % | {d['rel_error_tau']:.3f} % | {pc} | "
+        lines.append(f"| {m} | {_f(d['rel_error_q'], '.4f')} % | {_f(d['rel_error_tau'], '.3f')} % | {pc} | "
                      f"{d['residual_autocorrelation']['fraction_outside'] * 100:.0f} % of lags |")
     lines += ["", "Estimates within IDIM-LS's 3σ intervals (seed 002 §5.2)" +
               (" and errors against the truth (non-zero true values)" if "max_rel_param_error" in doc["methods"]["idim-ls"]
@@ -227,9 +281,11 @@ def tables(doc: dict[str, Any]) -> str:
     for m in methods:
         d = doc["methods"][m]
         within = f"{d['within_3sigma_of_idim_ls'] * 100:.0f} %" if "within_3sigma_of_idim_ls" in d else "—"
-        err = (f"{d['max_rel_param_error']:.3g} | {d['median_rel_param_error']:.3g}" if "max_rel_param_error" in d
+        err = (f"{_f(d['max_rel_param_error'], '.3g')} | {_f(d['median_rel_param_error'], '.3g')}" if "max_rel_param_error" in d
                else "— | —")
         lines.append(f"| {m} | {within} | {', '.join(d.get('outside_3sigma_of_idim_ls', [])) or '—'} | {err} |")
+    if doc.get("warnings"):
+        lines += ["", "Warnings:", ""] + [f"- {w}" for w in doc["warnings"]]
     return "\n".join(lines) + "\n"
 
 
@@ -263,7 +319,7 @@ def autocorrelation_figure(results: dict[str, Result], path: Path) -> Path:
 
 
 def write(doc: dict[str, Any], results: dict[str, Result], out: Path) -> list[Path]:
-    write_atomic(out / "output_error.json", json.dumps(doc, indent=1) + "\n")
+    write_atomic(out / "output_error.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     write_atomic(out / "output_error.md", tables(doc))
     return [out / "output_error.json", out / "output_error.md",
             autocorrelation_figure(results, out / "output_error_autocorrelation.png")]

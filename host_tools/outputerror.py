@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import numpy as np
-from scipy import optimize
 
 from codegen.model import LINK_PARAMS
 
@@ -144,7 +143,9 @@ class Identification:
         return self.model.simulate(beta, self.loop, d.q_des, d.qd_des, d.q[0], d.qd_des[0], **kw)  # type: ignore[arg-type]
 
     def _map(self, fn: Callable[[int], np.ndarray], items: int) -> list[np.ndarray]:
-        """Run fn(0..items-1) in parallel threads (the C releases the GIL) or on the given executor."""
+        """Run fn(0..items-1) in parallel threads or on the given (thread-like) executor. Threads, not
+        DESIGN's default process pool: the C releases the GIL, and the work items share the loaded
+        cffi library and the run's arrays, which a process pool would pickle per call."""
         if self.executor is not None:
             return list(self.executor.map(fn, range(items)))
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -292,21 +293,15 @@ class Identification:
 
         def jacobian(x: np.ndarray) -> np.ndarray:
             s = sim(x)
-            d = self.filtered(self.sensitivities(full(x), kept, output, s))
-            history.append(float(np.sum(residual(x) ** 2)))
-            if progress:
-                progress(len(history) - 1, history[-1])
-            return -d.reshape(-1, len(kept))
+            return -self.filtered(self.sensitivities(full(x), kept, output, s)).reshape(-1, len(kept))
 
-        tol = self.settings.tolerance
-        sol = optimize.least_squares(residual, template[kept], jac=jacobian, method="lm", x_scale="jac",
-                                     ftol=tol, xtol=tol, gtol=1e-12,
-                                     max_nfev=self.settings.max_iterations * (len(kept) + 1))
-        beta = full(sol.x)
+        x, iterations = levenberg_marquardt(residual, jacobian, template[kept], self.settings.max_iterations,
+                                            self.settings.tolerance, history, progress)
+        beta = full(x)
         s = self.simulate(beta)
         psi = self.filtered(self.sensitivities(beta, kept, output, s)).reshape(-1, len(kept))
         resid = (measured - self.filtered(s.tau if output == "tau" else s.q).reshape(-1)).reshape(measured_f.shape)
-        return self._finish(method, kept, sol.x, psi, resid, int(sol.njev or len(history)), t0, history)
+        return self._finish(method, kept, x, psi, resid, iterations, t0, history)
 
     # --- diagnostics -------------------------------------------------------------------------
     def _finish(self, method: Method, kept: list[int], values: np.ndarray, psi: np.ndarray, resid: np.ndarray,
@@ -330,6 +325,53 @@ class Identification:
         if method == "didim":
             return self.didim(beta0, kept, progress)
         return self.output_error(method, beta0, kept, progress)
+
+
+def levenberg_marquardt(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable[[np.ndarray], np.ndarray],
+                        x0: np.ndarray, max_jacobians: int, tol: float, history: list[float],
+                        progress: Progress | None = None) -> tuple[np.ndarray, int]:
+    """Levenberg-Marquardt with Marquardt's scaling (damping lambda diag(J^T J)) on r(x) with
+    Jacobian J = dr/dx. Written here rather than scipy's MINPACK wrapper because each Jacobian is a
+    whole sensitivity simulation, the dominant cost: MINPACK cannot bound the number of Jacobians
+    (its max_nfev counts residuals only) and scipy evaluates the first one twice. One Jacobian per
+    accepted step; trial steps reuse its QR. Stops when the criterion |r|^2 drops by less than tol
+    (relative) or the step is below tol (relative to x). Returns (x, Jacobians evaluated)."""
+    x = np.asarray(x0, float).copy()
+    r = residual(x)
+    crit = float(r @ r)
+    lam = 1e-3
+    jacobians = 0
+    while jacobians < max_jacobians:
+        j = jacobian(x)
+        jacobians += 1
+        history.append(crit)
+        if progress:
+            progress(jacobians - 1, crit)
+        d = np.sqrt(np.sum(j * j, axis=0))
+        d = np.where(d > 0, d, 1.0)
+        q, rr = np.linalg.qr(j / d)                      # columns scaled: J D^-1 = Q R
+        qtr = q.T @ r
+        accepted = False
+        while lam < 1e12:
+            # min |r - J dx|^2 + lam |D dx|^2 in the scaled variable y = D dx: [R; sqrt(lam) I] y = [Q^T r; 0]
+            a = np.vstack([rr, np.sqrt(lam) * np.eye(len(x))])
+            y, *_ = np.linalg.lstsq(a, np.concatenate([qtr, np.zeros(len(x))]), rcond=None)
+            step = -y / d                                # r decreases along -J^-1 r: J = dr/dx
+            r_new = residual(x + step)
+            crit_new = float(r_new @ r_new)
+            if crit_new < crit:
+                accepted = True
+                break
+            lam *= 10
+        if not accepted:
+            break
+        small_step = np.linalg.norm(step) <= tol * (np.linalg.norm(x) + tol)
+        small_gain = crit - crit_new <= tol * crit
+        x, r, crit, lam = x + step, r_new, crit_new, max(lam / 10, 1e-12)
+        if small_step or small_gain:
+            break
+    history.append(crit)
+    return x, jacobians
 
 
 def description_start(model: ClosedLoopModel, error: float = 0.0, seed: int = 0) -> np.ndarray:
