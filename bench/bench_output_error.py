@@ -54,7 +54,7 @@ def main() -> None:
                                   Identification(model, loop, data, OESettings(sensitivities="fd"))),
                                  ("CLOE, exact sensitivities", "cloe", ident_exact)):
         rows.append((label, ident.run(method, start, kept)))   # type: ignore[arg-type]
-    n_jac = next(r.iterations for label, r in rows if label.startswith("CLIE, exact")) + 1
+    n_jac = next(r.iterations for label, r in rows if label.startswith("CLIE, exact"))   # Jacobians
     peer_clie = t_peer * (len(kept) + 1) * n_jac
 
     print(f"ur5, {len(data.q)} samples at {1 / data.sample_period:g} Hz, {len(kept)} essential parameters, "
