@@ -126,9 +126,11 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     files = {
         f"{p}_rt.h": rt_h,
         f"{p}_rt.c": rt_c,
-        f"{p}_loopback.h": env.get_template("loopback.h.j2").render(dict(ctx, max_delay=LOOPBACK_MAX_DELAY)),
+        f"{p}_loopback.h": env.get_template("loopback.h.j2").render(dict(
+            ctx, max_delay=LOOPBACK_MAX_DELAY, motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs))),
         f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
             dict(ctx, has_controller=rt_options.controller != "none", sensor=_sensor_view(n, precision),
+                 motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
                  floor="floor" if precision == "double" else "floorf")),
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),

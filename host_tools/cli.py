@@ -230,6 +230,76 @@ def _identify_closed_loop(args: argparse.Namespace, out: "Console") -> int:
     return 0
 
 
+def cmd_thresholds(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from .logs import Log, LogError
+    from .rt import ConfigError, load_rt
+    from .thresholds import design_thresholds
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+
+    console = Console(stderr=True, soft_wrap=True)
+    try:
+        rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
+        if args.config:
+            rt.config.load(args.config)
+        log = Log.load(args.data)
+        try:
+            design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
+        except ValueError as err:
+            raise ValueError(f"{args.data}: {err}") from None
+        rt.config["det.threshold"] = design.threshold
+        if args.out:
+            rt.config.save(args.out)
+    except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    doc = {"robot": rt.name, "pipeline": rt.label, "margin": args.margin, "skip_s": args.skip, "floor": args.floor,
+           "samples": design.samples, "threshold": design.threshold.tolist(),
+           "max_residual": design.max_residual.tolist(), "at_time_s": design.at_time.tolist()}
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
+              f"{args.margin:g} x max |r| + {args.floor:g}\n")
+        print("| joint | max abs(r) | at (s) | threshold |\n| --: | --: | --: | --: |")
+        for i, (m, t, th) in enumerate(zip(design.max_residual, design.at_time, design.threshold)):
+            print(f"| {i + 1} | {m:.4g} | {t:.3f} | {th:.4g} |")
+        if args.out:
+            print(f"\nwrote {args.out} (det.threshold set; load it with rt.config.load)")
+    return 0
+
+
+def cmd_collide(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from .collide import CollideSettings, scenario, table, write
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+
+    console = Console(stderr=True, soft_wrap=True)
+    settings = CollideSettings(model_error=args.model_error, amplitude=args.amplitude, joint=args.joint,
+                               seed=args.seed, observers=tuple(args.observers))
+    try:
+        with console.status("collision scenario ...") as status:
+            doc, arrays = scenario(args.robot, settings, progress=lambda s: status.update(s))
+        written = write(doc, arrays, Path(args.out)) if args.out else []
+    except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(doc, indent=1, allow_nan=False))
+    else:
+        print(table(doc) + f"\n{doc['seconds']:.0f} s" + (f"; wrote {', '.join(str(p) for p in written)}" if written else ""))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = build_parser()
     d = sub.add_parser("demo", help="generate, build (make) and check a robot's C end to end")
@@ -302,6 +372,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf} "
                                  "(--method: output_error.{json,md} and output_error_autocorrelation.png)")
     d.set_defaults(handler=cmd_identify)
+    t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
+    t.add_argument("robot", help="bundled name or a .yaml path")
+    t.add_argument("data", help="a collision-free log (.npz, docs/realtime.md)")
+    t.add_argument("--observer", choices=("momentum", "adaptive", "direct"),
+                   help="the residual to design for (default: the description's)")
+    t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")
+    t.add_argument("--config", help="config JSON to start from (gains of the observer, encoders, model)")
+    t.add_argument("--margin", type=float, default=1.2, help="factor on the largest residual (>= 1)")
+    t.add_argument("--floor", type=float, default=0.0, help="added to every threshold, N m")
+    t.add_argument("--skip", type=float, default=0.5, help="seconds of start-up left out")
+    t.add_argument("--out", help="write the config JSON with det.threshold set")
+    t.add_argument("--json", action="store_true", help="print the JSON document")
+    t.set_defaults(handler=cmd_thresholds)
+    c = sub.add_parser("collide", help="collision detection scenario (seed 001 §IV): thresholds, delays, false alarms")
+    c.add_argument("robot", help="bundled name or a .yaml path")
+    c.add_argument("--model-error", type=float, default=0.1, help="model = description x U(1 -+ this) (seed 001: 0.1)")
+    c.add_argument("--amplitude", type=float, default=5.0, help="external torque step, N m")
+    c.add_argument("--joint", type=int, default=2, help="joint the external torque acts on (1-based)")
+    c.add_argument("--observers", nargs="+", default=["momentum", "adaptive", "direct", "adaptive_measured",
+                                                      "direct_measured"],
+                   help="residuals to compare (*_measured: exact qd, qdd from the simulator)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--json", action="store_true", help="print the JSON document")
+    c.add_argument("--out", help="folder for collide.{json,md,png}")
+    c.set_defaults(handler=cmd_collide)
     return run(parser, argv)
 
 

@@ -355,3 +355,25 @@ def plot(exc: Excitation, path: Path) -> Path:
     ax[0].set_title(f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
+
+
+def random_excitation(robot: Robot, seed: int, speed: float = 0.5, harmonics: int = 5,
+                      base_frequency: float = 0.05, rate: float = 1000.0) -> Excitation:
+    """A smooth Fourier motion with random coefficients (no optimisation): projected onto the start
+    conditions (at rest in q0, the middle of each joint's range, every period), then scaled so that
+    q stays within the limits and |qd|, |qdd| within ``speed`` x theirs (seed 001's 20 s
+    "Fourier-like excitation" at the defaults)."""
+    lim = _limits(robot, ExciteSettings())
+    n = robot.dof
+    rng = np.random.default_rng(seed)
+    ls = np.arange(1, harmonics + 1, dtype=float)
+    a = rng.normal(size=(n, harmonics)) / ls
+    b = rng.normal(size=(n, harmonics)) / ls
+    a -= a.mean(axis=1, keepdims=True)                          # sum_l a_l = 0
+    c = np.vstack([ls, 1.0 / ls])                               # sum_l l b_l = sum_l b_l / l = 0
+    b -= (b @ c.T) @ np.linalg.solve(c @ c.T, c)
+    q0 = (lim["q_min"] + lim["q_max"]) / 2
+    qdd = np.where(np.isfinite(lim["qdd"]), lim["qdd"], 2.0)
+    scaled = dict(lim, qd=speed * lim["qd"], qdd=speed * qdd)
+    big = Excitation(robot.name, harmonics, base_frequency, a * 1e3, b * 1e3, q0)
+    return within_limits(big, scaled, rate)

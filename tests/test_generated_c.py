@@ -141,3 +141,23 @@ def test_generated_folder_builds_alone_with_make_and_cmake(tmp_path: Path) -> No
                    check=True, capture_output=True)
     subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
     assert list(build.glob("libplanar2.a"))
+
+
+@pytest.mark.parametrize("observer", ["adaptive", "adaptive_measured", "direct", "direct_measured"])
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, precision: str, tmp_path: Path) -> None:
+    """The model-adaptive observer (Cholesky solves, regressor workspace) and the direct residual
+    under the same contract."""
+    from codegen.blocks.options import RtOptions, parse_estimator
+
+    folder = tmp_path / "gen"
+    generate(load_robot("kuka_iiwa14"), precision,  # type: ignore[arg-type]
+             RtOptions(estimator=parse_estimator("kalman"), observer=observer)).write(folder)
+    extra = ["-Wdouble-promotion"] if precision == "float" else []
+    for cc in ("gcc", "clang"):
+        require_tool(cc)
+        for obj in compile_folder(cc, folder, tmp_path / cc, extra):
+            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
+            assert not undefined & HEAP, undefined
+            if precision == "float":
+                assert not undefined & DOUBLE_MATH, undefined

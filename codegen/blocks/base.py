@@ -3,7 +3,7 @@
 A block never writes C. It declares
 * ``config`` fields: run-time gains and limits (the host may change them without recompiling),
 * ``state`` fields: what it keeps between samples (also derived values and workspaces),
-* ``output`` fields it adds to ``<robot>_rt_output_t``,
+* ``output`` fields it adds to ``<robot>_rt_output_t`` (and extra ``input`` fields, rarely),
 * ``functions``: CasADi functions whose arguments are *bindings* such as ``cfg.est.gain``
   (config), ``st.est.x`` (state), ``in.tau`` (input), ``out.qd_hat`` (output) or ``loc.q``
   (a local of the step function); the C template calls them, the Python reference evaluates them,
@@ -88,6 +88,7 @@ class Block:
     config: list[Field] = field(default_factory=list)
     state: list[Field] = field(default_factory=list)
     outputs: list[Field] = field(default_factory=list)
+    inputs: list[Field] = field(default_factory=list)   # extra fields of <robot>_rt_input_t it reads
     functions: list[Fn] = field(default_factory=list)
     derive: Fn | None = None   # config -> derived state, at init and at every config change
     template: str = ""         # templates/rt/<template>.c.j2 ('' = calls its functions in order)

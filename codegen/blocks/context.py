@@ -12,6 +12,7 @@ import numpy as np
 
 from ..dynamics import Dynamics
 from ..model import Robot
+from ..params import BaseParameters, base_parameters
 from .options import RtOptions
 
 
@@ -43,6 +44,11 @@ class Ctx:
             return [], cs.SX(cs.DM(self.robot.standard_parameters()))
         pi = cs.SX.sym("pi", self.robot.n_standard)
         return [("st.model.pi", pi)], pi
+
+    @cached_property
+    def base(self) -> BaseParameters:
+        """The base parameters (Gautier's numeric reduction, codegen.params)."""
+        return base_parameters(self.robot, self.dyn)
 
     @cached_property
     def _fns(self) -> dict[str, cs.Function]:

@@ -6,8 +6,9 @@ exceeds its threshold and stays so until |r| falls below ``release`` x threshold
 counts consecutive samples above; a collision is declared when some joint has been above for
 ``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
 counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
-threshold at that sample or any later one while latched (a force on link i moves only r_1..r_i,
-seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not show all). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+threshold at that sample or any of the next ``window`` ones (a force on link i moves only
+r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
+show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
 qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
 desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
 """
@@ -23,7 +24,7 @@ from .context import Ctx
 
 def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tuple[float, ...] = 0.0,
           release: float = 0.5, debounce: int = 3, reaction: int = 1,
-          k_r: float | tuple[float, ...] = 0.03) -> Block:
+          k_r: float | tuple[float, ...] = 0.03, window: int = 1_000_000) -> Block:
     n, ts = ctx.n, ctx.ts
     qd, th, kvs = ctx.sym("qd"), ctx.sym("threshold"), ctx.sym("kv")
     level = sx_function("level", [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
@@ -41,14 +42,18 @@ def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tupl
                 Field("debounce", "int32", (n,), "samples above threshold before a detection (>= 1)",
                       per_joint(float(debounce), n), low=1.0, high=1e6),
                 Field("reaction", "uint8", (), "0 none, 1 stop, 2 reflex (seed 003 §5.4)", (float(reaction),), choices=(0.0, 1.0, 2.0)),
-                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0)],
+                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0),
+                Field("window", "int32", (), "samples after the detection during which the isolated link may "
+                      "still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is "
+                      "best right after the impact)", (float(window),), low=0.0, high=1e9)],
         state=[Field("level", "real", (n,), "workspace: this sample's thresholds"),
                Field("above", "uint8", (n,), "hysteresis state per joint"),
                Field("count", "int32", (n,), "consecutive samples above"),
                Field("collision", "uint8", (), "latched collision flag"),
                Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
                Field("q_col", "real", (n,), "q_hat at detection"),
-               Field("integ", "real", (n,), "reflex integral of K_R r")],
+               Field("integ", "real", (n,), "reflex integral of K_R r"),
+               Field("since", "int32", (), "samples since the detection (saturates)")],
         outputs=[Field("collision", "uint8", (), "1 from the detecting sample until in.reset"),
                  Field("link", "int32", (), "isolated link, 1-based (0: none)"),
                  Field("above", "uint8", (n,), "joints above their threshold this sample")],
@@ -58,7 +63,7 @@ def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tupl
 def reference(d: Data, block: Block) -> None:
     """numpy mirror of the detect template and runtime mg_detect."""
     if d["in.reset"]:
-        for key in ("st.det.collision", "st.det.link", "st.det.above", "st.det.count"):
+        for key in ("st.det.collision", "st.det.link", "st.det.above", "st.det.count", "st.det.since"):
             d[key] = d[key] * 0
     evaluate(block.fn("level"), d)
     r, lv = d["out.r"], d["st.det.level"]
@@ -79,8 +84,12 @@ def reference(d: Data, block: Block) -> None:
         d["st.det.link"] = np.array(highest, dtype=np.int32)
         d["st.det.q_col"] = d["out.q_hat"].copy()
         d["st.det.integ"] = d["st.det.integ"] * 0.0
-    elif d["st.det.collision"] and highest > d["st.det.link"]:
-        d["st.det.link"] = np.array(highest, dtype=np.int32)
+        d["st.det.since"] = np.array(0, dtype=np.int32)
+    elif d["st.det.collision"]:
+        if d["st.det.since"] < 0x40000000:
+            d["st.det.since"] = np.array(d["st.det.since"] + 1, dtype=np.int32)
+        if highest > d["st.det.link"] and d["st.det.since"] <= d["cfg.det.window"]:
+            d["st.det.link"] = np.array(highest, dtype=np.int32)
     d["out.collision"], d["out.link"] = d["st.det.collision"].copy(), d["st.det.link"].copy()
     d["out.above"] = above.copy()
     mode = int(d["cfg.det.reaction"])

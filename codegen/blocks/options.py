@@ -14,7 +14,7 @@ ESTIMATORS: dict[str, dict[str, type]] = {
     "tse": {"n": int}, "ewlr": {"n": int, "lam": float}, "kalman": {}, "linhg": {}, "nlhg": {},
     "slimod": {},
 }
-OBSERVERS = ("none", "momentum")
+OBSERVERS = ("none", "momentum", "adaptive", "adaptive_measured", "direct", "direct_measured")
 CONTROLLERS = ("none", "computed_torque", "pid")
 DEFAULT_OPTIONS: dict[str, dict[str, float]] = {
     "movav": {"p": 2}, "lsf": {"n": 4, "p": 1}, "bde": {"n": 2}, "tse": {"n": 3},

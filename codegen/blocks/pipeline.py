@@ -16,7 +16,7 @@ import numpy as np
 from ..dynamics import Dynamics
 from ..errors import DescriptionError
 from ..model import Robot
-from . import controllers, detect, encoder, findiff, fir, kalman, linhg, model_params, momentum, nlhg, slimod
+from . import adaptive, controllers, detect, direct, encoder, findiff, fir, kalman, linhg, model_params, momentum, nlhg, slimod
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
 from .options import ESTIMATORS, RtOptions
@@ -44,9 +44,6 @@ def _estimator(ctx: Ctx) -> Block:
     if e.name == "nlhg":
         return nlhg.build(ctx)
     return slimod.build(ctx)
-
-
-INPUTS = ("counts", "valid", "motor_counts", "motor_valid", "tau", "q_des", "qd_des", "qdd_des", "reset")
 
 
 def input_fields(n: int) -> list[Field]:
@@ -81,7 +78,7 @@ class Pipeline:
 
     @property
     def inputs(self) -> list[Field]:
-        return input_fields(self.n)
+        return input_fields(self.n) + [f for b in self.blocks for f in b.inputs]
 
     @property
     def outputs(self) -> list[Field]:
@@ -146,6 +143,7 @@ class Pipeline:
         d["loc.first"] = np.array(0)
 
 
+OBSERVER_FIELDS = {"k_o", "lam", "lam_f"}   # config fields some observer has (obs.<field> keys)
 DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}   # generation-time design values, not config fields
 
 
@@ -171,6 +169,8 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
             design[key] = (tuple(values) * (robot.dof if len(values) == 1 else 1), line)
             continue
         idx = next((i for i, x in enumerate(b.config) if x.name == name), None)
+        if idx is None and prefix == "obs" and name in OBSERVER_FIELDS:
+            continue          # a field of another observer (the YAML may serve several pipelines)
         if idx is None:
             extra = " and the design values q_var, r_var" if b.name == "kalman" else ""
             raise DescriptionError(robot.file, where, f"{b.name} has no config field {name!r} (fields: "
@@ -197,7 +197,18 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
     blocks.append(_estimator(ctx))
     if options.observer == "momentum":
         blocks.append(momentum.build(ctx))
-        blocks.append(detect.build(ctx))
+    elif options.observer in ("adaptive", "direct") and options.estimator.name not in adaptive.NEEDS_ACCELERATION:
+        raise DescriptionError(robot.file, "realtime.observer", f"the {options.observer} observer needs the joint "
+                               "acceleration: choose an estimator that gives it (" +
+                               ", ".join(adaptive.NEEDS_ACCELERATION) + f"), not {options.estimator.name}, or "
+                               f"{options.observer}_measured (q-dot, q-ddot as inputs)")
+    elif options.observer.startswith("adaptive"):
+        blocks.append(adaptive.build(ctx, measured=options.observer.endswith("_measured")))
+    elif options.observer.startswith("direct"):
+        blocks.append(direct.build(ctx, measured=options.observer.endswith("_measured")))
+    if options.observer != "none":
+        # the adaptive residual is a high-pass of the contact: isolate within 10 samples of the flag
+        blocks.append(detect.build(ctx, window=10 if options.observer.startswith("adaptive") else 1_000_000))
     if options.controller == "computed_torque":
         blocks.append(controllers.computed_torque(ctx))
     elif options.controller == "pid":

@@ -170,6 +170,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
     memcpy(q, q0, sizeof q);
     memcpy(qd, qd0, sizeof qd);
     memset(applied, 0, sizeof applied);
+    memset(u, 0, sizeof u);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {

@@ -170,6 +170,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
     memcpy(q, q0, sizeof q);
     memcpy(qd, qd0, sizeof qd);
     memset(applied, 0, sizeof applied);
+    memset(u, 0, sizeof u);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {

@@ -158,6 +158,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
     memcpy(q, q0, sizeof q);
     memcpy(qd, qd0, sizeof qd);
     memset(applied, 0, sizeof applied);
+    memset(u, 0, sizeof u);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {

@@ -7,7 +7,9 @@
 typedef schunk_lwa4p_real_t real_t;
 #define MG_REAL real_t
 #define MG_FABS fabs
+#define MG_SQRT sqrt
 #include "manipgen_rt.h"
+#include "manipgen_linalg.h"
 
 const schunk_lwa4p_rt_config_t schunk_lwa4p_rt_default_config = {
     { /* model */
@@ -42,7 +44,8 @@ const schunk_lwa4p_rt_config_t schunk_lwa4p_rt_default_config = {
         0.5,  /* release */
         {3, 3, 3, 3, 3, 3},  /* debounce */
         1,  /* reaction */
-        {0.03, 0.03, 0.03, 0.03, 0.03, 0.03}  /* k_r */
+        {0.03, 0.03, 0.03, 0.03, 0.03, 0.03},  /* k_r */
+        1000000  /* window */
     },
     { /* ctl */
         {100.0, 100.0, 100.0, 100.0, 100.0, 100.0},  /* kp */
@@ -4587,6 +4590,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             rt->det.link = 0;
             memset(rt->det.above, 0, sizeof rt->det.above);
             memset(rt->det.count, 0, sizeof rt->det.count);
+            rt->det.since = 0;
         }
         schunk_lwa4p_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
         fired = mg_detect(SCHUNK_LWA4P_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
@@ -4596,8 +4600,14 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             rt->det.link = highest;
             memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
             memset(rt->det.integ, 0, sizeof rt->det.integ);
-        } else if (rt->det.collision && highest > rt->det.link) {
-            rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
+            rt->det.since = 0;
+        } else if (rt->det.collision) {
+            if (rt->det.since < 0x40000000) {
+                rt->det.since++;
+            }
+            if (highest > rt->det.link && rt->det.since <= rt->cfg.det.window) {
+                rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
+            }
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;

@@ -67,8 +67,9 @@
  * counts consecutive samples above; a collision is declared when some joint has been above for
  * ``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
  * counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
- * threshold at that sample or any later one while latched (a force on link i moves only r_1..r_i,
- * seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not show all). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+ * threshold at that sample or any of the next ``window`` ones (a force on link i moves only
+ * r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
+ * show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
  * qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
  * desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
  *
@@ -139,6 +140,7 @@ typedef struct {
     int32_t debounce[6];  /**< samples above threshold before a detection (>= 1) */
     uint8_t reaction;  /**< 0 none, 1 stop, 2 reflex (seed 003 §5.4) */
     schunk_lwa4p_real_t k_r[6];  /**< reflex gain K_R (rad/s per N m) */
+    int32_t window;  /**< samples after the detection during which the isolated link may still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is best right after the impact) */
 } schunk_lwa4p_rt_det_config_t;
 
 /** Run-time config of the computed_torque block. */
@@ -202,6 +204,7 @@ typedef struct {
     int32_t link;  /**< latched isolated link, 1-based (0: none) */
     schunk_lwa4p_real_t q_col[6];  /**< q_hat at detection */
     schunk_lwa4p_real_t integ[6];  /**< reflex integral of K_R r */
+    int32_t since;  /**< samples since the detection (saturates) */
 } schunk_lwa4p_rt_det_state_t;
 
 /** One pipeline instance: configuration copy, state and workspaces. Caller-owned; no pointers inside, so it may be copied. */

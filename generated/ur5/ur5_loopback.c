@@ -158,6 +158,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
     memcpy(q, q0, sizeof q);
     memcpy(qd, qd0, sizeof qd);
     memset(applied, 0, sizeof applied);
+    memset(u, 0, sizeof u);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {

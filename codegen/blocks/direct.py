@@ -1,0 +1,28 @@
+"""Direct-method collision residual (the baseline of seed 001 §IV, its Fig. 5 without the
+high-pass): r = Y_b theta_hat - tau = rnea(q_hat, qd, qdd; model) - tau, with qd, qdd from the
+estimator (one that gives qdd) or, ``direct_measured``, from ``in.qd_meas``, ``in.qdd_meas``.
+No state, no filtering: r carries the whole model error and the noise of qdd. Sign: the external
+torque on the robot, as the other observers."""
+
+from __future__ import annotations
+
+from .adaptive import motion_inputs, motion_source
+from .base import Block, Data, Field, evaluate, sx_function
+from .context import Ctx
+
+
+def build(ctx: Ctx, measured: bool = False) -> Block:
+    n = ctx.n
+    model, pi = ctx.model_inputs()
+    q, qd, qdd, tau = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau"))
+    src = motion_source(measured)
+    step = sx_function("step", [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau)] + model,
+                       [("out.r", ctx.call("rnea", q, qd, qdd, pi) - tau)], "r = rnea(q, qd, qdd) - tau")
+    return Block(kind="obs", name="direct_measured" if measured else "direct", doc=__doc__ or "", template="direct",
+                 inputs=motion_inputs(n) if measured else [],
+                 outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
+                 functions=[step], reference=reference)
+
+
+def reference(d: Data, block: Block) -> None:
+    evaluate(block.fn("step"), d)

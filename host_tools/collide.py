@@ -1,0 +1,204 @@
+"""`manipgen collide`: the collision-detection scenario of seed 001 §IV on the loopback, for every
+residual the pipeline can generate -- the momentum observer, the model-adaptive observer and the
+direct method, the last two once with the Kalman estimator's qd, qdd (encoders only) and once with
+the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption).
+
+The controller's (and observers') model is the description's with every inertial (link) parameter
+scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact); the plant keeps
+the true ones. Per observer: the largest |r| over a collision-free
+20 s motion is the smallest false-alarm-free threshold. The same motion then receives the
+collisions, as in seed 001 §IV: a step of ``amplitude`` on one joint, low-passed at each cut-off
+frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, one run per event;
+the delay is from the event to the first sample with a joint above its threshold (debounce 1).
+A second, different motion without collisions counts the false alarms those thresholds give on a
+motion they were not designed on (rising edges of "some joint above"). Hunt-Crossley contact is not in this version.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from codegen.description import load_robot
+from codegen.model import LINK_PARAMS
+
+from .eval_reports import save_figure, write_atomic
+from .loopback import simulate
+from .rt import load_rt
+from .excite import random_excitation
+
+OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured")
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CollideSettings:
+    model_error: float = 0.1
+    duration: float = 20.0                              # s per motion (seed 001: 20 s)
+    cutoffs: tuple[float, ...] = (1.0, 10.0, 100.0)     # Hz, of the filtered steps
+    amplitude: float = 5.0                              # N m (N)
+    joint: int = 2                                      # 1-based joint the torque acts on
+    hold: float = 0.3                                   # s
+    events: tuple[float, ...] = (6.0, 12.0, 18.0)       # s from the start
+    window: float = 0.5                                 # s after an event in which a detection counts
+    skip: float = 1.0                                   # s of start-up left out everywhere
+    adaptive_gain: float = 100.0                        # seed 001's K (the momentum observer keeps its K_O)
+    seed: int = 0
+    observers: tuple[str, ...] = OBSERVERS
+
+
+def filtered_step(k: int, n: int, ts: float, joint: int, start: float, hold: float, amplitude: float,
+                  cutoff: float) -> np.ndarray:
+    """(k, n) external torque: a step of ``amplitude`` on ``joint`` (0-based) from ``start`` for ``hold``
+    s, through a first-order low-pass at ``cutoff`` Hz (exact for the held input)."""
+    t = np.arange(k) * ts
+    u = np.where((t >= start) & (t < start + hold), amplitude, 0.0)
+    a = np.exp(-2 * np.pi * cutoff * ts)
+    x = np.zeros(k)
+    for i in range(1, k):
+        x[i] = a * x[i - 1] + (1 - a) * u[i]
+    out = np.zeros((k, n))
+    out[:, joint] = x
+    return out
+
+
+def _any_above(out: dict[str, np.ndarray]) -> np.ndarray:
+    """Per sample: some joint's |r| above its threshold."""
+    return np.asarray(np.any(out["above"] != 0, axis=1), dtype=bool)
+
+
+def scenario(spec: str, settings: CollideSettings = CollideSettings(),
+             progress: Progress = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Returns (the JSON document, arrays for the figure)."""
+    s = settings
+    robot = load_robot(spec)
+    n = robot.dof
+    if not 1 <= s.joint <= n:
+        raise ValueError(f"--joint must be 1..{n}, got {s.joint}")
+    if not 0 <= s.model_error < 1:
+        raise ValueError(f"--model-error must be in [0, 1), got {s.model_error}")
+    unknown = [o for o in s.observers if o not in OBSERVERS]
+    if unknown:
+        raise ValueError(f"unknown observer(s) {', '.join(unknown)}; choose from {', '.join(OBSERVERS)}")
+    if any(e + s.hold + s.window > s.duration for e in s.events) or min(s.events) < s.skip:
+        raise ValueError("every event (and its window) must lie inside the motion, after the skipped start")
+    t0 = time.perf_counter()
+    true = robot.standard_parameters()
+    inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
+    factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
+    model = true * np.where(inertial, factor, 1.0)         # seed 001 eq. 22: the inertial parameters
+    ts = robot.sample_period
+    # smooth 20 s Fourier motions (seed 001 §IV): acceleration steps would make the inertial model error
+    # a fast signal, which no residual separates from a collision
+    design = random_excitation(robot, s.seed + 1, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
+    test = random_excitation(robot, s.seed + 2, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
+    k0 = int(round(s.skip / ts))
+    doc: dict[str, Any] = {"robot": robot.name, "settings": asdict(s), "observers": {}}
+    arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}}
+    for obs in s.observers:
+        progress(f"{obs}: collision-free motion (threshold design)")
+        rt = load_rt(spec, estimator="kalman", observer=obs, controller="computed_torque")
+        rt.config["model.params"] = model
+        rt.config["det.reaction"] = 0
+        rt.config["det.debounce"] = 1
+        if obs.startswith("adaptive"):
+            rt.config["obs.k_o"] = s.adaptive_gain
+        rt.config["det.threshold"] = 1e30
+        free = np.abs(simulate(rt, design, true_params=true).out["r"])[k0:]
+        threshold = free.max(axis=0) * (1 + 1e-9) + 1e-12
+        rt.config["det.threshold"] = threshold
+        progress(f"{obs}: false alarms on a second motion")
+        above = _any_above(simulate(rt, test, true_params=true).out)[k0:]
+        false_alarms = int(np.sum(above[1:] & ~above[:-1]) + above[0])
+        delays: dict[str, list[float | None]] = {}
+        for cutoff in s.cutoffs:
+            progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
+            found: list[float | None] = []
+            for e in s.events:
+                ext = filtered_step(len(design.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
+                run = simulate(rt, design, true_params=true, tau_ext=ext)
+                ke = int(round(e / ts))
+                hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
+                found.append(float(hits[0] * ts * 1e3) if hits.size else None)
+                if e == s.events[0]:
+                    sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
+                    arrays["runs"][(obs, cutoff)] = (run.out["r"][sl, s.joint - 1], ext[sl, s.joint - 1],
+                                                     threshold[s.joint - 1])
+            delays[f"{cutoff:g}"] = found
+        detected = [d for v in delays.values() for d in v if d is not None]
+        doc["observers"][obs] = {
+            "threshold": threshold.tolist(),
+            "max_collision_free_residual": free.max(axis=0).tolist(),
+            "delay_ms": {c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v)
+                             else None) for c, v in delays.items()},
+            "delays_ms": delays,
+            "median_delay_ms": float(np.median(detected)) if detected else None,
+            "false_alarms": false_alarms,
+            "missed": sum(d is None for v in delays.values() for d in v),
+            "events": len(s.cutoffs) * len(s.events),
+            "qd_qdd": "exact (plant)" if obs.endswith("_measured") else ("Kalman estimate" if obs != "momentum"
+                                                                          else "Kalman qd, no qdd needed"),
+        }
+    doc["seconds"] = time.perf_counter() - t0
+    return doc, arrays
+
+
+def table(doc: dict[str, Any]) -> str:
+    s = doc["settings"]
+    cut = [f"{c:g}" for c in s["cutoffs"]]
+    lines = [f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
+             f"{s['amplitude']:g} N m on joint {s['joint']})", "",
+             "| observer | q̇, q̈ | threshold on joint %d (N m) | max threshold (N m) | " % s["joint"]
+             + " | ".join(f"delay at {c} Hz (ms)" for c in cut) + " | false alarms | missed |",
+             "| --- | --- | --: | --: |" + " --: |" * len(cut) + " --: | --: |"]
+    for name, o in doc["observers"].items():
+        d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
+        lines.append(f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
+                     + " | ".join(d) + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |")
+    lines += ["", "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
+              "model-adaptive 0.1 N m, detected within ≈ 1.2 ms."]
+    return "\n".join(lines) + "\n"
+
+
+def figure(arrays: dict[str, Any], path: Path) -> Path:
+    """Like seed 001 Fig. 6: r on the loaded joint against the applied torque, per cut-off and observer."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = arrays["runs"]
+    observers = list(dict.fromkeys(o for o, _ in runs))
+    cutoffs = list(dict.fromkeys(c for _, c in runs))
+    fig, ax = plt.subplots(len(cutoffs), len(observers), figsize=(2.6 * len(observers), 1.9 * len(cutoffs) + 0.8),
+                           squeeze=False, sharex=True)
+    for i, c in enumerate(cutoffs):
+        for j, o in enumerate(observers):
+            r, ext, th = runs[(o, c)]
+            t = (np.arange(len(r)) * arrays["ts"] - 0.1) * 1e3
+            a = ax[i, j]
+            a.plot(t, ext, "k", lw=1.2, label="τ_ext")
+            a.plot(t, r, "r", lw=0.9, label="r")
+            a.axhline(th, color="b", ls="--", lw=0.7)
+            a.axhline(-th, color="b", ls="--", lw=0.7)
+            if i == 0:
+                a.set_title(o, fontsize=8)
+            if j == 0:
+                a.set_ylabel(f"{c:g} Hz (N m)", fontsize=8)
+    for j in range(len(observers)):
+        ax[-1, j].set_xlabel("ms from the event", fontsize=8)
+    ax[0, 0].legend(fontsize=6)
+    fig.suptitle(f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold "
+                 "(like seed 001 Fig. 6)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100)
+
+
+def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
+    import json
+    write_atomic(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_atomic(out / "collide.md", table(doc))
+    return [out / "collide.json", out / "collide.md", figure(arrays, out / "collide.png")]
