@@ -18,6 +18,7 @@ from .cprint import Precision, body, literal
 from .blocks.encoder import sensor_function
 from .blocks.options import RtOptions
 from .blocks.pipeline import build_pipeline
+from .contact import contact_function
 from .dynamics import Dynamics
 from .emit_rt import LOOPBACK_MAX_DELAY, RtEmitter
 from .functions import Arg, FunctionSpec, dynamics_functions
@@ -84,6 +85,17 @@ def _sensor_view(n: int, precision: Precision) -> dict[str, Any]:
             "params": ", ".join(f"const real_t *{a}" for a in ins) + ", real_t *count"}
 
 
+def _contact_view(dyn: Dynamics, precision: Precision) -> dict[str, Any]:
+    """The loopback's Hunt-Crossley obstacle (codegen.contact) as C statements."""
+    fn = contact_function(dyn)
+    ins = [fn.name_in(i) for i in range(fn.n_in())]
+    outs = [fn.name_out(i) for i in range(fn.n_out())]
+    bd = body(fn, ins, outs, precision, indent="    ")
+    return {"doc": "Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact)",
+            "lines": bd.lines, "ops": bd.ops,
+            "params": ", ".join([f"const real_t *{a}" for a in ins] + [f"real_t *{a}" for a in outs])}
+
+
 def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None = None) -> Generated:
     """The C folder of a robot: dynamics and the real-time pipeline (``rt``: default from the
     robot description's ``realtime:`` section)."""
@@ -131,6 +143,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
             dict(ctx, has_controller=rt_options.controller != "none", sensor=_sensor_view(n, precision),
                  motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
+                 contact=_contact_view(dyn, precision),
                  floor="floor" if precision == "double" else "floorf")),
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),

@@ -156,14 +156,16 @@ class RtEmitter:
                   f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
                   f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);",
                   "typedef struct {", f"    {real} params[{self.pipe.robot.n_standard}];", "    int32_t substeps;",
-                  "    int32_t delay;", f"}} {p}_plant_t;",
+                  "    int32_t delay;", f"    {real} contact_point[3];", f"    {real} contact_normal[3];",
+                  f"    {real} contact_k;", f"    {real} contact_lambda;", f"    {real} contact_exponent;",
+                  "    int32_t contact_start;", "    int32_t contact_stop;", f"}} {p}_plant_t;",
                   f"#define {p.upper()}_LOOPBACK_MAX_DELAY {LOOPBACK_MAX_DELAY}",
                   f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, int64_t *counts, "
                   "int64_t *motor_counts);",
                   f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
                   f"const {real} *qd0, const {real} *q_des, const {real} *qd_des, const {real} *qdd_des, "
                   f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "
-                  f"{real} *qdd_true, {real} *tau, int64_t *counts, {p}_rt_output_t *out);"]
+                  f"{real} *qdd_true, {real} *tau, int64_t *counts, {real} *tau_contact, {p}_rt_output_t *out);"]
         return "\n".join(lines)
 
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:

@@ -242,6 +242,9 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
 
     console = Console(stderr=True, soft_wrap=True)
+    if not (args.margin >= 1 and args.floor >= 0 and args.skip >= 0):
+        console.print("manipgen: error: --margin must be >= 1, --floor and --skip >= 0")
+        return 2
     try:
         rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
         if args.config:
@@ -279,11 +282,16 @@ def cmd_collide(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    import numpy as np
+
     from .collide import CollideSettings, scenario, table, write
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
 
     console = Console(stderr=True, soft_wrap=True)
+    if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
+        console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")
+        return 2
     settings = CollideSettings(model_error=args.model_error, amplitude=args.amplitude, joint=args.joint,
                                seed=args.seed, observers=tuple(args.observers))
     try:

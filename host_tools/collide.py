@@ -9,9 +9,12 @@ the true ones. Per observer: the largest |r| over a collision-free
 20 s motion is the smallest false-alarm-free threshold. The same motion then receives the
 collisions, as in seed 001 §IV: a step of ``amplitude`` on one joint, low-passed at each cut-off
 frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, one run per event;
-the delay is from the event to the first sample with a joint above its threshold (debounce 1).
+the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts: at the instant of the motion
+whose tip speed is closest to each of ``impact_speeds``, a plane appears through the tip, facing its
+velocity, for ``hold`` s (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m,
+alpha = 0.04 s/m, flat surface); the delay is from the impact.
 A second, different motion without collisions counts the false alarms those thresholds give on a
-motion they were not designed on (rising edges of "some joint above"). Hunt-Crossley contact is not in this version.
+motion they were not designed on (rising edges of "some joint above").
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from codegen.description import load_robot
 from codegen.model import LINK_PARAMS
 
 from .eval_reports import save_figure, write_atomic
-from .loopback import simulate
+from .compiled import load
+from .loopback import Contact, simulate
+from .trajectories import Trajectory
 from .rt import load_rt
 from .excite import random_excitation
 
@@ -47,6 +52,7 @@ class CollideSettings:
     window: float = 0.5                                 # s after an event in which a detection counts
     skip: float = 1.0                                   # s of start-up left out everywhere
     adaptive_gain: float = 100.0                        # seed 001's K (the momentum observer keeps its K_O)
+    impact_speeds: tuple[float, ...] = (0.1, 0.25, 0.5)  # m/s, Hunt-Crossley impacts of the tip
     seed: int = 0
     observers: tuple[str, ...] = OBSERVERS
 
@@ -69,6 +75,29 @@ def filtered_step(k: int, n: int, ts: float, joint: int, start: float, hold: flo
 def _any_above(out: dict[str, np.ndarray]) -> np.ndarray:
     """Per sample: some joint's |r| above its threshold."""
     return np.asarray(np.any(out["above"] != 0, axis=1), dtype=bool)
+
+
+def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
+             s: CollideSettings) -> list[tuple[float, Contact]]:
+    """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
+    (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
+    rt = load_rt(spec, estimator="kalman", observer="none", controller="computed_torque")
+    rt.config["model.params"] = model
+    run = simulate(rt, motion, true_params=true)
+    dyn = load(spec)
+    ts = motion.time[1] - motion.time[0]
+    ks = np.arange(int(s.skip / ts), int((s.duration - s.hold - s.window) / ts), max(1, int(0.01 / ts)))
+    q, qd = run.log.extra["q_true"], run.log.extra["qd_true"]
+    tips = [(dyn.tip_pose(q[k])[:3, 3], dyn.tip_jacobian(q[k])[:3] @ qd[k]) for k in ks]
+    speeds = np.array([np.linalg.norm(v) for _, v in tips])
+    out = []
+    for target in s.impact_speeds:
+        i = int(np.argmin(np.abs(speeds - target)))
+        p, v = tips[i]
+        t = float(ks[i] * ts)
+        out.append((float(speeds[i]), Contact(point=tuple(p), normal=tuple(-v / np.linalg.norm(v)),  # type: ignore[arg-type]
+                                              start=t, stop=t + s.hold)))
+    return out
 
 
 def scenario(spec: str, settings: CollideSettings = CollideSettings(),
@@ -97,7 +126,9 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
     design = random_excitation(robot, s.seed + 1, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
     test = random_excitation(robot, s.seed + 2, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
     k0 = int(round(s.skip / ts))
-    doc: dict[str, Any] = {"robot": robot.name, "settings": asdict(s), "observers": {}}
+    impacts = _impacts(spec, design, model, true, s)
+    doc: dict[str, Any] = {"robot": robot.name, "settings": asdict(s), "observers": {},
+                           "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts]}
     arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}}
     for obs in s.observers:
         progress(f"{obs}: collision-free motion (threshold design)")
@@ -107,6 +138,7 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         rt.config["det.debounce"] = 1
         if obs.startswith("adaptive"):
             rt.config["obs.k_o"] = s.adaptive_gain
+            rt.config["obs.freeze"] = 0       # seed 001's observer; a start-up flag must not stop it
         rt.config["det.threshold"] = 1e30
         free = np.abs(simulate(rt, design, true_params=true).out["r"])[k0:]
         threshold = free.max(axis=0) * (1 + 1e-9) + 1e-12
@@ -129,6 +161,13 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
                     arrays["runs"][(obs, cutoff)] = (run.out["r"][sl, s.joint - 1], ext[sl, s.joint - 1],
                                                      threshold[s.joint - 1])
             delays[f"{cutoff:g}"] = found
+        progress(f"{obs}: Hunt-Crossley impacts")
+        impact_delays: dict[str, float | None] = {}
+        for speed, contact in impacts:
+            run = simulate(rt, design, true_params=true, contact=contact)
+            ke = int(round(contact.start / ts))
+            hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
+            impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
         detected = [d for v in delays.values() for d in v if d is not None]
         doc["observers"][obs] = {
             "threshold": threshold.tolist(),
@@ -137,9 +176,10 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
                              else None) for c, v in delays.items()},
             "delays_ms": delays,
             "median_delay_ms": float(np.median(detected)) if detected else None,
+            "impact_delay_ms": impact_delays,
             "false_alarms": false_alarms,
-            "missed": sum(d is None for v in delays.values() for d in v),
-            "events": len(s.cutoffs) * len(s.events),
+            "missed": sum(d is None for v in delays.values() for d in v) + sum(d is None for d in impact_delays.values()),
+            "events": len(s.cutoffs) * len(s.events) + len(impacts),
             "qd_qdd": "exact (plant)" if obs.endswith("_measured") else ("Kalman estimate" if obs != "momentum"
                                                                           else "Kalman qd, no qdd needed"),
         }
@@ -150,13 +190,16 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
 def table(doc: dict[str, Any]) -> str:
     s = doc["settings"]
     cut = [f"{c:g}" for c in s["cutoffs"]]
+    speeds = [f"{i['speed_m_s']:.3g}" for i in doc["impacts"]]
     lines = [f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
              f"{s['amplitude']:g} N m on joint {s['joint']})", "",
              "| observer | q̇, q̈ | threshold on joint %d (N m) | max threshold (N m) | " % s["joint"]
-             + " | ".join(f"delay at {c} Hz (ms)" for c in cut) + " | false alarms | missed |",
-             "| --- | --- | --: | --: |" + " --: |" * len(cut) + " --: | --: |"]
+             + " | ".join(f"delay at {c} Hz (ms)" for c in cut) + " | "
+             + " | ".join(f"impact {v} m/s (ms)" for v in speeds) + " | false alarms | missed |",
+             "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |"]
     for name, o in doc["observers"].items():
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
+        d += [("—" if o["impact_delay_ms"][v] is None else f"{o['impact_delay_ms'][v]:.1f}") for v in speeds]
         lines.append(f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
                      + " | ".join(d) + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |")
     lines += ["", "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "

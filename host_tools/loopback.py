@@ -19,6 +19,25 @@ from .rt import Realtime
 from .trajectories import Trajectory
 
 
+@dataclass(frozen=True)
+class Contact:
+    """A plane obstacle for the tip, Hunt-Crossley contact (seed 003 eq. 5.19, codegen.contact),
+    present from ``start`` to ``stop`` s. Defaults: seed 003 §5.3 (flat surface e = 1, k = 10 kN/m,
+    alpha = 0.04 s/m, lambda = 3/2 alpha k)."""
+
+    point: tuple[float, float, float]           # a point of its surface, base frame (m)
+    normal: tuple[float, float, float]          # outward normal, base frame (normalised here)
+    stiffness: float = 1.0e4                    # N/m^e
+    alpha: float = 0.04                         # s/m
+    exponent: float = 1.0
+    start: float = 0.0                          # s
+    stop: float = float("inf")                  # s
+
+    @property
+    def damping(self) -> float:
+        return 1.5 * self.alpha * self.stiffness
+
+
 class SimulationError(RuntimeError):
     """The simulated robot's M(q) stopped being positive definite (wrong true parameters?)."""
 
@@ -49,11 +68,13 @@ def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
 def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | None = None,
              tau_ext: np.ndarray | None = None, valid: np.ndarray | None = None,
              q0: np.ndarray | None = None, qd0: np.ndarray | None = None, substeps: int = 8,
-             delay: int = 0, reset: bool = True) -> Run:
+             delay: int = 0, reset: bool = True, contact: Contact | None = None) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
-    drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency)."""
+    drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency);
+    ``contact``: a plane obstacle the tip may hit (its joint torque at each sample is added to
+    extra["tau_ext_true"])."""
     if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
                          f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
@@ -86,6 +107,21 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     plant.params = [float(v) for v in np.asarray(params, float).ravel()]
     plant.substeps = substeps
     plant.delay = delay
+    tau_contact = None
+    if contact is not None:
+        nrm = np.asarray(contact.normal, float)
+        if nrm.shape != (3,) or np.asarray(contact.point, float).shape != (3,) or not np.linalg.norm(nrm) > 0:
+            raise ValueError("contact: point and normal must be 3-vectors, the normal non-zero")
+        if not (contact.stiffness >= 0 and contact.alpha >= 0 and contact.exponent > 0):
+            raise ValueError("contact: stiffness and alpha must be >= 0, the exponent > 0")
+        plant.contact_point = [float(v) for v in contact.point]
+        plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
+        plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
+        plant.contact_exponent = contact.exponent
+        limit = float(2 ** 31 - 1)
+        plant.contact_start = int(min(max(np.ceil(contact.start / rt.sample_period - 1e-9), 0), limit))
+        plant.contact_stop = int(min(max(np.ceil(contact.stop / rt.sample_period - 1e-9), 0), limit))
+        tau_contact = np.zeros((k, n), real)
     q_des, qd_des, qdd_des = (arr(x, (k, n)) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
     ext = None if tau_ext is None else arr(tau_ext, (k, n))
     val = None if valid is None else arr(valid, (k, n), np.uint8)
@@ -104,15 +140,15 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         rt._rt, plant, k, ptr(start_q, rcname), ptr(start_qd, rcname),
         ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname), ptr(val, "uint8_t"),
         ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname), ptr(tau, rcname),
-        ptr(counts, "int64_t"), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
+        ptr(counts, "int64_t"), ptr(tau_contact, rcname), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
     if status == -2:
         raise ValueError("the loopback refused the plant (substeps or delay out of range)")
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}
     extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
-    if ext is not None:
-        extra["tau_ext_true"] = ext
+    if ext is not None or tau_contact is not None:
+        extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (0 if tau_contact is None else tau_contact)
     if val is not None:
         valid_arr = val.astype(bool)
     else:

@@ -9,12 +9,17 @@ never a b x b one). Each sample k, with q, qd, qdd from the estimator (``kalman`
      regressors (no jerk estimate);
   2. r_k = Y_k theta_hat + tau_e^- - tau_k (eq. 16; Y theta_hat = rnea with the model parameters):
      the external torque estimate, in the joint torque's sign convention;
-  3. tau_e_hat = tau_e^- - (1 - exp(-K T)) r_k: eq. 11's correction Y dtheta_hat-dot = -K r, exact
-     for r held over the sample;
+  3. tau_e_hat = tau_e^- - (1 - exp(-K T)) r_k: eq. 11's correction Y dtheta_hat-dot = -K r, the
+     exact decay of eq. 19 over one sample (with Y and tau held), never overshooting for K T > 1;
   4. dtheta_hat_k = Y_k^T x, (Y_k Y_k^T + lambda I) x = tau_e_hat.
 With a constant external torque r decays as r_k+1 = exp(-K T) r_k (eq. 19-20: r is a high-pass of
-tau_ext with corner K), so detection latches (det block) rather than relying on r staying high.
-The first sample sets tau_e_hat = tau - Y theta_hat (the model error seen then) and r = 0.
+tau_ext with corner K), so detection latches (det block) rather than relying on r staying high; and
+with ``freeze`` (default) the adaptation stops while a collision is latched (dtheta_hat kept): a
+sustained contact is not absorbed into the model error, r keeps showing it, and in.reset starts
+the observer afresh. freeze = 0 is seed 001's observer (it adapts through contacts). A non-finite regressor or solve (NaN/inf inputs) re-initialises the
+observer (dtheta_hat = 0) instead of keeping NaN.
+The first sample, and every in.reset, sets tau_e_hat = tau - Y theta_hat (the model error seen then)
+and r = 0.
 Tip wrench (seed 001 eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
 (base frame), a 6 x 6 Cholesky solve: the force (N) and moment (N m) at the tip that explain r.
 """
@@ -27,7 +32,7 @@ import numpy as np
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
-NEEDS_ACCELERATION = ("kalman", "nlhg", "slimod", "lsf", "bde", "tse", "ewlr")
+ACCELERATION_ESTIMATORS = "kalman, nlhg, slimod or lsf with p >= 2"   # those whose q-ddot is not 0
 
 
 def build(ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam_f: float = 1e-6,
@@ -51,7 +56,7 @@ def build(ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam
     predict = sx_function(
         "predict", [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau),
                     ("st.obs.tau_e", tau_e), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk), ("cfg.obs.lam", la)] + model,
-        [("st.obs.y", y), ("st.obs.gram", gram), ("st.obs.tau_e", tau_e_n), ("out.r", r)],
+        [("st.obs.y", y), ("st.obs.gram", gram), ("st.obs.pred", pred), ("st.obs.tau_e", tau_e_n), ("out.r", r)],
         "Y_b, Y Y^T + lambda I, the corrected tau_e and r")
     ys, x = cs.SX.sym("y", n * nb), cs.SX.sym("x", n)   # C's y[nb][n] (Y^T row-major) is Y column-major
     adapt = sx_function("adapt", [("st.obs.y", ys), ("st.obs.x", x)], [("st.obs.dtheta", cs.reshape(ys, n, nb).T @ x)],
@@ -67,9 +72,12 @@ def build(ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam
                  config=[Field("k_o", "real", (n,), "observer gain K per joint (seed 001's K; the same "
                                "config key as the momentum observer's K_O), 1/s", per_joint(k, n), low=0.0, high=1.0 / ts),
                          Field("lam", "real", (), "damping lambda of Y+ (units of Y^2)", (lam,), low=0.0, low_open=True),
-                         Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True)],
+                         Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
+                         Field("freeze", "uint8", (), "1: keep dtheta_hat while a collision is latched, 0: adapt "
+                               "always (seed 001)", (1.0,), choices=(0.0, 1.0))],
                  state=[Field("tau_e", "real", (n,), "observer state: the model error Y dtheta_hat (N m or N)"),
                         Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate (eq. 21)"),
+                        Field("pred", "real", (n,), "workspace: Y_k dtheta_hat_{k-1}"),
                         Field("y", "real", (nb, n), "workspace: Y_b^T of this sample"),
                         Field("gram", "real", (n, n), "workspace: Y Y^T + lambda I"),
                         Field("x", "real", (n,), "workspace: (Y Y^T + lambda I)^-1 tau_e"),
@@ -92,6 +100,10 @@ def motion_source(measured: bool) -> tuple[str, str]:
 
 
 def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """The C's mg_cholesky_solve: None where it fails (a not positive definite or not finite; a
+    non-finite b goes through, as in C)."""
+    if not np.all(np.isfinite(a)):
+        return None
     try:
         c = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
@@ -101,12 +113,19 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
 def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("predict"), d)
-    if d["loc.first"]:
-        d["st.obs.tau_e"] = -d["out.r"].copy()     # tau_e^- = 0 then: tau_e = tau - Y theta_hat
+    if d["loc.first"] or d["in.reset"]:          # tau_e := tau - Y theta_hat, r = 0
+        d["st.obs.tau_e"] = d["st.obs.pred"] - d["out.r"]
         d["out.r"] = d["out.r"] * 0.0
-    x = _solve(d["st.obs.gram"], d["st.obs.tau_e"])
-    d["st.obs.x"] = np.zeros_like(d["st.obs.x"]) if x is None else x
-    evaluate(block.fn("adapt"), d)
+    if not (d["cfg.obs.freeze"] and d["st.det.collision"]):
+        x = _solve(d["st.obs.gram"], d["st.obs.tau_e"])
+        ok = x is not None
+        if x is not None:
+            d["st.obs.x"] = x
+            evaluate(block.fn("adapt"), d)
+            ok = bool(np.all(np.isfinite(d["st.obs.dtheta"])))
+        if not ok:
+            for key in ("st.obs.x", "st.obs.dtheta", "st.obs.tau_e"):
+                d[key] = np.zeros_like(d[key])
     evaluate(block.fn("wrench"), d)
     f = _solve(d["st.obs.jjt"], d["out.f_tip"])
     d["out.f_tip"] = np.zeros(6) if f is None else f

@@ -143,7 +143,7 @@ class Pipeline:
         d["loc.first"] = np.array(0)
 
 
-OBSERVER_FIELDS = {"k_o", "lam", "lam_f"}   # config fields some observer has (obs.<field> keys)
+OBSERVER_FIELDS = {"k_o", "lam", "lam_f", "freeze"}   # config fields some observer has (obs.<field> keys)
 DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}   # generation-time design values, not config fields
 
 
@@ -187,6 +187,14 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
     return design
 
 
+def _gives_acceleration(estimator: Block) -> bool:
+    """Whether the estimator's q-ddot output is not identically zero (findiff, linhg and the FIR
+    filters without acceleration coefficients give 0)."""
+    fn = estimator.fn("step")
+    out = fn.function.call(fn.function.sx_in())[fn.outputs.index("out.qdd_hat")]
+    return not out.is_zero()
+
+
 def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:
     ctx = Ctx(robot, dyn or Dynamics(robot), options)
     blocks: list[Block] = []
@@ -197,11 +205,11 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
     blocks.append(_estimator(ctx))
     if options.observer == "momentum":
         blocks.append(momentum.build(ctx))
-    elif options.observer in ("adaptive", "direct") and options.estimator.name not in adaptive.NEEDS_ACCELERATION:
+    elif options.observer in ("adaptive", "direct") and not _gives_acceleration(blocks[-1]):
         raise DescriptionError(robot.file, "realtime.observer", f"the {options.observer} observer needs the joint "
-                               "acceleration: choose an estimator that gives it (" +
-                               ", ".join(adaptive.NEEDS_ACCELERATION) + f"), not {options.estimator.name}, or "
-                               f"{options.observer}_measured (q-dot, q-ddot as inputs)")
+                               f"acceleration, which the {options.estimator.label} estimator does not give: choose "
+                               f"{adaptive.ACCELERATION_ESTIMATORS}, or {options.observer}_measured (q-dot, q-ddot "
+                               "as inputs)")
     elif options.observer.startswith("adaptive"):
         blocks.append(adaptive.build(ctx, measured=options.observer.endswith("_measured")))
     elif options.observer.startswith("direct"):

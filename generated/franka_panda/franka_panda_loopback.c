@@ -99,6 +99,335 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[6] = w0;
 }
 
+/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact). Operations: 280. */
+static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
+    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
+    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
+    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
+    w0 = 0.0825;
+    w1 = q[0];
+    w2 = cos(w1);
+    w3 = q[1];
+    w4 = cos(w3);
+    w5 = w2 * w4;
+    w6 = q[2];
+    w7 = cos(w6);
+    w8 = w5 * w7;
+    w1 = sin(w1);
+    w6 = sin(w6);
+    w9 = w1 * w6;
+    w8 = w8 - w9;
+    w9 = w0 * w8;
+    w10 = -0.316;
+    w3 = sin(w3);
+    w11 = w2 * w3;
+    w12 = w10 * w11;
+    w9 = w9 - w12;
+    w13 = -0.0825;
+    w14 = q[3];
+    w15 = cos(w14);
+    w16 = w8 * w15;
+    w14 = sin(w14);
+    w17 = w11 * w14;
+    w16 = w16 + w17;
+    w17 = w13 * w16;
+    w18 = 0.384;
+    w19 = w11 * w15;
+    w8 = w8 * w14;
+    w19 = w19 - w8;
+    w8 = w18 * w19;
+    w17 = w17 + w8;
+    w17 = w9 + w17;
+    w8 = 0.088;
+    w20 = q[4];
+    w21 = cos(w20);
+    w22 = w16 * w21;
+    w5 = w5 * w6;
+    w23 = w1 * w7;
+    w5 = w5 + w23;
+    w20 = sin(w20);
+    w23 = w5 * w20;
+    w22 = w22 - w23;
+    w23 = q[5];
+    w24 = cos(w23);
+    w25 = w22 * w24;
+    w23 = sin(w23);
+    w26 = w19 * w23;
+    w25 = w25 + w26;
+    w25 = w8 * w25;
+    w25 = w17 + w25;
+    w26 = 0.107;
+    w27 = w19 * w24;
+    w22 = w22 * w23;
+    w27 = w27 - w22;
+    w22 = w26 * w27;
+    w22 = w25 - w22;
+    w28 = normal[1];
+    w29 = w22 * w28;
+    w30 = w1 * w4;
+    w31 = w30 * w7;
+    w32 = w2 * w6;
+    w31 = w31 + w32;
+    w32 = w0 * w31;
+    w33 = w1 * w3;
+    w34 = w10 * w33;
+    w32 = w32 - w34;
+    w35 = w31 * w15;
+    w36 = w33 * w14;
+    w35 = w35 + w36;
+    w36 = w13 * w35;
+    w37 = w33 * w15;
+    w31 = w31 * w14;
+    w37 = w37 - w31;
+    w31 = w18 * w37;
+    w36 = w36 + w31;
+    w36 = w32 + w36;
+    w31 = w35 * w21;
+    w38 = w2 * w7;
+    w30 = w30 * w6;
+    w38 = w38 - w30;
+    w30 = w38 * w20;
+    w31 = w31 + w30;
+    w30 = w31 * w24;
+    w39 = w37 * w23;
+    w30 = w30 + w39;
+    w30 = w8 * w30;
+    w30 = w36 + w30;
+    w39 = w37 * w24;
+    w31 = w31 * w23;
+    w39 = w39 - w31;
+    w31 = w26 * w39;
+    w31 = w30 - w31;
+    w40 = normal[0];
+    w41 = w31 * w40;
+    w29 = w29 - w41;
+    w41 = 0.0;
+    w42 = point[0];
+    w42 = w42 - w22;
+    w42 = w40 * w42;
+    w43 = point[1];
+    w43 = w43 - w31;
+    w43 = w28 * w43;
+    w42 = w42 + w43;
+    w43 = normal[2];
+    w44 = point[2];
+    w45 = 0.333;
+    w10 = w10 * w4;
+    w10 = w45 - w10;
+    w7 = w3 * w7;
+    w0 = w0 * w7;
+    w0 = w10 - w0;
+    w46 = w4 * w14;
+    w47 = w7 * w15;
+    w46 = w46 - w47;
+    w13 = w13 * w46;
+    w7 = w7 * w14;
+    w15 = w4 * w15;
+    w7 = w7 + w15;
+    w18 = w18 * w7;
+    w13 = w13 + w18;
+    w13 = w0 + w13;
+    w18 = w46 * w21;
+    w3 = w3 * w6;
+    w6 = w3 * w20;
+    w18 = w18 + w6;
+    w6 = w18 * w24;
+    w15 = w7 * w23;
+    w6 = w6 + w15;
+    w8 = w8 * w6;
+    w8 = w13 + w8;
+    w24 = w7 * w24;
+    w18 = w18 * w23;
+    w24 = w24 - w18;
+    w26 = w26 * w24;
+    w26 = w8 - w26;
+    w44 = w44 - w26;
+    w44 = w43 * w44;
+    w42 = w42 + w44;
+    w44 = fmax(w42, w41);
+    w18 = expo[0];
+    w44 = pow(w44, w18);
+    w18 = k[0];
+    w23 = lam[0];
+    w45 = w26 - w45;
+    w6 = w2 * w45;
+    w15 = qd[1];
+    w14 = w6 * w15;
+    w47 = qd[0];
+    w48 = w31 * w47;
+    w14 = w14 - w48;
+    w10 = w26 - w10;
+    w48 = w33 * w10;
+    w34 = w31 + w34;
+    w49 = w4 * w34;
+    w48 = w48 - w49;
+    w49 = qd[2];
+    w50 = w48 * w49;
+    w14 = w14 + w50;
+    w32 = w31 - w32;
+    w50 = w3 * w32;
+    w0 = w26 - w0;
+    w51 = w38 * w0;
+    w50 = w50 - w51;
+    w51 = qd[3];
+    w52 = w50 * w51;
+    w14 = w14 + w52;
+    w52 = w26 - w13;
+    w53 = w37 * w52;
+    w54 = w31 - w36;
+    w55 = w7 * w54;
+    w53 = w53 - w55;
+    w55 = qd[4];
+    w56 = w53 * w55;
+    w14 = w14 + w56;
+    w56 = w3 * w21;
+    w46 = w46 * w20;
+    w56 = w56 - w46;
+    w36 = w31 - w36;
+    w46 = w56 * w36;
+    w57 = w38 * w21;
+    w35 = w35 * w20;
+    w57 = w57 - w35;
+    w13 = w26 - w13;
+    w35 = w57 * w13;
+    w46 = w46 - w35;
+    w35 = qd[5];
+    w58 = w46 * w35;
+    w14 = w14 + w58;
+    w30 = w31 - w30;
+    w58 = w24 * w30;
+    w26 = w26 - w8;
+    w8 = w39 * w26;
+    w58 = w58 - w8;
+    w8 = qd[6];
+    w59 = w58 * w8;
+    w14 = w14 + w59;
+    w14 = w40 * w14;
+    w47 = w22 * w47;
+    w45 = w1 * w45;
+    w59 = w45 * w15;
+    w47 = w47 + w59;
+    w12 = w22 + w12;
+    w4 = w4 * w12;
+    w10 = w11 * w10;
+    w4 = w4 - w10;
+    w10 = w4 * w49;
+    w47 = w47 + w10;
+    w9 = w22 - w9;
+    w3 = w3 * w9;
+    w0 = w5 * w0;
+    w3 = w3 + w0;
+    w0 = w3 * w51;
+    w47 = w47 - w0;
+    w0 = w22 - w17;
+    w7 = w7 * w0;
+    w52 = w19 * w52;
+    w7 = w7 - w52;
+    w52 = w7 * w55;
+    w47 = w47 + w52;
+    w17 = w22 - w17;
+    w56 = w56 * w17;
+    w16 = w16 * w20;
+    w21 = w5 * w21;
+    w16 = w16 + w21;
+    w13 = w16 * w13;
+    w56 = w56 + w13;
+    w13 = w56 * w35;
+    w47 = w47 - w13;
+    w26 = w27 * w26;
+    w25 = w22 - w25;
+    w24 = w24 * w25;
+    w26 = w26 - w24;
+    w24 = w26 * w8;
+    w47 = w47 + w24;
+    w47 = w28 * w47;
+    w14 = w14 + w47;
+    w11 = w11 * w34;
+    w33 = w33 * w12;
+    w11 = w11 - w33;
+    w49 = w11 * w49;
+    w1 = w1 * w31;
+    w2 = w2 * w22;
+    w1 = w1 + w2;
+    w15 = w1 * w15;
+    w49 = w49 - w15;
+    w5 = w5 * w32;
+    w38 = w38 * w9;
+    w5 = w5 + w38;
+    w51 = w5 * w51;
+    w49 = w49 + w51;
+    w19 = w19 * w54;
+    w37 = w37 * w0;
+    w19 = w19 - w37;
+    w55 = w19 * w55;
+    w49 = w49 + w55;
+    w16 = w16 * w36;
+    w57 = w57 * w17;
+    w16 = w16 + w57;
+    w35 = w16 * w35;
+    w49 = w49 + w35;
+    w39 = w39 * w25;
+    w27 = w27 * w30;
+    w39 = w39 - w27;
+    w8 = w39 * w8;
+    w49 = w49 + w8;
+    w49 = w43 * w49;
+    w14 = w14 + w49;
+    w23 = w23 * w14;
+    w18 = w18 - w23;
+    w44 = w44 * w18;
+    w41 = fmax(w41, w44);
+    w29 = w29 * w41;
+    tau[0] = w29;
+    w6 = w6 * w40;
+    w45 = w45 * w28;
+    w6 = w6 + w45;
+    w1 = w1 * w43;
+    w6 = w6 - w1;
+    w6 = w6 * w41;
+    tau[1] = w6;
+    w48 = w48 * w40;
+    w4 = w4 * w28;
+    w48 = w48 + w4;
+    w11 = w11 * w43;
+    w48 = w48 + w11;
+    w48 = w48 * w41;
+    tau[2] = w48;
+    w50 = w50 * w40;
+    w3 = w3 * w28;
+    w50 = w50 - w3;
+    w5 = w5 * w43;
+    w50 = w50 + w5;
+    w50 = w50 * w41;
+    tau[3] = w50;
+    w53 = w53 * w40;
+    w7 = w7 * w28;
+    w53 = w53 + w7;
+    w19 = w19 * w43;
+    w53 = w53 + w19;
+    w53 = w53 * w41;
+    tau[4] = w53;
+    w46 = w46 * w40;
+    w56 = w56 * w28;
+    w46 = w46 - w56;
+    w16 = w16 * w43;
+    w46 = w46 + w16;
+    w46 = w46 * w41;
+    tau[5] = w46;
+    w58 = w58 * w40;
+    w26 = w26 * w28;
+    w58 = w58 + w26;
+    w39 = w39 * w43;
+    w58 = w58 + w39;
+    w58 = w58 * w41;
+    tau[6] = w58;
+    force[0] = w41;
+    depth[0] = w42;
+}
+
 /* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
 static int64_t quantise(real_t c)
 {
@@ -122,26 +451,38 @@ void franka_panda_loopback_encoder(const franka_panda_rt_config_t *cfg, const re
     }
 }
 
-/* qdd of the plant; 0 on success */
+/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
 static int plant_acceleration(const franka_panda_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, real_t *qdd)
+                              const real_t *u, int contact, real_t *qdd)
 {
-    return franka_panda_forward_dynamics_p(q, qd, u, plant->params, qdd);
+    real_t total[N], tc[N], f, d;
+    int i;
+    for (i = 0; i < N; ++i) {
+        total[i] = u[i];
+    }
+    if (contact) {
+        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
+                      &plant->contact_exponent, tc, &f, &d);
+        for (i = 0; i < N; ++i) {
+            total[i] += tc[i];
+        }
+    }
+    return franka_panda_forward_dynamics_p(q, qd, total, plant->params, qdd);
 }
 
 /* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const franka_panda_plant_t *plant, real_t *q, real_t *qd, const real_t *u, real_t h)
+static int rk4(const franka_panda_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
 {
     real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
     int i, bad = 0;
     for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, k1v);
+    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k2v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k3v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k4v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
     for (i = 0; i < N; ++i) {
         q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
         qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
@@ -154,7 +495,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, franka_panda_rt_output_t *out)
+                     real_t *tau, int64_t *counts, real_t *tau_contact, franka_panda_rt_output_t *out)
 {
     franka_panda_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
@@ -162,8 +503,10 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s;
-    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > FRANKA_PANDA_LOOPBACK_MAX_DELAY) {
+    int i, s, contact;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > FRANKA_PANDA_LOOPBACK_MAX_DELAY
+        || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
         return -2;
     }
     h = (real_t)(FRANKA_PANDA_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
@@ -174,6 +517,16 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        if (tau_contact != NULL) {
+            real_t f, d;
+            if (contact) {
+                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                              &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
+            } else {
+                memset(&tau_contact[k * N], 0, N * sizeof(real_t));
+            }
+        }
         franka_panda_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
@@ -196,11 +549,11 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
+        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
             return -1;
         }
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, h) != 0) {
+            if (rk4(plant, q, qd, u, contact, h) != 0) {
                 return -1;
             }
         }

@@ -99,6 +99,299 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[6] = w0;
 }
 
+/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact). Operations: 248. */
+static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
+    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
+    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
+    real_t w48, w49, w50, w51, w52, w53, w54, w55;
+    w0 = -0.4;
+    w1 = q[0];
+    w2 = cos(w1);
+    w3 = q[1];
+    w4 = sin(w3);
+    w5 = w2 * w4;
+    w6 = q[3];
+    w7 = cos(w6);
+    w8 = w5 * w7;
+    w3 = cos(w3);
+    w9 = w2 * w3;
+    w10 = q[2];
+    w11 = cos(w10);
+    w12 = w9 * w11;
+    w1 = sin(w1);
+    w10 = sin(w10);
+    w13 = w1 * w10;
+    w12 = w12 - w13;
+    w6 = sin(w6);
+    w13 = w12 * w6;
+    w8 = w8 - w13;
+    w13 = w0 * w8;
+    w14 = 0.42;
+    w15 = w14 * w5;
+    w13 = w13 - w15;
+    w16 = 0.126;
+    w12 = w12 * w7;
+    w17 = w5 * w6;
+    w12 = w12 + w17;
+    w17 = q[4];
+    w18 = cos(w17);
+    w19 = w12 * w18;
+    w9 = w9 * w10;
+    w20 = w1 * w11;
+    w9 = w9 + w20;
+    w17 = sin(w17);
+    w20 = w9 * w17;
+    w19 = w19 - w20;
+    w20 = q[5];
+    w21 = sin(w20);
+    w19 = w19 * w21;
+    w20 = cos(w20);
+    w22 = w8 * w20;
+    w19 = w19 + w22;
+    w22 = w16 * w19;
+    w22 = w13 - w22;
+    w23 = normal[1];
+    w24 = w22 * w23;
+    w25 = w1 * w4;
+    w26 = w25 * w7;
+    w27 = w1 * w3;
+    w28 = w27 * w11;
+    w29 = w2 * w10;
+    w28 = w28 + w29;
+    w29 = w28 * w6;
+    w26 = w26 - w29;
+    w29 = w0 * w26;
+    w30 = w14 * w25;
+    w29 = w29 - w30;
+    w28 = w28 * w7;
+    w31 = w25 * w6;
+    w28 = w28 + w31;
+    w31 = w28 * w18;
+    w32 = w2 * w11;
+    w27 = w27 * w10;
+    w32 = w32 - w27;
+    w27 = w32 * w17;
+    w31 = w31 + w27;
+    w31 = w31 * w21;
+    w27 = w26 * w20;
+    w31 = w31 + w27;
+    w27 = w16 * w31;
+    w27 = w29 - w27;
+    w33 = normal[0];
+    w34 = w27 * w33;
+    w24 = w24 - w34;
+    w34 = 0.0;
+    w35 = point[0];
+    w35 = w35 - w22;
+    w35 = w33 * w35;
+    w36 = point[1];
+    w36 = w36 - w27;
+    w36 = w23 * w36;
+    w35 = w35 + w36;
+    w36 = normal[2];
+    w37 = point[2];
+    w14 = w14 * w3;
+    w11 = w4 * w11;
+    w38 = w11 * w6;
+    w39 = w3 * w7;
+    w38 = w38 + w39;
+    w0 = w0 * w38;
+    w0 = w14 - w0;
+    w20 = w38 * w20;
+    w11 = w11 * w7;
+    w6 = w3 * w6;
+    w11 = w11 - w6;
+    w6 = w11 * w18;
+    w4 = w4 * w10;
+    w10 = w4 * w17;
+    w6 = w6 - w10;
+    w6 = w6 * w21;
+    w20 = w20 - w6;
+    w16 = w16 * w20;
+    w0 = w0 + w16;
+    w37 = w37 - w0;
+    w37 = w36 * w37;
+    w35 = w35 + w37;
+    w37 = fmax(w35, w34);
+    w6 = expo[0];
+    w37 = pow(w37, w6);
+    w6 = k[0];
+    w21 = lam[0];
+    w10 = w0 - w14;
+    w7 = w32 * w10;
+    w39 = w27 + w30;
+    w40 = w4 * w39;
+    w7 = w7 + w40;
+    w40 = qd[3];
+    w41 = w7 * w40;
+    w42 = qd[0];
+    w43 = w27 * w42;
+    w44 = w2 * w0;
+    w45 = qd[1];
+    w46 = w44 * w45;
+    w43 = w43 + w46;
+    w14 = w0 - w14;
+    w46 = w25 * w14;
+    w30 = w27 + w30;
+    w47 = w3 * w30;
+    w46 = w46 + w47;
+    w47 = qd[2];
+    w48 = w46 * w47;
+    w43 = w43 + w48;
+    w41 = w41 - w43;
+    w43 = w26 * w16;
+    w48 = w27 - w29;
+    w49 = w38 * w48;
+    w43 = w43 + w49;
+    w49 = qd[4];
+    w50 = w43 * w49;
+    w41 = w41 - w50;
+    w50 = w32 * w18;
+    w28 = w28 * w17;
+    w50 = w50 - w28;
+    w28 = w50 * w16;
+    w11 = w11 * w17;
+    w51 = w4 * w18;
+    w11 = w11 + w51;
+    w51 = w27 - w29;
+    w52 = w11 * w51;
+    w28 = w28 + w52;
+    w52 = qd[5];
+    w53 = w28 * w52;
+    w41 = w41 - w53;
+    w53 = w31 * w16;
+    w29 = w27 - w29;
+    w54 = w20 * w29;
+    w53 = w53 + w54;
+    w54 = qd[6];
+    w55 = w53 * w54;
+    w41 = w41 - w55;
+    w41 = w33 * w41;
+    w42 = w22 * w42;
+    w0 = w1 * w0;
+    w55 = w0 * w45;
+    w42 = w42 - w55;
+    w55 = w22 + w15;
+    w3 = w3 * w55;
+    w14 = w5 * w14;
+    w3 = w3 + w14;
+    w14 = w3 * w47;
+    w42 = w42 + w14;
+    w10 = w9 * w10;
+    w15 = w22 + w15;
+    w4 = w4 * w15;
+    w10 = w10 - w4;
+    w4 = w10 * w40;
+    w42 = w42 + w4;
+    w4 = w22 - w13;
+    w38 = w38 * w4;
+    w14 = w8 * w16;
+    w38 = w38 + w14;
+    w14 = w38 * w49;
+    w42 = w42 + w14;
+    w14 = w22 - w13;
+    w11 = w11 * w14;
+    w12 = w12 * w17;
+    w18 = w9 * w18;
+    w12 = w12 + w18;
+    w18 = w12 * w16;
+    w11 = w11 - w18;
+    w18 = w11 * w52;
+    w42 = w42 + w18;
+    w13 = w22 - w13;
+    w20 = w20 * w13;
+    w16 = w19 * w16;
+    w20 = w20 + w16;
+    w16 = w20 * w54;
+    w42 = w42 + w16;
+    w42 = w23 * w42;
+    w41 = w41 + w42;
+    w1 = w1 * w27;
+    w2 = w2 * w22;
+    w1 = w1 + w2;
+    w45 = w1 * w45;
+    w25 = w25 * w55;
+    w5 = w5 * w30;
+    w25 = w25 - w5;
+    w47 = w25 * w47;
+    w45 = w45 + w47;
+    w9 = w9 * w39;
+    w32 = w32 * w15;
+    w9 = w9 + w32;
+    w40 = w9 * w40;
+    w45 = w45 - w40;
+    w26 = w26 * w4;
+    w8 = w8 * w48;
+    w26 = w26 - w8;
+    w49 = w26 * w49;
+    w45 = w45 + w49;
+    w12 = w12 * w51;
+    w50 = w50 * w14;
+    w12 = w12 + w50;
+    w52 = w12 * w52;
+    w45 = w45 + w52;
+    w31 = w31 * w13;
+    w19 = w19 * w29;
+    w31 = w31 - w19;
+    w54 = w31 * w54;
+    w45 = w45 + w54;
+    w45 = w36 * w45;
+    w41 = w41 + w45;
+    w21 = w21 * w41;
+    w6 = w6 - w21;
+    w37 = w37 * w6;
+    w34 = fmax(w34, w37);
+    w24 = w24 * w34;
+    tau[0] = w24;
+    w1 = w1 * w36;
+    w44 = w44 * w33;
+    w0 = w0 * w23;
+    w44 = w44 + w0;
+    w1 = w1 - w44;
+    w1 = w1 * w34;
+    tau[1] = w1;
+    w3 = w3 * w23;
+    w46 = w46 * w33;
+    w3 = w3 - w46;
+    w25 = w25 * w36;
+    w3 = w3 + w25;
+    w3 = w3 * w34;
+    tau[2] = w3;
+    w7 = w7 * w33;
+    w10 = w10 * w23;
+    w7 = w7 + w10;
+    w9 = w9 * w36;
+    w7 = w7 - w9;
+    w7 = w7 * w34;
+    tau[3] = w7;
+    w38 = w38 * w23;
+    w43 = w43 * w33;
+    w38 = w38 - w43;
+    w26 = w26 * w36;
+    w38 = w38 + w26;
+    w38 = w38 * w34;
+    tau[4] = w38;
+    w11 = w11 * w23;
+    w28 = w28 * w33;
+    w11 = w11 - w28;
+    w12 = w12 * w36;
+    w11 = w11 + w12;
+    w11 = w11 * w34;
+    tau[5] = w11;
+    w20 = w20 * w23;
+    w53 = w53 * w33;
+    w20 = w20 - w53;
+    w31 = w31 * w36;
+    w20 = w20 + w31;
+    w20 = w20 * w34;
+    tau[6] = w20;
+    force[0] = w34;
+    depth[0] = w35;
+}
+
 /* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
 static int64_t quantise(real_t c)
 {
@@ -122,26 +415,38 @@ void kuka_iiwa14_loopback_encoder(const kuka_iiwa14_rt_config_t *cfg, const real
     }
 }
 
-/* qdd of the plant; 0 on success */
+/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
 static int plant_acceleration(const kuka_iiwa14_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, real_t *qdd)
+                              const real_t *u, int contact, real_t *qdd)
 {
-    return kuka_iiwa14_forward_dynamics_p(q, qd, u, plant->params, qdd);
+    real_t total[N], tc[N], f, d;
+    int i;
+    for (i = 0; i < N; ++i) {
+        total[i] = u[i];
+    }
+    if (contact) {
+        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
+                      &plant->contact_exponent, tc, &f, &d);
+        for (i = 0; i < N; ++i) {
+            total[i] += tc[i];
+        }
+    }
+    return kuka_iiwa14_forward_dynamics_p(q, qd, total, plant->params, qdd);
 }
 
 /* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const kuka_iiwa14_plant_t *plant, real_t *q, real_t *qd, const real_t *u, real_t h)
+static int rk4(const kuka_iiwa14_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
 {
     real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
     int i, bad = 0;
     for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, k1v);
+    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k2v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k3v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k4v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
     for (i = 0; i < N; ++i) {
         q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
         qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
@@ -154,7 +459,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, kuka_iiwa14_rt_output_t *out)
+                     real_t *tau, int64_t *counts, real_t *tau_contact, kuka_iiwa14_rt_output_t *out)
 {
     kuka_iiwa14_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
@@ -162,8 +467,10 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s;
-    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > KUKA_IIWA14_LOOPBACK_MAX_DELAY) {
+    int i, s, contact;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > KUKA_IIWA14_LOOPBACK_MAX_DELAY
+        || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
         return -2;
     }
     h = (real_t)(KUKA_IIWA14_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
@@ -174,6 +481,16 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        if (tau_contact != NULL) {
+            real_t f, d;
+            if (contact) {
+                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                              &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
+            } else {
+                memset(&tau_contact[k * N], 0, N * sizeof(real_t));
+            }
+        }
         kuka_iiwa14_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
@@ -196,11 +513,11 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
+        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
             return -1;
         }
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, h) != 0) {
+            if (rk4(plant, q, qd, u, contact, h) != 0) {
                 return -1;
             }
         }

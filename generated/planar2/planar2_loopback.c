@@ -39,6 +39,76 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[1] = w0;
 }
 
+/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact). Operations: 44. */
+static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14;
+    w0 = q[0];
+    w1 = cos(w0);
+    w2 = 0.8;
+    w3 = q[1];
+    w4 = cos(w3);
+    w5 = w1 * w4;
+    w0 = sin(w0);
+    w3 = sin(w3);
+    w6 = w0 * w3;
+    w5 = w5 - w6;
+    w5 = w2 * w5;
+    w6 = w1 + w5;
+    w7 = normal[1];
+    w8 = w6 * w7;
+    w4 = w0 * w4;
+    w1 = w1 * w3;
+    w4 = w4 + w1;
+    w2 = w2 * w4;
+    w0 = w0 + w2;
+    w4 = normal[0];
+    w1 = w0 * w4;
+    w8 = w8 - w1;
+    w1 = 0.0;
+    w3 = point[0];
+    w3 = w3 - w6;
+    w3 = w4 * w3;
+    w9 = point[1];
+    w9 = w9 - w0;
+    w9 = w7 * w9;
+    w3 = w3 + w9;
+    w9 = normal[2];
+    w10 = point[2];
+    w9 = w9 * w10;
+    w3 = w3 + w9;
+    w9 = fmax(w3, w1);
+    w10 = expo[0];
+    w9 = pow(w9, w10);
+    w10 = k[0];
+    w11 = lam[0];
+    w12 = qd[0];
+    w6 = w6 * w12;
+    w13 = qd[1];
+    w14 = w5 * w13;
+    w6 = w6 + w14;
+    w6 = w7 * w6;
+    w0 = w0 * w12;
+    w13 = w2 * w13;
+    w0 = w0 + w13;
+    w0 = w4 * w0;
+    w6 = w6 - w0;
+    w11 = w11 * w6;
+    w10 = w10 - w11;
+    w9 = w9 * w10;
+    w1 = fmax(w1, w9);
+    w8 = w8 * w1;
+    tau[0] = w8;
+    w5 = w5 * w7;
+    w2 = w2 * w4;
+    w5 = w5 - w2;
+    w5 = w5 * w1;
+    tau[1] = w5;
+    force[0] = w1;
+    depth[0] = w3;
+}
+
 /* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
 static int64_t quantise(real_t c)
 {
@@ -62,26 +132,38 @@ void planar2_loopback_encoder(const planar2_rt_config_t *cfg, const real_t q[N],
     }
 }
 
-/* qdd of the plant; 0 on success */
+/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
 static int plant_acceleration(const planar2_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, real_t *qdd)
+                              const real_t *u, int contact, real_t *qdd)
 {
-    return planar2_forward_dynamics_p(q, qd, u, plant->params, qdd);
+    real_t total[N], tc[N], f, d;
+    int i;
+    for (i = 0; i < N; ++i) {
+        total[i] = u[i];
+    }
+    if (contact) {
+        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
+                      &plant->contact_exponent, tc, &f, &d);
+        for (i = 0; i < N; ++i) {
+            total[i] += tc[i];
+        }
+    }
+    return planar2_forward_dynamics_p(q, qd, total, plant->params, qdd);
 }
 
 /* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const planar2_plant_t *plant, real_t *q, real_t *qd, const real_t *u, real_t h)
+static int rk4(const planar2_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
 {
     real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
     int i, bad = 0;
     for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, k1v);
+    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k2v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k3v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k4v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
     for (i = 0; i < N; ++i) {
         q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
         qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
@@ -94,7 +176,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, planar2_rt_output_t *out)
+                     real_t *tau, int64_t *counts, real_t *tau_contact, planar2_rt_output_t *out)
 {
     planar2_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
@@ -102,8 +184,10 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s;
-    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > PLANAR2_LOOPBACK_MAX_DELAY) {
+    int i, s, contact;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > PLANAR2_LOOPBACK_MAX_DELAY
+        || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
         return -2;
     }
     h = (real_t)(PLANAR2_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
@@ -114,6 +198,16 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        if (tau_contact != NULL) {
+            real_t f, d;
+            if (contact) {
+                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                              &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
+            } else {
+                memset(&tau_contact[k * N], 0, N * sizeof(real_t));
+            }
+        }
         planar2_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
@@ -136,11 +230,11 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
+        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
             return -1;
         }
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, h) != 0) {
+            if (rk4(plant, q, qd, u, contact, h) != 0) {
                 return -1;
             }
         }

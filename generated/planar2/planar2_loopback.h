@@ -10,7 +10,7 @@
  * over sample k + delay: drive latency, e.g. 2 samples on seed 000's LWA-4P). Each sample k: record
  * the true state, read the encoders, call planar2_rt_step with in.tau = the torque applied over the
  * previous sample, then apply the delayed out.tau_cmd (0 without a controller) plus tau_ext[k] for
- * one sample period.
+ * one sample period; the obstacle's contact torque (if any) acts at every integration stage.
  * C99, no heap; arrays are row-major, n_samples x PLANAR2_DOF.
  */
 #ifndef PLANAR2_LOOPBACK_H
@@ -32,6 +32,14 @@ typedef struct {
     planar2_real_t params[PLANAR2_N_STANDARD];  /**< its standard parameters (the truth) */
     int32_t substeps;                        /**< RK4 steps per sample period (>= 1) */
     int32_t delay;                           /**< actuation delay in samples, 0..PLANAR2_LOOPBACK_MAX_DELAY */
+    /* an optional plane obstacle for the tip, Hunt-Crossley contact (seed 003 eq. 5.19) */
+    planar2_real_t contact_point[3];         /**< a point of its surface, base frame (m) */
+    planar2_real_t contact_normal[3];        /**< its outward unit normal, base frame */
+    planar2_real_t contact_k;                /**< stiffness k (N/m^e); 0: no obstacle */
+    planar2_real_t contact_lambda;           /**< damping lambda (N s/m^(e+1)) */
+    planar2_real_t contact_exponent;         /**< e (> 0; 1 for a flat surface) */
+    int32_t contact_start;                   /**< the obstacle exists for samples contact_start .. */
+    int32_t contact_stop;                    /**< .. contact_stop - 1 */
 } planar2_plant_t;
 
 /**
@@ -48,16 +56,18 @@ void planar2_loopback_encoder(const planar2_rt_config_t *cfg, const planar2_real
  * @param[out] q_true, qd_true, qdd_true  the plant's state at each sample instant
  * @param[out] tau    the torque the controller applied over each sample (without tau_ext)
  * @param[out] counts the encoder counts read (unwrapped, int64)
+ * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
- *         plant->substeps < 1 or plant->delay is outside 0..PLANAR2_LOOPBACK_MAX_DELAY (nothing run)
+ *         plant->substeps < 1, plant->delay is outside 0..PLANAR2_LOOPBACK_MAX_DELAY, or the contact
+ *         has k < 0, lambda < 0 or e <= 0 with k > 0 (nothing run)
  */
 int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
                      const planar2_real_t q0[PLANAR2_DOF], const planar2_real_t qd0[PLANAR2_DOF],
                      const planar2_real_t *q_des, const planar2_real_t *qd_des, const planar2_real_t *qdd_des,
                      const planar2_real_t *tau_ext, const uint8_t *valid,
                      planar2_real_t *q_true, planar2_real_t *qd_true, planar2_real_t *qdd_true,
-                     planar2_real_t *tau, int64_t *counts, planar2_rt_output_t *out);
+                     planar2_real_t *tau, int64_t *counts, planar2_real_t *tau_contact, planar2_rt_output_t *out);
 
 #ifdef __cplusplus
 }

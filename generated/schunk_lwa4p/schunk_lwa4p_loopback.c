@@ -87,6 +87,253 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[5] = w0;
 }
 
+/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact). Operations: 205. */
+static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
+    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
+    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46;
+    w0 = 0.3012;
+    w1 = q[0];
+    w2 = cos(w1);
+    w3 = q[1];
+    w4 = sin(w3);
+    w5 = w2 * w4;
+    w6 = q[2];
+    w7 = cos(w6);
+    w8 = w5 * w7;
+    w3 = cos(w3);
+    w9 = w2 * w3;
+    w6 = sin(w6);
+    w10 = w9 * w6;
+    w8 = w8 - w10;
+    w10 = w0 * w8;
+    w11 = -0.35;
+    w12 = w11 * w5;
+    w10 = w10 - w12;
+    w13 = 0.2378;
+    w14 = q[4];
+    w15 = cos(w14);
+    w16 = w8 * w15;
+    w9 = w9 * w7;
+    w5 = w5 * w6;
+    w9 = w9 + w5;
+    w5 = q[3];
+    w17 = cos(w5);
+    w18 = w9 * w17;
+    w1 = sin(w1);
+    w5 = sin(w5);
+    w19 = w1 * w5;
+    w18 = w18 - w19;
+    w14 = sin(w14);
+    w18 = w18 * w14;
+    w16 = w16 - w18;
+    w18 = w13 * w16;
+    w10 = w10 + w18;
+    w19 = normal[1];
+    w20 = w10 * w19;
+    w21 = 0.1013;
+    w22 = w21 * w2;
+    w23 = w1 * w4;
+    w24 = w11 * w23;
+    w22 = w22 - w24;
+    w24 = w21 * w2;
+    w24 = w22 - w24;
+    w25 = w23 * w7;
+    w26 = w1 * w3;
+    w27 = w26 * w6;
+    w25 = w25 - w27;
+    w27 = w0 * w25;
+    w27 = w24 + w27;
+    w28 = w25 * w15;
+    w26 = w26 * w7;
+    w23 = w23 * w6;
+    w26 = w26 + w23;
+    w23 = w26 * w17;
+    w29 = w2 * w5;
+    w23 = w23 + w29;
+    w23 = w23 * w14;
+    w28 = w28 - w23;
+    w23 = w13 * w28;
+    w27 = w27 + w23;
+    w29 = normal[0];
+    w30 = w27 * w29;
+    w20 = w20 - w30;
+    w30 = 0.0;
+    w31 = point[0];
+    w31 = w31 - w10;
+    w31 = w29 * w31;
+    w32 = point[1];
+    w32 = w32 - w27;
+    w32 = w19 * w32;
+    w31 = w31 + w32;
+    w32 = normal[2];
+    w33 = point[2];
+    w11 = w11 * w3;
+    w11 = w21 - w11;
+    w34 = w4 * w6;
+    w35 = w3 * w7;
+    w34 = w34 + w35;
+    w0 = w0 * w34;
+    w0 = w11 + w0;
+    w4 = w4 * w7;
+    w3 = w3 * w6;
+    w4 = w4 - w3;
+    w3 = w4 * w17;
+    w3 = w3 * w14;
+    w15 = w34 * w15;
+    w3 = w3 + w15;
+    w13 = w13 * w3;
+    w0 = w0 + w13;
+    w33 = w33 - w0;
+    w33 = w32 * w33;
+    w31 = w31 + w33;
+    w33 = fmax(w31, w30);
+    w15 = expo[0];
+    w33 = pow(w33, w15);
+    w15 = k[0];
+    w14 = lam[0];
+    w6 = w0 - w21;
+    w7 = w2 * w6;
+    w35 = qd[1];
+    w36 = w7 * w35;
+    w37 = qd[0];
+    w38 = w27 * w37;
+    w36 = w36 - w38;
+    w38 = w0 - w11;
+    w39 = w2 * w38;
+    w40 = qd[2];
+    w41 = w39 * w40;
+    w36 = w36 - w41;
+    w0 = w0 - w11;
+    w11 = w25 * w0;
+    w24 = w27 - w24;
+    w41 = w34 * w24;
+    w11 = w11 - w41;
+    w41 = qd[3];
+    w42 = w11 * w41;
+    w36 = w36 + w42;
+    w4 = w4 * w5;
+    w42 = w4 * w23;
+    w43 = w2 * w17;
+    w26 = w26 * w5;
+    w43 = w43 - w26;
+    w26 = w43 * w13;
+    w42 = w42 - w26;
+    w26 = qd[4];
+    w44 = w42 * w26;
+    w36 = w36 + w44;
+    w44 = w28 * w13;
+    w45 = w3 * w23;
+    w44 = w44 - w45;
+    w45 = qd[5];
+    w46 = w44 * w45;
+    w36 = w36 + w46;
+    w36 = w29 * w36;
+    w37 = w10 * w37;
+    w6 = w1 * w6;
+    w46 = w6 * w35;
+    w37 = w37 + w46;
+    w38 = w1 * w38;
+    w46 = w38 * w40;
+    w37 = w37 - w46;
+    w46 = w10 + w12;
+    w34 = w34 * w46;
+    w0 = w8 * w0;
+    w34 = w34 - w0;
+    w0 = w34 * w41;
+    w37 = w37 + w0;
+    w4 = w4 * w18;
+    w9 = w9 * w5;
+    w17 = w1 * w17;
+    w9 = w9 + w17;
+    w17 = w9 * w13;
+    w4 = w4 + w17;
+    w17 = w4 * w26;
+    w37 = w37 - w17;
+    w3 = w3 * w18;
+    w13 = w16 * w13;
+    w3 = w3 - w13;
+    w13 = w3 * w45;
+    w37 = w37 + w13;
+    w37 = w19 * w37;
+    w36 = w36 + w37;
+    w22 = w27 - w22;
+    w22 = w1 * w22;
+    w21 = w21 * w1;
+    w12 = w12 + w21;
+    w12 = w10 + w12;
+    w12 = w2 * w12;
+    w22 = w22 + w12;
+    w40 = w22 * w40;
+    w1 = w1 * w27;
+    w2 = w2 * w10;
+    w1 = w1 + w2;
+    w35 = w1 * w35;
+    w40 = w40 - w35;
+    w8 = w8 * w24;
+    w25 = w25 * w46;
+    w8 = w8 - w25;
+    w41 = w8 * w41;
+    w40 = w40 + w41;
+    w9 = w9 * w23;
+    w43 = w43 * w18;
+    w9 = w9 + w43;
+    w26 = w9 * w26;
+    w40 = w40 + w26;
+    w16 = w16 * w23;
+    w28 = w28 * w18;
+    w16 = w16 - w28;
+    w45 = w16 * w45;
+    w40 = w40 + w45;
+    w40 = w32 * w40;
+    w36 = w36 + w40;
+    w14 = w14 * w36;
+    w15 = w15 - w14;
+    w33 = w33 * w15;
+    w30 = fmax(w30, w33);
+    w20 = w20 * w30;
+    tau[0] = w20;
+    w7 = w7 * w29;
+    w6 = w6 * w19;
+    w7 = w7 + w6;
+    w1 = w1 * w32;
+    w7 = w7 - w1;
+    w7 = w7 * w30;
+    tau[1] = w7;
+    w22 = w22 * w32;
+    w39 = w39 * w29;
+    w38 = w38 * w19;
+    w39 = w39 + w38;
+    w22 = w22 - w39;
+    w22 = w22 * w30;
+    tau[2] = w22;
+    w11 = w11 * w29;
+    w34 = w34 * w19;
+    w11 = w11 + w34;
+    w8 = w8 * w32;
+    w11 = w11 + w8;
+    w11 = w11 * w30;
+    tau[3] = w11;
+    w42 = w42 * w29;
+    w4 = w4 * w19;
+    w42 = w42 - w4;
+    w9 = w9 * w32;
+    w42 = w42 + w9;
+    w42 = w42 * w30;
+    tau[4] = w42;
+    w44 = w44 * w29;
+    w3 = w3 * w19;
+    w44 = w44 + w3;
+    w16 = w16 * w32;
+    w44 = w44 + w16;
+    w44 = w44 * w30;
+    tau[5] = w44;
+    force[0] = w30;
+    depth[0] = w31;
+}
+
 /* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
 static int64_t quantise(real_t c)
 {
@@ -110,26 +357,38 @@ void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const re
     }
 }
 
-/* qdd of the plant; 0 on success */
+/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
 static int plant_acceleration(const schunk_lwa4p_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, real_t *qdd)
+                              const real_t *u, int contact, real_t *qdd)
 {
-    return schunk_lwa4p_forward_dynamics_p(q, qd, u, plant->params, qdd);
+    real_t total[N], tc[N], f, d;
+    int i;
+    for (i = 0; i < N; ++i) {
+        total[i] = u[i];
+    }
+    if (contact) {
+        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
+                      &plant->contact_exponent, tc, &f, &d);
+        for (i = 0; i < N; ++i) {
+            total[i] += tc[i];
+        }
+    }
+    return schunk_lwa4p_forward_dynamics_p(q, qd, total, plant->params, qdd);
 }
 
 /* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const schunk_lwa4p_plant_t *plant, real_t *q, real_t *qd, const real_t *u, real_t h)
+static int rk4(const schunk_lwa4p_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
 {
     real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
     int i, bad = 0;
     for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, k1v);
+    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k2v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k3v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k4v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
     for (i = 0; i < N; ++i) {
         q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
         qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
@@ -142,7 +401,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, schunk_lwa4p_rt_output_t *out)
+                     real_t *tau, int64_t *counts, real_t *tau_contact, schunk_lwa4p_rt_output_t *out)
 {
     schunk_lwa4p_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
@@ -150,8 +409,10 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s;
-    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > SCHUNK_LWA4P_LOOPBACK_MAX_DELAY) {
+    int i, s, contact;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > SCHUNK_LWA4P_LOOPBACK_MAX_DELAY
+        || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
         return -2;
     }
     h = (real_t)(SCHUNK_LWA4P_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
@@ -162,6 +423,16 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        if (tau_contact != NULL) {
+            real_t f, d;
+            if (contact) {
+                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                              &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
+            } else {
+                memset(&tau_contact[k * N], 0, N * sizeof(real_t));
+            }
+        }
         schunk_lwa4p_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
@@ -184,11 +455,11 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
+        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
             return -1;
         }
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, h) != 0) {
+            if (rk4(plant, q, qd, u, contact, h) != 0) {
                 return -1;
             }
         }

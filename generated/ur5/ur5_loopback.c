@@ -87,6 +87,292 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[5] = w0;
 }
 
+/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact). Operations: 238. */
+static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
+    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
+    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46;
+    w0 = 0.09465;
+    w1 = q[0];
+    w2 = cos(w1);
+    w3 = 4.8965888601467475e-12;
+    w4 = q[1];
+    w5 = cos(w4);
+    w6 = w3 * w5;
+    w4 = sin(w4);
+    w6 = w6 - w4;
+    w7 = w2 * w6;
+    w8 = q[2];
+    w9 = cos(w8);
+    w10 = w7 * w9;
+    w11 = w3 * w4;
+    w11 = w11 + w5;
+    w12 = w2 * w11;
+    w8 = sin(w8);
+    w13 = w12 * w8;
+    w10 = w10 - w13;
+    w13 = q[3];
+    w14 = sin(w13);
+    w15 = w3 * w14;
+    w13 = cos(w13);
+    w15 = w15 + w13;
+    w16 = w10 * w15;
+    w7 = w7 * w8;
+    w17 = w12 * w9;
+    w7 = w7 + w17;
+    w17 = w3 * w13;
+    w17 = w17 - w14;
+    w18 = w7 * w17;
+    w16 = w16 + w18;
+    w18 = w0 * w16;
+    w19 = 0.13585;
+    w1 = sin(w1);
+    w20 = w19 * w1;
+    w21 = -0.425;
+    w12 = w21 * w12;
+    w22 = -0.1197;
+    w23 = w22 * w1;
+    w12 = w12 + w23;
+    w12 = w20 + w12;
+    w23 = -0.39225;
+    w24 = w23 * w7;
+    w24 = w12 + w24;
+    w25 = 0.093;
+    w26 = w25 * w1;
+    w26 = w24 + w26;
+    w18 = w18 - w26;
+    w27 = 0.0823;
+    w28 = w3 * w13;
+    w28 = w28 - w14;
+    w10 = w10 * w28;
+    w3 = w3 * w14;
+    w13 = w13 + w3;
+    w7 = w7 * w13;
+    w10 = w10 - w7;
+    w7 = q[4];
+    w3 = sin(w7);
+    w10 = w10 * w3;
+    w7 = cos(w7);
+    w14 = w1 * w7;
+    w10 = w10 + w14;
+    w14 = w27 * w10;
+    w14 = w18 - w14;
+    w29 = normal[1];
+    w30 = w14 * w29;
+    w19 = w19 * w2;
+    w22 = w22 * w2;
+    w11 = w1 * w11;
+    w31 = w21 * w11;
+    w22 = w22 - w31;
+    w22 = w19 + w22;
+    w6 = w1 * w6;
+    w31 = w6 * w8;
+    w32 = w11 * w9;
+    w31 = w31 + w32;
+    w32 = w23 * w31;
+    w32 = w22 - w32;
+    w25 = w25 * w2;
+    w25 = w32 + w25;
+    w6 = w6 * w9;
+    w11 = w11 * w8;
+    w6 = w6 - w11;
+    w11 = w6 * w15;
+    w33 = w31 * w17;
+    w11 = w11 + w33;
+    w33 = w0 * w11;
+    w33 = w25 + w33;
+    w7 = w2 * w7;
+    w6 = w6 * w28;
+    w31 = w31 * w13;
+    w6 = w6 - w31;
+    w6 = w6 * w3;
+    w7 = w7 - w6;
+    w6 = w27 * w7;
+    w33 = w33 + w6;
+    w31 = normal[0];
+    w34 = w33 * w31;
+    w30 = w30 - w34;
+    w34 = 0.0;
+    w35 = point[0];
+    w35 = w35 - w14;
+    w35 = w31 * w35;
+    w36 = point[1];
+    w36 = w36 - w33;
+    w36 = w29 * w36;
+    w35 = w35 + w36;
+    w36 = normal[2];
+    w37 = point[2];
+    w38 = 0.089159;
+    w39 = -4.8965888601467475e-12;
+    w40 = w39 * w5;
+    w40 = w4 + w40;
+    w21 = w21 * w40;
+    w21 = w38 + w21;
+    w41 = w40 * w9;
+    w39 = w39 * w4;
+    w39 = w39 - w5;
+    w5 = w39 * w8;
+    w41 = w41 - w5;
+    w23 = w23 * w41;
+    w23 = w21 + w23;
+    w17 = w41 * w17;
+    w39 = w39 * w9;
+    w40 = w40 * w8;
+    w39 = w39 + w40;
+    w15 = w39 * w15;
+    w17 = w17 - w15;
+    w0 = w0 * w17;
+    w0 = w23 - w0;
+    w39 = w39 * w28;
+    w41 = w41 * w13;
+    w39 = w39 + w41;
+    w39 = w39 * w3;
+    w27 = w27 * w39;
+    w27 = w0 - w27;
+    w37 = w37 - w27;
+    w37 = w36 * w37;
+    w35 = w35 + w37;
+    w37 = fmax(w35, w34);
+    w3 = expo[0];
+    w37 = pow(w37, w3);
+    w3 = k[0];
+    w41 = lam[0];
+    w38 = w27 - w38;
+    w13 = w2 * w38;
+    w28 = qd[1];
+    w15 = w13 * w28;
+    w40 = qd[0];
+    w8 = w33 * w40;
+    w15 = w15 - w8;
+    w21 = w27 - w21;
+    w8 = w2 * w21;
+    w9 = qd[2];
+    w5 = w8 * w9;
+    w15 = w15 + w5;
+    w5 = w27 - w23;
+    w4 = w2 * w5;
+    w42 = qd[3];
+    w43 = w4 * w42;
+    w15 = w15 + w43;
+    w23 = w27 - w23;
+    w43 = w11 * w23;
+    w25 = w33 - w25;
+    w44 = w17 * w25;
+    w43 = w43 + w44;
+    w44 = qd[4];
+    w45 = w43 * w44;
+    w15 = w15 + w45;
+    w27 = w27 - w0;
+    w0 = w7 * w27;
+    w45 = w39 * w6;
+    w0 = w0 + w45;
+    w45 = qd[5];
+    w46 = w0 * w45;
+    w15 = w15 + w46;
+    w15 = w31 * w15;
+    w40 = w14 * w40;
+    w38 = w1 * w38;
+    w46 = w38 * w28;
+    w40 = w40 + w46;
+    w21 = w1 * w21;
+    w46 = w21 * w9;
+    w40 = w40 + w46;
+    w5 = w1 * w5;
+    w46 = w5 * w42;
+    w40 = w40 + w46;
+    w26 = w14 + w26;
+    w17 = w17 * w26;
+    w23 = w16 * w23;
+    w17 = w17 + w23;
+    w23 = w17 * w44;
+    w40 = w40 - w23;
+    w27 = w10 * w27;
+    w18 = w14 - w18;
+    w39 = w39 * w18;
+    w27 = w27 - w39;
+    w39 = w27 * w45;
+    w40 = w40 + w39;
+    w40 = w29 * w40;
+    w15 = w15 + w40;
+    w16 = w16 * w25;
+    w11 = w11 * w26;
+    w16 = w16 - w11;
+    w44 = w16 * w44;
+    w19 = w33 - w19;
+    w19 = w1 * w19;
+    w20 = w14 + w20;
+    w20 = w2 * w20;
+    w19 = w19 + w20;
+    w28 = w19 * w28;
+    w22 = w33 - w22;
+    w22 = w1 * w22;
+    w12 = w14 + w12;
+    w12 = w2 * w12;
+    w22 = w22 + w12;
+    w9 = w22 * w9;
+    w28 = w28 + w9;
+    w33 = w33 - w32;
+    w1 = w1 * w33;
+    w14 = w14 + w24;
+    w2 = w2 * w14;
+    w1 = w1 + w2;
+    w42 = w1 * w42;
+    w28 = w28 + w42;
+    w44 = w44 - w28;
+    w10 = w10 * w6;
+    w7 = w7 * w18;
+    w10 = w10 + w7;
+    w45 = w10 * w45;
+    w44 = w44 - w45;
+    w44 = w36 * w44;
+    w15 = w15 + w44;
+    w41 = w41 * w15;
+    w3 = w3 - w41;
+    w37 = w37 * w3;
+    w34 = fmax(w34, w37);
+    w30 = w30 * w34;
+    tau[0] = w30;
+    w13 = w13 * w31;
+    w38 = w38 * w29;
+    w13 = w13 + w38;
+    w19 = w19 * w36;
+    w13 = w13 - w19;
+    w13 = w13 * w34;
+    tau[1] = w13;
+    w8 = w8 * w31;
+    w21 = w21 * w29;
+    w8 = w8 + w21;
+    w22 = w22 * w36;
+    w8 = w8 - w22;
+    w8 = w8 * w34;
+    tau[2] = w8;
+    w4 = w4 * w31;
+    w5 = w5 * w29;
+    w4 = w4 + w5;
+    w1 = w1 * w36;
+    w4 = w4 - w1;
+    w4 = w4 * w34;
+    tau[3] = w4;
+    w43 = w43 * w31;
+    w17 = w17 * w29;
+    w43 = w43 - w17;
+    w16 = w16 * w36;
+    w43 = w43 + w16;
+    w43 = w43 * w34;
+    tau[4] = w43;
+    w0 = w0 * w31;
+    w27 = w27 * w29;
+    w0 = w0 + w27;
+    w10 = w10 * w36;
+    w0 = w0 - w10;
+    w0 = w0 * w34;
+    tau[5] = w0;
+    force[0] = w34;
+    depth[0] = w35;
+}
+
 /* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
 static int64_t quantise(real_t c)
 {
@@ -110,26 +396,38 @@ void ur5_loopback_encoder(const ur5_rt_config_t *cfg, const real_t q[N], int64_t
     }
 }
 
-/* qdd of the plant; 0 on success */
+/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
 static int plant_acceleration(const ur5_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, real_t *qdd)
+                              const real_t *u, int contact, real_t *qdd)
 {
-    return ur5_forward_dynamics_p(q, qd, u, plant->params, qdd);
+    real_t total[N], tc[N], f, d;
+    int i;
+    for (i = 0; i < N; ++i) {
+        total[i] = u[i];
+    }
+    if (contact) {
+        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
+                      &plant->contact_exponent, tc, &f, &d);
+        for (i = 0; i < N; ++i) {
+            total[i] += tc[i];
+        }
+    }
+    return ur5_forward_dynamics_p(q, qd, total, plant->params, qdd);
 }
 
 /* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const ur5_plant_t *plant, real_t *q, real_t *qd, const real_t *u, real_t h)
+static int rk4(const ur5_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
 {
     real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
     int i, bad = 0;
     for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, k1v);
+    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k2v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k3v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
     for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, k4v);
+    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
     for (i = 0; i < N; ++i) {
         q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
         qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
@@ -142,7 +440,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, ur5_rt_output_t *out)
+                     real_t *tau, int64_t *counts, real_t *tau_contact, ur5_rt_output_t *out)
 {
     ur5_rt_input_t in;
     real_t q[N], qd[N], applied[N], u[N];
@@ -150,8 +448,10 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s;
-    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > UR5_LOOPBACK_MAX_DELAY) {
+    int i, s, contact;
+    if (plant->substeps < 1 || plant->delay < 0 || plant->delay > UR5_LOOPBACK_MAX_DELAY
+        || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
         return -2;
     }
     h = (real_t)(UR5_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
@@ -162,6 +462,16 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
+        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        if (tau_contact != NULL) {
+            real_t f, d;
+            if (contact) {
+                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                              &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
+            } else {
+                memset(&tau_contact[k * N], 0, N * sizeof(real_t));
+            }
+        }
         ur5_loopback_encoder(&rt->cfg, q, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
@@ -184,11 +494,11 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, &qdd_true[k * N]) != 0) {
+        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
             return -1;
         }
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, h) != 0) {
+            if (rk4(plant, q, qd, u, contact, h) != 0) {
                 return -1;
             }
         }

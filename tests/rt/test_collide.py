@@ -1,5 +1,5 @@
 """`manipgen collide` (seed 001 §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
-filtered steps on joint 2. The model-adaptive observer with exact qd, qdd needs a far smaller
+filtered steps on joint 2 and Hunt-Crossley impacts of the tip. The model-adaptive observer with exact qd, qdd needs a far smaller
 false-alarm-free threshold than the momentum observer and detects fast steps within a few samples."""
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ def test_collide_cli(tmp_path: Path) -> None:
     for o in obs.values():
         for key in ("threshold", "delay_ms", "false_alarms", "missed"):
             assert key in o
-        assert all(t > 0 for t in o["threshold"]) and o["events"] == 9
+        assert all(t > 0 for t in o["threshold"]) and o["events"] == 12
     mom, ada = obs["momentum"], obs["adaptive_measured"]
     # slow model errors are high-passed away (seed 001 eq. 20): a far smaller threshold
     assert max(ada["threshold"]) < 0.2 * max(mom["threshold"])
     # fast contacts pass the high-pass: within a few samples, before the momentum observer's low-pass
     assert ada["delay_ms"]["100"] <= 3.0 < mom["delay_ms"]["100"]
     assert all(d is not None for c in ("10", "100") for d in ada["delays_ms"][c])
+    # Hunt-Crossley impacts at three tip speeds: all found, the adaptive residual within a few samples
+    speeds = [i["speed_m_s"] for i in doc["impacts"]]
+    assert len(speeds) == 3 and speeds == sorted(speeds) and speeds[0] > 0.05
+    assert all(d is not None and d <= 3.0 for d in ada["impact_delay_ms"].values())
+    assert all(d is not None for d in mom["impact_delay_ms"].values())
     assert (tmp_path / "collide.md").read_text().count("|") > 20 and (tmp_path / "collide.png").stat().st_size > 10_000
 
 
