@@ -85,14 +85,15 @@ def _sensor_view(n: int, precision: Precision) -> dict[str, Any]:
             "params": ", ".join(f"const real_t *{a}" for a in ins) + ", real_t *count"}
 
 
-def _contact_view(dyn: Dynamics, precision: Precision) -> dict[str, Any]:
-    """The loopback's Hunt-Crossley obstacle (codegen.contact) as C statements."""
-    fn = contact_function(dyn)
+def static_view(fn: cs.Function, doc: str, precision: Precision) -> dict[str, Any]:
+    """A named CasADi function as a static C function's parts: its arguments are its own input and
+    output names (const real_t *in..., real_t *out...); inputs it does not use are listed."""
     ins = [fn.name_in(i) for i in range(fn.n_in())]
     outs = [fn.name_out(i) for i in range(fn.n_out())]
     bd = body(fn, ins, outs, precision, indent="    ")
-    return {"doc": "Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.contact)",
-            "lines": bd.lines, "ops": bd.ops,
+    used = {fn.instruction_input(k)[0] for k in range(fn.n_instructions()) if fn.instruction_id(k) == cs.OP_INPUT}
+    return {"name": fn.name(), "doc": doc, "ops": bd.ops, "lines": bd.lines,
+            "unused": [a for i, a in enumerate(ins) if i not in used],
             "params": ", ".join([f"const real_t *{a}" for a in ins] + [f"real_t *{a}" for a in outs])}
 
 
@@ -143,7 +144,8 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
             dict(ctx, has_controller=rt_options.controller != "none", sensor=_sensor_view(n, precision),
                  motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
-                 contact=_contact_view(dyn, precision),
+                 contact=static_view(contact_function(dyn), "Hunt-Crossley contact of the tip with a plane "
+                                     "(seed 003 eq. 5.19; codegen.contact)", precision),
                  floor="floor" if precision == "double" else "floorf")),
         f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),

@@ -4,26 +4,12 @@ built next to the robot's ``<robot>_dynamics.{h,c}`` (host-side, double precisio
 
 from __future__ import annotations
 
-from typing import Any
-
-import casadi as cs
-
 from . import __version__
 from .closed_loop import controller, inverse_dynamics_jacobian
-from .cprint import body, literal
+from .cprint import literal
 from .dynamics import Dynamics
-from .emit import template_environment
+from .emit import static_view, template_environment
 from .model import Robot
-
-
-def _static(fn: cs.Function, doc: str) -> dict[str, Any]:
-    ins = [fn.name_in(i) for i in range(fn.n_in())]
-    outs = [fn.name_out(i) for i in range(fn.n_out())]
-    bd = body(fn, ins, outs, "double", indent="    ")
-    used = {fn.instruction_input(k)[0] for k in range(fn.n_instructions()) if fn.instruction_id(k) == cs.OP_INPUT}
-    return {"name": fn.name(), "doc": doc, "ops": bd.ops, "lines": bd.lines,
-            "unused": [a for i, a in enumerate(ins) if i not in used],
-            "params": ", ".join([f"const real_t *{a}" for a in ins] + [f"real_t *{a}" for a in outs])}
 
 
 def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, str]:
@@ -31,9 +17,9 @@ def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, s
     ts = sample_period or robot.sample_period
     dyn = Dynamics(robot)
     ctl, ctl_jac = controller(robot, dyn, ts)
-    bodies = [_static(ctl, "findiff velocity + pid step (codegen.blocks), times the drive gains"),
-              _static(ctl_jac, "its Jacobian with respect to (q_k, q_{k-1}, integ_k)"),
-              _static(inverse_dynamics_jacobian(dyn), "d rnea / d(q, qd) at fixed qdd")]
+    bodies = [static_view(ctl, "findiff velocity + pid step (codegen.blocks), times the drive gains", "double"),
+              static_view(ctl_jac, "its Jacobian with respect to (q_k, q_{k-1}, integ_k)", "double"),
+              static_view(inverse_dynamics_jacobian(dyn), "d rnea / d(q, qd) at fixed qdd", "double")]
     p = robot.c_name
     ctx = {"p": p, "P": p.upper(), "version": __version__, "robot_name": robot.name,
            "ts": literal(ts, "double"), "bodies": bodies}

@@ -44,3 +44,18 @@ def at(inputs: dict[str, np.ndarray], k: int) -> dict[str, Any]:
 
 def only_steps(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: inputs[key] for key in STEP_KEYS if key in inputs}
+
+
+def step_by_step(rt: Realtime, ref: RtReference, ins: dict[str, np.ndarray],
+                 reset: np.ndarray) -> tuple[float, np.ndarray]:
+    """C and reference from identical states at every sample (the reference loads the C state first):
+    (worst rel_err over all outputs, (K, 2) array of (collision, link) per sample)."""
+    fired, worst = [], 0.0
+    for k in range(len(reset)):
+        step_in = dict(at(ins, k), reset=reset[k])
+        ref.load_state(rt)
+        o = ref.step(step_in)
+        c = rt.step(**step_in)
+        worst = max(worst, max(rel_err(c[name], v) for name, v in o.items()))
+        fired.append((int(c["collision"]), int(c["link"])))
+    return worst, np.array(fired)

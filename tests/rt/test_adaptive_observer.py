@@ -10,7 +10,7 @@ import pytest
 
 from codegen.description import load_robot
 from codegen.errors import DescriptionError
-from helpers import at, fresh_rt, only_steps, reference, rel_err
+from helpers import at, fresh_rt, only_steps, reference, rel_err, step_by_step
 from host_tools import load
 from host_tools.loopback import simulate
 from host_tools.rt import load_rt
@@ -228,16 +228,8 @@ def test_step_by_step_through_detection_and_reaction() -> None:
     ins["tau"] = load_dyn("planar2").gravity(q0)[None, :] - ext
     reset = np.zeros(k_total, dtype=np.uint8)
     reset[1400] = 1
-    fired, worst = [], 0.0
-    for k in range(k_total):
-        step_in = dict(at(ins, k), reset=reset[k])
-        ref.load_state(rt)
-        o = ref.step(step_in)
-        c = rt.step(**step_in)
-        worst = max(worst, max(rel_err(c[name], v) for name, v in o.items()))
-        fired.append((int(c["collision"]), int(c["link"])))
+    worst, flags = step_by_step(rt, ref, ins, reset)
     assert worst <= 1e-9           # the 1e-9 (numpy's LU solve vs the C Cholesky: 1e-10 here)
-    flags = np.array(fired)
     assert flags[499, 0] == 0 and flags[520, 0] == 1 and flags[520, 1] == 2      # the step on link 2
     assert flags[1401:1500, 0].max() == 0                                        # reset cleared it
     assert flags[1510, 0] == 1 and flags[1510, 1] == 1                           # the pulse on joint 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import ESTIMATORS, at, fresh_rt, only_steps, reference, rel_err
+from helpers import ESTIMATORS, at, fresh_rt, only_steps, reference, rel_err, step_by_step
 from signals import inputs
 
 K = 10_000
@@ -94,17 +94,8 @@ def test_detection_and_reaction_step_by_step(reaction: int) -> None:
     ins["tau"] = dyn.gravity(q0)[None, :] - ext
     reset = np.zeros(k_total, dtype=np.uint8)
     reset[1400] = reset[1900] = 1
-    fired, worst = [], 0.0
-    for k in range(k_total):
-        step_in = dict(at(ins, k), reset=reset[k])
-        ref.load_state(rt)
-        o = ref.step(step_in)
-        c = rt.step(**step_in)
-        for name, v in o.items():
-            worst = max(worst, rel_err(c[name], v))
-        fired.append((int(c["collision"]), int(c["link"])))
+    worst, flags = step_by_step(rt, ref, ins, reset)
     assert worst == 0.0 or worst <= 1e-12
-    flags = np.array(fired)
     assert flags[499, 0] == 0 and flags[700, 0] == 1 and flags[700, 1] == 2   # isolated: link 2
     assert flags[1401:1500, 0].max() == 0                                      # reset cleared it
     assert flags[1510, 0] == 1 and flags[1510, 1] == 1                         # the pulse, link 1
