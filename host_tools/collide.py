@@ -12,7 +12,8 @@ frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, o
 the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts: at the instant of the motion
 whose tip speed is closest to each of ``impact_speeds``, a plane appears through the tip, facing its
 velocity, for ``hold`` s (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m,
-alpha = 0.04 s/m, flat surface); the delay is from the impact.
+alpha = 0.04 s/m, flat surface; targets above the motion's top tip speed share its fastest instant,
+which is used once); the delay is from the impact.
 A second, different motion without collisions counts the false alarms those thresholds give on a
 motion they were not designed on (rising edges of "some joint above").
 """
@@ -90,9 +91,12 @@ def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
     q, qd = run.log.extra["q_true"], run.log.extra["qd_true"]
     tips = [(dyn.tip_pose(q[k])[:3, 3], dyn.tip_jacobian(q[k])[:3] @ qd[k]) for k in ks]
     speeds = np.array([np.linalg.norm(v) for _, v in tips])
-    out = []
+    out, used = [], set()
     for target in s.impact_speeds:
         i = int(np.argmin(np.abs(speeds - target)))
+        if i in used:
+            continue          # the motion is slower than this target: its fastest instant is taken already
+        used.add(i)
         p, v = tips[i]
         t = float(ks[i] * ts)
         out.append((float(speeds[i]), Contact(point=tuple(p), normal=tuple(-v / np.linalg.norm(v)),  # type: ignore[arg-type]
@@ -129,7 +133,8 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
     impacts = _impacts(spec, design, model, true, s)
     doc: dict[str, Any] = {"robot": robot.name, "settings": asdict(s), "observers": {},
                            "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts]}
-    arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}}
+    arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}, "free_ratio": {}, "impacts": {}}
+    dyn = load(spec)
     for obs in s.observers:
         progress(f"{obs}: collision-free motion (threshold design)")
         rt = load_rt(spec, estimator="kalman", observer=obs, controller="computed_torque")
@@ -144,7 +149,9 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         threshold = free.max(axis=0) * (1 + 1e-9) + 1e-12
         rt.config["det.threshold"] = threshold
         progress(f"{obs}: false alarms on a second motion")
-        above = _any_above(simulate(rt, test, true_params=true).out)[k0:]
+        out_test = simulate(rt, test, true_params=true).out
+        above = _any_above(out_test)[k0:]
+        arrays["free_ratio"][obs] = threshold_ratio(out_test["r"][k0:], threshold)
         false_alarms = int(np.sum(above[1:] & ~above[:-1]) + above[0])
         delays: dict[str, list[float | None]] = {}
         for cutoff in s.cutoffs:
@@ -168,6 +175,14 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
             ke = int(round(contact.start / ts))
             hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
             impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
+            sl = slice(ke - int(0.02 / ts), ke + int(0.15 / ts))
+            q = run.log.extra["q_true"][sl]
+            force = tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, np.array(contact.normal))
+            trace = arrays["impacts"].setdefault(f"{speed:.3g} m/s", ImpactTrace(
+                f"{speed:.3g} m/s", (np.arange(sl.stop - sl.start) - (ke - sl.start)) * ts * 1e3, force,
+                float(np.max(force)), {}, {}))
+            trace.estimates[obs] = tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, np.array(contact.normal))
+            trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold)
         detected = [d for v in delays.values() for d in v if d is not None]
         doc["observers"][obs] = {
             "threshold": threshold.tolist(),
@@ -185,6 +200,78 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         }
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
+
+
+@dataclass
+class ImpactTrace:
+    """One impact seen by every observer, for ``impact_figure``: times in ms from the contact."""
+    label: str
+    time_ms: np.ndarray
+    force: np.ndarray                      # the true contact force along the obstacle normal, N
+    peak: float                            # N
+    estimates: dict[str, np.ndarray]       # observer -> its tip-force estimate along the normal, N
+    ratio: dict[str, np.ndarray]           # observer -> max_j |r_j| / threshold_j
+
+
+def threshold_ratio(r: np.ndarray, threshold: np.ndarray) -> np.ndarray:
+    """max_j |r_j| / threshold_j per sample: a detection is a ratio above 1."""
+    return np.asarray(np.abs(r) / np.asarray(threshold), float).max(axis=1)
+
+
+def tip_force_along(q: np.ndarray, tau: np.ndarray, jacobian: Callable[[np.ndarray], np.ndarray],
+                    normal: np.ndarray) -> np.ndarray:
+    """f·n with f the force part of (Jᵀ)⁺ tau, the tip wrench that explains the joint torques tau
+    (seed 001 eq. 28; exact for a force at the tip when J has rank 6, the least-norm wrench below)."""
+    return np.array([(np.linalg.pinv(jacobian(qk).T)[:3] @ tk) @ normal for qk, tk in zip(q, tau)])
+
+
+def impact_figure(free_ratio: dict[str, np.ndarray], ts: float, skip: float, impacts: list[ImpactTrace],
+                  path: Path, truth: str) -> Path:
+    """Like seed 001 Figs. 10 a-b and 8. Top: each observer's threshold ratio over a contact-free
+    motion (a false alarm crosses 1). Per impact: left, the contact force along the obstacle normal
+    (``truth`` names its source) against each observer's tip-force estimate; right, the ratio around
+    the contact (the detection is where it crosses 1)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    palette = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:olive", "tab:purple")
+    colours = dict(zip(free_ratio, palette))
+    fig = plt.figure(figsize=(11, 2.4 * (len(impacts) + 1) + 0.4))
+    grid = fig.add_gridspec(len(impacts) + 1, 2)
+    top = fig.add_subplot(grid[0, :])
+    for obs, y in free_ratio.items():
+        top.semilogy(skip + np.arange(len(y)) * ts, np.maximum(y, 1e-4), color=colours[obs], lw=0.6, label=obs)
+    top.axhline(1.0, color="k", ls="--", lw=0.8)
+    top.set_xlabel("s (contact-free motion)", fontsize=8)
+    top.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
+    top.set_title("contact-free: how far below its thresholds each observer stays (like seed 001 Fig. 10 a-b)",
+                  fontsize=9)
+    top.legend(fontsize=6, ncol=len(free_ratio), loc="lower right")
+    for i, imp in enumerate(impacts):
+        a = fig.add_subplot(grid[i + 1, 0])
+        a.plot(imp.time_ms, imp.force, "k", lw=1.6, label=truth)
+        for obs, f in imp.estimates.items():
+            a.plot(imp.time_ms, f, color=colours[obs], lw=0.8, label=obs)
+        high = 1.15 * max(imp.peak, 1e-9)
+        a.set_ylim(-0.4 * high, high)
+        a.set_ylabel(f"{imp.label}: force (N)", fontsize=8)
+        b = fig.add_subplot(grid[i + 1, 1])
+        zoom = (imp.time_ms >= -20) & (imp.time_ms <= 10)
+        for obs, y in imp.ratio.items():
+            b.semilogy(imp.time_ms[zoom], np.maximum(y[zoom], 1e-4), color=colours[obs], lw=0.9, marker=".", ms=3)
+        b.axhline(1.0, color="k", ls="--", lw=0.8)
+        b.axvline(0.0, color="k", lw=0.6)
+        b.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
+        if i == 0:
+            a.set_title("contact force along the obstacle normal, f = (Jᵀ)⁺ r (like seed 001 Fig. 8)", fontsize=9)
+            b.set_title("around the contact: detection where the ratio crosses 1", fontsize=9)
+            a.legend(fontsize=6, loc="upper right")
+        if i == len(impacts) - 1:
+            a.set_xlabel("ms from the first contact", fontsize=8)
+            b.set_xlabel("ms from the first contact", fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100)
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -244,4 +331,7 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
     import json
     write_atomic(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     write_atomic(out / "collide.md", table(doc))
-    return [out / "collide.json", out / "collide.md", figure(arrays, out / "collide.png")]
+    impacts = impact_figure(arrays["free_ratio"], arrays["ts"], doc["settings"]["skip"],
+                            list(arrays["impacts"].values()), out / "collide_impacts.png",
+                            "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext")
+    return [out / "collide.json", out / "collide.md", figure(arrays, out / "collide.png"), impacts]

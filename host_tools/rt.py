@@ -189,6 +189,17 @@ class Realtime:
         self._init(self._rt, self._cfg)
         self._pushed = bytes(self.ffi.buffer(self._cfg))
 
+    def snapshot(self) -> bytes:
+        """The whole C state (estimators, observers, controller), to ``restore`` later: a closed loop can
+        branch from a common past (e.g. several collisions after the same contact-free motion)."""
+        return bytes(self.ffi.buffer(self._rt))
+
+    def restore(self, snapshot: bytes) -> None:
+        if len(snapshot) != self.ffi.sizeof(f"{self.name}_rt_t"):
+            raise ValueError(f"not a snapshot of this pipeline ({len(snapshot)} bytes, the state has "
+                             f"{self.ffi.sizeof(self.name + '_rt_t')})")
+        self.ffi.buffer(self._rt)[:] = snapshot
+
     def _sync(self) -> None:
         now = bytes(self.ffi.buffer(self._cfg))
         if now != self._pushed:

@@ -42,7 +42,8 @@ def seed000_test_trajectory() -> Trajectory:
     return Trajectory("seed000_test", t, q, spline(t, 1), spline(t, 2))
 
 
-def _quintic(q0: np.ndarray, q1: np.ndarray, t: np.ndarray, duration: float) -> tuple[np.ndarray, ...]:
+def quintic(q0: np.ndarray, q1: np.ndarray, t: np.ndarray, duration: float) -> tuple[np.ndarray, ...]:
+    """Rest-to-rest quintic move from q0 to q1 in ``duration`` s at times t (held after): q, qd, qdd (K, n)."""
     s = np.clip(t / duration, 0.0, 1.0)[:, None]
     d = (q1 - q0)[None, :]
     pos = q0 + d * (10 * s**3 - 15 * s**4 + 6 * s**5)
@@ -100,7 +101,7 @@ def generated_trajectory(robot: Robot, duration: float = 20.0, ts: float = 0.001
     for m in range(3):
         idx = slice(k0 + int(round(m * move / ts)), k0 + int(round((m + 1) * move / ts)))
         tt = t[idx] - t[idx][0]
-        q[idx], qd[idx], qdd[idx] = _quintic(points[m], points[m + 1], tt, move)
+        q[idx], qd[idx], qdd[idx] = quintic(points[m], points[m + 1], tt, move)
     # 3) a trapezoidal-velocity move back towards the middle (accelerate 1/4, cruise, decelerate 1/4)
     k1 = k0 + int(round(3 * move / ts))
     tt = t[k1:] - t[k1]

@@ -9,6 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from host_tools import load
+from host_tools.collide import CollideSettings, scenario, threshold_ratio, tip_force_along
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,6 +40,30 @@ def test_collide_cli(tmp_path: Path) -> None:
     assert all(d is not None and d <= 3.0 for d in ada["impact_delay_ms"].values())
     assert all(d is not None for d in mom["impact_delay_ms"].values())
     assert (tmp_path / "collide.md").read_text().count("|") > 20 and (tmp_path / "collide.png").stat().st_size > 10_000
+    assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000     # like seed 001 Figs. 8 and 10
+
+
+def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:
+    doc, arrays = scenario("planar2", CollideSettings(duration=6.0, events=(2.0,), cutoffs=(100.0,),
+                                                      impact_speeds=(0.1, 50.0, 60.0), observers=("momentum",)))
+    speeds = [i["speed_m_s"] for i in doc["impacts"]]
+    assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] < 50.0     # instants every 10 ms
+    assert doc["observers"]["momentum"]["events"] == 3
+    assert len(doc["observers"]["momentum"]["impact_delay_ms"]) == 2
+    assert list(arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]
+
+
+def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:
+    """tau = J_p^T F (a pure force at the tip): (J^T)^+ tau gives back F, so f.n = F.n."""
+    dyn = load("kuka_iiwa14")
+    rng = np.random.default_rng(5)
+    q = rng.uniform(-1.5, 1.5, (4, 7))
+    forces = rng.normal(size=(4, 3)) * 30
+    n = np.array([0.0, 0.6, 0.8])
+    tau = np.array([dyn.tip_jacobian(qk)[:3].T @ f for qk, f in zip(q, forces)])
+    assert np.allclose(tip_force_along(q, tau, dyn.tip_jacobian, n), forces @ n, rtol=1e-9, atol=1e-9)
+    r = np.array([[0.5, -2.0], [3.0, 1.0]])
+    assert np.allclose(threshold_ratio(r, np.array([1.0, 4.0])), [0.5, 3.0])
 
 
 def test_collide_rejects_a_joint_out_of_range() -> None:

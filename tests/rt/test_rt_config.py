@@ -58,6 +58,27 @@ def test_payload_in_the_config_changes_the_model() -> None:
     assert np.allclose(o2["tau_cmd"] - o1["tau_cmd"], dyn.gravity(q, params=pi) - dyn.gravity(q), atol=1e-9)
 
 
+def test_snapshot_and_restore_branch_a_run() -> None:
+    rt = fresh_rt("planar2", "kalman")
+    rng = np.random.default_rng(3)
+    counts = np.cumsum(rng.integers(-40, 40, (60, 2)), axis=0) + 1000
+    tau = rng.normal(size=(60, 2))
+    first = rt.run({"counts": counts[:30], "tau": tau[:30]})
+    mark = rt.snapshot()
+    rest = rt.run({"counts": counts[30:], "tau": tau[30:]})
+    rt.run({"counts": counts[::-1], "tau": -tau})          # wander off
+    rt.restore(mark)
+    again = rt.run({"counts": counts[30:], "tau": tau[30:]})
+    rt.reset()
+    whole = rt.run({"counts": counts, "tau": tau})
+    for key in ("qd_hat", "r", "tau_cmd"):
+        assert np.abs(rest[key]).max() > 0
+        assert np.array_equal(again[key], rest[key])
+        assert np.array_equal(whole[key], np.concatenate([first[key], rest[key]]))
+    with pytest.raises(ValueError, match="not a snapshot"):
+        rt.restore(mark[:-1])
+
+
 @pytest.mark.parametrize("edit,needle", [
     (lambda d: d.update(robot="kuka_iiwa14"), "robot"),
     (lambda d: d["config"].update({"est.nope": 1}), "est.nope"),
