@@ -94,9 +94,9 @@ def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
     out, used = [], set()
     for target in s.impact_speeds:
         i = int(np.argmin(np.abs(speeds - target)))
-        if i in used:
+        if f"{speeds[i]:.3g}" in used:
             continue          # the motion is slower than this target: its fastest instant is taken already
-        used.add(i)
+        used.add(f"{speeds[i]:.3g}")      # (the label that keys the delays and the figure)
         p, v = tips[i]
         t = float(ks[i] * ts)
         out.append((float(speeds[i]), Contact(point=tuple(p), normal=tuple(-v / np.linalg.norm(v)),  # type: ignore[arg-type]
@@ -175,12 +175,15 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
             ke = int(round(contact.start / ts))
             hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
             impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
-            sl = slice(ke - int(0.02 / ts), ke + int(0.15 / ts))
+            sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
             q = run.log.extra["q_true"][sl]
-            force = tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, np.array(contact.normal))
-            trace = arrays["impacts"].setdefault(f"{speed:.3g} m/s", ImpactTrace(
-                f"{speed:.3g} m/s", (np.arange(sl.stop - sl.start) - (ke - sl.start)) * ts * 1e3, force,
-                float(np.max(force)), {}, {}))
+            label = f"{speed:.3g} m/s"
+            if label not in arrays["impacts"]:     # the plant's motion is the same for every observer
+                force = tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian,
+                                        np.array(contact.normal))
+                arrays["impacts"][label] = ImpactTrace(label, (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
+                                                       force, float(np.max(force)), {}, {})
+            trace = arrays["impacts"][label]
             trace.estimates[obs] = tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, np.array(contact.normal))
             trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold)
         detected = [d for v in delays.values() for d in v if d is not None]

@@ -195,10 +195,18 @@ class Realtime:
         return bytes(self.ffi.buffer(self._rt))
 
     def restore(self, snapshot: bytes) -> None:
+        """Back to a snapshot's state, under the config set now (the C state keeps a copy of the
+        config: it is re-taken, as by _rt_configure, so a change made since the snapshot holds)."""
         if len(snapshot) != self.ffi.sizeof(f"{self.name}_rt_t"):
             raise ValueError(f"not a snapshot of this pipeline ({len(snapshot)} bytes, the state has "
                              f"{self.ffi.sizeof(self.name + '_rt_t')})")
         self.ffi.buffer(self._rt)[:] = snapshot
+        self._configure(self._rt, self._cfg)
+        self._pushed = bytes(self.ffi.buffer(self._cfg))
+
+    def config_bytes(self) -> bytes:
+        """The config struct as the C library lays it out (for a target of the same layout)."""
+        return bytes(self.ffi.buffer(self._cfg))
 
     def _sync(self) -> None:
         now = bytes(self.ffi.buffer(self._cfg))

@@ -77,9 +77,10 @@ def test_a_run_resumed_from_its_end_continues_it_exactly() -> None:
     finally:
         arm.close()
     assert np.abs(whole.log.extra["q_true"] - traj.q).max() > 1e-7     # a real closed loop
-    for key in ("q_true", "qd_true", "tau_cmd"):
+    for key in ("q_true", "qd_true", "qdd_true", "tau_cmd", "tau_ext_true"):
         assert np.array_equal(rest.log.extra[key], whole.log.extra[key])
     assert np.array_equal(rest.log.counts, whole.log.counts)
+    assert np.array_equal(rest.normal_force, whole.normal_force) and np.array_equal(rest.tip, whole.tip)
 
 
 @pytest.fixture(scope="module")
@@ -88,22 +89,32 @@ def result() -> pc.PbResult:
 
 
 def test_no_false_alarm_over_the_contact_free_motion(result: pc.PbResult) -> None:
+    assert result.doc["contact_free_s"] >= 30.0
     for name, o in result.doc["observers"].items():
-        assert o["contact_free_s"] >= 30.0, name
         assert o["false_alarms"] == 0, name
-        # thresholds are set on a different run; the contact-free residual is not trivially zero
-        assert 0 < max(o["max_free_residual"]), name
     for imp in result.doc["impacts"]:
-        assert imp["first_contact_s"] > 40.0                 # after the 40 s contact-free motion
+        assert imp["first_contact_s"] > 43.5                 # after the 40 s motion, the move and the rest
         assert abs(imp["tip_speed_m_s"] - imp["target_speed_m_s"]) < 0.02 * imp["target_speed_m_s"]
+    # with exact q-dot, q-ddot and a perfect model the residual does not depend on the motion:
+    # thresholds from the random excitation alone hold through the swings; the encoder-only residuals
+    # follow the Kalman estimates' lag, and thresholds must come from the motions the robot makes
+    for name in ("adaptive_measured", "direct_measured"):
+        assert result.doc["observers"][name]["false_alarms_excitation_design"] == 0, name
+    assert result.doc["observers"]["adaptive"]["false_alarms_excitation_design"] > 0
 
 
-def test_every_impact_is_detected_within_two_samples_and_isolated(result: pc.PbResult) -> None:
-    touched = {f"{i['target_speed_m_s']:g}": i["contact_link"] for i in result.doc["impacts"]}
+def test_every_impact_is_detected_before_the_force_peaks_and_isolated(result: pc.PbResult) -> None:
+    """The face is a 10 kN/m spring: from the second step of contact on, the force is at least
+    k v dt = 10e3 x 0.2 x 1e-3 = 2 N, about 1 N m on joint 1, 30x the exact-motion thresholds: those
+    residuals flag within 2 samples. Every residual flags before the contact force peaks."""
+    touched = {i["key"]: i["contact_link"] for i in result.doc["impacts"]}
+    peak = {i["key"]: i["peak_after_ms"] for i in result.doc["impacts"]}
     for name, o in result.doc["observers"].items():
         assert o["missed"] == 0, name
         for speed, delay in o["delay_ms"].items():
-            assert delay is not None and delay <= 2.0, (name, speed, delay)
+            assert delay is not None and delay < peak[speed], (name, speed, delay, peak[speed])
+            if name.endswith("_measured"):
+                assert delay <= 2.0, (name, speed, delay)
     # isolation (the farthest joint above its threshold = the touched link, seed 003 eq. 5.17) for
     # the residuals without adaptation; the adaptive ones spread r over joints through Y^+ (reported)
     for name in ("momentum", "direct", "direct_measured"):
@@ -114,16 +125,19 @@ def test_the_direct_residual_with_exact_motion_is_pybullets_contact_torque(resul
     """tau_ext = Y_b theta - tau with PyBullet's own q-dot, q-ddot against J_c^T f_c summed over
     PyBullet's contact points: manipgen's model and PyBullet's dynamics agree under contact."""
     for imp in result.doc["impacts"]:
-        assert imp["direct_measured_rel_error"] < 0.01, imp
+        # measured 0.3 % at 0.2 m/s, 0.9 % at 1 m/s; the same whether the dynamics is evaluated at
+        # the sample before or after PyBullet's step, so it lies in how its soft-contact solver's
+        # reported forces map to the impulse it applied (J_c taken after the step), not in the model
+        assert imp["direct_measured_rel_error"] < 0.02, imp
 
 
-def test_model_adaptive_thresholds_are_smaller_with_exact_motion(result: pc.PbResult) -> None:
-    """Seed 001's claim, here with a perfect model: the model-adaptive residual fed with exact q-dot,
-    q-ddot needs a far smaller threshold than the momentum observer; fed with encoder-only Kalman
-    estimates of q-ddot it needs a far larger one."""
-    th = {k: max(o["threshold"]) for k, o in result.doc["observers"].items()}
-    assert th["adaptive_measured"] < th["momentum"] / 3
-    assert th["adaptive"] > 3 * th["momentum"]
+def test_model_adaptive_residual_is_smaller_with_exact_motion(result: pc.PbResult) -> None:
+    """Seed 001's claim, here with a perfect model (residuals before the threshold's floor): the
+    model-adaptive residual fed with exact q-dot, q-ddot stays far below the momentum observer's;
+    fed with encoder-only Kalman estimates of q-ddot it is far larger."""
+    worst = {k: max(o["max_design_residual"]) for k, o in result.doc["observers"].items()}
+    assert worst["adaptive_measured"] < worst["momentum"] / 3
+    assert worst["adaptive"] > 3 * worst["momentum"]
 
 
 def test_report_and_figure(result: pc.PbResult, tmp_path: Path) -> None:

@@ -47,7 +47,8 @@ def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None
     doc, arrays = scenario("planar2", CollideSettings(duration=6.0, events=(2.0,), cutoffs=(100.0,),
                                                       impact_speeds=(0.1, 50.0, 60.0), observers=("momentum",)))
     speeds = [i["speed_m_s"] for i in doc["impacts"]]
-    assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] < 50.0     # instants every 10 ms
+    # (instants every 10 ms); the two fast targets share the motion's fastest instant
+    assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] > 3 * speeds[0]
     assert doc["observers"]["momentum"]["events"] == 3
     assert len(doc["observers"]["momentum"]["impact_delay_ms"]) == 2
     assert list(arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]

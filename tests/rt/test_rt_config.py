@@ -60,6 +60,7 @@ def test_payload_in_the_config_changes_the_model() -> None:
 
 def test_snapshot_and_restore_branch_a_run() -> None:
     rt = fresh_rt("planar2", "kalman")
+    rt.config["det.threshold"] = 1e9
     rng = np.random.default_rng(3)
     counts = np.cumsum(rng.integers(-40, 40, (60, 2)), axis=0) + 1000
     tau = rng.normal(size=(60, 2))
@@ -75,8 +76,16 @@ def test_snapshot_and_restore_branch_a_run() -> None:
         assert np.abs(rest[key]).max() > 0
         assert np.array_equal(again[key], rest[key])
         assert np.array_equal(whole[key], np.concatenate([first[key], rest[key]]))
+    assert not np.any(whole["collision"])
     with pytest.raises(ValueError, match="not a snapshot"):
         rt.restore(mark[:-1])
+    # a config change made after the snapshot holds after the restore (the C state keeps a copy)
+    rt.config["det.threshold"] = 1e-9
+    rt.restore(mark)
+    assert np.all(rt.run({"counts": counts[30:], "tau": 5 * tau[30:]})["collision"][-1] == 1)
+    rt.config["det.threshold"] = 1e9
+    rt.restore(mark)
+    assert not np.any(rt.run({"counts": counts[30:], "tau": 5 * tau[30:]})["collision"])
 
 
 @pytest.mark.parametrize("edit,needle", [
