@@ -62,17 +62,22 @@ def demo(spec: str, out: str = "out", states: int = 1000) -> int:
         print(f"      {k:<30} {v:.2e}")
     print(f"      smallest eigenvalue of M(q)    {min_eig:.4g} (> 0: positive definite)")
     ok = max(worst.values()) < 1e-9 and min_eig > 0
-    ok = loopback(spec) and ok
+    ok = loopback(spec, folder) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
 
-def loopback(spec: str) -> bool:
-    """Steps 4 and 5: the collision scenario and a short estimator table on the loopback."""
+def loopback(spec: str, folder: Path) -> bool:
+    """Steps 4 and 5: the collision scenario and a short estimator table on the loopback. The run
+    with the collision is saved (log and config) for `manipgen target run`."""
+    from .rt import load_rt
     from .scenarios import collision, estimator_table
 
     t0 = time.perf_counter()
-    r = collision(spec)
+    rt = load_rt(spec)
+    r = collision(spec, rt=rt)
+    r.hit.log.save(folder / "collision_log.npz")
+    rt.config.save(folder / "collision_config.json")
     rt_label = r.hit.log.robot
     expected = 1 + int(np.flatnonzero(np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds)[-1])
     print(f"[4/5] closed loop in C ({rt_label}: {r.free.log.time[-1]:.0f} s at {1 / r.free.log.sample_period:.0f} Hz, "
@@ -85,6 +90,9 @@ def loopback(spec: str) -> bool:
              if r.detected_s is not None else "NOT detected")
           + ("; FALSE ALARM before the contact" if r.false_alarm else "; no false alarm before it"))
     print(f"      peak |r| during the contact (N m): {np.round(r.peak_r, 2)}")
+    print(f"      saved {folder / 'collision_log.npz'} and its config: replay it on a Cortex-M with\n"
+          f"      manipgen target run {spec} --cpu cortex-m7 --input {folder / 'collision_log.npz'} "
+          f"--config {folder / 'collision_config.json'}")
     t0 = time.perf_counter()
     rows = estimator_table(spec, ("findiff", "movav:p=3", "kalman", "linhg"))
     print(f"[5/5] velocity estimators in the same loop, no contact ({time.perf_counter() - t0:.1f} s):")

@@ -1,0 +1,225 @@
+"""The generated real-time step on Cortex-M in QEMU (issue #8): the same outputs as the host build,
+footprint and timing, the files a board project copies."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host_tools import target as tg
+from host_tools.rt import fill_inputs, load_rt
+from host_tools.scenarios import CollisionResult, collision
+from tooling import require_tool
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca", "_sbrk", "_sbrk_r", "_malloc_r"}
+
+
+def tools() -> None:
+    for tool in ("arm-none-eabi-gcc", "arm-none-eabi-objdump", "arm-none-eabi-nm", "make", "qemu-system-arm"):
+        require_tool(tool)
+
+
+@pytest.fixture(scope="module")
+def scenario() -> tuple[CollisionResult, Any]:
+    """The demo's closed loop on the host (kuka_iiwa14: Kalman, momentum observer with thresholds
+    from a contact-free run, computed torque, stop reaction) with a 30 N push at t = 4 s."""
+    rt = load_rt("kuka_iiwa14")
+    return collision("kuka_iiwa14", rt=rt), rt
+
+
+def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: str,
+                  out: Path) -> tuple[dict[str, Any], tg.TargetBuild, tg.TargetRun]:
+    result, rt_double = scenario
+    rt = load_rt("kuka_iiwa14", precision=precision)
+    for key in rt_double.config.keys():          # the thresholds and reaction of the recorded run
+        rt.config[key] = rt_double.config[key]
+    inputs = rt.inputs(len(result.hit.log))
+    fill_inputs(inputs, result.hit.log.inputs())
+    b = tg.build(rt, cpu, out)
+    run = tg.run_firmware(b, rt, rt.config_bytes(), inputs)
+    return tg.report(b, rt, inputs, run), b, run
+
+
+@pytest.mark.parametrize("cpu,precision,tolerance", [("cortex-m7", "double", 1e-12), ("cortex-m4f", "float", 1e-5)])
+def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any], cpu: str, precision: str,
+                                          tolerance: float, tmp_path: Path) -> None:
+    tools()
+    doc, b, run = run_on_target(scenario, cpu, precision, tmp_path / "build")
+    print(tg.table(doc))
+    assert doc["samples"] >= 5000
+    assert doc["max_rel_error"] <= tolerance
+    # the recorded run has its collision: flagged on the same sample, after the push began
+    assert doc["collision_sample_host"] is not None and doc["same_collision_sample"]
+    assert doc["collision_sample_host"] >= int(4.0 / 1e-3)
+    # -ffp-contract=off and IEEE arithmetic on both sides: everything that does not go through libm
+    # (newlib's sin/cos differ from glibc's in the last bits) is equal bit for bit
+    assert {"q", "q_hat", "qd_hat", "qdd_hat", "collision", "link", "above"} <= set(doc["bit_exact_outputs"])
+    assert doc["outputs"]["r"]["max_abs_error"] > 0 or doc["outputs"]["r"]["bit_exact"]
+    for key in ("max_rel_error", "flash_bytes", "ram_bytes", "stack_bytes", "instructions_per_step",
+                "same_collision_sample"):
+        assert key in doc
+    # the static bound covers what the step really touched; both well above a trivial frame
+    assert doc["stack_bytes"] >= doc["stack_measured_bytes"] > 256
+    assert doc["stack_unknown"] == []
+    assert doc["flash_bytes"] > 4096 and doc["ram_bytes"] >= doc["ram"]["state (rt_t, with its config copy)"] > 0
+    assert doc["ram"]["data"] == 0 and doc["ram"]["bss"] == 0           # no mutable globals
+    # SysTick under -icount shift=8: 256 ns per instruction at the boards' 25 MHz = 6.4 ticks
+    assert abs(run.ticks_per_instruction - 6.4) < 0.01
+    assert 1000 < doc["instructions_mean"] <= doc["instructions_per_step"]
+    assert doc["state_bytes_target"] == load_rt("kuka_iiwa14", precision=precision).ffi.sizeof("kuka_iiwa14_rt_t")
+
+
+def test_library_objects_have_no_heap_and_no_mutable_globals(scenario: tuple[CollisionResult, Any],
+                                                             tmp_path: Path) -> None:
+    """rdimon's startup links malloc into the firmware, so the proof is on the library's objects."""
+    tools()
+    rt = load_rt("kuka_iiwa14", precision="float")
+    b = tg.build(rt, "cortex-m4f", tmp_path)
+    for obj in (b.out / "kuka_iiwa14_dynamics.o", b.out / "kuka_iiwa14_rt.o"):
+        undefined = subprocess.run(["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True,
+                                   check=True).stdout.split()
+        assert undefined and not set(undefined) & HEAP, undefined
+        assert not {"sin", "cos", "sqrt"} & set(undefined)               # float build: float math only
+        defined = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(obj)], capture_output=True,
+                                 text=True, check=True).stdout.splitlines()
+        mutable = [line for line in defined if line.split()[1] in "DdBbCGgSs"]
+        assert not mutable, mutable
+
+
+def test_the_layout_probe_fails_when_an_offset_differs(tmp_path: Path) -> None:
+    tools()
+    rt = load_rt("planar2")
+    probe = tg.layout_probe(rt)
+    flags = [*tg.CPUS["cortex-m7"].flags.split(), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+             f"-I{rt.folder}", "-c", "-o", str(tmp_path / "p.o")]
+    good = tmp_path / "good.c"
+    good.write_text(probe)
+    assert subprocess.run(["arm-none-eabi-gcc", *flags, str(good)], capture_output=True).returncode == 0
+    lines = probe.splitlines()
+    i = next(k for k, line in enumerate(lines) if "offsetof(planar2_rt_input_t, tau)" in line)
+    offset = int(lines[i].split("tau) == ")[1].split("u")[0])
+    lines[i] = lines[i].replace(f"tau) == {offset}u", f"tau) == {offset + 4}u")
+    bad = tmp_path / "bad.c"
+    bad.write_text("\n".join(lines))
+    r = subprocess.run(["arm-none-eabi-gcc", *flags, str(bad)], capture_output=True, text=True)
+    assert r.returncode != 0 and "mg_layout" in r.stderr
+
+
+def test_stack_analysis_of_a_known_disassembly() -> None:
+    dis = """
+00000010 <leaf>:
+  10:\tpush\t{r4, r5, lr}
+  12:\tvpush\t{d8-d9}
+  16:\tsub\tsp, #16
+  18:\tpop\t{r4, r5, pc}
+
+00000020 <mid>:
+  20:\tpush\t{r4, lr}
+  22:\tsub.w\tsp, sp, #1000\t@ 0x3e8
+  26:\tbl\t10 <leaf>
+  2a:\tbne.n\t26 <mid+0x6>
+  2c:\tb.w\t40 <tail>
+
+00000040 <tail>:
+  40:\tpush\t{r3, lr}
+  42:\tblx\tr3
+
+00000050 <root>:
+  50:\tpush\t{r4, r5, r6, r7, lr}
+  52:\tbl\t20 <mid>
+  56:\tbl\t10 <leaf>
+"""
+    frames, calls, unknown = tg.disassembly_frames(dis)
+    assert frames == {"leaf": 12 + 16 + 16, "mid": 8 + 1000, "tail": 8, "root": 20}
+    assert calls == {"leaf": set(), "mid": {"leaf", "tail"}, "tail": set(), "root": {"mid", "leaf"}}
+    assert unknown == {"tail"}                                   # an indirect call
+    assert tg.worst_stack("root", frames, calls) == (20 + 1008 + 44, ["root", "mid", "leaf"])
+    with pytest.raises(tg.TargetError, match="recursion"):
+        tg.worst_stack("a", {"a": 8, "b": 8}, {"a": {"b"}, "b": {"a"}})
+
+
+def test_library_sections_from_a_linker_map() -> None:
+    text = """Discarded input sections
+ .text.unused   0x00000000      0x400 /b/libbot.a(bot_rt.o)
+
+Linker script and memory map
+
+ .text          0x00000000       0x40 /b/startup.o
+ .text.bot_rt_step
+                0x00000040      0x120 /b/libbot.a(bot_rt.o)
+ .text.bot_rnea
+                0x00000160       0x80 /b/libbot.a(bot_dynamics.o)
+ .rodata.bot_rt_default_config
+                0x000001e0       0x20 /b/libbot.a(bot_rt.o)
+ .text.cos      0x00000200       0x90 /usr/lib/libm.a(lib_a-s_cos.o)
+ .bss.other     0x00000300        0x8 /b/mg_firmware.o
+"""
+    assert tg.library_sections(text, "bot") == {"text": 0x120 + 0x80, "rodata": 0x20, "data": 0, "bss": 0}
+
+
+def test_cmake_toolchain_file_cross_builds_a_generated_folder(tmp_path: Path) -> None:
+    require_tool("cmake")
+    require_tool("arm-none-eabi-gcc")
+    toolchain = ROOT / "runtime" / "target" / "arm-none-eabi.cmake"
+    for cmd in (["cmake", "-S", str(ROOT / "generated" / "planar2"), "-B", str(tmp_path),
+                 f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-DMANIPGEN_CPU=cortex-m4f"],
+                ["cmake", "--build", str(tmp_path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    attributes = subprocess.run(["arm-none-eabi-readelf", "-A", str(tmp_path / "libplanar2.a")],
+                                capture_output=True, text=True).stdout
+    assert "Tag_CPU_arch: v7E-M" in attributes and "Tag_FP_arch: VFPv4-D16" in attributes  # M4F's FPU
+    bad = subprocess.run(["cmake", "-S", str(ROOT / "generated" / "planar2"), "-B", str(tmp_path / "bad"),
+                          f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-DMANIPGEN_CPU=cortex-m3"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "MANIPGEN_CPU must be" in bad.stderr
+
+
+def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
+    tools()
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m7",
+                        "--json", "--out", str(tmp_path / "t")], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["robot"] == "planar2" and doc["cpu"] == "cortex-m7" and doc["precision"] == "double"
+    assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"]
+    assert (tmp_path / "t" / "target.json").exists() and (tmp_path / "t" / "libplanar2.a").exists()
+    # a log of another robot: one clear error naming the file
+    from host_tools.scenarios import collision as make_collision
+    log = tmp_path / "iiwa.npz"
+    make_collision("kuka_iiwa14", duration=1.0, onset=0.5).hit.log.save(log)
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m7",
+                        "--input", str(log), "--out", str(tmp_path / "t")], capture_output=True, text=True,
+                       cwd=ROOT, timeout=900)
+    assert r.returncode == 2 and str(log) in r.stderr and "kuka_iiwa14" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m3"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "cortex-m3" in r.stderr and "Traceback" not in r.stderr
+
+
+
+def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -> None:
+    """make compares dates only: the second pipeline's sources may be older than the first's objects.
+    The build starts clean when the generated folder (or the Makefile) changed."""
+    tools()
+    first = load_rt("planar2", observer="momentum")
+    tg.build(first, "cortex-m7", tmp_path)
+    other = load_rt("planar2", observer="direct", estimator="kalman")
+    for source in other.folder.iterdir():          # older than the first build's objects, as it may well be
+        os.utime(source, (946684800, 946684800))
+    b = tg.build(other, "cortex-m7", tmp_path)
+    defined = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(b.out / "planar2_rt.o")],
+                             capture_output=True, text=True, check=True).stdout
+    assert other.ffi.sizeof("planar2_rt_t") != first.ffi.sizeof("planar2_rt_t")
+    result = collision("planar2", duration=2.0, onset=1.0, rt=load_rt("planar2", observer="direct", estimator="kalman"))
+    inputs = other.inputs(len(result.hit.log))
+    fill_inputs(inputs, result.hit.log.inputs())
+    run = tg.run_firmware(b, other, other.config_bytes(), inputs)
+    assert run.state_bytes == other.ffi.sizeof("planar2_rt_t") and "planar2_rt_step" in defined
+    assert tg.report(b, other, inputs, run)["max_rel_error"] <= 1e-12
