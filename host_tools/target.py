@@ -13,14 +13,16 @@ Figures: flash = .text + .rodata of the library's objects in the linked image (f
 after --gc-sections: what the step really pulls in), RAM = their .data + .bss (0: the generated C has
 no mutable globals) + one pipeline instance (state with its config copy, an input and an output);
 stack = the worst path of <robot>_rt_step's call tree, from the compiler's -fstack-usage for our
-functions and the disassembly (push, vpush, sub sp) for the toolchain's (libm, libgcc), checked
-against the deepest stack the step touched in QEMU (the firmware paints 16 KiB below it every
+functions and the disassembly (push, vpush, sub sp) for the toolchain's (libm, libgcc), over the
+calls the disassembly shows (anything it cannot follow is listed as unknown), checked against the
+deepest stack the step touched in QEMU (the firmware paints 16 KiB below it every
 sample); instructions = SysTick ticks under QEMU's -icount, divided by the ticks of a calibration
 loop of known length (exact to a fraction of an instruction).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -88,8 +90,10 @@ class TargetBuild:
 
 
 def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 900) -> str:
+    # the Makefile's own flags only: a CFLAGS in the environment would change what is measured
+    env = {k: v for k, v in os.environ.items() if k not in ("CFLAGS", "CPPFLAGS", "MAKEFLAGS")}
     try:
-        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise TargetError(f"{what}: no result after {timeout:g} s") from None
     if done.returncode != 0:
@@ -148,8 +152,8 @@ def layout_probe(rt: Realtime) -> str:
              "#include <stddef.h>", f'#include "{p}_rt.h"',
              "#define MG_CHECK(n, c) typedef char mg_layout_##n[(c) ? 1 : -1]"]
     n = 0
-    for kind in ("config", "input", "output"):
-        t = f"{p}_rt_{kind}_t"
+    for kind in ("config", "input", "output", ""):
+        t = f"{p}_rt_{kind}_t" if kind else f"{p}_rt_t"
         lines.append(f"MG_CHECK({n}, sizeof({t}) == {rt.ffi.sizeof(t)}u);")
         n += 1
         for path, offset, size in _fields(rt.ffi, t):
@@ -200,7 +204,9 @@ def run_firmware(b: TargetBuild, rt: Realtime, config: bytes, inputs: np.ndarray
     if done.returncode != 0:
         raise TargetError(f"QEMU exited with {done.returncode}: "
                           f"{meaning.get(done.returncode, (done.stderr or done.stdout).decode(errors='replace')[-500:])}")
-    raw = (work / "mg_out.bin").read_bytes()
+    raw = (work / "mg_out.bin").read_bytes() if (work / "mg_out.bin").exists() else b""
+    if len(raw) < 32:
+        raise TargetError(f"{work / 'mg_out.bin'}: {len(raw)} bytes, not even the firmware's header")
     info = np.frombuffer(raw[:32], "<u4")
     record = np.dtype([("out", rt.output_dtype), ("ticks", "<u4"), ("stack", "<u4")])
     body = raw[32:]
@@ -214,14 +220,19 @@ def run_firmware(b: TargetBuild, rt: Realtime, config: bytes, inputs: np.ndarray
 
 
 def compare(host: dict[str, np.ndarray], target: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
-    """Per output: the largest |host - target| over the run relative to that output's range over the
-    run (1 if constant), and whether the two are bit for bit equal."""
+    """Per output: the largest |host - target| relative to that output's range over the run (all its
+    components; 1 if constant) -- issue #8's measure -- and, stricter, relative to the range of the
+    same component (joint); and whether the two are bit for bit equal."""
     out = {}
     for name, h in host.items():
-        a, b = np.asarray(h, float), np.asarray(target[name], float)
-        span = float(np.ptp(a)) if a.size else 0.0
-        err = float(np.max(np.abs(a - b))) if a.size else 0.0
-        out[name] = {"max_abs_error": err, "range": span, "max_rel_error": err / (span if span > 0 else 1.0),
+        a = np.asarray(h, float).reshape(len(h), -1)
+        b = np.asarray(target[name], float).reshape(len(h), -1)
+        err = np.abs(a - b).max(axis=0) if a.size else np.zeros(1)
+        span = np.ptp(a, axis=0) if a.size else np.zeros(1)
+        whole = float(np.ptp(a)) if a.size else 0.0
+        out[name] = {"max_abs_error": float(err.max()),
+                     "max_rel_error": float(err.max()) / (whole if whole > 0 else 1.0),
+                     "max_rel_error_component": float((err / np.where(span > 0, span, 1.0)).max()),
                      "bit_exact": bool(np.array_equal(np.asarray(h), np.asarray(target[name])))}
     return out
 
@@ -254,7 +265,12 @@ def library_sections(map_text: str, robot: str) -> dict[str, int]:
 
 
 _FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
-_CALL = re.compile(r"\b(bl|b|b\.w|b\.n)\s+[0-9a-f]+ <([^>+]+)>")
+# bl, b and conditional b (also into another function's middle: <name+0x..>), cbz/cbnz
+_CALL = re.compile(r"^(?:bl|b(?:eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?|cbn?z)(?:\.w|\.n)?\s+"
+                   r"(?:r\d+,\s*)?[0-9a-f]+ <([^>+]+)(?:\+0x[0-9a-f]+)?>")
+# the end of a function's straight-line code: what follows is not reached by falling through
+_LEAVES = re.compile(r"^(?:(?:b|b\.w|b\.n)\s|bx\s|pop(?:\.w)?\s+\{[^}]*\bpc\}|ldm(?:ia)?(?:\.w)?\s+sp!,\s*\{[^}]*\bpc\}|"
+                     r"ldr(?:\.w)?\s+pc,\s*\[sp\],)")
 _REGS = re.compile(r"\{([^}]*)\}")
 
 
@@ -278,71 +294,132 @@ def _count_regs(text: str) -> tuple[int, int]:
 
 
 def disassembly_frames(objdump: str) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
-    """Per function of a disassembly: an upper bound of its own stack (every push, vpush and
-    sub sp in its body), its callees (bl and tail-call branches) and the functions whose stack or
-    callees are unknown (indirect calls, a stack pointer moved by a register)."""
+    """Per function of a disassembly: an upper bound of its own stack (every push, vpush, stmdb sp!,
+    str ..., [sp, #-n]! and sub sp, #n in its body, summed), its callees (bl; tail calls and
+    conditional branches to another function, also into its middle; falling through into the next
+    function) and the functions whose stack or callees are not known (an indirect call or jump, the
+    stack pointer moved by a register)."""
     frames: dict[str, int] = {}
     calls: dict[str, set[str]] = {}
     unknown: set[str] = set()
+    order: list[str] = []
+    last: dict[str, str] = {}
     name = ""
     for line in objdump.splitlines():
         m = _FUNC.match(line)
         if m:
             name = m.group(2)
             frames[name], calls[name] = 0, set()
+            order.append(name)
             continue
         if not name or ":\t" not in line:
             continue
         ins = line.split(":\t", 1)[1].strip()
-        op = ins.split(None, 1)[0] if ins else ""
-        if op in ("push", "push.w", "stmdb") and ("sp!" in ins or op.startswith("push")):
+        if not ins or ins.startswith((".word", ".short", ".byte", "nop")):
+            continue                                            # literal pools, alignment padding
+        last[name] = ins
+        op = ins.split(None, 1)[0]
+        if op in ("push", "push.w") or (op in ("stmdb", "stmdb.w", "stmfd") and ins.split(None, 1)[1].startswith("sp!")):
             core, fpu = _count_regs(ins)
             frames[name] += 4 * core + fpu
-        elif op in ("vpush", "vpush.64", "vpush.32", "vstmdb"):
+        elif op.startswith("vpush") or (op.startswith("vstmdb") and "sp!" in ins):
             frames[name] += _count_regs(ins)[1]
+        elif re.match(r"str[a-z]*(\.w)?\s+\w+,\s*\[sp,\s*#-(\d+)\]!", ins):
+            frames[name] += int(re.search(r"#-(\d+)\]!", ins).group(1))   # type: ignore[union-attr]
         elif re.match(r"subw?(\.w)?\s+sp,", ins):
             imm = re.search(r"#(\d+)", ins)
             if imm:
                 frames[name] += int(imm.group(1))
             else:
                 unknown.add(name)
-        elif op in ("blx",) and "<" not in ins:
+        elif re.match(r"(?:add|mov)(?:\.w)?\s+sp,\s*(?:sp,\s*)?r", ins) and not ins.startswith("mov\tsp, r7"):
+            unknown.add(name)                                   # sp from a register (other than the frame pointer)
+        if op in ("blx", "bx") and "<" not in ins and not ins.endswith("lr"):
+            unknown.add(name)                                   # an indirect call or jump
+        if re.match(r"(?:ldr|mov)(?:\.w)?\s+pc,", ins) and "[sp]" not in ins:
             unknown.add(name)
-        c = _CALL.search(ins)
-        if c and c.group(2) != name:
-            calls[name].add(c.group(2))
+        c = _CALL.match(ins)
+        if c and c.group(1) != name:
+            calls[name].add(c.group(1))
+    for here, after in zip(order, order[1:]):
+        if here in last and not _LEAVES.match(last[here]):
+            calls[here].add(after)                              # falls through into the next function
     return frames, calls, unknown
 
 
 def su_frames(out: Path) -> dict[str, int]:
-    """The compiler's -fstack-usage of every function of the library (static or bounded)."""
+    """The compiler's -fstack-usage of every function of the library (each must be static)."""
     frames = {}
     for su in out.glob("*.su"):
         for line in su.read_text(encoding="utf-8").splitlines():
-            where, size, _ = line.split("\t")
+            where, size, kind = line.split("\t")
+            if kind.strip() != "static":
+                raise TargetError(f"{su.name}: {where}: stack usage is {kind.strip()} (a VLA or alloca?): "
+                                  "no static bound")
             frames[where.rsplit(":", 1)[-1]] = int(size)
     return frames
 
 
-def worst_stack(root: str, frames: dict[str, int], calls: dict[str, set[str]]) -> tuple[int, list[str]]:
-    """The deepest path (bytes, functions) of root's call tree; recursion is an error."""
-    memo: dict[str, tuple[int, list[str]]] = {}
-    active: set[str] = set()
+def worst_stack(root: str, frames: dict[str, int], calls: dict[str, set[str]],
+                ours: str = "") -> tuple[int, list[str]]:
+    """The deepest path (bytes, functions) of root's call tree. Functions that reach each other form
+    one node whose frame is the sum of theirs: libgcc's soft-float entry points branch into each
+    other's code, which is shared code, not recursion. A cycle through a function whose name starts
+    with ``ours`` (the generated code) is recursion: an error."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    group: dict[str, int] = {}
+    groups: list[list[str]] = []
 
-    def visit(f: str) -> tuple[int, list[str]]:
-        if f in memo:
-            return memo[f]
-        if f in active:
-            raise TargetError(f"recursion through {f}: no static stack bound")
-        active.add(f)
-        best: tuple[int, list[str]] = (0, [])
-        for g in sorted(calls.get(f, ())):
-            best = max(best, visit(g), key=lambda x: x[0])
-        active.discard(f)
-        memo[f] = (frames.get(f, 0) + best[0], [f] + best[1])
-        return memo[f]
+    def connect(v: str) -> None:        # Tarjan's strongly connected components (iterative)
+        work = [(v, iter(sorted(calls.get(v, ()))))]
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(calls.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    group[w] = len(groups)
+                    members.append(w)
+                    if w == node:
+                        break
+                groups.append(sorted(members))
 
-    return visit(root)
+    connect(root)
+    for members in groups:
+        cyclic = len(members) > 1 or members[0] in calls.get(members[0], ())
+        if cyclic and ours and any(m.startswith(ours) for m in members):
+            raise TargetError(f"recursion through {', '.join(members)}: no static stack bound")
+    memo: dict[int, tuple[int, list[str]]] = {}
+
+    def visit(g: int) -> tuple[int, list[str]]:
+        if g not in memo:
+            best: tuple[int, list[str]] = (0, [])
+            for h in sorted({group[c] for m in groups[g] for c in calls.get(m, ()) if group[c] != g}):
+                best = max(best, visit(h), key=lambda x: x[0])
+            memo[g] = (sum(frames.get(m, 0) for m in groups[g]) + best[0], ["+".join(groups[g])] + best[1])
+        return memo[g]
+
+    return visit(group[root])
 
 
 def footprint(b: TargetBuild, rt: Realtime) -> dict[str, Any]:
@@ -355,7 +432,7 @@ def footprint(b: TargetBuild, rt: Realtime) -> dict[str, Any]:
     root = f"{b.robot}_rt_step"
     if root not in frames:
         raise TargetError(f"{root} is not in the firmware image")
-    stack, path = worst_stack(root, frames, calls)
+    stack, path = worst_stack(root, frames, calls, ours=b.robot + "_")
     reach: set[str] = set()
     todo = [root]
     while todo:
@@ -386,18 +463,20 @@ def report(b: TargetBuild, rt: Realtime, inputs: np.ndarray, run: TargetRun) -> 
     fired_host = np.flatnonzero(np.asarray(host["collision"]) != 0) if "collision" in host else np.array([])
     fired_target = np.flatnonzero(np.asarray(run.outputs["collision"]) != 0) if "collision" in host else np.array([])
     first = (lambda a: int(a[0]) if a.size else None)
-    instr = run.instructions[1:] if len(run.instructions) > 1 else run.instructions
+    instr = run.instructions
     doc: dict[str, Any] = {
         "robot": b.robot, "cpu": b.cpu, "precision": b.precision, "pipeline": rt.label,
         "samples": int(len(inputs)),
         "max_rel_error": max(c["max_rel_error"] for c in cmp.values()),
+        "max_rel_error_component": max(c["max_rel_error_component"] for c in cmp.values()),
         "bit_exact_outputs": [k for k, c in cmp.items() if c["bit_exact"]],
         "outputs": cmp,
         "collision_sample_host": first(fired_host), "collision_sample_target": first(fired_target),
-        "same_collision_sample": first(fired_host) == first(fired_target),
+        # None when the host never flags: nothing to compare (not "the same")
+        "same_collision_sample": (None if first(fired_host) is None else first(fired_host) == first(fired_target)),
         **footprint(b, rt),
         "stack_measured_bytes": int(run.stack.max()),
-        "instructions_per_step": int(np.ceil(instr.max())),
+        "instructions_per_step": int(np.ceil(instr.max())),         # the worst step, the first included
         "instructions_mean": float(instr.mean()),
         "instructions_first_step": float(run.instructions[0]),
         "state_bytes_target": run.state_bytes,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from codegen.cprint import Precision
 from host_tools import target as tg
-from host_tools.rt import fill_inputs, load_rt
+from host_tools.rt import Realtime, fill_inputs, load_rt
 from host_tools.scenarios import CollisionResult, collision
 from tooling import require_tool
 
@@ -33,7 +35,7 @@ def scenario() -> tuple[CollisionResult, Any]:
     return collision("kuka_iiwa14", rt=rt), rt
 
 
-def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: str,
+def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision,
                   out: Path) -> tuple[dict[str, Any], tg.TargetBuild, tg.TargetRun]:
     result, rt_double = scenario
     rt = load_rt("kuka_iiwa14", precision=precision)
@@ -47,7 +49,7 @@ def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: st
 
 
 @pytest.mark.parametrize("cpu,precision,tolerance", [("cortex-m7", "double", 1e-12), ("cortex-m4f", "float", 1e-5)])
-def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any], cpu: str, precision: str,
+def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision,
                                           tolerance: float, tmp_path: Path) -> None:
     tools()
     doc, b, run = run_on_target(scenario, cpu, precision, tmp_path / "build")
@@ -55,12 +57,12 @@ def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any],
     assert doc["samples"] >= 5000
     assert doc["max_rel_error"] <= tolerance
     # the recorded run has its collision: flagged on the same sample, after the push began
-    assert doc["collision_sample_host"] is not None and doc["same_collision_sample"]
+    assert doc["collision_sample_host"] is not None and doc["same_collision_sample"] is True
     assert doc["collision_sample_host"] >= int(4.0 / 1e-3)
     # -ffp-contract=off and IEEE arithmetic on both sides: everything that does not go through libm
     # (newlib's sin/cos differ from glibc's in the last bits) is equal bit for bit
-    assert {"q", "q_hat", "qd_hat", "qdd_hat", "collision", "link", "above"} <= set(doc["bit_exact_outputs"])
-    assert doc["outputs"]["r"]["max_abs_error"] > 0 or doc["outputs"]["r"]["bit_exact"]
+    assert {"q", "theta", "faults", "motor_faults", "ready", "q_hat", "qd_hat", "qdd_hat", "q_d", "qd_d", "qdd_d",
+            "collision", "link", "above"} <= set(doc["bit_exact_outputs"])
     for key in ("max_rel_error", "flash_bytes", "ram_bytes", "stack_bytes", "instructions_per_step",
                 "same_collision_sample"):
         assert key in doc
@@ -111,7 +113,7 @@ def test_the_layout_probe_fails_when_an_offset_differs(tmp_path: Path) -> None:
     assert r.returncode != 0 and "mg_layout" in r.stderr
 
 
-def test_stack_analysis_of_a_known_disassembly() -> None:
+def test_stack_analysis_of_a_known_disassembly(tmp_path: Path) -> None:
     dis = """
 00000010 <leaf>:
   10:\tpush\t{r4, r5, lr}
@@ -124,24 +126,43 @@ def test_stack_analysis_of_a_known_disassembly() -> None:
   22:\tsub.w\tsp, sp, #1000\t@ 0x3e8
   26:\tbl\t10 <leaf>
   2a:\tbne.n\t26 <mid+0x6>
-  2c:\tb.w\t40 <tail>
+  2c:\tbeq.w\t64 <deep+0x4>
+  30:\tb.w\t40 <tail>
 
 00000040 <tail>:
   40:\tpush\t{r3, lr}
   42:\tblx\tr3
+  44:\tpop\t{r3, pc}
 
 00000050 <root>:
   50:\tpush\t{r4, r5, r6, r7, lr}
   52:\tbl\t20 <mid>
   56:\tbl\t10 <leaf>
+  5a:\tpop\t{r4, r5, r6, r7, pc}
+
+00000060 <entry>:
+  60:\tstr.w\tlr, [sp, #-4]!
+  62:\tsub\tsp, #12
+
+00000064 <deep>:
+  64:\tpush\t{r4, r5, r6, lr}
+  66:\tsub\tsp, #2000
+  68:\tbx\tlr
 """
     frames, calls, unknown = tg.disassembly_frames(dis)
-    assert frames == {"leaf": 12 + 16 + 16, "mid": 8 + 1000, "tail": 8, "root": 20}
-    assert calls == {"leaf": set(), "mid": {"leaf", "tail"}, "tail": set(), "root": {"mid", "leaf"}}
+    assert frames == {"leaf": 12 + 16 + 16, "mid": 8 + 1000, "tail": 8, "root": 20, "entry": 4 + 12, "deep": 16 + 2000}
+    assert calls == {"leaf": set(), "mid": {"leaf", "tail", "deep"}, "tail": set(), "root": {"mid", "leaf"},
+                     "entry": {"deep"}, "deep": set()}          # entry falls through into deep
     assert unknown == {"tail"}                                   # an indirect call
-    assert tg.worst_stack("root", frames, calls) == (20 + 1008 + 44, ["root", "mid", "leaf"])
-    with pytest.raises(tg.TargetError, match="recursion"):
-        tg.worst_stack("a", {"a": 8, "b": 8}, {"a": {"b"}, "b": {"a"}})
+    assert tg.worst_stack("root", frames, calls) == (20 + 1008 + 2016, ["root", "mid", "deep"])
+    # toolchain entry points that branch into each other: one node, frames summed
+    assert tg.worst_stack("r", {"r": 4, "a": 8, "b": 16, "c": 32}, {"r": {"a"}, "a": {"b"}, "b": {"a", "c"}}) == \
+        (4 + 8 + 16 + 32, ["r", "a+b", "c"])
+    with pytest.raises(tg.TargetError, match="recursion"):          # in the generated code: an error
+        tg.worst_stack("bot_a", {"bot_a": 8, "bot_b": 8}, {"bot_a": {"bot_b"}, "bot_b": {"bot_a"}}, ours="bot_")
+    (tmp_path / "x.su").write_text("x.c:1:6:ok\t16\tstatic\nx.c:9:6:vla\t32\tdynamic,bounded\n")
+    with pytest.raises(tg.TargetError, match="vla.*dynamic"):
+        tg.su_frames(tmp_path)
 
 
 def test_library_sections_from_a_linker_map() -> None:
@@ -188,7 +209,7 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["robot"] == "planar2" and doc["cpu"] == "cortex-m7" and doc["precision"] == "double"
-    assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"]
+    assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"] is True
     assert (tmp_path / "t" / "target.json").exists() and (tmp_path / "t" / "libplanar2.a").exists()
     # a log of another robot: one clear error naming the file
     from host_tools.scenarios import collision as make_collision
@@ -209,11 +230,13 @@ def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -
     The build starts clean when the generated folder (or the Makefile) changed."""
     tools()
     first = load_rt("planar2", observer="momentum")
-    tg.build(first, "cortex-m7", tmp_path)
-    other = load_rt("planar2", observer="direct", estimator="kalman")
-    for source in other.folder.iterdir():          # older than the first build's objects, as it may well be
+    tg.build(first, "cortex-m7", tmp_path / "build")
+    copy = tmp_path / "planar2"                     # a copy: the shared cache's dates stay as they are
+    shutil.copytree(load_rt("planar2", observer="direct", estimator="kalman").folder, copy)
+    for source in copy.iterdir():                   # older than the first build's objects, as it may well be
         os.utime(source, (946684800, 946684800))
-    b = tg.build(other, "cortex-m7", tmp_path)
+    other = Realtime(copy)
+    b = tg.build(other, "cortex-m7", tmp_path / "build")
     defined = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(b.out / "planar2_rt.o")],
                              capture_output=True, text=True, check=True).stdout
     assert other.ffi.sizeof("planar2_rt_t") != first.ffi.sizeof("planar2_rt_t")
