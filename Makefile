@@ -1,6 +1,6 @@
 # Developer shortcuts; the README's two commands are `bash dev.sh demo` and `bash dev.sh test`.
 PY := .venv/bin/python
-BUNDLED := kuka_iiwa14 franka_panda schunk_lwa4p planar2 ur5
+BUNDLED := kuka_iiwa14 franka_panda schunk_lwa4p planar2 ur5 biorob4
 
 .PHONY: demo test generated check-generated
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from . import spatial
 from .errors import DescriptionError
-from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Encoder, Joint, Limits, Robot, as_tuple,
+from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Elastic, Encoder, Joint, Limits, Robot, as_tuple,
                     c_identifier, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
                     validate_inertial)
 from .blocks.options import OptionError, RealtimeDefaults, RtOptions, estimator_choice, parse_estimator
@@ -18,7 +19,9 @@ from .yamlio import Located, Path_t, load_yaml, number, vector
 TOP_KEYS = {"name", "source", "convention", "gravity", "sample_period", "joint_parameters",
             "coulomb", "tip", "payload", "joints", "realtime"}
 JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "encoder",
-              "link", *JOINT_PARAMS}
+              "link", "elastic", *JOINT_PARAMS}
+ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling",
+                "motor_encoder"}
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
 OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "encoder", "locked", *JOINT_PARAMS}
 
@@ -76,6 +79,40 @@ def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
     if direction not in (1, -1) or isinstance(direction, bool):
         raise doc.error(path + ("direction",), f"must be 1 or -1, got {direction!r}")
     return Encoder(cpr=cpr, side=side, bits=bits, signed=signed, offset=offset, direction=direction)
+
+
+def read_elastic(doc: Located, path: Path_t, value: Any, names: list[str], own: int) -> Elastic:
+    """A joint's series-elastic drive (docs/robot_yaml.md, "Elastic joints"); ``names``: every
+    joint's name, for the coupling."""
+    m = check_keys(doc, path, value, ELASTIC_KEYS, "elastic drive")
+    kw: dict[str, float] = {}
+    for key in ("motor_inertia", "stiffness"):
+        v = number(doc, path + (key,), require(doc, path, m, key))
+        if not v > 0:
+            raise doc.error(path + (key,), f"must be positive, got {v:g}")
+        kw[key] = v
+    for key in ("damping", "motor_viscous", "motor_coulomb"):
+        v = number(doc, path + (key,), m.get(key, 0.0))
+        if v < 0:
+            raise doc.error(path + (key,), f"must be >= 0, got {v:g}")
+        kw[key] = v
+    coupling = m.get("coupling", {})
+    if not isinstance(coupling, dict):
+        raise doc.error(path + ("coupling",), "expected a mapping joint_name: factor (eq. 3.10)")
+    pairs = []
+    for other, factor in coupling.items():
+        key = c_identifier(str(other))
+        if key not in names or names.index(key) == own:
+            raise doc.error(path + ("coupling", other), f"not another joint of this robot ({', '.join(names)})")
+        pairs.append((names.index(key), number(doc, path + ("coupling", other), factor)))
+    enc = None
+    if "motor_encoder" in m:
+        raw = m["motor_encoder"]
+        enc = replace(read_encoder(doc, path + ("motor_encoder",), raw), side="motor")
+        if isinstance(raw, dict) and raw.get("side", "motor") != "motor":
+            raise doc.error(path + ("motor_encoder", "side"), "the motor encoder is on the motor side "
+                            "(its counts go through the joint's gear_ratio)")
+    return Elastic(coupling=tuple(sorted(pairs)), motor_encoder=enc, **kw)
 
 
 def read_inertial(doc: Located, path: Path_t, value: Any) -> np.ndarray:
@@ -248,7 +285,8 @@ def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tupl
     fr = read_joint_params(doc, path, m, declared)
     link = read_inertial(doc, path + ("link",), require(doc, path, m, "link"))
     joint = Joint(name=c_identifier(name), type=kind, pre=as_tuple(pre), post=as_tuple(post),
-                  kinematics=kin, limits=limits, gear_ratio=gear, encoder=enc, **fr)
+                  kinematics=kin, limits=limits, gear_ratio=gear, encoder=enc,
+                  IA=fr.get("IA", 0.0), FV=fr.get("FV", 0.0), FC=fr.get("FC", 0.0), FO=fr.get("FO", 0.0))
     return joint, link
 
 
@@ -269,6 +307,15 @@ def robot_from_yaml(path: str | Path) -> Robot:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise doc.error(("joints", i, "name"), f"duplicate joint name {n!r}")
+    elastic = [isinstance(j, dict) and "elastic" in j for j in joints_raw]
+    if any(elastic):
+        if not all(elastic):
+            i = elastic.index(False)
+            raise doc.error(("joints", i), "elastic: give every joint its elastic drive or none "
+                            "(arms with both rigid and elastic joints are not supported)")
+        joints = tuple(replace(j, elastic=read_elastic(doc, ("joints", i, "elastic"), joints_raw[i]["elastic"],
+                                                       names, i))
+                       for i, j in enumerate(joints))
     return Robot(file=str(path), convention=convention, joints=tuple(joints),
                  links=tuple(tuple(float(v) for v in p) for p in links),
                  digest=digest_of(Path(path).read_bytes()), **kw)

@@ -222,6 +222,52 @@ class Dynamics:
         """C qd + g + friction(qd): the rnea at zero acceleration (forward dynamics' right side)."""
         return self.rigid_body_torque(self.qd, SX.zeros(self.n), pi) + self.friction(self.qd, pi)
 
+    # --- series-elastic drives (seed 003 §3.2) ---------------------------------------------------
+    @cached_property
+    def theta(self) -> SX:
+        return SX.sym("theta", self.n)
+
+    @cached_property
+    def thetad(self) -> SX:
+        return SX.sym("thetad", self.n)
+
+    @cached_property
+    def tau_m(self) -> SX:
+        return SX.sym("tau_m", self.n)
+
+    def _elastic(self, key: str) -> cs.DM:
+        drives = [j.elastic for j in self.robot.joints]
+        if any(d is None for d in drives):
+            raise ValueError(f"{self.robot.name} has no series-elastic drives")
+        return cs.DM([getattr(d, key) for d in drives])
+
+    @cached_property
+    def coupling(self) -> np.ndarray:
+        """A with alpha_c(q) = A q (seed 003 eq. 3.10): row i holds joint i's coupling factors."""
+        a = np.zeros((self.n, self.n))
+        for i, j in enumerate(self.robot.joints):
+            for other, factor in (j.elastic.coupling if j.elastic else ()):
+                a[i, other] = factor
+        return a
+
+    def elastic_torque(self) -> SX:
+        """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (seed 003 eqs. 3.10, 3.25)."""
+        a = cs.DM(self.coupling)
+        return (self._elastic("stiffness") * (self.theta - self.q - a @ self.q)
+                + self._elastic("damping") * (self.thetad - self.qd - a @ self.qd))
+
+    def elastic_link_force(self, pi: SX) -> SX:
+        """(I + A)^T tau_el - n(q, qd): the link side's right-hand side, M(q) qdd = this (eq. 3.24).
+        (I + A)^T: the spring's torque reaches the coupled joints too -- the virtual work of
+        tau_el . d(theta - q - A q); eq. 3.24 has A = 0, its coupling only moves the equilibrium."""
+        return cs.DM(np.eye(self.n) + self.coupling).T @ self.elastic_torque() - self.nonlinear_effects(pi)
+
+    def motor_acceleration(self) -> SX:
+        """thetadd = (tau_m - d_vm thetad - d_cm sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23)."""
+        return ((self.tau_m - self._elastic("motor_viscous") * self.thetad
+                 - self._elastic("motor_coulomb") * self.coulomb(self.thetad) - self.elastic_torque())
+                / self._elastic("motor_inertia"))
+
     # --- composite rigid body algorithm ---------------------------------------------------------
     def mass_matrix(self, pi: SX) -> SX:
         """M(q) including the reflected rotor inertias IA on the diagonal (symmetric, n x n).

@@ -92,4 +92,37 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
         "frame axes (Pinocchio's LOCAL_WORLD_ALIGNED).", (a["q"][1],),
         (Arg("j", 6 * n, "row-major 6 x n"),),
         cs.Function("tip_jacobian", [dyn.q], [cs.cse(cs.densify(cs.vec(dyn.tip_jacobian.T)))]), False))
+    if dyn.robot.elastic:
+        out += elastic_functions(dyn, pi_value)
     return out
+
+
+def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
+    """The series-elastic drives' functions (constant parameters; seed 003 eqs. 3.10, 3.23-3.25)."""
+    n = dyn.n
+    a = _args(dyn)
+    th = Arg("theta", n, "motor positions, link side (rotor angle / transmission ratio; rad or m)")
+    thd = Arg("thetad", n, "motor velocities, link side")
+    tm = Arg("tau_m", n, "motor torques, link side (N m or N)")
+    tel = Arg("tau_el", n, "elastic torque (N m or N)")
+    syms = [dyn.q, dyn.qd, dyn.theta, dyn.thetad]
+    ins = (a["q"][1], a["qd"][1], th, thd)
+
+    def const(expr: cs.SX) -> cs.SX:
+        return cs.cse(cs.densify(cs.Function("f", syms + [dyn.tau_m, dyn.pi], [expr])(
+            *syms, dyn.tau_m, pi_value)))
+    return [
+        FunctionSpec("elastic_torque", "Torque of the elastic transmission tau_el = K (theta - q - "
+                     "alpha_c(q)) + D (thetad - qd - alpha_c'(q, qd)), alpha_c(q) = A q the coupling "
+                     "correction (seed 003 eqs. 3.10, 3.25).", ins, (tel,),
+                     cs.Function("elastic_torque", syms, [const(dyn.elastic_torque())]), False),
+        FunctionSpec("elastic_link_force", "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
+                     "tau_el - n(q, qd) (seed 003 eq. 3.24; n with joint friction).", ins,
+                     (Arg("f", n, "link-side force (N m or N)"),),
+                     cs.Function("elastic_link_force", syms, [const(dyn.elastic_link_force(dyn.pi))]), False),
+        FunctionSpec("motor_acceleration", "Motor dynamics thetadd = (tau_m - D_vm thetad - D_Cm "
+                     "sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23).", ins + (tm,),
+                     (Arg("thetadd", n, "motor accelerations, link side"),),
+                     cs.Function("motor_acceleration", syms + [dyn.tau_m], [const(dyn.motor_acceleration())]),
+                     False),
+    ]

@@ -56,6 +56,26 @@ class Encoder:
 
 
 @dataclass(frozen=True)
+class Elastic:
+    """A series-elastic drive (seed 003 §3.2: eqs. 3.18, 3.21-3.25), reflected to the link side: the
+    motor position theta is in link units (rotor angle / transmission ratio, eq. 3.13), its torques
+    are link-side torques (eq. 3.15).
+
+    Motor: I_m thetadd + d_vm thetad + d_cm sgn(thetad) + tau_el = tau_m; link: the rigid-body
+    dynamics driven by tau_el = k_e (theta - q - alpha_c(q)) + d_e (thetad - qd - alpha_c'), where
+    alpha_c(q) = sum_j coupling_j q_j shifts the spring's equilibrium by other joints' positions
+    (eq. 3.10: a cable over a pulley of another joint)."""
+
+    motor_inertia: float                   # I_m = z^2 (I_r + I_g), kg m^2 (kg)
+    stiffness: float                       # k_e, N m/rad (N/m)
+    damping: float = 0.0                   # d_e, N m s/rad
+    motor_viscous: float = 0.0             # d_v,m, N m s/rad
+    motor_coulomb: float = 0.0             # d_C,m, N m (model: the robot's coulomb)
+    coupling: tuple[tuple[int, float], ...] = ()   # (other joint, 0-based; factor) of alpha_c
+    motor_encoder: Encoder | None = None   # the motor-side encoder (counts per motor revolution, gear)
+
+
+@dataclass(frozen=True)
 class Joint:
     name: str
     type: JointType
@@ -69,6 +89,7 @@ class Joint:
     FV: float = 0.0
     FC: float = 0.0
     FO: float = 0.0
+    elastic: Elastic | None = None        # a series-elastic drive (None: rigid)
 
     @property
     def pre_matrix(self) -> np.ndarray:
@@ -111,6 +132,11 @@ class Robot:
     @property
     def dof(self) -> int:
         return len(self.joints)
+
+    @property
+    def elastic(self) -> bool:
+        """Every joint has a series-elastic drive (mixed arms are refused by the description)."""
+        return bool(self.joints) and all(j.elastic is not None for j in self.joints)
 
     @property
     def standard_parameter_names(self) -> tuple[str, ...]:

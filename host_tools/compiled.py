@@ -99,7 +99,7 @@ class CompiledDynamics:
             *[self._ffi.from_buffer(self._ctype, o, require_writable=True) for o in outs])
         if spec["returns"] == "int" and ret != 0:
             raise ForwardDynamicsError(f"{name}: M(q) is not positive definite")
-        return outs[0]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _matrix(self, v: np.ndarray, cols: int) -> np.ndarray:
         return v.reshape(-1, cols)
@@ -132,6 +132,21 @@ class CompiledDynamics:
     def forward_dynamics(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
                          params: np.ndarray | None = None) -> np.ndarray:
         return self._call("forward_dynamics", q, qd, tau, params=params)
+
+    # series-elastic arms (seed 003 §3.2): theta, thetad are the motor positions and velocities in
+    # link units; tau_m the motor torques, link side
+    def elastic_torque(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
+        return self._call("elastic_torque", q, qd, theta, thetad)
+
+    def motor_acceleration(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
+                           tau_m: np.ndarray) -> np.ndarray:
+        return self._call("motor_acceleration", q, qd, theta, thetad, tau_m)
+
+    def elastic_forward_dynamics(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
+                                 tau_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd, thetadd) of the coupled link and motor dynamics."""
+        qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m)
+        return qdd, thetadd
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Base regressor Y_b, shape (dof, n_base)."""

@@ -16,7 +16,7 @@ from host_tools.check_generated import differences
 from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-BUNDLED = ["kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2"]
+BUNDLED = ["kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2", "biorob4"]
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
 DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "atan2", "sincos", "fmin", "fmax", "floor"}

@@ -125,7 +125,7 @@ def _panda_case() -> PeerCase:
                     load_kwargs=dict(base_link="panda_link0", tip_link="panda_link8"))
 
 
-YAML_CASES = [_yaml_case(n) for n in ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda", "ur5")]
+YAML_CASES = [_yaml_case(n) for n in ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda", "ur5", "biorob4")]
 # prismatic joints, tilted/ceiling gravity, FO, tanh Coulomb, payload, standard DH
 YAML_CASES += [_yaml_case(n, Path(__file__).resolve().parent / "data") for n in ("mixed_mdh", "mixed_dh")]
 URDF_CASES = [_ur5_case(), _panda_case()]

@@ -1,0 +1,59 @@
+/* manipgen_rt.h - generic helpers of the real-time step (copied into every generated folder).
+ *
+ * Robot-independent logic only: counter unwrapping and threshold/hysteresis/debounce bookkeeping.
+ * Include after defining MG_REAL (the real type) and MG_FABS (fabs or fabsf).
+ * C99, no heap, no globals, no recursion.
+ */
+#ifndef MANIPGEN_RT_H
+#define MANIPGEN_RT_H
+
+#include <stdint.h>
+
+/* Unwrap a free-running counter of `bits` bits (2..32, else 32) into a 64-bit count.
+ * The first call takes the raw value as the absolute count (two's complement if is_signed);
+ * later calls add the difference to the previous raw value modulo 2^bits, read as signed: any
+ * number of wraps either way is followed as long as one sample moves less than half a counter range. */
+static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, uint8_t *started,
+                             uint32_t *last, int64_t *total)
+{
+    uint32_t mask, half, d;
+    if (bits < 2u || bits > 32u) {
+        bits = 32u;
+    }
+    mask = (bits == 32u) ? 0xFFFFFFFFu : ((1u << bits) - 1u);
+    half = 1u << (bits - 1u);
+    raw &= mask;
+    if (!*started) {
+        *total = (is_signed && raw >= half) ? (int64_t)raw - ((int64_t)mask + 1) : (int64_t)raw;
+        *started = 1u;
+    } else {
+        d = (raw - *last) & mask;
+        *total += (d >= half) ? (int64_t)d - ((int64_t)mask + 1) : (int64_t)d;
+    }
+    *last = raw;
+}
+
+/* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level),
+ * count[i] consecutive samples above. Returns 1 if some joint has been above for debounce[i]
+ * samples (debounce < 1 counts as 1); *highest = the highest joint above (1-based, 0: none). */
+static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_REAL release,
+                            const int32_t *debounce, uint8_t *above, int32_t *count,
+                            int32_t *highest)
+{
+    int i, fired = 0;
+    *highest = 0;
+    for (i = 0; i < n; ++i) {
+        MG_REAL limit = above[i] ? level[i] * release : level[i];
+        above[i] = (MG_FABS(r[i]) > limit) ? 1u : 0u;
+        count[i] = above[i] ? (count[i] < 0x40000000 ? count[i] + 1 : count[i]) : 0;
+        if (above[i]) {
+            *highest = i + 1;
+        }
+        if (count[i] >= (debounce[i] < 1 ? 1 : debounce[i])) {
+            fired = 1;
+        }
+    }
+    return fired;
+}
+
+#endif /* MANIPGEN_RT_H */

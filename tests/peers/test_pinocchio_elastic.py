@@ -1,0 +1,45 @@
+"""biorob4's elastic forward dynamics (generated C) against the same model on Pinocchio: the link
+side by ``pinocchio.aba`` driven by (I + A)^T tau_el minus the joint friction, the motors by
+seed 003 eq. 3.23 in numpy, tau_el by eq. 3.25 with the coupling of eq. 3.10 -- all from the YAML
+read by the tests' own loader."""
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from host_tools import load
+
+from .peer_cases import ROBOTS_DIR
+from .pinocchio_models import friction_torque, load_yaml, num, pin_model_from_yaml
+
+
+def test_biorob4_elastic_forward_dynamics_against_pinocchio() -> None:
+    path = ROBOTS_DIR / "biorob4.yaml"
+    doc = load_yaml(path)
+    drives = [j["elastic"] for j in doc["joints"]]
+    k, d = (np.array([num(e[key]) for e in drives]) for key in ("stiffness", "damping"))
+    im, dv, dc = (np.array([num(e[key]) for e in drives]) for key in ("motor_inertia", "motor_viscous", "motor_coulomb"))
+    names = [j["name"] for j in doc["joints"]]
+    a = np.zeros((4, 4))
+    for i, e in enumerate(drives):
+        for other, factor in (e.get("coupling") or {}).items():
+            a[i, names.index(other)] = num(factor)
+    v = num(doc["coulomb"]["velocity_scale"])
+    model = pin_model_from_yaml(path)
+    data = model.createData()
+    dyn = load("biorob4")
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(300):
+        q, qd, th, thd, tm = rng.uniform(-1.5, 1.5, (5, 4))
+        th = q + 0.1 * th
+        tau_el = k * (th - q - a @ q) + d * (thd - qd - a @ qd)
+        qdd = pin.aba(model, data, q, qd, (np.eye(4) + a).T @ tau_el - friction_torque(path, qd))
+        thdd = (tm - dv * thd - dc * np.tanh(thd / v) - tau_el) / im
+        got_q, got_th = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
+        assert np.allclose(dyn.elastic_torque(q, qd, th, thd), tau_el, rtol=1e-12, atol=1e-12)
+        for got, ref in ((got_q, qdd), (got_th, thdd)):
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            worst = max(worst, err)
+            assert np.linalg.norm(got - ref) <= 1e-9 * np.linalg.norm(ref) + 1e-12
+    print(f"biorob4 elastic forward dynamics vs Pinocchio aba: worst relative error {worst:.2e}")

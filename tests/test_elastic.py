@@ -1,0 +1,127 @@
+"""Series-elastic joints (issue #9, first part): the description, the elastic dynamics in generated C
+(seed 003 eqs. 3.10, 3.23-3.25) against closed forms, and energy conservation of the coupled model."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from codegen.description import load_robot
+from codegen.errors import DescriptionError
+from host_tools import load
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PENDULUM = """
+name: sea1
+convention: dh
+gravity: [0.0, -9.81, 0.0]
+joint_parameters: [FV]
+coulomb: {model: tanh, velocity_scale: 0.05}
+joints:
+  - name: j1
+    type: revolute
+    dh: {theta: 0, d: 0, a: 0.5, alpha: 0}
+    FV: 0.2
+    elastic: {motor_inertia: 0.3, stiffness: 40.0, damping: 0.7, motor_viscous: 0.4, motor_coulomb: 0.25}
+    link: {mass: 2.0, com: [-0.25, 0, 0], inertia: [0.001, 0, 0, 0.04, 0, 0.04]}
+"""
+
+
+def test_one_elastic_joint_is_the_textbook_pendulum(tmp_path: Path) -> None:
+    """Seed 003 eqs. 3.21-3.22 for one joint: I qdd + d qd + m g l_c cos q = tau_el,
+    I_m thetadd + d_vm thetad + d_Cm tanh(thetad / v) + tau_el = tau_m."""
+    path = tmp_path / "sea1.yaml"
+    path.write_text(PENDULUM)
+    dyn = load(str(path))
+    m, lc, i_c, g = 2.0, 0.25, 0.04, 9.81
+    inertia = i_c + m * lc**2                        # about the joint axis
+    rng = np.random.default_rng(1)
+    for q, qd, th, thd, tm in rng.uniform(-2, 2, (20, 5)):
+        tau_el = 40.0 * (th - q) + 0.7 * (thd - qd)
+        qdd = (tau_el - 0.2 * qd - m * g * lc * np.cos(q)) / inertia
+        thdd = (tm - 0.4 * thd - 0.25 * np.tanh(thd / 0.05) - tau_el) / 0.3
+        assert np.allclose(dyn.elastic_torque([q], [qd], [th], [thd]), tau_el, rtol=1e-13, atol=1e-12)
+        got = dyn.elastic_forward_dynamics([q], [qd], [th], [thd], [tm])
+        assert np.allclose(got[0], qdd, rtol=1e-12, atol=1e-11) and np.allclose(got[1], thdd, rtol=1e-12, atol=1e-11)
+
+
+def test_biorob4_description() -> None:
+    robot = load_robot("biorob4")
+    assert robot.dof == 4 and robot.elastic and robot.convention == "dh"
+    assert abs(sum(link[0] for link in robot.links) - 4.0) < 1e-12            # a 4 kg arm
+    j4 = robot.joints[3].elastic
+    assert j4 is not None and j4.coupling == ((2, -0.5),)                     # eq. 3.10, over joint 3's pulley
+    assert all(j.elastic is not None and j.elastic.motor_encoder is not None
+               and j.elastic.motor_encoder.side == "motor" for j in robot.joints)
+
+
+def test_the_coupled_model_conserves_energy(tmp_path: Path) -> None:
+    """biorob4 without gravity, damping or friction and with tau_m = 0: the link's and the motors'
+    kinetic energy plus the springs' potential 1/2 (theta - q - A q)^T K (theta - q - A q) must stay
+    constant. It does only if the spring's torque reaches the coupled joint 3 too ((I + A)^T tau_el):
+    with tau_el alone on the link side, joint 4's coupling would create energy."""
+    doc = yaml.safe_load((ROOT / "robots" / "biorob4.yaml").read_text())
+    doc["name"] = "biorob4_lossless"
+    doc["gravity"] = [0.0, 0.0, 0.0]
+    for j in doc["joints"]:
+        j["FV"] = 0.0
+        j["elastic"].update(damping=0.0, motor_viscous=0.0, motor_coulomb=0.0)
+    path = tmp_path / "biorob4_lossless.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    dyn = load(str(path))
+    robot = load_robot(str(path))
+    k = np.array([j.elastic.stiffness for j in robot.joints])
+    im = np.array([j.elastic.motor_inertia for j in robot.joints])
+    a = np.zeros((4, 4))
+    a[3, 2] = -0.5
+
+    def energy(x: np.ndarray) -> float:
+        q, qd, th, thd = x.reshape(4, 4)
+        d = th - q - a @ q
+        return float(0.5 * qd @ dyn.mass_matrix(q) @ qd + 0.5 * thd @ (im * thd) + 0.5 * d @ (k * d))
+
+    def f(x: np.ndarray) -> np.ndarray:
+        q, qd, th, thd = x.reshape(4, 4)
+        qdd, thdd = dyn.elastic_forward_dynamics(q, qd, th, thd, np.zeros(4))
+        return np.concatenate([qd, qdd, thd, thdd])
+
+    x = np.concatenate([[0.3, 0.8, -0.6, 0.4], [0.5, -0.3, 0.8, -1.0], [0.35, 0.75, -0.5, 0.2], np.zeros(4)])
+    e0, h = energy(x), 2e-4
+    worst = 0.0
+    for _ in range(2500):                                           # 0.5 s, classic RK4
+        k1 = f(x)
+        k2 = f(x + h / 2 * k1)
+        k3 = f(x + h / 2 * k2)
+        k4 = f(x + h * k3)
+        x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        worst = max(worst, abs(energy(x) - e0))
+    assert np.abs(x[:4] - [0.3, 0.8, -0.6, 0.4]).max() > 0.05           # it moved
+    assert worst < 1e-7 * e0, (worst, e0)
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda d: d["joints"][1].pop("elastic"), "joints[1]"),
+    (lambda d: d["joints"][0]["elastic"].update(stiffness=0), "stiffness"),
+    (lambda d: d["joints"][0]["elastic"].update(motor_inertia=-1), "motor_inertia"),
+    (lambda d: d["joints"][2]["elastic"].update(damping=-0.1), "damping"),
+    (lambda d: d["joints"][3]["elastic"].update(coupling={"nope": 0.5}), "coupling"),
+    (lambda d: d["joints"][3]["elastic"].update(coupling={"j4": 0.5}), "coupling"),
+    (lambda d: d["joints"][0]["elastic"].update(spring=3), "spring"),
+    (lambda d: d["joints"][0]["elastic"]["motor_encoder"].update(side="link"), "motor_encoder"),
+])
+def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    doc = yaml.safe_load((ROOT / "robots" / "biorob4.yaml").read_text())
+    edit(doc)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(DescriptionError) as err:
+        load_robot(str(path))
+    assert str(path) in str(err.value) and field in str(err.value)
+    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "info", str(path)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
