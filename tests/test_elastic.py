@@ -125,3 +125,21 @@ def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Pat
     r = subprocess.run([sys.executable, "-m", "host_tools.cli", "info", str(path)], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
+    """biorob4's real-time step takes the description's motor encoders as its second channel: theta
+    from the motor counts (2048 per motor turn through 100:1) and q from the link encoders, each
+    within one count; a rigid arm keeps the second channel absent."""
+    from host_tools.rt import load_rt
+
+    rt = load_rt("biorob4")
+    assert np.all(rt.config["enc.motor_cpr"] == 2048) and np.all(rt.config["enc.motor_gear"] == 100)
+    rng = np.random.default_rng(3)
+    q = rng.uniform(-1, 1, 4)
+    theta = q + rng.uniform(-0.05, 0.05, 4)
+    out = rt.step(rt.encoder_counts(q)[0], motor_counts=rt.encoder_counts(theta)[1])
+    assert np.all(np.abs(out["q"] - q) <= 2 * np.pi / 16384)
+    assert np.all(np.abs(out["theta"] - theta) <= 2 * np.pi / (2048 * 100))
+    assert np.abs(out["theta"] - out["q"]).max() > 10 * 2 * np.pi / 16384       # the spring's deflection shows
+    assert np.all(load_rt("planar2").config["enc.motor_cpr"] == 0)

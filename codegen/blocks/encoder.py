@@ -8,7 +8,8 @@ a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (r
 once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
 previous position, increments the joint's fault counter and tells the estimators.
-A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset).
+A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset);
+by default it is the motor encoder of an elastic joint's description (``elastic.motor_encoder``).
 Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
 Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
 A joint whose description declares no encoder is read as 65536 counts per turn, link side.
@@ -34,8 +35,10 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
     side) or of the second, motor-side channel (``motor_counts``: absent until configured)."""
     n, joints = ctx.n, ctx.robot.joints
     motor = prefix == "motor_"
-    encs = [None if motor else j.encoder for j in joints]
-    cpr = [0.0 if motor else (float(e.cpr) if e is not None else DEFAULT_CPR) for e in encs]
+    # the second channel: an elastic joint's motor encoder (absent on rigid joints)
+    encs = [(j.elastic.motor_encoder if j.elastic else None) if motor else j.encoder for j in joints]
+    cpr = [(float(e.cpr) if e is not None else 0.0) if motor else (float(e.cpr) if e is not None else DEFAULT_CPR)
+           for e in encs]
     gear = [j.gear_ratio if motor or (e is not None and e.side == "motor") else 1.0 for j, e in zip(joints, encs)]
     bits = [float(e.bits) if e is not None else 32.0 for e in encs]
     signed = [0.0 if e is not None and not e.signed else 1.0 for e in encs]

@@ -23,7 +23,7 @@ const biorob4_rt_config_t biorob4_rt_default_config = {
         {1.0, 1.0, 1.0, 1.0},  /* direction */
         {32, 32, 32, 32},  /* bits */
         {1, 1, 1, 1},  /* is_signed */
-        {0.0, 0.0, 0.0, 0.0},  /* motor_cpr */
+        {2048.0, 2048.0, 2048.0, 2048.0},  /* motor_cpr */
         {100.0, 100.0, 100.0, 100.0},  /* motor_gear */
         {0.0, 0.0, 0.0, 0.0},  /* motor_offset */
         {1.0, 1.0, 1.0, 1.0},  /* motor_direction */

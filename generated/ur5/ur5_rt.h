@@ -28,7 +28,8 @@
  * once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset).
+ * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset);
+ * by default it is the motor encoder of an elastic joint's description (``elastic.motor_encoder``).
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
  * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
