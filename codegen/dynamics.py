@@ -268,6 +268,17 @@ class Dynamics:
                  - self._elastic("motor_coulomb") * self.coulomb(self.thetad) - self.elastic_torque())
                 / self._elastic("motor_inertia"))
 
+    def motor_regressor(self) -> SX:
+        """Y_m with tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4, its
+        column order; block diagonal, n x 4n; the deflections with the coupling of eq. 3.10)."""
+        a = cs.DM(self.coupling)
+        defl, rate = self.theta - self.q - a @ self.q, self.thetad - self.qd - a @ self.qd
+        sg = self.coulomb(self.thetad)
+        y = SX.zeros(self.n, 4 * self.n)
+        for i in range(self.n):
+            y[i, 4 * i:4 * i + 4] = cs.horzcat(rate[i], self.thetad[i], defl[i], sg[i])
+        return y
+
     # --- composite rigid body algorithm ---------------------------------------------------------
     def mass_matrix(self, pi: SX) -> SX:
         """M(q) including the reflected rotor inertias IA on the diagonal (symmetric, n x n).

@@ -125,4 +125,10 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
                      (Arg("thetadd", n, "motor accelerations, link side"),),
                      cs.Function("motor_acceleration", syms + [dyn.tau_m], [const(dyn.motor_acceleration())]),
                      False),
+        FunctionSpec("motor_regressor", "Actuator-side regressor (seed 003 eq. 4.4): tau_m - I_m thetadd "
+                     "= Y_m theta_m, theta_m = [d_e, d_vm, k_e, d_Cm] per joint (<robot>_motor_parameters "
+                     "order); block diagonal, deflections with the coupling alpha_c.", ins,
+                     (Arg("y", n * 4 * n, f"Y_m, row-major n x {4 * n}"),),
+                     cs.Function("motor_regressor", syms, [cs.cse(cs.densify(cs.vec(dyn.motor_regressor().T)))]),
+                     False),
     ]

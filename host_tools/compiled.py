@@ -148,6 +148,10 @@ class CompiledDynamics:
         qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m)
         return qdd, thetadd
 
+    def motor_regressor(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
+        """Y_m (n x 4n): tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4)."""
+        return self._matrix(self._call("motor_regressor", q, qd, theta, thetad), 4 * self.dof)
+
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Base regressor Y_b, shape (dof, n_base)."""
         return self._matrix(self._call("regressor", q, qd, qdd), self.n_base)

@@ -143,3 +143,23 @@ def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
     assert np.all(np.abs(out["theta"] - theta) <= 2 * np.pi / (2048 * 100))
     assert np.abs(out["theta"] - out["q"]).max() > 10 * 2 * np.pi / 16384       # the spring's deflection shows
     assert np.all(load_rt("planar2").config["enc.motor_cpr"] == 0)
+
+
+def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:
+    """Seed 003 eq. 4.4: tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint, for the motor
+    accelerations the forward dynamics gives; and Y_m's entries are the deflection rate, thetad, the
+    deflection (with joint 4's coupling to joint 3) and tanh(thetad / v)."""
+    dyn = load("biorob4")
+    robot = load_robot("biorob4")
+    drives = [j.elastic for j in robot.joints]
+    theta_m = np.concatenate([[e.damping, e.motor_viscous, e.stiffness, e.motor_coulomb] for e in drives])
+    im = np.array([e.motor_inertia for e in drives])
+    rng = np.random.default_rng(11)
+    for q, qd, th, thd, tm in rng.uniform(-1, 1, (25, 5, 4)):
+        y = dyn.motor_regressor(q, qd, th, thd)
+        assert y.shape == (4, 16)
+        _, thdd = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
+        assert np.allclose(y @ theta_m, tm - im * thdd, rtol=1e-12, atol=1e-12)
+        defl4 = th[3] - q[3] + 0.5 * q[2]
+        assert np.allclose(y[3, 12:16], [thd[3] - qd[3] + 0.5 * qd[2], thd[3], defl4, np.tanh(thd[3] / 0.01)])
+        assert np.all(y[0, 4:] == 0) and np.all(y[3, :12] == 0)            # block diagonal

@@ -238,6 +238,19 @@ void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t 
 void biorob4_motor_acceleration(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t thetadd[4]);
 
 /**
+ * Actuator-side regressor (seed 003 eq. 4.4): tau_m - I_m thetadd = Y_m theta_m, theta_m = [d_e,
+ * d_vm, k_e, d_Cm] per joint (<robot>_motor_parameters order); block diagonal, deflections with
+ * the coupling alpha_c.
+ * @param q [4] joint positions (rad or m)
+ * @param qd [4] joint velocities (rad/s or m/s)
+ * @param theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
+ * @param thetad [4] motor velocities, link side
+ * @param[out] y [64] Y_m, row-major n x 16
+ * Operations: 20.
+ */
+void biorob4_motor_regressor(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t y[64]);
+
+/**
  * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
  * inverse); M includes rotor inertia, n friction.
  * @param q [4] joint positions (rad or m)
