@@ -99,11 +99,13 @@ def read_elastic(doc: Located, path: Path_t, value: Any, names: list[str], own: 
     coupling = m.get("coupling", {})
     if not isinstance(coupling, dict):
         raise doc.error(path + ("coupling",), "expected a mapping joint_name: factor (eq. 3.10)")
-    pairs = []
+    pairs: list[tuple[int, float]] = []
     for other, factor in coupling.items():
         key = c_identifier(str(other))
         if key not in names or names.index(key) == own:
             raise doc.error(path + ("coupling", other), f"not another joint of this robot ({', '.join(names)})")
+        if any(j == names.index(key) for j, _ in pairs):
+            raise doc.error(path + ("coupling", other), f"joint {key} is named twice")
         pairs.append((names.index(key), number(doc, path + ("coupling", other), factor)))
     enc = None
     if "motor_encoder" in m:
@@ -313,9 +315,24 @@ def robot_from_yaml(path: str | Path) -> Robot:
             i = elastic.index(False)
             raise doc.error(("joints", i), "elastic: give every joint its elastic drive or none "
                             "(arms with both rigid and elastic joints are not supported)")
+        for i, j in enumerate(joints):
+            if j.IA != 0:
+                raise doc.error(("joints", i, "IA"), "an elastic joint's rotor inertia is elastic.motor_inertia "
+                                "(motor side); IA would count it again on the link side")
+            if j.encoder is not None and j.encoder.side == "motor":
+                raise doc.error(("joints", i, "encoder", "side"), "an elastic joint's encoder measures the link "
+                                "(q): side link; the motor's goes in elastic.motor_encoder")
         joints = tuple(replace(j, elastic=read_elastic(doc, ("joints", i, "elastic"), joints_raw[i]["elastic"],
                                                        names, i))
                        for i, j in enumerate(joints))
+        a = np.eye(len(joints))
+        for i, j in enumerate(joints):
+            for other, factor in j.elastic.coupling if j.elastic else ():
+                a[i, other] += factor
+        if abs(np.linalg.det(a)) < 1e-9:
+            i = next(k for k, j in enumerate(joints) if j.elastic and j.elastic.coupling)
+            raise doc.error(("joints", i, "elastic", "coupling"), "the couplings make I + A singular: the "
+                            "springs' deflections theta - (I + A) q would not determine q")
     return Robot(file=str(path), convention=convention, joints=tuple(joints),
                  links=tuple(tuple(float(v) for v in p) for p in links),
                  digest=digest_of(Path(path).read_bytes()), **kw)

@@ -169,7 +169,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "description_hash": robot.digest,
         "options": {"precision": precision, "rt": rt_options.label},
         "options_hash": digest_of(robot.digest.encode(), precision.encode(), rt_options.label.encode()),
-        "dof": n, "joints": [j.name for j in robot.joints],
+        "dof": n, "joints": [j.name for j in robot.joints], "elastic": robot.elastic,
         "joint_types": [j.type for j in robot.joints],
         "n_standard": robot.n_standard, "n_base": base.n_base,
         "base_ranges": {"inertial": [0, base.n_inertial], "joint": [base.n_inertial, base.n_base]},

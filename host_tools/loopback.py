@@ -78,6 +78,9 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
                          f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
+    if rt.manifest.get("elastic"):
+        raise ValueError(f"{rt.name} has series-elastic joints: the loopback's plant is rigid so far (issue #9); "
+                         "simulate it with the generated elastic_forward_dynamics")
     if substeps < 1:
         raise ValueError("substeps must be >= 1")
     max_delay = int(getattr(rt.lib, f"{rt.name.upper()}_LOOPBACK_MAX_DELAY"))
