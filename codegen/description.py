@@ -11,7 +11,7 @@ import numpy as np
 from . import spatial
 from .errors import DescriptionError
 from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Elastic, Encoder, Joint, Limits, Robot, as_tuple,
-                    c_identifier, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
+                    c_identifier, coupling_matrix, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
                     validate_inertial)
 from .blocks.options import OptionError, RealtimeDefaults, RtOptions, estimator_choice, parse_estimator
 from .yamlio import Located, Path_t, load_yaml, number, vector
@@ -325,11 +325,7 @@ def robot_from_yaml(path: str | Path) -> Robot:
         joints = tuple(replace(j, elastic=read_elastic(doc, ("joints", i, "elastic"), joints_raw[i]["elastic"],
                                                        names, i))
                        for i, j in enumerate(joints))
-        a = np.eye(len(joints))
-        for i, j in enumerate(joints):
-            for other, factor in j.elastic.coupling if j.elastic else ():
-                a[i, other] += factor
-        if abs(np.linalg.det(a)) < 1e-9:
+        if abs(np.linalg.det(np.eye(len(joints)) + coupling_matrix(joints))) < 1e-9:
             i = next(k for k, j in enumerate(joints) if j.elastic and j.elastic.coupling)
             raise doc.error(("joints", i, "elastic", "coupling"), "the couplings make I + A singular: the "
                             "springs' deflections theta - (I + A) q would not determine q")

@@ -19,7 +19,7 @@ import casadi as cs
 import numpy as np
 
 from . import spatial
-from .model import JOINT_PARAMS, Robot
+from .model import JOINT_PARAMS, Robot, coupling_matrix
 
 SX = cs.SX
 
@@ -243,12 +243,7 @@ class Dynamics:
 
     @cached_property
     def coupling(self) -> np.ndarray:
-        """A with alpha_c(q) = A q (seed 003 eq. 3.10): row i holds joint i's coupling factors."""
-        a = np.zeros((self.n, self.n))
-        for i, j in enumerate(self.robot.joints):
-            for other, factor in (j.elastic.coupling if j.elastic else ()):
-                a[i, other] = factor
-        return a
+        return coupling_matrix(self.robot.joints)
 
     def elastic_torque(self) -> SX:
         """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (seed 003 eqs. 3.10, 3.25)."""

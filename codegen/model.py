@@ -100,6 +100,15 @@ class Joint:
         return np.array(self.post)
 
 
+def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
+    """A with alpha_c(q) = A q (seed 003 eq. 3.10): row i holds joint i's coupling factors."""
+    a = np.zeros((len(joints), len(joints)))
+    for i, j in enumerate(joints):
+        for other, factor in (j.elastic.coupling if j.elastic else ()):
+            a[i, other] = factor
+    return a
+
+
 @dataclass(frozen=True)
 class Coulomb:
     """sign(qd), or tanh(qd / velocity_scale) (smooth; fits real data better, seed 000 README)."""

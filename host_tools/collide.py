@@ -73,9 +73,14 @@ def filtered_step(k: int, n: int, ts: float, joint: int, start: float, hold: flo
     return out
 
 
-def _any_above(out: dict[str, np.ndarray]) -> np.ndarray:
-    """Per sample: some joint's |r| above its threshold."""
+def any_above(out: dict[str, np.ndarray]) -> np.ndarray:
+    """Per sample: some joint's |r| above its threshold (the detection before debounce and latch)."""
     return np.asarray(np.any(out["above"] != 0, axis=1), dtype=bool)
+
+
+def rising_edges(flag: np.ndarray) -> int:
+    """The number of alarms in a run of per-sample flags (a flag already up at the start counts)."""
+    return int(np.sum(flag[1:] & ~flag[:-1]) + (flag[0] if len(flag) else 0))
 
 
 def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
@@ -150,9 +155,8 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         rt.config["det.threshold"] = threshold
         progress(f"{obs}: false alarms on a second motion")
         out_test = simulate(rt, test, true_params=true).out
-        above = _any_above(out_test)[k0:]
         arrays["free_ratio"][obs] = threshold_ratio(out_test["r"][k0:], threshold)
-        false_alarms = int(np.sum(above[1:] & ~above[:-1]) + above[0])
+        false_alarms = rising_edges(any_above(out_test)[k0:])
         delays: dict[str, list[float | None]] = {}
         for cutoff in s.cutoffs:
             progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
@@ -161,7 +165,7 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
                 ext = filtered_step(len(design.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
                 run = simulate(rt, design, true_params=true, tau_ext=ext)
                 ke = int(round(e / ts))
-                hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
+                hits = np.flatnonzero(any_above(run.out)[ke:ke + int(round(s.window / ts))])
                 found.append(float(hits[0] * ts * 1e3) if hits.size else None)
                 if e == s.events[0]:
                     sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
@@ -173,7 +177,7 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         for speed, contact in impacts:
             run = simulate(rt, design, true_params=true, contact=contact)
             ke = int(round(contact.start / ts))
-            hits = np.flatnonzero(_any_above(run.out)[ke:ke + int(round(s.window / ts))])
+            hits = np.flatnonzero(any_above(run.out)[ke:ke + int(round(s.window / ts))])
             impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
             sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
             q = run.log.extra["q_true"][sl]

@@ -451,7 +451,7 @@ def footprint(b: TargetBuild, rt: Realtime) -> dict[str, Any]:
         "stack_bytes": stack,
         "stack_path": path,
         "stack_unknown": sorted(reach & unknown),
-        "toolchain_functions": sorted(f for f in reach if f not in own),
+        "toolchain_functions": sorted(f for f in reach if not f.startswith(b.robot + "_")),
     }
 
 

@@ -43,7 +43,8 @@ import pybullet_data
 from scipy.spatial.transform import Rotation
 
 from codegen.description import load_robot
-from host_tools.collide import ImpactTrace, impact_figure, threshold_ratio, tip_force_along
+from host_tools.collide import (ImpactTrace, any_above, impact_figure, rising_edges, threshold_ratio,
+                                tip_force_along)
 from host_tools.excite import random_excitation
 from host_tools.logs import Log
 from host_tools.rt import Realtime, fill_inputs, load_rt
@@ -148,7 +149,6 @@ class Box:
     sample: int                  # placed before the step of this sample
     position: np.ndarray
     quaternion: np.ndarray       # x, y, z, w (PyBullet's order)
-    speed: float                 # tip speed (m/s) of the planned instant
     planned: int                 # the sample at which the tip (link-7 frame origin) reaches the face plane
 
 
@@ -321,15 +321,6 @@ def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int) -> dict[str, np.
     return {k: np.concatenate([start[k], rest[k]]) for k in rest}
 
 
-def any_above(out: dict[str, np.ndarray]) -> np.ndarray:
-    """Per sample: some joint's |r| above its threshold (the detection before debounce and latch)."""
-    return np.asarray(np.any(out["above"] != 0, axis=1), dtype=bool)
-
-
-def rising_edges(flag: np.ndarray) -> int:
-    return int(np.sum(flag[1:] & ~flag[:-1]) + (flag[0] if len(flag) else 0))
-
-
 @dataclass
 class PbResult:
     doc: dict[str, Any]
@@ -363,7 +354,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
         for speed in s.impact_speeds:
             progress(f"PyBullet: the same motion, then a swing into the box at {speed:g} m/s")
             approach, planned = swing(free.q[-1], radius, speed, s.travel, ts)
-            box = Box(k_free, position, quaternion, speed, k_free + planned)
+            box = Box(k_free, position, quaternion, k_free + planned)
             run = closed_loop(arm, rt, then(free, approach), box, stop=box.planned + int(round(s.after / ts)),
                               after=res.runs["free"])
             first = run.first_contact
@@ -371,7 +362,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
                 raise RuntimeError(f"the swing at {speed:g} m/s never touched the box")
             key = f"{speed:g}"
             res.runs[key] = run
-            qd_tip = load_tip_speed(run, first - 1)
+            qd_tip = tip_speed(run, first - 1)
             res.doc["impacts"].append({
                 "key": key, "target_speed_m_s": speed, "tip_speed_m_s": qd_tip, "box_time_s": k_free * ts,
                 "first_contact_s": first * ts,
@@ -437,7 +428,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
     return res
 
 
-def load_tip_speed(run: PbRun, k: int) -> float:
+def tip_speed(run: PbRun, k: int) -> float:
     """Tip speed (m/s) at sample k, from the link-7 frame positions PyBullet reported."""
     return float(np.linalg.norm(run.tip[k] - run.tip[k - 1]) / run.log.sample_period)
 
