@@ -23,7 +23,7 @@ JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_rat
 ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling",
                 "motor_encoder"}
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
-OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "encoder", "locked", *JOINT_PARAMS}
+OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "encoder", "locked", "elastic", *JOINT_PARAMS}
 
 
 def check_keys(doc: Located, path: Path_t, value: Any, allowed: set[str] | tuple[str, ...],
@@ -292,6 +292,36 @@ def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tupl
     return joint, link
 
 
+def elastic_drives(doc: Located, joints: tuple[Joint, ...], raw: list[Any], paths: list[Path_t],
+                   names: list[str], kw: dict[str, Any]) -> tuple[Joint, ...]:
+    """The joints with their ``elastic:`` blocks (``raw[i]``, None where absent; ``paths[i]`` the
+    joint's place in ``doc``, ``names`` what couplings refer to): all or none, no IA, link-side
+    primary encoders, I + A invertible. An elastic arm's default controller becomes state_feedback
+    (``kw["realtime"]``, unless the description chose one)."""
+    if all(r is None for r in raw):
+        return joints
+    if any(r is None for r in raw):
+        raise doc.error(paths[raw.index(None)], "elastic: give every joint its elastic drive or none "
+                        "(arms with both rigid and elastic joints are not supported)")
+    for path, j in zip(paths, joints):
+        if j.IA != 0:
+            raise doc.error(path + ("IA",), "an elastic joint's rotor inertia is elastic.motor_inertia "
+                            "(motor side); IA would count it again on the link side")
+        if j.encoder is not None and j.encoder.side == "motor":
+            raise doc.error(path + ("encoder", "side"), "an elastic joint's encoder measures the link "
+                            "(q): side link; the motor's goes in elastic.motor_encoder")
+    joints = tuple(replace(j, elastic=read_elastic(doc, path + ("elastic",), r, names, i))
+                   for i, (j, r, path) in enumerate(zip(joints, raw, paths)))
+    if abs(np.linalg.det(np.eye(len(joints)) + coupling_matrix(joints))) < 1e-9:
+        i = next(k for k, j in enumerate(joints) if j.elastic and j.elastic.coupling)
+        raise doc.error(paths[i] + ("elastic", "coupling"), "the couplings make I + A singular: the "
+                        "springs' deflections theta - (I + A) q would not determine q")
+    rtd = kw.get("realtime", RealtimeDefaults())
+    if "controller" not in rtd.given:    # an elastic arm's default: it commands motor torques
+        kw["realtime"] = replace(rtd, options=replace(rtd.options, controller="state_feedback"))
+    return joints
+
+
 def robot_from_yaml(path: str | Path) -> Robot:
     doc = load_yaml(path)
     top = check_keys(doc, (), doc.data, TOP_KEYS, "robot description")
@@ -309,26 +339,8 @@ def robot_from_yaml(path: str | Path) -> Robot:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise doc.error(("joints", i, "name"), f"duplicate joint name {n!r}")
-    elastic = [isinstance(j, dict) and "elastic" in j for j in joints_raw]
-    if any(elastic):
-        if not all(elastic):
-            i = elastic.index(False)
-            raise doc.error(("joints", i), "elastic: give every joint its elastic drive or none "
-                            "(arms with both rigid and elastic joints are not supported)")
-        for i, j in enumerate(joints):
-            if j.IA != 0:
-                raise doc.error(("joints", i, "IA"), "an elastic joint's rotor inertia is elastic.motor_inertia "
-                                "(motor side); IA would count it again on the link side")
-            if j.encoder is not None and j.encoder.side == "motor":
-                raise doc.error(("joints", i, "encoder", "side"), "an elastic joint's encoder measures the link "
-                                "(q): side link; the motor's goes in elastic.motor_encoder")
-        joints = tuple(replace(j, elastic=read_elastic(doc, ("joints", i, "elastic"), joints_raw[i]["elastic"],
-                                                       names, i))
-                       for i, j in enumerate(joints))
-        if abs(np.linalg.det(np.eye(len(joints)) + coupling_matrix(joints))) < 1e-9:
-            i = next(k for k, j in enumerate(joints) if j.elastic and j.elastic.coupling)
-            raise doc.error(("joints", i, "elastic", "coupling"), "the couplings make I + A singular: the "
-                            "springs' deflections theta - (I + A) q would not determine q")
+    joints = elastic_drives(doc, joints, [j.get("elastic") if isinstance(j, dict) else None for j in joints_raw],
+                            [("joints", i) for i in range(len(joints))], names, kw)
     return Robot(file=str(path), convention=convention, joints=tuple(joints),
                  links=tuple(tuple(float(v) for v in p) for p in links),
                  digest=digest_of(Path(path).read_bytes()), **kw)

@@ -245,17 +245,35 @@ class Dynamics:
     def coupling(self) -> np.ndarray:
         return coupling_matrix(self.robot.joints)
 
-    def elastic_torque(self) -> SX:
-        """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (seed 003 eqs. 3.10, 3.25)."""
+    def elastic_torque(self, stiffness: SX | cs.DM | None = None, damping: SX | cs.DM | None = None) -> SX:
+        """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (seed 003 eqs. 3.10, 3.25); K, D the
+        description's unless given (run-time config of the observer, identified values)."""
         a = cs.DM(self.coupling)
-        return (self._elastic("stiffness") * (self.theta - self.q - a @ self.q)
-                + self._elastic("damping") * (self.thetad - self.qd - a @ self.qd))
+        k = self._elastic("stiffness") if stiffness is None else stiffness
+        d = self._elastic("damping") if damping is None else damping
+        return k * (self.theta - self.q - a @ self.q) + d * (self.thetad - self.qd - a @ self.qd)
+
+    def elastic_joint_torque(self, stiffness: SX | cs.DM | None = None, damping: SX | cs.DM | None = None) -> SX:
+        """(I + A)^T tau_el: the link-side joint torque the drives transmit. (I + A)^T: the spring's
+        torque reaches the coupled joints too -- the virtual work of tau_el . d(theta - q - A q);
+        eq. 3.24 has A = 0, its coupling only moves the equilibrium."""
+        return cs.DM(np.eye(self.n) + self.coupling).T @ self.elastic_torque(stiffness, damping)
 
     def elastic_link_force(self, pi: SX) -> SX:
-        """(I + A)^T tau_el - n(q, qd): the link side's right-hand side, M(q) qdd = this (eq. 3.24).
-        (I + A)^T: the spring's torque reaches the coupled joints too -- the virtual work of
-        tau_el . d(theta - q - A q); eq. 3.24 has A = 0, its coupling only moves the equilibrium."""
-        return cs.DM(np.eye(self.n) + self.coupling).T @ self.elastic_torque() - self.nonlinear_effects(pi)
+        """(I + A)^T tau_el - n(q, qd): the link side's right-hand side, M(q) qdd = this (eq. 3.24)."""
+        return self.elastic_joint_torque() - self.nonlinear_effects(pi)
+
+    def motor_gravity(self, pi: SX) -> SX:
+        """(I + A)^-T g(q): the spring torque tau_el, hence the motor torque, that holds the links
+        still at q (the elastic controller's gravity compensation, seed 003 §3.2.4)."""
+        return cs.DM(np.linalg.inv(np.eye(self.n) + self.coupling).T) @ self.gravity(pi)
+
+    def motor_equilibrium(self, pi: SX) -> tuple[SX, SX]:
+        """The motor positions holding the links still at q against gravity, and their rate along qd:
+        theta = q + A q + K^-1 (I + A)^-T g(q) (seed 003 eq. 3.28, alpha_c = A q), theta-dot its time
+        derivative -- the elastic controller's theta_d and a simulation's rest start."""
+        theta = cs.DM(np.eye(self.n) + self.coupling) @ self.q + self.motor_gravity(pi) / self._elastic("stiffness")
+        return theta, cs.jtimes(theta, self.q, self.qd)
 
     def motor_acceleration(self) -> SX:
         """thetadd = (tau_m - d_vm thetad - d_cm sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23)."""
@@ -273,6 +291,22 @@ class Dynamics:
         for i in range(self.n):
             y[i, 4 * i:4 * i + 4] = cs.horzcat(rate[i], self.thetad[i], defl[i], sg[i])
         return y
+
+    def motor_regressor_along(self) -> tuple[SX, SX]:
+        """Y_m (eq. 4.4) along a planned link motion (q, qd, qdd, qddd) with the motors where the
+        springs must be to drive it: tau_el = (I + A)^-T rnea(q, qd, qdd) (eq. 3.24), theta = q + A q
+        + K^-1 tau_el and its rate (the spring damping neglected, as seed 003 §3.2.3 does for
+        planning). For designing the actuator stage's excitation (seed 003 §4.2.3); returns
+        (Y_m, qddd symbol)."""
+        jerk = SX.sym("qddd", self.n)
+        inv = cs.DM(np.linalg.inv(np.eye(self.n) + self.coupling).T)
+        tau_el = inv @ self.rnea(cs.SX(cs.DM(self.robot.standard_parameters())))
+        rate = cs.jtimes(tau_el, cs.vertcat(self.q, self.qd, self.qdd), cs.vertcat(self.qd, self.qdd, jerk))
+        a = cs.DM(np.eye(self.n) + self.coupling)
+        k = self._elastic("stiffness")
+        theta, thetad = a @ self.q + tau_el / k, a @ self.qd + rate / k
+        y = cs.substitute(self.motor_regressor(), cs.vertcat(self.theta, self.thetad), cs.vertcat(theta, thetad))
+        return y, jerk
 
     # --- composite rigid body algorithm ---------------------------------------------------------
     def mass_matrix(self, pi: SX) -> SX:

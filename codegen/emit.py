@@ -117,16 +117,19 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
                         returns="0, or -1 if M(q) is not positive definite (qdd unspecified)")
             for form in ("", "_p")}
     all_views = views + [fdyn[""], fdyn["_p"]]
-    efdyn = None
+    efdyn = []
     if robot.elastic:
         by_name = {s.name: s for s in specs}
         th, thd, tm = by_name["motor_acceleration"].inputs[2:5]
-        efdyn = _view(None, "elastic_forward_dynamics", "Forward dynamics of the series-elastic arm "
-                      "(seed 003 eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T tau_el - n(q, qd)) by a Cholesky "
-                      "solve of M, and the motors' thetadd.", (q, qd, th, thd, tm),
-                      (qdd, Arg("thetadd", n, "motor accelerations, link side")), precision, ret="int",
-                      returns="0, or -1 if M(q) is not positive definite (qdd unspecified)")
-        all_views.append(efdyn)
+        efdyn = [_view(None, "elastic_forward_dynamics" + form, "Forward dynamics of the series-elastic arm "
+                       "(seed 003 eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T tau_el - n(q, qd)) by a Cholesky "
+                       "solve of M, and the motors' thetadd." + (" Parameterised form (the links' standard "
+                       "parameters; the drives' are the description's)." if form else ""),
+                       (q, qd, th, thd, tm) + ((pi,) if form else ()),
+                       (qdd, Arg("thetadd", n, "motor accelerations, link side")), precision, ret="int",
+                       returns="0, or -1 if M(q) is not positive definite (qdd unspecified)")
+                 for form in ("", "_p")]
+        all_views += efdyn
     std = robot.standard_parameters()
     beta = base.k @ std
     p = robot.c_name
@@ -140,7 +143,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "convention": robot.convention, "standard_names": robot.standard_parameter_names,
         "standard_values": [literal(v, precision) for v in std], "base_names": base.names,
         "base_values": [literal(v, precision) for v in beta], "functions": all_views,
-        "fdyn": fdyn, "efdyn": efdyn, "sources": [f"{p}_dynamics.c", f"{p}_rt.c", f"{p}_loopback.c"],
+        "fdyn": fdyn, "efdyn": efdyn, "elastic": robot.elastic, "sources": [f"{p}_dynamics.c", f"{p}_rt.c", f"{p}_loopback.c"],
         "name_length": 1 + max(len(x) for x in robot.standard_parameter_names + base.names),
     }
     env = template_environment()

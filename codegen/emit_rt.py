@@ -160,12 +160,14 @@ class RtEmitter:
                   f"    {real} contact_k;", f"    {real} contact_lambda;", f"    {real} contact_exponent;",
                   "    int32_t contact_start;", "    int32_t contact_stop;", f"}} {p}_plant_t;",
                   f"#define {p.upper()}_LOOPBACK_MAX_DELAY {LOOPBACK_MAX_DELAY}",
-                  f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, int64_t *counts, "
-                  "int64_t *motor_counts);",
+                  f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, const {real} *theta, "
+                  "int64_t *counts, int64_t *motor_counts);",
                   f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
-                  f"const {real} *qd0, const {real} *q_des, const {real} *qd_des, const {real} *qdd_des, "
+                  f"const {real} *qd0, const {real} *theta0, const {real} *thetad0, const {real} *q_des, "
+                  f"const {real} *qd_des, const {real} *qdd_des, "
                   f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "
-                  f"{real} *qdd_true, {real} *tau, int64_t *counts, {real} *tau_contact, {p}_rt_output_t *out);"]
+                  f"{real} *qdd_true, {real} *theta_true, {real} *thetad_true, {real} *tau, int64_t *counts, "
+                  f"int64_t *motor_counts, {real} *tau_contact, {p}_rt_output_t *out);"]
         return "\n".join(lines)
 
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:

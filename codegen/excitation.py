@@ -34,6 +34,18 @@ def fourier_function(n: int, harmonics: int, base_frequency: float) -> cs.Functi
     return cs.Function("excitation", [t, a, b, q0], [q, qd, qdd], ["t", "a", "b", "q0"], ["q", "qd", "qdd"])
 
 
+def jerk_function(n: int, harmonics: int, base_frequency: float) -> cs.Function:
+    """excitation_jerk(t, a, b) -> qddd, the third derivative of fourier_function's q."""
+    t = cs.SX.sym("t")
+    a, b = cs.SX.sym("a", n, harmonics), cs.SX.sym("b", n, harmonics)
+    w = 2 * np.pi * base_frequency
+    j = cs.SX.zeros(n)
+    for m in range(harmonics):
+        wl = w * (m + 1)
+        j = j - a[:, m] * wl**2 * cs.cos(wl * t) - b[:, m] * wl**2 * cs.sin(wl * t)
+    return cs.Function("excitation_jerk", [t, a, b], [j], ["t", "a", "b"], ["qddd"])
+
+
 def start_conditions(a: cs.MX, b: cs.MX) -> cs.MX:
     """Per joint, the three sums that must vanish to start (and end) each period at rest in q0:
     sum_l a_l (velocity), sum_l l b_l (acceleration), sum_l b_l / l (position = q0); stacked (3 n)."""

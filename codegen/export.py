@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .model import JOINT_PARAMS, LINK_PARAMS, Robot
+from .model import JOINT_PARAMS, LINK_PARAMS, Encoder, Robot
 
 
 def rpy_of(r: np.ndarray) -> tuple[float, float, float]:
@@ -28,6 +28,12 @@ def _num(x: float) -> str:
 
 def _vec(v: np.ndarray | tuple[float, ...]) -> str:
     return "[" + ", ".join(_num(float(x)) for x in v) + "]"
+
+
+def _encoder(e: Encoder, with_side: bool) -> str:
+    return ("{" + f"cpr: {e.cpr}" + (f", side: {e.side}" if with_side else "") + f", bits: {e.bits}, "
+            f"signed: {'true' if e.signed else 'false'}" + (f", offset: {_num(e.offset)}" if e.offset else "")
+            + (f", direction: {e.direction}" if e.direction != 1 else "") + "}")
 
 
 def robot_to_yaml(robot: Robot, header: str = "") -> str:
@@ -59,12 +65,17 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
             out.append("    limits: {" + ", ".join(parts) + "}")
         out.append(f"    gear_ratio: {_num(joint.gear_ratio)}")
         if joint.encoder is not None:
-            e = joint.encoder
-            out.append(f"    encoder: {{cpr: {e.cpr}, side: {e.side}, bits: {e.bits}, "
-                       f"signed: {'true' if e.signed else 'false'}"
-                       + (f", offset: {_num(e.offset)}" if e.offset else "")
-                       + (f", direction: {e.direction}" if e.direction != 1 else "") + "}")
+            out.append(f"    encoder: {_encoder(joint.encoder, True)}")
         out += [f"    {k}: {_num(getattr(joint, k))}" for k in JOINT_PARAMS if getattr(joint, k) != 0]
+        if joint.elastic is not None:
+            el = joint.elastic
+            parts = [f"{k}: {_num(getattr(el, k))}" for k in ("motor_inertia", "stiffness", "damping",
+                                                              "motor_viscous", "motor_coulomb")]
+            if el.coupling:
+                parts.append("coupling: {" + ", ".join(f"{robot.joints[i].name}: {_num(f)}" for i, f in el.coupling) + "}")
+            if el.motor_encoder is not None:
+                parts.append(f"motor_encoder: {_encoder(el.motor_encoder, False)}")
+            out.append("    elastic: {" + ", ".join(parts) + "}")
         out.append("    link: {" + ", ".join(f"{k}: {_num(v)}" for k, v in zip(LINK_PARAMS, link)) + "}")
     return "\n".join(out) + "\n"
 

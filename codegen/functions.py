@@ -116,10 +116,31 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
                      "alpha_c(q)) + D (thetad - qd - alpha_c'(q, qd)), alpha_c(q) = A q the coupling "
                      "correction (seed 003 eqs. 3.10, 3.25).", ins, (tel,),
                      cs.Function("elastic_torque", syms, [const(dyn.elastic_torque())]), False),
+        FunctionSpec("elastic_joint_torque", "Link-side joint torque the drives transmit, (I + A)^T "
+                     "tau_el (seed 003 eq. 3.24's right side; the loopback's elastic plant adds it to the "
+                     "external torques).", ins, (Arg("tau", n, "joint torque (N m or N)"),),
+                     cs.Function("elastic_joint_torque", syms, [const(dyn.elastic_joint_torque())]), False),
         FunctionSpec("elastic_link_force", "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
                      "tau_el - n(q, qd) (seed 003 eq. 3.24; n with joint friction).", ins,
                      (Arg("f", n, "link-side force (N m or N)"),),
                      cs.Function("elastic_link_force", syms, [const(dyn.elastic_link_force(dyn.pi))]), False),
+        FunctionSpec("elastic_link_force_p", "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
+                     "tau_el - n(q, qd) (seed 003 eq. 3.24). Parameterised form (the links' standard "
+                     "parameters; the drives' are the description's).", ins + (a["pi"][1],),
+                     (Arg("f", n, "link-side force (N m or N)"),),
+                     cs.Function("elastic_link_force_p", syms + [dyn.pi],
+                                 [cs.cse(cs.densify(dyn.elastic_link_force(dyn.pi)))]), True),
+        FunctionSpec("motor_rest", "The motor positions holding the links still at q against gravity, theta "
+                     "= q + A q + K^-1 (I + A)^-T g(q) (seed 003 eq. 3.28), and their rate along qd (the "
+                     "state-feedback controller's theta_d; a simulation's rest start).", (a["q"][1], a["qd"][1]),
+                     (th, thd), cs.Function("motor_rest", [dyn.q, dyn.qd], [cs.cse(e) for e in cs.Function(
+                         "f", [dyn.q, dyn.qd, dyn.pi], list(dyn.motor_equilibrium(dyn.pi)))(dyn.q, dyn.qd, pi_value)]),
+                     False),
+        FunctionSpec("motor_rest_p", "The motor positions holding the links still at q against gravity "
+                     "(seed 003 eq. 3.28) and their rate along qd. Parameterised form (the links' standard "
+                     "parameters; the springs are the description's).", (a["q"][1], a["qd"][1], a["pi"][1]),
+                     (th, thd), cs.Function("motor_rest_p", [dyn.q, dyn.qd, dyn.pi],
+                                            [cs.cse(e) for e in dyn.motor_equilibrium(dyn.pi)]), True),
         FunctionSpec("motor_acceleration", "Motor dynamics thetadd = (tau_m - D_vm thetad - D_Cm "
                      "sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23).", ins + (tm,),
                      (Arg("thetadd", n, "motor accelerations, link side"),),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import spatial
-from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_keys, read_common, read_encoder,
+from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_keys, elastic_drives, read_common, read_encoder,
                           read_joint_params, read_limits)
 from .errors import DescriptionError
 from .model import (Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms,
@@ -137,6 +137,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
 
     out_joints: list[Joint] = []
     out_links: list[np.ndarray] = []
+    drives: list[Any] = []
     pending = np.eye(4)
     for j in chain:
         if j.type == "fixed":
@@ -172,6 +173,8 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                 extra["gear_ratio"] = number(ov, jp + ("gear_ratio",), m["gear_ratio"])
             if "encoder" in m:
                 extra["encoder"] = read_encoder(ov, jp + ("encoder",), m["encoder"])
+        raw = ov_joints.get(j.name)
+        drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
         kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
         out_joints.append(Joint(name=c_identifier(j.name), type="prismatic" if j.type == "prismatic"
                                 else "revolute", pre=as_tuple(pre), post=as_tuple(post),
@@ -184,9 +187,11 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         def error(msg: str, n: str = name) -> DescriptionError:
             return DescriptionError(file, f"link of joint {n}", msg)
         validate_inertial(p, error)
+    chain_joints = elastic_drives(ov, tuple(out_joints), drives, [("joints", n) for n in movable_names],
+                                  movable_names, kw)
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"",
                        f"{base}|{tip_link}".encode())
-    return Robot(file=file, convention="urdf", joints=tuple(out_joints),
+    return Robot(file=file, convention="urdf", joints=chain_joints,
                  links=tuple(tuple(float(v) for v in p) for p in out_links), digest=digest, **kw)

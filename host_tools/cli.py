@@ -308,6 +308,52 @@ def cmd_collide(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_elastic(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from .eval_reports import write_atomic
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+
+    console = Console(stderr=True, soft_wrap=True)
+    out = Path(args.out) if args.out else None
+    try:
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        if args.action == "identify":
+            from .elastic_ident import StudySettings, markdown, study
+            if not (args.periods >= 2 and args.noise >= 0 and args.starts >= 1):
+                console.print("manipgen: error: --periods must be >= 2, --noise >= 0, --starts >= 1")
+                return 2
+            with console.status("two-stage identification ...") as status:
+                doc = study(args.robot, StudySettings(periods=args.periods, current_noise=args.noise,
+                                                      starts=args.starts, seed=args.seed),
+                            progress=lambda s: status.update(s))
+            text = markdown(doc)
+            if out is not None:
+                write_atomic(out / "elastic_identification.json", json.dumps(doc, indent=1) + "\n")
+                write_atomic(out / "elastic_identification.md", text)
+        else:
+            from .elastic_collision import ScenarioSettings, figure, scenario
+            s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
+            with console.status("seed 003 §5.3 collision scenario ..."):
+                doc = scenario(args.robot, s)
+            if out is not None:
+                figure(doc, s.joint, out / "elastic_collision.png")
+            doc.pop("traces")
+            text = json.dumps(doc, indent=1)
+            if out is not None:
+                write_atomic(out / "elastic_collision.json", text + "\n")
+    except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    print(json.dumps(doc, indent=1, allow_nan=False) if args.json else text)
+    return 0
+
+
 def cmd_target(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
@@ -453,6 +499,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
     c.set_defaults(handler=cmd_collide)
+    el = sub.add_parser("elastic", help="elastic arms (seed 003): two-stage identification, tau_el collision test")
+    el_actions = el.add_subparsers(dest="action", required=True)
+    ei = el_actions.add_parser("identify", help="design both stages' excitations, simulate, identify, validate "
+                                                "(seed 003 §4.3.1, Tables 4.2-4.5)")
+    ec = el_actions.add_parser("collide", help="the tau_el momentum observer and the reflex on seed 003 §5.3's "
+                                               "obstacle (Fig. 5.5)")
+    for a in (ei, ec):
+        a.add_argument("robot", help="bundled name (e.g. biorob4) or a .yaml path with elastic joints")
+        a.add_argument("--out", help="folder for the JSON, markdown / figure")
+        a.add_argument("--json", action="store_true", help="print the JSON document")
+        a.set_defaults(handler=cmd_elastic)
+    ei.add_argument("--periods", type=int, default=6, help="excitation periods simulated per stage (first skipped)")
+    ei.add_argument("--noise", type=float, default=0.02, help="motor-torque (current) noise, N m standard deviation")
+    ei.add_argument("--starts", type=int, default=2, help="IPOPT starts per excitation design")
+    ei.add_argument("--seed", type=int, default=0)
+    ec.add_argument("--threshold", type=float, default=0.1, help="residual threshold per joint, N m (seed 003: 0.1)")
+    ec.add_argument("--k-r", type=float, default=0.03, help="reflex gain K_R, rad/s per N m (seed 003: 0.03)")
     tp = sub.add_parser("target", help="cross-compile for a Cortex-M and run the step in QEMU (footprint, timing)")
     actions = tp.add_subparsers(dest="action", required=True)
     for action, text in (("build", "static library and QEMU test firmware (runtime/target/Makefile)"),

@@ -115,6 +115,9 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
     s = settings
     robot = load_robot(spec)
     n = robot.dof
+    if robot.elastic:
+        raise ValueError(f"{robot.name} has series-elastic joints: seed 001's scenario needs a link-side torque; "
+                         f"run seed 003's with the tau_el observer: manipgen elastic collide {spec}")
     if not 1 <= s.joint <= n:
         raise ValueError(f"--joint must be 1..{n}, got {s.joint}")
     if not 0 <= s.model_error < 1:

@@ -143,10 +143,22 @@ class CompiledDynamics:
         return self._call("motor_acceleration", q, qd, theta, thetad, tau_m)
 
     def elastic_forward_dynamics(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
-                                 tau_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(qdd, thetadd) of the coupled link and motor dynamics."""
-        qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m)
+                                 tau_m: np.ndarray, params: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(qdd, thetadd) of the coupled link and motor dynamics (``params``: the links' parameters)."""
+        qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m, params=params)
         return qdd, thetadd
+
+    def motor_rest(self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """(theta, thetad): the motors holding the links at q against gravity (seed 003 eq. 3.28), and
+        their rate along qd."""
+        theta, thetad = self._call("motor_rest", q, qd, params=params)
+        return theta, thetad
+
+    def elastic_link_force(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
+                           params: np.ndarray | None = None) -> np.ndarray:
+        """(I + A)^T tau_el - n(q, qd) = M(q) qdd (seed 003 eq. 3.24)."""
+        return self._call("elastic_link_force", q, qd, theta, thetad, params=params)
 
     def motor_regressor(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
         """Y_m (n x 4n): tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4)."""

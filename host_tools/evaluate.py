@@ -53,6 +53,9 @@ class Setup:
     def problems(self) -> list[str]:
         """What is wrong with this set-up (empty: fine)."""
         out = []
+        if load_robot(self.robot).elastic:
+            out.append(f"{self.robot} has series-elastic joints: seed 000's study runs computed torque on a rigid "
+                       f"arm; the elastic arm's estimators run in its own loop: manipgen elastic collide {self.robot}")
         if self.gains not in ("default", "paper"):
             out.append(f"--gains is default or paper, got {self.gains}")
         if self.gains == "paper":

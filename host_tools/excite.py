@@ -23,7 +23,7 @@ import casadi as cs
 import numpy as np
 
 from codegen.dynamics import Dynamics
-from codegen.excitation import fourier_function, samples_per_period, start_conditions
+from codegen.excitation import fourier_function, jerk_function, samples_per_period, start_conditions
 from codegen.model import Robot
 from codegen.params import base_parameters
 
@@ -217,9 +217,27 @@ def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
     return out
 
 
+def stage_regressor(robot: Robot, stage: str) -> tuple[cs.Function, int]:
+    """The regressor an excitation is designed for, as (q, qd, qdd, qddd) -> Y (n x nb), and nb:
+    ``load``, the base regressor (link side); ``actuator``, an elastic arm's motor regressor along
+    the motion (seed 003 §4.2.1, eq. 4.4; codegen.dynamics.motor_regressor_along)."""
+    dyn = Dynamics(robot)
+    if stage == "actuator":
+        if not robot.elastic:
+            raise ValueError(f"{robot.name} has no series-elastic drives: no actuator stage to excite")
+        y, jerk = dyn.motor_regressor_along()
+        return cs.Function("y", [dyn.q, dyn.qd, dyn.qdd, jerk], [cs.cse(y)]), 4 * robot.dof
+    if stage != "load":
+        raise ValueError(f"stage must be load or actuator, got {stage!r}")
+    base = base_parameters(robot, dyn)
+    jerk = cs.SX.sym("qddd", robot.dof)
+    return cs.Function("y", [dyn.q, dyn.qd, dyn.qdd, jerk], [cs.cse(dyn.regressor(list(base.columns)))]), base.n_base
+
+
 def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
-           progress: Callable[[int, int, float], None] | None = None) -> DesignResult:
-    """Optimise the excitation (see the module docstring); progress(start, starts, best cond)."""
+           progress: Callable[[int, int, float], None] | None = None, stage: str = "load") -> DesignResult:
+    """Optimise the excitation (see the module docstring); progress(start, starts, best cond).
+    ``stage``: the regressor it excites (stage_regressor: load, or an elastic arm's actuator)."""
     problems = settings.problems()
     if problems:
         raise ValueError("; ".join(problems))
@@ -227,15 +245,14 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     lim = _limits(robot, settings)
     n, L, N = robot.dof, settings.harmonics, settings.grid
     dyn = Dynamics(robot)
-    base = base_parameters(robot, dyn)
-    nb = base.n_base
-    regressor = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(dyn.regressor(list(base.columns)))])
+    regressor, nb = stage_regressor(robot, stage)
     fourier = fourier_function(n, L, settings.base_frequency).map(N)
     x = cs.MX.sym("x", n * (2 * L + 1))
     a, b, q0 = cs.reshape(x[:n * L], n, L), cs.reshape(x[n * L:2 * n * L], n, L), x[2 * n * L:]
     t = np.arange(N) / (N * settings.base_frequency)
     q, qd, qdd = fourier(cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N))
-    wide = regressor.map(N)(q, qd, qdd)
+    jerk = jerk_function(n, L, settings.base_frequency).map(N)(cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N))
+    wide = regressor.map(N)(q, qd, qdd, jerk)
     objective = _SvdObjective("excite_" + settings.objective, settings.objective, n, N, nb)
     # the limits hold on a 10x finer grid (linear in the coefficients: cheap); a final scaling
     # makes them hold on the report grid too
@@ -307,14 +324,15 @@ def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> E
 
 def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None,
                    nb: int | None = None) -> float:
-    """cond(Y_b) of one period sampled at ``rate`` Hz (unscaled SI columns, as seed 004 reports)."""
+    """cond(Y) of one period sampled at ``rate`` Hz (unscaled SI columns, as seed 004 reports); Y the
+    base regressor unless ``regressor`` (q, qd, qdd, qddd) -> Y (n x nb) is given (stage_regressor)."""
     if regressor is None or nb is None:
-        dyn = Dynamics(robot)
-        base = base_parameters(robot, dyn)
-        regressor = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(dyn.regressor(list(base.columns)))])
-        nb = base.n_base
+        regressor, nb = stage_regressor(robot, "load")
     traj = exc.trajectory(1.0 / rate)
-    wide = np.array(regressor.map(len(traj.time))(traj.q.T, traj.qd.T, traj.qdd.T))
+    t = np.asarray(traj.time, float)
+    jerk = np.array(jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
+        t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))))
+    wide = np.array(regressor.map(len(t))(traj.q.T, traj.qd.T, traj.qdd.T, jerk))
     return condition_number(stack(wide, nb))
 
 

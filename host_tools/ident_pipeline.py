@@ -38,6 +38,13 @@ class IdentSettings:
                                      # Coulomb friction sgn(qd) is undefined at rest (stiction)
 
 
+def rigid_only(robot: Robot, spec: str) -> None:
+    """This identification takes the log's torque as the links'; an elastic arm logs its motors'."""
+    if robot.elastic:
+        raise ValueError(f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
+                         f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec}")
+
+
 @dataclass
 class Processed:
     """One averaged period ready for the regressor."""
@@ -120,6 +127,7 @@ def identify(spec: str, log: Log | Samples, exc: Excitation,
     """Base (OLS/WLS) and essential parameters from an excitation log; also returns the processed
     data and the observation (Y stacked, tau, qd at the kept samples)."""
     robot = load_robot(spec)
+    rigid_only(robot, spec)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
     data = process(spec, log, exc, settings)

@@ -19,7 +19,7 @@ from codegen.export import robot_to_urdf, robot_to_yaml
 from .csvdata import Samples
 from .eval_reports import save_figure, write_atomic
 from .excite import ExciteSettings, Excitation, design
-from .ident_pipeline import IdentSettings, identify, synthetic_log, validation
+from .ident_pipeline import IdentSettings, identify, rigid_only, synthetic_log, validation
 from .identify import model
 from .logs import Log
 from .loopback import simulate
@@ -46,6 +46,7 @@ def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples 
         stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Identify from an excitation log; returns (the JSON document, arrays for the figures)."""
     robot = load_robot(spec)
+    rigid_only(robot, spec)
     check_inputs(robot, log, exc, validate)
     m = model(robot)
     t0 = time.perf_counter()
@@ -117,6 +118,7 @@ def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettin
     description's parameters are the truth) with torque noise, identify, and compare."""
     t0 = time.perf_counter()
     robot = load_robot(spec)
+    rigid_only(robot, spec)
     stage("excitation design (IPOPT)")
     t1 = time.perf_counter()
     exc = design(robot, ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter,

@@ -2,10 +2,12 @@
 
 Arrays (K samples, n joints):
   time (K,) s · counts (K, n) int64 raw link-side counter values · valid (K, n) bool ·
-  tau (K, n) link-side torque applied over the previous sample (N m or N) ·
+  tau (K, n) link-side torque applied over the previous sample (N m or N; an elastic arm's: the
+  motor torque tau_m, link side, e.g. from the motor current) ·
   q_des, qd_des, qdd_des (K, n) desired trajectory ·
   optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
-  ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n) ·
+  ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n),
+  theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
   collision_true (K,) bool.
 Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
 Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
@@ -24,7 +26,7 @@ FORMAT = "manipgen-log"
 VERSION = 1
 REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
 OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true",
-            "collision_true")
+            "collision_true", "theta_true", "thetad_true")
 
 
 class LogError(ValueError):

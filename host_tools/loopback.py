@@ -65,22 +65,29 @@ def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
         return np.sum(e * e, axis=0) * ts
 
 
+def valid_arr_of(val: np.ndarray | None, k: int, n: int) -> np.ndarray:
+    return np.ones((k, n), bool) if val is None else val.astype(bool)
+
+
 def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | None = None,
              tau_ext: np.ndarray | None = None, valid: np.ndarray | None = None,
              q0: np.ndarray | None = None, qd0: np.ndarray | None = None, substeps: int = 8,
-             delay: int = 0, reset: bool = True, contact: Contact | None = None) -> Run:
+             delay: int = 0, reset: bool = True, contact: Contact | None = None,
+             theta0: np.ndarray | None = None, thetad0: np.ndarray | None = None) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
     drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency);
     ``contact``: a plane obstacle the tip may hit (its joint torque at each sample is added to
-    extra["tau_ext_true"])."""
+    extra["tau_ext_true"]).
+
+    An elastic arm (series-elastic drives, seed 003 §3.2): the controller's output is the motor torque;
+    the motors start at theta0, thetad0, by default at rest against gravity at q0 (seed 003 eq. 3.28
+    with the plant's parameters); the log's ``tau`` is the motor torque, its ``motor_counts`` the motor
+    encoders', extra also holds theta_true, thetad_true."""
     if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
                          f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
-    if rt.manifest.get("elastic"):
-        raise ValueError(f"{rt.name} has series-elastic joints: the loopback's plant is rigid so far (issue #9); "
-                         "simulate it with the generated elastic_forward_dynamics")
     if substeps < 1:
         raise ValueError("substeps must be >= 1")
     max_delay = int(getattr(rt.lib, f"{rt.name.upper()}_LOOPBACK_MAX_DELAY"))
@@ -139,23 +146,37 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     # keep its buffer alive)
     start_q = arr(trajectory.q[0] if q0 is None else q0, (n,))
     start_qd = arr(trajectory.qd[0] if qd0 is None else qd0, (n,))
+    elastic = bool(rt.manifest.get("elastic"))
+    start_th = start_thd = theta_true = thetad_true = None
+    if elastic:
+        # the rest state against gravity (seed 003 eq. 3.28) with the plant's parameters, in C
+        rest = (np.zeros(n, real), np.zeros(n, real))
+        if theta0 is None or thetad0 is None:
+            pi = arr(params, (rt.manifest["n_standard"],))
+            getattr(lib, f"{p}_motor_rest_p")(ptr(start_q, rcname), ptr(start_qd, rcname), ptr(pi, rcname),
+                                              ptr(rest[0], rcname), ptr(rest[1], rcname))
+        start_th = arr(rest[0] if theta0 is None else theta0, (n,))
+        start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
+        theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
+    motor_counts = np.zeros((k, n), np.int64)
     status = getattr(lib, f"{p}_loopback")(
-        rt._rt, plant, k, ptr(start_q, rcname), ptr(start_qd, rcname),
-        ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname), ptr(val, "uint8_t"),
-        ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname), ptr(tau, rcname),
-        ptr(counts, "int64_t"), ptr(tau_contact, rcname), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
+        rt._rt, plant, k, ptr(start_q, rcname), ptr(start_qd, rcname), ptr(start_th, rcname),
+        ptr(start_thd, rcname), ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname),
+        ptr(val, "uint8_t"), ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname),
+        ptr(theta_true, rcname), ptr(thetad_true, rcname), ptr(tau, rcname), ptr(counts, "int64_t"),
+        ptr(motor_counts, "int64_t"), ptr(tau_contact, rcname), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
     if status == -2:
         raise ValueError("the loopback refused the plant (substeps or delay out of range)")
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}
     extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
+    if elastic:
+        extra.update(theta_true=theta_true, thetad_true=thetad_true, motor_counts=motor_counts,
+                     motor_valid=valid_arr_of(val, k, n))
     if ext is not None or tau_contact is not None:
         extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (0 if tau_contact is None else tau_contact)
-    if val is not None:
-        valid_arr = val.astype(bool)
-    else:
-        valid_arr = np.ones((k, n), bool)
+    valid_arr = valid_arr_of(val, k, n)
     # the log's tau[k] is what the step saw: the torque applied over the sample before k
     seen = np.vstack([np.zeros((1, n), real), tau[:-1]])
     log = Log(robot=p, sample_period=rt.sample_period, time=np.asarray(trajectory.time, float), counts=counts,

@@ -20,7 +20,7 @@ from codegen.description import load_robot
 from .closed_loop import ClosedLoopModel, Loop
 from .compiled import load
 from .eval_reports import save_figure, write_atomic
-from .ident_pipeline import positions
+from .ident_pipeline import positions, rigid_only
 from .logs import Log
 from .loopback import SimulationError, simulate
 from .outputerror import METHODS, Identification, Method, OEData, OESettings, Result, description_start
@@ -91,6 +91,7 @@ def oe_data(spec: str, log: Log, drive_gain: np.ndarray | float = 1.0, source: s
     read; tau[k] = G_tau x the log's tau[k + 1] (the controller's output held over sample k, as a
     torque: G_tau = 1 when the log holds torques)."""
     robot = load_robot(spec)
+    rigid_only(robot, spec)
     if log.robot != robot.c_name:
         raise ValueError(f"{source}: the log is of robot {log.robot!r}, not {robot.c_name!r}")
     if len(log) < 100:
@@ -105,6 +106,7 @@ def synthetic_run(spec: str, opts: OESynthetic) -> tuple[Log, Loop]:
     a well-tuned PD (critically damped at ``bandwidth``), quantised encoders, an unmodelled
     disturbance and noise on the logged torques."""
     robot = load_robot(spec)
+    rigid_only(robot, spec)
     rt = load_rt(spec, estimator="findiff", observer="none", controller="pid")
     traj = generated_trajectory(robot, opts.duration, rt.sample_period, seed=opts.seed + 3, speed=0.8, span=0.6)
     m0 = np.diag(load(spec).mass_matrix(traj.q[0]))

@@ -231,18 +231,23 @@ class Realtime:
                         "reset": reset})
         return {k: v[0] for k, v in self.run_inputs(a).items()}
 
-    def encoder_counts(self, q: Any) -> tuple[np.ndarray, np.ndarray]:
+    def encoder_counts(self, q: Any, theta: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """The counts (primary, second channel; int64, unwrapped) robot positions q (..., dof) show
-        through this config's encoders: the loopback's sensor model (<robot>_loopback_encoder)."""
+        through this config's encoders: the loopback's sensor model (<robot>_loopback_encoder). The
+        second channel reads theta (an elastic arm's motor positions, link side) if given, else q."""
         q = np.asarray(q, float)
         if q.shape[-1:] != (self.dof,):
             raise ValueError(f"q must end in a dimension of {self.dof} joints, got shape {q.shape}")
+        if theta is not None and np.shape(theta) != q.shape:
+            raise ValueError(f"theta must have the shape of q {q.shape}, got {np.shape(theta)}")
         real = np.float32 if self.input_dtype["tau"].base == np.float32 else np.float64
         flat = np.ascontiguousarray(q.reshape(-1, self.dof), dtype=real)
+        th = None if theta is None else np.ascontiguousarray(np.reshape(theta, (-1, self.dof)), dtype=real)
         counts, motor = np.zeros(flat.shape, np.int64), np.zeros(flat.shape, np.int64)
         fn, rc = getattr(self.lib, f"{self.name}_loopback_encoder"), f"{self.name}_real_t *"
         for k in range(len(flat)):
             fn(self._cfg, self.ffi.cast(rc, self.ffi.from_buffer(flat[k])),
+               self.ffi.NULL if th is None else self.ffi.cast(rc, self.ffi.from_buffer(th[k])),
                self.ffi.cast("int64_t *", self.ffi.from_buffer(counts[k])),
                self.ffi.cast("int64_t *", self.ffi.from_buffer(motor[k])))
         return counts.reshape(q.shape), motor.reshape(q.shape)

@@ -175,13 +175,3 @@ def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:
         defl4 = th[3] - q[3] + 0.5 * q[2]
         assert np.allclose(y[3, 12:16], [thd[3] - qd[3] + 0.5 * qd[2], thd[3], defl4, np.tanh(thd[3] / 0.01)])
         assert np.all(y[0, 4:] == 0) and np.all(y[3, :12] == 0)            # block diagonal
-
-
-def test_the_rigid_loopback_refuses_an_elastic_arm() -> None:
-    from host_tools.loopback import simulate
-    from host_tools.rt import load_rt
-    from host_tools.trajectories import generated_trajectory
-
-    rt = load_rt("biorob4")
-    with pytest.raises(ValueError, match="series-elastic joints"):
-        simulate(rt, generated_trajectory(load_robot("biorob4"), 0.1, rt.sample_period))

@@ -161,3 +161,19 @@ def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, pr
             assert not undefined & HEAP, undefined
             if precision == "float":
                 assert not undefined & DOUBLE_MATH, undefined
+
+
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_elastic_arm_is_strict_and_heap_free_in_both_precisions(precision: str, tmp_path: Path) -> None:
+    """biorob4 (series-elastic drives: the tau_el observer, the motor-side estimator, the
+    state-feedback controller, the elastic loopback) under the same contract."""
+    folder = tmp_path / "gen"
+    generate(load_robot("biorob4"), precision).write(folder)  # type: ignore[arg-type]
+    extra = ["-Wdouble-promotion"] if precision == "float" else []
+    for cc in ("gcc", "clang"):
+        require_tool(cc)
+        for obj in compile_folder(cc, folder, tmp_path / cc, extra):
+            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
+            assert not undefined & HEAP, undefined
+            if precision == "float":
+                assert not undefined & DOUBLE_MATH, undefined

@@ -135,3 +135,54 @@ def test_bundled_urdf_robots_match_their_urdf(name: str, chain: tuple[str, str])
     for a, b in zip(fresh.joints, bundled.joints):
         assert np.allclose(a.pre_matrix @ a.post_matrix, b.pre_matrix @ b.post_matrix, atol=1e-15)
         assert (a.IA, a.FV, a.FC, a.gear_ratio, a.encoder) == (b.IA, b.FV, b.FC, b.gear_ratio, b.encoder)
+
+
+ELASTIC_OVERLAY = """\
+joints:
+  a: {gear_ratio: 50, encoder: {cpr: 262144, side: link},
+      elastic: {motor_inertia: 0.2, stiffness: 80, damping: 0.4, motor_viscous: 0.5, motor_coulomb: 0.1,
+                motor_encoder: {cpr: 4096}}}
+  b: {FV: 0.1, elastic: {motor_inertia: 0.05, stiffness: 20, coupling: {a: 0.3}}}
+"""
+
+
+def test_overlay_declares_elastic_drives(urdf: Path, tmp_path: Path) -> None:
+    """The overlay's elastic blocks (by URDF joint name) give the same drives as a robot YAML: the
+    coupled dynamics is the rigid forward dynamics driven by (I + A)^T tau_el (seed 003 eq. 3.24)
+    and the motors' eq. 3.23; `manipgen convert` keeps them."""
+    from host_tools import load
+
+    overlay = tmp_path / "elastic.yaml"
+    overlay.write_text(ELASTIC_OVERLAY)
+    robot = load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
+    a, b = (j.elastic for j in robot.joints)
+    assert a is not None and b is not None and robot.elastic
+    assert (a.stiffness, a.damping, b.coupling) == (80.0, 0.4, ((0, 0.3),))
+    assert a.motor_encoder is not None and a.motor_encoder.cpr == 4096 and a.motor_encoder.side == "motor"
+    assert robot.realtime.options.controller == "state_feedback"
+    dyn = load(urdf, base_link="base", tip_link="tool", overlay=overlay)
+    frozen = tmp_path / "frozen.yaml"
+    frozen.write_text(robot_to_yaml(robot))
+    again = load(frozen)
+    coupling = np.array([[0.0, 0.0], [0.3, 0.0]])
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        q, qd, th, thd, tm = rng.uniform(-1, 1, (5, 2))
+        tau_el = np.array([80.0, 20.0]) * (th - q - coupling @ q) + np.array([0.4, 0.0]) * (thd - qd - coupling @ qd)
+        qdd, thdd = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
+        assert np.allclose(qdd, dyn.forward_dynamics(q, qd, (np.eye(2) + coupling).T @ tau_el), rtol=1e-12, atol=1e-12)
+        motor = (tm - np.array([0.5, 0.0]) * thd - np.array([0.1, 0.0]) * np.sign(thd) - tau_el) / np.array([0.2, 0.05])
+        assert np.allclose(thdd, motor, rtol=1e-12, atol=1e-12)
+        for x, y in zip(again.elastic_forward_dynamics(q, qd, th, thd, tm), (qdd, thdd)):
+            assert np.allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_overlay_elastic_errors_name_the_field(urdf: Path, tmp_path: Path) -> None:
+    overlay = tmp_path / "half.yaml"
+    overlay.write_text("joints:\n  a: {elastic: {motor_inertia: 0.1, stiffness: 10}}\n")
+    with pytest.raises(DescriptionError, match=r"half.yaml.*joints.b: elastic: give every joint"):
+        load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
+    overlay.write_text("joints:\n  a: {elastic: {motor_inertia: 0.1, stiffness: 10}}\n"
+                       "  b: {elastic: {motor_inertia: 0.1, stiffness: 10, coupling: {c: 1}}}\n")
+    with pytest.raises(DescriptionError, match=r"joints.b.elastic.coupling"):
+        load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)

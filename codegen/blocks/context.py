@@ -65,6 +65,22 @@ class Ctx:
             "nle": cs.Function("nle", [d.q, d.qd, pi], [d.nonlinear_effects(pi)]),
         }
 
+    @cached_property
+    def _elastic_fns(self) -> dict[str, cs.Function]:
+        d = self.dyn
+        k, dmp = cs.SX.sym("k_e", self.n), cs.SX.sym("d_e", self.n)
+        th, thd = d.motor_equilibrium(d.pi)
+        return {
+            "elastic_joint_torque": cs.Function("elastic_joint_torque", [d.q, d.qd, d.theta, d.thetad, k, dmp],
+                                                [d.elastic_joint_torque(k, dmp)]),
+            "motor_equilibrium": cs.Function("motor_equilibrium", [d.q, d.qd, d.pi], [th, thd]),
+            "motor_gravity": cs.Function("motor_gravity", [d.q, d.pi], [d.motor_gravity(d.pi)]),
+        }
+
+    def call_elastic(self, name: str, *args: Any) -> Any:
+        """The series-elastic drives' expressions (codegen.dynamics), for elastic arms only."""
+        return self._elastic_fns[name](*args)
+
     def call(self, name: str, *args: Any) -> Any:
         return self._fns[name](*args)
 

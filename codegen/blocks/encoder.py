@@ -139,3 +139,4 @@ def reference(d: Data, block: Block) -> None:
     d["out.faults"] = d["st.enc.faults"].copy()
     d["out.motor_faults"] = d["st.enc.motor_faults"].copy()
     d["loc.valid"] = (d["in.valid"] != 0).astype(float)
+    d["loc.motor_valid"] = ((d["in.motor_valid"] != 0) & (d["cfg.enc.motor_cpr"] >= 1.0)).astype(float)

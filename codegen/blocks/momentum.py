@@ -7,7 +7,10 @@ T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor th
 formed. q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
 (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
 (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
-the pole is 1 - K_O T. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
+the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
+§5.2, eqs. 5.6-5.10): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
+both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
+set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
 motion (measured on the iiwa: 0.66 N m at most on joint 2 for 1 rad/s-class motion at 1 kHz).
 The first sample sets p_0 and r = 0. Sign: r is the external torque acting on
 the robot, in the joint torque's sign convention.
@@ -24,18 +27,32 @@ from .context import Ctx
 def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     n, ts = ctx.n, ctx.ts
     model, pi = ctx.model_inputs()
-    q, qd, tau = ctx.sym("q"), ctx.sym("qd"), ctx.sym("tau")
+    q, qd = ctx.sym("q"), ctx.sym("qd")
     p0, integ, r, k = ctx.sym("p0"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_o")
+    elastic: list[Field] = []
+    if ctx.robot.elastic:     # seed 003 §5.2: the joint torque is the springs', (I + A)^T tau_el
+        th, thd, ke, de = ctx.sym("theta"), ctx.sym("thetad"), ctx.sym("k_e"), ctx.sym("d_e")
+        tau = ctx.call_elastic("elastic_joint_torque", q, qd, th, thd, ke, de)
+        torque_in = [("out.theta_hat", th), ("out.thetad_hat", thd), ("cfg.obs.k_e", ke), ("cfg.obs.d_e", de)]
+        drives = [j.elastic for j in ctx.robot.joints]
+        elastic = [Field("k_e", "real", (n,), "spring stiffness k_e per joint (N m/rad), e.g. identified",
+                         tuple(dr.stiffness for dr in drives if dr is not None), low=0.0),
+                   Field("d_e", "real", (n,), "spring damping d_e per joint (N m s/rad)",
+                         tuple(dr.damping for dr in drives if dr is not None), low=0.0)]
+    else:
+        tau = ctx.sym("tau")
+        torque_in = [("in.tau", tau)]
     p = ctx.call("momentum", q, qd, pi)
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi)
     integ_n = integ + ts * (tau - beta + r)
     r_n = k * (p - p0 - integ_n)
-    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("in.tau", tau), ("st.obs.p0", p0),
-                                ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)] + model,
+    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd)] + torque_in + [
+                                ("st.obs.p0", p0), ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)] + model,
                        [("st.obs.p", p), ("st.obs.integ", integ_n), ("st.obs.r", r_n), ("out.r", r_n)],
                        "momentum, integral and residual")
     return Block(kind="obs", name="momentum", doc=__doc__ or "", template="momentum",
-                 config=[Field("k_o", "real", (n,), "observer gain K_O per joint (1/s)", per_joint(k_o, n), low=0.0, high=1.0 / ts)],
+                 config=[Field("k_o", "real", (n,), "observer gain K_O per joint (1/s)", per_joint(k_o, n), low=0.0,
+                               high=1.0 / ts)] + elastic,
                  state=[Field("p0", "real", (n,), "momentum at the first sample"),
                         Field("p", "real", (n,), "momentum of this sample"),
                         Field("integ", "real", (n,), "integral of tau - beta + r"),

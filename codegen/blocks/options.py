@@ -15,7 +15,7 @@ ESTIMATORS: dict[str, dict[str, type]] = {
     "slimod": {},
 }
 OBSERVERS = ("none", "momentum", "adaptive", "adaptive_measured", "direct", "direct_measured")
-CONTROLLERS = ("none", "computed_torque", "pid")
+CONTROLLERS = ("none", "computed_torque", "pid", "state_feedback")   # state_feedback: elastic arms
 DEFAULT_OPTIONS: dict[str, dict[str, float]] = {
     "movav": {"p": 2}, "lsf": {"n": 4, "p": 1}, "bde": {"n": 2}, "tse": {"n": 3},
     "ewlr": {"n": 10, "lam": 0.8},

@@ -16,12 +16,13 @@ import numpy as np
 from ..dynamics import Dynamics
 from ..errors import DescriptionError
 from ..model import Robot
-from . import adaptive, controllers, detect, direct, encoder, findiff, fir, kalman, linhg, model_params, momentum, nlhg, slimod
+from . import adaptive, controllers, detect, direct, encoder, findiff, fir, kalman, linhg, model_params, momentum, motor, nlhg, slimod
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
 from .options import ESTIMATORS, RtOptions
 
 KIND_DOC = {"model": "model parameters", "enc": "encoders", "est": "velocity estimator",
+            "mest": "motor-side velocity estimator",
             "obs": "collision observer", "det": "detection and reaction", "ctl": "controller"}
 
 
@@ -59,7 +60,7 @@ def input_fields(n: int) -> list[Field]:
             Field("reset", "uint8", (), "1: clear the latched collision and its reaction")]
 
 
-LOCALS = ("valid", "total_r", "motor_total_r")
+LOCALS = ("valid", "motor_valid", "total_r", "motor_total_r")
 
 
 @dataclass
@@ -152,14 +153,14 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
     Keys are ``<estimator name>.<field>`` (e.g. ``linhg.h1``: used only when that estimator is
     generated) or ``<kind>.<field>`` for the other blocks (``obs.k_o``, ``det.threshold``,
     ``ctl.kp``; ignored when the block is not generated)."""
-    prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}
+    prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}   # the motor estimator: mest
     design: dict[str, tuple[tuple[float, ...], int]] = {}
     for key, values, line in robot.realtime.config:
         prefix, _, name = key.partition(".")
         where = f"realtime.config.{key}"
-        if prefix not in set(ESTIMATORS) | {"model", "enc", "obs", "det", "ctl"}:
+        if prefix not in set(ESTIMATORS) | {"model", "enc", "mest", "obs", "det", "ctl"}:
             raise DescriptionError(robot.file, where, "keys are <estimator>.<field> (estimators: "
-                                   + ", ".join(ESTIMATORS) + ") or model/enc/obs/det/ctl.<field>", line)
+                                   + ", ".join(ESTIMATORS) + ") or model/enc/mest/obs/det/ctl.<field>", line)
         b = prefixes.get(prefix)
         if b is None:
             continue
@@ -203,6 +204,15 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
         blocks.append(model_params.build(ctx))
     blocks.append(encoder.build(ctx))
     blocks.append(_estimator(ctx))
+    if robot.elastic:
+        _check_elastic(robot, options)
+        try:
+            blocks.append(motor.build(blocks[-1]))
+        except ValueError as exc:
+            raise DescriptionError(robot.file, "realtime.estimator", str(exc)) from None
+    elif options.controller == "state_feedback":
+        raise DescriptionError(robot.file, "realtime.controller", "the state_feedback controller is for "
+                               "series-elastic joints (elastic:); choose computed_torque or pid")
     if options.observer == "momentum":
         blocks.append(momentum.build(ctx))
     elif options.observer in ("adaptive", "direct") and not _gives_acceleration(blocks[-1]):
@@ -221,20 +231,40 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
         blocks.append(controllers.computed_torque(ctx))
     elif options.controller == "pid":
         blocks.append(controllers.pid(ctx))
+    elif options.controller == "state_feedback":
+        blocks.append(controllers.state_feedback(ctx))
     design = _apply_overrides(blocks, robot)
-    kal = next((b for b in blocks if b.name == "kalman"), None)
-    if kal is not None and "kalman.gain" not in design:   # the gain follows the final design values
-        _design_kalman(kal, blocks, robot, design, ctx.ts)
+    for kal in (b for b in blocks if b.name == "kalman"):   # the gain follows the final design values
+        if ("kalman" if kal.kind == "est" else kal.kind) + ".gain" not in design:
+            _design_kalman(kal, blocks, robot, design, ctx.ts)
     return Pipeline(robot, options, blocks, ctx)
+
+
+def _check_elastic(robot: Robot, options: RtOptions) -> None:
+    """An elastic arm's pipeline: the tau_el momentum observer (or none), the state-feedback
+    controller (or none) -- the others need a link-side torque the arm does not measure."""
+    if options.observer not in ("none", "momentum"):
+        raise DescriptionError(robot.file, "realtime.observer", f"{robot.name} has series-elastic joints: its "
+                               "observer is momentum (driven by tau_el, seed 003 §5.2) or none, not "
+                               + options.observer)
+    if options.controller not in ("none", "state_feedback"):
+        raise DescriptionError(robot.file, "realtime.controller", f"{robot.name} has series-elastic joints: its "
+                               "controller commands motor torques: state_feedback (seed 003 §3.2.4) or none, not "
+                               + options.controller)
 
 
 def _design_kalman(block: Block, blocks: list[Block], robot: Robot,
                    design: dict[str, tuple[tuple[float, ...], int]], ts: float) -> None:
+    """The steady-state gain from q_var (design or default) and r_var (design, else the quantisation
+    of the encoder the block reads: the motor channel's for the motor-side estimator)."""
     enc = next(b for b in blocks if b.kind == "enc")
     by_enc = {f.name: f.default_array() for f in enc.config}
+    side = "motor_" if block.kind == "mest" else ""
     q_var = np.array(design["kalman.q_var"][0] if "kalman.q_var" in design else block.options["q_var"])
-    r_var = (np.array(design["kalman.r_var"][0]) if "kalman.r_var" in design else
-             np.array([kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"])]))
+    # a joint without a motor encoder (motor_cpr 0): its theta is constant; any finite variance does
+    cpr = np.where(by_enc[side + "cpr"] >= 1, by_enc[side + "cpr"], by_enc["cpr"])
+    r_var = (np.array(design["kalman.r_var"][0]) if "kalman.r_var" in design and not side else
+             np.array([kalman.measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])]))
     gain = kalman.design(ts, q_var, r_var)
     block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
     by = {f.name: i for i, f in enumerate(block.config)}

@@ -44,30 +44,41 @@ typedef struct {
 
 /**
  * The encoder model of the loopback: the counts (unwrapped, int64; saturated at +-4e18) a robot at q
- * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent).
+ * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent);
+ * the second channel reads theta (the motor positions, link side) when not NULL, else q.
  */
 void biorob4_loopback_encoder(const biorob4_rt_config_t *cfg, const biorob4_real_t q[BIOROB4_DOF],
-                              int64_t counts[BIOROB4_DOF], int64_t motor_counts[BIOROB4_DOF]);
+                              const biorob4_real_t *theta, int64_t counts[BIOROB4_DOF],
+                              int64_t motor_counts[BIOROB4_DOF]);
 
 /**
- * Run n samples from (q0, qd0); rt must be initialised (its state carries over between calls).
+ * Run n samples from (q0, qd0, theta0, thetad0); rt must be initialised (its state carries over between calls).
+ * Series-elastic plant (seed 003 eqs. 3.23-3.25): the command out.tau_cmd is the motor torque tau_m
+ * (link side); the links feel (I + A)^T tau_el, tau_ext and the contact; the motors' parameters are
+ * the description's, the links' plant->params. The second encoder channel reads theta.
+ * @param theta0, thetad0 the motors' start state (required)
+ * @param[out] theta_true, thetad_true the motors' state at each sample instant, or NULL
  * @param tau_ext external joint torque on the plant per sample, or NULL (none)
  * @param valid   per-sample, per-joint encoder valid flags, or NULL (all valid)
  * @param[out] q_true, qd_true, qdd_true  the plant's state at each sample instant
- * @param[out] tau    the torque the controller applied over each sample (without tau_ext)
+ * @param[out] tau    the torque the controller applied over each sample (without tau_ext): tau_m
  * @param[out] counts the encoder counts read (unwrapped, int64)
+ * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..BIOROB4_LOOPBACK_MAX_DELAY, or the contact
- *         has k < 0, lambda < 0 or e <= 0 with k > 0 (nothing run)
+ *         has k < 0, lambda < 0 or e <= 0 with k > 0, or theta0 / thetad0 is NULL (nothing run)
  */
 int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      const biorob4_real_t q0[BIOROB4_DOF], const biorob4_real_t qd0[BIOROB4_DOF],
+                     const biorob4_real_t *theta0, const biorob4_real_t *thetad0,
                      const biorob4_real_t *q_des, const biorob4_real_t *qd_des, const biorob4_real_t *qdd_des,
                      const biorob4_real_t *tau_ext, const uint8_t *valid,
                      biorob4_real_t *q_true, biorob4_real_t *qd_true, biorob4_real_t *qdd_true,
-                     biorob4_real_t *tau, int64_t *counts, biorob4_real_t *tau_contact, biorob4_rt_output_t *out);
+                     biorob4_real_t *theta_true, biorob4_real_t *thetad_true,
+                     biorob4_real_t *tau, int64_t *counts, int64_t *motor_counts, biorob4_real_t *tau_contact,
+                     biorob4_rt_output_t *out);
 
 #ifdef __cplusplus
 }

@@ -4614,7 +4614,7 @@ void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t 
 
 void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
 {
-    real_t valid[FRANKA_PANDA_DOF], total_r[FRANKA_PANDA_DOF], motor_total_r[FRANKA_PANDA_DOF];
+    real_t valid[FRANKA_PANDA_DOF], motor_valid[FRANKA_PANDA_DOF], total_r[FRANKA_PANDA_DOF], motor_total_r[FRANKA_PANDA_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -4627,9 +4627,11 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
+        motor_valid[i] = 0;
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+            motor_valid[i] = 1;
         } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
@@ -4743,6 +4745,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     franka_panda_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
 
     (void)valid;
+    (void)motor_valid;
     rt->first = 0u;
     rt->steps++;
 }

@@ -4352,7 +4352,7 @@ void kuka_iiwa14_rt_init(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_config_t *cf
 
 void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out)
 {
-    real_t valid[KUKA_IIWA14_DOF], total_r[KUKA_IIWA14_DOF], motor_total_r[KUKA_IIWA14_DOF];
+    real_t valid[KUKA_IIWA14_DOF], motor_valid[KUKA_IIWA14_DOF], total_r[KUKA_IIWA14_DOF], motor_total_r[KUKA_IIWA14_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -4365,9 +4365,11 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
+        motor_valid[i] = 0;
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+            motor_valid[i] = 1;
         } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
@@ -4481,6 +4483,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
     kuka_iiwa14_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
 
     (void)valid;
+    (void)motor_valid;
     rt->first = 0u;
     rt->steps++;
 }

@@ -690,7 +690,7 @@ void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 
 void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_output_t *out)
 {
-    real_t valid[PLANAR2_DOF], total_r[PLANAR2_DOF], motor_total_r[PLANAR2_DOF];
+    real_t valid[PLANAR2_DOF], motor_valid[PLANAR2_DOF], total_r[PLANAR2_DOF], motor_total_r[PLANAR2_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -703,9 +703,11 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
+        motor_valid[i] = 0;
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+            motor_valid[i] = 1;
         } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
@@ -819,6 +821,7 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     planar2_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
 
     (void)valid;
+    (void)motor_valid;
     rt->first = 0u;
     rt->steps++;
 }

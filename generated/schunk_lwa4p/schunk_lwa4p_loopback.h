@@ -44,18 +44,22 @@ typedef struct {
 
 /**
  * The encoder model of the loopback: the counts (unwrapped, int64; saturated at +-4e18) a robot at q
- * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent).
+ * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent);
+ * the second channel reads theta (the motor positions, link side) when not NULL, else q.
  */
 void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const schunk_lwa4p_real_t q[SCHUNK_LWA4P_DOF],
-                              int64_t counts[SCHUNK_LWA4P_DOF], int64_t motor_counts[SCHUNK_LWA4P_DOF]);
+                              const schunk_lwa4p_real_t *theta, int64_t counts[SCHUNK_LWA4P_DOF],
+                              int64_t motor_counts[SCHUNK_LWA4P_DOF]);
 
 /**
  * Run n samples from (q0, qd0); rt must be initialised (its state carries over between calls).
+ * @param theta0, thetad0, theta_true, thetad_true unused (NULL): the plant is rigid
  * @param tau_ext external joint torque on the plant per sample, or NULL (none)
  * @param valid   per-sample, per-joint encoder valid flags, or NULL (all valid)
  * @param[out] q_true, qd_true, qdd_true  the plant's state at each sample instant
  * @param[out] tau    the torque the controller applied over each sample (without tau_ext)
  * @param[out] counts the encoder counts read (unwrapped, int64)
+ * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
@@ -64,10 +68,13 @@ void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const sc
  */
 int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *plant, long n,
                      const schunk_lwa4p_real_t q0[SCHUNK_LWA4P_DOF], const schunk_lwa4p_real_t qd0[SCHUNK_LWA4P_DOF],
+                     const schunk_lwa4p_real_t *theta0, const schunk_lwa4p_real_t *thetad0,
                      const schunk_lwa4p_real_t *q_des, const schunk_lwa4p_real_t *qd_des, const schunk_lwa4p_real_t *qdd_des,
                      const schunk_lwa4p_real_t *tau_ext, const uint8_t *valid,
                      schunk_lwa4p_real_t *q_true, schunk_lwa4p_real_t *qd_true, schunk_lwa4p_real_t *qdd_true,
-                     schunk_lwa4p_real_t *tau, int64_t *counts, schunk_lwa4p_real_t *tau_contact, schunk_lwa4p_rt_output_t *out);
+                     schunk_lwa4p_real_t *theta_true, schunk_lwa4p_real_t *thetad_true,
+                     schunk_lwa4p_real_t *tau, int64_t *counts, int64_t *motor_counts, schunk_lwa4p_real_t *tau_contact,
+                     schunk_lwa4p_rt_output_t *out);
 
 #ifdef __cplusplus
 }

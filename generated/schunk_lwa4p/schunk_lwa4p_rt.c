@@ -4500,7 +4500,7 @@ void schunk_lwa4p_rt_init(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t 
 
 void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
 {
-    real_t valid[SCHUNK_LWA4P_DOF], total_r[SCHUNK_LWA4P_DOF], motor_total_r[SCHUNK_LWA4P_DOF];
+    real_t valid[SCHUNK_LWA4P_DOF], motor_valid[SCHUNK_LWA4P_DOF], total_r[SCHUNK_LWA4P_DOF], motor_total_r[SCHUNK_LWA4P_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -4513,9 +4513,11 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
+        motor_valid[i] = 0;
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+            motor_valid[i] = 1;
         } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
@@ -4631,6 +4633,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     schunk_lwa4p_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
 
     (void)valid;
+    (void)motor_valid;
     rt->first = 0u;
     rt->steps++;
 }

@@ -383,67 +383,72 @@ static int64_t quantise(real_t c)
     return (int64_t)c;
 }
 
-void ur5_loopback_encoder(const ur5_rt_config_t *cfg, const real_t q[N], int64_t counts[N],
-                              int64_t motor_counts[N])
+void ur5_loopback_encoder(const ur5_rt_config_t *cfg, const real_t q[N], const real_t *theta,
+                              int64_t counts[N], int64_t motor_counts[N])
 {
     real_t c[N], m[N];
     int i;
     sensor_count(q, cfg->enc.cpr, cfg->enc.gear, cfg->enc.direction, cfg->enc.offset, c);
-    sensor_count(q, cfg->enc.motor_cpr, cfg->enc.motor_gear, cfg->enc.motor_direction, cfg->enc.motor_offset, m);
+    sensor_count(theta != NULL ? theta : q, cfg->enc.motor_cpr, cfg->enc.motor_gear, cfg->enc.motor_direction, cfg->enc.motor_offset, m);
     for (i = 0; i < N; ++i) {
         counts[i] = quantise(c[i]);
         motor_counts[i] = cfg->enc.motor_cpr[i] >= 1 ? quantise(m[i]) : 0;
     }
 }
+/* the plant's state: q, qd */
+#define S (2 * N)
 
-/* qdd of the plant under u (+ the obstacle's contact torque when contact); 0 on success */
-static int plant_acceleration(const ur5_plant_t *plant, const real_t *q, const real_t *qd,
-                              const real_t *u, int contact, real_t *qdd)
+/* dx/dt of the plant under the command u (+ the obstacle's contact torque when contact) and the
+   external torque ext (link side); qdd also into qdd_out if not NULL. 0 on success. */
+static int plant_derivative(const ur5_plant_t *plant, const real_t x[S], const real_t *u, const real_t *ext,
+                            int contact, real_t dx[S])
 {
     real_t total[N], tc[N], f, d;
     int i;
     for (i = 0; i < N; ++i) {
-        total[i] = u[i];
+        total[i] = u[i] + ext[i];
     }
     if (contact) {
-        hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k, &plant->contact_lambda,
-                      &plant->contact_exponent, tc, &f, &d);
+        hunt_crossley(&x[0], &x[N], plant->contact_point, plant->contact_normal, &plant->contact_k,
+                      &plant->contact_lambda, &plant->contact_exponent, tc, &f, &d);
         for (i = 0; i < N; ++i) {
             total[i] += tc[i];
         }
     }
-    return ur5_forward_dynamics_p(q, qd, total, plant->params, qdd);
+    for (i = 0; i < N; ++i) {
+        dx[i] = x[N + i];
+    }
+    return ur5_forward_dynamics_p(&x[0], &x[N], total, plant->params, &dx[N]);
 }
 
-/* one classic Runge-Kutta step of length h under constant torque u */
-static int rk4(const ur5_plant_t *plant, real_t *q, real_t *qd, const real_t *u, int contact, real_t h)
+/* one classic Runge-Kutta step of length h under constant command u and external torque ext */
+static int rk4(const ur5_plant_t *plant, real_t x[S], const real_t *u, const real_t *ext, int contact, real_t h)
 {
-    real_t k1q[N], k1v[N], k2q[N], k2v[N], k3q[N], k3v[N], k4q[N], k4v[N], tq[N], tv[N];
+    real_t k1[S], k2[S], k3[S], k4[S], t[S];
     int i, bad = 0;
-    for (i = 0; i < N; ++i) { k1q[i] = qd[i]; }
-    bad |= plant_acceleration(plant, q, qd, u, contact, k1v);
-    for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k1q[i]; tv[i] = qd[i] + h / 2 * k1v[i]; k2q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, contact, k2v);
-    for (i = 0; i < N; ++i) { tq[i] = q[i] + h / 2 * k2q[i]; tv[i] = qd[i] + h / 2 * k2v[i]; k3q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, contact, k3v);
-    for (i = 0; i < N; ++i) { tq[i] = q[i] + h * k3q[i]; tv[i] = qd[i] + h * k3v[i]; k4q[i] = tv[i]; }
-    bad |= plant_acceleration(plant, tq, tv, u, contact, k4v);
-    for (i = 0; i < N; ++i) {
-        q[i] += h / 6 * (k1q[i] + 2 * k2q[i] + 2 * k3q[i] + k4q[i]);
-        qd[i] += h / 6 * (k1v[i] + 2 * k2v[i] + 2 * k3v[i] + k4v[i]);
+    bad |= plant_derivative(plant, x, u, ext, contact, k1);
+    for (i = 0; i < S; ++i) { t[i] = x[i] + h / 2 * k1[i]; }
+    bad |= plant_derivative(plant, t, u, ext, contact, k2);
+    for (i = 0; i < S; ++i) { t[i] = x[i] + h / 2 * k2[i]; }
+    bad |= plant_derivative(plant, t, u, ext, contact, k3);
+    for (i = 0; i < S; ++i) { t[i] = x[i] + h * k3[i]; }
+    bad |= plant_derivative(plant, t, u, ext, contact, k4);
+    for (i = 0; i < S; ++i) {
+        x[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
     }
     return bad;
 }
 
 int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
-                     const real_t q0[N], const real_t qd0[N],
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
-                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
-                     real_t *tau, int64_t *counts, real_t *tau_contact, ur5_rt_output_t *out)
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true, real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     ur5_rt_output_t *out)
 {
     ur5_rt_input_t in;
-    real_t q[N], qd[N], applied[N], u[N];
+    real_t x[S], dx[S], applied[N], u[N], e[N];
     real_t pending[UR5_LOOPBACK_MAX_DELAY + 1][N];   /* commands not yet applied, a ring */
     int64_t c[N], m[N];
     real_t h;
@@ -451,14 +456,18 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
     int i, s, contact;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > UR5_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
-        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))) {
+        || (plant->contact_k > 0 && !(plant->contact_exponent > 0))
+        ) {
         return -2;
     }
     h = (real_t)(UR5_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
-    memcpy(q, q0, sizeof q);
-    memcpy(qd, qd0, sizeof qd);
+    memcpy(&x[0], q0, N * sizeof(real_t));
+    memcpy(&x[N], qd0, N * sizeof(real_t));
+    (void)theta0;
+    (void)thetad0;
     memset(applied, 0, sizeof applied);
     memset(u, 0, sizeof u);
+    memset(e, 0, sizeof e);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
@@ -466,15 +475,18 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
         if (tau_contact != NULL) {
             real_t f, d;
             if (contact) {
-                hunt_crossley(q, qd, plant->contact_point, plant->contact_normal, &plant->contact_k,
+                hunt_crossley(&x[0], &x[N], plant->contact_point, plant->contact_normal, &plant->contact_k,
                               &plant->contact_lambda, &plant->contact_exponent, &tau_contact[k * N], &f, &d);
             } else {
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        ur5_loopback_encoder(&rt->cfg, q, c, m);
+        ur5_loopback_encoder(&rt->cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
+            if (motor_counts != NULL) {
+                motor_counts[k * N + i] = m[i];
+            }
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
@@ -483,9 +495,11 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
             in.qdd_des[i] = qdd_des[k * N + i];
-            q_true[k * N + i] = q[i];
-            qd_true[k * N + i] = qd[i];
+            q_true[k * N + i] = x[i];
+            qd_true[k * N + i] = x[N + i];
         }
+        (void)theta_true;
+        (void)thetad_true;
         ur5_rt_step(rt, &in, &out[k]);
         for (i = 0; i < N; ++i) {
             pending[k % (UR5_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
@@ -494,11 +508,12 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }
-        if (plant_acceleration(plant, q, qd, u, contact, &qdd_true[k * N]) != 0) {
+        if (plant_derivative(plant, x, u, e, contact, dx) != 0) {
             return -1;
         }
+        memcpy(&qdd_true[k * N], &dx[N], N * sizeof(real_t));
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, q, qd, u, contact, h) != 0) {
+            if (rk4(plant, x, u, e, contact, h) != 0) {
                 return -1;
             }
         }

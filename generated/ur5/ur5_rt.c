@@ -4562,7 +4562,7 @@ void ur5_rt_init(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
 
 void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
 {
-    real_t valid[UR5_DOF], total_r[UR5_DOF], motor_total_r[UR5_DOF];
+    real_t valid[UR5_DOF], motor_valid[UR5_DOF], total_r[UR5_DOF], motor_total_r[UR5_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -4575,9 +4575,11 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
+        motor_valid[i] = 0;
         if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
             mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
+            motor_valid[i] = 1;
         } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
@@ -4691,6 +4693,7 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
     ur5_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
 
     (void)valid;
+    (void)motor_valid;
     rt->first = 0u;
     rt->steps++;
 }

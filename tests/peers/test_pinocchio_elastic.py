@@ -43,3 +43,44 @@ def test_biorob4_elastic_forward_dynamics_against_pinocchio() -> None:
             worst = max(worst, err)
             assert np.linalg.norm(got - ref) <= 1e-9 * np.linalg.norm(ref) + 1e-12
     print(f"biorob4 elastic forward dynamics vs Pinocchio aba: worst relative error {worst:.2e}")
+
+
+def test_biorob4_parameterised_elastic_dynamics_against_pinocchio() -> None:
+    """The _p form (the loopback's plant): every link's ten parameters scaled by its own factor in
+    both models (Pinocchio: mass and rotational inertia scaled, centre of mass kept)."""
+    path = ROBOTS_DIR / "biorob4.yaml"
+    model = pin_model_from_yaml(path)
+    dyn = load("biorob4")
+    rng = np.random.default_rng(11)
+    scale = rng.uniform(0.7, 1.3, 4)
+    params = np.array(dyn.manifest["standard_parameters"], float)
+    names = dyn.manifest["standard_parameter_names"]
+    for i, name in enumerate(names):
+        link = int("".join(ch for ch in name if ch.isdigit()))
+        if not name.startswith(("FV", "FC", "FO", "IA")):
+            params[i] *= scale[link - 1]
+    for j in range(1, model.njoints):
+        inertia = model.inertias[j]
+        model.inertias[j] = pin.Inertia(inertia.mass * scale[j - 1], inertia.lever, inertia.inertia * scale[j - 1])
+    data = model.createData()
+    for _ in range(50):
+        q, qd, th, thd, tm = rng.uniform(-1.5, 1.5, (5, 4))
+        th = q + 0.1 * th
+        tau = (np.eye(4) + _coupling()).T @ dyn.elastic_torque(q, qd, th, thd) - friction_torque(path, qd)
+        qdd_ref = pin.aba(model, data, q, qd, tau)
+        qdd, thdd = dyn.elastic_forward_dynamics(q, qd, th, thd, tm, params=params)
+        _, thdd_const = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
+        assert np.linalg.norm(qdd - qdd_ref) <= 1e-9 * np.linalg.norm(qdd_ref)
+        assert np.array_equal(thdd, thdd_const)          # the drives are the description's either way
+    # and it is not the constant form
+    assert np.linalg.norm(dyn.elastic_forward_dynamics(q, qd, th, thd, tm)[0] - qdd) > 1e-3 * np.linalg.norm(qdd)
+
+
+def _coupling() -> np.ndarray:
+    doc = load_yaml(ROBOTS_DIR / "biorob4.yaml")
+    names = [j["name"] for j in doc["joints"]]
+    a = np.zeros((4, 4))
+    for i, j in enumerate(doc["joints"]):
+        for other, factor in (j["elastic"].get("coupling") or {}).items():
+            a[i, names.index(other)] = num(factor)
+    return a
