@@ -112,7 +112,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
                    + " (options as name:key=value,..., e.g. lsf:n=4,p=1; default: the robot's realtime: "
                    "section, else kalman)")
     g.add_argument("--observer", choices=OBSERVERS, help="collision observer (default momentum)")
-    g.add_argument("--controller", choices=CONTROLLERS, help="controller (default computed_torque)")
+    g.add_argument("--controller", choices=CONTROLLERS,
+                   help="controller (default computed_torque; an elastic arm: state_feedback, its motor torque)")
     g.add_argument("--constant-params", action="store_true",
                    help="fold the robot's dynamic parameters into the real-time code (faster; no "
                         "run-time model parameters or payload in the config)")

@@ -48,3 +48,21 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     r = manipgen("demo", "planar2", "--out", str(tmp_path), "--states", "50")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS" in r.stdout and (tmp_path / "planar2" / "libplanar2.a").is_file()
+
+
+def test_elastic_commands(tmp_path: Path) -> None:
+    """`manipgen elastic collide` writes its JSON and figure; the rigid commands send an elastic arm
+    there, and the elastic ones refuse a rigid arm -- one line each, exit 2."""
+    r = manipgen("elastic", "collide", "biorob4", "--out", str(tmp_path / "el"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["reaction"]["detection_sample"] > doc["reaction"]["contact_sample"] > 0
+    assert (tmp_path / "el" / "elastic_collision.png").stat().st_size > 10_000
+    assert json.loads((tmp_path / "el" / "elastic_collision.json").read_text())["no_reaction"]["link"] == 4
+    for args, words in ((("elastic", "identify", "planar2"), "no series-elastic drives"),
+                        (("elastic", "collide", "planar2"), "needs an elastic arm"),
+                        (("collide", "biorob4"), "manipgen elastic collide"),
+                        (("identify", "biorob4", "--synthetic"), "manipgen elastic identify"),
+                        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2")):
+        r = manipgen(*args)
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
