@@ -18,12 +18,12 @@ from .yamlio import Located, Path_t, load_yaml, number, vector
 
 TOP_KEYS = {"name", "source", "convention", "gravity", "sample_period", "joint_parameters",
             "coulomb", "tip", "payload", "joints", "realtime"}
-JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "encoder",
-              "link", "elastic", *JOINT_PARAMS}
+JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "torque_constant",
+              "encoder", "link", "elastic", *JOINT_PARAMS}
 ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling",
                 "motor_encoder"}
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
-OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "encoder", "locked", "elastic", *JOINT_PARAMS}
+OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "torque_constant", "encoder", "locked", "elastic", *JOINT_PARAMS}
 
 
 def check_keys(doc: Located, path: Path_t, value: Any, allowed: set[str] | tuple[str, ...],
@@ -79,6 +79,16 @@ def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
     if direction not in (1, -1) or isinstance(direction, bool):
         raise doc.error(path + ("direction",), f"must be 1 or -1, got {direction!r}")
     return Encoder(cpr=cpr, side=side, bits=bits, signed=signed, offset=offset, direction=direction)
+
+
+def read_torque_constant(doc: Located, path: Path_t, m: dict[str, Any]) -> float:
+    """A joint's ``torque_constant`` k_t (N m/A at the motor shaft, > 0; 0 when absent)."""
+    if "torque_constant" not in m:
+        return 0.0
+    v = number(doc, path + ("torque_constant",), m["torque_constant"])
+    if not v > 0:
+        raise doc.error(path + ("torque_constant",), f"must be positive (N m/A at the motor shaft), got {v:g}")
+    return v
 
 
 def read_elastic(doc: Located, path: Path_t, value: Any, names: list[str], own: int) -> Elastic:
@@ -284,10 +294,11 @@ def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tupl
     if gear == 0:
         raise doc.error(path + ("gear_ratio",), "must be non-zero")
     enc = read_encoder(doc, path + ("encoder",), m["encoder"]) if "encoder" in m else None
+    kt = read_torque_constant(doc, path, m)
     fr = read_joint_params(doc, path, m, declared)
     link = read_inertial(doc, path + ("link",), require(doc, path, m, "link"))
     joint = Joint(name=c_identifier(name), type=kind, pre=as_tuple(pre), post=as_tuple(post),
-                  kinematics=kin, limits=limits, gear_ratio=gear, encoder=enc,
+                  kinematics=kin, limits=limits, gear_ratio=gear, torque_constant=kt, encoder=enc,
                   IA=fr.get("IA", 0.0), FV=fr.get("FV", 0.0), FC=fr.get("FC", 0.0), FO=fr.get("FO", 0.0))
     return joint, link
 

@@ -268,11 +268,14 @@ class Dynamics:
         still at q (the elastic controller's gravity compensation, seed 003 §3.2.4)."""
         return cs.DM(np.linalg.inv(np.eye(self.n) + self.coupling).T) @ self.gravity(pi)
 
-    def motor_equilibrium(self, pi: SX) -> tuple[SX, SX]:
+    def motor_equilibrium(self, pi: SX, stiffness: SX | cs.DM | None = None) -> tuple[SX, SX]:
         """The motor positions holding the links still at q against gravity, and their rate along qd:
-        theta = q + A q + K^-1 (I + A)^-T g(q) (seed 003 eq. 3.28, alpha_c = A q), theta-dot its time
-        derivative -- the elastic controller's theta_d and a simulation's rest start."""
-        theta = cs.DM(np.eye(self.n) + self.coupling) @ self.q + self.motor_gravity(pi) / self._elastic("stiffness")
+        theta = q + A q + K^-1 (I + A)^-T g(q), theta-dot its time derivative -- the elastic
+        controller's theta_d and a simulation's rest start. Seed 003 eq. 3.28 has K^-1 g(q) + q +
+        alpha_c(q); the (I + A)^-T is ours, the static balance of our link side (I + A)^T tau_el = g.
+        K the description's unless given."""
+        k = self._elastic("stiffness") if stiffness is None else stiffness
+        theta = cs.DM(np.eye(self.n) + self.coupling) @ self.q + self.motor_gravity(pi) / k
         return theta, cs.jtimes(theta, self.q, self.qd)
 
     def motor_acceleration(self) -> SX:

@@ -182,7 +182,8 @@ class RtEmitter:
                     default_config=self.default_config(), call=self.call, options=self.pipe.options,
                     label=self.pipe.options.label, ts=repr(self.pipe.ctx.ts),
                     fabs="fabs" if self.precision == "double" else "fabsf",
-                    constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs)
+                    constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs,
+                    motor_channel=self.pipe.block("mest") is not None)
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
 
     def manifest(self) -> dict[str, Any]:

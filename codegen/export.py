@@ -64,6 +64,8 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
         if parts:
             out.append("    limits: {" + ", ".join(parts) + "}")
         out.append(f"    gear_ratio: {_num(joint.gear_ratio)}")
+        if joint.torque_constant:
+            out.append(f"    torque_constant: {_num(joint.torque_constant)}")
         if joint.encoder is not None:
             out.append(f"    encoder: {_encoder(joint.encoder, True)}")
         out += [f"    {k}: {_num(getattr(joint, k))}" for k in JOINT_PARAMS if getattr(joint, k) != 0]
@@ -83,8 +85,9 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
 def robot_to_urdf(robot: Robot) -> str:
     """Robot -> URDF: one link per joint (named after the joint's link, `<joint>_link`), the joint
     origins and axes as in robot_to_yaml, inertials about the centre of mass, FV/FC as the joint's
-    damping/friction, limits where given, and the tip as a fixed `tip` link. Gravity, encoders and
-    rotor inertia have no URDF element and are not written."""
+    damping/friction, limits where given, and the tip as a fixed `tip` link. Gravity, encoders,
+    rotor inertia, torque constants and elastic drives have no URDF element and are not written
+    (robot_to_yaml keeps them; for a URDF, put them in an overlay)."""
     from xml.sax.saxutils import quoteattr
 
     from .spatial import inertia_about_com

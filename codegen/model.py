@@ -84,6 +84,8 @@ class Joint:
     kinematics: tuple[tuple[str, float], ...]  # the user's numbers (a, d, alpha, ... or xyz)
     limits: Limits = Limits()
     gear_ratio: float = 1.0
+    torque_constant: float = 0.0          # k_t, N m/A at the motor shaft (0: not given); the link-side
+                                          # torque of an armature current i is gear_ratio k_t i (seed 003 eq. 4.51)
     encoder: Encoder | None = None
     IA: float = 0.0
     FV: float = 0.0

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import spatial
 from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_keys, elastic_drives, read_common, read_encoder,
-                          read_joint_params, read_limits)
+                          read_joint_params, read_limits, read_torque_constant)
 from .errors import DescriptionError
 from .model import (Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms,
                     validate_inertial)
@@ -173,6 +173,8 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                 extra["gear_ratio"] = number(ov, jp + ("gear_ratio",), m["gear_ratio"])
             if "encoder" in m:
                 extra["encoder"] = read_encoder(ov, jp + ("encoder",), m["encoder"])
+            if "torque_constant" in m:
+                extra["torque_constant"] = read_torque_constant(ov, jp, m)
         raw = ov_joints.get(j.name)
         drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
         kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
@@ -188,7 +190,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
             return DescriptionError(file, f"link of joint {n}", msg)
         validate_inertial(p, error)
     chain_joints = elastic_drives(ov, tuple(out_joints), drives, [("joints", n) for n in movable_names],
-                                  movable_names, kw)
+                                  [j.name for j in out_joints], kw)
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"",

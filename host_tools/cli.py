@@ -98,7 +98,7 @@ def cmd_excite(args: argparse.Namespace) -> int:
                       TextColumn("{task.fields[info]}"), console=console, transient=not console.is_terminal) as bar:
             task = bar.add_task("starts", total=settings.starts, info="")
             result = design(robot, settings, progress=lambda k, n, best: bar.update(
-                task, completed=k, info=f"best {settings.objective} {best:.4g}"))
+                task, completed=k, info=f"best {settings.objective} {best:.4g}"), stage=args.stage)
         written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
     except (ValueError, RuntimeError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
@@ -106,7 +106,8 @@ def cmd_excite(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
-        print(f"{robot.name}: cond(Y_b) = {result.cond:.1f} over one period at {settings.report_rate:g} Hz "
+        print(f"{robot.name}: cond({'Y_b' if args.stage == 'load' else 'Y_m'}) = {result.cond:.1f} over one period at "
+              f"{settings.report_rate:g} Hz "
               f"({settings.objective} objective {result.objective:.4g}; {len(result.starts)} starts, "
               f"{result.seconds:.0f} s)" + (f"\nwrote {', '.join(str(p) for p in written)}" if written else ""))
     return 0
@@ -324,17 +325,37 @@ def cmd_elastic(args: argparse.Namespace) -> int:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         if args.action == "identify":
-            from .elastic_ident import StudySettings, markdown, study
-            if not (args.periods >= 2 and args.noise >= 0 and args.starts >= 1):
-                console.print("manipgen: error: --periods must be >= 2, --noise >= 0, --starts >= 1")
+            from .elastic_ident import StudySettings, identify_logs, markdown, markdown_logs, study
+            from .excite import Excitation
+            from .logs import Log, LogError
+            given = [args.actuator, args.actuator_excitation, args.load, args.load_excitation]
+            if any(given) and not all(given):
+                console.print("manipgen: error: recorded runs need all four of --actuator, --actuator-excitation, "
+                              "--load, --load-excitation")
                 return 2
-            with console.status("two-stage identification ...") as status:
-                doc = study(args.robot, StudySettings(periods=args.periods, current_noise=args.noise,
-                                                      starts=args.starts, seed=args.seed),
-                            progress=lambda s: status.update(s))
-            text = markdown(doc)
+            if (args.validate or args.current) and not all(given):
+                console.print("manipgen: error: --validate and --current go with recorded runs (--actuator ...)")
+                return 2
+            if not (args.periods >= 2 and args.noise >= 0 and args.starts >= 1 and args.seed >= 0):
+                console.print("manipgen: error: --periods must be >= 2, --noise >= 0, --starts >= 1, --seed >= 0")
+                return 2
+            try:
+                if all(given):
+                    with console.status("two-stage identification from the logs ..."):
+                        doc = identify_logs(args.robot, (Log.load(args.actuator), Excitation.load(args.actuator_excitation)),
+                                            (Log.load(args.load), Excitation.load(args.load_excitation)),
+                                            Log.load(args.validate) if args.validate else None, args.current)
+                    text = markdown_logs(doc)
+                else:
+                    with console.status("two-stage identification ...") as status:
+                        doc = study(args.robot, StudySettings(periods=args.periods, current_noise=args.noise,
+                                                              starts=args.starts, seed=args.seed),
+                                    progress=lambda s: status.update(s))
+                    text = markdown(doc)
+            except LogError as exc:
+                raise ValueError(str(exc)) from None
             if out is not None:
-                write_atomic(out / "elastic_identification.json", json.dumps(doc, indent=1) + "\n")
+                write_atomic(out / "elastic_identification.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
                 write_atomic(out / "elastic_identification.md", text)
         else:
             from .elastic_collision import ScenarioSettings, figure, scenario
@@ -347,10 +368,11 @@ def cmd_elastic(args: argparse.Namespace) -> int:
             text = json.dumps(doc, indent=1)
             if out is not None:
                 write_atomic(out / "elastic_collision.json", text + "\n")
+        shown = json.dumps(doc, indent=1, allow_nan=False) if args.json else text
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
-    print(json.dumps(doc, indent=1, allow_nan=False) if args.json else text)
+    print(shown)
     return 0
 
 
@@ -440,6 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--torque-limits", action="store_true", help="keep |tau| within the joints' torque limits too")
     x.add_argument("--sample-period", type=float, help="s, of the generated C (default: the robot's)")
+    x.add_argument("--stage", choices=("load", "actuator"), default="load",
+                   help="the regressor to excite: the links' base regressor, or an elastic arm's actuators "
+                        "(seed 003 eq. 4.4; manipgen elastic identify --actuator)")
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
     x.set_defaults(handler=cmd_excite)
@@ -514,6 +539,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ei.add_argument("--noise", type=float, default=0.02, help="motor-torque (current) noise, N m standard deviation")
     ei.add_argument("--starts", type=int, default=2, help="IPOPT starts per excitation design")
     ei.add_argument("--seed", type=int, default=0)
+    ei.add_argument("--actuator", help="recorded run of the actuator stage's excitation (log .npz; with the next three: "
+                                       "identify from logs instead of the simulated study)")
+    ei.add_argument("--actuator-excitation", help="its excitation (manipgen excite --stage actuator --out)")
+    ei.add_argument("--load", help="recorded run of the load stage's excitation (log .npz)")
+    ei.add_argument("--load-excitation", help="its excitation (manipgen excite --out)")
+    ei.add_argument("--validate", help="another recorded run to validate on (log .npz)")
+    ei.add_argument("--current", action="store_true", help="the logs' tau holds armature currents (A): motor "
+                                                          "torque = gear_ratio x torque_constant x current (eq. 4.51)")
     ec.add_argument("--threshold", type=float, default=0.1, help="residual threshold per joint, N m (seed 003: 0.1)")
     ec.add_argument("--k-r", type=float, default=0.03, help="reflex gain K_R, rad/s per N m (seed 003: 0.03)")
     tp = sub.add_parser("target", help="cross-compile for a Cortex-M and run the step in QEMU (footprint, timing)")

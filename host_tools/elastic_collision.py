@@ -79,6 +79,10 @@ def scenario(spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt
     if not rt.manifest.get("elastic") or rt.rt_manifest["observer"] != "momentum":
         raise ValueError(f"{rt.name}: the scenario needs an elastic arm with the momentum observer "
                          f"(got {rt.label})")
+    if not 1 <= s.joint <= rt.dof:
+        raise ValueError(f"{rt.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
+    if not (s.threshold > 0 and s.k_r >= 0 and np.isfinite(s.threshold) and np.isfinite(s.k_r)):
+        raise ValueError(f"the threshold must be positive and K_R >= 0, got {s.threshold:g}, {s.k_r:g}")
     traj = trajectory(rt, s)
     wall = obstacle(spec, s)
     ts = rt.sample_period
@@ -105,8 +109,8 @@ def scenario(spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt
             "max_contact_torque": float(np.abs(tau_c[:, j]).max()),
             "max_abs_r": float(np.abs(r[:, j]).max()),
             "r_1s_after_detection": float(abs(r[one_s][-1, j])) if kd >= 0 else None,
-            "r_end": float(abs(r[-1, j])),
-            "contact_torque_end": float(abs(tau_c[-1, j])),
+            "r_end": float(r[-1, j]),                      # signed: r estimates the contact torque
+            "contact_torque_end": float(tau_c[-1, j]),
             "motor_torque_end": float(abs(run.log.tau[-1, j])),
             "in_contact_at_end": bool(np.abs(tau_c[-1]).max() > 0),
         }

@@ -35,7 +35,6 @@ from .logs import Log
 from .loopback import simulate
 from .processing import fourier_derivatives, period_average
 from .rt import load_rt
-from .trajectories import Trajectory
 
 MOTOR_PARAMS = ("d_e", "d_vm", "k_e", "d_Cm")     # eq. 4.4's order
 FIELD = {"d_e": "damping", "d_vm": "motor_viscous", "k_e": "stiffness", "d_Cm": "motor_coulomb"}
@@ -85,8 +84,25 @@ def positions(spec: str, log: Log) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(out["q"], float), np.asarray(out["theta"], float)
 
 
-def average(spec: str, log: Log, exc: Excitation, settings: ElasticIdentSettings) -> Averaged:
+def motor_torque(robot: Robot, log: Log, current: bool) -> np.ndarray:
+    """The motor torque at the sample instants (torque_at_samples), link side: the log's ``tau`` as it
+    is, or with ``current`` the armature currents it holds (A) through tau_m = z k_t i_a (seed 003
+    eq. 4.51 at the motor shaft, reflected by the joint's gear_ratio z, eq. 3.15)."""
+    tau = torque_at_samples(log)
+    if not current:
+        return tau
+    missing = [j.name for j in robot.joints if not j.torque_constant > 0]
+    if missing:
+        raise ValueError(f"{robot.file}: joints {', '.join(missing)}: torque_constant: needed to turn the "
+                         "logged currents into motor torques (eq. 4.51)")
+    return tau * np.array([j.gear_ratio * j.torque_constant for j in robot.joints])
+
+
+def average(spec: str, log: Log, exc: Excitation, settings: ElasticIdentSettings, current: bool = False) -> Averaged:
     """Period averaging (eq. 4.45), Fourier derivatives of the averaged positions (seed 004 §II-C)."""
+    from codegen.description import load_robot
+
+    robot = load_robot(spec)
     q, theta = positions(spec, log)
     try:
         p = samples_per_period(exc.base_frequency, log.sample_period)
@@ -95,7 +111,7 @@ def average(spec: str, log: Log, exc: Excitation, settings: ElasticIdentSettings
     ts = log.sample_period
     qa = period_average(q, p, settings.skip_periods)
     tha = period_average(theta, p, settings.skip_periods)
-    tau = period_average(torque_at_samples(log), p, settings.skip_periods)
+    tau = period_average(motor_torque(robot, log, current), p, settings.skip_periods)
     q_f, qd, qdd = fourier_derivatives(qa.mean, ts, settings.derivative_band)
     th_f, thd, thdd = fourier_derivatives(tha.mean, ts, settings.derivative_band)
     return Averaged(q_f, qd, qdd, th_f, thd, thdd, tau.mean, tau.variance, qa.periods, ts)
@@ -182,48 +198,84 @@ def simulated_log(spec: str, exc: Excitation, periods: int, current_noise: float
     return log
 
 
-def validation_rms(spec: str, robot: Robot, traj: Trajectory, motor_fit: Fit, load_fit: Fit,
+def validation_rms(spec: str, robot: Robot, log: Log, motor_fit: Fit, load_fit: Fit, current: bool = False,
                    cutoff: float = 10.0) -> dict[str, Any]:
-    """On a validation motion (not periodic): the RMS of the motor torque predicted by stage 1 (seed
+    """On a validation run (not periodic): the RMS of the motor torque predicted by stage 1 (seed
     003 Table 4.3) and of (I + A)^T tau_el predicted by Y_b beta against the one computed from the
-    identified k_e, d_e and the measured positions, and against the simulation's true one (Table 4.4's
-    epsilon_RMS, eq. 4.50). Positions from the encoders, low-passed (zero phase) and differentiated."""
+    identified k_e, d_e and the measured positions (Table 4.4's epsilon_RMS, eq. 4.50), and, for a
+    simulated log, against the true one. Positions from the encoders, low-passed (zero phase) at
+    ``cutoff`` Hz and differentiated; the motor torque low-passed alike."""
     from .processing import filtered_derivatives, lowpass
 
-    rt = load_rt(spec, observer="none", controller="state_feedback")
-    run = simulate(rt, traj)
-    log = run.log
     q, theta = positions(spec, log)
     ts = log.sample_period
+    edge = int(round(0.5 / ts))
+    if len(q) < 4 * edge:
+        raise ValueError(f"the validation run has {len(q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
     q_f, qd, qdd = filtered_derivatives(q, ts, cutoff)
     th_f, thd, thdd = filtered_derivatives(theta, ts, cutoff)
-    edge = int(round(0.5 / ts))
     sl = slice(edge, len(q) - edge)
     k_e, d_e = stiffness_damping(robot, motor_fit)
-    tau_m = lowpass(torque_at_samples(log), cutoff, 1.0 / ts)[sl]
+    tau_m = lowpass(motor_torque(robot, log, current), cutoff, 1.0 / ts)[sl]
     pred_m = (motor_inertia(robot) * thdd[sl]
               + (motor_regressor(robot, q_f[sl], qd[sl], th_f[sl], thd[sl]) @ motor_fit.full(4 * robot.dof)).reshape(-1, robot.dof))
     measured = joint_torque(robot, q_f[sl], qd[sl], th_f[sl], thd[sl], k_e, d_e)
-    ex = log.extra
-    true_j = joint_torque(robot, ex["q_true"][sl], ex["qd_true"][sl], ex["theta_true"][sl], ex["thetad_true"][sl],
-                          np.array([j.elastic.stiffness for j in robot.joints if j.elastic]),
-                          np.array([j.elastic.damping for j in robot.joints if j.elastic]))
     m = model(robot)
     pred = (m.stacked(q_f[sl], qd[sl], qdd[sl]) @ load_fit.full(len(m.names))).reshape(-1, robot.dof)
 
     def rms(e: np.ndarray) -> list[float]:
         return np.sqrt(np.mean(e ** 2, axis=0)).tolist()
-    return {"motor_torque_rms": rms(tau_m - pred_m), "motor_torque_std": np.std(tau_m, axis=0).tolist(),
-            "elastic_torque_rms": rms(measured - pred), "elastic_torque_vs_true_rms": rms(true_j - pred),
-            "elastic_torque_std": np.std(true_j, axis=0).tolist(), "seconds": len(q) * ts}
+    out: dict[str, Any] = {"motor_torque_rms": rms(tau_m - pred_m), "motor_torque_std": np.std(tau_m, axis=0).tolist(),
+                           "elastic_torque_rms": rms(measured - pred),
+                           "elastic_torque_std": np.std(measured, axis=0).tolist(), "seconds": len(q) * ts}
+    ex = log.extra
+    if all(k in ex for k in ("q_true", "qd_true", "theta_true", "thetad_true")):
+        true_j = joint_torque(robot, ex["q_true"][sl], ex["qd_true"][sl], ex["theta_true"][sl], ex["thetad_true"][sl],
+                              np.array([j.elastic.stiffness for j in robot.joints if j.elastic]),
+                              np.array([j.elastic.damping for j in robot.joints if j.elastic]))
+        out.update(elastic_torque_vs_true_rms=rms(true_j - pred), elastic_torque_std=np.std(true_j, axis=0).tolist())
+    return out
 
 
-# seed 003 Table 4.2 (simulation): (exact, estimated) per joint, eq. 4.4's order d_e, d_vm, k_e, d_Cm
+def identify_logs(spec: str, actuator: tuple[Log, Excitation], load: tuple[Log, Excitation],
+                  validate: Log | None = None, current: bool = False,
+                  settings: ElasticIdentSettings = ElasticIdentSettings()) -> dict[str, Any]:
+    """Both stages on recorded runs (each a log of its stage's excitation, several periods), and the
+    validation on another run if given. The description's values are reported next to the
+    estimates (a reference, not the truth of a real arm)."""
+    from codegen.description import load_robot
+
+    robot = load_robot(spec)
+    if not robot.elastic:
+        raise ValueError(f"{robot.name} has no series-elastic drives (elastic: in its joints)")
+    for name, log in (("actuator", actuator[0]), ("load", load[0])) + ((("validate", validate),) if validate else ()):
+        if log.robot != robot.c_name:
+            raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.c_name!r}")
+    fit1 = actuator_stage(robot, average(spec, actuator[0], actuator[1], settings, current), settings)
+    k_e, d_e = stiffness_damping(robot, fit1)
+    fit2, _, _ = load_stage(spec, robot, load[0], load[1], k_e, d_e, settings)
+    desc1, desc2 = true_motor_parameters(robot), model(robot).true_base()
+    doc: dict[str, Any] = {
+        "robot": robot.name, "source": "logs", "current": current,
+        "actuator": [{"name": nm, "estimated": float(v), "rsd_percent": _finite(r), "description": float(t)}
+                     for nm, v, r, t in zip(fit1.names, fit1.values, fit1.rsd, desc1)],
+        "actuator_rms": fit1.rms.tolist(),
+        "load": [{"name": nm, "estimated": float(v), "rsd_percent": _finite(r), "description": float(t)}
+                 for nm, v, r, t in zip(fit2.names, fit2.values, fit2.rsd, desc2)],
+        "load_rms": fit2.rms.tolist(),
+    }
+    if validate is not None:
+        doc["validation"] = validation_rms(spec, robot, validate, fit1, fit2, current)
+    return doc
+
+
+# seed 003 Table 4.2 (simulation): (exact, estimated) per joint, eq. 4.4's order d_e, d_vm, k_e, d_Cm.
+# As printed; joint 2's d_vm "exact 3.630e-3" is likely 3.630e-4 (its error column, 6.00e-4, fits that).
 PAPER_TABLE_4_2 = (((0.20, 0.156), (3.072e-4, 6.901e-4), (17.5, 17.403), (0.016, 0.0189)),
                    ((0.20, 0.20), (3.630e-3, 9.634e-4), (10.0, 9.980), (0.0209, 0.0219)),
                    ((0.10, 0.0827), (2.041e-4, -7.538e-5), (6.0, 5.985), (0.0104, 0.00996)),
                    ((0.10, 0.0824), (2.315e-4, 2.759e-4), (6.0, 6.013), (0.011, 0.0105)))
-PAPER_TABLE_4_3_EVALUATION = (1.32e-1, 1.95e-1, 4.28e-2, 1.34e-1)     # motor torque RMS, N m
+PAPER_TABLE_4_3_RANDOM = (6.25e-2, 9.07e-2, 6.32e-2, 2.91e-1)         # motor torque RMS on a random motion, N m
 PAPER_TABLE_4_4_D_OPT = (4.31e-3, 3.42e-3, 3.08e-3, 1.68e-3)          # elastic torque RMS, N m
 PAPER_TABLE_4_5_MAX_ERROR = 4.56e-2                                   # largest |error| of a base parameter
 
@@ -239,6 +291,20 @@ class StudySettings:
     max_iter: int = 300
     seed: int = 0
     validation_seconds: float = 20.0
+
+
+def _finite(x: float) -> float | None:
+    """A JSON-safe number: None for inf or NaN (an RSD of a parameter estimated as 0)."""
+    return float(x) if np.isfinite(x) else None
+
+
+def _pct(x: float | None, digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}%}"
+
+
+def _at(values: list[Any], i: int, fmt: str) -> str:
+    """Seed 003's column for row i (its arm has 4 joints: '–' beyond)."""
+    return format(values[i], fmt) if i < len(values) and values[i] is not None else "–"
 
 
 def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -> dict[str, Any]:
@@ -273,25 +339,26 @@ def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -
     fit2, _, _ = load_stage(spec, robot, log2, load.excitation, k_e, d_e, settings)
     say("validating on a random motion ...")
     val_exc = random_excitation(robot, s.seed + 100, speed=0.5, base_frequency=1.0 / s.validation_seconds)
-    val = validation_rms(spec, robot, val_exc.trajectory(robot.sample_period), fit1, fit2)
+    rt = load_rt(spec, observer="none", controller="state_feedback")
+    val = validation_rms(spec, robot, simulate(rt, val_exc.trajectory(rt.sample_period)).log, fit1, fit2)
     true1 = true_motor_parameters(robot)
     m = model(robot)
     true2 = m.true_base()
     actuator = [{"name": nm, "exact": float(t), "estimated": float(v), "error": float(abs(v - t)),
-                 "relative_error": float(abs(v - t) / abs(t)), "rsd_percent": float(r)}
+                 "relative_error": float(abs(v - t) / abs(t)) if t != 0 else None, "rsd_percent": _finite(r)}
                 for nm, v, t, r in zip(fit1.names, fit1.values, true1, fit1.rsd)]
     paper = [{"name": f"{p}{i + 1}", "exact": e, "estimated": v, "relative_error": abs(v - e) / abs(e)}
              for i, row in enumerate(PAPER_TABLE_4_2) for p, (e, v) in zip(MOTOR_PARAMS, row)]
-    base = [{"name": nm, "exact": float(t), "estimated": float(v), "error": float(abs(v - t)), "rsd_percent": float(r)}
+    base = [{"name": nm, "exact": float(t), "estimated": float(v), "error": float(abs(v - t)), "rsd_percent": _finite(r)}
             for nm, v, t, r in zip(fit2.names, fit2.values, true2, fit2.rsd)]
     return {
-        "robot": robot.name, "settings": {**s.__dict__}, "design_seconds": t_design,
+        "robot": robot.name, "source": "simulation", "settings": {**s.__dict__}, "design_seconds": t_design,
         "excitation": {"actuator": {"cond": act.cond, "objective": act.objective},
                        "load": {"cond": load.cond, "objective": load.objective}},
         "actuator": actuator, "paper_table_4_2": paper,
         "load": base, "load_max_error": float(np.max(np.abs(fit2.values - true2))),
         "paper_table_4_5_max_error": PAPER_TABLE_4_5_MAX_ERROR,
-        "validation": val, "paper_table_4_3_evaluation_rms": list(PAPER_TABLE_4_3_EVALUATION),
+        "validation": val, "paper_table_4_3_random_rms": list(PAPER_TABLE_4_3_RANDOM),
         "paper_table_4_4_rms": list(PAPER_TABLE_4_4_D_OPT),
         "excitations": {"actuator": act.excitation.to_dict(), "load": load.excitation.to_dict()},
     }
@@ -307,20 +374,44 @@ def markdown(res: dict[str, Any]) -> str:
              "## Actuator side (like Table 4.2)", "",
              "| parameter | exact | estimated | relative error | RSD % | seed 003: relative error |",
              "| --- | --: | --: | --: | --: | --: |"]
-    for a, p in zip(res["actuator"], res["paper_table_4_2"]):
-        lines.append(f"| {a['name']} | {a['exact']:.4g} | {a['estimated']:.4g} | {a['relative_error']:.2%} | "
-                     f"{a['rsd_percent']:.2f} | {p['relative_error']:.1%} |")
+    paper = [p["relative_error"] for p in res["paper_table_4_2"]]
+    for i, a in enumerate(res["actuator"]):
+        rsd = "–" if a["rsd_percent"] is None else f"{a['rsd_percent']:.2f}"
+        lines.append(f"| {a['name']} | {a['exact']:.4g} | {a['estimated']:.4g} | {_pct(a['relative_error'])} | "
+                     f"{rsd} | {_at(paper, i, '.1%')} |")
     lines += ["", "## Load side base parameters (like Table 4.5)", "",
               "| parameter | exact | estimated | error | RSD % |", "| --- | --: | --: | --: | --: |"]
     for b in res["load"]:
-        lines.append(f"| {b['name']} | {b['exact']:.5g} | {b['estimated']:.5g} | {b['error']:.2e} | {b['rsd_percent']:.2f} |")
+        rsd = "–" if b["rsd_percent"] is None else f"{b['rsd_percent']:.2f}"
+        lines.append(f"| {b['name']} | {b['exact']:.5g} | {b['estimated']:.5g} | {b['error']:.2e} | {rsd} |")
     lines += ["", f"Largest error {res['load_max_error']:.2e} (seed 003 Table 4.5: {res['paper_table_4_5_max_error']:.2e}).",
               "", f"## Validation on a random motion ({res['validation']['seconds']:g} s)", "",
-              "| joint | motor torque RMS (N m) | seed 003 Table 4.3 | elastic torque RMS (N m) | vs the true one | "
+              "| joint | motor torque RMS (N m) | seed 003 Table 4.3 (random motion) | elastic torque RMS (N m) | vs the true one | "
               "seed 003 Table 4.4 | std of the true one |", "| --- | --: | --: | --: | --: | --: | --: |"]
     v = res["validation"]
     for j in range(len(v["motor_torque_rms"])):
-        lines.append(f"| {j + 1} | {v['motor_torque_rms'][j]:.2e} | {res['paper_table_4_3_evaluation_rms'][j]:.2e} | "
+        lines.append(f"| {j + 1} | {v['motor_torque_rms'][j]:.2e} | {_at(res['paper_table_4_3_random_rms'], j, '.2e')} | "
                      f"{v['elastic_torque_rms'][j]:.2e} | {v['elastic_torque_vs_true_rms'][j]:.2e} | "
-                     f"{res['paper_table_4_4_rms'][j]:.2e} | {v['elastic_torque_std'][j]:.2f} |")
+                     f"{_at(res['paper_table_4_4_rms'], j, '.2e')} | {v['elastic_torque_std'][j]:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_logs(res: dict[str, Any]) -> str:
+    """The identification from recorded runs as tables (estimate, RSD, the description's value)."""
+    def rows(items: list[dict[str, Any]]) -> list[str]:
+        return [f"| {x['name']} | {x['estimated']:.5g} | {'–' if x['rsd_percent'] is None else format(x['rsd_percent'], '.2f')} "
+                f"| {x['description']:.5g} |" for x in items]
+    head = ["| parameter | estimated | RSD % | the description's |", "| --- | --: | --: | --: |"]
+    lines = [f"# Two-stage identification of {res['robot']} from recorded runs (seed 003 §4.2)", "",
+             "Motor torque " + ("from the logged currents, z k_t i_a (eq. 4.51)." if res["current"] else "as logged."),
+             "", "## Actuator side (eq. 4.4)", ""] + head + rows(res["actuator"])
+    lines += ["", "RMS of the motor-torque residual per joint (N m): "
+              + ", ".join(f"{v:.3g}" for v in res["actuator_rms"]), "", "## Load side base parameters", ""]
+    lines += head + rows(res["load"])
+    lines += ["", "RMS of the (I + A)^T tau_el residual per joint (N m): " + ", ".join(f"{v:.3g}" for v in res["load_rms"])]
+    if "validation" in res:
+        v = res["validation"]
+        lines += ["", f"## Validation ({v['seconds']:g} s)", "", "| joint | motor torque RMS (N m) | elastic torque RMS (N m) |",
+                  "| --- | --: | --: |"]
+        lines += [f"| {j + 1} | {a:.3g} | {b:.3g} |" for j, (a, b) in enumerate(zip(v["motor_torque_rms"], v["elastic_torque_rms"]))]
     return "\n".join(lines) + "\n"

@@ -166,7 +166,8 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         ptr(theta_true, rcname), ptr(thetad_true, rcname), ptr(tau, rcname), ptr(counts, "int64_t"),
         ptr(motor_counts, "int64_t"), ptr(tau_contact, rcname), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
     if status == -2:
-        raise ValueError("the loopback refused the plant (substeps or delay out of range)")
+        raise ValueError("the loopback refused the plant (substeps or delay out of range, or an elastic arm "
+                         "without theta0, thetad0)")
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}

@@ -63,6 +63,15 @@ def test_elastic_commands(tmp_path: Path) -> None:
                         (("elastic", "collide", "planar2"), "needs an elastic arm"),
                         (("collide", "biorob4"), "manipgen elastic collide"),
                         (("identify", "biorob4", "--synthetic"), "manipgen elastic identify"),
-                        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2")):
+                        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2"),
+                        (("elastic", "identify", "biorob4", "--load", "x.npz"), "need all four"),
+                        (("excite", "planar2", "--stage", "actuator"), "no series-elastic drives")):
         r = manipgen(*args)
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
+    r = manipgen("excite", "biorob4", "--stage", "actuator", "--harmonics", "2", "--grid", "20", "--starts", "1",
+                 "--max-iter", "20", "--base-frequency", "0.2", "--objective", "logdet", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "cond(Y_m)" in r.stdout and (tmp_path / "excitation.json").exists()

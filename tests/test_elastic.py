@@ -27,7 +27,8 @@ joints:
     type: revolute
     dh: {theta: 0, d: 0, a: 0.5, alpha: 0}
     FV: 0.2
-    elastic: {motor_inertia: 0.3, stiffness: 40.0, damping: 0.7, motor_viscous: 0.4, motor_coulomb: 0.25}
+    elastic: {motor_inertia: 0.3, stiffness: 40.0, damping: 0.7, motor_viscous: 0.4, motor_coulomb: 0.25,
+              motor_encoder: {cpr: 4096}}
     link: {mass: 2.0, com: [-0.25, 0, 0], inertia: [0.001, 0, 0, 0.04, 0, 0.04]}
 """
 

@@ -142,7 +142,7 @@ joints:
   a: {gear_ratio: 50, encoder: {cpr: 262144, side: link},
       elastic: {motor_inertia: 0.2, stiffness: 80, damping: 0.4, motor_viscous: 0.5, motor_coulomb: 0.1,
                 motor_encoder: {cpr: 4096}}}
-  b: {FV: 0.1, elastic: {motor_inertia: 0.05, stiffness: 20, coupling: {a: 0.3}}}
+  b: {FV: 0.1, elastic: {motor_inertia: 0.05, stiffness: 20, coupling: {a: 0.3}, motor_encoder: {cpr: 4096}}}
 """
 
 
@@ -186,3 +186,14 @@ def test_overlay_elastic_errors_name_the_field(urdf: Path, tmp_path: Path) -> No
                        "  b: {elastic: {motor_inertia: 0.1, stiffness: 10, coupling: {c: 1}}}\n")
     with pytest.raises(DescriptionError, match=r"joints.b.elastic.coupling"):
         load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
+
+
+def test_overlay_couplings_accept_urdf_joint_names(tmp_path: Path) -> None:
+    """URDF joint names need not be C identifiers: the coupling names them as the URDF does."""
+    urdf = tmp_path / "names.urdf"
+    urdf.write_text(tree_urdf().replace('"a"', '"Joint-A"').replace('"b"', '"Joint-B"'))
+    overlay = tmp_path / "elastic.yaml"
+    overlay.write_text(ELASTIC_OVERLAY.replace("  a:", "  Joint-A:").replace("  b:", "  Joint-B:")
+                       .replace("coupling: {a:", "coupling: {Joint-A:"))
+    robot = load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
+    assert robot.joints[1].elastic is not None and robot.joints[1].elastic.coupling == ((0, 0.3),)

@@ -69,11 +69,11 @@ class Ctx:
     def _elastic_fns(self) -> dict[str, cs.Function]:
         d = self.dyn
         k, dmp = cs.SX.sym("k_e", self.n), cs.SX.sym("d_e", self.n)
-        th, thd = d.motor_equilibrium(d.pi)
+        th, thd = d.motor_equilibrium(d.pi, k)
         return {
             "elastic_joint_torque": cs.Function("elastic_joint_torque", [d.q, d.qd, d.theta, d.thetad, k, dmp],
                                                 [d.elastic_joint_torque(k, dmp)]),
-            "motor_equilibrium": cs.Function("motor_equilibrium", [d.q, d.qd, d.pi], [th, thd]),
+            "motor_equilibrium": cs.Function("motor_equilibrium", [d.q, d.qd, d.pi, k], [th, thd]),
             "motor_gravity": cs.Function("motor_gravity", [d.q, d.pi], [d.motor_gravity(d.pi)]),
         }
 

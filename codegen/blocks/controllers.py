@@ -78,9 +78,10 @@ def reference(d: Data, block: Block) -> None:
 
 def state_feedback(ctx: Ctx) -> Block:
     """The elastic arm's joint controller (seed 003 §3.2.4, Fig. 3.9): full state feedback on
-    (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28),
-    plus the gravity torque at the actual position:
-      theta_d = q_d + A q_d + K^-1 (I + A)^-T g(q_d),  thetad_d its rate along qd_d,
+    (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28; the
+    (I + A)^-T is ours, the static balance of our coupled link side), plus the gravity torque at
+    the actual position:
+      theta_d = q_d + A q_d + K^-1 (I + A)^-T g(q_d),  thetad_d its rate along qd_d (K: cfg.ctl.k_e),
       u = (I + A)^-T g(q_hat) + K_th (theta_d - theta_hat) + D_th (thetad_d - thetad_hat)
           + K_q e + K_i I + D_q (qd_d - qd_hat),  e = q_d - q_hat,  I = clamp(I + T e, +-i_max).
     The output is the motor torque tau_m (link side). Default gains: K_th = 4 k_e, D_th a damping
@@ -92,9 +93,10 @@ def state_feedback(ctx: Ctx) -> Block:
     ke = np.array([d.stiffness for d in drives if d is not None])
     im = np.array([d.motor_inertia for d in drives if d is not None])
     model, pi = ctx.model_inputs()
-    q, qd, th, thd, q_d, qd_d, kt, dt, kq, ki, dq, imx, tm, integ = (
-        ctx.sym(s) for s in ("q", "qd", "th", "thd", "q_d", "qd_d", "kt", "dt", "kq", "ki", "dq", "i_max", "tm", "integ"))
-    th_d, thd_d = ctx.call_elastic("motor_equilibrium", q_d, qd_d, pi)
+    q, qd, th, thd, q_d, qd_d, kt, dt, kq, ki, dq, imx, tm, integ, kes = (
+        ctx.sym(s) for s in ("q", "qd", "th", "thd", "q_d", "qd_d", "kt", "dt", "kq", "ki", "dq", "i_max", "tm",
+                             "integ", "k_e"))
+    th_d, thd_d = ctx.call_elastic("motor_equilibrium", q_d, qd_d, pi, kes)
     g_m = ctx.call_elastic("motor_gravity", q, pi)
     e = q_d - q
     integ_n = _sat(integ + ts * e, imx)
@@ -103,7 +105,7 @@ def state_feedback(ctx: Ctx) -> Block:
                                 ("out.thetad_hat", thd), ("out.q_d", q_d), ("out.qd_d", qd_d),
                                 ("cfg.ctl.k_theta", kt), ("cfg.ctl.d_theta", dt), ("cfg.ctl.k_q", kq),
                                 ("cfg.ctl.k_i", ki), ("cfg.ctl.d_q", dq), ("cfg.ctl.i_max", imx),
-                                ("cfg.ctl.tau_max", tm), ("st.ctl.integ", integ)] + model,
+                                ("cfg.ctl.tau_max", tm), ("cfg.ctl.k_e", kes), ("st.ctl.integ", integ)] + model,
                        [("st.ctl.integ", integ_n), ("out.tau_cmd", u)], "state feedback + gravity (motor torque)")
     kt0 = 4.0 * ke
     return Block(kind="ctl", name="state_feedback", doc=state_feedback.__doc__ or "",
@@ -116,7 +118,9 @@ def state_feedback(ctx: Ctx) -> Block:
                          Field("d_q", "real", (n,), "D_q, link velocity gain (N m s/rad)", (0.0,) * n, low=0.0),
                          Field("i_max", "real", (n,), "integral clamp (rad s)", (0.1,) * n, low=0.0),
                          Field("tau_max", "real", (n,), "motor torque limit, link side (N m or N)", _tau_max(ctx),
-                               low=0.0, low_open=True)],
+                               low=0.0, low_open=True),
+                         Field("k_e", "real", (n,), "spring stiffness k_e in theta_d (N m/rad), e.g. identified",
+                               tuple(ke), low=0.0, low_open=True)],
                  state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
                  outputs=[Field("tau_cmd", "real", (n,), "commanded motor torque tau_m, link side (N m or N)")],
                  functions=[step], reference=reference)

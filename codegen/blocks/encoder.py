@@ -46,7 +46,8 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
     direction = [float(e.direction) if e is not None else 1.0 for e in encs]
     return [
         Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution of its shaft"
-              + (" (0: absent)" if motor else ""), tuple(cpr), low=0.0, low_open=not motor),
+              + (" (0: absent; an elastic arm needs it)" if motor else ""), tuple(cpr), low=0.0,
+              low_open=not motor or ctx.robot.elastic),
         Field(prefix + "gear", "real", (n,), f"{doc} shaft turns per joint turn (1 on the link side)", tuple(gear), low=0.0, low_open=True),
         Field(prefix + "offset", "real", (n,), f"{doc} zero offset (rad or m), added last", tuple(offsets)),
         Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction), choices=(-1.0, 1.0)),

@@ -8,7 +8,8 @@ formed. q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-
 (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
 (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
 the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
-§5.2, eqs. 5.6-5.10): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
+§5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
+links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
 both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
 set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
 motion (measured on the iiwa: 0.66 N m at most on joint 2 for 1 rad/s-class motion at 1 kHz).

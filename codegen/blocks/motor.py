@@ -8,8 +8,6 @@ Model-based estimators (nlhg, slimod) have no motor-side form: their model is th
 
 from __future__ import annotations
 
-import dataclasses
-
 from .base import Block, Field, Fn
 
 MODEL_FREE = ("findiff", "movav", "lsf", "bde", "tse", "ewlr", "kalman", "linhg")
@@ -47,9 +45,3 @@ def build(est: Block) -> Block:
                  functions=[_fn(f) for f in est.functions],
                  derive=None if est.derive is None else _fn(est.derive),
                  reference=est.reference, options=dict(est.options))
-
-
-def with_default(block: Block, name: str, values: tuple[float, ...]) -> None:
-    """Set a config field's default (e.g. a designed Kalman gain)."""
-    idx = next(i for i, f in enumerate(block.config) if f.name == name)
-    block.config[idx] = dataclasses.replace(block.config[idx], default=values)

@@ -91,6 +91,7 @@ class Pipeline:
             out += b.outputs
             if b.kind == "enc":
                 out.append(Field("ready", "uint8", (), "0 until every joint has delivered a valid sample "
+                                 "(an elastic arm: on both encoders) "
                                  "(the blocks start then; until then only q, theta and the fault counters are set)"))
             if b.kind == "est":
                 out += desired
@@ -136,7 +137,10 @@ class Pipeline:
             if b.reference is not None:
                 b.reference(d, b)
             if b.kind == "enc":
-                d["out.ready"] = np.array(int(np.all(d["st.enc.started"] != 0)), dtype=np.uint8)
+                started = d["st.enc.started"] != 0
+                if self.block("mest") is not None:        # the motor-side estimator reads theta
+                    started &= d["st.enc.motor_started"] != 0
+                d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
                 if not d["out.ready"]:
                     for name in self.waiting_outputs:
                         d["out." + name] = d["out." + name] * 0
@@ -242,7 +246,13 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
 
 def _check_elastic(robot: Robot, options: RtOptions) -> None:
     """An elastic arm's pipeline: the tau_el momentum observer (or none), the state-feedback
-    controller (or none) -- the others need a link-side torque the arm does not measure."""
+    controller (or none) -- the others need a link-side torque the arm does not measure -- and a
+    motor encoder on every joint (the pipeline reads theta)."""
+    for i, j in enumerate(robot.joints):
+        if j.elastic is not None and j.elastic.motor_encoder is None:
+            raise DescriptionError(robot.file, f"joints[{i}].elastic.motor_encoder", "the real-time pipeline of an "
+                                   "elastic arm reads the motor positions theta (the tau_el observer, the "
+                                   "state-feedback controller): give each joint its motor encoder")
     if options.observer not in ("none", "momentum"):
         raise DescriptionError(robot.file, "realtime.observer", f"{robot.name} has series-elastic joints: its "
                                "observer is momentum (driven by tau_el, seed 003 §5.2) or none, not "

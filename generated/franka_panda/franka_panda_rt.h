@@ -58,7 +58,8 @@
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
  * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
- * §5.2, eqs. 5.6-5.10): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
+ * §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
+ * links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
  * both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
  * set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
  * motion (measured on the iiwa: 0.66 N m at most on joint 2 for 1 rad/s-class motion at 1 kHz).
@@ -119,7 +120,7 @@ typedef struct {
     franka_panda_real_t direction[7];  /**< encoder: counting direction, +1 or -1 */
     uint8_t bits[7];  /**< encoder: counter width, 16 or 32 */
     uint8_t is_signed[7];  /**< encoder: counter is two's complement (1) or unsigned (0) */
-    franka_panda_real_t motor_cpr[7];  /**< second (motor) encoder: counts per revolution of its shaft (0: absent) */
+    franka_panda_real_t motor_cpr[7];  /**< second (motor) encoder: counts per revolution of its shaft (0: absent; an elastic arm needs it) */
     franka_panda_real_t motor_gear[7];  /**< second (motor) encoder: shaft turns per joint turn (1 on the link side) */
     franka_panda_real_t motor_offset[7];  /**< second (motor) encoder: zero offset (rad or m), added last */
     franka_panda_real_t motor_direction[7];  /**< second (motor) encoder: counting direction, +1 or -1 */
@@ -240,7 +241,7 @@ typedef struct {
     franka_panda_real_t theta[7];  /**< second (motor) encoder position, link-side units (rad or m) */
     uint32_t faults[7];  /**< lost samples so far, per joint */
     uint32_t motor_faults[7];  /**< lost second-encoder samples so far, per joint */
-    uint8_t ready;  /**< 0 until every joint has delivered a valid sample (the blocks start then; until then only q, theta and the fault counters are set) */
+    uint8_t ready;  /**< 0 until every joint has delivered a valid sample (an elastic arm: on both encoders) (the blocks start then; until then only q, theta and the fault counters are set) */
     franka_panda_real_t q_hat[7];  /**< estimated position (rad or m) */
     franka_panda_real_t qd_hat[7];  /**< estimated velocity (rad/s or m/s) */
     franka_panda_real_t qdd_hat[7];  /**< estimated acceleration where the estimator gives it, else 0 */

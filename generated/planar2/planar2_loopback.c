@@ -135,7 +135,7 @@ void planar2_loopback_encoder(const planar2_rt_config_t *cfg, const real_t q[N],
 #define S (2 * N)
 
 /* dx/dt of the plant under the command u (+ the obstacle's contact torque when contact) and the
-   external torque ext (link side); qdd also into qdd_out if not NULL. 0 on success. */
+   external torque ext (link side); 0 on success, -1 if M(q) is not positive definite. */
 static int plant_derivative(const planar2_plant_t *plant, const real_t x[S], const real_t *u, const real_t *ext,
                             int contact, real_t dx[S])
 {

@@ -84,3 +84,23 @@ def _coupling() -> np.ndarray:
         for other, factor in (j["elastic"].get("coupling") or {}).items():
             a[i, names.index(other)] = num(factor)
     return a
+
+
+def test_biorob4_motor_rest_against_pinocchio_gravity() -> None:
+    """The controller's theta_d and the loopback's rest start (eq. 3.28 with the coupling): the
+    motors at (I + A) q + K^-1 (I + A)^-T g(q) with Pinocchio's g; its rate by central differences."""
+    path = ROBOTS_DIR / "biorob4.yaml"
+    model = pin_model_from_yaml(path)
+    data = model.createData()
+    k = np.array([num(j["elastic"]["stiffness"]) for j in load_yaml(path)["joints"]])
+    a = np.eye(4) + _coupling()
+    dyn = load("biorob4")
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        q, qd = rng.uniform(-1.5, 1.5, (2, 4))
+        theta = a @ q + np.linalg.solve(a.T, pin.computeGeneralizedGravity(model, data, q)) / k
+        got, rate = dyn.motor_rest(q, qd)
+        assert np.allclose(got, theta, rtol=1e-12, atol=1e-12)
+        h = 1e-6
+        fd = (dyn.motor_rest(q + h * qd, qd)[0] - dyn.motor_rest(q - h * qd, qd)[0]) / (2 * h)
+        assert np.allclose(rate, fd, rtol=1e-6, atol=1e-8)

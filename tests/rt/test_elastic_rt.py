@@ -75,7 +75,7 @@ def test_rest_state_holds_still_and_the_observer_reads_zero() -> None:
 
 def test_tau_el_observer_recovers_an_external_torque() -> None:
     """A 1.5 N m step on joint 3 during tracking: r_3 converges to it as a first-order lag with
-    time constant 1/K_O (eq. 5.9); the other joints' residuals see it through no model error."""
+    time constant 1/K_O (eq. 5.9); the other joints' residuals stay at their floor (exact model)."""
     rt = fresh_rt(ROBOT, "ewlr", "momentum", "state_feedback")
     rt.config["det.threshold"] = [1e6] * 4
     ts = rt.sample_period
@@ -97,6 +97,7 @@ def test_tau_el_observer_recovers_an_external_torque() -> None:
     # one time constant after the step: 1 - e^-1 of it (the lag of eq. 5.9)
     assert r[k0 + int(round(1 / k_o / ts)), 2] == pytest.approx(1.5 * (1 - np.exp(-1)), rel=0.08)
     assert np.max(np.abs(r[200:k0])) < 0.1                      # before the step: nothing
+    assert np.max(np.abs(r[k0:, [0, 1, 3]])) < 0.1              # and only joint 3 sees it
 
 
 def test_motor_estimator_follows_the_motor() -> None:
@@ -191,8 +192,39 @@ def test_seed_003_collision_scenario() -> None:
         d = res[name]
         assert d["contact_sample"] > 0 and 0 <= d["delay_ms"] <= 5.0
         assert d["link"] == 4
-    assert res["no_reaction"]["in_contact_at_end"] and res["no_reaction"]["r_end"] > 5.0
-    # the residual tracks the true contact torque while pressing
+    assert res["no_reaction"]["in_contact_at_end"] and abs(res["no_reaction"]["r_end"]) > 5.0
+    # the residual tracks the true contact torque while pressing, sign included
     assert res["no_reaction"]["r_end"] == pytest.approx(res["no_reaction"]["contact_torque_end"], rel=0.02)
     assert not res["reaction"]["in_contact_at_end"]
     assert res["reaction"]["r_1s_after_detection"] < 0.02 * res["no_reaction"]["r_1s_after_detection"]
+
+
+def test_the_pipeline_waits_for_both_encoders() -> None:
+    """Motor encoders late by 3 samples: nothing runs (no command, no residual) until both channels
+    of every joint have delivered; then the arm is held as if they had been there from the start."""
+    rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")
+    q0 = np.array([0.3, 0.6, -0.5, 0.4])
+    counts, motor = rt.encoder_counts(q0, load(ROBOT).motor_rest(q0, np.zeros(4))[0])
+    k = 400
+    motor_valid = np.ones((k, 4), np.uint8)
+    motor_valid[:3] = 0
+    out = rt.run({"counts": np.tile(counts, (k, 1)), "valid": np.ones((k, 4), np.uint8),
+                  "motor_counts": np.tile(motor, (k, 1)), "motor_valid": motor_valid,
+                  "tau": np.zeros((k, 4)), "q_des": np.tile(q0, (k, 1)), "qd_des": np.zeros((k, 4)),
+                  "qdd_des": np.zeros((k, 4))})
+    assert list(out["ready"][:4]) == [0, 0, 0, 1]
+    assert np.all(out["tau_cmd"][:3] == 0) and np.all(out["r"][:3] == 0)
+    assert np.max(np.abs(out["r"])) < 0.05 and not out["collision"].any()
+    assert np.max(np.abs(out["tau_cmd"][3:] - out["tau_cmd"][-1])) < 0.5      # no kick at the start
+
+
+def test_an_elastic_arm_needs_its_motor_encoders(tmp_path: Path) -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent.parent
+    doc = yaml.safe_load((root / "robots" / "biorob4.yaml").read_text())
+    del doc["joints"][3]["elastic"]["motor_encoder"]
+    path = tmp_path / "biorob4.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(DescriptionError, match=r"joints\[3\]\.elastic\.motor_encoder"):
+        build_pipeline(load_robot(str(path)), load_robot(str(path)).realtime.options)
