@@ -321,30 +321,33 @@ def cmd_elastic(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     out = Path(args.out) if args.out else None
+    if args.action == "identify":
+        given = [args.actuator, args.actuator_excitation, args.load, args.load_excitation]
+        problem = None
+        if any(given) and not all(given):
+            problem = "recorded runs need all four of --actuator, --actuator-excitation, --load, --load-excitation"
+        elif (args.validate or args.current or args.config or args.motor_offsets) and not all(given):
+            problem = "--validate, --current, --config and --motor-offsets go with recorded runs (--actuator ...)"
+        elif not (args.periods >= 2 and args.noise >= 0 and args.starts >= 1 and args.seed >= 0):
+            problem = "--periods must be >= 2, --noise >= 0, --starts >= 1, --seed >= 0"
+        if problem:
+            console.print(f"manipgen: error: {problem}")
+            return 2
     try:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         if args.action == "identify":
-            from .elastic_ident import StudySettings, identify_logs, markdown, markdown_logs, study
+            from .elastic_ident import (ElasticIdentSettings, StudySettings, identify_logs, markdown, markdown_logs,
+                                        study)
             from .excite import Excitation
             from .logs import Log, LogError
-            given = [args.actuator, args.actuator_excitation, args.load, args.load_excitation]
-            if any(given) and not all(given):
-                console.print("manipgen: error: recorded runs need all four of --actuator, --actuator-excitation, "
-                              "--load, --load-excitation")
-                return 2
-            if (args.validate or args.current) and not all(given):
-                console.print("manipgen: error: --validate and --current go with recorded runs (--actuator ...)")
-                return 2
-            if not (args.periods >= 2 and args.noise >= 0 and args.starts >= 1 and args.seed >= 0):
-                console.print("manipgen: error: --periods must be >= 2, --noise >= 0, --starts >= 1, --seed >= 0")
-                return 2
             try:
-                if all(given):
+                if args.actuator:
                     with console.status("two-stage identification from the logs ..."):
                         doc = identify_logs(args.robot, (Log.load(args.actuator), Excitation.load(args.actuator_excitation)),
                                             (Log.load(args.load), Excitation.load(args.load_excitation)),
-                                            Log.load(args.validate) if args.validate else None, args.current)
+                                            Log.load(args.validate) if args.validate else None, args.current,
+                                            ElasticIdentSettings(motor_offsets=args.motor_offsets), args.config)
                     text = markdown_logs(doc)
                 else:
                     with console.status("two-stage identification ...") as status:
@@ -547,6 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ei.add_argument("--validate", help="another recorded run to validate on (log .npz)")
     ei.add_argument("--current", action="store_true", help="the logs' tau holds armature currents (A): motor "
                                                           "torque = gear_ratio x torque_constant x current (eq. 4.51)")
+    ei.add_argument("--config", help="config JSON of the recorded runs (e.g. their enc.motor_offset)")
+    ei.add_argument("--motor-offsets", action="store_true", help="also estimate each motor encoder's offset "
+                                                                "(incremental encoders referenced imprecisely)")
     ec.add_argument("--threshold", type=float, default=0.1, help="residual threshold per joint, N m (seed 003: 0.1)")
     ec.add_argument("--k-r", type=float, default=0.03, help="reflex gain K_R, rad/s per N m (seed 003: 0.03)")
     tp = sub.add_parser("target", help="cross-compile for a Cortex-M and run the step in QEMU (footprint, timing)")

@@ -19,6 +19,7 @@ controller, both encoders quantised, white noise on the motor torque as a curren
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import casadi as cs
@@ -48,6 +49,9 @@ class ElasticIdentSettings:
                                     # ~30 Hz); at 10 Hz the load stage's largest error is 3e-2, at 50 Hz
                                     # 4e-5 (out/elastic study, k_e and d_e identified)
     weighted: bool = True           # WLS (eq. 4.47), else OLS
+    motor_offsets: bool = False     # also estimate a constant offset of each motor encoder (an
+                                    # incremental encoder referenced imprecisely): a constant column
+                                    # k_e o_j per joint in stage 1; stage 2 reads theta + o
 
 
 @dataclass
@@ -75,13 +79,46 @@ def true_motor_parameters(robot: Robot) -> np.ndarray:
     return np.array([getattr(j.elastic, FIELD[p]) for j in robot.joints for p in MOTOR_PARAMS])
 
 
-def positions(spec: str, log: Log) -> tuple[np.ndarray, np.ndarray]:
-    """q and theta from the log's counts through the robot's generated encoder read."""
+def positions(spec: str, log: Log, config: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """q and theta from the log's counts through the robot's generated encoder read (with the
+    logged run's ``config`` JSON, e.g. its enc.motor_offset, if given)."""
     if "motor_counts" not in log.extra:
         raise ValueError("the log has no motor_counts: an elastic arm's identification needs the motor encoders")
     rt = load_rt(spec, estimator="findiff", observer="none", controller="none", sample_period=log.sample_period)
+    if config is not None:
+        rt.config.load(config)
     out = rt.run(log)
     return np.asarray(out["q"], float), np.asarray(out["theta"], float)
+
+
+def check_run(name: str, robot: Robot, log: Log, exc: Excitation | None, stage: str | None,
+              settings: ElasticIdentSettings) -> None:
+    """A recorded run fits what it is used for: the robot (name, joints), its stage's excitation
+    (robot, joints, stage, the desired motion it tracked) and enough periods -- one message naming it."""
+    if log.robot != robot.c_name:
+        raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.c_name!r}")
+    if np.shape(log.counts)[1] != robot.dof:
+        raise ValueError(f"{name} log: {np.shape(log.counts)[1]} joints, {robot.name} has {robot.dof}")
+    if exc is None:
+        if len(log) * log.sample_period < 2.0:
+            raise ValueError(f"{name} log: {len(log) * log.sample_period:g} s; validation needs at least 2 s")
+        return
+    if exc.robot != robot.name or len(exc.q0) != robot.dof:
+        raise ValueError(f"{name} excitation: designed for {exc.robot} ({len(exc.q0)} joints), not {robot.name}")
+    if exc.stage != stage:
+        raise ValueError(f"{name} excitation: designed for the {exc.stage} stage, not the {stage} stage "
+                         f"(manipgen excite --stage {stage})")
+    try:
+        p = samples_per_period(exc.base_frequency, log.sample_period)
+    except ValueError as err:
+        raise ValueError(f"{name} log: its sample period does not fit the excitation: {err}") from None
+    need = settings.skip_periods + 2          # two averaged periods at least: the WLS weights
+    if len(log) // p < need:
+        raise ValueError(f"{name} log: {len(log) // p} whole periods of {exc.period:g} s; it needs {need} "
+                         f"({settings.skip_periods} skipped, two to average)")
+    planned = exc.trajectory(log.sample_period).q
+    if np.max(np.abs(np.asarray(log.q_des, float)[:p] - planned)) > 1e-6:
+        raise ValueError(f"{name} log: its desired motion is not this excitation (q_des differs from it)")
 
 
 def motor_torque(robot: Robot, log: Log, current: bool) -> np.ndarray:
@@ -98,12 +135,13 @@ def motor_torque(robot: Robot, log: Log, current: bool) -> np.ndarray:
     return tau * np.array([j.gear_ratio * j.torque_constant for j in robot.joints])
 
 
-def average(spec: str, log: Log, exc: Excitation, settings: ElasticIdentSettings, current: bool = False) -> Averaged:
+def average(spec: str, log: Log, exc: Excitation, settings: ElasticIdentSettings, current: bool = False,
+            config: str | Path | None = None) -> Averaged:
     """Period averaging (eq. 4.45), Fourier derivatives of the averaged positions (seed 004 §II-C)."""
     from codegen.description import load_robot
 
     robot = load_robot(spec)
-    q, theta = positions(spec, log)
+    q, theta = positions(spec, log, config)
     try:
         p = samples_per_period(exc.base_frequency, log.sample_period)
     except ValueError as err:
@@ -147,25 +185,43 @@ def motor_inertia(robot: Robot) -> np.ndarray:
 
 
 def actuator_stage(robot: Robot, data: Averaged, settings: ElasticIdentSettings) -> Fit:
-    """Stage 1 (eq. 4.4): [d_e, d_vm, k_e, d_Cm] per joint by (W)LS."""
+    """Stage 1 (eq. 4.4): [d_e, d_vm, k_e, d_Cm] per joint by (W)LS; with settings.motor_offsets
+    also c_j = k_e o_j per joint (names c1 ..), o_j the motor encoder's offset (motor_offsets)."""
+    n = robot.dof
     y = motor_regressor(robot, data.q, data.qd, data.theta, data.thetad)
+    names = motor_names(robot)
+    if settings.motor_offsets:
+        y = np.hstack([y, np.tile(np.eye(n), (len(data.q), 1))])
+        names = names + [f"c{i + 1}" for i in range(n)]
     lhs = data.tau_m - motor_inertia(robot) * data.thetadd
-    return least_squares(y, lhs, robot.dof, motor_names(robot),
-                         _weights(data.tau_m_variance, data.periods, settings.weighted))
+    return least_squares(y, lhs, n, names, _weights(data.tau_m_variance, data.periods, settings.weighted))
 
 
 def stiffness_damping(robot: Robot, fit: Fit) -> tuple[np.ndarray, np.ndarray]:
     """k_e, d_e per joint out of a stage-1 fit."""
-    v = fit.full(4 * robot.dof).reshape(robot.dof, 4)
+    v = fit.full(len(fit.names))[:4 * robot.dof].reshape(robot.dof, 4)
     return v[:, MOTOR_PARAMS.index("k_e")], v[:, MOTOR_PARAMS.index("d_e")]
 
 
+def motor_offsets(robot: Robot, fit: Fit) -> np.ndarray:
+    """The motor encoders' offsets o = c / k_e (rad, link side: theta_true = theta_read + o) of a
+    stage-1 fit with motor_offsets, else zeros. Add them to enc.motor_offset."""
+    n = robot.dof
+    if len(fit.names) == 4 * n:
+        return np.zeros(n)
+    return fit.full(len(fit.names))[4 * n:] / stiffness_damping(robot, fit)[0]
+
+
 def load_stage(spec: str, robot: Robot, log: Log, exc: Excitation, stiffness: np.ndarray, damping: np.ndarray,
-               settings: ElasticIdentSettings) -> tuple[Fit, np.ndarray, np.ndarray]:
-    """Stage 2: (I + A)^T tau_el = Y_b beta, tau_el from the measured positions and the stage-1
-    k_e, d_e; the weights from the variance of tau_el over the periods (each period differentiated
-    alone). Returns the fit, the stacked Y_b and the averaged (I + A)^T tau_el."""
-    q, theta = positions(spec, log)
+               settings: ElasticIdentSettings, offsets: np.ndarray | None = None,
+               config: str | Path | None = None) -> tuple[Fit, np.ndarray, np.ndarray]:
+    """Stage 2: (I + A)^T tau_el = Y_b beta, tau_el from the measured positions (theta + the
+    stage-1 ``offsets``) and the stage-1 k_e, d_e; the weights from the variance of tau_el over the
+    periods (each period differentiated alone). Returns the fit, the stacked Y_b and the averaged
+    (I + A)^T tau_el."""
+    q, theta = positions(spec, log, config)
+    if offsets is not None:
+        theta = theta + offsets
     p = samples_per_period(exc.base_frequency, log.sample_period)
     ts, s = log.sample_period, len(q) // p - settings.skip_periods
     if s < 1:
@@ -199,7 +255,7 @@ def simulated_log(spec: str, exc: Excitation, periods: int, current_noise: float
 
 
 def validation_rms(spec: str, robot: Robot, log: Log, motor_fit: Fit, load_fit: Fit, current: bool = False,
-                   cutoff: float = 10.0) -> dict[str, Any]:
+                   cutoff: float = 10.0, config: str | Path | None = None) -> dict[str, Any]:
     """On a validation run (not periodic): the RMS of the motor torque predicted by stage 1 (seed
     003 Table 4.3) and of (I + A)^T tau_el predicted by Y_b beta against the one computed from the
     identified k_e, d_e and the measured positions (Table 4.4's epsilon_RMS, eq. 4.50), and, for a
@@ -207,7 +263,8 @@ def validation_rms(spec: str, robot: Robot, log: Log, motor_fit: Fit, load_fit: 
     ``cutoff`` Hz and differentiated; the motor torque low-passed alike."""
     from .processing import filtered_derivatives, lowpass
 
-    q, theta = positions(spec, log)
+    q, theta = positions(spec, log, config)
+    theta = theta + motor_offsets(robot, motor_fit)
     ts = log.sample_period
     edge = int(round(0.5 / ts))
     if len(q) < 4 * edge:
@@ -217,8 +274,8 @@ def validation_rms(spec: str, robot: Robot, log: Log, motor_fit: Fit, load_fit: 
     sl = slice(edge, len(q) - edge)
     k_e, d_e = stiffness_damping(robot, motor_fit)
     tau_m = lowpass(motor_torque(robot, log, current), cutoff, 1.0 / ts)[sl]
-    pred_m = (motor_inertia(robot) * thdd[sl]
-              + (motor_regressor(robot, q_f[sl], qd[sl], th_f[sl], thd[sl]) @ motor_fit.full(4 * robot.dof)).reshape(-1, robot.dof))
+    pred_m = (motor_inertia(robot) * thdd[sl] + (motor_regressor(robot, q_f[sl], qd[sl], th_f[sl], thd[sl])
+                                                 @ motor_fit.full(len(motor_fit.names))[:4 * robot.dof]).reshape(-1, robot.dof))
     measured = joint_torque(robot, q_f[sl], qd[sl], th_f[sl], thd[sl], k_e, d_e)
     m = model(robot)
     pred = (m.stacked(q_f[sl], qd[sl], qdd[sl]) @ load_fit.full(len(m.names))).reshape(-1, robot.dof)
@@ -239,22 +296,27 @@ def validation_rms(spec: str, robot: Robot, log: Log, motor_fit: Fit, load_fit: 
 
 def identify_logs(spec: str, actuator: tuple[Log, Excitation], load: tuple[Log, Excitation],
                   validate: Log | None = None, current: bool = False,
-                  settings: ElasticIdentSettings = ElasticIdentSettings()) -> dict[str, Any]:
+                  settings: ElasticIdentSettings = ElasticIdentSettings(),
+                  config: str | Path | None = None) -> dict[str, Any]:
     """Both stages on recorded runs (each a log of its stage's excitation, several periods), and the
-    validation on another run if given. The description's values are reported next to the
-    estimates (a reference, not the truth of a real arm)."""
+    validation on another run if given; ``config``: the runs' config JSON (encoder offsets). The
+    description's values are reported next to the estimates (a reference, not the truth of a real
+    arm)."""
     from codegen.description import load_robot
 
     robot = load_robot(spec)
     if not robot.elastic:
         raise ValueError(f"{robot.name} has no series-elastic drives (elastic: in its joints)")
-    for name, log in (("actuator", actuator[0]), ("load", load[0])) + ((("validate", validate),) if validate else ()):
-        if log.robot != robot.c_name:
-            raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.c_name!r}")
-    fit1 = actuator_stage(robot, average(spec, actuator[0], actuator[1], settings, current), settings)
+    check_run("actuator", robot, actuator[0], actuator[1], "actuator", settings)
+    check_run("load", robot, load[0], load[1], "load", settings)
+    if validate is not None:
+        check_run("validate", robot, validate, None, None, settings)
+    fit1 = actuator_stage(robot, average(spec, actuator[0], actuator[1], settings, current, config), settings)
     k_e, d_e = stiffness_damping(robot, fit1)
-    fit2, _, _ = load_stage(spec, robot, load[0], load[1], k_e, d_e, settings)
-    desc1, desc2 = true_motor_parameters(robot), model(robot).true_base()
+    offsets = motor_offsets(robot, fit1)
+    fit2, _, _ = load_stage(spec, robot, load[0], load[1], k_e, d_e, settings, offsets, config)
+    desc1 = np.concatenate([true_motor_parameters(robot), np.zeros(len(fit1.names) - 4 * robot.dof)])
+    desc2 = model(robot).true_base()
     doc: dict[str, Any] = {
         "robot": robot.name, "source": "logs", "current": current,
         "actuator": [{"name": nm, "estimated": float(v), "rsd_percent": _finite(r), "description": float(t)}
@@ -264,8 +326,10 @@ def identify_logs(spec: str, actuator: tuple[Log, Excitation], load: tuple[Log, 
                  for nm, v, r, t in zip(fit2.names, fit2.values, fit2.rsd, desc2)],
         "load_rms": fit2.rms.tolist(),
     }
+    if settings.motor_offsets:
+        doc["motor_offsets_rad"] = offsets.tolist()
     if validate is not None:
-        doc["validation"] = validation_rms(spec, robot, validate, fit1, fit2, current)
+        doc["validation"] = validation_rms(spec, robot, validate, fit1, fit2, current, config=config)
     return doc
 
 
@@ -406,7 +470,11 @@ def markdown_logs(res: dict[str, Any]) -> str:
              "Motor torque " + ("from the logged currents, z k_t i_a (eq. 4.51)." if res["current"] else "as logged."),
              "", "## Actuator side (eq. 4.4)", ""] + head + rows(res["actuator"])
     lines += ["", "RMS of the motor-torque residual per joint (N m): "
-              + ", ".join(f"{v:.3g}" for v in res["actuator_rms"]), "", "## Load side base parameters", ""]
+              + ", ".join(f"{v:.3g}" for v in res["actuator_rms"])]
+    if "motor_offsets_rad" in res:
+        lines += ["", "Motor encoder offsets o (rad, link side; add to enc.motor_offset): "
+                  + ", ".join(f"{v:.4g}" for v in res["motor_offsets_rad"])]
+    lines += ["", "## Load side base parameters", ""]
     lines += head + rows(res["load"])
     lines += ["", "RMS of the (I + A)^T tau_el residual per joint (N m): " + ", ".join(f"{v:.3g}" for v in res["load_rms"])]
     if "validation" in res:

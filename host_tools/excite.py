@@ -71,6 +71,7 @@ class Excitation:
     a: np.ndarray        # (n, L), rad/s
     b: np.ndarray        # (n, L), rad/s
     q0: np.ndarray       # (n,), rad
+    stage: str = "load"  # the regressor it was designed for (stage_regressor): load or actuator
 
     @property
     def period(self) -> float:
@@ -91,14 +92,17 @@ class Excitation:
         return Trajectory(f"excitation({self.robot})", t, q, qd, qdd)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"robot": self.robot, "harmonics": self.harmonics, "base_frequency_hz": self.base_frequency,
+        return {"robot": self.robot, "stage": self.stage, "harmonics": self.harmonics, "base_frequency_hz": self.base_frequency,
                 "units": "a, b: rad/s (m/s); q0: rad (m); q = q0 + sum a/(w l) sin(w l t) - b/(w l) cos(w l t)",
                 "a": self.a.tolist(), "b": self.b.tolist(), "q0": self.q0.tolist()}
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> "Excitation":
+        stage = str(d.get("stage", "load"))
+        if stage not in ("load", "actuator"):
+            raise ValueError(f"stage must be load or actuator, got {stage!r}")
         return Excitation(str(d["robot"]), int(d["harmonics"]), float(d["base_frequency_hz"]),
-                          np.asarray(d["a"], float), np.asarray(d["b"], float), np.asarray(d["q0"], float))
+                          np.asarray(d["a"], float), np.asarray(d["b"], float), np.asarray(d["q0"], float), stage)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
@@ -111,7 +115,7 @@ class Excitation:
             doc = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not JSON ({exc})") from None
         body = doc.get("excitation", doc) if isinstance(doc, dict) else doc
         try:
@@ -242,6 +246,9 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     if problems:
         raise ValueError("; ".join(problems))
     t_start = time.perf_counter()
+    if settings.torque_limits and robot.elastic:
+        raise ValueError(f"{robot.name} has series-elastic joints: --torque-limits bounds the links' torque, "
+                         "not the motors'; leave it out")
     lim = _limits(robot, settings)
     n, L, N = robot.dof, settings.harmonics, settings.grid
     dyn = Dynamics(robot)
@@ -299,7 +306,7 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
         raise RuntimeError("no start reached a feasible excitation; try more --starts or wider limits")
     xs = best[1]
     exc = Excitation(robot.name, L, settings.base_frequency, xs[:n * L].reshape((n, L), order="F"),
-                     xs[n * L:2 * n * L].reshape((n, L), order="F"), xs[2 * n * L:].copy())
+                     xs[n * L:2 * n * L].reshape((n, L), order="F"), xs[2 * n * L:].copy(), stage)
     exc = within_limits(exc, lim, settings.report_rate)
     cond = regressor_cond(robot, exc, settings.report_rate, regressor, nb)
     return DesignResult(exc, cond, best[0], time.perf_counter() - t_start, starts, asdict(settings))
@@ -319,7 +326,7 @@ def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> E
     if worst <= 1.0:
         return exc
     f = 1.0 / (worst * (1 + 1e-12))
-    return Excitation(exc.robot, exc.harmonics, exc.base_frequency, exc.a * f, exc.b * f, exc.q0)
+    return Excitation(exc.robot, exc.harmonics, exc.base_frequency, exc.a * f, exc.b * f, exc.q0, exc.stage)
 
 
 def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None,

@@ -74,4 +74,13 @@ def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
     r = manipgen("excite", "biorob4", "--stage", "actuator", "--harmonics", "2", "--grid", "20", "--starts", "1",
                  "--max-iter", "20", "--base-frequency", "0.2", "--objective", "logdet", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert "cond(Y_m)" in r.stdout and (tmp_path / "excitation.json").exists()
+    from codegen.description import load_robot
+    from host_tools.excite import Excitation, regressor_cond, stage_regressor
+
+    doc = json.loads((tmp_path / "excitation.json").read_text())
+    exc = Excitation.load(tmp_path / "excitation.json")
+    robot = load_robot("biorob4")
+    assert exc.stage == "actuator" and "cond(Y_m)" in r.stdout
+    # the reported cond is the actuator regressor's, not the links'
+    assert doc["cond"] == regressor_cond(robot, exc, 500.0, *stage_regressor(robot, "actuator"))
+    assert doc["cond"] != regressor_cond(robot, exc, 500.0)

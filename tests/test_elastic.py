@@ -126,6 +126,9 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
                 d["joints"][2]["elastic"].update(coupling={"j4": -0.5})), "coupling"),
     (lambda d: d["joints"][0].update(IA=0.01), "IA"),
     (lambda d: d["joints"][0]["encoder"].update(side="motor"), "encoder"),
+    (lambda d: d["joints"][1].update(torque_constant=-0.03), "torque_constant"),
+    (lambda d: d["joints"][1].update(torque_constant=0), "torque_constant"),
+    (lambda d: d["joints"][1].update(torque_constant="strong"), "torque_constant"),
 ])
 def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     doc = yaml.safe_load((ROOT / "robots" / "biorob4.yaml").read_text())

@@ -152,6 +152,8 @@ def test_elastic_pipeline_matches_reference(estimator: str) -> None:
     valid[:5] = 1
     run = simulate(rt, Trajectory("sine", t, q, qd, np.zeros_like(q)), valid=valid)
     ins = run.log.inputs()
+    ins["motor_valid"][:3] = 0                     # the motor channel late: the pipeline waits for it
+    ins["motor_valid"][1500:1503, 2] = 0           # and a short loss on it alone
     ref = reference(ROBOT, estimator, "momentum", "state_feedback")
     ref.set_config({"det.threshold": [1e6] * 4})
     c = fresh_rt(ROBOT, estimator, "momentum", "state_feedback")
@@ -228,3 +230,23 @@ def test_an_elastic_arm_needs_its_motor_encoders(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(DescriptionError, match=r"joints\[3\]\.elastic\.motor_encoder"):
         build_pipeline(load_robot(str(path)), load_robot(str(path)).realtime.options)
+
+
+def test_the_controller_takes_the_identified_springs() -> None:
+    """ctl.k_e is run-time: at rest at q_d the command moves by K_theta (theta_d' - theta_d), with
+    theta_d = (I + A) q_d + K^-1 (I + A)^-T g(q_d) (the rest state of the compiled description)."""
+    q0 = np.array([0.3, 0.6, -0.5, 0.4])
+    dyn = load(ROBOT)
+    theta, _ = dyn.motor_rest(q0, np.zeros(4))
+    a = np.eye(4) + np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, -0.5, 0]])
+    k = np.array([50.0, 50.0, 30.0, 15.0])
+    g_m = k * (theta - a @ q0)                               # (I + A)^-T g(q0)
+    outs = []
+    for scale in (1.0, 2.0):
+        rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")
+        rt.config["ctl.k_e"] = scale * k
+        counts, motor = rt.encoder_counts(q0, theta)
+        outs.append(rt.step(counts=counts, motor_counts=motor, motor_valid=np.ones(4), q_des=q0))
+    shift = outs[1]["tau_cmd"] - outs[0]["tau_cmd"]
+    expected = np.asarray(rt.config["ctl.k_theta"]) * (g_m / (2 * k) - g_m / k)
+    assert np.allclose(shift, expected, rtol=1e-9, atol=1e-12) and np.max(np.abs(expected)) > 1.0
