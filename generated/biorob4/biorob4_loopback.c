@@ -261,7 +261,7 @@ void biorob4_loopback_encoder(const biorob4_rt_config_t *cfg, const real_t q[N],
 static int plant_derivative(const biorob4_plant_t *plant, const real_t x[S], const real_t *u, const real_t *ext,
                             int contact, real_t dx[S])
 {
-    real_t total[N], tc[N], f, d;
+    real_t total[N];
     int i;
     /* the link feels the springs (I + A)^T tau_el; the motors feel the command */
     biorob4_elastic_joint_torque(&x[0], &x[N], &x[2 * N], &x[3 * N], total);
@@ -271,6 +271,7 @@ static int plant_derivative(const biorob4_plant_t *plant, const real_t x[S], con
         total[i] += ext[i];
     }
     if (contact) {
+        real_t tc[N], f, d;
         hunt_crossley(&x[0], &x[N], plant->contact_point, plant->contact_normal, &plant->contact_k,
                       &plant->contact_lambda, &plant->contact_exponent, tc, &f, &d);
         for (i = 0; i < N; ++i) {
@@ -315,7 +316,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s, contact;
+    int i, s;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > BIOROB4_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))
@@ -334,7 +335,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
-        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        const int contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
         if (tau_contact != NULL) {
             real_t f, d;
             if (contact) {

@@ -16,7 +16,7 @@
 static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, uint8_t *started,
                              uint32_t *last, int64_t *total)
 {
-    uint32_t mask, half, d;
+    uint32_t mask, half;
     if (bits < 2u || bits > 32u) {
         bits = 32u;
     }
@@ -27,7 +27,7 @@ static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, ui
         *total = (is_signed && raw >= half) ? (int64_t)raw - ((int64_t)mask + 1) : (int64_t)raw;
         *started = 1u;
     } else {
-        d = (raw - *last) & mask;
+        uint32_t d = (raw - *last) & mask;
         *total += (d >= half) ? (int64_t)d - ((int64_t)mask + 1) : (int64_t)d;
     }
     *last = raw;

@@ -139,12 +139,13 @@ void planar2_loopback_encoder(const planar2_rt_config_t *cfg, const real_t q[N],
 static int plant_derivative(const planar2_plant_t *plant, const real_t x[S], const real_t *u, const real_t *ext,
                             int contact, real_t dx[S])
 {
-    real_t total[N], tc[N], f, d;
+    real_t total[N];
     int i;
     for (i = 0; i < N; ++i) {
         total[i] = u[i] + ext[i];
     }
     if (contact) {
+        real_t tc[N], f, d;
         hunt_crossley(&x[0], &x[N], plant->contact_point, plant->contact_normal, &plant->contact_k,
                       &plant->contact_lambda, &plant->contact_exponent, tc, &f, &d);
         for (i = 0; i < N; ++i) {
@@ -189,7 +190,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
     int64_t c[N], m[N];
     real_t h;
     long k;
-    int i, s, contact;
+    int i, s;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > PLANAR2_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))
@@ -207,7 +208,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
     for (k = 0; k < n; ++k) {
-        contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
+        const int contact = plant->contact_k > 0 && k >= plant->contact_start && k < plant->contact_stop;
         if (tau_contact != NULL) {
             real_t f, d;
             if (contact) {
