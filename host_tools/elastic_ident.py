@@ -160,24 +160,35 @@ def _weights(variance: np.ndarray, periods: int, weighted: bool) -> np.ndarray |
     return 1.0 / var if weighted and periods > 1 and np.all(var > 0) else None
 
 
+_FUNCTIONS: dict[str, tuple[cs.Function, cs.Function]] = {}
+
+
+def _functions(robot: Robot) -> tuple[cs.Function, cs.Function]:
+    """Y_m(q, qd, theta, thetad) and (I + A)^T tau_el(q, qd, theta, thetad, k_e, d_e) of a robot,
+    built once per description (cached by its digest, as host_tools.identify.model)."""
+    if robot.digest not in _FUNCTIONS:
+        dyn = Dynamics(robot)
+        ks, ds = cs.SX.sym("k", robot.dof), cs.SX.sym("d", robot.dof)
+        args = [dyn.q, dyn.qd, dyn.theta, dyn.thetad]
+        _FUNCTIONS[robot.digest] = (cs.Function("ym", args, [dyn.motor_regressor()]),
+                                    cs.Function("tj", args + [ks, ds], [dyn.elastic_joint_torque(ks, ds)]))
+    return _FUNCTIONS[robot.digest]
+
+
 def motor_regressor(robot: Robot, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
     """Y_m stacked over the samples: (K n, 4 n)."""
-    dyn = Dynamics(robot)
-    f = cs.Function("ym", [dyn.q, dyn.qd, dyn.theta, dyn.thetad], [dyn.motor_regressor()])
     k, n = np.shape(q)
-    wide = np.array(f.map(k)(q.T, qd.T, theta.T, thetad.T))          # (n, K 4n)
+    wide = np.array(_functions(robot)[0].map(k)(q.T, qd.T, theta.T, thetad.T))          # (n, K 4n)
     return wide.reshape(n, k, 4 * n).transpose(1, 0, 2).reshape(k * n, 4 * n)
 
 
 def joint_torque(robot: Robot, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
                  stiffness: np.ndarray, damping: np.ndarray) -> np.ndarray:
     """(I + A)^T tau_el at every sample with the given k_e, d_e: (K, n)."""
-    dyn = Dynamics(robot)
-    ks, ds = cs.SX.sym("k", robot.dof), cs.SX.sym("d", robot.dof)
-    f = cs.Function("tj", [dyn.q, dyn.qd, dyn.theta, dyn.thetad, ks, ds], [dyn.elastic_joint_torque(ks, ds)])
     k = len(q)
-    return np.array(f.map(k)(q.T, qd.T, theta.T, thetad.T, np.tile(np.asarray(stiffness, float)[:, None], k),
-                             np.tile(np.asarray(damping, float)[:, None], k))).T
+    return np.array(_functions(robot)[1].map(k)(
+        q.T, qd.T, theta.T, thetad.T, np.tile(np.asarray(stiffness, float)[:, None], k),
+        np.tile(np.asarray(damping, float)[:, None], k))).T
 
 
 def motor_inertia(robot: Robot) -> np.ndarray:

@@ -143,6 +143,18 @@ def test_generated_folder_builds_alone_with_make_and_cmake(tmp_path: Path) -> No
     assert list(build.glob("libplanar2.a"))
 
 
+def assert_strict_and_heap_free(folder: Path, precision: str, tmp_path: Path) -> None:
+    """Strict C99 on gcc and clang; no heap; in float, no double math."""
+    extra = ["-Wdouble-promotion"] if precision == "float" else []
+    for cc in ("gcc", "clang"):
+        require_tool(cc)
+        for obj in compile_folder(cc, folder, tmp_path / cc, extra):
+            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
+            assert not undefined & HEAP, undefined
+            if precision == "float":
+                assert not undefined & DOUBLE_MATH, undefined
+
+
 @pytest.mark.parametrize("observer", ["adaptive", "adaptive_measured", "direct", "direct_measured"])
 @pytest.mark.parametrize("precision", ["double", "float"])
 def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, precision: str, tmp_path: Path) -> None:
@@ -153,14 +165,7 @@ def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, pr
     folder = tmp_path / "gen"
     generate(load_robot("kuka_iiwa14"), precision,  # type: ignore[arg-type]
              RtOptions(estimator=parse_estimator("kalman"), observer=observer)).write(folder)
-    extra = ["-Wdouble-promotion"] if precision == "float" else []
-    for cc in ("gcc", "clang"):
-        require_tool(cc)
-        for obj in compile_folder(cc, folder, tmp_path / cc, extra):
-            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
-            assert not undefined & HEAP, undefined
-            if precision == "float":
-                assert not undefined & DOUBLE_MATH, undefined
+    assert_strict_and_heap_free(folder, precision, tmp_path)
 
 
 @pytest.mark.parametrize("precision", ["double", "float"])
@@ -169,11 +174,4 @@ def test_elastic_arm_is_strict_and_heap_free_in_both_precisions(precision: str, 
     state-feedback controller, the elastic loopback) under the same contract."""
     folder = tmp_path / "gen"
     generate(load_robot("biorob4"), precision).write(folder)  # type: ignore[arg-type]
-    extra = ["-Wdouble-promotion"] if precision == "float" else []
-    for cc in ("gcc", "clang"):
-        require_tool(cc)
-        for obj in compile_folder(cc, folder, tmp_path / cc, extra):
-            undefined = set(symbols(require_tool("nm"), obj, undefined=True))
-            assert not undefined & HEAP, undefined
-            if precision == "float":
-                assert not undefined & DOUBLE_MATH, undefined
+    assert_strict_and_heap_free(folder, precision, tmp_path)
