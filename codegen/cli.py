@@ -18,6 +18,7 @@ from .blocks.options import CONTROLLERS, ESTIMATORS, OBSERVERS, OptionError, RtO
 from .description import load_robot
 from .errors import DescriptionError
 from .model import Robot
+from .outputs import OverwriteError, overwriting, write_file
 from .resources import bundled_robots
 
 Handler = Callable[[argparse.Namespace], int]
@@ -94,7 +95,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
               + (args.header or ""))
     text = robot_to_yaml(robot, header)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_file(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -132,14 +133,29 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     return parser, sub
 
 
+def add_force_options(sub: argparse._SubParsersAction) -> None:
+    """``--force`` on every command that writes files (those with an output option), recursively."""
+    for p in set(sub.choices.values()):
+        nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        for a in nested:
+            add_force_options(a)
+        if any(a.dest in ("out", "output") for a in p._actions):
+            p.add_argument("--force", action="store_true",
+                           help="overwrite files that manipgen did not write (or that were edited since)")
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
-        return handler(args)
-    except (DescriptionError, OptionError) as exc:
+        with overwriting(bool(getattr(args, "force", False))):
+            return handler(args)
+    except (DescriptionError, OptionError, OverwriteError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # every output is written atomically: nothing half-written remains
+        print("manipgen: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `manipgen info ... | head`
         sys.stderr.close()
         return 0
@@ -147,4 +163,6 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
 
 def main(argv: Sequence[str] | None = None) -> int:
     np.set_printoptions(precision=6, suppress=True)
-    return run(build_parser()[0], argv)
+    parser, sub = build_parser()
+    add_force_options(sub)
+    return run(parser, argv)

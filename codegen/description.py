@@ -22,6 +22,8 @@ JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_rat
               "encoder", "link", "elastic", *JOINT_PARAMS}
 ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling",
                 "motor_encoder"}
+MAX_CPR = 2 ** 31     # a count must fit the generated C's 32-bit integers
+MAX_DOF = 64          # far beyond any manipulator; thousands of joints would only hang the generator
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
 OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "torque_constant", "encoder", "locked", "elastic", *JOINT_PARAMS}
 
@@ -65,6 +67,8 @@ def read_encoder(doc: Located, path: Path_t, value: Any) -> Encoder:
     cpr = require(doc, path, m, "cpr")
     if not isinstance(cpr, int) or isinstance(cpr, bool) or cpr <= 0:
         raise doc.error(path + ("cpr",), f"counts per revolution must be a positive integer, got {cpr!r}")
+    if cpr > MAX_CPR:
+        raise doc.error(path + ("cpr",), f"counts per revolution must be at most 2^31 = {MAX_CPR}, got {cpr}")
     side = m.get("side", "link")
     if side not in ("motor", "link"):
         raise doc.error(path + ("side",), f"must be 'motor' or 'link', got {side!r}")
@@ -345,6 +349,8 @@ def robot_from_yaml(path: str | Path) -> Robot:
     joints_raw = require(doc, (), top, "joints")
     if not isinstance(joints_raw, list) or not joints_raw:
         raise doc.error(("joints",), "expected a non-empty list of joints")
+    if len(joints_raw) > MAX_DOF:
+        raise doc.error(("joints",), f"{len(joints_raw)} joints; at most {MAX_DOF} are supported")
     joints, links = zip(*(read_joint(doc, i, j, convention, declared) for i, j in enumerate(joints_raw)))
     names = [j.name for j in joints]
     for i, n in enumerate(names):

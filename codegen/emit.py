@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +20,8 @@ from .contact import contact_function
 from .dynamics import Dynamics
 from .emit_rt import LOOPBACK_MAX_DELAY, RtEmitter
 from .functions import Arg, FunctionSpec, dynamics_functions
-from .model import Robot, digest_of
+from .model import Robot, c_comment_text, digest_of
+from .outputs import write_files
 from .params import BaseParameters, base_parameters
 from .resources import resource_dir
 
@@ -36,20 +35,10 @@ class Generated:
     files: dict[str, str]  # file name -> content
 
     def write(self, out: Path) -> Path:
-        """Write atomically: a temporary sibling folder replaces ``out`` only when complete."""
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            for name, text in self.files.items():
-                (tmp / name).write_text(text, encoding="utf-8")
-            if out.exists():
-                shutil.rmtree(out)
-            tmp.rename(out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp)
-        return out
+        """Write the folder (codegen.outputs: atomic per file, never over a file manipgen did not
+        write unless forced, identical files untouched, its own files no longer generated removed)."""
+        write_files(out, self.files, prune=True)
+        return Path(out)
 
 
 def template_environment() -> jinja2.Environment:
@@ -135,7 +124,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     p = robot.c_name
     ctx: dict[str, Any] = {
         "p": p, "P": p.upper(), "version": __version__, "robot_name": robot.name,
-        "source": robot.source.replace("*/", "* /"), "digest": robot.digest, "dof": n,
+        "source": c_comment_text(robot.source), "digest": robot.digest, "dof": n,
         "gravity": ", ".join(repr(g) for g in robot.gravity), "real": precision,
         "sqrt": "sqrt" if precision == "double" else "sqrtf",
         "n_standard": robot.n_standard, "n_base": base.n_base, "n_base_inertial": base.n_inertial,

@@ -12,7 +12,7 @@ import jinja2
 import numpy as np
 
 from .blocks.base import Block, Field, Fn
-from .blocks.pipeline import Pipeline
+from .blocks.pipeline import INPUT_LIMIT, Pipeline
 from .cprint import Precision, body, literal
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
@@ -170,6 +170,10 @@ class RtEmitter:
                   f"int64_t *motor_counts, {real} *tau_contact, {p}_rt_output_t *out);"]
         return "\n".join(lines)
 
+    def finite_checks(self, space: str, fields: list[Field]) -> list[dict[str, Any]]:
+        """The real fields of in/out as (C pointer, count) for mg_finite (the numeric-fault test)."""
+        return [{"ref": self.c_ref(f"{space}.{f.name}"), "size": f.size} for f in fields if f.ctype == "real"]
+
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
         real = f"{self.p}_real_t"
         blocks = [{"kind": b.kind, "name": b.name, "template": b.template or {"est": "estimator",
@@ -183,7 +187,11 @@ class RtEmitter:
                     label=self.pipe.options.label, ts=repr(self.pipe.ctx.ts),
                     fabs="fabs" if self.precision == "double" else "fabsf",
                     constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs,
-                    motor_channel=self.pipe.block("mest") is not None)
+                    motor_channel=self.pipe.block("mest") is not None,
+                    finite_inputs=self.finite_checks("in", self.pipe.inputs),
+                    finite_outputs=self.finite_checks("out", self.pipe.outputs),
+                    real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
+                    input_limit=literal(INPUT_LIMIT, self.precision))
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
 
     def manifest(self) -> dict[str, Any]:

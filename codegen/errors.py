@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+MAX_MESSAGE = 240
+
 
 class DescriptionError(ValueError):
     """A robot description is invalid. ``str()`` reads ``file:line: field: message``."""
 
     def __init__(self, file: str, field: str, message: str, line: int | None = None) -> None:
-        self.file = file
-        self.field = field
-        self.line = line
-        self.message = message
+        # One line of sane length, whatever the file held (newlines in names, megabyte values)
+        message = " ".join(message.splitlines())
+        message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 3] + "..."
+        field = field if len(field) <= MAX_MESSAGE // 3 else field[:MAX_MESSAGE // 3 - 3] + "..."
+        self.file, self.field, self.line, self.message = file, field, line, message
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")

@@ -28,10 +28,20 @@ Convention = Literal["mdh", "dh", "urdf"]
 
 
 def c_identifier(text: str) -> str:
-    """Sanitise user text into a C identifier fragment: [a-z0-9_], never starting with a digit."""
+    """Sanitise user text into a C identifier fragment: [a-z0-9_], never starting with a digit,
+    at most 32 characters (the robot's name prefixes every generated symbol)."""
     out = re.sub(r"[^a-z0-9_]", "_", text.lower())
-    out = re.sub(r"_+", "_", out).strip("_") or "robot"
+    out = re.sub(r"_+", "_", out).strip("_")[:32].rstrip("_") or "robot"
     return out if not out[0].isdigit() else "r" + out
+
+
+def c_comment_text(text: str, limit: int = 200) -> str:
+    """User text made safe inside a C block comment: one line of printable ASCII with no comment
+    delimiters, line splices (backslash) or trigraphs (??), at most ``limit`` characters."""
+    out = "".join(ch if " " <= ch <= "~" else "_" for ch in text[:limit]).replace("\\", "/")
+    while "*/" in out or "/*" in out or "??" in out:
+        out = out.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
+    return out
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_keys, elastic_driv
 from .errors import DescriptionError
 from .model import (Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms,
                     validate_inertial)
+from .urdf_checks import checked_urdf_text
 from .yamlio import Located, load_yaml, number
 
 OVERLAY_TOP_KEYS = (TOP_KEYS - {"convention"}) | {"locked"}
@@ -59,10 +60,7 @@ def parse_urdf(path: Path) -> Any:
     from urdf_parser_py import urdf as up
     from urdf_parser_py.xml_reflection import core
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DescriptionError(str(path), "", f"cannot read file ({exc.strerror})") from None
+    text = checked_urdf_text(path)
     saved = core.on_error
     core.on_error = lambda message: None  # unknown tags (gazebo, transmission) are not errors here
     try:
@@ -183,6 +181,11 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                                 kinematics=kin, limits=limits, **extra))
         out_links.append(subtree(j.child, np.eye(4)))
         pending = np.eye(4)
+    c_names = [j.name for j in out_joints]
+    for idx, c_name in enumerate(c_names):
+        if c_names.index(c_name) != idx:
+            raise DescriptionError(file, f"joint[{movable_names[idx]}].name", f"joints {movable_names[c_names.index(c_name)]!r} "
+                                   f"and {movable_names[idx]!r} have the same C name {c_name!r}")
     if not out_joints:
         raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
     for name, p in zip((j.name for j in out_joints), out_links):

@@ -42,51 +42,101 @@ def dotted(path: Path_t) -> str:
     return out
 
 
-def _walk(node: yaml.Node, path: Path_t, lines: dict[Path_t, int]) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            out[key] = _walk(value_node, path + (key,), lines)
-            lines[path + (key,)] = key_node.start_mark.line + 1  # the key's line, not the value's
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(v, path + (i,), lines) for i, v in enumerate(node.value)]
-    assert isinstance(node, yaml.ScalarNode)
-    return _scalar(node)
+MAX_BYTES = 16 * 2 ** 20      # robot files are kilobytes; a bigger file is a mistake or an attack
+# libyaml's composer (50x faster on big files, nesting capped at 1000) when PyYAML was built with it
+COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_NODES = 100_000           # after alias expansion: a "billion laughs" document stops here
+MAX_EXPRESSION = 200          # characters of a number expression such as "pi/2"
+# Plain data only: the YAML 1.1 core tags. Anything else (!!python/object, !include, ...) is refused.
+PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq",
+                                                  "timestamp")}
 
 
-def _scalar(node: yaml.ScalarNode) -> Any:
-    loader = yaml.SafeLoader("")
+def read_text(path: Path, max_bytes: int = MAX_BYTES) -> str:
+    """A description file as text: readable, at most ``max_bytes``, UTF-8."""
     try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise DescriptionError(str(path), "", f"file is {size / 2 ** 20:.0f} MiB; robot descriptions "
+                                   f"larger than {max_bytes / 2 ** 20:.0f} MiB are refused")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DescriptionError(str(path), "", f"cannot read file ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise DescriptionError(str(path), "", f"not UTF-8 text (byte 0x{data[exc.start]:02x})", line) from None
+
+
+class _Walk:
+    """Plain Python data from a composed YAML node tree, with the line of every field; refuses
+    duplicate keys, non-plain tags and alias bombs."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.lines: dict[Path_t, int] = {}
+        self.nodes = 0
+
+    def error(self, path: Path_t, node: yaml.Node, message: str) -> DescriptionError:
+        return DescriptionError(self.file, dotted(path), message, node.start_mark.line + 1)
+
+    def walk(self, node: yaml.Node, path: Path_t) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.error(path, node, f"more than {MAX_NODES} values once aliases are expanded "
+                             "(an alias bomb?): robot descriptions use few aliases")
+        self.lines[path] = node.start_mark.line + 1
+        if node.tag not in PLAIN_TAGS:
+            raise self.error(path, node, f"tag {node.tag!r} is not allowed: robot descriptions hold "
+                             "plain data (numbers, strings, lists, mappings)")
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise self.error(path, key_node, "keys must be plain names, not lists or mappings")
+                key = str(key_node.value)
+                if key in out:
+                    raise self.error(path + (key,), key_node, f"duplicate key (first on line "
+                                     f"{self.lines[path + (key,)]})")
+                out[key] = self.walk(value_node, path + (key,))
+                self.lines[path + (key,)] = key_node.start_mark.line + 1  # the key's line, not the value's
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.walk(v, path + (i,)) for i, v in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
+        loader = yaml.SafeLoader("")
+        try:
+            return loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.error(path, node, f"cannot read the value ({getattr(exc, 'problem', exc)})") from None
+        finally:
+            loader.dispose()
 
 
 def load_yaml(path: str | Path) -> Located:
     """Parse ``path`` keeping line numbers. Syntax errors become DescriptionError."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DescriptionError(str(p), "", f"cannot read file ({exc.strerror})") from None
-    return parse_yaml(text, str(p))
+    return parse_yaml(read_text(p), str(p))
 
 
 def parse_yaml(text: str, file: str) -> Located:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=COMPOSER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DescriptionError(
             file, "", f"YAML syntax error: {getattr(exc, 'problem', exc)}",
             mark.line + 1 if mark is not None else None,
         ) from None
-    lines: dict[Path_t, int] = {}
-    data = _walk(node, (), lines) if node is not None else None
-    return Located(file, data, lines)
+    except RecursionError:
+        raise DescriptionError(file, "", "YAML nested too deeply") from None
+    walk = _Walk(file)
+    try:
+        data = walk.walk(node, ()) if node is not None else None
+    except RecursionError:
+        raise DescriptionError(file, "", "YAML nested too deeply") from None
+    return Located(file, data, walk.lines)
 
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
@@ -117,6 +167,8 @@ def number(doc: Located, path: Path_t, value: Any) -> float:
     if isinstance(value, (int, float)):
         out = float(value)
     elif isinstance(value, str):
+        if len(value) > MAX_EXPRESSION:
+            raise doc.error(path, f"expression too long ({len(value)} characters; at most {MAX_EXPRESSION})")
         try:
             out = _eval_expr(ast.parse(value.strip(), mode="eval"))
         except (SyntaxError, ValueError, ZeroDivisionError) as exc:

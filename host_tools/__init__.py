@@ -1,7 +1,24 @@
-"""Host-side tools: the generated C loaded through cffi, and the tools built on it."""
+"""Host-side tools: the generated C loaded through cffi, and the tools built on it.
 
-from .compiled import CompiledDynamics, load
-from .logs import Log
-from .rt import Realtime, load_rt
+The exports are imported on first use, so that ``manipgen`` (host_tools.console) starts without
+numpy, casadi and sympy and can answer Ctrl-C during their import with one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .compiled import CompiledDynamics, load
+    from .logs import Log
+    from .rt import Realtime, load_rt
 
 __all__ = ["CompiledDynamics", "Log", "Realtime", "load", "load_rt"]
+_HOME = {"CompiledDynamics": "compiled", "load": "compiled", "Log": "logs", "Realtime": "rt", "load_rt": "rt"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'host_tools' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)

@@ -21,6 +21,10 @@ from typing import Any, Iterator
 import cffi
 
 CFLAGS = ("-std=c99", "-O2")
+# AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow too), aborting at the first
+# report: the fuzz tests' build. The process must preload the ASan runtime (sanitizer_preload()).
+SANITIZE = ("-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
+            "-fno-omit-frame-pointer", "-g")
 _COMPILING = threading.Lock()   # cffi's compile changes the process's working directory: one at a time
 
 
@@ -104,13 +108,15 @@ def _import(name: str, path: Path) -> ModuleType:
     return module
 
 
-def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
-    """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest)."""
+def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[str, Any]]:
+    """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
+    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload())."""
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     defs = cdef(manifest)
-    digest = content_hash(folder, defs + host_source(manifest) + " ".join(CFLAGS) + sys.version)[:16]
-    name = f"_manipgen_{manifest['robot']}_{digest}"
+    flags = list(CFLAGS) + (list(SANITIZE) if sanitize else [])
+    digest = content_hash(folder, defs + host_source(manifest) + " ".join(flags) + sys.version)[:16]
+    name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}_{digest}"
     out = cache_root() / "modules" / digest
     with locked(cache_root() / "locks" / f"{digest}.lock"):
         found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
@@ -119,10 +125,22 @@ def build(folder: str | Path) -> tuple[ModuleType, dict[str, Any]]:
             ffi.cdef(defs)
             sources = [str(p) for p in sorted(folder.glob("*.c"))]
             ffi.set_source(name, host_source(manifest), sources=sources,
-                           include_dirs=[str(folder)], extra_compile_args=list(CFLAGS),
-                           libraries=["m"])
+                           include_dirs=[str(folder)], extra_compile_args=flags,
+                           extra_link_args=list(SANITIZE) if sanitize else [], libraries=["m"])
             out.mkdir(parents=True, exist_ok=True)
             with _COMPILING:
                 built = Path(ffi.compile(tmpdir=str(out), verbose=False))
             found = [built]
         return _import(name, found[0]), manifest
+
+
+def sanitizer_preload(cc: str = "gcc") -> str:
+    """The ASan runtime to put in LD_PRELOAD of a process that loads a ``build(sanitize=True)`` module
+    (ASan must come first in the library order; Python itself is not instrumented)."""
+    import subprocess
+
+    path = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    if not Path(path).is_file():
+        raise RuntimeError(f"{cc} has no AddressSanitizer runtime (libasan.so)")
+    return str(Path(path).resolve())

@@ -7,10 +7,14 @@ from pathlib import Path
 
 from codegen.description import load_robot
 from codegen.emit import generate
+from codegen.outputs import RECORD, digest, record_text
 
 
 def differences(robot_name: str, root: Path = Path("generated")) -> list[str]:
-    fresh = generate(load_robot(robot_name)).files
+    fresh = dict(generate(load_robot(robot_name)).files)
+    # the ownership record Generated.write leaves (codegen.outputs): a stale one would make users'
+    # regeneration refuse the committed files as not manipgen's
+    fresh[RECORD] = record_text({n: [digest(t.encode("utf-8"))] for n, t in fresh.items()})
     folder = root / robot_name
     committed = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
     out = [f"{folder}/{n}: missing" for n in sorted(set(fresh) - committed)]

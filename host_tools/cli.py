@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Sequence
 
-from codegen.cli import add_robot_arguments, build_parser, run
+from codegen.cli import add_force_options, add_robot_arguments, build_parser, run
+from codegen.outputs import write_file
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -315,7 +316,6 @@ def cmd_elastic(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from .eval_reports import write_atomic
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
 
@@ -358,8 +358,8 @@ def cmd_elastic(args: argparse.Namespace) -> int:
             except LogError as exc:
                 raise ValueError(str(exc)) from None
             if out is not None:
-                write_atomic(out / "elastic_identification.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-                write_atomic(out / "elastic_identification.md", text)
+                write_file(out / "elastic_identification.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+                write_file(out / "elastic_identification.md", text)
         else:
             from .elastic_collision import ScenarioSettings, figure, scenario
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
@@ -370,7 +370,7 @@ def cmd_elastic(args: argparse.Namespace) -> int:
             doc.pop("traces")
             text = json.dumps(doc, indent=1)
             if out is not None:
-                write_atomic(out / "elastic_collision.json", text + "\n")
+                write_file(out / "elastic_collision.json", text + "\n")
         shown = json.dumps(doc, indent=1, allow_nan=False) if args.json else text
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
@@ -418,8 +418,8 @@ def cmd_target(args: argparse.Namespace) -> int:
         return 2
     doc["input"] = source
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    (out / "target.json").write_text(text, encoding="utf-8")
-    (out / "target.md").write_text(tg.table(doc), encoding="utf-8")
+    write_file(out / "target.json", text)
+    write_file(out / "target.md", tg.table(doc))
     if args.json:
         print(text, end="")
     else:
@@ -574,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             a.add_argument("--timeout", type=float, default=600.0, help="seconds QEMU may take")
             a.add_argument("--json", action="store_true", help="print the JSON document")
         a.set_defaults(handler=cmd_target)
+    add_force_options(sub)
     return run(parser, argv)
 
 

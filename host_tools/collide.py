@@ -30,7 +30,9 @@ import numpy as np
 from codegen.description import load_robot
 from codegen.model import LINK_PARAMS
 
-from .eval_reports import save_figure, write_atomic
+from codegen.outputs import write_file
+
+from .eval_reports import save_figure
 from .compiled import load
 from .loopback import Contact, simulate
 from .trajectories import Trajectory
@@ -339,8 +341,8 @@ def figure(arrays: dict[str, Any], path: Path) -> Path:
 
 def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
     import json
-    write_atomic(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    write_atomic(out / "collide.md", table(doc))
+    write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_file(out / "collide.md", table(doc))
     impacts = impact_figure(arrays["free_ratio"], arrays["ts"], doc["settings"]["skip"],
                             list(arrays["impacts"].values()), out / "collide_impacts.png",
                             "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext")

@@ -6,30 +6,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from codegen.outputs import write_file
+
 if TYPE_CHECKING:
     from .evaluate import Result, Setup
 
 SWITCH_ON_SPEED = 0.3      # rad/s: the constant velocity of the switch-on test (Fig. 7)
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write through a temporary file in the same folder and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
@@ -39,7 +26,7 @@ def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, dpi=dpi, format="png")
     plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    write_file(path, buf.getvalue())
     return path
 
 
@@ -83,14 +70,14 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def write_reports(doc: dict[str, Any], out: Path) -> None:
-    write_atomic(out / "evaluation.json", json.dumps(doc, indent=1) + "\n")
-    write_atomic(out / "evaluation.md", table(doc))
+    write_file(out / "evaluation.json", json.dumps(doc, indent=1) + "\n")
+    write_file(out / "evaluation.md", table(doc))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["estimator", "ise_velocity", "ise_tracking", "convergence_s", "ise_faulty"])
     for name, r in doc["estimators"].items():
         w.writerow([name, r["ise_velocity"], r["ise_tracking"], r["convergence_s"], r["ise_faulty"]])
-    write_atomic(out / "evaluation.csv", buf.getvalue())
+    write_file(out / "evaluation.csv", buf.getvalue())
     _plots(doc, out)
 
 

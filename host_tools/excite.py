@@ -25,6 +25,7 @@ import numpy as np
 from codegen.dynamics import Dynamics
 from codegen.excitation import fourier_function, jerk_function, samples_per_period, start_conditions
 from codegen.model import Robot
+from codegen.outputs import write_file
 from codegen.params import base_parameters
 
 from .trajectories import Trajectory
@@ -105,7 +106,7 @@ class Excitation:
                           np.asarray(d["a"], float), np.asarray(d["b"], float), np.asarray(d["q0"], float), stage)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @staticmethod
     def load(path: str | Path) -> "Excitation":
@@ -348,15 +349,14 @@ def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out:
     (<robot>_excitation.{h,c}) evaluating it at the controller's sample period."""
     from codegen.emit_excitation import excitation_files
 
-    from .eval_reports import write_atomic
 
     exc = result.excitation
     files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, sample_period)
     written = []
     for name, text in files.items():
-        write_atomic(out / name, text)
+        write_file(out / name, text)
         written.append(out / name)
-    write_atomic(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
+    write_file(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
     written.append(out / "excitation.json")
     written.append(plot(exc, out / "excitation.png"))
     return written

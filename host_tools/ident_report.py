@@ -17,7 +17,9 @@ from codegen.description import load_robot
 from codegen.export import robot_to_urdf, robot_to_yaml
 
 from .csvdata import Samples
-from .eval_reports import save_figure, write_atomic
+from codegen.outputs import write_file
+
+from .eval_reports import save_figure
 from .excite import ExciteSettings, Excitation, design
 from .ident_pipeline import IdentSettings, identify, rigid_only, synthetic_log, validation
 from .identify import model
@@ -189,17 +191,17 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> 
     from .physical import PhysicalResult
 
     robot = load_robot(spec)
-    write_atomic(out / "identification.json", json.dumps(doc, indent=1) + "\n")
-    write_atomic(out / "identification.md", table(doc))
+    write_file(out / "identification.json", json.dumps(doc, indent=1) + "\n")
+    write_file(out / "identification.md", table(doc))
     result = PhysicalResult(np.zeros(0), [], np.asarray(doc["identified_standard"]), 0.0, 0.0)
     ident_robot = result.robot(robot)
     header = (f"Identified by `manipgen identify` from {robot.name}: physical parameters retrieved from "
               f"{doc['n_essential']} essential parameters (objective {doc['physical_objective']:.4g} N m).\n"
               "Kinematics, limits, encoders as in the original description.")
     yaml_path = out / f"{robot.c_name}_identified.yaml"
-    write_atomic(yaml_path, robot_to_yaml(ident_robot, header))
+    write_file(yaml_path, robot_to_yaml(ident_robot, header))
     urdf_path = out / f"{robot.c_name}_identified.urdf"
-    write_atomic(urdf_path, robot_to_urdf(ident_robot))
+    write_file(urdf_path, robot_to_urdf(ident_robot))
     return [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"),
             yaml_path, urdf_path]
 

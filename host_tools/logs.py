@@ -16,11 +16,14 @@ config turns them into positions (so a log replays through the very same C).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from codegen.outputs import write_file
 
 FORMAT = "manipgen-log"
 VERSION = 1
@@ -65,9 +68,9 @@ class Log:
             if f.name not in ("robot", "sample_period", "extra"):
                 arrays[f.name] = getattr(self, f.name)
         arrays.update(self.extra)
-        tmp = path.with_name(path.name + ".partial.npz")
-        np.savez_compressed(tmp, **arrays)
-        tmp.replace(path)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        write_file(path, buf.getvalue())
         return path
 
     @classmethod

@@ -19,7 +19,9 @@ from codegen.description import load_robot
 
 from .closed_loop import ClosedLoopModel, Loop
 from .compiled import load
-from .eval_reports import save_figure, write_atomic
+from codegen.outputs import write_file
+
+from .eval_reports import save_figure
 from .ident_pipeline import positions, rigid_only
 from .logs import Log
 from .loopback import SimulationError, simulate
@@ -321,8 +323,8 @@ def autocorrelation_figure(results: dict[str, Result], path: Path) -> Path:
 
 
 def write(doc: dict[str, Any], results: dict[str, Result], out: Path) -> list[Path]:
-    write_atomic(out / "output_error.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    write_atomic(out / "output_error.md", tables(doc))
+    write_file(out / "output_error.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_file(out / "output_error.md", tables(doc))
     return [out / "output_error.json", out / "output_error.md",
             autocorrelation_figure(results, out / "output_error_autocorrelation.png")]
 

@@ -22,6 +22,7 @@ from codegen.blocks import kalman
 from codegen.blocks.base import Field
 from codegen.blocks.options import RtOptions, parse_estimator
 from codegen.cprint import Precision
+from codegen.outputs import write_file
 
 from .build import build
 from .compiled import generated_folder
@@ -129,7 +130,7 @@ class RtConfig:
     def save(self, path: str | Path) -> None:
         doc = {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "robot": self.robot,
                "pipeline": self.label, "config": self.to_dict()}
-        Path(path).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        write_file(path, json.dumps(doc, indent=1) + "\n")
 
     def load(self, path: str | Path) -> None:
         """Read a config JSON written by save (or by tune/thresholds): checks robot and fields."""
@@ -156,9 +157,12 @@ class RtConfig:
 class Realtime:
     """One instance of a generated pipeline (C state, config, step and run)."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, sanitize: bool = False) -> None:
+        """``sanitize``: the ASan + UBSan build (host_tools.build.SANITIZE; the process must preload
+        host_tools.build.sanitizer_preload())."""
         self.folder = Path(folder)
-        mod, self.manifest = build(self.folder)
+        mod, self.manifest = build(self.folder, sanitize)
+        self.module_file = str(mod.__file__)   # the compiled cffi extension
         self.ffi, self.lib = mod.ffi, mod.lib
         m = self.manifest
         p = self.name = m["robot"]

@@ -101,7 +101,7 @@ def test_not_a_serial_chain(urdf: Path) -> None:
 def test_malformed_urdf(tmp_path: Path) -> None:
     p = tmp_path / "bad.urdf"
     p.write_text("<robot name='x'><link name='a'>")
-    with pytest.raises(DescriptionError, match="bad.urdf: not a valid URDF"):
+    with pytest.raises(DescriptionError, match=r"bad.urdf:1: not well-formed XML"):
         load_robot(p)
 
 

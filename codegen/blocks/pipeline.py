@@ -61,6 +61,9 @@ def input_fields(n: int) -> list[Field]:
 
 
 LOCALS = ("valid", "motor_valid", "total_r", "motor_total_r")
+INPUT_LIMIT = 1e6   # a real input beyond +-this (SI units) is a numeric fault (<robot>_rt.h)
+# outputs a waiting (or faulted) step still sets; the others are 0
+KEPT_WHILE_WAITING = ("q", "theta", "faults", "motor_faults", "ready", "fault")
 
 
 @dataclass
@@ -93,6 +96,8 @@ class Pipeline:
                 out.append(Field("ready", "uint8", (), "0 until every joint has delivered a valid sample "
                                  "(an elastic arm: on both encoders) "
                                  "(the blocks start then; until then only q, theta and the fault counters are set)"))
+                out.append(Field("fault", "uint8", (), "numeric fault this sample: 1 a non-finite input, 2 a "
+                                 "non-finite result; the blocks restarted (header: Numeric faults)"))
             if b.kind == "est":
                 out += desired
         return out
@@ -100,7 +105,7 @@ class Pipeline:
     @property
     def waiting_outputs(self) -> list[str]:
         """Outputs zeroed while the pipeline waits for a first valid sample on every joint."""
-        return [f.name for f in self.outputs if f.name not in ("q", "theta", "faults", "motor_faults", "ready")]
+        return [f.name for f in self.outputs if f.name not in KEPT_WHILE_WAITING]
 
     def fields(self) -> dict[str, Field]:
         """Every binding's field: cfg.<kind>.<name>, st.<kind>.<name>, in.<name>, out.<name>, loc.<name>."""
@@ -141,11 +146,44 @@ class Pipeline:
                 if self.block("mest") is not None:        # the motor-side estimator reads theta
                     started &= d["st.enc.motor_started"] != 0
                 d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
+                d["out.fault"] = np.array(0 if self.all_finite(d, "in.", INPUT_LIMIT) else 1, dtype=np.uint8)
+                encoders_finite = bool(np.all(np.isfinite(d["out.q"])) and np.all(np.isfinite(d["out.theta"])))
+                if not d["out.fault"] and not encoders_finite:
+                    d["out.fault"] = np.array(2, dtype=np.uint8)
+                if d["out.fault"]:
+                    self.reference_restart(d)
+                    d["out.ready"] = np.array(0, dtype=np.uint8)
+                    if not encoders_finite:
+                        d["out.q"], d["out.theta"] = d["out.q"] * 0, d["out.theta"] * 0
                 if not d["out.ready"]:
-                    for name in self.waiting_outputs:
-                        d["out." + name] = d["out." + name] * 0
+                    self.zero_waiting(d)
                     return
         d["loc.first"] = np.array(0)
+        if not self.all_finite(d, "out."):
+            self.reference_restart(d)
+            d["out.fault"] = np.array(2, dtype=np.uint8)
+            d["out.ready"] = np.array(0, dtype=np.uint8)
+            for f in self.outputs:
+                if f.ctype == "real":
+                    d["out." + f.name] = d["out." + f.name] * 0
+
+    def zero_waiting(self, d: Data) -> None:
+        for name in self.waiting_outputs:
+            d["out." + name] = d["out." + name] * 0
+
+    def all_finite(self, d: Data, prefix: str, limit: float = np.inf) -> bool:
+        """The numeric-fault test of the step: every real ``in.`` or ``out.`` value finite (and
+        within +-limit)."""
+        fields = self.fields()
+        return all(bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v))) for k, v in d.items()
+                   if k.startswith(prefix) and fields[k].ctype == "real")
+
+    def reference_restart(self, d: Data) -> None:
+        """A numeric fault's restart: block states as after init, the config and encoders kept."""
+        fresh = self.new_data({k: v for k, v in d.items() if k.startswith("cfg.")})
+        for k, v in fresh.items():
+            if (k.startswith("st.") and not k.startswith("st.enc.")) or k.startswith("loc."):
+                d[k] = v
 
 
 OBSERVER_FIELDS = {"k_o", "lam", "lam_f", "freeze"}   # config fields some observer has (obs.<field> keys)

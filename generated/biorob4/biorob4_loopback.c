@@ -253,8 +253,11 @@ void biorob4_loopback_encoder(const biorob4_rt_config_t *cfg, const real_t q[N],
         motor_counts[i] = cfg->enc.motor_cpr[i] >= 1 ? quantise(m[i]) : 0;
     }
 }
-/* the plant's state: q, qd, theta, thetad (seed 003 eqs. 3.23-3.25) */
+/* the plant's state: q, qd, theta, thetad (seed 003 eqs. 3.23-3.25); theta and thetad start at
+   these offsets (size_t: an index, so the product is not formed in int) */
 #define S (4 * N)
+#define THETA_AT ((size_t)2 * N)
+#define THETAD_AT ((size_t)3 * N)
 
 /* dx/dt of the plant under the command u (+ the obstacle's contact torque when contact) and the
    external torque ext (link side); 0 on success, -1 if M(q) is not positive definite. */
@@ -264,10 +267,10 @@ static int plant_derivative(const biorob4_plant_t *plant, const real_t x[S], con
     real_t total[N];
     int i;
     /* the link feels the springs (I + A)^T tau_el; the motors feel the command */
-    biorob4_elastic_joint_torque(&x[0], &x[N], &x[2 * N], &x[3 * N], total);
-    biorob4_motor_acceleration(&x[0], &x[N], &x[2 * N], &x[3 * N], u, &dx[3 * N]);
+    biorob4_elastic_joint_torque(&x[0], &x[N], &x[THETA_AT], &x[THETAD_AT], total);
+    biorob4_motor_acceleration(&x[0], &x[N], &x[THETA_AT], &x[THETAD_AT], u, &dx[THETAD_AT]);
     for (i = 0; i < N; ++i) {
-        dx[2 * N + i] = x[3 * N + i];
+        dx[THETA_AT + i] = x[THETAD_AT + i];
         total[i] += ext[i];
     }
     if (contact) {
@@ -306,7 +309,8 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
-                     real_t *q_true, real_t *qd_true, real_t *qdd_true, real_t *theta_true, real_t *thetad_true,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
                      biorob4_rt_output_t *out)
 {
@@ -327,8 +331,8 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
     h = (real_t)(BIOROB4_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
     memcpy(&x[0], q0, N * sizeof(real_t));
     memcpy(&x[N], qd0, N * sizeof(real_t));
-    memcpy(&x[2 * N], theta0, N * sizeof(real_t));
-    memcpy(&x[3 * N], thetad0, N * sizeof(real_t));
+    memcpy(&x[THETA_AT], theta0, N * sizeof(real_t));
+    memcpy(&x[THETAD_AT], thetad0, N * sizeof(real_t));
     memset(applied, 0, sizeof applied);
     memset(u, 0, sizeof u);
     memset(e, 0, sizeof e);
@@ -345,7 +349,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        biorob4_loopback_encoder(&rt->cfg, &x[0], &x[2 * N], c, m);
+        biorob4_loopback_encoder(&rt->cfg, &x[0], &x[THETA_AT], c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -362,10 +366,10 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
             q_true[k * N + i] = x[i];
             qd_true[k * N + i] = x[N + i];
             if (theta_true != NULL) {
-                theta_true[k * N + i] = x[2 * N + i];
+                theta_true[k * N + i] = x[THETA_AT + i];
             }
             if (thetad_true != NULL) {
-                thetad_true[k * N + i] = x[3 * N + i];
+                thetad_true[k * N + i] = x[THETAD_AT + i];
             }
         }
         biorob4_rt_step(rt, &in, &out[k]);

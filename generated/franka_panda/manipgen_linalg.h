@@ -11,6 +11,8 @@
 #error "define MG_REAL (the real type) and MG_SQRT (its sqrt) before including manipgen_linalg.h"
 #endif
 
+#include <stddef.h>
+
 /* In-place Cholesky factorisation A = L L^T of the symmetric positive definite n x n row-major
  * matrix a (lower triangle used and overwritten with L). Returns 0, or -1 if A is not positive
  * definite (a is then left unspecified). */
@@ -39,23 +41,24 @@ static inline int mg_cholesky_factor(int n, MG_REAL *a)
 }
 
 /* Solve L L^T x = b in place (b <- x) with the factor of mg_cholesky_factor; b is the column of
- * an n x m row-major matrix starting at b with stride m (m = 1: a plain vector). */
+ * an n x m row-major matrix starting at b with stride m (m = 1: a plain vector). The strided
+ * offsets are formed in ptrdiff_t, the type a pointer offset has, not in int. */
 static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, int m)
 {
     int i, k;
     for (i = 0; i < n; ++i) { /* forward: L y = b */
-        MG_REAL s = b[i * m];
+        MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = 0; k < i; ++k) {
-            s -= l[i * n + k] * b[k * m];
+            s -= l[i * n + k] * b[(ptrdiff_t)k * m];
         }
-        b[i * m] = s / l[i * n + i];
+        b[(ptrdiff_t)i * m] = s / l[i * n + i];
     }
     for (i = n - 1; i >= 0; --i) { /* backward: L^T x = y */
-        MG_REAL s = b[i * m];
+        MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = i + 1; k < n; ++k) {
-            s -= l[k * n + i] * b[k * m];
+            s -= l[k * n + i] * b[(ptrdiff_t)k * m];
         }
-        b[i * m] = s / l[i * n + i];
+        b[(ptrdiff_t)i * m] = s / l[i * n + i];
     }
 }
 

@@ -12,6 +12,16 @@
  * The blocks start at the first sample where every joint has delivered a valid encoder reading
  * (out.ready = 1); until then only q, theta and faults are set, all other outputs are 0.
  * All state lives in the caller's planar2_rt_t (no heap, no globals): instances are independent.
+ *
+ * Numeric faults. A step whose real inputs (torques, desired trajectory) are not all finite and
+ * within +-PLANAR2_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = 1; a step whose outputs would not all be finite (overflow from huge inputs, extreme or
+ * non-finite gains in the config) raises out.fault = 2. Either way the step restarts the blocks as
+ * planar2_rt_init does -- keeping the configuration, the encoders' unwrapping and lost-sample counters
+ * and the step count -- and returns as while waiting, with out.ready = 0 and every other output 0
+ * except the lost-sample counters and, when they are finite, q and theta (no torque command; a latched
+ * collision reaction is cleared, so treat fault != 0 as a stop). The next step with finite inputs
+ * starts the blocks again from the measured position (out.ready = 1), as after init. Outputs are
+ * therefore always finite.
  * Units SI (rad, m, s, N m, N); torques are link side; arrays are indexed by joint.
  *
  * [model: params]
@@ -105,6 +115,8 @@ extern "C" {
 
 /** Sample period the pipeline was generated for (s): estimator discretisations depend on it. */
 #define PLANAR2_RT_SAMPLE_PERIOD 0.001
+/** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
+#define PLANAR2_RT_INPUT_LIMIT 1000000.0
 
 /** Run-time config of the params block. */
 typedef struct {
@@ -242,6 +254,7 @@ typedef struct {
     uint32_t faults[2];  /**< lost samples so far, per joint */
     uint32_t motor_faults[2];  /**< lost second-encoder samples so far, per joint */
     uint8_t ready;  /**< 0 until every joint has delivered a valid sample (an elastic arm: on both encoders) (the blocks start then; until then only q, theta and the fault counters are set) */
+    uint8_t fault;  /**< numeric fault this sample: 1 a non-finite input, 2 a non-finite result; the blocks restarted (header: Numeric faults) */
     planar2_real_t q_hat[2];  /**< estimated position (rad or m) */
     planar2_real_t qd_hat[2];  /**< estimated velocity (rad/s or m/s) */
     planar2_real_t qdd_hat[2];  /**< estimated acceleration where the estimator gives it, else 0 */

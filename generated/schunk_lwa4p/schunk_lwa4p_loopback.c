@@ -405,7 +405,10 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
-                     real_t *q_true, real_t *qd_true, real_t *qdd_true, real_t *theta_true, real_t *thetad_true,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     /* outputs of an elastic plant, ignored by this rigid one, but the signature is the same for
+                        every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
+                     real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
                      schunk_lwa4p_rt_output_t *out)
 {

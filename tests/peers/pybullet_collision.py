@@ -497,9 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out/pybullet_collision"))
     args = ap.parse_args(argv)
     res = scenario(progress=lambda m: print(m, flush=True))
-    from host_tools.eval_reports import write_atomic
-    write_atomic(args.out / "pybullet_collision.json", json.dumps(res.doc, indent=1) + "\n")
-    write_atomic(args.out / "pybullet_collision.md", table(res.doc))
+    from codegen.outputs import write_file
+    write_file(args.out / "pybullet_collision.json", json.dumps(res.doc, indent=1) + "\n")
+    write_file(args.out / "pybullet_collision.md", table(res.doc))
     figure(res, args.out / "pybullet_collision.png")
     print(table(res.doc))
     return 0

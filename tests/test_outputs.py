@@ -1,0 +1,173 @@
+"""Data safety (#10 item 5): atomic writes, never over a file manipgen did not write (without
+--force), byte-identical rewrites are no-ops, and Ctrl-C leaves no half-written file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.outputs import RECORD, OverwriteError, overwriting, read_record, write_file, write_files
+from host_tools.cli import main
+
+OLD = {"a.c": "int a;\n", "b.h": "/* b */\n", "c.txt": "c\n"}
+NEW = {"a.c": "int a2;\n", "b.h": "/* b2 */\n", "c.txt": "c\n", "d.json": "{}\n"}
+
+
+def contents(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name != RECORD}
+
+
+def test_write_records_ownership_and_identical_rewrite_is_a_no_op(tmp_path: Path) -> None:
+    assert write_files(tmp_path, OLD) == sorted(OLD)
+    assert contents(tmp_path) == OLD and set(read_record(tmp_path)) == set(OLD)
+    past = time.time() - 3600
+    for p in tmp_path.iterdir():
+        os.utime(p, (past, past))
+    assert write_files(tmp_path, OLD) == []
+    assert all(p.stat().st_mtime == past for p in tmp_path.iterdir())   # not even the record
+    assert write_files(tmp_path, NEW) == ["a.c", "b.h", "d.json"]
+    assert contents(tmp_path) == NEW
+    assert (tmp_path / "c.txt").stat().st_mtime == past
+
+
+def test_foreign_or_edited_files_need_force(tmp_path: Path) -> None:
+    (tmp_path / "b.h").write_text("the user's own header\n")
+    with pytest.raises(OverwriteError, match=r"would overwrite b\.h, not written by manipgen.*--force"):
+        write_files(tmp_path, OLD)
+    assert contents(tmp_path) == {"b.h": "the user's own header\n"}   # nothing else was written either
+    with overwriting(True):
+        write_files(tmp_path, OLD)
+    assert contents(tmp_path) == OLD
+    (tmp_path / "a.c").write_text("int a; /* edited by hand */\n")
+    with pytest.raises(OverwriteError, match=r"a\.c"):
+        write_files(tmp_path, NEW)
+    assert (tmp_path / "a.c").read_text() == "int a; /* edited by hand */\n"
+    (tmp_path / "a.c").write_text(OLD["a.c"])   # edited back to what manipgen wrote: its own again
+    write_files(tmp_path, NEW)
+    assert contents(tmp_path) == NEW
+
+
+def test_prune_removes_only_unedited_own_files(tmp_path: Path) -> None:
+    write_files(tmp_path, {**OLD, "stale.c": "old\n", "edited.c": "old\n"}, prune=True)
+    (tmp_path / "edited.c").write_text("the user changed it\n")
+    (tmp_path / "README.md").write_text("the user's notes\n")
+    write_files(tmp_path, NEW, prune=True)
+    assert contents(tmp_path) == {**NEW, "README.md": "the user's notes\n", "edited.c": "the user changed it\n"}
+    assert set(read_record(tmp_path)) == set(NEW)   # the edited file is the user's now
+
+
+def test_a_folder_or_a_file_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "a.c").mkdir()
+    with pytest.raises(OverwriteError, match="is a folder"):
+        write_files(tmp_path, OLD)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OverwriteError, match="not a folder"):
+        write_files(tmp_path / "file", OLD)
+
+
+@pytest.mark.parametrize("stop_at", range(11))
+def test_interrupted_write_leaves_whole_files_that_stay_manipgens(stop_at: int, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C at every rename and every temporary-file creation of a folder update: each file is
+    its old or its new version, no temporary file is left, and the next run (without --force)
+    completes the update."""
+    write_files(tmp_path, OLD)
+    calls = {"n": 0}
+    real_replace, real_mkstemp = os.replace, __import__("tempfile").mkstemp
+
+    def counted(real):  # type: ignore[no-untyped-def]
+        def fn(*a, **k):  # type: ignore[no-untyped-def]
+            calls["n"] += 1
+            if calls["n"] == stop_at + 1:
+                raise KeyboardInterrupt
+            return real(*a, **k)
+        return fn
+
+    monkeypatch.setattr(os, "replace", counted(real_replace))
+    monkeypatch.setattr("tempfile.mkstemp", counted(real_mkstemp))
+    try:
+        write_files(tmp_path, NEW)
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    monkeypatch.undo()
+    assert interrupted == (stop_at < calls["n"])
+    for name, text in contents(tmp_path).items():
+        assert text in (OLD.get(name), NEW.get(name)), (name, text)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    write_files(tmp_path, NEW)
+    assert contents(tmp_path) == NEW
+
+
+def test_cli_refuses_to_overwrite_user_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "gen"
+    out.mkdir()
+    (out / "planar2_rt.h").write_text("/* my own planar2_rt.h */\n")
+    (out / "notes.txt").write_text("keep me\n")
+    assert main(["generate", "planar2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "planar2_rt.h" in err and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "planar2_rt.h"]
+    assert main(["generate", "planar2", "--out", str(out), "--force"]) == 0
+    assert (out / "notes.txt").read_text() == "keep me\n" and "my own" not in (out / "planar2_rt.h").read_text()
+    convert = tmp_path / "robot.yaml"
+    convert.write_text("mine\n")
+    capsys.readouterr()
+    assert main(["convert", "planar2", "-o", str(convert)]) == 2
+    assert convert.read_text() == "mine\n" and "--force" in capsys.readouterr().err
+
+
+def test_logs_and_configs_are_owned_outputs(tmp_path: Path) -> None:
+    from host_tools.logs import Log
+
+    log = Log(robot="planar2", sample_period=1e-3, time=np.arange(3) * 1e-3, counts=np.zeros((3, 2), np.int64),
+              valid=np.ones((3, 2), bool), tau=np.zeros((3, 2)), q_des=np.zeros((3, 2)), qd_des=np.zeros((3, 2)),
+              qdd_des=np.zeros((3, 2)))
+    path = tmp_path / "run.npz"
+    path.write_bytes(b"someone else's data")
+    with pytest.raises(OverwriteError):
+        log.save(path)
+    assert path.read_bytes() == b"someone else's data"
+    path.unlink()
+    log.save(path)
+    assert Log.load(path).robot == "planar2"
+    log.save(path)   # its own file: rewriting is allowed
+
+
+def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
+    """SIGINT to a real `manipgen generate` at several moments, alternating the double and the float
+    folder into the same place: exit code 130 and one line when interrupted, and every file always
+    equals one of the two complete generations."""
+    from codegen.description import load_robot
+    from codegen.emit import generate
+
+    robot = load_robot("planar2")
+    versions = [generate(robot, "double").files, generate(robot, "float").files]
+    out = tmp_path / "gen"
+    exe = Path(sys.executable).with_name("manipgen")
+    interrupted = 0
+    for k, delay in enumerate(np.linspace(0.2, 2.0, 10)):
+        precision = ("double", "float")[k % 2]
+        proc = subprocess.Popen([str(exe), "generate", "planar2", "--precision", precision, "--out", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(float(delay))
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        if proc.returncode == 130:
+            interrupted += 1
+            assert err.strip() == "manipgen: interrupted", err
+        else:   # 0: it finished first; 1 or -SIGINT: the interpreter's own start-up or shutdown
+            assert proc.returncode in (0, 1, -signal.SIGINT), err
+        if out.exists():
+            for name, text in contents(out).items():
+                assert any(text == v.get(name) for v in versions), name
+            assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert interrupted >= 2
+    assert main(["generate", "planar2", "--out", str(out)]) == 0   # no --force needed afterwards
