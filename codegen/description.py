@@ -45,15 +45,15 @@ def require(doc: Located, path: Path_t, mapping: dict[str, Any], key: str) -> An
 
 
 def read_limits(doc: Located, path: Path_t, value: Any, base: Limits = Limits()) -> Limits:
-    m = check_keys(doc, path, value, {"q", "qd", "qdd", "tau"}, "limits")
+    m = check_keys(doc, path, value, {"q", "qd", "qdd", "tau", "current"}, "limits")
     kw: dict[str, float] = dict(q_min=base.q_min, q_max=base.q_max, qd=base.qd, qdd=base.qdd,
-                                tau=base.tau)
+                                tau=base.tau, current=base.current)
     if "q" in m:
         lo, hi = vector(doc, path + ("q",), m["q"], 2)
         if lo >= hi:
             raise doc.error(path + ("q",), f"lower limit {lo:g} must be below upper {hi:g}")
         kw["q_min"], kw["q_max"] = lo, hi
-    for k in ("qd", "qdd", "tau"):
+    for k in ("qd", "qdd", "tau", "current"):
         if k in m:
             v = number(doc, path + (k,), m[k])
             if v <= 0:

@@ -18,6 +18,7 @@ from .blocks.options import RtOptions
 from .blocks.pipeline import build_pipeline
 from .contact import contact_function
 from .dynamics import Dynamics
+from .errors import DescriptionError
 from .emit_rt import LOOPBACK_MAX_DELAY, RtEmitter
 from .functions import Arg, FunctionSpec, dynamics_functions
 from .model import Robot, c_comment_text, digest_of
@@ -90,6 +91,9 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     """The C folder of a robot: dynamics and the real-time pipeline (``rt``: default from the
     robot description's ``realtime:`` section)."""
     rt_options = rt if rt is not None else robot.realtime.options
+    if robot.c_name == "manipgen":   # <robot>_rt.h would be the runtime's manipgen_rt.h
+        raise DescriptionError(robot.file, "name", "'manipgen' is reserved: the robot's files would collide "
+                               "with the runtime headers (manipgen_rt.h); choose another name")
     dyn = Dynamics(robot)
     base = base_parameters(robot, dyn)
     specs = dynamics_functions(dyn, base)

@@ -129,6 +129,8 @@ class RtEmitter:
                 rt_members.append((f"{name} {b.kind};", b.name))
         rt_members = [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")] + rt_members + [
             ("uint8_t first;", "1 until the first step has initialised the blocks"),
+            ("uint8_t config_fault;", "1 if the config in use has a non-finite real value: every step then "
+             "faults (out.fault = 2) until a finite config is configured"),
             ("uint32_t steps;", "samples processed since init (wraps)")]
         out.append(Struct(f"{p}_rt_t", "One pipeline instance: configuration copy, state and workspaces. "
                           "Caller-owned; no pointers inside, so it may be copied.", tuple(rt_members)))
@@ -178,7 +180,7 @@ class RtEmitter:
         real = f"{self.p}_real_t"
         blocks = [{"kind": b.kind, "name": b.name, "template": b.template or {"est": "estimator",
                    "ctl": "controller"}.get(b.kind, ""), "doc_lines": (b.doc or "").strip().splitlines(),
-                   "has_init": any(f.name == "init" for f in b.functions),
+                   "has_init": any(f.name == "init" for f in b.functions), "state": bool(b.state),
                    "derive": b.derive.name if b.derive is not None else None,
                    "options": b.options} for b in self.pipe.blocks]
         functions = self.function_views()
@@ -190,6 +192,8 @@ class RtEmitter:
                     motor_channel=self.pipe.block("mest") is not None,
                     finite_inputs=self.finite_checks("in", self.pipe.inputs),
                     finite_outputs=self.finite_checks("out", self.pipe.outputs),
+                    finite_config=[{"ref": self.c_ref(k).replace("rt->cfg.", "cfg->"), "size": f.size}
+                                   for k, f in self.fields.items() if k.startswith("cfg.") and f.ctype == "real"],
                     real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
                     input_limit=literal(INPUT_LIMIT, self.precision))
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))

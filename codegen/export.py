@@ -59,7 +59,7 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
         parts = []
         if math.isfinite(lim.q_min) and math.isfinite(lim.q_max):
             parts.append(f"q: [{_num(lim.q_min)}, {_num(lim.q_max)}]")
-        parts += [f"{k}: {_num(getattr(lim, k))}" for k in ("qd", "qdd", "tau")
+        parts += [f"{k}: {_num(getattr(lim, k))}" for k in ("qd", "qdd", "tau", "current")
                   if math.isfinite(getattr(lim, k))]
         if parts:
             out.append("    limits: {" + ", ".join(parts) + "}")

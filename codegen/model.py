@@ -46,13 +46,15 @@ def c_comment_text(text: str, limit: int = 200) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """Joint limits (rad or m, per second, per second squared, N m or N); inf = no limit."""
+    """Joint limits (rad or m, per second, per second squared, N m or N; the drive's motor current
+    in A); inf = no limit."""
 
     q_min: float = -np.inf
     q_max: float = np.inf
     qd: float = np.inf
     qdd: float = np.inf
     tau: float = np.inf
+    current: float = np.inf
 
 
 @dataclass(frozen=True)

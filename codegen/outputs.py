@@ -55,9 +55,27 @@ def read_record(folder: Path) -> dict[str, list[str]]:
     try:
         doc = json.loads((folder / RECORD).read_text(encoding="utf-8"))
         files = doc["files"]
-        return {str(k): [str(h) for h in (v if isinstance(v, list) else [v])] for k, v in files.items()}
+        # plain names in this folder only: a record copied or crafted with "../x" or "/x" must not
+        # make prune or the ownership check reach outside
+        return {str(k): [str(h) for h in (v if isinstance(v, list) else [v])] for k, v in files.items()
+                if _plain(str(k))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _plain(name: str) -> bool:
+    return name not in ("", ".", "..", RECORD) and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def _mode(target: Path) -> int:
+    """Permissions for a new version of ``target``: the old file's, else 0666 less the umask
+    (mkstemp creates 0600, which would hide the C and the reports from the rest of the team)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def record_text(record: Mapping[str, list[str]]) -> str:
@@ -72,6 +90,7 @@ def _replace(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, _mode(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -91,6 +110,9 @@ def write_files(folder: str | Path, files: Mapping[str, str | bytes], prune: boo
     folder.mkdir(parents=True, exist_ok=True)
     record = read_record(folder)
     new = {name: _bytes(data) for name, data in files.items()}
+    bad = [name for name in new if not _plain(name)]
+    if bad:
+        raise OverwriteError(f"{folder}: {bad[0]!r} is not a plain file name")
     changed: dict[str, bytes] = {}
     old: dict[str, str] = {}
     foreign: list[str] = []
@@ -127,6 +149,7 @@ def write_files(folder: str | Path, files: Mapping[str, str | bytes], prune: boo
             temps[name] = tmp
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+            os.chmod(tmp, _mode(folder / name))
         both = {**record, **{n: sorted({*record.get(n, []), *([old[n]] if n in old else []), digest(d)})
                              for n, d in changed.items()}}
         _replace(folder / RECORD, record_text(both).encode("utf-8"))
@@ -134,7 +157,7 @@ def write_files(folder: str | Path, files: Mapping[str, str | bytes], prune: boo
             os.replace(temps[name], folder / name)
             del temps[name]
         for name in stale:
-            (folder / name).unlink()
+            (folder / name).unlink(missing_ok=True)
         _replace(folder / RECORD, record_text(final).encode("utf-8"))
     finally:
         for tmp in temps.values():

@@ -146,6 +146,9 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         if j.type not in ("revolute", "continuous", "prismatic"):
             raise DescriptionError(file, f"joint[{j.name}].type",
                                    f"unsupported joint type {j.type!r} on a serial chain")
+        if getattr(j, "mimic", None) is not None:
+            raise DescriptionError(file, f"joint[{j.name}].mimic", "a mimic joint on the chain is not supported: it "
+                                   "would become an independent joint")
         axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
         if np.linalg.norm(axis) < 1e-9:
             raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")

@@ -71,6 +71,11 @@ def _numbers(file: str, field: str, text: str, n: int) -> None:
         raise DescriptionError(file, field, f"must be finite, got {text!r}")
 
 
+# attributes urdf_parser_py needs when their element is present
+REQUIRED = {("axis", "xyz"), ("mass", "value"), ("inertia", "ixx"), ("inertia", "ixy"), ("inertia", "ixz"),
+            ("inertia", "iyy"), ("inertia", "iyz"), ("inertia", "izz")}
+
+
 def _check_numbers(file: str, element: ET.Element, where: str,
                    table: NumberTable) -> None:
     for path, attributes in table.items():
@@ -79,8 +84,11 @@ def _check_numbers(file: str, element: ET.Element, where: str,
             found = [c for e in found for c in e.findall(tag)]
         for e in found:
             for attr, n in attributes.items():
+                field = f"{where}.{'.'.join(path)}.{attr}"
                 if attr in e.attrib:
-                    _numbers(file, f"{where}.{'.'.join(path)}.{attr}", e.attrib[attr], n)
+                    _numbers(file, field, e.attrib[attr], n)
+                elif (path[-1], attr) in REQUIRED:
+                    raise DescriptionError(file, field, "missing")
 
 
 def _named(file: str, elements: list[ET.Element], kind: str) -> dict[str, ET.Element]:

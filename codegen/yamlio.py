@@ -55,11 +55,14 @@ PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", 
 def read_text(path: Path, max_bytes: int = MAX_BYTES) -> str:
     """A description file as text: readable, at most ``max_bytes``, UTF-8."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
+        if not path.is_file():   # devices and FIFOs would be read forever
+            raise DescriptionError(str(path), "", "not a regular file" if path.exists() else "no such file")
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)   # what stat() says can lie (/proc, growing files)
+        if len(data) > max_bytes:
+            size = max(path.stat().st_size, len(data))
             raise DescriptionError(str(path), "", f"file is {size / 2 ** 20:.0f} MiB; robot descriptions "
                                    f"larger than {max_bytes / 2 ** 20:.0f} MiB are refused")
-        data = path.read_bytes()
     except OSError as exc:
         raise DescriptionError(str(path), "", f"cannot read file ({exc.strerror})") from None
     try:
@@ -110,6 +113,8 @@ class _Walk:
             return loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise self.error(path, node, f"cannot read the value ({getattr(exc, 'problem', exc)})") from None
+        except ValueError:   # e.g. an integer of more digits than Python converts
+            raise self.error(path, node, f"cannot read the value ({len(str(node.value))} characters)") from None
         finally:
             loader.dispose()
 
@@ -165,7 +170,10 @@ def number(doc: Located, path: Path_t, value: Any) -> float:
     if isinstance(value, bool) or value is None:
         raise doc.error(path, f"expected a number, got {value!r}")
     if isinstance(value, (int, float)):
-        out = float(value)
+        try:
+            out = float(value)
+        except OverflowError:
+            raise doc.error(path, "must be finite, got an integer beyond the floating-point range") from None
     elif isinstance(value, str):
         if len(value) > MAX_EXPRESSION:
             raise doc.error(path, f"expression too long ({len(value)} characters; at most {MAX_EXPRESSION})")

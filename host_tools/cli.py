@@ -33,6 +33,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if unknown:
         console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(ESTIMATORS)}")
         return 2
+    if args.log:
+        return _evaluate_logs(args, console)
+    if args.gains not in ("default", "paper"):
+        console.print("manipgen: error: --gains is default or paper (a tuned folder goes with --log)")
+        return 2
     pairs = [(args.resolution_mdeg, args.rate_hz)]
     if args.setups:
         try:
@@ -232,15 +237,88 @@ def _identify_closed_loop(args: argparse.Namespace, out: "Console") -> int:
     return 0
 
 
+def _evaluate_logs(args: argparse.Namespace, console: "Console") -> int:
+    """manipgen evaluate ROBOT --log RUN [RUN ...]: the estimators over recorded encoder streams."""
+    import json
+    from pathlib import Path
+
+    from codegen.description import load_robot
+    from codegen.errors import DescriptionError
+
+    from .log_estimation import figure, report, table
+    from .logs import LogError
+    from .mat_logs import load_log
+    from .rt import ConfigError
+
+    gains = tuple(args.gains.split(","))
+    for g in gains:
+        if g not in ("default", "paper") and not (Path(g) / "evaluation.json").is_file():
+            console.print(f"manipgen: error: --gains {g}: not default, paper nor a folder of `manipgen evaluate "
+                          "--tune --out` (evaluation.json)")
+            return 2
+    try:
+        robot = load_robot(args.robot)
+        runs = {Path(p).stem: load_log(p, robot) for p in args.log}
+        with console.status("running the estimators over the logs ..."):
+            doc, estimates = report(runs, gains, tuple(args.estimators))
+        written = []
+        if args.out:
+            out = Path(args.out)
+            write_file(out / "real_estimation.json", json.dumps(doc, indent=1) + "\n")
+            write_file(out / "real_estimation.md", table(doc) + "\n")
+            written = ["real_estimation.json", "real_estimation.md"]
+            for run, log in runs.items():
+                figure(log, estimates[run][gains[-1]], out / f"real_estimation_{run}.png")
+                written.append(f"real_estimation_{run}.png")
+    except (ValueError, LogError, ConfigError, DescriptionError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(table(doc) + (f"\nwrote {', '.join(written)} in {args.out}/" if written else ""))
+    return 0
+
+
+def cmd_import_log(args: argparse.Namespace) -> int:
+    import sys
+
+    import numpy as np
+
+    from codegen.description import load_robot
+    from codegen.errors import DescriptionError
+
+    from .logs import LogError
+    from .mat_logs import import_mat
+
+    try:
+        robot = load_robot(args.robot)
+        log = import_mat(args.file, robot)
+        log.save(args.out)
+    except (ValueError, LogError, DescriptionError, OSError) as exc:
+        print(f"manipgen: error: {exc}", file=sys.stderr)
+        return 2
+    rms = np.sqrt(np.mean(log.tau ** 2, axis=0))
+    saturated = np.sum(log.extra["tau_saturated"], axis=0)
+    print(f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
+          f"({log.time[-1] - log.time[0]:.1f} s; the current leads by 2 samples, so it starts at the third)")
+    print("joint       " + "".join(f"{j.name:>10}" for j in robot.joints))
+    print("tau RMS N m " + "".join(f"{v:>10.3f}" for v in rms))
+    print("saturated   " + "".join(f"{int(v):>10d}" for v in saturated))
+    return 0
+
+
 def cmd_thresholds(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
 
-    from .logs import Log, LogError
+    from .logs import LogError
+    from .mat_logs import load_log
     from .rt import ConfigError, load_rt
     from .thresholds import design_thresholds
     from codegen.blocks.options import OptionError
+    from codegen.description import load_robot
     from codegen.errors import DescriptionError
 
     console = Console(stderr=True, soft_wrap=True)
@@ -251,7 +329,7 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
         rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
         if args.config:
             rt.config.load(args.config)
-        log = Log.load(args.data)
+        log = load_log(args.data, load_robot(args.robot))
         try:
             design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
         except ValueError as err:
@@ -448,8 +526,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--model-error", type=float, default=0.0,
                    help="simulated robot's parameters = the model's x (1 + this): model-based observers feel it")
     e.add_argument("--estimators", nargs="+", default=["findiff", "movav", "lsf", "kalman", "linhg", "nlhg", "slimod"])
-    e.add_argument("--gains", choices=("default", "paper"), default="default",
-                   help="paper: seed 000's tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, 1@250)")
+    e.add_argument("--gains", default="default",
+                   help="default, or paper: seed 000's tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, "
+                        "1@250); with --log also the folder of a `--tune --out` run, and several comma-separated")
+    e.add_argument("--log", nargs="+", metavar="RUN",
+                   help="recorded runs (.npz logs or seed 000 .mat runs): run the estimators over their encoder "
+                        "streams, ISE against seed 000's offline ground truth (instead of the simulation)")
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
     e.set_defaults(handler=cmd_evaluate)
@@ -502,9 +584,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf} "
                                  "(--method: output_error.{json,md} and output_error_autocorrelation.png)")
     d.set_defaults(handler=cmd_identify)
+    im = sub.add_parser("import-log", help="a recorded run (seed 000's LWA-4P .mat) -> the log format (.npz)")
+    im.add_argument("file", help="a seed 000 run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat)")
+    im.add_argument("--robot", required=True, help="bundled name or a .yaml path (its encoders, gear ratios, "
+                                                   "torque constants and current limits)")
+    im.add_argument("--out", required=True, help="the log to write (.npz, docs/realtime.md)")
+    im.set_defaults(handler=cmd_import_log)
     t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
     t.add_argument("robot", help="bundled name or a .yaml path")
-    t.add_argument("data", help="a collision-free log (.npz, docs/realtime.md)")
+    t.add_argument("data", help="a collision-free log (.npz, docs/realtime.md, or a seed 000 .mat run)")
     t.add_argument("--observer", choices=("momentum", "adaptive", "direct"),
                    help="the residual to design for (default: the description's)")
     t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")

@@ -173,6 +173,10 @@ class _SvdObjective(cs.Callback):
         # the eigen-decomposition of the small Gram matrix Y^T Y (sigma_i^2 = lambda_i) is 10x
         # cheaper than an SVD of the tall Y and exact enough for cond up to ~1e7
         lam, v = np.linalg.eigh(y.T @ y)
+        # a rank-deficient start (short grid, joints at rest) has lambda_min ~ 0 or, by rounding,
+        # slightly negative: floor it where this method stops resolving (cond ~ 1/sqrt(eps) = 7e7)
+        # so the objective and its gradient stay finite and large instead of NaN
+        lam = np.maximum(lam, max(float(lam[-1]), 1e-300) * np.finfo(float).eps)
         if not self.gradient:
             return [float(np.sqrt(lam[-1] / lam[0])) if self.kind == "cond" else -float(np.sum(np.log(lam)))]
         if self.kind == "cond":      # d(s1/sn) = u1 v1^T / sn - s1/sn^2 un vn^T, u_i = Y v_i / s_i

@@ -8,7 +8,9 @@ Arrays (K samples, n joints):
   optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
   ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n),
   theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
-  collision_true (K,) bool.
+  collision_true (K,) bool ·
+  imported runs (host_tools.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
+  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound).
 Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
 Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
 config turns them into positions (so a log replays through the very same C).
@@ -29,7 +31,7 @@ FORMAT = "manipgen-log"
 VERSION = 1
 REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
 OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true",
-            "collision_true", "theta_true", "thetad_true")
+            "collision_true", "theta_true", "thetad_true", "qd_hat_logged", "tau_saturated")
 
 
 class LogError(ValueError):

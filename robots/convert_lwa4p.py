@@ -58,6 +58,8 @@ class Drive:
     jbv: float
     jbc: float
     k_r: float
+    k_tau: float      # N m/A at the motor shaft
+    curr_lim: float   # mA
     tau_lim: float
     dq_lim: float
     ddq_lim: float
@@ -117,7 +119,8 @@ def load_model(mat_path: Path) -> LwaModel:
         dj = rec["DJ"].reshape(-1)[0]
         drive = Drive(
             Im=_scalar(dj["Im"]), jbv=_scalar(dj["jbv"]), jbc=_scalar(dj["jbc"]),
-            k_r=_scalar(dj["k_r"]), tau_lim=_scalar(dj["tau_lim"]),
+            k_r=_scalar(dj["k_r"]), k_tau=_scalar(dj["k_tau"]), curr_lim=_scalar(dj["curr_lim"]),
+            tau_lim=_scalar(dj["tau_lim"]),
             dq_lim=_scalar(dj["dq_lim"]), ddq_lim=_scalar(dj["ddq_lim"]),
         )
         inertia = np.asarray(rec["I"], dtype=float)
@@ -182,7 +185,8 @@ def render(model: LwaModel, mat_sha256: str) -> str:
         "#",
         "# Conventions (shared/data/lwa4p/README.md): standard DH (DHext columns [a, alpha, theta_offset,",
         "# d]); link inertia about the COM, COM and inertia in DH frame i (the distal frame);",
-        "# IA = Im * k_r^2; FV = jbv, FC = jbc (joint side); gear_ratio = k_r; limits.tau = tau_lim.",
+        "# IA = Im * k_r^2; FV = jbv, FC = jbc (joint side); gear_ratio = k_r; limits.tau = tau_lim;",
+        "# torque_constant = k_tau; limits.current = curr_lim / 1000 (A). Encoders: 1 mdeg (360000 cpr).",
         "# The file gives no position/velocity/acceleration limits (dq_lim = ddq_lim = 0).",
         "# Links 1 and 3 share identical values and joints 1-4 share motor data: the model is approximate.",
         "# Theta offsets of 1.2246467991473532e-16 are MATLAB's sin(pi) residue, kept as in the file.",
@@ -216,6 +220,10 @@ def render(model: LwaModel, mat_sha256: str) -> str:
         if drv.ddq_lim > 0.0:
             limits.append(f"qdd: {fmt(drv.ddq_lim)}")
         limits.append(f"tau: {fmt(drv.tau_lim)}")
+        # tau_lim = k_tau k_r curr_lim / 1000 (the README's check of tau = k_r k_tau I / 1000)
+        if not math.isclose(drv.tau_lim, drv.k_tau * drv.k_r * drv.curr_lim / 1000.0, rel_tol=1e-9):
+            raise ValueError(f"joint {i}: tau_lim {drv.tau_lim} != k_tau k_r curr_lim / 1000")
+        limits.append(f"current: {fmt(drv.curr_lim / 1000.0)}")
         inertia = link.inertia
         six = (inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2], inertia[2, 2])
         out += [
@@ -225,6 +233,7 @@ def render(model: LwaModel, mat_sha256: str) -> str:
             f"alpha: {fmt(alpha, angle=True)}}}",
             f"    limits: {{{', '.join(limits)}}}",
             f"    gear_ratio: {fmt(drv.k_r)}",
+            f"    torque_constant: {fmt(drv.k_tau)}   # N m/A: tau = k_r k_tau I (I_c in mA / 1000)",
             f"    encoder: {{cpr: {ENCODER_CPR}, side: link, bits: 32, signed: true}}",
             f"    IA: {fmt(drv.Im * drv.k_r ** 2)}   # Im = {fmt(drv.Im)} kg m^2 times k_r^2",
             f"    FV: {fmt(drv.jbv)}",

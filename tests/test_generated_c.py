@@ -70,7 +70,7 @@ def test_strict_c99_no_heap_no_mutable_globals(cc: str, name: str, tmp_path: Pat
 
 
 def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
-    """-fstack-usage: every function's frame is 'static' (no VLA, no alloca); the call graph
+    """-fstack-usage: every function's frame has a compile-time bound (no VLA, no alloca); the call graph
     (-fcallgraph-info) has no cycle."""
     require_tool("gcc")
     compile_folder("gcc", ROOT / "generated" / "kuka_iiwa14", tmp_path,
@@ -83,7 +83,9 @@ def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
     assert step
     for line in su:
         fn, size, kind = line.split("\t")
-        assert kind.strip() == "static", line
+        # "dynamic,bounded": x86-64 gcc adjusting the stack around calls with stack arguments, the
+        # bound given; a VLA or alloca would read "dynamic" (unbounded)
+        assert kind.strip() in ("static", "dynamic,bounded"), line
         assert int(size) < 16384, f"{fn} uses {size} bytes of stack"
     ci = (tmp_path / "kuka_iiwa14_dynamics.ci").read_text() + (tmp_path / "kuka_iiwa14_rt.ci").read_text()
     edges: dict[str, set[str]] = {}

@@ -130,6 +130,12 @@ def huge_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
     deep_xml.write_text('<?xml version="1.0"?>\n<robot name="x">' + "<a>" * 100_000 + "</a>" * 100_000
                         + "</robot>\n")
     out["deeply_nested_urdf"] = (deep_xml, "URDF")
+    device = tmp / "zero.yaml"        # stat() says 0 bytes; reading would never end
+    device.symlink_to("/dev/zero")
+    out["device_file"] = (device, "not a regular file")
+    fifo = tmp / "fifo.urdf"
+    os.mkfifo(fifo)
+    out["fifo"] = (fifo, "not a regular file")
     return out
 
 

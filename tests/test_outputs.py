@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -61,6 +63,32 @@ def test_prune_removes_only_unedited_own_files(tmp_path: Path) -> None:
     write_files(tmp_path, NEW, prune=True)
     assert contents(tmp_path) == {**NEW, "README.md": "the user's notes\n", "edited.c": "the user changed it\n"}
     assert set(read_record(tmp_path)) == set(NEW)   # the edited file is the user's now
+
+
+def test_a_crafted_record_cannot_reach_outside_the_folder(tmp_path: Path) -> None:
+    """Names with paths in a (copied or crafted) record are ignored: prune deletes nothing outside."""
+    outside = tmp_path / "victim.txt"
+    outside.write_text("")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    empty = hashlib.sha256(b"").hexdigest()
+    (folder / RECORD).write_text(json.dumps({"files": {str(outside): empty, "../victim.txt": empty}}))
+    write_files(folder, OLD, prune=True)
+    assert outside.exists() and set(read_record(folder)) == set(OLD)
+    with pytest.raises(OverwriteError, match="plain file name"):
+        write_files(folder, {"../escape.c": "x"})
+
+
+def test_new_files_follow_the_umask_and_rewrites_keep_the_mode(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        write_files(tmp_path, OLD)
+        assert all((tmp_path / n).stat().st_mode & 0o777 == 0o644 for n in OLD)
+        (tmp_path / "a.c").chmod(0o640)
+        write_files(tmp_path, NEW)
+        assert (tmp_path / "a.c").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
 
 
 def test_a_folder_or_a_file_in_the_way(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ class Pipeline:
                 d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
                 d["out.fault"] = np.array(0 if self.all_finite(d, "in.", INPUT_LIMIT) else 1, dtype=np.uint8)
                 encoders_finite = bool(np.all(np.isfinite(d["out.q"])) and np.all(np.isfinite(d["out.theta"])))
-                if not d["out.fault"] and not encoders_finite:
+                if not d["out.fault"] and not (encoders_finite and self.all_finite(d, "cfg.")):
                     d["out.fault"] = np.array(2, dtype=np.uint8)
                 if d["out.fault"]:
                     self.reference_restart(d)
@@ -163,17 +163,15 @@ class Pipeline:
             self.reference_restart(d)
             d["out.fault"] = np.array(2, dtype=np.uint8)
             d["out.ready"] = np.array(0, dtype=np.uint8)
-            for f in self.outputs:
-                if f.ctype == "real":
-                    d["out." + f.name] = d["out." + f.name] * 0
+            self.zero_waiting(d)
 
     def zero_waiting(self, d: Data) -> None:
         for name in self.waiting_outputs:
             d["out." + name] = d["out." + name] * 0
 
     def all_finite(self, d: Data, prefix: str, limit: float = np.inf) -> bool:
-        """The numeric-fault test of the step: every real ``in.`` or ``out.`` value finite (and
-        within +-limit)."""
+        """The numeric-fault test of the step: every real ``in.``, ``out.`` or ``cfg.`` value finite
+        (and within +-limit)."""
         fields = self.fields()
         return all(bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v))) for k, v in d.items()
                    if k.startswith(prefix) and fields[k].ctype == "real")

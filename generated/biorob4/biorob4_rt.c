@@ -2483,9 +2483,40 @@ static void biorob4_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t
     r1[3] = w33;
 }
 
+/* 1 if every real value of the config is finite */
+static int biorob4_rt_config_finite(const biorob4_rt_config_t *cfg)
+{
+    return mg_bounded(cfg->model.params, 44, DBL_MAX)
+        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
+        && mg_bounded(cfg->enc.cpr, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.gear, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.offset, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.direction, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_cpr, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_gear, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_offset, 4, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_direction, 4, DBL_MAX)
+        && mg_bounded(cfg->obs.k_o, 4, DBL_MAX)
+        && mg_bounded(cfg->obs.k_e, 4, DBL_MAX)
+        && mg_bounded(cfg->obs.d_e, 4, DBL_MAX)
+        && mg_bounded(cfg->det.threshold, 4, DBL_MAX)
+        && mg_bounded(cfg->det.kv, 4, DBL_MAX)
+        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
+        && mg_bounded(cfg->det.k_r, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.k_theta, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.d_theta, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.k_q, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.k_i, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.d_q, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.i_max, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.tau_max, 4, DBL_MAX)
+        && mg_bounded(cfg->ctl.k_e, 4, DBL_MAX);
+}
+
 void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 {
     rt->cfg = *cfg;
+    rt->config_fault = biorob4_rt_config_finite(cfg) ? 0u : 1u;
     biorob4_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
     biorob4_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
@@ -2502,11 +2533,14 @@ void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void biorob4_rt_restart(biorob4_rt_t *rt)
 {
-    biorob4_rt_enc_state_t enc = rt->enc;
-    uint32_t steps = rt->steps;
-    biorob4_rt_init(rt, &rt->cfg);
-    rt->enc = enc;
-    rt->steps = steps;
+    memset(&rt->model, 0, sizeof rt->model);
+    memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->mest, 0, sizeof rt->mest);
+    memset(&rt->obs, 0, sizeof rt->obs);
+    memset(&rt->det, 0, sizeof rt->det);
+    memset(&rt->ctl, 0, sizeof rt->ctl);
+    rt->first = 1u;
+    biorob4_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-BIOROB4_RT_INPUT_LIMIT */
@@ -2574,8 +2608,9 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         }
     }
     out->fault = biorob4_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && !(mg_bounded(out->q, BIOROB4_DOF, DBL_MAX) && mg_bounded(out->theta, BIOROB4_DOF, DBL_MAX))) {
-        out->fault = 2u;  /* the config's encoder scaling overflows */
+    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, BIOROB4_DOF, DBL_MAX)
+                                              && mg_bounded(out->theta, BIOROB4_DOF, DBL_MAX)))) {
+        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault) {  /* restart, wait for finite inputs and results */
         biorob4_rt_restart(rt);
@@ -2705,19 +2740,20 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         biorob4_rt_restart(rt);
         out->fault = 2u;
         out->ready = 0u;
-        memset(out->q, 0, 4 * sizeof(real_t));
-        memset(out->theta, 0, 4 * sizeof(real_t));
-        memset(out->q_hat, 0, 4 * sizeof(real_t));
-        memset(out->qd_hat, 0, 4 * sizeof(real_t));
-        memset(out->qdd_hat, 0, 4 * sizeof(real_t));
-        memset(out->q_d, 0, 4 * sizeof(real_t));
-        memset(out->qd_d, 0, 4 * sizeof(real_t));
-        memset(out->qdd_d, 0, 4 * sizeof(real_t));
-        memset(out->theta_hat, 0, 4 * sizeof(real_t));
-        memset(out->thetad_hat, 0, 4 * sizeof(real_t));
-        memset(out->thetadd_hat, 0, 4 * sizeof(real_t));
-        memset(out->r, 0, 4 * sizeof(real_t));
-        memset(out->tau_cmd, 0, 4 * sizeof(real_t));
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->theta_hat, 0, sizeof out->theta_hat);
+        memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
+        memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

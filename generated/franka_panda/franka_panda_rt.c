@@ -4598,9 +4598,34 @@ static void franka_panda_rt_ctl_step(const real_t *a0, const real_t *a1, const r
     r0[6] = w132;
 }
 
+/* 1 if every real value of the config is finite */
+static int franka_panda_rt_config_finite(const franka_panda_rt_config_t *cfg)
+{
+    return mg_bounded(cfg->model.params, 91, DBL_MAX)
+        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
+        && mg_bounded(cfg->enc.cpr, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.gear, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.offset, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.direction, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_cpr, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_gear, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_offset, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_direction, 7, DBL_MAX)
+        && mg_bounded(&cfg->est.gain[0][0], 21, DBL_MAX)
+        && mg_bounded(cfg->obs.k_o, 7, DBL_MAX)
+        && mg_bounded(cfg->det.threshold, 7, DBL_MAX)
+        && mg_bounded(cfg->det.kv, 7, DBL_MAX)
+        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
+        && mg_bounded(cfg->det.k_r, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.kp, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.kd, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.tau_max, 7, DBL_MAX);
+}
+
 void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
 {
     rt->cfg = *cfg;
+    rt->config_fault = franka_panda_rt_config_finite(cfg) ? 0u : 1u;
     franka_panda_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
     franka_panda_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
@@ -4617,11 +4642,12 @@ void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t 
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void franka_panda_rt_restart(franka_panda_rt_t *rt)
 {
-    franka_panda_rt_enc_state_t enc = rt->enc;
-    uint32_t steps = rt->steps;
-    franka_panda_rt_init(rt, &rt->cfg);
-    rt->enc = enc;
-    rt->steps = steps;
+    memset(&rt->model, 0, sizeof rt->model);
+    memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->obs, 0, sizeof rt->obs);
+    memset(&rt->det, 0, sizeof rt->det);
+    rt->first = 1u;
+    franka_panda_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-FRANKA_PANDA_RT_INPUT_LIMIT */
@@ -4686,8 +4712,9 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         }
     }
     out->fault = franka_panda_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && !(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX) && mg_bounded(out->theta, FRANKA_PANDA_DOF, DBL_MAX))) {
-        out->fault = 2u;  /* the config's encoder scaling overflows */
+    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX)
+                                              && mg_bounded(out->theta, FRANKA_PANDA_DOF, DBL_MAX)))) {
+        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault) {  /* restart, wait for finite inputs and results */
         franka_panda_rt_restart(rt);
@@ -4799,16 +4826,17 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         franka_panda_rt_restart(rt);
         out->fault = 2u;
         out->ready = 0u;
-        memset(out->q, 0, 7 * sizeof(real_t));
-        memset(out->theta, 0, 7 * sizeof(real_t));
-        memset(out->q_hat, 0, 7 * sizeof(real_t));
-        memset(out->qd_hat, 0, 7 * sizeof(real_t));
-        memset(out->qdd_hat, 0, 7 * sizeof(real_t));
-        memset(out->q_d, 0, 7 * sizeof(real_t));
-        memset(out->qd_d, 0, 7 * sizeof(real_t));
-        memset(out->qdd_d, 0, 7 * sizeof(real_t));
-        memset(out->r, 0, 7 * sizeof(real_t));
-        memset(out->tau_cmd, 0, 7 * sizeof(real_t));
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

@@ -33,9 +33,6 @@ static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, ui
     *last = raw;
 }
 
-/* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level),
- * count[i] consecutive samples above. Returns 1 if some joint has been above for debounce[i]
- * samples (debounce < 1 counts as 1); *highest = the highest joint above (1-based, 0: none). */
 /* 1 if x[0..n) are all finite and within +-limit (a NaN fails every comparison). */
 static inline int mg_bounded(const MG_REAL *x, int n, MG_REAL limit)
 {
@@ -48,6 +45,9 @@ static inline int mg_bounded(const MG_REAL *x, int n, MG_REAL limit)
     return 1;
 }
 
+/* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level),
+ * count[i] consecutive samples above. Returns 1 if some joint has been above for debounce[i]
+ * samples (debounce < 1 counts as 1); *highest = the highest joint above (1-based, 0: none). */
 static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_REAL release,
                             const int32_t *debounce, uint8_t *above, int32_t *count,
                             int32_t *highest)

@@ -4336,9 +4336,34 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *a0, const real_t *a1, const re
     r0[6] = w124;
 }
 
+/* 1 if every real value of the config is finite */
+static int kuka_iiwa14_rt_config_finite(const kuka_iiwa14_rt_config_t *cfg)
+{
+    return mg_bounded(cfg->model.params, 84, DBL_MAX)
+        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
+        && mg_bounded(cfg->enc.cpr, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.gear, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.offset, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.direction, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_cpr, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_gear, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_offset, 7, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_direction, 7, DBL_MAX)
+        && mg_bounded(&cfg->est.gain[0][0], 21, DBL_MAX)
+        && mg_bounded(cfg->obs.k_o, 7, DBL_MAX)
+        && mg_bounded(cfg->det.threshold, 7, DBL_MAX)
+        && mg_bounded(cfg->det.kv, 7, DBL_MAX)
+        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
+        && mg_bounded(cfg->det.k_r, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.kp, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.kd, 7, DBL_MAX)
+        && mg_bounded(cfg->ctl.tau_max, 7, DBL_MAX);
+}
+
 void kuka_iiwa14_rt_configure(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_config_t *cfg)
 {
     rt->cfg = *cfg;
+    rt->config_fault = kuka_iiwa14_rt_config_finite(cfg) ? 0u : 1u;
     kuka_iiwa14_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
     kuka_iiwa14_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
@@ -4355,11 +4380,12 @@ void kuka_iiwa14_rt_init(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_config_t *cf
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void kuka_iiwa14_rt_restart(kuka_iiwa14_rt_t *rt)
 {
-    kuka_iiwa14_rt_enc_state_t enc = rt->enc;
-    uint32_t steps = rt->steps;
-    kuka_iiwa14_rt_init(rt, &rt->cfg);
-    rt->enc = enc;
-    rt->steps = steps;
+    memset(&rt->model, 0, sizeof rt->model);
+    memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->obs, 0, sizeof rt->obs);
+    memset(&rt->det, 0, sizeof rt->det);
+    rt->first = 1u;
+    kuka_iiwa14_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-KUKA_IIWA14_RT_INPUT_LIMIT */
@@ -4424,8 +4450,9 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
         }
     }
     out->fault = kuka_iiwa14_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && !(mg_bounded(out->q, KUKA_IIWA14_DOF, DBL_MAX) && mg_bounded(out->theta, KUKA_IIWA14_DOF, DBL_MAX))) {
-        out->fault = 2u;  /* the config's encoder scaling overflows */
+    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, KUKA_IIWA14_DOF, DBL_MAX)
+                                              && mg_bounded(out->theta, KUKA_IIWA14_DOF, DBL_MAX)))) {
+        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault) {  /* restart, wait for finite inputs and results */
         kuka_iiwa14_rt_restart(rt);
@@ -4537,16 +4564,17 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
         kuka_iiwa14_rt_restart(rt);
         out->fault = 2u;
         out->ready = 0u;
-        memset(out->q, 0, 7 * sizeof(real_t));
-        memset(out->theta, 0, 7 * sizeof(real_t));
-        memset(out->q_hat, 0, 7 * sizeof(real_t));
-        memset(out->qd_hat, 0, 7 * sizeof(real_t));
-        memset(out->qdd_hat, 0, 7 * sizeof(real_t));
-        memset(out->q_d, 0, 7 * sizeof(real_t));
-        memset(out->qd_d, 0, 7 * sizeof(real_t));
-        memset(out->qdd_d, 0, 7 * sizeof(real_t));
-        memset(out->r, 0, 7 * sizeof(real_t));
-        memset(out->tau_cmd, 0, 7 * sizeof(real_t));
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

@@ -674,9 +674,34 @@ static void planar2_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t
     r0[1] = w2;
 }
 
+/* 1 if every real value of the config is finite */
+static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
+{
+    return mg_bounded(cfg->model.params, 26, DBL_MAX)
+        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
+        && mg_bounded(cfg->enc.cpr, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.gear, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.offset, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.direction, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_cpr, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_gear, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_offset, 2, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_direction, 2, DBL_MAX)
+        && mg_bounded(&cfg->est.gain[0][0], 6, DBL_MAX)
+        && mg_bounded(cfg->obs.k_o, 2, DBL_MAX)
+        && mg_bounded(cfg->det.threshold, 2, DBL_MAX)
+        && mg_bounded(cfg->det.kv, 2, DBL_MAX)
+        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
+        && mg_bounded(cfg->det.k_r, 2, DBL_MAX)
+        && mg_bounded(cfg->ctl.kp, 2, DBL_MAX)
+        && mg_bounded(cfg->ctl.kd, 2, DBL_MAX)
+        && mg_bounded(cfg->ctl.tau_max, 2, DBL_MAX);
+}
+
 void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 {
     rt->cfg = *cfg;
+    rt->config_fault = planar2_rt_config_finite(cfg) ? 0u : 1u;
     planar2_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
     planar2_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
@@ -693,11 +718,12 @@ void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void planar2_rt_restart(planar2_rt_t *rt)
 {
-    planar2_rt_enc_state_t enc = rt->enc;
-    uint32_t steps = rt->steps;
-    planar2_rt_init(rt, &rt->cfg);
-    rt->enc = enc;
-    rt->steps = steps;
+    memset(&rt->model, 0, sizeof rt->model);
+    memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->obs, 0, sizeof rt->obs);
+    memset(&rt->det, 0, sizeof rt->det);
+    rt->first = 1u;
+    planar2_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-PLANAR2_RT_INPUT_LIMIT */
@@ -762,8 +788,9 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         }
     }
     out->fault = planar2_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX) && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX))) {
-        out->fault = 2u;  /* the config's encoder scaling overflows */
+    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)
+                                              && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX)))) {
+        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault) {  /* restart, wait for finite inputs and results */
         planar2_rt_restart(rt);
@@ -875,16 +902,17 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         planar2_rt_restart(rt);
         out->fault = 2u;
         out->ready = 0u;
-        memset(out->q, 0, 2 * sizeof(real_t));
-        memset(out->theta, 0, 2 * sizeof(real_t));
-        memset(out->q_hat, 0, 2 * sizeof(real_t));
-        memset(out->qd_hat, 0, 2 * sizeof(real_t));
-        memset(out->qdd_hat, 0, 2 * sizeof(real_t));
-        memset(out->q_d, 0, 2 * sizeof(real_t));
-        memset(out->qd_d, 0, 2 * sizeof(real_t));
-        memset(out->qdd_d, 0, 2 * sizeof(real_t));
-        memset(out->r, 0, 2 * sizeof(real_t));
-        memset(out->tau_cmd, 0, 2 * sizeof(real_t));
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

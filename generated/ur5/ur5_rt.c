@@ -4546,9 +4546,34 @@ static void ur5_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2
     r0[5] = w117;
 }
 
+/* 1 if every real value of the config is finite */
+static int ur5_rt_config_finite(const ur5_rt_config_t *cfg)
+{
+    return mg_bounded(cfg->model.params, 78, DBL_MAX)
+        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
+        && mg_bounded(cfg->enc.cpr, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.gear, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.offset, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.direction, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_cpr, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_gear, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_offset, 6, DBL_MAX)
+        && mg_bounded(cfg->enc.motor_direction, 6, DBL_MAX)
+        && mg_bounded(&cfg->est.gain[0][0], 18, DBL_MAX)
+        && mg_bounded(cfg->obs.k_o, 6, DBL_MAX)
+        && mg_bounded(cfg->det.threshold, 6, DBL_MAX)
+        && mg_bounded(cfg->det.kv, 6, DBL_MAX)
+        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
+        && mg_bounded(cfg->det.k_r, 6, DBL_MAX)
+        && mg_bounded(cfg->ctl.kp, 6, DBL_MAX)
+        && mg_bounded(cfg->ctl.kd, 6, DBL_MAX)
+        && mg_bounded(cfg->ctl.tau_max, 6, DBL_MAX);
+}
+
 void ur5_rt_configure(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
 {
     rt->cfg = *cfg;
+    rt->config_fault = ur5_rt_config_finite(cfg) ? 0u : 1u;
     ur5_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
     ur5_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
@@ -4565,11 +4590,12 @@ void ur5_rt_init(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void ur5_rt_restart(ur5_rt_t *rt)
 {
-    ur5_rt_enc_state_t enc = rt->enc;
-    uint32_t steps = rt->steps;
-    ur5_rt_init(rt, &rt->cfg);
-    rt->enc = enc;
-    rt->steps = steps;
+    memset(&rt->model, 0, sizeof rt->model);
+    memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->obs, 0, sizeof rt->obs);
+    memset(&rt->det, 0, sizeof rt->det);
+    rt->first = 1u;
+    ur5_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-UR5_RT_INPUT_LIMIT */
@@ -4634,8 +4660,9 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         }
     }
     out->fault = ur5_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && !(mg_bounded(out->q, UR5_DOF, DBL_MAX) && mg_bounded(out->theta, UR5_DOF, DBL_MAX))) {
-        out->fault = 2u;  /* the config's encoder scaling overflows */
+    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, UR5_DOF, DBL_MAX)
+                                              && mg_bounded(out->theta, UR5_DOF, DBL_MAX)))) {
+        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault) {  /* restart, wait for finite inputs and results */
         ur5_rt_restart(rt);
@@ -4747,16 +4774,17 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         ur5_rt_restart(rt);
         out->fault = 2u;
         out->ready = 0u;
-        memset(out->q, 0, 6 * sizeof(real_t));
-        memset(out->theta, 0, 6 * sizeof(real_t));
-        memset(out->q_hat, 0, 6 * sizeof(real_t));
-        memset(out->qd_hat, 0, 6 * sizeof(real_t));
-        memset(out->qdd_hat, 0, 6 * sizeof(real_t));
-        memset(out->q_d, 0, 6 * sizeof(real_t));
-        memset(out->qd_d, 0, 6 * sizeof(real_t));
-        memset(out->qdd_d, 0, 6 * sizeof(real_t));
-        memset(out->r, 0, 6 * sizeof(real_t));
-        memset(out->tau_cmd, 0, 6 * sizeof(real_t));
+        memset(&out->q_hat, 0, sizeof out->q_hat);
+        memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        memset(&out->q_d, 0, sizeof out->q_d);
+        memset(&out->qd_d, 0, sizeof out->qd_d);
+        memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        memset(&out->r, 0, sizeof out->r);
+        memset(&out->collision, 0, sizeof out->collision);
+        memset(&out->link, 0, sizeof out->link);
+        memset(&out->above, 0, sizeof out->above);
+        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

@@ -14,14 +14,17 @@
  * All state lives in the caller's ur5_rt_t (no heap, no globals): instances are independent.
  *
  * Numeric faults. A step whose real inputs (torques, desired trajectory) are not all finite and
- * within +-UR5_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = 1; a step whose outputs would not all be finite (overflow from huge inputs, extreme or
- * non-finite gains in the config) raises out.fault = 2. Either way the step restarts the blocks as
- * ur5_rt_init does -- keeping the configuration, the encoders' unwrapping and lost-sample counters
- * and the step count -- and returns as while waiting, with out.ready = 0 and every other output 0
- * except the lost-sample counters and, when they are finite, q and theta (no torque command; a latched
- * collision reaction is cleared, so treat fault != 0 as a stop). The next step with finite inputs
- * starts the blocks again from the measured position (out.ready = 1), as after init. Outputs are
- * therefore always finite.
+ * within +-UR5_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = 1. A step raises
+ * out.fault = 2 if the config holds a non-finite real value (checked by _rt_configure; every step
+ * faults until a finite config is configured), if the encoder scaling makes q or theta non-finite,
+ * or if its outputs would not all be finite (overflow from huge inputs or extreme gains). Either way
+ * the step restarts the blocks as ur5_rt_init does -- keeping the configuration, the encoders'
+ * unwrapping and lost-sample counters and the step count -- and returns as while waiting: out.ready
+ * = 0, every output 0 except the lost-sample counters and q and theta (those when finite). No torque
+ * command goes out and a latched collision reaction is cleared: treat fault != 0 as a stop. The
+ * next step with sane inputs starts the blocks again from the measured position (out.ready = 1),
+ * as after init. Outputs are therefore always finite. Integer config fields are taken as the
+ * description's ranges say (enc.bits outside 2..32 counts as 32; det.debounce < 1 as 1).
  * Units SI (rad, m, s, N m, N); torques are link side; arrays are indexed by joint.
  *
  * [model: params]
@@ -231,6 +234,7 @@ typedef struct {
     ur5_rt_obs_state_t obs;  /**< momentum */
     ur5_rt_det_state_t det;  /**< threshold */
     uint8_t first;  /**< 1 until the first step has initialised the blocks */
+    uint8_t config_fault;  /**< 1 if the config in use has a non-finite real value: every step then faults (out.fault = 2) until a finite config is configured */
     uint32_t steps;  /**< samples processed since init (wraps) */
 } ur5_rt_t;
 

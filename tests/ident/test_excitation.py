@@ -53,6 +53,20 @@ def test_objective_gradient_is_exact(kind: str) -> None:
     assert np.isclose(float(f(wide)), s[0] / s[-1] if kind == "cond" else -2 * np.sum(np.log(s)))
 
 
+@pytest.mark.parametrize("kind", ["cond", "logdet"])
+def test_objective_stays_finite_on_a_rank_deficient_regressor(kind: str) -> None:
+    """A start where some base parameter is not excited (a column of Y_b zero, lambda_min rounding
+    to <= 0) gives a large finite objective and gradient, not NaN (IPOPT would stall on NaN)."""
+    n, samples, nb = 2, 6, 4
+    wide = np.random.default_rng(2).normal(size=(n, samples * nb))
+    excited = float(_SvdObjective("e", kind, n, samples, nb)(wide))
+    wide.reshape(n, samples, nb)[:, :, 3] = 0.0        # parameter 4 never excited
+    value = float(_SvdObjective("f", kind, n, samples, nb)(wide))
+    grad = np.array(_SvdObjective("g", kind, n, samples, nb, gradient=True)(wide))
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    assert value > excited + (1e7 if kind == "cond" else 10.0)   # far worse than any excited design
+
+
 @pytest.fixture(scope="module")
 def planar() -> tuple[object, object]:
     robot = load_robot("planar2")

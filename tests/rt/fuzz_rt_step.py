@@ -117,6 +117,7 @@ class Fuzz:
                 changes[key] = (draw(st.integers(0, 10 ** 6)), draw(st.sampled_from(HOSTILE)))
             self.counts["hostile_configs"] += 1
         self.set_config(changes)
+        bad_config = any(not np.isfinite(v) for _, v in changes.values())
         self.rt.reset()
         start = np.asarray(draw(st.lists(st.integers(-5000, 5000), min_size=self.n, max_size=self.n)), np.int64)
         for kind in draw(st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=8)):
@@ -125,6 +126,8 @@ class Fuzz:
             self.check_outputs(out)
             expected = self.expect_input_fault(a)
             assert np.array_equal(out["fault"] == 1, expected), (kind, out["fault"], expected)
+            if bad_config:   # a non-finite config value faults every step (no saturation hides it)
+                assert np.all(out["fault"] != 0), (kind, changes)
             self.counts["fault_input"] += int(np.sum(out["fault"] == 1))
             self.counts["fault_result"] += int(np.sum(out["fault"] == 2))
             self.counts["steps"] += len(a)

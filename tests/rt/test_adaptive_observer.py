@@ -59,8 +59,8 @@ def test_lsf_with_acceleration_is_accepted() -> None:
 
 
 def test_non_finite_inputs_and_reset_restart_the_observer() -> None:
-    """A NaN acceleration at one sample: C and reference agree (NaN where the step saw NaN), and the
-    observer starts again instead of keeping NaN; in.reset starts it afresh too (r = 0)."""
+    """A NaN acceleration at one sample: C and reference agree (a numeric fault: fault = 1, r = 0),
+    and the observer starts again instead of keeping NaN; in.reset starts it afresh too (r = 0)."""
     rt = fresh_rt(ROBOT, "kalman", "adaptive_measured", "computed_torque")
     rt.config["det.threshold"] = 1e6
     ref = reference(ROBOT, "kalman", "adaptive_measured", "computed_torque")
@@ -84,7 +84,8 @@ def test_non_finite_inputs_and_reset_restart_the_observer() -> None:
             c, r = np.asarray(out[name][j], float), np.asarray(o[name], float)
             assert np.array_equal(np.isnan(c), np.isnan(r)), (j, name)
             assert rel_err(np.nan_to_num(c), np.nan_to_num(r)) <= 1e-9, (j, name)
-    assert np.isnan(out["r"][200]).any() and np.all(np.isfinite(out["r"][201:]))
+    assert out["fault"][200] == 1 and np.all(out["r"][200] == 0) and np.all(np.isfinite(out["r"]))
+    assert np.all(out["fault"][201:] == 0) and np.abs(out["r"][250]).max() > 1.0
     assert np.all(out["r"][300] == 0) and np.abs(out["r"][299]).max() > 1.0
 
 
