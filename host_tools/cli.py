@@ -133,18 +133,23 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     if args.synthetic == bool(args.data):
-        console.print("manipgen: error: give a DATA log (with --excitation) or --synthetic, not both or neither")
+        console.print("manipgen: error: give a DATA log (an excitation run with --excitation, or a recorded run) "
+                      "or --synthetic, not both or neither")
         return 2
     if args.method:
         return _identify_closed_loop(args, console)
-    settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols)
+    settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols,
+                             cutoff_q=args.cutoff_q)
     if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0):
         console.print("manipgen: error: --band and --max-rsd must be positive, --min-abs >= 0")
         return 2
 
     def data(path: str) -> Log | Samples:
         from codegen.description import load_robot
-        return read_samples(path, load_robot(args.robot).dof) if path.lower().endswith(".csv") else Log.load(path)
+
+        from .mat_logs import load_log
+        robot = load_robot(args.robot)
+        return read_samples(path, robot.dof) if path.lower().endswith(".csv") else load_log(path, robot)
 
     try:
         with console.status("identifying ...") as status:
@@ -152,10 +157,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
                 doc, arrays, _ = synthetic(args.robot, Synthetic(seed=args.seed), settings,
                                            stage=lambda s: status.update(s))
             else:
-                if not args.excitation:
-                    console.print("manipgen: error: --excitation FILE (from manipgen excite --out) is needed with DATA")
-                    return 2
-                exc = Excitation.load(args.excitation)
+                # without an excitation: a recorded non-periodic run (e.g. seed 000's LWA-4P runs)
+                exc = Excitation.load(args.excitation) if args.excitation else None
                 validate = data(args.validate) if args.validate else None
                 doc, arrays = run(args.robot, data(args.data), exc, validate, settings,
                                   stage=lambda s: status.update(s))
@@ -553,11 +556,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
     x.set_defaults(handler=cmd_excite)
-    d = sub.add_parser("identify", help="base, essential and physical parameters from an excitation log (seed 004)")
+    d = sub.add_parser("identify", help="base, essential and physical parameters from an excitation log or a recorded run (seed 004)")
     d.add_argument("robot", help="bundled name or a .yaml path")
-    d.add_argument("data", nargs="?", help="excitation run: a log (.npz, docs/realtime.md) or a CSV "
-                   "(time s, q1..qn rad, tau1..taun N m; docs/identification.md)")
-    d.add_argument("--excitation", help="the excitation.json the log ran (manipgen excite --out)")
+    d.add_argument("data", nargs="?", help="excitation run: a log (.npz, docs/realtime.md), a CSV "
+                   "(time s, q1..qn rad, tau1..taun N m; docs/identification.md) or a seed 000 .mat run")
+    d.add_argument("--excitation", help="the excitation.json the log ran (manipgen excite --out); without it "
+                   "DATA is a non-periodic recorded run (q low-passed at --cutoff-q, validated on raw torque)")
+    d.add_argument("--cutoff-q", type=float, default=10.0,
+                   help="Hz: a non-periodic run's zero-phase low-pass on q before differentiation")
     d.add_argument("--validate", help="another log to validate on (RMS torque error per joint)")
     d.add_argument("--synthetic", action="store_true",
                    help="no robot: design the excitation, simulate it with noise on the loopback, identify, compare")

@@ -21,7 +21,7 @@ from .excite import Excitation
 from .identify import Fit, Model, essential, least_squares, model, rms_per_joint
 from .logs import Log
 from .loopback import simulate
-from .processing import fourier_derivatives, lowpass, parallel_decimate, period_average
+from .processing import filtered_derivatives, fourier_derivatives, lowpass, parallel_decimate, period_average
 from .rt import load_rt
 
 
@@ -36,6 +36,8 @@ class IdentSettings:
     weighted: bool = True            # WLS with per-joint variance weights (else OLS)
     min_speed: float = 0.05          # rad/s: a joint's equations slower than this are left out --
                                      # Coulomb friction sgn(qd) is undefined at rest (stiction)
+    cutoff_q: float = 10.0           # Hz: a non-periodic run's zero-phase low-pass on q before the
+                                     # central differences (seed 002 §3.1)
 
 
 def rigid_only(robot: Robot, spec: str) -> None:
@@ -47,7 +49,7 @@ def rigid_only(robot: Robot, spec: str) -> None:
 
 @dataclass
 class Processed:
-    """One averaged period ready for the regressor."""
+    """One averaged period (or a whole non-periodic run: periods = 0) ready for the regressor."""
 
     q: np.ndarray
     qd: np.ndarray
@@ -80,9 +82,14 @@ def samples_of(spec: str, data: Log | Samples) -> Samples:
     return Samples(data.sample_period, positions(spec, data), torque_at_samples(data))
 
 
-def process(spec: str, data: Log | Samples, exc: Excitation, settings: IdentSettings) -> Processed:
-    """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band."""
+def process(spec: str, data: Log | Samples, exc: Excitation | None, settings: IdentSettings) -> Processed:
+    """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band.
+    Without an excitation (a recorded non-periodic run): the whole run, q low-passed at cutoff_q
+    (zero phase) and differentiated centrally."""
     s = samples_of(spec, data)
+    if exc is None:
+        qf, qd, qdd = filtered_derivatives(s.q, s.sample_period, settings.cutoff_q)
+        return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period)
     try:
         p = samples_per_period(exc.base_frequency, s.sample_period)
     except ValueError as err:
@@ -102,8 +109,13 @@ def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple
     y = m.stacked(data.q, data.qd, data.qdd).reshape(k, n, -1)
     fs = 1.0 / data.sample_period
     nd = max(1, int(np.floor(fs / 2 / settings.band)))    # seed 002: n_d = f_nyquist / f_cut-off
-    y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=True)
-    return y_f.reshape(-1, y.shape[2]), tau_f, data.qd[::nd]
+    periodic = data.periods > 0
+    y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=periodic)
+    qd = data.qd[::nd]
+    if not periodic:            # the filters' edge effects: half a second at either end
+        edge = int(round(0.5 * fs / nd))
+        y_f, tau_f, qd = y_f[edge:-edge], tau_f[edge:-edge], qd[edge:-edge]
+    return y_f.reshape(-1, y.shape[2]), tau_f, qd
 
 
 def joint_weights(data: Processed) -> np.ndarray | None:
@@ -121,11 +133,12 @@ class Identified:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def identify(spec: str, log: Log | Samples, exc: Excitation,
+def identify(spec: str, log: Log | Samples, exc: Excitation | None,
              settings: IdentSettings = IdentSettings()
              ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Base (OLS/WLS) and essential parameters from an excitation log; also returns the processed
-    data and the observation (Y stacked, tau, qd at the kept samples)."""
+    """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
+    non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
+    the kept samples)."""
     robot = load_robot(spec)
     rigid_only(robot, spec)
     stages: dict[str, float] = {}
@@ -139,6 +152,8 @@ def identify(spec: str, log: Log | Samples, exc: Excitation,
     t0 = time.perf_counter()
     w = joint_weights(data) if settings.weighted else None
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    if settings.weighted and data.periods == 0:   # no period variances: the OLS residual's per joint
+        w = 1.0 / least_squares(y, tau, robot.dof, m.names, rows=rows).rms ** 2
     base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
     stages["estimation"] = time.perf_counter() - t0
@@ -160,11 +175,10 @@ def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: 
 
 
 def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
-               cutoff_q: float = 5.0) -> np.ndarray:
+               cutoff_q: float = 5.0, filter_torque: bool = True) -> np.ndarray:
     """RMS torque prediction error per joint on a (non-periodic) validation run: positions low-passed
-    (zero phase) and differentiated centrally, torques low-passed at the identification's band."""
-    from .processing import filtered_derivatives
-
+    (zero phase) and differentiated centrally, torques low-passed at the identification's band
+    (``filter_torque``; else the measured torque as it is)."""
     robot = load_robot(spec)
     s = samples_of(spec, data)
     ts = s.sample_period
@@ -172,7 +186,7 @@ def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: Ident
     if len(s.q) < 4 * edge:
         raise ValueError(f"the validation run has {len(s.q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
     q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
-    tau = lowpass(s.tau, settings.band, 1.0 / ts)
+    tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
     y = model(robot).stacked(q[sl], qd[sl], qdd[sl])
     return rms_per_joint(y, tau[sl], robot.dof, beta)

@@ -43,10 +43,11 @@ class Synthetic:
     excite_max_iter: int = 150
 
 
-def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples | None = None,
+def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | Samples | None = None,
         settings: IdentSettings = IdentSettings(), physical: PhysicalSettings = PhysicalSettings(),
         stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Identify from an excitation log; returns (the JSON document, arrays for the figures)."""
+    """Identify from an excitation log (or, ``exc`` None, a recorded non-periodic run: validated
+    against its measured torque as it is); returns (the JSON document, arrays for the figures)."""
     robot = load_robot(spec)
     rigid_only(robot, spec)
     check_inputs(robot, log, exc, validate)
@@ -87,7 +88,11 @@ def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples 
     if validate is not None:
         stage("validation")
         t1 = time.perf_counter()
-        doc["validation_rms"] = {name: validation(spec, validate, beta, settings).tolist() for name, beta in
+        doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
+        free = exc is None    # a recorded run: its own derivative cut-off, the torque as measured
+        doc["validation_rms"] = {name: validation(spec, validate, beta, settings,
+                                                  cutoff_q=settings.cutoff_q if free else 5.0,
+                                                  filter_torque=not free).tolist() for name, beta in
                                  (("base", ident.base.values), ("essential", ident.essential.full(len(m.names))),
                                   ("physical", beta_phys))}
         stages["validation"] = time.perf_counter() - t1
@@ -97,9 +102,9 @@ def run(spec: str, log: Log | Samples, exc: Excitation, validate: Log | Samples 
     return doc, arrays
 
 
-def check_inputs(robot: Any, log: Log | Samples, exc: Excitation, validate: Log | Samples | None) -> None:
+def check_inputs(robot: Any, log: Log | Samples, exc: Excitation | None, validate: Log | Samples | None) -> None:
     """The data and the excitation belong to this robot (one clear error otherwise)."""
-    if len(exc.q0) != robot.dof:
+    if exc is not None and len(exc.q0) != robot.dof:
         raise ValueError(f"the excitation has {len(exc.q0)} joints, {robot.name} has {robot.dof}")
     for what, data in (("DATA", log), ("--validate", validate)):
         if isinstance(data, Log) and data.robot != robot.c_name:

@@ -34,6 +34,9 @@ def _joint_params(robot: Robot) -> list[str]:
     return [p for p in JOINT_PARAMS if p in robot.joint_parameters]
 
 
+FEASIBLE = 1e-7     # relative slack of the feasibility check on IPOPT's solution
+
+
 @dataclass(frozen=True)
 class PhysicalSettings:
     starts: int = 5                       # seed 004: kappa = 5
@@ -151,8 +154,10 @@ def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray,
         sol = solver(x0=x0, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         gv = np.array(sol["g"]).ravel()
-        feasible = bool(np.all(gv >= lbg - 1e-9) and np.all(gv <= ubg + 1e-9) and np.all(xs >= lo - 1e-9)
-                        and np.all(xs <= hi + 1e-9))
+        # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor) and constraints to its tolerance:
+        # an absolute 1e-9 would reject every solution of a problem with values of order 10-1000
+        feasible = bool(np.all(gv >= lbg - FEASIBLE * (1 + np.abs(lbg))) and np.all(gv <= ubg + FEASIBLE * (1 + np.abs(ubg)))
+                        and np.all(xs >= lo - FEASIBLE * (1 + np.abs(lo))) and np.all(xs <= hi + FEASIBLE * (1 + np.abs(hi))))
         value = float(np.sqrt(max(float(sol["f"]) / scale, 0.0)))
         starts.append({"objective": value, "status": solver.stats()["return_status"],
                        "feasible": float(feasible), "seconds": time.perf_counter() - t0})

@@ -167,7 +167,7 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     assert all(np.isclose(from_csv["base"][n]["value"], doc["base"][n]["value"], rtol=1e-6, atol=1e-9) for n in doc["base"])
     np.savetxt(tmp_path / "bad.csv", np.column_stack([t, run.q]), delimiter=",", header="t,q1,q2", comments="")
     np.savetxt(tmp_path / "short.csv", np.column_stack([t, run.q, run.tau])[:500], delimiter=",", header="h", comments="")
-    for args, needle in (([], "DATA"), ([str(tmp_path / "run.npz")], "--excitation"),
+    for args, needle in (([], "DATA"),
                          ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing"),
                          ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns"),
                          ([str(tmp_path / "run.npz"), "--excitation", str(tmp_path / "excitation.json"),
