@@ -114,6 +114,9 @@ def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple
     qd = data.qd[::nd]
     if not periodic:            # the filters' edge effects: half a second at either end
         edge = int(round(0.5 * fs / nd))
+        if len(y_f) < 4 * edge:
+            raise ValueError(f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least "
+                             f"{4 * edge * nd / fs:g} s")
         y_f, tau_f, qd = y_f[edge:-edge], tau_f[edge:-edge], qd[edge:-edge]
     return y_f.reshape(-1, y.shape[2]), tau_f, qd
 

@@ -84,7 +84,8 @@ def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | S
     }
     arrays = {"tau": tau, "base": (y @ ident.base.values).reshape(tau.shape),
               "essential": (y[:, kept] @ ident.essential.values).reshape(tau.shape),
-              "physical": (y @ beta_phys).reshape(tau.shape), "ts": data.sample_period * len(data.q) / len(tau)}
+              "physical": (y @ beta_phys).reshape(tau.shape), "ts": data.sample_period * len(data.q) / len(tau),
+              "periodic": exc is not None}
     if validate is not None:
         stage("validation")
         t1 = time.perf_counter()
@@ -221,13 +222,13 @@ def _plot(arrays: dict[str, Any], path: Path) -> Path:
     t = np.arange(len(tau)) * arrays["ts"]
     fig, ax = plt.subplots(n, 1, figsize=(9, 1.6 * n + 1), sharex=True)
     for i in range(n):
-        ax[i].plot(t, tau[:, i], "k", lw=1.5, label="measured (filtered)")
+        ax[i].plot(t, tau[:, i], "k", lw=1.5, label="measured (parallel-filtered)")
         ax[i].plot(t, arrays["essential"][:, i], "r", lw=1, label="essential")
         ax[i].plot(t, arrays["base"][:, i], "b--", lw=1, label="base")
         ax[i].plot(t, arrays["physical"][:, i], "g--", lw=1, label="physical")
         ax[i].set_ylabel(f"τ{i + 1} (N m)")
     ax[0].legend(ncol=4, fontsize=7)
-    ax[-1].set_xlabel("t (s), one averaged period")
+    ax[-1].set_xlabel("t (s), one averaged period" if arrays.get("periodic", True) else "t (s), the fitting run (decimated)")
     fig.suptitle("measured vs predicted torque (like seed 004 Fig. 5)")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)

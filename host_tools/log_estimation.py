@@ -6,7 +6,7 @@ validity and torque (model-based observers use it); its q-dot estimate is scored
 (seed 000 eq. 5, per joint, (rad/s)^2 s) against seed 000's offline ground truth: the positions
 low-pass filtered by a 7th-order FIR (window method, Hamming: MATLAB's designfilt 'lowpassfir',
 FilterOrder 7, CutoffFrequency 26 Hz at 250 Hz) forwards and backwards (filtfilt, MATLAB's edge
-padding of 3 (order) samples), then central differences.
+padding of 3 x 7 = 21 samples), then central differences.
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
 def log_positions(log: Log) -> np.ndarray:
     """The log's encoder positions as the robot's description reads them (rad)."""
     robot = load_robot(log.robot)
-    rpc = np.array([2 * np.pi / j.encoder.cpr if j.encoder else 2 * np.pi / 65536 for j in robot.joints])
-    gear = np.array([j.gear_ratio if j.encoder and j.encoder.side == "motor" else 1.0 for j in robot.joints])
-    offset = np.array([j.encoder.offset if j.encoder else 0.0 for j in robot.joints])
-    direction = np.array([j.encoder.direction if j.encoder else 1 for j in robot.joints])
+    encoders = [j.encoder for j in robot.joints]
+    if any(e is None for e in encoders):
+        raise ValueError(f"{robot.file}: encoder: every joint needs one to read the log's counts")
+    rpc = np.array([2 * np.pi / e.cpr for e in encoders if e is not None])
+    gear = np.array([j.gear_ratio if j.encoder is not None and j.encoder.side == "motor" else 1.0 for j in robot.joints])
+    offset = np.array([e.offset for e in encoders if e is not None])
+    direction = np.array([e.direction for e in encoders if e is not None])
     return log.counts * rpc * direction / gear + offset
 
 

@@ -34,7 +34,7 @@ def _joint_params(robot: Robot) -> list[str]:
     return [p for p in JOINT_PARAMS if p in robot.joint_parameters]
 
 
-FEASIBLE = 1e-7     # relative slack of the feasibility check on IPOPT's solution
+FEASIBLE = 1e-8     # relative slack of the feasibility check: IPOPT's bound_relax_factor
 
 
 @dataclass(frozen=True)
@@ -154,8 +154,9 @@ def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray,
         sol = solver(x0=x0, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         gv = np.array(sol["g"]).ravel()
-        # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor) and constraints to its tolerance:
-        # an absolute 1e-9 would reject every solution of a problem with values of order 10-1000
+        # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor): an absolute 1e-9 rejected every
+        # solution of the LWA-4P's real data (IA a few 1e-9 below its bound 0); the kept solution is
+        # clipped into the bounds below, so IA >= 0 holds exactly
         feasible = bool(np.all(gv >= lbg - FEASIBLE * (1 + np.abs(lbg))) and np.all(gv <= ubg + FEASIBLE * (1 + np.abs(ubg)))
                         and np.all(xs >= lo - FEASIBLE * (1 + np.abs(lo))) and np.all(xs <= hi + FEASIBLE * (1 + np.abs(hi))))
         value = float(np.sqrt(max(float(sol["f"]) / scale, 0.0)))
@@ -168,7 +169,7 @@ def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray,
     if best is None:
         raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
     evaluate = cs.Function("mu_pi", [x], [mu, pi])
-    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(best[1]))
+    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(np.clip(best[1], lo, hi)))
     r_base = t - y_e @ beta_e
     return PhysicalResult(mu_v, names, pi_v, best[0], float(np.sqrt(r_base @ r_base)), starts,
                           time.perf_counter() - t_start)
