@@ -22,6 +22,7 @@ import scipy.signal
 from codegen.description import load_robot
 
 from .evaluate import DEFAULTS, ESTIMATORS, Setup, pipeline, variant
+from .ident_pipeline import positions
 from .logs import Log
 
 FIR_ORDER = 7
@@ -35,19 +36,6 @@ def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
     b = scipy.signal.firwin(FIR_ORDER + 1, CUTOFF_HZ, fs=1.0 / sample_period, window="hamming")
     smooth = scipy.signal.filtfilt(b, [1.0], q, axis=0, padlen=3 * FIR_ORDER)
     return np.gradient(smooth, sample_period, axis=0)
-
-
-def log_positions(log: Log) -> np.ndarray:
-    """The log's encoder positions as the robot's description reads them (rad)."""
-    robot = load_robot(log.robot)
-    encoders = [j.encoder for j in robot.joints]
-    if any(e is None for e in encoders):
-        raise ValueError(f"{robot.file}: encoder: every joint needs one to read the log's counts")
-    rpc = np.array([2 * np.pi / e.cpr for e in encoders if e is not None])
-    gear = np.array([j.gear_ratio if j.encoder is not None and j.encoder.side == "motor" else 1.0 for j in robot.joints])
-    offset = np.array([e.offset for e in encoders if e is not None])
-    direction = np.array([e.direction for e in encoders if e is not None])
-    return log.counts * rpc * direction / gear + offset
 
 
 def setup_of(log: Log, gains: str) -> Setup:
@@ -94,7 +82,7 @@ def estimate(log: Log, name: str, gains: str = "default") -> Estimate:
     if config is not None:
         rt.config.load(config)
     out = rt.run(log)
-    truth = ground_truth_velocity(log_positions(log), log.sample_period)
+    truth = ground_truth_velocity(out["q"], log.sample_period)   # the generated encoder read's q
     err = out["qd_hat"] - truth
     return Estimate(name, spec, out["qd_hat"], np.sum(err * err, axis=0) * log.sample_period)
 
@@ -178,7 +166,7 @@ def figure(log: Log, estimates: list[Estimate], path: Path, axis: int = 5, windo
     from .eval_reports import save_figure
 
     t = log.time - log.time[0]
-    truth = ground_truth_velocity(log_positions(log), log.sample_period)
+    truth = ground_truth_velocity(positions(log.robot, log), log.sample_period)
     lo, hi = window or (0.4 * t[-1], 0.4 * t[-1] + 3.0)
     sel = (t >= lo) & (t <= hi)
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))

@@ -119,10 +119,11 @@ def test_ise_of_the_recorded_estimate_equals_the_generated_ones(logs: dict[str, 
     """The ISE plumbing: the recording's own dq_hat, scored by hand against the ground truth, gives
     the generated findiff's ISE; the linear high-gain observer with Table 8's gains beats finite
     differences on the real encoders (seed 000's finding)."""
-    from host_tools.log_estimation import estimate, ground_truth_velocity, log_positions
+    from host_tools.ident_pipeline import positions
+    from host_tools.log_estimation import estimate, ground_truth_velocity
 
     log = Log.load(logs["FinDiff"])
-    truth = ground_truth_velocity(log_positions(log), log.sample_period)
+    truth = ground_truth_velocity(positions("schunk_lwa4p", log), log.sample_period)
     by_hand = np.sum((log.extra["qd_hat_logged"][3:] - truth[3:]) ** 2, axis=0) * 0.004
     fd = estimate(log, "findiff", "paper")
     assert np.allclose(fd.ise, by_hand, rtol=1e-6)
