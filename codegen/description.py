@@ -194,10 +194,16 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
         if model == "sign":
             kw["coulomb"] = Coulomb()
         elif model == "tanh":
-            v = number(doc, ("coulomb", "velocity_scale"), require(doc, ("coulomb",), c, "velocity_scale"))
-            if v <= 0:
-                raise doc.error(("coulomb", "velocity_scale"), f"must be positive, got {v:g}")
-            kw["coulomb"] = Coulomb("tanh", v)
+            raw = require(doc, ("coulomb",), c, "velocity_scale")
+            path: Path_t = ("coulomb", "velocity_scale")
+            if isinstance(raw, list) and len(raw) <= MAX_DOF:
+                scales = tuple(number(doc, path + (i,), v) for i, v in enumerate(raw))
+            else:
+                scales = (number(doc, path, raw),)
+            for i, v in enumerate(scales):
+                if v <= 0:
+                    raise doc.error(path + ((i,) if isinstance(raw, list) else ()), f"must be positive, got {v:g}")
+            kw["coulomb"] = Coulomb("tanh", scales)
         else:
             raise doc.error(("coulomb", "model"), f"must be 'sign' or 'tanh', got {model!r}")
     if "payload" in top:
@@ -337,6 +343,14 @@ def elastic_drives(doc: Located, joints: tuple[Joint, ...], raw: list[Any], path
     return joints
 
 
+def check_coulomb_scales(doc: Located, kw: dict[str, Any], dof: int) -> None:
+    """A per-joint list of tanh scales must have one value per joint (a single number serves all)."""
+    c = kw.get("coulomb")
+    if isinstance(c, Coulomb) and len(c.velocity_scale) not in (0, 1, dof):
+        raise doc.error(("coulomb", "velocity_scale"), f"expected one number, or a list of {dof} (one per "
+                        f"joint), got a list of {len(c.velocity_scale)}")
+
+
 def robot_from_yaml(path: str | Path) -> Robot:
     doc = load_yaml(path)
     top = check_keys(doc, (), doc.data, TOP_KEYS, "robot description")
@@ -352,6 +366,7 @@ def robot_from_yaml(path: str | Path) -> Robot:
     if len(joints_raw) > MAX_DOF:
         raise doc.error(("joints",), f"{len(joints_raw)} joints; at most {MAX_DOF} are supported")
     joints, links = zip(*(read_joint(doc, i, j, convention, declared) for i, j in enumerate(joints_raw)))
+    check_coulomb_scales(doc, kw, len(joints))
     names = [j.name for j in joints]
     for i, n in enumerate(names):
         if names.index(n) != i:

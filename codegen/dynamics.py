@@ -194,7 +194,9 @@ class Dynamics:
 
     def coulomb(self, qd: SX) -> SX:
         c = self.robot.coulomb
-        return cs.tanh(qd / c.velocity_scale) if c.model == "tanh" else cs.sign(qd)
+        if c.model == "sign":
+            return cs.sign(qd)
+        return cs.vertcat(*(cs.tanh(qd[i] / c.scale(i)) for i in range(qd.shape[0])))
 
     def friction(self, qd: SX, pi: SX) -> SX:
         """FV qd + FC sgn(qd) + FO per joint (link side, N m or N)."""

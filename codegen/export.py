@@ -11,6 +11,39 @@ import math
 import numpy as np
 
 from .model import JOINT_PARAMS, LINK_PARAMS, Encoder, Robot
+from .spatial import homogeneous, transform_inertial
+
+
+class UrdfChain:
+    """The robot as a URDF-style chain: per joint the fixed origin from the parent's frame and the
+    axis, the child frame being the joint's frame moved by q; link parameters in those frames.
+
+    A description joint is pre . Rz(q) . post (revolute; post: moved joint frame -> link frame).
+    Split post's translation p = p_par + p_perp (along / across the rotation axis z): p_par commutes
+    with Rz(q), so the link frame keeps its place as the URDF child frame when p_perp = 0 (URDFs,
+    MDH tables, prismatic joints: the result is pre . post with axis post^T z). A standard-DH joint
+    has p_perp = a != 0, and a URDF joint rotates about an axis through its child frame's origin: the
+    child frame is then the link frame shifted by o = R^T p_perp, i.e. the frame at the rotation axis,
+    and the link parameters, the next origin, the payload and the tip are re-expressed from it."""
+
+    def __init__(self, robot: Robot) -> None:
+        self.origins: list[np.ndarray] = []
+        self.axes: list[np.ndarray] = []
+        self.links: list[np.ndarray] = []
+        shift = np.eye(4)                          # child frame of the previous joint -> its link frame
+        for joint, link in zip(robot.joints, robot.links):
+            post = joint.post_matrix
+            r, p = post[:3, :3], post[:3, 3]
+            across = np.array([p[0], p[1], 0.0]) if joint.type == "revolute" else np.zeros(3)
+            kept = homogeneous(r, p - across)      # the part of post that moves with the joint frame
+            self.origins.append(shift @ joint.pre_matrix @ kept)
+            self.axes.append(r.T @ np.array([0.0, 0.0, 1.0]))
+            shift = homogeneous(np.eye(3), r.T @ across)
+            self.links.append(transform_inertial(np.asarray(link, float), shift) if np.any(across) else
+                              np.asarray(link, float))
+        self.payload = (transform_inertial(np.asarray(robot.payload, float), shift) if np.any(shift != np.eye(4))
+                        else np.asarray(robot.payload, float))
+        self.tip = shift @ robot.tip_matrix
 
 
 def rpy_of(r: np.ndarray) -> tuple[float, float, float]:
@@ -42,16 +75,15 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
             f"gravity: {_vec(robot.gravity)}", f"sample_period: {_num(robot.sample_period)}",
             f"joint_parameters: [{', '.join(robot.joint_parameters)}]"]
     c = robot.coulomb
-    out.append("coulomb: {model: sign}" if c.model == "sign"
-               else f"coulomb: {{model: tanh, velocity_scale: {_num(c.velocity_scale)}}}")
-    tip = robot.tip_matrix
+    scales = (_num(c.velocity_scale[0]) if len(set(c.velocity_scale)) == 1 else _vec(c.velocity_scale))
+    out.append("coulomb: {model: sign}" if c.model == "sign" else f"coulomb: {{model: tanh, velocity_scale: {scales}}}")
+    chain = UrdfChain(robot)
+    tip = chain.tip
     out.append(f"tip: {{xyz: {_vec(tip[:3, 3])}, rpy: {_vec(rpy_of(tip[:3, :3]))}}}")
     if any(robot.payload):
-        out.append("payload: {" + ", ".join(f"{k}: {_num(v)}" for k, v in zip(LINK_PARAMS, robot.payload)) + "}")
+        out.append("payload: {" + ", ".join(f"{k}: {_num(v)}" for k, v in zip(LINK_PARAMS, chain.payload)) + "}")
     out.append("joints:")
-    for joint, link in zip(robot.joints, robot.links):
-        origin = joint.pre_matrix @ joint.post_matrix
-        axis = joint.post_matrix[:3, :3].T @ np.array([0.0, 0.0, 1.0])
+    for joint, link, origin, axis in zip(robot.joints, chain.links, chain.origins, chain.axes):
         out += [f"  - name: {joint.name}", f"    type: {joint.type}",
                 f"    origin: {{xyz: {_vec(origin[:3, 3])}, rpy: {_vec(rpy_of(origin[:3, :3]))}}}",
                 f"    axis: {_vec(axis)}"]
@@ -85,7 +117,9 @@ def robot_to_yaml(robot: Robot, header: str = "") -> str:
 def robot_to_urdf(robot: Robot) -> str:
     """Robot -> URDF: one link per joint (named after the joint's link, `<joint>_link`), the joint
     origins and axes as in robot_to_yaml, inertials about the centre of mass, FV/FC as the joint's
-    damping/friction, limits where given, and the tip as a fixed `tip` link. Gravity, encoders,
+    damping/friction, limits where given, and the tip as a fixed `tip` link. A revolute joint without
+    position limits is `continuous`; an effort or velocity limit the description does not give is
+    written as 0, as URDF requires the attributes (manipgen's reader, like most, takes 0 as none). Gravity, encoders,
     rotor inertia, torque constants and elastic drives have no URDF element and are not written
     (robot_to_yaml keeps them; for a URDF, put them in an overlay)."""
     from xml.sax.saxutils import quoteattr
@@ -98,8 +132,9 @@ def robot_to_urdf(robot: Robot) -> str:
 
     out = ['<?xml version="1.0"?>', f"<robot name={quoteattr(robot.name)}>", '  <link name="base"/>']
     parent = "base"
-    for j, (joint, link) in enumerate(zip(robot.joints, robot.links)):
-        p = np.asarray(link, float) + (np.asarray(robot.payload, float) if j == robot.dof - 1 else 0.0)
+    chain = UrdfChain(robot)
+    for j, (joint, link, origin, axis) in enumerate(zip(robot.joints, chain.links, chain.origins, chain.axes)):
+        p = link + (chain.payload if j == robot.dof - 1 else 0.0)
         child = f"{joint.name}_link"
         m = float(p[0])
         com = p[1:4] / m if m > 0 else np.zeros(3)
@@ -110,15 +145,16 @@ def robot_to_urdf(robot: Robot) -> str:
                 f'      <inertia ixx="{_num(i_c[0, 0])}" ixy="{_num(i_c[0, 1])}" ixz="{_num(i_c[0, 2])}" '
                 f'iyy="{_num(i_c[1, 1])}" iyz="{_num(i_c[1, 2])}" izz="{_num(i_c[2, 2])}"/>',
                 "    </inertial>", "  </link>"]
-        origin = joint.pre_matrix @ joint.post_matrix
-        axis = joint.post_matrix[:3, :3].T @ np.array([0.0, 0.0, 1.0])
         lim = joint.limits
-        out += [f"  <joint name={quoteattr(joint.name)} type={quoteattr(joint.type)}>",
+        bounded = math.isfinite(lim.q_min) and math.isfinite(lim.q_max)
+        kind = "continuous" if joint.type == "revolute" and not bounded else joint.type
+        out += [f"  <joint name={quoteattr(joint.name)} type={quoteattr(kind)}>",
                 f"    <parent link={quoteattr(parent)}/>", f"    <child link={quoteattr(child)}/>",
                 f"    <origin {xyz_rpy(origin)}/>", f'    <axis xyz="{" ".join(_num(float(v)) for v in axis)}"/>']
-        attrs = [f'{k}="{_num(v)}"' for k, v in (("lower", lim.q_min), ("upper", lim.q_max), ("effort", lim.tau),
-                                                 ("velocity", lim.qd)) if math.isfinite(v)]
-        if attrs:
+        if kind != "continuous" or math.isfinite(lim.tau) or math.isfinite(lim.qd):
+            # URDF requires <limit> on revolute and prismatic joints, with effort and velocity
+            attrs = [f'{k}="{_num(v)}"' for k, v in (("lower", lim.q_min), ("upper", lim.q_max)) if bounded]
+            attrs += [f'{k}="{_num(v) if math.isfinite(v) else 0}"' for k, v in (("effort", lim.tau), ("velocity", lim.qd))]
             out.append(f"    <limit {' '.join(attrs)}/>")
         if joint.FV or joint.FC:
             out.append(f'    <dynamics damping="{_num(joint.FV)}" friction="{_num(joint.FC)}"/>')
@@ -126,5 +162,5 @@ def robot_to_urdf(robot: Robot) -> str:
         parent = child
     out += ['  <link name="tip"/>', '  <joint name="tip_joint" type="fixed">',
             f'    <parent link={quoteattr(parent)}/>', '    <child link="tip"/>',
-            f"    <origin {xyz_rpy(robot.tip_matrix)}/>", "  </joint>", "</robot>"]
+            f"    <origin {xyz_rpy(chain.tip)}/>", "  </joint>", "</robot>"]
     return "\n".join(out) + "\n"

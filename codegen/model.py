@@ -125,10 +125,15 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Coulomb:
-    """sign(qd), or tanh(qd / velocity_scale) (smooth; fits real data better, seed 000 README)."""
+    """sign(qd), or tanh(qd_i / velocity_scale_i) (smooth; fits real data better, seed 000 README).
+    ``velocity_scale``: one value for every joint, or one per joint (rad/s or m/s)."""
 
     model: Literal["sign", "tanh"] = "sign"
-    velocity_scale: float = 0.0
+    velocity_scale: tuple[float, ...] = ()
+
+    def scale(self, i: int) -> float:
+        """Joint i's tanh scale."""
+        return self.velocity_scale[0 if len(self.velocity_scale) == 1 else i]
 
 
 def as_tuple(t: np.ndarray) -> tuple[tuple[float, ...], ...]:

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from . import spatial
-from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_keys, elastic_drives, read_common, read_encoder,
-                          read_joint_params, read_limits, read_torque_constant)
+from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_coulomb_scales, check_keys, elastic_drives,
+                          read_common, read_encoder, read_joint_params, read_limits, read_torque_constant)
 from .errors import DescriptionError
 from .model import (Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms,
                     validate_inertial)
@@ -199,6 +199,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                                   [j.name for j in out_joints], kw)
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
+    check_coulomb_scales(ov, kw, len(chain_joints))
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"",
                        f"{base}|{tip_link}".encode())
     return Robot(file=file, convention="urdf", joints=chain_joints,

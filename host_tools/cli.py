@@ -127,7 +127,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     from .csvdata import CsvError, Samples, read_samples
     from .excite import Excitation
-    from .ident_pipeline import IdentSettings
+    from .ident_pipeline import COULOMB_SCALE_GRID, IdentSettings
     from .ident_report import Synthetic, run, synthetic, table, write
     from .logs import Log, LogError
 
@@ -137,11 +137,19 @@ def cmd_identify(args: argparse.Namespace) -> int:
                       "or --synthetic, not both or neither")
         return 2
     if args.method:
+        if args.fit_coulomb_scale or args.min_speed is not None:
+            console.print("manipgen: error: --fit-coulomb-scale and --min-speed belong to the inverse-dynamics "
+                          "identification (without --method)")
+            return 2
         return _identify_closed_loop(args, console)
     settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols,
-                             cutoff_q=args.cutoff_q)
-    if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0):
-        console.print("manipgen: error: --band and --max-rsd must be positive, --min-abs >= 0")
+                             cutoff_q=args.cutoff_q,
+                             min_speed=IdentSettings.min_speed if args.min_speed is None else args.min_speed,
+                             coulomb_scales=COULOMB_SCALE_GRID if args.fit_coulomb_scale else ())
+    if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0 and settings.min_speed >= 0
+            and settings.cutoff_q > 0):
+        console.print("manipgen: error: --band, --cutoff-q and --max-rsd must be positive, --min-abs and "
+                      "--min-speed >= 0")
         return 2
 
     def data(path: str) -> Log | Samples:
@@ -313,13 +321,14 @@ def cmd_import_log(args: argparse.Namespace) -> int:
 
 def cmd_thresholds(args: argparse.Namespace) -> int:
     import json
+    from pathlib import Path
 
     from rich.console import Console
 
     from .logs import LogError
     from .mat_logs import load_log
     from .rt import ConfigError, load_rt
-    from .thresholds import design_thresholds
+    from .thresholds import Check, Tuned, check_thresholds, design_thresholds, plot_residuals, tune_adaptive
     from codegen.blocks.options import OptionError
     from codegen.description import load_robot
     from codegen.errors import DescriptionError
@@ -328,34 +337,75 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     if not (args.margin >= 1 and args.floor >= 0 and args.skip >= 0):
         console.print("manipgen: error: --margin must be >= 1, --floor and --skip >= 0")
         return 2
+    tuned: Tuned | None = None
+    check: Check | None = None
     try:
         rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
         if args.config:
             rt.config.load(args.config)
-        log = load_log(args.data, load_robot(args.robot))
+        robot = load_robot(args.robot)
+        log = load_log(args.data, robot)
+        other = load_log(args.check, robot) if args.check else None
         try:
+            if args.tune:
+                with console.status("tuning the adaptive observer's damping on the run ..."):
+                    tuned = tune_adaptive(rt, log, args.skip)
             design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
         except ValueError as err:
             raise ValueError(f"{args.data}: {err}") from None
+        if other is not None:
+            try:
+                check = check_thresholds(rt, other, design.threshold, args.skip)
+            except ValueError as err:
+                raise ValueError(f"{args.check}: {err}") from None
         rt.config["det.threshold"] = design.threshold
         if args.out:
             rt.config.save(args.out)
+        if args.plot:
+            plot_residuals(design, rt.sample_period, Path(args.plot),
+                           f"{rt.name} ({rt.label})\nr on {Path(args.data).name}, thresholds = {args.margin:g} x max |r|"
+                           + (f" + {args.floor:g}" if args.floor else "")
+                           + (f"; blue: {Path(args.check).name}" if args.check else ""),
+                           (Path(args.check).name, check) if check is not None else None)
     except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
-    doc = {"robot": rt.name, "pipeline": rt.label, "margin": args.margin, "skip_s": args.skip, "floor": args.floor,
-           "samples": design.samples, "threshold": design.threshold.tolist(),
-           "max_residual": design.max_residual.tolist(), "at_time_s": design.at_time.tolist()}
+    doc: dict[str, object] = {
+        "robot": rt.name, "pipeline": rt.label, "margin": args.margin, "skip_s": args.skip, "floor": args.floor,
+        "samples": design.samples, "threshold": design.threshold.tolist(),
+        "max_residual": design.max_residual.tolist(), "at_time_s": design.at_time.tolist()}
+    if tuned is not None:
+        doc["tuned"] = {"obs.lam": tuned.lam, "objective": tuned.objective,
+                        "default_objective": tuned.default_objective,
+                        "candidates": [{"obs.lam": lam, "objective": obj} for lam, obj in tuned.table]}
+    if check is not None:
+        doc["check"] = {"data": args.check, "max_residual": check.max_residual.tolist(),
+                        "ratio": check.ratio.tolist(), "false_alarm_samples": check.false_alarm_samples.tolist()}
     if args.json:
         print(json.dumps(doc, indent=1))
-    else:
-        print(f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
-              f"{args.margin:g} x max |r| + {args.floor:g}\n")
-        print("| joint | max abs(r) | at (s) | threshold |\n| --: | --: | --: | --: |")
-        for i, (m, t, th) in enumerate(zip(design.max_residual, design.at_time, design.threshold)):
-            print(f"| {i + 1} | {m:.4g} | {t:.3f} | {th:.4g} |")
-        if args.out:
-            print(f"\nwrote {args.out} (det.threshold set; load it with rt.config.load)")
+        return 0
+    print(f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
+          f"{args.margin:g} x max |r| + {args.floor:g}\n")
+    if tuned is not None:
+        print(f"tuned: obs.lam = {tuned.lam:g} (sum_j max|r_j| / RMS(tau_j): {tuned.objective:.3g}, was "
+              f"{tuned.default_objective:.3g})\n")
+    head = "| joint | max abs(r) | at (s) | threshold |" + (" check: max abs(r) | ratio | samples above |"
+                                                          if check is not None else "")
+    print(head + "\n| --: | --: | --: | --: |" + (" --: | --: | --: |" if check is not None else ""))
+    for i, (m, t, th) in enumerate(zip(design.max_residual, design.at_time, design.threshold)):
+        row = f"| {i + 1} | {m:.4g} | {t:.3f} | {th:.4g} |"
+        if check is not None:
+            row += (f" {check.max_residual[i]:.4g} | {check.ratio[i]:.2f} | "
+                    f"{int(check.false_alarm_samples[i])} |")
+        print(row)
+    if check is not None:
+        alarms = int(check.false_alarm_samples.sum())
+        print(f"\n{args.check}: " + ("no false alarm" if alarms == 0 else f"{alarms} samples above a threshold "
+                                     "(false alarms: raise --margin or --floor)"))
+    for path, what in ((args.out, "config (det.threshold set; load it with rt.config.load)"),
+                       (args.plot, "residual plot")):
+        if path:
+            print(f"wrote {path}: {what}")
     return 0
 
 
@@ -572,6 +622,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
     d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
     d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
+    d.add_argument("--min-speed", type=float,
+                   help="rad/s: a joint's equations slower than this are left out (default 0.05: Coulomb friction "
+                        "sign(qd) is undefined at rest; 0 keeps them, for a smooth tanh model)")
+    d.add_argument("--fit-coulomb-scale", action="store_true",
+                   help="choose each joint's smooth Coulomb scale tanh(qd/v) from v in 0.001-0.05 rad/s by its fit "
+                        "residual (the identified YAML carries them; the C must be regenerated from it)")
     d.add_argument("--method", choices=("idim-ls", "didim", "clie", "cloe", "all"),
                    help="output-error identification of a closed-loop run (seed 002): DATA is a log of the pid "
                         "pipeline tracking its q_des; IDIM-LS always runs as the reference")
@@ -587,8 +643,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--decimate", action="store_true",
                    help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)")
     d.add_argument("--json", action="store_true", help="print the JSON document")
-    d.add_argument("--out", help="folder for identification.{json,md,png} and <robot>_identified.{yaml,urdf} "
-                                 "(--method: output_error.{json,md} and output_error_autocorrelation.png)")
+    d.add_argument("--out", help="folder for identification.{json,md,png}, identification_validation.png (with "
+                                 "--validate), <robot>_identified.{yaml,urdf} and config_identified.json (model.params "
+                                 "for the description's C; not with --fit-coulomb-scale) (--method: "
+                                 "output_error.{json,md} and output_error_autocorrelation.png)")
     d.set_defaults(handler=cmd_identify)
     im = sub.add_parser("import-log", help="a recorded run (seed 000's LWA-4P .mat) -> the log format (.npz)")
     im.add_argument("file", help="a seed 000 run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat)")
@@ -606,7 +664,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--margin", type=float, default=1.2, help="factor on the largest residual (>= 1)")
     t.add_argument("--floor", type=float, default=0.0, help="added to every threshold, N m")
     t.add_argument("--skip", type=float, default=0.5, help="seconds of start-up left out")
-    t.add_argument("--out", help="write the config JSON with det.threshold set")
+    t.add_argument("--out", help="write the config JSON with det.threshold set (and the tuned settings)")
+    t.add_argument("--tune", action="store_true",
+                   help="first choose the adaptive observer's damping lambda (obs.lam) that gives the lowest "
+                        "thresholds on DATA (its gain K and the estimator are kept)")
+    t.add_argument("--check", metavar="OTHER",
+                   help="another collision-free run: its residual against the thresholds (false alarms)")
+    t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
     t.set_defaults(handler=cmd_thresholds)
     c = sub.add_parser("collide", help="collision detection scenario (seed 001 §IV): thresholds, delays, false alarms")

@@ -7,18 +7,18 @@ robot."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from codegen.description import load_robot
 from codegen.excitation import samples_per_period
-from codegen.model import Robot
+from codegen.model import Coulomb, Robot, digest_of
 
 from .csvdata import Samples
 from .excite import Excitation
-from .identify import Fit, Model, essential, least_squares, model, rms_per_joint
+from .identify import Fit, Model, essential, least_squares, model
 from .logs import Log
 from .loopback import simulate
 from .processing import filtered_derivatives, fourier_derivatives, lowpass, parallel_decimate, period_average
@@ -38,6 +38,17 @@ class IdentSettings:
                                      # Coulomb friction sgn(qd) is undefined at rest (stiction)
     cutoff_q: float = 10.0           # Hz: a non-periodic run's zero-phase low-pass on q before the
                                      # central differences (seed 002 §3.1)
+    coulomb_scales: tuple[float, ...] = ()   # rad/s: candidate tanh scales, one chosen per joint
+                                             # (fit_coulomb_scales); empty: the description's model
+
+
+COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)   # rad/s: manipgen identify --fit-coulomb-scale
+
+
+def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
+    """The robot with smooth Coulomb friction tanh(qd_i / scales_i) (one scale, or one per joint)."""
+    return replace(robot, coulomb=Coulomb("tanh", tuple(float(v) for v in scales)),
+                   digest=digest_of(robot.digest.encode(), repr(tuple(scales)).encode()))
 
 
 def rigid_only(robot: Robot, spec: str) -> None:
@@ -137,16 +148,18 @@ class Identified:
 
 
 def identify(spec: str, log: Log | Samples, exc: Excitation | None,
-             settings: IdentSettings = IdentSettings()
+             settings: IdentSettings = IdentSettings(), robot: Robot | None = None,
+             data: Processed | None = None
              ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
     non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
-    the kept samples)."""
-    robot = load_robot(spec)
+    the kept samples). ``robot``: the model to fit (default: ``spec``'s description; the log is read
+    through ``spec``'s encoders either way); ``data``: the log already processed."""
+    robot = load_robot(spec) if robot is None else robot
     rigid_only(robot, spec)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    data = process(spec, log, exc, settings)
+    data = process(spec, log, exc, settings) if data is None else data
     stages["processing"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     m: Model = model(robot)
@@ -161,6 +174,24 @@ def identify(spec: str, log: Log | Samples, exc: Excitation | None,
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
     stages["estimation"] = time.perf_counter() - t0
     return Identified(base, ess, stages), data, (y, tau, qd)
+
+
+def fit_coulomb_scales(spec: str, robot: Robot, log: Log | Samples, data: Processed,
+                       settings: IdentSettings) -> tuple[Robot, dict[float, list[float]]]:
+    """Each joint's Coulomb tanh scale from ``settings.coulomb_scales``: the base parameters are fitted
+    with every candidate scale on all joints, and each joint keeps the candidate with its smallest fit
+    residual (a joint's Coulomb column is non-zero only in its own equation, so the joints' choices
+    barely interact; the final fit uses the chosen scales together). Only the fitting data are used.
+    Returns the robot with the chosen scales and the fit RMS per joint of every candidate."""
+    if not settings.coulomb_scales or min(settings.coulomb_scales) <= 0:
+        raise ValueError("the candidate Coulomb scales must be positive (rad/s)")
+    rms = {}
+    for scale in settings.coulomb_scales:
+        ident, _, _ = identify(spec, log, None, settings, with_coulomb_scales(robot, (scale,)), data)
+        rms[scale] = ident.base.rms.tolist()
+    grid = np.array([rms[s] for s in settings.coulomb_scales])
+    best = tuple(settings.coulomb_scales[k] for k in grid.argmin(axis=0))
+    return with_coulomb_scales(robot, best), rms
 
 
 def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: float, seed: int,
@@ -178,11 +209,20 @@ def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: 
 
 
 def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
-               cutoff_q: float = 5.0, filter_torque: bool = True) -> np.ndarray:
+               cutoff_q: float = 5.0, filter_torque: bool = True, robot: Robot | None = None) -> np.ndarray:
     """RMS torque prediction error per joint on a (non-periodic) validation run: positions low-passed
     (zero phase) and differentiated centrally, torques low-passed at the identification's band
-    (``filter_torque``; else the measured torque as it is)."""
-    robot = load_robot(spec)
+    (``filter_torque``; else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
+    tau, predicted, _ = predicted_torque(spec, data, beta, settings, cutoff_q, filter_torque, robot)
+    return np.sqrt(np.mean((tau - predicted) ** 2, axis=0))
+
+
+def predicted_torque(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
+                     cutoff_q: float = 5.0, filter_torque: bool = True, robot: Robot | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(torque, Y_b beta, time) on a validation run as ``validation`` compares them, half a second
+    trimmed at either end."""
+    robot = load_robot(spec) if robot is None else robot
     s = samples_of(spec, data)
     ts = s.sample_period
     edge = int(round(0.5 / ts))                      # filter edge effects
@@ -192,4 +232,4 @@ def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: Ident
     tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
     y = model(robot).stacked(q[sl], qd[sl], qdd[sl])
-    return rms_per_joint(y, tau[sl], robot.dof, beta)
+    return tau[sl], (y @ beta).reshape(-1, robot.dof), np.arange(len(q))[sl] * ts

@@ -21,7 +21,8 @@ from codegen.outputs import write_file
 
 from .eval_reports import save_figure
 from .excite import ExciteSettings, Excitation, design
-from .ident_pipeline import IdentSettings, identify, rigid_only, synthetic_log, validation
+from .ident_pipeline import (IdentSettings, fit_coulomb_scales, identify, predicted_torque, process, rigid_only,
+                             synthetic_log, with_coulomb_scales)
 from .identify import model
 from .logs import Log
 from .loopback import simulate
@@ -51,11 +52,20 @@ def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | S
     robot = load_robot(spec)
     rigid_only(robot, spec)
     check_inputs(robot, log, exc, validate)
-    m = model(robot)
     t0 = time.perf_counter()
     stage("processing, regressor, least squares")
-    ident, data, (y, tau, qd) = identify(spec, log, exc, settings)
-    stages = dict(ident.stage_seconds)
+    data = process(spec, log, exc, settings)
+    processing = time.perf_counter() - t0
+    scale_fit: dict[float, list[float]] = {}
+    if settings.coulomb_scales:
+        stage(f"Coulomb scales ({len(settings.coulomb_scales)} candidates)")
+        robot, scale_fit = fit_coulomb_scales(spec, robot, log, data, settings)
+    scales_s = time.perf_counter() - t0 - processing
+    m = model(robot)
+    ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data)
+    stages = {**ident.stage_seconds, "processing": processing}
+    if scale_fit:
+        stages["coulomb_scales"] = scales_s
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
     kept = ident.essential.kept
     stage("physical parameters (multi-start IPOPT)")
@@ -81,6 +91,8 @@ def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | S
         "fit_rms": {"base": ident.base.rms.tolist(), "essential": ident.essential.rms.tolist(),
                     "physical": _rms(y, tau, beta_phys).tolist()},
         "settings": {"identification": vars(settings), "physical": vars(physical)},
+        "coulomb": {"model": robot.coulomb.model, "velocity_scale": list(robot.coulomb.velocity_scale),
+                    "candidates_fit_rms": {str(k): v for k, v in scale_fit.items()}},
     }
     arrays = {"tau": tau, "base": (y @ ident.base.values).reshape(tau.shape),
               "essential": (y[:, kept] @ ident.essential.values).reshape(tau.shape),
@@ -91,11 +103,13 @@ def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | S
         t1 = time.perf_counter()
         doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
         free = exc is None    # a recorded run: its own derivative cut-off, the torque as measured
-        doc["validation_rms"] = {name: validation(spec, validate, beta, settings,
-                                                  cutoff_q=settings.cutoff_q if free else 5.0,
-                                                  filter_torque=not free).tolist() for name, beta in
-                                 (("base", ident.base.values), ("essential", ident.essential.full(len(m.names))),
-                                  ("physical", beta_phys))}
+        doc["validation_rms"] = {}
+        for name, beta in (("base", ident.base.values), ("essential", ident.essential.full(len(m.names))),
+                           ("physical", beta_phys)):
+            measured, predicted, t = predicted_torque(spec, validate, beta, settings, settings.cutoff_q if free else 5.0,
+                                                      not free, robot)
+            doc["validation_rms"][name] = np.sqrt(np.mean((measured - predicted) ** 2, axis=0)).tolist()
+            arrays["validation"] = {**arrays.get("validation", {}), "tau": measured, "t": t, name: predicted}
         stages["validation"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
@@ -197,6 +211,10 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> 
     from .physical import PhysicalResult
 
     robot = load_robot(spec)
+    fitted = tuple(doc["coulomb"]["velocity_scale"])
+    scaled = bool(doc["coulomb"]["candidates_fit_rms"])
+    if scaled:
+        robot = with_coulomb_scales(robot, fitted)
     write_file(out / "identification.json", json.dumps(doc, indent=1) + "\n")
     write_file(out / "identification.md", table(doc))
     result = PhysicalResult(np.zeros(0), [], np.asarray(doc["identified_standard"]), 0.0, 0.0)
@@ -208,8 +226,50 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> 
     write_file(yaml_path, robot_to_yaml(ident_robot, header))
     urdf_path = out / f"{robot.c_name}_identified.urdf"
     write_file(urdf_path, robot_to_urdf(ident_robot))
-    return [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"),
-            yaml_path, urdf_path]
+    written = [out / "identification.json", out / "identification.md", _plot(arrays, out / "identification.png"),
+               yaml_path, urdf_path]
+    if "validation" in arrays:
+        written.append(_plot_validation(arrays["validation"], out / "identification_validation.png"))
+    if not scaled:
+        # the description's generated C takes the identified parameters at run time; fitted Coulomb
+        # scales are compiled in, so then only the identified YAML (regenerated) carries them
+        written.append(write_params_config(robot, doc["identified_standard"], out / "config_identified.json"))
+    return written
+
+
+def write_params_config(robot: Any, standard: list[float], path: Path) -> Path:
+    """A config JSON (docs/realtime.md) setting only ``model.params``: it loads into any pipeline of
+    the robot (``rt.config.load``, ``--config``)."""
+    from .rt import CONFIG_FORMAT, CONFIG_VERSION
+
+    doc = {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "robot": robot.c_name, "pipeline": "any",
+           "config": {"model.params": [float(v) for v in standard]}}
+    write_file(path, json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def _plot_validation(v: dict[str, np.ndarray], path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tau = v["tau"]
+    n = tau.shape[1]
+    fig, grid = plt.subplots(n, 1, figsize=(9, 1.6 * n + 1), sharex=True, squeeze=False)
+    ax = grid[:, 0]
+    for i in range(n):
+        ax[i].plot(v["t"], tau[:, i], "k", lw=0.6, label="measured")
+        ax[i].plot(v["t"], v["base"][:, i], "b", lw=0.8, label="base")
+        ax[i].plot(v["t"], v["physical"][:, i], "g--", lw=0.8, label="physical")
+        rms = np.sqrt(np.mean((tau[:, i] - v["physical"][:, i]) ** 2))
+        ax[i].set_ylabel(f"τ{i + 1} (N m)")
+        ax[i].text(0.99, 0.9, f"physical: RMS error {rms:.2f} N m", transform=ax[i].transAxes, ha="right",
+                   va="top", fontsize=7)
+    ax[0].legend(ncol=3, fontsize=7)
+    ax[-1].set_xlabel("t (s), the validation run")
+    fig.suptitle("validation: measured vs predicted torque")
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100)
 
 
 def _plot(arrays: dict[str, Any], path: Path) -> Path:

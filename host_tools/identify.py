@@ -1,6 +1,6 @@
 """Inverse-dynamics identification (seed 004 §II-A, seed 003 §4.2.4): the stacked base regressor,
 ordinary and weighted least squares with relative standard deviations (seed 004 eq. 7), essential
-parameters by iterative elimination, validation RMS per joint (seed 004 Table 8).
+parameters by iterative elimination.
 
 The regressor is the robot's CasADi expression (the one the generated C prints), evaluated over all
 samples at once with ``Function.map`` -- no Python loop per sample.
@@ -121,8 +121,3 @@ def essential(y: np.ndarray, tau: np.ndarray, n: int, names: list[str] | tuple[s
         removed.append(names[kept[worst]])
         del kept[worst]
 
-
-def rms_per_joint(y: np.ndarray, tau: np.ndarray, n: int, beta: np.ndarray) -> np.ndarray:
-    """Torque prediction RMS per joint of base parameters beta on (y, tau) (seed 004 Table 8)."""
-    e = np.asarray(tau, float).reshape(-1) - y @ beta
-    return np.sqrt(np.mean(e.reshape(-1, n) ** 2, axis=0))

@@ -1,7 +1,9 @@
 """Collision thresholds from collision-free data (issue #7 item 3): replay a log through the robot's
 pipeline, take each joint's largest |r| after the start-up transient, and set
 det.threshold = margin x that + floor -- the smallest false-alarm-free threshold on this run, with
-a margin for runs it has not seen.
+a margin for runs it has not seen. ``check_thresholds`` replays another run against them (false
+alarms); ``tune_adaptive`` picks the adaptive observer's damping that gives the lowest thresholds
+on a run, at the observer gain K it has.
 
     rt = load_rt("kuka_iiwa14", observer="momentum")
     design = design_thresholds(rt, Log.load("free.npz"))
@@ -11,6 +13,7 @@ a margin for runs it has not seen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +27,8 @@ class Thresholds:
     max_residual: np.ndarray       # largest |r| per joint after the skipped start
     at_time: np.ndarray            # when it occurred, s from the start of the log
     samples: int                   # samples used
+    residual: np.ndarray           # r (K, n) over the whole log, N m (or N)
+    skipped: int                   # samples left out at the start
 
 
 def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float = 0.5,
@@ -46,10 +51,116 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     k0 = int(round(skip / rt.sample_period))
     if len(log) <= k0 + 1:
         raise ValueError(f"the log has {len(log)} samples; skipping {skip:g} s leaves none")
-    rt.config["det.threshold"] = 1e30           # no detection (and no reaction) while replaying
-    rt.reset()
-    r = np.abs(np.asarray(rt.run(log)["r"], float))[k0:]
+    residual = replay(rt, log)
+    r = np.abs(residual[k0:])
     if not np.all(np.isfinite(r)):
         raise ValueError("the residual is not finite on this log (diverged estimator or bad torques)")
     worst = r.max(axis=0)
-    return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r))
+    return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r),
+                      residual, k0)
+
+
+def replay(rt: Realtime, log: Log) -> np.ndarray:
+    """r over the log with detection off (det.threshold restored afterwards)."""
+    saved = np.array(rt.config["det.threshold"], float)
+    rt.config["det.threshold"] = 1e30           # no detection (and no reaction) while replaying
+    try:
+        rt.reset()
+        return np.asarray(rt.run(log)["r"], float)
+    finally:
+        rt.config["det.threshold"] = saved
+
+
+@dataclass(frozen=True)
+class Check:
+    """Another collision-free run against designed thresholds."""
+
+    max_residual: np.ndarray       # per joint after the skipped start
+    false_alarm_samples: np.ndarray  # samples with |r| above the threshold, per joint
+    ratio: np.ndarray              # max |r| / threshold per joint (< 1: no false alarm)
+    residual: np.ndarray
+    skipped: int
+
+
+def check_thresholds(rt: Realtime, log: Log, threshold: np.ndarray, skip: float = 0.5) -> Check:
+    """Replay ``log`` (collision-free, of the same robot and rate) and count the samples whose |r|
+    exceeds ``threshold`` -- each one a false alarm (before the detector's debounce)."""
+    design = design_thresholds(rt, log, 1.0, skip, 0.0)
+    r = np.abs(design.residual[design.skipped:])
+    th = np.asarray(threshold, float)
+    return Check(design.max_residual, np.sum(r > th, axis=0), design.max_residual / th, design.residual,
+                 design.skipped)
+
+
+ADAPTIVE_LAMBDA_GRID = tuple(10.0 ** k for k in range(-6, 5))  # the adaptive observer's Y+ damping
+
+
+@dataclass(frozen=True)
+class Tuned:
+    lam: float                     # the chosen obs.lam
+    objective: float               # sum_j max|r_j| / RMS(tau_j) on the run
+    default_objective: float       # the same with the config as it was
+    table: list[tuple[float, float]]  # every candidate (lam, objective)
+
+
+def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
+    """The adaptive observer's damping lambda of Y+ that makes its residual quietest on this
+    collision-free run (a grid over 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error
+    change, the estimator's q-ddot noise included; lambda -> inf stops adapting, r -> the direct
+    residual). The objective is the thresholds' sum relative to each joint's torque RMS,
+    sum_j max|r_j| / RMS(tau_j), so no joint dominates by its size. The observer gain K and the
+    estimator are kept: lowering K (or slowing the estimator) lowers r for any model error but
+    slows detection -- and the estimator also feeds the controller. The chosen lambda is left in
+    ``rt.config``."""
+    if "obs.lam" not in rt.config.keys():
+        raise ValueError(f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
+                         "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth")
+    scale = np.sqrt(np.mean(np.asarray(log.tau, float) ** 2, axis=0))
+    scale = np.where(scale > 0, scale, 1.0)
+
+    def objective() -> float:
+        try:
+            return float(np.sum(design_thresholds(rt, log, 1.0, skip, 0.0).max_residual / scale))
+        except ValueError:              # a diverged candidate
+            return float("inf")
+
+    start = float(rt.config["obs.lam"])
+    default = objective()
+    table = []
+    for lam in ADAPTIVE_LAMBDA_GRID:
+        rt.config["obs.lam"] = lam
+        table.append((lam, objective()))
+    lam, best = min(table, key=lambda row: row[1])
+    if best >= default:                 # the config as it was is at least as quiet: keep it
+        lam, best = start, default
+    rt.config["obs.lam"] = lam
+    return Tuned(lam, best, default, table)
+
+
+def plot_residuals(design: Thresholds, sample_period: float, path: Path, title: str,
+                   other: tuple[str, Check] | None = None) -> Path:
+    """r(t) per joint with the ± thresholds (and another run's r against the same thresholds)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .eval_reports import save_figure
+
+    n = design.residual.shape[1]
+    fig, grid = plt.subplots(n, 1, figsize=(9, 1.5 * n + 1), sharex=True, squeeze=False)
+    ax = grid[:, 0]
+    runs = [("this run", design.residual, "k")] + ([(other[0], other[1].residual, "tab:blue")] if other else [])
+    for i in range(n):
+        for label, r, colour in runs:
+            t = np.arange(len(r)) * sample_period
+            ax[i].plot(t, r[:, i], color=colour, lw=0.5, label=label, alpha=0.7 if colour != "k" else 1.0)
+        for sign in (1, -1):
+            ax[i].axhline(sign * design.threshold[i], color="r", lw=0.8, ls="--",
+                          label="threshold" if sign == 1 else None)
+        ax[i].axvspan(0, design.skipped * sample_period, color="0.9")
+        ax[i].set_ylabel(f"r{i + 1} (N m)")
+    ax[0].legend(ncol=3, fontsize=7, loc="upper right")
+    ax[-1].set_xlabel("t (s); grey: start-up left out")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path, dpi=100)

@@ -164,3 +164,22 @@ def test_prismatic_joint_and_gravity_vector(tmp_path: Path) -> None:
         assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (got, expected)
     pose = dyn.tip_pose(np.array([0.1, 0.0]))
     assert np.allclose(pose[:3, 3], [0.5, 0.0, 0.3])
+
+
+@pytest.mark.parametrize("written, scales", [("0.01", (0.01,)), ("[0.01, 0.002]", (0.01, 0.002))])
+def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, scales: tuple[float, ...]) -> None:
+    """coulomb.velocity_scale: one number for every joint, or one per joint; each joint's friction
+    is FC tanh(qd_i / v_i), and the exported YAML keeps the form it was given."""
+    from codegen.export import robot_to_yaml
+    from host_tools import load
+
+    text = two_joint(top=f"joint_parameters: [FV, FC]\ncoulomb: {{model: tanh, velocity_scale: {written}}}")
+    text = text.replace("    type: revolute\n", "    type: revolute\n    FC: 2.0\n")
+    robot = robot_from_yaml(write(tmp_path, text))
+    assert robot.coulomb.velocity_scale == scales
+    qd = np.array([0.003, 0.003])       # tanh(0.3) = 0.29 vs tanh(1.5) = 0.91: the scales matter here
+    np.testing.assert_allclose(load(write(tmp_path, text)).friction(qd), 2.0 * np.tanh(qd / np.broadcast_to(scales, 2)),
+                               rtol=1e-14)
+    again = robot_from_yaml(write(tmp_path, robot_to_yaml(robot), "again.yaml"))
+    assert again.coulomb == robot.coulomb
+    assert f"velocity_scale: {written}" in robot_to_yaml(robot)

@@ -26,7 +26,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from .pinocchio_models import (PIN_TO_PROJECT, PROJECT_PARAM_NAMES, load_yaml, num, panda_model,
+from .pinocchio_models import (PIN_TO_PROJECT, PROJECT_PARAM_NAMES, load_yaml, num, panda_model, tanh_scales,
                               panda_urdf_path, pin_model_from_yaml, standard_params_pinocchio,
                               ur_model, ur_urdf_path)
 
@@ -53,7 +53,7 @@ class Friction:
     fv: np.ndarray
     fc: np.ndarray
     fo: np.ndarray
-    velocity_scale: float | None = None  # None: sign
+    velocity_scale: np.ndarray | None = None  # per joint (or one for all); None: sign
 
     def __call__(self, qd: np.ndarray) -> np.ndarray:
         qd = np.asarray(qd, dtype=float)
@@ -68,7 +68,7 @@ class Friction:
     def from_yaml(path: Path) -> "Friction":
         doc = load_yaml(path)
         coulomb = doc.get("coulomb") or {"model": "sign"}
-        scale = num(coulomb["velocity_scale"]) if coulomb.get("model", "sign") == "tanh" else None
+        scale = tanh_scales(coulomb["velocity_scale"]) if coulomb.get("model", "sign") == "tanh" else None
         col = {k: np.array([num(j.get(k, 0.0)) for j in doc["joints"]]) for k in ("FV", "FC", "FO")}
         return Friction(col["FV"], col["FC"], col["FO"], scale)
 

@@ -26,7 +26,7 @@ def simulate_ur5(robot: Any, loop: Any, q_des: np.ndarray, qd_des: np.ndarray, q
     pm.armature = np.array([j.IA for j in robot.joints])
     fv = np.array([j.FV for j in robot.joints])
     fc = np.array([j.FC for j in robot.joints])
-    v = robot.coulomb.velocity_scale
+    v = np.array([robot.coulomb.scale(i) for i in range(robot.dof)])
     q, qd = np.array(q0, float), np.array(qd0, float)
     qp = q.copy()
     qs, taus = np.zeros_like(q_des), np.zeros_like(q_des)

@@ -276,7 +276,7 @@ def pin_model_from_yaml(path: str | Path) -> pin.Model:
         prev_link_in_joint = link_in_joint
 
     payload = doc.get("payload")
-    if payload and num(payload.get("mass", 0.0)) != 0.0:
+    if payload and num(payload.get("mass", payload.get("M", 0.0))) != 0.0:
         model.inertias[n] = model.inertias[n] + link_frames[-1].act(inertia_from_spec(payload))
 
     tip = link_frames[-1] * origin_se3(doc.get("tip"))
@@ -290,13 +290,18 @@ def pin_model_from_yaml(path: str | Path) -> pin.Model:
     return model
 
 
+def tanh_scales(value: Any) -> np.ndarray:
+    """coulomb.velocity_scale as written: one number for every joint or a list, one per joint."""
+    return np.array([num(v) for v in value]) if isinstance(value, list) else np.array(num(value))
+
+
 def friction_torque(path: str | Path, qd: np.ndarray) -> np.ndarray:
     """Joint friction of the YAML model: FV qd + FC coul(qd) + FO (coul = sign or tanh(qd/s))."""
     doc = load_yaml(path)
     qd = np.asarray(qd, dtype=float)
     coulomb = doc.get("coulomb") or {"model": "sign"}
     if coulomb.get("model", "sign") == "tanh":
-        shape = np.tanh(qd / num(coulomb["velocity_scale"]))
+        shape = np.tanh(qd / tanh_scales(coulomb["velocity_scale"]))
     else:
         shape = np.sign(qd)
     fv = np.array([num(j.get("FV", 0.0)) for j in doc["joints"]])
@@ -326,7 +331,7 @@ def standard_params_yaml(path: str | Path) -> np.ndarray:
     for jspec in doc["joints"]:
         rows.append(inertia_from_spec(jspec.get("link")))
     payload = doc.get("payload")
-    if payload and num(payload.get("mass", 0.0)) != 0.0:
+    if payload and num(payload.get("mass", payload.get("M", 0.0))) != 0.0:
         rows[-1] = rows[-1] + inertia_from_spec(payload)
     return np.array([r.toDynamicParameters()[PIN_TO_PROJECT] for r in rows])
 
