@@ -197,6 +197,8 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
             raw = require(doc, ("coulomb",), c, "velocity_scale")
             path: Path_t = ("coulomb", "velocity_scale")
             if isinstance(raw, list) and len(raw) <= MAX_DOF:
+                if not raw:
+                    raise doc.error(path, "expected a number, or a list with one per joint, got an empty list")
                 scales = tuple(number(doc, path + (i,), v) for i, v in enumerate(raw))
             else:
                 scales = (number(doc, path, raw),)
@@ -346,7 +348,7 @@ def elastic_drives(doc: Located, joints: tuple[Joint, ...], raw: list[Any], path
 def check_coulomb_scales(doc: Located, kw: dict[str, Any], dof: int) -> None:
     """A per-joint list of tanh scales must have one value per joint (a single number serves all)."""
     c = kw.get("coulomb")
-    if isinstance(c, Coulomb) and len(c.velocity_scale) not in (0, 1, dof):
+    if isinstance(c, Coulomb) and c.model == "tanh" and len(c.velocity_scale) not in (1, dof):
         raise doc.error(("coulomb", "velocity_scale"), f"expected one number, or a list of {dof} (one per "
                         f"joint), got a list of {len(c.velocity_scale)}")
 

@@ -119,7 +119,9 @@ def robot_to_urdf(robot: Robot) -> str:
     origins and axes as in robot_to_yaml, inertials about the centre of mass, FV/FC as the joint's
     damping/friction, limits where given, and the tip as a fixed `tip` link. A revolute joint without
     position limits is `continuous`; an effort or velocity limit the description does not give is
-    written as 0, as URDF requires the attributes (manipgen's reader, like most, takes 0 as none). Gravity, encoders,
+    written as 0, as URDF requires the attributes (manipgen's reader, like most, takes 0 as none). A
+    prismatic joint without position limits has no URDF form: its <limit> has no lower/upper, which
+    URDF reads as 0 and 0 (the dynamics are unaffected; a planner would see a fixed joint). Gravity, encoders,
     rotor inertia, torque constants and elastic drives have no URDF element and are not written
     (robot_to_yaml keeps them; for a URDF, put them in an overlay)."""
     from xml.sax.saxutils import quoteattr

@@ -144,7 +144,9 @@ def cmd_identify(args: argparse.Namespace) -> int:
         return _identify_closed_loop(args, console)
     settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols,
                              cutoff_q=args.cutoff_q,
-                             min_speed=IdentSettings.min_speed if args.min_speed is None else args.min_speed,
+                             # a fitted tanh scale needs the samples near rest, where the scales differ
+                             min_speed=(0.0 if args.fit_coulomb_scale else IdentSettings.min_speed)
+                             if args.min_speed is None else args.min_speed,
                              coulomb_scales=COULOMB_SCALE_GRID if args.fit_coulomb_scale else ())
     if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0 and settings.min_speed >= 0
             and settings.cutoff_q > 0):
@@ -328,7 +330,8 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     from .logs import LogError
     from .mat_logs import load_log
     from .rt import ConfigError, load_rt
-    from .thresholds import Check, Tuned, check_thresholds, design_thresholds, plot_residuals, tune_adaptive
+    from .thresholds import (Check, Tuned, check_thresholds, design_thresholds, plot_residuals, require_tunable,
+                             tune_adaptive)
     from codegen.blocks.options import OptionError
     from codegen.description import load_robot
     from codegen.errors import DescriptionError
@@ -337,10 +340,15 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     if not (args.margin >= 1 and args.floor >= 0 and args.skip >= 0):
         console.print("manipgen: error: --margin must be >= 1, --floor and --skip >= 0")
         return 2
+    if args.plot and not args.plot.lower().endswith(".png"):
+        console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
+        return 2
     tuned: Tuned | None = None
     check: Check | None = None
     try:
         rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
+        if args.tune:
+            require_tunable(rt)
         if args.config:
             rt.config.load(args.config)
         robot = load_robot(args.robot)
@@ -359,14 +367,14 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
             except ValueError as err:
                 raise ValueError(f"{args.check}: {err}") from None
         rt.config["det.threshold"] = design.threshold
-        if args.out:
-            rt.config.save(args.out)
         if args.plot:
             plot_residuals(design, rt.sample_period, Path(args.plot),
                            f"{rt.name} ({rt.label})\nr on {Path(args.data).name}, thresholds = {args.margin:g} x max |r|"
                            + (f" + {args.floor:g}" if args.floor else "")
                            + (f"; blue: {Path(args.check).name}" if args.check else ""),
                            (Path(args.check).name, check) if check is not None else None)
+        if args.out:
+            rt.config.save(args.out)
     except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
@@ -624,7 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
     d.add_argument("--min-speed", type=float,
                    help="rad/s: a joint's equations slower than this are left out (default 0.05: Coulomb friction "
-                        "sign(qd) is undefined at rest; 0 keeps them, for a smooth tanh model)")
+                        "sign(qd) is undefined at rest; 0, the default with --fit-coulomb-scale, keeps them, for a "
+                        "smooth tanh model)")
     d.add_argument("--fit-coulomb-scale", action="store_true",
                    help="choose each joint's smooth Coulomb scale tanh(qd/v) from v in 0.001-0.05 rad/s by its fit "
                         "residual (the identified YAML carries them; the C must be regenerated from it)")

@@ -185,6 +185,9 @@ def fit_coulomb_scales(spec: str, robot: Robot, log: Log | Samples, data: Proces
     Returns the robot with the chosen scales and the fit RMS per joint of every candidate."""
     if not settings.coulomb_scales or min(settings.coulomb_scales) <= 0:
         raise ValueError("the candidate Coulomb scales must be positive (rad/s)")
+    if "FC" not in robot.joint_parameters:
+        raise ValueError(f"{robot.name} does not identify Coulomb friction (FC is not in its joint_parameters): "
+                         "there is no Coulomb scale to fit")
     rms = {}
     for scale in settings.coulomb_scales:
         ident, _, _ = identify(spec, log, None, settings, with_coulomb_scales(robot, (scale,)), data)
@@ -208,20 +211,28 @@ def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: 
     return log
 
 
-def validation(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
-               cutoff_q: float = 5.0, filter_torque: bool = True, robot: Robot | None = None) -> np.ndarray:
-    """RMS torque prediction error per joint on a (non-periodic) validation run: positions low-passed
-    (zero phase) and differentiated centrally, torques low-passed at the identification's band
-    (``filter_torque``; else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
-    tau, predicted, _ = predicted_torque(spec, data, beta, settings, cutoff_q, filter_torque, robot)
-    return np.sqrt(np.mean((tau - predicted) ** 2, axis=0))
+@dataclass(frozen=True)
+class ValidationData:
+    """A validation run ready for predictions: the measured torque, the stacked base regressor at the
+    same samples and their times (half a second trimmed at either end: filter edge effects)."""
+
+    tau: np.ndarray                  # (K, n)
+    y: np.ndarray                    # (K n, nb)
+    time: np.ndarray                 # (K,) s from the start of the run
+
+    def predicted(self, beta: np.ndarray) -> np.ndarray:
+        return (self.y @ beta).reshape(self.tau.shape)
+
+    def rms(self, beta: np.ndarray) -> np.ndarray:
+        """RMS torque prediction error per joint (seed 004 Table 8)."""
+        return np.sqrt(np.mean((self.tau - self.predicted(beta)) ** 2, axis=0))
 
 
-def predicted_torque(spec: str, data: Log | Samples, beta: np.ndarray, settings: IdentSettings,
-                     cutoff_q: float = 5.0, filter_torque: bool = True, robot: Robot | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(torque, Y_b beta, time) on a validation run as ``validation`` compares them, half a second
-    trimmed at either end."""
+def validation_data(spec: str, data: Log | Samples, settings: IdentSettings, cutoff_q: float = 5.0,
+                    filter_torque: bool = True, robot: Robot | None = None) -> ValidationData:
+    """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
+    differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
+    else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
     robot = load_robot(spec) if robot is None else robot
     s = samples_of(spec, data)
     ts = s.sample_period
@@ -231,5 +242,4 @@ def predicted_torque(spec: str, data: Log | Samples, beta: np.ndarray, settings:
     q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
     tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
-    y = model(robot).stacked(q[sl], qd[sl], qdd[sl])
-    return tau[sl], (y @ beta).reshape(-1, robot.dof), np.arange(len(q))[sl] * ts
+    return ValidationData(tau[sl], model(robot).stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts)

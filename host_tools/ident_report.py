@@ -21,8 +21,9 @@ from codegen.outputs import write_file
 
 from .eval_reports import save_figure
 from .excite import ExciteSettings, Excitation, design
-from .ident_pipeline import (IdentSettings, fit_coulomb_scales, identify, predicted_torque, process, rigid_only,
-                             synthetic_log, with_coulomb_scales)
+from .ident_pipeline import (IdentSettings, fit_coulomb_scales, identify, process, rigid_only, synthetic_log,
+                             validation_data, with_coulomb_scales)
+from .processing import lowpass
 from .identify import model
 from .logs import Log
 from .loopback import simulate
@@ -103,18 +104,27 @@ def run(spec: str, log: Log | Samples, exc: Excitation | None, validate: Log | S
         t1 = time.perf_counter()
         doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
         free = exc is None    # a recorded run: its own derivative cut-off, the torque as measured
-        doc["validation_rms"] = {}
-        for name, beta in (("base", ident.base.values), ("essential", ident.essential.full(len(m.names))),
-                           ("physical", beta_phys)):
-            measured, predicted, t = predicted_torque(spec, validate, beta, settings, settings.cutoff_q if free else 5.0,
-                                                      not free, robot)
-            doc["validation_rms"][name] = np.sqrt(np.mean((measured - predicted) ** 2, axis=0)).tolist()
-            arrays["validation"] = {**arrays.get("validation", {}), "tau": measured, "t": t, name: predicted}
+        val = validation_data(spec, validate, settings, settings.cutoff_q if free else 5.0, not free, robot)
+        betas = {"base": ident.base.values, "essential": ident.essential.full(len(m.names)), "physical": beta_phys}
+        doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
+        doc["validation_residual"] = _residual_diagnostics(val.tau - val.predicted(ident.base.values),
+                                                           settings.cutoff_q, val.time[1] - val.time[0])
+        arrays["validation"] = {"tau": val.tau, "t": val.time, "base": val.predicted(ident.base.values),
+                                "physical": val.predicted(beta_phys)}
         stages["validation"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
+
+
+def _residual_diagnostics(e: np.ndarray, cutoff: float, ts: float) -> dict[str, Any]:
+    """Where the base parameters' validation error sits, per joint: its mean (a bias no parameter
+    explains) and the share of its power below ``cutoff`` Hz (zero-phase low-pass: model error at
+    the motion's frequencies rather than noise)."""
+    low = lowpass(e, cutoff, 1.0 / ts)
+    return {"mean": e.mean(axis=0).tolist(), "cutoff_hz": cutoff,
+            "power_below_cutoff": (np.sum(low ** 2, axis=0) / np.sum(e ** 2, axis=0)).tolist()}
 
 
 def check_inputs(robot: Any, log: Log | Samples, exc: Excitation | None, validate: Log | Samples | None) -> None:

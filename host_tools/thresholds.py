@@ -88,8 +88,9 @@ def check_thresholds(rt: Realtime, log: Log, threshold: np.ndarray, skip: float 
     design = design_thresholds(rt, log, 1.0, skip, 0.0)
     r = np.abs(design.residual[design.skipped:])
     th = np.asarray(threshold, float)
-    return Check(design.max_residual, np.sum(r > th, axis=0), design.max_residual / th, design.residual,
-                 design.skipped)
+    with np.errstate(divide="ignore", invalid="ignore"):    # a zero threshold: ratio inf (or 0 for r = 0)
+        ratio = np.where(design.max_residual > 0, design.max_residual / th, 0.0)
+    return Check(design.max_residual, np.sum(r > th, axis=0), ratio, design.residual, design.skipped)
 
 
 ADAPTIVE_LAMBDA_GRID = tuple(10.0 ** k for k in range(-6, 5))  # the adaptive observer's Y+ damping
@@ -103,6 +104,13 @@ class Tuned:
     table: list[tuple[float, float]]  # every candidate (lam, objective)
 
 
+def require_tunable(rt: Realtime) -> None:
+    """tune_adaptive needs the adaptive observer (one clear error otherwise)."""
+    if "obs.lam" not in rt.config.keys():
+        raise ValueError(f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
+                         "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth")
+
+
 def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
     """The adaptive observer's damping lambda of Y+ that makes its residual quietest on this
     collision-free run (a grid over 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error
@@ -112,24 +120,22 @@ def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
     estimator are kept: lowering K (or slowing the estimator) lowers r for any model error but
     slows detection -- and the estimator also feeds the controller. The chosen lambda is left in
     ``rt.config``."""
-    if "obs.lam" not in rt.config.keys():
-        raise ValueError(f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
-                         "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth")
+    require_tunable(rt)
     scale = np.sqrt(np.mean(np.asarray(log.tau, float) ** 2, axis=0))
     scale = np.where(scale > 0, scale, 1.0)
 
     def objective() -> float:
-        try:
-            return float(np.sum(design_thresholds(rt, log, 1.0, skip, 0.0).max_residual / scale))
-        except ValueError:              # a diverged candidate
-            return float("inf")
+        return float(np.sum(design_thresholds(rt, log, 1.0, skip, 0.0).max_residual / scale))
 
     start = float(rt.config["obs.lam"])
-    default = objective()
+    default = objective()               # a log that does not fit the pipeline fails here, once
     table = []
     for lam in ADAPTIVE_LAMBDA_GRID:
         rt.config["obs.lam"] = lam
-        table.append((lam, objective()))
+        try:
+            table.append((lam, objective()))
+        except ValueError:              # a diverged candidate (non-finite residual)
+            table.append((lam, float("inf")))
     lam, best = min(table, key=lambda row: row[1])
     if best >= default:                 # the config as it was is at least as quiet: keep it
         lam, best = start, default
