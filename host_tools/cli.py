@@ -127,7 +127,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
 
     from .csvdata import CsvError, Samples, read_samples
     from .excite import Excitation
-    from .ident_pipeline import COULOMB_SCALE_GRID, IdentSettings
+    from .ident_pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_coulomb_scales
     from .ident_report import Synthetic, run, synthetic, table, write
     from .logs import Log, LogError
 
@@ -142,12 +142,22 @@ def cmd_identify(args: argparse.Namespace) -> int:
                           "identification (without --method)")
             return 2
         return _identify_closed_loop(args, console)
+    fit_scales = args.fit_coulomb_scale
+    if fit_scales is None:
+        from codegen.description import load_robot
+        from codegen.errors import DescriptionError
+
+        try:
+            fit_scales = fits_coulomb_scales(load_robot(args.robot), recorded=not (args.excitation or args.synthetic))
+        except DescriptionError as err:
+            console.print(f"manipgen: error: {err}")
+            return 2
     settings = IdentSettings(band=args.band, min_abs=args.min_abs, max_rsd=args.max_rsd, weighted=not args.ols,
                              cutoff_q=args.cutoff_q,
                              # a fitted tanh scale needs the samples near rest, where the scales differ
-                             min_speed=(0.0 if args.fit_coulomb_scale else IdentSettings.min_speed)
+                             min_speed=(0.0 if fit_scales else IdentSettings.min_speed)
                              if args.min_speed is None else args.min_speed,
-                             coulomb_scales=COULOMB_SCALE_GRID if args.fit_coulomb_scale else ())
+                             coulomb_scales=COULOMB_SCALE_GRID if fit_scales else ())
     if not (settings.band > 0 and settings.min_abs >= 0 and settings.max_rsd > 0 and settings.min_speed >= 0
             and settings.cutoff_q > 0):
         console.print("manipgen: error: --band, --cutoff-q and --max-rsd must be positive, --min-abs and "
@@ -634,9 +644,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="rad/s: a joint's equations slower than this are left out (default 0.05: Coulomb friction "
                         "sign(qd) is undefined at rest; 0, the default with --fit-coulomb-scale, keeps them, for a "
                         "smooth tanh model)")
-    d.add_argument("--fit-coulomb-scale", action="store_true",
+    d.add_argument("--fit-coulomb-scale", action=argparse.BooleanOptionalAction,
                    help="choose each joint's smooth Coulomb scale tanh(qd/v) from v in 0.001-0.05 rad/s by its fit "
-                        "residual (the identified YAML carries them; the C must be regenerated from it)")
+                        "residual (the identified YAML carries them; the C must be regenerated from it). Default: "
+                        "on for a recorded run (no --excitation) of a description with tanh Coulomb friction")
     d.add_argument("--method", choices=("idim-ls", "didim", "clie", "cloe", "all"),
                    help="output-error identification of a closed-loop run (seed 002): DATA is a log of the pid "
                         "pipeline tracking its q_des; IDIM-LS always runs as the reference")

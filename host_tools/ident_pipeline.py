@@ -45,6 +45,13 @@ class IdentSettings:
 COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)   # rad/s: manipgen identify --fit-coulomb-scale
 
 
+def fits_coulomb_scales(robot: Robot, recorded: bool) -> bool:
+    """manipgen identify's default: fit each joint's Coulomb scale on a recorded run (a real arm,
+    whose slow joints' torque is mostly friction) of a description with smooth Coulomb friction it
+    identifies; never on an excitation run (the identification of the description as it is)."""
+    return recorded and robot.coulomb.model == "tanh" and "FC" in robot.joint_parameters
+
+
 def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
     """The robot with smooth Coulomb friction tanh(qd_i / scales_i) (one scale, or one per joint)."""
     return replace(robot, coulomb=Coulomb("tanh", tuple(float(v) for v in scales)),
