@@ -65,7 +65,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     robot = robot_of(args)
     base = base_parameters(robot)
-    beta = base.k @ robot.standard_parameters()
+    beta = base.values(robot.standard_parameters())
     info = {
         "name": robot.name, "dof": robot.dof, "n_standard": robot.n_standard, "n_base": base.n_base,
         "n_base_inertial": base.n_inertial,

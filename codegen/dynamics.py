@@ -18,7 +18,7 @@ from functools import cached_property
 import casadi as cs
 import numpy as np
 
-from . import spatial
+from . import exact, spatial
 from .model import JOINT_PARAMS, Robot, coupling_matrix
 
 SX = cs.SX
@@ -50,9 +50,9 @@ class Dynamics:
         self._a: list[np.ndarray] = []
         prev_post = np.eye(4)
         for j in robot.joints:
-            self._a.append(spatial.snapped(prev_post @ j.pre_matrix))
+            self._a.append(spatial.snapped(exact.matmul(prev_post, j.pre_matrix)))
             prev_post = j.post_matrix
-        self._tip = spatial.snapped(prev_post @ robot.tip_matrix)
+        self._tip = spatial.snapped(exact.matmul(prev_post, robot.tip_matrix))
 
     # --- parameters ---------------------------------------------------------------------------
     def _param_slices(self) -> list[tuple[int, dict[str, int]]]:
@@ -208,10 +208,13 @@ class Dynamics:
     def rotor(self, qdd: SX, pi: SX) -> SX:
         return cs.vertcat(*[self.joint_param(pi, i, "IA") * qdd[i] for i in range(self.n)])
 
+    def rnea_frictionless(self, pi: SX) -> SX:
+        """M(q) qdd + C qd + g + IA qdd: the inverse dynamics without the joints' friction."""
+        return self.rigid_body_torque(self.qd, self.qdd, pi) + self.rotor(self.qdd, pi)
+
     def rnea(self, pi: SX) -> SX:
         """Full inverse dynamics: M(q) qdd + C qd + g + IA qdd + friction(qd)."""
-        return (self.rigid_body_torque(self.qd, self.qdd, pi) + self.rotor(self.qdd, pi)
-                + self.friction(self.qd, pi))
+        return self.rnea_frictionless(pi) + self.friction(self.qd, pi)
 
     def gravity(self, pi: SX) -> SX:
         return self.rigid_body_torque(SX.zeros(self.n), SX.zeros(self.n), pi)
@@ -268,7 +271,7 @@ class Dynamics:
     def motor_gravity(self, pi: SX) -> SX:
         """(I + A)^-T g(q): the spring torque tau_el, hence the motor torque, that holds the links
         still at q (the elastic controller's gravity compensation, seed 003 §3.2.4)."""
-        return cs.DM(np.linalg.inv(np.eye(self.n) + self.coupling).T) @ self.gravity(pi)
+        return cs.DM(exact.inv(np.eye(self.n) + self.coupling).T) @ self.gravity(pi)
 
     def motor_equilibrium(self, pi: SX, stiffness: SX | cs.DM | None = None) -> tuple[SX, SX]:
         """The motor positions holding the links still at q against gravity, and their rate along qd:
@@ -304,7 +307,7 @@ class Dynamics:
         planning). For designing the actuator stage's excitation (seed 003 §4.2.3); returns
         (Y_m, qddd symbol)."""
         jerk = SX.sym("qddd", self.n)
-        inv = cs.DM(np.linalg.inv(np.eye(self.n) + self.coupling).T)
+        inv = cs.DM(exact.inv(np.eye(self.n) + self.coupling).T)
         tau_el = inv @ self.rnea(cs.SX(cs.DM(self.robot.standard_parameters())))
         rate = cs.jtimes(tau_el, cs.vertcat(self.q, self.qd, self.qdd), cs.vertcat(self.qd, self.qdd, jerk))
         a = cs.DM(np.eye(self.n) + self.coupling)

@@ -124,7 +124,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
                  for form in ("", "_p")]
         all_views += efdyn
     std = robot.standard_parameters()
-    beta = base.k @ std
+    beta = base.values(std)
     p = robot.c_name
     ctx: dict[str, Any] = {
         "p": p, "P": p.upper(), "version": __version__, "robot_name": robot.name,

@@ -18,7 +18,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from . import spatial
+from . import exact, spatial
 from .blocks.options import RealtimeDefaults
 
 LINK_PARAMS: tuple[str, ...] = ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
@@ -208,22 +208,22 @@ def digest_of(*parts: bytes) -> str:
 def mdh_transforms(kind: JointType, alpha: float, a: float, theta: float, d: float
                    ) -> tuple[np.ndarray, np.ndarray]:
     """frame i = frame i-1 . Rx(alpha) Tx(a) Rz(theta) Tz(d); q adds to theta or d."""
-    pre = spatial.homogeneous(spatial.rot_x(alpha)) @ spatial.trans(x=a) \
-        @ spatial.homogeneous(spatial.rot_z(theta)) @ spatial.trans(z=d)
+    pre = exact.matmul(spatial.homogeneous(spatial.rot_x(alpha)), spatial.trans(x=a),
+                       spatial.homogeneous(spatial.rot_z(theta)), spatial.trans(z=d))
     return spatial.snapped(pre), np.eye(4)
 
 
 def dh_transforms(kind: JointType, theta: float, d: float, a: float, alpha: float
                   ) -> tuple[np.ndarray, np.ndarray]:
     """frame i = frame i-1 . Rz(theta) Tz(d) Tx(a) Rx(alpha); q adds to theta or d (about z_{i-1})."""
-    post = spatial.homogeneous(spatial.rot_z(theta)) @ spatial.trans(z=d) @ spatial.trans(x=a) \
-        @ spatial.homogeneous(spatial.rot_x(alpha))
+    post = exact.matmul(spatial.homogeneous(spatial.rot_z(theta)), spatial.trans(z=d), spatial.trans(x=a),
+                        spatial.homogeneous(spatial.rot_x(alpha)))
     return np.eye(4), spatial.snapped(post)
 
 
 def urdf_transforms(origin: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r = spatial.z_to_axis(axis)
-    return origin @ spatial.homogeneous(r), spatial.homogeneous(r.T)
+    return exact.matmul(origin, spatial.homogeneous(r)), spatial.homogeneous(r.T)
 
 
 def validate_inertial(p: np.ndarray, fail: Callable[[str], Exception]) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.linalg
 import sympy as sp
 
+from . import exact
 from .dynamics import Dynamics
 from .model import JOINT_PARAMS, LINK_PARAMS, Robot
 
@@ -41,6 +42,10 @@ class BaseParameters:
     @property
     def n_base(self) -> int:
         return len(self.names)
+
+    def values(self, standard: np.ndarray) -> np.ndarray:
+        """base = k @ standard, exact and rounded once (codegen.exact): the numbers generation prints."""
+        return exact.matmul(self.k, np.asarray(standard, dtype=float))
 
     def to_standard(self, beta: np.ndarray) -> np.ndarray:
         """A standard vector with the same dynamics: kept parameters = beta, the others 0."""
@@ -76,16 +81,42 @@ def preference_order(robot: Robot) -> list[int]:
     return sorted(range(len(names)), key=rank)
 
 
-def sample_regressor(dyn: Dynamics, n_samples: int, seed: int = SEED) -> np.ndarray:
-    """Stacked full regressor at random states (q uniform in [-pi, pi], qd and qdd normal)."""
+def sample_states(n: int, n_samples: int, seed: int = SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random states (n, n_samples): q in [-pi, pi], qd in [-2, 2], qdd in [-6, 6] rad/s^k. Uniform
+    draws only: PCG64 and the uniform transform are plain integer and IEEE arithmetic, the same on
+    every machine (the normal sampler's tails go through libm)."""
     rng = np.random.default_rng(seed)
-    n = dyn.n
+    return (rng.uniform(-np.pi, np.pi, (n, n_samples)), rng.uniform(-2.0, 2.0, (n, n_samples)),
+            rng.uniform(-6.0, 6.0, (n, n_samples)))
+
+
+def sample_regressor(dyn: Dynamics, n_samples: int, seed: int = SEED) -> np.ndarray:
+    """Stacked full regressor at random states (sample_states), evaluated in double precision."""
     f = cs.Function("Y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor()]).map(n_samples)
-    q = rng.uniform(-np.pi, np.pi, (n, n_samples))
-    qd = rng.normal(0.0, 1.0, (n, n_samples))
-    qdd = rng.normal(0.0, 3.0, (n, n_samples))
-    y = np.array(f(q, qd, qdd))  # (n, n_std * n_samples), blocks side by side
+    y = np.array(f(*sample_states(dyn.n, n_samples, seed)))  # (n, n_std * n_samples), blocks side by side
     return np.vstack(np.split(y, n_samples, axis=1))
+
+
+def regrouping(dyn: Dynamics, kept: list[int], dropped: list[int], seed: int = SEED) -> np.ndarray:
+    """X (len(kept), len(dropped)) with Y[:, dropped] = Y[:, kept] X for every state: the exact
+    regrouping coefficients. The identity holds for all states, so any samples whose kept columns
+    have full rank determine X; the regressor is evaluated there in mpmath (codegen.exact) and the
+    consistent system solved at 50 digits, then rounded once -- the same doubles on every machine,
+    where a double-precision least-squares fit differs in the last bits from one BLAS to the next."""
+    if not dropped:
+        return np.zeros((len(kept), 0))
+    f = exact.MpFunction(cs.Function("Y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor()]))
+    n_samples = -(-len(kept) // dyn.n) + 2
+    while True:
+        q, qd, qdd = sample_states(dyn.n, n_samples, seed + 1)
+        rows = [f(q[:, s], qd[:, s], qdd[:, s])[0] for s in range(n_samples)]
+        y = np.array([[r[i, j] for j in range(r.cols)] for r in rows for i in range(r.rows)], dtype=object)
+        try:
+            return exact.rounded(exact.solve_consistent(y[:, kept], y[:, dropped]))
+        except ZeroDivisionError:
+            if n_samples > 4 * len(kept):
+                raise ArithmeticError("the kept base-parameter columns are rank deficient") from None
+            n_samples *= 2
 
 
 def lengths(robot: Robot) -> list[tuple[str, float, int]]:
@@ -118,7 +149,6 @@ def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: in
             if best is None or score < best[0]:
                 best = (score, exact, sp.Rational(r.numerator, r.denominator) * expr)
     return None if best is None else (best[1], best[2])
-    return None
 
 
 def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | None = None
@@ -141,7 +171,7 @@ def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | 
         return _split(names[i])[0] in LINK_PARAMS
     kept = [i for i in kept if is_inertial(i)] + [i for i in kept if not is_inertial(i)]
     dropped = [i for i in range(n_std) if i not in kept]
-    x = np.linalg.lstsq(w[:, kept], w[:, dropped], rcond=None)[0] if dropped else np.zeros((len(kept), 0))
+    x = regrouping(dyn, kept, dropped)
     lens = lengths(robot)
     k = np.zeros((len(kept), n_std))
     exprs: list[str] = []

@@ -2,15 +2,20 @@
 
 Rotation matrices built from angles snap entries within 1e-12 of 0, +-1/2 and +-1 to the exact
 value, so that e.g. alpha = pi/2 gives exact zeros and CasADi folds them away at generation time.
+Sines, cosines and products are computed by codegen.exact (correctly rounded, no BLAS), so that the
+model -- and every number generation prints from it -- is the same on every machine.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import casadi as cs
 import numpy as np
+
+from . import exact
 
 _EXACT = (0.0, 0.5, -0.5, 1.0, -1.0)
 
@@ -27,17 +32,17 @@ def snapped(a: np.ndarray) -> np.ndarray:
 
 
 def rot_x(t: float) -> np.ndarray:
-    c, s = snap(math.cos(t)), snap(math.sin(t))
+    c, s = snap(exact.cos(t)), snap(exact.sin(t))
     return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
 def rot_y(t: float) -> np.ndarray:
-    c, s = snap(math.cos(t)), snap(math.sin(t))
+    c, s = snap(exact.cos(t)), snap(exact.sin(t))
     return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
 
 
 def rot_z(t: float) -> np.ndarray:
-    c, s = snap(math.cos(t)), snap(math.sin(t))
+    c, s = snap(exact.cos(t)), snap(exact.sin(t))
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
@@ -54,12 +59,12 @@ def trans(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> np.ndarray:
 
 def rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    return snapped(rot_z(yaw) @ rot_y(pitch) @ rot_x(roll))
+    return snapped(exact.matmul(rot_z(yaw), rot_y(pitch), rot_x(roll)))
 
 
 def inverse(t: np.ndarray) -> np.ndarray:
     r = t[:3, :3]
-    return homogeneous(r.T, -r.T @ t[:3, 3])
+    return homogeneous(r.T, -exact.matmul(r.T, t[:3, 3]))
 
 
 def skew(v: np.ndarray) -> np.ndarray:
@@ -69,20 +74,20 @@ def skew(v: np.ndarray) -> np.ndarray:
 def z_to_axis(axis: np.ndarray) -> np.ndarray:
     """A rotation R with R @ e_z = axis (unit). Exact for the coordinate axes."""
     a = np.asarray(axis, dtype=float)
-    a = a / np.linalg.norm(a)
-    exact = {
+    a = a / exact.norm(a)
+    axes = {
         (0, 0, 1): np.eye(3), (0, 0, -1): rot_x(math.pi),
         (1, 0, 0): rot_y(math.pi / 2), (-1, 0, 0): rot_y(-math.pi / 2),
         (0, 1, 0): rot_x(-math.pi / 2), (0, -1, 0): rot_x(math.pi / 2),
     }
     key = tuple(int(round(v)) for v in a)
-    if np.allclose(a, key, atol=1e-12) and key in exact:
-        return exact[key]
+    if np.allclose(a, key, atol=1e-12) and key in axes:
+        return axes[key]
     z = np.array([0.0, 0.0, 1.0])
-    v = np.cross(z, a)
-    s, c = np.linalg.norm(v), float(a @ z)
+    v = exact.cross(z, a)
+    s, c = exact.norm(v), float(a[2])
     k = skew(v / s)
-    return np.eye(3) + s * k + (1 - c) * k @ k
+    return np.eye(3) + s * k + (1 - c) * exact.matmul(k, k)
 
 
 # --- the 10 inertial parameters of a body (seed 004 eq. 3 order) ------------------------------
@@ -111,12 +116,21 @@ def transform_inertial_cs(m: Any, h: Any, i_b: Any, r: Any, o: Any) -> tuple[Any
     return m, rh + m * o, i_a
 
 
+@functools.cache
+def _transform_inertial_exact() -> exact.MpFunction:
+    m, h, i_b = cs.SX.sym("m"), cs.SX.sym("h", 3), cs.SX.sym("i_b", 3, 3)
+    r, o = cs.SX.sym("r", 3, 3), cs.SX.sym("o", 3)
+    return exact.MpFunction(cs.Function("transform_inertial", [m, h, i_b, r, o],
+                                        list(transform_inertial_cs(m, h, i_b, r, o))))
+
+
 def transform_inertial(p: np.ndarray, t_ab: np.ndarray) -> np.ndarray:
-    """Numeric form of transform_inertial_cs on the 10-vector p, with t_ab the pose of B in A."""
-    m, h, i_a = transform_inertial_cs(
-        cs.DM(float(p[0])), cs.DM(p[1:4]), cs.DM(inertia_matrix(p)), cs.DM(t_ab[:3, :3]),
-        cs.DM(t_ab[:3, 3]))
-    return pack(float(m), np.array(h).ravel(), np.array(i_a))
+    """Numeric form of transform_inertial_cs on the 10-vector p, with t_ab the pose of B in A
+    (the same CasADi expression, evaluated exactly enough to round once: codegen.exact)."""
+    p, t_ab = np.asarray(p, dtype=float), np.asarray(t_ab, dtype=float)
+    m, h, i_a = (exact.from_mp(x) for x in _transform_inertial_exact()(
+        [p[0]], p[1:4], inertia_matrix(p), t_ab[:3, :3], t_ab[:3, 3]))
+    return pack(float(m[0, 0]), h.ravel(), i_a)
 
 
 def from_com(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:

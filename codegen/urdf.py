@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import spatial
+from . import exact, spatial
 from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_coulomb_scales, check_keys, elastic_drives,
                           read_common, read_encoder, read_joint_params, read_limits, read_torque_constant)
 from .errors import DescriptionError
@@ -36,9 +36,9 @@ def _origin(element: Any) -> np.ndarray:
 def _motion(kind: str, axis: np.ndarray, value: float) -> np.ndarray:
     if kind in ("revolute", "continuous"):
         r = spatial.z_to_axis(axis)
-        return spatial.homogeneous(r @ spatial.rot_z(value) @ r.T)
+        return spatial.homogeneous(exact.matmul(r, spatial.rot_z(value), r.T))
     if kind == "prismatic":
-        return spatial.homogeneous(np.eye(3), value * axis / np.linalg.norm(axis))
+        return spatial.homogeneous(np.eye(3), value * axis / exact.norm(axis))
     return np.eye(4)
 
 
@@ -129,7 +129,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                 raise DescriptionError(file, f"joint[{j.name}].type",
                                        f"cannot lock a {j.type!r} joint off the chain")
             axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0])
-            t = t_body_link @ _origin(j) @ _motion(j.type, axis, locked.get(j.name, 0.0))
+            t = exact.matmul(t_body_link, _origin(j), _motion(j.type, axis, locked.get(j.name, 0.0)))
             p = p + subtree(j.child, t)
         return p
 
@@ -139,7 +139,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
     pending = np.eye(4)
     for j in chain:
         if j.type == "fixed":
-            pending = pending @ _origin(j)
+            pending = exact.matmul(pending, _origin(j))
             if out_links:
                 out_links[-1] = out_links[-1] + subtree(j.child, pending)
             continue
@@ -152,7 +152,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
         if np.linalg.norm(axis) < 1e-9:
             raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")
-        pre, post = urdf_transforms(pending @ _origin(j), axis)
+        pre, post = urdf_transforms(exact.matmul(pending, _origin(j)), axis)
         limits = Limits()
         lim = getattr(j, "limit", None)
         if lim is not None:

@@ -186,6 +186,8 @@ def cmd_identify(args: argparse.Namespace) -> int:
     except (ValueError, LogError, CsvError, OSError, RuntimeError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
+    for warning in doc.get("warnings", []):
+        console.print(f"manipgen: warning: {warning}")
     if args.json:
         print(json.dumps(doc, indent=1))
     else:

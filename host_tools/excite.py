@@ -1,7 +1,10 @@
 """Optimal excitation design (seed 004 §II-B, seed 003 §4.2.3): the Fourier coefficients of
 codegen.excitation that minimise cond(Y_b) (or -log det(Y_b^T Y_b), D-optimality) of the stacked
 base regressor over one period, subject to the joints' position, velocity (and, where given,
-acceleration and optionally torque) limits on the sample grid and a start at rest.
+acceleration and optionally torque) limits and a start at rest. The optimisation enforces the limits
+on a grid; the result is then scaled so that q, qd and qdd hold them for every t (continuous_bounds:
+a grid maximum plus a closed-form bound between the samples), and tau, with --torque-limits, on a
+grid plus a stated margin (torque_bound) -- so the excitation is inside its limits at any sample rate.
 
 Solved with CasADi + IPOPT from a few random starts. The regressor and the limits are CasADi
 expressions with exact derivatives; the objective is a function of the singular values of Y_b,
@@ -313,25 +316,87 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     exc = Excitation(robot.name, L, settings.base_frequency, xs[:n * L].reshape((n, L), order="F"),
                      xs[n * L:2 * n * L].reshape((n, L), order="F"), xs[2 * n * L:].copy(), stage)
     exc = within_limits(exc, lim, settings.report_rate)
+    if settings.torque_limits:
+        exc = within_torque_limits(robot, exc, lim["tau"], settings.report_rate)
     cond = regressor_cond(robot, exc, settings.report_rate, regressor, nb)
     return DesignResult(exc, cond, best[0], time.perf_counter() - t_start, starts, asdict(settings))
 
 
+def _grid(exc: Excitation, rate: float) -> tuple[np.ndarray, float]:
+    """One period on a uniform grid at least as fine as ``rate`` (periodic: t = T is t = 0); h its spacing."""
+    k = max(int(np.ceil(exc.period * rate - 1e-9)), 4 * exc.harmonics)
+    return np.arange(k) * (exc.period / k), exc.period / k
+
+
+def continuous_bounds(exc: Excitation, rate: float) -> dict[str, np.ndarray]:
+    """Per joint, bounds that hold for every t (not only on a grid) of max(q - q0), max(q0 - q),
+    max|qd|, max|qdd|: the maximum on a grid of spacing h <= 1/rate plus (h/2) sup|f'|, since every t
+    lies within h/2 of a grid point and f moves at most sup|f'| per second. For the Fourier series,
+    sup|f'| <= sum_l of the amplitudes of f' (triangle inequality): with A_l = sqrt(a_l^2 + b_l^2),
+    sup|qd| <= sum A_l, sup|qdd| <= sum w l A_l, sup|qddd| <= sum (w l)^2 A_l. All four bounds are
+    homogeneous of degree 1 in (a, b)."""
+    t, h = _grid(exc, rate)
+    q, qd, qdd = exc.evaluate(t)
+    wl = 2.0 * np.pi * exc.base_frequency * np.arange(1, exc.harmonics + 1)
+    amp = np.hypot(exc.a, exc.b)                      # (n, L)
+    dev = q - exc.q0
+    return {"q_above": dev.max(axis=0) + h / 2 * amp.sum(axis=1),
+            "q_below": (-dev).max(axis=0) + h / 2 * amp.sum(axis=1),
+            "qd": np.abs(qd).max(axis=0) + h / 2 * (amp * wl).sum(axis=1),
+            "qdd": np.abs(qdd).max(axis=0) + h / 2 * (amp * wl**2).sum(axis=1)}
+
+
 def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> Excitation:
     """Scale the series (about q0; the start conditions are homogeneous, so they still hold) until
-    the q, qd, qdd limits hold on the ``rate`` grid, not only on the optimisation's. Torque limits are
-    checked on the optimisation grid only."""
-    traj = exc.trajectory(1.0 / rate)
-    dev = traj.q - exc.q0
-    ratios = [np.max(np.abs(traj.qd), axis=0) / lim["qd"],
-              np.max(np.abs(traj.qdd), axis=0) / lim["qdd"],
-              np.where(dev > 0, dev / np.maximum(lim["q_max"] - exc.q0, 1e-300),
-                       -dev / np.maximum(exc.q0 - lim["q_min"], 1e-300)).max(axis=0)]
+    the q, qd, qdd limits hold for every t (continuous_bounds, from a grid at ``rate``), not only on
+    the optimisation's grid: an excitation sampled at any rate stays inside its limits."""
+    b = continuous_bounds(exc, rate)
+    ratios = [b["qd"] / lim["qd"], b["qdd"] / lim["qdd"],
+              b["q_above"] / np.maximum(lim["q_max"] - exc.q0, 1e-300),
+              b["q_below"] / np.maximum(exc.q0 - lim["q_min"], 1e-300)]
     worst = float(np.max(ratios))
     if worst <= 1.0:
         return exc
     f = 1.0 / (worst * (1 + 1e-12))
+    return scaled(exc, f)
+
+
+def scaled(exc: Excitation, f: float) -> Excitation:
+    """The same series with amplitudes times f about the same q0 (start conditions still hold)."""
     return Excitation(exc.robot, exc.harmonics, exc.base_frequency, exc.a * f, exc.b * f, exc.q0, exc.stage)
+
+
+def torque_bound(robot: Robot, exc: Excitation, rate: float) -> np.ndarray:
+    """Per joint, max|tau(t)| along the excitation for every t, as far as a grid can tell: the grid
+    maximum (spacing h <= 1/rate) plus h max|dtau/dt| -- twice the (h/2) sup|dtau/dt| a point between
+    samples can add, the factor 2 a stated margin for taking sup|dtau/dt| from the same grid (tau
+    is not a Fourier series, so no closed-form bound). dtau/dt by the chain rule on the description's
+    rnea (CasADi jtimes along qd, qdd, qddd)."""
+    dyn = Dynamics(robot)
+    pi = cs.DM(robot.standard_parameters())
+    tau = dyn.rnea(pi)
+    x, dx = cs.vertcat(dyn.q, dyn.qd, dyn.qdd), cs.vertcat(dyn.qd, dyn.qdd, cs.SX.sym("qddd", robot.dof))
+    f = cs.Function("tau_rate", [x, dx[2 * robot.dof:]], [tau, cs.jtimes(tau, x, dx)])
+    t, h = _grid(exc, rate)
+    q, qd, qdd = exc.evaluate(t)
+    jerk = np.array(jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
+        t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))))
+    tau_v, rate_v = (np.array(v) for v in f.map(len(t))(np.vstack([q.T, qd.T, qdd.T]), jerk))
+    return np.abs(tau_v).max(axis=1) + h * np.abs(rate_v).max(axis=1)
+
+
+def within_torque_limits(robot: Robot, exc: Excitation, tau_max: np.ndarray, rate: float) -> Excitation:
+    """The largest amplitude scale in (0, 1] (bisection, 30 steps) at which torque_bound holds;
+    tau is not homogeneous in the amplitudes (gravity at q0 stays), so the scale is searched."""
+    if np.all(torque_bound(robot, exc, rate) <= tau_max):
+        return exc
+    if not np.all(torque_bound(robot, scaled(exc, 0.0), rate) <= tau_max):
+        raise ValueError(f"{robot.name}: gravity alone at the excitation's q0 exceeds the torque limits")
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.all(torque_bound(robot, scaled(exc, mid), rate) <= tau_max) else (lo, mid)
+    return scaled(exc, lo)
 
 
 def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None,

@@ -160,6 +160,7 @@ def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettin
     t1 = time.perf_counter()
     log = synthetic_log(spec, exc, options.periods, options.torque_noise, options.seed)
     rt = load_rt(spec, estimator="kalman", observer="none", controller="computed_torque")
+    rt.config["ctl.friction_ff"] = 1.0        # as synthetic_log: no friction chatter in the run
     other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
     simulate_s = time.perf_counter() - t1
@@ -176,6 +177,14 @@ def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettin
     doc["well_excited_rsd_percent"] = WELL_EXCITED_RSD
     doc["max_rel_error_well_excited"] = float(rel[well].max()) if np.any(well) else None
     doc["noise_floor_rms"] = _noise_floor(options, doc, log)
+    doc["noise_floor_factor"] = NOISE_FLOOR_FACTOR
+    doc.setdefault("warnings", [])
+    above = [j + 1 for j, v in enumerate(doc["fit_rms"]["base"]) if v > NOISE_FLOOR_FACTOR * doc["noise_floor_rms"]]
+    if above:
+        doc["warnings"].append(
+            f"base fit RMS above {NOISE_FLOOR_FACTOR:g} x the noise floor ({doc['noise_floor_rms']:.3g} N m) on joints "
+            f"{', '.join(map(str, above))}: model or processing error beyond the noise (e.g. the excitation not tracked, "
+            "harmonics outside the derivative band, a discontinuous Coulomb model)")
     # the validation run is one pass, not averaged: its floor is the band-limited noise alone
     band = doc["settings"]["identification"]["band"]
     doc["validation_noise_floor_rms"] = float(options.torque_noise * np.sqrt(band / (0.5 / other.sample_period)))
@@ -183,6 +192,12 @@ def synthetic(spec: str, options: Synthetic = Synthetic(), settings: IdentSettin
     doc["seconds"] = time.perf_counter() - t0
     doc["synthetic"] = vars(options)
     return doc, arrays, exc
+
+
+# A synthetic fit whose RMS exceeds this factor times the noise floor has error beyond the noise:
+# the band-limited noise's RMS over the K kept samples scatters by ~1/sqrt(2K) (K ~ 2 x 6 Hz x 20 s
+# = 240 decimated samples: 5 %), so 1.2 is four such standard deviations above a pure-noise residual.
+NOISE_FLOOR_FACTOR = 1.2
 
 
 def _noise_floor(options: Synthetic, doc: dict[str, Any], log: Log) -> float:

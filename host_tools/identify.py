@@ -32,7 +32,7 @@ class Model:
 
     def true_base(self) -> np.ndarray:
         """The description's own base parameters, beta = K pi."""
-        return self.base.k @ self.robot.standard_parameters()
+        return self.base.values(self.robot.standard_parameters())
 
     def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Y_b stacked over the samples (seed 004 eq. 5): (K n, nb), sample after sample."""

@@ -190,7 +190,11 @@ def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys
     rt.config.load(tmp_path / "config_identified.json")
     np.testing.assert_array_equal(rt.config["model.params"], pi)
     ident = design_thresholds(rt, log).max_residual
-    assert np.all(ident[:3] < 0.9 * nominal[:3]), (nominal, ident)
+    # per joint strictly lower, and together at least 15 % lower (measured 8.8-12.0 against
+    # 10.0-16.2 N m, 25 % in sum): ident comes from the physical fit's multi-start IPOPT, whose
+    # local optimum may move with a machine's last bits; a per-joint 10 % bound had 2 % to spare
+    assert np.all(ident[:3] < nominal[:3]), (nominal, ident)
+    assert ident[:3].sum() <= 0.85 * nominal[:3].sum(), (nominal, ident)
 
 
 def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(tmp_path: Path,
@@ -213,6 +217,11 @@ def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(tmp_path: Pa
     for k, fit_rms in enumerate(np.array(list(doc["coulomb"]["candidates_fit_rms"].values())).T):
         candidates = [float(c) for c in doc["coulomb"]["candidates_fit_rms"]]
         assert scales[k] == candidates[int(np.argmin(fit_rms))]   # each joint's best fit residual
+        # no near-tie: the fits are least squares on fixed data, the same on any machine to ~1e-12
+        # relative, so a choice ahead by more than 1e-9 cannot flip there -- and with it, the
+        # validation figures above (the reference margins are 1-2 %, far beyond rounding)
+        best, second = np.sort(fit_rms)[:2]
+        assert second - best > 1e-9 * best, (k, fit_rms)
     identified = load_robot(tmp_path / "schunk_lwa4p_identified.yaml")
     assert identified.coulomb.model == "tanh" and list(identified.coulomb.velocity_scale) == scales
     from host_tools import load

@@ -57,6 +57,7 @@ class Ctx:
         t = d.kinetic_energy(pi)
         return {
             "rnea": cs.Function("rnea", [d.q, d.qd, d.qdd, pi], [d.rnea(pi)]),
+            "rnea_frictionless": cs.Function("rnea_frictionless", [d.q, d.qd, d.qdd, pi], [d.rnea_frictionless(pi)]),
             "gravity": cs.Function("gravity", [d.q, pi], [d.gravity(pi)]),
             "friction": cs.Function("friction", [d.qd, pi], [d.friction(d.qd, pi)]),
             "momentum": cs.Function("momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),

@@ -12,17 +12,19 @@ computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
   lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
 LSF(n=2, p=1), BDE(1) and TSE(1) are the finite difference; LSF(n=3, p=1) is the moving average with
 p = 2 (seed 000 §IV-B writes them LSF1/2 and LSF1/3).
-LSF, BDE and TSE coefficients are exact rationals (sympy) rounded once.
+LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions), rounded once.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import casadi as cs
 import numpy as np
 import sympy as sp
 
+from .. import exact
 from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -53,11 +55,13 @@ def coefficients(name: str, n: int, p: int = 1, lam: float = 1.0) -> tuple[np.nd
                 c[j] += w * b
         return np.array([float(x) for x in c]), None
     if name == "ewlr":
-        t = -np.arange(n, dtype=float)
-        v = np.column_stack([np.ones(n), t])
-        w = lam ** np.arange(n, dtype=float)
-        rows = np.linalg.solve(v.T @ (w[:, None] * v), v.T * w)
-        return rows[1], None
+        # exact weighted least squares in Fractions (codegen.exact): lam^k and the normal equations
+        # are rational in the float lam, so the taps round once and are the same on every machine
+        lam_q = Fraction(float(lam))
+        v = np.array([[Fraction(1), Fraction(-k)] for k in range(n)], dtype=object)
+        vw = (v * np.array([lam_q ** k for k in range(n)], dtype=object)[:, None]).T
+        rows = exact.solve_rational(vw.dot(v), vw)
+        return exact.rounded(rows[1]), None
     raise ValueError(name)
 
 

@@ -13,9 +13,13 @@ current estimate x[k|k]. On a lost sample (valid = 0) it predicts without updati
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import casadi as cs
 import numpy as np
 
+from .. import exact
 from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -30,34 +34,49 @@ def discrete_model(ts: float) -> tuple[np.ndarray, np.ndarray]:
     return a, g
 
 
-def riccati(a: np.ndarray, c: np.ndarray, qd: np.ndarray, r: float, tol: float = 1e-14) -> np.ndarray:
-    """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd by the structured doubling
-    algorithm (Chu et al. 2004): written here so that the tests can hold it against scipy's DARE."""
-    ak, gk, hk = a.T.copy(), np.outer(c, c) / r, qd.copy()
-    eye = np.eye(len(a))
+def riccati(ts: float, q: float, r: float) -> Any:
+    """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd (C = [1 0 0]) by the
+    structured doubling algorithm (Chu et al. 2004), in mpmath at codegen.exact.DIGITS digits from
+    the exact A_d, Gamma_d of ``ts``: the gain printed into the C is the same on every machine (a
+    double-precision doubling differs in the last bits from one BLAS kernel to the next). Written
+    here so that the tests can hold it against scipy's DARE. Returns an mpmath 3x3 matrix."""
+    mp = exact.MP
+    t, qv, rv = mp.mpf(float(ts)), mp.mpf(float(q)), mp.mpf(float(r))
+    a = mp.matrix([[1, t, t * t / 2], [0, 1, t], [0, 0, 1]])
+    g = mp.matrix([t ** 3 / 6, t ** 2 / 2, t])
+    ak, hk = a.T, qv * (g * g.T)
+    gk = mp.zeros(3, 3)
+    gk[0, 0] = 1 / rv
+    eye = mp.eye(3)
+    tol = mp.mpf(10) ** (-(exact.DIGITS - 10))
     for _ in range(200):
-        w = np.linalg.solve(eye + gk @ hk, np.column_stack([ak, gk]))
-        wa, wg = w[:, :len(a)], w[:, len(a):]
-        h_next = hk + ak.T @ hk @ wa
-        gk = gk + ak @ wg @ ak.T
-        ak = ak @ wa
-        if np.max(np.abs(h_next - hk)) <= tol * max(1.0, np.max(np.abs(h_next))):
-            return 0.5 * (h_next + h_next.T)
+        inv = mp.inverse(eye + gk * hk)
+        wa, wg = inv * ak, inv * gk
+        h_next = hk + ak.T * hk * wa
+        gk = gk + ak * wg * ak.T
+        ak = ak * wa
+        if mp.mnorm(h_next - hk, 1) <= tol * max(mp.mpf(1), mp.mnorm(h_next, 1)):
+            return (h_next + h_next.T) / 2
         hk = h_next
     raise ArithmeticError("Kalman Riccati equation did not converge")
 
 
 def kalman_gain(ts: float, q: float, r: float) -> np.ndarray:
-    """Steady-state innovation gain M (3,) for the current estimate, as MATLAB's dlqe."""
-    a, g = discrete_model(ts)
-    c = np.array([1.0, 0.0, 0.0])
-    p = riccati(a, c, q * np.outer(g, g), r)
-    return p[:, 0] / (p[0, 0] + r)
+    """Steady-state innovation gain M (3,) for the current estimate, as MATLAB's dlqe; each entry
+    rounded once from the mpmath solution."""
+    return np.array(_gain(float(ts), float(q), float(r)))
+
+
+@functools.lru_cache(maxsize=4096)   # run-time redesigns (tuning) repeat the same few designs
+def _gain(ts: float, q: float, r: float) -> tuple[float, float, float]:
+    p = riccati(ts, q, r)
+    m0, m1, m2 = (float(p[i, 0] / (p[0, 0] + exact.MP.mpf(r))) for i in range(3))
+    return m0, m1, m2
 
 
 def measurement_variance(cpr: float, gear: float) -> float:
     """R = dq^2 / 3 with dq = 2 pi / (cpr gear) the joint-side resolution (seed 000 §II-C)."""
-    return (2.0 * np.pi / (cpr * gear)) ** 2 / 3.0
+    return float((2 * exact.MP.pi / (exact.MP.mpf(float(cpr)) * exact.MP.mpf(float(gear)))) ** 2 / 3)
 
 
 def design(ts: float, q_var: np.ndarray, r_var: np.ndarray) -> np.ndarray:

@@ -22,8 +22,8 @@ const biorob4_real_t biorob4_standard_parameters[BIOROB4_N_STANDARD] = {
     0.027500000000000004,0.0,0.0,0.001,
     0.0,0.027500000000000004,0.05,1.2,
     -0.24,0.0,0.0,0.001,
-    0.0,0.0,0.05700000000000001,0.0,
-    0.05700000000000001,0.05,0.8,-0.12,
+    0.0,0.0,0.057,0.0,
+    0.057,0.05,0.8,-0.12,
     0.0,0.0,0.001,0.0,
     0.0,0.024,0.0,0.024,
     0.05,0.5,-0.025,0.0,
@@ -67,7 +67,7 @@ void biorob4_rnea(const biorob4_real_t q[4], const biorob4_real_t qd[4], const b
     w9 = w7 * w8;
     w5 = w5 + w9;
     w9 = w0 * w5;
-    w10 = 0.02100000000000002;
+    w10 = 0.02100000000000001;
     w11 = w10 * w8;
     w12 = w7 * w11;
     w13 = w10 * w7;
@@ -887,7 +887,7 @@ void biorob4_mass_matrix(const biorob4_real_t q[4], biorob4_real_t m[16])
     w20 = w17 * w20;
     w11 = w11 - w20;
     w2 = w2 * w11;
-    w11 = 0.02100000000000002;
+    w11 = 0.02100000000000001;
     w8 = w8 * w3;
     w7 = w7 * w4;
     w8 = w8 + w7;
@@ -1293,7 +1293,7 @@ void biorob4_coriolis_matrix(const biorob4_real_t q[4], const biorob4_real_t qd[
     w42 = w37 * w42;
     w3 = w3 - w42;
     w42 = w3 * w1;
-    w44 = 0.02100000000000002;
+    w44 = 0.02100000000000001;
     w33 = w33 * w4;
     w35 = w35 * w5;
     w45 = w33 + w35;
@@ -2086,7 +2086,7 @@ void biorob4_coriolis(const biorob4_real_t q[4], const biorob4_real_t qd[4], bio
     w5 = qd[1];
     w6 = w4 * w5;
     w7 = w2 * w6;
-    w8 = 0.02100000000000002;
+    w8 = 0.02100000000000001;
     w9 = w8 * w5;
     w10 = w4 * w9;
     w11 = w8 * w4;
@@ -2935,7 +2935,7 @@ void biorob4_nonlinear_effects(const biorob4_real_t q[4], const biorob4_real_t q
     w5 = qd[1];
     w6 = w4 * w5;
     w7 = w2 * w6;
-    w8 = 0.02100000000000002;
+    w8 = 0.02100000000000001;
     w9 = w8 * w5;
     w10 = w4 * w9;
     w11 = w8 * w4;
@@ -4436,7 +4436,7 @@ void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t 
     w9 = qd[1];
     w10 = w8 * w9;
     w11 = w6 * w10;
-    w12 = 0.02100000000000002;
+    w12 = 0.02100000000000001;
     w13 = w12 * w9;
     w14 = w8 * w13;
     w15 = w12 * w8;

@@ -62,7 +62,7 @@
  *   lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
  * LSF(n=2, p=1), BDE(1) and TSE(1) are the finite difference; LSF(n=3, p=1) is the moving average with
  * p = 2 (seed 000 §IV-B writes them LSF1/2 and LSF1/3).
- * LSF, BDE and TSE coefficients are exact rationals (sympy) rounded once.
+ * LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions), rounded once.
  * 
  * This build: EWLR(10,0.8); velocity coefficients x T_s, newest first: 0.09606256164, 0.04937512246, 0.01752015649, -0.003567827991, -0.01692142494, -0.02479086999, -0.02883568002, -0.03027093124, -0.02997865477, -0.02859245164.
  *

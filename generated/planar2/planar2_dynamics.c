@@ -21,7 +21,7 @@ const planar2_real_t planar2_standard_parameters[PLANAR2_N_STANDARD] = {
     0.0,0.6666666666666666,0.01,0.1,
     0.2,1.5,0.6000000000000001,0.0,
     0.0,0.001,0.0,0.0,
-    0.32000000000000006,0.0,0.32000000000000006,0.005,
+    0.32,0.0,0.32,0.005,
     0.05,0.1
 };
 
@@ -31,8 +31,8 @@ const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH] = {
 };
 
 const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE] = {
-    2.5,0.0,2.1766666666666663,0.6000000000000001,
-    0.0,0.32000000000000006,0.1,0.2,
+    2.5,0.0,2.1766666666666667,0.6000000000000001,
+    0.0,0.32,0.1,0.2,
     0.005,0.05,0.1
 };
 
@@ -48,7 +48,7 @@ void planar2_rnea(const planar2_real_t q[2], const planar2_real_t qd[2], const p
     w4 = cos(w3);
     w4 = w2 * w4;
     w0 = w0 + w4;
-    w5 = 0.32000000000000006;
+    w5 = 0.32;
     w6 = qdd[1];
     w7 = w1 + w6;
     w5 = w5 * w7;
@@ -209,11 +209,11 @@ void planar2_mass_matrix(const planar2_real_t q[2], planar2_real_t m[4])
     w1 = 0.01;
     w0 = w0 + w1;
     m[0] = w0;
-    w0 = 0.32000000000000006;
+    w0 = 0.32;
     w0 = w0 + w2;
     m[1] = w0;
     m[2] = w0;
-    w0 = 0.32500000000000007;
+    w0 = 0.325;
     m[3] = w0;
 }
 

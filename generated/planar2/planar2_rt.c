@@ -14,7 +14,7 @@ typedef planar2_real_t real_t;
 
 const planar2_rt_config_t planar2_rt_default_config = {
     { /* model */
-        {2.0, 1.0, 0.0, 0.0, 0.001, 0.0, 0.0, 0.6666666666666666, 0.0, 0.6666666666666666, 0.01, 0.1, 0.2, 1.5, 0.6000000000000001, 0.0, 0.0, 0.001, 0.0, 0.0, 0.32000000000000006, 0.0, 0.32000000000000006, 0.005, 0.05, 0.1},  /* params */
+        {2.0, 1.0, 0.0, 0.0, 0.001, 0.0, 0.0, 0.6666666666666666, 0.0, 0.6666666666666666, 0.01, 0.1, 0.2, 1.5, 0.6000000000000001, 0.0, 0.0, 0.001, 0.0, 0.0, 0.32, 0.0, 0.32, 0.005, 0.05, 0.1},  /* params */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}  /* payload */
     },
     { /* enc */
@@ -32,7 +32,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
         {1, 1}  /* motor_is_signed */
     },
     { /* est */
-        {{0.04736607687630395, 1.1491531254047143, 13.940030359490699}, {0.04736607687630395, 1.1491531254047143, 13.940030359490699}}  /* gain */
+        {{0.04736607687630389, 1.1491531254047131, 13.940030359490654}, {0.04736607687630389, 1.1491531254047131, 13.940030359490654}}  /* gain */
     },
     { /* obs */
         {25.0, 25.0}  /* k_o */
@@ -49,7 +49,8 @@ const planar2_rt_config_t planar2_rt_default_config = {
     { /* ctl */
         {100.0, 100.0},  /* kp */
         {13.0, 13.0},  /* kd */
-        {60.0, 20.0}  /* tau_max */
+        {60.0, 20.0},  /* tau_max */
+        0.0  /* friction_ff */
     }
 };
 
@@ -559,12 +560,12 @@ static void planar2_rt_det_reflex(const real_t *a0, const real_t *a1, const real
     r2[1] = w5;
 }
 
-/* computed torque: out.q_hat, out.qd_hat, out.q_d, out.qd_d, out.qdd_d, cfg.ctl.kp, cfg.ctl.kd, cfg.ctl.tau_max, st.model.pi -> out.tau_cmd. Operations: 76. */
-static void planar2_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, real_t *r0)
+/* computed torque: out.q_hat, out.qd_hat, out.q_d, out.qd_d, out.qdd_d, cfg.ctl.kp, cfg.ctl.kd, cfg.ctl.tau_max, cfg.ctl.friction_ff, st.model.pi -> out.tau_cmd. Operations: 91. */
+static void planar2_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, real_t *r0)
 {
     real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15;
-    w0 = a8[9];
+    real_t w12, w13, w14, w15, w16, w17;
+    w0 = a9[9];
     w1 = a4[0];
     w2 = a5[0];
     w3 = a2[0];
@@ -575,102 +576,119 @@ static void planar2_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t
     w2 = a6[0];
     w3 = a3[0];
     w5 = a1[0];
-    w3 = w3 - w5;
-    w2 = w2 * w3;
+    w6 = w3 - w5;
+    w2 = w2 * w6;
     w1 = w1 + w2;
     w0 = w0 * w1;
-    w2 = a8[1];
-    w3 = 9.81;
-    w6 = cos(w4);
-    w6 = w3 * w6;
-    w2 = w2 * w6;
-    w7 = a8[2];
+    w2 = a9[1];
+    w6 = 9.81;
+    w7 = cos(w4);
+    w7 = w6 * w7;
+    w2 = w2 * w7;
+    w8 = a9[2];
     w4 = sin(w4);
-    w3 = w3 * w4;
-    w7 = w7 * w3;
-    w2 = w2 - w7;
+    w6 = w6 * w4;
+    w8 = w8 * w6;
+    w2 = w2 - w8;
     w0 = w0 + w2;
-    w2 = a8[22];
-    w7 = a4[1];
+    w2 = a9[22];
+    w8 = a4[1];
     w4 = a5[1];
-    w8 = a2[1];
-    w9 = a0[1];
-    w8 = w8 - w9;
-    w4 = w4 * w8;
-    w7 = w7 + w4;
+    w9 = a2[1];
+    w10 = a0[1];
+    w9 = w9 - w10;
+    w4 = w4 * w9;
+    w8 = w8 + w4;
     w4 = a6[1];
-    w8 = a3[1];
-    w10 = a1[1];
-    w8 = w8 - w10;
-    w4 = w4 * w8;
-    w7 = w7 + w4;
-    w4 = w1 + w7;
+    w9 = a3[1];
+    w11 = a1[1];
+    w12 = w9 - w11;
+    w4 = w4 * w12;
+    w8 = w8 + w4;
+    w4 = w1 + w8;
     w2 = w2 * w4;
-    w8 = a8[14];
-    w11 = cos(w9);
-    w6 = w6 + w1;
-    w12 = w11 * w6;
-    w9 = sin(w9);
-    w13 = w5 * w5;
-    w3 = w3 - w13;
-    w13 = w9 * w3;
-    w12 = w12 - w13;
-    w13 = w8 * w12;
-    w14 = a8[15];
-    w3 = w11 * w3;
-    w6 = w9 * w6;
-    w3 = w3 + w6;
-    w6 = w14 * w3;
-    w13 = w13 - w6;
-    w2 = w2 + w13;
+    w12 = a9[14];
+    w13 = cos(w10);
+    w7 = w7 + w1;
+    w14 = w13 * w7;
+    w10 = sin(w10);
+    w15 = w5 * w5;
+    w6 = w6 - w15;
+    w15 = w10 * w6;
+    w14 = w14 - w15;
+    w15 = w12 * w14;
+    w16 = a9[15];
+    w6 = w13 * w6;
+    w7 = w10 * w7;
+    w6 = w6 + w7;
+    w7 = w16 * w6;
+    w15 = w15 - w7;
+    w2 = w2 + w15;
     w0 = w0 + w2;
-    w13 = a8[13];
-    w3 = w13 * w3;
-    w6 = w4 * w14;
-    w3 = w3 - w6;
-    w6 = w5 + w10;
-    w15 = w6 * w8;
-    w15 = w6 * w15;
-    w3 = w3 - w15;
-    w9 = w9 * w3;
-    w13 = w13 * w12;
-    w4 = w4 * w8;
-    w13 = w13 + w4;
-    w14 = w6 * w14;
-    w6 = w6 * w14;
-    w13 = w13 - w6;
-    w11 = w11 * w13;
-    w9 = w9 + w11;
-    w0 = w0 + w9;
-    w9 = a8[10];
-    w9 = w9 * w1;
-    w0 = w0 + w9;
-    w9 = a8[11];
-    w9 = w9 * w5;
-    w1 = a8[12];
+    w15 = a9[13];
+    w6 = w15 * w6;
+    w7 = w4 * w16;
+    w6 = w6 - w7;
+    w7 = w5 + w11;
+    w17 = w7 * w12;
+    w17 = w7 * w17;
+    w6 = w6 - w17;
+    w10 = w10 * w6;
+    w15 = w15 * w14;
+    w4 = w4 * w12;
+    w15 = w15 + w4;
+    w16 = w7 * w16;
+    w7 = w7 * w16;
+    w15 = w15 - w7;
+    w13 = w13 * w15;
+    w10 = w10 + w13;
+    w0 = w0 + w10;
+    w10 = a9[10];
+    w10 = w10 * w1;
+    w0 = w0 + w10;
+    w10 = 1.0;
+    w1 = a8[0];
+    w10 = w10 - w1;
+    w13 = a9[11];
+    w15 = w13 * w5;
+    w7 = a9[12];
     w5 = (w5 > 0.0) ? 1.0 : ((w5 < 0.0) ? -1.0 : 0.0);
-    w1 = w1 * w5;
-    w9 = w9 + w1;
-    w0 = w0 + w9;
-    w9 = a7[0];
-    w1 = -w9;
-    w0 = fmax(w0, w1);
-    w0 = fmin(w0, w9);
+    w5 = w7 * w5;
+    w15 = w15 + w5;
+    w15 = w10 * w15;
+    w0 = w0 + w15;
+    w13 = w13 * w3;
+    w3 = (w3 > 0.0) ? 1.0 : ((w3 < 0.0) ? -1.0 : 0.0);
+    w7 = w7 * w3;
+    w13 = w13 + w7;
+    w13 = w1 * w13;
+    w0 = w0 + w13;
+    w13 = a7[0];
+    w7 = -w13;
+    w0 = fmax(w0, w7);
+    w0 = fmin(w0, w13);
     r0[0] = w0;
-    w0 = a8[23];
-    w0 = w0 * w7;
+    w0 = a9[23];
+    w0 = w0 * w8;
     w2 = w2 + w0;
-    w0 = a8[24];
-    w0 = w0 * w10;
-    w7 = a8[25];
-    w10 = (w10 > 0.0) ? 1.0 : ((w10 < 0.0) ? -1.0 : 0.0);
-    w7 = w7 * w10;
-    w0 = w0 + w7;
-    w2 = w2 + w0;
-    w0 = a7[1];
-    w7 = -w0;
-    w2 = fmax(w2, w7);
-    w2 = fmin(w2, w0);
+    w0 = a9[24];
+    w8 = w0 * w11;
+    w13 = a9[25];
+    w11 = (w11 > 0.0) ? 1.0 : ((w11 < 0.0) ? -1.0 : 0.0);
+    w11 = w13 * w11;
+    w8 = w8 + w11;
+    w10 = w10 * w8;
+    w2 = w2 + w10;
+    w0 = w0 * w9;
+    w9 = (w9 > 0.0) ? 1.0 : ((w9 < 0.0) ? -1.0 : 0.0);
+    w13 = w13 * w9;
+    w0 = w0 + w13;
+    w1 = w1 * w0;
+    w2 = w2 + w1;
+    w1 = a7[1];
+    w0 = -w1;
+    w2 = fmax(w2, w0);
+    w2 = fmin(w2, w1);
     r0[1] = w2;
 }
 
@@ -695,7 +713,8 @@ static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
         && mg_bounded(cfg->det.k_r, 2, DBL_MAX)
         && mg_bounded(cfg->ctl.kp, 2, DBL_MAX)
         && mg_bounded(cfg->ctl.kd, 2, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 2, DBL_MAX);
+        && mg_bounded(cfg->ctl.tau_max, 2, DBL_MAX)
+        && mg_bounded(&cfg->ctl.friction_ff, 1, DBL_MAX);
 }
 
 void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
@@ -893,7 +912,7 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
 
 
     /* --- ctl: computed_torque --- */
-    planar2_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, rt->model.pi, out->tau_cmd);
+    planar2_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, &rt->cfg.ctl.friction_ff, rt->model.pi, out->tau_cmd);
 
     (void)valid;
     (void)motor_valid;
