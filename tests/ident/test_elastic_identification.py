@@ -122,13 +122,16 @@ def test_motor_regressor_along_a_motion() -> None:
 
 def test_actuator_excitation_design_beats_a_random_one() -> None:
     """D-optimality on the actuator regressor (seed 003 §4.2.3): a small design is better conditioned
-    than a random Fourier motion with the same limits and harmonics."""
+    than the median of 20 random Fourier motions with the same limits and harmonics (148 against a
+    median of 193, range 109-653: one random draw, as before, could land on either side of a
+    60-iteration design, whose end point moves with a machine's last bits)."""
     robot = load_robot(ROBOT)
     s = ExciteSettings(harmonics=3, base_frequency=0.2, objective="logdet", starts=1, grid=30, max_iter=60)
     res = design(robot, s, stage="actuator")
     f, nb = stage_regressor(robot, "actuator")
-    rand = random_excitation(robot, 3, speed=0.5, harmonics=3, base_frequency=0.2)
-    assert res.cond < regressor_cond(robot, rand, 500.0, f, nb)
+    rand = [regressor_cond(robot, random_excitation(robot, k, speed=0.5, harmonics=3, base_frequency=0.2), 500.0, f, nb)
+            for k in range(20)]
+    assert res.cond < np.median(rand), (res.cond, sorted(rand))
 
 
 def test_rigid_arm_has_no_actuator_stage() -> None:
