@@ -34,6 +34,11 @@ MP.dps = DIGITS
 
 # --- scalars ------------------------------------------------------------------------------------
 
+def to_mp(v: Any) -> Any:
+    """A float, Fraction or mpf as an mpf of the context (a Fraction exactly to DIGITS digits)."""
+    return MP.mpf(v.numerator) / v.denominator if isinstance(v, Fraction) else MP.mpf(v)
+
+
 def cos(t: float) -> float:
     return float(MP.cos(MP.mpf(float(t))))
 
@@ -43,8 +48,7 @@ def sin(t: float) -> float:
 
 
 def sqrt(x: float | Fraction) -> float:
-    v = MP.mpf(x.numerator) / x.denominator if isinstance(x, Fraction) else MP.mpf(float(x))
-    return float(MP.sqrt(v))
+    return float(MP.sqrt(to_mp(x if isinstance(x, Fraction) else float(x))))
 
 
 # --- rational matrices --------------------------------------------------------------------------
@@ -98,10 +102,6 @@ def matmul(*ms: Any) -> np.ndarray:
     return rounded(acc)
 
 
-def dot(a: Any, b: Any) -> float:
-    return float(_mm(rational(a), rational(b)).item())
-
-
 def norm(v: Any) -> float:
     """Euclidean norm, correctly rounded from the exact sum of squares."""
     r = rational(v).ravel()
@@ -141,12 +141,6 @@ def inv(a: Any) -> np.ndarray:
 
 # --- mpmath matrices ----------------------------------------------------------------------------
 
-def mp_matrix(a: Any) -> Any:
-    arr = np.atleast_2d(np.asarray(a, dtype=object))
-    return MP.matrix([[MP.mpf(v) if not isinstance(v, Fraction) else MP.mpf(v.numerator) / v.denominator
-                       for v in row] for row in arr])
-
-
 def from_mp(m: Any) -> np.ndarray:
     """An mpmath matrix rounded once to a float array."""
     return np.array([[float(m[i, j]) for j in range(m.cols)] for i in range(m.rows)])
@@ -158,7 +152,7 @@ def solve_consistent(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     path is the same on every machine). Returns the object array of mpf; raises ZeroDivisionError
     when a is rank deficient to the working precision."""
     n = a.shape[1]
-    rows = [[MP.mpf(v) for v in ra] + [MP.mpf(v) for v in rb] for ra, rb in zip(a, b)]
+    rows = [[to_mp(v) for v in ra] + [to_mp(v) for v in rb] for ra, rb in zip(a, b)]
     scale = max((abs(v) for r in rows for v in r[:n]), default=MP.mpf(0))
     eps = scale * MP.mpf(10) ** (-DIGITS // 2)
     for c in range(n):
@@ -224,11 +218,10 @@ class MpFunction:
     def __call__(self, *args: Sequence[Any] | np.ndarray) -> list[Any]:
         """Inputs: dense column-major values (floats, Fractions or mpf) per input; outputs: mpmath
         matrices (dense)."""
-        ins = [[MP.mpf(v) if not isinstance(v, Fraction) else MP.mpf(v.numerator) / v.denominator
-                for v in np.asarray(a, dtype=object).ravel(order="F")] for a in args]
-        for i, (got, want) in enumerate(zip(ins, self.in_nz)):
+        ins = [[to_mp(v) for v in np.asarray(a, dtype=object).ravel(order="F")] for a in args]
+        for k, (got, want) in enumerate(zip(ins, self.in_nz)):
             if len(got) != want:
-                raise ValueError(f"{self.f.name()}: input {i} has {len(got)} values, expects {want}")
+                raise ValueError(f"{self.f.name()}: input {k} has {len(got)} values, expects {want}")
         w: dict[int, Any] = {}
         outs = [MP.matrix(r, c) for r, c in self.sizes]
         nz_rc = [list(zip(*sp.get_triplet())) for sp in self.sparsity]
@@ -245,8 +238,3 @@ class MpFunction:
             else:
                 w[o[0]] = _BINARY[op](w[i[0]], w[i[1]])
         return outs
-
-
-def evaluate(f: cs.Function, *args: Any) -> list[np.ndarray]:
-    """``f(*args)`` evaluated in mpmath, each output rounded once to a float array."""
-    return [from_mp(m) for m in MpFunction(f)(*args)]

@@ -373,8 +373,7 @@ def torque_bound(robot: Robot, exc: Excitation, rate: float) -> np.ndarray:
     is not a Fourier series, so no closed-form bound). dtau/dt by the chain rule on the description's
     rnea (CasADi jtimes along qd, qdd, qddd)."""
     dyn = Dynamics(robot)
-    pi = cs.DM(robot.standard_parameters())
-    tau = dyn.rnea(pi)
+    tau = dyn.rnea(cs.SX(cs.DM(robot.standard_parameters())))
     x, dx = cs.vertcat(dyn.q, dyn.qd, dyn.qdd), cs.vertcat(dyn.qd, dyn.qdd, cs.SX.sym("qddd", robot.dof))
     f = cs.Function("tau_rate", [x, dx[2 * robot.dof:]], [tau, cs.jtimes(tau, x, dx)])
     t, h = _grid(exc, rate)
