@@ -26,6 +26,7 @@ Usage::
 
     .venv/bin/python bench/bench_dynamics.py [--robots kuka_iiwa14 franka_panda] [--calls N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,10 @@ import sysconfig
 import tempfile
 import time
 import timeit
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,9 +77,9 @@ PIN_FUNCTIONS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Row:
-    function: str            # generated function (without the robot prefix)
-    peers: tuple[str, ...]   # Pinocchio measurements; the fastest one is the reference
-    goal: float | None       # required speed-up (pinocchio / manipgen), None = for information
+    function: str  # generated function (without the robot prefix)
+    peers: tuple[str, ...]  # Pinocchio measurements; the fastest one is the reference
+    goal: float | None  # required speed-up (pinocchio / manipgen), None = for information
     label: str = ""
 
 
@@ -379,8 +381,12 @@ int main(int argc, char ** argv)
 }
 """
 
-PIN_DEFINES = ("-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
-               "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12")
+PIN_DEFINES = (
+    "-DBOOST_MPL_LIMIT_LIST_SIZE=30",
+    "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30",
+    "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
+    "-DBOOST_FUSION_INVOKE_MAX_ARITY=12",
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,6 +401,7 @@ class Timing:
 @dataclass
 class Measurements:
     """ns per call by name, values at state 0 by name, and how they were obtained."""
+
     method: str
     times: dict[str, Timing] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)
@@ -483,9 +490,12 @@ def generate_robot(name: str, out_root: Path) -> CodegenResult:
     t0 = time.perf_counter()
     if name == "franka_panda" and bundled_robot_path(name) is None:
         from pinocchio_models import panda_urdf_path
+
         robot = load_robot(panda_urdf_path(), base_link=PANDA_URDF_CHAIN[0], tip_link=PANDA_URDF_CHAIN[1])
-        source = (f"example-robot-data panda.urdf, chain {PANDA_URDF_CHAIN[0]} -> {PANDA_URDF_CHAIN[1]} "
-                  "(robots/franka_panda.yaml not bundled yet)")
+        source = (
+            f"example-robot-data panda.urdf, chain {PANDA_URDF_CHAIN[0]} -> {PANDA_URDF_CHAIN[1]} "
+            "(robots/franka_panda.yaml not bundled yet)"
+        )
     else:
         try:
             robot = load_robot(name)
@@ -502,15 +512,18 @@ def generate_robot(name: str, out_root: Path) -> CodegenResult:
 
 
 def pinocchio_model(name: str) -> tuple[Any, str]:
-    from codegen.resources import bundled_robot_path
     from pinocchio_models import panda_model, pin_model_from_yaml
+
+    from codegen.resources import bundled_robot_path
 
     if name == "franka_panda":
         return panda_model(), "example-robot-data panda.urdf (fingers locked at 0, merged)"
     path = bundled_robot_path(name)
     if path is None:
         raise SystemExit(f"bench: no Pinocchio model for {name!r}")
-    return pin_model_from_yaml(path), f"pin_model_from_yaml({path.relative_to(REPO) if path.is_relative_to(REPO) else path})"
+    return pin_model_from_yaml(
+        path
+    ), f"pin_model_from_yaml({path.relative_to(REPO) if path.is_relative_to(REPO) else path})"
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,10 +559,16 @@ def emit_c_main(gen: CodegenResult, n_states: int) -> str:
         values.append(f"    (void){p}_{fname}({args});" if f["returns"] == "int" else f"    {p}_{fname}({args});")
         values.append(f'    print_value("{fname}", OUT, {f["outputs"][0][1]});')
     text = C_MAIN_TEMPLATE
-    for key, val in {"@P@": p, "@DOF@": str(gen.manifest["dof"]), "@NSTATES@": str(n_states),
-                     "@OUTMAX@": str(outmax), "@NSTD@": str(gen.manifest["n_standard"]),
-                     "@RNG@": RNG_SNIPPET, "@CALLS@": "\n".join(calls),
-                     "@VALUES@": "\n".join(values)}.items():
+    for key, val in {
+        "@P@": p,
+        "@DOF@": str(gen.manifest["dof"]),
+        "@NSTATES@": str(n_states),
+        "@OUTMAX@": str(outmax),
+        "@NSTD@": str(gen.manifest["n_standard"]),
+        "@RNG@": RNG_SNIPPET,
+        "@CALLS@": "\n".join(calls),
+        "@VALUES@": "\n".join(values),
+    }.items():
         text = text.replace(key, val)
     return text
 
@@ -600,9 +619,17 @@ class PinToolchain:
 def find_pin_toolchain() -> tuple[PinToolchain | None, str]:
     import pinocchio
 
-    candidates = [Path(p) for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-                                    str(Path(pinocchio.__file__).resolve().parents[3])}]
-    prefix = next((c / "cmeel.prefix" for c in candidates if (c / "cmeel.prefix" / "include" / "pinocchio").is_dir()), None)
+    candidates = [
+        Path(p)
+        for p in {
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths()["platlib"],
+            str(Path(pinocchio.__file__).resolve().parents[3]),
+        }
+    ]
+    prefix = next(
+        (c / "cmeel.prefix" for c in candidates if (c / "cmeel.prefix" / "include" / "pinocchio").is_dir()), None
+    )
     if prefix is None:
         return None, "the pin wheel ships no C++ headers (cmeel.prefix/include/pinocchio not found)"
     libs = sorted((prefix / "lib").glob("libpinocchio_default.so*"))
@@ -612,14 +639,18 @@ def find_pin_toolchain() -> tuple[PinToolchain | None, str]:
     eigen_candidates = [prefix / "include" / "eigen3"]
     try:
         import casadi
+
         eigen_candidates.append(Path(casadi.__file__).resolve().parent / "include" / "eigen3")
     except ImportError:
         pass
     eigen_candidates += [Path("/usr/include/eigen3"), Path("/usr/local/include/eigen3")]
     eigen = next((e for e in eigen_candidates if (e / "Eigen" / "Core").is_file()), None)
     if eigen is None:
-        return None, ("no Eigen headers found (looked in " + ", ".join(map(str, eigen_candidates))
-                      + "; pip install cmeel-eigen or apt-get install libeigen3-dev)")
+        return None, (
+            "no Eigen headers found (looked in "
+            + ", ".join(map(str, eigen_candidates))
+            + "; pip install cmeel-eigen or apt-get install libeigen3-dev)"
+        )
     return PinToolchain(prefix / "include", prefix / "lib", eigen), ""
 
 
@@ -629,12 +660,24 @@ def build_pin_cpp(tc: PinToolchain, mode: str, flags: Sequence[str], cache: Path
 
     cxx = os.environ.get("CXX", "g++")
     source = CPP_MAIN.replace("@RNG@", RNG_SNIPPET)
-    cmd = [cxx, "-std=c++17", *flags, "-DNDEBUG", "-Wno-deprecated-declarations", *PIN_DEFINES,
-           "-I", str(tc.include), "-I", str(tc.eigen)]
+    cmd = [
+        cxx,
+        "-std=c++17",
+        *flags,
+        "-DNDEBUG",
+        "-Wno-deprecated-declarations",
+        *PIN_DEFINES,
+        "-I",
+        str(tc.include),
+        "-I",
+        str(tc.eigen),
+    ]
     if mode == "library":
         # algorithms come precompiled from the wheel's libpinocchio_default (its own flags)
         cmd.append("-DPINOCCHIO_ENABLE_TEMPLATE_INSTANTIATION")
-    key = hashlib.sha256("\0".join([source, *cmd, tool_version(cxx), pinocchio.__version__, str(tc.lib)]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        "\0".join([source, *cmd, tool_version(cxx), pinocchio.__version__, str(tc.lib)]).encode()
+    ).hexdigest()[:16]
     d = cache / f"pin_{mode}_{key}"
     exe = d / "pin_bench"
     if exe.is_file():
@@ -711,13 +754,16 @@ def measure_pin_python(model: Any, calls: int, reps: int, n_states: int) -> Meas
     zero_states = [(z, z, z, z)] * calls
     overheads: list[float] = []
     for name, fn in calls_by_name.items():
-        def loop(m: Any = model, d: Any = data, st: Sequence[tuple[Any, ...]] = states,
-                 f: Callable[..., Any] = fn) -> None:
+
+        def loop(
+            m: Any = model, d: Any = data, st: Sequence[tuple[Any, ...]] = states, f: Callable[..., Any] = fn
+        ) -> None:
             for q, v, a, t in st:
                 f(m, d, q, v, a, t)
 
-        def loop_empty(m: Any = empty, d: Any = edata, st: Sequence[tuple[Any, ...]] = zero_states,
-                       f: Callable[..., Any] = fn) -> None:
+        def loop_empty(
+            m: Any = empty, d: Any = edata, st: Sequence[tuple[Any, ...]] = zero_states, f: Callable[..., Any] = fn
+        ) -> None:
             for q, v, a, t in st:
                 f(m, d, q, v, a, t)
 
@@ -747,7 +793,7 @@ def stack_usage(build: CBuild) -> dict[str, tuple[int, str, int | None]]:
         m = re.match(r"^(.*):(\d+):(\d+):(\S+)\s+(\d+)\s+(\S+)", line)
         if m:
             own[m.group(4)] = (int(m.group(5)), m.group(6))
-    titles: dict[str, str] = {}   # node title -> function name (label's first line)
+    titles: dict[str, str] = {}  # node title -> function name (label's first line)
     node_bytes: dict[str, int] = {}
     edges: dict[str, list[str]] = {}
     if build.ci_file.is_file():
@@ -792,12 +838,12 @@ def fmt_ns(t: Timing | None) -> str:
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) if a == "l" else c.rjust(w)
-                                 for c, w, a in zip(cells, widths, align)) + " |"
+        return "| " + " | ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)) + " |"
+
     print(line(headers))
-    print("|" + "|".join(("-" * (w + 1) + ":") if a == "r" else ("-" * (w + 2))
-                         for w, a in zip(widths, align)) + "|")
+    print("|" + "|".join(("-" * (w + 1) + ":") if a == "r" else ("-" * (w + 2)) for w, a in zip(widths, align)) + "|")
     for r in rows:
         print(line(r))
 
@@ -833,26 +879,50 @@ def sanity(ours: Measurements, peer: Measurements, dof: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--robots", nargs="+", default=["kuka_iiwa14", "franka_panda"],
-                    help="bundled robot names (franka_panda falls back to the example-robot-data URDF)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--robots",
+        nargs="+",
+        default=["kuka_iiwa14", "franka_panda"],
+        help="bundled robot names (franka_panda falls back to the example-robot-data URDF)",
+    )
     ap.add_argument("--calls", type=int, default=100_000, help="calls per timed repetition (default 100000)")
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions; best and median reported (default 7)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="alternating rounds of (ours, Pinocchio); best over all, median of the round medians (default 3)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="alternating rounds of (ours, Pinocchio); best over all, median of the round medians (default 3)",
+    )
     ap.add_argument("--states", type=int, default=N_STATES_DEFAULT, help="random states cycled through (default 1000)")
-    ap.add_argument("--native", action="store_true",
-                    help="also build and time with -O3 -march=native (ours and Pinocchio from headers)")
-    ap.add_argument("--pin-method", choices=("auto", "cpp", "python"), default="auto",
-                    help="auto: C++ against the pin wheel if it compiles, else Python with overhead subtracted")
-    ap.add_argument("--pin-build", choices=("both", "headers", "library"), default="both",
-                    help="C++ peer: algorithms compiled from the headers with our flags, the wheel's "
-                         "libpinocchio_default, or both (the faster is the reference)")
-    ap.add_argument("--pin-python", action="store_true",
-                    help="also time the Python bindings (overhead subtracted), for information")
-    ap.add_argument("--cache-dir", default=None, help="where compiled Pinocchio benchmarks are cached "
-                    "(default $XDG_CACHE_HOME/manipgen/bench)")
+    ap.add_argument(
+        "--native",
+        action="store_true",
+        help="also build and time with -O3 -march=native (ours and Pinocchio from headers)",
+    )
+    ap.add_argument(
+        "--pin-method",
+        choices=("auto", "cpp", "python"),
+        default="auto",
+        help="auto: C++ against the pin wheel if it compiles, else Python with overhead subtracted",
+    )
+    ap.add_argument(
+        "--pin-build",
+        choices=("both", "headers", "library"),
+        default="both",
+        help="C++ peer: algorithms compiled from the headers with our flags, the wheel's "
+        "libpinocchio_default, or both (the faster is the reference)",
+    )
+    ap.add_argument(
+        "--pin-python", action="store_true", help="also time the Python bindings (overhead subtracted), for information"
+    )
+    ap.add_argument(
+        "--cache-dir",
+        default=None,
+        help="where compiled Pinocchio benchmarks are cached (default $XDG_CACHE_HOME/manipgen/bench)",
+    )
     ap.add_argument("--keep", default=None, help="keep generated code and benchmark programs in this folder")
     ap.add_argument("--json", default=None, help="also write all measurements to this JSON file")
     args = ap.parse_args(argv)
@@ -862,8 +932,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t_imp = time.perf_counter()
     import casadi
     import pinocchio as pin
+
     import codegen
     import codegen.emit  # noqa: F401  (import cost kept out of the codegen timings)
+
     t_imp = time.perf_counter() - t_imp
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="manipgen_bench_"))
@@ -876,14 +948,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("manipgen dynamics benchmark")
     print(f"  machine: {cpu_model()}, {os.cpu_count()} cpus; {platform.platform()}")
     print(f"  {tool_version(os.environ.get('CC', 'gcc'))}; {tool_version(os.environ.get('CXX', 'g++'))}")
-    print(f"  manipgen {codegen.__version__}, casadi {getattr(casadi, '__version__', '?')}, pinocchio {pin.__version__}, "
-          f"numpy {np.__version__}, python {platform.python_version()}")
-    print(f"  {args.calls} calls x {args.reps} repetitions x {args.rounds} alternating rounds per function, "
-          f"{args.states} random states cycled (q in ±pi, qd ±2, qdd ±5, tau ±20); "
-          "ns per call = best (median)")
+    print(
+        f"  manipgen {codegen.__version__}, casadi {getattr(casadi, '__version__', '?')}, pinocchio {pin.__version__}, "
+        f"numpy {np.__version__}, python {platform.python_version()}"
+    )
+    print(
+        f"  {args.calls} calls x {args.reps} repetitions x {args.rounds} alternating rounds per function, "
+        f"{args.states} random states cycled (q in ±pi, qd ±2, qdd ±5, tau ±20); "
+        "ns per call = best (median)"
+    )
     print(f"  imports (casadi, pinocchio, codegen): {t_imp:.2f} s, not counted in codegen time")
-    print("  load average before the run: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-          + " (other jobs on the machine disturb the timings)")
+    print(
+        "  load average before the run: "
+        + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        + " (other jobs on the machine disturb the timings)"
+    )
     print(f"  work folder: {work}")
 
     # --- Pinocchio toolchain ------------------------------------------------------------------
@@ -902,10 +981,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if mode == "library" and label != "O2":
                         continue  # the library's algorithms keep the wheel's flags; no -march mixing
                     try:
-                        print(f"  Pinocchio C++ benchmark ({mode}, {' '.join(flags)}): compiling unless cached "
-                              "(2-3 min on 2 cores) ...", flush=True)
+                        print(
+                            f"  Pinocchio C++ benchmark ({mode}, {' '.join(flags)}): compiling unless cached "
+                            "(2-3 min on 2 cores) ...",
+                            flush=True,
+                        )
                         exe, secs, cached = build_pin_cpp(tc, mode, flags, cache)
-                        pin_note.append(f"  {mode} {' '.join(flags)}: {'cached' if cached else f'compiled in {secs:.0f} s'} ({exe})")
+                        pin_note.append(
+                            f"  {mode} {' '.join(flags)}: {'cached' if cached else f'compiled in {secs:.0f} s'} ({exe})"
+                        )
                         pin_exes[label].append((mode, exe))
                     except RuntimeError as exc:
                         pin_note.append(f"  {mode} {' '.join(flags)}: compile FAILED: {str(exc).splitlines()[-1]}")
@@ -927,14 +1011,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if dof != 7:
             print(f"  note: {dof} DoF - the goals of issue 2 are stated for the 7-DoF robots")
         print(f"  Pinocchio model: {model_src}; nv = {model.nv}")
-        print(f"  codegen wall time: {gen.total:.2f} s  (load_robot {gen.t_load:.2f} s, generate "
-              f"{gen.t_generate:.2f} s, write {gen.t_write:.2f} s)   goal <= 20 s: "
-              f"{'met' if gen.total <= 20 else 'NOT met'}")
+        print(
+            f"  codegen wall time: {gen.total:.2f} s  (load_robot {gen.t_load:.2f} s, generate "
+            f"{gen.t_generate:.2f} s, write {gen.t_write:.2f} s)   goal <= 20 s: "
+            f"{'met' if gen.total <= 20 else 'NOT met'}"
+        )
         if model.nv != dof:
             print(f"  Pinocchio model has nv = {model.nv} != {dof}: skipping the comparison")
             continue
-        robot_json: dict[str, Any] = {"codegen_s": {"load": gen.t_load, "generate": gen.t_generate,
-                                                    "write": gen.t_write, "total": gen.total}, "configs": {}}
+        robot_json: dict[str, Any] = {
+            "codegen_s": {"load": gen.t_load, "generate": gen.t_generate, "write": gen.t_write, "total": gen.total},
+            "configs": {},
+        }
         py_meas: Measurements | None = None
         if use_python or args.pin_python:
             print("  timing Pinocchio's Python bindings ...", flush=True)
@@ -952,18 +1040,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ours_rounds.append(run_c(build, args.calls, args.reps))
                 for mode, exe in pin_exes[label]:
                     method = f"{mode}, C++ loop, g++ {' '.join(flags)} -DNDEBUG" + (
-                        " (algorithms from the wheel's libpinocchio_default)" if mode == "library" else
-                        " (algorithms compiled from the wheel's headers)")
-                    pin_rounds[mode].append(run_pin_cpp(exe, model, work, args.calls, args.reps,
-                                                        args.states, method))
+                        " (algorithms from the wheel's libpinocchio_default)"
+                        if mode == "library"
+                        else " (algorithms compiled from the wheel's headers)"
+                    )
+                    pin_rounds[mode].append(run_pin_cpp(exe, model, work, args.calls, args.reps, args.states, method))
             ours = merge_rounds(ours_rounds)
             pin_runs: list[Measurements] = [merge_rounds(r) for r in pin_rounds.values()]
             if not pin_runs and py_meas is not None:
                 pin_runs.append(py_meas)
 
             print()
-            print(f"--- {name}, build {label}: manipgen = {ours.method}; generated .c compiled in "
-                  f"{build.t_compile:.1f} s; empty call + loop costs {ours.times['noop'].best:.1f} ns (not subtracted)")
+            print(
+                f"--- {name}, build {label}: manipgen = {ours.method}; generated .c compiled in "
+                f"{build.t_compile:.1f} s; empty call + loop costs {ours.times['noop'].best:.1f} ns (not subtracted)"
+            )
             for m in pin_runs:
                 print(f"    pinocchio = {m.method}" + (f"; {m.note}" if m.note else ""))
             table: list[list[str]] = []
@@ -977,13 +1068,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ratio = t_pin.best / t_ours.best if t_pin is not None and t_ours.best > 0 else None
                 goal = f">= {row.goal:g}x" if row.goal else "(info)"
                 met = "—" if row.goal is None or ratio is None else ("yes" if ratio >= row.goal else "NO")
-                table.append([row.label or row.function, fmt_ns(t_ours), fmt_ns(t_pin), which or "—",
-                              f"{ratio:.2f}x" if ratio is not None else "—", goal, met])
+                table.append(
+                    [
+                        row.label or row.function,
+                        fmt_ns(t_ours),
+                        fmt_ns(t_pin),
+                        which or "—",
+                        f"{ratio:.2f}x" if ratio is not None else "—",
+                        goal,
+                        met,
+                    ]
+                )
             for fname, t in ours.times.items():
                 if fname not in listed and fname != "noop":
                     table.append([fname, fmt_ns(t), "—", "—", "—", "(no peer)", "—"])
-            print_table(["function", "manipgen ns", "pinocchio ns", "pinocchio variant", "ratio pin/ours",
-                         "goal", "met?"], table, "lrrlrll")
+            print_table(
+                ["function", "manipgen ns", "pinocchio ns", "pinocchio variant", "ratio pin/ours", "goal", "met?"],
+                table,
+                "lrrlrll",
+            )
             if py_meas is not None and pin_runs and pin_runs[0] is not py_meas:
                 print(f"  Pinocchio via Python ({py_meas.method}; {py_meas.note}):")
                 print("    " + ", ".join(f"{k} {v.best:.0f}" for k, v in py_meas.times.items()) + " ns")
@@ -998,14 +1101,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         # --- op counts and stack (O2 build) -------------------------------------------------
         su = stack_usage(builds[0])
         print()
-        print(f"--- {name}: operation counts (manifest.json) and stack (gcc {' '.join(builds[0].flags)} "
-              "-fstack-usage; 'worst path' adds the callees in the same file, libm not included)")
+        print(
+            f"--- {name}: operation counts (manifest.json) and stack (gcc {' '.join(builds[0].flags)} "
+            "-fstack-usage; 'worst path' adds the callees in the same file, libm not included)"
+        )
         ops_rows: list[list[str]] = []
         for f in gen.manifest["functions"]:
             cname = f"{gen.prefix}_{f['name']}"
             own, qual, total = su.get(cname, (-1, "?", None))
-            ops_rows.append([f["name"], str(f["ops"]) if f["ops"] is not None else "(calls others)",
-                             str(own) if own >= 0 else "?", qual, str(total) if total is not None else "?"])
+            ops_rows.append(
+                [
+                    f["name"],
+                    str(f["ops"]) if f["ops"] is not None else "(calls others)",
+                    str(own) if own >= 0 else "?",
+                    qual,
+                    str(total) if total is not None else "?",
+                ]
+            )
         for fname, (own, qual, total) in su.items():
             if not fname.startswith(gen.prefix + "_"):
                 ops_rows.append([fname + " (internal)", "—", str(own), qual, str(total) if total is not None else "?"])
@@ -1016,10 +1128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print()
     print("Pinocchio peer: " + ("\n  ".join(pin_note) if pin_note else "Python bindings only"))
-    print("Notes: ours are the constant-parameter forms unless suffixed _p (parameter vector as an argument; "
-          "Pinocchio always reads its parameters from the model). Our rnea and forward_dynamics include the "
-          "robot's joint friction (and rotor inertia) terms; Pinocchio's regressor is the full n x 10n one, "
-          "ours the base regressor; Pinocchio's crba fills the upper triangle only, ours the full M.")
+    print(
+        "Notes: ours are the constant-parameter forms unless suffixed _p (parameter vector as an argument; "
+        "Pinocchio always reads its parameters from the model). Our rnea and forward_dynamics include the "
+        "robot's joint friction (and rotor inertia) terms; Pinocchio's regressor is the full n x 10n one, "
+        "ours the base regressor; Pinocchio's crba fills the upper triangle only, ours the full M."
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
         print(f"measurements written to {args.json}")

@@ -36,8 +36,10 @@ def main() -> None:
         c = compare(robot, seconds=args.seconds, chunk=args.chunk)
         print(c.table(header=i == 0), flush=True)
         w = args.drift_windows
-        summaries.append(c.summary() + f"; drift over {w} windows: max {c.worst_drift('max', w):.2f}, "
-                         f"median {c.worst_drift('median', w):.2f}; counts below 2^24: {c.count_exact}")
+        summaries.append(
+            c.summary() + f"; drift over {w} windows: max {c.worst_drift('max', w):.2f}, "
+            f"median {c.worst_drift('median', w):.2f}; counts below 2^24: {c.count_exact}"
+        )
     print()
     for s in summaries:
         print("- " + s)

@@ -21,7 +21,7 @@ from codegen.description import load_robot
 from host_tools.excite import ExciteSettings, design
 from host_tools.ident_pipeline import IdentSettings, identify, synthetic_log
 from host_tools.identify import model
-from host_tools.physical import PhysicalSettings, physical_of, bounds, retrieve
+from host_tools.physical import PhysicalSettings, bounds, physical_of, retrieve
 
 SEED004_RETRIEVAL_S = 9854.5
 
@@ -41,7 +41,10 @@ def main() -> None:
     y_e, t = y[rows][:, kept], tau.reshape(-1)[rows]
     eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
     sigma = np.abs(ident.base.values) * ident.base.rsd / 100
-    span = (ident.base.values[eliminated] - 3 * sigma[eliminated], ident.base.values[eliminated] + 3 * sigma[eliminated])
+    span = (
+        ident.base.values[eliminated] - 3 * sigma[eliminated],
+        ident.base.values[eliminated] + 3 * sigma[eliminated],
+    )
     phys_settings = PhysicalSettings(starts=5)
     t0 = time.perf_counter()
     phys = retrieve(robot, m.base.k, kept, y_e, t, ident.essential.values, phys_settings, span)
@@ -60,22 +63,38 @@ def main() -> None:
         r = t - y_e @ (k_e @ np.array(pi_fn(v)).ravel())
         return float(r @ r)
 
-    cons = [{"type": "ineq", "fun": lambda v: np.array([sum(v[j * stride] for j in range(robot.dof)) - 0.5 * total,
-                                                          1.5 * total - sum(v[j * stride] for j in range(robot.dof))])},
-            {"type": "ineq", "fun": lambda v: np.r_[k_x @ np.array(pi_fn(v)).ravel() - span[0],
-                                                    span[1] - k_x @ np.array(pi_fn(v)).ravel()]}]
+    cons = [
+        {
+            "type": "ineq",
+            "fun": lambda v: np.array(
+                [
+                    sum(v[j * stride] for j in range(robot.dof)) - 0.5 * total,
+                    1.5 * total - sum(v[j * stride] for j in range(robot.dof)),
+                ]
+            ),
+        },
+        {
+            "type": "ineq",
+            "fun": lambda v: np.r_[
+                k_x @ np.array(pi_fn(v)).ravel() - span[0], span[1] - k_x @ np.array(pi_fn(v)).ravel()
+            ],
+        },
+    ]
     rng = np.random.default_rng(phys_settings.seed)
     best_peer = np.inf
     t0 = time.perf_counter()
     for _ in range(phys_settings.starts):
         x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo))
-        sol = minimize(f, x0, method="SLSQP", bounds=list(zip(lo, hi)), constraints=cons,
-                       options={"maxiter": 500, "ftol": 1e-12})
+        sol = minimize(
+            f, x0, method="SLSQP", bounds=list(zip(lo, hi)), constraints=cons, options={"maxiter": 500, "ftol": 1e-12}
+        )
         best_peer = min(best_peer, float(np.sqrt(sol.fun)))
     t_peer = time.perf_counter() - t0
 
-    print(f"excitation design (iiwa, L = 5, 0.05 Hz, 1 start): {t_excite:.1f} s, cond(Y_b) = {res.cond:.1f} "
-          f"(seed 004: 156.3)")
+    print(
+        f"excitation design (iiwa, L = 5, 0.05 Hz, 1 start): {t_excite:.1f} s, cond(Y_b) = {res.cond:.1f} "
+        f"(seed 004: 156.3)"
+    )
     print()
     print("| physical retrieval, 5 starts | wall time (s) | best objective (N m) |")
     print("| --- | --: | --: |")
@@ -83,8 +102,10 @@ def main() -> None:
     print(f"| peer: scipy SLSQP, finite differences | {t_peer:.2f} | {best_peer:.5g} |")
     print(f"| seed 004 (MATLAB multi-start, its data) | {SEED004_RETRIEVAL_S:.1f} | 75.06 |")
     print()
-    print(f"least-squares essential objective: {phys.base_objective:.5g} N m; "
-          f"ratio peer / manipgen: {t_peer / t_ours:.0f}x; seed 004 / manipgen: {SEED004_RETRIEVAL_S / t_ours:.0f}x")
+    print(
+        f"least-squares essential objective: {phys.base_objective:.5g} N m; "
+        f"ratio peer / manipgen: {t_peer / t_ours:.0f}x; seed 004 / manipgen: {SEED004_RETRIEVAL_S / t_ours:.0f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from host_tools.trajectories import generated_trajectory
 from host_tools.tune import GaSettings, Problem, gain_space, tune
 
 
-def python_loop(spec: str, rt, traj, substeps: int = 8) -> float:  # type: ignore[no-untyped-def]
+def python_loop(spec: str, rt, traj, substeps: int = 8) -> float:
     dyn = load(spec)
     rt.reset()
     q, qd = traj.q[0].copy(), traj.qd[0].copy()
@@ -32,11 +32,10 @@ def python_loop(spec: str, rt, traj, substeps: int = 8) -> float:  # type: ignor
     applied = np.zeros(rt.dof)
     t0 = time.perf_counter()
     for k in range(len(traj.time)):
-        out = rt.step(rt.encoder_counts(q)[0], tau=applied, q_des=traj.q[k], qd_des=traj.qd[k],
-                      qdd_des=traj.qdd[k])
+        out = rt.step(rt.encoder_counts(q)[0], tau=applied, q_des=traj.q[k], qd_des=traj.qd[k], qdd_des=traj.qdd[k])
         applied = out["tau_cmd"]
         for _ in range(substeps):
-            f = lambda a, b: dyn.forward_dynamics(a, b, applied)  # noqa: E731
+            f = lambda a, b: dyn.forward_dynamics(a, b, applied)  # noqa: E731, B023
             k1q, k1v = qd, f(q, qd)
             k2q, k2v = qd + h / 2 * k1v, f(q + h / 2 * k1q, qd + h / 2 * k1v)
             k3q, k3v = qd + h / 2 * k2v, f(q + h / 2 * k2q, qd + h / 2 * k2v)
@@ -57,8 +56,8 @@ def main() -> None:
             rt = load_rt(spec, estimator="kalman", observer="momentum", sample_period=1 / rate)
             rt.config["det.threshold"] = 1e9
             traj = generated_trajectory(load_robot(spec), 20.0, 1 / rate)
-            best = min(_timed(lambda: simulate(rt, traj)) for _ in range(3))
-            seconds = 20.0 if rate < 500 else 2.0          # the Python loop is slow: 2 s, scaled
+            best = min(_timed(lambda: simulate(rt, traj)) for _ in range(3))  # noqa: B023 (called within this iteration)
+            seconds = 20.0 if rate < 500 else 2.0  # the Python loop is slow: 2 s, scaled
             sub = generated_trajectory(load_robot(spec), seconds, 1 / rate)
             peer = python_loop(spec, rt, sub) * len(traj.time) / len(sub.time)
             note = "" if seconds == 20.0 else " (2 s run, scaled)"
@@ -66,8 +65,10 @@ def main() -> None:
     if args.quick:
         return
     print()
-    print(f"GA tuning (seed 000 Table 3: population 60, 20 generations = 1200 closed-loop runs of 20 s), "
-          f"{os.cpu_count()} worker processes:")
+    print(
+        f"GA tuning (seed 000 Table 3: population 60, 20 generations = 1200 closed-loop runs of 20 s), "
+        f"{os.cpu_count()} worker processes:"
+    )
     print("| robot | set-up | estimator | seconds | best ISE |")
     print("| --- | --- | --- | --: | --: |")
     for est in ("linhg", "kalman"):
@@ -81,7 +82,7 @@ def main() -> None:
     print("\nGoal: <= 60 s per estimator (seed 000 needed ~12 h per estimator on the robot).")
 
 
-def _timed(fn) -> float:  # type: ignore[no-untyped-def]
+def _timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
     return time.perf_counter() - t0

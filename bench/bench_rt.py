@@ -35,6 +35,7 @@ Usage::
 
     .venv/bin/python bench/bench_rt.py [--quick] [--robots kuka_iiwa14 franka_panda]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,13 +46,13 @@ import platform
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -62,8 +63,8 @@ from bench_dynamics import CBuild, cpu_model, print_table, run, stack_usage, too
 
 ESTIMATORS = ("findiff", "movav", "lsf", "bde", "tse", "ewlr", "kalman", "linhg", "nlhg", "slimod")
 QUICK_ESTIMATORS = ("findiff", "kalman")
-NSAMP = 1000            # samples in one period of the input motion (cycled)
-GOAL_NS = 1000.0        # goal for kalman + momentum + thresholds on a 7-DoF arm
+NSAMP = 1000  # samples in one period of the input motion (cycled)
+GOAL_NS = 1000.0  # goal for kalman + momentum + thresholds on a 7-DoF arm
 GOAL_INSTR = 10_000.0
 C_FLAGS = ("-std=c99", "-O2")
 
@@ -78,25 +79,28 @@ class Pipeline:
 
     @property
     def label(self) -> str:
-        return (f"{self.estimator} + {self.observer} + {self.controller}"
-                + (" (const params)" if self.constant_params else ""))
+        return f"{self.estimator} + {self.observer} + {self.controller}" + (
+            " (const params)" if self.constant_params else ""
+        )
 
 
 # Pipelines the summary lines refer to.
-MAIN = Pipeline("kalman", "kalman")                                     # the goal's pipeline
+MAIN = Pipeline("kalman", "kalman")  # the goal's pipeline
 MAIN_CONST = Pipeline("kalman_const", "kalman", constant_params=True)
 EST_ONLY = Pipeline("kalman_noobs", "kalman", observer="none")
 EST_ONLY_CONST = Pipeline("kalman_noobs_const", "kalman", observer="none", constant_params=True)
-ADAPTIVE = Pipeline("kalman_adaptive", "kalman", observer="adaptive")   # seed 001's observer (issue #7)
-ADAPTIVE_GOAL_NS = 5000.0    # issue #7: <= 5 us per model-adaptive step on a 7-DoF arm
-SEED001_US = 415.0           # seed 001 §V: 415 us per 1 ms step (Simulink on an i7)
+ADAPTIVE = Pipeline("kalman_adaptive", "kalman", observer="adaptive")  # seed 001's observer (issue #7)
+ADAPTIVE_GOAL_NS = 5000.0  # issue #7: <= 5 us per model-adaptive step on a 7-DoF arm
+SEED001_US = 415.0  # seed 001 §V: 415 us per 1 ms step (Simulink on an i7)
 
 
 def pipelines(quick: bool) -> list[Pipeline]:
     out = [Pipeline(e, e) if e != "kalman" else MAIN for e in (QUICK_ESTIMATORS if quick else ESTIMATORS)]
     if not quick:
-        out += [Pipeline("kalman_ct", "kalman", controller="computed_torque"),
-                Pipeline("kalman_pid", "kalman", controller="pid")]
+        out += [
+            Pipeline("kalman_ct", "kalman", controller="computed_torque"),
+            Pipeline("kalman_pid", "kalman", controller="pid"),
+        ]
     out += [MAIN_CONST, EST_ONLY, EST_ONLY_CONST, ADAPTIVE]
     return out
 
@@ -294,15 +298,24 @@ int main(int argc, char **argv)
 
 def emit_main(prefix: str, dof: int, n_std: int, rt: dict[str, Any]) -> str:
     outs = {name for name, kind, shape in rt["outputs"] if kind == "real" and shape == [dof]}
-    acc = "".join(f" + (double)OUT.{name}[(k + {j}) % DOF]" for j, name in enumerate(("r", "tau_cmd"), 1)
-                  if name in outs)
+    acc = "".join(
+        f" + (double)OUT.{name}[(k + {j}) % DOF]" for j, name in enumerate(("r", "tau_cmd"), 1) if name in outs
+    )
     has_det = any(b["kind"] == "det" for b in rt["blocks"])
-    rcheck = ("                r_max = fmax(r_max, fabs((double)OUT.r[r]));" if "r" in outs else "")
+    rcheck = "                r_max = fmax(r_max, fabs((double)OUT.r[r]));" if "r" in outs else ""
     collision = "(int)OUT.collision" if any(o[0] == "collision" for o in rt["outputs"]) else "-1"
     text = C_MAIN_TEMPLATE
-    for key, val in {"@PU@": prefix.upper(), "@P@": prefix, "@DOF@": str(dof), "@NSAMP@": str(NSAMP),
-                     "@HAS_DET@": "1" if has_det else "0", "@NSTD@": str(n_std), "@ACC@": acc,
-                     "@RCHECK@": rcheck, "@COLLISION@": collision}.items():
+    for key, val in {
+        "@PU@": prefix.upper(),
+        "@P@": prefix,
+        "@DOF@": str(dof),
+        "@NSAMP@": str(NSAMP),
+        "@HAS_DET@": "1" if has_det else "0",
+        "@NSTD@": str(n_std),
+        "@ACC@": acc,
+        "@RCHECK@": rcheck,
+        "@COLLISION@": collision,
+    }.items():
         text = text.replace(key, val)
     return text
 
@@ -317,12 +330,12 @@ class Built:
     exe: Path
     rt_hash: str
     ops: int
-    stack_step: tuple[int, int | None]       # rt_step own, worst path (dynamics callees included)
-    stack_static: tuple[str, int] | None      # largest out-of-line static function
-    dyn_calls: list[str]                       # <p>_dynamics.c functions the step calls
+    stack_step: tuple[int, int | None]  # rt_step own, worst path (dynamics callees included)
+    stack_static: tuple[str, int] | None  # largest out-of-line static function
+    dyn_calls: list[str]  # <p>_dynamics.c functions the step calls
     t_generate: float
-    same_as: str | None = None                 # key of an identical pipeline (measured once)
-    ns: list[tuple[float, float]] = field(default_factory=list)   # (best, median) per round
+    same_as: str | None = None  # key of an identical pipeline (measured once)
+    ns: list[tuple[float, float]] = field(default_factory=list)  # (best, median) per round
     instr: float | None = None
     check: tuple[float, float, int] | None = None
 
@@ -337,41 +350,61 @@ def file_hash(*paths: Path) -> str:
 @dataclass
 class DynObj:
     obj: Path
-    stack: dict[str, tuple[int, str, int | None]]   # stack_usage() of the dynamics object
+    stack: dict[str, tuple[int, str, int | None]]  # stack_usage() of the dynamics object
 
 
-def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, DynObj],
-                   seen: dict[str, str], notes: list[str]) -> Built:
+def build_pipeline(
+    robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, DynObj], seen: dict[str, str], notes: list[str]
+) -> Built:
     from codegen.blocks.options import RtOptions, parse_estimator
     from codegen.emit import generate
 
     cc = os.environ.get("CC", "gcc")
     t0 = time.perf_counter()
-    opts = RtOptions(estimator=parse_estimator(pipe.estimator), observer=pipe.observer,
-                     controller=pipe.controller, constant_params=pipe.constant_params)
+    opts = RtOptions(
+        estimator=parse_estimator(pipe.estimator),
+        observer=pipe.observer,
+        controller=pipe.controller,
+        constant_params=pipe.constant_params,
+    )
     folder = generate(robot, "double", opts).write(work / robot.c_name / pipe.key)
     t_gen = time.perf_counter() - t0
     manifest = json.loads((folder / "manifest.json").read_text())
     p, dof, rt = manifest["robot"], int(manifest["dof"]), manifest["rt"]
     rt_src = folder / f"{p}_rt.c"
     # identical code up to comments (the header names the options): measured once
-    rt_hash = hashlib.sha256("".join(re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S)
-                                     for f in (rt_src, folder / f"{p}_rt.h")).encode()).hexdigest()
+    rt_hash = hashlib.sha256(
+        "".join(re.sub(r"/\*.*?\*/", "", f.read_text(), flags=re.S) for f in (rt_src, folder / f"{p}_rt.h")).encode()
+    ).hexdigest()
 
     # <p>_dynamics.c does not depend on the rt options: compile it once per distinct content.
     dyn_key = file_hash(folder / f"{p}_dynamics.c", folder / f"{p}_dynamics.h")
     if dyn_key not in dyn_objs:
         obj = work / robot.c_name / f"dynamics_{dyn_key[:12]}.o"
         t1 = time.perf_counter()
-        run([cc, *C_FLAGS, "-I", str(folder), "-fstack-usage", "-fcallgraph-info=su", "-c",
-             str(folder / f"{p}_dynamics.c"), "-o", str(obj)])
+        run(
+            [
+                cc,
+                *C_FLAGS,
+                "-I",
+                str(folder),
+                "-fstack-usage",
+                "-fcallgraph-info=su",
+                "-c",
+                str(folder / f"{p}_dynamics.c"),
+                "-o",
+                str(obj),
+            ]
+        )
         if dyn_objs:
-            notes.append(f"{p}: {pipe.label}: {p}_dynamics.c/.h differ from the first pipeline's "
-                         "(compiled again)")
-        notes.append(f"{p}: {p}_dynamics.c compiled in {time.perf_counter() - t1:.1f} s "
-                     f"(sha256 {dyn_key[:12]}), reused by every pipeline with the same content")
-        dyn_objs[dyn_key] = DynObj(obj, stack_usage(CBuild("O2", C_FLAGS, obj, obj.with_suffix(".su"),
-                                                          obj.with_suffix(".ci"), 0.0)))
+            notes.append(f"{p}: {pipe.label}: {p}_dynamics.c/.h differ from the first pipeline's (compiled again)")
+        notes.append(
+            f"{p}: {p}_dynamics.c compiled in {time.perf_counter() - t1:.1f} s "
+            f"(sha256 {dyn_key[:12]}), reused by every pipeline with the same content"
+        )
+        dyn_objs[dyn_key] = DynObj(
+            obj, stack_usage(CBuild("O2", C_FLAGS, obj, obj.with_suffix(".su"), obj.with_suffix(".ci"), 0.0))
+        )
     dyn = dyn_objs[dyn_key]
     b = work / robot.c_name / f"build_{pipe.key}"
     b.mkdir(parents=True, exist_ok=True)
@@ -392,8 +425,17 @@ def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, D
         worst += max(c[2] if c[2] is not None else c[0] for c in callee)
     public = {f"{p}_rt_step", f"{p}_rt_init", f"{p}_rt_configure"}
     statics = [(n, v[0]) for n, v in su.items() if n not in public]
-    built = Built(pipe, folder, b / "bench", rt_hash, sum(int(v) for v in rt["ops"].values()),
-                  (own, worst), max(statics, key=lambda x: x[1]) if statics else None, dyn_calls, t_gen)
+    built = Built(
+        pipe,
+        folder,
+        b / "bench",
+        rt_hash,
+        sum(int(v) for v in rt["ops"].values()),
+        (own, worst),
+        max(statics, key=lambda x: x[1]) if statics else None,
+        dyn_calls,
+        t_gen,
+    )
     if rt_hash in seen:
         built.same_as = seen[rt_hash]
     else:
@@ -401,7 +443,9 @@ def build_pipeline(robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, D
     return built
 
 
-def time_exe(exe: Path, what: str, steps: int, reps: int) -> tuple[tuple[float, float], tuple[float, float, int] | None]:
+def time_exe(
+    exe: Path, what: str, steps: int, reps: int
+) -> tuple[tuple[float, float], tuple[float, float, int] | None]:
     out = run([str(exe), "time", what, str(steps), str(reps)])
     res, check = None, None
     for line in out.splitlines():
@@ -454,18 +498,26 @@ def fmt_ratio(peer: float | None, ours: float | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--robots", nargs="+", default=["kuka_iiwa14", "franka_panda"], help="bundled robot names")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"estimators {', '.join(QUICK_ESTIMATORS)} only, no controllers, fewer steps (< 1 min)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"estimators {', '.join(QUICK_ESTIMATORS)} only, no controllers, fewer steps (< 1 min)",
+    )
     ap.add_argument("--steps", type=int, default=None, help="steps per timed repetition (default 50000; quick 20000)")
     ap.add_argument("--reps", type=int, default=None, help="timed repetitions per round (default 7; quick 5)")
-    ap.add_argument("--rounds", type=int, default=None,
-                    help="rounds alternating over all pipelines of a robot; median of the round medians "
-                         "(default 3; quick 1)")
-    ap.add_argument("--cg-steps", type=int, default=None,
-                    help="steps under callgrind, minus a 0-step run (default 2000; quick 500)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="rounds alternating over all pipelines of a robot; median of the round medians (default 3; quick 1)",
+    )
+    ap.add_argument(
+        "--cg-steps", type=int, default=None, help="steps under callgrind, minus a 0-step run (default 2000; quick 500)"
+    )
     ap.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
     ap.add_argument("--keep", default=None, help="keep generated code and benchmark programs in this folder")
     ap.add_argument("--json", default=None, help="also write all measurements to this JSON file")
@@ -479,9 +531,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     t_start = time.perf_counter()
     import casadi
+
     import codegen
-    from codegen.description import load_robot
     import codegen.emit  # noqa: F401
+    from codegen.description import load_robot
 
     valgrind = None if args.no_callgrind else (shutil.which("valgrind") or None)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="manipgen_bench_rt_"))
@@ -490,17 +543,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print("manipgen real-time step benchmark" + (" (--quick)" if args.quick else ""))
     print(f"  machine: {cpu_model()}, {os.cpu_count()} cpus; {platform.platform()}")
-    print(f"  {tool_version(os.environ.get('CC', 'gcc'))}; flags {' '.join(C_FLAGS)}; "
-          + (tool_version(valgrind) if valgrind else "valgrind: not found (instruction counts skipped)"
-             if not args.no_callgrind else "callgrind skipped (--no-callgrind)"))
-    print(f"  manipgen {codegen.__version__}, casadi {getattr(casadi, '__version__', '?')}, "
-          f"python {platform.python_version()}")
-    print(f"  {steps} steps x {reps} repetitions x {rounds} rounds per pipeline; ns/step = median (best); "
-          f"input: a smooth periodic motion of {NSAMP} samples, tau = rnea along it, thresholds 1e9")
+    print(
+        f"  {tool_version(os.environ.get('CC', 'gcc'))}; flags {' '.join(C_FLAGS)}; "
+        + (
+            tool_version(valgrind)
+            if valgrind
+            else "valgrind: not found (instruction counts skipped)"
+            if not args.no_callgrind
+            else "callgrind skipped (--no-callgrind)"
+        )
+    )
+    print(
+        f"  manipgen {codegen.__version__}, casadi {getattr(casadi, '__version__', '?')}, "
+        f"python {platform.python_version()}"
+    )
+    print(
+        f"  {steps} steps x {reps} repetitions x {rounds} rounds per pipeline; ns/step = median (best); "
+        f"input: a smooth periodic motion of {NSAMP} samples, tau = rnea along it, thresholds 1e9"
+    )
     if valgrind:
         print(f"  instructions/step: callgrind Ir of ({cg_steps} steps - 0 steps) / {cg_steps}")
-    print("  load average before the run: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-          + " (other jobs on the machine disturb the timings)")
+    print(
+        "  load average before the run: "
+        + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        + " (other jobs on the machine disturb the timings)"
+    )
     print(f"  work folder: {work}", flush=True)
 
     notes: list[str] = []
@@ -522,10 +589,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         t_build = time.perf_counter() - t0
         prefix = robot.c_name
         dyn_ok = len(dyn_objs) == 1
-        print(f"  {name}: {len(builds)} pipelines generated and compiled in {t_build:.1f} s "
-              f"(generation {sum(b.t_generate for b in builds):.1f} s); {prefix}_dynamics.c "
-              + ("identical in all of them (one object)" if dyn_ok else f"in {len(dyn_objs)} variants"),
-              flush=True)
+        print(
+            f"  {name}: {len(builds)} pipelines generated and compiled in {t_build:.1f} s "
+            f"(generation {sum(b.t_generate for b in builds):.1f} s); {prefix}_dynamics.c "
+            + ("identical in all of them (one object)" if dyn_ok else f"in {len(dyn_objs)} variants"),
+            flush=True,
+        )
         measured = [b for b in builds if b.same_as is None]
         peer_exe = by_key[MAIN.key].exe
         peer_ns: dict[str, list[tuple[float, float]]] = {"peer": [], "peer_p": []}
@@ -546,26 +615,48 @@ def main(argv: Sequence[str] | None = None) -> int:
             if b.same_as is not None:
                 src = by_key[b.same_as]
                 b.ns, b.instr, b.check = src.ns, src.instr, src.check
-                notes.append(f"{prefix}: {b.pipe.label}: same {prefix}_rt.c/.h as {src.pipe.label} "
-                             "up to comments (measured once)")
+                notes.append(
+                    f"{prefix}: {b.pipe.label}: same {prefix}_rt.c/.h as {src.pipe.label} "
+                    "up to comments (measured once)"
+                )
             if b.dyn_calls:
-                notes.append(f"{prefix}: {b.pipe.label}: each step calls "
-                             + ", ".join(f"{prefix}_{f}" for f in b.dyn_calls)
-                             + f" of {prefix}_dynamics.c (not in the ops column; its stack is in the worst path)")
+                notes.append(
+                    f"{prefix}: {b.pipe.label}: each step calls "
+                    + ", ".join(f"{prefix}_{f}" for f in b.dyn_calls)
+                    + f" of {prefix}_dynamics.c (not in the ops column; its stack is in the worst path)"
+                )
 
         for b in builds:
             own, worst = b.stack_step
             stack = f"{own}" + (f" ({worst})" if worst is not None and worst != own else "")
-            static = f"{b.stack_static[0].removeprefix(prefix + '_rt_')}: {b.stack_static[1]}" \
-                if b.stack_static else "all inlined"
+            static = (
+                f"{b.stack_static[0].removeprefix(prefix + '_rt_')}: {b.stack_static[1]}"
+                if b.stack_static
+                else "all inlined"
+            )
             ops = str(b.ops) + "".join(f" + {f}" for f in b.dyn_calls)
-            table.append([name, b.pipe.label, ops, f"{median_ns(b):.0f} ({best_ns(b):.0f})",
-                          f"{b.instr:,.0f}" if b.instr is not None else "—", stack, static])
+            table.append(
+                [
+                    name,
+                    b.pipe.label,
+                    ops,
+                    f"{median_ns(b):.0f} ({best_ns(b):.0f})",
+                    f"{b.instr:,.0f}" if b.instr is not None else "—",
+                    stack,
+                    static,
+                ]
+            )
             if b.check is not None:
                 qd_err, r_max, coll = b.check
-                sanity_rows.append([name, b.pipe.label, f"{qd_err:.3g}",
-                                    f"{r_max:.3g}" if b.pipe.observer == "momentum" else "—",
-                                    str(coll) if coll >= 0 else "—"])
+                sanity_rows.append(
+                    [
+                        name,
+                        b.pipe.label,
+                        f"{qd_err:.3g}",
+                        f"{r_max:.3g}" if b.pipe.observer == "momentum" else "—",
+                        str(coll) if coll >= 0 else "—",
+                    ]
+                )
 
         # --- goal -----------------------------------------------------------------------------
         m = by_key[MAIN.key]
@@ -574,14 +665,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  {name} ({m.pipe.label}, run-time parameters): {median_ns(m):.0f} ns, "
             + (f"{m.instr:,.0f} instructions" if m.instr is not None else "instructions not measured")
             + f" -> {'PASS' if ok_ns and ok_in else 'MISS'}"
-            + (f"   [constant parameters: {median_ns(by_key[MAIN_CONST.key]):.0f} ns"
-               + (f", {by_key[MAIN_CONST.key].instr:,.0f} instructions" if by_key[MAIN_CONST.key].instr is not None else "")
-               + "]"))
+            + (
+                f"   [constant parameters: {median_ns(by_key[MAIN_CONST.key]):.0f} ns"
+                + (
+                    f", {by_key[MAIN_CONST.key].instr:,.0f} instructions"
+                    if by_key[MAIN_CONST.key].instr is not None
+                    else ""
+                )
+                + "]"
+            )
+        )
 
         # --- observer vs the textbook peer ----------------------------------------------------
         pn = {w: statistics.median(x for _, x in v) for w, v in peer_ns.items()}
-        for ours_key, base_key, peer_key, what in ((MAIN.key, EST_ONLY.key, "peer_p", "run-time parameters (_p forms)"),
-                                                   (MAIN_CONST.key, EST_ONLY_CONST.key, "peer", "constant parameters")):
+        for ours_key, base_key, peer_key, what in (
+            (MAIN.key, EST_ONLY.key, "peer_p", "run-time parameters (_p forms)"),
+            (MAIN_CONST.key, EST_ONLY_CONST.key, "peer", "constant parameters"),
+        ):
             ours, base = by_key[ours_key], by_key[base_key]
             obs_ns = median_ns(ours) - median_ns(base)
             obs_in = ours.instr - base.instr if ours.instr is not None and base.instr is not None else None
@@ -589,45 +689,78 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer_lines.append(
                 f"  {name}, {what}: ours {obs_ns:.0f} ns"
                 + (f" / {obs_in:,.0f} instr" if obs_in is not None else "")
-                + f"  vs peer {pn[peer_key]:.0f} ns" + (f" / {pi:,.0f} instr" if pi is not None else "")
+                + f"  vs peer {pn[peer_key]:.0f} ns"
+                + (f" / {pi:,.0f} instr" if pi is not None else "")
                 + f"  -> peer/ours {fmt_ratio(pn[peer_key], obs_ns)} time"
-                + (f", {fmt_ratio(pi, obs_in)} instructions" if pi is not None and obs_in is not None else ""))
+                + (f", {fmt_ratio(pi, obs_in)} instructions" if pi is not None and obs_in is not None else "")
+            )
 
         # --- the model-adaptive observer ---------------------------------------------------------
-        a = by_key[ADAPTIVE.key]
-        a_ns = median_ns(a) - median_ns(by_key[EST_ONLY.key])
+        a, est_only = by_key[ADAPTIVE.key], by_key[EST_ONLY.key]
+        a_ns = median_ns(a) - median_ns(est_only)
         nb = len(json.loads((a.folder / "manifest.json").read_text())["base_parameter_names"])
         adaptive_lines.append(
             f"  {name} ({nb} base parameters): {a_ns:.0f} ns (observer + thresholds; whole step {median_ns(a):.0f} ns)"
-            + (f", {a.instr - by_key[EST_ONLY.key].instr:,.0f} instructions"
-               if a.instr is not None and by_key[EST_ONLY.key].instr is not None else "")
+            + (
+                f", {a.instr - est_only.instr:,.0f} instructions"
+                if a.instr is not None and est_only.instr is not None
+                else ""
+            )
             + f" -> {'PASS' if a_ns <= ADAPTIVE_GOAL_NS else 'MISS'} (goal {ADAPTIVE_GOAL_NS / 1000:g} us); "
-            f"seed 001 / ours: {fmt_ratio(SEED001_US * 1000, a_ns)}")
+            f"seed 001 / ours: {fmt_ratio(SEED001_US * 1000, a_ns)}"
+        )
 
         results["robots"][name] = {
-            "pipelines": {b.pipe.key: {"label": b.pipe.label, "ops": b.ops, "ns_best_median": b.ns,
-                                       "instructions": b.instr, "stack_rt_step": b.stack_step,
-                                       "stack_largest_static": b.stack_static, "check": b.check,
-                                       "same_as": b.same_as} for b in builds},
-            "peer_ns_best_median": peer_ns, "peer_instructions": peer_instr,
+            "pipelines": {
+                b.pipe.key: {
+                    "label": b.pipe.label,
+                    "ops": b.ops,
+                    "ns_best_median": b.ns,
+                    "instructions": b.instr,
+                    "stack_rt_step": b.stack_step,
+                    "stack_largest_static": b.stack_static,
+                    "check": b.check,
+                    "same_as": b.same_as,
+                }
+                for b in builds
+            },
+            "peer_ns_best_median": peer_ns,
+            "peer_instructions": peer_instr,
         }
 
     print()
-    print_table(["robot", "pipeline", "ops", "ns/step", "instructions/step",
-                 "stack bytes rt_step (worst path)", "largest out-of-line static fn stack"], table, "llrrrrl")
+    print_table(
+        [
+            "robot",
+            "pipeline",
+            "ops",
+            "ns/step",
+            "instructions/step",
+            "stack bytes rt_step (worst path)",
+            "largest out-of-line static fn stack",
+        ],
+        table,
+        "llrrrrl",
+    )
     print()
     print("Goal: Kalman + momentum + thresholds on a 7-DoF arm: <= 1 us and <= 10 000 instructions per step")
     print("\n".join(goal_lines))
     print()
-    print("Momentum observer via kinetic-energy gradients (our rt step obs part) vs M + Christoffel C + g "
-          "(the textbook way, same program):")
+    print(
+        "Momentum observer via kinetic-energy gradients (our rt step obs part) vs M + Christoffel C + g "
+        "(the textbook way, same program):"
+    )
     print("  ours = (kalman + momentum + thresholds) - (kalman alone): observer and collision thresholds;")
-    print("  peer = <p>_mass_matrix + p = M qd, <p>_coriolis_matrix + C^T qd, <p>_gravity, <p>_friction and "
-          "the observer update, on the exact motion (no estimator)")
+    print(
+        "  peer = <p>_mass_matrix + p = M qd, <p>_coriolis_matrix + C^T qd, <p>_gravity, <p>_friction and "
+        "the observer update, on the exact motion (no estimator)"
+    )
     print("\n".join(peer_lines))
     print()
-    print("Model-adaptive collision observer (seed 001 eqs. 9-21; ours = (kalman + adaptive + thresholds) - "
-          "(kalman alone)), seed 001: 415 us per step:")
+    print(
+        "Model-adaptive collision observer (seed 001 eqs. 9-21; ours = (kalman + adaptive + thresholds) - "
+        "(kalman alone)), seed 001: 415 us per step:"
+    )
     print("\n".join(adaptive_lines))
     print()
     print("Sanity over one period after the timing (max over joints and samples):")

@@ -36,8 +36,12 @@ from host_tools.scenarios import collision  # noqa: E402
 
 GOAL = 25_000
 CLOCK = {"cortex-m4f": 168e6, "cortex-m7": 400e6}
-COMBOS: tuple[tuple[str, Precision], ...] = (("cortex-m4f", "float"), ("cortex-m7", "double"), ("cortex-m7", "float"),
-                                             ("cortex-m4f", "double"))
+COMBOS: tuple[tuple[str, Precision], ...] = (
+    ("cortex-m4f", "float"),
+    ("cortex-m7", "double"),
+    ("cortex-m7", "float"),
+    ("cortex-m4f", "double"),
+)
 
 
 def main() -> int:
@@ -60,18 +64,38 @@ def main() -> int:
                 doc = tg.report(b, rt, inputs, tg.run_firmware(b, rt, rt.config_bytes(), inputs))
                 docs.append(doc)
                 us = doc["instructions_per_step"] / CLOCK[cpu] * 1e6
-                rows.append((robot, cpu, precision, doc["flash_bytes"], doc["ram_bytes"], doc["stack_bytes"],
-                             doc["stack_measured_bytes"], doc["instructions_per_step"], doc["instructions_mean"],
-                             doc["instructions_per_step"] / GOAL, us, 415.0 / us, doc["max_rel_error"],
-                             doc["max_rel_error_component"], doc["same_collision_sample"], doc["stack_bytes"] / 4096))
+                rows.append(
+                    (
+                        robot,
+                        cpu,
+                        precision,
+                        doc["flash_bytes"],
+                        doc["ram_bytes"],
+                        doc["stack_bytes"],
+                        doc["stack_measured_bytes"],
+                        doc["instructions_per_step"],
+                        doc["instructions_mean"],
+                        doc["instructions_per_step"] / GOAL,
+                        us,
+                        415.0 / us,
+                        doc["max_rel_error"],
+                        doc["max_rel_error_component"],
+                        doc["same_collision_sample"],
+                        doc["stack_bytes"] / 4096,
+                    )
+                )
                 print(f"{robot} {cpu} {precision}: done ({doc['qemu_seconds']:.1f} s in QEMU)", file=sys.stderr)
-    print("| robot | cpu | precision | flash (B) | RAM (B) | stack static / QEMU (B) | static stack / 4 KiB "
-          "| instructions worst / mean | worst / 25 000 | µs at clock (1 IPC) | seed 001's 415 µs / ours "
-          "| max error / output range | / joint range | same flag sample |")
+    print(
+        "| robot | cpu | precision | flash (B) | RAM (B) | stack static / QEMU (B) | static stack / 4 KiB "
+        "| instructions worst / mean | worst / 25 000 | µs at clock (1 IPC) | seed 001's 415 µs / ours "
+        "| max error / output range | / joint range | same flag sample |"
+    )
     print("| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} / {r[6]} | {r[15]:.2f} | {r[7]} / {r[8]:.0f} "
-              f"| {r[9]:.2f} | {r[10]:.1f} | {r[11]:.2g}x | {r[12]:.1e} | {r[13]:.1e} | {r[14]} |")
+        print(
+            f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]} / {r[6]} | {r[15]:.2f} | {r[7]} / {r[8]:.0f} "
+            f"| {r[9]:.2f} | {r[10]:.1f} | {r[11]:.2g}x | {r[12]:.1e} | {r[13]:.1e} | {r[14]} |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(docs, indent=1) + "\n")
     return 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -32,8 +32,7 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def robot_of(args: argparse.Namespace) -> Robot:
-    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link,
-                      overlay=args.overlay)
+    return load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -42,15 +41,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
     robot = robot_of(args)
     out = Path(args.out) if args.out else Path("generated") / robot.c_name
     base = robot.realtime.options
-    rt = RtOptions(estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
-                   observer=args.observer or base.observer, controller=args.controller or base.controller,
-                   constant_params=args.constant_params or base.constant_params,
-                   sample_period=args.sample_period or base.sample_period)
+    rt = RtOptions(
+        estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
+        observer=args.observer or base.observer,
+        controller=args.controller or base.controller,
+        constant_params=args.constant_params or base.constant_params,
+        sample_period=args.sample_period or base.sample_period,
+    )
     gen = generate(robot, args.precision, rt)
     gen.write(out)
     manifest = json.loads(gen.files["manifest.json"])
-    print(f"{robot.name}: {robot.dof} joints, {manifest['n_standard']} standard / "
-          f"{manifest['n_base']} base parameters -> {out}/")
+    print(
+        f"{robot.name}: {robot.dof} joints, {manifest['n_standard']} standard / "
+        f"{manifest['n_base']} base parameters -> {out}/"
+    )
     for f in manifest["functions"]:
         if f["ops"] is not None:
             print(f"  {f['name']:<22} {f['ops']:>6} ops")
@@ -67,18 +71,26 @@ def cmd_info(args: argparse.Namespace) -> int:
     base = base_parameters(robot)
     beta = base.values(robot.standard_parameters())
     info = {
-        "name": robot.name, "dof": robot.dof, "n_standard": robot.n_standard, "n_base": base.n_base,
+        "name": robot.name,
+        "dof": robot.dof,
+        "n_standard": robot.n_standard,
+        "n_base": base.n_base,
         "n_base_inertial": base.n_inertial,
-        "base_parameters": [{"name": n, "expression": e.split(" = ", 1)[1], "value": float(v)}
-                            for n, e, v in zip(base.names, base.expressions, beta)],
+        "base_parameters": [
+            {"name": n, "expression": e.split(" = ", 1)[1], "value": float(v)}
+            for n, e, v in zip(base.names, base.expressions, beta)
+        ],
     }
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
-    print(f"{robot.name}: {robot.dof} joints ({', '.join(j.type for j in robot.joints)}), "
-          f"convention {robot.convention}")
-    print(f"standard parameters: {robot.n_standard}; base parameters: {base.n_base} "
-          f"({base.n_inertial} inertial + {base.n_base - base.n_inertial} joint)")
+    print(
+        f"{robot.name}: {robot.dof} joints ({', '.join(j.type for j in robot.joints)}), convention {robot.convention}"
+    )
+    print(
+        f"standard parameters: {robot.n_standard}; base parameters: {base.n_base} "
+        f"({base.n_inertial} inertial + {base.n_base - base.n_inertial} joint)"
+    )
     width = max(len(n) for n in base.names)
     for n, e, v in zip(base.names, base.expressions, beta):
         print(f"  {n:<{width}} {v:>+14.6g}   {e}")
@@ -89,10 +101,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .export import robot_to_yaml
 
     robot = robot_of(args)
-    header = (f"Converted by `manipgen convert` from {Path(args.robot).name}"
-              + (f" (chain {args.base_link} -> {args.tip_link})" if args.base_link or args.tip_link else "")
-              + (f" with overlay {Path(args.overlay).name}" if args.overlay else "") + ".\n"
-              + (args.header or ""))
+    header = (
+        f"Converted by `manipgen convert` from {Path(args.robot).name}"
+        + (f" (chain {args.base_link} -> {args.tip_link})" if args.base_link or args.tip_link else "")
+        + (f" with overlay {Path(args.overlay).name}" if args.overlay else "")
+        + ".\n"
+        + (args.header or "")
+    )
     text = robot_to_yaml(robot, header)
     if args.output:
         write_file(args.output, text)
@@ -107,19 +122,37 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     g = sub.add_parser("generate", help="generate the C folder of a robot")
     add_robot_arguments(g)
     g.add_argument("--out", help="output folder (default generated/<robot>)")
-    g.add_argument("--precision", choices=("double", "float"), default="double",
-                   help="real type of the generated C (float: Cortex-M4F class targets)")
-    g.add_argument("--estimator", help="velocity estimator: " + ", ".join(ESTIMATORS)
-                   + " (options as name:key=value,..., e.g. lsf:n=4,p=1; default: the robot's realtime: "
-                   "section, else kalman)")
+    g.add_argument(
+        "--precision",
+        choices=("double", "float"),
+        default="double",
+        help="real type of the generated C (float: Cortex-M4F class targets)",
+    )
+    g.add_argument(
+        "--estimator",
+        help="velocity estimator: "
+        + ", ".join(ESTIMATORS)
+        + " (options as name:key=value,..., e.g. lsf:n=4,p=1; default: the robot's realtime: "
+        "section, else kalman)",
+    )
     g.add_argument("--observer", choices=OBSERVERS, help="collision observer (default momentum)")
-    g.add_argument("--controller", choices=CONTROLLERS,
-                   help="controller (default computed_torque; an elastic arm: state_feedback, its motor torque)")
-    g.add_argument("--constant-params", action="store_true",
-                   help="fold the robot's dynamic parameters into the real-time code (faster; no "
-                        "run-time model parameters or payload in the config)")
-    g.add_argument("--sample-period", type=float, metavar="SECONDS",
-                   help="real-time sample period (default: the description's sample_period)")
+    g.add_argument(
+        "--controller",
+        choices=CONTROLLERS,
+        help="controller (default computed_torque; an elastic arm: state_feedback, its motor torque)",
+    )
+    g.add_argument(
+        "--constant-params",
+        action="store_true",
+        help="fold the robot's dynamic parameters into the real-time code (faster; no "
+        "run-time model parameters or payload in the config)",
+    )
+    g.add_argument(
+        "--sample-period",
+        type=float,
+        metavar="SECONDS",
+        help="real-time sample period (default: the description's sample_period)",
+    )
     g.set_defaults(handler=cmd_generate)
     i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")
     add_robot_arguments(i)
@@ -140,8 +173,11 @@ def add_force_options(sub: argparse._SubParsersAction) -> None:
         for a in nested:
             add_force_options(a)
         if any(a.dest in ("out", "output") for a in p._actions):
-            p.add_argument("--force", action="store_true",
-                           help="overwrite files that manipgen did not write (or that were edited since)")
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="overwrite files that manipgen did not write (or that were edited since)",
+            )
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:

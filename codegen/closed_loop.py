@@ -36,26 +36,59 @@ def controller(robot: Robot, dyn: Dynamics, sample_period: float) -> tuple[cs.Fu
     tau_max, drive_gain, ctl_pi. controller -> (tau, integ_next); jacobian -> (dtau, dinteg), each
     n x 3n, columns (q, q_prev, integ)."""
     n = robot.dof
-    ctx = Ctx(robot, dyn, RtOptions(estimator=EstimatorChoice("findiff"), observer="none", controller="pid",
-                                    sample_period=sample_period))
-    s = {name: cs.SX.sym(name, robot.n_standard if name == "ctl_pi" else n) for name in
-         ("q", "q_prev", "integ", "q_d", "qd_d", "kp", "kd", "ki", "i_max", "tau_max", "drive_gain", "ctl_pi")}
+    ctx = Ctx(
+        robot,
+        dyn,
+        RtOptions(estimator=EstimatorChoice("findiff"), observer="none", controller="pid", sample_period=sample_period),
+    )
+    s = {
+        name: cs.SX.sym(name, robot.n_standard if name == "ctl_pi" else n)
+        for name in (
+            "q",
+            "q_prev",
+            "integ",
+            "q_d",
+            "qd_d",
+            "kp",
+            "kd",
+            "ki",
+            "i_max",
+            "tau_max",
+            "drive_gain",
+            "ctl_pi",
+        )
+    }
     est = _call(findiff.build(ctx, 1).fn("step"), {"out.q": s["q"], "st.est.hist": s["q_prev"]})
     pid = controllers.pid(ctx, kp=(0.0,) * n, kd=(0.0,) * n)
-    ctl = _call(pid.fn("step"), {
-        "out.q_hat": est["out.q_hat"], "out.qd_hat": est["out.qd_hat"], "out.q_d": s["q_d"],
-        "out.qd_d": s["qd_d"], "cfg.ctl.kp": s["kp"], "cfg.ctl.kd": s["kd"], "cfg.ctl.ki": s["ki"],
-        "cfg.ctl.i_max": s["i_max"], "cfg.ctl.tau_max": s["tau_max"], "st.ctl.integ": s["integ"],
-        "st.model.pi": s["ctl_pi"]})
+    ctl = _call(
+        pid.fn("step"),
+        {
+            "out.q_hat": est["out.q_hat"],
+            "out.qd_hat": est["out.qd_hat"],
+            "out.q_d": s["q_d"],
+            "out.qd_d": s["qd_d"],
+            "cfg.ctl.kp": s["kp"],
+            "cfg.ctl.kd": s["kd"],
+            "cfg.ctl.ki": s["ki"],
+            "cfg.ctl.i_max": s["i_max"],
+            "cfg.ctl.tau_max": s["tau_max"],
+            "st.ctl.integ": s["integ"],
+            "st.model.pi": s["ctl_pi"],
+        },
+    )
     tau = s["drive_gain"] * ctl["out.tau_cmd"]
     integ = ctl["st.ctl.integ"]
     x = cs.vertcat(s["q"], s["q_prev"], s["integ"])
     names = list(s)
     ins = [s[k] for k in names]
     f = cs.Function("controller", ins, [cs.cse(tau), cs.cse(integ)], names, ["tau", "integ_next"])
-    j = cs.Function("controller_jacobian", ins,
-                    [cs.cse(cs.densify(cs.vec(cs.jacobian(tau, x).T))),
-                     cs.cse(cs.densify(cs.vec(cs.jacobian(integ, x).T)))], names, ["dtau", "dinteg"])
+    j = cs.Function(
+        "controller_jacobian",
+        ins,
+        [cs.cse(cs.densify(cs.vec(cs.jacobian(tau, x).T))), cs.cse(cs.densify(cs.vec(cs.jacobian(integ, x).T)))],
+        names,
+        ["dtau", "dinteg"],
+    )
     return f, j
 
 
@@ -63,5 +96,10 @@ def inverse_dynamics_jacobian(dyn: Dynamics) -> cs.Function:
     """(q, qd, qdd, pi) -> d rnea / d[q, qd], row-major n x 2n."""
     tau = dyn.rnea(dyn.pi)
     jac = cs.jacobian(tau, cs.vertcat(dyn.q, dyn.qd))
-    return cs.Function("inverse_dynamics_jacobian", [dyn.q, dyn.qd, dyn.qdd, dyn.pi],
-                       [cs.cse(cs.densify(cs.vec(jac.T)))], ["q", "qd", "qdd", "pi"], ["a"])
+    return cs.Function(
+        "inverse_dynamics_jacobian",
+        [dyn.q, dyn.qd, dyn.qdd, dyn.pi],
+        [cs.cse(cs.densify(cs.vec(jac.T)))],
+        ["q", "qd", "qdd", "pi"],
+        ["a"],
+    )

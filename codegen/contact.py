@@ -22,7 +22,12 @@ def contact_function(dyn: Dynamics) -> cs.Function:
     depth = cs.dot(normal, point - p)
     rate = -cs.dot(normal, cs.mtimes(jv, qd))
     x = cs.fmax(depth, 0)
-    force = cs.fmax(0, x ** expo * (k + lam * rate))
+    force = cs.fmax(0, x**expo * (k + lam * rate))
     tau = cs.mtimes(jv.T, normal) * force
-    return cs.Function("contact", [q, qd, point, normal, k, lam, expo], [tau, force, depth],
-                       ["q", "qd", "point", "normal", "k", "lam", "expo"], ["tau", "force", "depth"])
+    return cs.Function(
+        "contact",
+        [q, qd, point, normal, k, lam, expo],
+        [tau, force, depth],
+        ["q", "qd", "point", "normal", "k", "lam", "expo"],
+        ["tau", "force", "depth"],
+    )

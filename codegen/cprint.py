@@ -19,12 +19,21 @@ import casadi as cs
 Precision = Literal["double", "float"]
 
 _BINARY = {cs.OP_ADD: "+", cs.OP_SUB: "-", cs.OP_MUL: "*", cs.OP_DIV: "/"}
-_UNARY = {cs.OP_SIN: "sin", cs.OP_COS: "cos", cs.OP_SQRT: "sqrt", cs.OP_TANH: "tanh",
-          cs.OP_FABS: "fabs", cs.OP_EXP: "exp", cs.OP_LOG: "log", cs.OP_TAN: "tan",
-          cs.OP_ATAN: "atan", cs.OP_ASIN: "asin", cs.OP_ACOS: "acos"}
+_UNARY = {
+    cs.OP_SIN: "sin",
+    cs.OP_COS: "cos",
+    cs.OP_SQRT: "sqrt",
+    cs.OP_TANH: "tanh",
+    cs.OP_FABS: "fabs",
+    cs.OP_EXP: "exp",
+    cs.OP_LOG: "log",
+    cs.OP_TAN: "tan",
+    cs.OP_ATAN: "atan",
+    cs.OP_ASIN: "asin",
+    cs.OP_ACOS: "acos",
+}
 _COMPARE = {cs.OP_LT: "<", cs.OP_LE: "<=", cs.OP_EQ: "==", cs.OP_NE: "!=", cs.OP_AND: "&&", cs.OP_OR: "||"}
-_FUNC_BINARY = {cs.OP_ATAN2: "atan2", cs.OP_POW: "pow", cs.OP_CONSTPOW: "pow", cs.OP_FMIN: "fmin",
-                cs.OP_FMAX: "fmax"}
+_FUNC_BINARY = {cs.OP_ATAN2: "atan2", cs.OP_POW: "pow", cs.OP_CONSTPOW: "pow", cs.OP_FMIN: "fmin", cs.OP_FMAX: "fmax"}
 
 
 def literal(value: float, precision: Precision) -> str:
@@ -46,8 +55,7 @@ class Body:
     ops: int
 
 
-def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: Precision,
-         indent: str = "  ") -> Body:
+def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: Precision, indent: str = "  ") -> Body:
     """Statements computing f's (dense) outputs from pointer arguments named in/out_names."""
     n_work = int(f.sz_w())
     lines: list[str] = []
@@ -68,7 +76,7 @@ def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: P
         elif op in _BINARY:
             counts[_BINARY[op]] += 1
             lines.append(f"w{outs[0]} = w{ins[0]} {_BINARY[op]} w{ins[1]};")
-        elif op in _COMPARE:           # derivatives of fmin/fmax (saturations) select by comparisons
+        elif op in _COMPARE:  # derivatives of fmin/fmax (saturations) select by comparisons
             counts[_COMPARE[op]] += 1
             lines.append(f"w{outs[0]} = (w{ins[0]} {_COMPARE[op]} w{ins[1]}) ? {one} : {zero};")
         elif op == cs.OP_IF_ELSE_ZERO:
@@ -101,5 +109,5 @@ def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: P
     decl: list[str] = []
     names = [f"w{i}" for i in range(n_work)]
     for i in range(0, len(names), 12):
-        decl.append("real_t " + ", ".join(names[i:i + 12]) + ";")
+        decl.append("real_t " + ", ".join(names[i : i + 12]) + ";")
     return Body(tuple(indent + line for line in decl + lines), sum(counts.values()))

@@ -9,27 +9,66 @@ from typing import Any
 import numpy as np
 
 from . import spatial
-from .errors import DescriptionError
-from .model import (JOINT_PARAMS, LINK_PARAMS, Coulomb, Elastic, Encoder, Joint, Limits, Robot, as_tuple,
-                    c_identifier, coupling_matrix, digest_of, dh_transforms, mdh_transforms, urdf_transforms,
-                    validate_inertial)
 from .blocks.options import OptionError, RealtimeDefaults, RtOptions, estimator_choice, parse_estimator
+from .errors import DescriptionError
+from .model import (
+    JOINT_PARAMS,
+    LINK_PARAMS,
+    Coulomb,
+    Elastic,
+    Encoder,
+    Joint,
+    Limits,
+    Robot,
+    as_tuple,
+    c_identifier,
+    coupling_matrix,
+    dh_transforms,
+    digest_of,
+    mdh_transforms,
+    urdf_transforms,
+    validate_inertial,
+)
 from .yamlio import Located, Path_t, load_yaml, number, vector
 
-TOP_KEYS = {"name", "source", "convention", "gravity", "sample_period", "joint_parameters",
-            "coulomb", "tip", "payload", "joints", "realtime"}
-JOINT_KEYS = {"name", "type", "mdh", "dh", "origin", "axis", "limits", "gear_ratio", "torque_constant",
-              "encoder", "link", "elastic", *JOINT_PARAMS}
-ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling",
-                "motor_encoder"}
-MAX_CPR = 2 ** 31     # a count must fit the generated C's 32-bit integers
-MAX_DOF = 64          # far beyond any manipulator; thousands of joints would only hang the generator
+TOP_KEYS = {
+    "name",
+    "source",
+    "convention",
+    "gravity",
+    "sample_period",
+    "joint_parameters",
+    "coulomb",
+    "tip",
+    "payload",
+    "joints",
+    "realtime",
+}
+JOINT_KEYS = {
+    "name",
+    "type",
+    "mdh",
+    "dh",
+    "origin",
+    "axis",
+    "limits",
+    "gear_ratio",
+    "torque_constant",
+    "encoder",
+    "link",
+    "elastic",
+    *JOINT_PARAMS,
+}
+ELASTIC_KEYS = {"motor_inertia", "stiffness", "damping", "motor_viscous", "motor_coulomb", "coupling", "motor_encoder"}
+MAX_CPR = 2**31  # a count must fit the generated C's 32-bit integers
+MAX_DOF = 64  # far beyond any manipulator; thousands of joints would only hang the generator
 KIN_KEYS = {"mdh": ("alpha", "a", "theta", "d"), "dh": ("theta", "d", "a", "alpha")}
 OVERLAY_JOINT_KEYS = {"limits", "gear_ratio", "torque_constant", "encoder", "locked", "elastic", *JOINT_PARAMS}
 
 
-def check_keys(doc: Located, path: Path_t, value: Any, allowed: set[str] | tuple[str, ...],
-               what: str) -> dict[str, Any]:
+def check_keys(
+    doc: Located, path: Path_t, value: Any, allowed: set[str] | tuple[str, ...], what: str
+) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise doc.error(path, f"expected a mapping ({what}), got {value!r}")
     for k in value:
@@ -46,8 +85,9 @@ def require(doc: Located, path: Path_t, mapping: dict[str, Any], key: str) -> An
 
 def read_limits(doc: Located, path: Path_t, value: Any, base: Limits = Limits()) -> Limits:
     m = check_keys(doc, path, value, {"q", "qd", "qdd", "tau", "current"}, "limits")
-    kw: dict[str, float] = dict(q_min=base.q_min, q_max=base.q_max, qd=base.qd, qdd=base.qdd,
-                                tau=base.tau, current=base.current)
+    kw: dict[str, float] = dict(
+        q_min=base.q_min, q_max=base.q_max, qd=base.qd, qdd=base.qdd, tau=base.tau, current=base.current
+    )
     if "q" in m:
         lo, hi = vector(doc, path + ("q",), m["q"], 2)
         if lo >= hi:
@@ -126,8 +166,10 @@ def read_elastic(doc: Located, path: Path_t, value: Any, names: list[str], own: 
         raw = m["motor_encoder"]
         enc = replace(read_encoder(doc, path + ("motor_encoder",), raw), side="motor")
         if isinstance(raw, dict) and raw.get("side", "motor") != "motor":
-            raise doc.error(path + ("motor_encoder", "side"), "the motor encoder is on the motor side "
-                            "(its counts go through the joint's gear_ratio)")
+            raise doc.error(
+                path + ("motor_encoder", "side"),
+                "the motor encoder is on the motor side (its counts go through the joint's gear_ratio)",
+            )
     return Elastic(coupling=tuple(sorted(pairs)), motor_encoder=enc, **kw)
 
 
@@ -157,8 +199,7 @@ def read_inertial(doc: Located, path: Path_t, value: Any) -> np.ndarray:
     return p
 
 
-def read_joint_params(doc: Located, path: Path_t, m: dict[str, Any], declared: tuple[str, ...]
-                      ) -> dict[str, float]:
+def read_joint_params(doc: Located, path: Path_t, m: dict[str, Any], declared: tuple[str, ...]) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in JOINT_PARAMS:
         if k not in m:
@@ -167,8 +208,10 @@ def read_joint_params(doc: Located, path: Path_t, m: dict[str, Any], declared: t
         if k in ("IA", "FV", "FC") and v < 0:
             raise doc.error(path + (k,), f"must be >= 0, got {v:g}")
         if v != 0 and k not in declared:
-            raise doc.error(path + (k,), f"{k} is non-zero but not listed in joint_parameters "
-                            f"({', '.join(declared)}): declare it or remove it")
+            raise doc.error(
+                path + (k,),
+                f"{k} is non-zero but not listed in joint_parameters ({', '.join(declared)}): declare it or remove it",
+            )
         out[k] = v
     return out
 
@@ -229,8 +272,9 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
 def read_realtime(doc: Located, value: Any) -> RealtimeDefaults:
     """``realtime: {estimator, observer, controller, constant_params, config: {block.field: value}}``."""
     path: Path_t = ("realtime",)
-    m = check_keys(doc, path, value, {"estimator", "observer", "controller", "constant_params", "config"},
-                   "realtime section")
+    m = check_keys(
+        doc, path, value, {"estimator", "observer", "controller", "constant_params", "config"}, "realtime section"
+    )
     kw: dict[str, Any] = {}
     for key in ("estimator", "observer", "controller", "constant_params"):
         if key not in m:
@@ -272,8 +316,9 @@ def read_origin(doc: Located, path: Path_t, value: Any) -> np.ndarray:
     return spatial.homogeneous(spatial.rpy(*vector(doc, path + ("rpy",), o.get("rpy", [0, 0, 0]), 3)), xyz)
 
 
-def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tuple[str, ...]
-               ) -> tuple[Joint, np.ndarray]:
+def read_joint(
+    doc: Located, i: int, value: Any, convention: str, declared: tuple[str, ...]
+) -> tuple[Joint, np.ndarray]:
     path: Path_t = ("joints", i)
     m = check_keys(doc, path, value, JOINT_KEYS, "joint")
     name = m.get("name", f"joint{i + 1}")
@@ -284,13 +329,15 @@ def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tupl
         raise doc.error(path + ("type",), f"unknown joint type {kind!r}; use revolute or prismatic")
     others = [k for k in ("mdh", "dh", "origin") if k in m and k != ("origin" if convention == "urdf" else convention)]
     if others:
-        raise doc.error(path + (others[0],), f"this robot's convention is {convention!r}; "
-                        f"use the {'origin/axis' if convention == 'urdf' else convention} block")
+        raise doc.error(
+            path + (others[0],),
+            f"this robot's convention is {convention!r}; "
+            f"use the {'origin/axis' if convention == 'urdf' else convention} block",
+        )
     if convention in KIN_KEYS:
         keys = KIN_KEYS[convention]
         k = check_keys(doc, path + (convention,), require(doc, path, m, convention), keys, convention)
-        vals = {key: number(doc, path + (convention, key), require(doc, path + (convention,), k, key))
-                for key in keys}
+        vals = {key: number(doc, path + (convention, key), require(doc, path + (convention,), k, key)) for key in keys}
         fn = mdh_transforms if convention == "mdh" else dh_transforms
         pre, post = fn(kind, **vals)
         kin = tuple(vals.items())
@@ -309,14 +356,27 @@ def read_joint(doc: Located, i: int, value: Any, convention: str, declared: tupl
     kt = read_torque_constant(doc, path, m)
     fr = read_joint_params(doc, path, m, declared)
     link = read_inertial(doc, path + ("link",), require(doc, path, m, "link"))
-    joint = Joint(name=c_identifier(name), type=kind, pre=as_tuple(pre), post=as_tuple(post),
-                  kinematics=kin, limits=limits, gear_ratio=gear, torque_constant=kt, encoder=enc,
-                  IA=fr.get("IA", 0.0), FV=fr.get("FV", 0.0), FC=fr.get("FC", 0.0), FO=fr.get("FO", 0.0))
+    joint = Joint(
+        name=c_identifier(name),
+        type=kind,
+        pre=as_tuple(pre),
+        post=as_tuple(post),
+        kinematics=kin,
+        limits=limits,
+        gear_ratio=gear,
+        torque_constant=kt,
+        encoder=enc,
+        IA=fr.get("IA", 0.0),
+        FV=fr.get("FV", 0.0),
+        FC=fr.get("FC", 0.0),
+        FO=fr.get("FO", 0.0),
+    )
     return joint, link
 
 
-def elastic_drives(doc: Located, joints: tuple[Joint, ...], raw: list[Any], paths: list[Path_t],
-                   names: list[str], kw: dict[str, Any]) -> tuple[Joint, ...]:
+def elastic_drives(
+    doc: Located, joints: tuple[Joint, ...], raw: list[Any], paths: list[Path_t], names: list[str], kw: dict[str, Any]
+) -> tuple[Joint, ...]:
     """The joints with their ``elastic:`` blocks (``raw[i]``, None where absent; ``paths[i]`` the
     joint's place in ``doc``, ``names`` what couplings refer to): all or none, no IA, link-side
     primary encoders, I + A invertible. An elastic arm's default controller becomes state_feedback
@@ -324,23 +384,36 @@ def elastic_drives(doc: Located, joints: tuple[Joint, ...], raw: list[Any], path
     if all(r is None for r in raw):
         return joints
     if any(r is None for r in raw):
-        raise doc.error(paths[raw.index(None)], "elastic: give every joint its elastic drive or none "
-                        "(arms with both rigid and elastic joints are not supported)")
+        raise doc.error(
+            paths[raw.index(None)],
+            "elastic: give every joint its elastic drive or none "
+            "(arms with both rigid and elastic joints are not supported)",
+        )
     for path, j in zip(paths, joints):
         if j.IA != 0:
-            raise doc.error(path + ("IA",), "an elastic joint's rotor inertia is elastic.motor_inertia "
-                            "(motor side); IA would count it again on the link side")
+            raise doc.error(
+                path + ("IA",),
+                "an elastic joint's rotor inertia is elastic.motor_inertia "
+                "(motor side); IA would count it again on the link side",
+            )
         if j.encoder is not None and j.encoder.side == "motor":
-            raise doc.error(path + ("encoder", "side"), "an elastic joint's encoder measures the link "
-                            "(q): side link; the motor's goes in elastic.motor_encoder")
-    joints = tuple(replace(j, elastic=read_elastic(doc, path + ("elastic",), r, names, i))
-                   for i, (j, r, path) in enumerate(zip(joints, raw, paths)))
+            raise doc.error(
+                path + ("encoder", "side"),
+                "an elastic joint's encoder measures the link "
+                "(q): side link; the motor's goes in elastic.motor_encoder",
+            )
+    joints = tuple(
+        replace(j, elastic=read_elastic(doc, path + ("elastic",), r, names, i))
+        for i, (j, r, path) in enumerate(zip(joints, raw, paths))
+    )
     if abs(np.linalg.det(np.eye(len(joints)) + coupling_matrix(joints))) < 1e-9:
         i = next(k for k, j in enumerate(joints) if j.elastic and j.elastic.coupling)
-        raise doc.error(paths[i] + ("elastic", "coupling"), "the couplings make I + A singular: the "
-                        "springs' deflections theta - (I + A) q would not determine q")
+        raise doc.error(
+            paths[i] + ("elastic", "coupling"),
+            "the couplings make I + A singular: the springs' deflections theta - (I + A) q would not determine q",
+        )
     rtd = kw.get("realtime", RealtimeDefaults())
-    if "controller" not in rtd.given:    # an elastic arm's default: it commands motor torques
+    if "controller" not in rtd.given:  # an elastic arm's default: it commands motor torques
         kw["realtime"] = replace(rtd, options=replace(rtd.options, controller="state_feedback"))
     return joints
 
@@ -349,8 +422,10 @@ def check_coulomb_scales(doc: Located, kw: dict[str, Any], dof: int) -> None:
     """A per-joint list of tanh scales must have one value per joint (a single number serves all)."""
     c = kw.get("coulomb")
     if isinstance(c, Coulomb) and c.model == "tanh" and len(c.velocity_scale) not in (1, dof):
-        raise doc.error(("coulomb", "velocity_scale"), f"expected one number, or a list of {dof} (one per "
-                        f"joint), got a list of {len(c.velocity_scale)}")
+        raise doc.error(
+            ("coulomb", "velocity_scale"),
+            f"expected one number, or a list of {dof} (one per joint), got a list of {len(c.velocity_scale)}",
+        )
 
 
 def robot_from_yaml(path: str | Path) -> Robot:
@@ -373,15 +448,27 @@ def robot_from_yaml(path: str | Path) -> Robot:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise doc.error(("joints", i, "name"), f"duplicate joint name {n!r}")
-    joints = elastic_drives(doc, joints, [j.get("elastic") if isinstance(j, dict) else None for j in joints_raw],
-                            [("joints", i) for i in range(len(joints))], names, kw)
-    return Robot(file=str(path), convention=convention, joints=tuple(joints),
-                 links=tuple(tuple(float(v) for v in p) for p in links),
-                 digest=digest_of(Path(path).read_bytes()), **kw)
+    joints = elastic_drives(
+        doc,
+        joints,
+        [j.get("elastic") if isinstance(j, dict) else None for j in joints_raw],
+        [("joints", i) for i in range(len(joints))],
+        names,
+        kw,
+    )
+    return Robot(
+        file=str(path),
+        convention=convention,
+        joints=tuple(joints),
+        links=tuple(tuple(float(v) for v in p) for p in links),
+        digest=digest_of(Path(path).read_bytes()),
+        **kw,
+    )
 
 
-def load_robot(spec: str | Path, base_link: str | None = None, tip_link: str | None = None,
-               overlay: str | Path | None = None) -> Robot:
+def load_robot(
+    spec: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
+) -> Robot:
     """A bundled robot name, a .yaml path, or a .urdf path (with chain ends and optional overlay)."""
     from .resources import bundled_robot_path
     from .urdf import robot_from_urdf

@@ -27,7 +27,7 @@ SX = cs.SX
 @dataclass(frozen=True)
 class LinkSym:
     m: SX
-    h: SX      # 3x1 first moment
+    h: SX  # 3x1 first moment
     inertia: SX  # 3x3 about the J_i origin
 
 
@@ -70,9 +70,8 @@ class Dynamics:
         out = []
         for (k, _), joint in zip(self._param_slices(), self.robot.joints):
             t = np.column_stack([spatial.transform_inertial(e, joint.post_matrix) for e in np.eye(10)])
-            p = cs.mtimes(cs.DM(spatial.snapped(t)), pi[k:k + 10])
-            i3 = cs.vertcat(cs.horzcat(p[4], p[5], p[6]), cs.horzcat(p[5], p[7], p[8]),
-                            cs.horzcat(p[6], p[8], p[9]))
+            p = cs.mtimes(cs.DM(spatial.snapped(t)), pi[k : k + 10])
+            i3 = cs.vertcat(cs.horzcat(p[4], p[5], p[6]), cs.horzcat(p[5], p[7], p[8]), cs.horzcat(p[6], p[8], p[9]))
             out.append(LinkSym(p[0], p[1:4], i3))
         return out
 
@@ -152,8 +151,7 @@ class Dynamics:
                 vd = vd + 2 * cs.cross(w, z * qd[i]) + z * qdd[i]
             lk = links[i]
             forces.append(lk.m * vd + cs.cross(wd, lk.h) + cs.cross(w, cs.cross(w, lk.h)))
-            moments.append(cs.mtimes(lk.inertia, wd) + cs.cross(w, cs.mtimes(lk.inertia, w))
-                           + cs.cross(lk.h, vd))
+            moments.append(cs.mtimes(lk.inertia, wd) + cs.cross(w, cs.mtimes(lk.inertia, w)) + cs.cross(lk.h, vd))
         tau = [SX(0)] * self.n
         f, nm = SX.zeros(3), SX.zeros(3)
         for i in reversed(range(self.n)):
@@ -186,8 +184,9 @@ class Dynamics:
             else:
                 v = v + z * self.qd[i]
             lk = links[i]
-            energy += (0.5 * lk.m * cs.dot(v, v) + cs.dot(v, cs.cross(w, lk.h))
-                       + 0.5 * cs.dot(w, cs.mtimes(lk.inertia, w)))
+            energy += (
+                0.5 * lk.m * cs.dot(v, v) + cs.dot(v, cs.cross(w, lk.h)) + 0.5 * cs.dot(w, cs.mtimes(lk.inertia, w))
+            )
         for i in range(self.n):
             energy += 0.5 * self.joint_param(pi, i, "IA") * self.qd[i] ** 2
         return energy
@@ -201,9 +200,14 @@ class Dynamics:
     def friction(self, qd: SX, pi: SX) -> SX:
         """FV qd + FC sgn(qd) + FO per joint (link side, N m or N)."""
         sg = self.coulomb(qd)
-        return cs.vertcat(*[
-            self.joint_param(pi, i, "FV") * qd[i] + self.joint_param(pi, i, "FC") * sg[i]
-            + self.joint_param(pi, i, "FO") for i in range(self.n)])
+        return cs.vertcat(
+            *[
+                self.joint_param(pi, i, "FV") * qd[i]
+                + self.joint_param(pi, i, "FC") * sg[i]
+                + self.joint_param(pi, i, "FO")
+                for i in range(self.n)
+            ]
+        )
 
     def rotor(self, qdd: SX, pi: SX) -> SX:
         return cs.vertcat(*[self.joint_param(pi, i, "IA") * qdd[i] for i in range(self.n)])
@@ -285,9 +289,12 @@ class Dynamics:
 
     def motor_acceleration(self) -> SX:
         """thetadd = (tau_m - d_vm thetad - d_cm sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23)."""
-        return ((self.tau_m - self._elastic("motor_viscous") * self.thetad
-                 - self._elastic("motor_coulomb") * self.coulomb(self.thetad) - self.elastic_torque())
-                / self._elastic("motor_inertia"))
+        return (
+            self.tau_m
+            - self._elastic("motor_viscous") * self.thetad
+            - self._elastic("motor_coulomb") * self.coulomb(self.thetad)
+            - self.elastic_torque()
+        ) / self._elastic("motor_inertia")
 
     def motor_regressor(self) -> SX:
         """Y_m with tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4, its
@@ -297,7 +304,7 @@ class Dynamics:
         sg = self.coulomb(self.thetad)
         y = SX.zeros(self.n, 4 * self.n)
         for i in range(self.n):
-            y[i, 4 * i:4 * i + 4] = cs.horzcat(rate[i], self.thetad[i], defl[i], sg[i])
+            y[i, 4 * i : 4 * i + 4] = cs.horzcat(rate[i], self.thetad[i], defl[i], sg[i])
         return y
 
     def motor_regressor_along(self) -> tuple[SX, SX]:
@@ -363,8 +370,9 @@ class Dynamics:
         for i in range(self.n):
             row = []
             for j in range(self.n):
-                row.append(sum((0.5 * (dm[j][i, k] + dm[k][i, j] - dm[k][j, i]) * self.qd[k]
-                                for k in range(self.n)), SX(0)))
+                row.append(
+                    sum((0.5 * (dm[j][i, k] + dm[k][i, j] - dm[k][j, i]) * self.qd[k] for k in range(self.n)), SX(0))
+                )
             rows.append(cs.horzcat(*row))
         return cs.vertcat(*rows)
 

@@ -17,7 +17,7 @@ from .cprint import Precision, body, literal
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
-LOOPBACK_MAX_DELAY = 16   # longest actuation delay <robot>_loopback models, samples
+LOOPBACK_MAX_DELAY = 16  # longest actuation delay <robot>_loopback models, samples
 
 
 def _decl(f: Field, real: str) -> str:
@@ -27,15 +27,17 @@ def _decl(f: Field, real: str) -> str:
 
 @dataclass(frozen=True)
 class Struct:
-    name: str          # C typedef name
+    name: str  # C typedef name
     doc: str
-    members: tuple[tuple[str, str], ...]   # (declaration, doc)
+    members: tuple[tuple[str, str], ...]  # (declaration, doc)
 
 
 def _initializer(f: Field, precision: Precision) -> str:
     a = f.default_array()
+
     def lit(v: Any) -> str:
         return literal(float(v), precision) if f.ctype == "real" else str(int(v))
+
     if not f.shape:
         return lit(a)
     if len(f.shape) == 1:
@@ -98,14 +100,24 @@ class RtEmitter:
                 ins = [f"a{i}" for i in range(len(fn.inputs))]
                 outs = [f"r{i}" for i in range(len(fn.outputs))]
                 bd = body(fn.function, ins, outs, self.precision, indent="    ")
-                used = {fn.function.instruction_input(k)[0] for k in range(fn.function.n_instructions())
-                        if fn.function.instruction_id(k) == cs.OP_INPUT}
+                used = {
+                    fn.function.instruction_input(k)[0]
+                    for k in range(fn.function.n_instructions())
+                    if fn.function.instruction_id(k) == cs.OP_INPUT
+                }
                 self.ops[self.fn_name(b, fn)] = bd.ops
                 params = [f"const real_t *{a}" for a in ins] + [f"real_t *{r}" for r in outs]
-                out.append({"name": self.fn_name(b, fn), "doc": fn.doc, "ops": bd.ops, "lines": bd.lines,
-                            "params": ", ".join(params),
-                            "bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs),
-                            "unused": [a for i, a in enumerate(ins) if i not in used]})
+                out.append(
+                    {
+                        "name": self.fn_name(b, fn),
+                        "doc": fn.doc,
+                        "ops": bd.ops,
+                        "lines": bd.lines,
+                        "params": ", ".join(params),
+                        "bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs),
+                        "unused": [a for i, a in enumerate(ins) if i not in used],
+                    }
+                )
         return out
 
     def structs(self, real: str) -> list[Struct]:
@@ -115,34 +127,70 @@ class RtEmitter:
         for b in self.pipe.blocks:
             if b.config:
                 name = f"{p}_rt_{b.kind}_config_t"
-                out.append(Struct(name, f"Run-time config of the {b.name} block.",
-                                  tuple((_decl(f, real), f.doc) for f in b.config)))
+                out.append(
+                    Struct(
+                        name,
+                        f"Run-time config of the {b.name} block.",
+                        tuple((_decl(f, real), f.doc) for f in b.config),
+                    )
+                )
                 cfg_members.append((f"{name} {b.kind};", b.name))
-        out.append(Struct(f"{p}_rt_config_t", "Run-time configuration: gains, thresholds, limits, model "
-                          "parameters. Change it and call _rt_configure (keeps the state) or _rt_init.",
-                          tuple(cfg_members)))
+        out.append(
+            Struct(
+                f"{p}_rt_config_t",
+                "Run-time configuration: gains, thresholds, limits, model "
+                "parameters. Change it and call _rt_configure (keeps the state) or _rt_init.",
+                tuple(cfg_members),
+            )
+        )
         for b in self.pipe.blocks:
             if b.state:
                 name = f"{p}_rt_{b.kind}_state_t"
-                out.append(Struct(name, f"State of the {b.name} block.",
-                                  tuple((_decl(f, real), f.doc) for f in b.state)))
+                out.append(
+                    Struct(name, f"State of the {b.name} block.", tuple((_decl(f, real), f.doc) for f in b.state))
+                )
                 rt_members.append((f"{name} {b.kind};", b.name))
-        rt_members = [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")] + rt_members + [
-            ("uint8_t first;", "1 until the first step has initialised the blocks"),
-            ("uint8_t config_fault;", "1 if the config in use has a non-finite real value: every step then "
-             "faults (out.fault = 2) until a finite config is configured"),
-            ("uint32_t steps;", "samples processed since init (wraps)")]
-        out.append(Struct(f"{p}_rt_t", "One pipeline instance: configuration copy, state and workspaces. "
-                          "Caller-owned; no pointers inside, so it may be copied.", tuple(rt_members)))
-        out.append(Struct(f"{p}_rt_input_t", "What the real-time loop hands in every sample.",
-                          tuple((_decl(f, real), f.doc) for f in self.pipe.inputs)))
-        out.append(Struct(f"{p}_rt_output_t", "What a step returns.",
-                          tuple((_decl(f, real), f.doc) for f in self.pipe.outputs)))
+        rt_members = (
+            [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")]
+            + rt_members
+            + [
+                ("uint8_t first;", "1 until the first step has initialised the blocks"),
+                (
+                    "uint8_t config_fault;",
+                    "1 if the config in use has a non-finite real value: every step then "
+                    "faults (out.fault = 2) until a finite config is configured",
+                ),
+                ("uint32_t steps;", "samples processed since init (wraps)"),
+            ]
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_t",
+                "One pipeline instance: configuration copy, state and workspaces. "
+                "Caller-owned; no pointers inside, so it may be copied.",
+                tuple(rt_members),
+            )
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_input_t",
+                "What the real-time loop hands in every sample.",
+                tuple((_decl(f, real), f.doc) for f in self.pipe.inputs),
+            )
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_output_t", "What a step returns.", tuple((_decl(f, real), f.doc) for f in self.pipe.outputs)
+            )
+        )
         return out
 
     def default_config(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        return [(b.kind, [(f.name, _initializer(f, self.precision)) for f in b.config])
-                for b in self.pipe.blocks if b.config]
+        return [
+            (b.kind, [(f.name, _initializer(f, self.precision)) for f in b.config])
+            for b in self.pipe.blocks
+            if b.config
+        ]
 
     def cdef(self) -> str:
         real = f"{self.p}_real_t"
@@ -153,23 +201,33 @@ class RtEmitter:
                 lines.append("    " + decl)
             lines.append(f"}} {s.name};")
         p = self.p
-        lines += [f"extern const {p}_rt_config_t {p}_rt_default_config;",
-                  f"void {p}_rt_init({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
-                  f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
-                  f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);",
-                  "typedef struct {", f"    {real} params[{self.pipe.robot.n_standard}];", "    int32_t substeps;",
-                  "    int32_t delay;", f"    {real} contact_point[3];", f"    {real} contact_normal[3];",
-                  f"    {real} contact_k;", f"    {real} contact_lambda;", f"    {real} contact_exponent;",
-                  "    int32_t contact_start;", "    int32_t contact_stop;", f"}} {p}_plant_t;",
-                  f"#define {p.upper()}_LOOPBACK_MAX_DELAY {LOOPBACK_MAX_DELAY}",
-                  f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, const {real} *theta, "
-                  "int64_t *counts, int64_t *motor_counts);",
-                  f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
-                  f"const {real} *qd0, const {real} *theta0, const {real} *thetad0, const {real} *q_des, "
-                  f"const {real} *qd_des, const {real} *qdd_des, "
-                  f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "
-                  f"{real} *qdd_true, {real} *theta_true, {real} *thetad_true, {real} *tau, int64_t *counts, "
-                  f"int64_t *motor_counts, {real} *tau_contact, {p}_rt_output_t *out);"]
+        lines += [
+            f"extern const {p}_rt_config_t {p}_rt_default_config;",
+            f"void {p}_rt_init({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
+            f"void {p}_rt_configure({p}_rt_t *rt, const {p}_rt_config_t *cfg);",
+            f"void {p}_rt_step({p}_rt_t *rt, const {p}_rt_input_t *in, {p}_rt_output_t *out);",
+            "typedef struct {",
+            f"    {real} params[{self.pipe.robot.n_standard}];",
+            "    int32_t substeps;",
+            "    int32_t delay;",
+            f"    {real} contact_point[3];",
+            f"    {real} contact_normal[3];",
+            f"    {real} contact_k;",
+            f"    {real} contact_lambda;",
+            f"    {real} contact_exponent;",
+            "    int32_t contact_start;",
+            "    int32_t contact_stop;",
+            f"}} {p}_plant_t;",
+            f"#define {p.upper()}_LOOPBACK_MAX_DELAY {LOOPBACK_MAX_DELAY}",
+            f"void {p}_loopback_encoder(const {p}_rt_config_t *cfg, const {real} *q, const {real} *theta, "
+            "int64_t *counts, int64_t *motor_counts);",
+            f"int {p}_loopback({p}_rt_t *rt, const {p}_plant_t *plant, long n, const {real} *q0, "
+            f"const {real} *qd0, const {real} *theta0, const {real} *thetad0, const {real} *q_des, "
+            f"const {real} *qd_des, const {real} *qdd_des, "
+            f"const {real} *tau_ext, const uint8_t *valid, {real} *q_true, {real} *qd_true, "
+            f"{real} *qdd_true, {real} *theta_true, {real} *thetad_true, {real} *tau, int64_t *counts, "
+            f"int64_t *motor_counts, {real} *tau_contact, {p}_rt_output_t *out);",
+        ]
         return "\n".join(lines)
 
     def finite_checks(self, space: str, fields: list[Field]) -> list[dict[str, Any]]:
@@ -178,44 +236,81 @@ class RtEmitter:
 
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
         real = f"{self.p}_real_t"
-        blocks = [{"kind": b.kind, "name": b.name, "template": b.template or {"est": "estimator",
-                   "ctl": "controller"}.get(b.kind, ""), "doc_lines": (b.doc or "").strip().splitlines(),
-                   "has_init": any(f.name == "init" for f in b.functions), "state": bool(b.state),
-                   "derive": b.derive.name if b.derive is not None else None,
-                   "options": b.options} for b in self.pipe.blocks]
+        blocks = [
+            {
+                "kind": b.kind,
+                "name": b.name,
+                "template": b.template or {"est": "estimator", "ctl": "controller"}.get(b.kind, ""),
+                "doc_lines": (b.doc or "").strip().splitlines(),
+                "has_init": any(f.name == "init" for f in b.functions),
+                "state": bool(b.state),
+                "derive": b.derive.name if b.derive is not None else None,
+                "options": b.options,
+            }
+            for b in self.pipe.blocks
+        ]
         functions = self.function_views()
-        rctx = dict(ctx, blocks=blocks, structs=self.structs(real), functions=functions,
-                    default_config=self.default_config(), call=self.call, options=self.pipe.options,
-                    label=self.pipe.options.label, ts=repr(self.pipe.ctx.ts),
-                    fabs="fabs" if self.precision == "double" else "fabsf",
-                    constant=self.pipe.options.constant_params, waiting=self.pipe.waiting_outputs,
-                    motor_channel=self.pipe.block("mest") is not None,
-                    finite_inputs=self.finite_checks("in", self.pipe.inputs),
-                    finite_outputs=self.finite_checks("out", self.pipe.outputs),
-                    finite_config=[{"ref": self.c_ref(k).replace("rt->cfg.", "cfg->"), "size": f.size}
-                                   for k, f in self.fields.items() if k.startswith("cfg.") and f.ctype == "real"],
-                    real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
-                    input_limit=literal(INPUT_LIMIT, self.precision))
+        rctx = dict(
+            ctx,
+            blocks=blocks,
+            structs=self.structs(real),
+            functions=functions,
+            default_config=self.default_config(),
+            call=self.call,
+            options=self.pipe.options,
+            label=self.pipe.options.label,
+            ts=repr(self.pipe.ctx.ts),
+            fabs="fabs" if self.precision == "double" else "fabsf",
+            constant=self.pipe.options.constant_params,
+            waiting=self.pipe.waiting_outputs,
+            motor_channel=self.pipe.block("mest") is not None,
+            finite_inputs=self.finite_checks("in", self.pipe.inputs),
+            finite_outputs=self.finite_checks("out", self.pipe.outputs),
+            finite_config=[
+                {"ref": self.c_ref(k).replace("rt->cfg.", "cfg->"), "size": f.size}
+                for k, f in self.fields.items()
+                if k.startswith("cfg.") and f.ctype == "real"
+            ],
+            real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
+            input_limit=literal(INPUT_LIMIT, self.precision),
+        )
         return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
 
     def manifest(self) -> dict[str, Any]:
         pipe = self.pipe
+
         def fl(fields: list[Field]) -> list[list[Any]]:
             return [[f.name, f.ctype, list(f.shape)] for f in fields]
+
         return {
             "estimator": pipe.options.estimator.name,
             "estimator_options": dict(pipe.options.estimator.params),
-            "observer": pipe.options.observer, "controller": pipe.options.controller,
-            "constant_params": pipe.options.constant_params, "label": pipe.options.label,
+            "observer": pipe.options.observer,
+            "controller": pipe.options.controller,
+            "constant_params": pipe.options.constant_params,
+            "label": pipe.options.label,
             "sample_period": pipe.ctx.ts,
-            "blocks": [{"kind": b.kind, "name": b.name, "config": fl(b.config), "state": fl(b.state),
-                        "ranges": {f.name: {"low": f.low, "high": f.high, "low_open": f.low_open,
-                                            "choices": list(f.choices)} for f in b.config},
-                        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()}}
-                       for b in pipe.blocks],
-            "inputs": fl(pipe.inputs), "outputs": fl(pipe.outputs),
-            "default_config": {f"{b.kind}.{f.name}": np.asarray(f.default_array(), float).ravel().tolist()
-                               for b in pipe.blocks for f in b.config},
+            "blocks": [
+                {
+                    "kind": b.kind,
+                    "name": b.name,
+                    "config": fl(b.config),
+                    "state": fl(b.state),
+                    "ranges": {
+                        f.name: {"low": f.low, "high": f.high, "low_open": f.low_open, "choices": list(f.choices)}
+                        for f in b.config
+                    },
+                    "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()},
+                }
+                for b in pipe.blocks
+            ],
+            "inputs": fl(pipe.inputs),
+            "outputs": fl(pipe.outputs),
+            "default_config": {
+                f"{b.kind}.{f.name}": np.asarray(f.default_array(), float).ravel().tolist()
+                for b in pipe.blocks
+                for f in b.config
+            },
             "ops": dict(sorted(self.ops.items())),
             "cdef": self.cdef(),
         }

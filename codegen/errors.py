@@ -11,10 +11,10 @@ class DescriptionError(ValueError):
     def __init__(self, file: str, field: str, message: str, line: int | None = None) -> None:
         # One line of sane length, whatever the file held (newlines in names, megabyte values)
         message = " ".join(message.splitlines())
-        message = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE - 3] + "..."
+        message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
         field = " ".join(field.splitlines())
-        field = field if len(field) <= MAX_MESSAGE // 3 else field[:MAX_MESSAGE // 3 - 3] + "..."
+        field = field if len(field) <= MAX_MESSAGE // 3 else field[: MAX_MESSAGE // 3 - 3] + "..."
         self.file, self.field, self.line, self.message = file, field, line, message
-        file = " ".join(file.splitlines())   # a file name with a newline stays on the one line
+        file = " ".join(file.splitlines())  # a file name with a newline stays on the one line
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")

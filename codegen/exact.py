@@ -34,6 +34,7 @@ MP.dps = DIGITS
 
 # --- scalars ------------------------------------------------------------------------------------
 
+
 def to_mp(v: Any) -> Any:
     """A float, Fraction or mpf as an mpf of the context (a Fraction exactly to DIGITS digits)."""
     return MP.mpf(v.numerator) / v.denominator if isinstance(v, Fraction) else MP.mpf(v)
@@ -52,6 +53,7 @@ def sqrt(x: float | Fraction) -> float:
 
 
 # --- rational matrices --------------------------------------------------------------------------
+
 
 def rational(a: Any) -> np.ndarray:
     """An object array of Fractions holding exactly the values of the float array ``a``."""
@@ -110,8 +112,9 @@ def norm(v: Any) -> float:
 
 def cross(a: Any, b: Any) -> np.ndarray:
     x, y = rational(a), rational(b)
-    return rounded(np.array([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]],
-                            dtype=object))
+    return rounded(
+        np.array([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], dtype=object)
+    )
 
 
 def solve_rational(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -140,6 +143,7 @@ def inv(a: Any) -> np.ndarray:
 
 
 # --- mpmath matrices ----------------------------------------------------------------------------
+
 
 def from_mp(m: Any) -> np.ndarray:
     """An mpmath matrix rounded once to a float array."""
@@ -177,22 +181,39 @@ def solve_consistent(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # --- CasADi functions evaluated in mpmath -------------------------------------------------------
 
 _UNARY: dict[int, Callable[[Any], Any]] = {
-    cs.OP_ASSIGN: lambda x: x, cs.OP_NEG: lambda x: -x, cs.OP_SQ: lambda x: x * x,
-    cs.OP_TWICE: lambda x: 2 * x, cs.OP_INV: lambda x: 1 / x,
-    cs.OP_SIN: lambda x: MP.sin(x), cs.OP_COS: lambda x: MP.cos(x), cs.OP_TAN: lambda x: MP.tan(x),
-    cs.OP_SQRT: lambda x: MP.sqrt(x), cs.OP_EXP: lambda x: MP.exp(x), cs.OP_LOG: lambda x: MP.log(x),
-    cs.OP_TANH: lambda x: MP.tanh(x), cs.OP_FABS: lambda x: abs(x),
-    cs.OP_SIGN: lambda x: MP.sign(x), cs.OP_ATAN: lambda x: MP.atan(x),
-    cs.OP_ASIN: lambda x: MP.asin(x), cs.OP_ACOS: lambda x: MP.acos(x),
+    cs.OP_ASSIGN: lambda x: x,
+    cs.OP_NEG: lambda x: -x,
+    cs.OP_SQ: lambda x: x * x,
+    cs.OP_TWICE: lambda x: 2 * x,
+    cs.OP_INV: lambda x: 1 / x,
+    cs.OP_SIN: lambda x: MP.sin(x),
+    cs.OP_COS: lambda x: MP.cos(x),
+    cs.OP_TAN: lambda x: MP.tan(x),
+    cs.OP_SQRT: lambda x: MP.sqrt(x),
+    cs.OP_EXP: lambda x: MP.exp(x),
+    cs.OP_LOG: lambda x: MP.log(x),
+    cs.OP_TANH: lambda x: MP.tanh(x),
+    cs.OP_FABS: lambda x: abs(x),
+    cs.OP_SIGN: lambda x: MP.sign(x),
+    cs.OP_ATAN: lambda x: MP.atan(x),
+    cs.OP_ASIN: lambda x: MP.asin(x),
+    cs.OP_ACOS: lambda x: MP.acos(x),
 }
 _BINARY: dict[int, Callable[[Any, Any], Any]] = {
-    cs.OP_ADD: lambda x, y: x + y, cs.OP_SUB: lambda x, y: x - y, cs.OP_MUL: lambda x, y: x * y,
-    cs.OP_DIV: lambda x, y: x / y, cs.OP_POW: lambda x, y: MP.power(x, y),
-    cs.OP_CONSTPOW: lambda x, y: MP.power(x, y), cs.OP_ATAN2: lambda x, y: MP.atan2(x, y),
-    cs.OP_FMIN: lambda x, y: min(x, y), cs.OP_FMAX: lambda x, y: max(x, y),
+    cs.OP_ADD: lambda x, y: x + y,
+    cs.OP_SUB: lambda x, y: x - y,
+    cs.OP_MUL: lambda x, y: x * y,
+    cs.OP_DIV: lambda x, y: x / y,
+    cs.OP_POW: lambda x, y: MP.power(x, y),
+    cs.OP_CONSTPOW: lambda x, y: MP.power(x, y),
+    cs.OP_ATAN2: lambda x, y: MP.atan2(x, y),
+    cs.OP_FMIN: lambda x, y: min(x, y),
+    cs.OP_FMAX: lambda x, y: max(x, y),
     cs.OP_IF_ELSE_ZERO: lambda c, x: x if c != 0 else MP.mpf(0),
-    cs.OP_LT: lambda x, y: MP.mpf(int(x < y)), cs.OP_LE: lambda x, y: MP.mpf(int(x <= y)),
-    cs.OP_EQ: lambda x, y: MP.mpf(int(x == y)), cs.OP_NE: lambda x, y: MP.mpf(int(x != y)),
+    cs.OP_LT: lambda x, y: MP.mpf(int(x < y)),
+    cs.OP_LE: lambda x, y: MP.mpf(int(x <= y)),
+    cs.OP_EQ: lambda x, y: MP.mpf(int(x == y)),
+    cs.OP_NE: lambda x, y: MP.mpf(int(x != y)),
     cs.OP_COPYSIGN: lambda x, y: abs(x) if y >= 0 else -abs(x),
 }
 
@@ -205,9 +226,15 @@ class MpFunction:
         if not f.is_a("SXFunction"):
             f = f.expand()
         self.f = f
-        self.code = [(f.instruction_id(k), f.instruction_input(k), f.instruction_output(k),
-                      f.instruction_constant(k) if f.instruction_id(k) == cs.OP_CONST else None)
-                     for k in range(f.n_instructions())]
+        self.code = [
+            (
+                f.instruction_id(k),
+                f.instruction_input(k),
+                f.instruction_output(k),
+                f.instruction_constant(k) if f.instruction_id(k) == cs.OP_CONST else None,
+            )
+            for k in range(f.n_instructions())
+        ]
         for op, *_ in self.code:
             if op not in _UNARY and op not in _BINARY and op not in (cs.OP_CONST, cs.OP_INPUT, cs.OP_OUTPUT):
                 raise NotImplementedError(f"CasADi operation {op} in {f.name()} has no exact evaluation")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class Encoder:
     side: Literal["motor", "link"] = "link"
     bits: Literal[16, 32] = 32
     signed: bool = True
-    offset: float = 0.0       # rad or m, added after scaling
+    offset: float = 0.0  # rad or m, added after scaling
     direction: Literal[1, -1] = 1
 
 
@@ -78,32 +79,33 @@ class Elastic:
     alpha_c(q) = sum_j coupling_j q_j shifts the spring's equilibrium by other joints' positions
     (eq. 3.10: a cable over a pulley of another joint)."""
 
-    motor_inertia: float                   # I_m = z^2 (I_r + I_g), kg m^2 (kg)
-    stiffness: float                       # k_e, N m/rad (N/m)
-    damping: float = 0.0                   # d_e, N m s/rad
-    motor_viscous: float = 0.0             # d_v,m, N m s/rad
-    motor_coulomb: float = 0.0             # d_C,m, N m (model: the robot's coulomb)
-    coupling: tuple[tuple[int, float], ...] = ()   # (other joint, 0-based; factor) of alpha_c
-    motor_encoder: Encoder | None = None   # the motor-side encoder (counts per motor revolution, gear)
+    motor_inertia: float  # I_m = z^2 (I_r + I_g), kg m^2 (kg)
+    stiffness: float  # k_e, N m/rad (N/m)
+    damping: float = 0.0  # d_e, N m s/rad
+    motor_viscous: float = 0.0  # d_v,m, N m s/rad
+    motor_coulomb: float = 0.0  # d_C,m, N m (model: the robot's coulomb)
+    coupling: tuple[tuple[int, float], ...] = ()  # (other joint, 0-based; factor) of alpha_c
+    motor_encoder: Encoder | None = None  # the motor-side encoder (counts per motor revolution, gear)
 
 
 @dataclass(frozen=True)
 class Joint:
     name: str
     type: JointType
-    pre: tuple[tuple[float, ...], ...]    # 4x4, previous link frame -> joint frame
-    post: tuple[tuple[float, ...], ...]   # 4x4, moved joint frame -> link frame
+    pre: tuple[tuple[float, ...], ...]  # 4x4, previous link frame -> joint frame
+    post: tuple[tuple[float, ...], ...]  # 4x4, moved joint frame -> link frame
     kinematics: tuple[tuple[str, float], ...]  # the user's numbers (a, d, alpha, ... or xyz)
     limits: Limits = Limits()
     gear_ratio: float = 1.0
-    torque_constant: float = 0.0          # k_t, N m/A at the motor shaft (0: not given); the link-side
-                                          # torque of an armature current i is gear_ratio k_t i (seed 003 eq. 4.51)
+    # k_t, N m/A at the motor shaft (0: not given); the link-side torque of an armature current i
+    # is gear_ratio k_t i (seed 003 eq. 4.51)
+    torque_constant: float = 0.0
     encoder: Encoder | None = None
     IA: float = 0.0
     FV: float = 0.0
     FC: float = 0.0
     FO: float = 0.0
-    elastic: Elastic | None = None        # a series-elastic drive (None: rigid)
+    elastic: Elastic | None = None  # a series-elastic drive (None: rigid)
 
     @property
     def pre_matrix(self) -> np.ndarray:
@@ -118,7 +120,7 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
     """A with alpha_c(q) = A q (seed 003 eq. 3.10): row i holds joint i's coupling factors."""
     a = np.zeros((len(joints), len(joints)))
     for i, j in enumerate(joints):
-        for other, factor in (j.elastic.coupling if j.elastic else ()):
+        for other, factor in j.elastic.coupling if j.elastic else ():
             a[i, other] = factor
     return a
 
@@ -146,15 +148,15 @@ class Robot:
     file: str
     convention: Convention
     joints: tuple[Joint, ...]
-    links: tuple[tuple[float, ...], ...]   # per link: LINK_PARAMS in its link frame
+    links: tuple[tuple[float, ...], ...]  # per link: LINK_PARAMS in its link frame
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     sample_period: float = 0.001
     joint_parameters: tuple[str, ...] = ("IA", "FV", "FC")
     coulomb: Coulomb = Coulomb()
-    payload: tuple[float, ...] = (0.0,) * 10   # LINK_PARAMS in the last link frame
+    payload: tuple[float, ...] = (0.0,) * 10  # LINK_PARAMS in the last link frame
     tip: tuple[tuple[float, ...], ...] = as_tuple(np.eye(4))
     source: str = ""
-    realtime: RealtimeDefaults = RealtimeDefaults()   # defaults of the real-time pipeline
+    realtime: RealtimeDefaults = RealtimeDefaults()  # defaults of the real-time pipeline
     digest: str = field(default="", compare=False)  # hash of the description (file bytes + options)
 
     @property
@@ -165,6 +167,14 @@ class Robot:
     def elastic(self) -> bool:
         """Every joint has a series-elastic drive (mixed arms are refused by the description)."""
         return bool(self.joints) and all(j.elastic is not None for j in self.joints)
+
+    @property
+    def drives(self) -> tuple[Elastic, ...]:
+        """The series-elastic drives of an elastic arm, one per joint (ValueError for a rigid arm)."""
+        drives = tuple(j.elastic for j in self.joints if j.elastic is not None)
+        if not self.elastic or len(drives) != self.dof:
+            raise ValueError(f"{self.name} has no series-elastic drives")
+        return drives
 
     @property
     def standard_parameter_names(self) -> tuple[str, ...]:
@@ -205,19 +215,25 @@ def digest_of(*parts: bytes) -> str:
     return h.hexdigest()
 
 
-def mdh_transforms(kind: JointType, alpha: float, a: float, theta: float, d: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def mdh_transforms(kind: JointType, alpha: float, a: float, theta: float, d: float) -> tuple[np.ndarray, np.ndarray]:
     """frame i = frame i-1 . Rx(alpha) Tx(a) Rz(theta) Tz(d); q adds to theta or d."""
-    pre = exact.matmul(spatial.homogeneous(spatial.rot_x(alpha)), spatial.trans(x=a),
-                       spatial.homogeneous(spatial.rot_z(theta)), spatial.trans(z=d))
+    pre = exact.matmul(
+        spatial.homogeneous(spatial.rot_x(alpha)),
+        spatial.trans(x=a),
+        spatial.homogeneous(spatial.rot_z(theta)),
+        spatial.trans(z=d),
+    )
     return spatial.snapped(pre), np.eye(4)
 
 
-def dh_transforms(kind: JointType, theta: float, d: float, a: float, alpha: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def dh_transforms(kind: JointType, theta: float, d: float, a: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """frame i = frame i-1 . Rz(theta) Tz(d) Tx(a) Rx(alpha); q adds to theta or d (about z_{i-1})."""
-    post = exact.matmul(spatial.homogeneous(spatial.rot_z(theta)), spatial.trans(z=d), spatial.trans(x=a),
-                        spatial.homogeneous(spatial.rot_x(alpha)))
+    post = exact.matmul(
+        spatial.homogeneous(spatial.rot_z(theta)),
+        spatial.trans(z=d),
+        spatial.trans(x=a),
+        spatial.homogeneous(spatial.rot_x(alpha)),
+    )
     return np.eye(4), spatial.snapped(post)
 
 
@@ -238,5 +254,7 @@ def validate_inertial(p: np.ndarray, fail: Callable[[str], Exception]) -> None:
         return
     eig = np.linalg.eigvalsh(spatial.inertia_about_com(p))
     if eig.min() <= 0:
-        raise fail("inertia about the centre of mass is not positive definite "
-                   f"(eigenvalues {', '.join(f'{e:.4g}' for e in eig)})")
+        raise fail(
+            "inertia about the centre of mass is not positive definite "
+            f"(eigenvalues {', '.join(f'{e:.4g}' for e in eig)})"
+        )

@@ -20,9 +20,9 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator, Mapping
 
 RECORD = ".manipgen-files.json"
 _FORCE: ContextVar[bool] = ContextVar("manipgen_force_overwrite", default=False)
@@ -57,8 +57,9 @@ def read_record(folder: Path) -> dict[str, list[str]]:
         files = doc["files"]
         # plain names in this folder only: a record copied or crafted with "../x" or "/x" must not
         # make prune or the ownership check reach outside
-        return {str(k): [str(h) for h in (v if isinstance(v, list) else [v])] for k, v in files.items()
-                if _plain(str(k))}
+        return {
+            str(k): [str(h) for h in (v if isinstance(v, list) else [v])] for k, v in files.items() if _plain(str(k))
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
@@ -79,8 +80,10 @@ def _mode(target: Path) -> int:
 
 
 def record_text(record: Mapping[str, list[str]]) -> str:
-    doc = {"about": "files manipgen wrote in this folder and their SHA-256; others are never overwritten "
-                    "without --force", "files": {k: (v[0] if len(v) == 1 else v) for k, v in sorted(record.items())}}
+    doc = {
+        "about": "files manipgen wrote in this folder and their SHA-256; others are never overwritten without --force",
+        "files": {k: (v[0] if len(v) == 1 else v) for k, v in sorted(record.items())},
+    }
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
@@ -132,10 +135,15 @@ def write_files(folder: str | Path, files: Mapping[str, str | bytes], prune: boo
         changed[name] = data
     if foreign:
         shown = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more" if len(foreign) > 4 else "")
-        raise OverwriteError(f"{folder}: would overwrite {shown}, not written by manipgen or edited since "
-                             "(nothing was written; use --force to overwrite)")
-    stale = [name for name, hashes in record.items() if prune and name not in new
-             and (folder / name).is_file() and digest((folder / name).read_bytes()) in hashes]
+        raise OverwriteError(
+            f"{folder}: would overwrite {shown}, not written by manipgen or edited since "
+            "(nothing was written; use --force to overwrite)"
+        )
+    stale = [
+        name
+        for name, hashes in record.items()
+        if prune and name not in new and (folder / name).is_file() and digest((folder / name).read_bytes()) in hashes
+    ]
     final = {name: hashes for name, hashes in record.items() if not prune or name in new}
     final.update({name: [digest(data)] for name, data in new.items()})
     if not changed and not stale:
@@ -150,8 +158,10 @@ def write_files(folder: str | Path, files: Mapping[str, str | bytes], prune: boo
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.chmod(tmp, _mode(folder / name))
-        both = {**record, **{n: sorted({*record.get(n, []), *([old[n]] if n in old else []), digest(d)})
-                             for n, d in changed.items()}}
+        both = {
+            **record,
+            **{n: sorted({*record.get(n, []), *([old[n]] if n in old else []), digest(d)}) for n, d in changed.items()},
+        }
         _replace(folder / RECORD, record_text(both).encode("utf-8"))
         for name in changed:
             os.replace(temps[name], folder / name)

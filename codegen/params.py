@@ -38,12 +38,12 @@ SEED = 20201  # fixed: generation is deterministic
 
 @dataclass(frozen=True)
 class BaseParameters:
-    names: tuple[str, ...]            # e.g. ZZ1R, FV1
-    columns: tuple[int, ...]          # standard-parameter index kept for each base parameter
-    k: np.ndarray                     # (n_base, n_standard): base = k @ standard
-    expressions: tuple[str, ...]      # ZZ1R = ZZ1 + IA1 + YY2 + ...
-    n_inertial: int                   # base[:n_inertial] inertial, the rest joint parameters
-    rank: int                         # SVD rank of the stacked regressor (independent check)
+    names: tuple[str, ...]  # e.g. ZZ1R, FV1
+    columns: tuple[int, ...]  # standard-parameter index kept for each base parameter
+    k: np.ndarray  # (n_base, n_standard): base = k @ standard
+    expressions: tuple[str, ...]  # ZZ1R = ZZ1 + IA1 + YY2 + ...
+    n_inertial: int  # base[:n_inertial] inertial, the rest joint parameters
+    rank: int  # SVD rank of the stacked regressor (independent check)
 
     @property
     def n_base(self) -> int:
@@ -62,7 +62,7 @@ class BaseParameters:
 
 def _split(name: str) -> tuple[str, int]:
     kind = name.rstrip("0123456789")
-    return kind, int(name[len(kind):])
+    return kind, int(name[len(kind) :])
 
 
 def preference_order(robot: Robot) -> list[int]:
@@ -84,6 +84,7 @@ def preference_order(robot: Robot) -> list[int]:
         if kind == "IA":
             return (2, link, 0)
         return (3, -link, KEEP_LAST.index(kind))
+
     return sorted(range(len(names)), key=rank)
 
 
@@ -92,8 +93,11 @@ def sample_states(n: int, n_samples: int, seed: int = SEED) -> tuple[np.ndarray,
     draws only: PCG64 and the uniform transform are plain integer and IEEE arithmetic, the same on
     every machine (the normal sampler's tails go through libm)."""
     rng = np.random.default_rng(seed)
-    return (rng.uniform(-np.pi, np.pi, (n, n_samples)), rng.uniform(-2.0, 2.0, (n, n_samples)),
-            rng.uniform(-6.0, 6.0, (n, n_samples)))
+    return (
+        rng.uniform(-np.pi, np.pi, (n, n_samples)),
+        rng.uniform(-2.0, 2.0, (n, n_samples)),
+        rng.uniform(-6.0, 6.0, (n, n_samples)),
+    )
 
 
 def sample_regressor(dyn: Dynamics, n_samples: int, seed: int = SEED) -> np.ndarray:
@@ -135,11 +139,10 @@ def lengths(robot: Robot) -> list[tuple[str, float, int]]:
     return out
 
 
-def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: int
-                      ) -> tuple[float, sp.Expr] | None:
+def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: int) -> tuple[float, sp.Expr] | None:
     """value = r * monomial(lengths) with r = p/q small; returns (float value, sympy form)."""
     monomials: list[tuple[int, int, sp.Expr, float]] = [(0, 0, sp.Integer(1), 1.0)]
-    for (n1, v1, j1) in lens:
+    for n1, v1, j1 in lens:
         monomials.append((1, abs(j1 - link), sp.Symbol(n1), v1))
     for (n1, v1, j1), (n2, v2, j2) in itertools.combinations_with_replacement(lens, 2):
         monomials.append((2, abs(j1 - link) + abs(j2 - link), sp.Symbol(n1) * sp.Symbol(n2), v1 * v2))
@@ -157,8 +160,7 @@ def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: in
     return None if best is None else (best[1], best[2])
 
 
-def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | None = None
-                    ) -> BaseParameters:
+def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | None = None) -> BaseParameters:
     dyn = dyn or Dynamics(robot)
     names = robot.standard_parameter_names
     n_std = len(names)
@@ -175,6 +177,7 @@ def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | 
 
     def is_inertial(i: int) -> bool:
         return _split(names[i])[0] in LINK_PARAMS
+
     kept = [i for i in kept if is_inertial(i)] + [i for i in kept if not is_inertial(i)]
     dropped = [i for i in range(n_std) if i not in kept]
     x = regrouping(dyn, kept, dropped)

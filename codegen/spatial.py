@@ -76,9 +76,12 @@ def z_to_axis(axis: np.ndarray) -> np.ndarray:
     a = np.asarray(axis, dtype=float)
     a = a / exact.norm(a)
     axes = {
-        (0, 0, 1): np.eye(3), (0, 0, -1): rot_x(math.pi),
-        (1, 0, 0): rot_y(math.pi / 2), (-1, 0, 0): rot_y(-math.pi / 2),
-        (0, 1, 0): rot_x(-math.pi / 2), (0, -1, 0): rot_x(math.pi / 2),
+        (0, 0, 1): np.eye(3),
+        (0, 0, -1): rot_x(math.pi),
+        (1, 0, 0): rot_y(math.pi / 2),
+        (-1, 0, 0): rot_y(-math.pi / 2),
+        (0, 1, 0): rot_x(-math.pi / 2),
+        (0, -1, 0): rot_x(math.pi / 2),
     }
     key = tuple(int(round(v)) for v in a)
     if np.allclose(a, key, atol=1e-12) and key in axes:
@@ -93,13 +96,13 @@ def z_to_axis(axis: np.ndarray) -> np.ndarray:
 # --- the 10 inertial parameters of a body (seed 004 eq. 3 order) ------------------------------
 # p = [M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ]: mass, first moment m*c, inertia about the frame origin.
 
+
 def inertia_matrix(p: np.ndarray) -> np.ndarray:
     return np.array([[p[4], p[5], p[6]], [p[5], p[7], p[8]], [p[6], p[8], p[9]]])
 
 
 def pack(m: float, h: np.ndarray, i_o: np.ndarray) -> np.ndarray:
-    return np.array([m, h[0], h[1], h[2], i_o[0, 0], i_o[0, 1], i_o[0, 2], i_o[1, 1], i_o[1, 2],
-                     i_o[2, 2]])
+    return np.array([m, h[0], h[1], h[2], i_o[0, 0], i_o[0, 1], i_o[0, 2], i_o[1, 1], i_o[1, 2], i_o[2, 2]])
 
 
 def transform_inertial_cs(m: Any, h: Any, i_b: Any, r: Any, o: Any) -> tuple[Any, Any, Any]:
@@ -120,16 +123,19 @@ def transform_inertial_cs(m: Any, h: Any, i_b: Any, r: Any, o: Any) -> tuple[Any
 def _transform_inertial_exact() -> exact.MpFunction:
     m, h, i_b = cs.SX.sym("m"), cs.SX.sym("h", 3), cs.SX.sym("i_b", 3, 3)
     r, o = cs.SX.sym("r", 3, 3), cs.SX.sym("o", 3)
-    return exact.MpFunction(cs.Function("transform_inertial", [m, h, i_b, r, o],
-                                        list(transform_inertial_cs(m, h, i_b, r, o))))
+    return exact.MpFunction(
+        cs.Function("transform_inertial", [m, h, i_b, r, o], list(transform_inertial_cs(m, h, i_b, r, o)))
+    )
 
 
 def transform_inertial(p: np.ndarray, t_ab: np.ndarray) -> np.ndarray:
     """Numeric form of transform_inertial_cs on the 10-vector p, with t_ab the pose of B in A
     (the same CasADi expression, evaluated exactly enough to round once: codegen.exact)."""
     p, t_ab = np.asarray(p, dtype=float), np.asarray(t_ab, dtype=float)
-    m, h, i_a = (exact.from_mp(x) for x in _transform_inertial_exact()(
-        [p[0]], p[1:4], inertia_matrix(p), t_ab[:3, :3], t_ab[:3, 3]))
+    m, h, i_a = (
+        exact.from_mp(x)
+        for x in _transform_inertial_exact()([p[0]], p[1:4], inertia_matrix(p), t_ab[:3, :3], t_ab[:3, 3])
+    )
     return pack(float(m[0, 0]), h.ravel(), i_a)
 
 

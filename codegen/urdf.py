@@ -15,11 +15,20 @@ from typing import Any
 import numpy as np
 
 from . import exact, spatial
-from .description import (OVERLAY_JOINT_KEYS, TOP_KEYS, check_coulomb_scales, check_keys, elastic_drives,
-                          read_common, read_encoder, read_joint_params, read_limits, read_torque_constant)
+from .description import (
+    OVERLAY_JOINT_KEYS,
+    TOP_KEYS,
+    check_coulomb_scales,
+    check_keys,
+    elastic_drives,
+    read_common,
+    read_encoder,
+    read_joint_params,
+    read_limits,
+    read_torque_constant,
+)
 from .errors import DescriptionError
-from .model import (Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms,
-                    validate_inertial)
+from .model import Joint, Limits, Robot, as_tuple, c_identifier, digest_of, urdf_transforms, validate_inertial
 from .urdf_checks import checked_urdf_text
 from .yamlio import Located, load_yaml, number
 
@@ -50,8 +59,11 @@ def _link_params(link: Any, file: str) -> np.ndarray:
     mass = float(inertial.mass or 0.0)
     if mass < 0:
         raise DescriptionError(file, f"link[{link.name}].inertial.mass", f"mass must be positive, got {mass:g}")
-    ic = np.zeros((3, 3)) if i is None else np.array(
-        [[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], dtype=float)
+    ic = (
+        np.zeros((3, 3))
+        if i is None
+        else np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], dtype=float)
+    )
     t = _origin(inertial)
     return spatial.transform_inertial(spatial.pack(mass, np.zeros(3), ic), t)
 
@@ -72,8 +84,9 @@ def parse_urdf(path: Path) -> Any:
         core.on_error = saved
 
 
-def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: str | None = None,
-                    overlay: str | Path | None = None) -> Robot:
+def robot_from_urdf(
+    path: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
+) -> Robot:
     path = Path(path)
     file = str(path)
     model = parse_urdf(path)
@@ -90,8 +103,11 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
     if tip_link is None:
         leaves = sorted(n for n in links if n not in children)
         if len(leaves) != 1:
-            raise DescriptionError(file, "tip_link", "the URDF is a tree; choose the tip link "
-                                   f"(--tip-link) among its leaves: {', '.join(leaves)}")
+            raise DescriptionError(
+                file,
+                "tip_link",
+                f"the URDF is a tree; choose the tip link (--tip-link) among its leaves: {', '.join(leaves)}",
+            )
         tip_link = leaves[0]
     if tip_link not in links:
         raise DescriptionError(file, "tip_link", f"no link named {tip_link!r}")
@@ -99,8 +115,11 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
     cur = tip_link
     while cur != base:
         if cur not in parent_joint:
-            raise DescriptionError(file, "tip_link", f"{tip_link!r} does not descend from base "
-                                   f"link {base!r}: not a serial chain between them")
+            raise DescriptionError(
+                file,
+                "tip_link",
+                f"{tip_link!r} does not descend from base link {base!r}: not a serial chain between them",
+            )
         chain.append(parent_joint[cur])
         cur = parent_joint[cur].parent
     chain.reverse()
@@ -116,8 +135,9 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         if k in on_chain:
             raise ov.error(("locked", k), "joint is on the chain from base to tip; it cannot be locked")
     movable_names = [j.name for j in chain if j.type != "fixed"]
-    ov_joints = check_keys(ov, ("joints",), top.get("joints", {}), set(movable_names),
-                           "per-joint data by URDF joint name")
+    ov_joints = check_keys(
+        ov, ("joints",), top.get("joints", {}), set(movable_names), "per-joint data by URDF joint name"
+    )
 
     def subtree(link_name: str, t_body_link: np.ndarray) -> np.ndarray:
         """Parameters of `link_name` and everything hanging off it (off-chain), in the body frame."""
@@ -126,8 +146,7 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
             if j.name in on_chain:
                 continue
             if j.type not in ("fixed", "revolute", "continuous", "prismatic"):
-                raise DescriptionError(file, f"joint[{j.name}].type",
-                                       f"cannot lock a {j.type!r} joint off the chain")
+                raise DescriptionError(file, f"joint[{j.name}].type", f"cannot lock a {j.type!r} joint off the chain")
             axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0])
             t = exact.matmul(t_body_link, _origin(j), _motion(j.type, axis, locked.get(j.name, 0.0)))
             p = p + subtree(j.child, t)
@@ -144,11 +163,15 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
                 out_links[-1] = out_links[-1] + subtree(j.child, pending)
             continue
         if j.type not in ("revolute", "continuous", "prismatic"):
-            raise DescriptionError(file, f"joint[{j.name}].type",
-                                   f"unsupported joint type {j.type!r} on a serial chain")
+            raise DescriptionError(
+                file, f"joint[{j.name}].type", f"unsupported joint type {j.type!r} on a serial chain"
+            )
         if getattr(j, "mimic", None) is not None:
-            raise DescriptionError(file, f"joint[{j.name}].mimic", "a mimic joint on the chain is not supported: it "
-                                   "would become an independent joint")
+            raise DescriptionError(
+                file,
+                f"joint[{j.name}].mimic",
+                "a mimic joint on the chain is not supported: it would become an independent joint",
+            )
         axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
         if np.linalg.norm(axis) < 1e-9:
             raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")
@@ -156,13 +179,15 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         limits = Limits()
         lim = getattr(j, "limit", None)
         if lim is not None:
-            bounded = (j.type != "continuous" and lim.lower is not None and lim.upper is not None
-                       and lim.lower < lim.upper)
+            bounded = (
+                j.type != "continuous" and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper
+            )
             limits = Limits(
                 q_min=float(lim.lower) if bounded else -np.inf,
                 q_max=float(lim.upper) if bounded else np.inf,
                 qd=float(lim.velocity) if lim.velocity and lim.velocity > 0 else np.inf,
-                tau=float(lim.effort) if lim.effort and lim.effort > 0 else np.inf)
+                tau=float(lim.effort) if lim.effort and lim.effort > 0 else np.inf,
+            )
         extra: dict[str, Any] = {}
         if j.name in ov_joints:
             jp = ("joints", j.name)
@@ -179,28 +204,48 @@ def robot_from_urdf(path: str | Path, base_link: str | None = None, tip_link: st
         raw = ov_joints.get(j.name)
         drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
         kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
-        out_joints.append(Joint(name=c_identifier(j.name), type="prismatic" if j.type == "prismatic"
-                                else "revolute", pre=as_tuple(pre), post=as_tuple(post),
-                                kinematics=kin, limits=limits, **extra))
+        out_joints.append(
+            Joint(
+                name=c_identifier(j.name),
+                type="prismatic" if j.type == "prismatic" else "revolute",
+                pre=as_tuple(pre),
+                post=as_tuple(post),
+                kinematics=kin,
+                limits=limits,
+                **extra,
+            )
+        )
         out_links.append(subtree(j.child, np.eye(4)))
         pending = np.eye(4)
     c_names = [j.name for j in out_joints]
     for idx, c_name in enumerate(c_names):
         if c_names.index(c_name) != idx:
-            raise DescriptionError(file, f"joint[{movable_names[idx]}].name", f"joints {movable_names[c_names.index(c_name)]!r} "
-                                   f"and {movable_names[idx]!r} have the same C name {c_name!r}")
+            raise DescriptionError(
+                file,
+                f"joint[{movable_names[idx]}].name",
+                f"joints {movable_names[c_names.index(c_name)]!r} "
+                f"and {movable_names[idx]!r} have the same C name {c_name!r}",
+            )
     if not out_joints:
         raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
     for name, p in zip((j.name for j in out_joints), out_links):
+
         def error(msg: str, n: str = name) -> DescriptionError:
             return DescriptionError(file, f"link of joint {n}", msg)
+
         validate_inertial(p, error)
-    chain_joints = elastic_drives(ov, tuple(out_joints), drives, [("joints", n) for n in movable_names],
-                                  [j.name for j in out_joints], kw)
+    chain_joints = elastic_drives(
+        ov, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw
+    )
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
     check_coulomb_scales(ov, kw, len(chain_joints))
-    digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"",
-                       f"{base}|{tip_link}".encode())
-    return Robot(file=file, convention="urdf", joints=chain_joints,
-                 links=tuple(tuple(float(v) for v in p) for p in out_links), digest=digest, **kw)
+    digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
+    return Robot(
+        file=file,
+        convention="urdf",
+        joints=chain_joints,
+        links=tuple(tuple(float(v) for v in p) for p in out_links),
+        digest=digest,
+        **kw,
+    )

@@ -17,15 +17,22 @@ from xml.parsers import expat
 from .errors import DescriptionError
 from .yamlio import read_text
 
-MAX_URDF_BYTES = 32 * 2 ** 20   # real URDFs with meshes referenced are well under 1 MiB
+MAX_URDF_BYTES = 32 * 2**20  # real URDFs with meshes referenced are well under 1 MiB
 
 # element path below <link>/<joint> -> numeric attributes and how many numbers each holds
 NumberTable = dict[tuple[str, ...], dict[str, int]]
-LINK_NUMBERS: NumberTable = {("inertial", "origin"): {"xyz": 3, "rpy": 3}, ("inertial", "mass"): {"value": 1},
-                ("inertial", "inertia"): {k: 1 for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}}
-JOINT_NUMBERS: NumberTable = {("origin",): {"xyz": 3, "rpy": 3}, ("axis",): {"xyz": 3},
-                 ("limit",): {"lower": 1, "upper": 1, "effort": 1, "velocity": 1},
-                 ("dynamics",): {"damping": 1, "friction": 1}, ("mimic",): {"multiplier": 1, "offset": 1}}
+LINK_NUMBERS: NumberTable = {
+    ("inertial", "origin"): {"xyz": 3, "rpy": 3},
+    ("inertial", "mass"): {"value": 1},
+    ("inertial", "inertia"): {k: 1 for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")},
+}
+JOINT_NUMBERS: NumberTable = {
+    ("origin",): {"xyz": 3, "rpy": 3},
+    ("axis",): {"xyz": 3},
+    ("limit",): {"lower": 1, "upper": 1, "effort": 1, "velocity": 1},
+    ("dynamics",): {"damping": 1, "friction": 1},
+    ("mimic",): {"multiplier": 1, "offset": 1},
+}
 
 
 class _Refused(Exception):
@@ -43,8 +50,9 @@ def _no_entities(text: str, file: str) -> None:
             raise _Refused("external DOCTYPE (DTD) references are refused")
 
     def entity(name: str, *args: object) -> None:
-        raise _Refused(f"XML entity declarations are refused (entity {name!r}): no entity expansion "
-                       "in robot descriptions")
+        raise _Refused(
+            f"XML entity declarations are refused (entity {name!r}): no entity expansion in robot descriptions"
+        )
 
     parser.StartDoctypeDeclHandler = doctype
     parser.EntityDeclHandler = entity
@@ -53,8 +61,7 @@ def _no_entities(text: str, file: str) -> None:
     except _Refused as exc:
         raise DescriptionError(file, "", str(exc), parser.CurrentLineNumber) from None
     except expat.ExpatError as exc:
-        raise DescriptionError(file, "", f"not well-formed XML ({expat.ErrorString(exc.code)})",
-                               exc.lineno) from None
+        raise DescriptionError(file, "", f"not well-formed XML ({expat.ErrorString(exc.code)})", exc.lineno) from None
     except RecursionError:
         raise DescriptionError(file, "", "XML nested too deeply") from None
 
@@ -72,12 +79,19 @@ def _numbers(file: str, field: str, text: str, n: int) -> None:
 
 
 # attributes urdf_parser_py needs when their element is present
-REQUIRED = {("axis", "xyz"), ("mass", "value"), ("inertia", "ixx"), ("inertia", "ixy"), ("inertia", "ixz"),
-            ("inertia", "iyy"), ("inertia", "iyz"), ("inertia", "izz")}
+REQUIRED = {
+    ("axis", "xyz"),
+    ("mass", "value"),
+    ("inertia", "ixx"),
+    ("inertia", "ixy"),
+    ("inertia", "ixz"),
+    ("inertia", "iyy"),
+    ("inertia", "iyz"),
+    ("inertia", "izz"),
+}
 
 
-def _check_numbers(file: str, element: ET.Element, where: str,
-                   table: NumberTable) -> None:
+def _check_numbers(file: str, element: ET.Element, where: str, table: NumberTable) -> None:
     for path, attributes in table.items():
         found = [element]
         for tag in path:
@@ -120,14 +134,20 @@ def _check_tree(file: str, links: dict[str, ET.Element], joints: dict[str, ET.El
             ends[end] = link
         child = ends["child"]
         if child in parent_of:
-            raise DescriptionError(file, f"link[{child}]", f"has two parent joints ({parent_of[child]}, {name}): "
-                                   "a URDF is a tree")
+            raise DescriptionError(
+                file, f"link[{child}]", f"has two parent joints ({parent_of[child]}, {name}): a URDF is a tree"
+            )
         parent_of[child] = name
         children.setdefault(ends["parent"], []).append(child)
     roots = [n for n in links if n not in parent_of]
     if len(roots) != 1:
-        raise DescriptionError(file, "link", "no root link (the joints form a cycle)" if not roots else
-                               f"several root links ({', '.join(roots[:5])}): the links form more than one tree")
+        raise DescriptionError(
+            file,
+            "link",
+            "no root link (the joints form a cycle)"
+            if not roots
+            else f"several root links ({', '.join(roots[:5])}): the links form more than one tree",
+        )
     seen = {roots[0]}
     todo = [roots[0]]
     while todo:
@@ -136,8 +156,11 @@ def _check_tree(file: str, links: dict[str, ET.Element], joints: dict[str, ET.El
             todo.append(c)
     lost = [n for n in links if n not in seen]
     if lost:
-        raise DescriptionError(file, f"link[{lost[0]}]", f"not reachable from the root link {roots[0]!r}: "
-                               f"the joints through {', '.join(lost[:5])} form a cycle")
+        raise DescriptionError(
+            file,
+            f"link[{lost[0]}]",
+            f"not reachable from the root link {roots[0]!r}: the joints through {', '.join(lost[:5])} form a cycle",
+        )
 
 
 def checked_urdf_text(path: Path) -> str:
@@ -155,11 +178,16 @@ def checked_urdf_text(path: Path) -> str:
     for name, j in joints.items():
         _check_numbers(file, j, f"joint[{name}]", JOINT_NUMBERS)
         limit = j.find("limit")
-        if j.get("type") in ("revolute", "prismatic") and limit is not None \
-                and "lower" in limit.attrib and "upper" in limit.attrib \
-                and float(limit.attrib["lower"]) > float(limit.attrib["upper"]):
-            raise DescriptionError(file, f"joint[{name}].limit", f"lower {limit.attrib['lower']} is above "
-                                   f"upper {limit.attrib['upper']}")
+        if (
+            j.get("type") in ("revolute", "prismatic")
+            and limit is not None
+            and "lower" in limit.attrib
+            and "upper" in limit.attrib
+            and float(limit.attrib["lower"]) > float(limit.attrib["upper"])
+        ):
+            raise DescriptionError(
+                file, f"joint[{name}].limit", f"lower {limit.attrib['lower']} is above upper {limit.attrib['upper']}"
+            )
     if not links:
         raise DescriptionError(file, "link", "the URDF has no links")
     _check_tree(file, links, joints)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -42,33 +43,36 @@ def dotted(path: Path_t) -> str:
     return out
 
 
-MAX_BYTES = 16 * 2 ** 20      # robot files are kilobytes; a bigger file is a mistake or an attack
+MAX_BYTES = 16 * 2**20  # robot files are kilobytes; a bigger file is a mistake or an attack
 # libyaml's composer (50x faster on big files, nesting capped at 1000) when PyYAML was built with it
 COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-MAX_NODES = 100_000           # after alias expansion: a "billion laughs" document stops here
-MAX_EXPRESSION = 200          # characters of a number expression such as "pi/2"
+MAX_NODES = 100_000  # after alias expansion: a "billion laughs" document stops here
+MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
 # Plain data only: the YAML 1.1 core tags. Anything else (!!python/object, !include, ...) is refused.
-PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq",
-                                                  "timestamp")}
+PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
 
 
 def read_text(path: Path, max_bytes: int = MAX_BYTES) -> str:
     """A description file as text: readable, at most ``max_bytes``, UTF-8."""
     try:
-        if not path.is_file():   # devices and FIFOs would be read forever
+        if not path.is_file():  # devices and FIFOs would be read forever
             raise DescriptionError(str(path), "", "not a regular file" if path.exists() else "no such file")
         with path.open("rb") as fh:
-            data = fh.read(max_bytes + 1)   # what stat() says can lie (/proc, growing files)
+            data = fh.read(max_bytes + 1)  # what stat() says can lie (/proc, growing files)
         if len(data) > max_bytes:
             size = max(path.stat().st_size, len(data))
-            raise DescriptionError(str(path), "", f"file is {size / 2 ** 20:.0f} MiB; robot descriptions "
-                                   f"larger than {max_bytes / 2 ** 20:.0f} MiB are refused")
+            raise DescriptionError(
+                str(path),
+                "",
+                f"file is {size / 2**20:.0f} MiB; robot descriptions "
+                f"larger than {max_bytes / 2**20:.0f} MiB are refused",
+            )
     except OSError as exc:
         raise DescriptionError(str(path), "", f"cannot read file ({exc.strerror})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise DescriptionError(str(path), "", f"not UTF-8 text (byte 0x{data[exc.start]:02x})", line) from None
 
 
@@ -87,12 +91,20 @@ class _Walk:
     def walk(self, node: yaml.Node, path: Path_t) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise self.error(path, node, f"more than {MAX_NODES} values once aliases are expanded "
-                             "(an alias bomb?): robot descriptions use few aliases")
+            raise self.error(
+                path,
+                node,
+                f"more than {MAX_NODES} values once aliases are expanded "
+                "(an alias bomb?): robot descriptions use few aliases",
+            )
         self.lines[path] = node.start_mark.line + 1
         if node.tag not in PLAIN_TAGS:
-            raise self.error(path, node, f"tag {node.tag!r} is not allowed: robot descriptions hold "
-                             "plain data (numbers, strings, lists, mappings)")
+            raise self.error(
+                path,
+                node,
+                f"tag {node.tag!r} is not allowed: robot descriptions hold "
+                "plain data (numbers, strings, lists, mappings)",
+            )
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
@@ -100,8 +112,9 @@ class _Walk:
                     raise self.error(path, key_node, "keys must be plain names, not lists or mappings")
                 key = str(key_node.value)
                 if key in out:
-                    raise self.error(path + (key,), key_node, f"duplicate key (first on line "
-                                     f"{self.lines[path + (key,)]})")
+                    raise self.error(
+                        path + (key,), key_node, f"duplicate key (first on line {self.lines[path + (key,)]})"
+                    )
                 out[key] = self.walk(value_node, path + (key,))
                 self.lines[path + (key,)] = key_node.start_mark.line + 1  # the key's line, not the value's
             return out
@@ -113,7 +126,7 @@ class _Walk:
             return loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise self.error(path, node, f"cannot read the value ({getattr(exc, 'problem', exc)})") from None
-        except ValueError:   # e.g. an integer of more digits than Python converts
+        except ValueError:  # e.g. an integer of more digits than Python converts
             raise self.error(path, node, f"cannot read the value ({len(str(node.value))} characters)") from None
         finally:
             loader.dispose()
@@ -131,7 +144,9 @@ def parse_yaml(text: str, file: str) -> Located:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DescriptionError(
-            file, "", f"YAML syntax error: {getattr(exc, 'problem', exc)}",
+            file,
+            "",
+            f"YAML syntax error: {getattr(exc, 'problem', exc)}",
             mark.line + 1 if mark is not None else None,
         ) from None
     except RecursionError:
@@ -145,15 +160,17 @@ def parse_yaml(text: str, file: str) -> Located:
 
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
 }
 
 
 def _eval_expr(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _eval_expr(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-            and not isinstance(node.value, bool):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.Name) and node.id == "pi":
         return math.pi

@@ -13,19 +13,24 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import cffi
 
 CFLAGS = ("-std=c99", "-O2")
 # AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow too), aborting at the first
 # report: the fuzz tests' build. The process must preload the ASan runtime (sanitizer_preload()).
-SANITIZE = ("-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all",
-            "-fno-omit-frame-pointer", "-g")
-_COMPILING = threading.Lock()   # cffi's compile changes the process's working directory: one at a time
+SANITIZE = (
+    "-fsanitize=address,undefined,float-cast-overflow",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+)
+_COMPILING = threading.Lock()  # cffi's compile changes the process's working directory: one at a time
 
 
 def cache_root() -> Path:
@@ -124,9 +129,15 @@ def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[
             ffi = cffi.FFI()
             ffi.cdef(defs)
             sources = [str(p) for p in sorted(folder.glob("*.c"))]
-            ffi.set_source(name, host_source(manifest), sources=sources,
-                           include_dirs=[str(folder)], extra_compile_args=flags,
-                           extra_link_args=list(SANITIZE) if sanitize else [], libraries=["m"])
+            ffi.set_source(
+                name,
+                host_source(manifest),
+                sources=sources,
+                include_dirs=[str(folder)],
+                extra_compile_args=flags,
+                extra_link_args=list(SANITIZE) if sanitize else [],
+                libraries=["m"],
+            )
             out.mkdir(parents=True, exist_ok=True)
             with _COMPILING:
                 built = Path(ffi.compile(tmpdir=str(out), verbose=False))
@@ -139,8 +150,9 @@ def sanitizer_preload(cc: str = "gcc") -> str:
     (ASan must come first in the library order; Python itself is not instrumented)."""
     import subprocess
 
-    path = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    path = subprocess.run(
+        [cc, "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if not Path(path).is_file():
         raise RuntimeError(f"{cc} has no AddressSanitizer runtime (libasan.so)")
     return str(Path(path).resolve())

@@ -19,8 +19,11 @@ def differences(robot_name: str, root: Path = Path("generated")) -> list[str]:
     committed = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
     out = [f"{folder}/{n}: missing" for n in sorted(set(fresh) - committed)]
     out += [f"{folder}/{n}: not generated any more" for n in sorted(committed - set(fresh))]
-    out += [f"{folder}/{n}: differs from a fresh generation" for n in sorted(set(fresh) & committed)
-            if (folder / n).read_text(encoding="utf-8") != fresh[n]]
+    out += [
+        f"{folder}/{n}: differs from a fresh generation"
+        for n in sorted(set(fresh) & committed)
+        if (folder / n).read_text(encoding="utf-8") != fresh[n]
+    ]
     return out
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -45,39 +46,50 @@ class Loop:
     substeps: int = 1
 
     @classmethod
-    def from_rt(cls, rt: Realtime, substeps: int = 1) -> "Loop":
+    def from_rt(cls, rt: Realtime, substeps: int = 1) -> Loop:
         """The controller of a pipeline generated with ``controller="pid"`` (its current config)."""
         if rt.rt_manifest.get("controller") != "pid":
-            raise ValueError(f"the pipeline's controller is {rt.rt_manifest.get('controller')!r}; output-error "
-                             "identification models the pid controller")
+            raise ValueError(
+                f"the pipeline's controller is {rt.rt_manifest.get('controller')!r}; output-error "
+                "identification models the pid controller"
+            )
         c = rt.config
-        return cls(kp=c["ctl.kp"].copy(), kd=c["ctl.kd"].copy(), ki=c["ctl.ki"].copy(), i_max=c["ctl.i_max"].copy(),
-                   tau_max=c["ctl.tau_max"].copy(), ctl_params=c["model.params"].copy(),
-                   drive_gain=np.ones(rt.dof), substeps=substeps)
+        return cls(
+            kp=c["ctl.kp"].copy(),
+            kd=c["ctl.kd"].copy(),
+            ki=c["ctl.ki"].copy(),
+            i_max=c["ctl.i_max"].copy(),
+            tau_max=c["ctl.tau_max"].copy(),
+            ctl_params=c["model.params"].copy(),
+            drive_gain=np.ones(rt.dof),
+            substeps=substeps,
+        )
 
-    def with_gains(self, **values: Any) -> "Loop":
+    def with_gains(self, **values: Any) -> Loop:
         """A copy with some per-joint arrays replaced (one value or one per joint)."""
-        new: dict[str, Any] = {k: np.broadcast_to(np.asarray(v, float), np.shape(getattr(self, k))).copy()
-                               for k, v in values.items()}
+        new: dict[str, Any] = {
+            k: np.broadcast_to(np.asarray(v, float), np.shape(getattr(self, k))).copy() for k, v in values.items()
+        }
         return replace(self, **new)
 
 
 @dataclass
 class Simulation:
-    q: np.ndarray                     # (K, n) state at the sample instants
+    q: np.ndarray  # (K, n) state at the sample instants
     qd: np.ndarray
     qdd: np.ndarray
-    tau: np.ndarray                   # (K, n) torque held over sample k
-    y: np.ndarray | None = None       # (K, n, nb) base regressor at (q_k, qd_k, qdd_k)
-    dq: np.ndarray | None = None      # (K, n, nc) d q_k / d beta[cols]
-    dtau: np.ndarray | None = None    # (K, n, nc) d tau_k / d beta[cols]
+    tau: np.ndarray  # (K, n) torque held over sample k
+    y: np.ndarray | None = None  # (K, n, nb) base regressor at (q_k, qd_k, qdd_k)
+    dq: np.ndarray | None = None  # (K, n, nc) d q_k / d beta[cols]
+    dtau: np.ndarray | None = None  # (K, n, nc) d tau_k / d beta[cols]
 
 
 def oesim_folder(spec: str | Path, sample_period: float | None = None) -> Path:
     """Generate (cached) the closed-loop model's folder: the robot's dynamics files + its oesim."""
     robot = load_robot(spec)
-    dyn_folder = generated_folder(spec, rt=RtOptions(estimator=EstimatorChoice("findiff"), observer="none",
-                                                     controller="none"))
+    dyn_folder = generated_folder(
+        spec, rt=RtOptions(estimator=EstimatorChoice("findiff"), observer="none", controller="none")
+    )
     ts = sample_period or robot.sample_period
     key = hashlib.sha256(f"{robot.digest}|{ts!r}|{generator_fingerprint()}".encode()).hexdigest()[:16]
     folder = cache_root() / "oesim" / f"{robot.c_name}_{key}"
@@ -94,8 +106,7 @@ def oesim_folder(spec: str | Path, sample_period: float | None = None) -> Path:
             manifest = json.loads((dyn_folder / "manifest.json").read_text(encoding="utf-8"))
             manifest.pop("rt", None)
             manifest["oesim"] = {"cdef": oesim_cdef(robot), "sample_period": ts}
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
-                                               encoding="utf-8")
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
             shutil.rmtree(folder, ignore_errors=True)
             tmp.rename(folder)
     return folder
@@ -116,9 +127,19 @@ class ClosedLoopModel:
         """The standard vector simulated for base parameters beta (non-base entries 0)."""
         return self.ident.base.to_standard(np.asarray(beta, float))
 
-    def simulate(self, beta: np.ndarray, loop: Loop, q_des: np.ndarray, qd_des: np.ndarray,
-                 q0: np.ndarray, qd0: np.ndarray, regressor: bool = False,
-                 cols: Iterable[int] | None = None, dq: bool = True, dtau: bool = True) -> Simulation:
+    def simulate(
+        self,
+        beta: np.ndarray,
+        loop: Loop,
+        q_des: np.ndarray,
+        qd_des: np.ndarray,
+        q0: np.ndarray,
+        qd0: np.ndarray,
+        regressor: bool = False,
+        cols: Iterable[int] | None = None,
+        dq: bool = True,
+        dtau: bool = True,
+    ) -> Simulation:
         """Run the closed loop along (q_des, qd_des) (K, n) with base parameters beta. ``cols``: base
         parameters to differentiate with respect to (None: no sensitivities)."""
         ffi, n = self._ffi, self.n
@@ -149,11 +170,28 @@ class ClosedLoopModel:
             return ffi.NULL if a is None else ffi.cast(ctype + " *", ffi.from_buffer(a))
 
         status = getattr(self._lib, f"{p}_oe_simulate")(
-            c_loop, ptr(pi), k, ptr(q_des), ptr(qd_des), ptr(start_q), ptr(start_qd), ptr(q), ptr(qd), ptr(qdd),
-            ptr(tau), ptr(y), ptr(col if nc else None, "int32_t"), nc, ptr(s_q), ptr(s_tau))
+            c_loop,
+            ptr(pi),
+            k,
+            ptr(q_des),
+            ptr(qd_des),
+            ptr(start_q),
+            ptr(start_qd),
+            ptr(q),
+            ptr(qd),
+            ptr(qdd),
+            ptr(tau),
+            ptr(y),
+            ptr(col if nc else None, "int32_t"),
+            nc,
+            ptr(s_q),
+            ptr(s_tau),
+        )
         if status == -2:
             raise ValueError("the closed-loop model refused its arguments (substeps < 1 or a column out of range)")
         if status != 0:
-            raise SimulationError("the closed-loop simulation failed: M(q) stopped being positive definite, or the "
-                                  "loop diverged (parameters not physical enough, or gains that make it unstable)")
+            raise SimulationError(
+                "the closed-loop simulation failed: M(q) stopped being positive definite, or the "
+                "loop diverged (parameters not physical enough, or gains that make it unstable)"
+            )
         return Simulation(q, qd, qdd, tau, y, s_q, s_tau)

@@ -9,7 +9,8 @@ the true ones. Per observer: the largest |r| over a collision-free
 20 s motion is the smallest false-alarm-free threshold. The same motion then receives the
 collisions, as in seed 001 §IV: a step of ``amplitude`` on one joint, low-passed at each cut-off
 frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, one run per event;
-the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts: at the instant of the motion
+the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts:
+at the instant of the motion
 whose tip speed is closest to each of ``impact_speeds``, a plane appears through the tip, facing its
 velocity, for ``hold`` s (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m,
 alpha = 0.04 s/m, flat surface; targets above the motion's top tip speed share its fastest instant,
@@ -21,23 +22,23 @@ motion they were not designed on (rising edges of "some joint above").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from codegen.description import load_robot
 from codegen.model import LINK_PARAMS
-
 from codegen.outputs import write_file
 
-from .eval_reports import save_figure
 from .compiled import load
-from .loopback import Contact, simulate
-from .trajectories import Trajectory
-from .rt import load_rt
+from .eval_reports import save_figure
 from .excite import random_excitation
+from .loopback import Contact, simulate
+from .rt import load_rt
+from .trajectories import Trajectory
 
 OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured")
 Progress = Callable[[str], None]
@@ -46,22 +47,23 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class CollideSettings:
     model_error: float = 0.1
-    duration: float = 20.0                              # s per motion (seed 001: 20 s)
-    cutoffs: tuple[float, ...] = (1.0, 10.0, 100.0)     # Hz, of the filtered steps
-    amplitude: float = 5.0                              # N m (N)
-    joint: int = 2                                      # 1-based joint the torque acts on
-    hold: float = 0.3                                   # s
-    events: tuple[float, ...] = (6.0, 12.0, 18.0)       # s from the start
-    window: float = 0.5                                 # s after an event in which a detection counts
-    skip: float = 1.0                                   # s of start-up left out everywhere
-    adaptive_gain: float = 100.0                        # seed 001's K (the momentum observer keeps its K_O)
+    duration: float = 20.0  # s per motion (seed 001: 20 s)
+    cutoffs: tuple[float, ...] = (1.0, 10.0, 100.0)  # Hz, of the filtered steps
+    amplitude: float = 5.0  # N m (N)
+    joint: int = 2  # 1-based joint the torque acts on
+    hold: float = 0.3  # s
+    events: tuple[float, ...] = (6.0, 12.0, 18.0)  # s from the start
+    window: float = 0.5  # s after an event in which a detection counts
+    skip: float = 1.0  # s of start-up left out everywhere
+    adaptive_gain: float = 100.0  # seed 001's K (the momentum observer keeps its K_O)
     impact_speeds: tuple[float, ...] = (0.1, 0.25, 0.5)  # m/s, Hunt-Crossley impacts of the tip
     seed: int = 0
     observers: tuple[str, ...] = OBSERVERS
 
 
-def filtered_step(k: int, n: int, ts: float, joint: int, start: float, hold: float, amplitude: float,
-                  cutoff: float) -> np.ndarray:
+def filtered_step(
+    k: int, n: int, ts: float, joint: int, start: float, hold: float, amplitude: float, cutoff: float
+) -> np.ndarray:
     """(k, n) external torque: a step of ``amplitude`` on ``joint`` (0-based) from ``start`` for ``hold``
     s, through a first-order low-pass at ``cutoff`` Hz (exact for the held input)."""
     t = np.arange(k) * ts
@@ -85,8 +87,9 @@ def rising_edges(flag: np.ndarray) -> int:
     return int(np.sum(flag[1:] & ~flag[:-1]) + (flag[0] if len(flag) else 0))
 
 
-def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
-             s: CollideSettings) -> list[tuple[float, Contact]]:
+def _impacts(
+    spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray, s: CollideSettings
+) -> list[tuple[float, Contact]]:
     """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
     rt = load_rt(spec, estimator="kalman", observer="none", controller="computed_torque")
@@ -102,24 +105,36 @@ def _impacts(spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray,
     for target in s.impact_speeds:
         i = int(np.argmin(np.abs(speeds - target)))
         if f"{speeds[i]:.3g}" in used:
-            continue          # the motion is slower than this target: its fastest instant is taken already
-        used.add(f"{speeds[i]:.3g}")      # (the label that keys the delays and the figure)
+            continue  # the motion is slower than this target: its fastest instant is taken already
+        used.add(f"{speeds[i]:.3g}")  # (the label that keys the delays and the figure)
         p, v = tips[i]
         t = float(ks[i] * ts)
-        out.append((float(speeds[i]), Contact(point=tuple(p), normal=tuple(-v / np.linalg.norm(v)),  # type: ignore[arg-type]
-                                              start=t, stop=t + s.hold)))
+        out.append(
+            (
+                float(speeds[i]),
+                Contact(
+                    point=tuple(p),
+                    normal=tuple(-v / np.linalg.norm(v)),
+                    start=t,
+                    stop=t + s.hold,
+                ),
+            )
+        )
     return out
 
 
-def scenario(spec: str, settings: CollideSettings = CollideSettings(),
-             progress: Progress = lambda _: None) -> tuple[dict[str, Any], dict[str, Any]]:
+def scenario(
+    spec: str, settings: CollideSettings = CollideSettings(), progress: Progress = lambda _: None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Returns (the JSON document, arrays for the figure)."""
     s = settings
     robot = load_robot(spec)
     n = robot.dof
     if robot.elastic:
-        raise ValueError(f"{robot.name} has series-elastic joints: seed 001's scenario needs a link-side torque; "
-                         f"run seed 003's with the tau_el observer: manipgen elastic collide {spec}")
+        raise ValueError(
+            f"{robot.name} has series-elastic joints: seed 001's scenario needs a link-side torque; "
+            f"run seed 003's with the tau_el observer: manipgen elastic collide {spec}"
+        )
     if not 1 <= s.joint <= n:
         raise ValueError(f"--joint must be 1..{n}, got {s.joint}")
     if not 0 <= s.model_error < 1:
@@ -133,7 +148,7 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
     true = robot.standard_parameters()
     inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
     factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
-    model = true * np.where(inertial, factor, 1.0)         # seed 001 eq. 22: the inertial parameters
+    model = true * np.where(inertial, factor, 1.0)  # seed 001 eq. 22: the inertial parameters
     ts = robot.sample_period
     # smooth 20 s Fourier motions (seed 001 §IV): acceleration steps would make the inertial model error
     # a fast signal, which no residual separates from a collision
@@ -141,8 +156,12 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
     test = random_excitation(robot, s.seed + 2, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
     k0 = int(round(s.skip / ts))
     impacts = _impacts(spec, design, model, true, s)
-    doc: dict[str, Any] = {"robot": robot.name, "settings": asdict(s), "observers": {},
-                           "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts]}
+    doc: dict[str, Any] = {
+        "robot": robot.name,
+        "settings": asdict(s),
+        "observers": {},
+        "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts],
+    }
     arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}, "free_ratio": {}, "impacts": {}}
     dyn = load(spec)
     for obs in s.observers:
@@ -153,7 +172,7 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         rt.config["det.debounce"] = 1
         if obs.startswith("adaptive"):
             rt.config["obs.k_o"] = s.adaptive_gain
-            rt.config["obs.freeze"] = 0       # seed 001's observer; a start-up flag must not stop it
+            rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
         rt.config["det.threshold"] = 1e30
         free = np.abs(simulate(rt, design, true_params=true).out["r"])[k0:]
         threshold = free.max(axis=0) * (1 + 1e-9) + 1e-12
@@ -170,28 +189,33 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
                 ext = filtered_step(len(design.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
                 run = simulate(rt, design, true_params=true, tau_ext=ext)
                 ke = int(round(e / ts))
-                hits = np.flatnonzero(any_above(run.out)[ke:ke + int(round(s.window / ts))])
+                hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
                 found.append(float(hits[0] * ts * 1e3) if hits.size else None)
                 if e == s.events[0]:
                     sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
-                    arrays["runs"][(obs, cutoff)] = (run.out["r"][sl, s.joint - 1], ext[sl, s.joint - 1],
-                                                     threshold[s.joint - 1])
+                    arrays["runs"][(obs, cutoff)] = (
+                        run.out["r"][sl, s.joint - 1],
+                        ext[sl, s.joint - 1],
+                        threshold[s.joint - 1],
+                    )
             delays[f"{cutoff:g}"] = found
         progress(f"{obs}: Hunt-Crossley impacts")
         impact_delays: dict[str, float | None] = {}
         for speed, contact in impacts:
             run = simulate(rt, design, true_params=true, contact=contact)
             ke = int(round(contact.start / ts))
-            hits = np.flatnonzero(any_above(run.out)[ke:ke + int(round(s.window / ts))])
+            hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
             impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
             sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
             q = run.log.extra["q_true"][sl]
             label = f"{speed:.3g} m/s"
-            if label not in arrays["impacts"]:     # the plant's motion is the same for every observer
-                force = tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian,
-                                        np.array(contact.normal))
-                arrays["impacts"][label] = ImpactTrace(label, (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
-                                                       force, float(np.max(force)), {}, {})
+            if label not in arrays["impacts"]:  # the plant's motion is the same for every observer
+                force = tip_force_along(
+                    q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, np.array(contact.normal)
+                )
+                arrays["impacts"][label] = ImpactTrace(
+                    label, (np.arange(sl.start, sl.stop) - ke) * ts * 1e3, force, float(np.max(force)), {}, {}
+                )
             trace = arrays["impacts"][label]
             trace.estimates[obs] = tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, np.array(contact.normal))
             trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold)
@@ -199,16 +223,20 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
         doc["observers"][obs] = {
             "threshold": threshold.tolist(),
             "max_collision_free_residual": free.max(axis=0).tolist(),
-            "delay_ms": {c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v)
-                             else None) for c, v in delays.items()},
+            "delay_ms": {
+                c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v) else None)
+                for c, v in delays.items()
+            },
             "delays_ms": delays,
             "median_delay_ms": float(np.median(detected)) if detected else None,
             "impact_delay_ms": impact_delays,
             "false_alarms": false_alarms,
-            "missed": sum(d is None for v in delays.values() for d in v) + sum(d is None for d in impact_delays.values()),
+            "missed": sum(d is None for v in delays.values() for d in v)
+            + sum(d is None for d in impact_delays.values()),
             "events": len(s.cutoffs) * len(s.events) + len(impacts),
-            "qd_qdd": "exact (plant)" if obs.endswith("_measured") else ("Kalman estimate" if obs != "momentum"
-                                                                          else "Kalman qd, no qdd needed"),
+            "qd_qdd": "exact (plant)"
+            if obs.endswith("_measured")
+            else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed"),
         }
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
@@ -217,12 +245,13 @@ def scenario(spec: str, settings: CollideSettings = CollideSettings(),
 @dataclass
 class ImpactTrace:
     """One impact seen by every observer, for ``impact_figure``: times in ms from the contact."""
+
     label: str
     time_ms: np.ndarray
-    force: np.ndarray                      # the true contact force along the obstacle normal, N
-    peak: float                            # N
-    estimates: dict[str, np.ndarray]       # observer -> its tip-force estimate along the normal, N
-    ratio: dict[str, np.ndarray]           # observer -> max_j |r_j| / threshold_j
+    force: np.ndarray  # the true contact force along the obstacle normal, N
+    peak: float  # N
+    estimates: dict[str, np.ndarray]  # observer -> its tip-force estimate along the normal, N
+    ratio: dict[str, np.ndarray]  # observer -> max_j |r_j| / threshold_j
 
 
 def threshold_ratio(r: np.ndarray, threshold: np.ndarray) -> np.ndarray:
@@ -230,20 +259,23 @@ def threshold_ratio(r: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     return np.asarray(np.abs(r) / np.asarray(threshold), float).max(axis=1)
 
 
-def tip_force_along(q: np.ndarray, tau: np.ndarray, jacobian: Callable[[np.ndarray], np.ndarray],
-                    normal: np.ndarray) -> np.ndarray:
+def tip_force_along(
+    q: np.ndarray, tau: np.ndarray, jacobian: Callable[[np.ndarray], np.ndarray], normal: np.ndarray
+) -> np.ndarray:
     """f·n with f the force part of (Jᵀ)⁺ tau, the tip wrench that explains the joint torques tau
     (seed 001 eq. 28; exact for a force at the tip when J has rank 6, the least-norm wrench below)."""
     return np.array([(np.linalg.pinv(jacobian(qk).T)[:3] @ tk) @ normal for qk, tk in zip(q, tau)])
 
 
-def impact_figure(free_ratio: dict[str, np.ndarray], ts: float, skip: float, impacts: list[ImpactTrace],
-                  path: Path, truth: str) -> Path:
+def impact_figure(
+    free_ratio: dict[str, np.ndarray], ts: float, skip: float, impacts: list[ImpactTrace], path: Path, truth: str
+) -> Path:
     """Like seed 001 Figs. 10 a-b and 8. Top: each observer's threshold ratio over a contact-free
     motion (a false alarm crosses 1). Per impact: left, the contact force along the obstacle normal
     (``truth`` names its source) against each observer's tip-force estimate; right, the ratio around
     the contact (the detection is where it crosses 1)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -257,8 +289,9 @@ def impact_figure(free_ratio: dict[str, np.ndarray], ts: float, skip: float, imp
     top.axhline(1.0, color="k", ls="--", lw=0.8)
     top.set_xlabel("s (contact-free motion)", fontsize=8)
     top.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
-    top.set_title("contact-free: how far below its thresholds each observer stays (like seed 001 Fig. 10 a-b)",
-                  fontsize=9)
+    top.set_title(
+        "contact-free: how far below its thresholds each observer stays (like seed 001 Fig. 10 a-b)", fontsize=9
+    )
     top.legend(fontsize=6, ncol=len(free_ratio), loc="lower right")
     for i, imp in enumerate(impacts):
         a = fig.add_subplot(grid[i + 1, 0])
@@ -290,33 +323,50 @@ def table(doc: dict[str, Any]) -> str:
     s = doc["settings"]
     cut = [f"{c:g}" for c in s["cutoffs"]]
     speeds = [f"{i['speed_m_s']:.3g}" for i in doc["impacts"]]
-    lines = [f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
-             f"{s['amplitude']:g} N m on joint {s['joint']})", "",
-             "| observer | q̇, q̈ | threshold on joint %d (N m) | max threshold (N m) | " % s["joint"]
-             + " | ".join(f"delay at {c} Hz (ms)" for c in cut) + " | "
-             + " | ".join(f"impact {v} m/s (ms)" for v in speeds) + " | false alarms | missed |",
-             "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |"]
+    lines = [
+        f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
+        f"{s['amplitude']:g} N m on joint {s['joint']})",
+        "",
+        f"| observer | q̇, q̈ | threshold on joint {s['joint']} (N m) | max threshold (N m) | "
+        + " | ".join(f"delay at {c} Hz (ms)" for c in cut)
+        + " | "
+        + " | ".join(f"impact {v} m/s (ms)" for v in speeds)
+        + " | false alarms | missed |",
+        "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |",
+    ]
     for name, o in doc["observers"].items():
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
         d += [("—" if o["impact_delay_ms"][v] is None else f"{o['impact_delay_ms'][v]:.1f}") for v in speeds]
-        lines.append(f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
-                     + " | ".join(d) + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |")
-    lines += ["", "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
-              "model-adaptive 0.1 N m, detected within ≈ 1.2 ms."]
+        lines.append(
+            f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
+            + " | ".join(d)
+            + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |"
+        )
+    lines += [
+        "",
+        "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
+        "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def figure(arrays: dict[str, Any], path: Path) -> Path:
     """Like seed 001 Fig. 6: r on the loaded joint against the applied torque, per cut-off and observer."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     runs = arrays["runs"]
     observers = list(dict.fromkeys(o for o, _ in runs))
     cutoffs = list(dict.fromkeys(c for _, c in runs))
-    fig, ax = plt.subplots(len(cutoffs), len(observers), figsize=(2.6 * len(observers), 1.9 * len(cutoffs) + 0.8),
-                           squeeze=False, sharex=True)
+    fig, ax = plt.subplots(
+        len(cutoffs),
+        len(observers),
+        figsize=(2.6 * len(observers), 1.9 * len(cutoffs) + 0.8),
+        squeeze=False,
+        sharex=True,
+    )
     for i, c in enumerate(cutoffs):
         for j, o in enumerate(observers):
             r, ext, th = runs[(o, c)]
@@ -333,17 +383,25 @@ def figure(arrays: dict[str, Any], path: Path) -> Path:
     for j in range(len(observers)):
         ax[-1, j].set_xlabel("ms from the event", fontsize=8)
     ax[0, 0].legend(fontsize=6)
-    fig.suptitle(f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold "
-                 "(like seed 001 Fig. 6)", fontsize=9)
+    fig.suptitle(
+        f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold (like seed 001 Fig. 6)",
+        fontsize=9,
+    )
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
 
 
 def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
     import json
+
     write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     write_file(out / "collide.md", table(doc))
-    impacts = impact_figure(arrays["free_ratio"], arrays["ts"], doc["settings"]["skip"],
-                            list(arrays["impacts"].values()), out / "collide_impacts.png",
-                            "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext")
+    impacts = impact_figure(
+        arrays["free_ratio"],
+        arrays["ts"],
+        doc["settings"]["skip"],
+        list(arrays["impacts"].values()),
+        out / "collide_impacts.png",
+        "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext",
+    )
     return [out / "collide.json", out / "collide.md", figure(arrays, out / "collide.png"), impacts]

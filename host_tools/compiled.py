@@ -1,9 +1,9 @@
 """The generated C of a robot, loaded through cffi, with numpy in / numpy out methods.
 
-    from host_tools import load
-    dyn = load("kuka_iiwa14")
-    tau = dyn.rnea(q, qd, qdd)                  # the constant-parameter fast path
-    tau = dyn.rnea(q, qd, qdd, params=pi)       # any parameter set (standard or base vector)
+from host_tools import load
+dyn = load("kuka_iiwa14")
+tau = dyn.rnea(q, qd, qdd)                  # the constant-parameter fast path
+tau = dyn.rnea(q, qd, qdd, params=pi)       # any parameter set (standard or base vector)
 """
 
 from __future__ import annotations
@@ -78,8 +78,7 @@ class CompiledDynamics:
             return p
         if p.size == self.n_base:
             return self.standard_from_base(p)
-        raise ValueError(f"params must have {self.n_standard} (standard) or {self.n_base} (base) "
-                         f"entries, got {p.size}")
+        raise ValueError(f"params must have {self.n_standard} (standard) or {self.n_base} (base) entries, got {p.size}")
 
     # --- calls --------------------------------------------------------------------------------
     def _call(self, name: str, *args: np.ndarray, params: np.ndarray | None = None) -> Any:
@@ -96,7 +95,8 @@ class CompiledDynamics:
         outs = [np.zeros(size, dtype=self.dtype) for _, size in spec["outputs"]]
         ret = getattr(self._lib, f"{self.name}_{name}")(
             *[self._ffi.from_buffer(self._ctype, a) for a in c_in],
-            *[self._ffi.from_buffer(self._ctype, o, require_writable=True) for o in outs])
+            *[self._ffi.from_buffer(self._ctype, o, require_writable=True) for o in outs],
+        )
         if spec["returns"] == "int" and ret != 0:
             raise ForwardDynamicsError(f"{name}: M(q) is not positive definite")
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -104,15 +104,13 @@ class CompiledDynamics:
     def _matrix(self, v: np.ndarray, cols: int) -> np.ndarray:
         return v.reshape(-1, cols)
 
-    def rnea(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
-             params: np.ndarray | None = None) -> np.ndarray:
+    def rnea(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
         return self._call("rnea", q, qd, qdd, params=params)
 
     def mass_matrix(self, q: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
         return self._matrix(self._call("mass_matrix", q, params=params), self.dof)
 
-    def coriolis_matrix(self, q: np.ndarray, qd: np.ndarray,
-                        params: np.ndarray | None = None) -> np.ndarray:
+    def coriolis_matrix(self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
         return self._matrix(self._call("coriolis_matrix", q, qd, params=params), self.dof)
 
     def coriolis(self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
@@ -125,12 +123,12 @@ class CompiledDynamics:
     def friction(self, qd: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
         return self._call("friction", qd, params=params)
 
-    def nonlinear_effects(self, q: np.ndarray, qd: np.ndarray,
-                          params: np.ndarray | None = None) -> np.ndarray:
+    def nonlinear_effects(self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None) -> np.ndarray:
         return self._call("nonlinear_effects", q, qd, params=params)
 
-    def forward_dynamics(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                         params: np.ndarray | None = None) -> np.ndarray:
+    def forward_dynamics(
+        self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, params: np.ndarray | None = None
+    ) -> np.ndarray:
         return self._call("forward_dynamics", q, qd, tau, params=params)
 
     # series-elastic arms (seed 003 §3.2): theta, thetad are the motor positions and velocities in
@@ -138,25 +136,35 @@ class CompiledDynamics:
     def elastic_torque(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
         return self._call("elastic_torque", q, qd, theta, thetad)
 
-    def motor_acceleration(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
-                           tau_m: np.ndarray) -> np.ndarray:
+    def motor_acceleration(
+        self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray, tau_m: np.ndarray
+    ) -> np.ndarray:
         return self._call("motor_acceleration", q, qd, theta, thetad, tau_m)
 
-    def elastic_forward_dynamics(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
-                                 tau_m: np.ndarray, params: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def elastic_forward_dynamics(
+        self,
+        q: np.ndarray,
+        qd: np.ndarray,
+        theta: np.ndarray,
+        thetad: np.ndarray,
+        tau_m: np.ndarray,
+        params: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(qdd, thetadd) of the coupled link and motor dynamics (``params``: the links' parameters)."""
         qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m, params=params)
         return qdd, thetadd
 
-    def motor_rest(self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+    def motor_rest(
+        self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(theta, thetad): the motors holding the links at q against gravity (seed 003 eq. 3.28), and
         their rate along qd."""
         theta, thetad = self._call("motor_rest", q, qd, params=params)
         return theta, thetad
 
-    def elastic_link_force(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray,
-                           params: np.ndarray | None = None) -> np.ndarray:
+    def elastic_link_force(
+        self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray, params: np.ndarray | None = None
+    ) -> np.ndarray:
         """(I + A)^T tau_el - n(q, qd) = M(q) qdd (seed 003 eq. 3.24)."""
         return self._call("elastic_link_force", q, qd, theta, thetad, params=params)
 
@@ -176,14 +184,18 @@ class CompiledDynamics:
         return self._matrix(self._call("tip_jacobian", q), self.dof)
 
 
-def generated_folder(spec: str | Path, base_link: str | None = None, tip_link: str | None = None,
-                     overlay: str | Path | None = None, precision: Precision = "double",
-                     rt: RtOptions | None = None) -> Path:
+def generated_folder(
+    spec: str | Path,
+    base_link: str | None = None,
+    tip_link: str | None = None,
+    overlay: str | Path | None = None,
+    precision: Precision = "double",
+    rt: RtOptions | None = None,
+) -> Path:
     """Generate (once per description, options and generator version) into the cache."""
     robot = load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
     rt = rt if rt is not None else robot.realtime.options
-    key = hashlib.sha256(f"{robot.digest}|{precision}|{rt.label}|{generator_fingerprint()}".encode()
-                         ).hexdigest()[:16]
+    key = hashlib.sha256(f"{robot.digest}|{precision}|{rt.label}|{generator_fingerprint()}".encode()).hexdigest()[:16]
     folder = cache_root() / "generated" / f"{robot.c_name}_{key}"
     with locked(cache_root() / "locks" / f"gen_{key}.lock"):
         if not (folder / "manifest.json").is_file():
@@ -191,7 +203,12 @@ def generated_folder(spec: str | Path, base_link: str | None = None, tip_link: s
     return folder
 
 
-def load(spec: str | Path, base_link: str | None = None, tip_link: str | None = None,
-         overlay: str | Path | None = None, precision: Precision = "double") -> CompiledDynamics:
+def load(
+    spec: str | Path,
+    base_link: str | None = None,
+    tip_link: str | None = None,
+    overlay: str | Path | None = None,
+    precision: Precision = "double",
+) -> CompiledDynamics:
     """A bundled robot name or a .yaml/.urdf path -> its generated C, compiled and loaded."""
     return CompiledDynamics(generated_folder(spec, base_link, tip_link, overlay, precision))

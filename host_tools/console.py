@@ -10,6 +10,7 @@ import sys
 def main() -> int:
     try:
         from .cli import main as run
+
         return run()
     except KeyboardInterrupt:
         print("manipgen: interrupted", file=sys.stderr)

@@ -22,8 +22,8 @@ class CsvError(ValueError):
 @dataclass(frozen=True)
 class Samples:
     sample_period: float
-    q: np.ndarray          # (K, n)
-    tau: np.ndarray        # (K, n), at the same instants
+    q: np.ndarray  # (K, n)
+    tau: np.ndarray  # (K, n), at the same instants
 
 
 def read_samples(path: str | Path, dof: int) -> Samples:
@@ -35,8 +35,10 @@ def read_samples(path: str | Path, dof: int) -> Samples:
     except ValueError as exc:
         raise CsvError(f"{path}: not numeric CSV after the header row ({exc})") from None
     if data.shape[1] != 1 + 2 * dof:
-        raise CsvError(f"{path}: {data.shape[1]} columns; a {dof}-joint robot needs 1 + 2 x {dof} = "
-                       f"{1 + 2 * dof} (time, q1..q{dof}, tau1..tau{dof})")
+        raise CsvError(
+            f"{path}: {data.shape[1]} columns; a {dof}-joint robot needs 1 + 2 x {dof} = "
+            f"{1 + 2 * dof} (time, q1..q{dof}, tau1..tau{dof})"
+        )
     if len(data) < 3:
         raise CsvError(f"{path}: {len(data)} samples; need at least 3")
     if not np.all(np.isfinite(data)):
@@ -45,6 +47,5 @@ def read_samples(path: str | Path, dof: int) -> Samples:
     dt = np.diff(data[:, 0])
     ts = float(np.median(dt))
     if not ts > 0 or np.max(np.abs(dt - ts)) > 1e-3 * ts:
-        raise CsvError(f"{path}: column 1 (time, s) must increase uniformly; steps range "
-                       f"{dt.min():g}..{dt.max():g} s")
-    return Samples(ts, data[:, 1:1 + dof], data[:, 1 + dof:])
+        raise CsvError(f"{path}: column 1 (time, s) must increase uniformly; steps range {dt.min():g}..{dt.max():g} s")
+    return Samples(ts, data[:, 1 : 1 + dof], data[:, 1 + dof :])

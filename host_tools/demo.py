@@ -24,8 +24,10 @@ def demo(spec: str, out: str = "out", states: int = 1000) -> int:
     gen = generate(robot)
     gen.write(folder)
     t_gen = time.perf_counter() - t0
-    print(f"[1/5] generated {robot.name} ({robot.dof} joints, {robot.n_standard} standard / "
-          f"{gen.base.n_base} base parameters) into {folder}/ in {t_gen:.2f} s")
+    print(
+        f"[1/5] generated {robot.name} ({robot.dof} joints, {robot.n_standard} standard / "
+        f"{gen.base.n_base} base parameters) into {folder}/ in {t_gen:.2f} s"
+    )
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         print("error: no C compiler (cc/gcc) on PATH")
@@ -36,9 +38,23 @@ def demo(spec: str, out: str = "out", states: int = 1000) -> int:
         subprocess.run([make, "-s", "-C", str(folder), f"CC={cc}"], check=True)
         how = "make (gcc, -std=c99 -Wall -Wextra -Wpedantic -Wshadow -Werror)"
     else:
-        subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow",
-                        "-Werror", "-c", str(folder / f"{robot.c_name}_dynamics.c"), "-o",
-                        str(folder / f"{robot.c_name}_dynamics.o")], check=True)
+        subprocess.run(
+            [
+                cc,
+                "-std=c99",
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Wpedantic",
+                "-Wshadow",
+                "-Werror",
+                "-c",
+                str(folder / f"{robot.c_name}_dynamics.c"),
+                "-o",
+                str(folder / f"{robot.c_name}_dynamics.o"),
+            ],
+            check=True,
+        )
         how = "cc directly (make not found)"
     dyn = CompiledDynamics(folder)
     print(f"[2/5] built with {how} and loaded through cffi in {time.perf_counter() - t0:.2f} s")
@@ -53,7 +69,8 @@ def demo(spec: str, out: str = "out", states: int = 1000) -> int:
         rel: list[float] = [
             float(np.linalg.norm(dyn.forward_dynamics(q, qd, tau) - qdd) / np.linalg.norm(qdd)),
             float(np.linalg.norm(dyn.regressor(q, qd, qdd) @ dyn.base_parameters - tau) / np.linalg.norm(tau)),
-            float(np.linalg.norm(m - m.T) / np.linalg.norm(m))]
+            float(np.linalg.norm(m - m.T) / np.linalg.norm(m)),
+        ]
         for k, r in zip(worst, rel):
             worst[k] = max(worst[k], r)
         min_eig = min(min_eig, float(np.linalg.eigvalsh(m).min()))
@@ -80,19 +97,30 @@ def loopback(spec: str, folder: Path) -> bool:
     rt.config.save(folder / "collision_config.json")
     rt_label = r.hit.log.robot
     expected = 1 + int(np.flatnonzero(np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds)[-1])
-    print(f"[4/5] closed loop in C ({rt_label}: {r.free.log.time[-1]:.0f} s at {1 / r.free.log.sample_period:.0f} Hz, "
-          f"RK4 plant, kalman + momentum observer + computed torque), {time.perf_counter() - t0:.1f} s:")
-    print(f"      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): "
-          f"{np.round(r.thresholds, 2)}")
-    print(f"      tip force of 30 N (for 0.3 s) from t = {r.onset_s:.2f} s: "
-          + (f"detected at t = {r.detected_s:.3f} s ({r.delay_ms:.0f} ms), isolated link {r.link} "
-             f"(expected {expected}: the highest joint the force loads), reaction: stop"
-             if r.detected_s is not None else "NOT detected")
-          + ("; FALSE ALARM before the contact" if r.false_alarm else "; no false alarm before it"))
+    print(
+        f"[4/5] closed loop in C ({rt_label}: {r.free.log.time[-1]:.0f} s at {1 / r.free.log.sample_period:.0f} Hz, "
+        f"RK4 plant, kalman + momentum observer + computed torque), {time.perf_counter() - t0:.1f} s:"
+    )
+    print(
+        f"      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): "
+        f"{np.round(r.thresholds, 2)}"
+    )
+    print(
+        f"      tip force of 30 N (for 0.3 s) from t = {r.onset_s:.2f} s: "
+        + (
+            f"detected at t = {r.detected_s:.3f} s ({r.delay_ms:.0f} ms), isolated link {r.link} "
+            f"(expected {expected}: the highest joint the force loads), reaction: stop"
+            if r.detected_s is not None
+            else "NOT detected"
+        )
+        + ("; FALSE ALARM before the contact" if r.false_alarm else "; no false alarm before it")
+    )
     print(f"      peak |r| during the contact (N m): {np.round(r.peak_r, 2)}")
-    print(f"      saved {folder / 'collision_log.npz'} and its config: replay it on a Cortex-M with\n"
-          f"      manipgen target run {spec} --cpu cortex-m7 --input {folder / 'collision_log.npz'} "
-          f"--config {folder / 'collision_config.json'}")
+    print(
+        f"      saved {folder / 'collision_log.npz'} and its config: replay it on a Cortex-M with\n"
+        f"      manipgen target run {spec} --cpu cortex-m7 --input {folder / 'collision_log.npz'} "
+        f"--config {folder / 'collision_config.json'}"
+    )
     t0 = time.perf_counter()
     rows = estimator_table(spec, ("findiff", "movav:p=3", "kalman", "linhg"))
     print(f"[5/5] velocity estimators in the same loop, no contact ({time.perf_counter() - t0:.1f} s):")

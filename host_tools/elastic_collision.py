@@ -31,14 +31,14 @@ from .trajectories import Trajectory
 
 @dataclass(frozen=True)
 class ScenarioSettings:
-    joint: int = 2                  # 1-based: the joint that moves
-    start: float = np.pi / 2        # rad: vertical
+    joint: int = 2  # 1-based: the joint that moves
+    start: float = np.pi / 2  # rad: vertical
     travel: float = -2 * np.pi / 3  # rad: seed 003's 120 degrees, towards the obstacle
-    rest: float = 0.5               # s still before the move
-    duration: float = 2.0           # s of the move (quintic, rest to rest)
-    after: float = 3.0              # s after the move
-    threshold: float = 0.1          # N m (seed 003)
-    k_r: float = 0.03               # rad/s per N m (seed 003's K_R)
+    rest: float = 0.5  # s still before the move
+    duration: float = 2.0  # s of the move (quintic, rest to rest)
+    after: float = 3.0  # s after the move
+    threshold: float = 0.1  # N m (seed 003)
+    k_r: float = 0.03  # rad/s per N m (seed 003's K_R)
 
 
 def trajectory(rt: Realtime, s: ScenarioSettings) -> Trajectory:
@@ -71,14 +71,14 @@ def _run(rt: Realtime, traj: Trajectory, contact: Contact | None, reaction: int,
     return simulate(rt, traj, contact=contact)
 
 
-def scenario(spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt: Realtime | None = None
-             ) -> dict[str, Any]:
+def scenario(
+    spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt: Realtime | None = None
+) -> dict[str, Any]:
     """Three runs: without the obstacle, into it without reaction, into it with the reflex. Returns
     the figures (JSON-ready) and the traces (``traces``: numpy, for the plot)."""
     rt = rt if rt is not None else load_rt(spec)
     if not rt.manifest.get("elastic") or rt.rt_manifest["observer"] != "momentum":
-        raise ValueError(f"{rt.name}: the scenario needs an elastic arm with the momentum observer "
-                         f"(got {rt.label})")
+        raise ValueError(f"{rt.name}: the scenario needs an elastic arm with the momentum observer (got {rt.label})")
     if not 1 <= s.joint <= rt.dof:
         raise ValueError(f"{rt.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
     if not (s.threshold > 0 and s.k_r >= 0 and np.isfinite(s.threshold) and np.isfinite(s.k_r)):
@@ -87,10 +87,13 @@ def scenario(spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt
     wall = obstacle(spec, s)
     ts = rt.sample_period
     free = _run(rt, traj, None, 0, s)
-    skip = int(round(0.1 / ts))      # the estimators' start
-    out: dict[str, Any] = {"settings": asdict(s), "obstacle_height_m": wall.point[2],
-                           "free_max_abs_r": np.abs(free.out["r"][skip:]).max(axis=0).tolist(),
-                           "free_false_alarm": bool(free.out["collision"][skip:].any())}
+    skip = int(round(0.1 / ts))  # the estimators' start
+    out: dict[str, Any] = {
+        "settings": asdict(s),
+        "obstacle_height_m": wall.point[2],
+        "free_max_abs_r": np.abs(free.out["r"][skip:]).max(axis=0).tolist(),
+        "free_false_alarm": bool(free.out["collision"][skip:].any()),
+    }
     traces: dict[str, Any] = {"time": traj.time, "free_r": free.out["r"]}
     j = s.joint - 1
     for name, reaction in (("no_reaction", 0), ("reaction", 2)):
@@ -103,13 +106,14 @@ def scenario(spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt
         r = run.out["r"]
         one_s = slice(kd, kd + int(round(1.0 / ts))) if kd >= 0 else slice(0, 0)
         out[name] = {
-            "contact_sample": k0, "detection_sample": kd,
+            "contact_sample": k0,
+            "detection_sample": kd,
             "delay_ms": (kd - k0) * ts * 1e3 if kd >= 0 and k0 >= 0 else None,
             "link": int(run.out["link"][-1]),
             "max_contact_torque": float(np.abs(tau_c[:, j]).max()),
             "max_abs_r": float(np.abs(r[:, j]).max()),
             "r_1s_after_detection": float(abs(r[one_s][-1, j])) if kd >= 0 else None,
-            "r_end": float(r[-1, j]),                      # signed: r estimates the contact torque
+            "r_end": float(r[-1, j]),  # signed: r estimates the contact torque
             "contact_torque_end": float(tau_c[-1, j]),
             "motor_torque_end": float(abs(run.log.tau[-1, j])),
             "in_contact_at_end": bool(np.abs(tau_c[-1]).max() > 0),
@@ -123,6 +127,7 @@ def figure(result: dict[str, Any], joint: int, path: Path) -> Path:
     """Like seed 003 Fig. 5.5: the moving joint's residual and contact torque, without and with the
     reaction, and the residual of the obstacle-free motion against the threshold."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -130,7 +135,10 @@ def figure(result: dict[str, Any], joint: int, path: Path) -> Path:
     t = tr["time"]
     thr = result["settings"]["threshold"]
     fig, axes = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
-    for ax, name, title in ((axes[0], "no_reaction", "(a) without reaction"), (axes[1], "reaction", "(b) with reaction")):
+    for ax, name, title in (
+        (axes[0], "no_reaction", "(a) without reaction"),
+        (axes[1], "reaction", "(b) with reaction"),
+    ):
         d = tr[name]
         ax.plot(t, d["r"][:, j], "tab:blue", lw=1.2, label=f"residual r{joint}")
         ax.plot(t, d["tau_contact"][:, j], "k--", lw=1.0, label=f"true contact torque, joint {joint}")

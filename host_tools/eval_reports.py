@@ -16,7 +16,7 @@ from codegen.outputs import write_file
 if TYPE_CHECKING:
     from .evaluate import Result, Setup
 
-SWITCH_ON_SPEED = 0.3      # rad/s: the constant velocity of the switch-on test (Fig. 7)
+SWITCH_ON_SPEED = 0.3  # rad/s: the constant velocity of the switch-on test (Fig. 7)
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
@@ -49,23 +49,36 @@ def table(doc: dict[str, Any]) -> str:
     s = doc["setup"]
     error = f", plant parameters x {1 + s['model_error']:g}" if s.get("model_error") else ""
     gains = ", GA-tuned" if s["tuned"] else ", seed 000's tuned gains" if s.get("gains") == "paper" else ""
-    lines = [f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
-             f"{gains}{error} (ISE: seed 000 eq. 5, summed over joints)", "",
-             f"| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, {s['faults']:.0%} lost on one axis |",
-             "| --- | --: | --: | --: | --: |"]
+    lines = [
+        f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
+        f"{gains}{error} (ISE: seed 000 eq. 5, summed over joints)",
+        "",
+        f"| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, {s['faults']:.0%} lost on one axis |",
+        "| --- | --: | --: | --: | --: |",
+    ]
     for name, r in doc["estimators"].items():
         conv = "—" if r["convergence_s"] is None else f"{r['convergence_s']:.3f}"
-        lines.append(f"| {r['gains'].get('estimator', name)} | {_num(r['ise_velocity'])} | {_num(r['ise_tracking'])} | "
-                     f"{conv} | {_num(r['ise_faulty'])} |")
-    axes = [(name, r["per_axis"]["ise_velocity"]) for name, r in doc["estimators"].items()
-            if r.get("per_axis", {}).get("ise_velocity")]
+        lines.append(
+            f"| {r['gains'].get('estimator', name)} | {_num(r['ise_velocity'])} | {_num(r['ise_tracking'])} | "
+            f"{conv} | {_num(r['ise_faulty'])} |"
+        )
+    axes = [
+        (name, r["per_axis"]["ise_velocity"])
+        for name, r in doc["estimators"].items()
+        if r.get("per_axis", {}).get("ise_velocity")
+    ]
     if axes:
         n = len(axes[0][1])
-        lines += ["", "ISE of the velocity estimate per axis:", "",
-                  "| estimator | " + " | ".join(f"axis {i + 1}" for i in range(n)) + " |",
-                  "| --- |" + " --: |" * n]
-        lines += [f"| {name} | " + " | ".join("—" if v is None else f"{v:.3g}" for v in vals) + " |"
-                  for name, vals in axes]
+        lines += [
+            "",
+            "ISE of the velocity estimate per axis:",
+            "",
+            "| estimator | " + " | ".join(f"axis {i + 1}" for i in range(n)) + " |",
+            "| --- |" + " --: |" * n,
+        ]
+        lines += [
+            f"| {name} | " + " | ".join("—" if v is None else f"{v:.3g}" for v in vals) + " |" for name, vals in axes
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -83,17 +96,24 @@ def write_reports(doc: dict[str, Any], out: Path) -> None:
 
 def _plots(doc: dict[str, Any], out: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     names = list(doc["estimators"])
-    vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
-            for n in names]
+    vals = [
+        np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"] for n in names
+    ]
     faulty = [doc["estimators"][n]["ise_faulty"] for n in names]
     x = np.arange(len(names))
     ax[0].bar(x - 0.2, vals, 0.4, label="normal")
-    ax[0].bar(x + 0.2, [np.nan if v is None else v for v in faulty], 0.4,
-              label=f"{doc['setup']['faults']:.0%} lost on one axis")
+    ax[0].bar(
+        x + 0.2,
+        [np.nan if v is None else v for v in faulty],
+        0.4,
+        label=f"{doc['setup']['faults']:.0%} lost on one axis",
+    )
     ax[0].set_xticks(x, names, rotation=30)
     ax[0].set_yscale("log")
     ax[0].set_ylabel("ISE of the velocity estimate")
@@ -117,8 +137,10 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
     """Like seed 000 Figs. 5 (excerpt of axis 6 and the cumulative ISE), 7 (switch-on while moving
     at constant speed, axis 2) and 8 (excerpt with 10 % lost samples)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     have = [r for r in results if "time" in r.curves]
     if not have:
         return
@@ -130,8 +152,11 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
         ax[0].plot(t[window], r.curves["qd_hat"][window], lw=0.9, label=r.name)
         ax[1].plot(t, r.curves["cumulative_ise"], label=r.name)
     ax[0].set_xlabel("t (s)")
-    ax[0].set_ylabel("velocity of the last axis (rad/s)" if setup.fault_axis == -1 else
-                     f"velocity of axis {setup.fault_axis + 1} (rad/s)")
+    ax[0].set_ylabel(
+        "velocity of the last axis (rad/s)"
+        if setup.fault_axis == -1
+        else f"velocity of axis {setup.fault_axis + 1} (rad/s)"
+    )
     ax[1].set_xlabel("t (s)")
     ax[1].set_ylabel("cumulative ISE")
     ax[1].set_yscale("log")
@@ -174,17 +199,25 @@ def figures(results: list[Result], setup: Setup, out: Path) -> None:
 def setups_figure(docs: list[dict[str, Any]], out: Path) -> None:
     """Like seed 000 Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     names = list(docs[0]["estimators"])
     fig, ax = plt.subplots(figsize=(9, 4))
     width = 0.8 / len(docs)
     for i, doc in enumerate(docs):
         s = doc["setup"]
-        vals = [np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
-                for n in names]
-        ax.bar(np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width, vals, width,
-               label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz")
+        vals = [
+            np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
+            for n in names
+        ]
+        ax.bar(
+            np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width,
+            vals,
+            width,
+            label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz",
+        )
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yscale("log")
     ax.set_ylabel("ISE of the velocity estimate")

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +28,16 @@ from .rt import Realtime, load_rt
 from .trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
 from .tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
 
-Progress = Callable[[str, int, int, str], None]      # (estimator, done, total, what is happening)
+Progress = Callable[[str, int, int, str], None]  # (estimator, done, total, what is happening)
 
 ESTIMATORS = ("findiff", "movav", "lsf", "kalman", "linhg", "nlhg", "slimod")
-GRIDS = {"movav": [f"movav:p={p}" for p in range(2, 7)],
-         "lsf": [f"lsf:n={n},p=1" for n in range(3, 9)] + [f"lsf:n={n},p=2" for n in range(5, 9)]}
-DEFAULTS = {"movav": "movav:p=2", "lsf": "lsf:n=4,p=1"}     # seed 000 Tables 4, 7, 8
+GRIDS = {
+    "movav": [f"movav:p={p}" for p in range(2, 7)],
+    "lsf": [f"lsf:n={n},p=1" for n in range(3, 9)] + [f"lsf:n={n},p=2" for n in range(5, 9)],
+}
+DEFAULTS = {"movav": "movav:p=2", "lsf": "lsf:n=4,p=1"}  # seed 000 Tables 4, 7, 8
 OBSERVERS = ("kalman", "linhg", "nlhg", "slimod")
-PAPER_GAINS = "gains/schunk_lwa4p_seed000.yaml"               # seed 000 Tables 4, 7, 8, per set-up
+PAPER_GAINS = "gains/schunk_lwa4p_seed000.yaml"  # seed 000 Tables 4, 7, 8, per set-up
 
 
 @dataclass
@@ -43,27 +46,31 @@ class Setup:
     resolution_mdeg: float = 10.0
     rate_hz: float = 125.0
     faults: float = 0.1
-    fault_axis: int = -1            # seed 000 §IV-C: axis 6
+    fault_axis: int = -1  # seed 000 §IV-C: axis 6
     seed: int = 0
     tune: bool = False
     generations: int = 20
-    model_error: float = 0.0        # the simulated robot's parameters = the model's x (1 + model_error)
-    gains: str = "default"          # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
+    model_error: float = 0.0  # the simulated robot's parameters = the model's x (1 + model_error)
+    gains: str = "default"  # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
 
     def problems(self) -> list[str]:
         """What is wrong with this set-up (empty: fine)."""
         out = []
         if load_robot(self.robot).elastic:
-            out.append(f"{self.robot} has series-elastic joints: seed 000's study runs computed torque on a rigid "
-                       f"arm; the elastic arm's estimators run in its own loop: manipgen elastic collide {self.robot}")
+            out.append(
+                f"{self.robot} has series-elastic joints: seed 000's study runs computed torque on a rigid "
+                f"arm; the elastic arm's estimators run in its own loop: manipgen elastic collide {self.robot}"
+            )
         if self.gains not in ("default", "paper"):
             out.append(f"--gains is default or paper, got {self.gains}")
         if self.gains == "paper":
             if self.tune:
                 out.append("--gains paper and --tune exclude each other")
             if paper_gains(self) is None:
-                out.append(f"seed 000 tuned gains exist for schunk_lwa4p at 10@125, 2@125 and 1@250 only, "
-                           f"not {self.robot} at {self.resolution_mdeg:g}@{self.rate_hz:g}")
+                out.append(
+                    f"seed 000 tuned gains exist for schunk_lwa4p at 10@125, 2@125 and 1@250 only, "
+                    f"not {self.robot} at {self.resolution_mdeg:g}@{self.rate_hz:g}"
+                )
         if not (self.resolution_mdeg > 0 and np.isfinite(self.resolution_mdeg)):
             out.append(f"--resolution-mdeg must be positive, got {self.resolution_mdeg:g}")
         if not (0 < self.rate_hz <= 100000):
@@ -99,8 +106,8 @@ class Result:
     ise_faulty: float
     gains: dict[str, Any] = field(default_factory=dict)
     history: list[float] = field(default_factory=list)
-    curves: dict[str, np.ndarray] = field(default_factory=dict)   # for the figures, not the JSON
-    per_axis: dict[str, list[float]] = field(default_factory=dict)   # ISE per joint
+    curves: dict[str, np.ndarray] = field(default_factory=dict)  # for the figures, not the JSON
+    per_axis: dict[str, list[float]] = field(default_factory=dict)  # ISE per joint
 
 
 def test_trajectory(setup: Setup) -> Trajectory:
@@ -134,8 +141,13 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
 def pipeline(setup: Setup, estimator: str) -> Realtime:
     """The estimator's pipeline in seed 000's loop (computed torque, Kp = 100, Kd = 13) with the
     set-up's encoder, its default gains (or, with setup.gains == "paper", seed 000's)."""
-    rt = load_rt(setup.robot, estimator=estimator, observer="none", controller="computed_torque",
-                 sample_period=setup.sample_period)
+    rt = load_rt(
+        setup.robot,
+        estimator=estimator,
+        observer="none",
+        controller="computed_torque",
+        sample_period=setup.sample_period,
+    )
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
     rt.config["ctl.kp"], rt.config["ctl.kd"] = 100.0, 13.0
     name = estimator.split(":")[0]
@@ -143,7 +155,7 @@ def pipeline(setup: Setup, estimator: str) -> Realtime:
         rt.config["est.eps"] = setup.eps
     paper = paper_gains(setup) if setup.gains == "paper" else None
     if name == "kalman":
-        rt.config.set_kalman(q_var=kalman_q_var(setup, rt))   # R follows the set-up's resolution
+        rt.config.set_kalman(q_var=kalman_q_var(setup, rt))  # R follows the set-up's resolution
     elif paper and name in OBSERVERS:
         for key, value in paper[name].items():
             rt.config[f"est.{key}"] = value
@@ -182,7 +194,7 @@ def convergence_time(rt: Realtime, setup: Setup, tol: float = 0.05) -> tuple[flo
     run = simulate(rt, traj, true_params=plant_params(rt, setup))
     start = int(np.argmax(traj.qd[:, 0] >= SWITCH_ON_SPEED - 1e-9)) + int(round(1.0 / ts))
     window = slice(start, start + int(round(2.0 / ts)))
-    rt.reset()                                              # the estimator switched on afresh
+    rt.reset()  # the estimator switched on afresh
     out = rt.run({key: np.asarray(v)[window] for key, v in run.log.inputs().items()})
     truth = run.log.extra["qd_true"][window]
     bad = np.flatnonzero(np.any(np.abs(out["qd_hat"] - truth) > tol * SWITCH_ON_SPEED, axis=1))
@@ -223,22 +235,28 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
     test = test_trajectory(setup)
     history: list[float] = []
     spec = variant(setup, name)
-    if setup.tune and name in GRIDS:                       # integer gains: grid search (regenerates)
+    if setup.tune and name in GRIDS:  # integer gains: grid search (regenerates)
         spec, history = grid_search(setup, name, executor, progress)
     rt = pipeline(setup, spec)
     gains: dict[str, Any] = {"estimator": spec}
     if setup.tune and name in OBSERVERS:
         genes = gain_space(name, rt.dof)
-        problem = Problem(str(rt.folder), rt.config.to_dict(), genes, tuning_trajectory(setup),
-                          true_params=plant_params(rt, setup))
+        problem = Problem(
+            str(rt.folder), rt.config.to_dict(), genes, tuning_trajectory(setup), true_params=plant_params(rt, setup)
+        )
         n_gen = setup.generations
-        res: TuneResult = tune(problem, GaSettings(generations=n_gen), seed=setup.seed, executor=executor,
-                               progress=lambda g, n, c: progress(name, g, n + 2, f"generation {g}/{n}, best ISE {c:.4g}"))
+        res: TuneResult = tune(
+            problem,
+            GaSettings(generations=n_gen),
+            seed=setup.seed,
+            executor=executor,
+            progress=lambda g, n, c: progress(name, g, n + 2, f"generation {g}/{n}, best ISE {c:.4g}"),
+        )
         apply_genome(rt, genes, res.genome)
         history = res.best
         gains["evaluations"] = res.evaluations
         if name == "kalman":
-            gains["est.q_var"] = [float(10 ** x) for x in res.genome]
+            gains["est.q_var"] = [float(10**x) for x in res.genome]
     elif name == "kalman":
         gains["est.q_var"] = kalman_q_var(setup, rt)
     total = (setup.generations + 2) if setup.tune and name in OBSERVERS else 2
@@ -247,7 +265,7 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
             if key.startswith("est."):
                 gains.setdefault(key, np.asarray(rt.config[key]).tolist())
     config = rt.config.to_dict()
-    if out is not None:                       # the tuned (or default) gains, loadable by rt users
+    if out is not None:  # the tuned (or default) gains, loadable by rt users
         rt.config.save(out / f"{name}.config.json")
         gains["config_file"] = f"{name}.config.json"
     progress(name, total - 2, total, "test trajectory")
@@ -271,7 +289,10 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
         bad = simulate(rt, test, true_params=plant_params(rt, setup), valid=fault_mask(setup, test.q.shape))
         faulty = float(bad.ise_velocity.sum())
         per_axis["ise_faulty"] = bad.ise_velocity.tolist()
-        curves["qd_hat_faulty"], curves["qd_true_faulty"] = bad.out["qd_hat"][:, axis], bad.log.extra["qd_true"][:, axis]
+        curves["qd_hat_faulty"], curves["qd_true_faulty"] = (
+            bad.out["qd_hat"][:, axis],
+            bad.log.extra["qd_true"][:, axis],
+        )
     except SimulationError:
         faulty = float("inf")
     try:
@@ -282,8 +303,13 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
     return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis)
 
 
-def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path | None = None,
-             progress: Progress | None = None, executor: Executor | None = None) -> dict[str, Any]:
+def evaluate(
+    setup: Setup,
+    estimators: tuple[str, ...] = ESTIMATORS,
+    out: Path | None = None,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
     """Evaluate (and with setup.tune, tune) the estimators; GA generations and grid variants go
     through ``executor`` (default: a process pool on every core). ``progress(estimator, done, total,
     info)`` is called as work completes. Infinite costs (a diverged loop) are reported as null."""
@@ -301,16 +327,34 @@ def evaluate(setup: Setup, estimators: tuple[str, ...] = ESTIMATORS, out: Path |
     finally:
         if own:
             ex.shutdown()
-    doc = {"setup": {"robot": setup.robot, "resolution_mdeg": setup.resolution_mdeg, "rate_hz": setup.rate_hz,
-                     "faults": setup.faults, "fault_axis": setup.fault_axis, "seed": setup.seed,
-                     "model_error": setup.model_error, "gains": setup.gains,
-                     "tuned": setup.tune, "trajectory": test_trajectory(setup).name,
-                     "controller": "computed torque Kp = 100, Kd = 13"},
-           "estimators": {r.name: {"ise_velocity": r.ise_velocity, "ise_tracking": r.ise_tracking,
-                                   "convergence_s": r.convergence_s, "ise_faulty": r.ise_faulty,
-                                   "per_axis": r.per_axis, "gains": r.gains, "history": r.history}
-                          for r in results},
-           "seconds": time.perf_counter() - t0}
+    doc = {
+        "setup": {
+            "robot": setup.robot,
+            "resolution_mdeg": setup.resolution_mdeg,
+            "rate_hz": setup.rate_hz,
+            "faults": setup.faults,
+            "fault_axis": setup.fault_axis,
+            "seed": setup.seed,
+            "model_error": setup.model_error,
+            "gains": setup.gains,
+            "tuned": setup.tune,
+            "trajectory": test_trajectory(setup).name,
+            "controller": "computed torque Kp = 100, Kd = 13",
+        },
+        "estimators": {
+            r.name: {
+                "ise_velocity": r.ise_velocity,
+                "ise_tracking": r.ise_tracking,
+                "convergence_s": r.convergence_s,
+                "ise_faulty": r.ise_faulty,
+                "per_axis": r.per_axis,
+                "gains": r.gains,
+                "history": r.history,
+            }
+            for r in results
+        },
+        "seconds": time.perf_counter() - t0,
+    }
     doc = finite(doc)
     if out is not None:
         write_reports(doc, Path(out))

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import casadi as cs
 import numpy as np
@@ -38,15 +39,15 @@ OBJECTIVES = ("cond", "logdet")
 
 @dataclass(frozen=True)
 class ExciteSettings:
-    harmonics: int = 5                 # L (seed 004: 5)
-    base_frequency: float = 0.05       # f_f, Hz (seed 004: 0.05 Hz -> a 20 s period)
-    objective: str = "cond"            # or logdet (D-optimality)
-    grid: int = 100                    # samples per period in the optimisation
-    starts: int = 4                    # random starts
+    harmonics: int = 5  # L (seed 004: 5)
+    base_frequency: float = 0.05  # f_f, Hz (seed 004: 0.05 Hz -> a 20 s period)
+    objective: str = "cond"  # or logdet (D-optimality)
+    grid: int = 100  # samples per period in the optimisation
+    starts: int = 4  # random starts
     seed: int = 0
-    max_iter: int = 300                # IPOPT iterations per start
-    torque_limits: bool = False        # also keep |tau(q, qd, qdd)| within the joints' torque limits
-    report_rate: float = 500.0         # Hz: cond reported on this grid (seed 004: f_s = 500 Hz)
+    max_iter: int = 300  # IPOPT iterations per start
+    torque_limits: bool = False  # also keep |tau(q, qd, qdd)| within the joints' torque limits
+    report_rate: float = 500.0  # Hz: cond reported on this grid (seed 004: f_s = 500 Hz)
 
     def problems(self) -> list[str]:
         out = []
@@ -72,9 +73,9 @@ class Excitation:
     robot: str
     harmonics: int
     base_frequency: float
-    a: np.ndarray        # (n, L), rad/s
-    b: np.ndarray        # (n, L), rad/s
-    q0: np.ndarray       # (n,), rad
+    a: np.ndarray  # (n, L), rad/s
+    b: np.ndarray  # (n, L), rad/s
+    q0: np.ndarray  # (n,), rad
     stage: str = "load"  # the regressor it was designed for (stage_regressor): load or actuator
 
     @property
@@ -85,8 +86,12 @@ class Excitation:
         """q, qd, qdd at times t (K,) -> three (K, n) arrays."""
         n = len(self.q0)
         f = fourier_function(n, self.harmonics, self.base_frequency).map(len(t))
-        q, qd, qdd = f(np.asarray(t, float)[None, :], np.tile(self.a, len(t)), np.tile(self.b, len(t)),
-                       np.tile(self.q0[:, None], len(t)))
+        q, qd, qdd = f(
+            np.asarray(t, float)[None, :],
+            np.tile(self.a, len(t)),
+            np.tile(self.b, len(t)),
+            np.tile(self.q0[:, None], len(t)),
+        )
         return np.array(q).T, np.array(qd).T, np.array(qdd).T
 
     def trajectory(self, sample_period: float, periods: int = 1) -> Trajectory:
@@ -96,23 +101,37 @@ class Excitation:
         return Trajectory(f"excitation({self.robot})", t, q, qd, qdd)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"robot": self.robot, "stage": self.stage, "harmonics": self.harmonics, "base_frequency_hz": self.base_frequency,
-                "units": "a, b: rad/s (m/s); q0: rad (m); q = q0 + sum a/(w l) sin(w l t) - b/(w l) cos(w l t)",
-                "a": self.a.tolist(), "b": self.b.tolist(), "q0": self.q0.tolist()}
+        return {
+            "robot": self.robot,
+            "stage": self.stage,
+            "harmonics": self.harmonics,
+            "base_frequency_hz": self.base_frequency,
+            "units": "a, b: rad/s (m/s); q0: rad (m); q = q0 + sum a/(w l) sin(w l t) - b/(w l) cos(w l t)",
+            "a": self.a.tolist(),
+            "b": self.b.tolist(),
+            "q0": self.q0.tolist(),
+        }
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> "Excitation":
+    def from_dict(d: dict[str, Any]) -> Excitation:
         stage = str(d.get("stage", "load"))
         if stage not in ("load", "actuator"):
             raise ValueError(f"stage must be load or actuator, got {stage!r}")
-        return Excitation(str(d["robot"]), int(d["harmonics"]), float(d["base_frequency_hz"]),
-                          np.asarray(d["a"], float), np.asarray(d["b"], float), np.asarray(d["q0"], float), stage)
+        return Excitation(
+            str(d["robot"]),
+            int(d["harmonics"]),
+            float(d["base_frequency_hz"]),
+            np.asarray(d["a"], float),
+            np.asarray(d["b"], float),
+            np.asarray(d["q0"], float),
+            stage,
+        )
 
     def save(self, path: str | Path) -> None:
         write_file(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @staticmethod
-    def load(path: str | Path) -> "Excitation":
+    def load(path: str | Path) -> Excitation:
         """An excitation file: the design that `manipgen excite --out` writes, or a bare excitation.
         Errors name the file and the field."""
         try:
@@ -137,15 +156,21 @@ class Excitation:
 @dataclass
 class DesignResult:
     excitation: Excitation
-    cond: float                 # cond(Y_b) on the report grid, unscaled SI columns
-    objective: float            # the optimised objective on the optimisation grid
+    cond: float  # cond(Y_b) on the report grid, unscaled SI columns
+    objective: float  # the optimised objective on the optimisation grid
     seconds: float
-    starts: list[dict[str, Any]] = field(default_factory=list)   # per start: objective, cond, status, seconds
+    starts: list[dict[str, Any]] = field(default_factory=list)  # per start: objective, cond, status, seconds
     settings: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cond": self.cond, "objective": self.objective, "seconds": self.seconds,
-                "starts": self.starts, "settings": self.settings, "excitation": self.excitation.to_dict()}
+        return {
+            "cond": self.cond,
+            "objective": self.objective,
+            "seconds": self.seconds,
+            "starts": self.starts,
+            "settings": self.settings,
+            "excitation": self.excitation.to_dict(),
+        }
 
 
 class _SvdObjective(cs.Callback):
@@ -171,7 +196,7 @@ class _SvdObjective(cs.Callback):
     def get_sparsity_out(self, i: int) -> cs.Sparsity:
         return cs.Sparsity.dense(self.n, self.samples * self.nb) if self.gradient else cs.Sparsity.dense(1, 1)
 
-    def eval(self, arg: Sequence[cs.DM]) -> list[Any]:  # type: ignore[override]
+    def eval(self, arg: Sequence[cs.DM]) -> list[Any]:
         y = stack(np.asarray(arg[0]), self.nb)
         # the eigen-decomposition of the small Gram matrix Y^T Y (sigma_i^2 = lambda_i) is 10x
         # cheaper than an SVD of the tall Y and exact enough for cond up to ~1e7
@@ -182,20 +207,21 @@ class _SvdObjective(cs.Callback):
         lam = np.maximum(lam, max(float(lam[-1]), 1e-300) * np.finfo(float).eps)
         if not self.gradient:
             return [float(np.sqrt(lam[-1] / lam[0])) if self.kind == "cond" else -float(np.sum(np.log(lam)))]
-        if self.kind == "cond":      # d(s1/sn) = u1 v1^T / sn - s1/sn^2 un vn^T, u_i = Y v_i / s_i
+        if self.kind == "cond":  # d(s1/sn) = u1 v1^T / sn - s1/sn^2 un vn^T, u_i = Y v_i / s_i
             s1, sn = np.sqrt(lam[-1]), np.sqrt(lam[0])
             g = y @ (np.outer(v[:, -1], v[:, -1]) / (s1 * sn) - s1 / sn**3 * np.outer(v[:, 0], v[:, 0]))
-        else:                        # d(-log det Y^T Y) = -2 Y (Y^T Y)^-1
+        else:  # d(-log det Y^T Y) = -2 Y (Y^T Y)^-1
             g = -2.0 * y @ ((v / lam) @ v.T)
         return [g.reshape(self.samples, self.n, self.nb).transpose(1, 0, 2).reshape(self.n, -1)]
 
     def has_reverse(self, nadj: int) -> bool:
         return nadj == 1 and not self.gradient
 
-    def get_reverse(self, nadj: int, name: str, inames: Sequence[str], onames: Sequence[str],
-                    opts: Mapping[str, Any]) -> cs.Function:
+    def get_reverse(
+        self, nadj: int, name: str, inames: Sequence[str], onames: Sequence[str], opts: Mapping[str, Any]
+    ) -> cs.Function:
         grad = _SvdObjective(name + "_grad", self.kind, self.n, self.samples, self.nb, gradient=True)
-        self._reverse.append(grad)                     # CasADi does not own Python callbacks
+        self._reverse.append(grad)  # CasADi does not own Python callbacks
         y = cs.MX.sym("y", self.n, self.samples * self.nb)
         out, adj = cs.MX.sym("out", 1, 1), cs.MX.sym("adj", 1, 1)
         return cs.Function(name, [y, out, adj], [adj * grad(y)], inames, onames)
@@ -214,16 +240,23 @@ def condition_number(y: np.ndarray) -> float:
 
 
 def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
-    missing = [j.name for j in robot.joints
-               if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max) and np.isfinite(j.limits.qd))]
+    missing = [
+        j.name
+        for j in robot.joints
+        if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max) and np.isfinite(j.limits.qd))
+    ]
     if missing:
-        raise ValueError(f"{robot.name}: joints {', '.join(missing)} have no position or velocity "
-                         "limit (limits.q, limits.qd): the excitation design needs both")
-    out = {"q_min": np.array([j.limits.q_min for j in robot.joints]),
-           "q_max": np.array([j.limits.q_max for j in robot.joints]),
-           "qd": np.array([j.limits.qd for j in robot.joints]),
-           "qdd": np.array([j.limits.qdd for j in robot.joints]),
-           "tau": np.array([j.limits.tau for j in robot.joints])}
+        raise ValueError(
+            f"{robot.name}: joints {', '.join(missing)} have no position or velocity "
+            "limit (limits.q, limits.qd): the excitation design needs both"
+        )
+    out = {
+        "q_min": np.array([j.limits.q_min for j in robot.joints]),
+        "q_max": np.array([j.limits.q_max for j in robot.joints]),
+        "qd": np.array([j.limits.qd for j in robot.joints]),
+        "qdd": np.array([j.limits.qdd for j in robot.joints]),
+        "tau": np.array([j.limits.tau for j in robot.joints]),
+    }
     if settings.torque_limits and not np.all(np.isfinite(out["tau"])):
         raise ValueError(f"{robot.name}: --torque-limits needs limits.tau on every joint")
     return out
@@ -246,8 +279,12 @@ def stage_regressor(robot: Robot, stage: str) -> tuple[cs.Function, int]:
     return cs.Function("y", [dyn.q, dyn.qd, dyn.qdd, jerk], [cs.cse(dyn.regressor(list(base.columns)))]), base.n_base
 
 
-def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
-           progress: Callable[[int, int, float], None] | None = None, stage: str = "load") -> DesignResult:
+def design(
+    robot: Robot,
+    settings: ExciteSettings = ExciteSettings(),
+    progress: Callable[[int, int, float], None] | None = None,
+    stage: str = "load",
+) -> DesignResult:
     """Optimise the excitation (see the module docstring); progress(start, starts, best cond).
     ``stage``: the regressor it excites (stage_regressor: load, or an elastic arm's actuator)."""
     problems = settings.problems()
@@ -255,15 +292,17 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
         raise ValueError("; ".join(problems))
     t_start = time.perf_counter()
     if settings.torque_limits and robot.elastic:
-        raise ValueError(f"{robot.name} has series-elastic joints: --torque-limits bounds the links' torque, "
-                         "not the motors'; leave it out")
+        raise ValueError(
+            f"{robot.name} has series-elastic joints: --torque-limits bounds the links' torque, "
+            "not the motors'; leave it out"
+        )
     lim = _limits(robot, settings)
     n, L, N = robot.dof, settings.harmonics, settings.grid
     dyn = Dynamics(robot)
     regressor, nb = stage_regressor(robot, stage)
     fourier = fourier_function(n, L, settings.base_frequency).map(N)
     x = cs.MX.sym("x", n * (2 * L + 1))
-    a, b, q0 = cs.reshape(x[:n * L], n, L), cs.reshape(x[n * L:2 * n * L], n, L), x[2 * n * L:]
+    a, b, q0 = cs.reshape(x[: n * L], n, L), cs.reshape(x[n * L : 2 * n * L], n, L), x[2 * n * L :]
     t = np.arange(N) / (N * settings.base_frequency)
     q, qd, qdd = fourier(cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N))
     jerk = jerk_function(n, L, settings.base_frequency).map(N)(cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N))
@@ -274,23 +313,41 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     N = 10 * settings.grid
     t = np.arange(N) / (N * settings.base_frequency)
     q, qd, qdd = fourier_function(n, L, settings.base_frequency).map(N)(
-        cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N))
-    rows = [(cs.vec(q), np.repeat(lim["q_min"][None], N, 0).T.ravel("F"), np.repeat(lim["q_max"][None], N, 0).T.ravel("F")),
-            (cs.vec(qd), np.tile(-lim["qd"], N), np.tile(lim["qd"], N)),
-            (start_conditions(a, b), np.zeros(3 * n), np.zeros(3 * n))]
+        cs.DM(t).T, cs.repmat(a, 1, N), cs.repmat(b, 1, N), cs.repmat(q0, 1, N)
+    )
+    rows = [
+        (cs.vec(q), np.repeat(lim["q_min"][None], N, 0).T.ravel("F"), np.repeat(lim["q_max"][None], N, 0).T.ravel("F")),
+        (cs.vec(qd), np.tile(-lim["qd"], N), np.tile(lim["qd"], N)),
+        (start_conditions(a, b), np.zeros(3 * n), np.zeros(3 * n)),
+    ]
     finite_qdd = np.isfinite(lim["qdd"])
     if np.any(finite_qdd):
-        rows.append((cs.vec(qdd), np.tile(np.where(finite_qdd, -lim["qdd"], -np.inf), N),
-                     np.tile(np.where(finite_qdd, lim["qdd"], np.inf), N)))
+        rows.append(
+            (
+                cs.vec(qdd),
+                np.tile(np.where(finite_qdd, -lim["qdd"], -np.inf), N),
+                np.tile(np.where(finite_qdd, lim["qdd"], np.inf), N),
+            )
+        )
     if settings.torque_limits:
         rnea = cs.Function("tau", [dyn.q, dyn.qd, dyn.qdd, dyn.pi], [dyn.rnea(dyn.pi)]).map(N)
         std = cs.repmat(cs.DM(robot.standard_parameters()), 1, N)
         rows.append((cs.vec(rnea(q, qd, qdd, std)), np.tile(-lim["tau"], N), np.tile(lim["tau"], N)))
     g = cs.vertcat(*[r[0] for r in rows])
     lbg, ubg = np.concatenate([r[1] for r in rows]), np.concatenate([r[2] for r in rows])
-    solver = cs.nlpsol("excite", "ipopt", {"x": x, "f": objective(wide), "g": g},
-                       {"ipopt.hessian_approximation": "limited-memory", "ipopt.max_iter": settings.max_iter,
-                        "ipopt.print_level": 0, "ipopt.sb": "yes", "print_time": False, "ipopt.tol": 1e-8})
+    solver = cs.nlpsol(
+        "excite",
+        "ipopt",
+        {"x": x, "f": objective(wide), "g": g},
+        {
+            "ipopt.hessian_approximation": "limited-memory",
+            "ipopt.max_iter": settings.max_iter,
+            "ipopt.print_level": 0,
+            "ipopt.sb": "yes",
+            "print_time": False,
+            "ipopt.tol": 1e-8,
+        },
+    )
     mid = (lim["q_min"] + lim["q_max"]) / 2
     rng = np.random.default_rng(settings.seed)
     best: tuple[float, np.ndarray] | None = None
@@ -298,8 +355,13 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     for k in range(settings.starts):
         t0 = time.perf_counter()
         # a random start: velocity amplitudes about a quarter of each limit spread over the harmonics
-        x0 = np.concatenate([rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
-                             rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L), mid])
+        x0 = np.concatenate(
+            [
+                rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
+                rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
+                mid,
+            ]
+        )
         sol = solver(x0=x0, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         viol = float(np.max(np.r_[lbg - np.array(sol["g"]).ravel(), np.array(sol["g"]).ravel() - ubg, 0.0]))
@@ -313,8 +375,15 @@ def design(robot: Robot, settings: ExciteSettings = ExciteSettings(),
     if best is None:
         raise RuntimeError("no start reached a feasible excitation; try more --starts or wider limits")
     xs = best[1]
-    exc = Excitation(robot.name, L, settings.base_frequency, xs[:n * L].reshape((n, L), order="F"),
-                     xs[n * L:2 * n * L].reshape((n, L), order="F"), xs[2 * n * L:].copy(), stage)
+    exc = Excitation(
+        robot.name,
+        L,
+        settings.base_frequency,
+        xs[: n * L].reshape((n, L), order="F"),
+        xs[n * L : 2 * n * L].reshape((n, L), order="F"),
+        xs[2 * n * L :].copy(),
+        stage,
+    )
     exc = within_limits(exc, lim, settings.report_rate)
     if settings.torque_limits:
         exc = within_torque_limits(robot, exc, lim["tau"], settings.report_rate)
@@ -338,12 +407,14 @@ def continuous_bounds(exc: Excitation, rate: float) -> dict[str, np.ndarray]:
     t, h = _grid(exc, rate)
     q, qd, qdd = exc.evaluate(t)
     wl = 2.0 * np.pi * exc.base_frequency * np.arange(1, exc.harmonics + 1)
-    amp = np.hypot(exc.a, exc.b)                      # (n, L)
+    amp = np.hypot(exc.a, exc.b)  # (n, L)
     dev = q - exc.q0
-    return {"q_above": dev.max(axis=0) + h / 2 * amp.sum(axis=1),
-            "q_below": (-dev).max(axis=0) + h / 2 * amp.sum(axis=1),
-            "qd": np.abs(qd).max(axis=0) + h / 2 * (amp * wl).sum(axis=1),
-            "qdd": np.abs(qdd).max(axis=0) + h / 2 * (amp * wl**2).sum(axis=1)}
+    return {
+        "q_above": dev.max(axis=0) + h / 2 * amp.sum(axis=1),
+        "q_below": (-dev).max(axis=0) + h / 2 * amp.sum(axis=1),
+        "qd": np.abs(qd).max(axis=0) + h / 2 * (amp * wl).sum(axis=1),
+        "qdd": np.abs(qdd).max(axis=0) + h / 2 * (amp * wl**2).sum(axis=1),
+    }
 
 
 def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> Excitation:
@@ -351,9 +422,12 @@ def within_limits(exc: Excitation, lim: dict[str, np.ndarray], rate: float) -> E
     the q, qd, qdd limits hold for every t (continuous_bounds, from a grid at ``rate``), not only on
     the optimisation's grid: an excitation sampled at any rate stays inside its limits."""
     b = continuous_bounds(exc, rate)
-    ratios = [b["qd"] / lim["qd"], b["qdd"] / lim["qdd"],
-              b["q_above"] / np.maximum(lim["q_max"] - exc.q0, 1e-300),
-              b["q_below"] / np.maximum(exc.q0 - lim["q_min"], 1e-300)]
+    ratios = [
+        b["qd"] / lim["qd"],
+        b["qdd"] / lim["qdd"],
+        b["q_above"] / np.maximum(lim["q_max"] - exc.q0, 1e-300),
+        b["q_below"] / np.maximum(exc.q0 - lim["q_min"], 1e-300),
+    ]
     worst = float(np.max(ratios))
     if worst <= 1.0:
         return exc
@@ -375,11 +449,14 @@ def torque_bound(robot: Robot, exc: Excitation, rate: float) -> np.ndarray:
     dyn = Dynamics(robot)
     tau = dyn.rnea(cs.SX(cs.DM(robot.standard_parameters())))
     x, dx = cs.vertcat(dyn.q, dyn.qd, dyn.qdd), cs.vertcat(dyn.qd, dyn.qdd, cs.SX.sym("qddd", robot.dof))
-    f = cs.Function("tau_rate", [x, dx[2 * robot.dof:]], [tau, cs.jtimes(tau, x, dx)])
+    f = cs.Function("tau_rate", [x, dx[2 * robot.dof :]], [tau, cs.jtimes(tau, x, dx)])
     t, h = _grid(exc, rate)
     q, qd, qdd = exc.evaluate(t)
-    jerk = np.array(jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
-        t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))))
+    jerk = np.array(
+        jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
+            t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))
+        )
+    )
     tau_v, rate_v = (np.array(v) for v in f.map(len(t))(np.vstack([q.T, qd.T, qdd.T]), jerk))
     return np.abs(tau_v).max(axis=1) + h * np.abs(rate_v).max(axis=1)
 
@@ -398,16 +475,20 @@ def within_torque_limits(robot: Robot, exc: Excitation, tau_max: np.ndarray, rat
     return scaled(exc, lo)
 
 
-def regressor_cond(robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None,
-                   nb: int | None = None) -> float:
+def regressor_cond(
+    robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None, nb: int | None = None
+) -> float:
     """cond(Y) of one period sampled at ``rate`` Hz (unscaled SI columns, as seed 004 reports); Y the
     base regressor unless ``regressor`` (q, qd, qdd, qddd) -> Y (n x nb) is given (stage_regressor)."""
     if regressor is None or nb is None:
         regressor, nb = stage_regressor(robot, "load")
     traj = exc.trajectory(1.0 / rate)
     t = np.asarray(traj.time, float)
-    jerk = np.array(jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
-        t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))))
+    jerk = np.array(
+        jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
+            t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))
+        )
+    )
     wide = np.array(regressor.map(len(t))(traj.q.T, traj.qd.T, traj.qdd.T, jerk))
     return condition_number(stack(wide, nb))
 
@@ -416,7 +497,6 @@ def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out:
     """excitation.json (the design and its coefficients), excitation.png (one period) and the C
     (<robot>_excitation.{h,c}) evaluating it at the controller's sample period."""
     from codegen.emit_excitation import excitation_files
-
 
     exc = result.excitation
     files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, sample_period)
@@ -432,6 +512,7 @@ def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out:
 
 def plot(exc: Excitation, path: Path) -> Path:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -445,13 +526,16 @@ def plot(exc: Excitation, path: Path) -> Path:
             ax[k].set_ylabel(label)
     ax[0].legend(ncol=4, fontsize=7)
     ax[2].set_xlabel("t (s), one period")
-    ax[0].set_title(f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)")
+    ax[0].set_title(
+        f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)"
+    )
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
 
 
-def random_excitation(robot: Robot, seed: int, speed: float = 0.5, harmonics: int = 5,
-                      base_frequency: float = 0.05, rate: float = 1000.0) -> Excitation:
+def random_excitation(
+    robot: Robot, seed: int, speed: float = 0.5, harmonics: int = 5, base_frequency: float = 0.05, rate: float = 1000.0
+) -> Excitation:
     """A smooth Fourier motion with random coefficients (no optimisation): projected onto the start
     conditions (at rest in q0, the middle of each joint's range, every period), then scaled so that
     q stays within the limits and |qd|, |qdd| within ``speed`` x theirs (seed 001's 20 s
@@ -462,8 +546,8 @@ def random_excitation(robot: Robot, seed: int, speed: float = 0.5, harmonics: in
     ls = np.arange(1, harmonics + 1, dtype=float)
     a = rng.normal(size=(n, harmonics)) / ls
     b = rng.normal(size=(n, harmonics)) / ls
-    a -= a.mean(axis=1, keepdims=True)                          # sum_l a_l = 0
-    c = np.vstack([ls, 1.0 / ls])                               # sum_l l b_l = sum_l b_l / l = 0
+    a -= a.mean(axis=1, keepdims=True)  # sum_l a_l = 0
+    c = np.vstack([ls, 1.0 / ls])  # sum_l l b_l = sum_l b_l / l = 0
     b -= (b @ c.T) @ np.linalg.solve(c @ c.T, c)
     q0 = (lim["q_min"] + lim["q_max"]) / 2
     qdd = np.where(np.isfinite(lim["qdd"]), lim["qdd"], 2.0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -27,22 +26,25 @@ from .rt import load_rt
 
 @dataclass(frozen=True)
 class IdentSettings:
-    skip_periods: int = 1            # transients of the first period(s)
-    derivative_band: float = 20.0    # Hz: frequencies of q kept for qd, qdd (DFT window, seed 004 §II-C)
-    band: float = 6.0                # Hz: the parallel low-pass on tau and on every column of Y
-                                     # (seed 002 §3.1; Butterworth order 4 at seed 004 §IV-B's 6 Hz)
-    min_abs: float = 0.01            # essential parameters: |value| below ...
-    max_rsd: float = 40.0            # ... and RSD (%) above are eliminated (seed 004 §II-A)
-    weighted: bool = True            # WLS with per-joint variance weights (else OLS)
-    min_speed: float = 0.05          # rad/s: a joint's equations slower than this are left out --
-                                     # Coulomb friction sgn(qd) is undefined at rest (stiction)
-    cutoff_q: float = 10.0           # Hz: a non-periodic run's zero-phase low-pass on q before the
-                                     # central differences (seed 002 §3.1)
-    coulomb_scales: tuple[float, ...] = ()   # rad/s: candidate tanh scales, one chosen per joint
-                                             # (fit_coulomb_scales); empty: the description's model
+    skip_periods: int = 1  # transients of the first period(s)
+    derivative_band: float = 20.0  # Hz: frequencies of q kept for qd, qdd (DFT window, seed 004 §II-C)
+    # Hz: the parallel low-pass on tau and on every column of Y (seed 002 §3.1; Butterworth order 4
+    # at seed 004 §IV-B's 6 Hz)
+    band: float = 6.0
+    min_abs: float = 0.01  # essential parameters: |value| below ...
+    max_rsd: float = 40.0  # ... and RSD (%) above are eliminated (seed 004 §II-A)
+    weighted: bool = True  # WLS with per-joint variance weights (else OLS)
+    # rad/s: a joint's equations slower than this are left out -- Coulomb friction sgn(qd) is
+    # undefined at rest (stiction)
+    min_speed: float = 0.05
+    # Hz: a non-periodic run's zero-phase low-pass on q before the central differences (seed 002 §3.1)
+    cutoff_q: float = 10.0
+    # rad/s: candidate tanh scales, one chosen per joint (fit_coulomb_scales); empty: the
+    # description's model
+    coulomb_scales: tuple[float, ...] = ()
 
 
-COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)   # rad/s: manipgen identify --fit-coulomb-scale
+COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)  # rad/s: manipgen identify --fit-coulomb-scale
 
 
 def fits_coulomb_scales(robot: Robot, recorded: bool) -> bool:
@@ -54,15 +56,20 @@ def fits_coulomb_scales(robot: Robot, recorded: bool) -> bool:
 
 def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
     """The robot with smooth Coulomb friction tanh(qd_i / scales_i) (one scale, or one per joint)."""
-    return replace(robot, coulomb=Coulomb("tanh", tuple(float(v) for v in scales)),
-                   digest=digest_of(robot.digest.encode(), repr(tuple(scales)).encode()))
+    return replace(
+        robot,
+        coulomb=Coulomb("tanh", tuple(float(v) for v in scales)),
+        digest=digest_of(robot.digest.encode(), repr(tuple(scales)).encode()),
+    )
 
 
 def rigid_only(robot: Robot, spec: str) -> None:
     """This identification takes the log's torque as the links'; an elastic arm logs its motors'."""
     if robot.elastic:
-        raise ValueError(f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
-                         f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec}")
+        raise ValueError(
+            f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
+            f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec}"
+        )
 
 
 @dataclass
@@ -73,7 +80,7 @@ class Processed:
     qd: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
-    tau_variance: np.ndarray         # per sample and joint, of the averaged torque
+    tau_variance: np.ndarray  # per sample and joint, of the averaged torque
     periods: int
     sample_period: float
 
@@ -126,15 +133,16 @@ def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple
     k, n = data.q.shape
     y = m.stacked(data.q, data.qd, data.qdd).reshape(k, n, -1)
     fs = 1.0 / data.sample_period
-    nd = max(1, int(np.floor(fs / 2 / settings.band)))    # seed 002: n_d = f_nyquist / f_cut-off
+    nd = max(1, int(np.floor(fs / 2 / settings.band)))  # seed 002: n_d = f_nyquist / f_cut-off
     periodic = data.periods > 0
     y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=periodic)
     qd = data.qd[::nd]
-    if not periodic:            # the filters' edge effects: half a second at either end
+    if not periodic:  # the filters' edge effects: half a second at either end
         edge = int(round(0.5 * fs / nd))
         if len(y_f) < 4 * edge:
-            raise ValueError(f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least "
-                             f"{4 * edge * nd / fs:g} s")
+            raise ValueError(
+                f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least {4 * edge * nd / fs:g} s"
+            )
         y_f, tau_f, qd = y_f[edge:-edge], tau_f[edge:-edge], qd[edge:-edge]
     return y_f.reshape(-1, y.shape[2]), tau_f, qd
 
@@ -154,10 +162,14 @@ class Identified:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def identify(spec: str, log: Log | Samples, exc: Excitation | None,
-             settings: IdentSettings = IdentSettings(), robot: Robot | None = None,
-             data: Processed | None = None
-             ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def identify(
+    spec: str,
+    log: Log | Samples,
+    exc: Excitation | None,
+    settings: IdentSettings = IdentSettings(),
+    robot: Robot | None = None,
+    data: Processed | None = None,
+) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
     non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
     the kept samples). ``robot``: the model to fit (default: ``spec``'s description; the log is read
@@ -175,7 +187,7 @@ def identify(spec: str, log: Log | Samples, exc: Excitation | None,
     t0 = time.perf_counter()
     w = joint_weights(data) if settings.weighted else None
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
-    if settings.weighted and data.periods == 0:   # no period variances: the OLS residual's per joint
+    if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
         w = 1.0 / least_squares(y, tau, robot.dof, m.names, rows=rows).rms ** 2
     base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
@@ -183,8 +195,9 @@ def identify(spec: str, log: Log | Samples, exc: Excitation | None,
     return Identified(base, ess, stages), data, (y, tau, qd)
 
 
-def fit_coulomb_scales(spec: str, robot: Robot, log: Log | Samples, data: Processed,
-                       settings: IdentSettings) -> tuple[Robot, dict[float, list[float]]]:
+def fit_coulomb_scales(
+    spec: str, robot: Robot, log: Log | Samples, data: Processed, settings: IdentSettings
+) -> tuple[Robot, dict[float, list[float]]]:
     """Each joint's Coulomb tanh scale from ``settings.coulomb_scales``: the base parameters are fitted
     with every candidate scale on all joints, and each joint keeps the candidate with its smallest fit
     residual (a joint's Coulomb column is non-zero only in its own equation, so the joints' choices
@@ -193,8 +206,10 @@ def fit_coulomb_scales(spec: str, robot: Robot, log: Log | Samples, data: Proces
     if not settings.coulomb_scales or min(settings.coulomb_scales) <= 0:
         raise ValueError("the candidate Coulomb scales must be positive (rad/s)")
     if "FC" not in robot.joint_parameters:
-        raise ValueError(f"{robot.name} does not identify Coulomb friction (FC is not in its joint_parameters): "
-                         "there is no Coulomb scale to fit")
+        raise ValueError(
+            f"{robot.name} does not identify Coulomb friction (FC is not in its joint_parameters): "
+            "there is no Coulomb scale to fit"
+        )
     rms = {}
     for scale in settings.coulomb_scales:
         ident, _, _ = identify(spec, log, None, settings, with_coulomb_scales(robot, (scale,)), data)
@@ -204,8 +219,15 @@ def fit_coulomb_scales(spec: str, robot: Robot, log: Log | Samples, data: Proces
     return with_coulomb_scales(robot, best), rms
 
 
-def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: float, seed: int,
-                  sample_period: float | None = None, true_params: np.ndarray | None = None) -> Log:
+def synthetic_log(
+    robot_name: str,
+    exc: Excitation,
+    periods: int,
+    torque_noise: float,
+    seed: int,
+    sample_period: float | None = None,
+    true_params: np.ndarray | None = None,
+) -> Log:
     """The robot (true_params; default its description's) tracking the excitation in the loopback
     (computed torque on its own model with a Kalman velocity estimate, its encoders as described),
     with white noise of ``torque_noise`` N m (standard deviation) on the logged torques, as a
@@ -213,8 +235,9 @@ def synthetic_log(robot_name: str, exc: Excitation, periods: int, torque_noise: 
     velocity (ctl.friction_ff = 1): compensated at the estimate, sgn(qd_hat) chatters at every
     velocity reversal and puts motion beyond the derivative band into the run (the iiwa's fit RMS
     then sat at 3x its noise floor)."""
-    rt = load_rt(robot_name, estimator="kalman", observer="none", controller="computed_torque",
-                 sample_period=sample_period)
+    rt = load_rt(
+        robot_name, estimator="kalman", observer="none", controller="computed_torque", sample_period=sample_period
+    )
     rt.config["ctl.friction_ff"] = 1.0
     run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params)
     log = run.log
@@ -227,9 +250,9 @@ class ValidationData:
     """A validation run ready for predictions: the measured torque, the stacked base regressor at the
     same samples and their times (half a second trimmed at either end: filter edge effects)."""
 
-    tau: np.ndarray                  # (K, n)
-    y: np.ndarray                    # (K n, nb)
-    time: np.ndarray                 # (K,) s from the start of the run
+    tau: np.ndarray  # (K, n)
+    y: np.ndarray  # (K n, nb)
+    time: np.ndarray  # (K,) s from the start of the run
 
     def predicted(self, beta: np.ndarray) -> np.ndarray:
         return (self.y @ beta).reshape(self.tau.shape)
@@ -239,15 +262,21 @@ class ValidationData:
         return np.sqrt(np.mean((self.tau - self.predicted(beta)) ** 2, axis=0))
 
 
-def validation_data(spec: str, data: Log | Samples, settings: IdentSettings, cutoff_q: float = 5.0,
-                    filter_torque: bool = True, robot: Robot | None = None) -> ValidationData:
+def validation_data(
+    spec: str,
+    data: Log | Samples,
+    settings: IdentSettings,
+    cutoff_q: float = 5.0,
+    filter_torque: bool = True,
+    robot: Robot | None = None,
+) -> ValidationData:
     """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
     else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
     robot = load_robot(spec) if robot is None else robot
     s = samples_of(spec, data)
     ts = s.sample_period
-    edge = int(round(0.5 / ts))                      # filter edge effects
+    edge = int(round(0.5 / ts))  # filter edge effects
     if len(s.q) < 4 * edge:
         raise ValueError(f"the validation run has {len(s.q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
     q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)

@@ -24,7 +24,7 @@ class Model:
 
     robot: Robot
     base: BaseParameters
-    regressor: cs.Function        # (q, qd, qdd) -> Y_b (n x nb)
+    regressor: cs.Function  # (q, qd, qdd) -> Y_b (n x nb)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -37,8 +37,9 @@ class Model:
     def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Y_b stacked over the samples (seed 004 eq. 5): (K n, nb), sample after sample."""
         k, n = np.shape(q)
-        wide = np.array(self.regressor.map(k)(np.asarray(q, float).T, np.asarray(qd, float).T,
-                                              np.asarray(qdd, float).T))
+        wide = np.array(
+            self.regressor.map(k)(np.asarray(q, float).T, np.asarray(qd, float).T, np.asarray(qdd, float).T)
+        )
         nb = len(self.names)
         return wide.reshape(n, k, nb).transpose(1, 0, 2).reshape(k * n, nb)
 
@@ -62,11 +63,11 @@ class Fit:
 
     names: list[str]
     values: np.ndarray
-    rsd: np.ndarray                  # relative standard deviation, % (seed 004 eq. 7)
-    sigma2: float                    # residual variance (of the weighted residual for WLS)
-    kept: list[int]                  # indices into the base parameters
-    rms: np.ndarray                  # per-joint RMS of the (unweighted) torque residual
-    removed: list[str] = field(default_factory=list)   # essential: eliminated, in order
+    rsd: np.ndarray  # relative standard deviation, % (seed 004 eq. 7)
+    sigma2: float  # residual variance (of the weighted residual for WLS)
+    kept: list[int]  # indices into the base parameters
+    rms: np.ndarray  # per-joint RMS of the (unweighted) torque residual
+    removed: list[str] = field(default_factory=list)  # essential: eliminated, in order
 
     def full(self, nb: int) -> np.ndarray:
         """As a base-parameter vector (eliminated ones 0)."""
@@ -75,9 +76,15 @@ class Fit:
         return out
 
 
-def least_squares(y: np.ndarray, tau: np.ndarray, n: int, names: list[str] | tuple[str, ...],
-                  joint_weights: np.ndarray | None = None, kept: list[int] | None = None,
-                  rows: np.ndarray | None = None) -> Fit:
+def least_squares(
+    y: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    names: list[str] | tuple[str, ...],
+    joint_weights: np.ndarray | None = None,
+    kept: list[int] | None = None,
+    rows: np.ndarray | None = None,
+) -> Fit:
     """OLS (joint_weights None) or WLS with one weight 1/sigma_j^2 per joint (seed 003 eq. 4.47).
     y: (K n, nb) stacked regressor, tau: (K, n) or (K n,) torques; ``rows`` (K n,) bool selects the
     equations used (default all). RSD per seed 004 eq. 7 on the weighted problem:
@@ -97,16 +104,23 @@ def least_squares(y: np.ndarray, tau: np.ndarray, n: int, names: list[str] | tup
     sigma2 = float(r @ r / dof)
     _, rr = np.linalg.qr(aw)
     rinv = np.linalg.inv(rr)
-    cov = sigma2 * rinv @ rinv.T                     # sigma^2 (A^T W A)^-1 without forming it
+    cov = sigma2 * rinv @ rinv.T  # sigma^2 (A^T W A)^-1 without forming it
     with np.errstate(divide="ignore"):
         rsd = 100.0 * np.sqrt(np.diag(cov)) / np.abs(values)
     full = np.asarray(tau, float).reshape(-1) - y[:, kept] @ values
     return Fit([names[i] for i in kept], values, rsd, sigma2, kept, np.sqrt(np.mean(full.reshape(-1, n) ** 2, axis=0)))
 
 
-def essential(y: np.ndarray, tau: np.ndarray, n: int, names: list[str] | tuple[str, ...],
-              joint_weights: np.ndarray | None = None, min_abs: float = 0.01, max_rsd: float = 40.0,
-              rows: np.ndarray | None = None) -> Fit:
+def essential(
+    y: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    names: list[str] | tuple[str, ...],
+    joint_weights: np.ndarray | None = None,
+    min_abs: float = 0.01,
+    max_rsd: float = 40.0,
+    rows: np.ndarray | None = None,
+) -> Fit:
     """seed 004 §II-A: while some parameter is both small (|value| < min_abs) and poorly identified
     (RSD > max_rsd %), remove the one of those with the largest RSD and re-estimate."""
     kept = list(range(y.shape[1]))
@@ -120,4 +134,3 @@ def essential(y: np.ndarray, tau: np.ndarray, n: int, names: list[str] | tuple[s
         _, worst = max(poor)
         removed.append(names[kept[worst]])
         del kept[worst]
-

@@ -44,16 +44,20 @@ def setup_of(log: Log, gains: str) -> Setup:
     cpr = {j.encoder.cpr for j in robot.joints if j.encoder is not None}
     if len(cpr) != 1:
         raise ValueError(f"{robot.name}: the joints' encoders differ ({sorted(cpr)} cpr): one resolution is needed")
-    return Setup(robot=log.robot, resolution_mdeg=360000.0 / cpr.pop(), rate_hz=1.0 / log.sample_period,
-                 gains="paper" if gains == "paper" else "default")
+    return Setup(
+        robot=log.robot,
+        resolution_mdeg=360000.0 / cpr.pop(),
+        rate_hz=1.0 / log.sample_period,
+        gains="paper" if gains == "paper" else "default",
+    )
 
 
 @dataclass(frozen=True)
 class Estimate:
     name: str
-    spec: str                       # the generated variant (integer gains in the name)
-    qd_hat: np.ndarray              # (K, n)
-    ise: np.ndarray                 # (n,) (rad/s)^2 s
+    spec: str  # the generated variant (integer gains in the name)
+    qd_hat: np.ndarray  # (K, n)
+    ise: np.ndarray  # (n,) (rad/s)^2 s
 
 
 def tuned(folder: Path, name: str) -> tuple[str, Path | None]:
@@ -82,7 +86,7 @@ def estimate(log: Log, name: str, gains: str = "default") -> Estimate:
     if config is not None:
         rt.config.load(config)
     out = rt.run(log)
-    truth = ground_truth_velocity(out["q"], log.sample_period)   # the generated encoder read's q
+    truth = ground_truth_velocity(out["q"], log.sample_period)  # the generated encoder read's q
     err = out["qd_hat"] - truth
     return Estimate(name, spec, out["qd_hat"], np.sum(err * err, axis=0) * log.sample_period)
 
@@ -100,8 +104,12 @@ def recorded_match(log: Log, spec: str, skip: int = 3) -> dict[str, Any]:
     rt = pipeline(setup, spec)
     mine = rt.run(log)["qd_hat"][skip:]
     theirs = np.asarray(log.extra["qd_hat_logged"])[skip:]
-    return {"estimator": spec, "samples": int(mine.size), "equal": int(np.sum(mine == theirs)),
-            "max_abs_difference": float(np.max(np.abs(mine - theirs)))}
+    return {
+        "estimator": spec,
+        "samples": int(mine.size),
+        "equal": int(np.sum(mine == theirs)),
+        "max_abs_difference": float(np.max(np.abs(mine - theirs))),
+    }
 
 
 def recorded_estimator(log: Log) -> dict[str, Any] | None:
@@ -116,23 +124,34 @@ def recorded_estimator(log: Log) -> dict[str, Any] | None:
     return None
 
 
-def report(runs: dict[str, Log], gains: tuple[str, ...] = ("default",),
-           names: tuple[str, ...] = ESTIMATORS) -> tuple[dict[str, Any], dict[str, dict[str, list[Estimate]]]]:
+def report(
+    runs: dict[str, Log], gains: tuple[str, ...] = ("default",), names: tuple[str, ...] = ESTIMATORS
+) -> tuple[dict[str, Any], dict[str, dict[str, list[Estimate]]]]:
     """The JSON document (ISE per run, gain set and estimator; the recorded estimator reproduced)
     and the estimates themselves (for figures)."""
-    doc: dict[str, Any] = {"ground_truth": f"FIR order {FIR_ORDER}, Hamming window, {CUTOFF_HZ:g} Hz, filtfilt, "
-                                           "central differences (seed 000's offline reference)",
-                           "ise_unit": "(rad/s)^2 s", "runs": {}}
+    doc: dict[str, Any] = {
+        "ground_truth": f"FIR order {FIR_ORDER}, Hamming window, {CUTOFF_HZ:g} Hz, filtfilt, "
+        "central differences (seed 000's offline reference)",
+        "ise_unit": "(rad/s)^2 s",
+        "runs": {},
+    }
     estimates: dict[str, dict[str, list[Estimate]]] = {}
     for run, log in runs.items():
-        entry: dict[str, Any] = {"robot": log.robot, "samples": len(log.time), "sample_period": log.sample_period,
-                                 "recorded_estimator": recorded_estimator(log), "gains": {}}
+        entry: dict[str, Any] = {
+            "robot": log.robot,
+            "samples": len(log.time),
+            "sample_period": log.sample_period,
+            "recorded_estimator": recorded_estimator(log),
+            "gains": {},
+        }
         estimates[run] = {}
         for g in gains:
             est = estimate_all(log, g, names)
             estimates[run][g] = est
-            entry["gains"][g] = {e.name: {"estimator": e.spec, "ise": float(e.ise.sum()),
-                                          "per_axis": [float(v) for v in e.ise]} for e in est}
+            entry["gains"][g] = {
+                e.name: {"estimator": e.spec, "ise": float(e.ise.sum()), "per_axis": [float(v) for v in e.ise]}
+                for e in est
+            }
         doc["runs"][run] = entry
     return doc, estimates
 
@@ -141,21 +160,37 @@ def table(doc: dict[str, Any]) -> str:
     """Markdown: ISE per estimator (rows) and run x gain set (columns)."""
     cols = [(run, g) for run, e in doc["runs"].items() for g in e["gains"]]
     names = list(next(iter(doc["runs"].values()))["gains"][cols[0][1]])
-    lines = ["| estimator | " + " | ".join(f"{run}, {Path(g).name} gains" for run, g in cols) + " |",
-             "| --- |" + " --: |" * len(cols)]
+    lines = [
+        "| estimator | " + " | ".join(f"{run}, {Path(g).name} gains" for run, g in cols) + " |",
+        "| --- |" + " --: |" * len(cols),
+    ]
     for n in names:
-        lines.append(f"| {n} | " + " | ".join(f"{doc['runs'][run]['gains'][g][n]['ise']:.4g} "
-                                               f"({doc['runs'][run]['gains'][g][n]['estimator']})" for run, g in cols) + " |")
+        lines.append(
+            f"| {n} | "
+            + " | ".join(
+                f"{doc['runs'][run]['gains'][g][n]['ise']:.4g} ({doc['runs'][run]['gains'][g][n]['estimator']})"
+                for run, g in cols
+            )
+            + " |"
+        )
     for run, e in doc["runs"].items():
         rec = e["recorded_estimator"]
         lines.append("")
-        lines.append(f"{run}: the recorded estimate is " + (
-            f"{rec['estimator']}: the generated C gives it exactly ({rec['equal']} of {rec['samples']} values equal)"
-            if rec else "neither findiff nor movav p = 3"))
+        lines.append(
+            f"{run}: the recorded estimate is "
+            + (
+                f"{rec['estimator']}: the generated C gives it exactly "
+                f"({rec['equal']} of {rec['samples']} values equal)"
+                if rec
+                else "neither findiff nor movav p = 3"
+            )
+        )
     return "\n".join(lines)
 
 
-def figure(log: Log, estimates: list[Estimate], path: Path, axis: int = 5, window: tuple[float, float] | None = None) -> Path:
+def figure(
+    log: Log, estimates: list[Estimate], path: Path, axis: int = 5, window: tuple[float, float] | None = None
+) -> Path:
     """Seed 000 Fig. 5-like: an excerpt of each estimate against the ground truth on ``axis`` and the
     cumulative ISE (all joints) over the run."""
     import matplotlib

@@ -30,8 +30,20 @@ from codegen.outputs import write_file
 FORMAT = "manipgen-log"
 VERSION = 1
 REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
-OPTIONAL = ("motor_counts", "motor_valid", "tau_cmd", "q_true", "qd_true", "qdd_true", "tau_ext_true",
-            "collision_true", "theta_true", "thetad_true", "qd_hat_logged", "tau_saturated")
+OPTIONAL = (
+    "motor_counts",
+    "motor_valid",
+    "tau_cmd",
+    "q_true",
+    "qd_true",
+    "qdd_true",
+    "tau_ext_true",
+    "collision_true",
+    "theta_true",
+    "thetad_true",
+    "qd_hat_logged",
+    "tau_saturated",
+)
 
 
 class LogError(ValueError):
@@ -49,7 +61,7 @@ class Log:
     q_des: np.ndarray
     qd_des: np.ndarray
     qdd_des: np.ndarray
-    extra: dict[str, np.ndarray] = field(default_factory=dict)   # OPTIONAL arrays present
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # OPTIONAL arrays present
 
     def __len__(self) -> int:
         return len(self.time)
@@ -64,8 +76,12 @@ class Log:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        arrays: dict[str, Any] = {"format": np.array(FORMAT), "version": np.array(VERSION),
-                                  "robot": np.array(self.robot), "sample_period": np.array(self.sample_period)}
+        arrays: dict[str, Any] = {
+            "format": np.array(FORMAT),
+            "version": np.array(VERSION),
+            "robot": np.array(self.robot),
+            "sample_period": np.array(self.sample_period),
+        }
         for f in fields(self):
             if f.name not in ("robot", "sample_period", "extra"):
                 arrays[f.name] = getattr(self, f.name)
@@ -76,7 +92,7 @@ class Log:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "Log":
+    def load(cls, path: str | Path) -> Log:
         path = Path(path)
         try:
             z = np.load(path, allow_pickle=False)

@@ -25,13 +25,13 @@ class Contact:
     present from ``start`` to ``stop`` s. Defaults: seed 003 §5.3 (flat surface e = 1, k = 10 kN/m,
     alpha = 0.04 s/m, lambda = 3/2 alpha k)."""
 
-    point: tuple[float, float, float]           # a point of its surface, base frame (m)
-    normal: tuple[float, float, float]          # outward normal, base frame (normalised here)
-    stiffness: float = 1.0e4                    # N/m^e
-    alpha: float = 0.04                         # s/m
+    point: tuple[float, float, float]  # a point of its surface, base frame (m)
+    normal: tuple[float, float, float]  # outward normal, base frame (normalised here)
+    stiffness: float = 1.0e4  # N/m^e
+    alpha: float = 0.04  # s/m
     exponent: float = 1.0
-    start: float = 0.0                          # s
-    stop: float = float("inf")                  # s
+    start: float = 0.0  # s
+    stop: float = float("inf")  # s
 
     @property
     def damping(self) -> float:
@@ -44,8 +44,8 @@ class SimulationError(RuntimeError):
 
 @dataclass
 class Run:
-    log: Log                           # inputs the pipeline saw + ground truth (q_true, qd_true, ...)
-    out: dict[str, np.ndarray]         # the pipeline's outputs per sample
+    log: Log  # inputs the pipeline saw + ground truth (q_true, qd_true, ...)
+    out: dict[str, np.ndarray]  # the pipeline's outputs per sample
 
     @property
     def ise_velocity(self) -> np.ndarray:
@@ -61,7 +61,7 @@ class Run:
 def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
     """sum_k (x_k - x_hat_k)^2 T_s per column: the rectangle rule of seed 000 eq. 5."""
     e = np.asarray(x, float) - np.asarray(x_hat, float)
-    with np.errstate(over="ignore", invalid="ignore"):      # an unstable run: inf, not a warning
+    with np.errstate(over="ignore", invalid="ignore"):  # an unstable run: inf, not a warning
         return np.sum(e * e, axis=0) * ts
 
 
@@ -69,11 +69,21 @@ def valid_arr_of(val: np.ndarray | None, k: int, n: int) -> np.ndarray:
     return np.ones((k, n), bool) if val is None else val.astype(bool)
 
 
-def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | None = None,
-             tau_ext: np.ndarray | None = None, valid: np.ndarray | None = None,
-             q0: np.ndarray | None = None, qd0: np.ndarray | None = None, substeps: int = 8,
-             delay: int = 0, reset: bool = True, contact: Contact | None = None,
-             theta0: np.ndarray | None = None, thetad0: np.ndarray | None = None) -> Run:
+def simulate(
+    rt: Realtime,
+    trajectory: Trajectory,
+    true_params: np.ndarray | None = None,
+    tau_ext: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+    q0: np.ndarray | None = None,
+    qd0: np.ndarray | None = None,
+    substeps: int = 8,
+    delay: int = 0,
+    reset: bool = True,
+    contact: Contact | None = None,
+    theta0: np.ndarray | None = None,
+    thetad0: np.ndarray | None = None,
+) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
@@ -85,9 +95,14 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     the motors start at theta0, thetad0, by default at rest against gravity at q0 (seed 003 eq. 3.28
     with the plant's parameters); the log's ``tau`` is the motor torque, its ``motor_counts`` the motor
     encoders', extra also holds theta_true, thetad_true."""
-    if len(trajectory.time) >= 2 and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period:
-        raise ValueError(f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
-                         f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)")
+    if (
+        len(trajectory.time) >= 2
+        and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
+    ):
+        raise ValueError(
+            f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
+            f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)"
+        )
     if substeps < 1:
         raise ValueError("substeps must be >= 1")
     max_delay = int(getattr(rt.lib, f"{rt.name.upper()}_LOOPBACK_MAX_DELAY"))
@@ -96,8 +111,9 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
     if len(trajectory.time) < 2:
         raise ValueError("the trajectory needs at least 2 samples")
     if true_params is not None and np.size(true_params) != rt.manifest["n_standard"]:
-        raise ValueError(f"true_params must have {rt.manifest['n_standard']} standard parameters, "
-                         f"got {np.size(true_params)}")
+        raise ValueError(
+            f"true_params must have {rt.manifest['n_standard']} standard parameters, got {np.size(true_params)}"
+        )
     for name, a in (("true_params", true_params), ("tau_ext", tau_ext)):
         if a is not None and not np.all(np.isfinite(a)):
             raise ValueError(f"{name} contains NaN or inf")
@@ -128,7 +144,7 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
         plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
         plant.contact_exponent = contact.exponent
-        limit = float(2 ** 31 - 1)
+        limit = float(2**31 - 1)
         plant.contact_start = int(min(max(np.ceil(contact.start / rt.sample_period - 1e-9), 0), limit))
         plant.contact_stop = int(min(max(np.ceil(contact.stop / rt.sample_period - 1e-9), 0), limit))
         tau_contact = np.zeros((k, n), real)
@@ -153,33 +169,69 @@ def simulate(rt: Realtime, trajectory: Trajectory, true_params: np.ndarray | Non
         rest = (np.zeros(n, real), np.zeros(n, real))
         if theta0 is None or thetad0 is None:
             pi = arr(params, (rt.manifest["n_standard"],))
-            getattr(lib, f"{p}_motor_rest_p")(ptr(start_q, rcname), ptr(start_qd, rcname), ptr(pi, rcname),
-                                              ptr(rest[0], rcname), ptr(rest[1], rcname))
+            getattr(lib, f"{p}_motor_rest_p")(
+                ptr(start_q, rcname), ptr(start_qd, rcname), ptr(pi, rcname), ptr(rest[0], rcname), ptr(rest[1], rcname)
+            )
         start_th = arr(rest[0] if theta0 is None else theta0, (n,))
         start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
         theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
     motor_counts = np.zeros((k, n), np.int64)
     status = getattr(lib, f"{p}_loopback")(
-        rt._rt, plant, k, ptr(start_q, rcname), ptr(start_qd, rcname), ptr(start_th, rcname),
-        ptr(start_thd, rcname), ptr(q_des, rcname), ptr(qd_des, rcname), ptr(qdd_des, rcname), ptr(ext, rcname),
-        ptr(val, "uint8_t"), ptr(q_true, rcname), ptr(qd_true, rcname), ptr(qdd_true, rcname),
-        ptr(theta_true, rcname), ptr(thetad_true, rcname), ptr(tau, rcname), ptr(counts, "int64_t"),
-        ptr(motor_counts, "int64_t"), ptr(tau_contact, rcname), ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)))
+        rt._rt,
+        plant,
+        k,
+        ptr(start_q, rcname),
+        ptr(start_qd, rcname),
+        ptr(start_th, rcname),
+        ptr(start_thd, rcname),
+        ptr(q_des, rcname),
+        ptr(qd_des, rcname),
+        ptr(qdd_des, rcname),
+        ptr(ext, rcname),
+        ptr(val, "uint8_t"),
+        ptr(q_true, rcname),
+        ptr(qd_true, rcname),
+        ptr(qdd_true, rcname),
+        ptr(theta_true, rcname),
+        ptr(thetad_true, rcname),
+        ptr(tau, rcname),
+        ptr(counts, "int64_t"),
+        ptr(motor_counts, "int64_t"),
+        ptr(tau_contact, rcname),
+        ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
+    )
     if status == -2:
-        raise ValueError("the loopback refused the plant (substeps or delay out of range, or an elastic arm "
-                         "without theta0, thetad0)")
+        raise ValueError(
+            "the loopback refused the plant (substeps or delay out of range, or an elastic arm without theta0, thetad0)"
+        )
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}
     extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
     if elastic:
-        extra.update(theta_true=theta_true, thetad_true=thetad_true, motor_counts=motor_counts,
-                     motor_valid=valid_arr_of(val, k, n))
+        extra.update(
+            theta_true=theta_true,
+            thetad_true=thetad_true,
+            motor_counts=motor_counts,
+            motor_valid=valid_arr_of(val, k, n),
+        )
     if ext is not None or tau_contact is not None:
-        extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (0 if tau_contact is None else tau_contact)
+        extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (
+            0 if tau_contact is None else tau_contact
+        )
     valid_arr = valid_arr_of(val, k, n)
     # the log's tau[k] is what the step saw: the torque applied over the sample before k
     seen = np.vstack([np.zeros((1, n), real), tau[:-1]])
-    log = Log(robot=p, sample_period=rt.sample_period, time=np.asarray(trajectory.time, float), counts=counts,
-              valid=valid_arr, tau=seen, q_des=q_des, qd_des=qd_des, qdd_des=qdd_des, extra=extra)
+    log = Log(
+        robot=p,
+        sample_period=rt.sample_period,
+        time=np.asarray(trajectory.time, float),
+        counts=counts,
+        valid=valid_arr,
+        tau=seen,
+        q_des=q_des,
+        qd_des=qd_des,
+        qdd_des=qdd_des,
+        extra=extra,
+    )
     return Run(log, outs)

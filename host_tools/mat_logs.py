@@ -26,7 +26,7 @@ from codegen.model import Robot
 
 from .logs import Log, LogError
 
-DELAY = 2                # samples by which I_c leads the encoder (README)
+DELAY = 2  # samples by which I_c leads the encoder (README)
 FIELDS = ("time", "q", "dq_hat", "q_d", "I_c")
 
 
@@ -64,12 +64,15 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
     steps = np.diff(time)
     ts = robot.sample_period
     if not np.allclose(steps, ts, rtol=1e-6, atol=0):
-        raise LogError(f"{path}: time: steps of {np.min(steps):g}..{np.max(steps):g} s; {robot.name}'s "
-                       f"sample_period is {ts:g} s")
+        raise LogError(
+            f"{path}: time: steps of {np.min(steps):g}..{np.max(steps):g} s; {robot.name}'s sample_period is {ts:g} s"
+        )
     missing = [j.name for j in robot.joints if j.encoder is None or j.encoder.side != "link"]
     if missing:
-        raise LogError(f"{robot.file}: joints {', '.join(missing)}: encoder: a link-side encoder is needed "
-                       "(the runs record link positions)")
+        raise LogError(
+            f"{robot.file}: joints {', '.join(missing)}: encoder: a link-side encoder is needed "
+            "(the runs record link positions)"
+        )
     no_kt = [j.name for j in robot.joints if not j.torque_constant > 0]
     if no_kt:
         raise LogError(f"{robot.file}: joints {', '.join(no_kt)}: torque_constant: needed to turn I_c into torque")
@@ -80,8 +83,10 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
     counts = np.round(raw)
     off_grid = float(np.max(np.abs(raw - counts)))
     if off_grid > 1e-3:
-        raise LogError(f"{path}: q: not on {robot.name}'s encoder grid (up to {off_grid:.3g} counts off): "
-                       "another robot, resolution or offset recorded it")
+        raise LogError(
+            f"{path}: q: not on {robot.name}'s encoder grid (up to {off_grid:.3g} counts off): "
+            "another robot, resolution or offset recorded it"
+        )
     gain = np.array([j.gear_ratio * j.torque_constant for j in robot.joints]) / 1000.0
     limit = np.array([j.limits.current for j in robot.joints]) * 1000.0
     tau = gain * i_c[:-DELAY]
@@ -89,9 +94,18 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
     qd_des = np.gradient(q_d, ts, axis=0)
     qdd_des = np.gradient(qd_des, ts, axis=0)
     s = slice(DELAY, None)
-    return Log(robot=robot.c_name, sample_period=ts, time=time[s], counts=counts[s].astype(np.int64),
-               valid=np.ones((k - DELAY, n), dtype=bool), tau=tau, q_des=q_d[s], qd_des=qd_des[s], qdd_des=qdd_des[s],
-               extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated})
+    return Log(
+        robot=robot.c_name,
+        sample_period=ts,
+        time=time[s],
+        counts=counts[s].astype(np.int64),
+        valid=np.ones((k - DELAY, n), dtype=bool),
+        tau=tau,
+        q_des=q_d[s],
+        qd_des=qd_des[s],
+        qdd_des=qdd_des[s],
+        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated},
+    )
 
 
 def load_log(path: str | Path, robot: Robot) -> Log:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from codegen.description import load_robot
+from codegen.outputs import write_file
 
 from .closed_loop import ClosedLoopModel, Loop
 from .compiled import load
-from codegen.outputs import write_file
-
 from .eval_reports import save_figure
 from .ident_pipeline import positions, rigid_only
 from .logs import Log
@@ -33,27 +33,33 @@ from .trajectories import generated_trajectory
 Stage = Callable[[str], None]
 
 # seed 002 Tables 2 and 3 (Staubli TX40, 34 500 samples, no decimation filter)
-PAPER_TABLE2 = {"clie": (2.26e4, 19.3, 1172, "23 min"), "cloe": (9.85, 2.6e-3, 3845, "23 min"),
-                "didim": (2.23e4, 19.1, 1166, "1 min")}
+PAPER_TABLE2 = {
+    "clie": (2.26e4, 19.3, 1172, "23 min"),
+    "cloe": (9.85, 2.6e-3, 3845, "23 min"),
+    "didim": (2.23e4, 19.1, 1166, "1 min"),
+}
 PAPER_TABLE3 = {"clie": (0.017, 6.97), "cloe": (0.017, 10.7), "didim": (0.013, 6.95)}
 # seed 002 Table 5 (the same with the decimation filter, N = 276)
-PAPER_TABLE5 = {"clie": (1589.0, 1.3, 1178, "23 min"), "cloe": (1.34, 1.74e-4, 7622, "23 min"),
-                "didim": (1571.0, 1.3, 1165, "1 min")}
+PAPER_TABLE5 = {
+    "clie": (1589.0, 1.3, 1178, "23 min"),
+    "cloe": (1.34, 1.74e-4, 7622, "23 min"),
+    "didim": (1571.0, 1.3, 1165, "1 min"),
+}
 
 
 @dataclass(frozen=True)
 class OESynthetic:
-    duration: float = 34.5           # s: 34 500 samples at 1 kHz, seed 002's size
-    bandwidth: float = 5.0           # Hz: PD kp = (2 pi f)^2 M_ii(q0), kd = 2 (2 pi f) M_ii(q0)
-    torque_noise: float = 0.2        # N m, white, on the logged torque (current measurement)
-    disturbance: float = 0.02        # N m RMS, unmodelled torque on the plant (low-passed noise) ...
-    disturbance_band: float = 2.0    # ... below this, Hz
-    init_error: float = 0.3          # the start: the description's parameters x U(1 -+ this)
+    duration: float = 34.5  # s: 34 500 samples at 1 kHz, seed 002's size
+    bandwidth: float = 5.0  # Hz: PD kp = (2 pi f)^2 M_ii(q0), kd = 2 (2 pi f) M_ii(q0)
+    torque_noise: float = 0.2  # N m, white, on the logged torque (current measurement)
+    disturbance: float = 0.02  # N m RMS, unmodelled torque on the plant (low-passed noise) ...
+    disturbance_band: float = 2.0  # ... below this, Hz
+    init_error: float = 0.3  # the start: the description's parameters x U(1 -+ this)
     seed: int = 0
 
 
 GAIN_KEYS = ("kp", "kd", "ki", "i_max", "tau_max", "drive_gain")
-POSITIVE = ("tau_max", "drive_gain")          # > 0; the others >= 0
+POSITIVE = ("tau_max", "drive_gain")  # > 0; the others >= 0
 
 
 def _gain(key: str, value: Any, n: int) -> np.ndarray:
@@ -125,14 +131,22 @@ def synthetic_run(spec: str, opts: OESynthetic) -> tuple[Log, Loop]:
 
 def _result_doc(r: Result, truth: np.ndarray | None, reference: Result | None) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "method": r.method, "seconds": r.seconds, "iterations": r.iterations,
-        "mu_min": r.mu_min, "mu_max": r.mu_max, "cond": r.cond,
-        "rel_error_q": float(np.mean(r.rel_error_q) * 100), "rel_error_tau": float(np.mean(r.rel_error_tau) * 100),
+        "method": r.method,
+        "seconds": r.seconds,
+        "iterations": r.iterations,
+        "mu_min": r.mu_min,
+        "mu_max": r.mu_max,
+        "cond": r.cond,
+        "rel_error_q": float(np.mean(r.rel_error_q) * 100),
+        "rel_error_tau": float(np.mean(r.rel_error_tau) * 100),
         "rel_error_q_per_joint": (r.rel_error_q * 100).tolist(),
         "rel_error_tau_per_joint": (r.rel_error_tau * 100).tolist(),
-        "residual_autocorrelation": {"bound_2sigma": r.bound, "lags": int(len(r.autocorrelation) - 1),
-                                     "fraction_outside": float(np.mean(np.abs(r.autocorrelation[1:]) > r.bound)),
-                                     "per_joint": r.autocorrelation.T.tolist()},
+        "residual_autocorrelation": {
+            "bound_2sigma": r.bound,
+            "lags": int(len(r.autocorrelation) - 1),
+            "fraction_outside": float(np.mean(np.abs(r.autocorrelation[1:]) > r.bound)),
+            "per_joint": r.autocorrelation.T.tolist(),
+        },
         "criterion_history": r.history,
         "parameters": {n: {"value": float(v), "rsd_percent": float(s)} for n, v, s in zip(r.names, r.values, r.rsd)},
     }
@@ -153,10 +167,19 @@ def _result_doc(r: Result, truth: np.ndarray | None, reference: Result | None) -
     return doc
 
 
-def identify_closed_loop(spec: str, data: OEData, loop: Loop, methods: Sequence[Method],
-                         settings: OESettings = OESettings(), init: str = "description", init_error: float = 0.0,
-                         parameters: str = "essential", seed: int = 0, truth: np.ndarray | None = None,
-                         stage: Stage = lambda _: None) -> tuple[dict[str, Any], dict[str, Result]]:
+def identify_closed_loop(
+    spec: str,
+    data: OEData,
+    loop: Loop,
+    methods: Sequence[Method],
+    settings: OESettings = OESettings(),
+    init: str = "description",
+    init_error: float = 0.0,
+    parameters: str = "essential",
+    seed: int = 0,
+    truth: np.ndarray | None = None,
+    stage: Stage = lambda _: None,
+) -> tuple[dict[str, Any], dict[str, Result]]:
     """IDIM-LS first (the reference, the essential set and, with init='idim-ls', the start), then the
     chosen methods from the same start. Returns (JSON document, results by method)."""
     t0 = time.perf_counter()
@@ -177,20 +200,28 @@ def identify_closed_loop(spec: str, data: OEData, loop: Loop, methods: Sequence[
 
         def progress(it: int, crit: float, m: str = method) -> None:
             stage(f"{m.upper()}: iteration {it}, criterion {crit:.6g}")
+
         stage(f"{method.upper()} ...")
         results[method] = ident.run(method, beta0, kept, progress)
     names = model.ident.names
     doc: dict[str, Any] = {
-        "robot": model.robot.name, "samples": int(len(data.q)), "sample_period": data.sample_period,
-        "n_base": model.n_base, "estimated": [names[i] for i in kept], "init": init,
-        "settings": asdict(settings), "warnings": warnings, "methods": {}}
+        "robot": model.robot.name,
+        "samples": int(len(data.q)),
+        "sample_period": data.sample_period,
+        "n_base": model.n_base,
+        "estimated": [names[i] for i in kept],
+        "init": init,
+        "settings": asdict(settings),
+        "warnings": warnings,
+        "methods": {},
+    }
     for m, r in results.items():
         doc["methods"][m] = _result_doc(r, truth, None if m == "idim-ls" else ref)
     doc["seconds"] = time.perf_counter() - t0
     return finite(doc), results
 
 
-FIT_WARNING = 0.05      # the start's simulated q off the measured by more than this (relative, mean)
+FIT_WARNING = 0.05  # the start's simulated q off the measured by more than this (relative, mean)
 
 
 def check_fit(ident: Identification, beta0: np.ndarray) -> list[str]:
@@ -199,20 +230,26 @@ def check_fit(ident: Identification, beta0: np.ndarray) -> list[str]:
     out = []
     robot = ident.model.robot
     if robot.coulomb.model == "sign" and any(j.FC != 0 for j in robot.joints):
-        out.append(f"{robot.name}'s Coulomb friction is sign(qd): the fixed-step simulation is first order at "
-                   "velocity reversals; use coulomb: {model: tanh, velocity_scale: ...} (docs/identification.md)")
+        out.append(
+            f"{robot.name}'s Coulomb friction is sign(qd): the fixed-step simulation is first order at "
+            "velocity reversals; use coulomb: {model: tanh, velocity_scale: ...} (docs/identification.md)"
+        )
     try:
         s = ident.simulate(beta0)
     except SimulationError:
-        raise ValueError("the closed loop cannot be simulated with the start parameters (unstable or M(q) not "
-                         "positive definite): check --gains (the controller that ran) and --init") from None
+        raise ValueError(
+            "the closed loop cannot be simulated with the start parameters (unstable or M(q) not "
+            "positive definite): check --gains (the controller that ran) and --init"
+        ) from None
     num = np.linalg.norm(ident.data.q - s.q, axis=0)
     den = np.linalg.norm(ident.data.q - ident.data.q.mean(axis=0), axis=0)
     off = float(np.mean(num / np.where(den > 0, den, 1.0)))
     if off > FIT_WARNING:
-        out.append(f"with the start parameters the simulated positions are {off:.0%} off the measured motion "
-                   "(RMS, relative to each joint's excursion): is --gains the controller that ran, and the log's "
-                   "q_des its reference?")
+        out.append(
+            f"with the start parameters the simulated positions are {off:.0%} off the measured motion "
+            "(RMS, relative to each joint's excursion): is --gains the controller that ran, and the log's "
+            "q_des its reference?"
+        )
     return out
 
 
@@ -245,9 +282,15 @@ def _f(v: float | None, spec: str) -> str:
 def tables(doc: dict[str, Any]) -> str:
     """seed 002 Tables 1-3 for our run, the paper's beside Tables 2 and 3."""
     methods = list(doc["methods"])
-    lines = [f"# Output-error identification of {doc['robot']} ({doc['samples']} samples, start: {doc['init']})", "",
-             "Table 1 — estimates (RSD %)" + (" and truth" if "truth" in next(iter(doc["methods"]["idim-ls"]["parameters"].values())) else ""),
-             "", "| parameter | " + " | ".join(methods) + " |", "| --- |" + " --: |" * len(methods)]
+    lines = [
+        f"# Output-error identification of {doc['robot']} ({doc['samples']} samples, start: {doc['init']})",
+        "",
+        "Table 1 — estimates (RSD %)"
+        + (" and truth" if "truth" in next(iter(doc["methods"]["idim-ls"]["parameters"].values())) else ""),
+        "",
+        "| parameter | " + " | ".join(methods) + " |",
+        "| --- |" + " --: |" * len(methods),
+    ]
     first = doc["methods"][methods[0]]["parameters"]
     for name in doc["estimated"]:
         cells = []
@@ -258,35 +301,59 @@ def tables(doc: dict[str, Any]) -> str:
         lines.append(f"| {name}{f' = {truth:.4g}' if truth is not None else ''} | " + " | ".join(cells) + " |")
     decimated = bool(doc["settings"].get("decimate"))
     paper_jac = PAPER_TABLE5 if decimated else PAPER_TABLE2
-    lines += ["", "Table 2 — Jacobian and computing time (paper: Stäubli TX40, " +
-              ("Table 5, with the decimation filter)" if decimated else "Table 2, no decimation filter)"), "",
-              "| method | μ_max | μ_min | cond | time | iterations | paper μ_max | paper μ_min | paper cond | paper time |",
-              "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |"]
+    lines += [
+        "",
+        "Table 2 — Jacobian and computing time (paper: Stäubli TX40, "
+        + ("Table 5, with the decimation filter)" if decimated else "Table 2, no decimation filter)"),
+        "",
+        "| method | μ_max | μ_min | cond | time | iterations | paper μ_max | paper μ_min | paper cond | paper time |",
+        "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
+    ]
     for m in methods:
         d = doc["methods"][m]
         paper = paper_jac.get(m)
         pc = " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in paper) if paper else "— | — | — | —"
-        lines.append(f"| {m} | {_f(d['mu_max'], '.3g')} | {_f(d['mu_min'], '.3g')} | {_f(d['cond'], '.4g')} | {d['seconds']:.1f} s | "
-                     f"{d['iterations']} | {pc} |")
-    lines += ["", "Table 3 — mean relative errors over the axes of the simulated closed loop, % (paper: Table 3, "
-              "no decimation filter)", "",
-              "| method | ‖q_m − q_s‖/‖q_m‖ | ‖τ − τ_s‖/‖τ‖ | paper q | paper τ | residual autocorrelation outside 2σ |",
-              "| --- | --: | --: | --: | --: | --: |"]
+        lines.append(
+            f"| {m} | {_f(d['mu_max'], '.3g')} | {_f(d['mu_min'], '.3g')} | "
+            f"{_f(d['cond'], '.4g')} | {d['seconds']:.1f} s | "
+            f"{d['iterations']} | {pc} |"
+        )
+    lines += [
+        "",
+        "Table 3 — mean relative errors over the axes of the simulated closed loop, % (paper: Table 3, "
+        "no decimation filter)",
+        "",
+        "| method | ‖q_m − q_s‖/‖q_m‖ | ‖τ − τ_s‖/‖τ‖ | paper q | paper τ | residual autocorrelation outside 2σ |",
+        "| --- | --: | --: | --: | --: | --: |",
+    ]
     for m in methods:
         d = doc["methods"][m]
         paper3 = PAPER_TABLE3.get(m)
         pc = f"{paper3[0]} % | {paper3[1]} %" if paper3 else "— | —"
-        lines.append(f"| {m} | {_f(d['rel_error_q'], '.4f')} % | {_f(d['rel_error_tau'], '.3f')} % | {pc} | "
-                     f"{d['residual_autocorrelation']['fraction_outside'] * 100:.0f} % of lags |")
-    lines += ["", "Estimates within IDIM-LS's 3σ intervals (seed 002 §5.2)" +
-              (" and errors against the truth (non-zero true values)" if "max_rel_param_error" in doc["methods"]["idim-ls"]
-               else ""), "", "| method | within 3σ | outside | max error % | median error % |",
-              "| --- | --: | --- | --: | --: |"]
+        lines.append(
+            f"| {m} | {_f(d['rel_error_q'], '.4f')} % | {_f(d['rel_error_tau'], '.3f')} % | {pc} | "
+            f"{d['residual_autocorrelation']['fraction_outside'] * 100:.0f} % of lags |"
+        )
+    lines += [
+        "",
+        "Estimates within IDIM-LS's 3σ intervals (seed 002 §5.2)"
+        + (
+            " and errors against the truth (non-zero true values)"
+            if "max_rel_param_error" in doc["methods"]["idim-ls"]
+            else ""
+        ),
+        "",
+        "| method | within 3σ | outside | max error % | median error % |",
+        "| --- | --: | --- | --: | --: |",
+    ]
     for m in methods:
         d = doc["methods"][m]
         within = f"{d['within_3sigma_of_idim_ls'] * 100:.0f} %" if "within_3sigma_of_idim_ls" in d else "—"
-        err = (f"{_f(d['max_rel_param_error'], '.3g')} | {_f(d['median_rel_param_error'], '.3g')}" if "max_rel_param_error" in d
-               else "— | —")
+        err = (
+            f"{_f(d['max_rel_param_error'], '.3g')} | {_f(d['median_rel_param_error'], '.3g')}"
+            if "max_rel_param_error" in d
+            else "— | —"
+        )
         lines.append(f"| {m} | {within} | {', '.join(d.get('outside_3sigma_of_idim_ls', [])) or '—'} | {err} |")
     if doc.get("warnings"):
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in doc["warnings"]]
@@ -296,6 +363,7 @@ def tables(doc: dict[str, Any]) -> str:
 def autocorrelation_figure(results: dict[str, Result], path: Path) -> Path:
     """seed 002 Figs. 1-3: the residual autocorrelation per joint (dots) and the 2 sigma bounds."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -325,8 +393,11 @@ def autocorrelation_figure(results: dict[str, Result], path: Path) -> Path:
 def write(doc: dict[str, Any], results: dict[str, Result], out: Path) -> list[Path]:
     write_file(out / "output_error.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     write_file(out / "output_error.md", tables(doc))
-    return [out / "output_error.json", out / "output_error.md",
-            autocorrelation_figure(results, out / "output_error_autocorrelation.png")]
+    return [
+        out / "output_error.json",
+        out / "output_error.md",
+        autocorrelation_figure(results, out / "output_error_autocorrelation.png"),
+    ]
 
 
 def methods_of(choice: str) -> list[Method]:
@@ -334,4 +405,4 @@ def methods_of(choice: str) -> list[Method]:
         return list(METHODS)
     if choice not in METHODS:
         raise ValueError(f"unknown method {choice!r}; choose from {', '.join(METHODS)} or all")
-    return [choice]  # type: ignore[list-item]
+    return [choice]

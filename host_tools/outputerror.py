@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .processing import filtered_derivatives, parallel_decimate
 
 Method = Literal["idim-ls", "didim", "clie", "cloe"]
 METHODS: tuple[Method, ...] = ("idim-ls", "didim", "clie", "cloe")
-Progress = Callable[[int, float], None]          # (iteration, criterion)
+Progress = Callable[[int, float], None]  # (iteration, criterion)
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,29 @@ class OEData:
 class OESettings:
     sensitivities: Literal["exact", "fd"] = "exact"
     max_iterations: int = 30
-    tolerance: float = 1e-6          # relative change of the criterion (and of the step, LM)
-    fd_step: float = 1e-6            # relative finite-difference step (absolute floor 1e-6)
-    dynamics_band: float = 10.0      # Hz, omega_dyn: IDIM-LS filters q at 5x, tau and Y at 2x (§5.1)
-    lags: int = 50                   # residual autocorrelation lags
-    decimate: bool = False           # DIDIM/CLIE/CLOE on parallel-filtered, decimated signals (§5.2, Tables 4-5)
-    workers: int = 0                 # parallel simulations (0: one per core)
+    tolerance: float = 1e-6  # relative change of the criterion (and of the step, LM)
+    fd_step: float = 1e-6  # relative finite-difference step (absolute floor 1e-6)
+    dynamics_band: float = 10.0  # Hz, omega_dyn: IDIM-LS filters q at 5x, tau and Y at 2x (§5.1)
+    lags: int = 50  # residual autocorrelation lags
+    decimate: bool = False  # DIDIM/CLIE/CLOE on parallel-filtered, decimated signals (§5.2, Tables 4-5)
+    workers: int = 0  # parallel simulations (0: one per core)
 
 
 @dataclass
 class Result:
     method: Method
-    names: list[str]                 # the estimated base parameters
-    kept: list[int]                  # their indices
-    values: np.ndarray               # estimates
-    rsd: np.ndarray                  # relative standard deviations, %
+    names: list[str]  # the estimated base parameters
+    kept: list[int]  # their indices
+    values: np.ndarray  # estimates
+    rsd: np.ndarray  # relative standard deviations, %
     iterations: int
     seconds: float
-    singular_values: np.ndarray      # of the Jacobian at the solution
-    rel_error_q: np.ndarray          # per joint ||q_m - q_s|| / ||q_m|| (seed 002 Table 3)
-    rel_error_tau: np.ndarray        # per joint ||tau - tau_s|| / ||tau||
-    autocorrelation: np.ndarray      # (lags + 1, n) of the method's residual, per joint
-    bound: float                     # 2 sigma: 2 / sqrt(N) with N the residual's length per joint
-    history: list[float] = field(default_factory=list)   # criterion per iteration
+    singular_values: np.ndarray  # of the Jacobian at the solution
+    rel_error_q: np.ndarray  # per joint ||q_m - q_s|| / ||q_m|| (seed 002 Table 3)
+    rel_error_tau: np.ndarray  # per joint ||tau - tau_s|| / ||tau||
+    autocorrelation: np.ndarray  # (lags + 1, n) of the method's residual, per joint
+    bound: float  # 2 sigma: 2 / sqrt(N) with N the residual's length per joint
+    history: list[float] = field(default_factory=list)  # criterion per iteration
 
     @property
     def mu_min(self) -> float:
@@ -103,7 +104,7 @@ def autocorrelation(r: np.ndarray, lags: int) -> np.ndarray:
     lags = min(lags, k - 1)
     den = np.sum(r * r, axis=0)
     den = np.where(den > 0, den, 1.0)
-    return np.array([np.sum(r[:k - m] * r[m:], axis=0) / den for m in range(lags + 1)])
+    return np.array([np.sum(r[: k - m] * r[m:], axis=0) / den for m in range(lags + 1)])
 
 
 def _rsd(psi: np.ndarray, residual: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -125,11 +126,18 @@ def _rel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class Identification:
     """One closed-loop run, its model and the known loop; the methods share the simulator."""
 
-    def __init__(self, model: ClosedLoopModel, loop: Loop, data: OEData, settings: OESettings = OESettings(),
-                 executor: Executor | None = None) -> None:
+    def __init__(
+        self,
+        model: ClosedLoopModel,
+        loop: Loop,
+        data: OEData,
+        settings: OESettings = OESettings(),
+        executor: Executor | None = None,
+    ) -> None:
         if abs(data.sample_period - model.sample_period) > 1e-12 * model.sample_period:
-            raise ValueError(f"the data are sampled every {data.sample_period:g} s, the model every "
-                             f"{model.sample_period:g} s")
+            raise ValueError(
+                f"the data are sampled every {data.sample_period:g} s, the model every {model.sample_period:g} s"
+            )
         if data.q.shape[1] != model.n:
             raise ValueError(f"{data.q.shape[1]} joints in the data, the robot has {model.n}")
         self.model, self.loop, self.data, self.settings = model, loop, data, settings
@@ -151,8 +159,9 @@ class Identification:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(fn, range(items)))
 
-    def sensitivities(self, beta: np.ndarray, kept: list[int], output: Literal["q", "tau"],
-                      base: Simulation | None = None) -> np.ndarray:
+    def sensitivities(
+        self, beta: np.ndarray, kept: list[int], output: Literal["q", "tau"], base: Simulation | None = None
+    ) -> np.ndarray:
         """d output / d beta[kept], (K, n, len(kept)): exact (forward sensitivities, the columns split
         over the workers) or forward differences (len(kept) + 1 simulations, in parallel)."""
         if self.settings.sensitivities == "exact":
@@ -163,6 +172,7 @@ class Identification:
                 out = s.dq if output == "q" else s.dtau
                 assert out is not None
                 return out
+
             return np.concatenate(self._map(exact, len(groups)), axis=2)
         ref = base if base is not None else self.simulate(beta)
         y0 = ref.q if output == "q" else ref.tau
@@ -173,6 +183,7 @@ class Identification:
             b[kept[i]] += h
             s = self.simulate(b)
             return ((s.q if output == "q" else s.tau) - y0) / h
+
         return np.stack(self._map(column, len(kept)), axis=2)
 
     def filtered(self, a: np.ndarray) -> np.ndarray:
@@ -196,18 +207,20 @@ class Identification:
         k, n = q.shape
         y = self.model.ident.stacked(q, qd, qdd).reshape(k, n, -1)
         y_f, tau_f = parallel_decimate([y, tau_k], fs, min(2 * s.dynamics_band, 0.45 * fs))
-        edge = max(1, len(y_f) // 50)                # filter edge effects
+        edge = max(1, len(y_f) // 50)  # filter edge effects
         y_f, tau_f = y_f[edge:-edge], tau_f[edge:-edge]
         if len(y_f) * n < 2 * y.shape[2]:
-            raise ValueError(f"the run is too short for IDIM-LS: {len(y_f)} samples left after the parallel filter "
-                             f"and decimation to {2 * s.dynamics_band:g} Hz, {y.shape[2]} parameters; record longer")
+            raise ValueError(
+                f"the run is too short for IDIM-LS: {len(y_f)} samples left after the parallel filter "
+                f"and decimation to {2 * s.dynamics_band:g} Hz, {y.shape[2]} parameters; record longer"
+            )
         ys = y_f.reshape(-1, y_f.shape[2])
         ess = essential(ys, tau_f, n, self.names)
         use = ess.kept if kept is None else kept
         fit = least_squares(ys, tau_f, n, self.names, kept=use)
         psi = ys[:, use]
         resid = (tau_f.reshape(-1) - psi @ fit.values).reshape(tau_f.shape)
-        res = self._finish("idim-ls", use, fit.values, psi, resid, 1, t0, [float(np.sum(resid ** 2))])
+        res = self._finish("idim-ls", use, fit.values, psi, resid, 1, t0, [float(np.sum(resid**2))])
         res.rsd = fit.rsd
         return res, ess.kept
 
@@ -217,7 +230,7 @@ class Identification:
         estimate that simulates worse (or cannot be simulated: M(q) not positive definite) is pulled
         halfway back to the last accepted one, up to 10 times (step halving: our safeguard)."""
         t0 = time.perf_counter()
-        beta = np.zeros(len(self.names))              # the parameters not estimated are 0
+        beta = np.zeros(len(self.names))  # the parameters not estimated are 0
         beta[kept] = np.asarray(beta0, float)[kept]
         tau_f = self.filtered(self.data.tau)
         tau = tau_f.reshape(-1)
@@ -256,15 +269,16 @@ class Identification:
         resid = (tau - psi @ beta[kept]).reshape(tau_f.shape)
         return self._finish("didim", kept, beta[kept], psi, resid, it, t0, history)
 
-    def output_error(self, method: Literal["clie", "cloe"], beta0: np.ndarray, kept: list[int],
-                     progress: Progress | None = None) -> Result:
+    def output_error(
+        self, method: Literal["clie", "cloe"], beta0: np.ndarray, kept: list[int], progress: Progress | None = None
+    ) -> Result:
         """§3.2: Levenberg-Marquardt (MINPACK, as lsqnonlin) on tau - tau_s (CLIE) or q - q_s (CLOE)."""
         t0 = time.perf_counter()
         output: Literal["q", "tau"] = "tau" if method == "clie" else "q"
         measured_f = self.filtered(self.data.tau if output == "tau" else self.data.q)
         measured = measured_f.reshape(-1)
-        scale = float(np.sqrt(np.mean(measured ** 2))) or 1.0
-        template = np.zeros(len(self.names))        # the parameters not estimated are 0
+        scale = float(np.sqrt(np.mean(measured**2))) or 1.0
+        template = np.zeros(len(self.names))  # the parameters not estimated are 0
         template[kept] = np.asarray(beta0, float)[kept]
         cache: dict[bytes, Simulation] = {}
         history: list[float] = []
@@ -286,7 +300,7 @@ class Identification:
 
         def residual(x: np.ndarray) -> np.ndarray:
             s = sim(x)
-            if s is None:                             # not simulable: a large residual, LM backs off
+            if s is None:  # not simulable: a large residual, LM backs off
                 return np.full(len(measured), 1e3 * scale)
             r = measured - self.filtered(s.tau if output == "tau" else s.q).reshape(-1)
             return r if np.all(np.isfinite(r)) else np.full(len(measured), 1e3 * scale)
@@ -295,8 +309,9 @@ class Identification:
             s = sim(x)
             return -self.filtered(self.sensitivities(full(x), kept, output, s)).reshape(-1, len(kept))
 
-        x, iterations = levenberg_marquardt(residual, jacobian, template[kept], self.settings.max_iterations,
-                                            self.settings.tolerance, history, progress)
+        x, iterations = levenberg_marquardt(
+            residual, jacobian, template[kept], self.settings.max_iterations, self.settings.tolerance, history, progress
+        )
         beta = full(x)
         s = self.simulate(beta)
         psi = self.filtered(self.sensitivities(beta, kept, output, s)).reshape(-1, len(kept))
@@ -304,8 +319,17 @@ class Identification:
         return self._finish(method, kept, x, psi, resid, iterations, t0, history)
 
     # --- diagnostics -------------------------------------------------------------------------
-    def _finish(self, method: Method, kept: list[int], values: np.ndarray, psi: np.ndarray, resid: np.ndarray,
-                iterations: int, t0: float, history: list[float]) -> Result:
+    def _finish(
+        self,
+        method: Method,
+        kept: list[int],
+        values: np.ndarray,
+        psi: np.ndarray,
+        resid: np.ndarray,
+        iterations: int,
+        t0: float,
+        history: list[float],
+    ) -> Result:
         seconds = time.perf_counter() - t0
         sv = np.linalg.svd(psi, compute_uv=False)
         beta = np.zeros(len(self.names))
@@ -315,9 +339,21 @@ class Identification:
             eq, et = _rel(self.data.q, s.q), _rel(self.data.tau, s.tau)
         except SimulationError:
             eq = et = np.full(self.model.n, np.inf)
-        return Result(method, [self.names[i] for i in kept], list(kept), np.asarray(values, float),
-                      _rsd(psi, resid.reshape(-1), values), iterations, seconds, sv, eq, et,
-                      autocorrelation(resid, self.settings.lags), 2.0 / np.sqrt(len(resid)), history)
+        return Result(
+            method,
+            [self.names[i] for i in kept],
+            list(kept),
+            np.asarray(values, float),
+            _rsd(psi, resid.reshape(-1), values),
+            iterations,
+            seconds,
+            sv,
+            eq,
+            et,
+            autocorrelation(resid, self.settings.lags),
+            2.0 / np.sqrt(len(resid)),
+            history,
+        )
 
     def run(self, method: Method, beta0: np.ndarray, kept: list[int], progress: Progress | None = None) -> Result:
         if method == "idim-ls":
@@ -327,9 +363,15 @@ class Identification:
         return self.output_error(method, beta0, kept, progress)
 
 
-def levenberg_marquardt(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable[[np.ndarray], np.ndarray],
-                        x0: np.ndarray, max_jacobians: int, tol: float, history: list[float],
-                        progress: Progress | None = None) -> tuple[np.ndarray, int]:
+def levenberg_marquardt(
+    residual: Callable[[np.ndarray], np.ndarray],
+    jacobian: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    max_jacobians: int,
+    tol: float,
+    history: list[float],
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, int]:
     """Levenberg-Marquardt with Marquardt's scaling (damping lambda diag(J^T J)) on r(x) with
     Jacobian J = dr/dx. Written here rather than scipy's MINPACK wrapper because each Jacobian is a
     whole sensitivity simulation, the dominant cost: MINPACK cannot bound the number of Jacobians
@@ -349,14 +391,14 @@ def levenberg_marquardt(residual: Callable[[np.ndarray], np.ndarray], jacobian: 
             progress(jacobians - 1, crit)
         d = np.sqrt(np.sum(j * j, axis=0))
         d = np.where(d > 0, d, 1.0)
-        q, rr = np.linalg.qr(j / d)                      # columns scaled: J D^-1 = Q R
+        q, rr = np.linalg.qr(j / d)  # columns scaled: J D^-1 = Q R
         qtr = q.T @ r
         accepted = False
         while lam < 1e12:
             # min |r - J dx|^2 + lam |D dx|^2 in the scaled variable y = D dx: [R; sqrt(lam) I] y = [Q^T r; 0]
             a = np.vstack([rr, np.sqrt(lam) * np.eye(len(x))])
             y, *_ = np.linalg.lstsq(a, np.concatenate([qtr, np.zeros(len(x))]), rcond=None)
-            step = -y / d                                # r decreases along -J^-1 r: J = dr/dx
+            step = -y / d  # r decreases along -J^-1 r: J = dr/dx
             r_new = residual(x + step)
             crit_new = float(r_new @ r_new)
             if crit_new < crit:
@@ -384,9 +426,13 @@ def description_start(model: ClosedLoopModel, error: float = 0.0, seed: int = 0)
         rng = np.random.default_rng(seed)
         names = robot.standard_parameter_names
         kinds = [name.rstrip("0123456789") for name in names]
-        link_of = [int(name[len(kind):]) for name, kind in zip(names, kinds)]
+        link_of = [int(name[len(kind) :]) for name, kind in zip(names, kinds)]
         per_link = {j: rng.uniform(1 - error, 1 + error) for j in sorted(set(link_of))}
-        factor = np.array([per_link[j] if kind in LINK_PARAMS else rng.uniform(1 - error, 1 + error)
-                           for kind, j in zip(kinds, link_of)])
+        factor = np.array(
+            [
+                per_link[j] if kind in LINK_PARAMS else rng.uniform(1 - error, 1 + error)
+                for kind, j in zip(kinds, link_of)
+            ]
+        )
         pi = pi * factor
     return model.ident.base.k @ pi

@@ -17,8 +17,8 @@ Gram form |tau|^2 - 2 b^T pi_e + pi_e^T A pi_e, so its cost does not grow with t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import casadi as cs
 import numpy as np
@@ -34,25 +34,25 @@ def _joint_params(robot: Robot) -> list[str]:
     return [p for p in JOINT_PARAMS if p in robot.joint_parameters]
 
 
-FEASIBLE = 1e-8     # relative slack of the feasibility check: IPOPT's bound_relax_factor
+FEASIBLE = 1e-8  # relative slack of the feasibility check: IPOPT's bound_relax_factor
 
 
 @dataclass(frozen=True)
 class PhysicalSettings:
-    starts: int = 5                       # seed 004: kappa = 5
+    starts: int = 5  # seed 004: kappa = 5
     seed: int = 0
     max_iter: int = 1000
-    mass_range: tuple[float, float] = (0.5, 1.5)   # total mass, x the description's
-    com_box: float = 0.3                  # m: each COM within +-com_box of the description's
+    mass_range: tuple[float, float] = (0.5, 1.5)  # total mass, x the description's
+    com_box: float = 0.3  # m: each COM within +-com_box of the description's
 
 
 @dataclass
 class PhysicalResult:
-    mu: np.ndarray                        # per link LINK_MU then its joint parameters
+    mu: np.ndarray  # per link LINK_MU then its joint parameters
     names: list[str]
-    standard: np.ndarray                  # pi(mu), the robot's standard parameter order
-    objective: float                      # |tau - Y_e pi_e(mu)|, N m (seed 004 eq. 15)
-    base_objective: float                 # |tau - Y_e pi_e_hat| of the least-squares essential fit
+    standard: np.ndarray  # pi(mu), the robot's standard parameter order
+    objective: float  # |tau - Y_e pi_e(mu)|, N m (seed 004 eq. 15)
+    base_objective: float  # |tau - Y_e pi_e_hat| of the least-squares essential fit
     starts: list[dict[str, float | str]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -62,16 +62,16 @@ class PhysicalResult:
         links, joints = [], []
         k = 0
         for joint in robot.joints:
-            links.append(tuple(float(v) for v in self.standard[k:k + 10]))
-            jp = {name: float(v) for name, v in zip(_joint_params(robot), self.standard[k + 10:k + 10 + n_joint])}
+            links.append(tuple(float(v) for v in self.standard[k : k + 10]))
+            jp = {name: float(v) for name, v in zip(_joint_params(robot), self.standard[k + 10 : k + 10 + n_joint])}
             joints.append(replace(joint, **jp))  # type: ignore[arg-type]
             k += 10 + n_joint
         return replace(robot, links=tuple(links), joints=tuple(joints), payload=(0.0,) * 10)
 
 
-def _inertia_of(l: list[cs.SX]) -> cs.SX:
+def _inertia_of(ell: list[cs.SX]) -> cs.SX:
     """I_C = tr(S) E - S with S = L L^T, L = [[l0, 0, 0], [l1, l2, 0], [l3, l4, l5]]."""
-    lm = cs.vertcat(cs.horzcat(l[0], 0, 0), cs.horzcat(l[1], l[2], 0), cs.horzcat(l[3], l[4], l[5]))
+    lm = cs.vertcat(cs.horzcat(ell[0], 0, 0), cs.horzcat(ell[1], ell[2], 0), cs.horzcat(ell[3], ell[4], ell[5]))
     sig = cs.mtimes(lm, lm.T)
     return cs.trace(sig) * cs.SX.eye(3) - sig
 
@@ -83,7 +83,7 @@ def physical_of(x: cs.SX, robot: Robot) -> tuple[cs.SX, cs.SX]:
     mu, pi = [], []
     k = 0
     for _ in robot.joints:
-        m, c = x[k], x[k + 1:k + 4]
+        m, c = x[k], x[k + 1 : k + 4]
         i_c = _inertia_of([x[k + 4 + i] for i in range(6)])
         _, h, i_o = transform_inertial_cs(m, cs.SX.zeros(3), i_c, cs.SX.eye(3), c)
         joint = [x[k + 10 + i] for i in range(n_joint)]
@@ -116,10 +116,17 @@ def bounds(robot: Robot, settings: PhysicalSettings) -> tuple[list[str], np.ndar
     return names, np.array(lo), np.array(hi)
 
 
-def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray, tau: np.ndarray,
-             beta_e: np.ndarray, settings: PhysicalSettings = PhysicalSettings(),
-             eliminated_range: tuple[np.ndarray, np.ndarray] | None = None,
-             progress: Callable[[int, int, float], None] | None = None) -> PhysicalResult:
+def retrieve(
+    robot: Robot,
+    k_base: np.ndarray,
+    kept: list[int],
+    y_e: np.ndarray,
+    tau: np.ndarray,
+    beta_e: np.ndarray,
+    settings: PhysicalSettings = PhysicalSettings(),
+    eliminated_range: tuple[np.ndarray, np.ndarray] | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> PhysicalResult:
     """seed 004 Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
     least-squares essential parameters (for base_objective). The base parameters the essential set
     eliminated stay within ``eliminated_range`` (low, high per eliminated parameter, in base order;
@@ -132,36 +139,58 @@ def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray,
     pi_e = cs.mtimes(cs.DM(k_base[kept]), pi)
     t = np.asarray(tau, float).reshape(-1)
     a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
-    scale = 1.0 / max(tt, 1e-300)                          # objective of order 1 for IPOPT
+    scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
     f = scale * (tt - 2 * cs.dot(cs.DM(b), pi_e) + cs.dot(pi_e, cs.mtimes(cs.DM(a), pi_e)))
     stride = 10 + len(_joint_params(robot))
     total = float(sum(robot.standard_parameters()[j * stride] for j in range(robot.dof)))
     eliminated = [i for i in range(k_base.shape[0]) if i not in set(kept)]
-    e_lo, e_hi = eliminated_range if eliminated_range is not None else (np.full(len(eliminated), -0.01),
-                                                                        np.full(len(eliminated), 0.01))
+    e_lo, e_hi = (
+        eliminated_range
+        if eliminated_range is not None
+        else (np.full(len(eliminated), -0.01), np.full(len(eliminated), 0.01))
+    )
     g = cs.vertcat(sum(x[j * stride] for j in range(robot.dof)), cs.mtimes(cs.DM(k_base[eliminated]), pi))
     lbg = np.r_[settings.mass_range[0] * total, e_lo]
     ubg = np.r_[settings.mass_range[1] * total, e_hi]
-    solver = cs.nlpsol("physical", "ipopt", {"x": x, "f": f, "g": g},
-                       {"ipopt.max_iter": settings.max_iter, "ipopt.print_level": 0, "ipopt.sb": "yes",
-                        "print_time": False, "ipopt.tol": 1e-12})
+    solver = cs.nlpsol(
+        "physical",
+        "ipopt",
+        {"x": x, "f": f, "g": g},
+        {
+            "ipopt.max_iter": settings.max_iter,
+            "ipopt.print_level": 0,
+            "ipopt.sb": "yes",
+            "print_time": False,
+            "ipopt.tol": 1e-12,
+        },
+    )
     rng = np.random.default_rng(settings.seed)
     best: tuple[float, np.ndarray] | None = None
     starts: list[dict[str, float | str]] = []
     for k in range(settings.starts):
         t0 = time.perf_counter()
-        x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo))      # seed 004 Table 1 line 4
+        x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo))  # seed 004 Table 1 line 4
         sol = solver(x0=x0, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         gv = np.array(sol["g"]).ravel()
         # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor): an absolute 1e-9 rejected every
         # solution of the LWA-4P's real data (IA a few 1e-9 below its bound 0); the kept solution is
         # clipped into the bounds below, so IA >= 0 holds exactly
-        feasible = bool(np.all(gv >= lbg - FEASIBLE * (1 + np.abs(lbg))) and np.all(gv <= ubg + FEASIBLE * (1 + np.abs(ubg)))
-                        and np.all(xs >= lo - FEASIBLE * (1 + np.abs(lo))) and np.all(xs <= hi + FEASIBLE * (1 + np.abs(hi))))
+        feasible = bool(
+            np.all(gv >= lbg - FEASIBLE * (1 + np.abs(lbg)))
+            and np.all(gv <= ubg + FEASIBLE * (1 + np.abs(ubg)))
+            and np.all(xs >= lo - FEASIBLE * (1 + np.abs(lo)))
+            and np.all(xs <= hi + FEASIBLE * (1 + np.abs(hi)))
+        )
         value = float(np.sqrt(max(float(sol["f"]) / scale, 0.0)))
-        starts.append({"objective": value, "status": solver.stats()["return_status"],
-                       "feasible": float(feasible), "seconds": time.perf_counter() - t0})
+        starts.append(
+            {
+                "objective": value,
+                "status": solver.stats()["return_status"],
+                "feasible": float(feasible),
+                "seconds": time.perf_counter() - t0,
+            }
+        )
         if feasible and (best is None or value < best[0]):
             best = (value, xs)
         if progress is not None:
@@ -171,5 +200,6 @@ def retrieve(robot: Robot, k_base: np.ndarray, kept: list[int], y_e: np.ndarray,
     evaluate = cs.Function("mu_pi", [x], [mu, pi])
     mu_v, pi_v = (np.array(v).ravel() for v in evaluate(np.clip(best[1], lo, hi)))
     r_base = t - y_e @ beta_e
-    return PhysicalResult(mu_v, names, pi_v, best[0], float(np.sqrt(r_base @ r_base)), starts,
-                          time.perf_counter() - t_start)
+    return PhysicalResult(
+        mu_v, names, pi_v, best[0], float(np.sqrt(r_base @ r_base)), starts, time.perf_counter() - t_start
+    )

@@ -44,9 +44,10 @@ motor estimates are bounded; tau_cmd and r are measured only (bound None).
 from __future__ import annotations
 
 import time
-from functools import lru_cache
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy.signal import lfilter
@@ -57,9 +58,9 @@ from .loopback import simulate
 from .rt import Realtime, load_rt
 from .trajectories import Trajectory, generated_trajectory
 
-U = 2.0 ** -24                      # float32 unit roundoff
-FLOAT_RULE = (1e-4, 1e-6)           # issue 2: float dynamics functions, ||a - b|| <= 1e-4 ||b|| + 1e-6
-MARGIN = 2.0                        # first-order analysis, sensitivities sampled along the run
+U = 2.0**-24  # float32 unit roundoff
+FLOAT_RULE = (1e-4, 1e-6)  # issue 2: float dynamics functions, ||a - b|| <= 1e-4 ||b|| + 1e-6
+MARGIN = 2.0  # first-order analysis, sensitivities sampled along the run
 INPUT_KEYS = ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des", "motor_counts", "motor_valid")
 
 
@@ -79,8 +80,9 @@ def _piece(cycle: Trajectory, start: int, count: int) -> Trajectory:
     return Trajectory(cycle.name, (start + np.arange(count)) * ts, cycle.q[idx], cycle.qd[idx], cycle.qdd[idx])
 
 
-def closed_loop_stream(gen: Realtime, cycle: Trajectory, samples: int, chunk: int,
-                       substeps: int = 4) -> Iterator[dict[str, np.ndarray]]:
+def closed_loop_stream(
+    gen: Realtime, cycle: Trajectory, samples: int, chunk: int, substeps: int = 4
+) -> Iterator[dict[str, np.ndarray]]:
     """The step inputs of a contact-free closed loop (``gen`` as the controller, its detection
     reaction off) along the periodic ``cycle``, ``chunk`` samples at a time, continued exactly: each
     chunk simulates one sample more, whose plant state starts the next chunk, and the generator's
@@ -99,12 +101,12 @@ def closed_loop_stream(gen: Realtime, cycle: Trajectory, samples: int, chunk: in
         ins: dict[str, np.ndarray] = {key: np.asarray(v)[:k] for key, v in log.inputs().items()}
         ins["tau"] = ins["tau"].copy()
         if last_tau is not None:
-            ins["tau"][0] = last_tau            # the loopback starts a call with in.tau = 0
+            ins["tau"][0] = last_tau  # the loopback starts a call with in.tau = 0
         last_tau = np.asarray(x["tau_cmd"])[k - 1].copy()
         for key in ("tau", "q_des", "qd_des", "qdd_des"):
             ins[key] = ins[key].astype(np.float32)
         gen.restore(before)
-        gen.run(ins)                             # the generator's state at the chunk's end
+        gen.run(ins)  # the generator's state at the chunk's end
         start = {"q0": x["q_true"][k], "qd0": x["qd_true"][k]}
         if "theta_true" in x:
             start.update(theta0=x["theta_true"][k], thetad0=x["thetad_true"][k])
@@ -112,7 +114,7 @@ def closed_loop_stream(gen: Realtime, cycle: Trajectory, samples: int, chunk: in
         yield ins
 
 
-def kalman_error_l1(gain: np.ndarray, ts: float, tol: float = 1e-14, max_steps: int = 10 ** 6) -> np.ndarray:
+def kalman_error_l1(gain: np.ndarray, ts: float, tol: float = 1e-14, max_steps: int = 10**6) -> np.ndarray:
     return _l1(tuple(float(v) for v in np.ravel(gain)), float(ts), tol, max_steps).copy()
 
 
@@ -171,10 +173,10 @@ class Channel:
     max_abs: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    bound: np.ndarray | None = None          # smooth bound (without the Coulomb term)
-    worst_ratio: float = 0.0                 # max over samples of |error| / (bound + Coulomb term)
+    bound: np.ndarray | None = None  # smooth bound (without the Coulomb term)
+    worst_ratio: float = 0.0  # max over samples of |error| / (bound + Coulomb term)
     beyond_coulomb: np.ndarray | None = None  # max of |error| - Coulomb term (tau_cmd, r)
-    window_max: list[np.ndarray] = field(default_factory=list)      # per window (beyond the Coulomb term)
+    window_max: list[np.ndarray] = field(default_factory=list)  # per window (beyond the Coulomb term)
     window_median: list[np.ndarray] = field(default_factory=list)
 
     @property
@@ -198,11 +200,11 @@ class Comparison:
     window_seconds: float
     wall_seconds: float
     channels: dict[str, Channel]
-    ambiguous: np.ndarray                    # samples per joint where sign(qd_hat) may differ
-    flips: np.ndarray                        # samples per joint where it did
-    flag_mismatch: int                       # samples where collision / above differ
-    r_float_window_max: list[float]          # max |r| of the float build per window
-    count_exact: bool                        # every count magnitude below 2^24
+    ambiguous: np.ndarray  # samples per joint where sign(qd_hat) may differ
+    flips: np.ndarray  # samples per joint where it did
+    flag_mismatch: int  # samples where collision / above differ
+    r_float_window_max: list[float]  # max |r| of the float build per window
+    count_exact: bool  # every count magnitude below 2^24
 
     def drift(self, name: str, stat: str = "max", windows: int = 1) -> float:
         """Error in the last ``windows`` windows over the first ``windows`` (max over joints)."""
@@ -213,12 +215,14 @@ class Comparison:
 
     def summary(self) -> str:
         first, last = self.r_float_window_max[0], self.r_float_window_max[-1]
-        return (f"{self.robot} ({self.label}): {self.seconds:g} s = {self.samples} samples in "
-                f"{self.wall_seconds:.1f} s; sign(qd_hat) ambiguous on {int(self.ambiguous.sum())} joint-samples, "
-                f"flipped on {int(self.flips.sum())}; collision/above flags differ on {self.flag_mismatch} "
-                f"samples; float max |r| first window {first:.3g}, last {last:.3g} N m; "
-                f"error drift (last / first window, max over outputs): max {self.worst_drift('max'):.2f}, "
-                f"median {self.worst_drift('median'):.2f}")
+        return (
+            f"{self.robot} ({self.label}): {self.seconds:g} s = {self.samples} samples in "
+            f"{self.wall_seconds:.1f} s; sign(qd_hat) ambiguous on {int(self.ambiguous.sum())} joint-samples, "
+            f"flipped on {int(self.flips.sum())}; collision/above flags differ on {self.flag_mismatch} "
+            f"samples; float max |r| first window {first:.3g}, last {last:.3g} N m; "
+            f"error drift (last / first window, max over outputs): max {self.worst_drift('max'):.2f}, "
+            f"median {self.worst_drift('median'):.2f}"
+        )
 
     def worst_drift(self, stat: str = "max", windows: int = 1) -> float:
         vals = [self.drift(k, stat, windows) for k, ch in self.channels.items() if np.max(ch.max_abs) > 0]
@@ -227,8 +231,10 @@ class Comparison:
     def table(self, header: bool = True) -> str:
         rows = []
         if header:
-            rows.append("| robot | output | max abs error | beyond Coulomb | range | error / range | bound "
-                        "| error / bound | first window | last window |")
+            rows.append(
+                "| robot | output | max abs error | beyond Coulomb | range | error / range | bound "
+                "| error / bound | first window | last window |"
+            )
             rows.append("| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
         for ch in self.channels.values():
             first = float(np.max(ch.window_max[0])) if ch.window_max else 0.0
@@ -236,14 +242,17 @@ class Comparison:
             bound = "—" if ch.bound is None else f"{float(np.max(ch.bound)):.2g}"
             ratio = "—" if ch.bound is None else f"{ch.worst_ratio:.2f}"
             beyond = "" if ch.beyond_coulomb is None else f"{float(np.max(ch.beyond_coulomb)):.3g}"
-            rows.append(f"| {self.robot} | {ch.name} | {float(np.max(ch.max_abs)):.3g} | {beyond} | "
-                        f"{float(np.max(ch.range)):.3g} | {ch.relative:.2g} | {bound} | {ratio} | "
-                        f"{first:.3g} | {last:.3g} |")
+            rows.append(
+                f"| {self.robot} | {ch.name} | {float(np.max(ch.max_abs)):.3g} | {beyond} | "
+                f"{float(np.max(ch.range)):.3g} | {ch.relative:.2g} | {bound} | {ratio} | "
+                f"{first:.3g} | {last:.3g} |"
+            )
         return "\n".join(rows)
 
 
-def _sensitivities(robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride: int, upto: int
-                   ) -> dict[str, np.ndarray]:
+def _sensitivities(
+    robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride: int, upto: int
+) -> dict[str, np.ndarray]:
     """Per joint maxima along the first ``upto`` samples of the run (every ``stride``-th: one cycle
     of the periodic motion covers every state it visits) of the first-order error gains of
     tau_cmd, p and beta w.r.t. q_hat and qd_hat, and of |tau|, |p|, |beta| (double dynamics)."""
@@ -257,7 +266,7 @@ def _sensitivities(robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride
     for k in range(0, min(upto, len(outs["q_hat"])), stride):
         q, qd = outs["q_hat"][k].astype(float), outs["qd_hat"][k].astype(float)
         nu = (outs["qdd_d"][k] + kp * (outs["q_d"][k] - q) + kd * (outs["qd_d"][k] - qd)).astype(float)
-        hqd = np.where(qd >= 0, 1e-6, -1e-6)          # one-sided, away from a sign() jump
+        hqd = np.where(qd >= 0, 1e-6, -1e-6)  # one-sided, away from a sign() jump
         zero = np.zeros(n)
         mass = np.array([dyn.rnea(q, zero, e) - dyn.rnea(q, zero, zero) for e in np.eye(n)]).T
         mass = np.abs(mass)
@@ -266,16 +275,16 @@ def _sensitivities(robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride
             return np.asarray(dyn.gravity(qq) - dyn.coriolis_matrix(qq, vv).T @ vv + dyn.friction(vv))
 
         def mom(qq: np.ndarray, vv: np.ndarray) -> np.ndarray:
-            return np.asarray(dyn.rnea(qq, zero, vv) - dyn.rnea(qq, zero, zero))
+            return np.asarray(dyn.rnea(qq, zero, vv) - dyn.rnea(qq, zero, zero))  # noqa: B023 (called within this iteration)
 
         tau = dyn.rnea(q, qd, nu)
         vals = {
-            "tau_q": _jac(lambda x: dyn.rnea(x, qd, nu), q, hq) + mass * kp,
-            "tau_qd": _jac(lambda x: dyn.rnea(q, x, nu), qd, hqd, shift=True) + mass * kd,
-            "p_q": _jac(lambda x: mom(x, qd), q, hq),
+            "tau_q": _jac(lambda x: dyn.rnea(x, qd, nu), q, hq) + mass * kp,  # noqa: B023 (called within this iteration)
+            "tau_qd": _jac(lambda x: dyn.rnea(q, x, nu), qd, hqd, shift=True) + mass * kd,  # noqa: B023 (called within this iteration)
+            "p_q": _jac(lambda x: mom(x, qd), q, hq),  # noqa: B023 (called within this iteration)
             "p_qd": mass,
-            "beta_q": _jac(lambda x: beta(x, qd), q, hq),
-            "beta_qd": _jac(lambda x: beta(q, x), qd, hqd, shift=True),
+            "beta_q": _jac(lambda x: beta(x, qd), q, hq),  # noqa: B023 (called within this iteration)
+            "beta_qd": _jac(lambda x: beta(q, x), qd, hqd, shift=True),  # noqa: B023 (called within this iteration)
             "tau": np.full(n, np.max(np.abs(tau))),
             "p": np.full(n, np.max(np.abs(mom(q, qd)))),
             "beta": np.full(n, np.max(np.abs(beta(q, qd)))),
@@ -285,9 +294,17 @@ def _sensitivities(robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride
     return {key: np.max(np.array(v), axis=0) for key, v in acc.items()}
 
 
-def compare(robot: str, seconds: float = 60.0, window: float = 20.0, chunk: float = 60.0,
-            estimator: str = "kalman", substeps: int = 4, half_cycle: float = 10.0,
-            stride: int = 50, perturb: Callable[[dict[str, np.ndarray]], object] | None = None) -> Comparison:
+def compare(
+    robot: str,
+    seconds: float = 60.0,
+    window: float = 20.0,
+    chunk: float = 60.0,
+    estimator: str = "kalman",
+    substeps: int = 4,
+    half_cycle: float = 10.0,
+    stride: int = 50,
+    perturb: Callable[[dict[str, np.ndarray]], object] | None = None,
+) -> Comparison:
     """Double against float build of ``robot``'s pipeline (``estimator`` + the description's observer
     and controller) over ``seconds`` of a contact-free closed loop; statistics per ``window`` s
     (a multiple of the cycle 2 ``half_cycle`` keeps the motion of every window the same), simulated
@@ -305,29 +322,42 @@ def compare(robot: str, seconds: float = 60.0, window: float = 20.0, chunk: floa
     per_window = int(round(window / ts))
     per_chunk = max(per_window, int(round(chunk / ts)) // per_window * per_window)
     cycle = cycle_trajectory(robot, ts, half_cycle)
-    names = [k for k in ref.output_dtype.names or () if ref.output_dtype[k].base.kind == "f"
-             and not (rigid and k.startswith("theta"))]       # a rigid arm's theta outputs stay 0
-    channels = {k: Channel(k, np.zeros(ref.output_dtype[k].shape[0]), np.full(ref.output_dtype[k].shape[0], np.inf),
-                           np.full(ref.output_dtype[k].shape[0], -np.inf)) for k in names}
+    names = [
+        k
+        for k in ref.output_dtype.names or ()
+        if ref.output_dtype[k].base.kind == "f" and not (rigid and k.startswith("theta"))
+    ]  # a rigid arm's theta outputs stay 0
+    channels = {
+        k: Channel(
+            k,
+            np.zeros(ref.output_dtype[k].shape[0]),
+            np.full(ref.output_dtype[k].shape[0], np.inf),
+            np.full(ref.output_dtype[k].shape[0], -np.inf),
+        )
+        for k in names
+    }
     names_names = list(ref.manifest["standard_parameter_names"])
     params = np.asarray(ref.config["model.params"], float)
     coulomb = load_robot(robot).coulomb.model == "sign"
-    fc = np.array([params[names_names.index(f"FC{j + 1}")] if f"FC{j + 1}" in names_names else 0.0
-                   for j in range(n)]) if coulomb else np.zeros(n)
+    fc = (
+        np.array([params[names_names.index(f"FC{j + 1}")] if f"FC{j + 1}" in names_names else 0.0 for j in range(n)])
+        if coulomb
+        else np.zeros(n)
+    )
     k_o = np.asarray(ref.config["obs.k_o"], float) * np.ones(n)
     offset = np.abs(np.asarray(ref.config["enc.offset"], float))
     scales: dict[str, np.ndarray] = {}
     sens: dict[str, np.ndarray] | None = None
     ambiguous, flips = np.zeros(n, np.int64), np.zeros(n, np.int64)
     flag_mismatch, r_windows = 0, []
-    r_kick = np.zeros(n)                      # Coulomb-flip term of r, carried across chunks
+    r_kick = np.zeros(n)  # Coulomb-flip term of r, carried across chunks
     count_exact = True
     for ins in closed_loop_stream(gen, cycle, total, per_chunk, substeps):
         od, of = ref.run(ins), flt.run(ins)
         if perturb is not None:
             perturb(of)
-        count_exact &= bool(np.all(np.abs(ins["counts"]) < 2 ** 24))
-        for key in names:                      # running scales: max |.| of the double outputs
+        count_exact &= bool(np.all(np.abs(ins["counts"]) < 2**24))
+        for key in names:  # running scales: max |.| of the double outputs
             scales[key] = np.maximum(scales.get(key, 0.0), np.max(np.abs(od[key]), axis=0))
         if rigid and sens is None:
             sens = _sensitivities(robot, ref, od, stride, len(cycle.time))
@@ -341,18 +371,27 @@ def compare(robot: str, seconds: float = 60.0, window: float = 20.0, chunk: floa
                 if pre and (rigid or f"{pre}_hat" not in od):
                     continue
                 hat = [f"{pre}_hat", f"{pre}d_hat", f"{pre}dd_hat"] if pre else ["q_hat", "qd_hat", "qdd_hat"]
-                x = np.stack([od[h] for h in hat], axis=-1).astype(float)      # (K, n, 3)
+                x = np.stack([od[h] for h in hat], axis=-1).astype(float)  # (K, n, 3)
                 pred = x[:, :, 0] + ts * x[:, :, 1] + ts * ts / 2 * x[:, :, 2]
                 innovation = np.max(np.abs(od[pos][1:] - pred[:-1]), axis=0)
                 gain = np.asarray(ref.config["mest.gain" if pre else "est.gain"], float)
-                qin = 4 * U * (scales[pos] + np.abs(np.asarray(ref.config["enc.motor_offset" if pre else "enc.offset"], float)))
-                b = np.array([kalman_bound(gain[j], ts, float(qin[j]),
-                                           np.array([scales[h][j] for h in hat]), float(innovation[j]))
-                              for j in range(n)])
+                qin = (
+                    4
+                    * U
+                    * (scales[pos] + np.abs(np.asarray(ref.config["enc.motor_offset" if pre else "enc.offset"], float)))
+                )
+                b = np.array(
+                    [
+                        kalman_bound(
+                            gain[j], ts, float(qin[j]), np.array([scales[h][j] for h in hat]), float(innovation[j])
+                        )
+                        for j in range(n)
+                    ]
+                )
                 for i, h in enumerate(hat):
                     bounds[h] = b[:, i]
         for key in ("q_d", "qd_d", "qdd_d"):
-            bounds[key] = U * scales[key]         # copies of the (identical) inputs, no reaction
+            bounds[key] = U * scales[key]  # copies of the (identical) inputs, no reaction
         amb = np.zeros_like(od["qd_hat"], dtype=bool)
         if "qd_hat" in bounds:
             amb = np.abs(od["qd_hat"]) <= bounds["qd_hat"]
@@ -367,12 +406,20 @@ def compare(robot: str, seconds: float = 60.0, window: float = 20.0, chunk: floa
             dp = sens["p_q"] @ dq + sens["p_qd"] @ dv + FLOAT_RULE[0] * sens["p"] + FLOAT_RULE[1]
             db = sens["beta_q"] @ dq + sens["beta_qd"] @ dv + FLOAT_RULE[0] * sens["beta"] + FLOAT_RULE[1]
             i_max = sens["p"] + scales["r"] / k_o
-            bounds["r"] = MARGIN * (2 * k_o * (dp + FLOAT_RULE[1]) + db + U * i_max / ts
-                                    + 2 * U * (k_o * (sens["p"] + i_max) + sens["tau"] + sens["beta"]))
-            kick = np.zeros_like(od["r"], dtype=float)     # the flips' worst case, decaying
+            bounds["r"] = MARGIN * (
+                2 * k_o * (dp + FLOAT_RULE[1])
+                + db
+                + U * i_max / ts
+                + 2 * U * (k_o * (sens["p"] + i_max) + sens["tau"] + sens["beta"])
+            )
+            kick = np.zeros_like(od["r"], dtype=float)  # the flips' worst case, decaying
             for j in range(n):
-                kick[:, j], zf = lfilter([k_o[j] * ts * 2 * fc[j]], [1.0, -(1 - k_o[j] * ts)],
-                                         amb[:, j].astype(float), zi=[(1 - k_o[j] * ts) * r_kick[j]])
+                kick[:, j], zf = lfilter(
+                    [k_o[j] * ts * 2 * fc[j]],
+                    [1.0, -(1 - k_o[j] * ts)],
+                    amb[:, j].astype(float),
+                    zi=[(1 - k_o[j] * ts) * r_kick[j]],
+                )
                 r_kick[j] = kick[-1, j]
             extra["r"] = kick
         for key, ch in channels.items():
@@ -390,11 +437,25 @@ def compare(robot: str, seconds: float = 60.0, window: float = 20.0, chunk: floa
                     ratio = np.where(allowed > 0, err / allowed, np.where(err > 0, np.inf, 0.0))
                 ch.worst_ratio = max(ch.worst_ratio, float(np.max(ratio)))
             smooth = np.maximum(err - extra[key], 0.0) if key in extra else err
-            for w in range(0, len(err), per_window):     # per window, without the Coulomb term
-                ch.window_max.append(np.max(smooth[w:w + per_window], axis=0))
-                ch.window_median.append(np.median(smooth[w:w + per_window], axis=0))
+            for w in range(0, len(err), per_window):  # per window, without the Coulomb term
+                ch.window_max.append(np.max(smooth[w : w + per_window], axis=0))
+                ch.window_median.append(np.median(smooth[w : w + per_window], axis=0))
         for w in range(0, len(of["r"]), per_window):
-            r_windows.append(float(np.max(np.abs(of["r"][w:w + per_window]))))
-        flag_mismatch += int(np.sum(od["collision"] != of["collision"]) + np.sum(np.any(od["above"] != of["above"], axis=1)))
-    return Comparison(robot, ref.label, total * ts, total, per_window * ts, time.perf_counter() - t_start,
-                      channels, ambiguous, flips, flag_mismatch, r_windows, count_exact)
+            r_windows.append(float(np.max(np.abs(of["r"][w : w + per_window]))))
+        flag_mismatch += int(
+            np.sum(od["collision"] != of["collision"]) + np.sum(np.any(od["above"] != of["above"], axis=1))
+        )
+    return Comparison(
+        robot,
+        ref.label,
+        total * ts,
+        total,
+        per_window * ts,
+        time.perf_counter() - t_start,
+        channels,
+        ambiguous,
+        flips,
+        flag_mismatch,
+        r_windows,
+        count_exact,
+    )

@@ -17,9 +17,9 @@ from scipy import signal
 
 @dataclass(frozen=True)
 class Averaged:
-    mean: np.ndarray        # (P, n): the average period (seed 004 eq. 11)
-    variance: np.ndarray    # (P, n): variance of that mean per sample (seed 003 eq. 4.46), 0 if one period
-    periods: int            # S, the number of whole periods averaged
+    mean: np.ndarray  # (P, n): the average period (seed 004 eq. 11)
+    variance: np.ndarray  # (P, n): variance of that mean per sample (seed 003 eq. 4.46), 0 if one period
+    periods: int  # S, the number of whole periods averaged
 
 
 def period_average(x: np.ndarray, samples_per_period: int, skip_periods: int = 0) -> Averaged:
@@ -33,9 +33,10 @@ def period_average(x: np.ndarray, samples_per_period: int, skip_periods: int = 0
         raise ValueError(f"samples per period must be >= 2, got {p}")
     s = len(x) // p - skip_periods
     if s < 1:
-        raise ValueError(f"{len(x)} samples hold {len(x) // p} whole periods of {p} samples; "
-                         f"{skip_periods} skipped leaves none")
-    blocks = x[skip_periods * p:(skip_periods + s) * p].reshape(s, p, -1)
+        raise ValueError(
+            f"{len(x)} samples hold {len(x) // p} whole periods of {p} samples; {skip_periods} skipped leaves none"
+        )
+    blocks = x[skip_periods * p : (skip_periods + s) * p].reshape(s, p, -1)
     mean = blocks.mean(axis=0)
     var = blocks.var(axis=0, ddof=1) / s if s > 1 else np.zeros_like(mean)
     return Averaged(mean, var, s)
@@ -70,17 +71,18 @@ def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple
     p = len(q)
     spectrum = np.fft.rfft(q, axis=0)
     freq = np.fft.rfftfreq(p, ts)
-    keep = (freq <= max_frequency * (1 + 1e-9))[:, None]      # a bin on the edge is kept
+    keep = (freq <= max_frequency * (1 + 1e-9))[:, None]  # a bin on the edge is kept
     if p % 2 == 0:
-        keep[-1] = False          # the Nyquist bin has no sign for a derivative
+        keep[-1] = False  # the Nyquist bin has no sign for a derivative
     spectrum = np.where(keep, spectrum, 0)
     jw = (2j * np.pi * freq)[:, None]
     back = [np.fft.irfft(spectrum * f, n=p, axis=0) for f in (1.0, jw, jw * jw)]
     return back[0], back[1], back[2]
 
 
-def parallel_decimate(arrays: list[np.ndarray], fs: float, cutoff: float, order: int = 4,
-                      periodic: bool = False) -> list[np.ndarray]:
+def parallel_decimate(
+    arrays: list[np.ndarray], fs: float, cutoff: float, order: int = 4, periodic: bool = False
+) -> list[np.ndarray]:
     """seed 002 §3.1's parallel filter: the same zero-phase low-pass at ``cutoff`` on the torques and
     on every column of the observation matrix (the arrays, (K, ...) each), then one sample kept in
     n_d = floor(f_nyquist / cutoff). ``periodic``: the arrays are one period of periodic data
@@ -92,7 +94,7 @@ def parallel_decimate(arrays: list[np.ndarray], fs: float, cutoff: float, order:
         flat = a.reshape(len(a), -1)
         if periodic:
             k = len(flat)
-            filtered = lowpass(np.vstack([flat] * 3), cutoff, fs, order)[k:2 * k]
+            filtered = lowpass(np.vstack([flat] * 3), cutoff, fs, order)[k : 2 * k]
         else:
             filtered = lowpass(flat, cutoff, fs, order)
         out.append(filtered[::nd].reshape((-1,) + a.shape[1:]))

@@ -13,8 +13,9 @@ Config, state, inputs and outputs are numpy structured views on the C structs (f
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,7 @@ from .compiled import generated_folder
 
 CONFIG_FORMAT = "manipgen-rt-config"
 CONFIG_VERSION = 1
-_PRIMITIVE = {"double": "f8", "float": "f4", "int32_t": "i4", "uint32_t": "u4", "int64_t": "i8",
-              "uint8_t": "u1"}
+_PRIMITIVE = {"double": "f8", "float": "f4", "int32_t": "i4", "uint32_t": "u4", "int64_t": "i8", "uint8_t": "u1"}
 
 
 class ConfigError(ValueError):
@@ -63,16 +63,25 @@ def manifest_fields(rt: dict[str, Any]) -> dict[str, Field]:
     for b in rt["blocks"]:
         for name, ctype, shape in b["config"]:
             r = b["ranges"][name]
-            out[f"{b['kind']}.{name}"] = Field(name, ctype, tuple(shape), "", low=r["low"], high=r["high"],
-                                               low_open=r["low_open"], choices=tuple(r["choices"]))
+            out[f"{b['kind']}.{name}"] = Field(
+                name,
+                ctype,
+                tuple(shape),
+                "",
+                low=r["low"],
+                high=r["high"],
+                low_open=r["low_open"],
+                choices=tuple(r["choices"]),
+            )
     return out
 
 
 class RtConfig:
     """Run-time configuration of one pipeline: ``cfg["est.gain"]``, ``cfg.save(p)``, ``cfg.load(p)``."""
 
-    def __init__(self, struct: Any, robot: str, label: str, sample_period: float,
-                 fields: dict[str, Field] | None = None) -> None:
+    def __init__(
+        self, struct: Any, robot: str, label: str, sample_period: float, fields: dict[str, Field] | None = None
+    ) -> None:
         self._s, self.robot, self.label, self.sample_period = struct, robot, label, sample_period
         self._fields = fields or {}
 
@@ -118,8 +127,11 @@ class RtConfig:
         returns the new gain (also written to ``est.gain``)."""
         n = len(self["enc.cpr"])
         q = np.broadcast_to(np.asarray(q_var, float), (n,))
-        r = (np.broadcast_to(np.asarray(r_var, float), (n,)) if r_var is not None else
-             np.array([kalman.measurement_variance(c, g) for c, g in zip(self["enc.cpr"], self["enc.gear"])]))
+        r = (
+            np.broadcast_to(np.asarray(r_var, float), (n,))
+            if r_var is not None
+            else np.array([kalman.measurement_variance(c, g) for c, g in zip(self["enc.cpr"], self["enc.gear"])])
+        )
         try:
             gain = kalman.design(self.sample_period, q, r)
         except ValueError as exc:
@@ -128,8 +140,13 @@ class RtConfig:
         return gain
 
     def save(self, path: str | Path) -> None:
-        doc = {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, "robot": self.robot,
-               "pipeline": self.label, "config": self.to_dict()}
+        doc = {
+            "format": CONFIG_FORMAT,
+            "version": CONFIG_VERSION,
+            "robot": self.robot,
+            "pipeline": self.label,
+            "config": self.to_dict(),
+        }
         write_file(path, json.dumps(doc, indent=1) + "\n")
 
     def load(self, path: str | Path) -> None:
@@ -162,7 +179,7 @@ class Realtime:
         host_tools.build.sanitizer_preload())."""
         self.folder = Path(folder)
         mod, self.manifest = build(self.folder, sanitize)
-        self.module_file = str(mod.__file__)   # the compiled cffi extension
+        self.module_file = str(mod.__file__)  # the compiled cffi extension
         self.ffi, self.lib = mod.ffi, mod.lib
         m = self.manifest
         p = self.name = m["robot"]
@@ -175,8 +192,13 @@ class Realtime:
         self._in_t, self._out_t = f"{p}_rt_input_t", f"{p}_rt_output_t"
         self.input_dtype = numpy_dtype(self.ffi, self._in_t)
         self.output_dtype = numpy_dtype(self.ffi, self._out_t)
-        self.config = RtConfig(view(self.ffi, self._cfg, numpy_dtype(self.ffi, f"{p}_rt_config_t")),
-                               p, self.rt_manifest["label"], self.sample_period, manifest_fields(self.rt_manifest))
+        self.config = RtConfig(
+            view(self.ffi, self._cfg, numpy_dtype(self.ffi, f"{p}_rt_config_t")),
+            p,
+            self.rt_manifest["label"],
+            self.sample_period,
+            manifest_fields(self.rt_manifest),
+        )
         self.state = view(self.ffi, self._rt, numpy_dtype(self.ffi, f"{p}_rt_t"))
         self._init = getattr(self.lib, f"{p}_rt_init")
         self._configure = getattr(self.lib, f"{p}_rt_configure")
@@ -202,8 +224,10 @@ class Realtime:
         """Back to a snapshot's state, under the config set now (the C state keeps a copy of the
         config: it is re-taken, as by _rt_configure, so a change made since the snapshot holds)."""
         if len(snapshot) != self.ffi.sizeof(f"{self.name}_rt_t"):
-            raise ValueError(f"not a snapshot of this pipeline ({len(snapshot)} bytes, the state has "
-                             f"{self.ffi.sizeof(self.name + '_rt_t')})")
+            raise ValueError(
+                f"not a snapshot of this pipeline ({len(snapshot)} bytes, the state has "
+                f"{self.ffi.sizeof(self.name + '_rt_t')})"
+            )
         self.ffi.buffer(self._rt)[:] = snapshot
         self._configure(self._rt, self._cfg)
         self._pushed = bytes(self.ffi.buffer(self._cfg))
@@ -225,14 +249,34 @@ class Realtime:
         a["motor_valid"] = 1
         return a
 
-    def step(self, counts: Any, valid: Any = None, tau: Any = None, q_des: Any = None, qd_des: Any = None,
-             qdd_des: Any = None, motor_counts: Any = None, motor_valid: Any = None,
-             reset: bool = False) -> dict[str, np.ndarray]:
+    def step(
+        self,
+        counts: Any,
+        valid: Any = None,
+        tau: Any = None,
+        q_des: Any = None,
+        qd_des: Any = None,
+        qdd_des: Any = None,
+        motor_counts: Any = None,
+        motor_valid: Any = None,
+        reset: bool = False,
+    ) -> dict[str, np.ndarray]:
         """One sample; arguments per joint (valid defaults to all 1, the rest to 0)."""
         a = self.inputs(1)
-        fill_inputs(a, {"counts": counts, "valid": valid, "tau": tau, "q_des": q_des, "qd_des": qd_des,
-                        "qdd_des": qdd_des, "motor_counts": motor_counts, "motor_valid": motor_valid,
-                        "reset": reset})
+        fill_inputs(
+            a,
+            {
+                "counts": counts,
+                "valid": valid,
+                "tau": tau,
+                "q_des": q_des,
+                "qd_des": qd_des,
+                "qdd_des": qdd_des,
+                "motor_counts": motor_counts,
+                "motor_valid": motor_valid,
+                "reset": reset,
+            },
+        )
         return {k: v[0] for k, v in self.run_inputs(a).items()}
 
     def encoder_counts(self, q: Any, theta: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -250,10 +294,13 @@ class Realtime:
         counts, motor = np.zeros(flat.shape, np.int64), np.zeros(flat.shape, np.int64)
         fn, rc = getattr(self.lib, f"{self.name}_loopback_encoder"), f"{self.name}_real_t *"
         for k in range(len(flat)):
-            fn(self._cfg, self.ffi.cast(rc, self.ffi.from_buffer(flat[k])),
-               self.ffi.NULL if th is None else self.ffi.cast(rc, self.ffi.from_buffer(th[k])),
-               self.ffi.cast("int64_t *", self.ffi.from_buffer(counts[k])),
-               self.ffi.cast("int64_t *", self.ffi.from_buffer(motor[k])))
+            fn(
+                self._cfg,
+                self.ffi.cast(rc, self.ffi.from_buffer(flat[k])),
+                self.ffi.NULL if th is None else self.ffi.cast(rc, self.ffi.from_buffer(th[k])),
+                self.ffi.cast("int64_t *", self.ffi.from_buffer(counts[k])),
+                self.ffi.cast("int64_t *", self.ffi.from_buffer(motor[k])),
+            )
         return counts.reshape(q.shape), motor.reshape(q.shape)
 
     def run_inputs(self, a: np.ndarray) -> dict[str, np.ndarray]:
@@ -261,8 +308,12 @@ class Realtime:
         self._sync()
         a = np.ascontiguousarray(a, dtype=self.input_dtype)
         out = np.zeros(len(a), dtype=self.output_dtype)
-        self._run(self._rt, self.ffi.cast(f"{self._in_t} *", self.ffi.from_buffer(a)),
-                  self.ffi.cast(f"{self._out_t} *", self.ffi.from_buffer(out, require_writable=True)), len(a))
+        self._run(
+            self._rt,
+            self.ffi.cast(f"{self._in_t} *", self.ffi.from_buffer(a)),
+            self.ffi.cast(f"{self._out_t} *", self.ffi.from_buffer(out, require_writable=True)),
+            len(a),
+        )
         return {k: out[k].copy() for k in out.dtype.names or ()}
 
     def run(self, log: Any) -> dict[str, np.ndarray]:
@@ -281,25 +332,40 @@ def fill_inputs(a: np.ndarray, values: Mapping[str, Any]) -> None:
             raise KeyError(f"unknown input {key!r} (inputs: {', '.join(a.dtype.names or ())})")
         v = np.asarray(value)
         if key in ("counts", "motor_counts"):
-            v = (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)   # raw register bits
+            v = (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)  # raw register bits
         a[key] = v.reshape(a[key].shape) if v.size == a[key].size else v
 
 
-def rt_options(estimator: str | None = None, observer: str | None = None, controller: str | None = None,
-               constant_params: bool | None = None, base: RtOptions | None = None,
-               sample_period: float | None = None) -> RtOptions:
+def rt_options(
+    estimator: str | None = None,
+    observer: str | None = None,
+    controller: str | None = None,
+    constant_params: bool | None = None,
+    base: RtOptions | None = None,
+    sample_period: float | None = None,
+) -> RtOptions:
     b = base or RtOptions()
-    return RtOptions(estimator=parse_estimator(estimator) if estimator else b.estimator,
-                     observer=observer if observer is not None else b.observer,
-                     controller=controller if controller is not None else b.controller,
-                     constant_params=constant_params if constant_params is not None else b.constant_params,
-                     sample_period=sample_period if sample_period is not None else b.sample_period)
+    return RtOptions(
+        estimator=parse_estimator(estimator) if estimator else b.estimator,
+        observer=observer if observer is not None else b.observer,
+        controller=controller if controller is not None else b.controller,
+        constant_params=constant_params if constant_params is not None else b.constant_params,
+        sample_period=sample_period if sample_period is not None else b.sample_period,
+    )
 
 
-def load_rt(spec: str | Path, estimator: str | None = None, observer: str | None = None,
-            controller: str | None = None, constant_params: bool | None = None,
-            precision: Precision = "double", base_link: str | None = None, tip_link: str | None = None,
-            overlay: str | Path | None = None, sample_period: float | None = None) -> Realtime:
+def load_rt(
+    spec: str | Path,
+    estimator: str | None = None,
+    observer: str | None = None,
+    controller: str | None = None,
+    constant_params: bool | None = None,
+    precision: Precision = "double",
+    base_link: str | None = None,
+    tip_link: str | None = None,
+    overlay: str | Path | None = None,
+    sample_period: float | None = None,
+) -> Realtime:
     """A robot's real-time pipeline, generated (cached), compiled and loaded. Unset choices come from
     the robot description's ``realtime:`` section, then the defaults (kalman, momentum, computed_torque).
     ``sample_period`` (s) overrides the description's: the discretisations are made for it."""

@@ -17,12 +17,12 @@ from .trajectories import Trajectory, generated_trajectory
 
 @dataclass
 class CollisionResult:
-    thresholds: np.ndarray        # N m per joint, from the contact-free run
-    onset_s: float                # contact starts
-    detected_s: float | None      # first sample with out.collision (None: missed)
-    link: int                     # isolated link (1-based, 0: none), as latched at the end of the run
-    false_alarm: bool             # flagged before the contact
-    peak_r: np.ndarray            # max |r| per joint during the contact
+    thresholds: np.ndarray  # N m per joint, from the contact-free run
+    onset_s: float  # contact starts
+    detected_s: float | None  # first sample with out.collision (None: missed)
+    link: int  # isolated link (1-based, 0: none), as latched at the end of the run
+    false_alarm: bool  # flagged before the contact
+    peak_r: np.ndarray  # max |r| per joint during the contact
     free: Run
     hit: Run
 
@@ -31,22 +31,30 @@ class CollisionResult:
         return None if self.detected_s is None else 1e3 * (self.detected_s - self.onset_s)
 
 
-def tip_force_torque(spec: str, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float,
-                     rise: float = 0.01) -> np.ndarray:
+def tip_force_torque(
+    spec: str, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float, rise: float = 0.01
+) -> np.ndarray:
     """tau_ext (K, n) = J_tip(q)^T [F; 0] for a tip force F (base frame, N) between start and stop,
     ramped over ``rise`` s at both ends (a filtered step)."""
     dyn = load(spec)
     t = np.arange(len(q)) * ts
     shape = np.clip((t - start) / rise, 0, 1) * np.clip((stop - t) / rise, 0, 1)
     wrench = np.concatenate([force, np.zeros(3)])
-    return np.array([s * (dyn.tip_jacobian(qk).T @ wrench) if s > 0 else np.zeros(len(qk))
-                     for s, qk in zip(shape, q)])
+    return np.array([s * (dyn.tip_jacobian(qk).T @ wrench) if s > 0 else np.zeros(len(qk)) for s, qk in zip(shape, q)])
 
 
-def collision(spec: str = "kuka_iiwa14", duration: float = 8.0, onset: float = 4.0, length: float = 0.3,
-              force: float = 30.0, direction: tuple[float, float, float] | None = None,
-              margin: float = 1.5, floor: float = 0.2,
-              rt: Realtime | None = None, trajectory: Trajectory | None = None) -> CollisionResult:
+def collision(
+    spec: str = "kuka_iiwa14",
+    duration: float = 8.0,
+    onset: float = 4.0,
+    length: float = 0.3,
+    force: float = 30.0,
+    direction: tuple[float, float, float] | None = None,
+    margin: float = 1.5,
+    floor: float = 0.2,
+    rt: Realtime | None = None,
+    trajectory: Trajectory | None = None,
+) -> CollisionResult:
     """A contact-free run of another motion sets per-joint thresholds (margin x max |r| + floor); the
     test motion without contact gives the joint positions the force acts at, and with a
     tip force of ``force`` N from ``onset`` for ``length`` s must be flagged after the onset, the
@@ -75,10 +83,15 @@ def collision(spec: str = "kuka_iiwa14", duration: float = 8.0, onset: float = 4
     flagged = np.flatnonzero(hit.out["collision"])
     first = int(flagged[0]) if len(flagged) else None
     return CollisionResult(
-        thresholds=thresholds, onset_s=onset, detected_s=None if first is None else first * ts,
-        link=int(hit.out["link"][-1]),                 # latched: the highest joint seen above threshold
+        thresholds=thresholds,
+        onset_s=onset,
+        detected_s=None if first is None else first * ts,
+        link=int(hit.out["link"][-1]),  # latched: the highest joint seen above threshold
         false_alarm=first is not None and first < k0,
-        peak_r=np.max(np.abs(hit.out["r"][k0:k0 + int(length / ts)]), axis=0), free=free, hit=hit)
+        peak_r=np.max(np.abs(hit.out["r"][k0 : k0 + int(length / ts)]), axis=0),
+        free=free,
+        hit=hit,
+    )
 
 
 def estimator_table(spec: str, estimators: tuple[str, ...], duration: float = 8.0) -> list[tuple[str, float, float]]:

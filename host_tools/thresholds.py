@@ -23,16 +23,15 @@ from .rt import Realtime
 
 @dataclass(frozen=True)
 class Thresholds:
-    threshold: np.ndarray          # per joint, N m (or N)
-    max_residual: np.ndarray       # largest |r| per joint after the skipped start
-    at_time: np.ndarray            # when it occurred, s from the start of the log
-    samples: int                   # samples used
-    residual: np.ndarray           # r (K, n) over the whole log, N m (or N)
-    skipped: int                   # samples left out at the start
+    threshold: np.ndarray  # per joint, N m (or N)
+    max_residual: np.ndarray  # largest |r| per joint after the skipped start
+    at_time: np.ndarray  # when it occurred, s from the start of the log
+    samples: int  # samples used
+    residual: np.ndarray  # r (K, n) over the whole log, N m (or N)
+    skipped: int  # samples left out at the start
 
 
-def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float = 0.5,
-                      floor: float = 0.0) -> Thresholds:
+def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float = 0.5, floor: float = 0.0) -> Thresholds:
     """``skip`` seconds at the start are left out (observer start-up); the log must be collision-free."""
     if not margin >= 1.0:
         raise ValueError(f"margin must be >= 1 (a factor on the largest residual), got {margin!r}")
@@ -41,11 +40,14 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     if log.robot != rt.name:
         raise ValueError(f"the log is of robot {log.robot!r}, the pipeline is {rt.name!r}")
     if abs(log.sample_period - rt.sample_period) > 1e-9 * rt.sample_period:
-        raise ValueError(f"the log is sampled every {log.sample_period:g} s, the pipeline runs every "
-                         f"{rt.sample_period:g} s")
+        raise ValueError(
+            f"the log is sampled every {log.sample_period:g} s, the pipeline runs every {rt.sample_period:g} s"
+        )
     if "qd_meas" in (rt.input_dtype.names or ()):
-        raise ValueError(f"the {rt.rt_manifest['observer']} observer reads qd_meas and qdd_meas, which the log "
-                         "format does not carry: use its estimator-fed variant")
+        raise ValueError(
+            f"the {rt.rt_manifest['observer']} observer reads qd_meas and qdd_meas, which the log "
+            "format does not carry: use its estimator-fed variant"
+        )
     if "det.threshold" not in rt.config.keys():
         raise ValueError("the pipeline has no collision observer (choose one with --observer)")
     k0 = int(round(skip / rt.sample_period))
@@ -56,14 +58,13 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     if not np.all(np.isfinite(r)):
         raise ValueError("the residual is not finite on this log (diverged estimator or bad torques)")
     worst = r.max(axis=0)
-    return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r),
-                      residual, k0)
+    return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r), residual, k0)
 
 
 def replay(rt: Realtime, log: Log) -> np.ndarray:
     """r over the log with detection off (det.threshold restored afterwards)."""
     saved = np.array(rt.config["det.threshold"], float)
-    rt.config["det.threshold"] = 1e30           # no detection (and no reaction) while replaying
+    rt.config["det.threshold"] = 1e30  # no detection (and no reaction) while replaying
     try:
         rt.reset()
         return np.asarray(rt.run(log)["r"], float)
@@ -75,9 +76,9 @@ def replay(rt: Realtime, log: Log) -> np.ndarray:
 class Check:
     """Another collision-free run against designed thresholds."""
 
-    max_residual: np.ndarray       # per joint after the skipped start
+    max_residual: np.ndarray  # per joint after the skipped start
     false_alarm_samples: np.ndarray  # samples with |r| above the threshold, per joint
-    ratio: np.ndarray              # max |r| / threshold per joint (< 1: no false alarm)
+    ratio: np.ndarray  # max |r| / threshold per joint (< 1: no false alarm)
     residual: np.ndarray
     skipped: int
 
@@ -86,29 +87,31 @@ def check_thresholds(rt: Realtime, log: Log, threshold: np.ndarray, skip: float 
     """Replay ``log`` (collision-free, of the same robot and rate) and count the samples whose |r|
     exceeds ``threshold`` -- each one a false alarm (before the detector's debounce)."""
     design = design_thresholds(rt, log, 1.0, skip, 0.0)
-    r = np.abs(design.residual[design.skipped:])
+    r = np.abs(design.residual[design.skipped :])
     th = np.asarray(threshold, float)
-    with np.errstate(divide="ignore", invalid="ignore"):    # a zero threshold: ratio inf (or 0 for r = 0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero threshold: ratio inf (or 0 for r = 0)
         ratio = np.where(design.max_residual > 0, design.max_residual / th, 0.0)
     return Check(design.max_residual, np.sum(r > th, axis=0), ratio, design.residual, design.skipped)
 
 
-ADAPTIVE_LAMBDA_GRID = tuple(10.0 ** k for k in range(-6, 5))  # the adaptive observer's Y+ damping
+ADAPTIVE_LAMBDA_GRID = tuple(10.0**k for k in range(-6, 5))  # the adaptive observer's Y+ damping
 
 
 @dataclass(frozen=True)
 class Tuned:
-    lam: float                     # the chosen obs.lam
-    objective: float               # sum_j max|r_j| / RMS(tau_j) on the run
-    default_objective: float       # the same with the config as it was
+    lam: float  # the chosen obs.lam
+    objective: float  # sum_j max|r_j| / RMS(tau_j) on the run
+    default_objective: float  # the same with the config as it was
     table: list[tuple[float, float]]  # every candidate (lam, objective)
 
 
 def require_tunable(rt: Realtime) -> None:
     """tune_adaptive needs the adaptive observer (one clear error otherwise)."""
     if "obs.lam" not in rt.config.keys():
-        raise ValueError(f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
-                         "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth")
+        raise ValueError(
+            f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
+            "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth"
+        )
 
 
 def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
@@ -128,25 +131,27 @@ def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
         return float(np.sum(design_thresholds(rt, log, 1.0, skip, 0.0).max_residual / scale))
 
     start = float(rt.config["obs.lam"])
-    default = objective()               # a log that does not fit the pipeline fails here, once
+    default = objective()  # a log that does not fit the pipeline fails here, once
     table = []
     for lam in ADAPTIVE_LAMBDA_GRID:
         rt.config["obs.lam"] = lam
         try:
             table.append((lam, objective()))
-        except ValueError:              # a diverged candidate (non-finite residual)
+        except ValueError:  # a diverged candidate (non-finite residual)
             table.append((lam, float("inf")))
     lam, best = min(table, key=lambda row: row[1])
-    if best >= default:                 # the config as it was is at least as quiet: keep it
+    if best >= default:  # the config as it was is at least as quiet: keep it
         lam, best = start, default
     rt.config["obs.lam"] = lam
     return Tuned(lam, best, default, table)
 
 
-def plot_residuals(design: Thresholds, sample_period: float, path: Path, title: str,
-                   other: tuple[str, Check] | None = None) -> Path:
+def plot_residuals(
+    design: Thresholds, sample_period: float, path: Path, title: str, other: tuple[str, Check] | None = None
+) -> Path:
     """r(t) per joint with the ± thresholds (and another run's r against the same thresholds)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -161,8 +166,9 @@ def plot_residuals(design: Thresholds, sample_period: float, path: Path, title: 
             t = np.arange(len(r)) * sample_period
             ax[i].plot(t, r[:, i], color=colour, lw=0.5, label=label, alpha=0.7 if colour != "k" else 1.0)
         for sign in (1, -1):
-            ax[i].axhline(sign * design.threshold[i], color="r", lw=0.8, ls="--",
-                          label="threshold" if sign == 1 else None)
+            ax[i].axhline(
+                sign * design.threshold[i], color="r", lw=0.8, ls="--", label="threshold" if sign == 1 else None
+            )
         ax[i].axvspan(0, design.skipped * sample_period, color="0.9")
         ax[i].set_ylabel(f"r{i + 1} (N m)")
     ax[0].legend(ncol=3, fontsize=7, loc="upper right")

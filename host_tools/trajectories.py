@@ -18,8 +18,8 @@ from codegen.resources import resource_dir
 @dataclass(frozen=True)
 class Trajectory:
     name: str
-    time: np.ndarray     # (K,) s, from 0
-    q: np.ndarray        # (K, n) rad or m
+    time: np.ndarray  # (K,) s, from 0
+    q: np.ndarray  # (K, n) rad or m
     qd: np.ndarray
     qdd: np.ndarray
 
@@ -27,7 +27,7 @@ class Trajectory:
     def duration(self) -> float:
         return float(self.time[-1])
 
-    def resample(self, ts: float, duration: float | None = None) -> "Trajectory":
+    def resample(self, ts: float, duration: float | None = None) -> Trajectory:
         spline = CubicSpline(self.time, self.q, axis=0)
         t = np.arange(0.0, (duration or self.duration) + 1e-12, ts)
         return Trajectory(self.name, t, spline(t), spline(t, 1), spline(t, 2))
@@ -52,8 +52,8 @@ def quintic(q0: np.ndarray, q1: np.ndarray, t: np.ndarray, duration: float) -> t
     return pos, vel, acc
 
 
-DEFAULT_QD = 1.0     # rad/s (or m/s): a joint whose description gives no velocity limit
-DEFAULT_QDD = 2.0    # rad/s^2: no acceleration limit given (seed 000's test motion stays near 2)
+DEFAULT_QD = 1.0  # rad/s (or m/s): a joint whose description gives no velocity limit
+DEFAULT_QDD = 2.0  # rad/s^2: no acceleration limit given (seed 000's test motion stays near 2)
 
 
 def _bounds(robot: Robot, speed: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -66,8 +66,9 @@ def _bounds(robot: Robot, speed: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     return lo, hi, vmax, amax
 
 
-def generated_trajectory(robot: Robot, duration: float = 20.0, ts: float = 0.001, seed: int = 0,
-                         speed: float = 0.5, span: float = 0.3) -> Trajectory:
+def generated_trajectory(
+    robot: Robot, duration: float = 20.0, ts: float = 0.001, seed: int = 0, speed: float = 0.5, span: float = 0.3
+) -> Trajectory:
     """Seed 000-like test motion for any robot: a sine part, quintic point-to-point moves and a
     trapezoidal-velocity move, around the middle of each joint's range (span: fraction of the range
     used, at most +-1 rad), scaled so that |qd| <= speed x the joint's velocity limit and
@@ -81,9 +82,9 @@ def generated_trajectory(robot: Robot, duration: float = 20.0, ts: float = 0.001
     third = duration / 3
     # 1) a sine from rest to rest: q = mid + a (1 - cos(w t)) / 2, |qd| <= a w / 2
     w_max = np.minimum(2 * vmax / np.maximum(amp * 0.8, 1e-9), 2 * np.pi * 0.5)
-    cycles = np.maximum(np.floor(w_max * third / (2 * np.pi)), 1.0)     # whole cycles: ends at rest
+    cycles = np.maximum(np.floor(w_max * third / (2 * np.pi)), 1.0)  # whole cycles: ends at rest
     w = 2 * np.pi * cycles / third
-    a = np.minimum(np.minimum(amp * 0.8, 2 * vmax / w), 2 * amax / w**2)     # |qdd| = a w^2 / 2
+    a = np.minimum(np.minimum(amp * 0.8, 2 * vmax / w), 2 * amax / w**2)  # |qdd| = a w^2 / 2
     seg = t < third
     ts_ = t[seg, None]
     q[seg] = mid + a * (1 - np.cos(w * ts_)) / 2
@@ -107,16 +108,23 @@ def generated_trajectory(robot: Robot, duration: float = 20.0, ts: float = 0.001
     tt = t[k1:] - t[k1]
     t_total = max(float(tt[-1]) if len(tt) else 0.0, 1e-9)
     t_acc = t_total / 4
-    v_top = 0.95 * np.minimum(vmax, amax * t_acc)                      # |qdd| = v / t_acc
+    v_top = 0.95 * np.minimum(vmax, amax * t_acc)  # |qdd| = v / t_acc
     d = np.clip(mid - points[-1], -v_top * (t_total - t_acc), v_top * (t_total - t_acc))
     v = d / (t_total - t_acc)
     s_acc = np.clip(tt, 0, t_acc)[:, None]
     s_dec = np.clip(tt - (t_total - t_acc), 0, t_acc)[:, None]
-    q[k1:] = points[-1] + v / (2 * t_acc) * s_acc ** 2 + v * np.clip(tt - t_acc, 0, t_total - 2 * t_acc)[:, None] \
-        + v * s_dec - v / (2 * t_acc) * s_dec ** 2
+    q[k1:] = (
+        points[-1]
+        + v / (2 * t_acc) * s_acc**2
+        + v * np.clip(tt - t_acc, 0, t_total - 2 * t_acc)[:, None]
+        + v * s_dec
+        - v / (2 * t_acc) * s_dec**2
+    )
     qd[k1:] = v * (np.clip(tt / t_acc, 0, 1) - np.clip((tt - (t_total - t_acc)) / t_acc, 0, 1))[:, None]
     qdd[k1:] = (v / t_acc) * ((tt < t_acc) * 1.0 - (tt > t_total - t_acc) * 1.0)[:, None]
-    if np.any(np.max(np.abs(qd), axis=0) > vmax * (1 + 1e-9)) or np.any(np.max(np.abs(qdd), axis=0) > amax * (1 + 1e-9)):
+    if np.any(np.max(np.abs(qd), axis=0) > vmax * (1 + 1e-9)) or np.any(
+        np.max(np.abs(qdd), axis=0) > amax * (1 + 1e-9)
+    ):
         raise ValueError(f"generated trajectory exceeds {speed:g} x the velocity or acceleration limit; lower span")
     return Trajectory(f"generated(seed={seed})", t, q, qd, qdd)
 
@@ -139,5 +147,6 @@ def trapezoid_trajectory(robot: Robot, velocity: float, ts: float, cruise: float
     vel = v * s_acc - v * s_dec
     acc = v * ((t < t_acc) * 1.0 - ((t > t_acc + cruise) & (t < 2 * t_acc + cruise)) * 1.0)
     ones = np.ones(robot.dof)
-    return Trajectory(f"trapezoid({velocity:g} rad/s)", t, start + pos[:, None] * ones, vel[:, None] * ones,
-                      acc[:, None] * ones)
+    return Trajectory(
+        f"trapezoid({velocity:g} rad/s)", t, start + pos[:, None] * ones, vel[:, None] * ones, acc[:, None] * ones
+    )

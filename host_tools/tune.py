@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,22 +38,24 @@ class GaSettings:
     elites: int = 6
     tournament: int = 4
     crossover_fraction: float = 0.875
-    mutation_rate: float = 0.0038      # per gene of every non-elite child
+    mutation_rate: float = 0.0038  # per gene of every non-elite child
     generations: int = 20
 
 
 @dataclass(frozen=True)
 class Gene:
-    key: str                 # config key, e.g. est.h1
-    index: int | None        # element, or None for a scalar
+    key: str  # config key, e.g. est.h1
+    index: int | None  # element, or None for a scalar
     low: float
     high: float
 
 
 def gain_space(estimator: str, n: int) -> list[Gene]:
     """The reduced gain set of an estimator (seed 000 §III), with search bounds."""
+
     def per_axis(key: str, low: float, high: float) -> list[Gene]:
         return [Gene(key, i, low, high) for i in range(n)]
+
     if estimator == "kalman":
         return per_axis("est.q_var", 1e-3, 1e5)
     if estimator == "linhg":
@@ -68,8 +71,8 @@ def apply_genome(rt: Realtime, genes: list[Gene], genome: np.ndarray) -> None:
     """Write a genome (log10 values) into the pipeline's config."""
     q_var: dict[int, float] = {}
     for g, x in zip(genes, genome):
-        v = float(10.0 ** x)
-        if g.key == "est.q_var":            # Kalman: the gain is designed from Q
+        v = float(10.0**x)
+        if g.key == "est.q_var":  # Kalman: the gain is designed from Q
             q_var[g.index or 0] = v
         elif g.index is None:
             rt.config[g.key] = v
@@ -84,15 +87,15 @@ class Problem:
     """Everything a worker needs to evaluate genomes (picklable: the pipeline travels as a folder)."""
 
     folder: str
-    config: dict[str, Any]          # the base config (rt.config.to_dict())
+    config: dict[str, Any]  # the base config (rt.config.to_dict())
     genes: list[Gene]
     trajectory: Trajectory
     valid: np.ndarray | None = None
     substeps: int = 4
-    true_params: np.ndarray | None = None   # the simulated robot's (default: the model's)
+    true_params: np.ndarray | None = None  # the simulated robot's (default: the model's)
 
 
-_LOCAL = threading.local()   # one pipeline instance per worker thread (and process): no shared state
+_LOCAL = threading.local()  # one pipeline instance per worker thread (and process): no shared state
 
 
 def _realtime(folder: str) -> Realtime:
@@ -109,8 +112,9 @@ def cost(problem: Problem, genome: np.ndarray) -> float:
         rt.config[key] = value
     apply_genome(rt, problem.genes, genome)
     try:
-        run = simulate(rt, problem.trajectory, true_params=problem.true_params, valid=problem.valid,
-                       substeps=problem.substeps)
+        run = simulate(
+            rt, problem.trajectory, true_params=problem.true_params, valid=problem.valid, substeps=problem.substeps
+        )
     except SimulationError:
         return float("inf")
     value = float(run.ise_velocity.sum())
@@ -125,13 +129,19 @@ def costs(problem: Problem, genomes: np.ndarray) -> list[float]:
 class TuneResult:
     genome: np.ndarray
     cost: float
-    best: list[float] = field(default_factory=list)    # per generation
-    mean: list[float] = field(default_factory=list)    # per generation (finite costs)
+    best: list[float] = field(default_factory=list)  # per generation
+    mean: list[float] = field(default_factory=list)  # per generation (finite costs)
     evaluations: int = 0
 
 
-def tune(problem: Problem, settings: GaSettings = GaSettings(), seed: int = 0, executor: Executor | None = None,
-         progress: Callable[[int, int, float], None] | None = None, chunks: int = 8) -> TuneResult:
+def tune(
+    problem: Problem,
+    settings: GaSettings = GaSettings(),
+    seed: int = 0,
+    executor: Executor | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+    chunks: int = 8,
+) -> TuneResult:
     """Run the GA; each generation's new genomes are evaluated in ``chunks`` batches through
     ``executor`` (default: a process pool on every core; thread pools and dask work too). Same seed,
     same result, whatever the scheduling. Elites keep their cost (not re-run)."""
@@ -164,32 +174,39 @@ def tune(problem: Problem, settings: GaSettings = GaSettings(), seed: int = 0, e
                 break
             pop = _next_generation(pop, f, order, settings, rng, lo, hi)
             known = np.full(len(pop), np.nan)
-            known[:settings.elites] = f[order[:settings.elites]]
+            known[: settings.elites] = f[order[: settings.elites]]
     finally:
         if own:
             ex.shutdown()
     return result
 
 
-def _next_generation(pop: np.ndarray, f: np.ndarray, order: np.ndarray, s: GaSettings, rng: np.random.Generator,
-                     lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def _next_generation(
+    pop: np.ndarray,
+    f: np.ndarray,
+    order: np.ndarray,
+    s: GaSettings,
+    rng: np.random.Generator,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> np.ndarray:
     n_genes = pop.shape[1]
     rank = np.empty(len(f))
-    rank[order] = np.arange(len(f))                       # lower rank = fitter (inf costs last)
+    rank[order] = np.arange(len(f))  # lower rank = fitter (inf costs last)
 
     def select() -> np.ndarray:
         contenders = rng.integers(0, len(pop), s.tournament)
         return pop[contenders[np.argmin(rank[contenders])]]
 
-    children = [pop[i].copy() for i in order[:s.elites]]
+    children = [pop[i].copy() for i in order[: s.elites]]
     n_rest = s.population - s.elites
     n_cross = int(round(s.crossover_fraction * n_rest))
     for k in range(n_rest):
-        if k < n_cross:                                    # uniform crossover of two parents
+        if k < n_cross:  # uniform crossover of two parents
             a, b = select(), select()
             child = np.where(rng.random(n_genes) < 0.5, a, b)
-        else:                                              # mutation child (as MATLAB's uniform
-            child = select().copy()                        # mutation): each gene redrawn with the
+        else:  # mutation child (as MATLAB's uniform
+            child = select().copy()  # mutation): each gene redrawn with the
             mutate = rng.random(n_genes) < s.mutation_rate  # Table 3 rate, 0.38 %
             child[mutate] = rng.uniform(lo[mutate], hi[mutate])
         children.append(child)

@@ -11,8 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def manipgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "host_tools.cli", *args], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "host_tools.cli", *args], cwd=cwd, capture_output=True, text=True)
 
 
 def test_info_json() -> None:
@@ -35,8 +34,9 @@ def test_generate_float_into_a_folder(tmp_path: Path) -> None:
 
 def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\njoints:\n  - {type: revolute, mdh: {alpha: 0, a: 0, theta: 0, d: 0},\n"
-                   "     link: {mass: -2}}\n")
+    bad.write_text(
+        "name: x\njoints:\n  - {type: revolute, mdh: {alpha: 0, a: 0, theta: 0, d: 0},\n     link: {mass: -2}}\n"
+    )
     r = manipgen("generate", str(bad), "--out", str(tmp_path / "o"))
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
@@ -59,20 +59,40 @@ def test_elastic_commands(tmp_path: Path) -> None:
     assert doc["reaction"]["detection_sample"] > doc["reaction"]["contact_sample"] > 0
     assert (tmp_path / "el" / "elastic_collision.png").stat().st_size > 10_000
     assert json.loads((tmp_path / "el" / "elastic_collision.json").read_text())["no_reaction"]["link"] == 4
-    for args, words in ((("elastic", "identify", "planar2"), "no series-elastic drives"),
-                        (("elastic", "collide", "planar2"), "needs an elastic arm"),
-                        (("collide", "biorob4"), "manipgen elastic collide"),
-                        (("identify", "biorob4", "--synthetic"), "manipgen elastic identify"),
-                        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2"),
-                        (("elastic", "identify", "biorob4", "--load", "x.npz"), "need all four"),
-                        (("excite", "planar2", "--stage", "actuator"), "no series-elastic drives")):
+    for args, words in (
+        (("elastic", "identify", "planar2"), "no series-elastic drives"),
+        (("elastic", "collide", "planar2"), "needs an elastic arm"),
+        (("collide", "biorob4"), "manipgen elastic collide"),
+        (("identify", "biorob4", "--synthetic"), "manipgen elastic identify"),
+        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2"),
+        (("elastic", "identify", "biorob4", "--load", "x.npz"), "need all four"),
+        (("excite", "planar2", "--stage", "actuator"), "no series-elastic drives"),
+    ):
         r = manipgen(*args)
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
 def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
-    r = manipgen("excite", "biorob4", "--stage", "actuator", "--harmonics", "2", "--grid", "20", "--starts", "1",
-                 "--max-iter", "20", "--base-frequency", "0.2", "--objective", "logdet", "--out", str(tmp_path))
+    r = manipgen(
+        "excite",
+        "biorob4",
+        "--stage",
+        "actuator",
+        "--harmonics",
+        "2",
+        "--grid",
+        "20",
+        "--starts",
+        "1",
+        "--max-iter",
+        "20",
+        "--base-frequency",
+        "0.2",
+        "--objective",
+        "logdet",
+        "--out",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     from codegen.description import load_robot
     from host_tools.excite import Excitation, regressor_cond, stage_regressor

@@ -7,20 +7,24 @@ import numpy as np
 from host_tools import load
 
 M1, M2, L1, LC1, LC2, G = 2.0, 1.5, 1.0, 0.5, 0.4, 9.81
-I1, I2 = 2.0 * 1.0 ** 2 / 12, 1.5 * 0.8 ** 2 / 12
+I1, I2 = 2.0 * 1.0**2 / 12, 1.5 * 0.8**2 / 12
 IA = (0.01, 0.005)
 FV, FC = (0.1, 0.05), (0.2, 0.1)
 
 
 def textbook(q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c2, s2 = np.cos(q[1]), np.sin(q[1])
-    m11 = I1 + I2 + M1 * LC1 ** 2 + M2 * (L1 ** 2 + LC2 ** 2 + 2 * L1 * LC2 * c2) + IA[0]
-    m12 = I2 + M2 * (LC2 ** 2 + L1 * LC2 * c2)
-    m22 = I2 + M2 * LC2 ** 2 + IA[1]
+    m11 = I1 + I2 + M1 * LC1**2 + M2 * (L1**2 + LC2**2 + 2 * L1 * LC2 * c2) + IA[0]
+    m12 = I2 + M2 * (LC2**2 + L1 * LC2 * c2)
+    m22 = I2 + M2 * LC2**2 + IA[1]
     h = -M2 * L1 * LC2 * s2
     c = np.array([[h * qd[1], h * (qd[0] + qd[1])], [-h * qd[0], 0.0]])  # Christoffel form
-    g = np.array([(M1 * LC1 + M2 * L1) * G * np.cos(q[0]) + M2 * LC2 * G * np.cos(q[0] + q[1]),
-                  M2 * LC2 * G * np.cos(q[0] + q[1])])
+    g = np.array(
+        [
+            (M1 * LC1 + M2 * L1) * G * np.cos(q[0]) + M2 * LC2 * G * np.cos(q[0] + q[1]),
+            M2 * LC2 * G * np.cos(q[0] + q[1]),
+        ]
+    )
     return np.array([[m11, m12], [m12, m22]]), c, g
 
 
@@ -56,12 +60,22 @@ def test_planar2_with_a_payload(tmp_path) -> None:
     i2 = I2 + M2 * (LC2 - lc2) ** 2 + mp * (0.8 - lc2) ** 2 + ip
     rng = np.random.default_rng(8)
     for _ in range(100):
-        q, qd, qdd = rng.uniform(-np.pi, np.pi, 2), rng.normal(0, 2, 2), rng.normal(0, 5, 2)
+        q, _, _ = rng.uniform(-np.pi, np.pi, 2), rng.normal(0, 2, 2), rng.normal(0, 5, 2)
         c2 = np.cos(q[1])
-        m = np.array([[I1 + i2 + M1 * LC1 ** 2 + m2 * (L1 ** 2 + lc2 ** 2 + 2 * L1 * lc2 * c2) + IA[0],
-                       i2 + m2 * (lc2 ** 2 + L1 * lc2 * c2)],
-                      [i2 + m2 * (lc2 ** 2 + L1 * lc2 * c2), i2 + m2 * lc2 ** 2 + IA[1]]])
-        g = np.array([(M1 * LC1 + m2 * L1) * G * np.cos(q[0]) + m2 * lc2 * G * np.cos(q[0] + q[1]),
-                      m2 * lc2 * G * np.cos(q[0] + q[1])])
+        m = np.array(
+            [
+                [
+                    I1 + i2 + M1 * LC1**2 + m2 * (L1**2 + lc2**2 + 2 * L1 * lc2 * c2) + IA[0],
+                    i2 + m2 * (lc2**2 + L1 * lc2 * c2),
+                ],
+                [i2 + m2 * (lc2**2 + L1 * lc2 * c2), i2 + m2 * lc2**2 + IA[1]],
+            ]
+        )
+        g = np.array(
+            [
+                (M1 * LC1 + m2 * L1) * G * np.cos(q[0]) + m2 * lc2 * G * np.cos(q[0] + q[1]),
+                m2 * lc2 * G * np.cos(q[0] + q[1]),
+            ]
+        )
         assert np.allclose(dyn.mass_matrix(q), m, rtol=1e-12, atol=1e-12)
         assert np.allclose(dyn.gravity(q), g, rtol=1e-12, atol=1e-12)

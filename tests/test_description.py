@@ -49,25 +49,47 @@ def test_bundled_robots_load() -> None:
 def test_parameter_vector_layout(tmp_path: Path) -> None:
     robot = robot_from_yaml(write(tmp_path, two_joint("FV: 0.5", top="joint_parameters: [FV, FC]")))
     assert robot.standard_parameter_names[:12] == (
-        "M1", "MX1", "MY1", "MZ1", "XX1", "XY1", "XZ1", "YY1", "YZ1", "ZZ1", "FV1", "FC1")
+        "M1",
+        "MX1",
+        "MY1",
+        "MZ1",
+        "XX1",
+        "XY1",
+        "XZ1",
+        "YY1",
+        "YZ1",
+        "ZZ1",
+        "FV1",
+        "FC1",
+    )
     pi = robot.standard_parameters()
     # COM given about the centre of mass: first moment m c, XX about the origin = xx + m (cy^2 + cz^2)
     assert pi[1] == pytest.approx(0.1) and pi[4] == pytest.approx(0.01)
-    assert pi[7] == pytest.approx(0.02 + 1.0 * 0.1 ** 2)
+    assert pi[7] == pytest.approx(0.02 + 1.0 * 0.1**2)
     assert pi[robot.standard_parameter_names.index("FV2")] == 0.5
 
 
-@pytest.mark.parametrize("mutation, field, message", [
-    (lambda t: t.replace("mass: 1.0, com: [0.1", "mass: -1.0, com: [0.1", 1), "joints[0].link.mass", "positive"),
-    (lambda t: t.replace("{mass: 1.0, com: [0.1, 0, 0], ", "{com: [0.1, 0, 0], ", 1), "joints[0].link.mass", "missing"),
-    (lambda t: t.replace("inertia: [0.01, 0, 0, 0.02, 0, 0.02]", "inertia: [0.01, 0.5, 0, 0.02, 0, 0.02]", 1),
-     "joints[0].link", "not positive definite"),
-    (lambda t: t.replace("type: revolute", "type: spherical", 1), "joints[0].type", "unknown joint type"),
-    (lambda t: t.replace("d: 0.3", "d: .nan", 1), "joints[0].mdh.d", "finite"),
-    (lambda t: t.replace("d: 0.3", "d: 0.3, r: 1", 1), "joints[0].mdh.r", "unknown field"),
-    (lambda t: t.replace("mdh: {alpha: 0, a: 0", "dh: {alpha: 0, a: 0", 1), "joints[0].dh", "convention"),
-    (lambda t: t.replace("convention: mdh", "convention: xyz"), "convention", "mdh, dh or urdf"),
-])
+@pytest.mark.parametrize(
+    "mutation, field, message",
+    [
+        (lambda t: t.replace("mass: 1.0, com: [0.1", "mass: -1.0, com: [0.1", 1), "joints[0].link.mass", "positive"),
+        (
+            lambda t: t.replace("{mass: 1.0, com: [0.1, 0, 0], ", "{com: [0.1, 0, 0], ", 1),
+            "joints[0].link.mass",
+            "missing",
+        ),
+        (
+            lambda t: t.replace("inertia: [0.01, 0, 0, 0.02, 0, 0.02]", "inertia: [0.01, 0.5, 0, 0.02, 0, 0.02]", 1),
+            "joints[0].link",
+            "not positive definite",
+        ),
+        (lambda t: t.replace("type: revolute", "type: spherical", 1), "joints[0].type", "unknown joint type"),
+        (lambda t: t.replace("d: 0.3", "d: .nan", 1), "joints[0].mdh.d", "finite"),
+        (lambda t: t.replace("d: 0.3", "d: 0.3, r: 1", 1), "joints[0].mdh.r", "unknown field"),
+        (lambda t: t.replace("mdh: {alpha: 0, a: 0", "dh: {alpha: 0, a: 0", 1), "joints[0].dh", "convention"),
+        (lambda t: t.replace("convention: mdh", "convention: xyz"), "convention", "mdh, dh or urdf"),
+    ],
+)
 def test_bad_yaml_names_file_field_and_line(tmp_path: Path, mutation, field: str, message: str) -> None:
     path = write(tmp_path, mutation(two_joint()))
     with pytest.raises(DescriptionError) as err:
@@ -111,19 +133,34 @@ def test_dh_and_mdh_describe_the_same_arm(tmp_path: Path) -> None:
     # standard DH -> MDH: joint i's MDH (alpha, a) are DH (alpha, a) of joint i-1; link params in
     # DH frame i (distal) are re-expressed in MDH frame i (the joint frame) by the constant transform.
     from codegen import spatial
+
     kin = [dict(j.kinematics) for j in dh.joints]
-    lines = ["name: lwa4p_mdh", "convention: mdh", "gravity: [0, 0, -9.81]",
-             "joint_parameters: [IA, FV, FC]", "coulomb: {model: tanh, velocity_scale: 0.01}", "joints:"]
+    lines = [
+        "name: lwa4p_mdh",
+        "convention: mdh",
+        "gravity: [0, 0, -9.81]",
+        "joint_parameters: [IA, FV, FC]",
+        "coulomb: {model: tanh, velocity_scale: 0.01}",
+        "joints:",
+    ]
     for i, (joint, link) in enumerate(zip(dh.joints, dh.links)):
         prev = kin[i - 1] if i else {"alpha": 0.0, "a": 0.0}
         # DH frame i seen from MDH frame i: Tx(a_i) Rx(alpha_i)
         t = spatial.trans(x=kin[i]["a"]) @ spatial.homogeneous(spatial.rot_x(kin[i]["alpha"]))
         p = spatial.transform_inertial(np.array(link), t)
-        lines += [f"  - name: j{i + 1}", "    type: revolute",
-                  f"    mdh: {{alpha: {prev['alpha']!r}, a: {prev['a']!r}, theta: {kin[i]['theta']!r}, d: {kin[i]['d']!r}}}",
-                  f"    IA: {joint.IA!r}", f"    FV: {joint.FV!r}", f"    FC: {joint.FC!r}",
-                  "    link: {" + ", ".join(f"{k}: {float(v)!r}" for k, v in zip(
-                      ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ"), p)) + "}"]
+        lines += [
+            f"  - name: j{i + 1}",
+            "    type: revolute",
+            f"    mdh: {{alpha: {prev['alpha']!r}, a: {prev['a']!r}, theta: {kin[i]['theta']!r}, d: {kin[i]['d']!r}}}",
+            f"    IA: {joint.IA!r}",
+            f"    FV: {joint.FV!r}",
+            f"    FC: {joint.FC!r}",
+            "    link: {"
+            + ", ".join(
+                f"{k}: {float(v)!r}" for k, v in zip(("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ"), p)
+            )
+            + "}",
+        ]
     mdh_path = write(tmp_path, "\n".join(lines) + "\n", "lwa4p_mdh.yaml")
     a, b = load("schunk_lwa4p"), load(mdh_path)
     rng = np.random.default_rng(1)
@@ -155,7 +192,7 @@ def test_prismatic_joint_and_gravity_vector(tmp_path: Path) -> None:
     for _ in range(20):
         q = rng.uniform(-2, 2, 2)
         qd, qdd = rng.normal(0, 1, 2), rng.normal(0, 1, 2)
-        m1, m2, c, izz = 3.0, 2.0, 0.4, 0.05 + 2.0 * 0.4 ** 2
+        m1, m2, c, izz = 3.0, 2.0, 0.4, 0.05 + 2.0 * 0.4**2
         # link 2 rotates about the vertical axis; its COM at c (cos q2, sin q2) from the axis
         tau1 = (m1 + m2) * qdd[0]
         tau2 = izz * qdd[1] + m2 * 9.81 * c * (-math.sin(q[1]))  # gravity -x: V = m g x
@@ -177,9 +214,10 @@ def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, sc
     text = text.replace("    type: revolute\n", "    type: revolute\n    FC: 2.0\n")
     robot = robot_from_yaml(write(tmp_path, text))
     assert robot.coulomb.velocity_scale == scales
-    qd = np.array([0.003, 0.003])       # tanh(0.3) = 0.29 vs tanh(1.5) = 0.91: the scales matter here
-    np.testing.assert_allclose(load(write(tmp_path, text)).friction(qd), 2.0 * np.tanh(qd / np.broadcast_to(scales, 2)),
-                               rtol=1e-14)
+    qd = np.array([0.003, 0.003])  # tanh(0.3) = 0.29 vs tanh(1.5) = 0.91: the scales matter here
+    np.testing.assert_allclose(
+        load(write(tmp_path, text)).friction(qd), 2.0 * np.tanh(qd / np.broadcast_to(scales, 2)), rtol=1e-14
+    )
     again = robot_from_yaml(write(tmp_path, robot_to_yaml(robot), "again.yaml"))
     assert again.coulomb == robot.coulomb
     assert f"velocity_scale: {written}" in robot_to_yaml(robot)

@@ -1,5 +1,6 @@
 """Series-elastic joints (issue #9, first part): the description, the elastic dynamics in generated C
 (seed 003 eqs. 3.10, 3.23-3.25) against closed forms, and energy conservation of the coupled model."""
+
 from __future__ import annotations
 
 import subprocess
@@ -40,25 +41,29 @@ def test_one_elastic_joint_is_the_textbook_pendulum(tmp_path: Path) -> None:
     path.write_text(PENDULUM)
     dyn = load(str(path))
     m, lc, i_c, g = 2.0, 0.25, 0.04, 9.81
-    inertia = i_c + m * lc**2                        # about the joint axis
+    inertia = i_c + m * lc**2  # about the joint axis
     rng = np.random.default_rng(1)
     for q, qd, th, thd, tm in rng.uniform(-2, 2, (20, 5)):
         tau_el = 40.0 * (th - q) + 0.7 * (thd - qd)
         qdd = (tau_el - 0.2 * qd - m * g * lc * np.cos(q)) / inertia
         thdd = (tm - 0.4 * thd - 0.25 * np.tanh(thd / 0.05) - tau_el) / 0.3
-        assert np.allclose(dyn.elastic_torque([q], [qd], [th], [thd]), tau_el, rtol=1e-13, atol=1e-12)
-        got = dyn.elastic_forward_dynamics([q], [qd], [th], [thd], [tm])
+        assert np.allclose(
+            dyn.elastic_torque(*(np.array([v]) for v in (q, qd, th, thd))), tau_el, rtol=1e-13, atol=1e-12
+        )
+        got = dyn.elastic_forward_dynamics(*(np.array([v]) for v in (q, qd, th, thd, tm)))
         assert np.allclose(got[0], qdd, rtol=1e-12, atol=1e-11) and np.allclose(got[1], thdd, rtol=1e-12, atol=1e-11)
 
 
 def test_biorob4_description() -> None:
     robot = load_robot("biorob4")
     assert robot.dof == 4 and robot.elastic and robot.convention == "dh"
-    assert abs(sum(link[0] for link in robot.links) - 4.0) < 1e-12            # a 4 kg arm
+    assert abs(sum(link[0] for link in robot.links) - 4.0) < 1e-12  # a 4 kg arm
     j4 = robot.joints[3].elastic
-    assert j4 is not None and j4.coupling == ((2, -0.5),)                     # eq. 3.10, over joint 3's pulley
-    assert all(j.elastic is not None and j.elastic.motor_encoder is not None
-               and j.elastic.motor_encoder.side == "motor" for j in robot.joints)
+    assert j4 is not None and j4.coupling == ((2, -0.5),)  # eq. 3.10, over joint 3's pulley
+    assert all(
+        j.elastic is not None and j.elastic.motor_encoder is not None and j.elastic.motor_encoder.side == "motor"
+        for j in robot.joints
+    )
 
 
 @pytest.mark.parametrize("lossless", [True, False])
@@ -78,8 +83,8 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
     path.write_text(yaml.safe_dump(doc))
     dyn = load(str(path))
     robot = load_robot(str(path))
-    k = np.array([j.elastic.stiffness for j in robot.joints])
-    im = np.array([j.elastic.motor_inertia for j in robot.joints])
+    k = np.array([e.stiffness for e in robot.drives])
+    im = np.array([e.motor_inertia for e in robot.drives])
     a = np.zeros((4, 4))
     a[3, 2] = -0.5
 
@@ -96,7 +101,7 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
     x = np.concatenate([[0.3, 0.8, -0.6, 0.4], [0.5, -0.3, 0.8, -1.0], [0.35, 0.75, -0.5, 0.2], np.zeros(4)])
     e0, h = energy(x), 2e-4
     worst, rise, last = 0.0, 0.0, e0
-    for _ in range(2500):                                           # 0.5 s, classic RK4
+    for _ in range(2500):  # 0.5 s, classic RK4
         k1 = f(x)
         k2 = f(x + h / 2 * k1)
         k3 = f(x + h / 2 * k2)
@@ -104,7 +109,7 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
         x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
         e = energy(x)
         worst, rise, last = max(worst, abs(e - e0)), max(rise, e - last), e
-    assert np.abs(x[:4] - [0.3, 0.8, -0.6, 0.4]).max() > 0.05           # it moved
+    assert np.abs(x[:4] - [0.3, 0.8, -0.6, 0.4]).max() > 0.05  # it moved
     if lossless:
         assert worst < 1e-7 * e0, (worst, e0)
     else:
@@ -112,25 +117,33 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
         assert rise < 1e-9 * e0 and last < 0.9 * e0, (rise, last, e0)
 
 
-@pytest.mark.parametrize("edit,field", [
-    (lambda d: d["joints"][1].pop("elastic"), "joints[1]"),
-    (lambda d: d["joints"][0]["elastic"].update(stiffness=0), "stiffness"),
-    (lambda d: d["joints"][0]["elastic"].update(motor_inertia=-1), "motor_inertia"),
-    (lambda d: d["joints"][2]["elastic"].update(damping=-0.1), "damping"),
-    (lambda d: d["joints"][3]["elastic"].update(coupling={"nope": 0.5}), "coupling"),
-    (lambda d: d["joints"][3]["elastic"].update(coupling={"j4": 0.5}), "coupling"),
-    (lambda d: d["joints"][0]["elastic"].update(spring=3), "spring"),
-    (lambda d: d["joints"][0]["elastic"]["motor_encoder"].update(side="link"), "motor_encoder"),
-    (lambda d: d["joints"][3]["elastic"].update(coupling={"j3": -0.5, "J3": 0.2}), "coupling"),
-    (lambda d: (d["joints"][3]["elastic"].update(coupling={"j3": -2.0}),
-                d["joints"][2]["elastic"].update(coupling={"j4": -0.5})), "coupling"),
-    (lambda d: d["joints"][0].update(IA=0.01), "IA"),
-    (lambda d: d["joints"][0]["encoder"].update(side="motor"), "encoder"),
-    (lambda d: d["joints"][1].update(torque_constant=-0.03), "torque_constant"),
-    (lambda d: d["joints"][1].update(torque_constant=0), "torque_constant"),
-    (lambda d: d["joints"][1].update(torque_constant="strong"), "torque_constant"),
-])
-def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "edit,field",
+    [
+        (lambda d: d["joints"][1].pop("elastic"), "joints[1]"),
+        (lambda d: d["joints"][0]["elastic"].update(stiffness=0), "stiffness"),
+        (lambda d: d["joints"][0]["elastic"].update(motor_inertia=-1), "motor_inertia"),
+        (lambda d: d["joints"][2]["elastic"].update(damping=-0.1), "damping"),
+        (lambda d: d["joints"][3]["elastic"].update(coupling={"nope": 0.5}), "coupling"),
+        (lambda d: d["joints"][3]["elastic"].update(coupling={"j4": 0.5}), "coupling"),
+        (lambda d: d["joints"][0]["elastic"].update(spring=3), "spring"),
+        (lambda d: d["joints"][0]["elastic"]["motor_encoder"].update(side="link"), "motor_encoder"),
+        (lambda d: d["joints"][3]["elastic"].update(coupling={"j3": -0.5, "J3": 0.2}), "coupling"),
+        (
+            lambda d: (
+                d["joints"][3]["elastic"].update(coupling={"j3": -2.0}),
+                d["joints"][2]["elastic"].update(coupling={"j4": -0.5}),
+            ),
+            "coupling",
+        ),
+        (lambda d: d["joints"][0].update(IA=0.01), "IA"),
+        (lambda d: d["joints"][0]["encoder"].update(side="motor"), "encoder"),
+        (lambda d: d["joints"][1].update(torque_constant=-0.03), "torque_constant"),
+        (lambda d: d["joints"][1].update(torque_constant=0), "torque_constant"),
+        (lambda d: d["joints"][1].update(torque_constant="strong"), "torque_constant"),
+    ],
+)
+def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Path) -> None:
     doc = yaml.safe_load((ROOT / "robots" / "biorob4.yaml").read_text())
     edit(doc)
     path = tmp_path / "bad.yaml"
@@ -138,8 +151,9 @@ def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Pat
     with pytest.raises(DescriptionError) as err:
         load_robot(str(path))
     assert str(path) in str(err.value) and field in str(err.value)
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "info", str(path)], capture_output=True,
-                       text=True, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "info", str(path)], capture_output=True, text=True, cwd=ROOT
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
@@ -157,7 +171,7 @@ def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
     out = rt.step(rt.encoder_counts(q)[0], motor_counts=rt.encoder_counts(theta)[1])
     assert np.all(np.abs(out["q"] - q) <= 2 * np.pi / 16384)
     assert np.all(np.abs(out["theta"] - theta) <= 2 * np.pi / (2048 * 100))
-    assert np.abs(out["theta"] - out["q"]).max() > 10 * 2 * np.pi / 16384       # the spring's deflection shows
+    assert np.abs(out["theta"] - out["q"]).max() > 10 * 2 * np.pi / 16384  # the spring's deflection shows
     assert np.all(load_rt("planar2").config["enc.motor_cpr"] == 0)
 
 
@@ -167,7 +181,7 @@ def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:
     deflection (with joint 4's coupling to joint 3) and tanh(thetad / v)."""
     dyn = load("biorob4")
     robot = load_robot("biorob4")
-    drives = [j.elastic for j in robot.joints]
+    drives = robot.drives
     theta_m = np.concatenate([[e.damping, e.motor_viscous, e.stiffness, e.motor_coulomb] for e in drives])
     im = np.array([e.motor_inertia for e in drives])
     rng = np.random.default_rng(11)
@@ -178,4 +192,4 @@ def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:
         assert np.allclose(y @ theta_m, tm - im * thdd, rtol=1e-12, atol=1e-12)
         defl4 = th[3] - q[3] + 0.5 * q[2]
         assert np.allclose(y[3, 12:16], [thd[3] - qd[3] + 0.5 * qd[2], thd[3], defl4, np.tanh(thd[3] / 0.01)])
-        assert np.all(y[0, 4:] == 0) and np.all(y[3, :12] == 0)            # block diagonal
+        assert np.all(y[0, 4:] == 0) and np.all(y[3, :12] == 0)  # block diagonal

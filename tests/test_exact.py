@@ -40,10 +40,17 @@ def test_inverse_norm_and_cross_are_correctly_rounded() -> None:
         want = float(mpmath.sqrt(sum(mpmath.mpf(float(x)) ** 2 for x in v)))
     assert exact.norm(v) == want
     x, y = np.array([0.1, 0.7, -1.3]), np.array([2.0, -0.3, 0.9])
-    assert np.array_equal(exact.cross(x, y), np.array([_correctly_rounded(sp.Rational(float(p)) * sp.Rational(float(q))
-                                                                          - sp.Rational(float(r)) * sp.Rational(float(s)))
-                                                       for p, q, r, s in ((x[1], y[2], x[2], y[1]), (x[2], y[0], x[0], y[2]),
-                                                                          (x[0], y[1], x[1], y[0]))]))
+    assert np.array_equal(
+        exact.cross(x, y),
+        np.array(
+            [
+                _correctly_rounded(
+                    sp.Rational(float(p)) * sp.Rational(float(q)) - sp.Rational(float(r)) * sp.Rational(float(s))
+                )
+                for p, q, r, s in ((x[1], y[2], x[2], y[1]), (x[2], y[0], x[0], y[2]), (x[0], y[1], x[1], y[0]))
+            ]
+        ),
+    )
 
 
 @pytest.mark.parametrize("t", [0.1, 1.0, np.pi / 3, 2.5, -7.25, 1e-8, 100.0])
@@ -57,9 +64,16 @@ def test_solve_consistent_recovers_an_exact_relation() -> None:
     """An overdetermined system with an exact solution: rows of random states, b = a x for rational x."""
     rng = np.random.default_rng(1)
     a = rng.uniform(-1, 1, (9, 4))
-    x = np.array([[Fraction(1, 3), Fraction(-2, 7)], [Fraction(5, 2), Fraction(0)], [Fraction(-1), Fraction(3, 11)],
-                  [Fraction(1, 8), Fraction(9, 5)]], dtype=object)
-    b = exact._mm(exact.rational(a), x)                       # exact right-hand sides
+    x = np.array(
+        [
+            [Fraction(1, 3), Fraction(-2, 7)],
+            [Fraction(5, 2), Fraction(0)],
+            [Fraction(-1), Fraction(3, 11)],
+            [Fraction(1, 8), Fraction(9, 5)],
+        ],
+        dtype=object,
+    )
+    b = exact._mm(exact.rational(a), x)  # exact right-hand sides
     got = exact.rounded(exact.solve_consistent(exact.rational(a), b))
     assert np.array_equal(got, exact.rounded(x))
     with pytest.raises(ZeroDivisionError):
@@ -68,13 +82,17 @@ def test_solve_consistent_recovers_an_exact_relation() -> None:
 
 def test_mpfunction_agrees_with_casadi_and_refuses_what_it_cannot_evaluate() -> None:
     x = cs.SX.sym("x", 3)
-    expr = cs.vertcat(cs.sin(x[0]) * x[1] ** 2 - cs.cos(x[2]) / x[1], cs.tanh(x[2]) + cs.sqrt(x[1]),
-                      cs.fmax(x[0], x[2]) * cs.exp(x[0]) + cs.atan2(x[1], x[0]), cs.fabs(-x[2]) * 2)
+    expr = cs.vertcat(
+        cs.sin(x[0]) * x[1] ** 2 - cs.cos(x[2]) / x[1],
+        cs.tanh(x[2]) + cs.sqrt(x[1]),
+        cs.fmax(x[0], x[2]) * cs.exp(x[0]) + cs.atan2(x[1], x[0]),
+        cs.fabs(-x[2]) * 2,
+    )
     f = cs.Function("f", [x], [expr])
     value = [0.3, 1.7, -0.4]
     got = exact.from_mp(exact.MpFunction(f)(value)[0]).ravel()
     want = np.array(f(value)).ravel()
-    assert np.allclose(got, want, rtol=1e-14, atol=0)          # CasADi's double evaluation: a few ulp
+    assert np.allclose(got, want, rtol=1e-14, atol=0)  # CasADi's double evaluation: a few ulp
     with pytest.raises(ValueError, match="input 0 has 2 values"):
         exact.MpFunction(f)([1.0, 2.0])
     y = cs.SX.sym("y")

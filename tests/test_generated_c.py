@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,22 @@ ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ["kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2", "biorob4"]
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
-DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "atan2", "sincos", "fmin", "fmax", "floor"}
+DOUBLE_MATH = {
+    "sin",
+    "cos",
+    "tan",
+    "sqrt",
+    "tanh",
+    "exp",
+    "log",
+    "pow",
+    "fabs",
+    "atan2",
+    "sincos",
+    "fmin",
+    "fmax",
+    "floor",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,21 +45,23 @@ def float_iiwa(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def compile_folder(cc: str, folder: Path, out: Path, extra: list[str] = ()) -> list[Path]:
+def compile_folder(cc: str, folder: Path, out: Path, extra: Sequence[str] = ()) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     objs = []
     for src in sorted(folder.glob("*.c")):
         obj = out / (src.stem + ".o")
-        r = subprocess.run([cc, *STRICT, *extra, "-c", str(src), "-o", str(obj)], cwd=out,
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, *STRICT, *extra, "-c", str(src), "-o", str(obj)], cwd=out, capture_output=True, text=True
+        )
         assert r.returncode == 0, f"{cc} {src.name}:\n{r.stderr}"
         objs.append(obj)
     return objs
 
 
 def symbols(nm: str, obj: Path, undefined: bool) -> dict[str, str]:
-    r = subprocess.run([nm, "-u" if undefined else "--defined-only", str(obj)], capture_output=True,
-                       text=True, check=True)
+    r = subprocess.run(
+        [nm, "-u" if undefined else "--defined-only", str(obj)], capture_output=True, text=True, check=True
+    )
     out = {}
     for line in r.stdout.splitlines():
         parts = line.split()
@@ -58,7 +76,7 @@ def test_strict_c99_no_heap_no_mutable_globals(cc: str, name: str, tmp_path: Pat
     require_tool(cc)
     nm = require_tool("nm")
     objs = compile_folder(cc, ROOT / "generated" / name, tmp_path)
-    ours = set().union(*(symbols(nm, obj, undefined=False) for obj in objs))   # defined in the folder
+    ours = set().union(*(symbols(nm, obj, undefined=False) for obj in objs))  # defined in the folder
     for obj in objs:
         undefined = set(symbols(nm, obj, undefined=True))
         assert not undefined & HEAP, f"{obj.name} uses the heap: {undefined & HEAP}"
@@ -73,11 +91,10 @@ def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
     """-fstack-usage: every function's frame has a compile-time bound (no VLA, no alloca); the call graph
     (-fcallgraph-info) has no cycle."""
     require_tool("gcc")
-    compile_folder("gcc", ROOT / "generated" / "kuka_iiwa14", tmp_path,
-                   ["-fstack-usage", "-fcallgraph-info"])
+    compile_folder("gcc", ROOT / "generated" / "kuka_iiwa14", tmp_path, ["-fstack-usage", "-fcallgraph-info"])
     su = (tmp_path / "kuka_iiwa14_dynamics.su").read_text().splitlines()
     su += (tmp_path / "kuka_iiwa14_rt.su").read_text().splitlines()
-    assert len(su) >= 20          # the .su files were read (static inline helpers add no entries)
+    assert len(su) >= 20  # the .su files were read (static inline helpers add no entries)
     step = [line for line in su if "kuka_iiwa14_rt_step" in line]
     print("stack of kuka_iiwa14_rt_step:", step)
     assert step
@@ -97,6 +114,7 @@ def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
             if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
                 return True
         return False
+
     assert edges, "no call graph read"
     assert not [f for f in edges if reaches(f, f, {f})]
 
@@ -139,8 +157,9 @@ def test_generated_folder_builds_alone_with_make_and_cmake(tmp_path: Path) -> No
     assert (folder / "libplanar2.a").is_file()
     cmake = require_tool("cmake")
     build = tmp_path / "cmake-build"
-    subprocess.run([cmake, "-S", str(ROOT / "generated" / "planar2"), "-B", str(build)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [cmake, "-S", str(ROOT / "generated" / "planar2"), "-B", str(build)], check=True, capture_output=True
+    )
     subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
     assert list(build.glob("libplanar2.a"))
 
@@ -165,8 +184,11 @@ def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, pr
     from codegen.blocks.options import RtOptions, parse_estimator
 
     folder = tmp_path / "gen"
-    generate(load_robot("kuka_iiwa14"), precision,  # type: ignore[arg-type]
-             RtOptions(estimator=parse_estimator("kalman"), observer=observer)).write(folder)
+    generate(
+        load_robot("kuka_iiwa14"),
+        precision,  # type: ignore[arg-type]
+        RtOptions(estimator=parse_estimator("kalman"), observer=observer),
+    ).write(folder)
     assert_strict_and_heap_free(folder, precision, tmp_path)
 
 

@@ -25,8 +25,26 @@ CORPUS = Path(__file__).parent / "corpus"
 CASES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".yaml", ".urdf"))
 BASE_URDF = CORPUS / "ok" / "corpus_arm.urdf"
 # what generated objects may call: C99 <math.h> (both precisions) and nothing else
-LIBM = {f + s for f in ("sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "atan2", "floor",
-                        "fmin", "fmax", "sincos") for s in ("", "f")} | {"memset", "memcpy"}  # gcc: fused sin+cos, block copies
+LIBM = {
+    f + s
+    for f in (
+        "sin",
+        "cos",
+        "tan",
+        "sqrt",
+        "tanh",
+        "exp",
+        "log",
+        "pow",
+        "fabs",
+        "atan2",
+        "floor",
+        "fmin",
+        "fmax",
+        "sincos",
+    )
+    for s in ("", "f")
+} | {"memset", "memcpy"}  # gcc: fused sin+cos, block copies
 
 
 def expectation(path: Path) -> tuple[str, str]:
@@ -66,8 +84,9 @@ def test_the_corpus_base_is_valid(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
-def test_corpus_file_is_refused_with_one_clear_message(path: Path, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_corpus_file_is_refused_with_one_clear_message(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     field, fragment = expectation(path)
     line = refused(capsys, arguments(path, tmp_path / "out"), tmp_path / "out")
     assert str(path) in line, line
@@ -77,8 +96,11 @@ def test_corpus_file_is_refused_with_one_clear_message(path: Path, tmp_path: Pat
 def test_yaml_tags_never_construct_objects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A python/object tag that would run a command (unsafe loaders) is refused and never runs."""
     marker = tmp_path / "pwned"
-    text = (CORPUS / "ok" / "corpus_arm.yaml").read_text().replace(
-        "mass: 1.0", f'mass: !!python/object/apply:os.system ["touch {marker}"]', 1)
+    text = (
+        (CORPUS / "ok" / "corpus_arm.yaml")
+        .read_text()
+        .replace("mass: 1.0", f'mass: !!python/object/apply:os.system ["touch {marker}"]', 1)
+    )
     path = tmp_path / "tagged.yaml"
     path.write_text(text)
     line = refused(capsys, ["info", str(path)], tmp_path / "out")
@@ -90,8 +112,10 @@ def test_urdf_external_entity_is_never_read(tmp_path: Path, capsys: pytest.Captu
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     path = tmp_path / "xxe.urdf"
-    path.write_text(f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY s SYSTEM "file://{secret}">]>\n'
-                    '<robot name="x"><link name="&s;"/></robot>\n')
+    path.write_text(
+        f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY s SYSTEM "file://{secret}">]>\n'
+        '<robot name="x"><link name="&s;"/></robot>\n'
+    )
     line = refused(capsys, ["info", str(path)], tmp_path / "out")
     assert "entity" in line and "TOP-SECRET" not in line
 
@@ -101,14 +125,14 @@ def huge_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
     base = (CORPUS / "ok" / "corpus_arm.yaml").read_text()
     out: dict[str, tuple[Path, str]] = {}
     big = tmp / "huge.yaml"
-    with big.open("w") as f:   # a valid head and 40 MB of comment: refused before it is parsed
+    with big.open("w") as f:  # a valid head and 40 MB of comment: refused before it is parsed
         f.write(base)
-        f.truncate(40 * 2 ** 20)
+        f.truncate(40 * 2**20)
     out["huge_yaml"] = (big, "MiB")
     big_urdf = tmp / "huge.urdf"
     with big_urdf.open("w") as f:
         f.write(BASE_URDF.read_text())
-        f.truncate(40 * 2 ** 20)
+        f.truncate(40 * 2**20)
     out["huge_urdf"] = (big_urdf, "MiB")
     deep = tmp / "deep.yaml"
     deep.write_text("name: deep\njoints: " + "[" * 100_000 + "]" * 100_000 + "\n")
@@ -123,14 +147,16 @@ def huge_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
     out["yaml_alias_bomb"] = (alias, "aliases")
     joint = base.split("joints:\n", 1)[1].split("  - name: j2", 1)[0]
     many = tmp / "many_joints.yaml"
-    many.write_text(base.split("joints:\n", 1)[0] + "joints:\n"
-                    + "".join(joint.replace("name: j1", f"name: j{i}") for i in range(1000)))
+    many.write_text(
+        base.split("joints:\n", 1)[0]
+        + "joints:\n"
+        + "".join(joint.replace("name: j1", f"name: j{i}") for i in range(1000))
+    )
     out["thousand_joints"] = (many, "joints")
     deep_xml = tmp / "deep.urdf"
-    deep_xml.write_text('<?xml version="1.0"?>\n<robot name="x">' + "<a>" * 100_000 + "</a>" * 100_000
-                        + "</robot>\n")
+    deep_xml.write_text('<?xml version="1.0"?>\n<robot name="x">' + "<a>" * 100_000 + "</a>" * 100_000 + "</robot>\n")
     out["deeply_nested_urdf"] = (deep_xml, "URDF")
-    device = tmp / "zero.yaml"        # stat() says 0 bytes; reading would never end
+    device = tmp / "zero.yaml"  # stat() says 0 bytes; reading would never end
     device.symlink_to("/dev/zero")
     out["device_file"] = (device, "not a regular file")
     fifo = tmp / "fifo.urdf"
@@ -149,8 +175,13 @@ def test_console_entry_point_has_no_traceback(tmp_path: Path) -> None:
     """The installed `manipgen` in a fresh interpreter: exit code 2, one line, for a few cases."""
     exe = Path(sys.executable).with_name("manipgen")
     for name in ("python_object_tag.yaml", "entity_expansion.urdf", "non_utf8.yaml"):
-        res = subprocess.run([str(exe), "info", str(CORPUS / name)], capture_output=True, text=True,
-                             timeout=120, env={**os.environ, "PYTHONWARNINGS": "error"})
+        res = subprocess.run(
+            [str(exe), "info", str(CORPUS / name)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONWARNINGS": "error"},
+        )
         assert res.returncode == 2 and res.stdout == "", (name, res)
         assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
 
@@ -167,8 +198,10 @@ def test_hostile_names_become_safe_c(name: str, tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     prefix = json.loads((out / "manifest.json").read_text())["robot"]
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,31}", prefix), prefix
-    ours = {c for f in (CORPUS.parent.parent / "generated" / "planar2").iterdir() for c in f.read_text() if ord(c) > 127}
-    for f in out.iterdir():   # the only non-ASCII is our own documentation's (the section sign)
+    ours = {
+        c for f in (CORPUS.parent.parent / "generated" / "planar2").iterdir() for c in f.read_text() if ord(c) > 127
+    }
+    for f in out.iterdir():  # the only non-ASCII is our own documentation's (the section sign)
         assert {c for c in f.read_text() if ord(c) > 127} <= ours, f.name
     nm = require_tool("nm")
     for cc in ("gcc", "clang"):
@@ -179,6 +212,7 @@ def test_hostile_names_become_safe_c(name: str, tmp_path: Path, capsys: pytest.C
             called = {s for s in symbols(nm, obj, undefined=True) if not s.startswith(prefix + "_")}
             assert called <= LIBM, (obj.name, called - LIBM)
     for src in out.glob("*.c"):
-        pre = subprocess.run(["gcc", "-std=c99", "-E", "-P", str(src)], capture_output=True, text=True,
-                             check=True, cwd=out).stdout
+        pre = subprocess.run(
+            ["gcc", "-std=c99", "-E", "-P", str(src)], capture_output=True, text=True, check=True, cwd=out
+        ).stdout
         assert not re.search(r"\b(injected_marker|injected_macro|system|main|FOO)\b", pre), src.name

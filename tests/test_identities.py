@@ -24,12 +24,24 @@ def rel(a: np.ndarray, b: np.ndarray) -> float:
 @pytest.mark.parametrize("name", ROBOTS)
 def test_identities(name: str) -> None:
     dyn = load(name)
-    worst = dict.fromkeys(["Y_b beta = rnea", "M symmetric", "fdyn(rnea) = qdd", "Mdot - 2C skew",
-                           "param form = const form", "C qd = coriolis", "rnea = M qdd + n"], 0.0)
+    worst = dict.fromkeys(
+        [
+            "Y_b beta = rnea",
+            "M symmetric",
+            "fdyn(rnea) = qdd",
+            "Mdot - 2C skew",
+            "param form = const form",
+            "C qd = coriolis",
+            "rnea = M qdd + n",
+        ],
+        0.0,
+    )
     for q, qd, qdd in states(dyn.dof, 300, 5):
         tau = dyn.rnea(q, qd, qdd)
         m = dyn.mass_matrix(q)
-        worst["Y_b beta = rnea"] = max(worst["Y_b beta = rnea"], rel(dyn.regressor(q, qd, qdd) @ dyn.base_parameters, tau))
+        worst["Y_b beta = rnea"] = max(
+            worst["Y_b beta = rnea"], rel(dyn.regressor(q, qd, qdd) @ dyn.base_parameters, tau)
+        )
         worst["M symmetric"] = max(worst["M symmetric"], rel(m, m.T))
         assert np.linalg.eigvalsh(m).min() > 0, "M not positive definite"
         worst["fdyn(rnea) = qdd"] = max(worst["fdyn(rnea) = qdd"], rel(dyn.forward_dynamics(q, qd, tau), qdd))
@@ -40,8 +52,13 @@ def test_identities(name: str) -> None:
         mdot = (dyn.mass_matrix(q + h * qd) - dyn.mass_matrix(q - h * qd)) / (2 * h)
         s = mdot - 2 * c
         worst["Mdot - 2C skew"] = max(worst["Mdot - 2C skew"], float(np.linalg.norm(s + s.T) / np.linalg.norm(mdot)))
-        for fn, args in (("rnea", (q, qd, qdd)), ("mass_matrix", (q,)), ("gravity", (q,)),
-                         ("coriolis", (q, qd)), ("friction", (qd,))):
+        for fn, args in (
+            ("rnea", (q, qd, qdd)),
+            ("mass_matrix", (q,)),
+            ("gravity", (q,)),
+            ("coriolis", (q, qd)),
+            ("friction", (qd,)),
+        ):
             a = getattr(dyn, fn)(*args)
             b = getattr(dyn, fn)(*args, params=dyn.standard_parameters)
             worst["param form = const form"] = max(worst["param form = const form"], rel(b, a))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.outputs import RECORD, OverwriteError, overwriting, read_record, write_file, write_files
+from codegen.outputs import RECORD, OverwriteError, overwriting, read_record, write_files
 from host_tools.cli import main
 
 OLD = {"a.c": "int a;\n", "b.h": "/* b */\n", "c.txt": "c\n"}
@@ -33,7 +33,7 @@ def test_write_records_ownership_and_identical_rewrite_is_a_no_op(tmp_path: Path
     for p in tmp_path.iterdir():
         os.utime(p, (past, past))
     assert write_files(tmp_path, OLD) == []
-    assert all(p.stat().st_mtime == past for p in tmp_path.iterdir())   # not even the record
+    assert all(p.stat().st_mtime == past for p in tmp_path.iterdir())  # not even the record
     assert write_files(tmp_path, NEW) == ["a.c", "b.h", "d.json"]
     assert contents(tmp_path) == NEW
     assert (tmp_path / "c.txt").stat().st_mtime == past
@@ -43,7 +43,7 @@ def test_foreign_or_edited_files_need_force(tmp_path: Path) -> None:
     (tmp_path / "b.h").write_text("the user's own header\n")
     with pytest.raises(OverwriteError, match=r"would overwrite b\.h, not written by manipgen.*--force"):
         write_files(tmp_path, OLD)
-    assert contents(tmp_path) == {"b.h": "the user's own header\n"}   # nothing else was written either
+    assert contents(tmp_path) == {"b.h": "the user's own header\n"}  # nothing else was written either
     with overwriting(True):
         write_files(tmp_path, OLD)
     assert contents(tmp_path) == OLD
@@ -51,7 +51,7 @@ def test_foreign_or_edited_files_need_force(tmp_path: Path) -> None:
     with pytest.raises(OverwriteError, match=r"a\.c"):
         write_files(tmp_path, NEW)
     assert (tmp_path / "a.c").read_text() == "int a; /* edited by hand */\n"
-    (tmp_path / "a.c").write_text(OLD["a.c"])   # edited back to what manipgen wrote: its own again
+    (tmp_path / "a.c").write_text(OLD["a.c"])  # edited back to what manipgen wrote: its own again
     write_files(tmp_path, NEW)
     assert contents(tmp_path) == NEW
 
@@ -62,7 +62,7 @@ def test_prune_removes_only_unedited_own_files(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("the user's notes\n")
     write_files(tmp_path, NEW, prune=True)
     assert contents(tmp_path) == {**NEW, "README.md": "the user's notes\n", "edited.c": "the user changed it\n"}
-    assert set(read_record(tmp_path)) == set(NEW)   # the edited file is the user's now
+    assert set(read_record(tmp_path)) == set(NEW)  # the edited file is the user's now
 
 
 def test_a_crafted_record_cannot_reach_outside_the_folder(tmp_path: Path) -> None:
@@ -101,8 +101,9 @@ def test_a_folder_or_a_file_in_the_way(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stop_at", range(11))
-def test_interrupted_write_leaves_whole_files_that_stay_manipgens(stop_at: int, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_write_leaves_whole_files_that_stay_manipgens(
+    stop_at: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C at every rename and every temporary-file creation of a folder update: each file is
     its old or its new version, no temporary file is left, and the next run (without --force)
     completes the update."""
@@ -110,12 +111,13 @@ def test_interrupted_write_leaves_whole_files_that_stay_manipgens(stop_at: int, 
     calls = {"n": 0}
     real_replace, real_mkstemp = os.replace, __import__("tempfile").mkstemp
 
-    def counted(real):  # type: ignore[no-untyped-def]
-        def fn(*a, **k):  # type: ignore[no-untyped-def]
+    def counted(real):
+        def fn(*a, **k):
             calls["n"] += 1
             if calls["n"] == stop_at + 1:
                 raise KeyboardInterrupt
             return real(*a, **k)
+
         return fn
 
     monkeypatch.setattr(os, "replace", counted(real_replace))
@@ -155,9 +157,17 @@ def test_cli_refuses_to_overwrite_user_files(tmp_path: Path, capsys: pytest.Capt
 def test_logs_and_configs_are_owned_outputs(tmp_path: Path) -> None:
     from host_tools.logs import Log
 
-    log = Log(robot="planar2", sample_period=1e-3, time=np.arange(3) * 1e-3, counts=np.zeros((3, 2), np.int64),
-              valid=np.ones((3, 2), bool), tau=np.zeros((3, 2)), q_des=np.zeros((3, 2)), qd_des=np.zeros((3, 2)),
-              qdd_des=np.zeros((3, 2)))
+    log = Log(
+        robot="planar2",
+        sample_period=1e-3,
+        time=np.arange(3) * 1e-3,
+        counts=np.zeros((3, 2), np.int64),
+        valid=np.ones((3, 2), bool),
+        tau=np.zeros((3, 2)),
+        q_des=np.zeros((3, 2)),
+        qd_des=np.zeros((3, 2)),
+        qdd_des=np.zeros((3, 2)),
+    )
     path = tmp_path / "run.npz"
     path.write_bytes(b"someone else's data")
     with pytest.raises(OverwriteError):
@@ -166,7 +176,7 @@ def test_logs_and_configs_are_owned_outputs(tmp_path: Path) -> None:
     path.unlink()
     log.save(path)
     assert Log.load(path).robot == "planar2"
-    log.save(path)   # its own file: rewriting is allowed
+    log.save(path)  # its own file: rewriting is allowed
 
 
 def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
@@ -183,19 +193,23 @@ def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
     interrupted = 0
     for k, delay in enumerate(np.linspace(0.2, 2.0, 10)):
         precision = ("double", "float")[k % 2]
-        proc = subprocess.Popen([str(exe), "generate", "planar2", "--precision", precision, "--out", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(exe), "generate", "planar2", "--precision", precision, "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(float(delay))
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         if proc.returncode == 130:
             interrupted += 1
             assert err.strip() == "manipgen: interrupted", err
-        else:   # 0: it finished first; 1 or -SIGINT: the interpreter's own start-up or shutdown
+        else:  # 0: it finished first; 1 or -SIGINT: the interpreter's own start-up or shutdown
             assert proc.returncode in (0, 1, -signal.SIGINT), err
         if out.exists():
             for name, text in contents(out).items():
                 assert any(text == v.get(name) for v in versions), name
             assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
     assert interrupted >= 2
-    assert main(["generate", "planar2", "--out", str(out)]) == 0   # no --force needed afterwards
+    assert main(["generate", "planar2", "--out", str(out)]) == 0  # no --force needed afterwards

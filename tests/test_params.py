@@ -16,8 +16,9 @@ from codegen.params import base_parameters
 def full_regressor(dyn: Dynamics, rng: np.random.Generator, n: int) -> np.ndarray:
     """Independent sampling (another seed, other distributions than params.py uses)."""
     f = cs.Function("Y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor()])
-    rows = [np.array(f(rng.uniform(-3, 3, dyn.n), rng.uniform(-2, 2, dyn.n), rng.uniform(-5, 5, dyn.n)))
-            for _ in range(n)]
+    rows = [
+        np.array(f(rng.uniform(-3, 3, dyn.n), rng.uniform(-2, 2, dyn.n), rng.uniform(-5, 5, dyn.n))) for _ in range(n)
+    ]
     return np.vstack(rows)
 
 
@@ -36,8 +37,8 @@ def test_base_count_is_the_rank_and_regrouping_is_exact(name: str) -> None:
     assert np.abs(yb @ base.k - w).max() <= 1e-9 * np.abs(w).max()
     # inertial first, then joint parameters
     kinds = [n.rstrip("R").rstrip("0123456789") for n in base.names]
-    assert all(k not in ("IA", "FV", "FC", "FO") for k in kinds[:base.n_inertial])
-    assert all(k in ("IA", "FV", "FC", "FO") for k in kinds[base.n_inertial:])
+    assert all(k not in ("IA", "FV", "FC", "FO") for k in kinds[: base.n_inertial])
+    assert all(k in ("IA", "FV", "FC", "FO") for k in kinds[base.n_inertial :])
 
 
 def test_iiwa_has_seed_004s_57_base_parameters_and_62_with_rotor_inertia() -> None:
@@ -66,6 +67,6 @@ def test_planar2_base_parameters_in_closed_form() -> None:
     beta = dict(zip(base.names, base.k @ robot.standard_parameters()))
     m2, l1, lc1, m1 = 1.5, 1.0, 0.5, 2.0
     assert beta["MX1R"] == pytest.approx(m1 * lc1 + l1 * m2)
-    zz1 = m1 / 12 + m1 * lc1 ** 2
-    assert beta["ZZ1R"] == pytest.approx(zz1 + 0.01 + l1 ** 2 * m2)
+    zz1 = m1 / 12 + m1 * lc1**2
+    assert beta["ZZ1R"] == pytest.approx(zz1 + 0.01 + l1**2 * m2)
     assert base.n_base == 11

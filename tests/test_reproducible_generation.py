@@ -27,9 +27,12 @@ PEERS = ROOT / "tests" / "peers" / "data"
 
 BACKENDS = {
     "native": {"OPENBLAS_NUM_THREADS": "2"},
-    "old_cpu": {"OPENBLAS_CORETYPE": "Prescott", "OPENBLAS_NUM_THREADS": "1",
-                "NPY_DISABLE_CPU_FEATURES": "X86_V4 X86_V3 AVX512_ICL AVX512_SPR",
-                "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F"},
+    "old_cpu": {
+        "OPENBLAS_CORETYPE": "Prescott",
+        "OPENBLAS_NUM_THREADS": "1",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 X86_V3 AVX512_ICL AVX512_SPR",
+        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX512F",
+    },
 }
 
 # Generated under each back-end: the bundled robots as committed, the iiwa in float (literals
@@ -50,7 +53,7 @@ print(json.dumps(out))
 """
 
 
-Spec = tuple[str, str, str | None, str, str, str]   # source, precision, tip link, estimator, observer, controller
+Spec = tuple[str, str, str | None, str, str, str]  # source, precision, tip link, estimator, observer, controller
 
 
 def _specs() -> dict[str, Spec]:
@@ -69,8 +72,14 @@ def _specs() -> dict[str, Spec]:
 def _run(backend: dict[str, str]) -> dict[str, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS_", "NPY_", "GLIBC_TUNABLES"))}
     env.update(backend)
-    res = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(_specs())], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(_specs())],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     result: dict[str, dict[str, str]] = json.loads(res.stdout)
     return result
@@ -80,8 +89,7 @@ def test_generation_is_byte_identical_under_two_numerical_backends() -> None:
     with ThreadPoolExecutor(2) as pool:
         native, old_cpu = pool.map(_run, BACKENDS.values())
     assert set(native) == set(_specs())
-    differing = {key: sorted(n for n in native[key] if native[key][n] != old_cpu[key].get(n))
-                 for key in native}
+    differing = {key: sorted(n for n in native[key] if native[key][n] != old_cpu[key].get(n)) for key in native}
     assert not any(differing.values()), f"files that depend on the numerical back-end: {differing}"
 
 

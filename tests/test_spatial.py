@@ -21,10 +21,15 @@ def body(mass: float, com: tuple[float, float, float], d: tuple[float, float, fl
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(0.1, 10), st.tuples(lengths, lengths, lengths),
-       st.tuples(st.floats(0.01, 1), st.floats(0.01, 1), st.floats(0.01, 1)),
-       st.tuples(angles, angles, angles), st.tuples(lengths, lengths, lengths),
-       st.tuples(angles, angles, angles), st.tuples(lengths, lengths, lengths))
+@given(
+    st.floats(0.1, 10),
+    st.tuples(lengths, lengths, lengths),
+    st.tuples(st.floats(0.01, 1), st.floats(0.01, 1), st.floats(0.01, 1)),
+    st.tuples(angles, angles, angles),
+    st.tuples(lengths, lengths, lengths),
+    st.tuples(angles, angles, angles),
+    st.tuples(lengths, lengths, lengths),
+)
 def test_transform_inertial_composes_and_inverts(m, com, d, r1, p1, r2, p2) -> None:
     p = body(m, com, d)
     t1, t2 = pose(r1, p1), pose(r2, p2)
@@ -46,8 +51,11 @@ def point_masses_inertia(masses: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.floats(0.1, 2), lengths, lengths, lengths), min_size=1, max_size=5),
-       st.tuples(angles, angles, angles), st.tuples(lengths, lengths, lengths))
+@given(
+    st.lists(st.tuples(st.floats(0.1, 2), lengths, lengths, lengths), min_size=1, max_size=5),
+    st.tuples(angles, angles, angles),
+    st.tuples(lengths, lengths, lengths),
+)
 def test_transform_inertial_matches_point_masses(points, r, p) -> None:
     masses = np.array([q[0] for q in points])
     xyz = np.array([q[1:] for q in points])
@@ -58,8 +66,10 @@ def test_transform_inertial_matches_point_masses(points, r, p) -> None:
     assert np.allclose(spatial.transform_inertial(params_b, t), expected, atol=1e-10)
 
 
-@given(st.sampled_from([(0, 0, 1), (0, 0, -1), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0)])
-       | st.tuples(lengths, lengths, lengths).filter(lambda v: np.linalg.norm(v) > 0.1))
+@given(
+    st.sampled_from([(0, 0, 1), (0, 0, -1), (1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0)])
+    | st.tuples(lengths, lengths, lengths).filter(lambda v: np.linalg.norm(v) > 0.1)
+)
 def test_z_to_axis(axis) -> None:
     a = np.array(axis, dtype=float)
     r = spatial.z_to_axis(a)

@@ -22,8 +22,13 @@ from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = sorted(p.name for p in (ROOT / "generated").iterdir() if p.is_dir())
-CPPCHECK = ["--enable=warning,style,performance,portability", "--std=c99", "--error-exitcode=1", "--inline-suppr",
-            "--quiet"]
+CPPCHECK = [
+    "--enable=warning,style,performance,portability",
+    "--std=c99",
+    "--error-exitcode=1",
+    "--inline-suppr",
+    "--quiet",
+]
 # clang-tidy: the analyzer (null dereferences, uninitialised reads, division by zero, dead stores),
 # the compiler's own warnings under CFLAGS below, and the bug-prone, CERT, misc,
 # performance, portability and readability families. Left out, as noise for generated numeric C:
@@ -37,26 +42,52 @@ CPPCHECK = ["--enable=warning,style,performance,portability", "--std=c99", "--er
 #   kernels and the RT step are long by construction; their source is the generator;
 # - readability-uppercase-literal-suffix: 1u and 0.5f are unambiguous; the ambiguous lowercase l
 #   stays checked by cert-dcl16-c.
-CLANG_TIDY_CHECKS = ",".join([
-    "-*", "clang-diagnostic-*", "clang-analyzer-*", "bugprone-*", "cert-*", "misc-*", "performance-*",
-    "portability-*", "readability-*",
-    "-bugprone-easily-swappable-parameters", "-readability-magic-numbers", "-readability-identifier-length",
-    "-readability-isolate-declaration", "-readability-function-size", "-readability-function-cognitive-complexity",
-    "-readability-uppercase-literal-suffix",
-])
+CLANG_TIDY_CHECKS = ",".join(
+    [
+        "-*",
+        "clang-diagnostic-*",
+        "clang-analyzer-*",
+        "bugprone-*",
+        "cert-*",
+        "misc-*",
+        "performance-*",
+        "portability-*",
+        "readability-*",
+        "-bugprone-easily-swappable-parameters",
+        "-readability-magic-numbers",
+        "-readability-identifier-length",
+        "-readability-isolate-declaration",
+        "-readability-function-size",
+        "-readability-function-cognitive-complexity",
+        "-readability-uppercase-literal-suffix",
+    ]
+)
 CLANG_TIDY = ["--quiet", "--warnings-as-errors=*", "--header-filter=.*", f"--checks={CLANG_TIDY_CHECKS}"]
 # the generated Makefile's warnings, and no silent double arithmetic in the float build
 CFLAGS = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wdouble-promotion", "-Wfloat-conversion"]
 VARIANTS = {
-    "biorob4-float": ("biorob4", "float", RtOptions(estimator=parse_estimator("ewlr:n=10,lam=0.8"),
-                                                    controller="state_feedback")),
-    "iiwa-adaptive-float": ("kuka_iiwa14", "float", RtOptions(estimator=parse_estimator("kalman"), observer="adaptive")),
-    "iiwa-direct-measured": ("kuka_iiwa14", "double", RtOptions(estimator=parse_estimator("kalman"),
-                                                                observer="direct_measured")),
+    "biorob4-float": (
+        "biorob4",
+        "float",
+        RtOptions(estimator=parse_estimator("ewlr:n=10,lam=0.8"), controller="state_feedback"),
+    ),
+    "iiwa-adaptive-float": (
+        "kuka_iiwa14",
+        "float",
+        RtOptions(estimator=parse_estimator("kalman"), observer="adaptive"),
+    ),
+    "iiwa-direct-measured": (
+        "kuka_iiwa14",
+        "double",
+        RtOptions(estimator=parse_estimator("kalman"), observer="direct_measured"),
+    ),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),
-    "planar2-lsf-constant": ("planar2", "double", RtOptions(estimator=parse_estimator("lsf:n=6,p=2"),
-                                                            constant_params=True)),
+    "planar2-lsf-constant": (
+        "planar2",
+        "double",
+        RtOptions(estimator=parse_estimator("lsf:n=6,p=2"), constant_params=True),
+    ),
 }
 
 
@@ -98,10 +129,12 @@ def clang_tidy(folder: Path, skip_committed: bool = True) -> None:
         sources = [s for s in sources if not committed_twin(s)]
     if not sources:
         return
-    r = subprocess.run([tool, *CLANG_TIDY, *map(str, sources), "--", *CFLAGS, f"-I{folder}"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0 and "warning:" not in r.stdout and "error:" not in r.stdout, \
+    r = subprocess.run(
+        [tool, *CLANG_TIDY, *map(str, sources), "--", *CFLAGS, f"-I{folder}"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "warning:" not in r.stdout and "error:" not in r.stdout, (
         f"clang-tidy on {folder}:\n{r.stdout}\n{r.stderr}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +161,9 @@ def excitation_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     robot = load_robot("ur5")
     exc = random_excitation(robot, 1)
     out = tmp_path_factory.mktemp("excitation")
-    for name, text in excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency,
-                                       robot.sample_period).items():
+    for name, text in excitation_files(
+        robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, robot.sample_period
+    ).items():
         (out / name).write_text(text)
     return out
 
@@ -181,13 +215,17 @@ def test_clang_tidy_finds_a_planted_finding(plant: str, tmp_path: Path) -> None:
         if src.is_file():
             (folder / src.name).write_bytes(src.read_bytes())
     if plant == "source":
-        (folder / "planted.c").write_text("int planted(int flag);\n"
-                                          "int planted(int flag) { int v; if (flag) { v = 1; } return v; }\n")
+        (folder / "planted.c").write_text(
+            "int planted(int flag);\nint planted(int flag) { int v; if (flag) { v = 1; } return v; }\n"
+        )
         expected = r"planted\.c:.*clang-analyzer"
     else:
         header = folder / "planar2_loopback.h"
-        header.write_text(header.read_text().replace(
-            "#endif", "static inline double planted(const double *b, int i, int m) { return b[i * m]; }\n#endif"))
+        header.write_text(
+            header.read_text().replace(
+                "#endif", "static inline double planted(const double *b, int i, int m) { return b[i * m]; }\n#endif"
+            )
+        )
         expected = r"planar2_loopback\.h:.*bugprone-implicit-widening-of-multiplication-result"
     with pytest.raises(AssertionError, match=expected):
         clang_tidy(folder)

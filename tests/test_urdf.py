@@ -19,8 +19,10 @@ INERTIAL = """<inertial><origin xyz="{x} 0 0" rpy="0 0 0"/><mass value="{m}"/>
 def tree_urdf() -> str:
     """base -> (rev a) -> l1 -> (fixed) -> l1b -> (cont b) -> l2 -> (fixed) -> tool,
     with a gripper finger (prismatic) off the chain on l2."""
+
     def link(name: str, m: float, x: float) -> str:
         return f'<link name="{name}">{INERTIAL.format(m=m, x=x)}</link>'
+
     return textwrap.dedent(f"""\
     <robot name="tree">
       <link name="base"/>
@@ -66,14 +68,16 @@ def test_chain_fixed_merge_and_locked_finger(urdf: Path, tmp_path: Path) -> None
 
 def test_overlay_sets_what_urdf_cannot_say(urdf: Path, tmp_path: Path) -> None:
     overlay = tmp_path / "overlay.yaml"
-    overlay.write_text(textwrap.dedent("""\
+    overlay.write_text(
+        textwrap.dedent("""\
         name: my_arm
         sample_period: 0.002
         joint_parameters: [IA, FV, FC, FO]
         joints:
           a: {IA: 0.3, FV: 1.5, FC: 2.0, FO: -0.1, gear_ratio: 100, limits: {qdd: 10},
               encoder: {cpr: 4096, side: motor, bits: 16, signed: false}}
-        """))
+        """)
+    )
     robot = load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
     a = robot.joints[0]
     assert (robot.name, robot.sample_period) == ("my_arm", 0.002)
@@ -119,8 +123,9 @@ def test_convert_round_trip_gives_the_same_dynamics(urdf: Path, tmp_path: Path) 
         assert np.allclose(a.tip_pose(q), b.tip_pose(q), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("name, chain", [("franka_panda", ("panda_link0", "panda_link8")),
-                                         ("ur5", ("base_link", "tool0"))])
+@pytest.mark.parametrize(
+    "name, chain", [("franka_panda", ("panda_link0", "panda_link8")), ("ur5", ("base_link", "tool0"))]
+)
 def test_bundled_urdf_robots_match_their_urdf(name: str, chain: tuple[str, str]) -> None:
     """robots/franka_panda.yaml and robots/ur5.yaml are the conversions of example-robot-data's
     URDFs (+ overlays): links, joint frames and the overlay's joint parameters."""
@@ -128,8 +133,9 @@ def test_bundled_urdf_robots_match_their_urdf(name: str, chain: tuple[str, str])
 
     root = Path(__file__).resolve().parent.parent
     urdf = panda_urdf_path() if name == "franka_panda" else ur_urdf_path("ur5")
-    fresh = load_robot(urdf, base_link=chain[0], tip_link=chain[1],
-                       overlay=root / "robots" / "overlays" / f"{name}.yaml")
+    fresh = load_robot(
+        urdf, base_link=chain[0], tip_link=chain[1], overlay=root / "robots" / "overlays" / f"{name}.yaml"
+    )
     bundled = load_robot(name)
     assert np.allclose(np.array(fresh.links), np.array(bundled.links), rtol=1e-14, atol=1e-15)
     for a, b in zip(fresh.joints, bundled.joints):
@@ -182,8 +188,10 @@ def test_overlay_elastic_errors_name_the_field(urdf: Path, tmp_path: Path) -> No
     overlay.write_text("joints:\n  a: {elastic: {motor_inertia: 0.1, stiffness: 10}}\n")
     with pytest.raises(DescriptionError, match=r"half.yaml.*joints.b: elastic: give every joint"):
         load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
-    overlay.write_text("joints:\n  a: {elastic: {motor_inertia: 0.1, stiffness: 10}}\n"
-                       "  b: {elastic: {motor_inertia: 0.1, stiffness: 10, coupling: {c: 1}}}\n")
+    overlay.write_text(
+        "joints:\n  a: {elastic: {motor_inertia: 0.1, stiffness: 10}}\n"
+        "  b: {elastic: {motor_inertia: 0.1, stiffness: 10, coupling: {c: 1}}}\n"
+    )
     with pytest.raises(DescriptionError, match=r"joints.b.elastic.coupling"):
         load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
 
@@ -193,7 +201,10 @@ def test_overlay_couplings_accept_urdf_joint_names(tmp_path: Path) -> None:
     urdf = tmp_path / "names.urdf"
     urdf.write_text(tree_urdf().replace('"a"', '"Joint-A"').replace('"b"', '"Joint-B"'))
     overlay = tmp_path / "elastic.yaml"
-    overlay.write_text(ELASTIC_OVERLAY.replace("  a:", "  Joint-A:").replace("  b:", "  Joint-B:")
-                       .replace("coupling: {a:", "coupling: {Joint-A:"))
+    overlay.write_text(
+        ELASTIC_OVERLAY.replace("  a:", "  Joint-A:")
+        .replace("  b:", "  Joint-B:")
+        .replace("coupling: {a:", "coupling: {Joint-A:")
+    )
     robot = load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
     assert robot.joints[1].elastic is not None and robot.joints[1].elastic.coupling == ((0, 0.3),)

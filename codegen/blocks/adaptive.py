@@ -16,7 +16,8 @@ With a constant external torque r decays as r_k+1 = exp(-K T) r_k (eq. 19-20: r 
 tau_ext with corner K), so detection latches (det block) rather than relying on r staying high; and
 with ``freeze`` (default) the adaptation stops while a collision is latched (dtheta_hat kept): a
 sustained contact is not absorbed into the model error, r keeps showing it, and in.reset starts
-the observer afresh. freeze = 0 is seed 001's observer (it adapts through contacts). A non-finite regressor or solve (NaN/inf inputs) re-initialises the
+the observer afresh. freeze = 0 is seed 001's observer (it adapts through contacts). A non-finite regressor or
+solve (NaN/inf inputs) re-initialises the
 observer (dtheta_hat = 0) instead of keeping NaN.
 The first sample, and every in.reset, sets tau_e_hat = tau - Y theta_hat (the model error seen then)
 and r = 0.
@@ -32,11 +33,12 @@ import numpy as np
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
-ACCELERATION_ESTIMATORS = "kalman, nlhg, slimod or lsf with p >= 2"   # those whose q-ddot is not 0
+ACCELERATION_ESTIMATORS = "kalman, nlhg, slimod or lsf with p >= 2"  # those whose q-ddot is not 0
 
 
-def build(ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam_f: float = 1e-6,
-          measured: bool = False) -> Block:
+def build(
+    ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam_f: float = 1e-6, measured: bool = False
+) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
     seed 001 assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat."""
     n, ts = ctx.n, ctx.ts
@@ -54,44 +56,93 @@ def build(ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam
     gram = y @ y.T + la * cs.SX.eye(n)
     src = motion_source(measured)
     predict = sx_function(
-        "predict", [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau),
-                    ("st.obs.tau_e", tau_e), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk), ("cfg.obs.lam", la)] + model,
+        "predict",
+        [
+            ("out.q_hat", q),
+            (src[0], qd),
+            (src[1], qdd),
+            ("in.tau", tau),
+            ("st.obs.tau_e", tau_e),
+            ("st.obs.dtheta", dth),
+            ("cfg.obs.k_o", kk),
+            ("cfg.obs.lam", la),
+        ]
+        + model,
         [("st.obs.y", y), ("st.obs.gram", gram), ("st.obs.pred", pred), ("st.obs.tau_e", tau_e_n), ("out.r", r)],
-        "Y_b, Y Y^T + lambda I, the corrected tau_e and r")
-    ys, x = cs.SX.sym("y", n * nb), cs.SX.sym("x", n)   # C's y[nb][n] (Y^T row-major) is Y column-major
-    adapt = sx_function("adapt", [("st.obs.y", ys), ("st.obs.x", x)], [("st.obs.dtheta", cs.reshape(ys, n, nb).T @ x)],
-                        "dtheta_hat = Y^T x")
+        "Y_b, Y Y^T + lambda I, the corrected tau_e and r",
+    )
+    ys, x = cs.SX.sym("y", n * nb), cs.SX.sym("x", n)  # C's y[nb][n] (Y^T row-major) is Y column-major
+    adapt = sx_function(
+        "adapt",
+        [("st.obs.y", ys), ("st.obs.x", x)],
+        [("st.obs.dtheta", cs.reshape(ys, n, nb).T @ x)],
+        "dtheta_hat = Y^T x",
+    )
     j = cs.Function("j", [dyn.q], [dyn.tip_jacobian])(q)
     rr = ctx.sym("r")
-    wrench = sx_function("wrench", [("out.q_hat", q), ("out.r", rr), ("cfg.obs.lam_f", laf)],
-                         [("st.obs.jjt", j @ j.T + laf * cs.SX.eye(6)), ("out.f_tip", j @ rr)],
-                         "J J^T + lambda_f I and J r (solved in place for f)")
+    wrench = sx_function(
+        "wrench",
+        [("out.q_hat", q), ("out.r", rr), ("cfg.obs.lam_f", laf)],
+        [("st.obs.jjt", j @ j.T + laf * cs.SX.eye(6)), ("out.f_tip", j @ rr)],
+        "J J^T + lambda_f I and J r (solved in place for f)",
+    )
     extra = motion_inputs(n) if measured else []
-    return Block(kind="obs", name="adaptive_measured" if measured else "adaptive", doc=__doc__ or "",
-                 template="adaptive", inputs=extra,
-                 config=[Field("k_o", "real", (n,), "observer gain K per joint (seed 001's K; the same "
-                               "config key as the momentum observer's K_O), 1/s", per_joint(k, n), low=0.0, high=1.0 / ts),
-                         Field("lam", "real", (), "damping lambda of Y+ (units of Y^2)", (lam,), low=0.0, low_open=True),
-                         Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
-                         Field("freeze", "uint8", (), "1: keep dtheta_hat while a collision is latched, 0: adapt "
-                               "always (seed 001)", (1.0,), choices=(0.0, 1.0))],
-                 state=[Field("tau_e", "real", (n,), "observer state: the model error Y dtheta_hat (N m or N)"),
-                        Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate (eq. 21)"),
-                        Field("pred", "real", (n,), "workspace: Y_k dtheta_hat_{k-1}"),
-                        Field("y", "real", (nb, n), "workspace: Y_b^T of this sample"),
-                        Field("gram", "real", (n, n), "workspace: Y Y^T + lambda I"),
-                        Field("x", "real", (n,), "workspace: (Y Y^T + lambda I)^-1 tau_e"),
-                        Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I")],
-                 outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
-                          Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame")],
-                 functions=[predict, adapt, wrench], reference=reference)
+    return Block(
+        kind="obs",
+        name="adaptive_measured" if measured else "adaptive",
+        doc=__doc__ or "",
+        template="adaptive",
+        inputs=extra,
+        config=[
+            Field(
+                "k_o",
+                "real",
+                (n,),
+                "observer gain K per joint (seed 001's K; the same config key as the momentum observer's K_O), 1/s",
+                per_joint(k, n),
+                low=0.0,
+                high=1.0 / ts,
+            ),
+            Field("lam", "real", (), "damping lambda of Y+ (units of Y^2)", (lam,), low=0.0, low_open=True),
+            Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
+            Field(
+                "freeze",
+                "uint8",
+                (),
+                "1: keep dtheta_hat while a collision is latched, 0: adapt always (seed 001)",
+                (1.0,),
+                choices=(0.0, 1.0),
+            ),
+        ],
+        state=[
+            Field("tau_e", "real", (n,), "observer state: the model error Y dtheta_hat (N m or N)"),
+            Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate (eq. 21)"),
+            Field("pred", "real", (n,), "workspace: Y_k dtheta_hat_{k-1}"),
+            Field("y", "real", (nb, n), "workspace: Y_b^T of this sample"),
+            Field("gram", "real", (n, n), "workspace: Y Y^T + lambda I"),
+            Field("x", "real", (n,), "workspace: (Y Y^T + lambda I)^-1 tau_e"),
+            Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
+        ],
+        outputs=[
+            Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
+            Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
+        ],
+        functions=[predict, adapt, wrench],
+        reference=reference,
+    )
 
 
 def motion_inputs(n: int) -> list[Field]:
     """The extra inputs of the *_measured observers: q-dot and q-ddot from outside the pipeline."""
-    return [Field("qd_meas", "real", (n,), "measured joint velocity (rad/s or m/s)"),
-            Field("qdd_meas", "real", (n,), "measured joint acceleration at this instant, under the torque of "
-                                            "the last sample (rad/s^2 or m/s^2)")]
+    return [
+        Field("qd_meas", "real", (n,), "measured joint velocity (rad/s or m/s)"),
+        Field(
+            "qdd_meas",
+            "real",
+            (n,),
+            "measured joint acceleration at this instant, under the torque of the last sample (rad/s^2 or m/s^2)",
+        ),
+    ]
 
 
 def motion_source(measured: bool) -> tuple[str, str]:
@@ -113,7 +164,7 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
 
 def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("predict"), d)
-    if d["loc.first"] or d["in.reset"]:          # tau_e := tau - Y theta_hat, r = 0
+    if d["loc.first"] or d["in.reset"]:  # tau_e := tau - Y theta_hat, r = 0
         d["st.obs.tau_e"] = d["st.obs.pred"] - d["out.r"]
         d["out.r"] = d["out.r"] * 0.0
     if not (d["cfg.obs.freeze"] and d["st.det.collision"]):

@@ -13,15 +13,21 @@ A block never writes C. It declares
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import casadi as cs
 import numpy as np
 
 CType = Literal["real", "int32", "uint32", "int64", "uint8"]
-NUMPY: dict[CType, type] = {"real": np.float64, "int32": np.int32, "uint32": np.uint32,
-                            "int64": np.int64, "uint8": np.uint8}
+NUMPY: dict[CType, type] = {
+    "real": np.float64,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+}
 
 
 @dataclass(frozen=True)
@@ -30,11 +36,11 @@ class Field:
     ctype: CType
     shape: tuple[int, ...]
     doc: str
-    default: tuple[float, ...] = ()   # config fields: flattened default value
-    low: float | None = None          # config fields: valid range (checked on every input path)
+    default: tuple[float, ...] = ()  # config fields: flattened default value
+    low: float | None = None  # config fields: valid range (checked on every input path)
     high: float | None = None
-    low_open: bool = False            # low itself excluded
-    choices: tuple[float, ...] = ()   # or one of these values
+    low_open: bool = False  # low itself excluded
+    choices: tuple[float, ...] = ()  # or one of these values
 
     def problem(self, values: np.ndarray) -> str | None:
         """Why these values are not valid for this field, or None."""
@@ -75,25 +81,25 @@ class Fn:
     doc: str
 
 
-Data = dict[str, np.ndarray]   # binding -> value, the Python reference's state of the world
+Data = dict[str, np.ndarray]  # binding -> value, the Python reference's state of the world
 
 
 @dataclass
 class Block:
     """One stage of the pipeline (see the module docstring)."""
 
-    kind: str            # enc, est, obs, det, ctl, model
-    name: str            # e.g. kalman
-    doc: str             # header comment: what it implements, which paper and equation
+    kind: str  # enc, est, obs, det, ctl, model
+    name: str  # e.g. kalman
+    doc: str  # header comment: what it implements, which paper and equation
     config: list[Field] = field(default_factory=list)
     state: list[Field] = field(default_factory=list)
     outputs: list[Field] = field(default_factory=list)
-    inputs: list[Field] = field(default_factory=list)   # extra fields of <robot>_rt_input_t it reads
+    inputs: list[Field] = field(default_factory=list)  # extra fields of <robot>_rt_input_t it reads
     functions: list[Fn] = field(default_factory=list)
-    derive: Fn | None = None   # config -> derived state, at init and at every config change
-    template: str = ""         # templates/rt/<template>.c.j2 ('' = calls its functions in order)
-    reference: Callable[[Data, "Block"], None] | None = None
-    options: dict[str, object] = field(default_factory=dict)   # generation-time choices
+    derive: Fn | None = None  # config -> derived state, at init and at every config change
+    template: str = ""  # templates/rt/<template>.c.j2 ('' = calls its functions in order)
+    reference: Callable[[Data, Block], None] | None = None
+    options: dict[str, object] = field(default_factory=dict)  # generation-time choices
 
     def fn(self, name: str) -> Fn:
         for f in self.functions:
@@ -111,11 +117,9 @@ def evaluate(f: Fn, data: Data) -> None:
         data[b] = np.array(v, dtype=float).reshape(np.shape(data[b]))
 
 
-def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]],
-                doc: str) -> Fn:
+def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> Fn:
     """Build an Fn from (binding, symbol) pairs; outputs are densified and CSE'd."""
-    f = cs.Function(name, [s for _, s in inputs],
-                    [cs.cse(cs.densify(cs.vec(e))) for _, e in outputs])
+    f = cs.Function(name, [s for _, s in inputs], [cs.cse(cs.densify(cs.vec(e))) for _, e in outputs])
     return Fn(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
 
 

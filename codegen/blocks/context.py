@@ -72,8 +72,9 @@ class Ctx:
         k, dmp = cs.SX.sym("k_e", self.n), cs.SX.sym("d_e", self.n)
         th, thd = d.motor_equilibrium(d.pi, k)
         return {
-            "elastic_joint_torque": cs.Function("elastic_joint_torque", [d.q, d.qd, d.theta, d.thetad, k, dmp],
-                                                [d.elastic_joint_torque(k, dmp)]),
+            "elastic_joint_torque": cs.Function(
+                "elastic_joint_torque", [d.q, d.qd, d.theta, d.thetad, k, dmp], [d.elastic_joint_torque(k, dmp)]
+            ),
             "motor_equilibrium": cs.Function("motor_equilibrium", [d.q, d.qd, d.pi, k], [th, thd]),
             "motor_gravity": cs.Function("motor_gravity", [d.q, d.pi], [d.motor_gravity(d.pi)]),
         }
@@ -85,8 +86,7 @@ class Ctx:
     def call(self, name: str, *args: Any) -> Any:
         return self._fns[name](*args)
 
-    def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
-                                 pi: np.ndarray) -> np.ndarray:
+    def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, pi: np.ndarray) -> np.ndarray:
         """The reference's forward dynamics: numpy Cholesky solve (zeros if M is not PD, as in C)."""
         m = np.array(self._fns["mass_matrix"](q, pi))
         rhs = np.asarray(tau, float) - np.array(self._fns["nle"](q, qd, pi)).ravel()

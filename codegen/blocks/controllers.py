@@ -23,9 +23,8 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
-from .base import Block, Field, per_joint, sx_function
+from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
-from .base import Data, evaluate
 
 
 def _tau_max(ctx: Ctx) -> tuple[float, ...]:
@@ -42,48 +41,105 @@ def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float |
     q, qd, q_d, qd_d, qdd_d, kps, kds, tm = (ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "qdd_d", "kp", "kd", "tm"))
     nu = qdd_d + kps * (q_d - q) + kds * (qd_d - qd)
     w = cs.SX.sym("friction_ff")
-    u = _sat(ctx.call("rnea_frictionless", q, qd, nu, pi) + (1 - w) * ctx.call("friction", qd, pi)
-             + w * ctx.call("friction", qd_d, pi), tm)
-    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("out.q_d", q_d), ("out.qd_d", qd_d),
-                                ("out.qdd_d", qdd_d), ("cfg.ctl.kp", kps), ("cfg.ctl.kd", kds),
-                                ("cfg.ctl.tau_max", tm), ("cfg.ctl.friction_ff", w)] + model,
-                       [("out.tau_cmd", u)], "computed torque")
-    return Block(kind="ctl", name="computed_torque", doc=__doc__ or "",
-                 config=[Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n), low=0.0),
-                         Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n), low=0.0),
-                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True),
-                         Field("friction_ff", "real", (), "friction compensated at the estimated velocity (0) or fed "
-                               "forward at the desired one (1)", (0.0,), choices=(0.0, 1.0))],
-                 outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
-                 functions=[step], reference=reference)
+    u = _sat(
+        ctx.call("rnea_frictionless", q, qd, nu, pi)
+        + (1 - w) * ctx.call("friction", qd, pi)
+        + w * ctx.call("friction", qd_d, pi),
+        tm,
+    )
+    step = sx_function(
+        "step",
+        [
+            ("out.q_hat", q),
+            ("out.qd_hat", qd),
+            ("out.q_d", q_d),
+            ("out.qd_d", qd_d),
+            ("out.qdd_d", qdd_d),
+            ("cfg.ctl.kp", kps),
+            ("cfg.ctl.kd", kds),
+            ("cfg.ctl.tau_max", tm),
+            ("cfg.ctl.friction_ff", w),
+        ]
+        + model,
+        [("out.tau_cmd", u)],
+        "computed torque",
+    )
+    return Block(
+        kind="ctl",
+        name="computed_torque",
+        doc=__doc__ or "",
+        config=[
+            Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n), low=0.0),
+            Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n), low=0.0),
+            Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True),
+            Field(
+                "friction_ff",
+                "real",
+                (),
+                "friction compensated at the estimated velocity (0) or fed forward at the desired one (1)",
+                (0.0,),
+                choices=(0.0, 1.0),
+            ),
+        ],
+        outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
+        functions=[step],
+        reference=reference,
+    )
 
 
-def pid(ctx: Ctx, kp: tuple[float, ...] | None = None, kd: tuple[float, ...] | None = None,
-        ki: float | tuple[float, ...] = 0.0, i_max: float | tuple[float, ...] = 0.1) -> Block:
+def pid(
+    ctx: Ctx,
+    kp: tuple[float, ...] | None = None,
+    kd: tuple[float, ...] | None = None,
+    ki: float | tuple[float, ...] = 0.0,
+    i_max: float | tuple[float, ...] = 0.1,
+) -> Block:
     n, ts = ctx.n, ctx.ts
-    if kp is None or kd is None:   # default: 100 / 20 rad/s^2-equivalent on the diagonal of M(0)
+    if kp is None or kd is None:  # default: 100 / 20 rad/s^2-equivalent on the diagonal of M(0)
         m0 = np.diag(np.array(ctx.call("mass_matrix", np.zeros(n), ctx.robot.standard_parameters())))
         kp = kp if kp is not None else tuple(100.0 * m0)
         kd = kd if kd is not None else tuple(20.0 * m0)
     model, pi = ctx.model_inputs()
     q, qd, q_d, qd_d, kps, kds, kis, im, tm, integ = (
-        ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "kp", "kd", "ki", "i_max", "tm", "integ"))
+        ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "kp", "kd", "ki", "i_max", "tm", "integ")
+    )
     e = q_d - q
     integ_n = _sat(integ + ts * e, im)
     u = _sat(kps * e + kds * (qd_d - qd) + kis * integ_n + ctx.call("gravity", q, pi), tm)
-    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("out.q_d", q_d), ("out.qd_d", qd_d),
-                                ("cfg.ctl.kp", kps), ("cfg.ctl.kd", kds), ("cfg.ctl.ki", kis),
-                                ("cfg.ctl.i_max", im), ("cfg.ctl.tau_max", tm), ("st.ctl.integ", integ)] + model,
-                       [("st.ctl.integ", integ_n), ("out.tau_cmd", u)], "PID + gravity")
-    return Block(kind="ctl", name="pid", doc=__doc__ or "",
-                 config=[Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n), low=0.0),
-                         Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n), low=0.0),
-                         Field("ki", "real", (n,), "Ki (N m/(rad s))", per_joint(ki, n), low=0.0),
-                         Field("i_max", "real", (n,), "integral clamp (rad s)", per_joint(i_max, n), low=0.0),
-                         Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True)],
-                 state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
-                 outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
-                 functions=[step], reference=reference)
+    step = sx_function(
+        "step",
+        [
+            ("out.q_hat", q),
+            ("out.qd_hat", qd),
+            ("out.q_d", q_d),
+            ("out.qd_d", qd_d),
+            ("cfg.ctl.kp", kps),
+            ("cfg.ctl.kd", kds),
+            ("cfg.ctl.ki", kis),
+            ("cfg.ctl.i_max", im),
+            ("cfg.ctl.tau_max", tm),
+            ("st.ctl.integ", integ),
+        ]
+        + model,
+        [("st.ctl.integ", integ_n), ("out.tau_cmd", u)],
+        "PID + gravity",
+    )
+    return Block(
+        kind="ctl",
+        name="pid",
+        doc=__doc__ or "",
+        config=[
+            Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n), low=0.0),
+            Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n), low=0.0),
+            Field("ki", "real", (n,), "Ki (N m/(rad s))", per_joint(ki, n), low=0.0),
+            Field("i_max", "real", (n,), "integral clamp (rad s)", per_joint(i_max, n), low=0.0),
+            Field("tau_max", "real", (n,), "torque limit (N m or N)", _tau_max(ctx), low=0.0, low_open=True),
+        ],
+        state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
+        outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
+        functions=[step],
+        reference=reference,
+    )
 
 
 def reference(d: Data, block: Block) -> None:
@@ -108,33 +164,77 @@ def state_feedback(ctx: Ctx) -> Block:
     im = np.array([d.motor_inertia for d in drives if d is not None])
     model, pi = ctx.model_inputs()
     q, qd, th, thd, q_d, qd_d, kt, dt, kq, ki, dq, imx, tm, integ, kes = (
-        ctx.sym(s) for s in ("q", "qd", "th", "thd", "q_d", "qd_d", "kt", "dt", "kq", "ki", "dq", "i_max", "tm",
-                             "integ", "k_e"))
+        ctx.sym(s)
+        for s in ("q", "qd", "th", "thd", "q_d", "qd_d", "kt", "dt", "kq", "ki", "dq", "i_max", "tm", "integ", "k_e")
+    )
     th_d, thd_d = ctx.call_elastic("motor_equilibrium", q_d, qd_d, pi, kes)
     g_m = ctx.call_elastic("motor_gravity", q, pi)
     e = q_d - q
     integ_n = _sat(integ + ts * e, imx)
     u = _sat(g_m + kt * (th_d - th) + dt * (thd_d - thd) + kq * e + ki * integ_n + dq * (qd_d - qd), tm)
-    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd), ("out.theta_hat", th),
-                                ("out.thetad_hat", thd), ("out.q_d", q_d), ("out.qd_d", qd_d),
-                                ("cfg.ctl.k_theta", kt), ("cfg.ctl.d_theta", dt), ("cfg.ctl.k_q", kq),
-                                ("cfg.ctl.k_i", ki), ("cfg.ctl.d_q", dq), ("cfg.ctl.i_max", imx),
-                                ("cfg.ctl.tau_max", tm), ("cfg.ctl.k_e", kes), ("st.ctl.integ", integ)] + model,
-                       [("st.ctl.integ", integ_n), ("out.tau_cmd", u)], "state feedback + gravity (motor torque)")
+    step = sx_function(
+        "step",
+        [
+            ("out.q_hat", q),
+            ("out.qd_hat", qd),
+            ("out.theta_hat", th),
+            ("out.thetad_hat", thd),
+            ("out.q_d", q_d),
+            ("out.qd_d", qd_d),
+            ("cfg.ctl.k_theta", kt),
+            ("cfg.ctl.d_theta", dt),
+            ("cfg.ctl.k_q", kq),
+            ("cfg.ctl.k_i", ki),
+            ("cfg.ctl.d_q", dq),
+            ("cfg.ctl.i_max", imx),
+            ("cfg.ctl.tau_max", tm),
+            ("cfg.ctl.k_e", kes),
+            ("st.ctl.integ", integ),
+        ]
+        + model,
+        [("st.ctl.integ", integ_n), ("out.tau_cmd", u)],
+        "state feedback + gravity (motor torque)",
+    )
     kt0 = 4.0 * ke
-    return Block(kind="ctl", name="state_feedback", doc=state_feedback.__doc__ or "",
-                 config=[Field("k_theta", "real", (n,), "K_th, motor position gain (N m/rad)", tuple(kt0), low=0.0),
-                         Field("d_theta", "real", (n,), "D_th, motor velocity gain (N m s/rad)",
-                               tuple(1.4 * np.sqrt(im * (kt0 + ke))), low=0.0),
-                         Field("k_q", "real", (n,), "K_q, link position gain (N m/rad)", tuple(ke), low=0.0),
-                         Field("k_i", "real", (n,), "K_i, link position integral gain (N m/(rad s))",
-                               tuple(2.0 * ke), low=0.0),
-                         Field("d_q", "real", (n,), "D_q, link velocity gain (N m s/rad)", (0.0,) * n, low=0.0),
-                         Field("i_max", "real", (n,), "integral clamp (rad s)", (0.1,) * n, low=0.0),
-                         Field("tau_max", "real", (n,), "motor torque limit, link side (N m or N)", _tau_max(ctx),
-                               low=0.0, low_open=True),
-                         Field("k_e", "real", (n,), "spring stiffness k_e in theta_d (N m/rad), e.g. identified",
-                               tuple(ke), low=0.0, low_open=True)],
-                 state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
-                 outputs=[Field("tau_cmd", "real", (n,), "commanded motor torque tau_m, link side (N m or N)")],
-                 functions=[step], reference=reference)
+    return Block(
+        kind="ctl",
+        name="state_feedback",
+        doc=state_feedback.__doc__ or "",
+        config=[
+            Field("k_theta", "real", (n,), "K_th, motor position gain (N m/rad)", tuple(kt0), low=0.0),
+            Field(
+                "d_theta",
+                "real",
+                (n,),
+                "D_th, motor velocity gain (N m s/rad)",
+                tuple(1.4 * np.sqrt(im * (kt0 + ke))),
+                low=0.0,
+            ),
+            Field("k_q", "real", (n,), "K_q, link position gain (N m/rad)", tuple(ke), low=0.0),
+            Field("k_i", "real", (n,), "K_i, link position integral gain (N m/(rad s))", tuple(2.0 * ke), low=0.0),
+            Field("d_q", "real", (n,), "D_q, link velocity gain (N m s/rad)", (0.0,) * n, low=0.0),
+            Field("i_max", "real", (n,), "integral clamp (rad s)", (0.1,) * n, low=0.0),
+            Field(
+                "tau_max",
+                "real",
+                (n,),
+                "motor torque limit, link side (N m or N)",
+                _tau_max(ctx),
+                low=0.0,
+                low_open=True,
+            ),
+            Field(
+                "k_e",
+                "real",
+                (n,),
+                "spring stiffness k_e in theta_d (N m/rad), e.g. identified",
+                tuple(ke),
+                low=0.0,
+                low_open=True,
+            ),
+        ],
+        state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
+        outputs=[Field("tau_cmd", "real", (n,), "commanded motor torque tau_m, link side (N m or N)")],
+        functions=[step],
+        reference=reference,
+    )

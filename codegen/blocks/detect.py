@@ -8,7 +8,8 @@ counts consecutive samples above; a collision is declared when some joint has be
 counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
 threshold at that sample or any of the next ``window`` ones (a force on link i moves only
 r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
-show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction
+(``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
 qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
 desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
 """
@@ -22,42 +23,97 @@ from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
 
-def build(ctx: Ctx, threshold: float | tuple[float, ...] = 1.0, kv: float | tuple[float, ...] = 0.0,
-          release: float = 0.5, debounce: int = 3, reaction: int = 1,
-          k_r: float | tuple[float, ...] = 0.03, window: int = 1_000_000) -> Block:
+def build(
+    ctx: Ctx,
+    threshold: float | tuple[float, ...] = 1.0,
+    kv: float | tuple[float, ...] = 0.0,
+    release: float = 0.5,
+    debounce: int = 3,
+    reaction: int = 1,
+    k_r: float | tuple[float, ...] = 0.03,
+    window: int = 1_000_000,
+) -> Block:
     n, ts = ctx.n, ctx.ts
     qd, th, kvs = ctx.sym("qd"), ctx.sym("threshold"), ctx.sym("kv")
-    level = sx_function("level", [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
-                        [("st.det.level", th + kvs * cs.fabs(qd))], "threshold + kv |qd_hat|")
+    level = sx_function(
+        "level",
+        [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
+        [("st.det.level", th + kvs * cs.fabs(qd))],
+        "threshold + kv |qd_hat|",
+    )
     qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
     integ_n = integ + ts * kr * r
-    reflex = sx_function("reflex", [("st.det.q_col", qc), ("st.det.integ", integ), ("out.r", r), ("cfg.det.k_r", kr)],
-                         [("st.det.integ", integ_n), ("out.q_d", qc + integ_n), ("out.qd_d", kr * r)],
-                         "q_d = q_col + int K_R r, qd_d = K_R r")
+    reflex = sx_function(
+        "reflex",
+        [("st.det.q_col", qc), ("st.det.integ", integ), ("out.r", r), ("cfg.det.k_r", kr)],
+        [("st.det.integ", integ_n), ("out.q_d", qc + integ_n), ("out.qd_d", kr * r)],
+        "q_d = q_col + int K_R r, qd_d = K_R r",
+    )
     return Block(
-        kind="det", name="threshold", doc=__doc__ or "", template="detect",
-        config=[Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n), low=0.0),
-                Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n), low=0.0),
-                Field("release", "real", (), "hysteresis: release below release x threshold (0..1)", (release,), low=0.0, high=1.0),
-                Field("debounce", "int32", (n,), "samples above threshold before a detection (>= 1)",
-                      per_joint(float(debounce), n), low=1.0, high=1e6),
-                Field("reaction", "uint8", (), "0 none, 1 stop, 2 reflex (seed 003 §5.4)", (float(reaction),), choices=(0.0, 1.0, 2.0)),
-                Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0),
-                Field("window", "int32", (), "samples after the detection during which the isolated link may "
-                      "still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is "
-                      "best right after the impact)", (float(window),), low=0.0, high=1e9)],
-        state=[Field("level", "real", (n,), "workspace: this sample's thresholds"),
-               Field("above", "uint8", (n,), "hysteresis state per joint"),
-               Field("count", "int32", (n,), "consecutive samples above"),
-               Field("collision", "uint8", (), "latched collision flag"),
-               Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
-               Field("q_col", "real", (n,), "q_hat at detection"),
-               Field("integ", "real", (n,), "reflex integral of K_R r"),
-               Field("since", "int32", (), "samples since the detection (saturates)")],
-        outputs=[Field("collision", "uint8", (), "1 from the detecting sample until in.reset"),
-                 Field("link", "int32", (), "isolated link, 1-based (0: none)"),
-                 Field("above", "uint8", (n,), "joints above their threshold this sample")],
-        functions=[level, reflex], reference=reference)
+        kind="det",
+        name="threshold",
+        doc=__doc__ or "",
+        template="detect",
+        config=[
+            Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n), low=0.0),
+            Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n), low=0.0),
+            Field(
+                "release",
+                "real",
+                (),
+                "hysteresis: release below release x threshold (0..1)",
+                (release,),
+                low=0.0,
+                high=1.0,
+            ),
+            Field(
+                "debounce",
+                "int32",
+                (n,),
+                "samples above threshold before a detection (>= 1)",
+                per_joint(float(debounce), n),
+                low=1.0,
+                high=1e6,
+            ),
+            Field(
+                "reaction",
+                "uint8",
+                (),
+                "0 none, 1 stop, 2 reflex (seed 003 §5.4)",
+                (float(reaction),),
+                choices=(0.0, 1.0, 2.0),
+            ),
+            Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0),
+            Field(
+                "window",
+                "int32",
+                (),
+                "samples after the detection during which the isolated link may "
+                "still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is "
+                "best right after the impact)",
+                (float(window),),
+                low=0.0,
+                high=1e9,
+            ),
+        ],
+        state=[
+            Field("level", "real", (n,), "workspace: this sample's thresholds"),
+            Field("above", "uint8", (n,), "hysteresis state per joint"),
+            Field("count", "int32", (n,), "consecutive samples above"),
+            Field("collision", "uint8", (), "latched collision flag"),
+            Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
+            Field("q_col", "real", (n,), "q_hat at detection"),
+            Field("integ", "real", (n,), "reflex integral of K_R r"),
+            Field("since", "int32", (), "samples since the detection (saturates)"),
+        ],
+        outputs=[
+            Field("collision", "uint8", (), "1 from the detecting sample until in.reset"),
+            Field("link", "int32", (), "isolated link, 1-based (0: none)"),
+            Field("above", "uint8", (n,), "joints above their threshold this sample"),
+        ],
+        functions=[level, reflex],
+        reference=reference,
+    )
 
 
 def reference(d: Data, block: Block) -> None:

@@ -16,12 +16,22 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
     model, pi = ctx.model_inputs()
     q, qd, qdd, tau = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau"))
     src = motion_source(measured)
-    step = sx_function("step", [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau)] + model,
-                       [("out.r", ctx.call("rnea", q, qd, qdd, pi) - tau)], "r = rnea(q, qd, qdd) - tau")
-    return Block(kind="obs", name="direct_measured" if measured else "direct", doc=__doc__ or "", template="direct",
-                 inputs=motion_inputs(n) if measured else [],
-                 outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
-                 functions=[step], reference=reference)
+    step = sx_function(
+        "step",
+        [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau)] + model,
+        [("out.r", ctx.call("rnea", q, qd, qdd, pi) - tau)],
+        "r = rnea(q, qd, qdd) - tau",
+    )
+    return Block(
+        kind="obs",
+        name="direct_measured" if measured else "direct",
+        doc=__doc__ or "",
+        template="direct",
+        inputs=motion_inputs(n) if measured else [],
+        outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
+        functions=[step],
+        reference=reference,
+    )
 
 
 def reference(d: Data, block: Block) -> None:

@@ -27,7 +27,7 @@ from .context import Ctx
 TWO_PI = 2.0 * math.pi
 
 
-DEFAULT_CPR = 65536.0   # a joint whose description declares no encoder: 16 bits per turn assumed
+DEFAULT_CPR = 65536.0  # a joint whose description declares no encoder: 16 bits per turn assumed
 
 
 def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
@@ -37,23 +37,52 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
     motor = prefix == "motor_"
     # the second channel: an elastic joint's motor encoder (absent on rigid joints)
     encs = [(j.elastic.motor_encoder if j.elastic else None) if motor else j.encoder for j in joints]
-    cpr = [(float(e.cpr) if e is not None else 0.0) if motor else (float(e.cpr) if e is not None else DEFAULT_CPR)
-           for e in encs]
+    cpr = [
+        (float(e.cpr) if e is not None else 0.0) if motor else (float(e.cpr) if e is not None else DEFAULT_CPR)
+        for e in encs
+    ]
     gear = [j.gear_ratio if motor or (e is not None and e.side == "motor") else 1.0 for j, e in zip(joints, encs)]
     bits = [float(e.bits) if e is not None else 32.0 for e in encs]
     signed = [0.0 if e is not None and not e.signed else 1.0 for e in encs]
     offsets = [e.offset if e is not None else 0.0 for e in encs]
     direction = [float(e.direction) if e is not None else 1.0 for e in encs]
     return [
-        Field(prefix + "cpr", "real", (n,), f"{doc} counts per revolution of its shaft"
-              + (" (0: absent; an elastic arm needs it)" if motor else ""), tuple(cpr), low=0.0,
-              low_open=not motor or ctx.robot.elastic),
-        Field(prefix + "gear", "real", (n,), f"{doc} shaft turns per joint turn (1 on the link side)", tuple(gear), low=0.0, low_open=True),
+        Field(
+            prefix + "cpr",
+            "real",
+            (n,),
+            f"{doc} counts per revolution of its shaft" + (" (0: absent; an elastic arm needs it)" if motor else ""),
+            tuple(cpr),
+            low=0.0,
+            low_open=not motor or ctx.robot.elastic,
+        ),
+        Field(
+            prefix + "gear",
+            "real",
+            (n,),
+            f"{doc} shaft turns per joint turn (1 on the link side)",
+            tuple(gear),
+            low=0.0,
+            low_open=True,
+        ),
         Field(prefix + "offset", "real", (n,), f"{doc} zero offset (rad or m), added last", tuple(offsets)),
-        Field(prefix + "direction", "real", (n,), f"{doc} counting direction, +1 or -1", tuple(direction), choices=(-1.0, 1.0)),
+        Field(
+            prefix + "direction",
+            "real",
+            (n,),
+            f"{doc} counting direction, +1 or -1",
+            tuple(direction),
+            choices=(-1.0, 1.0),
+        ),
         Field(prefix + "bits", "uint8", (n,), f"{doc} counter width, 16 or 32", tuple(bits), low=2.0, high=32.0),
-        Field(prefix + "is_signed", "uint8", (n,), f"{doc} counter is two's complement (1) or unsigned (0)",
-              tuple(signed), choices=(0.0, 1.0)),
+        Field(
+            prefix + "is_signed",
+            "uint8",
+            (n,),
+            f"{doc} counter is two's complement (1) or unsigned (0)",
+            tuple(signed),
+            choices=(0.0, 1.0),
+        ),
     ]
 
 
@@ -62,32 +91,55 @@ def build(ctx: Ctx) -> Block:
     cfg = _side_fields(ctx, "", "encoder:") + _side_fields(ctx, "motor_", "second (motor) encoder:")
     state: list[Field] = []
     for prefix in ("", "motor_"):
-        state += [Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),
-                  Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
-                  Field(prefix + "last", "uint32", (n,), "last raw counter value"),
-                  Field(prefix + "total", "int64", (n,), "unwrapped count")]
+        state += [
+            Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),
+            Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
+            Field(prefix + "last", "uint32", (n,), "last raw counter value"),
+            Field(prefix + "total", "int64", (n,), "unwrapped count"),
+        ]
     state.append(Field("faults", "uint32", (n,), "lost samples of the primary encoder so far"))
     state.append(Field("motor_faults", "uint32", (n,), "lost samples of the second (motor) encoder so far"))
     cpr, mcpr = ctx.sym("cpr"), ctx.sym("motor_cpr")
     derive = sx_function(
-        "encoder_derive", [("cfg.enc.cpr", cpr), ("cfg.enc.motor_cpr", mcpr)],
+        "encoder_derive",
+        [("cfg.enc.cpr", cpr), ("cfg.enc.motor_cpr", mcpr)],
         [("st.enc.rpc", TWO_PI / cs.fmax(cpr, 1.0)), ("st.enc.motor_rpc", TWO_PI / cs.fmax(mcpr, 1.0))],
-        "rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder)")
+        "rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder)",
+    )
     fns = []
     for prefix, out in (("", "out.q"), ("motor_", "out.theta")):
         total, rpc, gear, offset, direction = (ctx.sym(x) for x in ("total", "rpc", "gear", "offset", "dir"))
-        fns.append(sx_function(
-            f"{prefix}position",
-            [(f"loc.{prefix}total_r", total), (f"st.enc.{prefix}rpc", rpc), (f"cfg.enc.{prefix}gear", gear),
-             (f"cfg.enc.{prefix}direction", direction), (f"cfg.enc.{prefix}offset", offset)],
-            [(out, (total * rpc) * direction / gear + offset)],
-            "position = (count * rad_per_count) * direction / gear + offset"))
-    return Block(kind="enc", name="encoder", doc=__doc__ or "", config=cfg, state=state,
-                 outputs=[Field("q", "real", (n,), "joint position from the link-side encoder (rad or m)"),
-                          Field("theta", "real", (n,), "second (motor) encoder position, link-side units (rad or m)"),
-                          Field("faults", "uint32", (n,), "lost samples so far, per joint"),
-                          Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint")],
-                 functions=fns, derive=derive, template="encoder", reference=reference)
+        fns.append(
+            sx_function(
+                f"{prefix}position",
+                [
+                    (f"loc.{prefix}total_r", total),
+                    (f"st.enc.{prefix}rpc", rpc),
+                    (f"cfg.enc.{prefix}gear", gear),
+                    (f"cfg.enc.{prefix}direction", direction),
+                    (f"cfg.enc.{prefix}offset", offset),
+                ],
+                [(out, (total * rpc) * direction / gear + offset)],
+                "position = (count * rad_per_count) * direction / gear + offset",
+            )
+        )
+    return Block(
+        kind="enc",
+        name="encoder",
+        doc=__doc__ or "",
+        config=cfg,
+        state=state,
+        outputs=[
+            Field("q", "real", (n,), "joint position from the link-side encoder (rad or m)"),
+            Field("theta", "real", (n,), "second (motor) encoder position, link-side units (rad or m)"),
+            Field("faults", "uint32", (n,), "lost samples so far, per joint"),
+            Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint"),
+        ],
+        functions=fns,
+        derive=derive,
+        template="encoder",
+        reference=reference,
+    )
 
 
 def sensor_function(n: int) -> Fn:
@@ -96,10 +148,12 @@ def sensor_function(n: int) -> Fn:
     its floor. The inverse of ``position`` up to the quantisation."""
     q, cpr, gear, direction, offset = (cs.SX.sym(x, n) for x in ("q", "cpr", "gear", "dir", "offset"))
     rpc = TWO_PI / cs.fmax(cpr, 1.0)
-    return sx_function("sensor_count", [("q", q), ("cpr", cpr), ("gear", gear), ("direction", direction),
-                                        ("offset", offset)],
-                       [("count", (q - offset) * gear * direction / rpc)],
-                       "count before quantisation = (q - offset) * gear * direction / (2 pi / cpr)")
+    return sx_function(
+        "sensor_count",
+        [("q", q), ("cpr", cpr), ("gear", gear), ("direction", direction), ("offset", offset)],
+        [("count", (q - offset) * gear * direction / rpc)],
+        "count before quantisation = (q - offset) * gear * direction / (2 pi / cpr)",
+    )
 
 
 def unwrap(raw: int, bits: int, signed: bool, started: bool, last: int, total: int) -> tuple[int, int]:
@@ -127,9 +181,14 @@ def reference(d: Data, block: Block) -> None:
             if not present:
                 continue
             if d[valid][i]:
-                last, total = unwrap(int(d[counts][i]), int(d[f"cfg.enc.{prefix}bits"][i]),
-                                     bool(d[f"cfg.enc.{prefix}is_signed"][i]), bool(d[f"st.enc.{prefix}started"][i]),
-                                     int(d[f"st.enc.{prefix}last"][i]), int(d[f"st.enc.{prefix}total"][i]))
+                last, total = unwrap(
+                    int(d[counts][i]),
+                    int(d[f"cfg.enc.{prefix}bits"][i]),
+                    bool(d[f"cfg.enc.{prefix}is_signed"][i]),
+                    bool(d[f"st.enc.{prefix}started"][i]),
+                    int(d[f"st.enc.{prefix}last"][i]),
+                    int(d[f"st.enc.{prefix}total"][i]),
+                )
                 d[f"st.enc.{prefix}last"][i], d[f"st.enc.{prefix}total"][i] = last, total
                 d[f"st.enc.{prefix}started"][i] = 1
             else:

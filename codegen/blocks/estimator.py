@@ -16,19 +16,23 @@ from .context import Ctx
 
 
 def outputs(n: int) -> list[Field]:
-    return [Field("q_hat", "real", (n,), "estimated position (rad or m)"),
-            Field("qd_hat", "real", (n,), "estimated velocity (rad/s or m/s)"),
-            Field("qdd_hat", "real", (n,), "estimated acceleration where the estimator gives it, else 0")]
+    return [
+        Field("q_hat", "real", (n,), "estimated position (rad or m)"),
+        Field("qd_hat", "real", (n,), "estimated velocity (rad/s or m/s)"),
+        Field("qdd_hat", "real", (n,), "estimated acceleration where the estimator gives it, else 0"),
+    ]
 
 
-def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):  # type: ignore[no-untyped-def]
+def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):
     """Reference of a model-based estimator: numpy forward dynamics, then the step function."""
+
     def ref(d: Data, block: Block) -> None:
         if d["loc.first"]:
             evaluate(block.fn("init"), d)
         pi = d["st.model.pi"] if "st.model.pi" in d else ctx.robot.standard_parameters()
         d[fdyn_state] = ctx.forward_dynamics_numeric(d["out.q"], d[qd_binding], d["in.tau"], pi)
         evaluate(block.fn("step"), d)
+
     return ref
 
 

@@ -19,15 +19,24 @@ def build(ctx: Ctx, p: int) -> Block:
     n = ctx.n
     q = ctx.sym("q")
     hist = cs.SX.sym("hist", n * p)
-    h = cs.reshape(hist, p, n)                       # column i: q_{k-1} ... q_{k-p} of joint i
+    h = cs.reshape(hist, p, n)  # column i: q_{k-1} ... q_{k-p} of joint i
     qd = (q - h[p - 1, :].T) / (p * ctx.ts)
-    shifted = cs.vertcat(q.T, h[:p - 1, :]) if p > 1 else q.T
-    step = sx_function("step", [("out.q", q), ("st.est.hist", hist)],
-                       [("out.q_hat", q), ("out.qd_hat", qd), ("out.qdd_hat", cs.SX.zeros(n)),
-                        ("st.est.hist", shifted)], "(q_k - q_{k-p}) / (p T_s)")
-    init = sx_function("init", [("out.q", q)], [("st.est.hist", cs.repmat(q.T, p, 1))],
-                       "history := q")
+    shifted = cs.vertcat(q.T, h[: p - 1, :]) if p > 1 else q.T
+    step = sx_function(
+        "step",
+        [("out.q", q), ("st.est.hist", hist)],
+        [("out.q_hat", q), ("out.qd_hat", qd), ("out.qdd_hat", cs.SX.zeros(n)), ("st.est.hist", shifted)],
+        "(q_k - q_{k-p}) / (p T_s)",
+    )
+    init = sx_function("init", [("out.q", q)], [("st.est.hist", cs.repmat(q.T, p, 1))], "history := q")
     name = "findiff" if p == 1 else "movav"
-    return Block(kind="est", name=name, doc=__doc__ or "", options={"p": p},
-                 state=[Field("hist", "real", (n, p), "q_{k-1} ... q_{k-p} per joint")],
-                 outputs=outputs(n), functions=[init, step], reference=reference)
+    return Block(
+        kind="est",
+        name=name,
+        doc=__doc__ or "",
+        options={"p": p},
+        state=[Field("hist", "real", (n, p), "q_{k-1} ... q_{k-p} per joint")],
+        outputs=outputs(n),
+        functions=[init, step],
+        reference=reference,
+    )

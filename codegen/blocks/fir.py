@@ -32,7 +32,7 @@ from .estimator import outputs, reference
 
 def _lsf_rows(n: int, p: int) -> sp.Matrix:
     v = sp.Matrix(n, p + 1, lambda j, m: sp.Integer(-j) ** m)
-    return (v.T * v).inv() * v.T       # rows: polynomial coefficients per unit-step time
+    return (v.T * v).inv() * v.T  # rows: polynomial coefficients per unit-step time
 
 
 def _backward(m: int) -> list[sp.Rational]:
@@ -59,7 +59,7 @@ def coefficients(name: str, n: int, p: int = 1, lam: float = 1.0) -> tuple[np.nd
         # are rational in the float lam, so the taps round once and are the same on every machine
         lam_q = Fraction(float(lam))
         v = np.array([[Fraction(1), Fraction(-k)] for k in range(n)], dtype=object)
-        vw = (v * np.array([lam_q ** k for k in range(n)], dtype=object)[:, None]).T
+        vw = (v * np.array([lam_q**k for k in range(n)], dtype=object)[:, None]).T
         rows = exact.solve_rational(vw.dot(v), vw)
         return exact.rounded(rows[1]), None
     raise ValueError(name)
@@ -72,19 +72,31 @@ def build(ctx: Ctx, name: str, n: int, p: int = 1, lam: float = 1.0) -> Block:
     n = ctx.n
     q = ctx.sym("q")
     hist = cs.SX.sym("hist", n * (taps - 1))
-    h = cs.vertcat(q.T, cs.reshape(hist, taps - 1, n))   # taps x n, row j = q_{k-j}
+    h = cs.vertcat(q.T, cs.reshape(hist, taps - 1, n))  # taps x n, row j = q_{k-j}
     ts = ctx.ts
     qd = cs.mtimes(cs.DM(vel / ts).T, h).T
-    qdd = cs.mtimes(cs.DM(acc / ts ** 2).T, h).T if acc is not None else cs.SX.zeros(n)
-    step = sx_function("step", [("out.q", q), ("st.est.hist", hist)],
-                       [("out.q_hat", q), ("out.qd_hat", qd), ("out.qdd_hat", qdd),
-                        ("st.est.hist", h[:taps - 1, :])], f"{name} FIR derivative")
-    init = sx_function("init", [("out.q", q)], [("st.est.hist", cs.repmat(q.T, taps - 1, 1))],
-                       "history := q")
-    label = {"lsf": f"LSF({order},{p})", "bde": f"BDE({order})", "tse": f"TSE({order})",
-             "ewlr": f"EWLR({order},{lam:g})"}[name]
-    return Block(kind="est", name=name, doc=(__doc__ or "") + f"\nThis build: {label}; velocity "
-                 f"coefficients x T_s, newest first: {', '.join(f'{c:.10g}' for c in vel)}.",
-                 options={"taps": taps, "velocity": tuple(vel), "acceleration": None if acc is None else tuple(acc)},
-                 state=[Field("hist", "real", (n, taps - 1), "q_{k-1} ... q_{k-n+1} per joint")],
-                 outputs=outputs(n), functions=[init, step], reference=reference)
+    qdd = cs.mtimes(cs.DM(acc / ts**2).T, h).T if acc is not None else cs.SX.zeros(n)
+    step = sx_function(
+        "step",
+        [("out.q", q), ("st.est.hist", hist)],
+        [("out.q_hat", q), ("out.qd_hat", qd), ("out.qdd_hat", qdd), ("st.est.hist", h[: taps - 1, :])],
+        f"{name} FIR derivative",
+    )
+    init = sx_function("init", [("out.q", q)], [("st.est.hist", cs.repmat(q.T, taps - 1, 1))], "history := q")
+    label = {
+        "lsf": f"LSF({order},{p})",
+        "bde": f"BDE({order})",
+        "tse": f"TSE({order})",
+        "ewlr": f"EWLR({order},{lam:g})",
+    }[name]
+    return Block(
+        kind="est",
+        name=name,
+        doc=(__doc__ or "") + f"\nThis build: {label}; velocity "
+        f"coefficients x T_s, newest first: {', '.join(f'{c:.10g}' for c in vel)}.",
+        options={"taps": taps, "velocity": tuple(vel), "acceleration": None if acc is None else tuple(acc)},
+        state=[Field("hist", "real", (n, taps - 1), "q_{k-1} ... q_{k-n+1} per joint")],
+        outputs=outputs(n),
+        functions=[init, step],
+        reference=reference,
+    )

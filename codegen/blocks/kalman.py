@@ -30,7 +30,7 @@ DEFAULT_Q = 10.0
 def discrete_model(ts: float) -> tuple[np.ndarray, np.ndarray]:
     """(A_d, Gamma_d) of the triple integrator under zero-order hold (exact: A is nilpotent)."""
     a = np.array([[1.0, ts, ts * ts / 2.0], [0.0, 1.0, ts], [0.0, 0.0, 1.0]])
-    g = np.array([ts ** 3 / 6.0, ts ** 2 / 2.0, ts])
+    g = np.array([ts**3 / 6.0, ts**2 / 2.0, ts])
     return a, g
 
 
@@ -43,7 +43,7 @@ def riccati(ts: float, q: float, r: float) -> Any:
     mp = exact.MP
     t, qv, rv = mp.mpf(float(ts)), mp.mpf(float(q)), mp.mpf(float(r))
     a = mp.matrix([[1, t, t * t / 2], [0, 1, t], [0, 0, 1]])
-    g = mp.matrix([t ** 3 / 6, t ** 2 / 2, t])
+    g = mp.matrix([t**3 / 6, t**2 / 2, t])
     ak, hk = a.T, qv * (g * g.T)
     gk = mp.zeros(3, 3)
     gk[0, 0] = 1 / rv
@@ -67,7 +67,7 @@ def kalman_gain(ts: float, q: float, r: float) -> np.ndarray:
     return np.array(_gain(float(ts), float(q), float(r)))
 
 
-@functools.lru_cache(maxsize=4096)   # run-time redesigns (tuning) repeat the same few designs
+@functools.lru_cache(maxsize=4096)  # run-time redesigns (tuning) repeat the same few designs
 def _gain(ts: float, q: float, r: float) -> tuple[float, float, float]:
     p = riccati(ts, q, r)
     m0, m1, m2 = (float(p[i, 0] / (p[0, 0] + exact.MP.mpf(r))) for i in range(3))
@@ -100,13 +100,29 @@ def build(ctx: Ctx) -> Block:
     xp = cs.mtimes(cs.DM(ad), x)
     innov = (q.T - xp[0, :]) * valid.T
     xn = xp + k * cs.repmat(innov, 3, 1)
-    step = sx_function("step", [("out.q", q), ("loc.valid", valid), ("st.est.x", xs), ("cfg.est.gain", ks)],
-                       [("out.q_hat", xn[0, :].T), ("out.qd_hat", xn[1, :].T), ("out.qdd_hat", xn[2, :].T),
-                        ("st.est.x", xn)], "predict, then update when valid")
-    init = sx_function("init", [("out.q", q)], [("st.est.x", cs.vertcat(q.T, cs.SX.zeros(2, n)))],
-                       "x := [q, 0, 0]")
-    return Block(kind="est", name="kalman", doc=__doc__ or "", options={"q_var": (DEFAULT_Q,) * n},
-                 config=[Field("gain", "real", (n, 3), "steady-state gain M per joint (host: "
-                               "RtConfig.set_kalman(q_var, r_var) redesigns it)", (0.0,) * (3 * n))],
-                 state=[Field("x", "real", (n, 3), "[q, qd, qdd] per joint")],
-                 outputs=outputs(n), functions=[init, step], reference=reference)
+    step = sx_function(
+        "step",
+        [("out.q", q), ("loc.valid", valid), ("st.est.x", xs), ("cfg.est.gain", ks)],
+        [("out.q_hat", xn[0, :].T), ("out.qd_hat", xn[1, :].T), ("out.qdd_hat", xn[2, :].T), ("st.est.x", xn)],
+        "predict, then update when valid",
+    )
+    init = sx_function("init", [("out.q", q)], [("st.est.x", cs.vertcat(q.T, cs.SX.zeros(2, n)))], "x := [q, 0, 0]")
+    return Block(
+        kind="est",
+        name="kalman",
+        doc=__doc__ or "",
+        options={"q_var": (DEFAULT_Q,) * n},
+        config=[
+            Field(
+                "gain",
+                "real",
+                (n, 3),
+                "steady-state gain M per joint (host: RtConfig.set_kalman(q_var, r_var) redesigns it)",
+                (0.0,) * (3 * n),
+            )
+        ],
+        state=[Field("x", "real", (n, 3), "[q, qd, qdd] per joint")],
+        outputs=outputs(n),
+        functions=[init, step],
+        reference=reference,
+    )

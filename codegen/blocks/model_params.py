@@ -26,17 +26,23 @@ def build(ctx: Ctx) -> Block:
     payload = cs.SX.sym("payload", 10)
     k = last_link_offset(ctx)
     e = np.zeros((ns, 10))
-    e[k:k + 10, :] = np.eye(10)
+    e[k : k + 10, :] = np.eye(10)
     pi = params + cs.mtimes(cs.DM(e), payload)
-    derive = sx_function("model_derive", [("cfg.model.params", params), ("cfg.model.payload", payload)],
-                         [("st.model.pi", pi)], "pi = params + payload added to the last link")
+    derive = sx_function(
+        "model_derive",
+        [("cfg.model.params", params), ("cfg.model.payload", payload)],
+        [("st.model.pi", pi)],
+        "pi = params + payload added to the last link",
+    )
     return Block(
-        kind="model", name="params",
+        kind="model",
+        name="params",
         doc="Run-time dynamic parameters (standard vector, order of <robot>_standard_parameter_names) "
-            "and an extra payload on the last link (" + ", ".join(LINK_PARAMS) + ", last link frame).",
-        config=[Field("params", "real", (ns,), "standard parameters (SI)",
-                      tuple(ctx.robot.standard_parameters())),
-                Field("payload", "real", (10,), "extra payload on the last link, added to params",
-                      (0.0,) * 10)],
+        "and an extra payload on the last link (" + ", ".join(LINK_PARAMS) + ", last link frame).",
+        config=[
+            Field("params", "real", (ns,), "standard parameters (SI)", tuple(ctx.robot.standard_parameters())),
+            Field("payload", "real", (10,), "extra payload on the last link, added to params", (0.0,) * 10),
+        ],
         state=[Field("pi", "real", (ns,), "derived: params + payload")],
-        derive=derive)
+        derive=derive,
+    )

@@ -11,15 +11,14 @@ the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.t
 §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
 links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
 both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
-set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
+set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a
+perfect model, r ~ -(T/2) d^2p/dt^2 in
 motion (measured on the iiwa: 0.66 N m at most on joint 2 for 1 rad/s-class motion at 1 kHz).
 The first sample sets p_0 and r = 0. Sign: r is the external torque acting on
 the robot, in the joint torque's sign convention.
 """
 
 from __future__ import annotations
-
-import casadi as cs
 
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
@@ -31,15 +30,29 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     q, qd = ctx.sym("q"), ctx.sym("qd")
     p0, integ, r, k = ctx.sym("p0"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_o")
     elastic: list[Field] = []
-    if ctx.robot.elastic:     # seed 003 §5.2: the joint torque is the springs', (I + A)^T tau_el
+    if ctx.robot.elastic:  # seed 003 §5.2: the joint torque is the springs', (I + A)^T tau_el
         th, thd, ke, de = ctx.sym("theta"), ctx.sym("thetad"), ctx.sym("k_e"), ctx.sym("d_e")
         tau = ctx.call_elastic("elastic_joint_torque", q, qd, th, thd, ke, de)
         torque_in = [("out.theta_hat", th), ("out.thetad_hat", thd), ("cfg.obs.k_e", ke), ("cfg.obs.d_e", de)]
         drives = [j.elastic for j in ctx.robot.joints]
-        elastic = [Field("k_e", "real", (n,), "spring stiffness k_e per joint (N m/rad), e.g. identified",
-                         tuple(dr.stiffness for dr in drives if dr is not None), low=0.0),
-                   Field("d_e", "real", (n,), "spring damping d_e per joint (N m s/rad)",
-                         tuple(dr.damping for dr in drives if dr is not None), low=0.0)]
+        elastic = [
+            Field(
+                "k_e",
+                "real",
+                (n,),
+                "spring stiffness k_e per joint (N m/rad), e.g. identified",
+                tuple(dr.stiffness for dr in drives if dr is not None),
+                low=0.0,
+            ),
+            Field(
+                "d_e",
+                "real",
+                (n,),
+                "spring damping d_e per joint (N m s/rad)",
+                tuple(dr.damping for dr in drives if dr is not None),
+                low=0.0,
+            ),
+        ]
     else:
         tau = ctx.sym("tau")
         torque_in = [("in.tau", tau)]
@@ -47,19 +60,34 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi)
     integ_n = integ + ts * (tau - beta + r)
     r_n = k * (p - p0 - integ_n)
-    step = sx_function("step", [("out.q_hat", q), ("out.qd_hat", qd)] + torque_in + [
-                                ("st.obs.p0", p0), ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)] + model,
-                       [("st.obs.p", p), ("st.obs.integ", integ_n), ("st.obs.r", r_n), ("out.r", r_n)],
-                       "momentum, integral and residual")
-    return Block(kind="obs", name="momentum", doc=__doc__ or "", template="momentum",
-                 config=[Field("k_o", "real", (n,), "observer gain K_O per joint (1/s)", per_joint(k_o, n), low=0.0,
-                               high=1.0 / ts)] + elastic,
-                 state=[Field("p0", "real", (n,), "momentum at the first sample"),
-                        Field("p", "real", (n,), "momentum of this sample"),
-                        Field("integ", "real", (n,), "integral of tau - beta + r"),
-                        Field("r", "real", (n,), "residual")],
-                 outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
-                 functions=[step], reference=reference)
+    step = sx_function(
+        "step",
+        [("out.q_hat", q), ("out.qd_hat", qd)]
+        + torque_in
+        + [("st.obs.p0", p0), ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)]
+        + model,
+        [("st.obs.p", p), ("st.obs.integ", integ_n), ("st.obs.r", r_n), ("out.r", r_n)],
+        "momentum, integral and residual",
+    )
+    return Block(
+        kind="obs",
+        name="momentum",
+        doc=__doc__ or "",
+        template="momentum",
+        config=[
+            Field("k_o", "real", (n,), "observer gain K_O per joint (1/s)", per_joint(k_o, n), low=0.0, high=1.0 / ts)
+        ]
+        + elastic,
+        state=[
+            Field("p0", "real", (n,), "momentum at the first sample"),
+            Field("p", "real", (n,), "momentum of this sample"),
+            Field("integ", "real", (n,), "integral of tau - beta + r"),
+            Field("r", "real", (n,), "residual"),
+        ],
+        outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
+        functions=[step],
+        reference=reference,
+    )
 
 
 def reference(d: Data, block: Block) -> None:

@@ -11,8 +11,13 @@ from __future__ import annotations
 from .base import Block, Field, Fn
 
 MODEL_FREE = ("findiff", "movav", "lsf", "bde", "tse", "ewlr", "kalman", "linhg")
-RENAMED = {"out.q": "out.theta", "loc.valid": "loc.motor_valid", "out.q_hat": "out.theta_hat",
-           "out.qd_hat": "out.thetad_hat", "out.qdd_hat": "out.thetadd_hat"}
+RENAMED = {
+    "out.q": "out.theta",
+    "loc.valid": "loc.motor_valid",
+    "out.q_hat": "out.theta_hat",
+    "out.qd_hat": "out.thetad_hat",
+    "out.qdd_hat": "out.thetadd_hat",
+}
 
 
 def _rebind(binding: str) -> str:
@@ -26,22 +31,37 @@ def _rebind(binding: str) -> str:
 
 
 def _fn(f: Fn) -> Fn:
-    return Fn(f.name, f.function, tuple(_rebind(b) for b in f.inputs), tuple(_rebind(b) for b in f.outputs),
-              f.doc + " (motor side)")
+    return Fn(
+        f.name,
+        f.function,
+        tuple(_rebind(b) for b in f.inputs),
+        tuple(_rebind(b) for b in f.outputs),
+        f.doc + " (motor side)",
+    )
 
 
 def build(est: Block) -> Block:
     """The motor-side twin of the link estimator ``est`` (ValueError for a model-based one)."""
     if est.name not in MODEL_FREE:
-        raise ValueError(f"the {est.name} estimator has no motor-side form (its model is the rigid link's); "
-                         f"an elastic arm needs one of {', '.join(MODEL_FREE)}")
+        raise ValueError(
+            f"the {est.name} estimator has no motor-side form (its model is the rigid link's); "
+            f"an elastic arm needs one of {', '.join(MODEL_FREE)}"
+        )
     n = est.outputs[0].shape[0]
-    return Block(kind="mest", name=est.name, doc=__doc__ or "", template="motor_estimator",
-                 config=list(est.config), state=list(est.state),
-                 outputs=[Field("theta_hat", "real", (n,), "estimated motor position, link side (rad or m)"),
-                          Field("thetad_hat", "real", (n,), "estimated motor velocity, link side"),
-                          Field("thetadd_hat", "real", (n,), "estimated motor acceleration where the estimator "
-                                "gives it, else 0")],
-                 functions=[_fn(f) for f in est.functions],
-                 derive=None if est.derive is None else _fn(est.derive),
-                 reference=est.reference, options=dict(est.options))
+    return Block(
+        kind="mest",
+        name=est.name,
+        doc=__doc__ or "",
+        template="motor_estimator",
+        config=list(est.config),
+        state=list(est.state),
+        outputs=[
+            Field("theta_hat", "real", (n,), "estimated motor position, link side (rad or m)"),
+            Field("thetad_hat", "real", (n,), "estimated motor velocity, link side"),
+            Field("thetadd_hat", "real", (n,), "estimated motor acceleration where the estimator gives it, else 0"),
+        ],
+        functions=[_fn(f) for f in est.functions],
+        derive=None if est.derive is None else _fn(est.derive),
+        reference=est.reference,
+        options=dict(est.options),
+    )

@@ -9,33 +9,60 @@ eps, L1, L2 (diagonals) are run-time config; seed 000 fixes eps = 0.03 and tunes
 
 from __future__ import annotations
 
+import casadi as cs
+
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 from .estimator import model_based_reference, outputs
 
-import casadi as cs
 
-
-def build(ctx: Ctx, eps: float = 0.03, l1: float | tuple[float, ...] = 1.1,
-          l2: float | tuple[float, ...] = 2.0) -> Block:
+def build(
+    ctx: Ctx, eps: float = 0.03, l1: float | tuple[float, ...] = 1.1, l2: float | tuple[float, ...] = 2.0
+) -> Block:
     n, ts = ctx.n, ctx.ts
     q, x1, x2, f = ctx.sym("q"), ctx.sym("x1"), ctx.sym("x2"), ctx.sym("f")
     e_, g1, g2 = cs.SX.sym("eps"), ctx.sym("l1"), ctx.sym("l2")
     e = q - x1
     n1 = x1 + ts * (x2 + g1 / e_ * e)
-    n2 = x2 + ts * (f + g2 / e_ ** 2 * e)
-    step = sx_function("step", [("out.q", q), ("st.est.x1", x1), ("st.est.x2", x2), ("st.est.f", f),
-                                ("cfg.est.eps", e_), ("cfg.est.l1", g1), ("cfg.est.l2", g2)],
-                       [("out.q_hat", n1), ("out.qd_hat", n2), ("out.qdd_hat", f + g2 / e_ ** 2 * e),
-                        ("st.est.x1", n1), ("st.est.x2", n2)], "forward-Euler update")
-    init = sx_function("init", [("out.q", q)], [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n))],
-                       "x1 := q, x2 := 0")
-    return Block(kind="est", name="nlhg", doc=__doc__ or "", template="model_based_estimator",
-                 options={"fdyn": "st.est.f", "qd": "st.est.x2"},
-                 config=[Field("eps", "real", (), "epsilon_n (s)", (eps,), low=0.0, low_open=True),
-                         Field("l1", "real", (n,), "diagonal of L1", per_joint(l1, n), low=0.0, low_open=True),
-                         Field("l2", "real", (n,), "diagonal of L2", per_joint(l2, n), low=0.0, low_open=True)],
-                 state=[Field("x1", "real", (n,), "position estimate"), Field("x2", "real", (n,), "velocity estimate"),
-                        Field("f", "real", (n,), "workspace: f(q, x2, tau)")],
-                 outputs=outputs(n), functions=[init, step],
-                 reference=model_based_reference(ctx, "st.est.f", "st.est.x2"))
+    n2 = x2 + ts * (f + g2 / e_**2 * e)
+    step = sx_function(
+        "step",
+        [
+            ("out.q", q),
+            ("st.est.x1", x1),
+            ("st.est.x2", x2),
+            ("st.est.f", f),
+            ("cfg.est.eps", e_),
+            ("cfg.est.l1", g1),
+            ("cfg.est.l2", g2),
+        ],
+        [
+            ("out.q_hat", n1),
+            ("out.qd_hat", n2),
+            ("out.qdd_hat", f + g2 / e_**2 * e),
+            ("st.est.x1", n1),
+            ("st.est.x2", n2),
+        ],
+        "forward-Euler update",
+    )
+    init = sx_function("init", [("out.q", q)], [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n))], "x1 := q, x2 := 0")
+    return Block(
+        kind="est",
+        name="nlhg",
+        doc=__doc__ or "",
+        template="model_based_estimator",
+        options={"fdyn": "st.est.f", "qd": "st.est.x2"},
+        config=[
+            Field("eps", "real", (), "epsilon_n (s)", (eps,), low=0.0, low_open=True),
+            Field("l1", "real", (n,), "diagonal of L1", per_joint(l1, n), low=0.0, low_open=True),
+            Field("l2", "real", (n,), "diagonal of L2", per_joint(l2, n), low=0.0, low_open=True),
+        ],
+        state=[
+            Field("x1", "real", (n,), "position estimate"),
+            Field("x2", "real", (n,), "velocity estimate"),
+            Field("f", "real", (n,), "workspace: f(q, x2, tau)"),
+        ],
+        outputs=outputs(n),
+        functions=[init, step],
+        reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
+    )

@@ -10,14 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ESTIMATORS: dict[str, dict[str, type]] = {
-    "findiff": {}, "movav": {"p": int}, "lsf": {"n": int, "p": int}, "bde": {"n": int},
-    "tse": {"n": int}, "ewlr": {"n": int, "lam": float}, "kalman": {}, "linhg": {}, "nlhg": {},
+    "findiff": {},
+    "movav": {"p": int},
+    "lsf": {"n": int, "p": int},
+    "bde": {"n": int},
+    "tse": {"n": int},
+    "ewlr": {"n": int, "lam": float},
+    "kalman": {},
+    "linhg": {},
+    "nlhg": {},
     "slimod": {},
 }
 OBSERVERS = ("none", "momentum", "adaptive", "adaptive_measured", "direct", "direct_measured")
-CONTROLLERS = ("none", "computed_torque", "pid", "state_feedback")   # state_feedback: elastic arms
+CONTROLLERS = ("none", "computed_torque", "pid", "state_feedback")  # state_feedback: elastic arms
 DEFAULT_OPTIONS: dict[str, dict[str, float]] = {
-    "movav": {"p": 2}, "lsf": {"n": 4, "p": 1}, "bde": {"n": 2}, "tse": {"n": 3},
+    "movav": {"p": 2},
+    "lsf": {"n": 4, "p": 1},
+    "bde": {"n": 2},
+    "tse": {"n": 3},
     "ewlr": {"n": 10, "lam": 0.8},
 }
 
@@ -46,13 +56,13 @@ def estimator_choice(name: str, params: dict[str, object]) -> EstimatorChoice:
     merged: dict[str, float] = dict(DEFAULT_OPTIONS.get(name, {}))
     for key, value in params.items():
         if key not in allowed:
-            raise OptionError(f"estimator {name} has no option {key!r}"
-                              + (f" (options: {', '.join(allowed)})" if allowed else ""))
+            raise OptionError(
+                f"estimator {name} has no option {key!r}" + (f" (options: {', '.join(allowed)})" if allowed else "")
+            )
         try:
-            v = allowed[key](value)  # type: ignore[call-arg]
+            v = allowed[key](value)
         except (TypeError, ValueError):
-            raise OptionError(f"estimator {name}: {key} must be {allowed[key].__name__}, "
-                              f"got {value!r}") from None
+            raise OptionError(f"estimator {name}: {key} must be {allowed[key].__name__}, got {value!r}") from None
         if isinstance(value, float) and allowed[key] is int and value != int(value):
             raise OptionError(f"estimator {name}: {key} must be an integer, got {value!r}")
         merged[key] = float(v)
@@ -64,13 +74,11 @@ def _check(name: str, o: dict[str, float]) -> None:
     if name == "movav" and not 1 <= o["p"] <= 64:
         raise OptionError(f"movav: window p must be in 1..64, got {o['p']:g}")
     if name == "lsf" and not (0 < o["p"] < o["n"] <= 64):
-        raise OptionError(f"lsf: need 0 < p < n <= 64 (order p, samples n), got n={o['n']:g} "
-                          f"p={o['p']:g}")
+        raise OptionError(f"lsf: need 0 < p < n <= 64 (order p, samples n), got n={o['n']:g} p={o['p']:g}")
     if name in ("bde", "tse") and not 1 <= o["n"] <= 8:
         raise OptionError(f"{name}: order n must be in 1..8, got {o['n']:g}")
     if name == "ewlr" and not (2 <= o["n"] <= 64 and 0 < o["lam"] <= 1):
-        raise OptionError(f"ewlr: need 2 <= n <= 64 and 0 < lam <= 1, got n={o['n']:g} "
-                          f"lam={o['lam']:g}")
+        raise OptionError(f"ewlr: need 2 <= n <= 64 and 0 < lam <= 1, got n={o['n']:g} lam={o['lam']:g}")
 
 
 def parse_estimator(text: str) -> EstimatorChoice:
@@ -93,9 +101,8 @@ class RtOptions:
     estimator: EstimatorChoice = EstimatorChoice("kalman")
     observer: str = "momentum"
     controller: str = "computed_torque"
-    constant_params: bool = False   # fold the robot's parameters in (fast path, no model config)
-    sample_period: float | None = None   # None: the robot description's
-
+    constant_params: bool = False  # fold the robot's parameters in (fast path, no model config)
+    sample_period: float | None = None  # None: the robot description's
 
     def __post_init__(self) -> None:
         if self.observer not in OBSERVERS:
@@ -103,14 +110,15 @@ class RtOptions:
         if self.sample_period is not None and not (0 < self.sample_period < 10):
             raise OptionError(f"sample period must be in (0, 10) s, got {self.sample_period!r}")
         if self.controller not in CONTROLLERS:
-            raise OptionError(f"unknown controller {self.controller!r}; choose from "
-                              f"{', '.join(CONTROLLERS)}")
+            raise OptionError(f"unknown controller {self.controller!r}; choose from {', '.join(CONTROLLERS)}")
 
     @property
     def label(self) -> str:
-        return (f"{self.estimator.label} + {self.observer} + {self.controller}"
-                + (" (constant parameters)" if self.constant_params else "")
-                + (f" @ {self.sample_period!r} s" if self.sample_period else ""))
+        return (
+            f"{self.estimator.label} + {self.observer} + {self.controller}"
+            + (" (constant parameters)" if self.constant_params else "")
+            + (f" @ {self.sample_period!r} s" if self.sample_period else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -118,5 +126,5 @@ class RealtimeDefaults:
     """The robot YAML's ``realtime:`` section (options and config overrides with their lines)."""
 
     options: RtOptions = RtOptions()
-    config: tuple[tuple[str, tuple[float, ...], int], ...] = ()   # (block.field, values, line)
-    given: frozenset[str] = field(default_factory=frozenset)       # which of the options were set
+    config: tuple[tuple[str, tuple[float, ...], int], ...] = ()  # (block.field, values, line)
+    given: frozenset[str] = field(default_factory=frozenset)  # which of the options were set

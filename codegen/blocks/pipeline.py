@@ -16,14 +16,35 @@ import numpy as np
 from ..dynamics import Dynamics
 from ..errors import DescriptionError
 from ..model import Robot
-from . import adaptive, controllers, detect, direct, encoder, findiff, fir, kalman, linhg, model_params, momentum, motor, nlhg, slimod
+from . import (
+    adaptive,
+    controllers,
+    detect,
+    direct,
+    encoder,
+    findiff,
+    fir,
+    kalman,
+    linhg,
+    model_params,
+    momentum,
+    motor,
+    nlhg,
+    slimod,
+)
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
 from .options import ESTIMATORS, RtOptions
 
-KIND_DOC = {"model": "model parameters", "enc": "encoders", "est": "velocity estimator",
-            "mest": "motor-side velocity estimator",
-            "obs": "collision observer", "det": "detection and reaction", "ctl": "controller"}
+KIND_DOC = {
+    "model": "model parameters",
+    "enc": "encoders",
+    "est": "velocity estimator",
+    "mest": "motor-side velocity estimator",
+    "obs": "collision observer",
+    "det": "detection and reaction",
+    "ctl": "controller",
+}
 
 
 def _estimator(ctx: Ctx) -> Block:
@@ -48,20 +69,26 @@ def _estimator(ctx: Ctx) -> Block:
 
 
 def input_fields(n: int) -> list[Field]:
-    return [Field("counts", "uint32", (n,), "raw link-side counter values (low `bits` bits used)"),
-            Field("valid", "uint8", (n,), "1: counts[i] was received this sample, 0: lost"),
-            Field("motor_counts", "uint32", (n,), "raw motor-side counter values (if motor_cpr > 0)"),
-            Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
-            Field("tau", "real", (n,), "link-side joint torque over the last sample (measured or the "
-                                       "previous command), N m or N"),
-            Field("q_des", "real", (n,), "desired position (rad or m)"),
-            Field("qd_des", "real", (n,), "desired velocity"),
-            Field("qdd_des", "real", (n,), "desired acceleration"),
-            Field("reset", "uint8", (), "1: clear the latched collision and its reaction")]
+    return [
+        Field("counts", "uint32", (n,), "raw link-side counter values (low `bits` bits used)"),
+        Field("valid", "uint8", (n,), "1: counts[i] was received this sample, 0: lost"),
+        Field("motor_counts", "uint32", (n,), "raw motor-side counter values (if motor_cpr > 0)"),
+        Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
+        Field(
+            "tau",
+            "real",
+            (n,),
+            "link-side joint torque over the last sample (measured or the previous command), N m or N",
+        ),
+        Field("q_des", "real", (n,), "desired position (rad or m)"),
+        Field("qd_des", "real", (n,), "desired velocity"),
+        Field("qdd_des", "real", (n,), "desired acceleration"),
+        Field("reset", "uint8", (), "1: clear the latched collision and its reaction"),
+    ]
 
 
 LOCALS = ("valid", "motor_valid", "total_r", "motor_total_r")
-INPUT_LIMIT = 1e6   # a real input beyond +-this (SI units) is a numeric fault (<robot>_rt.h)
+INPUT_LIMIT = 1e6  # a real input beyond +-this (SI units) is a numeric fault (<robot>_rt.h)
 # outputs a waiting (or faulted) step still sets; the others are 0
 KEPT_WHILE_WAITING = ("q", "theta", "faults", "motor_faults", "ready", "fault")
 
@@ -87,17 +114,33 @@ class Pipeline:
     @property
     def outputs(self) -> list[Field]:
         out: list[Field] = []
-        desired = [Field("q_d", "real", (self.n,), "desired position used (reaction applied)"),
-                   Field("qd_d", "real", (self.n,), "desired velocity used"),
-                   Field("qdd_d", "real", (self.n,), "desired acceleration used")]
+        desired = [
+            Field("q_d", "real", (self.n,), "desired position used (reaction applied)"),
+            Field("qd_d", "real", (self.n,), "desired velocity used"),
+            Field("qdd_d", "real", (self.n,), "desired acceleration used"),
+        ]
         for b in self.blocks:
             out += b.outputs
             if b.kind == "enc":
-                out.append(Field("ready", "uint8", (), "0 until every joint has delivered a valid sample "
-                                 "(an elastic arm: on both encoders) "
-                                 "(the blocks start then; until then only q, theta and the fault counters are set)"))
-                out.append(Field("fault", "uint8", (), "numeric fault this sample: 1 a non-finite input, 2 a "
-                                 "non-finite result; the blocks restarted (header: Numeric faults)"))
+                out.append(
+                    Field(
+                        "ready",
+                        "uint8",
+                        (),
+                        "0 until every joint has delivered a valid sample "
+                        "(an elastic arm: on both encoders) "
+                        "(the blocks start then; until then only q, theta and the fault counters are set)",
+                    )
+                )
+                out.append(
+                    Field(
+                        "fault",
+                        "uint8",
+                        (),
+                        "numeric fault this sample: 1 a non-finite input, 2 a "
+                        "non-finite result; the blocks restarted (header: Numeric faults)",
+                    )
+                )
             if b.kind == "est":
                 out += desired
         return out
@@ -143,7 +186,7 @@ class Pipeline:
                 b.reference(d, b)
             if b.kind == "enc":
                 started = d["st.enc.started"] != 0
-                if self.block("mest") is not None:        # the motor-side estimator reads theta
+                if self.block("mest") is not None:  # the motor-side estimator reads theta
                     started &= d["st.enc.motor_started"] != 0
                 d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
                 d["out.fault"] = np.array(0 if self.all_finite(d, "in.", INPUT_LIMIT) else 1, dtype=np.uint8)
@@ -173,8 +216,11 @@ class Pipeline:
         """The numeric-fault test of the step: every real ``in.``, ``out.`` or ``cfg.`` value finite
         (and within +-limit)."""
         fields = self.fields()
-        return all(bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v))) for k, v in d.items()
-                   if k.startswith(prefix) and fields[k].ctype == "real")
+        return all(
+            bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v)))
+            for k, v in d.items()
+            if k.startswith(prefix) and fields[k].ctype == "real"
+        )
 
     def reference_restart(self, d: Data) -> None:
         """A numeric fault's restart: block states as after init, the config and encoders kept."""
@@ -184,8 +230,8 @@ class Pipeline:
                 d[k] = v
 
 
-OBSERVER_FIELDS = {"k_o", "lam", "lam_f", "freeze"}   # config fields some observer has (obs.<field> keys)
-DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}   # generation-time design values, not config fields
+OBSERVER_FIELDS = {"k_o", "lam", "lam_f", "freeze"}  # config fields some observer has (obs.<field> keys)
+DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}  # generation-time design values, not config fields
 
 
 def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple[float, ...], int]]:
@@ -193,14 +239,20 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
     Keys are ``<estimator name>.<field>`` (e.g. ``linhg.h1``: used only when that estimator is
     generated) or ``<kind>.<field>`` for the other blocks (``obs.k_o``, ``det.threshold``,
     ``ctl.kp``; ignored when the block is not generated)."""
-    prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}   # the motor estimator: mest
+    prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}  # the motor estimator: mest
     design: dict[str, tuple[tuple[float, ...], int]] = {}
     for key, values, line in robot.realtime.config:
         prefix, _, name = key.partition(".")
         where = f"realtime.config.{key}"
         if prefix not in set(ESTIMATORS) | {"model", "enc", "mest", "obs", "det", "ctl"}:
-            raise DescriptionError(robot.file, where, "keys are <estimator>.<field> (estimators: "
-                                   + ", ".join(ESTIMATORS) + ") or model/enc/mest/obs/det/ctl.<field>", line)
+            raise DescriptionError(
+                robot.file,
+                where,
+                "keys are <estimator>.<field> (estimators: "
+                + ", ".join(ESTIMATORS)
+                + ") or model/enc/mest/obs/det/ctl.<field>",
+                line,
+            )
         b = prefixes.get(prefix)
         if b is None:
             continue
@@ -211,11 +263,15 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
             continue
         idx = next((i for i, x in enumerate(b.config) if x.name == name), None)
         if idx is None and prefix == "obs" and name in OBSERVER_FIELDS:
-            continue          # a field of another observer (the YAML may serve several pipelines)
+            continue  # a field of another observer (the YAML may serve several pipelines)
         if idx is None:
             extra = " and the design values q_var, r_var" if b.name == "kalman" else ""
-            raise DescriptionError(robot.file, where, f"{b.name} has no config field {name!r} (fields: "
-                                   + ", ".join(x.name for x in b.config) + extra + ")", line)
+            raise DescriptionError(
+                robot.file,
+                where,
+                f"{b.name} has no config field {name!r} (fields: " + ", ".join(x.name for x in b.config) + extra + ")",
+                line,
+            )
         fld = b.config[idx]
         if len(values) not in (1, fld.size):
             raise DescriptionError(robot.file, where, f"expected 1 or {fld.size} numbers, got {len(values)}", line)
@@ -239,8 +295,9 @@ def _gives_acceleration(estimator: Block) -> bool:
 def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:
     ctx = Ctx(robot, dyn or Dynamics(robot), options)
     blocks: list[Block] = []
-    if not options.constant_params and (options.observer != "none" or options.controller != "none"
-                                        or options.estimator.name in ("nlhg", "slimod")):
+    if not options.constant_params and (
+        options.observer != "none" or options.controller != "none" or options.estimator.name in ("nlhg", "slimod")
+    ):
         blocks.append(model_params.build(ctx))
     blocks.append(encoder.build(ctx))
     blocks.append(_estimator(ctx))
@@ -251,15 +308,22 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
         except ValueError as exc:
             raise DescriptionError(robot.file, "realtime.estimator", str(exc)) from None
     elif options.controller == "state_feedback":
-        raise DescriptionError(robot.file, "realtime.controller", "the state_feedback controller is for "
-                               "series-elastic joints (elastic:); choose computed_torque or pid")
+        raise DescriptionError(
+            robot.file,
+            "realtime.controller",
+            "the state_feedback controller is for series-elastic joints (elastic:); choose computed_torque or pid",
+        )
     if options.observer == "momentum":
         blocks.append(momentum.build(ctx))
     elif options.observer in ("adaptive", "direct") and not _gives_acceleration(blocks[-1]):
-        raise DescriptionError(robot.file, "realtime.observer", f"the {options.observer} observer needs the joint "
-                               f"acceleration, which the {options.estimator.label} estimator does not give: choose "
-                               f"{adaptive.ACCELERATION_ESTIMATORS}, or {options.observer}_measured (q-dot, q-ddot "
-                               "as inputs)")
+        raise DescriptionError(
+            robot.file,
+            "realtime.observer",
+            f"the {options.observer} observer needs the joint "
+            f"acceleration, which the {options.estimator.label} estimator does not give: choose "
+            f"{adaptive.ACCELERATION_ESTIMATORS}, or {options.observer}_measured (q-dot, q-ddot "
+            "as inputs)",
+        )
     elif options.observer.startswith("adaptive"):
         blocks.append(adaptive.build(ctx, measured=options.observer.endswith("_measured")))
     elif options.observer.startswith("direct"):
@@ -274,7 +338,7 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
     elif options.controller == "state_feedback":
         blocks.append(controllers.state_feedback(ctx))
     design = _apply_overrides(blocks, robot)
-    for kal in (b for b in blocks if b.name == "kalman"):   # the gain follows the final design values
+    for kal in (b for b in blocks if b.name == "kalman"):  # the gain follows the final design values
         if ("kalman" if kal.kind == "est" else kal.kind) + ".gain" not in design:
             _design_kalman(kal, blocks, robot, design, ctx.ts)
     return Pipeline(robot, options, blocks, ctx)
@@ -286,21 +350,32 @@ def _check_elastic(robot: Robot, options: RtOptions) -> None:
     motor encoder on every joint (the pipeline reads theta)."""
     for i, j in enumerate(robot.joints):
         if j.elastic is not None and j.elastic.motor_encoder is None:
-            raise DescriptionError(robot.file, f"joints[{i}].elastic.motor_encoder", "the real-time pipeline of an "
-                                   "elastic arm reads the motor positions theta (the tau_el observer, the "
-                                   "state-feedback controller): give each joint its motor encoder")
+            raise DescriptionError(
+                robot.file,
+                f"joints[{i}].elastic.motor_encoder",
+                "the real-time pipeline of an "
+                "elastic arm reads the motor positions theta (the tau_el observer, the "
+                "state-feedback controller): give each joint its motor encoder",
+            )
     if options.observer not in ("none", "momentum"):
-        raise DescriptionError(robot.file, "realtime.observer", f"{robot.name} has series-elastic joints: its "
-                               "observer is momentum (driven by tau_el, seed 003 §5.2) or none, not "
-                               + options.observer)
+        raise DescriptionError(
+            robot.file,
+            "realtime.observer",
+            f"{robot.name} has series-elastic joints: its "
+            "observer is momentum (driven by tau_el, seed 003 §5.2) or none, not " + options.observer,
+        )
     if options.controller not in ("none", "state_feedback"):
-        raise DescriptionError(robot.file, "realtime.controller", f"{robot.name} has series-elastic joints: its "
-                               "controller commands motor torques: state_feedback (seed 003 §3.2.4) or none, not "
-                               + options.controller)
+        raise DescriptionError(
+            robot.file,
+            "realtime.controller",
+            f"{robot.name} has series-elastic joints: its "
+            "controller commands motor torques: state_feedback (seed 003 §3.2.4) or none, not " + options.controller,
+        )
 
 
-def _design_kalman(block: Block, blocks: list[Block], robot: Robot,
-                   design: dict[str, tuple[tuple[float, ...], int]], ts: float) -> None:
+def _design_kalman(
+    block: Block, blocks: list[Block], robot: Robot, design: dict[str, tuple[tuple[float, ...], int]], ts: float
+) -> None:
     """The steady-state gain from q_var (design or default) and r_var (design, else the quantisation
     of the encoder the block reads: the motor channel's for the motor-side estimator)."""
     enc = next(b for b in blocks if b.kind == "enc")
@@ -309,8 +384,11 @@ def _design_kalman(block: Block, blocks: list[Block], robot: Robot,
     q_var = np.array(design["kalman.q_var"][0] if "kalman.q_var" in design else block.options["q_var"])
     # a joint without a motor encoder (motor_cpr 0): its theta is constant; any finite variance does
     cpr = np.where(by_enc[side + "cpr"] >= 1, by_enc[side + "cpr"], by_enc["cpr"])
-    r_var = (np.array(design["kalman.r_var"][0]) if "kalman.r_var" in design and not side else
-             np.array([kalman.measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])]))
+    r_var = (
+        np.array(design["kalman.r_var"][0])
+        if "kalman.r_var" in design and not side
+        else np.array([kalman.measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
+    )
     gain = kalman.design(ts, q_var, r_var)
     block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
     by = {f.name: i for i, f in enumerate(block.config)}

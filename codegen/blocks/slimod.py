@@ -24,9 +24,8 @@ from .estimator import model_based_reference, outputs
 def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, k2: float = 40.0) -> Block:
     n, ts = ctx.n, ctx.ts
     fp = ctx.sym("f_plus")
-    alpha = cs.horzcat(1.1 * fp, 1.5 * cs.sqrt(fp), 1.9 * fp ** (1.0 / 3.0)).T   # 3 x n
-    derive = sx_function("slimod_derive", [("cfg.est.f_plus", fp)], [("st.est.alpha", alpha)],
-                         "alpha1..3 from f+")
+    alpha = cs.horzcat(1.1 * fp, 1.5 * cs.sqrt(fp), 1.9 * fp ** (1.0 / 3.0)).T  # 3 x n
+    derive = sx_function("slimod_derive", [("cfg.est.f_plus", fp)], [("st.est.alpha", alpha)], "alpha1..3 from f+")
     q, x1, x2, z, f = (ctx.sym(s) for s in ("q", "x1", "x2", "z", "f"))
     al = cs.SX.sym("alpha", 3 * n)
     a = cs.reshape(al, 3, n)
@@ -34,25 +33,60 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
     e = q - x1
     s = a[2, :].T * cs.fabs(e) ** (2.0 / 3.0) * cs.sign(e) + c1 * e
     n1 = x1 + ts * (x2 + s)
-    acc = f + a[1, :].T * cs.sqrt(cs.fabs(s)) * cs.sign(s) + c2 * e + z    # d/dt x2_hat
+    acc = f + a[1, :].T * cs.sqrt(cs.fabs(s)) * cs.sign(s) + c2 * e + z  # d/dt x2_hat
     n2 = x2 + ts * acc
     nz = z + ts * a[0, :].T * cs.sign(s)
-    step = sx_function("step", [("out.q", q), ("st.est.x1", x1), ("st.est.x2", x2), ("st.est.z", z),
-                                ("st.est.f", f), ("st.est.alpha", al), ("cfg.est.k1", c1), ("cfg.est.k2", c2)],
-                       [("out.q_hat", n1), ("out.qd_hat", n2), ("out.qdd_hat", acc), ("out.z_eq", nz),
-                        ("st.est.x1", n1), ("st.est.x2", n2), ("st.est.z", nz)], "forward-Euler update")
-    init = sx_function("init", [("out.q", q)], [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n)),
-                                                ("st.est.z", cs.SX.zeros(n))], "x1 := q, x2 := z := 0")
-    return Block(kind="est", name="slimod", doc=__doc__ or "", template="model_based_estimator",
-                 options={"fdyn": "st.est.f", "qd": "st.est.x2"},
-                 config=[Field("f_plus", "real", (n,), "f+, bound of the model perturbation per joint",
-                               per_joint(f_plus, n), low=0.0),
-                         Field("k1", "real", (), "linear gain k1 (1/s)", (k1,), low=0.0),
-                         Field("k2", "real", (), "linear gain k2 (1/s^2)", (k2,), low=0.0)],
-                 state=[Field("x1", "real", (n,), "position estimate"), Field("x2", "real", (n,), "velocity estimate"),
-                        Field("z", "real", (n,), "disturbance estimate z_eq"),
-                        Field("alpha", "real", (n, 3), "derived: alpha1, alpha2, alpha3"),
-                        Field("f", "real", (n,), "workspace: f(q, x2, tau)")],
-                 outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
-                 functions=[init, step], derive=derive,
-                 reference=model_based_reference(ctx, "st.est.f", "st.est.x2"))
+    step = sx_function(
+        "step",
+        [
+            ("out.q", q),
+            ("st.est.x1", x1),
+            ("st.est.x2", x2),
+            ("st.est.z", z),
+            ("st.est.f", f),
+            ("st.est.alpha", al),
+            ("cfg.est.k1", c1),
+            ("cfg.est.k2", c2),
+        ],
+        [
+            ("out.q_hat", n1),
+            ("out.qd_hat", n2),
+            ("out.qdd_hat", acc),
+            ("out.z_eq", nz),
+            ("st.est.x1", n1),
+            ("st.est.x2", n2),
+            ("st.est.z", nz),
+        ],
+        "forward-Euler update",
+    )
+    init = sx_function(
+        "init",
+        [("out.q", q)],
+        [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n)), ("st.est.z", cs.SX.zeros(n))],
+        "x1 := q, x2 := z := 0",
+    )
+    return Block(
+        kind="est",
+        name="slimod",
+        doc=__doc__ or "",
+        template="model_based_estimator",
+        options={"fdyn": "st.est.f", "qd": "st.est.x2"},
+        config=[
+            Field(
+                "f_plus", "real", (n,), "f+, bound of the model perturbation per joint", per_joint(f_plus, n), low=0.0
+            ),
+            Field("k1", "real", (), "linear gain k1 (1/s)", (k1,), low=0.0),
+            Field("k2", "real", (), "linear gain k2 (1/s^2)", (k2,), low=0.0),
+        ],
+        state=[
+            Field("x1", "real", (n,), "position estimate"),
+            Field("x2", "real", (n,), "velocity estimate"),
+            Field("z", "real", (n,), "disturbance estimate z_eq"),
+            Field("alpha", "real", (n, 3), "derived: alpha1, alpha2, alpha3"),
+            Field("f", "real", (n,), "workspace: f(q, x2, tau)"),
+        ],
+        outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
+        functions=[init, step],
+        derive=derive,
+        reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
+    )

@@ -21,7 +21,7 @@ def main(mat_dir: str) -> None:
         d = sio.loadmat(Path(mat_dir) / f"4ms_{run}_run1.mat", squeeze_me=True)
         out[f"{run}_q"] = d["q"][:N]
         out[f"{run}_dq_hat"] = d["dq_hat"][:N]
-    np.savez_compressed(Path(__file__).with_name("lwa4p_4ms_head.npz"), **out)
+    np.savez_compressed(Path(__file__).with_name("lwa4p_4ms_head.npz"), **out)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ EXCITATIONS = Path(__file__).resolve().parent.parent / "data" / "biorob4_excitat
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict:  # type: ignore[type-arg]
+def runs() -> dict:
     """Both stages as seed 003 §4.3.1 runs them: each on its own D-optimal excitation (designed by
     `manipgen elastic identify`, stored in tests/data), 6 periods, 0.02 N m current noise."""
     robot = load_robot(ROBOT)
@@ -40,7 +40,7 @@ def runs() -> dict:  # type: ignore[type-arg]
     return {"robot": robot, "exc": load_exc, "log2": log2, "fit1": fit1, "fit2": fit2}
 
 
-def test_actuator_stage_recovers_the_drives(runs: dict) -> None:  # type: ignore[type-arg]
+def test_actuator_stage_recovers_the_drives(runs: dict) -> None:
     """eq. 4.4 by WLS (measured: every parameter within 0.7 %; seed 003 Table 4.2 had up to 137 %):
     stiffness to 0.1 %, motor friction to 1.5 %, spring damping to 3 % (its column is the smallest,
     as in seed 003 where d_e is also among the worst-identified)."""
@@ -56,7 +56,7 @@ def test_actuator_stage_recovers_the_drives(runs: dict) -> None:  # type: ignore
     assert np.all(fit.rms < 2 * 0.02 / np.sqrt(5))
 
 
-def test_load_stage_recovers_the_base_parameters(runs: dict) -> None:  # type: ignore[type-arg]
+def test_load_stage_recovers_the_base_parameters(runs: dict) -> None:
     """Measured: the largest error 4.5e-5 (seed 003 Table 4.5: 4.6e-2)."""
     robot, fit = runs["robot"], runs["fit2"]
     true = model(robot).true_base()
@@ -66,7 +66,7 @@ def test_load_stage_recovers_the_base_parameters(runs: dict) -> None:  # type: i
     assert np.all(err[big] / np.abs(true[big]) < 0.005)
 
 
-def test_wrong_springs_spoil_the_load_stage(runs: dict) -> None:  # type: ignore[type-arg]
+def test_wrong_springs_spoil_the_load_stage(runs: dict) -> None:
     """Stage 2 depends on stage 1: with k_e 10 % off the elastic torque is wrong and so is beta."""
     robot, exc, log = runs["robot"], runs["exc"], runs["log2"]
     k_e, d_e = ei.stiffness_damping(robot, runs["fit1"])
@@ -76,7 +76,7 @@ def test_wrong_springs_spoil_the_load_stage(runs: dict) -> None:  # type: ignore
     assert np.max(np.abs(bad.values - true)) > 10 * np.max(np.abs(good.values - true))
 
 
-def test_validation_reproduces_the_elastic_torque(runs: dict) -> None:  # type: ignore[type-arg]
+def test_validation_reproduces_the_elastic_torque(runs: dict) -> None:
     """On a random 20 s motion (seed 003 Table 4.4's epsilon_RMS, eq. 4.50): Y_b beta reproduces
     (I + A)^T tau_el to under 1 % of its spread (measured 1.5e-4 .. 4.3e-4 N m against a 3.3 N m
     standard deviation on joint 2)."""
@@ -99,10 +99,10 @@ def test_motor_regressor_along_a_motion() -> None:
     dyn = Dynamics(robot)
     f, nb = stage_regressor(robot, "actuator")
     assert nb == 16
-    rnea = cs.Function("r", [dyn.q, dyn.qd, dyn.qdd], [dyn.rnea(cs.DM(robot.standard_parameters()))])
+    rnea = cs.Function("r", [dyn.q, dyn.qd, dyn.qdd], [dyn.rnea(cs.SX(cs.DM(robot.standard_parameters())))])
     ym = cs.Function("ym", [dyn.q, dyn.qd, dyn.theta, dyn.thetad], [dyn.motor_regressor()])
     a = np.eye(4) + dyn.coupling
-    k = np.array([j.elastic.stiffness for j in robot.joints])
+    k = np.array([e.stiffness for e in robot.drives])
     w = 1.3
 
     def motion(t: float) -> tuple[np.ndarray, ...]:
@@ -112,6 +112,7 @@ def test_motor_regressor_along_a_motion() -> None:
     def theta(t: float) -> np.ndarray:
         q, qd, qdd, _ = motion(t)
         return a @ q + np.linalg.solve(a.T, np.array(rnea(q, qd, qdd)).ravel()) / k
+
     t, h = 0.7, 1e-6
     q, qd, qdd, jerk = motion(t)
     thd = (theta(t + h) - theta(t - h)) / (2 * h)
@@ -129,8 +130,10 @@ def test_actuator_excitation_design_beats_a_random_one() -> None:
     s = ExciteSettings(harmonics=3, base_frequency=0.2, objective="logdet", starts=1, grid=30, max_iter=60)
     res = design(robot, s, stage="actuator")
     f, nb = stage_regressor(robot, "actuator")
-    rand = [regressor_cond(robot, random_excitation(robot, k, speed=0.5, harmonics=3, base_frequency=0.2), 500.0, f, nb)
-            for k in range(20)]
+    rand = [
+        regressor_cond(robot, random_excitation(robot, k, speed=0.5, harmonics=3, base_frequency=0.2), 500.0, f, nb)
+        for k in range(20)
+    ]
     assert res.cond < np.median(rand), (res.cond, sorted(rand))
 
 
@@ -163,39 +166,87 @@ def test_identification_from_recorded_runs(tmp_path: Path) -> None:
         e = Excitation.from_dict(exc[stage])
         e.save(tmp_path / f"{stage}_exc.json")
         log = ei.simulated_log(str(desc), e, 4, 0.02, seed=i)
-        log.tau = log.tau / (100.0 * np.array(kt))          # what a current sensor gives, A
+        log.tau = log.tau / (100.0 * np.array(kt))  # what a current sensor gives, A
         files[stage] = log.save(tmp_path / f"{stage}.npz")
-    val = simulate(load_rt(str(desc), observer="none", controller="state_feedback"),
-                   random_excitation(load_robot(str(desc)), 100, speed=0.5, base_frequency=0.2).trajectory(0.001)).log
+    val = simulate(
+        load_rt(str(desc), observer="none", controller="state_feedback"),
+        random_excitation(load_robot(str(desc)), 100, speed=0.5, base_frequency=0.2).trajectory(0.001),
+    ).log
     val.tau = val.tau / (100.0 * np.array(kt))
     files["validate"] = val.save(tmp_path / "validate.npz")
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "elastic", "identify", str(desc),
-                        "--actuator", str(files["actuator"]), "--actuator-excitation", str(tmp_path / "actuator_exc.json"),
-                        "--load", str(files["load"]), "--load-excitation", str(tmp_path / "load_exc.json"),
-                        "--validate", str(files["validate"]), "--current", "--json", "--out", str(tmp_path / "out")],
-                       capture_output=True, text=True, cwd=root)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "elastic",
+            "identify",
+            str(desc),
+            "--actuator",
+            str(files["actuator"]),
+            "--actuator-excitation",
+            str(tmp_path / "actuator_exc.json"),
+            "--load",
+            str(files["load"]),
+            "--load-excitation",
+            str(tmp_path / "load_exc.json"),
+            "--validate",
+            str(files["validate"]),
+            "--current",
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     # the validation run's motor torque (from its currents) and elastic torque are reproduced
     assert np.all(np.array(res["validation"]["motor_torque_rms"]) < 0.02)
-    assert np.all(np.array(res["validation"]["elastic_torque_rms"]) < 0.01 * np.maximum(res["validation"]["elastic_torque_std"], 0.1))
+    assert np.all(
+        np.array(res["validation"]["elastic_torque_rms"])
+        < 0.01 * np.maximum(res["validation"]["elastic_torque_std"], 0.1)
+    )
     for a in res["actuator"]:
         assert abs(a["estimated"] - a["description"]) < 0.03 * abs(a["description"]), a
     assert max(abs(b["estimated"] - b["description"]) for b in res["load"]) < 1e-3
     assert (tmp_path / "out" / "elastic_identification.md").read_text().startswith("# Two-stage identification")
     # without --current the currents (z k_t = 1.5-3.1 N m/A) would be read as torques: the springs
     # come out 28-72 % too soft (not exactly 1/(z k_t): I_m thetadd stays in N m)
-    wrong = ei.identify_logs(str(desc), (Log.load(files["actuator"]), Excitation.load(tmp_path / "actuator_exc.json")),
-                             (Log.load(files["load"]), Excitation.load(tmp_path / "load_exc.json")))
+    wrong = ei.identify_logs(
+        str(desc),
+        (Log.load(files["actuator"]), Excitation.load(tmp_path / "actuator_exc.json")),
+        (Log.load(files["load"]), Excitation.load(tmp_path / "load_exc.json")),
+    )
     k_e = [a["estimated"] for a in wrong["actuator"] if a["name"].startswith("k_e")]
     assert all(k < 0.75 * true for k, true in zip(k_e, (50.0, 50.0, 30.0, 15.0))), k_e
     # a joint without its torque constant: one clear error
     del doc["joints"][2]["torque_constant"]
     desc.write_text(yaml.safe_dump(doc))
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "elastic", "identify", str(desc),
-                        "--actuator", str(files["actuator"]), "--actuator-excitation", str(tmp_path / "actuator_exc.json"),
-                        "--load", str(files["load"]), "--load-excitation", str(tmp_path / "load_exc.json"), "--current"],
-                       capture_output=True, text=True, cwd=root)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "elastic",
+            "identify",
+            str(desc),
+            "--actuator",
+            str(files["actuator"]),
+            "--actuator-excitation",
+            str(tmp_path / "actuator_exc.json"),
+            "--load",
+            str(files["load"]),
+            "--load-excitation",
+            str(tmp_path / "load_exc.json"),
+            "--current",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
     assert r.returncode == 2 and "j3: torque_constant" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
@@ -209,10 +260,12 @@ def test_recorded_runs_must_fit_their_stage(tmp_path: Path) -> None:
     log_l = ei.simulated_log(ROBOT, load_exc, 3, 0.0, seed=0)
     short = ei.simulated_log(ROBOT, act, 2, 0.0, seed=0)
     other = Excitation("planar2", 2, 0.1, np.ones((2, 2)), np.ones((2, 2)), np.zeros(2), "actuator")
-    for args, words in ((((log_a, load_exc), (log_l, load_exc)), "actuator excitation: designed for the load stage"),
-                        (((log_a, other), (log_l, load_exc)), "designed for planar2"),
-                        (((log_l, act), (log_l, load_exc)), "actuator log: its desired motion is not this excitation"),
-                        (((short, act), (log_l, load_exc)), "actuator log: 2 whole periods")):
+    for args, words in (
+        (((log_a, load_exc), (log_l, load_exc)), "actuator excitation: designed for the load stage"),
+        (((log_a, other), (log_l, load_exc)), "designed for planar2"),
+        (((log_l, act), (log_l, load_exc)), "actuator log: its desired motion is not this excitation"),
+        (((short, act), (log_l, load_exc)), "actuator log: 2 whole periods"),
+    ):
         with pytest.raises(ValueError, match=words):
             ei.identify_logs(ROBOT, *args)
     with pytest.raises(ValueError, match="validate log: 0.5 s"):
@@ -222,15 +275,23 @@ def test_recorded_runs_must_fit_their_stage(tmp_path: Path) -> None:
     assert robot.dof == 4
 
 
-def _cut(log, k: int):  # type: ignore[no-untyped-def]
+def _cut(log, k: int):
     from dataclasses import replace
 
-    return replace(log, time=log.time[:k], counts=log.counts[:k], valid=log.valid[:k], tau=log.tau[:k],
-                   q_des=log.q_des[:k], qd_des=log.qd_des[:k], qdd_des=log.qdd_des[:k],
-                   extra={key: v[:k] for key, v in log.extra.items()})
+    return replace(
+        log,
+        time=log.time[:k],
+        counts=log.counts[:k],
+        valid=log.valid[:k],
+        tau=log.tau[:k],
+        q_des=log.q_des[:k],
+        qd_des=log.qd_des[:k],
+        qdd_des=log.qdd_des[:k],
+        extra={key: v[:k] for key, v in log.extra.items()},
+    )
 
 
-def _renamed(log, robot: str):  # type: ignore[no-untyped-def]
+def _renamed(log, robot: str):
     from dataclasses import replace
 
     return replace(log, robot=robot)
@@ -239,7 +300,6 @@ def _renamed(log, robot: str):  # type: ignore[no-untyped-def]
 def test_motor_encoder_offsets_are_estimated() -> None:
     """Motor encoders referenced 60-400 counts off (1.8e-3 .. 1.2e-2 rad at the link): the springs come
     out biased unless stage 1 also estimates the offsets (a constant column k_e o per joint)."""
-    robot = load_robot(ROBOT)
     exc = json.loads(EXCITATIONS.read_text())
     act, load_exc = Excitation.from_dict(exc["actuator"]), Excitation.from_dict(exc["load"])
     off_counts = np.array([400, -250, 150, -60])
@@ -248,15 +308,16 @@ def test_motor_encoder_offsets_are_estimated() -> None:
         log = ei.simulated_log(ROBOT, e, 4, 0.02, seed=i)
         log.extra["motor_counts"] = log.extra["motor_counts"] + off_counts
         logs.append((log, e))
-    true_offset = -off_counts * 2 * np.pi / (2048 * 100.0)             # theta_true - theta_read
+    true_offset = -off_counts * 2 * np.pi / (2048 * 100.0)  # theta_true - theta_read
     plain = ei.identify_logs(ROBOT, logs[0], logs[1])
     fixed = ei.identify_logs(ROBOT, logs[0], logs[1], settings=ei.ElasticIdentSettings(motor_offsets=True))
     k = np.array([50.0, 50.0, 30.0, 15.0])
 
-    def k_e(doc: dict) -> np.ndarray:  # type: ignore[type-arg]
+    def k_e(doc: dict) -> np.ndarray:
         return np.array([a["estimated"] for a in doc["actuator"] if a["name"].startswith("k_e")])
-    assert np.max(np.abs(k_e(plain) - k) / k) > 0.01            # measured 3.1 %
-    assert np.max(np.abs(k_e(fixed) - k) / k) < 0.002           # measured 0.016 %
+
+    assert np.max(np.abs(k_e(plain) - k) / k) > 0.01  # measured 3.1 %
+    assert np.max(np.abs(k_e(fixed) - k) / k) < 0.002  # measured 0.016 %
     assert np.allclose(fixed["motor_offsets_rad"], true_offset, atol=2e-5), (fixed["motor_offsets_rad"], true_offset)
     base_err = max(abs(b["estimated"] - b["description"]) for b in fixed["load"])
     assert base_err < 1e-3

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tooling import require_tool
 
 from codegen.description import load_robot
 from codegen.emit_excitation import excitation_files
-from host_tools.excite import ExciteSettings, Excitation, _SvdObjective, design, regressor_cond
-from tooling import require_tool
+from host_tools.excite import Excitation, ExciteSettings, _SvdObjective, design, regressor_cond
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
@@ -48,7 +48,7 @@ def test_objective_gradient_is_exact(kind: str) -> None:
         e[idx] = h
         fd[idx] = (float(f(wide + e)) - float(f(wide - e))) / (2 * h)
     assert np.allclose(g, fd, rtol=1e-5, atol=1e-7), np.max(np.abs(g - fd))
-    y = wide.reshape(n, samples, nb).transpose(1, 0, 2).reshape(-1, nb)       # the stacked Y_b
+    y = wide.reshape(n, samples, nb).transpose(1, 0, 2).reshape(-1, nb)  # the stacked Y_b
     s = np.linalg.svd(y, compute_uv=False)
     assert np.isclose(float(f(wide)), s[0] / s[-1] if kind == "cond" else -2 * np.sum(np.log(s)))
 
@@ -60,11 +60,11 @@ def test_objective_stays_finite_on_a_rank_deficient_regressor(kind: str) -> None
     n, samples, nb = 2, 6, 4
     wide = np.random.default_rng(2).normal(size=(n, samples * nb))
     excited = float(_SvdObjective("e", kind, n, samples, nb)(wide))
-    wide.reshape(n, samples, nb)[:, :, 3] = 0.0        # parameter 4 never excited
+    wide.reshape(n, samples, nb)[:, :, 3] = 0.0  # parameter 4 never excited
     value = float(_SvdObjective("f", kind, n, samples, nb)(wide))
     grad = np.array(_SvdObjective("g", kind, n, samples, nb, gradient=True)(wide))
     assert np.isfinite(value) and np.all(np.isfinite(grad))
-    assert value > excited + (1e7 if kind == "cond" else 10.0)   # far worse than any excited design
+    assert value > excited + (1e7 if kind == "cond" else 10.0)  # far worse than any excited design
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +73,16 @@ def planar() -> tuple[object, object]:
     return robot, design(robot, ExciteSettings(harmonics=3, base_frequency=0.2, starts=2, max_iter=100, seed=4))
 
 
-def test_design_starts_at_rest_within_limits(planar) -> None:  # type: ignore[no-untyped-def]
+def test_design_starts_at_rest_within_limits(planar) -> None:
     robot, res = planar
     exc = res.excitation
     t = np.arange(0, exc.period, 1e-3)
     q, qd, qdd = exc.evaluate(t)
     cq, cqd, cqdd = closed_form(exc, t)
     assert np.allclose(q, cq, atol=1e-12) and np.allclose(qd, cqd, atol=1e-12) and np.allclose(qdd, cqdd, atol=1e-12)
-    assert np.allclose(q[0], exc.q0, atol=1e-9) and np.allclose(qd[0], 0, atol=1e-9) and np.allclose(qdd[0], 0, atol=1e-9)
+    assert (
+        np.allclose(q[0], exc.q0, atol=1e-9) and np.allclose(qd[0], 0, atol=1e-9) and np.allclose(qdd[0], 0, atol=1e-9)
+    )
     end = closed_form(exc, np.array([exc.period]))
     assert np.allclose(end[0][0], exc.q0, atol=1e-9) and np.allclose(end[1][0], 0, atol=1e-9)
     for i, j in enumerate(robot.joints):
@@ -89,6 +91,7 @@ def test_design_starts_at_rest_within_limits(planar) -> None:  # type: ignore[no
         assert np.max(np.abs(qdd[:, i])) <= j.limits.qdd * (1 + 1e-9)
     # the reported cond, recomputed through the generated C regressor (not the design's CasADi map)
     from host_tools import load
+
     dyn = load("planar2")
     tr = exc.trajectory(1 / 500.0)
     y = np.vstack([dyn.regressor(a, b, c) for a, b, c in zip(tr.q, tr.qd, tr.qdd)])
@@ -101,9 +104,14 @@ def test_design_starts_at_rest_within_limits(planar) -> None:  # type: ignore[no
     # 22.6 against 31-57; a single draw against a fixed factor depended on the draw and on the
     # local optimum IPOPT stops in, which moves with the last bits of the regressor)
     scale = np.abs(exc.a).mean()
-    rand = [regressor_cond(robot, Excitation(exc.robot, 3, 0.2, rng.normal(0, scale, exc.a.shape),
-                                             rng.normal(0, scale, exc.b.shape), exc.q0), 500.0)
-            for rng in (np.random.default_rng(k) for k in range(20))]
+    rand = [
+        regressor_cond(
+            robot,
+            Excitation(exc.robot, 3, 0.2, rng.normal(0, scale, exc.a.shape), rng.normal(0, scale, exc.b.shape), exc.q0),
+            500.0,
+        )
+        for rng in (np.random.default_rng(k) for k in range(20))
+    ]
     assert res.cond < min(rand)
 
 
@@ -116,7 +124,7 @@ def test_iiwa_reaches_seed004_condition_number() -> None:
 
 
 @pytest.mark.parametrize("precision", ["double", "float"])
-def test_generated_excitation_c(planar, precision: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_generated_excitation_c(planar, precision: str, tmp_path: Path) -> None:
     robot, res = planar
     exc = res.excitation
     ts = 0.004
@@ -126,45 +134,74 @@ def test_generated_excitation_c(planar, precision: str, tmp_path: Path) -> None:
     k_period = int(round(1 / (exc.base_frequency * ts)))
     ks = [0, 17, k_period - 1, k_period + 17, 5 * k_period + 3, 4000000000]
     main = tmp_path / "main.c"
-    main.write_text('#include <stdio.h>\n#include "planar2_excitation.h"\nint main(void) {\n'
-                    f"    static const unsigned long ks[] = {{{', '.join(f'{k}UL' for k in ks)}}};\n"
-                    f"    {precision} q[2], qd[2], qdd[2];\n    unsigned i;\n"
-                    "    for (i = 0; i < sizeof ks / sizeof ks[0]; ++i) {\n"
-                    "        planar2_excitation((uint32_t)ks[i], q, qd, qdd);\n"
-                    '        printf("%.17g %.17g %.17g %.17g %.17g %.17g\\n", (double)q[0], (double)q[1], '
-                    "(double)qd[0], (double)qd[1], (double)qdd[0], (double)qdd[1]);\n    }\n    return 0;\n}\n")
+    main.write_text(
+        '#include <stdio.h>\n#include "planar2_excitation.h"\nint main(void) {\n'
+        f"    static const unsigned long ks[] = {{{', '.join(f'{k}UL' for k in ks)}}};\n"
+        f"    {precision} q[2], qd[2], qdd[2];\n    unsigned i;\n"
+        "    for (i = 0; i < sizeof ks / sizeof ks[0]; ++i) {\n"
+        "        planar2_excitation((uint32_t)ks[i], q, qd, qdd);\n"
+        '        printf("%.17g %.17g %.17g %.17g %.17g %.17g\\n", (double)q[0], (double)q[1], '
+        "(double)qd[0], (double)qd[1], (double)qdd[0], (double)qdd[1]);\n    }\n    return 0;\n}\n"
+    )
     for cc in ("gcc", "clang"):
         require_tool(cc)
         obj = tmp_path / f"{cc}.o"
-        r = subprocess.run([cc, *STRICT, "-c", str(tmp_path / "planar2_excitation.c"), "-o", str(obj)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, *STRICT, "-c", str(tmp_path / "planar2_excitation.c"), "-o", str(obj)], capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
         nm = subprocess.run([require_tool("nm"), str(obj)], capture_output=True, text=True, check=True).stdout
         symbols = [line.split() for line in nm.splitlines() if line.split()]
         assert not {s[-1] for s in symbols if s[0] == "U"} & HEAP
-        assert not [s for s in symbols if len(s) == 3 and s[1] in "DdBbCGgSs"]      # constants only (r)
+        assert not [s for s in symbols if len(s) == 3 and s[1] in "DdBbCGgSs"]  # constants only (r)
         exe = tmp_path / f"{cc}.out"
-        r = subprocess.run([cc, "-std=c99", "-I", str(tmp_path), str(main), str(obj), "-lm", "-o", str(exe)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, "-std=c99", "-I", str(tmp_path), str(main), str(obj), "-lm", "-o", str(exe)],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
-        got = np.array([[float(x) for x in line.split()] for line in
-                        subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()])
+        got = np.array(
+            [
+                [float(x) for x in line.split()]
+                for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+            ]
+        )
         t = np.array([(k % k_period) * ts for k in ks])
         q, qd, qdd = closed_form(exc, t)
         want = np.hstack([q, qd, qdd])
         tol = 1e-12 if precision == "double" else 2e-5 * max(1.0, float(np.max(np.abs(want))))
         assert np.allclose(got, want, rtol=0, atol=tol), np.max(np.abs(got - want))
-        assert np.array_equal(got[1], got[3])                                      # the phase wraps exactly
+        assert np.array_equal(got[1], got[3])  # the phase wraps exactly
 
 
 def test_excite_cli(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "excite", "planar2", "--harmonics", "3",
-                        "--base-frequency", "0.2", "--starts", "1", "--max-iter", "60", "--json", "--out", str(tmp_path)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "excite",
+            "planar2",
+            "--harmonics",
+            "3",
+            "--base-frequency",
+            "0.2",
+            "--starts",
+            "1",
+            "--max-iter",
+            "60",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["cond"] > 1 and doc["seconds"] > 0 and "objective" in doc
-    saved = Excitation.load(tmp_path / "excitation.json")          # what identify --excitation reads
+    saved = Excitation.load(tmp_path / "excitation.json")  # what identify --excitation reads
     t = np.linspace(0, saved.period, 7)
     assert np.allclose(saved.evaluate(t)[0], closed_form(Excitation.from_dict(doc["excitation"]), t)[0])
     (tmp_path / "broken.json").write_text('{"excitation": {"robot": "planar2"}}')
@@ -172,8 +209,10 @@ def test_excite_cli(tmp_path: Path) -> None:
         Excitation.load(tmp_path / "broken.json")
     for name in ("planar2_excitation.h", "planar2_excitation.c", "excitation.png"):
         assert (tmp_path / name).stat().st_size > 200
-    for args, needle in ((["planar2", "--harmonics", "0"], "--harmonics"),
-                         (["schunk_lwa4p"], "no position or velocity limit")):
+    for args, needle in (
+        (["planar2", "--harmonics", "0"], "--harmonics"),
+        (["schunk_lwa4p"], "no position or velocity limit"),
+    ):
         bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "excite", *args], capture_output=True, text=True)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
@@ -190,7 +229,7 @@ def _dense(exc: Excitation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 ROUNDING = 1e-12
 
 
-def _assert_inside(robot, exc: Excitation) -> None:  # type: ignore[no-untyped-def]
+def _assert_inside(robot, exc: Excitation) -> None:
     q, qd, qdd = _dense(exc)
     for i, j in enumerate(robot.joints):
         lim = j.limits
@@ -201,7 +240,7 @@ def _assert_inside(robot, exc: Excitation) -> None:  # type: ignore[no-untyped-d
             assert np.max(np.abs(qdd[:, i])) <= lim.qdd * (1 + ROUNDING), (robot.name, i)
 
 
-def test_designed_excitation_holds_its_limits_at_10khz(planar) -> None:  # type: ignore[no-untyped-def]
+def test_designed_excitation_holds_its_limits_at_10khz(planar) -> None:
     robot, res = planar
     _assert_inside(robot, res.excitation)
 
@@ -211,16 +250,22 @@ def test_random_excitations_hold_their_limits_at_10khz(name: str, seed: int) -> 
     """random_excitation scales a large series down to the limits (speed 1: the full qd, qdd
     limits) through within_limits at its 1 kHz design rate; at 10 kHz nothing crosses them."""
     from host_tools.excite import random_excitation
+
     robot = load_robot(name)
     exc = random_excitation(robot, seed, speed=1.0, harmonics=5, base_frequency=0.1, rate=1000.0)
     _assert_inside(robot, exc)
     # the scaling binds: some quantity comes within 1 % of its limit (not a trivially small motion)
     q, qd, qdd = _dense(exc)
     use = [(j.limits, exc.q0[i], i) for i, j in enumerate(robot.joints)]
-    closest = max(max(np.max(np.abs(qd[:, i])) / lim.qd,
-                      np.max(np.abs(qdd[:, i])) / lim.qdd if np.isfinite(lim.qdd) else 0.0,
-                      (q[:, i].max() - q0) / (lim.q_max - q0), (q0 - q[:, i].min()) / (q0 - lim.q_min))
-                  for lim, q0, i in use)
+    closest = max(
+        max(
+            np.max(np.abs(qd[:, i])) / lim.qd,
+            np.max(np.abs(qdd[:, i])) / lim.qdd if np.isfinite(lim.qdd) else 0.0,
+            (q[:, i].max() - q0) / (lim.q_max - q0),
+            (q0 - q[:, i].min()) / (q0 - lim.q_min),
+        )
+        for lim, q0, i in use
+    )
     assert closest > 0.99, closest
 
 
@@ -229,6 +274,7 @@ def test_torque_limits_hold_between_samples() -> None:
     through the generated C's rnea (not the design's CasADi expression), |tau| stays within it."""
     from host_tools import load
     from host_tools.excite import random_excitation, within_torque_limits
+
     robot = load_robot("planar2")
     dyn = load("planar2")
     exc = random_excitation(robot, 5, speed=1.0, harmonics=4, base_frequency=0.5, rate=1000.0)
@@ -236,9 +282,9 @@ def test_torque_limits_hold_between_samples() -> None:
     tau = np.array([dyn.rnea(a, b, c) for a, b, c in zip(q, qd, qdd)])
     at_rest = np.abs(dyn.rnea(exc.q0, np.zeros(2), np.zeros(2)))
     tau_max = np.maximum(0.8 * np.abs(tau).max(axis=0), 1.05 * at_rest)
-    assert np.any(np.abs(tau).max(axis=0) > tau_max)              # the limit binds before scaling
+    assert np.any(np.abs(tau).max(axis=0) > tau_max)  # the limit binds before scaling
     inside = within_torque_limits(robot, exc, tau_max, 1000.0)
     q, qd, qdd = _dense(inside)
     tau = np.array([dyn.rnea(a, b, c) for a, b, c in zip(q, qd, qdd)])
     assert np.all(np.abs(tau).max(axis=0) <= tau_max)
-    assert np.any(np.abs(tau).max(axis=0) > 0.95 * tau_max)       # scaled to the limit, not far below
+    assert np.any(np.abs(tau).max(axis=0) > 0.95 * tau_max)  # scaled to the limit, not far below

@@ -34,17 +34,17 @@ def test_period_average_and_its_variance() -> None:
     blocks = noise.reshape(s, p, 2)
     assert avg.periods == s
     assert np.allclose(avg.mean, base + blocks.mean(axis=0))
-    by_hand = np.sum((blocks - blocks.mean(axis=0)) ** 2, axis=0) / (s - 1) / s        # seed 003 eq. 4.46
+    by_hand = np.sum((blocks - blocks.mean(axis=0)) ** 2, axis=0) / (s - 1) / s  # seed 003 eq. 4.46
     assert np.allclose(avg.variance, by_hand)
     with pytest.raises(ValueError, match="whole periods"):
-        period_average(x[:p - 1], p)
+        period_average(x[: p - 1], p)
 
 
 def test_fourier_derivatives_are_exact_for_the_kept_harmonics() -> None:
-    ts, p = 0.002, 5000                                   # one 10 s period
+    ts, p = 0.002, 5000  # one 10 s period
     t = np.arange(p) * ts
     w = 2 * np.pi / (p * ts)
-    q = 0.3 * np.sin(w * t) - 0.2 * np.cos(3 * w * t) + 0.01 * np.sin(200 * w * t)   # the last: "noise"
+    q = 0.3 * np.sin(w * t) - 0.2 * np.cos(3 * w * t) + 0.01 * np.sin(200 * w * t)  # the last: "noise"
     qf, qd, qdd = fourier_derivatives(q[:, None], ts, max_frequency=5 * w / (2 * np.pi))
     assert np.allclose(qf[:, 0], 0.3 * np.sin(w * t) - 0.2 * np.cos(3 * w * t), atol=1e-12)
     assert np.allclose(qd[:, 0], 0.3 * w * np.cos(w * t) + 0.6 * w * np.sin(3 * w * t), atol=1e-10)
@@ -57,11 +57,11 @@ def test_zero_phase_lowpass_and_parallel_decimation() -> None:
     slow, fast = np.sin(2 * np.pi * 1.0 * t), np.sin(2 * np.pi * 120.0 * t)
     out = lowpass((slow + fast)[:, None], 10.0, fs)[:, 0]
     mid = slice(500, 3500)
-    assert np.max(np.abs(out[mid] - slow[mid])) < 2e-3                # no lag, the 120 Hz gone
-    y = np.stack([slow, 2 * slow], axis=1)[:, :, None]                 # (K, n, nb) like the regressor
+    assert np.max(np.abs(out[mid] - slow[mid])) < 2e-3  # no lag, the 120 Hz gone
+    y = np.stack([slow, 2 * slow], axis=1)[:, :, None]  # (K, n, nb) like the regressor
     y_d, tau_d = parallel_decimate([y, (slow + fast)[:, None]], fs, 10.0, periodic=True)
-    assert y_d.shape == (80, 2, 1) and tau_d.shape == (80, 1)          # n_d = 500 / 10
-    assert np.allclose(tau_d[:, 0], y_d[:, 0, 0], atol=2e-3)           # the same filter on both sides
+    assert y_d.shape == (80, 2, 1) and tau_d.shape == (80, 1)  # n_d = 500 / 10
+    assert np.allclose(tau_d[:, 0], y_d[:, 0, 0], atol=2e-3)  # the same filter on both sides
 
 
 def test_least_squares_rsd_matches_monte_carlo_and_wls_helps() -> None:
@@ -69,16 +69,16 @@ def test_least_squares_rsd_matches_monte_carlo_and_wls_helps() -> None:
     k, n = 400, 2
     y = rng.normal(size=(k * n, 3))
     beta = np.array([1.0, -0.5, 0.003])
-    sig = np.array([0.05, 0.5])                                         # joint 2 ten times noisier
+    sig = np.array([0.05, 0.5])  # joint 2 ten times noisier
     est_ols, est_wls, sigma = [], [], []
     for _ in range(300):
         tau = y @ beta + (rng.normal(size=(k, n)) * sig).reshape(-1)
         est_ols.append(least_squares(y, tau, n, ["a", "b", "c"]).values)
         fit = least_squares(y, tau, n, ["a", "b", "c"], joint_weights=1 / sig**2)
         est_wls.append(fit.values)
-        sigma.append(fit.rsd / 100 * np.abs(fit.values))            # eq. 7's sigma_pi = sqrt(C_jj)
+        sigma.append(fit.rsd / 100 * np.abs(fit.values))  # eq. 7's sigma_pi = sqrt(C_jj)
     est_wls_a, est_ols_a = np.array(est_wls), np.array(est_ols)
-    assert np.allclose(np.mean(sigma, axis=0), est_wls_a.std(axis=0), rtol=0.15)   # Monte Carlo agrees
+    assert np.allclose(np.mean(sigma, axis=0), est_wls_a.std(axis=0), rtol=0.15)  # Monte Carlo agrees
     assert np.all(est_wls_a.std(axis=0) < 0.8 * est_ols_a.std(axis=0))  # weighting pays
     tau = y @ beta + (rng.normal(size=(k, n)) * sig).reshape(-1)
     ess = essential(y, tau, n, ["a", "b", "c"], 1 / sig**2, min_abs=0.01, max_rsd=40)
@@ -103,8 +103,21 @@ def test_regrouping_matches_the_generated_base_parameters() -> None:
 def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     """seed 004's chain on the loopback: the optimised excitation (6 periods, 0.2 N m torque noise),
     identify, retrieve physical parameters, compare with the description's own."""
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "kuka_iiwa14", "--synthetic", "--json",
-                        "--out", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "identify",
+            "kuka_iiwa14",
+            "--synthetic",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["n_base"] == 57 and 45 <= doc["n_essential"] <= 57
@@ -124,14 +137,14 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     assert np.all(np.array(doc["fit_rms"]["physical"]) <= 1.1 * np.array(doc["fit_rms"]["base"]))
     val = doc["validation_rms"]
     assert np.all(np.array(val["physical"]) <= 1.1 * np.array(val["base"]))
-    assert np.all(np.array(val["base"]) <= 4.0 * doc["validation_noise_floor_rms"])          # near its floor
+    assert np.all(np.array(val["base"]) <= 4.0 * doc["validation_noise_floor_rms"])  # near its floor
     assert doc["physical_objective"] <= 1.01 * doc["base_objective"]
     for key in ("seconds", "stage_seconds", "validation_rms", "physical_objective"):
         assert key in doc
     # the identified robot: a valid description whose M(q) is positive definite everywhere we look
     identified = load_robot(tmp_path / "kuka_iiwa14_identified.yaml")
     dyn = Dynamics(identified)
-    mass = cs.Function("m", [dyn.q], [dyn.mass_matrix(cs.DM(identified.standard_parameters()))]).map(10000)
+    mass = cs.Function("m", [dyn.q], [dyn.mass_matrix(cs.SX(cs.DM(identified.standard_parameters())))]).map(10000)
     q = np.random.default_rng(3).uniform(-np.pi, np.pi, (7, 10000))
     blocks = np.array(mass(q)).reshape(7, 10000, 7).transpose(1, 0, 2)
     assert np.min(np.linalg.eigvalsh(blocks)) > 0
@@ -148,8 +161,9 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
             assert np.allclose(np.array(a(q5[:, k])), np.array(b(q5[:, k])), rtol=1e-9, atol=1e-9)
 
 
-def test_identify_warns_when_the_fit_is_above_its_noise_floor(monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_identify_warns_when_the_fit_is_above_its_noise_floor(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A synthetic round trip whose processing cuts the excitation's upper harmonics (derivative band
     0.12 Hz for harmonics up to 0.25 Hz): qd and qdd miss them, the fit RMS is far above the noise
     floor, and identify says so in one line and in the JSON's warnings -- the same factor the iiwa
@@ -167,7 +181,7 @@ def test_identify_warns_when_the_fit_is_above_its_noise_floor(monkeypatch: pytes
     out, err = capsys.readouterr()
     doc = json.loads(out)
     above = np.array(doc["fit_rms"]["base"]) > NOISE_FLOOR_FACTOR * doc["noise_floor_rms"]
-    assert np.all(above)                           # both joints, by far (N m against 0.01 N m)
+    assert np.all(above)  # both joints, by far (N m against 0.01 N m)
     assert len(doc["warnings"]) == 1 and "joints 1, 2" in doc["warnings"][0]
     lines = [ln for ln in err.splitlines() if ln.startswith("manipgen: warning:")]
     assert len(lines) == 1 and "noise floor" in lines[0]
@@ -180,9 +194,23 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     res.excitation.save(tmp_path / "excitation.json")
     synthetic_log("planar2", res.excitation, 4, 0.05, 0).save(tmp_path / "run.npz")
     synthetic_log("planar2", res.excitation, 2, 0.05, 1).save(tmp_path / "other.npz")
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", str(tmp_path / "run.npz"),
-                        "--excitation", str(tmp_path / "excitation.json"), "--validate", str(tmp_path / "other.npz"),
-                        "--json"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "identify",
+            "planar2",
+            str(tmp_path / "run.npz"),
+            "--excitation",
+            str(tmp_path / "excitation.json"),
+            "--validate",
+            str(tmp_path / "other.npz"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     truth = model(robot).true_base()
@@ -192,22 +220,56 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     assert len(doc["validation_rms"]["physical"]) == 2
     # the same run as CSV (time, q, tau at the instants): the same identification
     from host_tools.ident_pipeline import samples_of
+
     run = samples_of("planar2", Log.load(tmp_path / "run.npz"))
     t = np.arange(len(run.q)) * run.sample_period
-    np.savetxt(tmp_path / "run.csv", np.column_stack([t, run.q, run.tau]), delimiter=",",
-               header="time,q1,q2,tau1,tau2", comments="")
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", str(tmp_path / "run.csv"),
-                        "--excitation", str(tmp_path / "excitation.json"), "--json"], capture_output=True, text=True)
+    np.savetxt(
+        tmp_path / "run.csv",
+        np.column_stack([t, run.q, run.tau]),
+        delimiter=",",
+        header="time,q1,q2,tau1,tau2",
+        comments="",
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "identify",
+            "planar2",
+            str(tmp_path / "run.csv"),
+            "--excitation",
+            str(tmp_path / "excitation.json"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     from_csv = json.loads(r.stdout)
-    assert all(np.isclose(from_csv["base"][n]["value"], doc["base"][n]["value"], rtol=1e-6, atol=1e-9) for n in doc["base"])
+    assert all(
+        np.isclose(from_csv["base"][n]["value"], doc["base"][n]["value"], rtol=1e-6, atol=1e-9) for n in doc["base"]
+    )
     np.savetxt(tmp_path / "bad.csv", np.column_stack([t, run.q]), delimiter=",", header="t,q1,q2", comments="")
-    np.savetxt(tmp_path / "short.csv", np.column_stack([t, run.q, run.tau])[:500], delimiter=",", header="h", comments="")
-    for args, needle in (([], "DATA"),
-                         ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing"),
-                         ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns"),
-                         ([str(tmp_path / "run.npz"), "--excitation", str(tmp_path / "excitation.json"),
-                           "--validate", str(tmp_path / "short.csv")], "validation run has")):
-        bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args],
-                             capture_output=True, text=True)
+    np.savetxt(
+        tmp_path / "short.csv", np.column_stack([t, run.q, run.tau])[:500], delimiter=",", header="h", comments=""
+    )
+    for args, needle in (
+        ([], "DATA"),
+        ([str(tmp_path / "missing.npz"), "--excitation", str(tmp_path / "excitation.json")], "missing"),
+        ([str(tmp_path / "bad.csv"), "--excitation", str(tmp_path / "excitation.json")], "bad.csv: 3 columns"),
+        (
+            [
+                str(tmp_path / "run.npz"),
+                "--excitation",
+                str(tmp_path / "excitation.json"),
+                "--validate",
+                str(tmp_path / "short.csv"),
+            ],
+            "validation run has",
+        ),
+    ):
+        bad = subprocess.run(
+            [sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args], capture_output=True, text=True
+        )
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

@@ -42,23 +42,25 @@ def test_closed_loop_model_matches_the_loopback(ur5: tuple) -> None:
     beta = model.ident.true_base()
     sim = model.simulate(beta, loop, traj.q, traj.qd, traj.q[0], traj.qd[0])
     rt = load_rt("ur5", estimator="findiff", observer="none", controller="pid")
-    rt.config["enc.cpr"] = np.full(6, 2.0 ** 31)     # 3e-9 rad per count
+    rt.config["enc.cpr"] = np.full(6, 2.0**31)  # 3e-9 rad per count
     rt.config["enc.gear"] = np.ones(6)
     run = simulate(rt, traj, substeps=8)
-    assert np.abs(sim.q - run.log.extra["q_true"]).max() < 1e-8           # measured 4e-9
+    assert np.abs(sim.q - run.log.extra["q_true"]).max() < 1e-8  # measured 4e-9
     # the torque differs by the findiff of the 3e-9 rad quantisation times Kd
     assert np.abs(sim.tau - run.log.extra["tau_cmd"]).max() < 1e-3
-    assert np.abs(sim.q - traj.q).max() > 1e-3           # not trivially the reference
+    assert np.abs(sim.q - traj.q).max() > 1e-3  # not trivially the reference
 
 
 def test_rk4_at_the_sample_rate_is_fourth_order(ur5: tuple) -> None:
     model, loop, traj = ur5
     beta = model.ident.true_base()
     ref = model.simulate(beta, replace(loop, substeps=16), traj.q, traj.qd, traj.q[0], traj.qd[0]).q
-    err = [np.abs(model.simulate(beta, replace(loop, substeps=s), traj.q, traj.qd, traj.q[0], traj.qd[0]).q - ref).max()
-           for s in (1, 2)]
-    assert err[0] < 1e-7                                  # one RK4 step per sample is enough
-    assert 8 < err[0] / err[1] < 32                       # halving h divides the error by ~16
+    err = [
+        np.abs(model.simulate(beta, replace(loop, substeps=s), traj.q, traj.qd, traj.q[0], traj.qd[0]).q - ref).max()
+        for s in (1, 2)
+    ]
+    assert err[0] < 1e-7  # one RK4 step per sample is enough
+    assert 8 < err[0] / err[1] < 32  # halving h divides the error by ~16
 
 
 @pytest.mark.parametrize("variant", ["pd", "pid_saturated"])
@@ -71,10 +73,10 @@ def test_exact_sensitivities_match_central_differences(ur5: tuple, variant: str)
     beta = model.ident.true_base()
     cols = [0, 10, 23, 40, 47]
     s = model.simulate(beta, loop, traj.q, traj.qd, traj.q[0], traj.qd[0], cols=cols, regressor=True)
-    assert np.abs(np.einsum("knb,b->kn", s.y, beta) - s.tau).max() < 1e-9     # Y_b(q, qd, qdd) beta = tau
+    assert np.abs(np.einsum("knb,b->kn", s.y, beta) - s.tau).max() < 1e-9  # Y_b(q, qd, qdd) beta = tau
     if variant == "pid_saturated":
         saturated = np.mean(np.abs(s.tau) >= loop.tau_max * (1 - 1e-12), axis=0)
-        assert 0.01 < saturated.max() < 0.5                                  # sometimes, not always
+        assert 0.01 < saturated.max() < 0.5  # sometimes, not always
     for i, c in enumerate(cols):
         h = 1e-6 * max(abs(beta[c]), 1.0)
         plus, minus = beta.copy(), beta.copy()
@@ -92,7 +94,9 @@ def test_finite_difference_sensitivities_agree_with_the_exact_ones(ur5: tuple) -
     data = OEData(0.001, traj.q, np.zeros((k, 6)), traj.q, traj.qd)
     kept = [0, 13, 35, 36]
     beta = model.ident.true_base()
-    exact = Identification(model, loop, data, OESettings(sensitivities="exact", workers=2)).sensitivities(beta, kept, "tau")
+    exact = Identification(model, loop, data, OESettings(sensitivities="exact", workers=2)).sensitivities(
+        beta, kept, "tau"
+    )
     fd = Identification(model, loop, data, OESettings(sensitivities="fd", workers=2)).sensitivities(beta, kept, "tau")
     assert np.abs(exact - fd).max() <= 1e-3 * np.abs(exact).max()
 
@@ -108,8 +112,12 @@ def test_drive_gains_scale_the_controller_output(ur5: tuple) -> None:
     a = model.simulate(beta, plain, traj.q, traj.qd, traj.q[0], traj.qd[0])
     b = model.simulate(beta, scaled, traj.q, traj.qd, traj.q[0], traj.qd[0])
     assert np.allclose(a.q, b.q, atol=1e-12, rtol=0) and np.allclose(a.tau, b.tau, atol=1e-9, rtol=0)
-    assert np.abs(a.q - model.simulate(beta, loop.with_gains(drive_gain=g), traj.q, traj.qd, traj.q[0],
-                                       traj.qd[0]).q).max() > 1e-4        # and G_tau does act
+    assert (
+        np.abs(
+            a.q - model.simulate(beta, loop.with_gains(drive_gain=g), traj.q, traj.qd, traj.q[0], traj.qd[0]).q
+        ).max()
+        > 1e-4
+    )  # and G_tau does act
 
 
 def test_autocorrelation_and_its_bounds() -> None:
@@ -117,7 +125,7 @@ def test_autocorrelation_and_its_bounds() -> None:
     white = rng.normal(size=(20000, 2))
     ac = autocorrelation(white, 30)
     assert np.allclose(ac[0], 1.0)
-    assert np.mean(np.abs(ac[1:]) > 2 / np.sqrt(20000)) < 0.15       # ~5 % outside 2 sigma
+    assert np.mean(np.abs(ac[1:]) > 2 / np.sqrt(20000)) < 0.15  # ~5 % outside 2 sigma
     t = np.arange(20000) * 0.001
     sine = np.sin(2 * np.pi * 2 * t)[:, None]
     lag = 10
@@ -131,6 +139,7 @@ def test_description_start_perturbs_links_consistently() -> None:
     assert not np.allclose(b, model.ident.true_base())
     q = generated_trajectory(model.robot, 1.0, 0.01, seed=2).q
     from host_tools import load
+
     dyn = load("ur5")
     for qk in q:
         assert np.linalg.eigvalsh(dyn.mass_matrix(qk, params=model.standard(b))).min() > 0
@@ -143,6 +152,7 @@ def run12() -> tuple:
     opts = OESynthetic(duration=12.0, seed=2)
     log, loop = synthetic_run("ur5", opts)
     from host_tools.identify import model
+
     return log, loop, model(load_robot("ur5")).true_base(), opts
 
 
@@ -150,14 +160,24 @@ def run12() -> tuple:
 def round_trip(run12: tuple) -> tuple[dict, dict]:
     """Every method from a CAD model 30 % off."""
     log, loop, truth, opts = run12
-    return identify_closed_loop("ur5", oe_data("ur5", log), loop, ["didim", "clie", "cloe"], OESettings(),
-                                "description", opts.init_error, "essential", opts.seed, truth)
+    return identify_closed_loop(
+        "ur5",
+        oe_data("ur5", log),
+        loop,
+        ["didim", "clie", "cloe"],
+        OESettings(),
+        "description",
+        opts.init_error,
+        "essential",
+        opts.seed,
+        truth,
+    )
 
 
 def test_idim_ls_recovers_the_truth(round_trip: tuple) -> None:
     doc, res = round_trip
     ref = res["idim-ls"]
-    assert doc["methods"]["idim-ls"]["median_rel_param_error"] < 3.0         # %, measured 0.97
+    assert doc["methods"]["idim-ls"]["median_rel_param_error"] < 3.0  # %, measured 0.97
     assert 20 <= len(ref.kept) <= 52 and np.all(ref.rsd > 0)
 
 
@@ -168,9 +188,9 @@ def test_didim_and_clie_agree_with_idim_ls(round_trip: tuple) -> None:
     for m in ("didim", "clie"):
         r = res[m]
         assert r.names == ref.names
-        inside = np.abs(r.values - ref.values) <= 3 * sigma          # seed 002: within LS's 3 sigma
+        inside = np.abs(r.values - ref.values) <= 3 * sigma  # seed 002: within LS's 3 sigma
         assert np.mean(inside) >= 0.8, (m, [n for n, i in zip(r.names, inside) if not i])
-        assert doc["methods"][m]["median_rel_param_error"] < 5.0     # %, against the truth (measured 0.55-0.67)
+        assert doc["methods"][m]["median_rel_param_error"] < 5.0  # %, against the truth (measured 0.55-0.67)
         assert r.iterations >= 1 and r.history[-1] < 0.1 * r.history[0]
     # the same optimum: DIDIM's pseudo-linear regression lands where CLIE's Gauss-Newton does
     assert abs(doc["methods"]["didim"]["rel_error_tau"] - doc["methods"]["clie"]["rel_error_tau"]) < 0.05
@@ -207,12 +227,13 @@ def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> No
 
     def flaky(self: Identification, beta: np.ndarray, **kw: object) -> object:
         calls.append(beta.copy())
-        if len(calls) == 2:                        # the first least-squares estimate
+        if len(calls) == 2:  # the first least-squares estimate
             raise SimulationError("M(q) not positive definite")
         return original(self, beta, **kw)
+
     monkeypatch.setattr(Identification, "simulate", flaky)
     halved = ident.didim(start, kept)
-    assert np.allclose(calls[2], (calls[0] + calls[1]) / 2)     # halfway back to the start
+    assert np.allclose(calls[2], (calls[0] + calls[1]) / 2)  # halfway back to the start
     assert np.all(np.diff(halved.history) < 0)
     assert np.allclose(halved.values, plain.values, rtol=1e-3, atol=1e-4)
 
@@ -226,8 +247,9 @@ def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     g = 32.0
     v_log = copy.deepcopy(log)
     v_log.tau = log.tau / g
-    v_loop = replace(loop, kp=loop.kp / g, kd=loop.kd / g, tau_max=loop.tau_max / g,
-                     ctl_params=loop.ctl_params / g).with_gains(drive_gain=g)
+    v_loop = replace(
+        loop, kp=loop.kp / g, kd=loop.kd / g, tau_max=loop.tau_max / g, ctl_params=loop.ctl_params / g
+    ).with_gains(drive_gain=g)
     model = ClosedLoopModel("ur5")
     a = Identification(model, loop, oe_data("ur5", log))
     b = Identification(model, v_loop, oe_data("ur5", v_log, v_loop.drive_gain))
@@ -236,7 +258,7 @@ def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     start = description_start(model, opts.init_error, opts.seed)
     ra, rb = a.didim(start, kept), b.didim(start, kept)
     assert np.allclose(ra.values, rb.values, rtol=1e-8, atol=1e-10)
-    unscaled = Identification(model, v_loop, oe_data("ur5", v_log)).didim(start, kept)   # G_tau forgotten
+    unscaled = Identification(model, v_loop, oe_data("ur5", v_log)).didim(start, kept)  # G_tau forgotten
     assert not np.allclose(unscaled.values, ra.values, rtol=1e-2)
 
 
@@ -247,7 +269,7 @@ def test_report_files(round_trip: tuple, tmp_path: Path) -> None:
     back = json.loads(paths[0].read_text())
     assert back["methods"]["clie"]["mu_min"] == pytest.approx(res["clie"].mu_min)
     md = paths[1].read_text()
-    assert "Table 2" in md and "Table 3" in md and "| cloe |" in md and "2.26e+04" in md    # the paper's beside ours
+    assert "Table 2" in md and "Table 3" in md and "| cloe |" in md and "2.26e+04" in md  # the paper's beside ours
     assert paths[2].stat().st_size > 10_000
 
 
@@ -257,32 +279,51 @@ def test_decimated_framework() -> None:
     IDIM-LS, and the torque residuals are nearly white."""
     opts = OESynthetic(duration=12.0, seed=2)
     log, loop = synthetic_run("ur5", opts)
-    doc, res = identify_closed_loop("ur5", oe_data("ur5", log), loop, ["didim", "clie", "cloe"],
-                                    OESettings(decimate=True), "description", opts.init_error, "essential", opts.seed)
+    doc, res = identify_closed_loop(
+        "ur5",
+        oe_data("ur5", log),
+        loop,
+        ["didim", "clie", "cloe"],
+        OESettings(decimate=True),
+        "description",
+        opts.init_error,
+        "essential",
+        opts.seed,
+    )
     ref = res["idim-ls"]
     for m in ("didim", "clie"):
         assert doc["methods"][m]["within_3sigma_of_idim_ls"] >= 0.8
         assert doc["methods"][m]["residual_autocorrelation"]["fraction_outside"] < 0.3
-        assert res[m].mu_min == pytest.approx(ref.mu_min, rel=0.2)     # same rows as IDIM-LS's decimated X
+        assert res[m].mu_min == pytest.approx(ref.mu_min, rel=0.2)  # same rows as IDIM-LS's decimated X
     assert res["cloe"].mu_min < 1e-2 * res["clie"].mu_min
     assert "Table 5, with the decimation filter" in tables(doc)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "host_tools.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=900
+    )
 
 
 def test_cli_synthetic_json() -> None:
     r = _cli("identify", "ur5", "--synthetic", "--method", "didim", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    for key in ("method", "seconds", "iterations", "mu_min", "mu_max", "cond", "rel_error_q", "rel_error_tau",
-                "max_rel_param_error"):
+    for key in (
+        "method",
+        "seconds",
+        "iterations",
+        "mu_min",
+        "mu_max",
+        "cond",
+        "rel_error_q",
+        "rel_error_tau",
+        "max_rel_param_error",
+    ):
         assert key in doc, key
     assert doc["method"] == "didim" and doc["samples"] == 34500 and doc["iterations"] >= 1
     assert 0 < doc["mu_min"] < doc["mu_max"]
-    assert 1.0 < doc["rel_error_tau"] < 50.0          # percent (Table 3: a few %), not a fraction
+    assert 1.0 < doc["rel_error_tau"] < 50.0  # percent (Table 3: a few %), not a fraction
     assert 0.0 < doc["max_rel_param_error"] and doc["median_rel_param_error"] < 5.0
     assert doc["idim_ls"]["method"] == "idim-ls" and doc["within_3sigma_of_idim_ls"] >= 0.8
 
@@ -299,21 +340,32 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
     csv.write_text("t,q1,q2,q3,q4,q5,q6,tau1,tau2,tau3,tau4,tau5,tau6\n")
     fails("ur5", str(csv), "--method", "didim", says=("run.csv", "reference trajectory"))
     rt = load_rt("planar2", estimator="findiff", observer="none", controller="pid")
-    path = simulate(rt, generated_trajectory(load_robot("planar2"), 0.5, rt.sample_period)).log.save(tmp_path / "p2.npz")
+    path = simulate(rt, generated_trajectory(load_robot("planar2"), 0.5, rt.sample_period)).log.save(
+        tmp_path / "p2.npz"
+    )
     fails("ur5", str(path), "--method", "clie", says=("p2.npz", "not 'ur5'"))
-    short = simulate(rt, generated_trajectory(load_robot("planar2"), 0.1, rt.sample_period)).log.save(tmp_path / "s.npz")
+    short = simulate(rt, generated_trajectory(load_robot("planar2"), 0.1, rt.sample_period)).log.save(
+        tmp_path / "s.npz"
+    )
     fails("planar2", str(short), "--method", "didim", says=("s.npz", "too short for IDIM-LS"))
     fails("planar2", str(path), "--method", "didim", "--max-iter", "0", says=("--max-iter",))
     fails("planar2", str(path), "--method", "didim", "--excitation", "x.json", says=("--excitation",))
     fails("planar2", "--synthetic", "--method", "didim", "--gains", "g.yaml", says=("--gains",))
     fails("planar2", str(path), "--method", "didim", "--gains", str(tmp_path / "missing.yaml"), says=("missing.yaml",))
     gains = tmp_path / "gains.yaml"
-    for text, says in (("kp: [1, 2, 3]\n", ("gains.kp", "2")), ("kq: 3\n", ("unknown key", "kq")),
-                       ("kp: {a: 1}\n", ("gains.kp",)), ("kd: true\n", ("gains.kd",)), ("ki: '5'\n", ("gains.ki",)),
-                       ("tau_max: 0\n", ("gains.tau_max", "> 0")), ("kp: -1\n", ("gains.kp", ">= 0")),
-                       ("gravity_compensation: maybe\n", ("gains.gravity_compensation",)),
-                       ("", ("expected a mapping",)), ("[1, 2]\n", ("expected a mapping",)),
-                       ("1: 2\nkp: 3\n", ("unknown key", "1"))):
+    for text, says in (
+        ("kp: [1, 2, 3]\n", ("gains.kp", "2")),
+        ("kq: 3\n", ("unknown key", "kq")),
+        ("kp: {a: 1}\n", ("gains.kp",)),
+        ("kd: true\n", ("gains.kd",)),
+        ("ki: '5'\n", ("gains.ki",)),
+        ("tau_max: 0\n", ("gains.tau_max", "> 0")),
+        ("kp: -1\n", ("gains.kp", ">= 0")),
+        ("gravity_compensation: maybe\n", ("gains.gravity_compensation",)),
+        ("", ("expected a mapping",)),
+        ("[1, 2]\n", ("expected a mapping",)),
+        ("1: 2\nkp: 3\n", ("unknown key", "1")),
+    ):
         gains.write_text(text)
         fails("planar2", str(path), "--method", "didim", "--gains", str(gains), says=("gains.yaml",) + says)
 
@@ -322,7 +374,8 @@ def test_cli_warns_when_the_loop_does_not_fit(tmp_path: Path) -> None:
     """Gains that are not the controller that ran: the simulated loop does not reproduce the run."""
     rt = load_rt("planar2", estimator="findiff", observer="none", controller="pid")
     path = simulate(rt, generated_trajectory(load_robot("planar2"), 4.0, rt.sample_period, seed=3)).log.save(
-        tmp_path / "p2.npz")
+        tmp_path / "p2.npz"
+    )
     gains = tmp_path / "gains.yaml"
     gains.write_text("kp: 0.5\nkd: 0.05\n")
     r = _cli("identify", "planar2", str(path), "--method", "idim-ls", "--gains", str(gains), "--json")
@@ -339,6 +392,7 @@ def test_cli_warns_when_the_loop_does_not_fit(tmp_path: Path) -> None:
 
 def test_oesim_generation_is_deterministic() -> None:
     from codegen.emit_oesim import oesim_files
+
     robot = load_robot("ur5")
     assert oesim_files(robot) == oesim_files(robot)
 
@@ -348,6 +402,7 @@ def test_oesim_c_is_strict_c99(cc: str, tmp_path: Path) -> None:
     require_tool(cc)
     folder = oesim_folder("ur5")
     for src in (folder / "ur5_oesim.c", folder / "ur5_dynamics.c"):
-        r = subprocess.run([cc, *STRICT, "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, *STRICT, "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))], capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr

@@ -3,9 +3,11 @@
 Each comparison is stored as a ``user_property`` of its test (so it also travels back from
 pytest-xdist workers) and summarised by ``pytest_terminal_summary``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -17,6 +19,7 @@ _rows: dict[tuple[str, str], tuple[float, float, int]] = {}
 def record_comparison(record_property) -> Callable[[Any], None]:
     def record(c: Any) -> None:
         record_property(_KEY, (c.robot, c.quantity, c.worst_rel, c.worst_ratio, c.count))
+
     return record
 
 
@@ -34,7 +37,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     tr = terminalreporter
     tr.section("Pinocchio cross-checks: worst relative error per robot and quantity")
-    tr.write_line(f"{'robot':<14} {'quantity':<58} {'states':>6} {'max ||a-b||/||b||':>18} "
-                  f"{'max err/bound':>14}")
+    tr.write_line(f"{'robot':<14} {'quantity':<58} {'states':>6} {'max ||a-b||/||b||':>18} {'max err/bound':>14}")
     for (robot, quantity), (rel, ratio, count) in sorted(_rows.items()):
         tr.write_line(f"{robot:<14} {quantity:<58} {count:>6} {rel:>18.3e} {ratio:>14.3e}")

@@ -13,22 +13,35 @@ from the description's values.
 The comparison rule of issue 2 is normwise per state: ``||a - b|| <= rtol ||b|| + atol`` with the
 Euclidean norm for vectors and the Frobenius norm for matrices (b = Pinocchio).
 """
+
 from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
-from .pinocchio_models import (PIN_TO_PROJECT, PROJECT_PARAM_NAMES, load_yaml, num, panda_model, tanh_scales,
-                              panda_urdf_path, pin_model_from_yaml, standard_params_pinocchio,
-                              ur_model, ur_urdf_path)
+from codegen.cprint import Precision
+
+from .pinocchio_models import (
+    PIN_TO_PROJECT,
+    PROJECT_PARAM_NAMES,
+    load_yaml,
+    num,
+    panda_model,
+    panda_urdf_path,
+    pin_model_from_yaml,
+    standard_params_pinocchio,
+    tanh_scales,
+    ur_model,
+    ur_urdf_path,
+)
 
 ROBOTS_DIR = Path(__file__).resolve().parents[2] / "robots"
 
@@ -61,11 +74,11 @@ class Friction:
         return self.fv * qd + self.fc * shape + self.fo
 
     @staticmethod
-    def zero(n: int) -> "Friction":
+    def zero(n: int) -> Friction:
         return Friction(np.zeros(n), np.zeros(n), np.zeros(n))
 
     @staticmethod
-    def from_yaml(path: Path) -> "Friction":
+    def from_yaml(path: Path) -> Friction:
         doc = load_yaml(path)
         coulomb = doc.get("coulomb") or {"model": "sign"}
         scale = tanh_scales(coulomb["velocity_scale"]) if coulomb.get("model", "sign") == "tanh" else None
@@ -79,11 +92,11 @@ class Friction:
 @dataclass(frozen=True)
 class PeerCase:
     id: str
-    spec: str                              # first argument of host_tools.load
+    spec: str  # first argument of host_tools.load
     build_pin: Callable[[], pin.Model]
-    tip_frame: str                         # Pinocchio frame of our tip
-    base_frame: str | None = None          # Pinocchio frame of our base (None: the world)
-    yaml_path: Path | None = None          # the bundled YAML (None for URDF cases)
+    tip_frame: str  # Pinocchio frame of our tip
+    base_frame: str | None = None  # Pinocchio frame of our base (None: the world)
+    yaml_path: Path | None = None  # the bundled YAML (None for URDF cases)
     load_kwargs: dict = field(default_factory=dict)
 
     @property
@@ -109,20 +122,31 @@ class PeerCase:
 
 def _yaml_case(name: str, folder: Path = ROBOTS_DIR) -> PeerCase:
     path = folder / f"{name}.yaml"
-    return PeerCase(id=name, spec=str(path), yaml_path=path, tip_frame="tip",
-                    build_pin=lambda: pin_model_from_yaml(path))
+    return PeerCase(
+        id=name, spec=str(path), yaml_path=path, tip_frame="tip", build_pin=lambda: pin_model_from_yaml(path)
+    )
 
 
 def _ur5_case() -> PeerCase:
-    return PeerCase(id="ur5_urdf", spec=str(ur_urdf_path("ur5")), build_pin=lambda: ur_model("ur5"),
-                    tip_frame="tool0", base_frame="base_link",
-                    load_kwargs=dict(base_link="base_link", tip_link="tool0"))
+    return PeerCase(
+        id="ur5_urdf",
+        spec=str(ur_urdf_path("ur5")),
+        build_pin=lambda: ur_model("ur5"),
+        tip_frame="tool0",
+        base_frame="base_link",
+        load_kwargs=dict(base_link="base_link", tip_link="tool0"),
+    )
 
 
 def _panda_case() -> PeerCase:
-    return PeerCase(id="panda_urdf", spec=str(panda_urdf_path()), build_pin=panda_model,
-                    tip_frame="panda_link8", base_frame="panda_link0",
-                    load_kwargs=dict(base_link="panda_link0", tip_link="panda_link8"))
+    return PeerCase(
+        id="panda_urdf",
+        spec=str(panda_urdf_path()),
+        build_pin=panda_model,
+        tip_frame="panda_link8",
+        base_frame="panda_link0",
+        load_kwargs=dict(base_link="panda_link0", tip_link="panda_link8"),
+    )
 
 
 YAML_CASES = [_yaml_case(n) for n in ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda", "ur5", "biorob4")]
@@ -138,14 +162,15 @@ def case_params(cases: list[PeerCase] = ALL_CASES) -> list:
     return [pytest.param(c, id=c.id) for c in cases]
 
 
-@lru_cache(maxsize=None)
-def compiled(case_id: str, precision: str = "double"):
+@cache
+def compiled(case_id: str, precision: Precision = "double"):
     from host_tools import load
+
     c = CASES_BY_ID[case_id]
     return load(c.spec, precision=precision, **c.load_kwargs)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pin_model(case_id: str) -> pin.Model:
     return CASES_BY_ID[case_id].build_pin()
 
@@ -170,14 +195,13 @@ def expected_parameter_names(n: int, declared: tuple[str, ...]) -> list[str]:
 class PhysicalParameters:
     """Everything the dynamics depend on, in the user's link frames (Pinocchio objects)."""
 
-    links: list[pin.Inertia]          # link i about/in the user's link frame i
-    armature: np.ndarray              # IA
+    links: list[pin.Inertia]  # link i about/in the user's link frame i
+    armature: np.ndarray  # IA
     friction: Friction
 
     def standard_vector(self, names: tuple[str, ...]) -> np.ndarray:
-        rows = [I.toDynamicParameters()[PIN_TO_PROJECT] for I in self.links]
-        joint = {"IA": self.armature, "FV": self.friction.fv, "FC": self.friction.fc,
-                 "FO": self.friction.fo}
+        rows = [inertia.toDynamicParameters()[PIN_TO_PROJECT] for inertia in self.links]
+        joint = {"IA": self.armature, "FV": self.friction.fv, "FC": self.friction.fc, "FO": self.friction.fo}
         out = np.empty(len(names))
         for k, name in enumerate(names):
             kind, i = parse_parameter_name(name)
@@ -189,34 +213,34 @@ class PhysicalParameters:
 
     def pin_model(self, case: PeerCase, base: pin.Model) -> pin.Model:
         model = base.copy()
-        for i, (X, I) in enumerate(zip(case.link_in_joint(base), self.links), start=1):
-            model.inertias[i] = X.act(I)
+        for i, (X, inertia) in enumerate(zip(case.link_in_joint(base), self.links), start=1):
+            model.inertias[i] = X.act(inertia)
         model.armature = np.array(self.armature, dtype=float)
         return model
 
 
 def own_parameters(case: PeerCase, model: pin.Model) -> PhysicalParameters:
     n = model.njoints - 1
-    links = [X.actInv(model.inertias[i])
-             for i, X in enumerate(case.link_in_joint(model), start=1)]
+    links = [X.actInv(model.inertias[i]) for i, X in enumerate(case.link_in_joint(model), start=1)]
     return PhysicalParameters(links, np.array(model.armature, dtype=float), case.friction(n))
 
 
-def perturbed_parameters(own: PhysicalParameters, declared: tuple[str, ...],
-                         rng: np.random.Generator, rel: float = 0.1) -> PhysicalParameters:
+def perturbed_parameters(
+    own: PhysicalParameters, declared: tuple[str, ...], rng: np.random.Generator, rel: float = 0.1
+) -> PhysicalParameters:
     """Mass, COM and inertia about the COM of each link within about +-rel, physically consistent
     (m > 0, I_c positive definite: I_c' = A I_c A^T with A near identity); declared joint
     parameters scaled by 1 +- rel, or given small random values where they are zero."""
     links = []
-    for I in own.links:
-        m = I.mass
+    for inertia in own.links:
+        m = inertia.mass
         if m == 0.0:
-            links.append(I)
+            links.append(inertia)
             continue
         m2 = m * (1.0 + rng.uniform(-rel, rel))
-        c2 = np.asarray(I.lever) * (1.0 + rng.uniform(-rel, rel, 3)) + rng.uniform(-0.005, 0.005, 3)
+        c2 = np.asarray(inertia.lever) * (1.0 + rng.uniform(-rel, rel, 3)) + rng.uniform(-0.005, 0.005, 3)
         A = np.eye(3) + 0.5 * rel * rng.uniform(-1.0, 1.0, (3, 3))
-        Ic2 = A @ np.asarray(I.inertia) @ A.T
+        Ic2 = A @ np.asarray(inertia.inertia) @ A.T
         Ic2 = 0.5 * (Ic2 + Ic2.T)
         assert np.linalg.eigvalsh(Ic2).min() > 0.0
         links.append(pin.Inertia(m2, c2, Ic2))
@@ -230,8 +254,9 @@ def perturbed_parameters(own: PhysicalParameters, declared: tuple[str, ...],
         return out
 
     f = own.friction
-    friction = Friction(scale(f.fv, "FV", 0.05, 0.5), scale(f.fc, "FC", 0.05, 0.5),
-                        scale(f.fo, "FO", -0.1, 0.1), f.velocity_scale)
+    friction = Friction(
+        scale(f.fv, "FV", 0.05, 0.5), scale(f.fc, "FC", 0.05, 0.5), scale(f.fo, "FO", -0.1, 0.1), f.velocity_scale
+    )
     return PhysicalParameters(links, scale(own.armature, "IA", 0.01, 0.1), friction)
 
 
@@ -284,8 +309,7 @@ class PinReference:
 
     def tip_jacobian(self, q):
         """[v; omega] of the tip origin, axes of our base frame."""
-        J = pin.computeFrameJacobian(self.model, self.data, q, self.tip_id,
-                                     pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        J = pin.computeFrameJacobian(self.model, self.data, q, self.tip_id, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
         R = self._base_inverse().rotation
         return np.vstack([R @ J[:3], R @ J[3:]])
 
@@ -302,7 +326,7 @@ class States:
     def __len__(self) -> int:
         return self.q.shape[0]
 
-    def astype(self, dtype) -> "States":
+    def astype(self, dtype) -> States:
         """Rounded to dtype and back to double: what a float build really receives."""
         return States(*(a.astype(dtype).astype(float) for a in (self.q, self.qd, self.qdd)))
 
@@ -310,16 +334,17 @@ class States:
 def random_states(n: int, count: int, seed: int) -> States:
     """q uniform in [-pi, pi], qd ~ N(0, 1.5^2) rad/s, qdd ~ N(0, 4^2) rad/s^2."""
     rng = np.random.default_rng(seed)
-    return States(rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)),
-                  rng.normal(0.0, 4.0, (count, n)))
+    return States(
+        rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)), rng.normal(0.0, 4.0, (count, n))
+    )
 
 
 @dataclass
 class Comparison:
     robot: str
     quantity: str
-    worst_rel: float        # max over states of ||a - b|| / ||b||
-    worst_ratio: float      # max over states of ||a - b|| / (rtol ||b|| + atol)  (<= 1 passes)
+    worst_rel: float  # max over states of ||a - b|| / ||b||
+    worst_ratio: float  # max over states of ||a - b|| / (rtol ||b|| + atol)  (<= 1 passes)
     failures: int
     count: int
     message: str
@@ -329,8 +354,9 @@ class Comparison:
         return self.failures == 0
 
 
-def compare(robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: tuple[float, float],
-            states: States | None = None) -> Comparison:
+def compare(
+    robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: tuple[float, float], states: States | None = None
+) -> Comparison:
     ours = np.asarray(ours, dtype=float).reshape(len(ref), -1)
     ref = np.asarray(ref, dtype=float).reshape(len(ref), -1)
     rtol, atol = tol
@@ -343,15 +369,16 @@ def compare(robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: t
         ratio = np.where(np.isfinite(ours).all(axis=1), ratio, np.inf)
     k = int(np.argmax(ratio))
     failures = int(np.sum(~(ratio <= 1.0)))
-    msg = (f"{robot}: {quantity}: {failures}/{len(ref)} states outside ||a-b|| <= {rtol:g}*||b|| + "
-           f"{atol:g}; worst relative error {rel.max():.3e}; worst state #{k}: ||a-b|| = "
-           f"{err[k]:.3e}, ||b|| = {scale[k]:.3e}")
+    msg = (
+        f"{robot}: {quantity}: {failures}/{len(ref)} states outside ||a-b|| <= {rtol:g}*||b|| + "
+        f"{atol:g}; worst relative error {rel.max():.3e}; worst state #{k}: ||a-b|| = "
+        f"{err[k]:.3e}, ||b|| = {scale[k]:.3e}"
+    )
     if states is not None:
         np.set_printoptions(precision=6, linewidth=160)
         msg += f"\n  q = {states.q[k]!r}\n  qd = {states.qd[k]!r}\n  qdd = {states.qdd[k]!r}"
     msg += f"\n  ours      = {ours[k]!r}\n  pinocchio = {ref[k]!r}"
-    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref),
-                      msg)
+    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref), msg)
 
 
 def check_all(comparisons: list[Comparison], record: Callable[[Comparison], None]) -> None:

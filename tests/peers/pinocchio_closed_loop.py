@@ -15,8 +15,9 @@ import pinocchio as pin
 from .pinocchio_models import ur_model
 
 
-def simulate_ur5(robot: Any, loop: Any, q_des: np.ndarray, qd_des: np.ndarray, q0: np.ndarray, qd0: np.ndarray,
-                 ts: float) -> tuple[np.ndarray, np.ndarray, float]:
+def simulate_ur5(
+    robot: Any, loop: Any, q_des: np.ndarray, qd_des: np.ndarray, q0: np.ndarray, qd0: np.ndarray, ts: float
+) -> tuple[np.ndarray, np.ndarray, float]:
     """(q (K, n), tau held over each sample (K, n), seconds) for manipgen's Robot ``robot`` (its IA,
     FV, FC, tanh scale) and Loop ``loop`` (kp, kd, tau_max; ki must be 0)."""
     if np.any(np.asarray(loop.ki) != 0):

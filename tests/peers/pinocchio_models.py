@@ -26,14 +26,16 @@ and ``tip`` (the YAML ``tip``, or the last link frame if none).
 ``[m, mc_x, mc_y, mc_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (about the joint frame origin, in the
 joint frame), the column order of ``pinocchio.computeJointTorqueRegressor``.
 """
+
 from __future__ import annotations
 
 import ast
 import math
 import operator
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -45,7 +47,10 @@ PIN_TO_PROJECT = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
 PROJECT_PARAM_NAMES = ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
 
 _OPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
 }
 
 
@@ -55,7 +60,7 @@ _OPS: dict[type, Callable[[float, float], float]] = {
 def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.Name) and node.id == "pi":
         return math.pi
@@ -111,8 +116,9 @@ def rot_z(t: float) -> np.ndarray:
 
 
 def se3(R: np.ndarray | None = None, p: Sequence[float] | None = None) -> pin.SE3:
-    return pin.SE3(np.eye(3) if R is None else np.asarray(R, dtype=float),
-                   np.zeros(3) if p is None else np.asarray(p, dtype=float))
+    return pin.SE3(
+        np.eye(3) if R is None else np.asarray(R, dtype=float), np.zeros(3) if p is None else np.asarray(p, dtype=float)
+    )
 
 
 def rx(t: float) -> pin.SE3:
@@ -142,7 +148,7 @@ def origin_se3(spec: Mapping[str, Any] | None) -> pin.SE3:
         return pin.SE3.Identity()
     xyz = vec(spec.get("xyz", [0, 0, 0]), 3)
     rpy = vec(spec.get("rpy", [0, 0, 0]), 3)
-    return se3(rpy_matrix(*rpy), xyz)
+    return se3(rpy_matrix(*rpy), list(xyz))
 
 
 def _sym3(six: np.ndarray) -> np.ndarray:
@@ -161,8 +167,7 @@ def inertia_from_spec(spec: Mapping[str, Any] | None) -> pin.Inertia:
     if "M" in spec:
         p = {k: num(spec.get(k, 0.0)) for k in PROJECT_PARAM_NAMES}
         # pin order: m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz (about the origin)
-        dyn = np.array([p["M"], p["MX"], p["MY"], p["MZ"],
-                        p["XX"], p["XY"], p["YY"], p["XZ"], p["YZ"], p["ZZ"]])
+        dyn = np.array([p["M"], p["MX"], p["MY"], p["MZ"], p["XX"], p["XY"], p["YY"], p["XZ"], p["YZ"], p["ZZ"]])
         if dyn[0] == 0.0:
             if np.any(dyn != 0.0):
                 raise ValueError("massless link with non-zero parameters")
@@ -198,8 +203,7 @@ def _axis_joint(axis: np.ndarray, prismatic: bool) -> pin.JointModel:
 # --------------------------------------------------------------------------------------------
 # Model builder
 # --------------------------------------------------------------------------------------------
-def _joint_geometry(convention: str, jspec: Mapping[str, Any]
-                    ) -> tuple[pin.SE3, pin.JointModel, pin.SE3]:
+def _joint_geometry(convention: str, jspec: Mapping[str, Any]) -> tuple[pin.SE3, pin.JointModel, pin.SE3]:
     """(placement before the joint motion, joint model, link frame in the joint frame).
 
     For ``dh`` the placement before the motion is identity in the *previous* joint's distal
@@ -211,13 +215,15 @@ def _joint_geometry(convention: str, jspec: Mapping[str, Any]
     joint_z = pin.JointModelPZ() if prismatic else pin.JointModelRZ()
     if convention == "mdh":
         k = jspec["mdh"]
-        placement = rx(num(k.get("alpha", 0))) * tx(num(k.get("a", 0))) \
-            * rz(num(k.get("theta", 0))) * tz(num(k.get("d", 0)))
+        placement = (
+            rx(num(k.get("alpha", 0))) * tx(num(k.get("a", 0))) * rz(num(k.get("theta", 0))) * tz(num(k.get("d", 0)))
+        )
         return placement, joint_z, pin.SE3.Identity()
     if convention == "dh":
         k = jspec["dh"]
-        link_in_joint = rz(num(k.get("theta", 0))) * tz(num(k.get("d", 0))) \
-            * tx(num(k.get("a", 0))) * rx(num(k.get("alpha", 0)))
+        link_in_joint = (
+            rz(num(k.get("theta", 0))) * tz(num(k.get("d", 0))) * tx(num(k.get("a", 0))) * rx(num(k.get("alpha", 0)))
+        )
         return pin.SE3.Identity(), joint_z, link_in_joint
     if convention == "urdf":
         placement = origin_se3(jspec.get("origin"))
@@ -261,8 +267,7 @@ def pin_model_from_yaml(path: str | Path) -> pin.Model:
         inertia = link_in_joint.act(inertia_from_spec(jspec.get("link")))
         model.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
         joint_frame = model.addJointFrame(jid)
-        model.addFrame(pin.Frame(f"link_{i + 1}", jid, joint_frame, link_in_joint,
-                                 pin.FrameType.OP_FRAME))
+        model.addFrame(pin.Frame(f"link_{i + 1}", jid, joint_frame, link_in_joint, pin.FrameType.OP_FRAME))
         link_frames.append(link_in_joint)
         armature[i] = num(jspec.get("IA", 0.0))
         lim = jspec.get("limits") or {}

@@ -43,8 +43,7 @@ import pybullet_data
 from scipy.spatial.transform import Rotation
 
 from codegen.description import load_robot
-from host_tools.collide import (ImpactTrace, any_above, impact_figure, rising_edges, threshold_ratio,
-                                tip_force_along)
+from host_tools.collide import ImpactTrace, any_above, impact_figure, rising_edges, threshold_ratio, tip_force_along
 from host_tools.excite import random_excitation
 from host_tools.logs import Log
 from host_tools.rt import Realtime, fill_inputs, load_rt
@@ -54,11 +53,11 @@ BASE_LINK, TIP_LINK = "lbr_iiwa_link_0", "lbr_iiwa_link_7"
 OVERLAY = Path(__file__).parent / "data" / "pybullet_iiwa.yaml"
 OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured")
 GRAVITY = -9.81
-BOX_HALF = 0.1                       # m: a 20 cm cube
+BOX_HALF = 0.1  # m: a 20 cm cube
 # its face: a spring-damper (PyBullet's contactStiffness, contactDamping), seed 003's Hunt-Crossley
 # stiffness of 10 kN/m -- a rigid face stops the arm within one step and any residual sees that
 BOX_STIFFNESS, BOX_DAMPING = 1.0e4, 100.0
-PARKED = (0.0, 0.0, -50.0)           # where the box waits, far out of reach
+PARKED = (0.0, 0.0, -50.0)  # where the box waits, far out of reach
 
 
 def urdf_path() -> str:
@@ -77,27 +76,31 @@ class Arm:
         self.c = pb.connect(pb.DIRECT)
         pb.setGravity(0.0, 0.0, GRAVITY, physicsClientId=self.c)
         pb.setTimeStep(sample_period, physicsClientId=self.c)
-        self.id = pb.loadURDF(urdf_path(), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE,
-                              physicsClientId=self.c)
+        self.id = pb.loadURDF(
+            urdf_path(), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE, physicsClientId=self.c
+        )
         self.joints = list(range(pb.getNumJoints(self.id, physicsClientId=self.c)))
         for j in [-1, *self.joints]:
-            pb.changeDynamics(self.id, j, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0,
-                              physicsClientId=self.c)
-        pb.setJointMotorControlArray(self.id, self.joints, pb.VELOCITY_CONTROL, forces=[0.0] * len(self.joints),
-                                     physicsClientId=self.c)
+            pb.changeDynamics(
+                self.id, j, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0, physicsClientId=self.c
+            )
+        pb.setJointMotorControlArray(
+            self.id, self.joints, pb.VELOCITY_CONTROL, forces=[0.0] * len(self.joints), physicsClientId=self.c
+        )
         shape = pb.createCollisionShape(pb.GEOM_BOX, halfExtents=[BOX_HALF] * 3, physicsClientId=self.c)
-        self.box = pb.createMultiBody(baseMass=0.0, baseCollisionShapeIndex=shape, basePosition=PARKED,
-                                      physicsClientId=self.c)
-        pb.changeDynamics(self.box, -1, contactStiffness=BOX_STIFFNESS, contactDamping=BOX_DAMPING,
-                          physicsClientId=self.c)
+        self.box = pb.createMultiBody(
+            baseMass=0.0, baseCollisionShapeIndex=shape, basePosition=PARKED, physicsClientId=self.c
+        )
+        pb.changeDynamics(
+            self.box, -1, contactStiffness=BOX_STIFFNESS, contactDamping=BOX_DAMPING, physicsClientId=self.c
+        )
 
     def close(self) -> None:
         pb.disconnect(self.c)
 
     def set_state(self, q: np.ndarray, qd: np.ndarray | None = None) -> None:
         for j in self.joints:
-            pb.resetJointState(self.id, j, float(q[j]), float(qd[j]) if qd is not None else 0.0,
-                               physicsClientId=self.c)
+            pb.resetJointState(self.id, j, float(q[j]), float(qd[j]) if qd is not None else 0.0, physicsClientId=self.c)
 
     def state(self) -> tuple[np.ndarray, np.ndarray]:
         s = pb.getJointStates(self.id, self.joints, physicsClientId=self.c)
@@ -105,15 +108,17 @@ class Arm:
 
     def tip(self) -> np.ndarray:
         """World position of the link-7 frame (the URDF frame, not PyBullet's inertial frame)."""
-        return np.array(pb.getLinkState(self.id, self.joints[-1], computeForwardKinematics=True,
-                                        physicsClientId=self.c)[4])
+        return np.array(
+            pb.getLinkState(self.id, self.joints[-1], computeForwardKinematics=True, physicsClientId=self.c)[4]
+        )
 
     def place_box(self, position: np.ndarray, quaternion: np.ndarray) -> None:
         pb.resetBasePositionAndOrientation(self.box, position.tolist(), quaternion.tolist(), physicsClientId=self.c)
 
     def step(self, tau: np.ndarray) -> None:
-        pb.setJointMotorControlArray(self.id, self.joints, pb.TORQUE_CONTROL, forces=tau.tolist(),
-                                     physicsClientId=self.c)
+        pb.setJointMotorControlArray(
+            self.id, self.joints, pb.TORQUE_CONTROL, forces=tau.tolist(), physicsClientId=self.c
+        )
         pb.stepSimulation(physicsClientId=self.c)
 
     def contact(self, q: np.ndarray) -> tuple[float, np.ndarray, int]:
@@ -125,13 +130,15 @@ class Arm:
         for c in pb.getContactPoints(bodyA=self.id, bodyB=self.box, physicsClientId=self.c):
             index, p_world, normal_b, fn = c[3], np.array(c[5]), np.array(c[7]), c[9]
             if fn <= 0.0:
-                continue              # a point inside the contact margin that carries no force
-            force = fn * normal_b + c[10] * np.array(c[11]) + c[12] * np.array(c[13])   # on A (the arm)
-            com_pos, com_orn = pb.getLinkState(self.id, index, computeForwardKinematics=True,
-                                               physicsClientId=self.c)[:2]
+                continue  # a point inside the contact margin that carries no force
+            force = fn * normal_b + c[10] * np.array(c[11]) + c[12] * np.array(c[13])  # on A (the arm)
+            com_pos, com_orn = pb.getLinkState(self.id, index, computeForwardKinematics=True, physicsClientId=self.c)[
+                :2
+            ]
             local = np.array(pb.getMatrixFromQuaternion(com_orn)).reshape(3, 3).T @ (p_world - np.array(com_pos))
-            jv, _ = pb.calculateJacobian(self.id, index, local.tolist(), q.tolist(), zeros, zeros,
-                                         physicsClientId=self.c)
+            jv, _ = pb.calculateJacobian(
+                self.id, index, local.tolist(), q.tolist(), zeros, zeros, physicsClientId=self.c
+            )
             tau += np.array(jv).T @ force
             total += fn
             link = max(link, index + 1)
@@ -146,19 +153,19 @@ class Arm:
 
 @dataclass(frozen=True)
 class Box:
-    sample: int                  # placed before the step of this sample
+    sample: int  # placed before the step of this sample
     position: np.ndarray
-    quaternion: np.ndarray       # x, y, z, w (PyBullet's order)
-    planned: int                 # the sample at which the tip (link-7 frame origin) reaches the face plane
+    quaternion: np.ndarray  # x, y, z, w (PyBullet's order)
+    planned: int  # the sample at which the tip (link-7 frame origin) reaches the face plane
 
 
 @dataclass
 class PbRun:
-    log: Log                     # what the pipeline saw + PyBullet's truth (q_true, qd_true, qdd_true, tau_ext_true, collision_true)
-    normal_force: np.ndarray     # (K,) N, total contact normal force on the arm in the step before each sample
-    contact_link: np.ndarray     # (K,) 1-based, the farthest link with a contact force, 0 when none
-    tip: np.ndarray              # (K, 3) link-7 frame origin, m
-    seconds: float               # wall time
+    log: Log  # what the pipeline saw + PyBullet's truth (q_true, qd_true, qdd_true, tau_ext_true, collision_true)
+    normal_force: np.ndarray  # (K,) N, total contact normal force on the arm in the step before each sample
+    contact_link: np.ndarray  # (K,) 1-based, the farthest link with a contact force, 0 when none
+    tip: np.ndarray  # (K, 3) link-7 frame origin, m
+    seconds: float  # wall time
     end: tuple[int, bytes, np.ndarray, tuple[float, np.ndarray, int]]
     # ^ PyBullet's saved state, the pipeline's snapshot, the last command and the contact of the last step
 
@@ -168,8 +175,14 @@ class PbRun:
         return int(hits[0]) if hits.size else None
 
 
-def closed_loop(arm: Arm, rt: Realtime, traj: Trajectory, box: Box | None = None,
-                stop: int | None = None, after: PbRun | None = None) -> PbRun:
+def closed_loop(
+    arm: Arm,
+    rt: Realtime,
+    traj: Trajectory,
+    box: Box | None = None,
+    stop: int | None = None,
+    after: PbRun | None = None,
+) -> PbRun:
     """The generated pipeline ``rt`` (reaction off) controls PyBullet's arm along ``traj`` from rest in
     q_d(0), or from the end of run ``after`` (whose trajectory ``traj`` continues); ``stop``: the number
     of samples of the whole run (default all of ``traj``)."""
@@ -194,20 +207,28 @@ def closed_loop(arm: Arm, rt: Realtime, traj: Trajectory, box: Box | None = None
         if last_contact[0] > 0:
             # restoreState brings back positions and velocities, not PyBullet's contact caches
             raise ValueError("a run can only be continued from a contact-free state")
-        pb.restoreState(state, physicsClientId=arm.c)     # (not the contact points of the last step)
+        pb.restoreState(state, physicsClientId=arm.c)  # (not the contact points of the last step)
         rt.restore(snapshot)
         x = after.log.extra
-        for dst, src in ((counts, after.log.counts), (applied, after.log.tau), (cmd, x["tau_cmd"]),
-                         (q_true, x["q_true"]), (qd_true, x["qd_true"]), (qdd_true, x["qdd_true"]),
-                         (ext, x["tau_ext_true"]), (force, after.normal_force), (link, after.contact_link),
-                         (tip, after.tip)):
+        for dst, src in (
+            (counts, after.log.counts),
+            (applied, after.log.tau),
+            (cmd, x["tau_cmd"]),
+            (q_true, x["q_true"]),
+            (qd_true, x["qd_true"]),
+            (qdd_true, x["qdd_true"]),
+            (ext, x["tau_ext_true"]),
+            (force, after.normal_force),
+            (link, after.contact_link),
+            (tip, after.tip),
+        ):
             dst[:k_start] = src
     t0 = time.perf_counter()
     for k in range(k_start, k_total):
         q, qd = arm.state()
         q_true[k], qd_true[k], tip[k] = q, qd, arm.tip()
         if k:
-            qdd_true[k] = (qd - qd_true[k - 1]) / ts     # the acceleration of the step just taken
+            qdd_true[k] = (qd - qd_true[k - 1]) / ts  # the acceleration of the step just taken
             force[k], ext[k], link[k] = last_contact if k == k_start else arm.contact(q)
         counts[k] = rt.encoder_counts(q)[0]
         applied[k] = tau
@@ -219,26 +240,50 @@ def closed_loop(arm: Arm, rt: Realtime, traj: Trajectory, box: Box | None = None
         arm.step(tau)
     seconds = time.perf_counter() - t0 + (after.seconds if after is not None else 0.0)
     sl = slice(0, k_total)
-    log = Log(rt.name, ts, traj.time[sl], counts, np.ones((k_total, n), bool), applied, traj.q[sl], traj.qd[sl],
-              traj.qdd[sl], extra={"tau_cmd": cmd, "q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true,
-                                   "tau_ext_true": ext, "collision_true": force > 0})
+    log = Log(
+        rt.name,
+        ts,
+        traj.time[sl],
+        counts,
+        np.ones((k_total, n), bool),
+        applied,
+        traj.q[sl],
+        traj.qd[sl],
+        traj.qdd[sl],
+        extra={
+            "tau_cmd": cmd,
+            "q_true": q_true,
+            "qd_true": qd_true,
+            "qdd_true": qdd_true,
+            "tau_ext_true": ext,
+            "collision_true": force > 0,
+        },
+    )
     end = (pb.saveState(physicsClientId=arm.c), rt.snapshot(), tau.copy(), arm.contact(arm.state()[0]))
     return PbRun(log, force, link, tip, seconds, end)
 
 
-BENT = np.array([0.0, 0.7, 0.0, -1.3, 0.0, 0.9, 0.0])    # rad: the pose the swing starts from
-MOVE, REST = 3.0, 0.5                                      # s: the quintic move to BENT, then at rest
+BENT = np.array([0.0, 0.7, 0.0, -1.3, 0.0, 0.9, 0.0])  # rad: the pose the swing starts from
+MOVE, REST = 3.0, 0.5  # s: the quintic move to BENT, then at rest
 
 
-def swing(start: np.ndarray, tip_radius: float, speed: float, travel: float, ts: float,
-          move: float = MOVE, rest: float = REST, ramp: float = 0.3) -> tuple[Trajectory, int]:
+def swing(
+    start: np.ndarray,
+    tip_radius: float,
+    speed: float,
+    travel: float,
+    ts: float,
+    move: float = MOVE,
+    rest: float = REST,
+    ramp: float = 0.3,
+) -> tuple[Trajectory, int]:
     """The approach after the contact-free motion (seed 001 §IV: a move at a cruise speed into a
     plate): a quintic move from ``start`` to BENT, a rest, then joint 1 swings the arm about the
     vertical axis, its tip reaching ``speed`` m/s (at ``tip_radius`` m from the axis) through a
     (1 - cos) velocity ramp of ``ramp`` s. Returns the trajectory and the sample at which the tip has
     travelled ``travel`` m of arc since the swing began."""
     w = speed / tip_radius
-    t_swing = ramp / 2 + (travel / tip_radius) / w + 0.5           # past the planned contact
+    t_swing = ramp / 2 + (travel / tip_radius) / w + 0.5  # past the planned contact
     t = np.arange(0.0, move + rest + t_swing, ts)
     q, qd, qdd = quintic(start, BENT, t, move)
     tt = np.clip(t - move - rest, 0.0, None)
@@ -253,8 +298,11 @@ def swing(start: np.ndarray, tip_radius: float, speed: float, travel: float, ts:
 
 def then(first: Trajectory, second: Trajectory) -> Trajectory:
     ts = float(first.time[1] - first.time[0])
-    return Trajectory(f"{first.name} + {second.name}", np.arange(len(first.time) + len(second.time)) * ts,
-                      *(np.vstack([getattr(first, k), getattr(second, k)]) for k in ("q", "qd", "qdd")))
+    return Trajectory(
+        f"{first.name} + {second.name}",
+        np.arange(len(first.time) + len(second.time)) * ts,
+        *(np.vstack([getattr(first, k), getattr(second, k)]) for k in ("q", "qd", "qdd")),
+    )
 
 
 def plan_box(planner: Arm, start: np.ndarray, travel: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -279,18 +327,18 @@ def plan_box(planner: Arm, start: np.ndarray, travel: float) -> tuple[np.ndarray
 
 @dataclass(frozen=True)
 class PbSettings:
-    design_seconds: float = 20.0         # contact-free design motion (thresholds)
-    free_seconds: float = 40.0           # the second contact-free motion (false alarms), then the swing
-    travel: float = 0.4                  # m of tip arc from the start of the swing to the box
-    after: float = 0.3                   # s simulated after the tip reaches the box's plane
-    impact_speeds: tuple[float, ...] = (0.2, 0.5, 1.0)   # m/s of the tip (seed 001 §IV: 0.2, 0.5, 2)
-    design_speed: float = 1.2            # m/s of the design run's swing (no box): above every impact speed
-    margin: float = 1.5                  # threshold = margin x the design run's largest |r| + floor
-    floor: float = 0.01                  # N m: below, a threshold would be set by PyBullet's round-off
-    skip: float = 1.0                    # s of start-up left out
-    isolation: float = 0.01              # s after the detection at which the latched link is read
-    adaptive_gain: float = 100.0         # seed 001's K for the model-adaptive observer
-    speed: float = 0.5                   # fraction of the velocity/acceleration limits of the motions
+    design_seconds: float = 20.0  # contact-free design motion (thresholds)
+    free_seconds: float = 40.0  # the second contact-free motion (false alarms), then the swing
+    travel: float = 0.4  # m of tip arc from the start of the swing to the box
+    after: float = 0.3  # s simulated after the tip reaches the box's plane
+    impact_speeds: tuple[float, ...] = (0.2, 0.5, 1.0)  # m/s of the tip (seed 001 §IV: 0.2, 0.5, 2)
+    design_speed: float = 1.2  # m/s of the design run's swing (no box): above every impact speed
+    margin: float = 1.5  # threshold = margin x the design run's largest |r| + floor
+    floor: float = 0.01  # N m: below, a threshold would be set by PyBullet's round-off
+    skip: float = 1.0  # s of start-up left out
+    isolation: float = 0.01  # s after the detection at which the latched link is read
+    adaptive_gain: float = 100.0  # seed 001's K for the model-adaptive observer
+    speed: float = 0.5  # fraction of the velocity/acceleration limits of the motions
     seed: int = 0
     observers: tuple[str, ...] = OBSERVERS
 
@@ -324,8 +372,8 @@ def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int) -> dict[str, np.
 @dataclass
 class PbResult:
     doc: dict[str, Any]
-    runs: dict[str, PbRun] = field(default_factory=dict)                       # "design", "free", "<speed>"
-    outputs: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict)   # (observer, run)
+    runs: dict[str, PbRun] = field(default_factory=dict)  # "design", "free", "<speed>"
+    outputs: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict)  # (observer, run)
 
 
 def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> PbResult:
@@ -333,49 +381,69 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
     ts = robot.sample_period
     rt = load_rt(urdf_path(), observer="momentum", **spec())
     rt.config["det.reaction"] = 0
-    design = random_excitation(robot, s.seed + 1, speed=s.speed, base_frequency=1 / s.design_seconds,
-                               rate=1 / ts).trajectory(ts)
+    design = random_excitation(
+        robot, s.seed + 1, speed=s.speed, base_frequency=1 / s.design_seconds, rate=1 / ts
+    ).trajectory(ts)
     k_design = len(design.time)
-    free = random_excitation(robot, s.seed + 2, speed=s.speed, base_frequency=1 / s.free_seconds,
-                             rate=1 / ts).trajectory(ts)
+    free = random_excitation(
+        robot, s.seed + 2, speed=s.speed, base_frequency=1 / s.free_seconds, rate=1 / ts
+    ).trajectory(ts)
     k_free = len(free.time)
     arm, planner = Arm(ts), Arm(ts)
-    res = PbResult({"robot": robot.name, "urdf": "pybullet_data/kuka_iiwa/model.urdf", "settings": asdict(s),
-                    "sample_period": ts, "observers": {}, "impacts": []})
+    res = PbResult(
+        {
+            "robot": robot.name,
+            "urdf": "pybullet_data/kuka_iiwa/model.urdf",
+            "settings": asdict(s),
+            "sample_period": ts,
+            "observers": {},
+            "impacts": [],
+        }
+    )
     t0 = time.perf_counter()
     try:
         position, quaternion, radius = plan_box(planner, free.q[-1], s.travel)
         progress("PyBullet: contact-free design motion and swing")
         approach, planned = swing(design.q[-1], radius, s.design_speed, s.travel, ts)
-        res.runs["design"] = closed_loop(arm, rt, then(design, approach),
-                                         stop=k_design + planned + int(round(s.after / ts)))
+        res.runs["design"] = closed_loop(
+            arm, rt, then(design, approach), stop=k_design + planned + int(round(s.after / ts))
+        )
         progress("PyBullet: contact-free motion")
         res.runs["free"] = closed_loop(arm, rt, free)
         for speed in s.impact_speeds:
             progress(f"PyBullet: the same motion, then a swing into the box at {speed:g} m/s")
             approach, planned = swing(free.q[-1], radius, speed, s.travel, ts)
             box = Box(k_free, position, quaternion, k_free + planned)
-            run = closed_loop(arm, rt, then(free, approach), box, stop=box.planned + int(round(s.after / ts)),
-                              after=res.runs["free"])
+            run = closed_loop(
+                arm, rt, then(free, approach), box, stop=box.planned + int(round(s.after / ts)), after=res.runs["free"]
+            )
             first = run.first_contact
             if first is None:
                 raise RuntimeError(f"the swing at {speed:g} m/s never touched the box")
             key = f"{speed:g}"
             res.runs[key] = run
             qd_tip = tip_speed(run, first - 1)
-            res.doc["impacts"].append({
-                "key": key, "target_speed_m_s": speed, "tip_speed_m_s": qd_tip, "box_time_s": k_free * ts,
-                "first_contact_s": first * ts,
-                "contact_link": int(run.contact_link[first:first + int(round(s.isolation / ts)) + 1].max()),
-                "peak_normal_force_N": float(run.normal_force.max()),
-                # the force's first peak, from the start of the step it first acted in
-                "peak_after_ms": float((np.argmax(run.normal_force[first:first + int(round(0.2 / ts))]) + 1) * ts * 1e3)})
+            res.doc["impacts"].append(
+                {
+                    "key": key,
+                    "target_speed_m_s": speed,
+                    "tip_speed_m_s": qd_tip,
+                    "box_time_s": k_free * ts,
+                    "first_contact_s": first * ts,
+                    "contact_link": int(run.contact_link[first : first + int(round(s.isolation / ts)) + 1].max()),
+                    "peak_normal_force_N": float(run.normal_force.max()),
+                    # the force's first peak, from the start of the step it first acted in
+                    "peak_after_ms": float(
+                        (np.argmax(run.normal_force[first : first + int(round(0.2 / ts))]) + 1) * ts * 1e3
+                    ),
+                }
+            )
     finally:
         arm.close()
         planner.close()
     k0 = int(round(s.skip / ts))
     k_design = len(design.time)
-    k_swing = k_free + int(round((MOVE + REST) / ts))      # the move to BENT and the rest: the same in every run
+    k_swing = k_free + int(round((MOVE + REST) / ts))  # the move to BENT and the rest: the same in every run
     firsts = [res.runs[i["key"]].first_contact or 0 for i in res.doc["impacts"]]
     res.doc["contact_free_s"] = ((k_free - k0) + (k_swing - k_free) + sum(f - k_swing for f in firsts)) * ts
     for obs in s.observers:
@@ -385,8 +453,11 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
         worst = design_r[k0:].max(axis=0)
         worst_excitation = design_r[k0:k_design].max(axis=0)
         threshold = s.margin * worst + s.floor
-        entry: dict[str, Any] = {"threshold": threshold.tolist(), "max_design_residual": worst.tolist(),
-                                 "max_design_residual_excitation_only": worst_excitation.tolist()}
+        entry: dict[str, Any] = {
+            "threshold": threshold.tolist(),
+            "max_design_residual": worst.tolist(),
+            "max_design_residual_excitation_only": worst_excitation.tolist(),
+        }
         for label, th in (("", threshold), ("_excitation_design", s.margin * worst_excitation + s.floor)):
             out = replay(rt_o, res.runs["free"], th, k0)
             if not label:
@@ -420,11 +491,13 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
         run = res.runs[key]
         touching = run.normal_force > 0
         true = run.log.extra["tau_ext_true"][touching]
-        imp["direct_measured_rel_error"] = float(np.linalg.norm(res.outputs[("direct_measured", key)]["r"][touching]
-                                                                - true) / np.linalg.norm(true))
+        imp["direct_measured_rel_error"] = float(
+            np.linalg.norm(res.outputs[("direct_measured", key)]["r"][touching] - true) / np.linalg.norm(true)
+        )
     res.doc["seconds"] = time.perf_counter() - t0
-    res.doc["simulated_s_per_wall_s"] = (sum(len(r.log) for r in res.runs.values()) * ts
-                                         / sum(r.seconds for r in res.runs.values()))
+    res.doc["simulated_s_per_wall_s"] = (
+        sum(len(r.log) for r in res.runs.values()) * ts / sum(r.seconds for r in res.runs.values())
+    )
     return res
 
 
@@ -435,30 +508,46 @@ def tip_speed(run: PbRun, k: int) -> float:
 
 def table(doc: dict[str, Any]) -> str:
     speeds = [i["key"] for i in doc["impacts"]]
-    lines = [f"# Collision detection against PyBullet ({doc['urdf']}, perfect model, reaction off)", "",
-             "| impact | tip speed (m/s) | first contact (s) | link touched | peak normal force (N) | "
-             "peak after (ms) | direct residual (exact q̇, q̈) vs PyBullet's J_cᵀ f_c |",
-             "| --- | --: | --: | --: | --: | --: | --: |"]
+    lines = [
+        f"# Collision detection against PyBullet ({doc['urdf']}, perfect model, reaction off)",
+        "",
+        "| impact | tip speed (m/s) | first contact (s) | link touched | peak normal force (N) | "
+        "peak after (ms) | direct residual (exact q̇, q̈) vs PyBullet's J_cᵀ f_c |",
+        "| --- | --: | --: | --: | --: | --: | --: |",
+    ]
     for i in doc["impacts"]:
         rel = i.get("direct_measured_rel_error")
-        lines.append(f"| {i['key']} m/s | {i['tip_speed_m_s']:.3f} | {i['first_contact_s']:.3f} | "
-                     f"{i['contact_link']} | {i['peak_normal_force_N']:.0f} | {i['peak_after_ms']:.0f} | "
-                     + ("—" if rel is None else f"{rel * 100:.2f} %") + " |")
-    lines += ["", f"Contact-free: {doc['contact_free_s']:.1f} s of distinct motion. Thresholds: "
-              f"{doc['settings']['margin']:g} x the design run's largest |r| + {doc['settings']['floor']:g} N m; "
-              "delays from the start of the PyBullet step whose contact force first acted.", "",
-              "| observer | largest threshold (N m) | largest design residual (N m) | false alarms | "
-              + " | ".join(f"delay at {v} m/s (ms)" for v in speeds)
-              + " | isolated link | missed | false alarms, thresholds from the excitation alone |",
-              "| --- | --: | --: | --: |" + " --: |" * len(speeds) + " --- | --: | --: |"]
+        lines.append(
+            f"| {i['key']} m/s | {i['tip_speed_m_s']:.3f} | {i['first_contact_s']:.3f} | "
+            f"{i['contact_link']} | {i['peak_normal_force_N']:.0f} | {i['peak_after_ms']:.0f} | "
+            + ("—" if rel is None else f"{rel * 100:.2f} %")
+            + " |"
+        )
+    lines += [
+        "",
+        f"Contact-free: {doc['contact_free_s']:.1f} s of distinct motion. Thresholds: "
+        f"{doc['settings']['margin']:g} x the design run's largest |r| + {doc['settings']['floor']:g} N m; "
+        "delays from the start of the PyBullet step whose contact force first acted.",
+        "",
+        "| observer | largest threshold (N m) | largest design residual (N m) | false alarms | "
+        + " | ".join(f"delay at {v} m/s (ms)" for v in speeds)
+        + " | isolated link | missed | false alarms, thresholds from the excitation alone |",
+        "| --- | --: | --: | --: |" + " --: |" * len(speeds) + " --- | --: | --: |",
+    ]
     for name, o in doc["observers"].items():
         d = ["—" if o["delay_ms"][v] is None else f"{o['delay_ms'][v]:.0f}" for v in speeds]
         links = "/".join("—" if o["isolated_link"][v] is None else str(o["isolated_link"][v]) for v in speeds)
-        lines.append(f"| {name} | {max(o['threshold']):.3g} | {max(o['max_design_residual']):.3g} | "
-                     f"{o['false_alarms']} | " + " | ".join(d)
-                     + f" | {links} | {o['missed']} | {o['false_alarms_excitation_design']} |")
-    lines += ["", f"PyBullet ran {doc['simulated_s_per_wall_s']:.0f} simulated s per wall s (with the generated "
-              f"step in the loop); whole scenario {doc['seconds']:.0f} s."]
+        lines.append(
+            f"| {name} | {max(o['threshold']):.3g} | {max(o['max_design_residual']):.3g} | "
+            f"{o['false_alarms']} | "
+            + " | ".join(d)
+            + f" | {links} | {o['missed']} | {o['false_alarms_excitation_design']} |"
+        )
+    lines += [
+        "",
+        f"PyBullet ran {doc['simulated_s_per_wall_s']:.0f} simulated s per wall s (with the generated "
+        f"step in the loop); whole scenario {doc['seconds']:.0f} s.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -481,15 +570,19 @@ def figure(res: PbResult, path: Path) -> Path:
         sl = slice(first - 20, min(first + 150, len(run.log)))
         q = run.log.extra["q_true"][sl]
         normal = -dyn.tip_jacobian(run.log.extra["q_true"][first - 1])[:3] @ run.log.extra["qd_true"][first - 1]
-        normal /= np.linalg.norm(normal)              # the box's face normal: against the tip velocity
-        traces.append(ImpactTrace(
-            f"{key} m/s", (np.arange(sl.start, sl.stop) - first) * ts * 1e3, run.normal_force[sl],
-            float(run.normal_force[sl].max()),
-            {o: tip_force_along(q, res.outputs[(o, key)]["r"][sl], dyn.tip_jacobian, normal) for o in observers},
-            {o: threshold_ratio(res.outputs[(o, key)]["r"][sl], thresholds[o]) for o in observers}))
+        normal /= np.linalg.norm(normal)  # the box's face normal: against the tip velocity
+        traces.append(
+            ImpactTrace(
+                f"{key} m/s",
+                (np.arange(sl.start, sl.stop) - first) * ts * 1e3,
+                run.normal_force[sl],
+                float(run.normal_force[sl].max()),
+                {o: tip_force_along(q, res.outputs[(o, key)]["r"][sl], dyn.tip_jacobian, normal) for o in observers},
+                {o: threshold_ratio(res.outputs[(o, key)]["r"][sl], thresholds[o]) for o in observers},
+            )
+        )
     free = {o: threshold_ratio(res.outputs[(o, "free")]["r"][k0:], thresholds[o]) for o in observers}
-    return impact_figure(free, ts, res.doc["settings"]["skip"], traces, path,
-                         "PyBullet contact (normal force)")
+    return impact_figure(free, ts, res.doc["settings"]["skip"], traces, path, "PyBullet contact (normal force)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     res = scenario(progress=lambda m: print(m, flush=True))
     from codegen.outputs import write_file
+
     write_file(args.out / "pybullet_collision.json", json.dumps(res.doc, indent=1) + "\n")
     write_file(args.out / "pybullet_collision.md", table(res.doc))
     figure(res, args.out / "pybullet_collision.png")

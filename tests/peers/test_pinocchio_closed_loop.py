@@ -1,6 +1,7 @@
 """The closed-loop model of output-error identification (<robot>_oesim) against the same loop built
 on Pinocchio (tests/peers/pinocchio_closed_loop.py): ur5, its description's parameters, the pid
 pipeline's default gains, 3 s of a seed 000-like motion."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +22,6 @@ def test_closed_loop_model_against_pinocchio() -> None:
     model = ClosedLoopModel("ur5")
     ours = model.simulate(model.ident.true_base(), loop, traj.q, traj.qd, traj.q[0], traj.qd[0])
     q, tau, _ = simulate_ur5(robot, loop, traj.q, traj.qd, traj.q[0], traj.qd[0], rt.sample_period)
-    assert np.abs(ours.q - traj.q).max() > 1e-3          # a real closed loop, not the reference
+    assert np.abs(ours.q - traj.q).max() > 1e-3  # a real closed loop, not the reference
     assert np.abs(ours.q - q).max() < 1e-10
     assert np.abs(ours.tau - tau).max() < 1e-7 * np.abs(tau).max()

@@ -2,6 +2,7 @@
 side by ``pinocchio.aba`` driven by (I + A)^T tau_el minus the joint friction, the motors by
 seed 003 eq. 3.23 in numpy, tau_el by eq. 3.25 with the coupling of eq. 3.10 -- all from the YAML
 read by the tests' own loader."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,9 @@ def test_biorob4_elastic_forward_dynamics_against_pinocchio() -> None:
     doc = load_yaml(path)
     drives = [j["elastic"] for j in doc["joints"]]
     k, d = (np.array([num(e[key]) for e in drives]) for key in ("stiffness", "damping"))
-    im, dv, dc = (np.array([num(e[key]) for e in drives]) for key in ("motor_inertia", "motor_viscous", "motor_coulomb"))
+    im, dv, dc = (
+        np.array([num(e[key]) for e in drives]) for key in ("motor_inertia", "motor_viscous", "motor_coulomb")
+    )
     names = [j["name"] for j in doc["joints"]]
     a = np.zeros((4, 4))
     for i, e in enumerate(drives):
@@ -39,7 +42,7 @@ def test_biorob4_elastic_forward_dynamics_against_pinocchio() -> None:
         got_q, got_th = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
         assert np.allclose(dyn.elastic_torque(q, qd, th, thd), tau_el, rtol=1e-12, atol=1e-12)
         for got, ref in ((got_q, qdd), (got_th, thdd)):
-            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
             worst = max(worst, err)
             assert np.linalg.norm(got - ref) <= 1e-9 * np.linalg.norm(ref) + 1e-12
     print(f"biorob4 elastic forward dynamics vs Pinocchio aba: worst relative error {worst:.2e}")
@@ -71,7 +74,7 @@ def test_biorob4_parameterised_elastic_dynamics_against_pinocchio() -> None:
         qdd, thdd = dyn.elastic_forward_dynamics(q, qd, th, thd, tm, params=params)
         _, thdd_const = dyn.elastic_forward_dynamics(q, qd, th, thd, tm)
         assert np.linalg.norm(qdd - qdd_ref) <= 1e-9 * np.linalg.norm(qdd_ref)
-        assert np.array_equal(thdd, thdd_const)          # the drives are the description's either way
+        assert np.array_equal(thdd, thdd_const)  # the drives are the description's either way
     # and it is not the constant form
     assert np.linalg.norm(dyn.elastic_forward_dynamics(q, qd, th, thd, tm)[0] - qdd) > 1e-3 * np.linalg.norm(qdd)
 

@@ -41,7 +41,8 @@ def _compare(case_id: str, ref: pin.Model, ref_tip: str, other: pin.Model, other
         q, qd, qdd = rng.uniform(-3, 3, ref.nq), rng.normal(0, 1, ref.nv), rng.normal(0, 2, ref.nv)
         qo = _configuration(other, q)
         tau_ref, tau = pin.rnea(ref, rd, q, qd, qdd), pin.rnea(other, od, qo, qd, qdd)
-        assert np.linalg.norm(tau - tau_ref) <= TOL * max(1.0, np.linalg.norm(tau_ref)), (case_id, tau, tau_ref)
+        scale = max(1.0, float(np.linalg.norm(tau_ref)))
+        assert np.linalg.norm(tau - tau_ref) <= TOL * scale, (case_id, tau, tau_ref)
         pin.framesForwardKinematics(ref, rd, q)
         pin.framesForwardKinematics(other, od, qo)
         a, b = rd.oMf[ref.getFrameId(ref_tip)], od.oMf[other.getFrameId(other_tip)]
@@ -51,9 +52,9 @@ def _compare(case_id: str, ref: pin.Model, ref_tip: str, other: pin.Model, other
 @pytest.mark.parametrize("case", case_params(YAML_CASES))
 def test_exported_urdf_is_the_same_robot(case, tmp_path: Path) -> None:
     robot = load_robot(case.spec)
-    ref = _rigid(pin_model_from_yaml(case.yaml_path))     # an elastic arm: its links (drives have no URDF element)
+    ref = _rigid(pin_model_from_yaml(case.yaml_path))  # an elastic arm: its links (drives have no URDF element)
     exported = pin.buildModelFromXML(robot_to_urdf(robot))
-    exported.gravity.linear = np.array(robot.gravity)     # nor has gravity
+    exported.gravity.linear = np.array(robot.gravity)  # nor has gravity
     _compare(case.id, ref, "tip", exported, "tip")
 
 

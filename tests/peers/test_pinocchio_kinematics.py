@@ -5,13 +5,13 @@ or the URDF tip link's frame, in our base frame (the URDF base link). Pinocchio:
 from ``framesForwardKinematics`` and ``computeFrameJacobian(..., LOCAL_WORLD_ALIGNED)`` (rows
 [v; omega] of the frame origin, world axes), both moved to the base link's axes.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from .peer_cases import (DOUBLE_TOL, PinReference, case_params, check_all, compare, compiled,
-                         pin_model, random_states)
+from .peer_cases import DOUBLE_TOL, PinReference, case_params, check_all, compare, compiled, pin_model, random_states
 
 N_STATES = 1000
 
@@ -24,11 +24,20 @@ def test_frame_placement_matches_pinocchio(case, record_comparison) -> None:
     s = random_states(dyn.dof, N_STATES, case.seed + 1)
     ours = np.array([dyn.tip_pose(q) for q in s.q])
     pins = np.array([ref.tip_pose(q) for q in s.q])
-    check_all([compare(case.id, "tip_pose vs frame placement (4x4)", ours, pins, DOUBLE_TOL, s),
-               compare(case.id, "tip_pose rotation orthonormal", np.einsum(
-                   "kji,kjl->kil", ours[:, :3, :3], ours[:, :3, :3]),
-                   np.broadcast_to(np.eye(3), (len(s), 3, 3)), DOUBLE_TOL, s)],
-              record_comparison)
+    check_all(
+        [
+            compare(case.id, "tip_pose vs frame placement (4x4)", ours, pins, DOUBLE_TOL, s),
+            compare(
+                case.id,
+                "tip_pose rotation orthonormal",
+                np.einsum("kji,kjl->kil", ours[:, :3, :3], ours[:, :3, :3]),
+                np.broadcast_to(np.eye(3), (len(s), 3, 3)),
+                DOUBLE_TOL,
+                s,
+            ),
+        ],
+        record_comparison,
+    )
 
 
 def test_frame_jacobian_matches_pinocchio(case, record_comparison) -> None:
@@ -38,10 +47,11 @@ def test_frame_jacobian_matches_pinocchio(case, record_comparison) -> None:
     ours = np.array([dyn.tip_jacobian(q) for q in s.q])
     pins = np.array([ref.tip_jacobian(q) for q in s.q])
     assert ours.shape[1:] == (6, dyn.dof)
-    check_all([compare(case.id, "tip_jacobian vs getFrameJacobian(LOCAL_WORLD_ALIGNED)", ours,
-                       pins, DOUBLE_TOL, s),
-               compare(case.id, "tip_jacobian linear rows [v]", ours[:, :3], pins[:, :3],
-                       DOUBLE_TOL, s),
-               compare(case.id, "tip_jacobian angular rows [omega]", ours[:, 3:], pins[:, 3:],
-                       DOUBLE_TOL, s)],
-              record_comparison)
+    check_all(
+        [
+            compare(case.id, "tip_jacobian vs getFrameJacobian(LOCAL_WORLD_ALIGNED)", ours, pins, DOUBLE_TOL, s),
+            compare(case.id, "tip_jacobian linear rows [v]", ours[:, :3], pins[:, :3], DOUBLE_TOL, s),
+            compare(case.id, "tip_jacobian angular rows [omega]", ours[:, 3:], pins[:, 3:], DOUBLE_TOL, s),
+        ],
+        record_comparison,
+    )

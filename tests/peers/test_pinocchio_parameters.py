@@ -6,13 +6,25 @@
   perturbed too) it equals Pinocchio built with those parameters. The standard vector handed to
   the C is made from the very same pinocchio.Inertia objects (moved to the user's link frames).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from .peer_cases import (DOUBLE_TOL, PinReference, States, case_params, check_all, compare,
-                         compiled, own_parameters, perturbed_parameters, pin_model, random_states)
+from .peer_cases import (
+    DOUBLE_TOL,
+    PinReference,
+    States,
+    case_params,
+    check_all,
+    compare,
+    compiled,
+    own_parameters,
+    perturbed_parameters,
+    pin_model,
+    random_states,
+)
 
 N_OWN_STATES = 300
 N_PERTURBATIONS = 4
@@ -25,8 +37,10 @@ def separable_only_as_sum(dyn) -> bool:
     """True when a base parameter regroups an offset FO with any other parameter: the constant
     column it shares (a prismatic joint's gravity, M and IA) fixes only gravity + friction."""
     names = dyn.standard_parameter_names
-    return any(any(names[j].startswith("FO") for j in np.flatnonzero(row)) and np.count_nonzero(row) > 1
-               for row in dyn.regrouping)
+    return any(
+        any(names[j].startswith("FO") for j in np.flatnonzero(row)) and np.count_nonzero(row) > 1
+        for row in dyn.regrouping
+    )
 
 
 def test_parameterised_form_with_own_parameters_equals_constant_form(case, record_comparison):
@@ -53,8 +67,9 @@ def test_parameterised_form_with_own_parameters_equals_constant_form(case, recor
             if label == "base" and fname in ("gravity", "friction") and separable_only_as_sum(dyn):
                 continue
             par = np.array([call(*x, p) for x in zip(s.q, s.qd, s.qdd, tau)])
-            comparisons.append(compare(case.id, f"{fname}(params=own {label}) vs constant form",
-                                       par, const, DOUBLE_TOL, s))
+            comparisons.append(
+                compare(case.id, f"{fname}(params=own {label}) vs constant form", par, const, DOUBLE_TOL, s)
+            )
     check_all(comparisons, record_comparison)
 
 
@@ -80,21 +95,25 @@ def test_parameterised_form_matches_perturbed_pinocchio(case, record_comparison)
         for q, qd, qdd in zip(s.q, s.qd, s.qdd):
             tau_ref = ref.rnea(q, qd, qdd)
             add("rnea(params=standard)", dyn.rnea(q, qd, qdd, params=pi), tau_ref)
-            add("rnea(params=base = regrouping . standard)", dyn.rnea(q, qd, qdd, params=beta),
-                tau_ref)
+            add("rnea(params=base = regrouping . standard)", dyn.rnea(q, qd, qdd, params=beta), tau_ref)
             add("regressor @ (regrouping . standard)", dyn.regressor(q, qd, qdd) @ beta, tau_ref)
-            add("regressor @ beta vs computeJointTorqueRegressor . pi", dyn.regressor(q, qd, qdd)
-                @ beta, ref.regressor_torque(q, qd, qdd))
+            add(
+                "regressor @ beta vs computeJointTorqueRegressor . pi",
+                dyn.regressor(q, qd, qdd) @ beta,
+                ref.regressor_torque(q, qd, qdd),
+            )
             add("mass_matrix(params) vs crba", dyn.mass_matrix(q, params=pi), ref.crba(q))
             c_ref = ref.coriolis(q, qd)
             add("coriolis(params)", dyn.coriolis(q, qd, params=pi), c_ref)
             add("coriolis_matrix(params) @ qd", dyn.coriolis_matrix(q, qd, params=pi) @ qd, c_ref)
             add("gravity(params)", dyn.gravity(q, params=pi), ref.gravity(q))
             add("friction(params)", dyn.friction(qd, params=pi), ref.friction(qd))
-            add("nonlinear_effects(params)", dyn.nonlinear_effects(q, qd, params=pi),
-                ref.nonlinear_effects(q, qd))
-            add("forward_dynamics(params) vs aba", dyn.forward_dynamics(q, qd, tau_ref, params=pi),
-                ref.aba(q, qd, tau_ref))
+            add("nonlinear_effects(params)", dyn.nonlinear_effects(q, qd, params=pi), ref.nonlinear_effects(q, qd))
+            add(
+                "forward_dynamics(params) vs aba",
+                dyn.forward_dynamics(q, qd, tau_ref, params=pi),
+                ref.aba(q, qd, tau_ref),
+            )
 
     states = States(*(np.vstack([getattr(s, a) for s in all_states]) for a in ("q", "qd", "qdd")))
     comparisons = []

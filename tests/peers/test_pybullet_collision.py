@@ -1,8 +1,10 @@
 """Collision detection against independent physics (issue #7 item 5): PyBullet's iiwa driven by the
 generated pipeline, hitting a box (tests/peers/pybullet_collision.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import pybullet as pb
 import pytest
@@ -22,24 +24,26 @@ def _random_states(n: int, count: int, seed: int) -> np.ndarray:
 def test_pybullet_and_manipgen_have_the_same_inverse_dynamics() -> None:
     dyn = load(pc.urdf_path(), **pc.spec())
     arm = pc.Arm(1e-3)
-    default = pb.connect(pb.DIRECT)          # PyBullet's default: inertias recomputed from the meshes
+    default = pb.connect(pb.DIRECT)  # PyBullet's default: inertias recomputed from the meshes
     try:
         pb.setGravity(0, 0, pc.GRAVITY, physicsClientId=default)
         other = pb.loadURDF(pc.urdf_path(), useFixedBase=True, physicsClientId=default)
         worst, worst_default = 0.0, 0.0
         for q, qd, qdd in _random_states(7, 20, 1):
             ours = dyn.rnea(q, qd, qdd)
-            theirs = np.array(pb.calculateInverseDynamics(arm.id, q.tolist(), qd.tolist(), qdd.tolist(),
-                                                          physicsClientId=arm.c))
-            mesh = np.array(pb.calculateInverseDynamics(other, q.tolist(), qd.tolist(), qdd.tolist(),
-                                                        physicsClientId=default))
+            theirs = np.array(
+                pb.calculateInverseDynamics(arm.id, q.tolist(), qd.tolist(), qdd.tolist(), physicsClientId=arm.c)
+            )
+            mesh = np.array(
+                pb.calculateInverseDynamics(other, q.tolist(), qd.tolist(), qdd.tolist(), physicsClientId=default)
+            )
             worst = max(worst, float(np.abs(theirs - ours).max() / np.abs(ours).max()))
             worst_default = max(worst_default, float(np.abs(mesh - ours).max() / np.abs(ours).max()))
     finally:
         pb.disconnect(default)
         arm.close()
     assert worst < 1e-11
-    assert worst_default > 1e-3        # the flag matters: without it PyBullet simulates another arm
+    assert worst_default > 1e-3  # the flag matters: without it PyBullet simulates another arm
 
 
 def test_one_pybullet_step_is_semi_implicit_euler_on_manipgen_forward_dynamics() -> None:
@@ -55,9 +59,9 @@ def test_one_pybullet_step_is_semi_implicit_euler_on_manipgen_forward_dynamics()
             arm.step(tau)
             q1, v1 = arm.state()
             v_ref = v0 + dt * dyn.forward_dynamics(q0, v0, tau)
-            assert np.abs(v1 - v_ref).max() < 1e-10 * np.abs(v1 - v0).max()     # 3e-14 measured; damping 0.5: 0.4
+            assert np.abs(v1 - v_ref).max() < 1e-10 * np.abs(v1 - v0).max()  # 3e-14 measured; damping 0.5: 0.4
             assert np.abs(q1 - (q0 + dt * v1)).max() < 1e-12
-            assert np.abs(v1 - v0).max() > 1e-3               # it moved
+            assert np.abs(v1 - v0).max() > 1e-3  # it moved
     finally:
         arm.close()
 
@@ -76,7 +80,7 @@ def test_a_run_resumed_from_its_end_continues_it_exactly() -> None:
         rest = pc.closed_loop(arm, rt, traj, after=half)
     finally:
         arm.close()
-    assert np.abs(whole.log.extra["q_true"] - traj.q).max() > 1e-7     # a real closed loop
+    assert np.abs(whole.log.extra["q_true"] - traj.q).max() > 1e-7  # a real closed loop
     for key in ("q_true", "qd_true", "qdd_true", "tau_cmd", "tau_ext_true"):
         assert np.array_equal(rest.log.extra[key], whole.log.extra[key])
     assert np.array_equal(rest.log.counts, whole.log.counts)
@@ -93,7 +97,7 @@ def test_no_false_alarm_over_the_contact_free_motion(result: pc.PbResult) -> Non
     for name, o in result.doc["observers"].items():
         assert o["false_alarms"] == 0, name
     for imp in result.doc["impacts"]:
-        assert imp["first_contact_s"] > 43.5                 # after the 40 s motion, the move and the rest
+        assert imp["first_contact_s"] > 43.5  # after the 40 s motion, the move and the rest
         assert abs(imp["tip_speed_m_s"] - imp["target_speed_m_s"]) < 0.02 * imp["target_speed_m_s"]
     # with exact q-dot, q-ddot and a perfect model the residual does not depend on the motion:
     # thresholds from the random excitation alone hold through the swings; the encoder-only residuals

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -10,25 +10,46 @@ import numpy as np
 from host_tools.rt import Realtime, load_rt, rt_options
 from host_tools.rt_reference import RtReference
 
-ESTIMATORS = ("findiff", "movav:p=3", "lsf:n=4,p=1", "lsf:n=6,p=2", "bde:n=2", "tse:n=3", "ewlr:n=8,lam=0.8",
-              "kalman", "linhg", "nlhg", "slimod")
+ESTIMATORS = (
+    "findiff",
+    "movav:p=3",
+    "lsf:n=4,p=1",
+    "lsf:n=6,p=2",
+    "bde:n=2",
+    "tse:n=3",
+    "ewlr:n=8,lam=0.8",
+    "kalman",
+    "linhg",
+    "nlhg",
+    "slimod",
+)
 STEP_KEYS = ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
 
 
-@lru_cache(maxsize=None)
-def _folder_rt(robot: str, estimator: str, observer: str, controller: str, constant: bool,
-               precision: str) -> str:
+@cache
+def _folder_rt(robot: str, estimator: str, observer: str, controller: str, constant: bool, precision: str) -> str:
     return str(load_rt(robot, estimator, observer, controller, constant, precision).folder)  # type: ignore[arg-type]
 
 
-def fresh_rt(robot: str, estimator: str = "kalman", observer: str = "momentum",
-             controller: str = "computed_torque", constant: bool = False, precision: str = "double") -> Realtime:
+def fresh_rt(
+    robot: str,
+    estimator: str = "kalman",
+    observer: str = "momentum",
+    controller: str = "computed_torque",
+    constant: bool = False,
+    precision: str = "double",
+) -> Realtime:
     """A new instance (own state) of a cached build."""
     return Realtime(_folder_rt(robot, estimator, observer, controller, constant, precision))
 
 
-def reference(robot: str, estimator: str = "kalman", observer: str = "momentum",
-              controller: str = "computed_torque", constant: bool = False) -> RtReference:
+def reference(
+    robot: str,
+    estimator: str = "kalman",
+    observer: str = "momentum",
+    controller: str = "computed_torque",
+    constant: bool = False,
+) -> RtReference:
     return RtReference(robot, rt_options(estimator, observer, controller, constant))
 
 
@@ -46,8 +67,9 @@ def only_steps(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: inputs[key] for key in STEP_KEYS if key in inputs}
 
 
-def step_by_step(rt: Realtime, ref: RtReference, ins: dict[str, np.ndarray],
-                 reset: np.ndarray) -> tuple[float, np.ndarray]:
+def step_by_step(
+    rt: Realtime, ref: RtReference, ins: dict[str, np.ndarray], reset: np.ndarray
+) -> tuple[float, np.ndarray]:
     """C and reference from identical states at every sample (the reference loads the C state first):
     (worst rel_err over all outputs, (K, 2) array of (collision, link) per sample)."""
     fired, worst = [], 0.0

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import at, fresh_rt, only_steps, reference, rel_err, step_by_step
+from signals import inputs
 
 from codegen.description import load_robot
 from codegen.errors import DescriptionError
-from helpers import at, fresh_rt, only_steps, reference, rel_err, step_by_step
 from host_tools import load
 from host_tools.loopback import simulate
 from host_tools.rt import load_rt
 from host_tools.trajectories import generated_trajectory
-from signals import inputs
 
 ROBOT = "kuka_iiwa14"
 
@@ -42,7 +42,7 @@ def test_regressor_observers_match_reference(observer: str) -> None:
         for name, v in ref.step(step_in).items():
             worst[name] = max(worst.get(name, 0.0), rel_err(out[name][j], v))
     assert max(worst.values()) <= 1e-9, worst
-    assert np.abs(out["r"]).max() > 1.0                                            # not trivially zero
+    assert np.abs(out["r"]).max() > 1.0  # not trivially zero
     if observer.startswith("adaptive"):
         assert np.abs(out["f_tip"]).max() > 1.0
 
@@ -72,7 +72,7 @@ def test_non_finite_inputs_and_reset_restart_the_observer() -> None:
     ins["qdd_meas"] = rng.normal(0, 1.0, (k, 7))
     ins["qdd_meas"][200, 3] = np.nan
     ins["reset"] = np.zeros(k, np.uint8)
-    ins["reset"][300] = 1                                          # in.reset restarts the observer: r = 0
+    ins["reset"][300] = 1  # in.reset restarts the observer: r = 0
     keys = only_steps(ins)
     keys.update({n: ins[n] for n in ("qd_meas", "qdd_meas", "reset")})
     out = rt.run(keys)
@@ -94,9 +94,9 @@ def iiwa_runs() -> dict[str, object]:
     robot = load_robot(ROBOT)
     traj = generated_trajectory(robot, 10.0, robot.sample_period, seed=1)
     true = robot.standard_parameters()
-    model = true * (1 + np.random.default_rng(0).uniform(-0.1, 0.1, true.shape))      # seed 001 eq. 22
+    model = true * (1 + np.random.default_rng(0).uniform(-0.1, 0.1, true.shape))  # seed 001 eq. 22
     rt = load_rt(ROBOT, estimator="kalman", observer="adaptive_measured", controller="computed_torque")
-    rt.config["obs.k_o"] = 100.0                                                    # seed 001's K
+    rt.config["obs.k_o"] = 100.0  # seed 001's K
     rt.config["det.threshold"] = 1e6
     perfect = simulate(rt, traj)
     rt.config["model.params"] = model
@@ -107,7 +107,7 @@ def iiwa_runs() -> dict[str, object]:
 def _measured_acceleration(run: object, params: np.ndarray) -> np.ndarray:
     """The observer's qdd input: the plant's acceleration under the torque of the last sample."""
     dyn = load(ROBOT)
-    q, qd, tau = run.log.extra["q_true"], run.log.extra["qd_true"], run.log.tau       # type: ignore[attr-defined]
+    q, qd, tau = run.log.extra["q_true"], run.log.extra["qd_true"], run.log.tau  # type: ignore[attr-defined]
     return np.array([dyn.forward_dynamics(q[k], qd[k], tau[k], params=params) for k in range(len(q))])
 
 
@@ -124,11 +124,15 @@ def test_perfect_model_residual_is_small(iiwa_runs: dict) -> None:
     dyn = load(ROBOT)
     q, qd, qh = run.log.extra["q_true"], run.log.extra["qd_true"], run.out["q_hat"]
     qdd = _measured_acceleration(run, true)
-    d = np.array([dyn.rnea(qh[k], qd[k], qdd[k], params=true) - dyn.rnea(q[k], qd[k], qdd[k], params=true)
-                  for k in range(len(q))])
+    d = np.array(
+        [
+            dyn.rnea(qh[k], qd[k], qdd[k], params=true) - dyn.rnea(q[k], qd[k], qdd[k], params=true)
+            for k in range(len(q))
+        ]
+    )
     r = run.out["r"]
     assert np.abs(r).max() <= 2 * np.abs(d).max()
-    assert np.abs(r).max() < 0.05                                          # N m (measured 1e-3)
+    assert np.abs(r).max() < 0.05  # N m (measured 1e-3)
 
 
 def test_model_error_is_observed_and_rejected(iiwa_runs: dict) -> None:
@@ -143,9 +147,9 @@ def test_model_error_is_observed_and_rejected(iiwa_runs: dict) -> None:
     direct = np.array([dyn.rnea(q[k], qd[k], qdd[k], params=model) for k in range(len(q))]) - run.log.tau
     after = slice(2000, None)
     r = run.out["r"]
-    rms = lambda x: np.sqrt(np.mean(x ** 2, axis=0))        # noqa: E731
+    rms = lambda x: np.sqrt(np.mean(x**2, axis=0))  # noqa: E731
     a, b = rms(r[after]), rms(direct[after])
-    assert np.linalg.norm(a) < 0.35 * np.linalg.norm(b), (a, b)         # measured 0.17
+    assert np.linalg.norm(a) < 0.35 * np.linalg.norm(b), (a, b)  # measured 0.17
     assert np.all(a <= b + 5e-3), (a, b)
     assert np.abs(r[after]).max() < 0.5 * np.abs(direct[after]).max()
 
@@ -160,7 +164,7 @@ def test_step_is_flagged_and_isolated(iiwa_runs: dict, model_error: bool) -> Non
     rt, traj, true = iiwa_runs["rt"], iiwa_runs["traj"], iiwa_runs["true"]
     rt.config["model.params"] = iiwa_runs["model"] if model_error else true
     free = iiwa_runs["wrong" if model_error else "perfect"].out["r"]
-    rt.config["det.threshold"] = 1.2 * np.abs(free).max(axis=0) + 0.5       # false-alarm free, with margin
+    rt.config["det.threshold"] = 1.2 * np.abs(free).max(axis=0) + 0.5  # false-alarm free, with margin
     rt.config["det.reaction"] = 0
     assert not simulate(rt, traj, true_params=true).out["collision"].any()
     for joint in (1, 3, 5):
@@ -168,9 +172,9 @@ def test_step_is_flagged_and_isolated(iiwa_runs: dict, model_error: bool) -> Non
         ext[5000:5300, joint] = 8.0
         run = simulate(rt, traj, true_params=true, tau_ext=ext)
         hit = np.flatnonzero(run.out["collision"])
-        assert hit.size and 5000 <= hit[0] <= 5005, hit[:3]          # within 5 ms (debounce 3)
+        assert hit.size and 5000 <= hit[0] <= 5005, hit[:3]  # within 5 ms (debounce 3)
         assert run.out["r"][hit[0], joint] > 0.5 * 8.0
-        assert run.out["link"][hit[0] + 50] == joint + 1             # isolation (1-based)
+        assert run.out["link"][hit[0] + 50] == joint + 1  # isolation (1-based)
 
 
 def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
@@ -188,22 +192,24 @@ def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
     k = 5000
     q, qd = run0.log.extra["q_true"][k], run0.log.extra["qd_true"][k]
     v = dyn.tip_jacobian(q)[:3] @ qd
-    c = Contact(point=tuple(dyn.tip_pose(q)[:3, 3]), normal=tuple(-v / np.linalg.norm(v)), start=k * 0.001,
-                stop=k * 0.001 + 0.3)
+    c = Contact(
+        point=tuple(dyn.tip_pose(q)[:3, 3]), normal=tuple(-v / np.linalg.norm(v)), start=k * 0.001, stop=k * 0.001 + 0.3
+    )
     run = simulate(rt, traj, true_params=true, contact=c)
     hit = np.flatnonzero(run.out["collision"])
     assert hit.size and k <= hit[0] <= k + 20
     n = np.array(c.normal) / np.linalg.norm(c.normal)
     qs, qds = run.log.extra["q_true"], run.log.extra["qd_true"]
-    forces, errs = [], []
+    force_list: list[float] = []
+    err_list: list[float] = []
     for j in range(hit[0] + 1, k + 300):
         p, jv = dyn.tip_pose(qs[j])[:3, 3], dyn.tip_jacobian(qs[j])[:3]
         x, xd = n @ (np.array(c.point) - p), -n @ (jv @ qds[j])
         f = max(0.0, x * (c.stiffness + c.damping * xd)) if x > 0 else 0.0
-        forces.append(f)
-        errs.append(np.linalg.norm(run.out["f_tip"][j] - np.concatenate([n * f, np.zeros(3)])))
-    forces, errs = np.array(forces), np.array(errs)
-    assert forces.max() > 20.0                             # N: a real contact
+        force_list.append(f)
+        err_list.append(float(np.linalg.norm(run.out["f_tip"][j] - np.concatenate([n * f, np.zeros(3)]))))
+    forces, errs = np.array(force_list), np.array(err_list)
+    assert forces.max() > 20.0  # N: a real contact
     loaded = forces > 0.3 * forces.max()
     # what is left is the Kalman position estimate's error (the arm is pushed), through J+^T
     assert np.median(errs[loaded] / forces[loaded]) < 0.15, np.median(errs[loaded] / forces[loaded])
@@ -217,8 +223,14 @@ def test_step_by_step_through_detection_and_reaction() -> None:
 
     rt = fresh_rt("planar2", "kalman", "adaptive", "computed_torque")
     ref = reference("planar2", "kalman", "adaptive", "computed_torque")
-    cfg = {"det.threshold": [0.5, 0.3], "det.release": 0.6, "det.debounce": [2, 3], "det.reaction": 2,
-           "det.k_r": [0.05, 0.02], "obs.k_o": [50.0, 80.0]}
+    cfg = {
+        "det.threshold": [0.5, 0.3],
+        "det.release": 0.6,
+        "det.debounce": [2, 3],
+        "det.reaction": 2,
+        "det.k_r": [0.05, 0.02],
+        "obs.k_o": [50.0, 80.0],
+    }
     for key, v in cfg.items():
         rt.config[key] = v
     rt.reset()
@@ -235,7 +247,7 @@ def test_step_by_step_through_detection_and_reaction() -> None:
     reset = np.zeros(k_total, dtype=np.uint8)
     reset[1400] = 1
     worst, flags = step_by_step(rt, ref, ins, reset)
-    assert worst <= 1e-9           # the issue's 1e-9 (numpy's LU solve vs the C Cholesky: 1e-10 here)
-    assert flags[499, 0] == 0 and flags[520, 0] == 1 and flags[520, 1] == 2      # the step on link 2
-    assert flags[1401:1500, 0].max() == 0                                        # reset cleared it
-    assert flags[1510, 0] == 1 and flags[1510, 1] == 1                           # the pulse on joint 1
+    assert worst <= 1e-9  # the issue's 1e-9 (numpy's LU solve vs the C Cholesky: 1e-10 here)
+    assert flags[499, 0] == 0 and flags[520, 0] == 1 and flags[520, 1] == 2  # the step on link 2
+    assert flags[1401:1500, 0].max() == 0  # reset cleared it
+    assert flags[1510, 0] == 1 and flags[1510, 1] == 1  # the pulse on joint 1

@@ -1,5 +1,6 @@
 """`manipgen collide` (seed 001 §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
-filtered steps on joint 2 and Hunt-Crossley impacts of the tip. The model-adaptive observer with exact qd, qdd needs a far smaller
+filtered steps on joint 2 and Hunt-Crossley impacts of the tip. The model-adaptive observer with exact qd, qdd
+needs a far smaller
 false-alarm-free threshold than the momentum observer and detects fast steps within a few samples."""
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_collide_cli(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--json", "--out",
-                        str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--json", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     obs = doc["observers"]
@@ -40,12 +46,16 @@ def test_collide_cli(tmp_path: Path) -> None:
     assert all(d is not None and d <= 3.0 for d in ada["impact_delay_ms"].values())
     assert all(d is not None for d in mom["impact_delay_ms"].values())
     assert (tmp_path / "collide.md").read_text().count("|") > 20 and (tmp_path / "collide.png").stat().st_size > 10_000
-    assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000     # like seed 001 Figs. 8 and 10
+    assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000  # like seed 001 Figs. 8 and 10
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:
-    doc, arrays = scenario("planar2", CollideSettings(duration=6.0, events=(2.0,), cutoffs=(100.0,),
-                                                      impact_speeds=(0.1, 50.0, 60.0), observers=("momentum",)))
+    doc, arrays = scenario(
+        "planar2",
+        CollideSettings(
+            duration=6.0, events=(2.0,), cutoffs=(100.0,), impact_speeds=(0.1, 50.0, 60.0), observers=("momentum",)
+        ),
+    )
     speeds = [i["speed_m_s"] for i in doc["impacts"]]
     # (instants every 10 ms); the two fast targets share the motion's fastest instant
     assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] > 3 * speeds[0]
@@ -68,6 +78,11 @@ def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:
 
 
 def test_collide_rejects_a_joint_out_of_range() -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--joint", "5"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--joint", "5"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert r.returncode == 2 and "--joint must be 1..2" in r.stderr and "Traceback" not in r.stderr

@@ -13,7 +13,7 @@ from host_tools.rt import load_rt
 from host_tools.thresholds import design_thresholds
 from host_tools.trajectories import Trajectory
 
-PLANE_Y = 0.5            # m: the tip (1.8 m from joint 1) reaches it at q1 = asin(0.5 / 1.8)
+PLANE_Y = 0.5  # m: the tip (1.8 m from joint 1) reaches it at q1 = asin(0.5 / 1.8)
 
 
 def _swing(ts: float) -> Trajectory:
@@ -26,10 +26,10 @@ def _swing(ts: float) -> Trajectory:
     return Trajectory("swing", t, np.column_stack([q1, z]), np.column_stack([qd1, z]), np.column_stack([qdd1, z]))
 
 
-def _run(reaction: int):  # type: ignore[no-untyped-def]
+def _run(reaction: int):
     rt = load_rt("planar2", estimator="kalman", observer="momentum", controller="computed_torque")
     traj = _swing(rt.sample_period)
-    free = simulate(rt, traj).log                          # the same swing without the obstacle
+    free = simulate(rt, traj).log  # the same swing without the obstacle
     rt.config["det.threshold"] = design_thresholds(rt, free, margin=1.5, skip=0.0, floor=0.2).threshold
     rt.config["det.reaction"] = reaction
     contact = Contact(point=(0.0, PLANE_Y, 0.0), normal=(0.0, 1.0, 0.0))
@@ -49,12 +49,12 @@ def test_contact_torque_is_hunt_crossley() -> None:
         x = n @ (np.array(c.point) - p)
         xd = -n @ (jv @ qd[k])
         if x > 0:
-            force[k] = max(0.0, x ** c.exponent * (c.stiffness + c.damping * xd))
+            force[k] = max(0.0, x**c.exponent * (c.stiffness + c.damping * xd))
         expected[k] = jv.T @ n * force[k]
     got = run.log.extra["tau_ext_true"]
-    assert force.max() > 50.0                                        # N: the tip did hit the plane
+    assert force.max() > 50.0  # N: the tip did hit the plane
     assert np.abs(got - expected).max() <= 1e-9 * np.abs(expected).max()
-    assert np.all(force >= 0)                                        # no tensile force
+    assert np.all(force >= 0)  # no tensile force
 
 
 def test_impact_is_detected_and_the_reflex_relieves_it() -> None:
@@ -63,8 +63,10 @@ def test_impact_is_detected_and_the_reflex_relieves_it() -> None:
     first = int(np.flatnonzero(np.abs(stop.log.extra["tau_ext_true"]).max(axis=1) > 0)[0])
     for run in (stop, reflex):
         k = np.flatnonzero(run.out["collision"])
-        assert k.size and first <= k[0] <= first + 50                # within 50 ms of the first touch
+        assert k.size and first <= k[0] <= first + 50  # within 50 ms of the first touch
         assert run.out["link"][k[0]] >= 1
     # after detection, the reflex drives the arm out of the contact (seed 003 Fig. 5.5), the stop holds it
     late = slice(first + 500, None)
-    assert np.abs(reflex.log.extra["tau_ext_true"][late]).max() < 0.2 * np.abs(stop.log.extra["tau_ext_true"][late]).max()
+    assert (
+        np.abs(reflex.log.extra["tau_ext_true"][late]).max() < 0.2 * np.abs(stop.log.extra["tau_ext_true"][late]).max()
+    )

@@ -5,12 +5,12 @@ pass), PID + g(q) summed in numpy, saturation, the reflex integral and the slidi
 from __future__ import annotations
 
 import numpy as np
-
 from helpers import fresh_rt
+
 from host_tools import load
 
 
-def _pair(rt, c0, c1, **kw):  # type: ignore[no-untyped-def]
+def _pair(rt, c0, c1, **kw):
     """Reset, feed two samples; the second one's outputs (findiff: qd_hat = (q1 - q0) / T)."""
     rt.reset()
     rt.step(c0, **kw)
@@ -40,7 +40,7 @@ def test_torque_saturates_at_tau_max() -> None:
     dyn = load("kuka_iiwa14")
     rt = fresh_rt("kuka_iiwa14", "findiff", "none", "computed_torque")
     limit = np.array([320, 320, 176, 176, 110, 40, 40.0])
-    assert np.allclose(rt.config["ctl.tau_max"], limit)   # from the description's limits
+    assert np.allclose(rt.config["ctl.tau_max"], limit)  # from the description's limits
     q_des = np.array([3.0, -2.0, 0.1, 2.5, 0.05, -3.0, 0.02])
     out = _pair(rt, np.zeros(7), np.zeros(7), q_des=q_des)
     q = np.zeros(7)
@@ -69,7 +69,7 @@ def test_pid_with_gravity_compensation_and_clamped_integral() -> None:
         u = kp * (q_des - q) + kd * (np.array([0.1, 0.0]) - qd) + ki * integ + dyn.gravity(q)
         assert np.allclose(out["tau_cmd"], u, rtol=1e-9, atol=1e-9)
         prev = q
-    assert abs(integ[0]) == i_max[0]                 # the clamp was reached
+    assert abs(integ[0]) == i_max[0]  # the clamp was reached
 
 
 def test_reflex_reaction_integrates_k_r_r() -> None:
@@ -101,7 +101,10 @@ def test_sliding_mode_disturbance_integrates_alpha1_sign() -> None:
     counts = np.floor(np.arange(500)[:, None] * [[0.8, -0.5]]).astype(np.int64)
     out = rt.run({"counts": counts})
     steps = np.abs(np.diff(out["z_eq"], axis=0))
-    expected = rt.sample_period * 1.1 * f_plus           # alpha1 = 1.1 f+, |sgn| = 1 (or 0)
+    expected = rt.sample_period * 1.1 * f_plus  # alpha1 = 1.1 f+, |sgn| = 1 (or 0)
     assert np.all(np.isclose(steps, expected, rtol=1e-9) | (steps == 0))
-    assert np.allclose(rt.state["est"]["alpha"], np.column_stack([1.1 * f_plus, 1.5 * np.sqrt(f_plus),
-                                                                  1.9 * np.cbrt(f_plus)]), rtol=1e-15)
+    assert np.allclose(
+        rt.state["est"]["alpha"],
+        np.column_stack([1.1 * f_plus, 1.5 * np.sqrt(f_plus), 1.9 * np.cbrt(f_plus)]),
+        rtol=1e-15,
+    )

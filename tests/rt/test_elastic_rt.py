@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import fresh_rt, reference, rel_err
 from scipy.integrate import solve_ivp
 
-from codegen.description import load_robot
-from codegen.errors import DescriptionError
 from codegen.blocks.options import RtOptions, estimator_choice
 from codegen.blocks.pipeline import build_pipeline
-from helpers import fresh_rt, reference, rel_err
+from codegen.description import load_robot
+from codegen.errors import DescriptionError
 from host_tools.compiled import load
 from host_tools.elastic_collision import ScenarioSettings, scenario
 from host_tools.loopback import simulate
@@ -23,7 +23,7 @@ from host_tools.trajectories import Trajectory
 ROBOT = "biorob4"
 
 
-def _still(rt, seconds: float, q0: np.ndarray) -> Trajectory:  # type: ignore[no-untyped-def]
+def _still(rt, seconds: float, q0: np.ndarray) -> Trajectory:
     t = np.arange(int(round(seconds / rt.sample_period))) * rt.sample_period
     z = np.zeros((len(t), rt.dof))
     return Trajectory("still", t, z + q0, z, z)
@@ -35,23 +35,33 @@ def test_elastic_plant_matches_an_independent_integration() -> None:
     rt = fresh_rt(ROBOT, "ewlr", "momentum", "none")
     dyn = load(ROBOT)
     q0 = np.array([0.2, 0.9, -0.4, 0.3])
-    th0 = q0 + np.array([0.0, 0.05, -0.03, 0.02])          # springs deflected: the arm oscillates
+    th0 = q0 + np.array([0.0, 0.05, -0.03, 0.02])  # springs deflected: the arm oscillates
     n = 4
 
     def f(_t: float, x: np.ndarray) -> np.ndarray:
-        qdd, thdd = dyn.elastic_forward_dynamics(x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:], np.zeros(n))
-        return np.concatenate([x[n:2 * n], qdd, x[3 * n:], thdd])
+        qdd, thdd = dyn.elastic_forward_dynamics(x[:n], x[n : 2 * n], x[2 * n : 3 * n], x[3 * n :], np.zeros(n))
+        return np.concatenate([x[n : 2 * n], qdd, x[3 * n :], thdd])
+
     errors = []
     for substeps in (8, 32):
         run = simulate(rt, _still(rt, 1.0, q0), theta0=th0, thetad0=np.zeros(4), substeps=substeps)
         t = run.log.time
-        sol = solve_ivp(f, (0, t[-1]), np.concatenate([q0, np.zeros(n), th0, np.zeros(n)]), t_eval=t,
-                        rtol=1e-12, atol=1e-13, method="DOP853")
+        sol = solve_ivp(
+            f,
+            (0, t[-1]),
+            np.concatenate([q0, np.zeros(n), th0, np.zeros(n)]),
+            t_eval=t,
+            rtol=1e-12,
+            atol=1e-13,
+            method="DOP853",
+        )
         ex = run.log.extra
-        errors.append(max(np.max(np.abs(ex["q_true"] - sol.y[:n].T)), np.max(np.abs(ex["theta_true"] - sol.y[2 * n:3 * n].T))))
+        errors.append(
+            max(np.max(np.abs(ex["q_true"] - sol.y[:n].T)), np.max(np.abs(ex["theta_true"] - sol.y[2 * n : 3 * n].T)))
+        )
     # RK4: a quarter of the step, 4^4 = 256 times less error (the reference's own error is < 1e-11)
     assert errors[0] < 1e-7 and errors[1] < errors[0] / 100, errors
-    assert np.max(np.abs(ex["q_true"][-1] - q0)) > 1e-2          # it did move
+    assert np.max(np.abs(ex["q_true"][-1] - q0)) > 1e-2  # it did move
     # no command: the log's motor torque is zero; the motor encoders read theta
     assert np.all(run.log.tau == 0)
     counts, motor = rt.encoder_counts(ex["q_true"][-1], ex["theta_true"][-1])
@@ -92,12 +102,12 @@ def test_tau_el_observer_recovers_an_external_torque() -> None:
     run = simulate(rt, Trajectory("sine", t, q, qd, qdd), tau_ext=ext)
     r = run.out["r"]
     k_o = float(rt.config["obs.k_o"][2])
-    settled = slice(k0 + int(5 / k_o / ts), None)              # five time constants on
+    settled = slice(k0 + int(5 / k_o / ts), None)  # five time constants on
     assert np.max(np.abs(r[settled, 2] - 1.5)) < 0.05
     # one time constant after the step: 1 - e^-1 of it (the lag of eq. 5.9)
     assert r[k0 + int(round(1 / k_o / ts)), 2] == pytest.approx(1.5 * (1 - np.exp(-1)), rel=0.08)
-    assert np.max(np.abs(r[200:k0])) < 0.1                      # before the step: nothing
-    assert np.max(np.abs(r[k0:, [0, 1, 3]])) < 0.1              # and only joint 3 sees it
+    assert np.max(np.abs(r[200:k0])) < 0.1  # before the step: nothing
+    assert np.max(np.abs(r[k0:, [0, 1, 3]])) < 0.1  # and only joint 3 sees it
 
 
 def test_motor_estimator_follows_the_motor() -> None:
@@ -105,7 +115,7 @@ def test_motor_estimator_follows_the_motor() -> None:
     samples counted per channel. The state-feedback controller tracks a slow motion (no dynamic
     feed-forward, as in seed 003 §3.2.4: the soft springs let it lag faster ones)."""
     rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")
-    rt.config["det.threshold"] = [1e6] * 4       # the burst's held position is no collision to react to
+    rt.config["det.threshold"] = [1e6] * 4  # the burst's held position is no collision to react to
     ts = rt.sample_period
     t = np.arange(int(4.0 / ts)) * ts
     w = 2 * np.pi * 0.25
@@ -113,14 +123,14 @@ def test_motor_estimator_follows_the_motor() -> None:
     qd = np.tile(0.3 * w * np.sin(w * t)[:, None], (1, 4))
     qdd = np.tile(0.3 * w * w * np.cos(w * t)[:, None], (1, 4))
     valid = np.ones((len(t), 4), np.uint8)
-    valid[1000:1010, 1] = 0                                    # a burst of lost samples on joint 2
+    valid[1000:1010, 1] = 0  # a burst of lost samples on joint 2
     run = simulate(rt, Trajectory("sine", t, q, qd, qdd), valid=valid)
     ex = run.log.extra
     err = np.abs(run.out["thetad_hat"] - ex["thetad_true"])
-    err[1000:1030] = 0                                         # the burst holds theta: no slope to see
+    err[1000:1030] = 0  # the burst holds theta: no slope to see
     assert np.max(err[200:]) < 0.1 * np.max(np.abs(ex["thetad_true"]))
     pos = np.abs(run.out["theta_hat"] - ex["theta_true"])
-    assert np.max(pos[1000:1010, 1]) > 1e-3 > np.max(np.delete(pos, np.s_[1000:1010], axis=0))   # held, then back
+    assert np.max(pos[1000:1010, 1]) > 1e-3 > np.max(np.delete(pos, np.s_[1000:1010], axis=0))  # held, then back
     assert int(run.out["motor_faults"][-1, 1]) == 10 and int(run.out["faults"][-1, 1]) == 10
     assert np.max(np.abs(ex["q_true"] - q)) < np.radians(3)
 
@@ -134,7 +144,9 @@ def test_rest_state_formula_is_a_static_equilibrium() -> None:
     qdd, thdd = dyn.elastic_forward_dynamics(q, np.zeros(4), th, thd, dyn.elastic_torque(q, np.zeros(4), th, thd))
     assert np.max(np.abs(qdd)) < 1e-10 and np.max(np.abs(thdd)) < 1e-10
     # a 1 mrad error in theta would accelerate the links by far more
-    qdd_off, _ = dyn.elastic_forward_dynamics(q, np.zeros(4), th + 1e-3, thd, dyn.elastic_torque(q, np.zeros(4), th, thd))
+    qdd_off, _ = dyn.elastic_forward_dynamics(
+        q, np.zeros(4), th + 1e-3, thd, dyn.elastic_torque(q, np.zeros(4), th, thd)
+    )
     assert np.max(np.abs(qdd_off)) > 1e-2
 
 
@@ -152,8 +164,8 @@ def test_elastic_pipeline_matches_reference(estimator: str) -> None:
     valid[:5] = 1
     run = simulate(rt, Trajectory("sine", t, q, qd, np.zeros_like(q)), valid=valid)
     ins = run.log.inputs()
-    ins["motor_valid"][:3] = 0                     # the motor channel late: the pipeline waits for it
-    ins["motor_valid"][1500:1503, 2] = 0           # and a short loss on it alone
+    ins["motor_valid"][:3] = 0  # the motor channel late: the pipeline waits for it
+    ins["motor_valid"][1500:1503, 2] = 0  # and a short loss on it alone
     ref = reference(ROBOT, estimator, "momentum", "state_feedback")
     ref.set_config({"det.threshold": [1e6] * 4})
     c = fresh_rt(ROBOT, estimator, "momentum", "state_feedback")
@@ -170,10 +182,11 @@ def test_elastic_pipeline_matches_reference(estimator: str) -> None:
 
 def test_elastic_pipeline_choices_are_checked() -> None:
     robot = load_robot(ROBOT)
-    for opts, field in ((RtOptions(controller="computed_torque"), "realtime.controller"),
-                        (RtOptions(observer="adaptive", controller="state_feedback"), "realtime.observer"),
-                        (RtOptions(estimator=estimator_choice("nlhg", {}), controller="state_feedback"),
-                         "realtime.estimator")):
+    for opts, field in (
+        (RtOptions(controller="computed_torque"), "realtime.controller"),
+        (RtOptions(observer="adaptive", controller="state_feedback"), "realtime.observer"),
+        (RtOptions(estimator=estimator_choice("nlhg", {}), controller="state_feedback"), "realtime.estimator"),
+    ):
         with pytest.raises(DescriptionError) as err:
             build_pipeline(robot, opts)
         assert field in str(err.value) and "biorob4.yaml" in str(err.value)
@@ -210,14 +223,22 @@ def test_the_pipeline_waits_for_both_encoders() -> None:
     k = 400
     motor_valid = np.ones((k, 4), np.uint8)
     motor_valid[:3] = 0
-    out = rt.run({"counts": np.tile(counts, (k, 1)), "valid": np.ones((k, 4), np.uint8),
-                  "motor_counts": np.tile(motor, (k, 1)), "motor_valid": motor_valid,
-                  "tau": np.zeros((k, 4)), "q_des": np.tile(q0, (k, 1)), "qd_des": np.zeros((k, 4)),
-                  "qdd_des": np.zeros((k, 4))})
+    out = rt.run(
+        {
+            "counts": np.tile(counts, (k, 1)),
+            "valid": np.ones((k, 4), np.uint8),
+            "motor_counts": np.tile(motor, (k, 1)),
+            "motor_valid": motor_valid,
+            "tau": np.zeros((k, 4)),
+            "q_des": np.tile(q0, (k, 1)),
+            "qd_des": np.zeros((k, 4)),
+            "qdd_des": np.zeros((k, 4)),
+        }
+    )
     assert list(out["ready"][:4]) == [0, 0, 0, 1]
     assert np.all(out["tau_cmd"][:3] == 0) and np.all(out["r"][:3] == 0)
     assert np.max(np.abs(out["r"])) < 0.05 and not out["collision"].any()
-    assert np.max(np.abs(out["tau_cmd"][3:] - out["tau_cmd"][-1])) < 0.5      # no kick at the start
+    assert np.max(np.abs(out["tau_cmd"][3:] - out["tau_cmd"][-1])) < 0.5  # no kick at the start
 
 
 def test_an_elastic_arm_needs_its_motor_encoders(tmp_path: Path) -> None:
@@ -240,7 +261,7 @@ def test_the_controller_takes_the_identified_springs() -> None:
     theta, _ = dyn.motor_rest(q0, np.zeros(4))
     a = np.eye(4) + np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, -0.5, 0]])
     k = np.array([50.0, 50.0, 30.0, 15.0])
-    g_m = k * (theta - a @ q0)                               # (I + A)^-T g(q0)
+    g_m = k * (theta - a @ q0)  # (I + A)^-T g(q0)
     outs = []
     for scale in (1.0, 2.0):
         rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")

@@ -8,13 +8,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.linalg
-
-from codegen.blocks import fir, kalman
 from helpers import fresh_rt
 
+from codegen.blocks import fir, kalman
+
 DATA = Path(__file__).resolve().parent.parent / "data" / "lwa4p_4ms_head.npz"
-MODEL_FREE = ("findiff", "movav:p=3", "lsf:n=4,p=1", "lsf:n=6,p=2", "bde:n=2", "tse:n=3",
-              "ewlr:n=8,lam=0.8", "kalman", "linhg")
+MODEL_FREE = (
+    "findiff",
+    "movav:p=3",
+    "lsf:n=4,p=1",
+    "lsf:n=6,p=2",
+    "bde:n=2",
+    "tse:n=3",
+    "ewlr:n=8,lam=0.8",
+    "kalman",
+    "linhg",
+)
 
 
 def ramp_counts(k: int, n: int, counts_per_sample: float) -> np.ndarray:
@@ -26,11 +35,11 @@ def ramp_counts(k: int, n: int, counts_per_sample: float) -> np.ndarray:
 def test_quantised_ramp_converges_to_the_slope(estimator: str) -> None:
     rt = fresh_rt("planar2", estimator, "none", "none")
     rpc = 2 * np.pi / rt.config["enc.cpr"][0]
-    cps = 0.37                          # 0.37 counts per sample: heavy quantisation
+    cps = 0.37  # 0.37 counts per sample: heavy quantisation
     counts = ramp_counts(6000, 2, cps)
     out = rt.run({"counts": counts})
     slope = cps * np.linspace(1.0, 1.6, 2) * rpc / rt.sample_period
-    mean = out["qd_hat"][-2000:].mean(axis=0)      # quantisation averages out over many samples
+    mean = out["qd_hat"][-2000:].mean(axis=0)  # quantisation averages out over many samples
     assert np.allclose(mean, slope, rtol=2e-3), (mean, slope)
 
 
@@ -38,6 +47,7 @@ def test_quantised_ramp_converges_to_the_slope(estimator: str) -> None:
 def test_model_based_estimators_converge_on_a_ramp(estimator: str) -> None:
     """Model-based: the torque input is the model's own n(q, qd) along the ramp (perfect model)."""
     from host_tools import load
+
     dyn = load("planar2")
     rt = fresh_rt("planar2", estimator, "none", "none")
     rpc = 2 * np.pi / rt.config["enc.cpr"][0]
@@ -51,26 +61,39 @@ def test_model_based_estimators_converge_on_a_ramp(estimator: str) -> None:
     assert np.allclose(out["qd_hat"][-2000:].mean(axis=0), v, rtol=5e-3)
 
 
-@pytest.mark.parametrize("name,order,exact_degree", [("lsf", (4, 1), 1), ("lsf", (6, 2), 2), ("lsf", (8, 3), 3),
-                                                     ("bde", (1,), 1), ("bde", (2,), 2), ("bde", (4,), 4),
-                                                     ("tse", (1,), 1), ("tse", (3,), 2), ("tse", (5,), 2),
-                                                     ("ewlr", (8,), 1)])
-def test_fir_coefficients_differentiate_polynomials_exactly(name: str, order: tuple[int, ...],
-                                                           exact_degree: int) -> None:
+@pytest.mark.parametrize(
+    "name,order,exact_degree",
+    [
+        ("lsf", (4, 1), 1),
+        ("lsf", (6, 2), 2),
+        ("lsf", (8, 3), 3),
+        ("bde", (1,), 1),
+        ("bde", (2,), 2),
+        ("bde", (4,), 4),
+        ("tse", (1,), 1),
+        ("tse", (3,), 2),
+        ("tse", (5,), 2),
+        ("ewlr", (8,), 1),
+    ],
+)
+def test_fir_coefficients_differentiate_polynomials_exactly(
+    name: str, order: tuple[int, ...], exact_degree: int
+) -> None:
     ts = 0.004
-    vel, acc = fir.coefficients(name, order[0], *(order[1:] or ()), **({"lam": 0.7} if name == "ewlr" else {}))
+    p = order[1] if len(order) > 1 else 1
+    vel, acc = fir.coefficients(name, order[0], p, 0.7) if name == "ewlr" else fir.coefficients(name, order[0], p)
     t = -np.arange(len(vel)) * ts
     rng = np.random.default_rng(1)
     for degree in range(exact_degree + 1):
         c = rng.normal(size=degree + 1)
         q = np.polyval(c, t)
-        slope = np.polyval(np.polyder(c), 0.0) if degree > 0 else 0.0
+        slope = float(np.polyval(np.polyder(c), 0.0)) if degree > 0 else 0.0
         assert abs(vel @ q / ts - slope) <= 1e-9 * max(1.0, abs(slope)), (degree, vel @ q / ts, slope)
         if acc is not None and degree >= 2:
-            curv = np.polyval(np.polyder(c, 2), 0.0)
-            assert abs(acc @ q / ts ** 2 - curv) <= 1e-7 * max(1.0, abs(curv))   # 1/T^2 amplifies rounding
+            curv = float(np.polyval(np.polyder(c, 2), 0.0))
+            assert abs(acc @ q / ts**2 - curv) <= 1e-7 * max(1.0, abs(curv))  # 1/T^2 amplifies rounding
     c = np.zeros(exact_degree + 2)
-    c[0] = 1.0                                          # t^(d+1): no longer exact
+    c[0] = 1.0  # t^(d+1): no longer exact
     q = np.polyval(c, t)
     if name != "ewlr" or exact_degree + 1 >= 2:
         assert abs(vel @ q / ts - np.polyval(np.polyder(c), 0.0)) > 1e-12
@@ -84,8 +107,15 @@ def test_lsf_special_cases_are_the_simple_filters() -> None:
     assert np.allclose(fir.coefficients("tse", 1)[0], [1, -1])
 
 
-@pytest.mark.parametrize("ts,q,r", [(0.001, 10.0, (2 * np.pi / 16384) ** 2 / 3), (0.004, 18.55, (1e-3 * np.pi / 180) ** 2 / 3),
-                                    (0.008, 0.01, (1e-2 * np.pi / 180) ** 2 / 3), (0.004, 1e4, 1e-10)])
+@pytest.mark.parametrize(
+    "ts,q,r",
+    [
+        (0.001, 10.0, (2 * np.pi / 16384) ** 2 / 3),
+        (0.004, 18.55, (1e-3 * np.pi / 180) ** 2 / 3),
+        (0.008, 0.01, (1e-2 * np.pi / 180) ** 2 / 3),
+        (0.004, 1e4, 1e-10),
+    ],
+)
 def test_kalman_gain_equals_scipy_dare(ts: float, q: float, r: float) -> None:
     a = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0.0]])
     g = np.array([[0.0], [0.0], [1.0]])
@@ -107,9 +137,11 @@ def test_kalman_config_gain_is_the_design_and_host_redesign_matches() -> None:
     assert np.allclose(rt.config["est.gain"], kalman.kalman_gain(rt.sample_period, 10.0, r), rtol=1e-12)
     gain = rt.config.set_kalman(q_var=50.0)
     assert np.allclose(gain[0], kalman.kalman_gain(rt.sample_period, 50.0, r), rtol=1e-12)
-    rt.config["enc.cpr"], rt.config["enc.gear"] = 4096.0, 1.0     # R follows the encoder in the config
+    rt.config["enc.cpr"], rt.config["enc.gear"] = 4096.0, 1.0  # R follows the encoder in the config
     rt.config.set_kalman(q_var=50.0)
-    assert np.allclose(rt.config["est.gain"][3], kalman.kalman_gain(rt.sample_period, 50.0, (2 * np.pi / 4096) ** 2 / 3))
+    assert np.allclose(
+        rt.config["est.gain"][3], kalman.kalman_gain(rt.sample_period, 50.0, (2 * np.pi / 4096) ** 2 / 3)
+    )
 
 
 def test_linhg_discrete_poles_are_the_tustin_map_of_the_design() -> None:
@@ -117,10 +149,10 @@ def test_linhg_discrete_poles_are_the_tustin_map_of_the_design() -> None:
     ts = rt.sample_period
     eps = float(rt.config["est.eps"])
     h1, h2 = rt.config["est.h1"], rt.config["est.h2"]
-    assert np.isclose(eps, 0.01) and np.isclose(h1[0], 15.63)   # seed 000 Table 8 via the robot YAML
+    assert np.isclose(eps, 0.01) and np.isclose(h1[0], 15.63)  # seed 000 Table 8 via the robot YAML
     ad = rt.state["est"]["ad"]
     for i in range(rt.dof):
-        cont = np.linalg.eigvals(np.array([[-h1[i] / eps, 1.0], [-h2[i] / eps ** 2, 0.0]]))
+        cont = np.linalg.eigvals(np.array([[-h1[i] / eps, 1.0], [-h2[i] / eps**2, 0.0]]))
         tustin = (1 + cont * ts / 2) / (1 - cont * ts / 2)
         got = np.linalg.eigvals(ad[i].reshape(2, 2))
         assert np.allclose(np.sort_complex(got), np.sort_complex(tustin), rtol=1e-10, atol=1e-12)
@@ -130,6 +162,7 @@ def test_momentum_observer_is_a_first_order_lowpass_of_the_external_torque() -> 
     """Static arm (exact positions), joint torque = g(q) - tau_ext: r tracks the step of tau_ext
     as 1 - (1 - K_O T)^k, the discrete image of 1 - exp(-K_O t) (seed 001 eq. 26)."""
     from host_tools import load
+
     dyn = load("kuka_iiwa14")
     rt = fresh_rt("kuka_iiwa14", "findiff", "momentum", "none")
     rt.config["det.threshold"] = 1e9
@@ -155,29 +188,31 @@ def test_momentum_observer_in_motion_with_a_perfect_model() -> None:
     so with a perfect model its residual is r ~ -(T/2) d^2p/dt^2 (p = M qd): per joint |r| must stay
     within (T/2) max|p''| (+25 % for the estimator's small lag) without contact, and the same margin
     around tau_ext with it."""
-    from host_tools import load
     from signals import smooth_motion
+
+    from host_tools import load
+
     dyn = load("kuka_iiwa14")
     rt = fresh_rt("kuka_iiwa14", "kalman", "momentum", "none")
     rt.config["det.threshold"] = 1e9
     rt.config["obs.k_o"] = 50.0
     rt.config.set_kalman(q_var=1e6)
-    rt.config["enc.cpr"] = 2.0 ** 31        # fine encoder: a near-exact velocity estimate
-    rt.config["enc.gear"] = 1.0             # on the link side
+    rt.config["enc.cpr"] = 2.0**31  # fine encoder: a near-exact velocity estimate
+    rt.config["enc.gear"] = 1.0  # on the link side
     rt.reset()
     k, ts = 4000, rt.sample_period
     q, qd, qdd = smooth_motion(k, 7, ts, seed=4, amplitude=0.4)
-    counts = np.round(q / (2 * np.pi / 2.0 ** 31)).astype(np.int64)
+    counts = np.round(q / (2 * np.pi / 2.0**31)).astype(np.int64)
     ext = np.zeros((k, 7))
     ext[2000:, 1] = 5.0
     tau = np.array([dyn.rnea(q[i], qd[i], qdd[i]) for i in range(k)]) - ext
     out = rt.run({"counts": counts, "tau": tau})
     p = np.array([dyn.mass_matrix(q[i]) @ qd[i] for i in range(k)])
-    bound = 1.25 * ts / 2 * np.max(np.abs(p[2:] - 2 * p[1:-1] + p[:-2]), axis=0) / ts ** 2 + 1e-3
+    bound = 1.25 * ts / 2 * np.max(np.abs(p[2:] - 2 * p[1:-1] + p[:-2]), axis=0) / ts**2 + 1e-3
     assert np.all(np.max(np.abs(out["r"][200:2000]), axis=0) <= bound)
-    settled = out["r"][2200:] - ext[2200:]          # 10 time constants after the contact
+    settled = out["r"][2200:] - ext[2200:]  # 10 time constants after the contact
     assert np.all(np.max(np.abs(settled), axis=0) <= bound)
-    assert bound[1] < 1.0                            # the bound itself is tight enough to mean something
+    assert bound[1] < 1.0  # the bound itself is tight enough to mean something
 
 
 @pytest.mark.parametrize("bits,signed", [(16, True), (16, False), (32, True), (32, False)])
@@ -190,29 +225,30 @@ def test_encoder_unwraps_hundreds_of_turns_both_ways(bits: int, signed: bool) ->
     k = 40000
     rng = np.random.default_rng(bits)
     steps = rng.integers(-(2 ** (bits - 2)), 2 ** (bits - 2), size=(k, 2))
-    steps[: k // 2] = np.abs(steps[: k // 2])          # forwards, then backwards
-    steps[k // 2:] = -np.abs(steps[k // 2:])
+    steps[: k // 2] = np.abs(steps[: k // 2])  # forwards, then backwards
+    steps[k // 2 :] = -np.abs(steps[k // 2 :])
     start = -1000 if signed else 1000
     true = start + np.cumsum(steps, axis=0) - steps[0]
     raw = true & ((1 << bits) - 1)
     out = rt.run({"counts": raw})
     wraps = np.abs(np.diff(true[:, 0] // (1 << bits))).sum()
     assert wraps >= 200
-    assert np.array_equal(out["q"], true * (2 * np.pi / 4096.0))   # the same product, bit for bit
+    assert np.array_equal(out["q"], true * (2 * np.pi / 4096.0))  # the same product, bit for bit
 
 
 @pytest.mark.parametrize("estimator", ["findiff", "lsf:n=6,p=2", "kalman", "linhg", "nlhg", "slimod"])
 def test_lost_samples_keep_outputs_finite_and_count_faults(estimator: str) -> None:
-    from signals import inputs
     from helpers import only_steps
+    from signals import inputs
+
     rt = fresh_rt("schunk_lwa4p", estimator, "momentum", "computed_torque")
     ins = inputs(5000, 6, rt.sample_period, rt.config["enc.cpr"][0], seed=3, loss=0.10, tau_scale=2.0)
-    ins["valid"][1000:1040, 5] = 0                      # a 160 ms outage on axis 6
+    ins["valid"][1000:1040, 5] = 0  # a 160 ms outage on axis 6
     out = rt.run(only_steps(ins))
     for key in ("q_hat", "qd_hat", "r", "tau_cmd"):
         assert np.all(np.isfinite(out[key])), key
     q = ins["q_true"]
-    jump = np.max(np.abs(q[41:] - q[:-41])) / rt.sample_period   # the largest step an outage can show
+    jump = np.max(np.abs(q[41:] - q[:-41])) / rt.sample_period  # the largest step an outage can show
     assert np.max(np.abs(out["qd_hat"])) < jump
     assert np.array_equal(out["faults"][-1], (ins["valid"] == 0).sum(axis=0))
     held = out["q"][1000:1040, 5]
@@ -220,8 +256,9 @@ def test_lost_samples_keep_outputs_finite_and_count_faults(estimator: str) -> No
 
 
 def test_two_instances_do_not_interfere() -> None:
+    from helpers import at, only_steps
     from signals import inputs
-    from helpers import only_steps, at
+
     a, b = fresh_rt("planar2", "kalman"), fresh_rt("planar2", "kalman")
     ia = inputs(500, 2, 0.001, 16384, seed=1)
     ib = inputs(500, 2, 0.001, 16384, seed=2)
@@ -252,14 +289,16 @@ def test_lost_first_samples_wait_instead_of_starting_from_zero(estimator: str) -
     """A joint whose first samples are lost: nothing starts (ready = 0) until it reports; then the
     arm at rest reads as at rest: no velocity, no residual, no false collision."""
     from host_tools import load
+
     rt = fresh_rt("planar2", estimator, "momentum", "computed_torque")
     dyn = load("planar2")
     counts = np.tile([[3000, -2000]], (400, 1))
     valid = np.ones((400, 2), dtype=np.uint8)
     valid[:7, 1] = 0
     q = counts[0] * 2 * np.pi / (rt.config["enc.cpr"] * rt.config["enc.gear"])
-    out = rt.run({"counts": counts, "valid": valid, "tau": np.tile(dyn.gravity(q), (400, 1)),
-                  "q_des": np.tile(q, (400, 1))})
+    out = rt.run(
+        {"counts": counts, "valid": valid, "tau": np.tile(dyn.gravity(q), (400, 1)), "q_des": np.tile(q, (400, 1))}
+    )
     assert np.all(out["ready"][:7] == 0) and np.all(out["ready"][7:] == 1)
     assert np.all(out["tau_cmd"][:7] == 0) and np.all(out["qd_hat"][:7] == 0)
     assert np.max(np.abs(out["qd_hat"][7:])) < 1e-9

@@ -39,8 +39,10 @@ def assert_within_bounds(c: Comparison) -> None:
     bounded = [ch for ch in c.channels.values() if ch.bound is not None]
     assert {"q", "q_hat", "qd_hat", "qdd_hat"} <= {ch.name for ch in bounded}
     for ch in bounded:
-        assert ch.worst_ratio <= 1.0, f"{c.robot} {ch.name}: error {np.max(ch.max_abs):.3g} exceeds its bound " \
-                                      f"({ch.worst_ratio:.2f} x)\n{c.table()}"
+        assert ch.worst_ratio <= 1.0, (
+            f"{c.robot} {ch.name}: error {np.max(ch.max_abs):.3g} exceeds its bound "
+            f"({ch.worst_ratio:.2f} x)\n{c.table()}"
+        )
 
 
 def assert_no_drift(c: Comparison, windows: int = 1) -> None:
@@ -49,7 +51,7 @@ def assert_no_drift(c: Comparison, windows: int = 1) -> None:
     for name, ch in c.channels.items():
         if np.max(ch.max_abs) == 0:
             continue
-        floor = 2.0 ** -24 * float(np.max(np.abs(np.concatenate([ch.lo, ch.hi]))))    # one rounding
+        floor = 2.0**-24 * float(np.max(np.abs(np.concatenate([ch.lo, ch.hi]))))  # one rounding
         med, top = np.max(np.array(ch.window_median), axis=1), np.max(np.array(ch.window_max), axis=1)
         assert max(med[-windows:]) <= DRIFT_MEDIAN * max(med[:windows]) + floor, (name, med)
         assert max(top[-windows:]) <= DRIFT_MAX * max(top[:windows]) + floor, (name, top)
@@ -66,7 +68,7 @@ def iiwa_60s() -> Comparison:
 def test_iiwa_60s_within_bounds(iiwa_60s: Comparison) -> None:
     assert_within_bounds(iiwa_60s)
     assert iiwa_60s.channels["tau_cmd"].bound is not None and iiwa_60s.channels["r"].bound is not None
-    assert iiwa_60s.flag_mismatch == 0                     # default thresholds: same flags
+    assert iiwa_60s.flag_mismatch == 0  # default thresholds: same flags
 
 
 def test_iiwa_60s_no_drift(iiwa_60s: Comparison) -> None:
@@ -93,13 +95,14 @@ def test_chunks_continue_the_loop_exactly() -> None:
 def test_the_checks_catch_a_bias_and_a_drift() -> None:
     """A float build off by 3 bounds of qd_hat fails the bound; an error growing over the run fails
     the drift check (planar2, 24 s, 3 windows of an 8 s cycle)."""
-    biased = compare("planar2", seconds=4.0, window=4.0, half_cycle=2.0,
-                     perturb=lambda out: out["qd_hat"].__iadd__(1e-3))
+    biased = compare(
+        "planar2", seconds=4.0, window=4.0, half_cycle=2.0, perturb=lambda out: out["qd_hat"].__iadd__(1e-3)
+    )
     with pytest.raises(AssertionError, match="qd_hat"):
         assert_within_bounds(biased)
     seen = [0]
 
-    def grow(out: dict[str, Any]) -> None:               # +1e-6 rad per simulated second
+    def grow(out: dict[str, Any]) -> None:  # +1e-6 rad per simulated second
         k = np.arange(seen[0], seen[0] + len(out["q_hat"]))[:, None]
         out["q_hat"] += (1e-6 * k * 1e-3).astype(out["q_hat"].dtype)
         seen[0] += len(k)

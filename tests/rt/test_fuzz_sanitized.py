@@ -19,8 +19,11 @@ from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = 60
-PIPELINES = [("kuka_iiwa14", "double", []), ("biorob4", "float", []),
-             ("schunk_lwa4p", "double", ["--estimator", "kalman", "--observer", "adaptive", "--controller", "pid"])]
+PIPELINES = [
+    ("kuka_iiwa14", "double", []),
+    ("biorob4", "float", []),
+    ("schunk_lwa4p", "double", ["--estimator", "kalman", "--observer", "adaptive", "--controller", "pid"]),
+]
 
 
 @pytest.mark.parametrize("robot, precision, options", PIPELINES, ids=[f"{r}-{p}" for r, p, _ in PIPELINES])
@@ -33,11 +36,20 @@ def test_rt_step_survives_fuzzing_under_asan_and_ubsan(robot: str, precision: st
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(str(exc))
         pytest.skip(str(exc))
-    env = {**os.environ, "LD_PRELOAD": preload, "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
-           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
-    res = subprocess.run([sys.executable, "-m", "tests.rt.fuzz_rt_step", robot, precision, *options,
-                          "--examples", str(EXAMPLES)], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=1500)
+    env = {
+        **os.environ,
+        "LD_PRELOAD": preload,
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    }
+    res = subprocess.run(
+        [sys.executable, "-m", "tests.rt.fuzz_rt_step", robot, precision, *options, "--examples", str(EXAMPLES)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     doc = json.loads(res.stdout.strip().splitlines()[-1])
     print(doc)
@@ -45,6 +57,7 @@ def test_rt_step_survives_fuzzing_under_asan_and_ubsan(robot: str, precision: st
     # the fuzz reached both fault kinds and the recovery comparison
     assert doc["fault_input"] > 0 and doc["fault_result"] > 0 and doc["recovered_like_fresh"] > 0
     # the module really is instrumented by both sanitizers
-    undefined = subprocess.run([nm, "-D", "--undefined-only", doc["module"]], capture_output=True, text=True,
-                               check=True).stdout
+    undefined = subprocess.run(
+        [nm, "-D", "--undefined-only", doc["module"]], capture_output=True, text=True, check=True
+    ).stdout
     assert "__asan_report_" in undefined and "__ubsan_handle_" in undefined

@@ -16,18 +16,18 @@ from host_tools.trajectories import generated_trajectory, seed000_test_trajector
 
 
 @pytest.fixture(scope="module")
-def lwa():  # type: ignore[no-untyped-def]
+def lwa():
     return load_rt("schunk_lwa4p", estimator="kalman", sample_period=0.001)
 
 
-def _fine(rt):  # type: ignore[no-untyped-def]
+def _fine(rt):
     rt.config["det.threshold"] = 1e9
-    rt.config["enc.cpr"] = 2.0 ** 30            # near-exact positions
-    rt.config.set_kalman(q_var=1e7)              # fast filter: near-exact velocity
+    rt.config["enc.cpr"] = 2.0**30  # near-exact positions
+    rt.config.set_kalman(q_var=1e7)  # fast filter: near-exact velocity
     return rt
 
 
-def test_tracking_with_near_exact_velocity_is_within_the_zoh_bound(lwa) -> None:  # type: ignore[no-untyped-def]
+def test_tracking_with_near_exact_velocity_is_within_the_zoh_bound(lwa) -> None:
     """Computed torque with a perfect model and (near) exact state: what is left is the torque held
     over a sample, an acceleration error of about T/2 q_d''' (and T/2 Kd q_d'' from the estimate's
     half-sample lag), so |e| <= T/2 (max|q_d'''| + Kd max|q_d''|) / Kp per joint. The generated
@@ -44,7 +44,7 @@ def test_tracking_with_near_exact_velocity_is_within_the_zoh_bound(lwa) -> None:
     assert np.max(np.abs(run.out["qd_hat"] - run.log.extra["qd_true"])) < 1e-3
 
 
-def test_same_inputs_same_run_and_the_log_replays_through_the_step(lwa, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_same_inputs_same_run_and_the_log_replays_through_the_step(lwa, tmp_path: Path) -> None:
     rt = lwa
     rt.config["det.threshold"] = 1e9
     traj = generated_trajectory(load_robot("schunk_lwa4p"), 3.0, rt.sample_period, seed=3)
@@ -60,11 +60,11 @@ def test_same_inputs_same_run_and_the_log_replays_through_the_step(lwa, tmp_path
         assert np.array_equal(replay[key], a.out[key]), key
 
 
-def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:  # type: ignore[no-untyped-def]
+def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:
     rt = _fine(lwa)
     traj = generated_trajectory(load_robot("schunk_lwa4p"), 6.0, rt.sample_period, seed=1)
     nominal = simulate(rt, traj)
-    true = np.array(rt.manifest["standard_parameters"]) * 1.10        # +10 %: seed 001 eq. 22's study
+    true = np.array(rt.manifest["standard_parameters"]) * 1.10  # +10 %: seed 001 eq. 22's study
     wrong = simulate(rt, traj, true_params=true)
     assert wrong.ise_tracking.sum() > 5 * nominal.ise_tracking.sum()
     assert np.max(np.abs(wrong.out["r"])) > 10 * np.max(np.abs(nominal.out["r"]))
@@ -72,54 +72,56 @@ def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:  
 
 def test_collision_scenario_detects_and_isolates() -> None:
     from host_tools.scenarios import collision
+
     r = collision("kuka_iiwa14", duration=6.0, onset=3.0)
     assert not r.false_alarm
-    assert r.detected_s is not None and 0 < r.delay_ms < 150
+    delay = r.delay_ms
+    assert r.detected_s is not None and delay is not None and 0 < delay < 150
     loaded = np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds
     assert r.link == 1 + np.flatnonzero(loaded)[-1]
     k = int(round(r.detected_s / r.hit.log.sample_period))
-    assert np.allclose(r.hit.out["q_d"][k + 1:], r.hit.out["q_hat"][k])     # stop: hold q_col
+    assert np.allclose(r.hit.out["q_d"][k + 1 :], r.hit.out["q_hat"][k])  # stop: hold q_col
 
 
 def test_trajectories() -> None:
     t = seed000_test_trajectory()
     assert t.q.shape == (24250, 6) and abs(t.duration - 96.996) < 1e-9
     assert t.resample(0.008).q.shape == (12125, 6)
-    same = t.resample(0.004)                      # the spline passes through the recorded samples
+    same = t.resample(0.004)  # the spline passes through the recorded samples
     assert np.allclose(same.q, t.q, rtol=0, atol=1e-9)
-    assert np.max(np.abs(t.qd)) < 1.4 and np.max(np.abs(t.qd)) > 1.3   # seed 000 Fig. 4: |qd_d| <= ~1.36 rad/s
+    assert np.max(np.abs(t.qd)) < 1.4 and np.max(np.abs(t.qd)) > 1.3  # seed 000 Fig. 4: |qd_d| <= ~1.36 rad/s
     for name in ("kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2"):
         robot = load_robot(name)
         g = generated_trajectory(robot, 12.0, 0.001, seed=2)
         vmax = np.array([j.limits.qd if np.isfinite(j.limits.qd) else 1.0 for j in robot.joints])
         amax = np.array([j.limits.qdd if np.isfinite(j.limits.qdd) else 2.0 for j in robot.joints])
         assert np.all(np.max(np.abs(g.qd), axis=0) <= 0.5 * vmax + 1e-12)
-        assert np.all(np.max(np.abs(g.qdd), axis=0) <= 0.5 * amax + 1e-12)     # acceleration limits too
+        assert np.all(np.max(np.abs(g.qdd), axis=0) <= 0.5 * amax + 1e-12)  # acceleration limits too
         assert np.all(np.max(np.abs(np.diff(g.qd, axis=0)), axis=0) <= 0.5 * amax * 0.001 * (1 + 1e-6))
         lo = np.array([j.limits.q_min for j in robot.joints])
         hi = np.array([j.limits.q_max for j in robot.joints])
         assert np.all(g.q >= lo) and np.all(g.q <= hi)
-        assert np.max(np.abs(np.gradient(g.q, 0.001, axis=0) - g.qd)) < 5e-3      # consistent derivatives
+        assert np.max(np.abs(np.gradient(g.q, 0.001, axis=0) - g.qd)) < 5e-3  # consistent derivatives
         assert np.max(np.abs(np.gradient(g.qd, 0.001, axis=0) - g.qdd)[5:-5]) < 2.0  # (qdd may jump)
 
 
 def test_trapezoid_for_the_switch_on_test() -> None:
-    robot = load_robot("planar2")                  # qdd limit 20 rad/s^2
+    robot = load_robot("planar2")  # qdd limit 20 rad/s^2
     tr = trapezoid_trajectory(robot, 0.3, 0.001, cruise=2.0)
     assert abs(tr.duration - (2 * 0.3 / 20 + 2.0)) < 1e-3
     assert np.allclose(tr.qd[np.abs(tr.time - 1.0) < 0.5], 0.3) and np.allclose(tr.qd[[0, -1]], 0.0, atol=1e-12)
-    assert np.allclose(tr.q[-1] - tr.q[0], 0.3 * (2.0 + 0.015), atol=1e-9)   # travel = v (cruise + t_acc)
+    assert np.allclose(tr.q[-1] - tr.q[0], 0.3 * (2.0 + 0.015), atol=1e-9)  # travel = v (cruise + t_acc)
     assert np.allclose(np.cumsum(tr.qd[:-1], axis=0)[-1] * 0.001, tr.q[-1] - tr.q[0], atol=2e-3)
 
 
-def test_actuation_delay_holds_the_command_back(lwa) -> None:  # type: ignore[no-untyped-def]
+def test_actuation_delay_holds_the_command_back(lwa) -> None:
     """The command of sample k acts over sample k + delay: the applied torque is the command series
     shifted by delay (zero before), and a delay costs tracking (phase lag in the loop)."""
     rt = _fine(lwa)
     traj = generated_trajectory(load_robot("schunk_lwa4p"), 3.0, rt.sample_period)
     runs = {d: simulate(rt, traj, delay=d) for d in (0, 3)}
     applied, cmd = runs[3].log.extra["tau_cmd"], runs[3].out["tau_cmd"]
-    assert np.array_equal(runs[0].log.tau[1:], runs[0].out["tau_cmd"][:-1])          # in.tau = last applied
+    assert np.array_equal(runs[0].log.tau[1:], runs[0].out["tau_cmd"][:-1])  # in.tau = last applied
     assert np.array_equal(runs[3].log.tau[4:], cmd[:-4]) and not np.any(runs[3].log.tau[:4])
     assert applied.shape == cmd.shape
     assert runs[3].ise_tracking.sum() > 1.5 * runs[0].ise_tracking.sum()

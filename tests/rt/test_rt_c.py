@@ -7,16 +7,26 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tooling import require_tool
 
 from codegen.blocks.options import RtOptions, parse_estimator
 from codegen.description import load_robot
 from codegen.emit import generate
-from tooling import require_tool
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
-ESTIMATORS = ("findiff", "movav:p=3", "lsf:n=6,p=2", "bde:n=3", "tse:n=3", "ewlr:n=8,lam=0.8", "kalman",
-              "linhg", "nlhg", "slimod")
+ESTIMATORS = (
+    "findiff",
+    "movav:p=3",
+    "lsf:n=6,p=2",
+    "bde:n=3",
+    "tse:n=3",
+    "ewlr:n=8,lam=0.8",
+    "kalman",
+    "linhg",
+    "nlhg",
+    "slimod",
+)
 DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "fmin", "fmax", "sincos", "floor"}
 
 
@@ -41,8 +51,9 @@ def test_every_estimator_builds_strict(estimator: str, precision: str, tmp_path:
     for cc in ("gcc", "clang"):
         require_tool(cc)
         obj = tmp_path / f"{cc}.o"
-        r = subprocess.run([cc, *STRICT, *extra, "-c", str(folder / "planar2_rt.c"), "-o", str(obj)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, *STRICT, *extra, "-c", str(folder / "planar2_rt.c"), "-o", str(obj)], capture_output=True, text=True
+        )
         assert r.returncode == 0, r.stderr
         undefined = _undefined(obj)
         assert not undefined & HEAP

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import fresh_rt
 
 from codegen.description import load_robot
 from codegen.errors import DescriptionError
-from helpers import fresh_rt
 from host_tools.logs import Log, LogError
 from host_tools.rt import ConfigError
 
@@ -43,17 +43,18 @@ def test_config_round_trip_and_runtime_change_without_recompiling(tmp_path: Path
 
 def test_payload_in_the_config_changes_the_model() -> None:
     rt = fresh_rt("planar2", "findiff", "none", "computed_torque")
-    q_des = rt.step([1000, 2000])["q"]          # hold still: no saturation, tau = g(q)
+    q_des = rt.step([1000, 2000])["q"]  # hold still: no saturation, tau = g(q)
     rt.reset()
     o1 = rt.step([1000, 2000], q_des=q_des)
-    rt.config["model.payload"] = [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]   # 2 kg at 0.8 m on link 2
+    rt.config["model.payload"] = [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]  # 2 kg at 0.8 m on link 2
     rt.reset()
     o2 = rt.step([1000, 2000], q_des=q_des)
     from host_tools import load
+
     dyn = load("planar2")
     pi = dyn.standard_parameters.copy()
     k = dyn.standard_parameter_names.index("M2")
-    pi[k:k + 10] += [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]
+    pi[k : k + 10] += [2.0, 1.6, 0, 0, 0, 0, 0, 0, 0, 1.28]
     q = o2["q"]
     assert np.allclose(o2["tau_cmd"] - o1["tau_cmd"], dyn.gravity(q, params=pi) - dyn.gravity(q), atol=1e-9)
 
@@ -67,7 +68,7 @@ def test_snapshot_and_restore_branch_a_run() -> None:
     first = rt.run({"counts": counts[:30], "tau": tau[:30]})
     mark = rt.snapshot()
     rest = rt.run({"counts": counts[30:], "tau": tau[30:]})
-    rt.run({"counts": counts[::-1], "tau": -tau})          # wander off
+    rt.run({"counts": counts[::-1], "tau": -tau})  # wander off
     rt.restore(mark)
     again = rt.run({"counts": counts[30:], "tau": tau[30:]})
     rt.reset()
@@ -88,13 +89,16 @@ def test_snapshot_and_restore_branch_a_run() -> None:
     assert not np.any(rt.run({"counts": counts[30:], "tau": 5 * tau[30:]})["collision"])
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda d: d.update(robot="kuka_iiwa14"), "robot"),
-    (lambda d: d["config"].update({"est.nope": 1}), "est.nope"),
-    (lambda d: d["config"].update({"obs.k_o": [1, 2, 3]}), "obs.k_o"),
-    (lambda d: d.update(version=99), "version"),
-])
-def test_bad_config_files_name_the_field(tmp_path: Path, edit, needle: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda d: d.update(robot="kuka_iiwa14"), "robot"),
+        (lambda d: d["config"].update({"est.nope": 1}), "est.nope"),
+        (lambda d: d["config"].update({"obs.k_o": [1, 2, 3]}), "obs.k_o"),
+        (lambda d: d.update(version=99), "version"),
+    ],
+)
+def test_bad_config_files_name_the_field(tmp_path: Path, edit, needle: str) -> None:
     rt = fresh_rt("planar2", "kalman")
     path = tmp_path / "cfg.json"
     rt.config.save(path)
@@ -109,17 +113,37 @@ def test_bad_config_files_name_the_field(tmp_path: Path, edit, needle: str) -> N
 def test_log_round_trip_and_errors(tmp_path: Path) -> None:
     k, n = 50, 2
     z = np.zeros((k, n))
-    log = Log("planar2", 0.001, np.arange(k) * 0.001, np.arange(k * n).reshape(k, n), np.ones((k, n), bool),
-              z, z, z, z, extra={"q_true": z + 1})
+    log = Log(
+        "planar2",
+        0.001,
+        np.arange(k) * 0.001,
+        np.arange(k * n).reshape(k, n),
+        np.ones((k, n), bool),
+        z,
+        z,
+        z,
+        z,
+        extra={"q_true": z + 1},
+    )
     p = log.save(tmp_path / "a.npz")
     back = Log.load(p)
     assert np.array_equal(back.counts, log.counts) and np.array_equal(back.extra["q_true"], z + 1)
     out = fresh_rt("planar2", "findiff", "none", "none").run(back)
     assert out["q"].shape == (k, n)
-    np.savez(tmp_path / "bad.npz", format=np.array("manipgen-log"), version=np.array(1), robot=np.array("x"),
-             sample_period=np.array(0.001), time=np.arange(3), counts=np.zeros((3, 2), int),
-             valid=np.ones((3, 2)), tau=np.zeros((3, 2)), q_des=np.zeros((2, 2)), qd_des=np.zeros((3, 2)),
-             qdd_des=np.zeros((3, 2)))
+    np.savez(
+        tmp_path / "bad.npz",
+        format=np.array("manipgen-log"),
+        version=np.array(1),
+        robot=np.array("x"),
+        sample_period=np.array(0.001),
+        time=np.arange(3),
+        counts=np.zeros((3, 2), int),
+        valid=np.ones((3, 2)),
+        tau=np.zeros((3, 2)),
+        q_des=np.zeros((2, 2)),
+        qd_des=np.zeros((3, 2)),
+        qdd_des=np.zeros((3, 2)),
+    )
     with pytest.raises(LogError, match="q_des"):
         Log.load(tmp_path / "bad.npz")
 
@@ -132,6 +156,7 @@ def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: 
     bad.write_text(src + "realtime:\n  estimator: kalman\n  config:\n    kalman.nope: 3\n")
     from codegen.blocks.options import RtOptions
     from codegen.blocks.pipeline import build_pipeline
+
     with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.config.kalman.nope"):
         build_pipeline(load_robot(bad), load_robot(bad).realtime.options)
     bad.write_text(src + "realtime:\n  estimator: {name: lsf, n: 2, p: 5}\n")
@@ -146,21 +171,47 @@ def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: 
 
 def test_cli_generate_with_pipeline_options(tmp_path: Path) -> None:
     exe = [sys.executable, "-m", "host_tools.cli"]
-    r = subprocess.run(exe + ["generate", "planar2", "--estimator", "lsf:n=5,p=2", "--observer", "none",
-                              "--controller", "pid", "--out", str(tmp_path / "g")], capture_output=True, text=True)
+    r = subprocess.run(
+        exe
+        + [
+            "generate",
+            "planar2",
+            "--estimator",
+            "lsf:n=5,p=2",
+            "--observer",
+            "none",
+            "--controller",
+            "pid",
+            "--out",
+            str(tmp_path / "g"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["rt"]["estimator"] == "lsf" and manifest["rt"]["controller"] == "pid"
     assert "planar2_rt_est_step" in r.stdout
-    r = subprocess.run(exe + ["generate", "planar2", "--estimator", "lsf:n=2,p=5", "--out", str(tmp_path / "h")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        exe + ["generate", "planar2", "--estimator", "lsf:n=2,p=5", "--out", str(tmp_path / "h")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "lsf" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "h").exists()
 
 
-@pytest.mark.parametrize("key,value,needle", [("det.reaction", 7, "one of 0, 1, 2"), ("est.gain", np.nan, "finite"),
-                                              ("obs.k_o", -1.0, ">= 0"), ("det.debounce", 2.5, "integers"),
-                                              ("enc.gear", 0.0, "> 0"), ("obs.k_o", "abc", "numbers")])
+@pytest.mark.parametrize(
+    "key,value,needle",
+    [
+        ("det.reaction", 7, "one of 0, 1, 2"),
+        ("est.gain", np.nan, "finite"),
+        ("obs.k_o", -1.0, ">= 0"),
+        ("det.debounce", 2.5, "integers"),
+        ("enc.gear", 0.0, "> 0"),
+        ("obs.k_o", "abc", "numbers"),
+    ],
+)
 def test_host_config_rejects_out_of_range_values(key: str, value: object, needle: str) -> None:
     rt = fresh_rt("planar2", "kalman")
     before = np.array(rt.config[key], copy=True)
@@ -170,12 +221,18 @@ def test_host_config_rejects_out_of_range_values(key: str, value: object, needle
     assert np.array_equal(rt.config[key], before)
 
 
-@pytest.mark.parametrize("line,needle", [("linhg.eps: 0", "realtime.config.linhg.eps: must be > 0"),
-                                         ("enc.gear: 0", "realtime.config.enc.gear"),
-                                         ("kalman.r_var: -1", "realtime.config.kalman.r_var"),
-                                         ("det.reaction: 5", "realtime.config.det.reaction")])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ("linhg.eps: 0", "realtime.config.linhg.eps: must be > 0"),
+        ("enc.gear: 0", "realtime.config.enc.gear"),
+        ("kalman.r_var: -1", "realtime.config.kalman.r_var"),
+        ("det.reaction: 5", "realtime.config.det.reaction"),
+    ],
+)
 def test_yaml_config_values_are_range_checked(tmp_path: Path, line: str, needle: str) -> None:
     from codegen.blocks.pipeline import build_pipeline
+
     src = (ROOT / "robots" / "planar2.yaml").read_text()
     est = "linhg" if "linhg" in line else "kalman"
     bad = tmp_path / "bad.yaml"
@@ -186,8 +243,21 @@ def test_yaml_config_values_are_range_checked(tmp_path: Path, line: str, needle:
 
 
 def test_bad_estimator_option_is_one_clear_error(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "generate", "planar2", "--estimator", "lsf:n=abc",
-                        "--out", str(tmp_path / "g")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "generate",
+            "planar2",
+            "--estimator",
+            "lsf:n=abc",
+            "--out",
+            str(tmp_path / "g"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "not a number" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -196,6 +266,16 @@ def test_log_keeps_collision_truth(tmp_path: Path) -> None:
     z = np.zeros((k, n))
     truth = np.zeros(k, bool)
     truth[5:] = True
-    log = Log("planar2", 0.001, np.arange(k) * 1e-3, np.zeros((k, n), np.int64), np.ones((k, n), bool), z, z, z, z,
-              extra={"collision_true": truth})
+    log = Log(
+        "planar2",
+        0.001,
+        np.arange(k) * 1e-3,
+        np.zeros((k, n), np.int64),
+        np.ones((k, n), bool),
+        z,
+        z,
+        z,
+        z,
+        extra={"collision_true": truth},
+    )
     assert np.array_equal(Log.load(log.save(tmp_path / "c.npz")).extra["collision_true"], truth)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import ESTIMATORS, at, fresh_rt, only_steps, reference, rel_err, step_by_step
 from signals import inputs
 
@@ -17,14 +16,14 @@ K = 10_000
 CONTINUOUS = [e for e in ESTIMATORS if e != "slimod"]
 
 
-def _cpr(rt) -> float:  # type: ignore[no-untyped-def]
+def _cpr(rt) -> float:
     return float(rt.config["enc.cpr"][0])
 
 
 @pytest.mark.parametrize("estimator", CONTINUOUS)
 def test_free_running_matches_reference(estimator: str) -> None:
     rt = fresh_rt("planar2", estimator, "momentum", "computed_torque")
-    rt.config["det.threshold"] = 1e6       # no detection: the continuous part only
+    rt.config["det.threshold"] = 1e6  # no detection: the continuous part only
     ref = reference("planar2", estimator)
     ref.set_config({"det.threshold": 1e6})
     ins = inputs(K, 2, rt.sample_period, _cpr(rt), seed=11)
@@ -53,8 +52,9 @@ def test_seven_dof_matches_reference(controller: str) -> None:
     assert worst <= 1e-9
 
 
-@pytest.mark.parametrize("robot,estimator", [("planar2", "slimod"), ("schunk_lwa4p", "slimod"),
-                                             ("schunk_lwa4p", "nlhg")])
+@pytest.mark.parametrize(
+    "robot,estimator", [("planar2", "slimod"), ("schunk_lwa4p", "slimod"), ("schunk_lwa4p", "nlhg")]
+)
 def test_step_by_step_from_identical_states(robot: str, estimator: str) -> None:
     rt = fresh_rt(robot, estimator, "momentum", "computed_torque")
     ref = reference(robot, estimator)
@@ -74,8 +74,15 @@ def test_detection_and_reaction_step_by_step(reaction: int) -> None:
     """Static arm, torque mismatch steps make the residual cross thresholds up and down."""
     rt = fresh_rt("planar2", "findiff", "momentum", "computed_torque")
     ref = reference("planar2", "findiff")
-    cfg = {"det.threshold": [0.5, 0.3], "det.kv": [0.1, 0.1], "det.release": 0.6, "det.debounce": [3, 5],
-           "det.reaction": reaction, "det.k_r": [0.05, 0.02], "obs.k_o": [50.0, 80.0]}
+    cfg = {
+        "det.threshold": [0.5, 0.3],
+        "det.kv": [0.1, 0.1],
+        "det.release": 0.6,
+        "det.debounce": [3, 5],
+        "det.reaction": reaction,
+        "det.k_r": [0.05, 0.02],
+        "obs.k_o": [50.0, 80.0],
+    }
     for key, v in cfg.items():
         rt.config[key] = v
     rt.reset()
@@ -84,10 +91,11 @@ def test_detection_and_reaction_step_by_step(reaction: int) -> None:
     ins = inputs(k_total, 2, rt.sample_period, _cpr(rt), seed=9, loss=0.0, tau_scale=0.0)
     ins["counts"][:] = ins["counts"][0]
     ext = np.zeros((k_total, 2))
-    ext[500:900, 1] = 0.8       # on link 2: both residuals move
-    ext[1500:1520, 0] = 2.0     # short pulse on joint 1 only
+    ext[500:900, 1] = 0.8  # on link 2: both residuals move
+    ext[1500:1520, 0] = 2.0  # short pulse on joint 1 only
     ext[2000:2600, 0] = -1.0
     from host_tools import load
+
     dyn = load("planar2")
     q0 = np.array(rt.step(**at(ins, 0))["q"])
     rt.reset()
@@ -96,7 +104,7 @@ def test_detection_and_reaction_step_by_step(reaction: int) -> None:
     reset[1400] = reset[1900] = 1
     worst, flags = step_by_step(rt, ref, ins, reset)
     assert worst == 0.0 or worst <= 1e-12
-    assert flags[499, 0] == 0 and flags[700, 0] == 1 and flags[700, 1] == 2   # isolated: link 2
-    assert flags[1401:1500, 0].max() == 0                                      # reset cleared it
-    assert flags[1510, 0] == 1 and flags[1510, 1] == 1                         # the pulse, link 1
+    assert flags[499, 0] == 0 and flags[700, 0] == 1 and flags[700, 1] == 2  # isolated: link 2
+    assert flags[1401:1500, 0].max() == 0  # reset cleared it
+    assert flags[1510, 0] == 1 and flags[1510, 1] == 1  # the pulse, link 1
     assert flags[2300, 0] == 1 and flags[2300, 1] == 1

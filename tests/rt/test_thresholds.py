@@ -38,10 +38,29 @@ def _runs(tmp_path: Path) -> tuple:
 
 def test_thresholds_cli_is_tight_and_detects(tmp_path: Path) -> None:
     rt, free_path, hit, free = _runs(tmp_path)
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "thresholds", "planar2", str(free_path),
-                        "--estimator", "kalman", "--observer", "momentum", "--config", str(tmp_path / "base.json"),
-                        "--out", str(tmp_path / "cfg.json"), "--json"], capture_output=True, text=True, cwd=ROOT,
-                       timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "thresholds",
+            "planar2",
+            str(free_path),
+            "--estimator",
+            "kalman",
+            "--observer",
+            "momentum",
+            "--config",
+            str(tmp_path / "base.json"),
+            "--out",
+            str(tmp_path / "cfg.json"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     th, worst = np.array(doc["threshold"]), np.array(doc["max_residual"])
@@ -49,11 +68,11 @@ def test_thresholds_cli_is_tight_and_detects(tmp_path: Path) -> None:
     rt.config.load(tmp_path / "cfg.json")
     assert np.allclose(rt.config["det.threshold"], th)
     rt.reset()
-    assert not rt.run(free)["collision"].any()                      # false-alarm free on its run
-    rt.config["det.threshold"] = 0.95 * worst                       # 5 % below the largest residual ...
+    assert not rt.run(free)["collision"].any()  # false-alarm free on its run
+    rt.config["det.threshold"] = 0.95 * worst  # 5 % below the largest residual ...
     rt.config["det.debounce"] = 1
     rt.reset()
-    assert rt.run(free)["collision"].any()                          # ... fires: the design is tight
+    assert rt.run(free)["collision"].any()  # ... fires: the design is tight
     rt.config.load(tmp_path / "cfg.json")
     rt.reset()
     out = rt.run(hit)
@@ -70,7 +89,22 @@ def test_thresholds_errors(tmp_path: Path) -> None:
     other = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
     with pytest.raises(ValueError, match="robot"):
         design_thresholds(other, free)
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "thresholds", "planar2", str(free_path),
-                        "--observer", "adaptive", "--estimator", "findiff"], capture_output=True, text=True,
-                       cwd=ROOT, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "thresholds",
+            "planar2",
+            str(free_path),
+            "--observer",
+            "adaptive",
+            "--estimator",
+            "findiff",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert r.returncode == 2 and "needs the joint acceleration" in r.stderr and "Traceback" not in r.stderr

@@ -36,40 +36,85 @@ def test_ga_lowers_the_ise_and_is_reproducible() -> None:
         a = tune(problem, settings, seed=3, executor=ex)
     with ProcessPoolExecutor(max_workers=1) as ex:
         b = tune(problem, settings, seed=3, executor=ex)
-    with ThreadPoolExecutor(max_workers=4) as ex:                    # threads share the process
+    with ThreadPoolExecutor(max_workers=4) as ex:  # threads share the process
         c = tune(problem, settings, seed=3, executor=ex, chunks=5)
     assert a.cost < untuned, (a.cost, untuned)
     for other in (b, c):
         assert np.array_equal(a.genome, other.genome) and a.best == other.best
-    assert all(x >= y for x, y in zip(a.best, a.best[1:]))          # elitism: never worse
-    assert a.evaluations == 16 + 4 * (16 - 2)                        # elites keep their cost
-    assert cost(problem, a.genome) == a.cost                          # the reported cost is reproducible
+    assert all(x >= y for x, y in zip(a.best, a.best[1:]))  # elitism: never worse
+    assert a.evaluations == 16 + 4 * (16 - 2)  # elites keep their cost
+    assert cost(problem, a.genome) == a.cost  # the reported cost is reproducible
 
 
 def test_evaluate_cli_writes_reports(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--rate-hz", "250",
-                        "--resolution-mdeg", "2", "--estimators", "findiff", "kalman", "--json",
-                        "--out", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "evaluate",
+            "planar2",
+            "--rate-hz",
+            "250",
+            "--resolution-mdeg",
+            "2",
+            "--estimators",
+            "findiff",
+            "kalman",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert set(doc["estimators"]) == {"findiff", "kalman"} and doc["setup"]["rate_hz"] == 250
     k, f = doc["estimators"]["kalman"], doc["estimators"]["findiff"]
-    assert 0 < k["ise_velocity"] < f["ise_velocity"]            # seed 000: the Kalman filter beats findiff
-    assert k["ise_faulty"] < f["ise_faulty"]                     # and tolerates lost samples far better
-    for name in ("evaluation.md", "evaluation.csv", "evaluation.json", "evaluation.png", "fig5_estimates.png",
-                 "fig7_switch_on.png", "fig8_faults.png"):
+    assert 0 < k["ise_velocity"] < f["ise_velocity"]  # seed 000: the Kalman filter beats findiff
+    assert k["ise_faulty"] < f["ise_faulty"]  # and tolerates lost samples far better
+    for name in (
+        "evaluation.md",
+        "evaluation.csv",
+        "evaluation.json",
+        "evaluation.png",
+        "fig5_estimates.png",
+        "fig7_switch_on.png",
+        "fig8_faults.png",
+    ):
         assert (tmp_path / name).stat().st_size > 100
     rt = load_rt("planar2", estimator="kalman", observer="none", sample_period=0.004)
-    rt.config.load(tmp_path / k["gains"]["config_file"])             # the gains, loadable by rt users
+    rt.config.load(tmp_path / k["gains"]["config_file"])  # the gains, loadable by rt users
     assert rt.config["enc.cpr"][0] == 360000.0 / 2
-    bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--estimators", "nope"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--estimators", "nope"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_evaluate_several_setups_makes_the_comparison_figure(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--setups", "10@125", "2@250",
-                        "--estimators", "findiff", "movav", "--out", str(tmp_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "evaluate",
+            "planar2",
+            "--setups",
+            "10@125",
+            "2@250",
+            "--estimators",
+            "findiff",
+            "movav",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     a = json.loads((tmp_path / "10mdeg_125Hz" / "evaluation.json").read_text())
     b = json.loads((tmp_path / "2mdeg_250Hz" / "evaluation.json").read_text())
@@ -80,11 +125,17 @@ def test_evaluate_several_setups_makes_the_comparison_figure(tmp_path: Path) -> 
 
 
 def test_evaluate_rejects_bad_setups() -> None:
-    for args, needle in ((["--rate-hz", "0"], "--rate-hz"), (["--resolution-mdeg", "-1"], "--resolution-mdeg"),
-                         (["--faults", "2"], "--faults"), (["--model-error", "-1"], "--model-error"),
-                         (["--setups", "10x125"], "--setups"), (["--tune", "--generations", "0"], "--generations")):
-        r = subprocess.run([sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", *args],
-                           capture_output=True, text=True)
+    for args, needle in (
+        (["--rate-hz", "0"], "--rate-hz"),
+        (["--resolution-mdeg", "-1"], "--resolution-mdeg"),
+        (["--faults", "2"], "--faults"),
+        (["--model-error", "-1"], "--model-error"),
+        (["--setups", "10x125"], "--setups"),
+        (["--tune", "--generations", "0"], "--generations"),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", *args], capture_output=True, text=True
+        )
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
@@ -119,10 +170,13 @@ def test_seed000_gains_and_progress() -> None:
     assert any("exclude" in p for p in Setup(robot="schunk_lwa4p", gains="paper", tune=True).problems())
     assert Setup(robot="planar2", gains="paper").problems()
     seen: list[tuple[str, int, int]] = []
-    doc = evaluate(Setup(robot="planar2", rate_hz=250, tune=True, generations=2), ("movav",),
-                   progress=lambda name, done, total, info: seen.append((name, done, total)),
-                   executor=ThreadPoolExecutor(max_workers=2))
+    doc = evaluate(
+        Setup(robot="planar2", rate_hz=250, tune=True, generations=2),
+        ("movav",),
+        progress=lambda name, done, total, info: seen.append((name, done, total)),
+        executor=ThreadPoolExecutor(max_workers=2),
+    )
     grid = [x for x in seen if x[2] == len(GRIDS["movav"])]
-    assert [d for _, d, _ in grid] == list(range(1, len(GRIDS["movav"]) + 1))       # every variant, in parallel
+    assert [d for _, d, _ in grid] == list(range(1, len(GRIDS["movav"]) + 1))  # every variant, in parallel
     assert seen[-1][1] == seen[-1][2] and doc["estimators"]["movav"]["gains"]["estimator"].startswith("movav:p=")
     assert len(doc["estimators"]["movav"]["history"]) == len(GRIDS["movav"])

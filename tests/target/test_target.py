@@ -1,5 +1,6 @@
 """The generated real-time step on Cortex-M in QEMU (issue #8): the same outputs as the host build,
 footprint and timing, the files a board project copies."""
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tooling import require_tool
 
 from codegen.cprint import Precision
 from host_tools import target as tg
 from host_tools.rt import Realtime, fill_inputs, load_rt
 from host_tools.scenarios import CollisionResult, collision
-from tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca", "_sbrk", "_sbrk_r", "_malloc_r"}
@@ -35,11 +36,12 @@ def scenario() -> tuple[CollisionResult, Any]:
     return collision("kuka_iiwa14", rt=rt), rt
 
 
-def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision,
-                  out: Path) -> tuple[dict[str, Any], tg.TargetBuild, tg.TargetRun]:
+def run_on_target(
+    scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision, out: Path
+) -> tuple[dict[str, Any], tg.TargetBuild, tg.TargetRun]:
     result, rt_double = scenario
     rt = load_rt("kuka_iiwa14", precision=precision)
-    for key in rt_double.config.keys():          # the thresholds and reaction of the recorded run
+    for key in rt_double.config.keys():  # the thresholds and reaction of the recorded run
         rt.config[key] = rt_double.config[key]
     inputs = rt.inputs(len(result.hit.log))
     fill_inputs(inputs, result.hit.log.inputs())
@@ -49,8 +51,9 @@ def run_on_target(scenario: tuple[CollisionResult, Any], cpu: str, precision: Pr
 
 
 @pytest.mark.parametrize("cpu,precision,tolerance", [("cortex-m7", "double", 1e-12), ("cortex-m4f", "float", 1e-5)])
-def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision,
-                                          tolerance: float, tmp_path: Path) -> None:
+def test_qemu_runs_the_step_like_the_host(
+    scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision, tolerance: float, tmp_path: Path
+) -> None:
     tools()
     doc, b, run = run_on_target(scenario, cpu, precision, tmp_path / "build")
     print(tg.table(doc))
@@ -61,35 +64,58 @@ def test_qemu_runs_the_step_like_the_host(scenario: tuple[CollisionResult, Any],
     assert doc["collision_sample_host"] >= int(4.0 / 1e-3)
     # -ffp-contract=off and IEEE arithmetic on both sides: everything that does not go through libm
     # (newlib's sin/cos differ from glibc's in the last bits) is equal bit for bit
-    assert {"q", "theta", "faults", "motor_faults", "ready", "q_hat", "qd_hat", "qdd_hat", "q_d", "qd_d", "qdd_d",
-            "collision", "link", "above"} <= set(doc["bit_exact_outputs"])
-    for key in ("max_rel_error", "flash_bytes", "ram_bytes", "stack_bytes", "instructions_per_step",
-                "same_collision_sample"):
+    assert {
+        "q",
+        "theta",
+        "faults",
+        "motor_faults",
+        "ready",
+        "q_hat",
+        "qd_hat",
+        "qdd_hat",
+        "q_d",
+        "qd_d",
+        "qdd_d",
+        "collision",
+        "link",
+        "above",
+    } <= set(doc["bit_exact_outputs"])
+    for key in (
+        "max_rel_error",
+        "flash_bytes",
+        "ram_bytes",
+        "stack_bytes",
+        "instructions_per_step",
+        "same_collision_sample",
+    ):
         assert key in doc
     # the static bound covers what the step really touched; both well above a trivial frame
     assert doc["stack_bytes"] >= doc["stack_measured_bytes"] > 256
     assert doc["stack_unknown"] == []
     assert doc["flash_bytes"] > 4096 and doc["ram_bytes"] >= doc["ram"]["state (rt_t, with its config copy)"] > 0
-    assert doc["ram"]["data"] == 0 and doc["ram"]["bss"] == 0           # no mutable globals
+    assert doc["ram"]["data"] == 0 and doc["ram"]["bss"] == 0  # no mutable globals
     # SysTick under -icount shift=8: 256 ns per instruction at the boards' 25 MHz = 6.4 ticks
     assert abs(run.ticks_per_instruction - 6.4) < 0.01
     assert 1000 < doc["instructions_mean"] <= doc["instructions_per_step"]
     assert doc["state_bytes_target"] == load_rt("kuka_iiwa14", precision=precision).ffi.sizeof("kuka_iiwa14_rt_t")
 
 
-def test_library_objects_have_no_heap_and_no_mutable_globals(scenario: tuple[CollisionResult, Any],
-                                                             tmp_path: Path) -> None:
+def test_library_objects_have_no_heap_and_no_mutable_globals(
+    scenario: tuple[CollisionResult, Any], tmp_path: Path
+) -> None:
     """rdimon's startup links malloc into the firmware, so the proof is on the library's objects."""
     tools()
     rt = load_rt("kuka_iiwa14", precision="float")
     b = tg.build(rt, "cortex-m4f", tmp_path)
     for obj in (b.out / "kuka_iiwa14_dynamics.o", b.out / "kuka_iiwa14_rt.o"):
-        undefined = subprocess.run(["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True,
-                                   check=True).stdout.split()
+        undefined = subprocess.run(
+            ["arm-none-eabi-nm", "-u", str(obj)], capture_output=True, text=True, check=True
+        ).stdout.split()
         assert undefined and not set(undefined) & HEAP, undefined
-        assert not {"sin", "cos", "sqrt"} & set(undefined)               # float build: float math only
-        defined = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(obj)], capture_output=True,
-                                 text=True, check=True).stdout.splitlines()
+        assert not {"sin", "cos", "sqrt"} & set(undefined)  # float build: float math only
+        defined = subprocess.run(
+            ["arm-none-eabi-nm", "--defined-only", str(obj)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         mutable = [line for line in defined if line.split()[1] in "DdBbCGgSs"]
         assert not mutable, mutable
 
@@ -98,8 +124,18 @@ def test_the_layout_probe_fails_when_an_offset_differs(tmp_path: Path) -> None:
     tools()
     rt = load_rt("planar2")
     probe = tg.layout_probe(rt)
-    flags = [*tg.CPUS["cortex-m7"].flags.split(), "-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
-             f"-I{rt.folder}", "-c", "-o", str(tmp_path / "p.o")]
+    flags = [
+        *tg.CPUS["cortex-m7"].flags.split(),
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Wpedantic",
+        "-Werror",
+        f"-I{rt.folder}",
+        "-c",
+        "-o",
+        str(tmp_path / "p.o"),
+    ]
     good = tmp_path / "good.c"
     good.write_text(probe)
     assert subprocess.run(["arm-none-eabi-gcc", *flags, str(good)], capture_output=True).returncode == 0
@@ -151,14 +187,22 @@ def test_stack_analysis_of_a_known_disassembly(tmp_path: Path) -> None:
 """
     frames, calls, unknown = tg.disassembly_frames(dis)
     assert frames == {"leaf": 12 + 16 + 16, "mid": 8 + 1000, "tail": 8, "root": 20, "entry": 4 + 12, "deep": 16 + 2000}
-    assert calls == {"leaf": set(), "mid": {"leaf", "tail", "deep"}, "tail": set(), "root": {"mid", "leaf"},
-                     "entry": {"deep"}, "deep": set()}          # entry falls through into deep
-    assert unknown == {"tail"}                                   # an indirect call
+    assert calls == {
+        "leaf": set(),
+        "mid": {"leaf", "tail", "deep"},
+        "tail": set(),
+        "root": {"mid", "leaf"},
+        "entry": {"deep"},
+        "deep": set(),
+    }  # entry falls through into deep
+    assert unknown == {"tail"}  # an indirect call
     assert tg.worst_stack("root", frames, calls) == (20 + 1008 + 2016, ["root", "mid", "deep"])
     # toolchain entry points that branch into each other: one node, frames summed
-    assert tg.worst_stack("r", {"r": 4, "a": 8, "b": 16, "c": 32}, {"r": {"a"}, "a": {"b"}, "b": {"a", "c"}}) == \
-        (4 + 8 + 16 + 32, ["r", "a+b", "c"])
-    with pytest.raises(tg.TargetError, match="recursion"):          # in the generated code: an error
+    assert tg.worst_stack("r", {"r": 4, "a": 8, "b": 16, "c": 32}, {"r": {"a"}, "a": {"b"}, "b": {"a", "c"}}) == (
+        4 + 8 + 16 + 32,
+        ["r", "a+b", "c"],
+    )
+    with pytest.raises(tg.TargetError, match="recursion"):  # in the generated code: an error
         tg.worst_stack("bot_a", {"bot_a": 8, "bot_b": 8}, {"bot_a": {"bot_b"}, "bot_b": {"bot_a"}}, ours="bot_")
     (tmp_path / "x.su").write_text("x.c:1:6:ok\t16\tstatic\nx.c:9:6:vla\t32\tdynamic,bounded\n")
     with pytest.raises(tg.TargetError, match="vla.*dynamic"):
@@ -188,24 +232,61 @@ def test_cmake_toolchain_file_cross_builds_a_generated_folder(tmp_path: Path) ->
     require_tool("cmake")
     require_tool("arm-none-eabi-gcc")
     toolchain = ROOT / "runtime" / "target" / "arm-none-eabi.cmake"
-    for cmd in (["cmake", "-S", str(ROOT / "generated" / "planar2"), "-B", str(tmp_path),
-                 f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-DMANIPGEN_CPU=cortex-m4f"],
-                ["cmake", "--build", str(tmp_path)]):
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "generated" / "planar2"),
+            "-B",
+            str(tmp_path),
+            f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",
+            "-DMANIPGEN_CPU=cortex-m4f",
+        ],
+        ["cmake", "--build", str(tmp_path)],
+    ):
         r = subprocess.run(cmd, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
-    attributes = subprocess.run(["arm-none-eabi-readelf", "-A", str(tmp_path / "libplanar2.a")],
-                                capture_output=True, text=True).stdout
+    attributes = subprocess.run(
+        ["arm-none-eabi-readelf", "-A", str(tmp_path / "libplanar2.a")], capture_output=True, text=True
+    ).stdout
     assert "Tag_CPU_arch: v7E-M" in attributes and "Tag_FP_arch: VFPv4-D16" in attributes  # M4F's FPU
-    bad = subprocess.run(["cmake", "-S", str(ROOT / "generated" / "planar2"), "-B", str(tmp_path / "bad"),
-                          f"-DCMAKE_TOOLCHAIN_FILE={toolchain}", "-DMANIPGEN_CPU=cortex-m3"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "generated" / "planar2"),
+            "-B",
+            str(tmp_path / "bad"),
+            f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",
+            "-DMANIPGEN_CPU=cortex-m3",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and "MANIPGEN_CPU must be" in bad.stderr
 
 
 def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     tools()
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m7",
-                        "--json", "--out", str(tmp_path / "t")], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "target",
+            "run",
+            "planar2",
+            "--cpu",
+            "cortex-m7",
+            "--json",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["robot"] == "planar2" and doc["cpu"] == "cortex-m7" and doc["precision"] == "double"
@@ -213,16 +294,38 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     assert (tmp_path / "t" / "target.json").exists() and (tmp_path / "t" / "libplanar2.a").exists()
     # a log of another robot: one clear error naming the file
     from host_tools.scenarios import collision as make_collision
+
     log = tmp_path / "iiwa.npz"
     make_collision("kuka_iiwa14", duration=1.0, onset=0.5).hit.log.save(log)
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m7",
-                        "--input", str(log), "--out", str(tmp_path / "t")], capture_output=True, text=True,
-                       cwd=ROOT, timeout=900)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "target",
+            "run",
+            "planar2",
+            "--cpu",
+            "cortex-m7",
+            "--input",
+            str(log),
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert r.returncode == 2 and str(log) in r.stderr and "kuka_iiwa14" in r.stderr and "Traceback" not in r.stderr
-    r = subprocess.run([sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m3"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "target", "run", "planar2", "--cpu", "cortex-m3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert r.returncode == 2 and "cortex-m3" in r.stderr and "Traceback" not in r.stderr
-
 
 
 def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -> None:
@@ -231,14 +334,15 @@ def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -
     tools()
     first = load_rt("planar2", observer="momentum")
     tg.build(first, "cortex-m7", tmp_path / "build")
-    copy = tmp_path / "planar2"                     # a copy: the shared cache's dates stay as they are
+    copy = tmp_path / "planar2"  # a copy: the shared cache's dates stay as they are
     shutil.copytree(load_rt("planar2", observer="direct", estimator="kalman").folder, copy)
-    for source in copy.iterdir():                   # older than the first build's objects, as it may well be
+    for source in copy.iterdir():  # older than the first build's objects, as it may well be
         os.utime(source, (946684800, 946684800))
     other = Realtime(copy)
     b = tg.build(other, "cortex-m7", tmp_path / "build")
-    defined = subprocess.run(["arm-none-eabi-nm", "--defined-only", str(b.out / "planar2_rt.o")],
-                             capture_output=True, text=True, check=True).stdout
+    defined = subprocess.run(
+        ["arm-none-eabi-nm", "--defined-only", str(b.out / "planar2_rt.o")], capture_output=True, text=True, check=True
+    ).stdout
     assert other.ffi.sizeof("planar2_rt_t") != first.ffi.sizeof("planar2_rt_t")
     result = collision("planar2", duration=2.0, onset=1.0, rt=load_rt("planar2", observer="direct", estimator="kalman"))
     inputs = other.inputs(len(result.hit.log))
