@@ -29,7 +29,6 @@ class FunctionSpec:
     inputs: tuple[Arg, ...]
     outputs: tuple[Arg, ...]
     function: cs.Function
-    parameterised: bool
 
 
 def _args(dyn: Dynamics) -> dict[str, tuple[cs.SX, Arg]]:
@@ -111,9 +110,7 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
         param = cs.Function(name + "_p", syms + [dyn.pi], [cs.densify(cs.vec(expr.T))])
         const_expr = param(*syms, pi_value)
         out.append(
-            FunctionSpec(
-                name, doc, tuple(a[k][1] for k in ins), (res,), cs.Function(name, syms, [cs.cse(const_expr)]), False
-            )
+            FunctionSpec(name, doc, tuple(a[k][1] for k in ins), (res,), cs.Function(name, syms, [cs.cse(const_expr)]))
         )
         out.append(
             FunctionSpec(
@@ -122,7 +119,6 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
                 tuple(a[k][1] for k in ins + ["pi"]),
                 (res,),
                 cs.Function(name + "_p", syms + [dyn.pi], [cs.cse(cs.densify(cs.vec(expr.T)))]),
-                True,
             )
         )
     y = dyn.regressor(list(base.columns))
@@ -134,7 +130,6 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
             (a["q"][1], a["qd"][1], a["qdd"][1]),
             (Arg("y", n * nb, f"Y_b, row-major n x {nb}"),),
             cs.Function("regressor", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(cs.densify(cs.vec(y.T)))]),
-            False,
         )
     )
     out.append(
@@ -144,7 +139,6 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
             (a["q"][1],),
             (Arg("t", 16, "row-major 4x4 [R p; 0 0 0 1]"),),
             cs.Function("tip_pose", [dyn.q], [cs.cse(cs.densify(cs.vec(dyn.tip_pose.T)))]),
-            False,
         )
     )
     out.append(
@@ -155,7 +149,6 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
             (a["q"][1],),
             (Arg("j", 6 * n, "row-major 6 x n"),),
             cs.Function("tip_jacobian", [dyn.q], [cs.cse(cs.densify(cs.vec(dyn.tip_jacobian.T)))]),
-            False,
         )
     )
     if dyn.robot.elastic:
@@ -186,7 +179,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins,
             (tel,),
             cs.Function("elastic_torque", syms, [const(dyn.elastic_torque())]),
-            False,
         ),
         FunctionSpec(
             "elastic_joint_torque",
@@ -196,7 +188,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins,
             (Arg("tau", n, "joint torque (N m or N)"),),
             cs.Function("elastic_joint_torque", syms, [const(dyn.elastic_joint_torque())]),
-            False,
         ),
         FunctionSpec(
             "elastic_link_force",
@@ -205,7 +196,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins,
             (Arg("f", n, "link-side force (N m or N)"),),
             cs.Function("elastic_link_force", syms, [const(dyn.elastic_link_force(dyn.pi))]),
-            False,
         ),
         FunctionSpec(
             "elastic_link_force_p",
@@ -215,7 +205,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins + (a["pi"][1],),
             (Arg("f", n, "link-side force (N m or N)"),),
             cs.Function("elastic_link_force_p", syms + [dyn.pi], [cs.cse(cs.densify(dyn.elastic_link_force(dyn.pi)))]),
-            True,
         ),
         FunctionSpec(
             "motor_rest",
@@ -234,7 +223,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
                     )
                 ],
             ),
-            False,
         ),
         FunctionSpec(
             "motor_rest_p",
@@ -244,7 +232,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             (a["q"][1], a["qd"][1], a["pi"][1]),
             (th, thd),
             cs.Function("motor_rest_p", [dyn.q, dyn.qd, dyn.pi], [cs.cse(e) for e in dyn.motor_equilibrium(dyn.pi)]),
-            True,
         ),
         FunctionSpec(
             "motor_acceleration",
@@ -252,7 +239,6 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins + (tm,),
             (Arg("thetadd", n, "motor accelerations, link side"),),
             cs.Function("motor_acceleration", syms + [dyn.tau_m], [const(dyn.motor_acceleration())]),
-            False,
         ),
         FunctionSpec(
             "motor_regressor",
@@ -262,6 +248,5 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             ins,
             (Arg("y", n * 4 * n, f"Y_m, row-major n x {4 * n}"),),
             cs.Function("motor_regressor", syms, [cs.cse(cs.densify(cs.vec(dyn.motor_regressor().T)))]),
-            False,
         ),
     ]

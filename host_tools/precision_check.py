@@ -61,7 +61,6 @@ from .trajectories import Trajectory, generated_trajectory
 U = 2.0**-24  # float32 unit roundoff
 FLOAT_RULE = (1e-4, 1e-6)  # issue 2: float dynamics functions, ||a - b|| <= 1e-4 ||b|| + 1e-6
 MARGIN = 2.0  # first-order analysis, sensitivities sampled along the run
-INPUT_KEYS = ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des", "motor_counts", "motor_valid")
 
 
 def cycle_trajectory(robot: str, ts: float, half: float = 10.0, seed: int = 0) -> Trajectory:
@@ -197,7 +196,6 @@ class Comparison:
     label: str
     seconds: float
     samples: int
-    window_seconds: float
     wall_seconds: float
     channels: dict[str, Channel]
     ambiguous: np.ndarray  # samples per joint where sign(qd_hat) may differ
@@ -450,7 +448,6 @@ def compare(
         ref.label,
         total * ts,
         total,
-        per_window * ts,
         time.perf_counter() - t_start,
         channels,
         ambiguous,

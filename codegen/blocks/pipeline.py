@@ -36,16 +36,6 @@ from .base import Block, Data, Field, evaluate
 from .context import Ctx
 from .options import ESTIMATORS, RtOptions
 
-KIND_DOC = {
-    "model": "model parameters",
-    "enc": "encoders",
-    "est": "velocity estimator",
-    "mest": "motor-side velocity estimator",
-    "obs": "collision observer",
-    "det": "detection and reaction",
-    "ctl": "controller",
-}
-
 
 def _estimator(ctx: Ctx) -> Block:
     e = ctx.options.estimator
