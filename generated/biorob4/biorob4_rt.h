@@ -88,7 +88,8 @@
  * §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
  * links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
  * both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
- * set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a perfect model, r ~ -(T/2) d^2p/dt^2 in
+ * set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a
+ * perfect model, r ~ -(T/2) d^2p/dt^2 in
  * motion (measured on the iiwa: 0.66 N m at most on joint 2 for 1 rad/s-class motion at 1 kHz).
  * The first sample sets p_0 and r = 0. Sign: r is the external torque acting on
  * the robot, in the joint torque's sign convention.
@@ -104,7 +105,8 @@
  * counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
  * threshold at that sample or any of the next ``window`` ones (a force on link i moves only
  * r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
- * show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
+ * show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction
+ * (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
  * qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
  * desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
  *
