@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV=.venv
+case "${1:-}" in
+  demo | test | lock) ;;
+  *) echo "usage: bash dev.sh demo|test|lock [args]" >&2; exit 2 ;;
+esac
 if [ "${1:-}" = lock ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT

@@ -238,6 +238,9 @@ def synthetic(
     # the validation run is one pass, not averaged: its floor is the band-limited noise alone
     band = doc["settings"]["identification"]["band"]
     doc["validation_noise_floor_rms"] = float(options.torque_noise * np.sqrt(band / (0.5 / other.sample_period)))
+    # the truth through the same validation processing: what no identified model can beat there
+    # (the band-limited noise plus the time-domain derivatives' error of a single pass)
+    doc["validation_rms_truth"] = validation_data(spec, other, settings, 5.0, True, robot).rms(truth).tolist()
     doc["stage_seconds"] = {"excitation": excite_s, "simulation": simulate_s, **doc["stage_seconds"]}
     doc["seconds"] = time.perf_counter() - t0
     doc["synthetic"] = vars(options)

@@ -137,7 +137,12 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     assert np.all(np.array(doc["fit_rms"]["physical"]) <= 1.1 * np.array(doc["fit_rms"]["base"]))
     val = doc["validation_rms"]
     assert np.all(np.array(val["physical"]) <= 1.1 * np.array(val["base"]))
-    assert np.all(np.array(val["base"]) <= 4.0 * doc["validation_noise_floor_rms"])  # near its floor
+    # the truth through the same validation processing is the floor no model can beat there (noise
+    # plus the single pass's time-domain derivatives: 1.0-3.4x the noise alone on the iiwa). The fit's
+    # parameter noise adds ~sqrt(nb / K) = sqrt(57 / 1687) of the fit's floor in quadrature (< 1 %);
+    # 5 % leaves room for directions the excitation barely excites (RSD 30-330 %) and a new motion does
+    truth = np.array(doc["validation_rms_truth"])
+    assert np.all(np.array(val["base"]) <= 1.05 * truth), (val["base"], truth)
     assert doc["physical_objective"] <= 1.01 * doc["base_objective"]
     for key in ("seconds", "stage_seconds", "validation_rms", "physical_objective"):
         assert key in doc
