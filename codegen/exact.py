@@ -48,6 +48,14 @@ def sin(t: float) -> float:
     return float(MP.sin(MP.mpf(float(t))))
 
 
+def atan2(y: float, x: float) -> float:
+    return float(MP.atan2(MP.mpf(float(y)), MP.mpf(float(x))))
+
+
+def hypot(x: float, y: float) -> float:
+    return float(MP.hypot(MP.mpf(float(x)), MP.mpf(float(y))))
+
+
 def sqrt(x: float | Fraction) -> float:
     return float(MP.sqrt(to_mp(x if isinstance(x, Fraction) else float(x))))
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import exact
 from .model import JOINT_PARAMS, LINK_PARAMS, Encoder, Robot
 from .spatial import homogeneous, transform_inertial
 
@@ -36,9 +37,9 @@ class UrdfChain:
             r, p = post[:3, :3], post[:3, 3]
             across = np.array([p[0], p[1], 0.0]) if joint.type == "revolute" else np.zeros(3)
             kept = homogeneous(r, p - across)  # the part of post that moves with the joint frame
-            self.origins.append(shift @ joint.pre_matrix @ kept)
-            self.axes.append(r.T @ np.array([0.0, 0.0, 1.0]))
-            shift = homogeneous(np.eye(3), r.T @ across)
+            self.origins.append(exact.matmul(shift, joint.pre_matrix, kept))
+            self.axes.append(exact.matmul(r.T, np.array([0.0, 0.0, 1.0])))
+            shift = homogeneous(np.eye(3), exact.matmul(r.T, across))
             self.links.append(
                 transform_inertial(np.asarray(link, float), shift) if np.any(across) else np.asarray(link, float)
             )
@@ -47,15 +48,16 @@ class UrdfChain:
             if np.any(shift != np.eye(4))
             else np.asarray(robot.payload, float)
         )
-        self.tip = shift @ robot.tip_matrix
+        self.tip = exact.matmul(shift, robot.tip_matrix)
 
 
 def rpy_of(r: np.ndarray) -> tuple[float, float, float]:
-    """Inverse of spatial.rpy: R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    pitch = math.atan2(-r[2, 0], math.hypot(r[0, 0], r[1, 0]))
-    if abs(math.cos(pitch)) < 1e-12:  # gimbal lock: put everything in yaw
-        return 0.0, pitch, math.atan2(-r[0, 1], r[1, 1])
-    return math.atan2(r[2, 1], r[2, 2]), pitch, math.atan2(r[1, 0], r[0, 0])
+    """Inverse of spatial.rpy: R = Rz(yaw) Ry(pitch) Rx(roll). Correctly rounded (codegen.exact):
+    the exported numbers are the same on every machine."""
+    pitch = exact.atan2(-r[2, 0], exact.hypot(r[0, 0], r[1, 0]))
+    if abs(exact.cos(pitch)) < 1e-12:  # gimbal lock: put everything in yaw
+        return 0.0, pitch, exact.atan2(-r[0, 1], r[1, 1])
+    return exact.atan2(r[2, 1], r[2, 2]), pitch, exact.atan2(r[1, 0], r[0, 0])
 
 
 def _num(x: float) -> str:

@@ -60,6 +60,13 @@ def test_sine_and_cosine_round_the_100_digit_value(t: float) -> None:
         assert exact.sin(t) == float(mpmath.sin(mpmath.mpf(t)))
 
 
+@pytest.mark.parametrize("y,x", [(0.3, 0.4), (-1.0, 1e-9), (2.0, -3.5), (-0.7, -0.2)])
+def test_atan2_and_hypot_round_the_100_digit_value(y: float, x: float) -> None:
+    with mpmath.workdps(100):
+        assert exact.atan2(y, x) == float(mpmath.atan2(mpmath.mpf(y), mpmath.mpf(x)))
+        assert exact.hypot(x, y) == float(mpmath.hypot(mpmath.mpf(x), mpmath.mpf(y)))
+
+
 def test_solve_consistent_recovers_an_exact_relation() -> None:
     """An overdetermined system with an exact solution: rows of random states, b = a x for rational x."""
     rng = np.random.default_rng(1)

@@ -49,12 +49,16 @@ SCRIPT = r"""
 import hashlib, json, sys
 from codegen.description import load_robot
 from codegen.emit import generate
+from codegen.export import robot_to_urdf, robot_to_yaml
 specs = json.loads(sys.argv[1])
 out = {}
 from codegen.blocks.options import RtOptions, parse_estimator
 for key, (source, precision, tip, est, obs, ctl) in specs.items():
     rt = RtOptions(parse_estimator(est), obs, ctl) if est else None
-    files = generate(load_robot(source, tip_link=tip), precision=precision, rt=rt).files
+    robot = load_robot(source, tip_link=tip)
+    files = generate(robot, precision=precision, rt=rt).files
+    if not est:   # the exports (manipgen convert, identify's identified YAML/URDF) of each description
+        files = dict(files, export_yaml=robot_to_yaml(robot), export_urdf=robot_to_urdf(robot))
     out[key] = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(files.items())}
 print(json.dumps(out))
 """
