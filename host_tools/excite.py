@@ -440,38 +440,47 @@ def scaled(exc: Excitation, f: float) -> Excitation:
     return Excitation(exc.robot, exc.harmonics, exc.base_frequency, exc.a * f, exc.b * f, exc.q0, exc.stage)
 
 
-def torque_bound(robot: Robot, exc: Excitation, rate: float) -> np.ndarray:
-    """Per joint, max|tau(t)| along the excitation for every t, as far as a grid can tell: the grid
-    maximum (spacing h <= 1/rate) plus h max|dtau/dt| -- twice the (h/2) sup|dtau/dt| a point between
-    samples can add, the factor 2 a stated margin for taking sup|dtau/dt| from the same grid (tau
-    is not a Fourier series, so no closed-form bound). dtau/dt by the chain rule on the description's
-    rnea (CasADi jtimes along qd, qdd, qddd)."""
+def torque_rate_function(robot: Robot) -> cs.Function:
+    """(q, qd, qdd; qddd) -> (tau, dtau/dt): the description's rnea and its time derivative by the
+    chain rule (CasADi jtimes along qd, qdd, qddd). Built once per bound search."""
     dyn = Dynamics(robot)
     tau = dyn.rnea(cs.SX(cs.DM(robot.standard_parameters())))
     x, dx = cs.vertcat(dyn.q, dyn.qd, dyn.qdd), cs.vertcat(dyn.qd, dyn.qdd, cs.SX.sym("qddd", robot.dof))
-    f = cs.Function("tau_rate", [x, dx[2 * robot.dof :]], [tau, cs.jtimes(tau, x, dx)])
+    return cs.Function("tau_rate", [x, dx[2 * robot.dof :]], [tau, cs.jtimes(tau, x, dx)])
+
+
+def torque_bound(tau_rate: cs.Function, exc: Excitation, rate: float) -> np.ndarray:
+    """Per joint, max|tau(t)| along the excitation for every t, as far as a grid can tell: the grid
+    maximum (spacing h <= 1/rate) plus h max|dtau/dt| -- twice the (h/2) sup|dtau/dt| a point between
+    samples can add, the factor 2 a stated margin for taking sup|dtau/dt| from the same grid (tau
+    is not a Fourier series, so no closed-form bound). ``tau_rate``: torque_rate_function."""
     t, h = _grid(exc, rate)
     q, qd, qdd = exc.evaluate(t)
     jerk = np.array(
-        jerk_function(robot.dof, exc.harmonics, exc.base_frequency).map(len(t))(
+        jerk_function(len(exc.q0), exc.harmonics, exc.base_frequency).map(len(t))(
             t[None, :], np.tile(exc.a, len(t)), np.tile(exc.b, len(t))
         )
     )
-    tau_v, rate_v = (np.array(v) for v in f.map(len(t))(np.vstack([q.T, qd.T, qdd.T]), jerk))
+    tau_v, rate_v = (np.array(v) for v in tau_rate.map(len(t))(np.vstack([q.T, qd.T, qdd.T]), jerk))
     return np.abs(tau_v).max(axis=1) + h * np.abs(rate_v).max(axis=1)
 
 
 def within_torque_limits(robot: Robot, exc: Excitation, tau_max: np.ndarray, rate: float) -> Excitation:
     """The largest amplitude scale in (0, 1] (bisection, 30 steps) at which torque_bound holds;
     tau is not homogeneous in the amplitudes (gravity at q0 stays), so the scale is searched."""
-    if np.all(torque_bound(robot, exc, rate) <= tau_max):
+    f = torque_rate_function(robot)
+
+    def holds(scale: float) -> bool:
+        return bool(np.all(torque_bound(f, scaled(exc, scale), rate) <= tau_max))
+
+    if holds(1.0):
         return exc
-    if not np.all(torque_bound(robot, scaled(exc, 0.0), rate) <= tau_max):
+    if not holds(0.0):
         raise ValueError(f"{robot.name}: gravity alone at the excitation's q0 exceeds the torque limits")
     lo, hi = 0.0, 1.0
     for _ in range(30):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if np.all(torque_bound(robot, scaled(exc, mid), rate) <= tau_max) else (lo, mid)
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
     return scaled(exc, lo)
 
 
