@@ -16,4 +16,4 @@ generated:
 
 # Fail if the committed generated/ differs from a fresh generation.
 check-generated:
-	@$(PY) -m host_tools.check_generated $(BUNDLED)
+	@$(PY) -m host_tools.cli.check_generated $(BUNDLED)

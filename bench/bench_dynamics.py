@@ -482,9 +482,9 @@ class CodegenResult:
 
 
 def generate_robot(name: str, out_root: Path) -> CodegenResult:
-    from codegen.description import load_robot
-    from codegen.emit import generate
+    from codegen.emit.generate import generate
     from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
     from codegen.resources import bundled_robot_path
 
     t0 = time.perf_counter()
@@ -934,7 +934,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pinocchio as pin
 
     import codegen
-    import codegen.emit  # noqa: F401  (import cost kept out of the codegen timings)
+    import codegen.emit.generate  # noqa: F401  (import cost kept out of the codegen timings)
 
     t_imp = time.perf_counter() - t_imp
 

@@ -1,5 +1,5 @@
 """Float32 against double: the real-time pipeline of the bundled robots over long closed-loop runs
-(issue #10 item 4). Both builds replay the same contact-free closed-loop stream (host_tools.precision_check).
+(issue #10 item 4). Both builds replay the same contact-free closed-loop stream (host_tools.studies.precision).
 
     .venv/bin/python bench/bench_float32.py                          # 1 h at 1 kHz, every bundled robot
     .venv/bin/python bench/bench_float32.py --seconds 60 --robots kuka_iiwa14 franka_panda
@@ -18,7 +18,7 @@ import os
 import time
 
 from codegen.resources import bundled_robots
-from host_tools.precision_check import compare
+from host_tools.studies.precision import compare
 
 
 def main() -> None:

@@ -17,11 +17,11 @@ import casadi as cs
 import numpy as np
 from scipy.optimize import minimize
 
-from codegen.description import load_robot
-from host_tools.excite import ExciteSettings, design
-from host_tools.ident_pipeline import IdentSettings, identify, synthetic_log
-from host_tools.identify import model
-from host_tools.physical import PhysicalSettings, bounds, physical_of, retrieve
+from codegen.model.description import load_robot
+from host_tools.identification.excitation import ExciteSettings, design
+from host_tools.identification.least_squares import model
+from host_tools.identification.physical import PhysicalSettings, bounds, physical_of, retrieve
+from host_tools.identification.pipeline import IdentSettings, identify, synthetic_log
 
 SEED004_RETRIEVAL_S = 9854.5
 

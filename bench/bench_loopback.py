@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 
-from codegen.description import load_robot
+from codegen.model.description import load_robot
 from host_tools import load
-from host_tools.loopback import simulate
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
-from host_tools.tune import GaSettings, Problem, gain_space, tune
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.studies.tune import GaSettings, Problem, gain_space, tune
 
 
 def python_loop(spec: str, rt, traj, substeps: int = 8) -> float:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from host_tools.closed_loop import ClosedLoopModel
-from host_tools.oe_report import OESynthetic, oe_data, synthetic_run
-from host_tools.outputerror import Identification, OESettings, description_start
+from host_tools.cli.oe_report import OESynthetic, oe_data, synthetic_run
+from host_tools.identification.closed_loop import ClosedLoopModel
+from host_tools.identification.output_error import Identification, OESettings, description_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the peer lives in tests/peers
 from tests.peers.pinocchio_closed_loop import simulate_ur5  # noqa: E402

@@ -61,7 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Shared helpers of the dynamics benchmark (running commands, tables, stack usage).
 from bench_dynamics import CBuild, cpu_model, print_table, run, stack_usage, tool_version  # noqa: E402
 
-ESTIMATORS = ("findiff", "movav", "lsf", "bde", "tse", "ewlr", "kalman", "linhg", "nlhg", "slimod")
+from codegen.blocks import registry  # noqa: E402
+
+ESTIMATORS = tuple(registry.estimators())  # every registered one
 QUICK_ESTIMATORS = ("findiff", "kalman")
 NSAMP = 1000  # samples in one period of the input motion (cycled)
 GOAL_NS = 1000.0  # goal for kalman + momentum + thresholds on a 7-DoF arm
@@ -357,7 +359,7 @@ def build_pipeline(
     robot: Any, pipe: Pipeline, work: Path, dyn_objs: dict[str, DynObj], seen: dict[str, str], notes: list[str]
 ) -> Built:
     from codegen.blocks.options import RtOptions, parse_estimator
-    from codegen.emit import generate
+    from codegen.emit.generate import generate
 
     cc = os.environ.get("CC", "gcc")
     t0 = time.perf_counter()
@@ -533,8 +535,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import casadi
 
     import codegen
-    import codegen.emit  # noqa: F401
-    from codegen.description import load_robot
+    import codegen.emit.generate  # noqa: F401
+    from codegen.model.description import load_robot
 
     valgrind = None if args.no_callgrind else (shutil.which("valgrind") or None)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="manipgen_bench_rt_"))

@@ -4,7 +4,7 @@
 For each robot (default: kuka_iiwa14 and franka_panda) and each CPU x precision (cortex-m4f and
 cortex-m7, float and double), the demo's closed-loop collision run (Kalman, momentum observer with
 thresholds, computed torque, a 30 N push at 4 s; 8 s at 1 kHz) is recorded on the host, then
-`host_tools.target` cross-builds the pipeline with runtime/target/Makefile, runs every sample
+`host_tools.target.cortex_m` cross-builds the pipeline with runtime/target/Makefile, runs every sample
 through `rt_step` in QEMU and compares with the host build of the same precision. Printed per
 combination: flash (library .text + .rodata in the linked image), RAM (library .data + .bss + one
 pipeline instance), stack (static worst case of rt_step's call tree, and the deepest QEMU saw),
@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codegen.cprint import Precision  # noqa: E402
-from host_tools import target as tg  # noqa: E402
-from host_tools.rt import fill_inputs, load_rt  # noqa: E402
-from host_tools.scenarios import collision  # noqa: E402
+from codegen.emit.cprint import Precision  # noqa: E402
+from host_tools.bindings.rt import fill_inputs, load_rt  # noqa: E402
+from host_tools.studies.scenarios import collision  # noqa: E402
+from host_tools.target import cortex_m as tg  # noqa: E402
 
 GOAL = 25_000
 CLOCK = {"cortex-m4f": 168e6, "cortex-m7": 400e6}

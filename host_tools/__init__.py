@@ -10,12 +10,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .compiled import CompiledDynamics, load
-    from .logs import Log
-    from .rt import Realtime, load_rt
+    from host_tools.bindings.compiled import CompiledDynamics, load
+    from host_tools.bindings.rt import Realtime, load_rt
+    from host_tools.data.logs import Log
 
 __all__ = ["CompiledDynamics", "Log", "Realtime", "load", "load_rt"]
-_HOME = {"CompiledDynamics": "compiled", "load": "compiled", "Log": "logs", "Realtime": "rt", "load_rt": "rt"}
+_HOME = {
+    "CompiledDynamics": "bindings.compiled",
+    "load": "bindings.compiled",
+    "Log": "data.logs",
+    "Realtime": "bindings.rt",
+    "load_rt": "bindings.rt",
+}
 
 
 def __getattr__(name: str) -> Any:

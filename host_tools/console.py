@@ -1,6 +1,6 @@
 """The ``manipgen`` console entry point: Ctrl-C at any moment, even while the numerical libraries
 are still being imported, ends with one line and exit code 130 (outputs are written atomically,
-codegen.outputs, so nothing is left half-written)."""
+codegen.emit.files, so nothing is left half-written)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 def main() -> int:
     try:
-        from .cli import main as run
+        from host_tools.cli import main as run
 
         return run()
     except KeyboardInterrupt:

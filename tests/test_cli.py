@@ -94,8 +94,8 @@ def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
         str(tmp_path),
     )
     assert r.returncode == 0, r.stderr
-    from codegen.description import load_robot
-    from host_tools.excite import Excitation, regressor_cond, stage_regressor
+    from codegen.model.description import load_robot
+    from host_tools.identification.excitation import Excitation, regressor_cond, stage_regressor
 
     doc = json.loads((tmp_path / "excitation.json").read_text())
     exc = Excitation.load(tmp_path / "excitation.json")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.description import load_robot, robot_from_yaml
 from codegen.errors import DescriptionError
+from codegen.model.description import load_robot, robot_from_yaml
 from codegen.resources import bundled_robots
 
 LINK = "link: {mass: 1.0, com: [0.1, 0, 0], inertia: [0.01, 0, 0, 0.02, 0, 0.02]}"
@@ -132,7 +132,7 @@ def test_dh_and_mdh_describe_the_same_arm(tmp_path: Path) -> None:
     dh = load_robot("schunk_lwa4p")
     # standard DH -> MDH: joint i's MDH (alpha, a) are DH (alpha, a) of joint i-1; link params in
     # DH frame i (distal) are re-expressed in MDH frame i (the joint frame) by the constant transform.
-    from codegen import spatial
+    from codegen.model import spatial
 
     kin = [dict(j.kinematics) for j in dh.joints]
     lines = [
@@ -207,7 +207,7 @@ def test_prismatic_joint_and_gravity_vector(tmp_path: Path) -> None:
 def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, scales: tuple[float, ...]) -> None:
     """coulomb.velocity_scale: one number for every joint, or one per joint; each joint's friction
     is FC tanh(qd_i / v_i), and the exported YAML keeps the form it was given."""
-    from codegen.export import robot_to_yaml
+    from codegen.model.export import robot_to_yaml
     from host_tools import load
 
     text = two_joint(top=f"joint_parameters: [FV, FC]\ncoulomb: {{model: tanh, velocity_scale: {written}}}")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from codegen.description import load_robot
 from codegen.errors import DescriptionError
+from codegen.model.description import load_robot
 from host_tools import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
     """biorob4's real-time step takes the description's motor encoders as its second channel: theta
     from the motor counts (2048 per motor turn through 100:1) and q from the link encoders, each
     within one count; a rigid arm keeps the second channel absent."""
-    from host_tools.rt import load_rt
+    from host_tools.bindings.rt import load_rt
 
     rt = load_rt("biorob4")
     assert np.all(rt.config["enc.motor_cpr"] == 2048) and np.all(rt.config["enc.motor_gear"] == 100)

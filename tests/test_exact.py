@@ -1,4 +1,4 @@
-"""codegen.exact: the design-time arithmetic that every machine reproduces -- each tool against an
+"""codegen.model.exact: the design-time arithmetic that every machine reproduces -- each tool against an
 independent reference (sympy's exact rationals, mpmath at 100 digits, CasADi's own evaluation)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen import exact
+from codegen.model import exact
 
 
 def _correctly_rounded(x: sp.Rational) -> float:

@@ -1,5 +1,6 @@
 """The project's habits, checked with the suite: ruff (lint and format) and mypy report nothing on
-the project's Python (configured in pyproject.toml)."""
+the project's Python, and the packages keep their layers (import-linter's contracts); all configured
+in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -25,3 +26,16 @@ def test_ruff_lint_and_format_report_nothing() -> None:
 def test_mypy_reports_nothing() -> None:
     res = _run("mypy")  # files and options: pyproject.toml [tool.mypy]
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+
+
+def test_the_layers_import_only_downwards() -> None:
+    """model -> symbolic -> blocks -> emit; data -> bindings -> identification -> studies -> target
+    -> cli; codegen never imports host_tools (docs/design.md)."""
+    res = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert res.returncode == 0 and "0 broken" in res.stdout, res.stdout[-4000:] + res.stderr[-2000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.outputs import RECORD, OverwriteError, overwriting, read_record, write_files
+from codegen.emit.files import RECORD, OverwriteError, overwriting, read_record, write_files
 from host_tools.cli import main
 
 OLD = {"a.c": "int a;\n", "b.h": "/* b */\n", "c.txt": "c\n"}
@@ -23,7 +23,10 @@ NEW = {"a.c": "int a2;\n", "b.h": "/* b2 */\n", "c.txt": "c\n", "d.json": "{}\n"
 
 
 def contents(folder: Path) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.name != RECORD}
+    """Every file manipgen wrote under folder (its host/ too), by path relative to it."""
+    return {
+        str(p.relative_to(folder)): p.read_text() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != RECORD
+    }
 
 
 def test_write_records_ownership_and_identical_rewrite_is_a_no_op(tmp_path: Path) -> None:
@@ -155,7 +158,7 @@ def test_cli_refuses_to_overwrite_user_files(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_logs_and_configs_are_owned_outputs(tmp_path: Path) -> None:
-    from host_tools.logs import Log
+    from host_tools.data.logs import Log
 
     log = Log(
         robot="planar2",
@@ -183,11 +186,12 @@ def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
     """SIGINT to a real `manipgen generate` at several moments, alternating the double and the float
     folder into the same place: exit code 130 and one line when interrupted, and every file always
     equals one of the two complete generations."""
-    from codegen.description import load_robot
-    from codegen.emit import generate
+    from codegen.emit.generate import generate
+    from codegen.model.description import load_robot
 
     robot = load_robot("planar2")
-    versions = [generate(robot, "double").files, generate(robot, "float").files]
+    gens = [generate(robot, "double"), generate(robot, "float")]
+    versions = [dict(g.files, **{f"host/{n}": t for n, t in g.host.items()}) for g in gens]
     out = tmp_path / "gen"
     exe = Path(sys.executable).with_name("manipgen")
     interrupted = 0
@@ -210,6 +214,6 @@ def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
         if out.exists():
             for name, text in contents(out).items():
                 assert any(text == v.get(name) for v in versions), name
-            assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+            assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
     assert interrupted >= 2
     assert main(["generate", "planar2", "--out", str(out)]) == 0  # no --force needed afterwards

@@ -8,9 +8,9 @@ import casadi as cs
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from codegen.dynamics import Dynamics
-from codegen.params import base_parameters
+from codegen.model.description import load_robot
+from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.params import base_parameters
 
 
 def full_regressor(dyn: Dynamics, rng: np.random.Generator, n: int) -> np.ndarray:

@@ -14,9 +14,9 @@ import scipy.interpolate
 import scipy.io
 import scipy.signal
 
-from codegen.description import load_robot
+from codegen.model.description import load_robot
 from host_tools.cli import main
-from host_tools.logs import Log
+from host_tools.data.logs import Log
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "lwa4p"
@@ -89,7 +89,7 @@ def test_wrong_robot_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.parametrize("run, spec", [("FinDiff", "findiff"), ("MovAv", "movav:p=3")])
 def test_generated_estimator_reproduces_the_recording_exactly(run: str, spec: str, logs: dict[str, Path]) -> None:
-    from host_tools.log_estimation import recorded_estimator, recorded_match
+    from host_tools.studies.log_estimation import recorded_estimator, recorded_match
 
     log = Log.load(logs[run])
     match = recorded_match(log, spec)
@@ -100,7 +100,7 @@ def test_generated_estimator_reproduces_the_recording_exactly(run: str, spec: st
 def test_ground_truth_is_seed000s_filter() -> None:
     """The FIR is MATLAB's window design: order 7, Hamming, 26 Hz at 250 Hz, unit DC gain; written
     out here from the window method's formula."""
-    from host_tools.log_estimation import ground_truth_velocity
+    from host_tools.studies.log_estimation import ground_truth_velocity
 
     n = np.arange(8)
     ideal = 2 * 26 / 250 * np.sinc(2 * 26 / 250 * (n - 3.5))
@@ -121,8 +121,8 @@ def test_ise_of_the_recorded_estimate_equals_the_generated_ones(logs: dict[str, 
     """The ISE plumbing: the recording's own dq_hat, scored by hand against the ground truth, gives
     the generated findiff's ISE; the linear high-gain observer with Table 8's gains beats finite
     differences on the real encoders (seed 000's finding)."""
-    from host_tools.ident_pipeline import positions
-    from host_tools.log_estimation import estimate, ground_truth_velocity
+    from host_tools.identification.pipeline import positions
+    from host_tools.studies.log_estimation import estimate, ground_truth_velocity
 
     log = Log.load(logs["FinDiff"])
     truth = ground_truth_velocity(positions("schunk_lwa4p", log), log.sample_period)
@@ -202,9 +202,9 @@ def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys
     # config_identified.json carries model.params into the description's generated pipelines: the
     # identified model explains the torque better, so the momentum residual on the fitting run drops
     # on the inertia-dominated joints 1-3 (joints 4-6: friction, unchanged within noise)
-    from host_tools.mat_logs import load_log
-    from host_tools.rt import load_rt
-    from host_tools.thresholds import design_thresholds
+    from host_tools.bindings.rt import load_rt
+    from host_tools.data.mat_logs import load_log
+    from host_tools.studies.thresholds import design_thresholds
 
     log = load_log(RUNS["FinDiff"], load_robot("schunk_lwa4p"))
     rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
@@ -274,9 +274,9 @@ def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(
 def test_thresholds_from_one_run_give_no_false_alarm_on_the_other() -> None:
     """The momentum observer over the real runs (nominal model): thresholds designed on the FinDiff
     run (max |r| x 1.2) flag nothing on the MovAv run, and its max |r| stays below them."""
-    from host_tools.mat_logs import load_log
-    from host_tools.rt import load_rt
-    from host_tools.thresholds import design_thresholds
+    from host_tools.bindings.rt import load_rt
+    from host_tools.data.mat_logs import load_log
+    from host_tools.studies.thresholds import design_thresholds
 
     robot = load_robot("schunk_lwa4p")
     rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
@@ -295,8 +295,8 @@ def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytes
     tuned config's thresholds flag nothing on the other run (--check), and the plot is written."""
     import json
 
-    from host_tools.rt import load_rt
-    from host_tools.thresholds import ADAPTIVE_LAMBDA_GRID
+    from host_tools.bindings.rt import load_rt
+    from host_tools.studies.thresholds import ADAPTIVE_LAMBDA_GRID
 
     out, plot = tmp_path / "adaptive.json", tmp_path / "r.png"
     assert (

@@ -1,11 +1,11 @@
-"""Generated files are the same on any machine (codegen.exact): generation run under two different
+"""Generated files are the same on any machine (codegen.model.exact): generation run under two different
 numerical back-ends, in subprocesses, gives byte-identical files that equal the committed
 generated/ folders.
 
 The back-ends stand in for another CPU: the first is this machine as it is; the second forces
 OpenBLAS's oldest kernel (Katmai/Prescott: no FMA, other blocking and summation order), numpy's
 baseline SIMD (no AVX2/AVX-512 loops for sin, cos, sums) and glibc's non-FMA libm variants, and
-one BLAS thread instead of two. Before codegen.exact, the two disagreed in the last digits of the
+one BLAS thread instead of two. Before codegen.model.exact, the two disagreed in the last digits of the
 Kalman gains, the standard and base parameters and the FIR taps of every bundled robot.
 """
 
@@ -47,16 +47,17 @@ def _backends() -> list[dict[str, str]]:
 # the UR10 URDF of example-robot-data (rpy origins, inertias rotated into the joint frames).
 SCRIPT = r"""
 import hashlib, json, sys
-from codegen.description import load_robot
-from codegen.emit import generate
-from codegen.export import robot_to_urdf, robot_to_yaml
+from codegen.model.description import load_robot
+from codegen.emit.generate import generate
+from codegen.model.export import robot_to_urdf, robot_to_yaml
 specs = json.loads(sys.argv[1])
 out = {}
 from codegen.blocks.options import RtOptions, parse_estimator
 for key, (source, precision, tip, est, obs, ctl) in specs.items():
     rt = RtOptions(parse_estimator(est), obs, ctl) if est else None
     robot = load_robot(source, tip_link=tip)
-    files = generate(robot, precision=precision, rt=rt).files
+    gen = generate(robot, precision=precision, rt=rt)
+    files = dict(gen.files, **{"host/" + name: text for name, text in gen.host.items()})
     if not est:   # the exports (manipgen convert, identify's identified YAML/URDF) of each description
         files = dict(files, export_yaml=robot_to_yaml(robot), export_urdf=robot_to_urdf(robot))
     out[key] = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(files.items())}
@@ -103,5 +104,6 @@ def test_generation_is_byte_identical_under_two_numerical_backends() -> None:
     # and the bundled robots equal the committed generated/ (whichever back-end: they agree)
     for name in BUNDLED:
         fresh = {n: h for n, h in native[name].items() if not n.startswith("export_")}
-        committed = {p.name: p.read_bytes() for p in (ROOT / "generated" / name).iterdir() if p.name in fresh}
+        folder = ROOT / "generated" / name
+        committed = {n: (folder / n).read_bytes() for n in fresh if (folder / n).is_file()}
         assert {n: hashlib.sha256(b).hexdigest() for n, b in committed.items()} == fresh, name

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codegen import spatial
+from codegen.model import spatial
 
 angles = st.floats(-np.pi, np.pi)
 lengths = st.floats(-1.0, 1.0)

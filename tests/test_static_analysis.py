@@ -9,6 +9,7 @@ generation, not by a macro of the C, so the float variants are the float build."
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from codegen.blocks.options import RtOptions, parse_estimator
-from codegen.description import load_robot
-from codegen.emit import generate
+from codegen.emit.generate import generate
+from codegen.model.description import load_robot
 from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,24 +96,30 @@ def cppcheck(folder: Path) -> None:
     tool = require_tool("cppcheck")
     sources = sorted(folder.glob("*.c")) + sorted(folder.glob("*.h"))
     assert sources, folder
-    r = subprocess.run([tool, *CPPCHECK, str(folder)], capture_output=True, text=True)
+    # the folder and its host/ (cppcheck walks it), each finding the other's headers
+    r = subprocess.run(
+        [tool, *CPPCHECK, f"-I{folder}", f"-I{folder / 'host'}", str(folder)], capture_output=True, text=True
+    )
     assert r.returncode == 0 and not r.stderr.strip(), f"cppcheck on {folder}:\n{r.stderr}"
 
 
 def committed_twin(source: Path) -> bool:
     """Whether generated/<robot>/ holds source and every header of its folder it includes, byte
     for byte (a variant's dynamics, say): then the committed folder's test covers it."""
-    committed = next((d for d in (ROOT / "generated").iterdir() if (d / source.name).is_file()), None)
+    top = source.parent.parent if source.parent.name == "host" else source.parent
+    rel = source.relative_to(top)
+    committed = next((d for d in (ROOT / "generated").iterdir() if (d / rel).is_file()), None)
     if committed is None:
         return False
-    todo, seen = [source.name], set()
+    todo, seen = [rel.name], set()
     while todo:
         name = todo.pop()
-        mine = source.parent / name
-        if name in seen or not mine.is_file():
+        mine = next((d / name for d in (top, top / "host") if (d / name).is_file()), None)
+        if name in seen or mine is None:
             continue
         seen.add(name)
-        if not (committed / name).is_file() or (committed / name).read_bytes() != mine.read_bytes():
+        twin = committed / mine.relative_to(top)
+        if not twin.is_file() or twin.read_bytes() != mine.read_bytes():
             return False
         todo += re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', mine.read_text(), re.MULTILINE)
     return True
@@ -123,14 +130,16 @@ def clang_tidy(folder: Path, skip_committed: bool = True) -> None:
     generated/ holds with the same headers is left to that folder's test: clang-tidy costs
     seconds a file (about 80 s of CPU for this module), the suite is near its budget."""
     tool = require_tool("clang-tidy")
-    sources = sorted(folder.glob("*.c"))
+    sources = sorted(folder.glob("*.c")) + sorted(folder.glob("host/*.c"))
     assert sources, folder
     if skip_committed:
         sources = [s for s in sources if not committed_twin(s)]
     if not sources:
         return
     r = subprocess.run(
-        [tool, *CLANG_TIDY, *map(str, sources), "--", *CFLAGS, f"-I{folder}"], capture_output=True, text=True
+        [tool, *CLANG_TIDY, *map(str, sources), "--", *CFLAGS, f"-I{folder}", f"-I{folder / 'host'}"],
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 0 and "warning:" not in r.stdout and "error:" not in r.stdout, (
         f"clang-tidy on {folder}:\n{r.stdout}\n{r.stderr}"
@@ -155,8 +164,8 @@ def variant_folder(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
 
 @pytest.fixture(scope="module")
 def excitation_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from codegen.emit_excitation import excitation_files
-    from host_tools.excite import random_excitation
+    from codegen.emit.excitation import excitation_files
+    from host_tools.identification.excitation import random_excitation
 
     robot = load_robot("ur5")
     exc = random_excitation(robot, 1)
@@ -169,7 +178,7 @@ def excitation_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def oesim() -> Path:
-    from host_tools.closed_loop import oesim_folder
+    from host_tools.identification.closed_loop import oesim_folder
 
     return oesim_folder("ur5")
 
@@ -210,17 +219,14 @@ def test_clang_tidy_finds_a_planted_finding(plant: str, tmp_path: Path) -> None:
     the committed one: an uninitialised read in a new .c; an int product as a pointer offset in a
     header (the loopback's, so that only its .c is checked again)."""
     folder = tmp_path / "planar2"
-    folder.mkdir()
-    for src in (ROOT / "generated" / "planar2").iterdir():
-        if src.is_file():
-            (folder / src.name).write_bytes(src.read_bytes())
+    shutil.copytree(ROOT / "generated" / "planar2", folder)
     if plant == "source":
         (folder / "planted.c").write_text(
             "int planted(int flag);\nint planted(int flag) { int v; if (flag) { v = 1; } return v; }\n"
         )
         expected = r"planted\.c:.*clang-analyzer"
     else:
-        header = folder / "planar2_loopback.h"
+        header = folder / "host" / "planar2_loopback.h"
         header.write_text(
             header.read_text().replace(
                 "#endif", "static inline double planted(const double *b, int i, int m) { return b[i * m]; }\n#endif"

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
+from codegen.blocks.options import realtime_defaults
 from codegen.errors import DescriptionError
-from codegen.export import robot_to_yaml
+from codegen.model.description import load_robot
+from codegen.model.export import robot_to_yaml
 
 INERTIAL = """<inertial><origin xyz="{x} 0 0" rpy="0 0 0"/><mass value="{m}"/>
   <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>"""
@@ -165,7 +166,7 @@ def test_overlay_declares_elastic_drives(urdf: Path, tmp_path: Path) -> None:
     assert a is not None and b is not None and robot.elastic
     assert (a.stiffness, a.damping, b.coupling) == (80.0, 0.4, ((0, 0.3),))
     assert a.motor_encoder is not None and a.motor_encoder.cpr == 4096 and a.motor_encoder.side == "motor"
-    assert robot.realtime.options.controller == "state_feedback"
+    assert realtime_defaults(robot).options.controller == "state_feedback"
     dyn = load(urdf, base_link="base", tip_link="tool", overlay=overlay)
     frozen = tmp_path / "frozen.yaml"
     frozen.write_text(robot_to_yaml(robot))

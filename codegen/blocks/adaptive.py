@@ -30,10 +30,9 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
+from . import registry
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
-
-ACCELERATION_ESTIMATORS = "kalman, nlhg, slimod or lsf with p >= 2"  # those whose q-ddot is not 0
 
 
 def build(
@@ -180,3 +179,22 @@ def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("wrench"), d)
     f = _solve(d["st.obs.jjt"], d["out.f_tip"])
     d["out.f_tip"] = np.zeros(6) if f is None else f
+
+
+registry.register(
+    registry.Observer(
+        name="adaptive",
+        summary="model-adaptive observer, estimated q-dot and q-ddot (seed 001 eqs. 9-21)",
+        build=build,
+        needs_acceleration=True,
+        window=10,  # the adaptive residual is a high-pass of the contact: isolate within 10 samples
+        fields=("k_o", "lam", "lam_f", "freeze"),
+    ),
+    registry.Observer(
+        name="adaptive_measured",
+        summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
+        build=lambda ctx: build(ctx, measured=True),
+        window=10,
+        fields=("k_o", "lam", "lam_f", "freeze"),
+    ),
+)

@@ -97,7 +97,8 @@ class Block:
     inputs: list[Field] = field(default_factory=list)  # extra fields of <robot>_rt_input_t it reads
     functions: list[Fn] = field(default_factory=list)
     derive: Fn | None = None  # config -> derived state, at init and at every config change
-    template: str = ""  # templates/rt/<template>.c.j2 ('' = calls its functions in order)
+    template: str = ""  # templates/rt/<template>.c.j2 ('' = the generic plumbing of its kind)
+    template_text: str = ""  # or the plumbing itself (jinja), for blocks registered from outside the project
     reference: Callable[[Data, Block], None] | None = None
     options: dict[str, object] = field(default_factory=dict)  # generation-time choices
 

@@ -10,9 +10,10 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
-from ..dynamics import Dynamics
-from ..model import Robot
-from ..params import BaseParameters, base_parameters
+from codegen.model.robot import Robot
+from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.params import BaseParameters, base_parameters
+
 from .options import RtOptions
 
 
@@ -47,7 +48,7 @@ class Ctx:
 
     @cached_property
     def base(self) -> BaseParameters:
-        """The base parameters (Gautier's numeric reduction, codegen.params)."""
+        """The base parameters (Gautier's numeric reduction, codegen.symbolic.params)."""
         return base_parameters(self.robot, self.dyn)
 
     @cached_property
@@ -80,7 +81,7 @@ class Ctx:
         }
 
     def call_elastic(self, name: str, *args: Any) -> Any:
-        """The series-elastic drives' expressions (codegen.dynamics), for elastic arms only."""
+        """The series-elastic drives' expressions (codegen.symbolic.dynamics), for elastic arms only."""
         return self._elastic_fns[name](*args)
 
     def call(self, name: str, *args: Any) -> Any:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
+from . import registry
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
@@ -238,3 +239,20 @@ def state_feedback(ctx: Ctx) -> Block:
         functions=[step],
         reference=reference,
     )
+
+
+registry.register(
+    registry.Controller(
+        name="computed_torque",
+        summary="computed torque on the estimates (seed 000 §IV: Kp = 100, Kd = 13)",
+        build=computed_torque,
+    ),
+    registry.Controller(name="pid", summary="joint PID with gravity compensation (seed 002's loop)", build=pid),
+    registry.Controller(
+        name="state_feedback",
+        summary="full-state feedback of a series-elastic arm, motor torques (seed 003 §3.2.4)",
+        build=state_feedback,
+        rigid=False,
+        elastic=True,
+    ),
+)

@@ -6,6 +6,7 @@ torque on the robot, as the other observers."""
 
 from __future__ import annotations
 
+from . import registry
 from .adaptive import motion_inputs, motion_source
 from .base import Block, Data, Field, evaluate, sx_function
 from .context import Ctx
@@ -36,3 +37,18 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
 
 def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("step"), d)
+
+
+registry.register(
+    registry.Observer(
+        name="direct",
+        summary="direct residual tau - (M qdd + n), estimated q-dot and q-ddot (seed 001 §II)",
+        build=build,
+        needs_acceleration=True,
+    ),
+    registry.Observer(
+        name="direct_measured",
+        summary="direct residual with measured q-dot and q-ddot as inputs",
+        build=lambda ctx: build(ctx, measured=True),
+    ),
+)

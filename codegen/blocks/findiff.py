@@ -8,8 +8,11 @@ seed 000's recorded real-robot estimates bit for bit (4 ms LWA-4P logs: findiff 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import casadi as cs
 
+from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -40,3 +43,27 @@ def build(ctx: Ctx, p: int) -> Block:
         functions=[init, step],
         reference=reference,
     )
+
+
+def _window(o: Mapping[str, float]) -> str | None:
+    p = o["p"]
+    return None if 1 <= p <= 64 else f"movav: window p must be in 1..64, got {p:g}"
+
+
+FINDIFF = registry.Estimator(
+    name="findiff",
+    summary="finite difference (seed 000 eq. 4)",
+    build=lambda ctx, choice: build(ctx, 1),
+    in_study=True,
+)
+MOVAV = registry.Estimator(
+    name="movav",
+    summary="moving average over p samples (seed 000 eq. 4)",
+    build=lambda ctx, choice: build(ctx, int(choice.get("p"))),
+    options={"p": int},
+    defaults={"p": 2},
+    check=_window,
+    grid=tuple(f"movav:p={p}" for p in range(2, 7)),
+    in_study=True,
+)
+registry.register(FINDIFF, MOVAV)

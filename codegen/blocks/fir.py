@@ -18,13 +18,16 @@ LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import casadi as cs
 import numpy as np
 import sympy as sp
 
-from .. import exact
+from codegen.model import exact
+
+from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -55,7 +58,7 @@ def coefficients(name: str, n: int, p: int = 1, lam: float = 1.0) -> tuple[np.nd
                 c[j] += w * b
         return np.array([float(x) for x in c]), None
     if name == "ewlr":
-        # exact weighted least squares in Fractions (codegen.exact): lam^k and the normal equations
+        # exact weighted least squares in Fractions (codegen.model.exact): lam^k and the normal equations
         # are rational in the float lam, so the taps round once and are the same on every machine
         lam_q = Fraction(float(lam))
         v = np.array([[Fraction(1), Fraction(-k)] for k in range(n)], dtype=object)
@@ -100,3 +103,62 @@ def build(ctx: Ctx, name: str, n: int, p: int = 1, lam: float = 1.0) -> Block:
         functions=[init, step],
         reference=reference,
     )
+
+
+def _lsf(o: Mapping[str, float]) -> str | None:
+    n, p = o["n"], o["p"]
+    return None if 0 < p < n <= 64 else f"lsf: need 0 < p < n <= 64 (order p, samples n), got n={n:g} p={p:g}"
+
+
+def _order(name: str) -> Callable[[Mapping[str, float]], str | None]:
+    def check(o: Mapping[str, float]) -> str | None:
+        n = o["n"]
+        return None if 1 <= n <= 8 else f"{name}: order n must be in 1..8, got {n:g}"
+
+    return check
+
+
+def _ewlr(o: Mapping[str, float]) -> str | None:
+    n, lam = o["n"], o["lam"]
+    return (
+        None if 2 <= n <= 64 and 0 < lam <= 1 else f"ewlr: need 2 <= n <= 64 and 0 < lam <= 1, got n={n:g} lam={lam:g}"
+    )
+
+
+registry.register(
+    registry.Estimator(
+        name="lsf",
+        summary="least-squares polynomial fit LSF(n, p) (seed 000 §II-B)",
+        build=lambda ctx, c: build(ctx, "lsf", int(c.get("n")), int(c.get("p"))),
+        options={"n": int, "p": int},
+        defaults={"n": 4, "p": 1},
+        check=_lsf,
+        acceleration="with p >= 2",
+        grid=tuple(f"lsf:n={n},p=1" for n in range(3, 9)) + tuple(f"lsf:n={n},p=2" for n in range(5, 9)),
+        in_study=True,
+    ),
+    registry.Estimator(
+        name="bde",
+        summary="backward difference expansion BDE(n) (seed 000 Table 5)",
+        build=lambda ctx, c: build(ctx, "bde", int(c.get("n"))),
+        options={"n": int},
+        defaults={"n": 2},
+        check=_order("bde"),
+    ),
+    registry.Estimator(
+        name="tse",
+        summary="Taylor series expansion TSE(n) (seed 000 Table 5)",
+        build=lambda ctx, c: build(ctx, "tse", int(c.get("n"))),
+        options={"n": int},
+        defaults={"n": 3},
+        check=_order("tse"),
+    ),
+    registry.Estimator(
+        name="ewlr",
+        summary="exponentially weighted linear regression EWLR(n, lam) (seed 003 §5.3)",
+        build=lambda ctx, c: build(ctx, "ewlr", int(c.get("n")), lam=c.get("lam")),
+        options={"n": int, "lam": float},
+        defaults={"n": 10, "lam": 0.8},
+        check=_ewlr,
+    ),
+)

@@ -13,13 +13,17 @@ current estimate x[k|k]. On a lost sample (valid = 0) it predicts without updati
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
 import casadi as cs
 import numpy as np
 
-from .. import exact
+from codegen.model import exact
+from codegen.model.robot import Robot
+
+from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -36,7 +40,7 @@ def discrete_model(ts: float) -> tuple[np.ndarray, np.ndarray]:
 
 def riccati(ts: float, q: float, r: float) -> Any:
     """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd (C = [1 0 0]) by the
-    structured doubling algorithm (Chu et al. 2004), in mpmath at codegen.exact.DIGITS digits from
+    structured doubling algorithm (Chu et al. 2004), in mpmath at codegen.model.exact.DIGITS digits from
     the exact A_d, Gamma_d of ``ts``: the gain printed into the C is the same on every machine (a
     double-precision doubling differs in the last bits from one BLAS kernel to the next). Written
     here so that the tests can hold it against scipy's DARE. Returns an mpmath 3x3 matrix."""
@@ -126,3 +130,37 @@ def build(ctx: Ctx) -> Block:
         functions=[init, step],
         reference=reference,
     )
+
+
+def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Design, ts: float) -> None:
+    """The steady-state gain from q_var (given or default) and r_var (given, else the quantisation
+    of the encoder the block reads: the motor channel's for the motor-side estimator)."""
+    enc = next(b for b in blocks if b.kind == "enc")
+    by_enc = {f.name: f.default_array() for f in enc.config}
+    side = "motor_" if block.kind == "mest" else ""
+    q_var = np.array(given["kalman.q_var"][0] if "kalman.q_var" in given else block.options["q_var"])
+    # a joint without a motor encoder (motor_cpr 0): its theta is constant; any finite variance does
+    cpr = np.where(by_enc[side + "cpr"] >= 1, by_enc[side + "cpr"], by_enc["cpr"])
+    r_var = (
+        np.array(given["kalman.r_var"][0])
+        if "kalman.r_var" in given and not side
+        else np.array([measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
+    )
+    gain = design(ts, q_var, r_var)
+    block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
+    by = {f.name: i for i, f in enumerate(block.config)}
+    block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))
+
+
+SPEC = registry.Estimator(
+    name="kalman",
+    summary="Kalman filter, constant-jerk model, steady-state gain (seed 000 §II-C)",
+    build=lambda ctx, choice: build(ctx),
+    acceleration="always",
+    genes=(registry.Gene("est.q_var", 1e-3, 1e5),),
+    in_study=True,
+    design_keys=("q_var", "r_var"),
+    finish=_finish,
+    default=True,
+)
+registry.register(SPEC)

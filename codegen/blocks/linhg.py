@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import casadi as cs
 
+from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
@@ -83,3 +84,16 @@ def build(
         derive=derive,
         reference=reference,
     )
+
+
+SPEC = registry.Estimator(
+    name="linhg",
+    summary="linear high-gain observer (seed 000 §II-D)",
+    build=lambda ctx, choice: build(ctx),
+    genes=(
+        registry.Gene("est.h1", 0.5, 300.0),
+        registry.Gene("est.h2", 0.5, 5000.0),
+    ),
+    in_study=True,
+)
+registry.register(SPEC)

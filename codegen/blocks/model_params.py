@@ -10,7 +10,8 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
-from ..model import LINK_PARAMS
+from codegen.model.robot import LINK_PARAMS
+
 from .base import Block, Field, sx_function
 from .context import Ctx
 

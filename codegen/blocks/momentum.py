@@ -20,6 +20,7 @@ the robot, in the joint torque's sign convention.
 
 from __future__ import annotations
 
+from . import registry
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
@@ -96,3 +97,14 @@ def reference(d: Data, block: Block) -> None:
         d["st.obs.p0"] = d["st.obs.p"].copy()
         for b in ("st.obs.integ", "st.obs.r", "out.r"):
             d[b] = d[b] * 0.0
+
+
+registry.register(
+    registry.Observer(
+        name="momentum",
+        summary="generalized-momentum observer (seed 001 eq. 7; seed 003 §5.2 with tau_el)",
+        build=build,
+        elastic=True,
+        fields=("k_o",),
+    )
+)

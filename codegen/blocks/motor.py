@@ -8,9 +8,9 @@ Model-based estimators (nlhg, slimod) have no motor-side form: their model is th
 
 from __future__ import annotations
 
+from . import registry
 from .base import Block, Field, Fn
 
-MODEL_FREE = ("findiff", "movav", "lsf", "bde", "tse", "ewlr", "kalman", "linhg")
 RENAMED = {
     "out.q": "out.theta",
     "loc.valid": "loc.motor_valid",
@@ -42,10 +42,11 @@ def _fn(f: Fn) -> Fn:
 
 def build(est: Block) -> Block:
     """The motor-side twin of the link estimator ``est`` (ValueError for a model-based one)."""
-    if est.name not in MODEL_FREE:
+    if registry.estimators()[est.name].model_based:
+        model_free = [n for n, e in registry.estimators().items() if not e.model_based]
         raise ValueError(
             f"the {est.name} estimator has no motor-side form (its model is the rigid link's); "
-            f"an elastic arm needs one of {', '.join(MODEL_FREE)}"
+            f"an elastic arm needs one of {', '.join(model_free)}"
         )
     n = est.outputs[0].shape[0]
     return Block(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import casadi as cs
 
+from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 from .estimator import model_based_reference, outputs
@@ -66,3 +67,18 @@ def build(
         functions=[init, step],
         reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )
+
+
+SPEC = registry.Estimator(
+    name="nlhg",
+    summary="nonlinear high-gain observer on the rigid model (seed 000 §II-E)",
+    build=lambda ctx, choice: build(ctx),
+    acceleration="always",
+    model_based=True,
+    genes=(
+        registry.Gene("est.l1", 0.05, 20.0),
+        registry.Gene("est.l2", 0.05, 50.0),
+    ),
+    in_study=True,
+)
+registry.register(SPEC)

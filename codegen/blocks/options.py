@@ -9,27 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ESTIMATORS: dict[str, dict[str, type]] = {
-    "findiff": {},
-    "movav": {"p": int},
-    "lsf": {"n": int, "p": int},
-    "bde": {"n": int},
-    "tse": {"n": int},
-    "ewlr": {"n": int, "lam": float},
-    "kalman": {},
-    "linhg": {},
-    "nlhg": {},
-    "slimod": {},
-}
-OBSERVERS = ("none", "momentum", "adaptive", "adaptive_measured", "direct", "direct_measured")
-CONTROLLERS = ("none", "computed_torque", "pid", "state_feedback")  # state_feedback: elastic arms
-DEFAULT_OPTIONS: dict[str, dict[str, float]] = {
-    "movav": {"p": 2},
-    "lsf": {"n": 4, "p": 1},
-    "bde": {"n": 2},
-    "tse": {"n": 3},
-    "ewlr": {"n": 10, "lam": 0.8},
-}
+from codegen.blocks import registry
+from codegen.errors import DescriptionError
+from codegen.model.robot import Robot
 
 
 class OptionError(ValueError):
@@ -50,10 +32,13 @@ class EstimatorChoice:
 
 
 def estimator_choice(name: str, params: dict[str, object]) -> EstimatorChoice:
-    if name not in ESTIMATORS:
-        raise OptionError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}")
-    allowed = ESTIMATORS[name]
-    merged: dict[str, float] = dict(DEFAULT_OPTIONS.get(name, {}))
+    """An estimator with its options (the registry's defaults for those not given), checked."""
+    specs = registry.estimators()
+    if name not in specs:
+        raise OptionError(f"unknown estimator {name!r}; choose from {', '.join(specs)}")
+    spec = specs[name]
+    allowed = spec.options
+    merged: dict[str, float] = {k: float(v) for k, v in spec.defaults.items()}
     for key, value in params.items():
         if key not in allowed:
             raise OptionError(
@@ -66,19 +51,10 @@ def estimator_choice(name: str, params: dict[str, object]) -> EstimatorChoice:
         if isinstance(value, float) and allowed[key] is int and value != int(value):
             raise OptionError(f"estimator {name}: {key} must be an integer, got {value!r}")
         merged[key] = float(v)
-    _check(name, merged)
+    problem = spec.check(merged) if spec.check is not None else None
+    if problem:
+        raise OptionError(problem)
     return EstimatorChoice(name, tuple(sorted(merged.items())))
-
-
-def _check(name: str, o: dict[str, float]) -> None:
-    if name == "movav" and not 1 <= o["p"] <= 64:
-        raise OptionError(f"movav: window p must be in 1..64, got {o['p']:g}")
-    if name == "lsf" and not (0 < o["p"] < o["n"] <= 64):
-        raise OptionError(f"lsf: need 0 < p < n <= 64 (order p, samples n), got n={o['n']:g} p={o['p']:g}")
-    if name in ("bde", "tse") and not 1 <= o["n"] <= 8:
-        raise OptionError(f"{name}: order n must be in 1..8, got {o['n']:g}")
-    if name == "ewlr" and not (2 <= o["n"] <= 64 and 0 < o["lam"] <= 1):
-        raise OptionError(f"ewlr: need 2 <= n <= 64 and 0 < lam <= 1, got n={o['n']:g} lam={o['lam']:g}")
 
 
 def parse_estimator(text: str) -> EstimatorChoice:
@@ -98,19 +74,21 @@ def parse_estimator(text: str) -> EstimatorChoice:
 
 @dataclass(frozen=True)
 class RtOptions:
-    estimator: EstimatorChoice = EstimatorChoice("kalman")
+    estimator: EstimatorChoice = field(default_factory=lambda: estimator_choice(registry.default_estimator().name, {}))
     observer: str = "momentum"
     controller: str = "computed_torque"
     constant_params: bool = False  # fold the robot's parameters in (fast path, no model config)
     sample_period: float | None = None  # None: the robot description's
 
     def __post_init__(self) -> None:
-        if self.observer not in OBSERVERS:
-            raise OptionError(f"unknown observer {self.observer!r}; choose from {', '.join(OBSERVERS)}")
+        if self.observer not in registry.observers():
+            raise OptionError(f"unknown observer {self.observer!r}; choose from {', '.join(registry.observers())}")
         if self.sample_period is not None and not (0 < self.sample_period < 10):
             raise OptionError(f"sample period must be in (0, 10) s, got {self.sample_period!r}")
-        if self.controller not in CONTROLLERS:
-            raise OptionError(f"unknown controller {self.controller!r}; choose from {', '.join(CONTROLLERS)}")
+        if self.controller not in registry.controllers():
+            raise OptionError(
+                f"unknown controller {self.controller!r}; choose from {', '.join(registry.controllers())}"
+            )
 
     @property
     def label(self) -> str:
@@ -125,6 +103,26 @@ class RtOptions:
 class RealtimeDefaults:
     """The robot YAML's ``realtime:`` section (options and config overrides with their lines)."""
 
-    options: RtOptions = RtOptions()
+    options: RtOptions = field(default_factory=lambda: RtOptions())
     config: tuple[tuple[str, tuple[float, ...], int], ...] = ()  # (block.field, values, line)
     given: frozenset[str] = field(default_factory=frozenset)  # which of the options were set
+
+
+def realtime_defaults(robot: Robot) -> RealtimeDefaults:
+    """The pipeline a robot's description asks for (its ``realtime:`` section), checked against the
+    blocks that exist; an elastic arm's controller defaults to state_feedback (it commands motor
+    torques). Errors name the description's file, field and line."""
+    kw: dict[str, object] = {}
+    for key, value, line in robot.realtime.choices:
+        try:
+            if key == "estimator":
+                kw[key] = parse_estimator(str(value))
+            else:
+                kw[key] = value
+                RtOptions(**{key: value})  # type: ignore[arg-type]
+        except OptionError as exc:
+            raise DescriptionError(robot.file, f"realtime.{key}", str(exc), line or None) from None
+    given = frozenset(kw)
+    if robot.elastic and "controller" not in kw:
+        kw["controller"] = "state_feedback"
+    return RealtimeDefaults(options=RtOptions(**kw), config=robot.realtime.config, given=given)  # type: ignore[arg-type]

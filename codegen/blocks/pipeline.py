@@ -13,49 +13,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dynamics import Dynamics
+from codegen.blocks import detect, encoder, model_params, motor, registry
+from codegen.model.robot import Robot
+from codegen.symbolic.dynamics import Dynamics
+
 from ..errors import DescriptionError
-from ..model import Robot
-from . import (
-    adaptive,
-    controllers,
-    detect,
-    direct,
-    encoder,
-    findiff,
-    fir,
-    kalman,
-    linhg,
-    model_params,
-    momentum,
-    motor,
-    nlhg,
-    slimod,
-)
 from .base import Block, Data, Field, evaluate
 from .context import Ctx
-from .options import ESTIMATORS, RtOptions
+from .options import RtOptions
 
 
 def _estimator(ctx: Ctx) -> Block:
-    e = ctx.options.estimator
-    if e.name == "findiff":
-        return findiff.build(ctx, 1)
-    if e.name == "movav":
-        return findiff.build(ctx, int(e.get("p")))
-    if e.name == "lsf":
-        return fir.build(ctx, "lsf", int(e.get("n")), int(e.get("p")))
-    if e.name in ("bde", "tse"):
-        return fir.build(ctx, e.name, int(e.get("n")))
-    if e.name == "ewlr":
-        return fir.build(ctx, "ewlr", int(e.get("n")), lam=e.get("lam"))
-    if e.name == "kalman":
-        return kalman.build(ctx)
-    if e.name == "linhg":
-        return linhg.build(ctx)
-    if e.name == "nlhg":
-        return nlhg.build(ctx)
-    return slimod.build(ctx)
+    choice = ctx.options.estimator
+    spec = registry.estimators()[choice.name]
+    block = spec.build(ctx, choice)
+    text = spec.template_text()
+    return dataclasses.replace(block, template_text=text) if text else block
 
 
 def input_fields(n: int) -> list[Field]:
@@ -220,42 +193,42 @@ class Pipeline:
                 d[k] = v
 
 
-OBSERVER_FIELDS = {"k_o", "lam", "lam_f", "freeze"}  # config fields some observer has (obs.<field> keys)
-DESIGN_KEYS = {"kalman.q_var", "kalman.r_var"}  # generation-time design values, not config fields
-
-
 def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple[float, ...], int]]:
     """Apply the YAML ``realtime.config`` defaults; return the design values given (key -> values, line).
     Keys are ``<estimator name>.<field>`` (e.g. ``linhg.h1``: used only when that estimator is
     generated) or ``<kind>.<field>`` for the other blocks (``obs.k_o``, ``det.threshold``,
     ``ctl.kp``; ignored when the block is not generated)."""
     prefixes = {b.name if b.kind == "est" else b.kind: b for b in blocks}  # the motor estimator: mest
-    design: dict[str, tuple[tuple[float, ...], int]] = {}
-    for key, values, line in robot.realtime.config:
+    estimators = registry.estimators()
+    design_keys = {f"{n}.{k}" for n, e in estimators.items() for k in e.design_keys}  # not config fields
+    observer_fields = {f for o in registry.observers().values() for f in o.fields}  # obs.<field> keys
+    design: registry.Design = {}
+    for key, values, line in robot.realtime.config:  # checked against the blocks here
         prefix, _, name = key.partition(".")
         where = f"realtime.config.{key}"
-        if prefix not in set(ESTIMATORS) | {"model", "enc", "mest", "obs", "det", "ctl"}:
+        if prefix not in set(estimators) | {"model", "enc", "mest", "obs", "det", "ctl"}:
             raise DescriptionError(
                 robot.file,
                 where,
                 "keys are <estimator>.<field> (estimators: "
-                + ", ".join(ESTIMATORS)
+                + ", ".join(estimators)
                 + ") or model/enc/mest/obs/det/ctl.<field>",
                 line,
             )
         b = prefixes.get(prefix)
         if b is None:
             continue
-        if key in DESIGN_KEYS:
+        if key in design_keys:
             if len(values) not in (1, robot.dof) or not all(v > 0 for v in values):
                 raise DescriptionError(robot.file, where, f"expected 1 or {robot.dof} positive numbers", line)
             design[key] = (tuple(values) * (robot.dof if len(values) == 1 else 1), line)
             continue
         idx = next((i for i, x in enumerate(b.config) if x.name == name), None)
-        if idx is None and prefix == "obs" and name in OBSERVER_FIELDS:
+        if idx is None and prefix == "obs" and name in observer_fields:
             continue  # a field of another observer (the YAML may serve several pipelines)
         if idx is None:
-            extra = " and the design values q_var, r_var" if b.name == "kalman" else ""
+            keys = estimators[b.name].design_keys if b.kind == "est" else ()
+            extra = " and the design values " + ", ".join(keys) if keys else ""
             raise DescriptionError(
                 robot.file,
                 where,
@@ -269,8 +242,8 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
         if problem:
             raise DescriptionError(robot.file, where, problem, line)
         b.config[idx] = dataclasses.replace(fld, default=tuple(values) * (fld.size if len(values) == 1 else 1))
-        if key == "kalman.gain":
-            design[key] = (tuple(values), line)
+        if b.kind in ("est", "mest") and estimators[b.name].design_keys:
+            design[key] = (tuple(values), line)  # a designed field given outright: no redesign
     return design
 
 
@@ -284,9 +257,12 @@ def _gives_acceleration(estimator: Block) -> bool:
 
 def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None) -> Pipeline:
     ctx = Ctx(robot, dyn or Dynamics(robot), options)
+    estimator = registry.estimators()[options.estimator.name]
+    observer = registry.observers()[options.observer]
+    controller = registry.controllers()[options.controller]
     blocks: list[Block] = []
     if not options.constant_params and (
-        options.observer != "none" or options.controller != "none" or options.estimator.name in ("nlhg", "slimod")
+        observer.build is not None or controller.build is not None or estimator.model_based
     ):
         blocks.append(model_params.build(ctx))
     blocks.append(encoder.build(ctx))
@@ -297,40 +273,38 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
             blocks.append(motor.build(blocks[-1]))
         except ValueError as exc:
             raise DescriptionError(robot.file, "realtime.estimator", str(exc)) from None
-    elif options.controller == "state_feedback":
+    elif not controller.rigid:
+        rigid = ", ".join(n for n, c in registry.controllers().items() if c.rigid and c.build is not None)
         raise DescriptionError(
             robot.file,
             "realtime.controller",
-            "the state_feedback controller is for series-elastic joints (elastic:); choose computed_torque or pid",
+            f"the {controller.name} controller is for series-elastic joints (elastic:); choose {rigid}",
         )
-    if options.observer == "momentum":
-        blocks.append(momentum.build(ctx))
-    elif options.observer in ("adaptive", "direct") and not _gives_acceleration(blocks[-1]):
+    if observer.needs_acceleration and not _gives_acceleration(blocks[-1]):
         raise DescriptionError(
             robot.file,
             "realtime.observer",
-            f"the {options.observer} observer needs the joint "
+            f"the {observer.name} observer needs the joint "
             f"acceleration, which the {options.estimator.label} estimator does not give: choose "
-            f"{adaptive.ACCELERATION_ESTIMATORS}, or {options.observer}_measured (q-dot, q-ddot "
+            f"{registry.acceleration_estimators()}, or {observer.name}_measured (q-dot, q-ddot "
             "as inputs)",
         )
-    elif options.observer.startswith("adaptive"):
-        blocks.append(adaptive.build(ctx, measured=options.observer.endswith("_measured")))
-    elif options.observer.startswith("direct"):
-        blocks.append(direct.build(ctx, measured=options.observer.endswith("_measured")))
-    if options.observer != "none":
-        # the adaptive residual is a high-pass of the contact: isolate within 10 samples of the flag
-        blocks.append(detect.build(ctx, window=10 if options.observer.startswith("adaptive") else 1_000_000))
-    if options.controller == "computed_torque":
-        blocks.append(controllers.computed_torque(ctx))
-    elif options.controller == "pid":
-        blocks.append(controllers.pid(ctx))
-    elif options.controller == "state_feedback":
-        blocks.append(controllers.state_feedback(ctx))
+    if observer.build is not None:
+        blocks.append(observer.build(ctx))
+        blocks.append(detect.build(ctx, window=observer.window))
+    if controller.build is not None:
+        blocks.append(controller.build(ctx))
     design = _apply_overrides(blocks, robot)
-    for kal in (b for b in blocks if b.name == "kalman"):  # the gain follows the final design values
-        if ("kalman" if kal.kind == "est" else kal.kind) + ".gain" not in design:
-            _design_kalman(kal, blocks, robot, design, ctx.ts)
+    for b in blocks:  # designed config (the Kalman gain) follows the final design values
+        spec = registry.estimators()[b.name] if b.kind in ("est", "mest") else None
+        prefix = b.name if b.kind == "est" else b.kind
+        given = (
+            any(k.startswith(prefix + ".") and k.partition(".")[2] not in spec.design_keys for k in design)
+            if spec
+            else True
+        )
+        if spec is not None and spec.finish is not None and not given:
+            spec.finish(b, blocks, robot, design, ctx.ts)
     return Pipeline(robot, options, blocks, ctx)
 
 
@@ -347,39 +321,19 @@ def _check_elastic(robot: Robot, options: RtOptions) -> None:
                 "elastic arm reads the motor positions theta (the tau_el observer, the "
                 "state-feedback controller): give each joint its motor encoder",
             )
-    if options.observer not in ("none", "momentum"):
+    observers = [n for n, o in registry.observers().items() if o.elastic]
+    if options.observer not in observers:
         raise DescriptionError(
             robot.file,
             "realtime.observer",
-            f"{robot.name} has series-elastic joints: its "
-            "observer is momentum (driven by tau_el, seed 003 §5.2) or none, not " + options.observer,
+            f"{robot.name} has series-elastic joints: its observer is one of "
+            f"{', '.join(observers)} (driven by tau_el, seed 003 §5.2), not {options.observer}",
         )
-    if options.controller not in ("none", "state_feedback"):
+    controllers = [n for n, c in registry.controllers().items() if c.elastic]
+    if options.controller not in controllers:
         raise DescriptionError(
             robot.file,
             "realtime.controller",
-            f"{robot.name} has series-elastic joints: its "
-            "controller commands motor torques: state_feedback (seed 003 §3.2.4) or none, not " + options.controller,
+            f"{robot.name} has series-elastic joints: its controller commands motor torques: one of "
+            f"{', '.join(controllers)} (seed 003 §3.2.4), not {options.controller}",
         )
-
-
-def _design_kalman(
-    block: Block, blocks: list[Block], robot: Robot, design: dict[str, tuple[tuple[float, ...], int]], ts: float
-) -> None:
-    """The steady-state gain from q_var (design or default) and r_var (design, else the quantisation
-    of the encoder the block reads: the motor channel's for the motor-side estimator)."""
-    enc = next(b for b in blocks if b.kind == "enc")
-    by_enc = {f.name: f.default_array() for f in enc.config}
-    side = "motor_" if block.kind == "mest" else ""
-    q_var = np.array(design["kalman.q_var"][0] if "kalman.q_var" in design else block.options["q_var"])
-    # a joint without a motor encoder (motor_cpr 0): its theta is constant; any finite variance does
-    cpr = np.where(by_enc[side + "cpr"] >= 1, by_enc[side + "cpr"], by_enc["cpr"])
-    r_var = (
-        np.array(design["kalman.r_var"][0])
-        if "kalman.r_var" in design and not side
-        else np.array([kalman.measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
-    )
-    gain = kalman.design(ts, q_var, r_var)
-    block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
-    by = {f.name: i for i, f in enumerate(block.config)}
-    block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import casadi as cs
 
+from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 from .estimator import model_based_reference, outputs
@@ -90,3 +91,19 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
         derive=derive,
         reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )
+
+
+SPEC = registry.Estimator(
+    name="slimod",
+    summary="sliding-mode observer on the rigid model (seed 000 §II-F)",
+    build=lambda ctx, choice: build(ctx),
+    acceleration="always",
+    model_based=True,
+    genes=(
+        registry.Gene("est.f_plus", 0.1, 200.0),
+        registry.Gene("est.k1", 1.0, 500.0, per_joint=False),
+        registry.Gene("est.k2", 1.0, 500.0, per_joint=False),
+    ),
+    in_study=True,
+)
+registry.register(SPEC)

@@ -10,13 +10,20 @@ import casadi as cs
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from codegen.dynamics import Dynamics
-from host_tools import elastic_ident as ei
-from host_tools.excite import Excitation, ExciteSettings, design, random_excitation, regressor_cond, stage_regressor
-from host_tools.identify import model
-from host_tools.loopback import simulate
-from host_tools.rt import load_rt
+from codegen.model.description import load_robot
+from codegen.symbolic.dynamics import Dynamics
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.identification import elastic as ei
+from host_tools.identification.excitation import (
+    Excitation,
+    ExciteSettings,
+    design,
+    random_excitation,
+    regressor_cond,
+    stage_regressor,
+)
+from host_tools.identification.least_squares import model
 
 ROBOT = "biorob4"
 
@@ -80,8 +87,8 @@ def test_validation_reproduces_the_elastic_torque(runs: dict) -> None:
     """On a random 20 s motion (seed 003 Table 4.4's epsilon_RMS, eq. 4.50): Y_b beta reproduces
     (I + A)^T tau_el to under 1 % of its spread (measured 1.5e-4 .. 4.3e-4 N m against a 3.3 N m
     standard deviation on joint 2)."""
-    from host_tools.loopback import simulate
-    from host_tools.rt import load_rt
+    from host_tools.bindings.loopback import simulate
+    from host_tools.bindings.rt import load_rt
 
     robot = runs["robot"]
     val = random_excitation(robot, 100, speed=0.5, base_frequency=0.05)
@@ -151,7 +158,7 @@ def test_identification_from_recorded_runs(tmp_path: Path) -> None:
 
     import yaml
 
-    from host_tools.logs import Log
+    from host_tools.data.logs import Log
 
     root = Path(__file__).resolve().parent.parent.parent
     doc = yaml.safe_load((root / "robots" / "biorob4.yaml").read_text())

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from tooling import require_tool
 
-from codegen.description import load_robot
-from codegen.emit_excitation import excitation_files
-from host_tools.excite import Excitation, ExciteSettings, _SvdObjective, design, regressor_cond
+from codegen.emit.excitation import excitation_files
+from codegen.model.description import load_robot
+from host_tools.identification.excitation import Excitation, ExciteSettings, _SvdObjective, design, regressor_cond
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
@@ -249,7 +249,7 @@ def test_designed_excitation_holds_its_limits_at_10khz(planar) -> None:
 def test_random_excitations_hold_their_limits_at_10khz(name: str, seed: int) -> None:
     """random_excitation scales a large series down to the limits (speed 1: the full qd, qdd
     limits) through within_limits at its 1 kHz design rate; at 10 kHz nothing crosses them."""
-    from host_tools.excite import random_excitation
+    from host_tools.identification.excitation import random_excitation
 
     robot = load_robot(name)
     exc = random_excitation(robot, seed, speed=1.0, harmonics=5, base_frequency=0.1, rate=1000.0)
@@ -273,7 +273,7 @@ def test_torque_limits_hold_between_samples() -> None:
     """within_torque_limits on a planar2 motion whose torque exceeds a tightened limit: at 10 kHz,
     through the generated C's rnea (not the design's CasADi expression), |tau| stays within it."""
     from host_tools import load
-    from host_tools.excite import random_excitation, within_torque_limits
+    from host_tools.identification.excitation import random_excitation, within_torque_limits
 
     robot = load_robot("planar2")
     dyn = load("planar2")

@@ -13,15 +13,15 @@ import casadi as cs
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from codegen.dynamics import Dynamics
+from codegen.model.description import load_robot
+from codegen.symbolic.dynamics import Dynamics
 from host_tools import load
-from host_tools.excite import ExciteSettings, design
-from host_tools.ident_pipeline import IdentSettings, synthetic_log
-from host_tools.ident_report import NOISE_FLOOR_FACTOR
-from host_tools.identify import essential, least_squares, model
-from host_tools.logs import Log
-from host_tools.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
+from host_tools.cli.identify_report import NOISE_FLOOR_FACTOR
+from host_tools.data.logs import Log
+from host_tools.identification.excitation import ExciteSettings, design
+from host_tools.identification.least_squares import essential, least_squares, model
+from host_tools.identification.pipeline import IdentSettings, synthetic_log
+from host_tools.identification.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
 
 
 def test_period_average_and_its_variance() -> None:
@@ -100,6 +100,26 @@ def test_regrouping_matches_the_generated_base_parameters() -> None:
     assert np.allclose(m.stacked(q, qd, qdd) @ m.true_base(), tau.reshape(-1), rtol=1e-10, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", ["kuka_iiwa14", "schunk_lwa4p", "planar2"])
+def test_the_stacked_regressor_is_the_generated_c_and_equals_casadi(name: str) -> None:
+    """Identification evaluates Y_b with the generated C's batch loop; CasADi's virtual machine on the
+    same expression is the reference. Both run the same expression graph in double with no
+    contraction (gcc -std=c99: -ffp-contract=off; no -ffast-math) and the same libm, so equality is
+    expected to the bit; the bound 1e-12 x each column's largest |entry| leaves room only for a libm
+    or compiler that rounds one operation differently (one ulp is 2.2e-16 relative)."""
+    robot = load_robot(name)
+    m = model(robot)
+    dyn = Dynamics(robot)
+    vm = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(m.base.columns))])
+    rng = np.random.default_rng(5)
+    k, n = 400, robot.dof
+    q, qd, qdd = (rng.uniform(-2, 2, (k, n)) for _ in range(3))
+    reference = np.array(vm.map(k)(q.T, qd.T, qdd.T)).reshape(n, k, -1).transpose(1, 0, 2).reshape(k * n, -1)
+    ours = m.stacked(q, qd, qdd)
+    scale = np.maximum(np.max(np.abs(reference), axis=0), np.finfo(float).tiny)
+    assert np.all(np.abs(ours - reference) <= 1e-12 * scale), np.max(np.abs(ours - reference) / scale)
+
+
 def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     """seed 004's chain on the loopback: the optimised excitation (6 periods, 0.2 N m torque noise),
     identify, retrieve physical parameters, compare with the description's own."""
@@ -175,7 +195,8 @@ def test_identify_warns_when_the_fit_is_above_its_noise_floor(
     round trip is held to."""
     from dataclasses import dataclass
 
-    from host_tools import cli, ident_pipeline
+    from host_tools import cli
+    from host_tools.identification import pipeline as ident_pipeline
 
     @dataclass(frozen=True)
     class NarrowBand(IdentSettings):
@@ -224,7 +245,7 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     assert well and np.max(np.abs(values[well] - truth[well]) / np.abs(truth[well])) <= 0.01
     assert len(doc["validation_rms"]["physical"]) == 2
     # the same run as CSV (time, q, tau at the instants): the same identification
-    from host_tools.ident_pipeline import samples_of
+    from host_tools.identification.pipeline import samples_of
 
     run = samples_of("planar2", Log.load(tmp_path / "run.npz"))
     t = np.arange(len(run.q)) * run.sample_period

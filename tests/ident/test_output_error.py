@@ -15,13 +15,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from host_tools.closed_loop import ClosedLoopModel, Loop, oesim_folder
-from host_tools.loopback import SimulationError, simulate
-from host_tools.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run, tables, write
-from host_tools.outputerror import Identification, OEData, OESettings, autocorrelation, description_start
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import SimulationError, simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.cli.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run, tables, write
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.identification.closed_loop import ClosedLoopModel, Loop, oesim_folder
+from host_tools.identification.output_error import (
+    Identification,
+    OEData,
+    OESettings,
+    autocorrelation,
+    description_start,
+)
 from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +157,7 @@ def run12() -> tuple:
     disturbance): (log, loop, truth, options)."""
     opts = OESynthetic(duration=12.0, seed=2)
     log, loop = synthetic_run("ur5", opts)
-    from host_tools.identify import model
+    from host_tools.identification.least_squares import model
 
     return log, loop, model(load_robot("ur5")).true_base(), opts
 
@@ -391,7 +397,7 @@ def test_cli_warns_when_the_loop_does_not_fit(tmp_path: Path) -> None:
 
 
 def test_oesim_generation_is_deterministic() -> None:
-    from codegen.emit_oesim import oesim_files
+    from codegen.emit.oesim import oesim_files
 
     robot = load_robot("ur5")
     assert oesim_files(robot) == oesim_files(robot)
@@ -401,8 +407,10 @@ def test_oesim_generation_is_deterministic() -> None:
 def test_oesim_c_is_strict_c99(cc: str, tmp_path: Path) -> None:
     require_tool(cc)
     folder = oesim_folder("ur5")
-    for src in (folder / "ur5_oesim.c", folder / "ur5_dynamics.c"):
+    for src in (folder / "host" / "ur5_oesim.c", folder / "ur5_dynamics.c"):
         r = subprocess.run(
-            [cc, *STRICT, "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))], capture_output=True, text=True
+            [cc, *STRICT, f"-I{folder}", "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],
+            capture_output=True,
+            text=True,
         )
         assert r.returncode == 0, r.stderr

@@ -27,7 +27,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from codegen.cprint import Precision
+from codegen.emit.cprint import Precision
 
 from .pinocchio_models import (
     PIN_TO_PROJECT,

@@ -55,7 +55,7 @@ _OPS: dict[type, Callable[[float, float], float]] = {
 
 
 # --------------------------------------------------------------------------------------------
-# YAML reading (independent of codegen.yamlio)
+# YAML reading (independent of codegen.model.yamlio)
 # --------------------------------------------------------------------------------------------
 def _eval(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):

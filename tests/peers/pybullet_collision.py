@@ -42,12 +42,19 @@ import pybullet as pb
 import pybullet_data
 from scipy.spatial.transform import Rotation
 
-from codegen.description import load_robot
-from host_tools.collide import ImpactTrace, any_above, impact_figure, rising_edges, threshold_ratio, tip_force_along
-from host_tools.excite import random_excitation
-from host_tools.logs import Log
-from host_tools.rt import Realtime, fill_inputs, load_rt
-from host_tools.trajectories import Trajectory, quintic
+from codegen.model.description import load_robot
+from host_tools.bindings.rt import Realtime, fill_inputs, load_rt
+from host_tools.cli import plots
+from host_tools.data.logs import Log
+from host_tools.data.trajectories import Trajectory, quintic
+from host_tools.identification.excitation import random_excitation
+from host_tools.studies.collide import (
+    ImpactTrace,
+    any_above,
+    rising_edges,
+    threshold_ratio,
+    tip_force_along,
+)
 
 BASE_LINK, TIP_LINK = "lbr_iiwa_link_0", "lbr_iiwa_link_7"
 OVERLAY = Path(__file__).parent / "data" / "pybullet_iiwa.yaml"
@@ -552,7 +559,7 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def figure(res: PbResult, path: Path) -> Path:
-    """Like seed 001 Figs. 10 a-b and 8 (host_tools.collide.impact_figure): the contact-free threshold
+    """Like seed 001 Figs. 10 a-b and 8 (host_tools.cli.plots.collision_impacts): the contact-free threshold
     ratios, and per impact PyBullet's contact normal force against each observer's tip-force estimate
     along the box normal, and the ratio around the first contact."""
     from host_tools import load
@@ -582,7 +589,9 @@ def figure(res: PbResult, path: Path) -> Path:
             )
         )
     free = {o: threshold_ratio(res.outputs[(o, "free")]["r"][k0:], thresholds[o]) for o in observers}
-    return impact_figure(free, ts, res.doc["settings"]["skip"], traces, path, "PyBullet contact (normal force)")
+    return plots.collision_impacts(
+        free, ts, res.doc["settings"]["skip"], traces, path, "PyBullet contact (normal force)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -590,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("out/pybullet_collision"))
     args = ap.parse_args(argv)
     res = scenario(progress=lambda m: print(m, flush=True))
-    from codegen.outputs import write_file
+    from codegen.emit.files import write_file
 
     write_file(args.out / "pybullet_collision.json", json.dumps(res.doc, indent=1) + "\n")
     write_file(args.out / "pybullet_collision.md", table(res.doc))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.description import load_robot
-from host_tools.closed_loop import ClosedLoopModel, Loop
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
+from codegen.model.description import load_robot
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.identification.closed_loop import ClosedLoopModel, Loop
 
 from .pinocchio_closed_loop import simulate_ur5
 

@@ -1,8 +1,8 @@
-"""The exported descriptions (codegen.export: `manipgen convert`, `identify --out`) are the same robot:
+"""The exported descriptions (codegen.model.export: `manipgen convert`, `identify --out`) are the same robot:
 Pinocchio's own URDF parser on robot_to_urdf's output, and the peers' YAML reader on
 robot_to_yaml's, against Pinocchio's model of the original YAML -- tip pose and joint torques
 (rigid bodies, no rotor inertia or friction: URDF has neither). Standard-DH tables are the case
-that needs care: their link frame sits off the joint axis by a (codegen.export.UrdfChain)."""
+that needs care: their link frame sits off the joint axis by a (codegen.model.export.UrdfChain)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from codegen.description import load_robot
-from codegen.export import robot_to_urdf, robot_to_yaml
+from codegen.model.description import load_robot
+from codegen.model.export import robot_to_urdf, robot_to_yaml
 
 from .peer_cases import YAML_CASES, case_params
 from .pinocchio_models import pin_model_from_yaml

@@ -9,10 +9,10 @@ import numpy as np
 import pybullet as pb
 import pytest
 
-from codegen.description import load_robot
+from codegen.model.description import load_robot
 from host_tools import load
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
 
 from . import pybullet_collision as pc
 

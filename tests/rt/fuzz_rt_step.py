@@ -25,9 +25,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codegen.blocks.options import realtime_defaults
 from codegen.blocks.pipeline import INPUT_LIMIT
-from host_tools.compiled import generated_folder
-from host_tools.rt import Realtime, rt_options
+from host_tools.bindings.compiled import generated_folder
+from host_tools.bindings.rt import Realtime, rt_options
 
 REAL_INPUTS = ("tau", "q_des", "qd_des", "qdd_des")
 HOSTILE = [0.0, -0.0, 1e-300, 1e-30, 1e30, -1e30, 1e300, -1e300, np.inf, -np.inf, np.nan]
@@ -210,9 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--controller")
     ap.add_argument("--examples", type=int, default=100)
     args = ap.parse_args(argv)
-    from codegen.description import load_robot
+    from codegen.model.description import load_robot
 
-    base = load_robot(args.robot).realtime.options
+    base = realtime_defaults(load_robot(args.robot)).options
     opts = rt_options(args.estimator, args.observer, args.controller, base=base)
     folder = generated_folder(args.robot, precision=args.precision, rt=opts)
     fuzz = Fuzz(Realtime(folder, sanitize=True), Realtime(folder, sanitize=True))

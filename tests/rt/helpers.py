@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from host_tools.rt import Realtime, load_rt, rt_options
-from host_tools.rt_reference import RtReference
+from host_tools.bindings.rt import Realtime, load_rt, rt_options
+from host_tools.bindings.rt_reference import RtReference
 
 ESTIMATORS = (
     "findiff",

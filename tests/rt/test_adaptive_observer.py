@@ -10,12 +10,12 @@ import pytest
 from helpers import at, fresh_rt, only_steps, reference, rel_err, step_by_step
 from signals import inputs
 
-from codegen.description import load_robot
 from codegen.errors import DescriptionError
+from codegen.model.description import load_robot
 from host_tools import load
-from host_tools.loopback import simulate
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
 
 ROBOT = "kuka_iiwa14"
 
@@ -181,7 +181,7 @@ def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
     """seed 001 eq. 28: f = J+^T r. The tip touches a plane (Hunt-Crossley, seed 003 eq. 5.19); with
     the perfect model and exact qd, qdd, once the collision is latched (adaptation frozen) f_tip is
     the contact force n f along the plane's normal, computed here in numpy from the recorded states."""
-    from host_tools.loopback import Contact
+    from host_tools.bindings.loopback import Contact
 
     rt, traj, true = iiwa_runs["rt"], iiwa_runs["traj"], iiwa_runs["true"]
     rt.config["model.params"] = true

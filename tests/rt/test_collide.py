@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from host_tools import load
-from host_tools.collide import CollideSettings, scenario, threshold_ratio, tip_force_along
+from host_tools.studies.collide import CollideSettings, scenario, threshold_ratio, tip_force_along
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from host_tools import load
-from host_tools.loopback import Contact, simulate
-from host_tools.rt import load_rt
-from host_tools.thresholds import design_thresholds
-from host_tools.trajectories import Trajectory
+from host_tools.bindings.loopback import Contact, simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import Trajectory
+from host_tools.studies.thresholds import design_thresholds
 
 PLANE_Y = 0.5  # m: the tip (1.8 m from joint 1) reaches it at q1 = asin(0.5 / 1.8)
 

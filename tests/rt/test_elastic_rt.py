@@ -11,14 +11,14 @@ import pytest
 from helpers import fresh_rt, reference, rel_err
 from scipy.integrate import solve_ivp
 
-from codegen.blocks.options import RtOptions, estimator_choice
+from codegen.blocks.options import RtOptions, estimator_choice, realtime_defaults
 from codegen.blocks.pipeline import build_pipeline
-from codegen.description import load_robot
 from codegen.errors import DescriptionError
-from host_tools.compiled import load
-from host_tools.elastic_collision import ScenarioSettings, scenario
-from host_tools.loopback import simulate
-from host_tools.trajectories import Trajectory
+from codegen.model.description import load_robot
+from host_tools.bindings.compiled import load
+from host_tools.bindings.loopback import simulate
+from host_tools.data.trajectories import Trajectory
+from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
 ROBOT = "biorob4"
 
@@ -193,7 +193,7 @@ def test_elastic_pipeline_choices_are_checked() -> None:
     with pytest.raises(DescriptionError, match="series-elastic"):
         build_pipeline(load_robot("planar2"), RtOptions(controller="state_feedback"))
     # an elastic arm's default controller commands motor torques
-    assert robot.realtime.options.controller == "state_feedback"
+    assert realtime_defaults(robot).options.controller == "state_feedback"
 
 
 def test_seed_003_collision_scenario() -> None:
@@ -250,7 +250,7 @@ def test_an_elastic_arm_needs_its_motor_encoders(tmp_path: Path) -> None:
     path = tmp_path / "biorob4.yaml"
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(DescriptionError, match=r"joints\[3\]\.elastic\.motor_encoder"):
-        build_pipeline(load_robot(str(path)), load_robot(str(path)).realtime.options)
+        build_pipeline(load_robot(str(path)), realtime_defaults(load_robot(str(path))).options)
 
 
 def test_the_controller_takes_the_identified_springs() -> None:

@@ -1,12 +1,12 @@
 """Float32 against double build of the real-time pipeline over long closed-loop runs (issue #10 item 4).
 
-Both builds replay the same contact-free closed-loop stream (host_tools.precision_check: the double
+Both builds replay the same contact-free closed-loop stream (host_tools.studies.precision: the double
 loopback makes it, real inputs rounded to float32 for both), so the difference is the float
 arithmetic. Asserted per output:
 - the error stays within the a-priori first-order bound (u = 2^-24 times the scale, amplified by
   the Kalman filter's error dynamics (l1 norm of its impulse response) and the dynamics'
   sensitivities; the Coulomb-sign term 2 FC where sign(qd_hat) is ambiguous; derivation in
-  host_tools/precision_check.py and docs/realtime.md "Float32 error bounds");
+  host_tools/studies/precision.py and docs/realtime.md "Float32 error bounds");
 - no drift: the motion is periodic (20 s cycle) and every window is one cycle, so without drift the
   windows' errors are identically distributed. The median error of the last window stays within
   DRIFT_MEDIAN x the first's (measured: 0.9-1.3), its max within DRIFT_MAX x (the max of a window
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from host_tools.precision_check import Comparison, closed_loop_stream, compare, cycle_trajectory
-from host_tools.rt import load_rt
+from host_tools.bindings.rt import load_rt
+from host_tools.studies.precision import Comparison, closed_loop_stream, compare, cycle_trajectory
 
 DRIFT_MEDIAN = 2.0
 DRIFT_MAX = 4.0

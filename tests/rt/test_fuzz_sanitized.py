@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from host_tools.build import sanitizer_preload
+from host_tools.bindings.build import sanitizer_preload
 from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The closed loop in C (host_tools.loopback): tracking against a derived bound, determinism,
+"""The closed loop in C (host_tools.bindings.loopback): tracking against a derived bound, determinism,
 model error, replay of its log through the same step, the collision scenario, trajectories."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from host_tools.logs import Log
-from host_tools.loopback import simulate
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.logs import Log
+from host_tools.data.trajectories import generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:
 
 
 def test_collision_scenario_detects_and_isolates() -> None:
-    from host_tools.scenarios import collision
+    from host_tools.studies.scenarios import collision
 
     r = collision("kuka_iiwa14", duration=6.0, onset=3.0)
     assert not r.false_alarm

@@ -10,8 +10,8 @@ import pytest
 from tooling import require_tool
 
 from codegen.blocks.options import RtOptions, parse_estimator
-from codegen.description import load_robot
-from codegen.emit import generate
+from codegen.emit.generate import generate
+from codegen.model.description import load_robot
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}

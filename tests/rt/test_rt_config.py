@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from helpers import fresh_rt
 
-from codegen.description import load_robot
+from codegen.blocks.options import realtime_defaults
 from codegen.errors import DescriptionError
-from host_tools.logs import Log, LogError
-from host_tools.rt import ConfigError
+from codegen.model.description import load_robot
+from host_tools.bindings.rt import ConfigError
+from host_tools.data.logs import Log, LogError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -150,7 +151,7 @@ def test_log_round_trip_and_errors(tmp_path: Path) -> None:
 
 def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: Path) -> None:
     robot = load_robot("schunk_lwa4p")
-    assert robot.realtime.options.estimator.name == "linhg"
+    assert realtime_defaults(robot).options.estimator.name == "linhg"
     src = (ROOT / "robots" / "planar2.yaml").read_text()
     bad = tmp_path / "bad.yaml"
     bad.write_text(src + "realtime:\n  estimator: kalman\n  config:\n    kalman.nope: 3\n")
@@ -158,13 +159,13 @@ def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: 
     from codegen.blocks.pipeline import build_pipeline
 
     with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.config.kalman.nope"):
-        build_pipeline(load_robot(bad), load_robot(bad).realtime.options)
+        build_pipeline(load_robot(bad), realtime_defaults(load_robot(bad)).options)
     bad.write_text(src + "realtime:\n  estimator: {name: lsf, n: 2, p: 5}\n")
     with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.estimator"):
-        load_robot(bad)
+        realtime_defaults(load_robot(bad))
     ok = tmp_path / "ok.yaml"
     ok.write_text(src + "realtime:\n  estimator: linhg\n  config:\n    linhg.h1: [10, 20]\n    kalman.q_var: 5\n")
-    pipe = build_pipeline(load_robot(ok), load_robot(ok).realtime.options)
+    pipe = build_pipeline(load_robot(ok), realtime_defaults(load_robot(ok)).options)
     assert pipe.default_config()["cfg.est.h1"].tolist() == [10.0, 20.0]
     assert RtOptions().estimator.name == "kalman"
 
@@ -239,7 +240,7 @@ def test_yaml_config_values_are_range_checked(tmp_path: Path, line: str, needle:
     bad.write_text(src + f"realtime:\n  estimator: {est}\n  config:\n    {line}\n")
     robot = load_robot(bad)
     with pytest.raises(DescriptionError, match=needle):
-        build_pipeline(robot, robot.realtime.options)
+        build_pipeline(robot, realtime_defaults(robot).options)
 
 
 def test_bad_estimator_option_is_one_clear_error(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.description import load_robot
-from host_tools.loopback import simulate
-from host_tools.rt import load_rt
-from host_tools.thresholds import design_thresholds
-from host_tools.trajectories import generated_trajectory
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.studies.thresholds import design_thresholds
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,12 +11,20 @@ from pathlib import Path
 
 import numpy as np
 
-from codegen.description import load_robot
-from host_tools.eval_reports import SWITCH_ON_SPEED
-from host_tools.evaluate import GRIDS, Setup, convergence_time, evaluate, kalman_q_var, pipeline, variant
-from host_tools.rt import load_rt
-from host_tools.trajectories import generated_trajectory
-from host_tools.tune import GaSettings, Problem, cost, gain_space, tune
+from codegen.blocks import registry
+from codegen.model.description import load_robot
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.studies.evaluate import (
+    SWITCH_ON_SPEED,
+    Setup,
+    convergence_time,
+    evaluate,
+    kalman_q_var,
+    pipeline,
+    variant,
+)
+from host_tools.studies.tune import GaSettings, Problem, cost, gain_space, tune
 
 
 def _problem(estimator: str) -> tuple[Problem, float]:
@@ -175,8 +183,9 @@ def test_seed000_gains_and_progress() -> None:
         ("movav",),
         progress=lambda name, done, total, info: seen.append((name, done, total)),
         executor=ThreadPoolExecutor(max_workers=2),
-    )
-    grid = [x for x in seen if x[2] == len(GRIDS["movav"])]
-    assert [d for _, d, _ in grid] == list(range(1, len(GRIDS["movav"]) + 1))  # every variant, in parallel
+    ).doc
+    variants = len(registry.estimators()["movav"].grid)
+    grid = [x for x in seen if x[2] == variants]
+    assert [d for _, d, _ in grid] == list(range(1, variants + 1))  # every variant, in parallel
     assert seen[-1][1] == seen[-1][2] and doc["estimators"]["movav"]["gains"]["estimator"].startswith("movav:p=")
-    assert len(doc["estimators"]["movav"]["history"]) == len(GRIDS["movav"])
+    assert len(doc["estimators"]["movav"]["history"]) == variants

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from tooling import require_tool
 
-from codegen.cprint import Precision
-from host_tools import target as tg
-from host_tools.rt import Realtime, fill_inputs, load_rt
-from host_tools.scenarios import CollisionResult, collision
+from codegen.emit.cprint import Precision
+from host_tools.bindings.rt import Realtime, fill_inputs, load_rt
+from host_tools.studies.scenarios import CollisionResult, collision
+from host_tools.target import cortex_m as tg
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca", "_sbrk", "_sbrk_r", "_malloc_r"}
@@ -293,7 +293,7 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"] is True
     assert (tmp_path / "t" / "target.json").exists() and (tmp_path / "t" / "libplanar2.a").exists()
     # a log of another robot: one clear error naming the file
-    from host_tools.scenarios import collision as make_collision
+    from host_tools.studies.scenarios import collision as make_collision
 
     log = tmp_path / "iiwa.npz"
     make_collision("kuka_iiwa14", duration=1.0, onset=0.5).hit.log.save(log)

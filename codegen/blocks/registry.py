@@ -1,0 +1,174 @@
+"""The block registry: every estimator, observer and controller declares itself here once.
+
+A block module builds its :class:`~codegen.blocks.base.Block` (CasADi functions, fields, the C
+template it uses, its numpy reference) and registers a spec with what the rest of the tool needs to
+know about it: its name, its generation-time options with their defaults and checks, how to build
+it, when it gives an acceleration, its GA genes for tuning and its place in seed 000's study. Every
+list of names (the command line's choices and help, ``evaluate``, ``tune``, the reports, the
+motor-side estimators, the pipeline's checks) reads this registry, so adding an estimator is one
+module (and, if its C plumbing is not the generic one, one template)::
+
+    from codegen.blocks import registry
+    registry.register(registry.Estimator(name="alphabeta", summary="...", build=build, ...))
+
+Modules outside the project register the same way before they generate (``tests/rt/
+test_block_registry.py`` adds an alpha-beta filter from the test file alone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codegen.blocks.base import Block
+    from codegen.blocks.context import Ctx
+    from codegen.blocks.options import EstimatorChoice
+    from codegen.model.robot import Robot
+
+# the project's own block modules: importing one registers its blocks
+BUILTIN = (
+    "codegen.blocks.findiff",
+    "codegen.blocks.fir",
+    "codegen.blocks.kalman",
+    "codegen.blocks.linhg",
+    "codegen.blocks.nlhg",
+    "codegen.blocks.slimod",
+    "codegen.blocks.momentum",
+    "codegen.blocks.adaptive",
+    "codegen.blocks.direct",
+    "codegen.blocks.controllers",
+)
+
+Design = dict[str, tuple[tuple[float, ...], int]]  # realtime.config design values: key -> (values, line)
+
+
+@dataclass(frozen=True)
+class Gene:
+    """A run-time gain the GA searches (seed 000 §III), in log space within [low, high]."""
+
+    key: str  # config key without ``cfg.``, e.g. est.h1
+    low: float
+    high: float
+    per_joint: bool = True  # one gene per joint, else one scalar
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """A velocity estimator (``out.q_hat``, ``out.qd_hat``, ``out.qdd_hat``; seed 000 §II)."""
+
+    name: str
+    summary: str  # one line: what it is, which paper and equation
+    build: Callable[[Ctx, EstimatorChoice], Block]
+    options: Mapping[str, type] = field(default_factory=dict)  # generation-time options (name:key=value)
+    defaults: Mapping[str, float] = field(default_factory=dict)
+    check: Callable[[Mapping[str, float]], str | None] | None = None  # why these options are invalid
+    acceleration: str = ""  # when it gives q-ddot: "" never, else "" / "always" / a condition on its options
+    model_based: bool = False  # reads the rigid model (forward dynamics): no motor-side twin on elastic arms
+    genes: tuple[Gene, ...] = ()  # continuous gains the GA tunes
+    grid: tuple[str, ...] = ()  # integer-option variants the grid search tries instead
+    in_study: bool = False  # one of seed 000's compared estimators (evaluate's default set)
+    design_keys: tuple[str, ...] = ()  # generation-time design values in realtime.config (<name>.<key>)
+    # after the config overrides: (its block, all blocks, robot, design values given, sample period)
+    finish: Callable[[Block, list[Block], Robot, Design, float], None] | None = None
+    template: str | Path | None = None  # C plumbing from outside templates/: jinja text or a .c.j2 file
+    default: bool = False  # the pipeline's estimator when nothing else is chosen
+
+    def template_text(self) -> str:
+        """The C plumbing given with the spec ('' when the block names one under templates/rt)."""
+        if self.template is None:
+            return ""
+        return self.template.read_text() if isinstance(self.template, Path) else self.template
+
+
+@dataclass(frozen=True)
+class Observer:
+    """A collision observer (residual ``out.r``, seed 001, seed 003 §5) or ``none``."""
+
+    name: str
+    summary: str
+    build: Callable[[Ctx], Block] | None  # None: no observer
+    needs_acceleration: bool = False  # reads the estimator's q-ddot
+    elastic: bool = False  # available on series-elastic arms
+    window: int = 1_000_000  # samples within which detection isolates the joint after the flag
+    fields: tuple[str, ...] = ()  # its config fields (obs.<field> keys a description may set)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """A joint controller (``out.tau_cmd``) or ``none``."""
+
+    name: str
+    summary: str
+    build: Callable[[Ctx], Block] | None  # None: no controller
+    rigid: bool = True  # available on rigid arms
+    elastic: bool = False  # available on series-elastic arms (commands motor torques)
+
+
+_ESTIMATORS: dict[str, Estimator] = {}
+_OBSERVERS: dict[str, Observer] = {"none": Observer("none", "no collision observer", None, elastic=True)}
+_CONTROLLERS: dict[str, Controller] = {"none": Controller("none", "no controller", None, elastic=True)}
+_loaded = False
+
+
+def register(*specs: Estimator | Observer | Controller) -> None:
+    """Add blocks to the registry (a name may be registered once; re-registering the same spec is
+    harmless, so a module may be imported twice)."""
+    for spec in specs:
+        table: dict[str, Any] = (
+            _ESTIMATORS if isinstance(spec, Estimator) else _OBSERVERS if isinstance(spec, Observer) else _CONTROLLERS
+        )
+        if spec.name in table and table[spec.name] != spec:
+            raise ValueError(f"a block named {spec.name!r} is already registered")
+        if not spec.name.isidentifier():
+            raise ValueError(f"block names are C identifiers, got {spec.name!r}")
+        table[spec.name] = spec
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in BUILTIN:
+            importlib.import_module(module)
+
+
+def estimators() -> Mapping[str, Estimator]:
+    _load()
+    return MappingProxyType(_ESTIMATORS)
+
+
+def observers() -> Mapping[str, Observer]:
+    _load()
+    return MappingProxyType(_OBSERVERS)
+
+
+def controllers() -> Mapping[str, Controller]:
+    _load()
+    return MappingProxyType(_CONTROLLERS)
+
+
+def default_estimator() -> Estimator:
+    return next(e for e in estimators().values() if e.default)
+
+
+def study_estimators() -> tuple[str, ...]:
+    """Seed 000's compared estimators, in registration order (evaluate's default set)."""
+    return tuple(n for n, e in estimators().items() if e.in_study)
+
+
+def tuned_estimators() -> tuple[str, ...]:
+    """Those with continuous gains the GA tunes (seed 000 §III)."""
+    return tuple(n for n, e in estimators().items() if e.genes)
+
+
+def acceleration_estimators() -> str:
+    """Which estimators give q-ddot, in words (for errors)."""
+    parts = [
+        n if e.acceleration == "always" else f"{n} {e.acceleration}" for n, e in estimators().items() if e.acceleration
+    ]
+    return ", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else "".join(parts)

@@ -1,0 +1,57 @@
+"""The C of a designed excitation (codegen.symbolic.excitation's expressions, the coefficients as constant
+tables): ``<robot>_excitation.{h,c}``, evaluated on the target from an integer sample index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from codegen import __version__
+from codegen.emit.cprint import Precision, body, literal
+from codegen.emit.generate import template_environment
+from codegen.symbolic.excitation import fourier_function, samples_per_period
+
+
+def excitation_files(
+    c_name: str,
+    robot_name: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    q0: np.ndarray,
+    base_frequency: float,
+    sample_period: float,
+    precision: Precision = "double",
+) -> dict[str, str]:
+    """{file name: text}. The period must be a whole number of samples."""
+    n, harmonics = a.shape
+    k = samples_per_period(base_frequency, sample_period)
+    fn = fourier_function(n, harmonics, base_frequency)
+    bd = body(fn, ["t", "a", "b", "q0"], ["q", "qd", "qdd"], precision, indent="    ")
+    ctx = {
+        "p": c_name,
+        "P": c_name.upper(),
+        "version": __version__,
+        "robot_name": robot_name,
+        "dof": n,
+        "harmonics": harmonics,
+        "base_frequency": f"{base_frequency:g}",
+        "period": f"{1 / base_frequency:g}",
+        "K": k,
+        "ts": literal(sample_period, precision),
+        "real": precision,
+        "index_type": "uint32_t",
+        "a": [literal(v, precision) for v in np.asarray(a, float).ravel("F")],
+        "b": [literal(v, precision) for v in np.asarray(b, float).ravel("F")],
+        "q0": [literal(v, precision) for v in np.asarray(q0, float)],
+        "body": {
+            "doc": "q, qd, qdd of the Fourier series (codegen.symbolic.excitation)",
+            "ops": bd.ops,
+            "lines": bd.lines,
+            "params": "const real_t *t, const real_t *a, const real_t *b, "
+            "const real_t *q0, real_t *q, real_t *qd, real_t *qdd",
+        },
+    }
+    env = template_environment()
+    return {
+        f"{c_name}_excitation.h": env.get_template("excitation.h.j2").render(ctx),
+        f"{c_name}_excitation.c": env.get_template("excitation.c.j2").render(ctx),
+    }

@@ -1,0 +1,40 @@
+"""The C of the closed-loop model for output-error identification (codegen.blocks.closed_loop's functions
+as C bodies, the loop and the RK4 sensitivities as template structure): ``<robot>_oesim.{h,c}``,
+built next to the robot's ``<robot>_dynamics.{h,c}`` (host-side, double precision)."""
+
+from __future__ import annotations
+
+from codegen import __version__
+from codegen.blocks.closed_loop import controller, inverse_dynamics_jacobian
+from codegen.emit.cprint import literal
+from codegen.emit.generate import static_view, template_environment
+from codegen.emit.host import host_glue
+from codegen.model.robot import Robot
+from codegen.symbolic.dynamics import Dynamics
+
+
+def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, str]:
+    """{file name: text} of the closed-loop model at ``sample_period`` (default the robot's): host-only
+    files, for a folder's host/ beside the robot's dynamics."""
+    ts = sample_period or robot.sample_period
+    dyn = Dynamics(robot)
+    ctl, ctl_jac = controller(robot, dyn, ts)
+    bodies = [
+        static_view(ctl, "findiff velocity + pid step (codegen.blocks), times the drive gains", "double"),
+        static_view(ctl_jac, "its Jacobian with respect to (q_k, q_{k-1}, integ_k)", "double"),
+        static_view(inverse_dynamics_jacobian(dyn), "d rnea / d(q, qd) at fixed qdd", "double"),
+    ]
+    p = robot.c_name
+    ctx = {
+        "p": p,
+        "P": p.upper(),
+        "version": __version__,
+        "robot_name": robot.name,
+        "ts": literal(ts, "double"),
+        "bodies": bodies,
+    }
+    env = template_environment()
+    return {
+        f"{p}_oesim.h": env.get_template("oesim.h.j2").render(ctx),
+        f"{p}_oesim.c": env.get_template("oesim.c.j2").render(ctx),
+    } | host_glue(env, ctx, [f"{p}_dynamics.h", f"{p}_oesim.h"], run=False)

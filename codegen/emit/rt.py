@@ -1,0 +1,288 @@
+"""Render ``<robot>_rt.h`` / ``<robot>_rt.c``: the real-time pipeline's structs (from the blocks'
+fields), its CasADi functions (as static straight-line C) and the step plumbing (templates/rt*)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import casadi as cs
+import jinja2
+import numpy as np
+
+from codegen.blocks.base import Block, Field, Fn
+from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
+from codegen.emit.cprint import Precision, body, literal
+
+CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
+
+LOOPBACK_MAX_DELAY = 16  # longest actuation delay <robot>_loopback models, samples
+
+
+def _decl(f: Field, real: str) -> str:
+    t = real if f.ctype == "real" else CTYPES[f.ctype]
+    return f"{t} {f.name}" + "".join(f"[{s}]" for s in f.shape) + ";"
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str  # C typedef name
+    doc: str
+    members: tuple[tuple[str, str], ...]  # (declaration, doc)
+
+
+def _initializer(f: Field, precision: Precision) -> str:
+    a = f.default_array()
+
+    def lit(v: Any) -> str:
+        return literal(float(v), precision) if f.ctype == "real" else str(int(v))
+
+    if not f.shape:
+        return lit(a)
+    if len(f.shape) == 1:
+        return "{" + ", ".join(lit(v) for v in a) + "}"
+    return "{" + ", ".join("{" + ", ".join(lit(v) for v in row) + "}" for row in a) + "}"
+
+
+def _template_name(b: Block) -> str:
+    """Where the block's C plumbing is: templates/rt/<name>.c.j2, or its own text (registered blocks)."""
+    if b.template_text:
+        return f"block/{b.kind}_{b.name}.c.j2"
+    name = b.template or {"est": "estimator", "ctl": "controller"}.get(b.kind, "")
+    return f"rt/{name}.c.j2" if name else ""
+
+
+class RtEmitter:
+    def __init__(self, pipe: Pipeline, prefix: str, precision: Precision) -> None:
+        self.pipe, self.p, self.precision = pipe, prefix, precision
+        self.fields = pipe.fields()
+        self.ops: dict[str, int] = {}
+
+    # --- bindings -----------------------------------------------------------------------------
+    def c_ref(self, binding: str) -> str:
+        space, _, rest = binding.partition(".")
+        if space == "cfg":
+            expr = f"rt->cfg.{rest}"
+        elif space == "st":
+            expr = f"rt->{rest}"
+        elif space == "in":
+            expr = f"in->{rest}"
+        elif space == "out":
+            expr = f"out->{rest}"
+        else:
+            expr = rest
+        shape = self.fields[binding].shape
+        if not shape:
+            return "&" + expr
+        return expr if len(shape) == 1 else f"&{expr}[0][0]"
+
+    def fn_name(self, block: Block, fn: Fn) -> str:
+        return f"{self.p}_rt_{block.kind}_{fn.name}"
+
+    def call(self, kind: str, name: str) -> str:
+        """C statement(s) calling a block function; outputs that alias inputs go through a local."""
+        block = next(b for b in self.pipe.blocks if b.kind == kind)
+        fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
+        args = [self.c_ref(b) for b in fn.inputs]
+        lines, copies = [], []
+        for k, b in enumerate(fn.outputs):
+            if b in fn.inputs:
+                size = self.fields[b].size
+                lines.append(f"real_t tmp{k}[{size}];")
+                args.append(f"tmp{k}")
+                copies.append(f"memcpy({self.c_ref(b)}, tmp{k}, sizeof tmp{k});")
+            else:
+                args.append(self.c_ref(b))
+        call = f"{self.fn_name(block, fn)}({', '.join(args)});"
+        if not lines:
+            return call
+        return "{\n" + textwrap.indent("\n".join(lines + [call] + copies), "    ") + "\n}"
+
+    # --- views --------------------------------------------------------------------------------
+    def function_views(self) -> list[dict[str, Any]]:
+        out = []
+        for b in self.pipe.blocks:
+            fns = ([b.derive] if b.derive is not None else []) + list(b.functions)
+            for fn in fns:
+                ins = [f"a{i}" for i in range(len(fn.inputs))]
+                outs = [f"r{i}" for i in range(len(fn.outputs))]
+                bd = body(fn.function, ins, outs, self.precision, indent="    ")
+                used = {
+                    fn.function.instruction_input(k)[0]
+                    for k in range(fn.function.n_instructions())
+                    if fn.function.instruction_id(k) == cs.OP_INPUT
+                }
+                self.ops[self.fn_name(b, fn)] = bd.ops
+                params = [f"const real_t *{a}" for a in ins] + [f"real_t *{r}" for r in outs]
+                out.append(
+                    {
+                        "name": self.fn_name(b, fn),
+                        "doc": fn.doc,
+                        "ops": bd.ops,
+                        "lines": bd.lines,
+                        "params": ", ".join(params),
+                        "bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs),
+                        "unused": [a for i, a in enumerate(ins) if i not in used],
+                    }
+                )
+        return out
+
+    def structs(self, real: str) -> list[Struct]:
+        p = self.p
+        out: list[Struct] = []
+        cfg_members, rt_members = [], []
+        for b in self.pipe.blocks:
+            if b.config:
+                name = f"{p}_rt_{b.kind}_config_t"
+                out.append(
+                    Struct(
+                        name,
+                        f"Run-time config of the {b.name} block.",
+                        tuple((_decl(f, real), f.doc) for f in b.config),
+                    )
+                )
+                cfg_members.append((f"{name} {b.kind};", b.name))
+        out.append(
+            Struct(
+                f"{p}_rt_config_t",
+                "Run-time configuration: gains, thresholds, limits, model "
+                "parameters. Change it and call _rt_configure (keeps the state) or _rt_init.",
+                tuple(cfg_members),
+            )
+        )
+        for b in self.pipe.blocks:
+            if b.state:
+                name = f"{p}_rt_{b.kind}_state_t"
+                out.append(
+                    Struct(name, f"State of the {b.name} block.", tuple((_decl(f, real), f.doc) for f in b.state))
+                )
+                rt_members.append((f"{name} {b.kind};", b.name))
+        rt_members = (
+            [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")]
+            + rt_members
+            + [
+                ("uint8_t first;", "1 until the first step has initialised the blocks"),
+                (
+                    "uint8_t config_fault;",
+                    "1 if the config in use has a non-finite real value: every step then "
+                    "faults (out.fault = 2) until a finite config is configured",
+                ),
+                ("uint32_t steps;", "samples processed since init (wraps)"),
+            ]
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_t",
+                "One pipeline instance: configuration copy, state and workspaces. "
+                "Caller-owned; no pointers inside, so it may be copied.",
+                tuple(rt_members),
+            )
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_input_t",
+                "What the real-time loop hands in every sample.",
+                tuple((_decl(f, real), f.doc) for f in self.pipe.inputs),
+            )
+        )
+        out.append(
+            Struct(
+                f"{p}_rt_output_t", "What a step returns.", tuple((_decl(f, real), f.doc) for f in self.pipe.outputs)
+            )
+        )
+        return out
+
+    def default_config(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        return [
+            (b.kind, [(f.name, _initializer(f, self.precision)) for f in b.config])
+            for b in self.pipe.blocks
+            if b.config
+        ]
+
+    def finite_checks(self, space: str, fields: list[Field]) -> list[dict[str, Any]]:
+        """The real fields of in/out as (C pointer, count) for mg_finite (the numeric-fault test)."""
+        return [{"ref": self.c_ref(f"{space}.{f.name}"), "size": f.size} for f in fields if f.ctype == "real"]
+
+    def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
+        real = f"{self.p}_real_t"
+        blocks = [
+            {
+                "kind": b.kind,
+                "name": b.name,
+                "template": _template_name(b),
+                "doc_lines": (b.doc or "").strip().splitlines(),
+                "has_init": any(f.name == "init" for f in b.functions),
+                "state": bool(b.state),
+                "derive": b.derive.name if b.derive is not None else None,
+                "options": b.options,
+            }
+            for b in self.pipe.blocks
+        ]
+        functions = self.function_views()
+        rctx = dict(
+            ctx,
+            blocks=blocks,
+            structs=self.structs(real),
+            functions=functions,
+            default_config=self.default_config(),
+            call=self.call,
+            options=self.pipe.options,
+            label=self.pipe.options.label,
+            ts=repr(self.pipe.ctx.ts),
+            fabs="fabs" if self.precision == "double" else "fabsf",
+            constant=self.pipe.options.constant_params,
+            waiting=self.pipe.waiting_outputs,
+            motor_channel=self.pipe.block("mest") is not None,
+            finite_inputs=self.finite_checks("in", self.pipe.inputs),
+            finite_outputs=self.finite_checks("out", self.pipe.outputs),
+            finite_config=[
+                {"ref": self.c_ref(k).replace("rt->cfg.", "cfg->"), "size": f.size}
+                for k, f in self.fields.items()
+                if k.startswith("cfg.") and f.ctype == "real"
+            ],
+            real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
+            input_limit=literal(INPUT_LIMIT, self.precision),
+        )
+        own = {_template_name(b): b.template_text for b in self.pipe.blocks if b.template_text}
+        if own:  # plumbing given with a registered block, beside templates/rt
+            env = env.overlay(loader=jinja2.ChoiceLoader([jinja2.DictLoader(own), *filter(None, [env.loader])]))
+        return (env.get_template("rt.h.j2").render(rctx), env.get_template("rt.c.j2").render(rctx))
+
+    def manifest(self) -> dict[str, Any]:
+        pipe = self.pipe
+
+        def fl(fields: list[Field]) -> list[list[Any]]:
+            return [[f.name, f.ctype, list(f.shape)] for f in fields]
+
+        return {
+            "estimator": pipe.options.estimator.name,
+            "estimator_options": dict(pipe.options.estimator.params),
+            "observer": pipe.options.observer,
+            "controller": pipe.options.controller,
+            "constant_params": pipe.options.constant_params,
+            "label": pipe.options.label,
+            "sample_period": pipe.ctx.ts,
+            "blocks": [
+                {
+                    "kind": b.kind,
+                    "name": b.name,
+                    "config": fl(b.config),
+                    "state": fl(b.state),
+                    "ranges": {
+                        f.name: {"low": f.low, "high": f.high, "low_open": f.low_open, "choices": list(f.choices)}
+                        for f in b.config
+                    },
+                    "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()},
+                }
+                for b in pipe.blocks
+            ],
+            "inputs": fl(pipe.inputs),
+            "outputs": fl(pipe.outputs),
+            "default_config": {
+                f"{b.kind}.{f.name}": np.asarray(f.default_array(), float).ravel().tolist()
+                for b in pipe.blocks
+                for f in b.config
+            },
+            "ops": dict(sorted(self.ops.items())),
+        }

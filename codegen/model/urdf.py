@@ -1,0 +1,260 @@
+"""URDF (+ optional YAML overlay) -> Robot, through urdf_parser_py (ROS's maintained parser).
+
+The chain runs from ``base_link`` to ``tip_link``. Fixed joints are merged into their parent link;
+movable joints off the chain (grippers, fingers) are locked at a reference position (default 0,
+overlay ``locked: {joint: value}``) and their links merged, as Pinocchio's buildReducedModel does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.errors import DescriptionError
+from codegen.model import exact, spatial
+from codegen.model.robot import (
+    Joint,
+    Limits,
+    Robot,
+    as_tuple,
+    c_identifier,
+    digest_of,
+    urdf_transforms,
+    validate_inertial,
+)
+from codegen.model.schema import (
+    OVERLAY_JOINT_KEYS,
+    TOP_KEYS,
+    check_coulomb_scales,
+    check_keys,
+    elastic_drives,
+    read_common,
+    read_encoder,
+    read_joint_params,
+    read_limits,
+    read_torque_constant,
+)
+from codegen.model.urdf_checks import checked_urdf_text
+from codegen.model.yamlio import Located, load_yaml, number
+
+OVERLAY_TOP_KEYS = (TOP_KEYS - {"convention"}) | {"locked"}
+
+
+def _origin(element: Any) -> np.ndarray:
+    o = getattr(element, "origin", None)
+    xyz = list(o.xyz) if o is not None and o.xyz is not None else [0.0, 0.0, 0.0]
+    rpy = list(o.rpy) if o is not None and o.rpy is not None else [0.0, 0.0, 0.0]
+    return spatial.homogeneous(spatial.rpy(*rpy), xyz)
+
+
+def _motion(kind: str, axis: np.ndarray, value: float) -> np.ndarray:
+    if kind in ("revolute", "continuous"):
+        r = spatial.z_to_axis(axis)
+        return spatial.homogeneous(exact.matmul(r, spatial.rot_z(value), r.T))
+    if kind == "prismatic":
+        return spatial.homogeneous(np.eye(3), value * axis / exact.norm(axis))
+    return np.eye(4)
+
+
+def _link_params(link: Any, file: str) -> np.ndarray:
+    inertial = getattr(link, "inertial", None)
+    if inertial is None:
+        return np.zeros(10)
+    i = inertial.inertia
+    mass = float(inertial.mass or 0.0)
+    if mass < 0:
+        raise DescriptionError(file, f"link[{link.name}].inertial.mass", f"mass must be positive, got {mass:g}")
+    ic = (
+        np.zeros((3, 3))
+        if i is None
+        else np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]], dtype=float)
+    )
+    t = _origin(inertial)
+    return spatial.transform_inertial(spatial.pack(mass, np.zeros(3), ic), t)
+
+
+def parse_urdf(path: Path) -> Any:
+    from urdf_parser_py import urdf as up
+    from urdf_parser_py.xml_reflection import core
+
+    text = checked_urdf_text(path)
+    saved = core.on_error
+    core.on_error = lambda message: None  # unknown tags (gazebo, transmission) are not errors here
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return up.URDF.from_xml_string(text.encode("utf-8"))
+    except Exception as exc:  # the parser raises bare Exceptions / lxml errors on malformed files
+        raise DescriptionError(str(path), "", f"not a valid URDF ({exc})") from None
+    finally:
+        core.on_error = saved
+
+
+def robot_from_urdf(
+    path: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
+) -> Robot:
+    path = Path(path)
+    file = str(path)
+    model = parse_urdf(path)
+    links = {link.name: link for link in model.links}
+    joints = {j.name: j for j in model.joints}
+    children: dict[str, list[Any]] = {}
+    for j in model.joints:
+        children.setdefault(j.parent, []).append(j)
+    parent_joint = {j.child: j for j in model.joints}
+
+    base = base_link or model.get_root()
+    if base not in links:
+        raise DescriptionError(file, "base_link", f"no link named {base!r}")
+    if tip_link is None:
+        leaves = sorted(n for n in links if n not in children)
+        if len(leaves) != 1:
+            raise DescriptionError(
+                file,
+                "tip_link",
+                f"the URDF is a tree; choose the tip link (--tip-link) among its leaves: {', '.join(leaves)}",
+            )
+        tip_link = leaves[0]
+    if tip_link not in links:
+        raise DescriptionError(file, "tip_link", f"no link named {tip_link!r}")
+    chain: list[Any] = []
+    cur = tip_link
+    while cur != base:
+        if cur not in parent_joint:
+            raise DescriptionError(
+                file,
+                "tip_link",
+                f"{tip_link!r} does not descend from base link {base!r}: not a serial chain between them",
+            )
+        chain.append(parent_joint[cur])
+        cur = parent_joint[cur].parent
+    chain.reverse()
+    on_chain = {j.name for j in chain}
+
+    ov = load_yaml(overlay) if overlay is not None else Located("<no overlay>", {})
+    top = check_keys(ov, (), ov.data or {}, OVERLAY_TOP_KEYS, "URDF overlay")
+    kw = read_common(ov, top)
+    declared = kw.get("joint_parameters", Robot.__dataclass_fields__["joint_parameters"].default)
+    locked_raw = check_keys(ov, ("locked",), top.get("locked", {}), set(joints), "locked joints")
+    locked = {k: number(ov, ("locked", k), v) for k, v in locked_raw.items()}
+    for k in locked:
+        if k in on_chain:
+            raise ov.error(("locked", k), "joint is on the chain from base to tip; it cannot be locked")
+    movable_names = [j.name for j in chain if j.type != "fixed"]
+    ov_joints = check_keys(
+        ov, ("joints",), top.get("joints", {}), set(movable_names), "per-joint data by URDF joint name"
+    )
+
+    def subtree(link_name: str, t_body_link: np.ndarray) -> np.ndarray:
+        """Parameters of `link_name` and everything hanging off it (off-chain), in the body frame."""
+        p = spatial.transform_inertial(_link_params(links[link_name], file), t_body_link)
+        for j in children.get(link_name, []):
+            if j.name in on_chain:
+                continue
+            if j.type not in ("fixed", "revolute", "continuous", "prismatic"):
+                raise DescriptionError(file, f"joint[{j.name}].type", f"cannot lock a {j.type!r} joint off the chain")
+            axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0])
+            t = exact.matmul(t_body_link, _origin(j), _motion(j.type, axis, locked.get(j.name, 0.0)))
+            p = p + subtree(j.child, t)
+        return p
+
+    out_joints: list[Joint] = []
+    out_links: list[np.ndarray] = []
+    drives: list[Any] = []
+    pending = np.eye(4)
+    for j in chain:
+        if j.type == "fixed":
+            pending = exact.matmul(pending, _origin(j))
+            if out_links:
+                out_links[-1] = out_links[-1] + subtree(j.child, pending)
+            continue
+        if j.type not in ("revolute", "continuous", "prismatic"):
+            raise DescriptionError(
+                file, f"joint[{j.name}].type", f"unsupported joint type {j.type!r} on a serial chain"
+            )
+        if getattr(j, "mimic", None) is not None:
+            raise DescriptionError(
+                file,
+                f"joint[{j.name}].mimic",
+                "a mimic joint on the chain is not supported: it would become an independent joint",
+            )
+        axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+        if np.linalg.norm(axis) < 1e-9:
+            raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")
+        pre, post = urdf_transforms(exact.matmul(pending, _origin(j)), axis)
+        limits = Limits()
+        lim = getattr(j, "limit", None)
+        if lim is not None:
+            bounded = (
+                j.type != "continuous" and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper
+            )
+            limits = Limits(
+                q_min=float(lim.lower) if bounded else -np.inf,
+                q_max=float(lim.upper) if bounded else np.inf,
+                qd=float(lim.velocity) if lim.velocity and lim.velocity > 0 else np.inf,
+                tau=float(lim.effort) if lim.effort and lim.effort > 0 else np.inf,
+            )
+        extra: dict[str, Any] = {}
+        if j.name in ov_joints:
+            jp = ("joints", j.name)
+            m = check_keys(ov, jp, ov_joints[j.name], OVERLAY_JOINT_KEYS - {"locked"}, "joint overlay")
+            extra.update(read_joint_params(ov, jp, m, declared))
+            if "limits" in m:
+                limits = read_limits(ov, jp + ("limits",), m["limits"], limits)
+            if "gear_ratio" in m:
+                extra["gear_ratio"] = number(ov, jp + ("gear_ratio",), m["gear_ratio"])
+            if "encoder" in m:
+                extra["encoder"] = read_encoder(ov, jp + ("encoder",), m["encoder"])
+            if "torque_constant" in m:
+                extra["torque_constant"] = read_torque_constant(ov, jp, m)
+        raw = ov_joints.get(j.name)
+        drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
+        kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
+        out_joints.append(
+            Joint(
+                name=c_identifier(j.name),
+                type="prismatic" if j.type == "prismatic" else "revolute",
+                pre=as_tuple(pre),
+                post=as_tuple(post),
+                kinematics=kin,
+                limits=limits,
+                **extra,
+            )
+        )
+        out_links.append(subtree(j.child, np.eye(4)))
+        pending = np.eye(4)
+    c_names = [j.name for j in out_joints]
+    for idx, c_name in enumerate(c_names):
+        if c_names.index(c_name) != idx:
+            raise DescriptionError(
+                file,
+                f"joint[{movable_names[idx]}].name",
+                f"joints {movable_names[c_names.index(c_name)]!r} "
+                f"and {movable_names[idx]!r} have the same C name {c_name!r}",
+            )
+    if not out_joints:
+        raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
+    for name, p in zip((j.name for j in out_joints), out_links):
+
+        def error(msg: str, n: str = name) -> DescriptionError:
+            return DescriptionError(file, f"link of joint {n}", msg)
+
+        validate_inertial(p, error)
+    chain_joints = elastic_drives(
+        ov, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw
+    )
+    kw.setdefault("name", c_identifier(model.name or path.stem))
+    kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
+    check_coulomb_scales(ov, kw, len(chain_joints))
+    digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
+    return Robot(
+        file=file,
+        convention="urdf",
+        joints=chain_joints,
+        links=tuple(tuple(float(v) for v in p) for p in out_links),
+        digest=digest,
+        **kw,
+    )

@@ -1,0 +1,179 @@
+"""Compile a generated folder into an importable cffi module (API mode), cached by content hash.
+
+The cdef is the folder's own headers (host/<robot>_host.h, preprocessed), so the host binds exactly
+what was generated and the C interface is written once, in the templates.
+Cache: $MANIPGEN_CACHE or ~/.cache/manipgen. Concurrent builds (pytest -n) are serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import cffi
+
+from codegen.emit.host import HOST_FOLDER
+
+CFLAGS = ("-std=c99", "-O2")
+# AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow too), aborting at the first
+# report: the fuzz tests' build. The process must preload the ASan runtime (sanitizer_preload()).
+SANITIZE = (
+    "-fsanitize=address,undefined,float-cast-overflow",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-g",
+)
+_COMPILING = threading.Lock()  # cffi's compile changes the process's working directory: one at a time
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("MANIPGEN_CACHE", Path.home() / ".cache" / "manipgen"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+
+
+def host_header(folder: Path, manifest: dict[str, Any]) -> Path:
+    return folder / HOST_FOLDER / f"{manifest['robot']}_host.h"
+
+
+_INTEGER_MACRO = re.compile(r"#define ([A-Z][A-Z0-9_]*) (-?[0-9]+)$")
+
+
+def cdef(folder: Path, manifest: dict[str, Any]) -> str:
+    """The cffi declarations: the folder's ``host/<robot>_host.h`` (which includes every header the
+    host binds) through the C preprocessor, with the robot's integer macros kept (``<ROBOT>_DOF``).
+    System headers are replaced by empty stand-ins: cffi knows the standard types itself."""
+    prefix = manifest["robot"].upper() + "_"
+    header = host_header(folder, manifest)
+    text = "\n".join(p.read_text(encoding="utf-8") for p in [*folder.glob("*.h"), *header.parent.glob("*.h")])
+    with tempfile.TemporaryDirectory() as stubs:
+        for name in sorted(set(re.findall(r"#include <([\w./]+)>", text))):
+            (Path(stubs) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(stubs) / name).write_text("")
+        cc = os.environ.get("CC", "cc")
+        cmd = [
+            cc,
+            "-E",
+            "-P",
+            "-dD",
+            "-nostdinc",
+            "-I",
+            stubs,
+            "-I",
+            str(folder),
+            "-I",
+            str(header.parent),
+            str(header),
+        ]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        except FileNotFoundError:
+            raise RuntimeError(f"no C compiler {cc!r}: the host build needs one (set CC)") from None
+        except subprocess.CalledProcessError as exc:
+            raise RuntimeError(f"{header}: the C preprocessor failed: {exc.stderr.strip()}") from None
+    lines = []
+    for line in out.splitlines():
+        if line.startswith("#"):
+            m = _INTEGER_MACRO.match(line)
+            if m and m.group(1).startswith(prefix):
+                lines.append(line)
+        elif line.strip():
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def host_source(folder: Path, manifest: dict[str, Any]) -> str:
+    return f'#include "{host_header(folder, manifest).name}"\n'
+
+
+def content_hash(folder: Path, extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for path in sorted([*folder.iterdir(), *(folder / HOST_FOLDER).glob("*")]):
+        if path.suffix in (".c", ".h") or path.name == "manifest.json":
+            h.update(str(path.relative_to(folder)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _import(name: str, path: Path) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[str, Any]]:
+    """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
+    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload())."""
+    folder = Path(folder).resolve()
+    manifest = read_manifest(folder)
+    flags = list(CFLAGS) + (list(SANITIZE) if sanitize else [])
+    digest = content_hash(folder, " ".join(flags) + sys.version)[:16]
+    name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}_{digest}"
+    out = cache_root() / "modules" / digest
+    with locked(cache_root() / "locks" / f"{digest}.lock"):
+        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
+        if not found:
+            ffi = cffi.FFI()
+            ffi.cdef(cdef(folder, manifest))
+            # the firmware's sources and the host's own (host/: loopback, glue)
+            sources = [str(p) for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]]
+            ffi.set_source(
+                name,
+                host_source(folder, manifest),
+                sources=sources,
+                include_dirs=[str(folder), str(folder / HOST_FOLDER)],
+                extra_compile_args=flags,
+                extra_link_args=list(SANITIZE) if sanitize else [],
+                libraries=["m"],
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            with _COMPILING:
+                built = Path(ffi.compile(tmpdir=str(out), verbose=False))
+            found = [built]
+        return _import(name, found[0]), manifest
+
+
+def sanitizer_preload(cc: str = "gcc") -> str:
+    """The ASan runtime to put in LD_PRELOAD of a process that loads a ``build(sanitize=True)`` module
+    (ASan must come first in the library order; Python itself is not instrumented)."""
+    import subprocess
+
+    path = subprocess.run(
+        [cc, "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not Path(path).is_file():
+        raise RuntimeError(f"{cc} has no AddressSanitizer runtime (libasan.so)")
+    return str(Path(path).resolve())

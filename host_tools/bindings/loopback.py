@@ -1,0 +1,237 @@
+"""Closed-loop simulation in C: the generated pipeline (``rt_step``) around a simulated robot
+(``<robot>_loopback``, RK4 on the generated forward dynamics). One C call per run; Python only
+prepares arrays and packs the result into the log format (host_tools.data.logs) with the ground truth.
+
+    rt = load_rt("kuka_iiwa14")
+    run = simulate(rt, trajectory.resample(rt.sample_period))
+    run.log.save("run.npz"); run.out["qd_hat"]; run.ise_velocity
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from host_tools.bindings.rt import Realtime
+from host_tools.data.logs import Log
+from host_tools.data.trajectories import Trajectory
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A plane obstacle for the tip, Hunt-Crossley contact (seed 003 eq. 5.19, codegen.symbolic.contact),
+    present from ``start`` to ``stop`` s. Defaults: seed 003 §5.3 (flat surface e = 1, k = 10 kN/m,
+    alpha = 0.04 s/m, lambda = 3/2 alpha k)."""
+
+    point: tuple[float, float, float]  # a point of its surface, base frame (m)
+    normal: tuple[float, float, float]  # outward normal, base frame (normalised here)
+    stiffness: float = 1.0e4  # N/m^e
+    alpha: float = 0.04  # s/m
+    exponent: float = 1.0
+    start: float = 0.0  # s
+    stop: float = float("inf")  # s
+
+    @property
+    def damping(self) -> float:
+        return 1.5 * self.alpha * self.stiffness
+
+
+class SimulationError(RuntimeError):
+    """The simulated robot's M(q) stopped being positive definite (wrong true parameters?)."""
+
+
+@dataclass
+class Run:
+    log: Log  # inputs the pipeline saw + ground truth (q_true, qd_true, ...)
+    out: dict[str, np.ndarray]  # the pipeline's outputs per sample
+
+    @property
+    def ise_velocity(self) -> np.ndarray:
+        """Integral squared velocity-estimation error per joint (seed 000 eq. 5), (rad/s)^2 s."""
+        return ise(self.log.extra["qd_true"], self.out["qd_hat"], self.log.sample_period)
+
+    @property
+    def ise_tracking(self) -> np.ndarray:
+        """Integral squared tracking error q_d - q per joint, rad^2 s."""
+        return ise(self.log.q_des, self.log.extra["q_true"], self.log.sample_period)
+
+
+def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
+    """sum_k (x_k - x_hat_k)^2 T_s per column: the rectangle rule of seed 000 eq. 5."""
+    e = np.asarray(x, float) - np.asarray(x_hat, float)
+    with np.errstate(over="ignore", invalid="ignore"):  # an unstable run: inf, not a warning
+        return np.sum(e * e, axis=0) * ts
+
+
+def valid_arr_of(val: np.ndarray | None, k: int, n: int) -> np.ndarray:
+    return np.ones((k, n), bool) if val is None else val.astype(bool)
+
+
+def simulate(
+    rt: Realtime,
+    trajectory: Trajectory,
+    true_params: np.ndarray | None = None,
+    tau_ext: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+    q0: np.ndarray | None = None,
+    qd0: np.ndarray | None = None,
+    substeps: int = 8,
+    delay: int = 0,
+    reset: bool = True,
+    contact: Contact | None = None,
+    theta0: np.ndarray | None = None,
+    thetad0: np.ndarray | None = None,
+) -> Run:
+    """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
+    ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
+    qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
+    drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency);
+    ``contact``: a plane obstacle the tip may hit (its joint torque at each sample is added to
+    extra["tau_ext_true"]).
+
+    An elastic arm (series-elastic drives, seed 003 §3.2): the controller's output is the motor torque;
+    the motors start at theta0, thetad0, by default at rest against gravity at q0 (seed 003 eq. 3.28
+    with the plant's parameters); the log's ``tau`` is the motor torque, its ``motor_counts`` the motor
+    encoders', extra also holds theta_true, thetad_true."""
+    if (
+        len(trajectory.time) >= 2
+        and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
+    ):
+        raise ValueError(
+            f"trajectory sampled every {trajectory.time[1] - trajectory.time[0]:g} s, the pipeline "
+            f"runs every {rt.sample_period:g} s: use trajectory.resample(rt.sample_period)"
+        )
+    if substeps < 1:
+        raise ValueError("substeps must be >= 1")
+    max_delay = int(getattr(rt.lib, f"{rt.name.upper()}_LOOPBACK_MAX_DELAY"))
+    if not 0 <= delay <= max_delay:
+        raise ValueError(f"delay must be 0..{max_delay} samples, got {delay}")
+    if len(trajectory.time) < 2:
+        raise ValueError("the trajectory needs at least 2 samples")
+    if true_params is not None and np.size(true_params) != rt.manifest["n_standard"]:
+        raise ValueError(
+            f"true_params must have {rt.manifest['n_standard']} standard parameters, got {np.size(true_params)}"
+        )
+    for name, a in (("true_params", true_params), ("tau_ext", tau_ext)):
+        if a is not None and not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} contains NaN or inf")
+    ffi, lib, p = rt.ffi, rt.lib, rt.name
+    k, n = trajectory.q.shape
+    real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
+
+    def arr(x: Any, shape: tuple[int, ...], dtype: Any = real) -> np.ndarray:
+        a = np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=dtype), shape))
+        return a
+
+    def ptr(a: np.ndarray | None, ctype: str) -> Any:
+        return ffi.NULL if a is None else ffi.cast(ctype + " *", ffi.from_buffer(a))
+
+    plant = ffi.new(f"{p}_plant_t *")
+    params = rt.manifest["standard_parameters"] if true_params is None else true_params
+    plant.params = [float(v) for v in np.asarray(params, float).ravel()]
+    plant.substeps = substeps
+    plant.delay = delay
+    tau_contact = None
+    if contact is not None:
+        nrm = np.asarray(contact.normal, float)
+        if nrm.shape != (3,) or np.asarray(contact.point, float).shape != (3,) or not np.linalg.norm(nrm) > 0:
+            raise ValueError("contact: point and normal must be 3-vectors, the normal non-zero")
+        if not (contact.stiffness >= 0 and contact.alpha >= 0 and contact.exponent > 0):
+            raise ValueError("contact: stiffness and alpha must be >= 0, the exponent > 0")
+        plant.contact_point = [float(v) for v in contact.point]
+        plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
+        plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
+        plant.contact_exponent = contact.exponent
+        limit = float(2**31 - 1)
+        plant.contact_start = int(min(max(np.ceil(contact.start / rt.sample_period - 1e-9), 0), limit))
+        plant.contact_stop = int(min(max(np.ceil(contact.stop / rt.sample_period - 1e-9), 0), limit))
+        tau_contact = np.zeros((k, n), real)
+    q_des, qd_des, qdd_des = (arr(x, (k, n)) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
+    ext = None if tau_ext is None else arr(tau_ext, (k, n))
+    val = None if valid is None else arr(valid, (k, n), np.uint8)
+    q_true, qd_true, qdd_true, tau = (np.zeros((k, n), real) for _ in range(4))
+    counts = np.zeros((k, n), np.int64)
+    out = np.zeros(k, dtype=rt.output_dtype)
+    if reset:
+        rt.reset()
+    rt._sync()
+    rcname = f"{p}_real_t"
+    # every array handed to C stays referenced here until the call returns (a cast pointer does not
+    # keep its buffer alive)
+    start_q = arr(trajectory.q[0] if q0 is None else q0, (n,))
+    start_qd = arr(trajectory.qd[0] if qd0 is None else qd0, (n,))
+    elastic = bool(rt.manifest.get("elastic"))
+    start_th = start_thd = theta_true = thetad_true = None
+    if elastic:
+        # the rest state against gravity (seed 003 eq. 3.28) with the plant's parameters, in C
+        rest = (np.zeros(n, real), np.zeros(n, real))
+        if theta0 is None or thetad0 is None:
+            pi = arr(params, (rt.manifest["n_standard"],))
+            getattr(lib, f"{p}_motor_rest_p")(
+                ptr(start_q, rcname), ptr(start_qd, rcname), ptr(pi, rcname), ptr(rest[0], rcname), ptr(rest[1], rcname)
+            )
+        start_th = arr(rest[0] if theta0 is None else theta0, (n,))
+        start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
+        theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
+    motor_counts = np.zeros((k, n), np.int64)
+    status = getattr(lib, f"{p}_loopback")(
+        rt._rt,
+        plant,
+        k,
+        ptr(start_q, rcname),
+        ptr(start_qd, rcname),
+        ptr(start_th, rcname),
+        ptr(start_thd, rcname),
+        ptr(q_des, rcname),
+        ptr(qd_des, rcname),
+        ptr(qdd_des, rcname),
+        ptr(ext, rcname),
+        ptr(val, "uint8_t"),
+        ptr(q_true, rcname),
+        ptr(qd_true, rcname),
+        ptr(qdd_true, rcname),
+        ptr(theta_true, rcname),
+        ptr(thetad_true, rcname),
+        ptr(tau, rcname),
+        ptr(counts, "int64_t"),
+        ptr(motor_counts, "int64_t"),
+        ptr(tau_contact, rcname),
+        ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
+    )
+    if status == -2:
+        raise ValueError(
+            "the loopback refused the plant (substeps or delay out of range, or an elastic arm without theta0, thetad0)"
+        )
+    if status != 0:
+        raise SimulationError("the simulated robot's inertia matrix is not positive definite")
+    outs = {name: out[name].copy() for name in out.dtype.names or ()}
+    extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
+    if elastic:
+        extra.update(
+            theta_true=theta_true,
+            thetad_true=thetad_true,
+            motor_counts=motor_counts,
+            motor_valid=valid_arr_of(val, k, n),
+        )
+    if ext is not None or tau_contact is not None:
+        extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (
+            0 if tau_contact is None else tau_contact
+        )
+    valid_arr = valid_arr_of(val, k, n)
+    # the log's tau[k] is what the step saw: the torque applied over the sample before k
+    seen = np.vstack([np.zeros((1, n), real), tau[:-1]])
+    log = Log(
+        robot=p,
+        sample_period=rt.sample_period,
+        time=np.asarray(trajectory.time, float),
+        counts=counts,
+        valid=valid_arr,
+        tau=seen,
+        q_des=q_des,
+        qd_des=qd_des,
+        qdd_des=qdd_des,
+        extra=extra,
+    )
+    return Run(log, outs)

@@ -1,0 +1,191 @@
+"""`manipgen evaluate`: velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from codegen.blocks import registry
+from codegen.emit.files import write_file
+from host_tools.cli import plots
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned")
+    e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: seed 000's for schunk_lwa4p)")
+    e.add_argument("--resolution-mdeg", type=float, default=10.0, help="encoder resolution, millidegrees per count")
+    e.add_argument("--rate-hz", type=float, default=125.0, help="controller sample rate")
+    e.add_argument(
+        "--setups",
+        nargs="+",
+        metavar="MDEG@HZ",
+        help="several set-ups in one go, e.g. 10@125 2@125 1@250 (one sub-folder each + fig9_setups.png; "
+        "replaces --resolution-mdeg/--rate-hz; --json then prints a list)",
+    )
+    e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
+    e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
+    e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument(
+        "--model-error",
+        type=float,
+        default=0.0,
+        help="simulated robot's parameters = the model's x (1 + this): model-based observers feel it",
+    )
+    e.add_argument(
+        "--estimators",
+        nargs="+",
+        default=list(registry.study_estimators()),
+        help="any registered estimator (default: seed 000's, " + " ".join(registry.study_estimators()) + ")",
+    )
+    e.add_argument(
+        "--gains",
+        default="default",
+        help="default, or paper: seed 000's tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, "
+        "1@250); with --log also the folder of a `--tune --out` run, and several comma-separated",
+    )
+    e.add_argument(
+        "--log",
+        nargs="+",
+        metavar="RUN",
+        help="recorded runs (.npz logs or seed 000 .mat runs): run the estimators over their encoder "
+        "streams, ISE against seed 000's offline ground truth (instead of the simulation)",
+    )
+    e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
+    e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
+    e.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codegen.blocks import registry
+    from host_tools.cli.evaluate_report import table, write_reports
+    from host_tools.studies.evaluate import Setup, evaluate
+
+    console = Console(stderr=True, soft_wrap=True)
+    known = registry.estimators()
+    unknown = [e for e in args.estimators if e not in known]
+    if unknown:
+        console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+        return 2
+    if args.log:
+        return _evaluate_logs(args, console)
+    if args.gains not in ("default", "paper"):
+        console.print("manipgen: error: --gains is default or paper (a tuned folder goes with --log)")
+        return 2
+    pairs = [(args.resolution_mdeg, args.rate_hz)]
+    if args.setups:
+        try:
+            pairs = [(float(r), float(f)) for r, f in (item.split("@") for item in args.setups)]
+        except ValueError:
+            console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items, got {args.setups}")
+            return 2
+    setups = [
+        Setup(
+            robot=args.robot,
+            resolution_mdeg=r,
+            rate_hz=f,
+            faults=args.faults,
+            seed=args.seed,
+            tune=args.tune,
+            generations=args.generations,
+            model_error=args.model_error,
+            gains=args.gains,
+        )
+        for r, f in pairs
+    ]
+    problems = [p for s in setups for p in s.problems()]
+    if problems:
+        console.print("manipgen: error: " + "; ".join(dict.fromkeys(problems)))
+        return 2
+    docs = []
+    for setup in setups:
+        resolution, rate = setup.resolution_mdeg, setup.rate_hz
+        out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
+        columns = (
+            TextColumn("{task.description:>8}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"),
+        )
+        with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+            console.print(f"{setup.robot}: {resolution:g} mdeg, {rate:g} Hz")
+            tasks = {name: bar.add_task(name, total=None, info="waiting") for name in args.estimators}
+
+            def progress(name: str, done: int, total: int, info: str) -> None:
+                bar.update(tasks[name], completed=done, total=total, info=info)  # noqa: B023 (called within this iteration)
+
+            evaluation = evaluate(setup, tuple(args.estimators), out, progress=progress)
+        doc = evaluation.doc
+        if out is not None:
+            write_reports(doc, out)
+            plots.evaluation_figures(evaluation.results, setup, out)
+        docs.append(doc)
+        if not args.json:
+            print(
+                table(doc)
+                + f"\n{doc['seconds']:.0f} s"
+                + (
+                    f"; reports in {out}/ (evaluation.md/.csv/.json/.png, fig5/7/8 PNGs, <estimator>.config.json)"
+                    if out
+                    else ""
+                )
+            )
+    if args.json:
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+    if args.out and len(docs) > 1:
+        plots.evaluation_setups(docs, Path(args.out))
+    return 0
+
+
+def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
+    """manipgen evaluate ROBOT --log RUN [RUN ...]: the estimators over recorded encoder streams."""
+    import json
+    from pathlib import Path
+
+    from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
+    from host_tools.bindings.rt import ConfigError
+    from host_tools.data.logs import LogError
+    from host_tools.data.mat_logs import load_log
+    from host_tools.studies.log_estimation import report, table
+
+    gains = tuple(args.gains.split(","))
+    for g in gains:
+        if g not in ("default", "paper") and not (Path(g) / "evaluation.json").is_file():
+            console.print(
+                f"manipgen: error: --gains {g}: not default, paper nor a folder of `manipgen evaluate "
+                "--tune --out` (evaluation.json)"
+            )
+            return 2
+    try:
+        robot = load_robot(args.robot)
+        runs = {Path(p).stem: load_log(p, robot) for p in args.log}
+        with console.status("running the estimators over the logs ..."):
+            doc, estimates = report(runs, gains, tuple(args.estimators))
+        written = []
+        if args.out:
+            out = Path(args.out)
+            write_file(out / "real_estimation.json", json.dumps(doc, indent=1) + "\n")
+            write_file(out / "real_estimation.md", table(doc) + "\n")
+            written = ["real_estimation.json", "real_estimation.md"]
+            for run, log in runs.items():
+                plots.log_estimation(log, estimates[run][gains[-1]], out / f"real_estimation_{run}.png")
+                written.append(f"real_estimation_{run}.png")
+    except (ValueError, LogError, ConfigError, DescriptionError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(table(doc) + (f"\nwrote {', '.join(written)} in {args.out}/" if written else ""))
+    return 0

@@ -1,0 +1,121 @@
+"""`manipgen excite`: optimal Fourier excitation for identification (seed 004 §II-B)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codegen.emit.files import write_file
+from host_tools.cli import plots
+
+if TYPE_CHECKING:
+    from codegen.model.robot import Robot
+    from host_tools.identification.excitation import DesignResult
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    x = sub.add_parser("excite", help="optimal Fourier excitation for identification (seed 004 §II-B)")
+    x.add_argument("robot", help="bundled name or a .yaml path (needs q and qd limits on every joint)")
+    x.add_argument("--harmonics", type=int, default=5, help="L, harmonics per joint (seed 004: 5)")
+    x.add_argument("--base-frequency", type=float, default=0.05, help="f_f in Hz; the period is 1/f_f (seed 004: 0.05)")
+    x.add_argument(
+        "--objective",
+        choices=("cond", "logdet"),
+        default="cond",
+        help="cond(Y_b) or -log det(Y_b^T Y_b) (D-optimality)",
+    )
+    x.add_argument("--starts", type=int, default=4, help="random starts of IPOPT")
+    x.add_argument("--max-iter", type=int, default=300, help="IPOPT iterations per start")
+    x.add_argument("--grid", type=int, default=100, help="samples per period in the objective")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--torque-limits", action="store_true", help="keep |tau| within the joints' torque limits too")
+    x.add_argument("--sample-period", type=float, help="s, of the generated C (default: the robot's)")
+    x.add_argument(
+        "--stage",
+        choices=("load", "actuator"),
+        default="load",
+        help="the regressor to excite: the links' base regressor, or an elastic arm's actuators "
+        "(seed 003 eq. 4.4; manipgen elastic identify --actuator)",
+    )
+    x.add_argument("--json", action="store_true", help="print the design as JSON")
+    x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
+    x.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codegen.model.description import load_robot
+    from host_tools.identification.excitation import ExciteSettings, design
+
+    console = Console(stderr=True, soft_wrap=True)
+    settings = ExciteSettings(
+        harmonics=args.harmonics,
+        base_frequency=args.base_frequency,
+        objective=args.objective,
+        starts=args.starts,
+        seed=args.seed,
+        max_iter=args.max_iter,
+        torque_limits=args.torque_limits,
+        grid=args.grid,
+    )
+    problems = settings.problems()
+    if problems:
+        console.print("manipgen: error: " + "; ".join(problems))
+        return 2
+    robot = load_robot(args.robot)
+    ts = args.sample_period or robot.sample_period
+    try:
+        with Progress(
+            TextColumn("random starts"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            transient=not console.is_terminal,
+        ) as bar:
+            task = bar.add_task("starts", total=settings.starts, info="")
+            result = design(
+                robot,
+                settings,
+                progress=lambda k, n, best: bar.update(task, completed=k, info=f"best {settings.objective} {best:.4g}"),
+                stage=args.stage,
+            )
+        written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
+    except (ValueError, RuntimeError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(
+            f"{robot.name}: cond({'Y_b' if args.stage == 'load' else 'Y_m'}) = {result.cond:.1f} over one period at "
+            f"{settings.report_rate:g} Hz "
+            f"({settings.objective} objective {result.objective:.4g}; {len(result.starts)} starts, "
+            f"{result.seconds:.0f} s)" + (f"\nwrote {', '.join(str(p) for p in written)}" if written else "")
+        )
+    return 0
+
+
+def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out: Path) -> list[Path]:
+    """excitation.json (the design and its coefficients), excitation.png (one period) and the C
+    (<robot>_excitation.{h,c}) evaluating it at the controller's sample period."""
+    from codegen.emit.excitation import excitation_files
+
+    exc = result.excitation
+    files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, sample_period)
+    written = []
+    for name, text in files.items():
+        write_file(out / name, text)
+        written.append(out / name)
+    write_file(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
+    written.append(out / "excitation.json")
+    written.append(plots.excitation(exc, out / "excitation.png"))
+    return written

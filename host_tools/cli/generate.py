@@ -1,0 +1,210 @@
+"""`manipgen` commands that need only the generator: generate, info, convert.
+
+host_tools.cli adds the commands that compile and run the generated C and is the console entry
+point (codegen never imports host_tools).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from codegen.blocks import registry
+from codegen.blocks.options import OptionError, RtOptions, parse_estimator, realtime_defaults
+from codegen.emit.files import OverwriteError, overwriting, write_file
+from codegen.errors import DescriptionError
+from codegen.model.description import load_robot
+from codegen.model.robot import Robot
+from codegen.resources import bundled_robots
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_robot_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("robot", help=f"bundled name ({', '.join(bundled_robots())}) or a .yaml/.urdf path")
+    p.add_argument("--base-link", help="URDF: first link of the chain (default: the root)")
+    p.add_argument("--tip-link", help="URDF: last link of the chain (default: the only leaf)")
+    p.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
+
+
+def robot_of(args: argparse.Namespace) -> Robot:
+    robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
+    realtime_defaults(robot)  # a bad realtime: section stops every command here, not at generation
+    return robot
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from codegen.emit.generate import generate
+
+    robot = robot_of(args)
+    out = Path(args.out) if args.out else Path("generated") / robot.c_name
+    base = realtime_defaults(robot).options
+    rt = RtOptions(
+        estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
+        observer=args.observer or base.observer,
+        controller=args.controller or base.controller,
+        constant_params=args.constant_params or base.constant_params,
+        sample_period=args.sample_period or base.sample_period,
+    )
+    gen = generate(robot, args.precision, rt)
+    gen.write(out)
+    manifest = json.loads(gen.files["manifest.json"])
+    print(
+        f"{robot.name}: {robot.dof} joints, {manifest['n_standard']} standard / "
+        f"{manifest['n_base']} base parameters -> {out}/"
+    )
+    for f in manifest["functions"]:
+        if f["ops"] is not None:
+            print(f"  {f['name']:<22} {f['ops']:>6} ops")
+    print(f"real-time pipeline ({robot.c_name}_rt.h): {rt.label}")
+    for name, ops in manifest["rt"]["ops"].items():
+        print(f"  {name:<34} {ops:>6} ops")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from codegen.symbolic.params import base_parameters
+
+    robot = robot_of(args)
+    base = base_parameters(robot)
+    beta = base.values(robot.standard_parameters())
+    info = {
+        "name": robot.name,
+        "dof": robot.dof,
+        "n_standard": robot.n_standard,
+        "n_base": base.n_base,
+        "n_base_inertial": base.n_inertial,
+        "base_parameters": [
+            {"name": n, "expression": e.split(" = ", 1)[1], "value": float(v)}
+            for n, e, v in zip(base.names, base.expressions, beta)
+        ],
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    print(
+        f"{robot.name}: {robot.dof} joints ({', '.join(j.type for j in robot.joints)}), convention {robot.convention}"
+    )
+    print(
+        f"standard parameters: {robot.n_standard}; base parameters: {base.n_base} "
+        f"({base.n_inertial} inertial + {base.n_base - base.n_inertial} joint)"
+    )
+    width = max(len(n) for n in base.names)
+    for n, e, v in zip(base.names, base.expressions, beta):
+        print(f"  {n:<{width}} {v:>+14.6g}   {e}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from codegen.model.export import robot_to_yaml
+
+    robot = robot_of(args)
+    header = (
+        f"Converted by `manipgen convert` from {Path(args.robot).name}"
+        + (f" (chain {args.base_link} -> {args.tip_link})" if args.base_link or args.tip_link else "")
+        + (f" with overlay {Path(args.overlay).name}" if args.overlay else "")
+        + ".\n"
+        + (args.header or "")
+    )
+    text = robot_to_yaml(robot, header)
+    if args.output:
+        write_file(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = argparse.ArgumentParser(prog="manipgen", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="generate the C folder of a robot")
+    add_robot_arguments(g)
+    g.add_argument("--out", help="output folder (default generated/<robot>)")
+    g.add_argument(
+        "--precision",
+        choices=("double", "float"),
+        default="double",
+        help="real type of the generated C (float: Cortex-M4F class targets)",
+    )
+    g.add_argument(
+        "--estimator",
+        help="velocity estimator: "
+        + ", ".join(
+            e.name + "".join(f" {k}={v:g}" for k, v in e.defaults.items()) for e in registry.estimators().values()
+        )
+        + " (options as name:key=value,...; default: the robot's realtime: section, else "
+        + registry.default_estimator().name
+        + ")",
+    )
+    g.add_argument("--observer", choices=list(registry.observers()), help="collision observer (default momentum)")
+    g.add_argument(
+        "--controller",
+        choices=list(registry.controllers()),
+        help="controller (default computed_torque; an elastic arm: state_feedback, its motor torque)",
+    )
+    g.add_argument(
+        "--constant-params",
+        action="store_true",
+        help="fold the robot's dynamic parameters into the real-time code (faster; no "
+        "run-time model parameters or payload in the config)",
+    )
+    g.add_argument(
+        "--sample-period",
+        type=float,
+        metavar="SECONDS",
+        help="real-time sample period (default: the description's sample_period)",
+    )
+    g.set_defaults(handler=cmd_generate)
+    i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")
+    add_robot_arguments(i)
+    i.add_argument("--json", action="store_true", help="machine-readable output")
+    i.set_defaults(handler=cmd_info)
+    c = sub.add_parser("convert", help="freeze a URDF (+ overlay) into a robot YAML")
+    add_robot_arguments(c)
+    c.add_argument("-o", "--output", help="YAML file to write (default: stdout)")
+    c.add_argument("--header", help="extra comment lines for the YAML header")
+    c.set_defaults(handler=cmd_convert)
+    return parser, sub
+
+
+def add_force_options(sub: argparse._SubParsersAction) -> None:
+    """``--force`` on every command that writes files (those with an output option), recursively."""
+    for p in set(sub.choices.values()):
+        nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        for a in nested:
+            add_force_options(a)
+        if any(a.dest in ("out", "output") for a in p._actions):
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="overwrite files that manipgen did not write (or that were edited since)",
+            )
+
+
+def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        with overwriting(bool(getattr(args, "force", False))):
+            return handler(args)
+    except (DescriptionError, OptionError, OverwriteError) as exc:
+        print(f"manipgen: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # every output is written atomically: nothing half-written remains
+        print("manipgen: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `manipgen info ... | head`
+        sys.stderr.close()
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    np.set_printoptions(precision=6, suppress=True)
+    parser, sub = build_parser()
+    add_force_options(sub)
+    return run(parser, argv)

@@ -1,0 +1,293 @@
+"""`manipgen identify`: base, essential and physical parameters from an excitation log or a recorded run (seed 004)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser(
+        "identify", help="base, essential and physical parameters from an excitation log or a recorded run (seed 004)"
+    )
+    d.add_argument("robot", help="bundled name or a .yaml path")
+    d.add_argument(
+        "data",
+        nargs="?",
+        help="excitation run: a log (.npz, docs/realtime.md), a CSV "
+        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md) or a seed 000 .mat run",
+    )
+    d.add_argument(
+        "--excitation",
+        help="the excitation.json the log ran (manipgen excite --out); without it "
+        "DATA is a non-periodic recorded run (q low-passed at --cutoff-q, validated on raw torque)",
+    )
+    d.add_argument(
+        "--cutoff-q",
+        type=float,
+        default=10.0,
+        help="Hz: a non-periodic run's zero-phase low-pass on q before differentiation",
+    )
+    d.add_argument("--validate", help="another log to validate on (RMS torque error per joint)")
+    d.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="no robot: design the excitation, simulate it with noise on the loopback, identify, compare",
+    )
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--band", type=float, default=6.0, help="Hz: the parallel low-pass on tau and Y (seed 004: 6)")
+    d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
+    d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
+    d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
+    d.add_argument(
+        "--min-speed",
+        type=float,
+        help="rad/s: a joint's equations slower than this are left out (default 0.05: Coulomb friction "
+        "sign(qd) is undefined at rest; 0, the default with --fit-coulomb-scale, keeps them, for a "
+        "smooth tanh model)",
+    )
+    d.add_argument(
+        "--fit-coulomb-scale",
+        action=argparse.BooleanOptionalAction,
+        help="choose each joint's smooth Coulomb scale tanh(qd/v) from v in 0.001-0.05 rad/s by its fit "
+        "residual (the identified YAML carries them; the C must be regenerated from it). Default: "
+        "on for a recorded run (no --excitation) of a description with tanh Coulomb friction",
+    )
+    d.add_argument(
+        "--method",
+        choices=("idim-ls", "didim", "clie", "cloe", "all"),
+        help="output-error identification of a closed-loop run (seed 002): DATA is a log of the pid "
+        "pipeline tracking its q_des; IDIM-LS always runs as the reference",
+    )
+    d.add_argument(
+        "--sensitivities",
+        choices=("exact", "fd"),
+        default="exact",
+        help="CLIE/CLOE Jacobian: exact forward sensitivities or finite differences (b + 1 simulations)",
+    )
+    d.add_argument(
+        "--gains",
+        help="YAML of the controller that ran (kp, kd, ki, i_max, tau_max, drive_gain, "
+        "gravity_compensation); default: the pid pipeline's defaults",
+    )
+    d.add_argument(
+        "--init",
+        choices=("description", "idim-ls"),
+        default="description",
+        help="start of DIDIM/CLIE/CLOE: the description's (CAD) parameters or the IDIM-LS estimate",
+    )
+    d.add_argument(
+        "--parameters",
+        choices=("essential", "base"),
+        default="essential",
+        help="estimate IDIM-LS's essential parameters (seed 002) or all base parameters",
+    )
+    d.add_argument("--max-iter", type=int, default=30, help="iterations of DIDIM / Jacobians of LM")
+    d.add_argument(
+        "--decimate",
+        action="store_true",
+        help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)",
+    )
+    d.add_argument("--json", action="store_true", help="print the JSON document")
+    d.add_argument(
+        "--out",
+        help="folder for identification.{json,md,png}, identification_validation.png (with "
+        "--validate), <robot>_identified.{yaml,urdf} and config_identified.json (model.params "
+        "for the description's C; not with --fit-coulomb-scale) (--method: "
+        "output_error.{json,md} and output_error_autocorrelation.png)",
+    )
+    d.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from host_tools.cli.identify_report import Synthetic, run, synthetic, table, write
+    from host_tools.data.csvdata import CsvError, Samples, read_samples
+    from host_tools.data.logs import Log, LogError
+    from host_tools.identification.excitation import Excitation
+    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_coulomb_scales
+
+    console = Console(stderr=True, soft_wrap=True)
+    if args.synthetic == bool(args.data):
+        console.print(
+            "manipgen: error: give a DATA log (an excitation run with --excitation, or a recorded run) "
+            "or --synthetic, not both or neither"
+        )
+        return 2
+    if args.method:
+        if args.fit_coulomb_scale or args.min_speed is not None:
+            console.print(
+                "manipgen: error: --fit-coulomb-scale and --min-speed belong to the inverse-dynamics "
+                "identification (without --method)"
+            )
+            return 2
+        return _identify_closed_loop(args, console)
+    fit_scales = args.fit_coulomb_scale
+    if fit_scales is None:
+        from codegen.errors import DescriptionError
+        from codegen.model.description import load_robot
+
+        try:
+            fit_scales = fits_coulomb_scales(load_robot(args.robot), recorded=not (args.excitation or args.synthetic))
+        except DescriptionError as err:
+            console.print(f"manipgen: error: {err}")
+            return 2
+    settings = IdentSettings(
+        band=args.band,
+        min_abs=args.min_abs,
+        max_rsd=args.max_rsd,
+        weighted=not args.ols,
+        cutoff_q=args.cutoff_q,
+        # a fitted tanh scale needs the samples near rest, where the scales differ
+        min_speed=(0.0 if fit_scales else IdentSettings.min_speed) if args.min_speed is None else args.min_speed,
+        coulomb_scales=COULOMB_SCALE_GRID if fit_scales else (),
+    )
+    if not (
+        settings.band > 0
+        and settings.min_abs >= 0
+        and settings.max_rsd > 0
+        and settings.min_speed >= 0
+        and settings.cutoff_q > 0
+    ):
+        console.print(
+            "manipgen: error: --band, --cutoff-q and --max-rsd must be positive, --min-abs and --min-speed >= 0"
+        )
+        return 2
+
+    def data(path: str) -> Log | Samples:
+        from codegen.model.description import load_robot
+        from host_tools.data.mat_logs import load_log
+
+        robot = load_robot(args.robot)
+        return read_samples(path, robot.dof) if path.lower().endswith(".csv") else load_log(path, robot)
+
+    try:
+        with console.status("identifying ...") as status:
+            if args.synthetic:
+                doc, arrays, _ = synthetic(
+                    args.robot, Synthetic(seed=args.seed), settings, stage=lambda s: status.update(s)
+                )
+            else:
+                # without an excitation: a recorded non-periodic run (e.g. seed 000's LWA-4P runs)
+                exc = Excitation.load(args.excitation) if args.excitation else None
+                validate = data(args.validate) if args.validate else None
+                doc, arrays = run(
+                    args.robot, data(args.data), exc, validate, settings, stage=lambda s: status.update(s)
+                )
+        written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
+    except (ValueError, LogError, CsvError, OSError, RuntimeError) as exc_:
+        console.print(f"manipgen: error: {exc_}")
+        return 2
+    for warning in doc.get("warnings", []):
+        console.print(f"manipgen: warning: {warning}")
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(
+            table(doc)
+            + f"\n{doc['seconds']:.0f} s"
+            + (f"; wrote {', '.join(str(p) for p in written)}" if written else "")
+        )
+    return 0
+
+
+def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
+    """identify --method ...: output-error identification of a closed-loop run (seed 002)."""
+    import json
+    from pathlib import Path
+
+    from codegen.errors import DescriptionError
+    from codegen.model.yamlio import load_yaml
+    from host_tools.cli.oe_report import (
+        OESynthetic,
+        identify_closed_loop,
+        loop_for,
+        methods_of,
+        oe_data,
+        single,
+        synthetic_run,
+        tables,
+        write,
+    )
+    from host_tools.data.logs import Log, LogError
+    from host_tools.identification.output_error import OESettings
+
+    try:
+        methods = methods_of(args.method)
+        if args.max_iter < 1:
+            raise ValueError("--max-iter must be >= 1")
+        for flag, value in (("--excitation", args.excitation), ("--validate", args.validate)):
+            if value:
+                raise ValueError(f"{flag} belongs to the periodic identification (without --method)")
+        if args.synthetic and args.gains:
+            raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
+        settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
+        with out.status("identifying ...") as status:
+            if args.synthetic:
+                opts = OESynthetic(seed=args.seed)
+                status.update("simulating the closed-loop run (loopback)")
+                log, loop = synthetic_run(args.robot, opts)
+                from codegen.model.description import load_robot
+                from host_tools.identification.least_squares import model
+
+                truth = model(load_robot(args.robot)).true_base()
+                init_error, source = opts.init_error, "synthetic run"
+            else:
+                if str(args.data).lower().endswith(".csv"):
+                    raise ValueError(
+                        f"{args.data}: output-error methods need the reference trajectory the "
+                        "controller tracked: give a log (.npz) with q_des and qd_des"
+                    )
+                log = Log.load(args.data)
+                gains = load_yaml(args.gains).data if args.gains else None
+                if args.gains and not isinstance(gains, dict):
+                    raise ValueError(
+                        f"{args.gains}: expected a mapping of kp, kd, ki, i_max, tau_max, drive_gain, "
+                        "gravity_compensation (docs/identification.md)"
+                    )
+                try:
+                    loop = loop_for(args.robot, gains)
+                except ValueError as err:
+                    raise ValueError(f"{args.gains}: {err}" if args.gains else str(err)) from None
+                truth, init_error, source = None, 0.0, str(args.data)
+            try:
+                doc, results = identify_closed_loop(
+                    args.robot,
+                    oe_data(args.robot, log, loop.drive_gain, source),
+                    loop,
+                    methods,
+                    settings,
+                    args.init,
+                    init_error,
+                    args.parameters,
+                    args.seed,
+                    truth,
+                    stage=lambda s: status.update(s),
+                )
+            except ValueError as err:
+                text = str(err)
+                raise ValueError(text if text.startswith(source) else f"{source}: {text}") from None
+        if args.synthetic:
+            doc["synthetic"] = vars(opts)
+        written = write(doc, results, Path(args.out)) if args.out else []
+    except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
+        out.print(f"manipgen: error: {exc_}")
+        return 2
+    for w in doc["warnings"]:
+        out.print(f"manipgen: warning: {w}")
+    if args.json:
+        print(json.dumps(single(doc, methods[0]) if len(methods) == 1 else doc, indent=1, allow_nan=False))
+    else:
+        print(
+            tables(doc)
+            + f"\n{doc['seconds']:.1f} s"
+            + (f"; wrote {', '.join(str(p) for p in written)}" if written else "")
+        )
+    return 0

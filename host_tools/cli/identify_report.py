@@ -1,0 +1,349 @@
+"""`manipgen identify`: processing, base and essential parameters, physical retrieval, validation,
+and the report (JSON, markdown tables like seed 004 Tables 4, 5, 8, a measured-vs-predicted torque
+plot like its Fig. 5, the identified robot as YAML). ``--synthetic`` runs the whole round trip on
+the loopback against the description's own parameters."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.blocks import kalman
+from codegen.emit.files import write_file
+from codegen.model.description import load_robot
+from codegen.model.export import robot_to_urdf, robot_to_yaml
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.cli import plots
+from host_tools.data.csvdata import Samples
+from host_tools.data.logs import Log
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.identification.excitation import Excitation, ExciteSettings, design
+from host_tools.identification.least_squares import model
+from host_tools.identification.physical import PhysicalSettings, retrieve
+from host_tools.identification.pipeline import (
+    IdentSettings,
+    fit_coulomb_scales,
+    identify,
+    process,
+    rigid_only,
+    synthetic_log,
+    validation_data,
+    with_coulomb_scales,
+)
+from host_tools.identification.processing import lowpass
+
+WELL_EXCITED_RSD = 0.5  # %: "well excited" base parameters (their eq. 7 RSD at most this)
+
+Stage = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    periods: int = 6
+    torque_noise: float = 0.2  # N m, standard deviation (a joint-torque sensor's)
+    seed: int = 0
+    excite_starts: int = 1
+    excite_max_iter: int = 150
+
+
+def run(
+    spec: str,
+    log: Log | Samples,
+    exc: Excitation | None,
+    validate: Log | Samples | None = None,
+    settings: IdentSettings = IdentSettings(),
+    physical: PhysicalSettings = PhysicalSettings(),
+    stage: Stage = lambda _: None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Identify from an excitation log (or, ``exc`` None, a recorded non-periodic run: validated
+    against its measured torque as it is); returns (the JSON document, arrays for the figures)."""
+    robot = load_robot(spec)
+    rigid_only(robot, spec)
+    check_inputs(robot, log, exc, validate)
+    t0 = time.perf_counter()
+    stage("processing, regressor, least squares")
+    data = process(spec, log, exc, settings)
+    processing = time.perf_counter() - t0
+    scale_fit: dict[float, list[float]] = {}
+    if settings.coulomb_scales:
+        stage(f"Coulomb scales ({len(settings.coulomb_scales)} candidates)")
+        robot, scale_fit = fit_coulomb_scales(spec, robot, log, data, settings)
+    scales_s = time.perf_counter() - t0 - processing
+    m = model(robot)
+    ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data)
+    stages = {**ident.stage_seconds, "processing": processing}
+    if scale_fit:
+        stages["coulomb_scales"] = scales_s
+    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    kept = ident.essential.kept
+    stage("physical parameters (multi-start IPOPT)")
+    t1 = time.perf_counter()
+    # the eliminated base parameters stay within 3 standard deviations of their least-squares value
+    eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
+    sigma = np.abs(ident.base.values) * ident.base.rsd / 100.0
+    span = (
+        ident.base.values[eliminated] - 3 * sigma[eliminated],
+        ident.base.values[eliminated] + 3 * sigma[eliminated],
+    )
+    phys = retrieve(
+        robot, m.base.k, kept, y[rows][:, kept], tau.reshape(-1)[rows], ident.essential.values, physical, span
+    )
+    stages["physical"] = time.perf_counter() - t1
+    beta_phys = m.base.k @ phys.standard
+    doc: dict[str, Any] = {
+        "robot": robot.name,
+        "n_base": len(m.names),
+        "n_essential": len(kept),
+        "eliminated": ident.essential.removed,
+        "periods_averaged": data.periods,
+        "base": {
+            n: {"value": float(v), "rsd_percent": float(r)}
+            for n, v, r in zip(m.names, ident.base.values, ident.base.rsd)
+        },
+        "essential": {
+            n: {"value": float(v), "rsd_percent": float(r)}
+            for n, v, r in zip(ident.essential.names, ident.essential.values, ident.essential.rsd)
+        },
+        "physical": {n: float(v) for n, v in zip(phys.names, phys.mu)},
+        "physical_objective": phys.objective,
+        "base_objective": phys.base_objective,
+        "physical_starts": phys.starts,
+        "fit_rms": {
+            "base": ident.base.rms.tolist(),
+            "essential": ident.essential.rms.tolist(),
+            "physical": _rms(y, tau, beta_phys).tolist(),
+        },
+        "settings": {"identification": vars(settings), "physical": vars(physical)},
+        "coulomb": {
+            "model": robot.coulomb.model,
+            "velocity_scale": list(robot.coulomb.velocity_scale),
+            "candidates_fit_rms": {str(k): v for k, v in scale_fit.items()},
+        },
+    }
+    arrays = {
+        "tau": tau,
+        "base": (y @ ident.base.values).reshape(tau.shape),
+        "essential": (y[:, kept] @ ident.essential.values).reshape(tau.shape),
+        "physical": (y @ beta_phys).reshape(tau.shape),
+        "ts": data.sample_period * len(data.q) / len(tau),
+        "periodic": exc is not None,
+    }
+    if validate is not None:
+        stage("validation")
+        t1 = time.perf_counter()
+        doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
+        free = exc is None  # a recorded run: its own derivative cut-off, the torque as measured
+        val = validation_data(spec, validate, settings, settings.cutoff_q if free else 5.0, not free, robot)
+        betas = {"base": ident.base.values, "essential": ident.essential.full(len(m.names)), "physical": beta_phys}
+        doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
+        doc["validation_residual"] = _residual_diagnostics(
+            val.tau - val.predicted(ident.base.values), settings.cutoff_q, val.time[1] - val.time[0]
+        )
+        arrays["validation"] = {
+            "tau": val.tau,
+            "t": val.time,
+            "base": val.predicted(ident.base.values),
+            "physical": val.predicted(beta_phys),
+        }
+        stages["validation"] = time.perf_counter() - t1
+    doc["identified_standard"] = phys.standard.tolist()
+    doc["stage_seconds"] = stages
+    doc["seconds"] = time.perf_counter() - t0
+    return doc, arrays
+
+
+def _residual_diagnostics(e: np.ndarray, cutoff: float, ts: float) -> dict[str, Any]:
+    """Where the base parameters' validation error sits, per joint: its mean (a bias no parameter
+    explains) and the share of its power below ``cutoff`` Hz (zero-phase low-pass: model error at
+    the motion's frequencies rather than noise)."""
+    low = lowpass(e, cutoff, 1.0 / ts)
+    return {
+        "mean": e.mean(axis=0).tolist(),
+        "cutoff_hz": cutoff,
+        "power_below_cutoff": (np.sum(low**2, axis=0) / np.sum(e**2, axis=0)).tolist(),
+    }
+
+
+def check_inputs(robot: Any, log: Log | Samples, exc: Excitation | None, validate: Log | Samples | None) -> None:
+    """The data and the excitation belong to this robot (one clear error otherwise)."""
+    if exc is not None and len(exc.q0) != robot.dof:
+        raise ValueError(f"the excitation has {len(exc.q0)} joints, {robot.name} has {robot.dof}")
+    for what, data in (("DATA", log), ("--validate", validate)):
+        if isinstance(data, Log) and data.robot != robot.c_name:
+            raise ValueError(f"{what}: the log is of robot {data.robot!r}, not {robot.c_name!r}")
+        if data is not None and np.shape(data.tau)[1] != robot.dof:
+            raise ValueError(f"{what}: {np.shape(data.tau)[1]} joints in the data, {robot.name} has {robot.dof}")
+
+
+def _rms(y: np.ndarray, tau: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    e = tau.reshape(-1) - y @ beta
+    return np.sqrt(np.mean(e.reshape(tau.shape) ** 2, axis=0))
+
+
+def synthetic(
+    spec: str,
+    options: Synthetic = Synthetic(),
+    settings: IdentSettings = IdentSettings(),
+    physical: PhysicalSettings = PhysicalSettings(),
+    stage: Stage = lambda _: None,
+) -> tuple[dict[str, Any], dict[str, Any], Excitation]:
+    """The round trip without a robot: design the excitation, run it on the loopback (the
+    description's parameters are the truth) with torque noise, identify, and compare."""
+    t0 = time.perf_counter()
+    robot = load_robot(spec)
+    rigid_only(robot, spec)
+    stage("excitation design (IPOPT)")
+    t1 = time.perf_counter()
+    exc = design(
+        robot, ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter, seed=options.seed)
+    ).excitation
+    excite_s = time.perf_counter() - t1
+    stage("simulating the excitation and a validation motion")
+    t1 = time.perf_counter()
+    log = synthetic_log(spec, exc, options.periods, options.torque_noise, options.seed)
+    rt = load_rt(spec, estimator=kalman.SPEC.name, observer="none", controller="computed_torque")
+    rt.config["ctl.friction_ff"] = 1.0  # as synthetic_log: no friction chatter in the run
+    other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
+    other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
+    simulate_s = time.perf_counter() - t1
+    doc, arrays = run(spec, log, exc, other, settings, physical, stage)
+    m = model(robot)
+    truth = m.true_base()
+    values = np.array([doc["base"][n]["value"] for n in m.names])
+    rsd = np.array([doc["base"][n]["rsd_percent"] for n in m.names])
+    rel = np.abs(values - truth) / np.maximum(np.abs(truth), 1e-12)
+    well = rsd <= WELL_EXCITED_RSD
+    doc["truth"] = {"base": dict(zip(m.names, truth.tolist())), "relative_error": dict(zip(m.names, rel.tolist()))}
+    doc["well_excited"] = [n for n, w in zip(m.names, well) if w]
+    doc["well_excited_rsd_percent"] = WELL_EXCITED_RSD
+    doc["max_rel_error_well_excited"] = float(rel[well].max()) if np.any(well) else None
+    doc["noise_floor_rms"] = _noise_floor(options, doc, log)
+    doc["noise_floor_factor"] = NOISE_FLOOR_FACTOR
+    doc.setdefault("warnings", [])
+    above = [j + 1 for j, v in enumerate(doc["fit_rms"]["base"]) if v > NOISE_FLOOR_FACTOR * doc["noise_floor_rms"]]
+    if above:
+        doc["warnings"].append(
+            f"base fit RMS above {NOISE_FLOOR_FACTOR:g} x the noise floor ({doc['noise_floor_rms']:.3g} N m) on joints "
+            f"{', '.join(map(str, above))}: "
+            f"model or processing error beyond the noise (e.g. the excitation not tracked, "
+            "harmonics outside the derivative band, a discontinuous Coulomb model)"
+        )
+    # the validation run is one pass, not averaged: its floor is the band-limited noise alone
+    band = doc["settings"]["identification"]["band"]
+    doc["validation_noise_floor_rms"] = float(options.torque_noise * np.sqrt(band / (0.5 / other.sample_period)))
+    # the truth through the same validation processing: what no identified model can beat there
+    # (the band-limited noise plus the time-domain derivatives' error of a single pass)
+    doc["validation_rms_truth"] = validation_data(spec, other, settings, 5.0, True, robot).rms(truth).tolist()
+    doc["stage_seconds"] = {"excitation": excite_s, "simulation": simulate_s, **doc["stage_seconds"]}
+    doc["seconds"] = time.perf_counter() - t0
+    doc["synthetic"] = vars(options)
+    return doc, arrays, exc
+
+
+# A synthetic fit whose RMS exceeds this factor times the noise floor has error beyond the noise:
+# the band-limited noise's RMS over the K kept samples scatters by ~1/sqrt(2K) (K ~ 2 x 6 Hz x 20 s
+# = 240 decimated samples: 5 %), so 1.2 is four such standard deviations above a pure-noise residual.
+NOISE_FLOOR_FACTOR = 1.2
+
+
+def _noise_floor(options: Synthetic, doc: dict[str, Any], log: Log) -> float:
+    """RMS the torque noise leaves after averaging the periods and the band-limiting low-pass."""
+    settings = doc["settings"]["identification"]
+    fs = 1.0 / log.sample_period
+    return float(options.torque_noise / np.sqrt(doc["periods_averaged"]) * np.sqrt(settings["band"] / (fs / 2)))
+
+
+def table(doc: dict[str, Any]) -> str:
+    lines = [
+        f"# Identification of {doc['robot']}",
+        "",
+        f"{doc['n_base']} base parameters, {doc['n_essential']} essential "
+        f"(eliminated: {', '.join(doc['eliminated']) or 'none'}); {doc['periods_averaged']} periods averaged.",
+        f"Objective |tau - Y_e pi_e|: least squares {doc['base_objective']:.4g} N m, "
+        f"physical {doc['physical_objective']:.4g} N m.",
+        "",
+        "| parameter | base | RSD % | essential | RSD % |" + (" truth |" if "truth" in doc else ""),
+        "| --- | --: | --: | --: | --: |" + (" --: |" if "truth" in doc else ""),
+    ]
+    for n, b in doc["base"].items():
+        e = doc["essential"].get(n)
+        row = f"| {n} | {b['value']:.5g} | {b['rsd_percent']:.3g} | " + (
+            f"{e['value']:.5g} | {e['rsd_percent']:.3g} |" if e else "— | — |"
+        )
+        if "truth" in doc:
+            row += f" {doc['truth']['base'][n]:.5g} |"
+        lines.append(row)
+    if "validation_rms" in doc:
+        n = len(doc["validation_rms"]["base"])
+        lines += [
+            "",
+            "Validation RMS torque error per joint, N m (seed 004 Table 8):",
+            "",
+            "| parameters | " + " | ".join(f"joint {i + 1}" for i in range(n)) + " |",
+            "| --- |" + " --: |" * n,
+        ]
+        lines += [
+            f"| {k} | " + " | ".join(f"{v:.4f}" for v in vals) + " |" for k, vals in doc["validation_rms"].items()
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> list[Path]:
+    """identification.{json,md,png} and the identified robot as <robot>_identified.yaml and .urdf."""
+    from host_tools.identification.physical import PhysicalResult
+
+    robot = load_robot(spec)
+    fitted = tuple(doc["coulomb"]["velocity_scale"])
+    scaled = bool(doc["coulomb"]["candidates_fit_rms"])
+    if scaled:
+        robot = with_coulomb_scales(robot, fitted)
+    write_file(out / "identification.json", json.dumps(doc, indent=1) + "\n")
+    write_file(out / "identification.md", table(doc))
+    result = PhysicalResult(np.zeros(0), [], np.asarray(doc["identified_standard"]), 0.0, 0.0)
+    ident_robot = result.robot(robot)
+    header = (
+        f"Identified by `manipgen identify` from {robot.name}: physical parameters retrieved from "
+        f"{doc['n_essential']} essential parameters (objective {doc['physical_objective']:.4g} N m).\n"
+        "Kinematics, limits, encoders as in the original description."
+    )
+    yaml_path = out / f"{robot.c_name}_identified.yaml"
+    write_file(yaml_path, robot_to_yaml(ident_robot, header))
+    urdf_path = out / f"{robot.c_name}_identified.urdf"
+    write_file(urdf_path, robot_to_urdf(ident_robot))
+    written = [
+        out / "identification.json",
+        out / "identification.md",
+        plots.identification_fit(arrays, out / "identification.png"),
+        yaml_path,
+        urdf_path,
+    ]
+    if "validation" in arrays:
+        written.append(plots.identification_validation(arrays["validation"], out / "identification_validation.png"))
+    if not scaled:
+        # the description's generated C takes the identified parameters at run time; fitted Coulomb
+        # scales are compiled in, so then only the identified YAML (regenerated) carries them
+        written.append(write_params_config(robot, doc["identified_standard"], out / "config_identified.json"))
+    return written
+
+
+def write_params_config(robot: Any, standard: list[float], path: Path) -> Path:
+    """A config JSON (docs/realtime.md) setting only ``model.params``: it loads into any pipeline of
+    the robot (``rt.config.load``, ``--config``)."""
+    from host_tools.bindings.rt import CONFIG_FORMAT, CONFIG_VERSION
+
+    doc = {
+        "format": CONFIG_FORMAT,
+        "version": CONFIG_VERSION,
+        "robot": robot.c_name,
+        "pipeline": "any",
+        "config": {"model.params": [float(v) for v in standard]},
+    }
+    write_file(path, json.dumps(doc, indent=1) + "\n")
+    return path

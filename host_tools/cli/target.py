@@ -1,0 +1,87 @@
+"""`manipgen target`: cross-compile for a Cortex-M and run the step in QEMU (footprint, timing)."""
+
+from __future__ import annotations
+
+import argparse
+
+from codegen.emit.files import write_file
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    tp = sub.add_parser("target", help="cross-compile for a Cortex-M and run the step in QEMU (footprint, timing)")
+    actions = tp.add_subparsers(dest="action", required=True)
+    for action, text in (
+        ("build", "static library and QEMU test firmware (runtime/target/Makefile)"),
+        ("run", "replay a recorded run through rt_step in QEMU and compare with the host build"),
+    ):
+        a = actions.add_parser(action, help=text)
+        a.add_argument("robot", help="bundled name or a .yaml path")
+        a.add_argument("--cpu", required=True, help="cortex-m4f (single-precision FPU) or cortex-m7 (double)")
+        a.add_argument("--precision", choices=("float", "double"), default="double")
+        a.add_argument("--estimator", help="velocity estimator (default: the description's)")
+        a.add_argument("--observer", help="collision observer (default: the description's)")
+        a.add_argument("--controller", help="controller (default: the description's)")
+        a.add_argument("--out", help="build folder (default out/target/<robot>-<cpu>-<precision>)")
+        if action == "run":
+            a.add_argument(
+                "--input",
+                help="log to replay (.npz, docs/realtime.md; default: the demo's collision "
+                "run, recorded on the host loopback)",
+            )
+            a.add_argument("--config", help="config JSON of the logged run (thresholds, gains)")
+            a.add_argument("--timeout", type=float, default=600.0, help="seconds QEMU may take")
+            a.add_argument("--json", action="store_true", help="print the JSON document")
+        a.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.data.logs import LogError
+    from host_tools.target import cortex_m as tg
+
+    console = Console(stderr=True, soft_wrap=True)
+    if args.cpu not in tg.CPUS:
+        console.print(f"manipgen: error: --cpu must be one of {', '.join(tg.CPUS)}, got {args.cpu!r}")
+        return 2
+    options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
+    try:
+        rt = load_rt(args.robot, precision=args.precision, **options)
+        out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
+        with console.status(f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
+            b = tg.build(rt, args.cpu, out)
+            if args.action == "build":
+                console.print(f"built {b.lib} and {b.elf}")
+                return 0
+            status.update("recording the run to replay ...")
+            host = load_rt(args.robot, precision="double", **options)
+            inputs, source = tg.recorded_inputs(
+                args.robot,
+                rt,
+                host,
+                Path(args.input) if args.input else None,
+                Path(args.config) if args.config else None,
+                out,
+            )
+            status.update(f"{len(inputs)} samples through {rt.name}_rt_step in QEMU ({args.cpu}) ...")
+            run = tg.run_firmware(b, rt, rt.config_bytes(), inputs, timeout=args.timeout)
+            status.update("comparing with the host build, footprint ...")
+            doc = tg.report(b, rt, inputs, run)
+    except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    doc["input"] = source
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    write_file(out / "target.json", text)
+    write_file(out / "target.md", tg.table(doc))
+    if args.json:
+        print(text, end="")
+    else:
+        print(tg.table(doc) + f"\ninput: {source}\nwrote {out / 'target.json'}, {out / 'target.md'}")
+    return 0

@@ -1,0 +1,170 @@
+"""`manipgen thresholds`: collision thresholds from a collision-free log (max |r| x margin)."""
+
+from __future__ import annotations
+
+import argparse
+
+from host_tools.cli import plots
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
+    t.add_argument("robot", help="bundled name or a .yaml path")
+    t.add_argument("data", help="a collision-free log (.npz, docs/realtime.md, or a seed 000 .mat run)")
+    t.add_argument(
+        "--observer",
+        choices=("momentum", "adaptive", "direct"),
+        help="the residual to design for (default: the description's)",
+    )
+    t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")
+    t.add_argument("--config", help="config JSON to start from (gains of the observer, encoders, model)")
+    t.add_argument("--margin", type=float, default=1.2, help="factor on the largest residual (>= 1)")
+    t.add_argument("--floor", type=float, default=0.0, help="added to every threshold, N m")
+    t.add_argument("--skip", type=float, default=0.5, help="seconds of start-up left out")
+    t.add_argument("--out", help="write the config JSON with det.threshold set (and the tuned settings)")
+    t.add_argument(
+        "--tune",
+        action="store_true",
+        help="first choose the adaptive observer's damping lambda (obs.lam) that gives the lowest "
+        "thresholds on DATA (its gain K and the estimator are kept)",
+    )
+    t.add_argument(
+        "--check",
+        metavar="OTHER",
+        help="another collision-free run: its residual against the thresholds (false alarms)",
+    )
+    t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
+    t.add_argument("--json", action="store_true", help="print the JSON document")
+    t.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
+    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.data.logs import LogError
+    from host_tools.data.mat_logs import load_log
+    from host_tools.studies.thresholds import (
+        Check,
+        Tuned,
+        check_thresholds,
+        design_thresholds,
+        require_tunable,
+        tune_adaptive,
+    )
+
+    console = Console(stderr=True, soft_wrap=True)
+    if not (args.margin >= 1 and args.floor >= 0 and args.skip >= 0):
+        console.print("manipgen: error: --margin must be >= 1, --floor and --skip >= 0")
+        return 2
+    if args.plot and not args.plot.lower().endswith(".png"):
+        console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
+        return 2
+    tuned: Tuned | None = None
+    check: Check | None = None
+    try:
+        rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
+        if args.tune:
+            require_tunable(rt)
+        if args.config:
+            rt.config.load(args.config)
+        robot = load_robot(args.robot)
+        log = load_log(args.data, robot)
+        other = load_log(args.check, robot) if args.check else None
+        try:
+            if args.tune:
+                with console.status("tuning the adaptive observer's damping on the run ..."):
+                    tuned = tune_adaptive(rt, log, args.skip)
+            design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
+        except ValueError as err:
+            raise ValueError(f"{args.data}: {err}") from None
+        if other is not None:
+            try:
+                check = check_thresholds(rt, other, design.threshold, args.skip)
+            except ValueError as err:
+                raise ValueError(f"{args.check}: {err}") from None
+        rt.config["det.threshold"] = design.threshold
+        if args.plot:
+            plots.threshold_residuals(
+                design,
+                rt.sample_period,
+                Path(args.plot),
+                f"{rt.name} ({rt.label})\nr on {Path(args.data).name}, thresholds = {args.margin:g} x max |r|"
+                + (f" + {args.floor:g}" if args.floor else "")
+                + (f"; blue: {Path(args.check).name}" if args.check else ""),
+                (Path(args.check).name, check) if check is not None else None,
+            )
+        if args.out:
+            rt.config.save(args.out)
+    except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    doc: dict[str, object] = {
+        "robot": rt.name,
+        "pipeline": rt.label,
+        "margin": args.margin,
+        "skip_s": args.skip,
+        "floor": args.floor,
+        "samples": design.samples,
+        "threshold": design.threshold.tolist(),
+        "max_residual": design.max_residual.tolist(),
+        "at_time_s": design.at_time.tolist(),
+    }
+    if tuned is not None:
+        doc["tuned"] = {
+            "obs.lam": tuned.lam,
+            "objective": tuned.objective,
+            "default_objective": tuned.default_objective,
+            "candidates": [{"obs.lam": lam, "objective": obj} for lam, obj in tuned.table],
+        }
+    if check is not None:
+        doc["check"] = {
+            "data": args.check,
+            "max_residual": check.max_residual.tolist(),
+            "ratio": check.ratio.tolist(),
+            "false_alarm_samples": check.false_alarm_samples.tolist(),
+        }
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    print(
+        f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
+        f"{args.margin:g} x max |r| + {args.floor:g}\n"
+    )
+    if tuned is not None:
+        print(
+            f"tuned: obs.lam = {tuned.lam:g} (sum_j max|r_j| / RMS(tau_j): {tuned.objective:.3g}, was "
+            f"{tuned.default_objective:.3g})\n"
+        )
+    head = "| joint | max abs(r) | at (s) | threshold |" + (
+        " check: max abs(r) | ratio | samples above |" if check is not None else ""
+    )
+    print(head + "\n| --: | --: | --: | --: |" + (" --: | --: | --: |" if check is not None else ""))
+    for i, (m, t, th) in enumerate(zip(design.max_residual, design.at_time, design.threshold)):
+        row = f"| {i + 1} | {m:.4g} | {t:.3f} | {th:.4g} |"
+        if check is not None:
+            row += f" {check.max_residual[i]:.4g} | {check.ratio[i]:.2f} | {int(check.false_alarm_samples[i])} |"
+        print(row)
+    if check is not None:
+        alarms = int(check.false_alarm_samples.sum())
+        print(
+            f"\n{args.check}: "
+            + (
+                "no false alarm"
+                if alarms == 0
+                else f"{alarms} samples above a threshold (false alarms: raise --margin or --floor)"
+            )
+        )
+    for path, what in (
+        (args.out, "config (det.threshold set; load it with rt.config.load)"),
+        (args.plot, "residual plot"),
+    ):
+        if path:
+            print(f"wrote {path}: {what}")
+    return 0

@@ -1,0 +1,130 @@
+"""The log format every tool reads and writes (NPZ, versioned): what a real-time loop saw and did.
+
+Arrays (K samples, n joints):
+  time (K,) s · counts (K, n) int64 raw link-side counter values · valid (K, n) bool ·
+  tau (K, n) link-side torque applied over the previous sample (N m or N; an elastic arm's: the
+  motor torque tau_m, link side, e.g. from the motor current) ·
+  q_des, qd_des, qdd_des (K, n) desired trajectory ·
+  optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
+  ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n),
+  theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
+  collision_true (K,) bool ·
+  imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
+  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound).
+Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
+Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
+config turns them into positions (so a log replays through the very same C).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codegen.emit.files import write_file
+
+FORMAT = "manipgen-log"
+VERSION = 1
+REQUIRED = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
+OPTIONAL = (
+    "motor_counts",
+    "motor_valid",
+    "tau_cmd",
+    "q_true",
+    "qd_true",
+    "qdd_true",
+    "tau_ext_true",
+    "collision_true",
+    "theta_true",
+    "thetad_true",
+    "qd_hat_logged",
+    "tau_saturated",
+)
+
+
+class LogError(ValueError):
+    """A log file that does not follow the format (names the file and the array)."""
+
+
+@dataclass
+class Log:
+    robot: str
+    sample_period: float
+    time: np.ndarray
+    counts: np.ndarray
+    valid: np.ndarray
+    tau: np.ndarray
+    q_des: np.ndarray
+    qd_des: np.ndarray
+    qdd_des: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # OPTIONAL arrays present
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    def inputs(self) -> dict[str, np.ndarray]:
+        """The real-time step inputs, per sample."""
+        d = {k: getattr(self, k) for k in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")}
+        for k in ("motor_counts", "motor_valid"):
+            if k in self.extra:
+                d[k] = self.extra[k]
+        return d
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        arrays: dict[str, Any] = {
+            "format": np.array(FORMAT),
+            "version": np.array(VERSION),
+            "robot": np.array(self.robot),
+            "sample_period": np.array(self.sample_period),
+        }
+        for f in fields(self):
+            if f.name not in ("robot", "sample_period", "extra"):
+                arrays[f.name] = getattr(self, f.name)
+        arrays.update(self.extra)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **arrays)
+        write_file(path, buf.getvalue())
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Log:
+        path = Path(path)
+        try:
+            z = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise LogError(f"{path}: cannot read as NPZ ({exc})") from None
+        with z:
+            if "format" not in z or str(z["format"]) != FORMAT:
+                raise LogError(f"{path}: format: not a {FORMAT} file")
+            try:
+                version = int(z["version"])
+            except (KeyError, TypeError, ValueError):
+                raise LogError(f"{path}: version: missing or not an integer") from None
+            if version != VERSION:
+                raise LogError(f"{path}: version: {version} not supported (expected {VERSION})")
+            missing = [k for k in REQUIRED + ("robot", "sample_period") if k not in z]
+            if missing:
+                raise LogError(f"{path}: {missing[0]}: missing array")
+            data = {k: z[k] for k in REQUIRED}
+            extra = {k: z[k] for k in OPTIONAL if k in z}
+            log = cls(robot=str(z["robot"]), sample_period=float(z["sample_period"]), extra=extra, **data)
+        log.check(str(path))
+        return log
+
+    def check(self, where: str = "log") -> None:
+        k = len(self.time)
+        n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
+        for name in REQUIRED[1:] + tuple(self.extra):
+            a = getattr(self, name) if name in REQUIRED else self.extra[name]
+            shape = (k,) if name == "collision_true" else (k, n)
+            if np.shape(a) != shape:
+                raise LogError(f"{where}: {name}: expected shape {shape}, got {np.shape(a)}")
+        if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):
+            raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
+        if not np.all(np.isfinite(self.tau)):
+            raise LogError(f"{where}: tau: contains NaN or inf")

@@ -1,0 +1,135 @@
+"""Inverse-dynamics identification (seed 004 §II-A, seed 003 §4.2.4): the stacked base regressor,
+ordinary and weighted least squares with relative standard deviations (seed 004 eq. 7), essential
+parameters by iterative elimination.
+
+The regressor of a log is the generated C (``<robot>_regressor_batch``: a loop over the samples in
+C, through cffi), as the design has it: host tools run the very C the controller runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from codegen.blocks import findiff
+from codegen.blocks.options import EstimatorChoice, RtOptions
+from codegen.model.robot import Robot
+from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.params import BaseParameters, base_parameters
+from host_tools.bindings.compiled import CompiledDynamics, generated_folder
+
+# the generated folder identification builds (shared with positions() and the output-error model)
+IDENT_RT = RtOptions(estimator=EstimatorChoice(findiff.FINDIFF.name), observer="none", controller="none")
+
+
+@dataclass(frozen=True)
+class Model:
+    """What identification needs of a robot: its base parameters and the base regressor (generated C)."""
+
+    robot: Robot
+    base: BaseParameters
+    compiled: CompiledDynamics  # the robot's generated C, double precision
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.base.names
+
+    def true_base(self) -> np.ndarray:
+        """The description's own base parameters, beta = K pi."""
+        return self.base.values(self.robot.standard_parameters())
+
+    def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Y_b stacked over the samples (seed 004 eq. 5): (K n, nb), sample after sample."""
+        k, n = np.shape(q)
+        return self.compiled.regressor_batch(q, qd, qdd).reshape(k * n, len(self.names))
+
+
+_MODELS: dict[str, Model] = {}
+
+
+def model(robot: Robot) -> Model:
+    """The identification model of a robot (cached by its description's digest)."""
+    if robot.digest not in _MODELS:
+        base = base_parameters(robot, Dynamics(robot))
+        _MODELS[robot.digest] = Model(robot, base, CompiledDynamics(generated_folder(robot, rt=IDENT_RT)))
+    return _MODELS[robot.digest]
+
+
+@dataclass
+class Fit:
+    """A least-squares estimate of (a subset of) the base parameters."""
+
+    names: list[str]
+    values: np.ndarray
+    rsd: np.ndarray  # relative standard deviation, % (seed 004 eq. 7)
+    sigma2: float  # residual variance (of the weighted residual for WLS)
+    kept: list[int]  # indices into the base parameters
+    rms: np.ndarray  # per-joint RMS of the (unweighted) torque residual
+    removed: list[str] = field(default_factory=list)  # essential: eliminated, in order
+
+    def full(self, nb: int) -> np.ndarray:
+        """As a base-parameter vector (eliminated ones 0)."""
+        out = np.zeros(nb)
+        out[self.kept] = self.values
+        return out
+
+
+def least_squares(
+    y: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    names: list[str] | tuple[str, ...],
+    joint_weights: np.ndarray | None = None,
+    kept: list[int] | None = None,
+    rows: np.ndarray | None = None,
+) -> Fit:
+    """OLS (joint_weights None) or WLS with one weight 1/sigma_j^2 per joint (seed 003 eq. 4.47).
+    y: (K n, nb) stacked regressor, tau: (K, n) or (K n,) torques; ``rows`` (K n,) bool selects the
+    equations used (default all). RSD per seed 004 eq. 7 on the weighted problem:
+    C = sigma^2 (Y^T W Y)^-1, sigma^2 = |W^1/2 r|^2 / (r - b)."""
+    kept = list(range(y.shape[1])) if kept is None else list(kept)
+    t = np.asarray(tau, float).reshape(-1)
+    w = np.ones(len(t)) if joint_weights is None else np.tile(np.asarray(joint_weights, float), len(t) // n)
+    use = np.ones(len(t), bool) if rows is None else np.asarray(rows, bool).reshape(-1)
+    a, t, w = y[use][:, kept], t[use], w[use]
+    sw = np.sqrt(w)
+    aw, tw = a * sw[:, None], t * sw
+    values, *_ = np.linalg.lstsq(aw, tw, rcond=None)
+    r = tw - aw @ values
+    dof = len(t) - len(kept)
+    if dof <= 0:
+        raise ValueError(f"{len(t)} equations for {len(kept)} parameters: not enough data")
+    sigma2 = float(r @ r / dof)
+    _, rr = np.linalg.qr(aw)
+    rinv = np.linalg.inv(rr)
+    cov = sigma2 * rinv @ rinv.T  # sigma^2 (A^T W A)^-1 without forming it
+    with np.errstate(divide="ignore"):
+        rsd = 100.0 * np.sqrt(np.diag(cov)) / np.abs(values)
+    full = np.asarray(tau, float).reshape(-1) - y[:, kept] @ values
+    return Fit([names[i] for i in kept], values, rsd, sigma2, kept, np.sqrt(np.mean(full.reshape(-1, n) ** 2, axis=0)))
+
+
+def essential(
+    y: np.ndarray,
+    tau: np.ndarray,
+    n: int,
+    names: list[str] | tuple[str, ...],
+    joint_weights: np.ndarray | None = None,
+    min_abs: float = 0.01,
+    max_rsd: float = 40.0,
+    rows: np.ndarray | None = None,
+) -> Fit:
+    """seed 004 §II-A: while some parameter is both small (|value| < min_abs) and poorly identified
+    (RSD > max_rsd %), remove the one of those with the largest RSD and re-estimate."""
+    kept = list(range(y.shape[1]))
+    removed: list[str] = []
+    while True:
+        fit = least_squares(y, tau, n, names, joint_weights, kept, rows)
+        poor = [(r, k) for k, (v, r) in enumerate(zip(fit.values, fit.rsd)) if abs(v) < min_abs and r > max_rsd]
+        if not poor or len(kept) == 1:
+            fit.removed = removed
+            return fit
+        _, worst = max(poor)
+        removed.append(names[kept[worst]])
+        del kept[worst]

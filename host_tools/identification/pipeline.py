@@ -1,0 +1,297 @@
+"""From a log to identified parameters (seed 004 §II, IV-B/C): positions through the robot's own
+encoder read, period averaging, frequency-domain derivatives, a zero-phase low-pass on the
+torques, the stacked base regressor, WLS with per-joint variance weights, essential parameters;
+and the synthetic round trip (the optimised excitation on the loopback with noise) that needs no
+robot."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from codegen.blocks import findiff, kalman
+from codegen.model.description import load_robot
+from codegen.model.robot import Coulomb, Robot, digest_of
+from codegen.symbolic.excitation import samples_per_period
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.csvdata import Samples
+from host_tools.data.logs import Log
+from host_tools.identification.excitation import Excitation
+from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model
+from host_tools.identification.processing import (
+    filtered_derivatives,
+    fourier_derivatives,
+    lowpass,
+    parallel_decimate,
+    period_average,
+)
+
+
+@dataclass(frozen=True)
+class IdentSettings:
+    skip_periods: int = 1  # transients of the first period(s)
+    derivative_band: float = 20.0  # Hz: frequencies of q kept for qd, qdd (DFT window, seed 004 §II-C)
+    # Hz: the parallel low-pass on tau and on every column of Y (seed 002 §3.1; Butterworth order 4
+    # at seed 004 §IV-B's 6 Hz)
+    band: float = 6.0
+    min_abs: float = 0.01  # essential parameters: |value| below ...
+    max_rsd: float = 40.0  # ... and RSD (%) above are eliminated (seed 004 §II-A)
+    weighted: bool = True  # WLS with per-joint variance weights (else OLS)
+    # rad/s: a joint's equations slower than this are left out -- Coulomb friction sgn(qd) is
+    # undefined at rest (stiction)
+    min_speed: float = 0.05
+    # Hz: a non-periodic run's zero-phase low-pass on q before the central differences (seed 002 §3.1)
+    cutoff_q: float = 10.0
+    # rad/s: candidate tanh scales, one chosen per joint (fit_coulomb_scales); empty: the
+    # description's model
+    coulomb_scales: tuple[float, ...] = ()
+
+
+COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)  # rad/s: manipgen identify --fit-coulomb-scale
+
+
+def fits_coulomb_scales(robot: Robot, recorded: bool) -> bool:
+    """manipgen identify's default: fit each joint's Coulomb scale on a recorded run (a real arm,
+    whose slow joints' torque is mostly friction) of a description with smooth Coulomb friction it
+    identifies; never on an excitation run (the identification of the description as it is)."""
+    return recorded and robot.coulomb.model == "tanh" and "FC" in robot.joint_parameters
+
+
+def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
+    """The robot with smooth Coulomb friction tanh(qd_i / scales_i) (one scale, or one per joint)."""
+    return replace(
+        robot,
+        coulomb=Coulomb("tanh", tuple(float(v) for v in scales)),
+        digest=digest_of(robot.digest.encode(), repr(tuple(scales)).encode()),
+    )
+
+
+def rigid_only(robot: Robot, spec: str) -> None:
+    """This identification takes the log's torque as the links'; an elastic arm logs its motors'."""
+    if robot.elastic:
+        raise ValueError(
+            f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
+            f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec}"
+        )
+
+
+@dataclass
+class Processed:
+    """One averaged period (or a whole non-periodic run: periods = 0) ready for the regressor."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    tau_variance: np.ndarray  # per sample and joint, of the averaged torque
+    periods: int
+    sample_period: float
+
+
+def positions(spec: str, log: Log) -> np.ndarray:
+    """Joint positions from the log's counts through the robot's generated encoder read (``spec``:
+    a bundled robot name or a description path)."""
+    rt = load_rt(
+        spec, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
+    )
+    return np.asarray(rt.run(log)["q"], float)
+
+
+def torque_at_samples(log: Log) -> np.ndarray:
+    """log.tau[k] is the torque held over the sample before k: the torque at instant k is taken as
+    the mean of the holds either side of it (what a smooth derivative of q at k corresponds to)."""
+    tau = np.asarray(log.tau, float)
+    return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
+
+
+def samples_of(spec: str, data: Log | Samples) -> Samples:
+    """Positions and torques at the sample instants: a CSV's as they are; a log's positions through
+    the robot's encoder read and its torques by torque_at_samples."""
+    if isinstance(data, Samples):
+        return data
+    return Samples(data.sample_period, positions(spec, data), torque_at_samples(data))
+
+
+def process(spec: str, data: Log | Samples, exc: Excitation | None, settings: IdentSettings) -> Processed:
+    """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band.
+    Without an excitation (a recorded non-periodic run): the whole run, q low-passed at cutoff_q
+    (zero phase) and differentiated centrally."""
+    s = samples_of(spec, data)
+    if exc is None:
+        qf, qd, qdd = filtered_derivatives(s.q, s.sample_period, settings.cutoff_q)
+        return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period)
+    try:
+        p = samples_per_period(exc.base_frequency, s.sample_period)
+    except ValueError as err:
+        raise ValueError(f"the data's sample period does not fit the excitation: {err}") from None
+    q = period_average(s.q, p, settings.skip_periods)
+    tau = period_average(s.tau, p, settings.skip_periods)
+    qf, qd, qdd = fourier_derivatives(q.mean, s.sample_period, settings.derivative_band)
+    return Processed(qf, qd, qdd, tau.mean, tau.variance, q.periods, s.sample_period)
+
+
+def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The regressor at every sample, then seed 002's parallel filter on it and on the torques
+    (periodic data: no edge effects) and its decimation to twice the band (the residuals stay
+    nearly white, so eq. 7's RSDs hold). Returns (Y stacked (K' n, nb), tau (K', n), qd (K', n) at the kept samples)."""
+    m = model(robot)
+    k, n = data.q.shape
+    y = m.stacked(data.q, data.qd, data.qdd).reshape(k, n, -1)
+    fs = 1.0 / data.sample_period
+    nd = max(1, int(np.floor(fs / 2 / settings.band)))  # seed 002: n_d = f_nyquist / f_cut-off
+    periodic = data.periods > 0
+    y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=periodic)
+    qd = data.qd[::nd]
+    if not periodic:  # the filters' edge effects: half a second at either end
+        edge = int(round(0.5 * fs / nd))
+        if len(y_f) < 4 * edge:
+            raise ValueError(
+                f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least {4 * edge * nd / fs:g} s"
+            )
+        y_f, tau_f, qd = y_f[edge:-edge], tau_f[edge:-edge], qd[edge:-edge]
+    return y_f.reshape(-1, y.shape[2]), tau_f, qd
+
+
+def joint_weights(data: Processed) -> np.ndarray | None:
+    """1 / sigma_j^2 per joint from the period averaging's variances (None with a single period)."""
+    var = data.tau_variance.mean(axis=0)
+    if data.periods < 2 or not np.all(var > 0):
+        return None
+    return 1.0 / var
+
+
+@dataclass
+class Identified:
+    base: Fit
+    essential: Fit
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def identify(
+    spec: str,
+    log: Log | Samples,
+    exc: Excitation | None,
+    settings: IdentSettings = IdentSettings(),
+    robot: Robot | None = None,
+    data: Processed | None = None,
+) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
+    non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
+    the kept samples). ``robot``: the model to fit (default: ``spec``'s description; the log is read
+    through ``spec``'s encoders either way); ``data``: the log already processed."""
+    robot = load_robot(spec) if robot is None else robot
+    rigid_only(robot, spec)
+    stages: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = process(spec, log, exc, settings) if data is None else data
+    stages["processing"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    m: Model = model(robot)
+    y, tau, qd = observation(robot, data, settings)
+    stages["regressor"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    w = joint_weights(data) if settings.weighted else None
+    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
+        w = 1.0 / least_squares(y, tau, robot.dof, m.names, rows=rows).rms ** 2
+    base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
+    ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
+    stages["estimation"] = time.perf_counter() - t0
+    return Identified(base, ess, stages), data, (y, tau, qd)
+
+
+def fit_coulomb_scales(
+    spec: str, robot: Robot, log: Log | Samples, data: Processed, settings: IdentSettings
+) -> tuple[Robot, dict[float, list[float]]]:
+    """Each joint's Coulomb tanh scale from ``settings.coulomb_scales``: the base parameters are fitted
+    with every candidate scale on all joints, and each joint keeps the candidate with its smallest fit
+    residual (a joint's Coulomb column is non-zero only in its own equation, so the joints' choices
+    barely interact; the final fit uses the chosen scales together). Only the fitting data are used.
+    Returns the robot with the chosen scales and the fit RMS per joint of every candidate."""
+    if not settings.coulomb_scales or min(settings.coulomb_scales) <= 0:
+        raise ValueError("the candidate Coulomb scales must be positive (rad/s)")
+    if "FC" not in robot.joint_parameters:
+        raise ValueError(
+            f"{robot.name} does not identify Coulomb friction (FC is not in its joint_parameters): "
+            "there is no Coulomb scale to fit"
+        )
+    rms = {}
+    for scale in settings.coulomb_scales:
+        ident, _, _ = identify(spec, log, None, settings, with_coulomb_scales(robot, (scale,)), data)
+        rms[scale] = ident.base.rms.tolist()
+    grid = np.array([rms[s] for s in settings.coulomb_scales])
+    best = tuple(settings.coulomb_scales[k] for k in grid.argmin(axis=0))
+    return with_coulomb_scales(robot, best), rms
+
+
+def synthetic_log(
+    robot_name: str,
+    exc: Excitation,
+    periods: int,
+    torque_noise: float,
+    seed: int,
+    sample_period: float | None = None,
+    true_params: np.ndarray | None = None,
+) -> Log:
+    """The robot (true_params; default its description's) tracking the excitation in the loopback
+    (computed torque on its own model with a Kalman velocity estimate, its encoders as described),
+    with white noise of ``torque_noise`` N m (standard deviation) on the logged torques, as a
+    joint-torque sensor would add. The controller feeds the friction forward at the desired
+    velocity (ctl.friction_ff = 1): compensated at the estimate, sgn(qd_hat) chatters at every
+    velocity reversal and puts motion beyond the derivative band into the run (the iiwa's fit RMS
+    then sat at 3x its noise floor)."""
+    rt = load_rt(
+        robot_name,
+        estimator=kalman.SPEC.name,
+        observer="none",
+        controller="computed_torque",
+        sample_period=sample_period,
+    )
+    rt.config["ctl.friction_ff"] = 1.0
+    run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params)
+    log = run.log
+    log.tau = log.tau + np.random.default_rng(seed).normal(0.0, torque_noise, log.tau.shape)
+    return log
+
+
+@dataclass(frozen=True)
+class ValidationData:
+    """A validation run ready for predictions: the measured torque, the stacked base regressor at the
+    same samples and their times (half a second trimmed at either end: filter edge effects)."""
+
+    tau: np.ndarray  # (K, n)
+    y: np.ndarray  # (K n, nb)
+    time: np.ndarray  # (K,) s from the start of the run
+
+    def predicted(self, beta: np.ndarray) -> np.ndarray:
+        return (self.y @ beta).reshape(self.tau.shape)
+
+    def rms(self, beta: np.ndarray) -> np.ndarray:
+        """RMS torque prediction error per joint (seed 004 Table 8)."""
+        return np.sqrt(np.mean((self.tau - self.predicted(beta)) ** 2, axis=0))
+
+
+def validation_data(
+    spec: str,
+    data: Log | Samples,
+    settings: IdentSettings,
+    cutoff_q: float = 5.0,
+    filter_torque: bool = True,
+    robot: Robot | None = None,
+) -> ValidationData:
+    """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
+    differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
+    else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
+    robot = load_robot(spec) if robot is None else robot
+    s = samples_of(spec, data)
+    ts = s.sample_period
+    edge = int(round(0.5 / ts))  # filter edge effects
+    if len(s.q) < 4 * edge:
+        raise ValueError(f"the validation run has {len(s.q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
+    q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
+    tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
+    sl = slice(edge, len(q) - edge)
+    return ValidationData(tau[sl], model(robot).stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts)

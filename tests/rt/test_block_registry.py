@@ -1,0 +1,170 @@
+"""The block registry's promise: a new estimator is one module (and its plumbing) -- nothing in the
+project edited. This file is that module: an alpha-beta filter (Kalata 1984; the steady-state
+Kalman filter of a constant-velocity model), its C plumbing given as a string outside templates/,
+registered, then taken through generate -> build -> load_rt -> evaluate (and the GA's gene space).
+
+It is also the worked example of docs/design.md "How to add a block"."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import casadi as cs
+import numpy as np
+import pytest
+
+from codegen.blocks import registry
+from codegen.blocks.base import Block, Field, sx_function
+from codegen.blocks.context import Ctx
+from codegen.blocks.estimator import outputs, reference
+from codegen.blocks.options import EstimatorChoice, RtOptions, estimator_choice, parse_estimator
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "alphabeta"
+
+# The C plumbing: first sample initialises, then the step (the same calls the generic estimator
+# plumbing makes, written here so that the template comes from outside templates/).
+TEMPLATE = """\
+    /* alpha-beta filter: registered from tests/rt/test_block_registry.py */
+    if (rt->first) {
+{{ call("est", "init") | indent(8, true) }}
+    }
+{{ call("est", "step") | indent(4, true) }}
+"""
+
+
+def build(ctx: Ctx, choice: EstimatorChoice) -> Block:
+    """x_p = x + T v, r = q - x_p, x := x_p + alpha r, v := v + (beta / T) r, per joint."""
+    n, ts = ctx.n, ctx.ts
+    q, alpha, beta = ctx.sym("q"), ctx.sym("alpha"), ctx.sym("beta")
+    x, v = cs.SX.sym("x", n), cs.SX.sym("v", n)
+    xp = x + ts * v
+    r = q - xp
+    x1, v1 = xp + alpha * r, v + beta / ts * r
+    step = sx_function(
+        "step",
+        [("out.q", q), ("st.est.x", x), ("st.est.v", v), ("cfg.est.alpha", alpha), ("cfg.est.beta", beta)],
+        [("out.q_hat", x1), ("out.qd_hat", v1), ("out.qdd_hat", cs.SX.zeros(n)), ("st.est.x", x1), ("st.est.v", v1)],
+        "predict, correct with the residual",
+    )
+    init = sx_function("init", [("out.q", q)], [("st.est.x", q), ("st.est.v", cs.SX.zeros(n))], "x := q, v := 0")
+    return Block(
+        kind="est",
+        name=NAME,
+        doc="Alpha-beta filter (Kalata 1984): a constant-velocity predictor corrected by the residual.",
+        config=[
+            Field("alpha", "real", (n,), "position gain (0, 1]", (0.5,) * n, low=0.0, high=1.0, low_open=True),
+            Field("beta", "real", (n,), "velocity gain (0, 2)", (0.1,) * n, low=0.0, high=2.0, low_open=True),
+        ],
+        state=[
+            Field("x", "real", (n,), "filtered position"),
+            Field("v", "real", (n,), "filtered velocity"),
+        ],
+        outputs=outputs(n),
+        functions=[init, step],
+        reference=reference,
+    )
+
+
+SPEC = registry.Estimator(
+    name=NAME,
+    summary="alpha-beta filter (Kalata 1984), registered by a test",
+    build=build,
+    genes=(registry.Gene("est.alpha", 0.05, 1.0), registry.Gene("est.beta", 1e-3, 1.0)),
+    template=TEMPLATE,
+)
+
+
+@pytest.fixture
+def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The alpha-beta filter registered for one test; the registry as it was afterwards."""
+    registry.estimators()  # the built-in blocks first
+    monkeypatch.setattr(registry, "_ESTIMATORS", dict(registry._ESTIMATORS))
+    registry.register(SPEC)
+    yield
+
+
+def alpha_beta(q: np.ndarray, ts: float, alpha: float, beta: float) -> np.ndarray:
+    """The filter in plain numpy, sample by sample: the independent reference."""
+    x, v = q[0].copy(), np.zeros(q.shape[1])  # init on the first sample, then a step on every one
+    out = np.zeros_like(q)
+    for k in range(len(q)):
+        xp = x + ts * v
+        r = q[k] - xp
+        x, v = xp + alpha * r, v + beta / ts * r
+        out[k] = v
+    return out
+
+
+def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(registered: None, tmp_path: Path) -> None:
+    from host_tools.bindings.rt import load_rt
+    from host_tools.cli import main
+    from host_tools.studies.evaluate import Setup, evaluate
+    from host_tools.studies.tune import gain_space
+
+    # the options layer knows it: name:options parsing, choices in errors
+    assert parse_estimator(NAME).name == NAME and NAME in registry.estimators()
+    # generate through the command line, into a folder of its own
+    assert main(["generate", "planar2", "--estimator", NAME, "--observer", "none", "--out", str(tmp_path)]) == 0
+    rt_c = (tmp_path / "planar2_rt.c").read_text()
+    assert "alpha-beta filter: registered from tests/rt/test_block_registry.py" in rt_c
+    assert "planar2_rt_est_step" in rt_c
+    # build and load: the C step against the numpy filter on a quantised ramp with lost samples held
+    rt = load_rt("planar2", estimator=NAME, observer="none", controller="none")
+    rt.config["est.alpha"], rt.config["est.beta"] = [0.4, 0.7], [0.05, 0.2]
+    counts = np.floor(np.arange(3000)[:, None] * np.array([[0.37, 0.61]])).astype(np.int64)
+    out = rt.run({"counts": counts})
+    q = out["q"]
+    for j, (a, b) in enumerate(((0.4, 0.05), (0.7, 0.2))):
+        ref = alpha_beta(q[:, [j]], rt.sample_period, a, b)[:, 0]
+        # the same operations in the same order in C and numpy, double: a few ulps of |v| per step,
+        # accumulated through the stable filter (poles inside the unit circle): 1e-9 rad/s is 1e5x that
+        assert np.max(np.abs(out["qd_hat"][:, j] - ref)) < 1e-9
+    slope = np.array([0.37, 0.61]) * 2 * np.pi / rt.config["enc.cpr"] / rt.sample_period
+    assert np.allclose(out["qd_hat"][-1000:].mean(axis=0), slope, rtol=2e-3)  # converges to the ramp's slope
+    # a study: seed 000's closed-loop evaluation, and the GA's genes from the registry
+    doc = evaluate(Setup(robot="planar2", rate_hz=250), (NAME,), executor=ThreadPoolExecutor(1)).doc
+    result = doc["estimators"][NAME]
+    assert result["ise_velocity"] is not None and 0 < result["ise_velocity"] < 1.0
+    assert {g.key for g in gain_space(NAME, 2)} == {"est.alpha", "est.beta"}
+
+
+def test_the_pipeline_design_follows_the_registry(registered: None) -> None:
+    """An unknown estimator names the registered ones; a registered one without q-ddot is refused by
+    the acceleration-based observers with the registry's list of those that give it."""
+    from codegen.blocks.options import OptionError
+    from codegen.blocks.pipeline import build_pipeline
+    from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
+
+    with pytest.raises(OptionError, match=NAME):
+        estimator_choice("nope", {})
+    robot = load_robot("planar2")
+    with pytest.raises(DescriptionError, match=r"needs the joint acceleration.*kalman"):
+        build_pipeline(robot, RtOptions(estimator=estimator_choice(NAME, {}), observer="adaptive"))
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {
+        n.value
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+
+
+def test_each_estimator_name_is_a_literal_in_at_most_two_project_modules() -> None:
+    """Its block module and, if needed, its template: every other list reads the registry. A literal
+    is a string constant that is the name or a spec starting ``name:`` (prose in docstrings is not)."""
+    modules = sorted(p for top in ("codegen", "host_tools") for p in (ROOT / top).rglob("*.py"))
+    constants = {p: _string_constants(p) for p in modules}
+    templates = sorted((ROOT / "templates").rglob("*.j2"))
+    for name in registry.estimators():
+        literal = re.compile(rf"^{name}(:.*)?$")
+        where = [p for p, c in constants.items() if any(literal.match(s) for s in c)]
+        where += [p for p in templates if re.search(rf"[\"']{name}[\"':]", p.read_text())]
+        assert len(where) <= 2, (name, [str(p.relative_to(ROOT)) for p in where])
+        assert where and where[0].parent.name == "blocks", (name, where)  # declared in its block module
