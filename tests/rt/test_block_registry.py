@@ -8,6 +8,7 @@ It is also the worked example of docs/design.md "How to add a block"."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -133,13 +134,22 @@ def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(re
     assert {g.key for g in gain_space(NAME, 2)} == {"est.alpha", "est.beta"}
 
 
-def test_the_pipeline_design_follows_the_registry(registered: None) -> None:
+def test_the_pipeline_design_follows_the_registry(registered: None, tmp_path: Path) -> None:
     """An unknown estimator names the registered ones; a registered one without q-ddot is refused by
-    the acceleration-based observers with the registry's list of those that give it."""
+    the acceleration-based observers with the registry's list of those that give it; the plumbing
+    may also come from a .c.j2 file anywhere."""
     from codegen.blocks.options import OptionError
     from codegen.blocks.pipeline import build_pipeline
+    from codegen.emit.generate import generate
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
+
+    plumbing = tmp_path / "my_filter.c.j2"
+    plumbing.write_text(TEMPLATE.replace("registered from", "plumbing read from a file, registered from"))
+    registry.register(dataclasses.replace(SPEC, name="alphabeta_file", template=plumbing))
+    choice = estimator_choice("alphabeta_file", {})
+    rt_c = generate(load_robot("planar2"), rt=RtOptions(estimator=choice, observer="none")).files["planar2_rt.c"]
+    assert "alpha-beta filter: plumbing read from a file" in rt_c
 
     with pytest.raises(OptionError, match=NAME):
         estimator_choice("nope", {})
