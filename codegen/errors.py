@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 MAX_MESSAGE = 240
 
 
@@ -18,3 +20,19 @@ class DescriptionError(ValueError):
         file = " ".join(file.splitlines())  # a file name with a newline stays on the one line
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+class ManipgenWarning(UserWarning):
+    """Something that may be wrong, said in one line (the command line prints ``manipgen: warning:``)."""
+
+
+class DescriptionWarning(ManipgenWarning):
+    """A description that loads but may be wrong (a limit beyond a turn, an unusual sample period,
+    an inertia no rigid body has, joints locked by the chosen chain). ``str()`` reads like
+    DescriptionError's: ``file:line: field: message``."""
+
+
+def warn(file: str, field: str, message: str, line: int | None = None) -> None:
+    """Issue a DescriptionWarning (the command line prints it as ``manipgen: warning: ...``)."""
+    where = f"{file}:{line}" if line is not None else file
+    warnings.warn(f"{where}: {field}: {message}" if field else f"{where}: {message}", DescriptionWarning, stacklevel=3)

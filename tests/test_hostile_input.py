@@ -93,6 +93,31 @@ def test_corpus_file_is_refused_with_one_clear_message(
     assert field in line and fragment in line, (field, fragment, line)
 
 
+WARN_CASES = sorted((CORPUS / "warn").iterdir())
+
+
+@pytest.mark.parametrize("path", WARN_CASES, ids=lambda p: p.name)
+def test_doubtful_description_loads_with_one_warning_line(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What may be right (a limit beyond a turn, a slow sample period, an inertia no rigid body has,
+    joints locked by the chosen chain) loads, exit code 0, with one line naming file, field and cause."""
+    m = re.search(r"warn: ([^|\n]*)\|([^\n]*?)\s*(?:-->)?\n", path.read_text())
+    assert m, f"{path.name} has no 'warn: FIELD | FRAGMENT' comment"
+    field, fragment = m.group(1).strip(), m.group(2).strip()
+    args = ["info", str(path)] + (["--tip-link", "l2"] if path.suffix == ".urdf" else [])
+    assert main(args) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("manipgen: warning: "), lines
+    assert str(path) in lines[0] and field in lines[0] and fragment in lines[0], lines[0]
+
+
+def test_a_file_that_is_not_a_log_says_what_was_expected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A description passed where a log goes: the expected format, not numpy's pickle advice."""
+    rc = main(["thresholds", "planar2", str(CORPUS / "ok" / "corpus_arm.yaml"), "--json"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "NPZ log format" in err and "pickle" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_yaml_tags_never_construct_objects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A python/object tag that would run a command (unsafe loaders) is refused and never runs."""
     marker = tmp_path / "pwned"

@@ -1,17 +1,19 @@
 """Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
 
 Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an optional
-velocity-dependent part for unmodelled friction). Hysteresis: a joint becomes *above* when |r|
-exceeds its threshold and stays so until |r| falls below ``release`` x threshold. Debounce: a joint
-counts consecutive samples above; a collision is declared when some joint has been above for
-``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
-counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
-threshold at that sample or any of the next ``window`` ones (a force on link i moves only
-r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
-show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction
-(``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
-qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
-desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
+velocity-dependent part for unmodelled friction). A threshold of 0 means *not designed*: that joint
+never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
+thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
+false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
+until |r| falls below ``release`` x threshold. Debounce: a joint counts consecutive samples above; a
+collision is declared when some joint has been above for ``debounce`` samples. Then, latched until
+``in.reset`` (which also clears the hysteresis and the counts): ``collision`` = 1, q_col = q_hat,
+and ``link`` = the highest joint (1-based) above its threshold at that sample or any of the next
+``window`` ones (a force on link i moves only r_1..r_i, seed 003 eq. 5.17; the residuals rise at
+different rates, so the first sample may not show all; the adaptive observer's window is short, its
+residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop
+(q_d = q_col, qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .context import Ctx
 
 def build(
     ctx: Ctx,
-    threshold: float | tuple[float, ...] = 1.0,
+    threshold: float | tuple[float, ...] = 0.0,
     kv: float | tuple[float, ...] = 0.0,
     release: float = 0.5,
     debounce: int = 3,
@@ -38,8 +40,8 @@ def build(
     level = sx_function(
         "level",
         [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
-        [("st.det.level", th + kvs * cs.fabs(qd))],
-        "threshold + kv |qd_hat|",
+        [("st.det.level", cs.if_else(th > 0, th + kvs * cs.fabs(qd), 0))],
+        "threshold + kv |qd_hat| (0: the joint does not detect)",
     )
     qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
     integ_n = integ + ts * kr * r
@@ -55,7 +57,14 @@ def build(
         doc=__doc__ or "",
         template="detect",
         config=[
-            Field("threshold", "real", (n,), "static residual threshold (N m or N)", per_joint(threshold, n), low=0.0),
+            Field(
+                "threshold",
+                "real",
+                (n,),
+                "static residual threshold (N m or N); 0: not designed, the joint does not detect",
+                per_joint(threshold, n),
+                low=0.0,
+            ),
             Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n), low=0.0),
             Field(
                 "release",
@@ -97,7 +106,7 @@ def build(
             ),
         ],
         state=[
-            Field("level", "real", (n,), "workspace: this sample's thresholds"),
+            Field("level", "real", (n,), "workspace: this sample's thresholds (0: not detecting)"),
             Field("above", "uint8", (n,), "hysteresis state per joint"),
             Field("count", "int32", (n,), "consecutive samples above"),
             Field("collision", "uint8", (), "latched collision flag"),
@@ -129,7 +138,7 @@ def reference(d: Data, block: Block) -> None:
     fired = False
     for i in range(len(r)):
         limit = lv[i] * rel if above[i] else lv[i]
-        above[i] = 1 if abs(r[i]) > limit else 0
+        above[i] = 1 if lv[i] > 0 and abs(r[i]) > limit else 0
         count[i] = (count[i] + 1 if count[i] < 0x40000000 else count[i]) if above[i] else 0
         if above[i]:
             highest = i + 1

@@ -9,7 +9,7 @@ motor-side estimators, the pipeline's checks) reads this registry, so adding an 
 module (and, if its C plumbing is not the generic one, one template)::
 
     from codegen.blocks import registry
-    registry.register(registry.Estimator(name="alphabeta", summary="...", build=build, ...))
+    registry.register(registry.Estimator(name="mine", summary="...", build=build, ...))
 
 Modules outside the project register the same way before they generate (``tests/rt/
 test_block_registry.py`` adds an alpha-beta filter from the test file alone).

@@ -26,8 +26,10 @@ from codegen.model.schema import (
     KIN_KEYS,
     MAX_DOF,
     TOP_KEYS,
+    TURN,
     check_coulomb_scales,
     check_keys,
+    check_revolute_limits,
     elastic_drives,
     read_common,
     read_encoder,
@@ -68,6 +70,12 @@ def read_joint(
         keys = KIN_KEYS[convention]
         k = check_keys(doc, path + (convention,), require(doc, path, m, convention), keys, convention)
         vals = {key: number(doc, path + (convention, key), require(doc, path + (convention,), k, key)) for key in keys}
+        for key in ("alpha", "theta"):  # angles: beyond a turn they are degrees, whatever the joint
+            if abs(vals[key]) > TURN:
+                raise doc.error(
+                    path + (convention, key),
+                    f"{vals[key]:g} rad is beyond a full turn: angles are in radians (degrees? write e.g. pi/2)",
+                )
         fn = mdh_transforms if convention == "mdh" else dh_transforms
         pre, post = fn(kind, **vals)
         kin = tuple(vals.items())
@@ -79,6 +87,8 @@ def read_joint(
         pre, post = urdf_transforms(origin, axis)
         kin = tuple(zip(("x", "y", "z"), (float(v) for v in origin[:3, 3])))
     limits = read_limits(doc, path + ("limits",), m["limits"]) if "limits" in m else Limits()
+    if kind == "revolute":
+        check_revolute_limits(limits, lambda msg: doc.warn(path + ("limits", "q"), msg))
     gear = number(doc, path + ("gear_ratio",), m.get("gear_ratio", 1.0))
     if gear == 0:
         raise doc.error(path + ("gear_ratio",), "must be non-zero")

@@ -253,6 +253,15 @@ def urdf_transforms(origin: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, n
     return exact.matmul(origin, spatial.homogeneous(r)), spatial.homogeneous(r.T)
 
 
+def triangle_excess(p: np.ndarray) -> float:
+    """How far (kg m^2) the principal moments about the centre of mass break the triangle inequality
+    I_a + I_b >= I_c, which every rigid body meets (0: it holds; a massless link: 0)."""
+    if p[0] <= 0:
+        return 0.0
+    eig = np.linalg.eigvalsh(spatial.inertia_about_com(p))
+    return float(max(0.0, eig[2] - eig[0] - eig[1]))
+
+
 def validate_inertial(p: np.ndarray, fail: Callable[[str], Exception]) -> None:
     """Mass >= 0; a massless link has all-zero parameters; inertia about the COM positive definite."""
     if not np.all(np.isfinite(p)):

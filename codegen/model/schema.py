@@ -3,6 +3,7 @@ readers that check them, with the file, field and line of any error."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +22,7 @@ from codegen.model.robot import (
     as_tuple,
     c_identifier,
     coupling_matrix,
+    triangle_excess,
     validate_inertial,
 )
 from codegen.model.yamlio import Located, Path_t, number, vector
@@ -190,7 +192,33 @@ def read_inertial(doc: Located, path: Path_t, value: Any) -> np.ndarray:
         else:
             raise doc.error(path + ("inertia_about",), f"must be 'com' or 'origin', got {about!r}")
     validate_inertial(p, lambda msg: doc.error(path, msg))
+    check_triangle(p, lambda msg: doc.warn(path, msg))
     return p
+
+
+def check_triangle(p: np.ndarray, warn: Callable[[str], None]) -> None:
+    """A warning when the inertia is positive definite yet no rigid body's (I_a + I_b < I_c): a typo
+    or a unit slip. Tolerance: 1 % of the largest principal moment, for published values rounded to
+    two digits (the iiwa's data sheet values break the inequality by up to 0.03 %; a swapped or
+    mistyped moment, such as [0.5, 0.08, 0.08], by tens of per cent)."""
+    excess = triangle_excess(p)
+    if p[0] > 0 and excess > 0.01 * np.max(np.linalg.eigvalsh(spatial.inertia_about_com(p))):
+        warn(
+            "the principal moments about the centre of mass break the triangle inequality "
+            f"I_a + I_b >= I_c by {excess:.3g} kg m^2: no rigid body has this inertia (a typo or a unit slip?)"
+        )
+
+
+MIN_SAMPLE_PERIOD, MAX_SAMPLE_PERIOD = 1e-5, 0.1  # s: the controllers this tool is made for
+TURN = 2 * np.pi + 1e-6  # rad: beyond a turn by more than a written-out 2 pi's rounding (6.28318530718)
+
+
+def check_revolute_limits(limits: Limits, warn: Callable[[str], None]) -> None:
+    """A warning for revolute limits beyond a full turn each way: allowed (multi-turn joints exist)
+    but more often degrees written where radians are meant."""
+    worst = max(abs(limits.q_min), abs(limits.q_max))
+    if np.isfinite(worst) and worst > TURN:
+        warn(f"revolute limits [{limits.q_min:g}, {limits.q_max:g}] rad go beyond a full turn (degrees?)")
 
 
 def read_joint_params(doc: Located, path: Path_t, m: dict[str, Any], declared: tuple[str, ...]) -> dict[str, float]:
@@ -219,6 +247,17 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
         ts = number(doc, ("sample_period",), top["sample_period"])
         if ts <= 0:
             raise doc.error(("sample_period",), f"must be positive, got {ts:g}")
+        if not 0.1 * MIN_SAMPLE_PERIOD <= ts <= 10 * MAX_SAMPLE_PERIOD:  # beyond any digital joint controller
+            raise doc.error(
+                ("sample_period",),
+                f"must be in seconds, {0.1 * MIN_SAMPLE_PERIOD:g} to {10 * MAX_SAMPLE_PERIOD:g} s, got {ts:g}",
+            )
+        if not MIN_SAMPLE_PERIOD <= ts <= MAX_SAMPLE_PERIOD:
+            doc.warn(
+                ("sample_period",),
+                f"{ts:g} s is outside the usual {MIN_SAMPLE_PERIOD:g} to {MAX_SAMPLE_PERIOD:g} s of a joint controller "
+                "(seconds, not milliseconds?)",
+            )
         kw["sample_period"] = ts
     if "joint_parameters" in top:
         jp = top["joint_parameters"]

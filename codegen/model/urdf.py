@@ -8,13 +8,14 @@ overlay ``locked: {joint: value}``) and their links merged, as Pinocchio's build
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from codegen.errors import DescriptionError
+from codegen.errors import DescriptionError, warn
 from codegen.model import exact, spatial
 from codegen.model.robot import (
     Joint,
@@ -31,6 +32,8 @@ from codegen.model.schema import (
     TOP_KEYS,
     check_coulomb_scales,
     check_keys,
+    check_revolute_limits,
+    check_triangle,
     elastic_drives,
     read_common,
     read_encoder,
@@ -148,12 +151,16 @@ def robot_from_urdf(
         ov, ("joints",), top.get("joints", {}), set(movable_names), "per-joint data by URDF joint name"
     )
 
+    locked_off_chain: set[str] = set()
+
     def subtree(link_name: str, t_body_link: np.ndarray) -> np.ndarray:
         """Parameters of `link_name` and everything hanging off it (off-chain), in the body frame."""
         p = spatial.transform_inertial(_link_params(links[link_name], file), t_body_link)
         for j in children.get(link_name, []):
             if j.name in on_chain:
                 continue
+            if j.type != "fixed" and j.name not in locked:  # the overlay's locked: joints are chosen
+                locked_off_chain.add(j.name)
             if j.type not in ("fixed", "revolute", "continuous", "prismatic"):
                 raise DescriptionError(file, f"joint[{j.name}].type", f"cannot lock a {j.type!r} joint off the chain")
             axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0])
@@ -210,6 +217,8 @@ def robot_from_urdf(
                 extra["encoder"] = read_encoder(ov, jp + ("encoder",), m["encoder"])
             if "torque_constant" in m:
                 extra["torque_constant"] = read_torque_constant(ov, jp, m)
+        if j.type != "prismatic":
+            check_revolute_limits(limits, functools.partial(warn, file, f"joint[{j.name}].limit"))
         raw = ov_joints.get(j.name)
         drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
         kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
@@ -242,7 +251,18 @@ def robot_from_urdf(
         def error(msg: str, n: str = name) -> DescriptionError:
             return DescriptionError(file, f"link of joint {n}", msg)
 
+        def notice(msg: str, n: str = name) -> None:
+            warn(file, f"link of joint {n}", msg)
+
         validate_inertial(p, error)
+        check_triangle(p, notice)
+    if locked_off_chain:
+        warn(
+            file,
+            "tip_link",
+            f"movable joints off the chain from {base!r} to {tip_link!r} are locked at their reference "
+            f"position (0, or the overlay's locked:) and their links merged: {', '.join(sorted(locked_off_chain))}",
+        )
     chain_joints = elastic_drives(
         ov, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw
     )

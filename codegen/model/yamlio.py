@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from codegen.errors import DescriptionError
+from codegen.errors import DescriptionError, warn
 
 Path_t = tuple[str | int, ...]
 
@@ -35,6 +36,9 @@ class Located:
     def error(self, path: Path_t, message: str) -> DescriptionError:
         return DescriptionError(self.file, dotted(path), message, self.line(path))
 
+    def warn(self, path: Path_t, message: str) -> None:
+        warn(self.file, dotted(path), message, self.line(path))
+
 
 def dotted(path: Path_t) -> str:
     out = ""
@@ -48,6 +52,10 @@ MAX_BYTES = 16 * 2**20  # robot files are kilobytes; a bigger file is a mistake 
 COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_NODES = 100_000  # after alias expansion: a "billion laughs" document stops here
 MAX_EXPRESSION = 200  # characters of a number expression such as "pi/2"
+# a number followed by a unit ("1.5kg", "90 deg", "10 ms"): descriptions are SI numbers
+_WITH_UNIT = re.compile(
+    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z\u00b0\u00b5%][\w/^*%\u00b2\u00b3]*)\s*$"
+)
 # Plain data only: the YAML 1.1 core tags. Anything else (!!python/object, !include, ...) is refused.
 PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")}
 
@@ -197,6 +205,11 @@ def number(doc: Located, path: Path_t, value: Any) -> float:
         try:
             out = _eval_expr(ast.parse(value.strip(), mode="eval"))
         except (SyntaxError, ValueError, ZeroDivisionError) as exc:
+            unit = _WITH_UNIT.match(value)
+            if unit and unit.group(2) == "pi":
+                raise doc.error(path, f"write {unit.group(1)}*pi, not {value!r}") from None
+            if unit:
+                raise doc.error(path, f"numbers are SI, without units: write {unit.group(1)}, not {value!r}") from None
             raise doc.error(path, f"cannot read {value!r} as a number ({exc})") from None
     else:
         raise doc.error(path, f"expected a number, got {type(value).__name__}")

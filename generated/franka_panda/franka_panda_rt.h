@@ -84,17 +84,19 @@
  * Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
  * 
  * Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an optional
- * velocity-dependent part for unmodelled friction). Hysteresis: a joint becomes *above* when |r|
- * exceeds its threshold and stays so until |r| falls below ``release`` x threshold. Debounce: a joint
- * counts consecutive samples above; a collision is declared when some joint has been above for
- * ``debounce`` samples. Then, latched until ``in.reset`` (which also clears the hysteresis and the
- * counts): ``collision`` = 1, q_col = q_hat, and ``link`` = the highest joint (1-based) above its
- * threshold at that sample or any of the next ``window`` ones (a force on link i moves only
- * r_1..r_i, seed 003 eq. 5.17; the residuals rise at different rates, so the first sample may not
- * show all; the adaptive observer's window is short, its residual being a high-pass of the contact). Reaction
- * (``reaction``): 0 none (flag only), 1 stop (q_d = q_col,
- * qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r, qdd_d = 0). The
- * desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
+ * velocity-dependent part for unmodelled friction). A threshold of 0 means *not designed*: that joint
+ * never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
+ * thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
+ * false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
+ * until |r| falls below ``release`` x threshold. Debounce: a joint counts consecutive samples above; a
+ * collision is declared when some joint has been above for ``debounce`` samples. Then, latched until
+ * ``in.reset`` (which also clears the hysteresis and the counts): ``collision`` = 1, q_col = q_hat,
+ * and ``link`` = the highest joint (1-based) above its threshold at that sample or any of the next
+ * ``window`` ones (a force on link i moves only r_1..r_i, seed 003 eq. 5.17; the residuals rise at
+ * different rates, so the first sample may not show all; the adaptive observer's window is short, its
+ * residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop
+ * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+ * qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
  *
  * [ctl: computed_torque]
  * Controllers (optional): computed torque (seed 000 eqs. 2-3) and PID with gravity compensation
@@ -166,7 +168,7 @@ typedef struct {
 
 /** Run-time config of the threshold block. */
 typedef struct {
-    franka_panda_real_t threshold[7];  /**< static residual threshold (N m or N) */
+    franka_panda_real_t threshold[7];  /**< static residual threshold (N m or N); 0: not designed, the joint does not detect */
     franka_panda_real_t kv[7];  /**< velocity-dependent threshold term (N m s/rad) */
     franka_panda_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[7];  /**< samples above threshold before a detection (>= 1) */
@@ -227,7 +229,7 @@ typedef struct {
 
 /** State of the threshold block. */
 typedef struct {
-    franka_panda_real_t level[7];  /**< workspace: this sample's thresholds */
+    franka_panda_real_t level[7];  /**< workspace: this sample's thresholds (0: not detecting) */
     uint8_t above[7];  /**< hysteresis state per joint */
     int32_t count[7];  /**< consecutive samples above */
     uint8_t collision;  /**< latched collision flag */

@@ -38,7 +38,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
         {25.0, 25.0}  /* k_o */
     },
     { /* det */
-        {1.0, 1.0},  /* threshold */
+        {0.0, 0.0},  /* threshold */
         {0.0, 0.0},  /* kv */
         0.5,  /* release */
         {3, 3},  /* debounce */
@@ -509,23 +509,28 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
     r3[1] = w2;
 }
 
-/* threshold + kv |qd_hat|: out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 6. */
+/* threshold + kv |qd_hat| (0: the joint does not detect): out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 10. */
 static void planar2_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, real_t *r0)
 {
-    real_t w0, w1, w2;
-    w0 = a1[0];
-    w1 = a2[0];
-    w2 = a0[0];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[0] = w0;
-    w0 = a1[1];
+    real_t w0, w1, w2, w3, w4;
+    w0 = 0.0;
+    w1 = a1[0];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w3 = a2[0];
+    w4 = a0[0];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
+    w2 = (w2 != 0.0) ? w1 : 0.0;
+    r0[0] = w2;
+    w2 = a1[1];
+    w0 = (w0 < w2) ? 1.0 : 0.0;
     w1 = a2[1];
-    w2 = a0[1];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
+    w3 = a0[1];
+    w3 = fabs(w3);
+    w1 = w1 * w3;
+    w2 = w2 + w1;
+    w0 = (w0 != 0.0) ? w2 : 0.0;
     r0[1] = w0;
 }
 

@@ -45,7 +45,8 @@ static inline int mg_bounded(const MG_REAL *x, int n, MG_REAL limit)
     return 1;
 }
 
-/* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level),
+/* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level; a
+ * level of 0 never enters: that joint has no threshold),
  * count[i] consecutive samples above. Returns 1 if some joint has been above for debounce[i]
  * samples (debounce < 1 counts as 1); *highest = the highest joint above (1-based, 0: none). */
 static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_REAL release,
@@ -56,7 +57,7 @@ static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_RE
     *highest = 0;
     for (i = 0; i < n; ++i) {
         MG_REAL limit = above[i] ? level[i] * release : level[i];
-        above[i] = (MG_FABS(r[i]) > limit) ? 1u : 0u;
+        above[i] = (level[i] > 0 && MG_FABS(r[i]) > limit) ? 1u : 0u;  /* level 0: not detecting */
         count[i] = above[i] ? (count[i] < 0x40000000 ? count[i] + 1 : count[i]) : 0;
         if (above[i]) {
             *highest = i + 1;

@@ -38,7 +38,7 @@ const ur5_rt_config_t ur5_rt_default_config = {
         {25.0, 25.0, 25.0, 25.0, 25.0, 25.0}  /* k_o */
     },
     { /* det */
-        {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},  /* threshold */
+        {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* threshold */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* kv */
         0.5,  /* release */
         {3, 3, 3, 3, 3, 3},  /* debounce */
@@ -3422,51 +3422,64 @@ static void ur5_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2
     r3[5] = w250;
 }
 
-/* threshold + kv |qd_hat|: out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 18. */
+/* threshold + kv |qd_hat| (0: the joint does not detect): out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 30. */
 static void ur5_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, real_t *r0)
 {
-    real_t w0, w1, w2;
-    w0 = a1[0];
-    w1 = a2[0];
-    w2 = a0[0];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[0] = w0;
-    w0 = a1[1];
-    w1 = a2[1];
-    w2 = a0[1];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[1] = w0;
-    w0 = a1[2];
-    w1 = a2[2];
-    w2 = a0[2];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[2] = w0;
-    w0 = a1[3];
-    w1 = a2[3];
-    w2 = a0[3];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[3] = w0;
-    w0 = a1[4];
-    w1 = a2[4];
-    w2 = a0[4];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
-    r0[4] = w0;
-    w0 = a1[5];
+    real_t w0, w1, w2, w3, w4;
+    w0 = 0.0;
+    w1 = a1[0];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w3 = a2[0];
+    w4 = a0[0];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
+    w2 = (w2 != 0.0) ? w1 : 0.0;
+    r0[0] = w2;
+    w2 = a1[1];
+    w1 = (w0 < w2) ? 1.0 : 0.0;
+    w3 = a2[1];
+    w4 = a0[1];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w2 = w2 + w3;
+    w1 = (w1 != 0.0) ? w2 : 0.0;
+    r0[1] = w1;
+    w1 = a1[2];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w3 = a2[2];
+    w4 = a0[2];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
+    w2 = (w2 != 0.0) ? w1 : 0.0;
+    r0[2] = w2;
+    w2 = a1[3];
+    w1 = (w0 < w2) ? 1.0 : 0.0;
+    w3 = a2[3];
+    w4 = a0[3];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w2 = w2 + w3;
+    w1 = (w1 != 0.0) ? w2 : 0.0;
+    r0[3] = w1;
+    w1 = a1[4];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w3 = a2[4];
+    w4 = a0[4];
+    w4 = fabs(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
+    w2 = (w2 != 0.0) ? w1 : 0.0;
+    r0[4] = w2;
+    w2 = a1[5];
+    w0 = (w0 < w2) ? 1.0 : 0.0;
     w1 = a2[5];
-    w2 = a0[5];
-    w2 = fabs(w2);
-    w1 = w1 * w2;
-    w0 = w0 + w1;
+    w3 = a0[5];
+    w3 = fabs(w3);
+    w1 = w1 * w3;
+    w2 = w2 + w1;
+    w0 = (w0 != 0.0) ? w2 : 0.0;
     r0[5] = w0;
 }
 

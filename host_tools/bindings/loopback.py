@@ -9,11 +9,13 @@ prepares arrays and packs the result into the log format (host_tools.data.logs) 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from codegen.errors import ManipgenWarning
 from host_tools.bindings.rt import Realtime
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import Trajectory
@@ -36,6 +38,34 @@ class Contact:
     @property
     def damping(self) -> float:
         return 1.5 * self.alpha * self.stiffness
+
+
+EARLY = 1.0  # s: a collision latched this early, before any contact, is the thresholds' doing
+
+
+class RunWarning(ManipgenWarning):
+    """A run that went, but probably not as meant (a collision latched before any contact)."""
+
+
+def _warn_early_latch(
+    rt: Realtime, outs: dict[str, np.ndarray], ext: np.ndarray | None, contact: np.ndarray | None
+) -> None:
+    """Warn when the detection latched within the first second with no external torque yet and its
+    reaction (stop or reflex) then took over the motion; a flag-only run (reaction 0) is a study that
+    reads its own windows."""
+    if "collision" not in outs or not np.any(outs["collision"]) or int(rt.config["det.reaction"]) == 0:
+        return
+    k = int(np.argmax(outs["collision"] > 0))
+    pushed = any(f is not None and np.any(f[: k + 1] != 0) for f in (ext, contact))
+    if k * rt.sample_period < EARLY and not pushed:
+        thresholds = ", ".join(f"{v:.3g}" for v in np.atleast_1d(rt.config["det.threshold"]))
+        warnings.warn(
+            f"collision latched at t = {k * rt.sample_period:.3f} s, before any external force: the thresholds "
+            f"(det.threshold {thresholds}) are below this robot's residual in normal motion; design them from "
+            "a collision-free run (manipgen record, then manipgen thresholds)",
+            RunWarning,
+            stacklevel=3,
+        )
 
 
 class SimulationError(RuntimeError):
@@ -207,6 +237,7 @@ def simulate(
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
     outs = {name: out[name].copy() for name in out.dtype.names or ()}
+    _warn_early_latch(rt, outs, ext, tau_contact)
     extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
     if elastic:
         extra.update(

@@ -10,7 +10,7 @@ from host_tools.cli.generate import add_robot_arguments
 def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help="generate, build (make) and check a robot's C end to end")
     add_robot_arguments(d)
-    d.add_argument("--out", default="out", help="folder for the generated C and the build")
+    d.add_argument("--out", help="the folder to generate and build in (default out/<robot>)")
     d.add_argument("--states", type=int, default=1000, help="random states for the numeric check")
     d.set_defaults(handler=run)
 

@@ -1,7 +1,6 @@
-"""`manipgen` commands that need only the generator: generate, info, convert.
-
-host_tools.cli adds the commands that compile and run the generated C and is the console entry
-point (codegen never imports host_tools).
+"""`manipgen generate`, `info` and `convert` (the commands that need only the generator), and what
+every command shares: the top-level parser, the robot arguments, --force, the one-line errors and
+warnings. host_tools.cli adds the commands that compile and run the generated C.
 """
 
 from __future__ import annotations
@@ -9,18 +8,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from codegen.blocks import registry
 from codegen.blocks.options import OptionError, RtOptions, parse_estimator, realtime_defaults
 from codegen.emit.files import OverwriteError, overwriting, write_file
-from codegen.errors import DescriptionError
+from codegen.errors import DescriptionError, ManipgenWarning
 from codegen.model.description import load_robot
 from codegen.model.robot import Robot
 from codegen.resources import bundled_robots
+
+DESCRIPTION = "manipgen: a manipulator's description -> verified, allocation-free C, and the same C on the host"
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -42,7 +45,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from codegen.emit.generate import generate
 
     robot = robot_of(args)
-    out = Path(args.out) if args.out else Path("generated") / robot.c_name
+    out = Path(args.out) if args.out else Path("out") / robot.c_name  # the repo's generated/: `make generated`
     base = realtime_defaults(robot).options
     rt = RtOptions(
         estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,
@@ -120,11 +123,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    parser = argparse.ArgumentParser(prog="manipgen", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="manipgen", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="generate the C folder of a robot")
     add_robot_arguments(g)
-    g.add_argument("--out", help="output folder (default generated/<robot>)")
+    g.add_argument("--out", help="the folder to write (default out/<robot>)")
     g.add_argument(
         "--precision",
         choices=("double", "float"),
@@ -172,9 +175,24 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     return parser, sub
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """``--help`` shows each option's default (argparse's ArgumentDefaultsHelpFormatter would also
+    print "default: None" and "default: False" for options whose default is "the description's" or
+    off, and repeat defaults the help already states)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if not action.option_strings or unset or "default" in text or "%(default)" in text:
+            return action.help
+        return text + " (default: %(default)s)"
+
+
 def add_force_options(sub: argparse._SubParsersAction) -> None:
-    """``--force`` on every command that writes files (those with an output option), recursively."""
+    """``--force`` on every command that writes files (those with an output option), recursively;
+    every command's --help shows the defaults (DefaultsFormatter)."""
     for p in set(sub.choices.values()):
+        p.formatter_class = DefaultsFormatter
         nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
         for a in nested:
             add_force_options(a)
@@ -186,11 +204,26 @@ def add_force_options(sub: argparse._SubParsersAction) -> None:
             )
 
 
+def _one_line(original: Callable[..., None]) -> Callable[..., None]:
+    """Show manipgen's warnings as one line (``manipgen: warning: file:line: field: ...``), the
+    others as ``original`` (Python's) does."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, ManipgenWarning):
+            print(f"manipgen: warning: {message}", file=sys.stderr)
+        else:
+            original(message, category, *args, **kwargs)
+
+    return show
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
-        with overwriting(bool(getattr(args, "force", False))):
+        with overwriting(bool(getattr(args, "force", False))), warnings.catch_warnings():
+            warnings.simplefilter("default", ManipgenWarning)  # each distinct warning once
+            warnings.showwarning = _one_line(warnings.showwarning)
             return handler(args)
     except (DescriptionError, OptionError, OverwriteError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--check",
         metavar="OTHER",
-        help="another collision-free run: its residual against the thresholds (false alarms)",
+        help="another collision-free run: its residual against the thresholds; exit code 1 if it has false alarms",
     )
     t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
@@ -130,9 +130,11 @@ def run(args: argparse.Namespace) -> int:
             "ratio": check.ratio.tolist(),
             "false_alarm_samples": check.false_alarm_samples.tolist(),
         }
+    # --check: false alarms on the other run make the exit code 1 (the thresholds do not hold there)
+    failed = 1 if check is not None and int(check.false_alarm_samples.sum()) > 0 else 0
     if args.json:
         print(json.dumps(doc, indent=1))
-        return 0
+        return failed
     print(
         f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
         f"{args.margin:g} x max |r| + {args.floor:g}\n"
@@ -167,4 +169,4 @@ def run(args: argparse.Namespace) -> int:
     ):
         if path:
             print(f"wrote {path}: {what}")
-    return 0
+    return failed

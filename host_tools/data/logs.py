@@ -95,6 +95,16 @@ class Log:
     def load(cls, path: str | Path) -> Log:
         path = Path(path)
         try:
+            with open(path, "rb") as fh:
+                magic = fh.read(4)
+        except OSError as exc:
+            raise LogError(f"{path}: cannot read ({exc.strerror})") from None
+        if magic != b"PK\x03\x04":  # an NPZ is a zip archive; numpy's own error would suggest pickles
+            raise LogError(
+                f"{path}: not a log: expected the NPZ log format (docs/realtime.md; `manipgen import-log` "
+                "turns a seed 000 .mat run into one), or a .mat run"
+            )
+        try:
             z = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise LogError(f"{path}: cannot read as NPZ ({exc})") from None

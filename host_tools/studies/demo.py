@@ -17,9 +17,10 @@ from codegen.model.description import load_robot
 from host_tools.bindings.compiled import CompiledDynamics
 
 
-def demo(spec: str, out: str = "out", states: int = 1000) -> int:
+def demo(spec: str, out: str | None = None, states: int = 1000) -> int:
+    """``out``: the folder to generate into (default out/<robot>, as `manipgen generate`)."""
     robot = load_robot(spec)
-    folder = Path(out) / robot.c_name
+    folder = Path(out) if out else Path("out") / robot.c_name
     t0 = time.perf_counter()
     gen = generate(robot)
     gen.write(folder)

@@ -52,7 +52,18 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     k0 = int(round(skip / rt.sample_period))
     if len(log) <= k0 + 1:
         raise ValueError(f"the log has {len(log)} samples; skipping {skip:g} s leaves none")
-    residual = replay(rt, log)
+    outs = replay(rt, log)
+    residual = np.asarray(outs["r"], float)
+    speed = np.max(np.abs(np.asarray(outs["qd_hat"], float)[k0:]), axis=0)
+    moving = np.array([MOVING[t] for t in rt.manifest["joint_types"]])
+    if not np.any(speed >= moving):
+        raise ValueError(
+            "the robot barely moves on this log (peak estimated joint speeds "
+            + ", ".join(f"{v:.3g}" for v in speed)
+            + f" rad/s or m/s; some joint must reach {MOVING['revolute']:g} rad/s, {MOVING['prismatic']:g} m/s "
+            "if prismatic): thresholds from standstill are below the residual of any motion; record a run "
+            "that moves (manipgen record)"
+        )
     r = np.abs(residual[k0:])
     if not np.all(np.isfinite(r)):
         raise ValueError("the residual is not finite on this log (diverged estimator or bad torques)")
@@ -60,15 +71,21 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r), residual, k0)
 
 
-def replay(rt: Realtime, log: Log) -> np.ndarray:
-    """r over the log with detection off (det.threshold restored afterwards)."""
+def replay(rt: Realtime, log: Log) -> dict[str, np.ndarray]:
+    """The pipeline's outputs over the log with detection off (det.threshold restored afterwards)."""
     saved = np.array(rt.config["det.threshold"], float)
-    rt.config["det.threshold"] = 1e30  # no detection (and no reaction) while replaying
+    rt.config["det.threshold"] = 0.0  # not designed: no detection (and no reaction) while replaying
     try:
         rt.reset()
-        return np.asarray(rt.run(log)["r"], float)
+        return rt.run(log)
     finally:
         rt.config["det.threshold"] = saved
+
+
+# A log moves when some joint's estimated speed reaches this after the skipped start: thresholds from
+# a robot at (or near) standstill hold only friction-free, Coriolis-free residuals, far below those of
+# any motion (seed 001's thresholds come from the robot's own motions).
+MOVING = {"revolute": 0.1, "prismatic": 0.01}  # rad/s, m/s
 
 
 @dataclass(frozen=True)

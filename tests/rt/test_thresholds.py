@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,56 @@ def test_thresholds_errors(tmp_path: Path) -> None:
         timeout=600,
     )
     assert r.returncode == 2 and "needs the joint acceleration" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_undesigned_thresholds_never_latch_and_an_early_latch_warns() -> None:
+    """A robot without designed thresholds (planar2's description sets none): det.threshold is 0 on
+    every joint, the detection is off, a whole run latches nothing. Thresholds far below the
+    residual of normal motion latch at once: the run says so, naming the thresholds."""
+    from host_tools.bindings.loopback import RunWarning
+
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", observer="momentum")
+    assert np.all(rt.config["det.threshold"] == 0) and rt.config["det.reaction"] == 1  # stop, once designed
+    traj = generated_trajectory(robot, 3.0, rt.sample_period, seed=2)
+    run = simulate(rt, traj)
+    assert not run.out["collision"].any() and np.max(np.abs(run.out["r"])) > 0.1  # a residual, no latch
+    rt.config["det.threshold"] = 1e-3
+    early = r"collision latched at t = 0\.\d+ s, before any external force.*det\.threshold"
+    with pytest.warns(RunWarning, match=early):
+        simulate(rt, traj)
+    worst = np.max(np.abs(run.out["r"]), axis=0)
+    ext = np.zeros_like(traj.q)
+    ext[300:, 0] = 4 * worst[0]  # a push from 0.3 s: an early latch then is the push's, no warning
+    rt.config["det.threshold"] = 2 * worst
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RunWarning)
+        assert simulate(rt, traj, tau_ext=ext).out["collision"].any()
+
+
+def test_record_then_thresholds_needs_no_python(tmp_path: Path) -> None:
+    """`manipgen record` writes a collision-free run; `thresholds` designs from it; `--check` on a
+    run of another motion exits 1 when that run has false alarms (0 when it has none); a log of a
+    robot at standstill is refused, saying why."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "host_tools.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+        )
+
+    free, other = tmp_path / "free.npz", tmp_path / "other.npz"
+    r = cli("record", "planar2", "--duration", "4", "--out", str(free))
+    assert r.returncode == 0 and "collision-free" in r.stdout, r.stderr
+    assert cli("record", "planar2", "--duration", "4", "--seed", "5", "--out", str(other)).returncode == 0
+    tight = cli("thresholds", "planar2", str(free), "--margin", "1.0", "--check", str(other), "--json")
+    loose = cli("thresholds", "planar2", str(free), "--margin", "3.0", "--check", str(other), "--json")
+    alarms = sum(json.loads(tight.stdout)["check"]["false_alarm_samples"])
+    assert (tight.returncode, loose.returncode) == ((1, 0) if alarms else (0, 0)), (tight.stderr, loose.stderr)
+    assert sum(json.loads(loose.stdout)["check"]["false_alarm_samples"]) == 0
+    with np.load(free) as z:
+        still = {k: z[k] for k in z.files}
+    for key in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des"):
+        still[key] = np.repeat(still[key][:1], len(still["time"]), axis=0)
+    np.savez(tmp_path / "still.npz", **still)
+    r = cli("thresholds", "planar2", str(tmp_path / "still.npz"))
+    assert r.returncode == 2 and "barely moves" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
