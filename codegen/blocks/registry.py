@@ -67,7 +67,7 @@ class Estimator:
     options: Mapping[str, type] = field(default_factory=dict)  # generation-time options (name:key=value)
     defaults: Mapping[str, float] = field(default_factory=dict)
     check: Callable[[Mapping[str, float]], str | None] | None = None  # why these options are invalid
-    acceleration: str = ""  # when it gives q-ddot: "" never, else "" / "always" / a condition on its options
+    acceleration: str = ""  # when it gives q-ddot, for messages: "" never, "always", or a condition ("with p >= 2")
     model_based: bool = False  # reads the rigid model (forward dynamics): no motor-side twin on elastic arms
     genes: tuple[Gene, ...] = ()  # continuous gains the GA tunes
     grid: tuple[str, ...] = ()  # integer-option variants the grid search tries instead

@@ -117,5 +117,5 @@ def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out:
         written.append(out / name)
     write_file(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
     written.append(out / "excitation.json")
-    written.append(plots.excitation(exc, out / "excitation.png"))
+    written.append(plots.excitation(exc, out / "excitation.png", robot))
     return written

@@ -16,6 +16,7 @@ from host_tools.studies.evaluate import SWITCH_ON_SPEED
 from host_tools.studies.log_estimation import ground_truth_velocity
 
 if TYPE_CHECKING:
+    from codegen.model.robot import Robot
     from host_tools.data.logs import Log
     from host_tools.identification.excitation import Excitation
     from host_tools.identification.output_error import Result as OEResult
@@ -41,6 +42,7 @@ def evaluation_summary(doc: dict[str, Any], out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     names = list(doc["estimators"])
@@ -58,14 +60,15 @@ def evaluation_summary(doc: dict[str, Any], out: Path) -> None:
     )
     ax[0].set_xticks(x, names, rotation=30)
     ax[0].set_yscale("log")
-    ax[0].set_ylabel("ISE of the velocity estimate")
+    ax[0].set_ylabel("ISE of the velocity estimate ((rad/s)² s)")
     ax[0].legend()
     for n in names:
         h = doc["estimators"][n]["history"]
         if h and n in registry.tuned_estimators():
             ax[1].plot(range(1, len(h) + 1), h, marker="o", label=n)
     ax[1].set_xlabel("generation")
-    ax[1].set_ylabel("best ISE (tuning trajectory)")
+    ax[1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax[1].set_ylabel("best ISE, tuning trajectory ((rad/s)² s)")
     ax[1].set_yscale("log")
     ax[1].set_title("GA convergence (seed 000 Fig. 3)" if doc["setup"]["tuned"] else "not tuned")
     if ax[1].lines:
@@ -100,7 +103,7 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
         else f"velocity of axis {setup.fault_axis + 1} (rad/s)"
     )
     ax[1].set_xlabel("t (s)")
-    ax[1].set_ylabel("cumulative ISE")
+    ax[1].set_ylabel("cumulative ISE ((rad/s)² s)")
     ax[1].set_yscale("log")
     ax[0].legend(fontsize=7)
     fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like seed 000 Fig. 5)")
@@ -162,7 +165,7 @@ def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
         )
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yscale("log")
-    ax.set_ylabel("ISE of the velocity estimate")
+    ax.set_ylabel("ISE of the velocity estimate ((rad/s)² s)")
     ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like seed 000 Fig. 9)")
     ax.legend()
     fig.tight_layout()
@@ -170,7 +173,9 @@ def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
-def excitation(exc: Excitation, path: Path) -> Path:
+def excitation(exc: Excitation, path: Path, robot: Robot | None = None) -> Path:
+    """One period of the excitation per joint; dashed, each joint's position, velocity and
+    acceleration limits."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,10 +185,16 @@ def excitation(exc: Excitation, path: Path) -> Path:
     fig, ax = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     for i in range(traj.q.shape[1]):
         for k, (y, label) in enumerate(((traj.q, "q (rad)"), (traj.qd, "qd (rad/s)"), (traj.qdd, "qdd (rad/s²)"))):
-            ax[k].plot(traj.time, y[:, i], label=f"joint {i + 1}" if k == 0 else None)
+            (line,) = ax[k].plot(traj.time, y[:, i], label=f"joint {i + 1}" if k == 0 else None)
             ax[k].set_ylabel(label)
+            if robot is None:
+                continue
+            lim = robot.joints[i].limits
+            for b in {0: (lim.q_min, lim.q_max), 1: (-lim.qd, lim.qd), 2: (-lim.qdd, lim.qdd)}[k]:
+                if np.isfinite(b):
+                    ax[k].axhline(b, color=line.get_color(), ls="--", lw=0.7)
     ax[0].legend(ncol=4, fontsize=7)
-    ax[2].set_xlabel("t (s), one period")
+    ax[2].set_xlabel("t (s), one period" + ("; dashed: the joints' limits" if robot is not None else ""))
     ax[0].set_title(
         f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)"
     )
@@ -367,11 +378,14 @@ def elastic_collision(result: dict[str, Any], joint: int, path: Path) -> Path:
         ax.set_ylabel("N m")
         ax.set_title(f"{title}: seed 003 Fig. 5.5", fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
-    axes[2].plot(t, tr["free_r"], lw=0.8)
-    axes[2].axhline(thr, color="k", ls="--", lw=0.8)
+    free = np.asarray(tr["free_r"])
+    for i in range(free.shape[1]):
+        axes[2].plot(t, free[:, i], lw=0.8, label=f"r{i + 1}")
+    axes[2].axhline(thr, color="k", ls="--", lw=0.8, label="± threshold")
     axes[2].axhline(-thr, color="k", ls="--", lw=0.8)
     axes[2].set_ylabel("N m")
-    axes[2].set_xlabel("s")
+    axes[2].set_xlabel("t (s)")
+    axes[2].legend(fontsize=7, ncol=free.shape[1] + 1, loc="upper left")
     axes[2].set_title("the same motion without the obstacle: every joint's residual and the threshold", fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path)

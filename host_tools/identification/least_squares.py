@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codegen.blocks import findiff
-from codegen.blocks.options import EstimatorChoice, RtOptions
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.params import BaseParameters, base_parameters
 from host_tools.bindings.compiled import CompiledDynamics, generated_folder
-
-# the generated folder identification builds (shared with positions() and the output-error model)
-IDENT_RT = RtOptions(estimator=EstimatorChoice(findiff.FINDIFF.name), observer="none", controller="none")
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,8 @@ def model(robot: Robot) -> Model:
     """The identification model of a robot (cached by its description's digest)."""
     if robot.digest not in _MODELS:
         base = base_parameters(robot, Dynamics(robot))
-        _MODELS[robot.digest] = Model(robot, base, CompiledDynamics(generated_folder(robot, rt=IDENT_RT)))
+        # the robot's default folder, the one load() builds: every folder holds the same dynamics
+        _MODELS[robot.digest] = Model(robot, base, CompiledDynamics(generated_folder(robot)))
     return _MODELS[robot.digest]
 
 
