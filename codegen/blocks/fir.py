@@ -18,7 +18,7 @@ LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 
 import casadi as cs
@@ -110,12 +110,20 @@ def _lsf(o: Mapping[str, float]) -> str | None:
     return None if 0 < p < n <= 64 else f"lsf: need 0 < p < n <= 64 (order p, samples n), got n={n:g} p={p:g}"
 
 
-def _order(name: str) -> Callable[[Mapping[str, float]], str | None]:
-    def check(o: Mapping[str, float]) -> str | None:
-        n = o["n"]
-        return None if 1 <= n <= 8 else f"{name}: order n must be in 1..8, got {n:g}"
+def _expansion(name: str, summary: str, default_order: int) -> registry.Estimator:
+    """BDE(n) or TSE(n): one option, the order n in 1..8 (seed 000 Table 5)."""
 
-    return check
+    def check(o: Mapping[str, float]) -> str | None:
+        return None if 1 <= o["n"] <= 8 else f"{name}: order n must be in 1..8, got {o['n']:g}"
+
+    return registry.Estimator(
+        name=name,
+        summary=f"{summary} (seed 000 Table 5)",
+        build=lambda ctx, c: build(ctx, name, int(c.get("n"))),
+        options={"n": int},
+        defaults={"n": default_order},
+        check=check,
+    )
 
 
 def _ewlr(o: Mapping[str, float]) -> str | None:
@@ -137,22 +145,8 @@ registry.register(
         grid=tuple(f"lsf:n={n},p=1" for n in range(3, 9)) + tuple(f"lsf:n={n},p=2" for n in range(5, 9)),
         in_study=True,
     ),
-    registry.Estimator(
-        name="bde",
-        summary="backward difference expansion BDE(n) (seed 000 Table 5)",
-        build=lambda ctx, c: build(ctx, "bde", int(c.get("n"))),
-        options={"n": int},
-        defaults={"n": 2},
-        check=_order("bde"),
-    ),
-    registry.Estimator(
-        name="tse",
-        summary="Taylor series expansion TSE(n) (seed 000 Table 5)",
-        build=lambda ctx, c: build(ctx, "tse", int(c.get("n"))),
-        options={"n": int},
-        defaults={"n": 3},
-        check=_order("tse"),
-    ),
+    _expansion("bde", "backward difference expansion BDE(n)", 2),
+    _expansion("tse", "Taylor series expansion TSE(n)", 3),
     registry.Estimator(
         name="ewlr",
         summary="exponentially weighted linear regression EWLR(n, lam) (seed 003 §5.3)",
