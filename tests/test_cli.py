@@ -59,6 +59,9 @@ def test_elastic_commands(tmp_path: Path) -> None:
     assert doc["reaction"]["detection_sample"] > doc["reaction"]["contact_sample"] > 0
     assert (tmp_path / "el" / "elastic_collision.png").stat().st_size > 10_000
     assert json.loads((tmp_path / "el" / "elastic_collision.json").read_text())["no_reaction"]["link"] == 4
+    r = manipgen("elastic", "collide", "biorob4")  # without --json: a summary, not the document
+    assert r.returncode == 0 and r.stdout.startswith("obstacle-free motion") and "{" not in r.stdout, r.stdout
+    assert "detected after" in r.stdout and "link 4" in r.stdout
     for args, words in (
         (("elastic", "identify", "planar2"), "no series-elastic drives"),
         (("elastic", "collide", "planar2"), "needs an elastic arm"),

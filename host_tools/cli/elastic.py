@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from codegen.emit.files import write_file
 
@@ -130,9 +131,27 @@ def run(args: argparse.Namespace) -> int:
             text = json.dumps(doc, indent=1)
             if out is not None:
                 write_file(out / "elastic_collision.json", text + "\n")
+            if not args.json:
+                text = _collision_summary(doc, s.threshold)
         shown = json.dumps(doc, indent=1, allow_nan=False) if args.json else text
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
     print(shown)
     return 0
+
+
+def _collision_summary(doc: dict[str, Any], threshold: float) -> str:
+    """The collision scenario in a few lines (the JSON document: --json)."""
+    rows = [
+        f"obstacle-free motion: max |r| {max(doc['free_max_abs_r']):.3g} N m against the threshold {threshold:g} "
+        f"N m, false alarm: {'yes' if doc['free_false_alarm'] else 'no'}"
+    ]
+    for name in ("no_reaction", "reaction"):
+        r = doc[name]
+        found = "not detected" if r["delay_ms"] is None else f"detected after {r['delay_ms']:.1f} ms, link {r['link']}"
+        rows.append(
+            f"{name.replace('_', ' ')}: contact at sample {r['contact_sample']}, {found}; peak contact torque "
+            f"{r['max_contact_torque']:.3g} N m; in contact at the end: {'yes' if r['in_contact_at_end'] else 'no'}"
+        )
+    return "\n".join(rows)

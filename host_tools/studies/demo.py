@@ -36,8 +36,12 @@ def demo(spec: str, out: str | None = None, states: int = 1000) -> int:
     t0 = time.perf_counter()
     make = shutil.which("make")
     if make is not None:
+        lib = folder / f"lib{robot.c_name}.a"
+        before = lib.stat().st_mtime_ns if lib.is_file() else None
         subprocess.run([make, "-s", "-C", str(folder), f"CC={cc}"], check=True)
         how = "make (gcc, -std=c99 -Wall -Wextra -Wpedantic -Wshadow -Werror)"
+        if before is not None and lib.stat().st_mtime_ns == before:
+            how = "make (up to date: nothing to build)"
     else:
         subprocess.run(
             [
