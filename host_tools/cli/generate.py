@@ -107,14 +107,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from codegen.model.export import robot_to_yaml
 
     robot = robot_of(args)
+    mdh = args.convention == "mdh"
     header = (
-        f"Converted by `manipgen convert` from {Path(args.robot).name}"
+        f"Converted by `manipgen convert{' --convention mdh' if mdh else ''}` from {Path(args.robot).name}"
         + (f" (chain {args.base_link} -> {args.tip_link})" if args.base_link or args.tip_link else "")
         + (f" with overlay {Path(args.overlay).name}" if args.overlay else "")
         + ".\n"
         + (args.header or "")
     )
-    text = robot_to_yaml(robot, header)
+    text = robot_to_yaml(robot, header, args.convention)
     if args.output:
         write_file(args.output, text)
     else:
@@ -171,6 +172,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     add_robot_arguments(c)
     c.add_argument("-o", "--output", help="YAML file to write (default: stdout)")
     c.add_argument("--header", help="extra comment lines for the YAML header")
+    c.add_argument(
+        "--convention",
+        choices=("urdf", "mdh"),
+        default="urdf",
+        help="urdf: origin + axis per joint; mdh: a modified-DH (Khalil-Craig) table from the joint axes "
+        "at q = 0, links, payload and tip re-expressed in its frames (an error if the first axis is not "
+        "normal to the base x axis and through it: the YAML has no base transform)",
+    )
     c.set_defaults(handler=cmd_convert)
     return parser, sub
 
