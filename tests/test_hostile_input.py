@@ -118,6 +118,30 @@ def test_a_file_that_is_not_a_log_says_what_was_expected(tmp_path: Path, capsys:
     assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("name", ["run.bag", "run.db3", "run.mcap", "folder"])
+def test_a_corrupt_ros_bag_is_one_clear_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Garbage under a bag's name (a ROS 2 folder: a metadata.yaml that is not one) -> one line naming
+    the file, exit code 2, whichever tool reads it."""
+    path = tmp_path / name
+    junk = b"\x00\xffnot a bag\n" * 64
+    if name == "folder":
+        path.mkdir()
+        (path / "metadata.yaml").write_bytes(b"rosbag2_bagfile_information: [1, 2\n")
+    else:
+        path.write_bytes(junk)
+    out = tmp_path / "out.npz"
+    for args in (
+        ["import-log", str(path), "--robot", "planar2", "--out", str(out)],
+        ["thresholds", "planar2", str(path), "--json"],
+    ):
+        rc = main(args)
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith("manipgen: error: "), err
+        assert str(path) in lines[0] and "ROS bag" in lines[0] and "Traceback" not in err, err
+    assert not out.exists()
+
+
 def test_yaml_tags_never_construct_objects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A python/object tag that would run a command (unsafe loaders) is refused and never runs."""
     marker = tmp_path / "pwned"

@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "data",
         nargs="?",
         help="excitation run: a log (.npz, docs/realtime.md), a CSV "
-        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md) or a seed 000 .mat run",
+        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md), a seed 000 .mat run "
+        "or a ROS bag with one JointState topic (several: manipgen import-log --topic first)",
     )
     d.add_argument(
         "--excitation",

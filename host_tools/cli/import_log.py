@@ -1,4 +1,4 @@
-"""`manipgen import-log`: a recorded run (seed 000's LWA-4P .mat) -> the log format (.npz)."""
+"""`manipgen import-log`: a recorded run (seed 000's LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,27 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    im = sub.add_parser("import-log", help="a recorded run (seed 000's LWA-4P .mat) -> the log format (.npz)")
-    im.add_argument("file", help="a seed 000 run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat)")
+    im = sub.add_parser(
+        "import-log", help="a recorded run (seed 000's LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)"
+    )
+    im.add_argument(
+        "file",
+        help="a seed 000 run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat); or a ROS bag: "
+        "a ROS 2 bag folder (metadata.yaml) or a .bag (ROS 1), .db3 or .mcap (ROS 2) file with "
+        "sensor_msgs/JointState (joints by name; resampled to the robot's sample period)",
+    )
     im.add_argument(
         "--robot",
         required=True,
         help="bundled name or a .yaml path (its encoders, gear ratios, torque constants and current limits)",
     )
     im.add_argument("--out", required=True, help="the log to write (.npz, docs/realtime.md)")
+    im.add_argument("--topic", help="ROS bag: the JointState topic (default: the bag's only one), e.g. /joint_states")
+    im.add_argument(
+        "--command-topic",
+        help="ROS bag: the commanded torque (JointState effort, or Float64MultiArray in the description's "
+        "joint order) -> tau_cmd; tau stays the measured effort",
+    )
     im.set_defaults(handler=run)
 
 
@@ -26,21 +39,37 @@ def run(args: argparse.Namespace) -> int:
     from codegen.model.description import load_robot
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import import_mat
+    from host_tools.data.ros_bags import BagReport, is_bag, read_bag
 
+    report: BagReport | None = None
     try:
         robot = load_robot(args.robot)
-        log = import_mat(args.file, robot)
+        if is_bag(args.file):
+            imported = read_bag(args.file, robot, topic=args.topic, command_topic=args.command_topic)
+            log, report = imported.log, imported.report
+        elif args.topic or args.command_topic:
+            raise ValueError(f"{args.file}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
+        else:
+            log = import_mat(args.file, robot)
         log.save(args.out)
     except (ValueError, LogError, DescriptionError, OSError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
     rms = np.sqrt(np.mean(log.tau**2, axis=0))
-    saturated = np.sum(log.extra["tau_saturated"], axis=0)
-    print(
-        f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
-        f"({log.time[-1] - log.time[0]:.1f} s; the current leads by 2 samples, so it starts at the third)"
-    )
+    if report is not None:
+        print(
+            f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
+            f"({log.time[-1] - log.time[0]:.1f} s from the first stamp of {report.topic})"
+        )
+        print("\n".join(report.lines()))
+    else:
+        print(
+            f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
+            f"({log.time[-1] - log.time[0]:.1f} s; the current leads by 2 samples, so it starts at the third)"
+        )
     print("joint       " + "".join(f"{j.name:>10}" for j in robot.joints))
     print("tau RMS N m " + "".join(f"{v:>10.3f}" for v in rms))
-    print("saturated   " + "".join(f"{int(v):>10d}" for v in saturated))
+    if "tau_saturated" in log.extra:
+        saturated = np.sum(log.extra["tau_saturated"], axis=0)
+        print("saturated   " + "".join(f"{int(v):>10d}" for v in saturated))
     return 0

@@ -10,7 +10,11 @@ from host_tools.cli import plots
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
     t.add_argument("robot", help="bundled name or a .yaml path")
-    t.add_argument("data", help="a collision-free log (.npz, docs/realtime.md, or a seed 000 .mat run)")
+    t.add_argument(
+        "data",
+        help="a collision-free log (.npz, docs/realtime.md), a seed 000 .mat run or a ROS bag with one "
+        "JointState topic (several: manipgen import-log --topic first)",
+    )
     t.add_argument(
         "--observer",
         choices=("momentum", "adaptive", "direct"),

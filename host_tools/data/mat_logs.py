@@ -108,9 +108,15 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
 
 
 def load_log(path: str | Path, robot: Robot) -> Log:
-    """A log file the tools accept: the project's NPZ (docs/realtime.md) or a seed 000 MATLAB run."""
+    """A log file the tools accept: the project's NPZ (docs/realtime.md), a seed 000 MATLAB run or a
+    ROS bag (a ROS 2 bag folder with metadata.yaml, or a .bag, .db3 or .mcap file; its only
+    JointState topic, resampled to the robot's sample period: host_tools.data.ros_bags)."""
+    from host_tools.data.ros_bags import import_bag, is_bag
+
     if Path(path).suffix.lower() == ".mat":
         return import_mat(path, robot)
+    if is_bag(path):
+        return import_bag(path, robot)
     log = Log.load(path)
     if log.robot != robot.c_name:
         raise LogError(f"{path}: robot: the log is of {log.robot}, not {robot.c_name}")
