@@ -52,7 +52,6 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "peers"))
 
 PANDA_URDF_CHAIN = ("panda_link0", "panda_link8")
 N_STATES_DEFAULT = 1000
@@ -489,7 +488,7 @@ def generate_robot(name: str, out_root: Path) -> CodegenResult:
 
     t0 = time.perf_counter()
     if name == "franka_panda" and bundled_robot_path(name) is None:
-        from pinocchio_models import panda_urdf_path
+        from host_tools.studies.pinocchio_models import panda_urdf_path
 
         robot = load_robot(panda_urdf_path(), base_link=PANDA_URDF_CHAIN[0], tip_link=PANDA_URDF_CHAIN[1])
         source = (
@@ -512,9 +511,8 @@ def generate_robot(name: str, out_root: Path) -> CodegenResult:
 
 
 def pinocchio_model(name: str) -> tuple[Any, str]:
-    from pinocchio_models import panda_model, pin_model_from_yaml
-
     from codegen.resources import bundled_robot_path
+    from host_tools.studies.pinocchio_models import panda_model, pin_model_from_yaml
 
     if name == "franka_panda":
         return panda_model(), "example-robot-data panda.urdf (fingers locked at 0, merged)"

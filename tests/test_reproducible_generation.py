@@ -19,7 +19,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.peers.pinocchio_models import ur_urdf_path
+from host_tools.studies.pinocchio_models import ur_urdf_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ("kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2", "ur5", "biorob4")

@@ -130,7 +130,7 @@ def test_convert_round_trip_gives_the_same_dynamics(urdf: Path, tmp_path: Path) 
 def test_bundled_urdf_robots_match_their_urdf(name: str, chain: tuple[str, str]) -> None:
     """robots/franka_panda.yaml and robots/ur5.yaml are the conversions of example-robot-data's
     URDFs (+ overlays): links, joint frames and the overlay's joint parameters."""
-    from tests.peers.pinocchio_models import panda_urdf_path, ur_urdf_path
+    from host_tools.studies.pinocchio_models import panda_urdf_path, ur_urdf_path
 
     root = Path(__file__).resolve().parent.parent
     urdf = panda_urdf_path() if name == "franka_panda" else ur_urdf_path("ur5")

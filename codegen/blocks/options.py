@@ -8,6 +8,7 @@ config: {kalman.q_var: 20, obs.k_o: 25}}``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from codegen.blocks import registry
 from codegen.errors import DescriptionError
@@ -90,6 +91,18 @@ class RtOptions:
                 f"unknown controller {self.controller!r}; choose from {', '.join(registry.controllers())}"
             )
 
+    def as_dict(self) -> dict[str, Any]:
+        """Every option at full precision (the generated manifest: `manipgen verify` regenerates a
+        folder from it); :func:`rt_options_from_dict` reads it back."""
+        return {
+            "estimator": self.estimator.name,
+            "estimator_params": dict(self.estimator.params),
+            "observer": self.observer,
+            "controller": self.controller,
+            "constant_params": self.constant_params,
+            "sample_period": self.sample_period,
+        }
+
     @property
     def label(self) -> str:
         return (
@@ -97,6 +110,17 @@ class RtOptions:
             + (" (constant parameters)" if self.constant_params else "")
             + (f" @ {self.sample_period!r} s" if self.sample_period else "")
         )
+
+
+def rt_options_from_dict(d: dict[str, Any]) -> RtOptions:
+    """The inverse of :meth:`RtOptions.as_dict` (checked like any other options)."""
+    return RtOptions(
+        estimator=estimator_choice(str(d["estimator"]), dict(d["estimator_params"])),
+        observer=str(d["observer"]),
+        controller=str(d["controller"]),
+        constant_params=bool(d["constant_params"]),
+        sample_period=None if d["sample_period"] is None else float(d["sample_period"]),
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from codegen.blocks.encoder import sensor_function
 from codegen.blocks.options import RtOptions, realtime_defaults
 from codegen.blocks.pipeline import build_pipeline
 from codegen.emit.cprint import Precision, body, literal
-from codegen.emit.files import write_files
+from codegen.emit.files import RECORD, digest, record_text, write_files
 from codegen.emit.host import HOST_FOLDER, host_glue
 from codegen.emit.rt import LOOPBACK_MAX_DELAY, RtEmitter
 from codegen.errors import DescriptionError
@@ -43,6 +43,25 @@ class Generated:
         write_files(out, self.files, prune=True)
         write_files(Path(out) / HOST_FOLDER, self.host, prune=True)
         return Path(out)
+
+    def differences(self, out: Path) -> list[str]:
+        """How the folder ``out`` differs from what :meth:`write` would leave there (one line per
+        file: missing, not generated any more, or differing), empty when byte-identical."""
+        found: list[str] = []
+        for folder, files in ((Path(out), self.files), (Path(out) / HOST_FOLDER, self.host)):
+            fresh = dict(files)
+            # the ownership record write_files leaves: a stale one would make regeneration refuse
+            # the files as not manipgen's
+            fresh[RECORD] = record_text({n: [digest(t.encode("utf-8"))] for n, t in fresh.items()})
+            present = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
+            found += [f"{folder}/{n}: missing" for n in sorted(set(fresh) - present)]
+            found += [f"{folder}/{n}: not generated any more" for n in sorted(present - set(fresh))]
+            found += [
+                f"{folder}/{n}: differs from a fresh generation"
+                for n in sorted(set(fresh) & present)
+                if (folder / n).read_bytes() != fresh[n].encode("utf-8")
+            ]
+        return found
 
 
 def template_environment() -> jinja2.Environment:
@@ -251,7 +270,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "robot": p,
         "description": Path(robot.file).name,
         "description_hash": robot.digest,
-        "options": {"precision": precision, "rt": rt_options.label},
+        "options": {"precision": precision, "rt": rt_options.label, "rt_options": rt_options.as_dict()},
         "options_hash": digest_of(robot.digest.encode(), precision.encode(), rt_options.label.encode()),
         "dof": n,
         "joints": [j.name for j in robot.joints],

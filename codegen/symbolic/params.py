@@ -139,6 +139,18 @@ def lengths(robot: Robot) -> list[tuple[str, float, int]]:
     return out
 
 
+# X is solved at 50 digits and rounded once (regrouping). A coefficient (SI: 1, m or m^2) is
+# dropped below ZERO = 1e-15: its term would move a base parameter by 1e-15 x the dropped parameter,
+# at the double rounding of the kept ones (the solve's own noise, from the double constants of the
+# expression graph, stays below it). Coefficients of 1e-14..1e-7 are real: URDF angles near, not
+# at, pi/2 (rpy 1.5708: cos = -3.7e-6, and its products) make them; the former cut at 1e-10 and
+# snapping at 1e-9 left Y_b beta 5e-11 (relative) off rnea on example-robot-data's xArm7 and
+# SO-100 -- found by `manipgen verify`. A coefficient is written as a rational times lengths only
+# where that is the same double to 1e-15 relative (SNAP, a few ulps).
+ZERO = 1e-15
+SNAP = 1e-15
+
+
 def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: int) -> tuple[float, sp.Expr] | None:
     """value = r * monomial(lengths) with r = p/q small; returns (float value, sympy form)."""
     monomials: list[tuple[int, int, sp.Expr, float]] = [(0, 0, sp.Integer(1), 1.0)]
@@ -152,7 +164,7 @@ def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: in
         if r == 0 or abs(r.numerator) > 24:
             continue
         exact = float(r.numerator) * mv / float(r.denominator)
-        if abs(exact - value) <= 1e-9 * max(1.0, abs(value)):
+        if abs(exact - value) <= SNAP * abs(value):
             # prefer a length with an integer factor (d5 M5) to a bare fraction (2/5 M5)
             score = (r.denominator != 1 or abs(r.numerator) > 2, degree, distance)
             if best is None or score < best[0]:
@@ -190,7 +202,7 @@ def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | 
         terms: list[str] = []
         for c, d in enumerate(dropped):
             v = x[b, c]
-            if abs(v) < 1e-10:
+            if abs(v) < ZERO:
                 continue
             ex = exact_coefficient(v, lens, _split(names[d])[1])
             k[b, d] = v if ex is None else ex[0]

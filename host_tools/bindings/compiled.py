@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import codegen
 from codegen import __version__
 from codegen.blocks.options import RtOptions, realtime_defaults
 from codegen.emit.cprint import Precision
@@ -28,15 +29,20 @@ class ForwardDynamicsError(ArithmeticError):
     """M(q) was not positive definite (Cholesky failed)."""
 
 
+def generator_files() -> list[Path]:
+    """The generator itself: codegen's modules, the templates and the runtime files."""
+    files: list[Path] = []
+    for folder in (Path(codegen.__file__).resolve().parent, resource_dir("templates"), resource_dir("runtime")):
+        files += [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in (".py", ".j2", ".h", ".c")]
+    return files
+
+
 def generator_fingerprint() -> str:
-    """Hash of the generator itself (Python, templates, runtime): a changed generator regenerates."""
+    """Hash of the generator itself (generator_files): a changed generator regenerates."""
     h = hashlib.sha256(__version__.encode())
-    root = Path(__file__).resolve().parent.parent / "codegen"
-    for folder in (root, resource_dir("templates"), resource_dir("runtime")):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and path.suffix in (".py", ".j2", ".h", ".c"):
-                h.update(path.name.encode())
-                h.update(path.read_bytes())
+    for path in generator_files():
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 
@@ -222,11 +228,11 @@ def generated_folder(
 
 
 def load(
-    spec: str | Path,
+    spec: str | Path | Robot,
     base_link: str | None = None,
     tip_link: str | None = None,
     overlay: str | Path | None = None,
     precision: Precision = "double",
 ) -> CompiledDynamics:
-    """A bundled robot name or a .yaml/.urdf path -> its generated C, compiled and loaded."""
+    """A bundled robot name, a .yaml/.urdf path or a Robot -> its generated C, compiled and loaded."""
     return CompiledDynamics(generated_folder(spec, base_link, tip_link, overlay, precision))

@@ -24,6 +24,7 @@ from codegen.blocks.base import Field
 from codegen.blocks.options import RtOptions, parse_estimator, realtime_defaults
 from codegen.emit.cprint import Precision
 from codegen.emit.files import write_file
+from codegen.model.robot import Robot
 from host_tools.bindings.build import build
 from host_tools.bindings.compiled import generated_folder
 
@@ -354,7 +355,7 @@ def rt_options(
 
 
 def load_rt(
-    spec: str | Path,
+    spec: str | Path | Robot,
     estimator: str | None = None,
     observer: str | None = None,
     controller: str | None = None,
@@ -367,9 +368,12 @@ def load_rt(
 ) -> Realtime:
     """A robot's real-time pipeline, generated (cached), compiled and loaded. Unset choices come from
     the robot description's ``realtime:`` section, then the defaults (kalman, momentum, computed_torque).
-    ``sample_period`` (s) overrides the description's: the discretisations are made for it."""
+    ``sample_period`` (s) overrides the description's: the discretisations are made for it. ``spec``:
+    a bundled name, a description path (with the URDF chain arguments) or a Robot already loaded."""
     from codegen.model.description import load_robot
 
-    robot = load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
+    robot = (
+        spec if isinstance(spec, Robot) else load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
+    )
     opts = rt_options(estimator, observer, controller, constant_params, realtime_defaults(robot).options, sample_period)
     return Realtime(generated_folder(robot, precision=precision, rt=opts))  # the description read once

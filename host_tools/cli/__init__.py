@@ -5,10 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from host_tools.cli import collide, demo, elastic, evaluate, excite, identify, import_log, record, target, thresholds
+from host_tools.cli import (
+    collide,
+    demo,
+    elastic,
+    evaluate,
+    excite,
+    identify,
+    import_log,
+    record,
+    target,
+    thresholds,
+    verify,
+)
 from host_tools.cli.generate import add_force_options, build_parser, run
 
-COMMANDS = (demo, evaluate, excite, identify, import_log, record, thresholds, collide, elastic, target)
+COMMANDS = (demo, verify, evaluate, excite, identify, import_log, record, thresholds, collide, elastic, target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,4 +18,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from host_tools.studies.demo import demo
 
-    return demo(args.robot, out=args.out, states=args.states)
+    return demo(
+        args.robot,
+        out=args.out,
+        states=args.states,
+        base_link=args.base_link,
+        tip_link=args.tip_link,
+        overlay=args.overlay,
+    )

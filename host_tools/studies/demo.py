@@ -14,12 +14,22 @@ import numpy as np
 from codegen.blocks import findiff, kalman, linhg
 from codegen.emit.generate import generate
 from codegen.model.description import load_robot
+from codegen.model.robot import Robot
 from host_tools.bindings.compiled import CompiledDynamics
+from host_tools.studies.identities import identity_checks
 
 
-def demo(spec: str, out: str | None = None, states: int = 1000) -> int:
-    """``out``: the folder to generate into (default out/<robot>, as `manipgen generate`)."""
-    robot = load_robot(spec)
+def demo(
+    spec: str,
+    out: str | None = None,
+    states: int = 1000,
+    base_link: str | None = None,
+    tip_link: str | None = None,
+    overlay: str | None = None,
+) -> int:
+    """``out``: the folder to generate into (default out/<robot>, as `manipgen generate`); the URDF
+    chain arguments as for `manipgen generate`."""
+    robot = load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
     folder = Path(out) if out else Path("out") / robot.c_name
     t0 = time.perf_counter()
     gen = generate(robot)
@@ -63,41 +73,29 @@ def demo(spec: str, out: str | None = None, states: int = 1000) -> int:
         how = "cc directly (make not found)"
     dyn = CompiledDynamics(folder)
     print(f"[2/5] built with {how} and loaded through cffi in {time.perf_counter() - t0:.2f} s")
-    rng = np.random.default_rng(0)
-    worst = {"forward_dynamics(rnea) - qdd": 0.0, "Y_b beta - rnea": 0.0, "M - M^T": 0.0}
-    min_eig = np.inf
-    for _ in range(states):
-        q = rng.uniform(-np.pi, np.pi, robot.dof)
-        qd, qdd = rng.normal(0, 1, robot.dof), rng.normal(0, 3, robot.dof)
-        tau = dyn.rnea(q, qd, qdd)
-        m = dyn.mass_matrix(q)
-        rel: list[float] = [
-            float(np.linalg.norm(dyn.forward_dynamics(q, qd, tau) - qdd) / np.linalg.norm(qdd)),
-            float(np.linalg.norm(dyn.regressor(q, qd, qdd) @ dyn.base_parameters - tau) / np.linalg.norm(tau)),
-            float(np.linalg.norm(m - m.T) / np.linalg.norm(m)),
-        ]
-        for k, r in zip(worst, rel):
-            worst[k] = max(worst[k], r)
-        min_eig = min(min_eig, float(np.linalg.eigvalsh(m).min()))
-    print(f"[3/5] numeric check over {states} random states (worst relative error):")
-    for k, v in worst.items():
-        print(f"      {k:<30} {v:.2e}")
-    print(f"      smallest eigenvalue of M(q)    {min_eig:.4g} (> 0: positive definite)")
-    ok = max(worst.values()) < 1e-9 and min_eig > 0
-    ok = loopback(spec, folder) and ok
+    checks = identity_checks(dyn, states)
+    print(f"[3/5] numeric identities over {states} random states (host_tools.studies.identities):")
+    for c in checks:
+        print(f"      {c.name:<30} {c.figure:9.3g}   {c.relation} {c.bound:.3g}   {'ok' if c.ok else 'FAIL'}")
+    ok = all(c.ok for c in checks)
+    flags = "".join(
+        f" --{k} {v}" for k, v in (("base-link", base_link), ("tip-link", tip_link), ("overlay", overlay)) if v
+    )
+    ok = loopback(robot, spec + flags, folder) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
 
-def loopback(spec: str, folder: Path) -> bool:
+def loopback(robot: Robot, spec: str, folder: Path) -> bool:
     """Steps 4 and 5: the collision scenario and a short estimator table on the loopback. The run
-    with the collision is saved (log and config) for `manipgen target run`."""
+    with the collision is saved (log and config) for `manipgen target run` (``spec``: the robot as
+    that command takes it, name or path and chain flags)."""
     from host_tools.bindings.rt import load_rt
     from host_tools.studies.scenarios import collision, estimator_table
 
     t0 = time.perf_counter()
-    rt = load_rt(spec)
-    r = collision(spec, rt=rt)
+    rt = load_rt(robot)
+    r = collision(robot, rt=rt)
     r.hit.log.save(folder / "collision_log.npz")
     rt.config.save(folder / "collision_config.json")
     rt_label = r.hit.log.robot
@@ -127,7 +125,9 @@ def loopback(spec: str, folder: Path) -> bool:
         f"--config {folder / 'collision_config.json'}"
     )
     t0 = time.perf_counter()
-    rows = estimator_table(spec, (findiff.FINDIFF.name, f"{findiff.MOVAV.name}:p=3", kalman.SPEC.name, linhg.SPEC.name))
+    rows = estimator_table(
+        robot, (findiff.FINDIFF.name, f"{findiff.MOVAV.name}:p=3", kalman.SPEC.name, linhg.SPEC.name)
+    )
     print(f"[5/5] velocity estimators in the same loop, no contact ({time.perf_counter() - t0:.1f} s):")
     print("      estimator   ISE velocity (rad^2/s)   ISE tracking (rad^2 s)")
     for name, ise_v, ise_t in rows:

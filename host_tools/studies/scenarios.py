@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from codegen.model.description import load_robot
+from codegen.model.robot import Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
@@ -30,8 +31,12 @@ class CollisionResult:
         return None if self.detected_s is None else 1e3 * (self.detected_s - self.onset_s)
 
 
+def _robot(spec: str | Robot) -> Robot:
+    return spec if isinstance(spec, Robot) else load_robot(spec)
+
+
 def tip_force_torque(
-    spec: str, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float, rise: float = 0.01
+    spec: str | Robot, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float, rise: float = 0.01
 ) -> np.ndarray:
     """tau_ext (K, n) = J_tip(q)^T [F; 0] for a tip force F (base frame, N) between start and stop,
     ramped over ``rise`` s at both ends (a filtered step)."""
@@ -43,7 +48,7 @@ def tip_force_torque(
 
 
 def collision(
-    spec: str = "kuka_iiwa14",
+    spec: str | Robot = "kuka_iiwa14",
     duration: float = 8.0,
     onset: float = 4.0,
     length: float = 0.3,
@@ -60,9 +65,9 @@ def collision(
     isolated link being the highest joint the force loads, with the stop reaction. ``direction``
     (base frame) defaults to the one the joints feel most at the onset (the tip Jacobian's first
     left singular vector), so that any robot gets a detectable push."""
-    rt = rt or load_rt(spec)
+    robot = _robot(spec)
+    rt = rt or load_rt(robot)
     ts = rt.sample_period
-    robot = load_robot(spec)
     traj = trajectory or generated_trajectory(robot, duration, ts)
     rt.config["det.threshold"] = 1e9
     # thresholds from a different contact-free motion (another seed): a false alarm stays possible
@@ -74,10 +79,10 @@ def collision(
     q_true = free.log.extra["q_true"]
     k0 = int(round(onset / ts))
     if direction is None:
-        u = np.linalg.svd(load(spec).tip_jacobian(q_true[k0])[:3])[0][:, 0]
+        u = np.linalg.svd(load(robot).tip_jacobian(q_true[k0])[:3])[0][:, 0]
     else:
         u = np.asarray(direction, float) / np.linalg.norm(direction)
-    tau_ext = tip_force_torque(spec, q_true, force * u, onset, onset + length, ts)
+    tau_ext = tip_force_torque(robot, q_true, force * u, onset, onset + length, ts)
     hit = simulate(rt, traj, tau_ext=tau_ext)
     flagged = np.flatnonzero(hit.out["collision"])
     first = int(flagged[0]) if len(flagged) else None
@@ -93,12 +98,14 @@ def collision(
     )
 
 
-def estimator_table(spec: str, estimators: tuple[str, ...], duration: float = 8.0) -> list[tuple[str, float, float]]:
+def estimator_table(
+    spec: str | Robot, estimators: tuple[str, ...], duration: float = 8.0
+) -> list[tuple[str, float, float]]:
     """(estimator, ISE of the velocity estimate, ISE of tracking), summed over joints, one run each."""
     rows = []
-    robot = load_robot(spec)
+    robot = _robot(spec)
     for est in estimators:
-        rt = load_rt(spec, estimator=est)
+        rt = load_rt(robot, estimator=est)
         rt.config["det.threshold"] = 1e9
         run = simulate(rt, generated_trajectory(robot, duration, rt.sample_period))
         rows.append((est, float(run.ise_velocity.sum()), float(run.ise_tracking.sum())))

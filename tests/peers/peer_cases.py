@@ -1,17 +1,11 @@
-"""The robots of the Pinocchio cross-checks, Pinocchio references for them, and the comparison rule.
+"""The robots of the Pinocchio cross-checks (the reference and the comparison rule are
+host_tools.studies.pinocchio_reference, shared with `manipgen verify`).
 
 A :class:`PeerCase` pairs one input of ``host_tools.load`` (a bundled YAML, or a URDF chain) with a
 Pinocchio model built without ``codegen`` (``pinocchio_models``): ``pin_model_from_yaml`` for the
 bundled YAMLs, ``pinocchio.buildModelFromUrdf`` (+ ``buildReducedModel`` for the Panda fingers) for
 the URDFs.
 
-:class:`PinReference` evaluates that model the way the generated C defines its quantities:
-Pinocchio's ``rnea`` already includes ``model.armature * qdd`` (= IA qdd) and ``crba`` the armature
-on the diagonal; joint friction FV qd + FC coul(qd) + FO is not a Pinocchio notion and is added here
-from the description's values.
-
-The comparison rule of issue 2 is normwise per state: ``||a - b|| <= rtol ||b|| + atol`` with the
-Euclidean norm for vectors and the Frobenius norm for matrices (b = Pinocchio).
 """
 
 from __future__ import annotations
@@ -28,62 +22,36 @@ import pinocchio as pin
 import pytest
 
 from codegen.emit.cprint import Precision
-
-from .pinocchio_models import (
+from host_tools.studies.pinocchio_models import (
     PIN_TO_PROJECT,
     PROJECT_PARAM_NAMES,
     load_yaml,
-    num,
     panda_model,
     panda_urdf_path,
     pin_model_from_yaml,
-    standard_params_pinocchio,
-    tanh_scales,
     ur_model,
     ur_urdf_path,
+)
+from host_tools.studies.pinocchio_reference import (
+    DOUBLE_TOL,
+    FLOAT_TOL,
+    Comparison,
+    Friction,
+    PinReference,
+    States,
+    compare,
+    random_states,
 )
 
 ROBOTS_DIR = Path(__file__).resolve().parents[2] / "robots"
 
-# issue 2, "How it is checked"
-DOUBLE_TOL = (1e-9, 1e-12)
-FLOAT_TOL = (1e-4, 1e-6)
+__all__ = ["DOUBLE_TOL", "FLOAT_TOL", "Comparison", "States", "compare", "random_states"]
 
 JOINT_PARAM_KINDS = ("IA", "FV", "FC", "FO")
 _NAME = re.compile(r"^(M|MX|MY|MZ|XX|XY|XZ|YY|YZ|ZZ|IA|FV|FC|FO)(\d+)$")
 
 # Pinocchio's dynamic-parameter order from the project's (inverse of PIN_TO_PROJECT)
 PROJECT_TO_PIN = np.argsort(PIN_TO_PROJECT)
-
-
-# ----------------------------------------------------------------------------------------------
-# Friction (not part of a Pinocchio model)
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Friction:
-    """tau_f = FV qd + FC coul(qd) + FO; coul = sign, or tanh(qd / velocity_scale)."""
-
-    fv: np.ndarray
-    fc: np.ndarray
-    fo: np.ndarray
-    velocity_scale: np.ndarray | None = None  # per joint (or one for all); None: sign
-
-    def __call__(self, qd: np.ndarray) -> np.ndarray:
-        qd = np.asarray(qd, dtype=float)
-        shape = np.sign(qd) if self.velocity_scale is None else np.tanh(qd / self.velocity_scale)
-        return self.fv * qd + self.fc * shape + self.fo
-
-    @staticmethod
-    def zero(n: int) -> Friction:
-        return Friction(np.zeros(n), np.zeros(n), np.zeros(n))
-
-    @staticmethod
-    def from_yaml(path: Path) -> Friction:
-        doc = load_yaml(path)
-        coulomb = doc.get("coulomb") or {"model": "sign"}
-        scale = tanh_scales(coulomb["velocity_scale"]) if coulomb.get("model", "sign") == "tanh" else None
-        col = {k: np.array([num(j.get(k, 0.0)) for j in doc["joints"]]) for k in ("FV", "FC", "FO")}
-        return Friction(col["FV"], col["FC"], col["FO"], scale)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -110,6 +78,9 @@ class PeerCase:
         if self.yaml_path is None:  # URDF: the child link frame is the joint frame
             return [pin.SE3.Identity() for _ in range(n)]
         return [model.frames[model.getFrameId(f"link_{i}")].placement for i in range(1, n + 1)]
+
+    def reference(self, model: pin.Model, friction: Friction) -> PinReference:
+        return PinReference(model, friction, self.tip_frame, self.base_frame, self.id)
 
     def friction(self, n: int) -> Friction:
         return Friction.zero(n) if self.yaml_path is None else Friction.from_yaml(self.yaml_path)
@@ -258,127 +229,6 @@ def perturbed_parameters(
         scale(f.fv, "FV", 0.05, 0.5), scale(f.fc, "FC", 0.05, 0.5), scale(f.fo, "FO", -0.1, 0.1), f.velocity_scale
     )
     return PhysicalParameters(links, scale(own.armature, "IA", 0.01, 0.1), friction)
-
-
-# ----------------------------------------------------------------------------------------------
-# Pinocchio references
-# ----------------------------------------------------------------------------------------------
-class PinReference:
-    """The generated functions' definitions, evaluated with Pinocchio (double precision)."""
-
-    def __init__(self, case: PeerCase, model: pin.Model, friction: Friction) -> None:
-        self.model, self.data, self.friction = model, model.createData(), friction
-        self.nv = model.nv
-        self.tip_id = model.getFrameId(case.tip_frame)
-        self.base_id = None if case.base_frame is None else model.getFrameId(case.base_frame)
-        for fid, name in ((self.tip_id, case.tip_frame), (self.base_id, case.base_frame)):
-            if fid is not None and fid >= model.nframes:
-                raise LookupError(f"{case.id}: Pinocchio model has no frame {name!r}")
-        self.pi_pin = standard_params_pinocchio(model).ravel()
-
-    def rnea(self, q, qd, qdd):
-        return pin.rnea(self.model, self.data, q, qd, qdd) + self.friction(qd)
-
-    def crba(self, q):
-        M = pin.crba(self.model, self.data, q)
-        return np.triu(M) + np.triu(M, 1).T
-
-    def coriolis(self, q, qd):
-        return pin.computeCoriolisMatrix(self.model, self.data, q, qd) @ qd
-
-    def gravity(self, q):
-        return pin.computeGeneralizedGravity(self.model, self.data, q)
-
-    def nonlinear_effects(self, q, qd):
-        return pin.nonLinearEffects(self.model, self.data, q, qd) + self.friction(qd)
-
-    def aba(self, q, qd, tau):
-        return pin.aba(self.model, self.data, q, qd, tau - self.friction(qd))
-
-    def regressor_torque(self, q, qd, qdd):
-        """computeJointTorqueRegressor . pi + IA qdd + friction (the regressor has neither)."""
-        Y = pin.computeJointTorqueRegressor(self.model, self.data, q, qd, qdd)
-        return Y @ self.pi_pin + self.model.armature * qdd + self.friction(qd)
-
-    def _base_inverse(self) -> pin.SE3:
-        return pin.SE3.Identity() if self.base_id is None else self.data.oMf[self.base_id].inverse()
-
-    def tip_pose(self, q):
-        pin.framesForwardKinematics(self.model, self.data, q)
-        return (self._base_inverse() * self.data.oMf[self.tip_id]).homogeneous
-
-    def tip_jacobian(self, q):
-        """[v; omega] of the tip origin, axes of our base frame."""
-        J = pin.computeFrameJacobian(self.model, self.data, q, self.tip_id, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        R = self._base_inverse().rotation
-        return np.vstack([R @ J[:3], R @ J[3:]])
-
-
-# ----------------------------------------------------------------------------------------------
-# States and the comparison rule
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class States:
-    q: np.ndarray
-    qd: np.ndarray
-    qdd: np.ndarray
-
-    def __len__(self) -> int:
-        return self.q.shape[0]
-
-    def astype(self, dtype) -> States:
-        """Rounded to dtype and back to double: what a float build really receives."""
-        return States(*(a.astype(dtype).astype(float) for a in (self.q, self.qd, self.qdd)))
-
-
-def random_states(n: int, count: int, seed: int) -> States:
-    """q uniform in [-pi, pi], qd ~ N(0, 1.5^2) rad/s, qdd ~ N(0, 4^2) rad/s^2."""
-    rng = np.random.default_rng(seed)
-    return States(
-        rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)), rng.normal(0.0, 4.0, (count, n))
-    )
-
-
-@dataclass
-class Comparison:
-    robot: str
-    quantity: str
-    worst_rel: float  # max over states of ||a - b|| / ||b||
-    worst_ratio: float  # max over states of ||a - b|| / (rtol ||b|| + atol)  (<= 1 passes)
-    failures: int
-    count: int
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.failures == 0
-
-
-def compare(
-    robot: str, quantity: str, ours: np.ndarray, ref: np.ndarray, tol: tuple[float, float], states: States | None = None
-) -> Comparison:
-    ours = np.asarray(ours, dtype=float).reshape(len(ref), -1)
-    ref = np.asarray(ref, dtype=float).reshape(len(ref), -1)
-    rtol, atol = tol
-    err = np.linalg.norm(ours - ref, axis=1)
-    scale = np.linalg.norm(ref, axis=1)
-    ratio = err / (rtol * scale + atol)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(scale > 0.0, err / scale, np.where(err > 0.0, np.inf, 0.0))
-    if not np.all(np.isfinite(ours)):
-        ratio = np.where(np.isfinite(ours).all(axis=1), ratio, np.inf)
-    k = int(np.argmax(ratio))
-    failures = int(np.sum(~(ratio <= 1.0)))
-    msg = (
-        f"{robot}: {quantity}: {failures}/{len(ref)} states outside ||a-b|| <= {rtol:g}*||b|| + "
-        f"{atol:g}; worst relative error {rel.max():.3e}; worst state #{k}: ||a-b|| = "
-        f"{err[k]:.3e}, ||b|| = {scale[k]:.3e}"
-    )
-    if states is not None:
-        np.set_printoptions(precision=6, linewidth=160)
-        msg += f"\n  q = {states.q[k]!r}\n  qd = {states.qd[k]!r}\n  qdd = {states.qdd[k]!r}"
-    msg += f"\n  ours      = {ours[k]!r}\n  pinocchio = {ref[k]!r}"
-    return Comparison(robot, quantity, float(rel.max()), float(ratio.max()), failures, len(ref), msg)
 
 
 def check_all(comparisons: list[Comparison], record: Callable[[Comparison], None]) -> None:

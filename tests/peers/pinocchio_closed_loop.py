@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from .pinocchio_models import ur_model
+from host_tools.studies.pinocchio_models import ur_model
 
 
 def simulate_ur5(

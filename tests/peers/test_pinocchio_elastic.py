@@ -9,9 +9,9 @@ import numpy as np
 import pinocchio as pin
 
 from host_tools import load
+from host_tools.studies.pinocchio_models import friction_torque, load_yaml, num, pin_model_from_yaml
 
 from .peer_cases import ROBOTS_DIR
-from .pinocchio_models import friction_torque, load_yaml, num, pin_model_from_yaml
 
 
 def test_biorob4_elastic_forward_dynamics_against_pinocchio() -> None:

@@ -14,9 +14,9 @@ import pytest
 
 from codegen.model.description import load_robot
 from codegen.model.export import robot_to_urdf, robot_to_yaml
+from host_tools.studies.pinocchio_models import pin_model_from_yaml
 
 from .peer_cases import YAML_CASES, case_params
-from .pinocchio_models import pin_model_from_yaml
 
 TOL = 1e-9
 

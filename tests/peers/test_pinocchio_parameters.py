@@ -14,7 +14,6 @@ import pytest
 
 from .peer_cases import (
     DOUBLE_TOL,
-    PinReference,
     States,
     case_params,
     check_all,
@@ -89,7 +88,7 @@ def test_parameterised_form_matches_perturbed_pinocchio(case, record_comparison)
         pi = phys.standard_vector(dyn.standard_parameter_names)
         assert np.linalg.norm(pi - dyn.standard_parameters) > 1e-3 * np.linalg.norm(pi)
         beta = dyn.regrouping @ pi
-        ref = PinReference(case, phys.pin_model(case, base_model), phys.friction)
+        ref = case.reference(phys.pin_model(case, base_model), phys.friction)
         s = random_states(dyn.dof, N_STATES_PER_PERTURBATION, case.seed + 10 + k)
         all_states.append(s)
         for q, qd, qdd in zip(s.q, s.qd, s.qdd):

@@ -34,8 +34,10 @@ import math
 import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 import pinocchio as pin
@@ -339,6 +341,88 @@ def standard_params_yaml(path: str | Path) -> np.ndarray:
     if payload and num(payload.get("mass", payload.get("M", 0.0))) != 0.0:
         rows[-1] = rows[-1] + inertia_from_spec(payload)
     return np.array([r.toDynamicParameters()[PIN_TO_PROJECT] for r in rows])
+
+
+# --------------------------------------------------------------------------------------------
+# A user's URDF chain (+ overlay), read by Pinocchio's own URDF parser
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UrdfChainModel:
+    model: pin.Model  # the chain's joints free, every other movable joint locked (buildReducedModel)
+    joints: list[dict[str, Any]]  # the overlay's entries of the free joints, in chain order ({} if none)
+    coulomb: dict[str, Any]  # the overlay's coulomb: block ({} if none)
+    tip_frame: str
+    base_frame: str | None
+
+
+def _urdf_tree(path: Path) -> tuple[dict[str, tuple[str, str, str]], set[str]]:
+    """joint name -> (parent link, child link, type); the link names."""
+    root = ElementTree.parse(path).getroot()
+    joints = {
+        j.get("name", ""): (j.find("parent").get("link", ""), j.find("child").get("link", ""), j.get("type", ""))  # type: ignore[union-attr]
+        for j in root.findall("joint")
+    }
+    return joints, {link.get("name", "") for link in root.findall("link")}
+
+
+def pin_model_from_urdf(
+    path: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
+) -> UrdfChainModel:
+    """The chain base_link -> tip_link of a URDF as Pinocchio builds it (``buildModelFromUrdf``):
+    movable joints off the chain locked at 0 or at the overlay's ``locked:`` value (their links
+    merged by ``buildReducedModel``); the overlay's gravity, payload (in the last joint's frame),
+    tip transform (which replaces the tip link) and IA (armature) applied; its friction returned
+    for :class:`Friction`. Defaults: the root link and the only leaf, as the project's URDF reader."""
+    path = Path(path)
+    tree, links = _urdf_tree(path)
+    children = {c for _, c, _ in tree.values()}
+    parents = {p for p, _, _ in tree.values()}
+    roots, leaves = sorted(links - children), sorted(links - parents)
+    base = base_link or (roots[0] if len(roots) == 1 else "")
+    tip = tip_link or (leaves[0] if len(leaves) == 1 else "")
+    if not base or not tip:
+        raise ValueError(f"{path}: give base_link and tip_link (roots {roots}, leaves {leaves})")
+    by_child = {c: (name, p, kind) for name, (p, c, kind) in tree.items()}
+    chain: list[str] = []
+    link = tip
+    while link != base:
+        if link not in by_child:
+            raise ValueError(f"{path}: {tip!r} does not descend from {base!r}")
+        name, link, kind = by_child[link]
+        if kind != "fixed":
+            chain.insert(0, name)
+    ov = load_yaml(overlay) if overlay else {"joints": {}}
+    ov_joints = ov.get("joints") or {}
+    full = pin.buildModelFromUrdf(str(path))
+    locked_values = {k: num(v) for k, v in (ov.get("locked") or {}).items()}
+    q_ref = pin.neutral(full)
+    lock = []
+    for jid in range(1, full.njoints):
+        name = full.names[jid]
+        if name in chain:
+            continue
+        lock.append(jid)
+        value, joint = locked_values.get(name, 0.0), full.joints[jid]
+        q_ref[joint.idx_q : joint.idx_q + joint.nq] = [math.cos(value), math.sin(value)] if joint.nq == 2 else [value]
+    model = pin.buildReducedModel(full, lock, q_ref) if lock else full
+    n = model.nv
+    if "gravity" in ov:
+        model.gravity = pin.Motion(vec(ov["gravity"], 3), np.zeros(3))
+    model.armature = np.array([num(ov_joints.get(name, {}).get("IA", 0.0)) for name in chain])
+    # the overlay's payload and tip are given in the last link's frame = Pinocchio's last joint frame
+    if ov.get("payload"):
+        model.inertias[n] = model.inertias[n] + inertia_from_spec(ov["payload"])
+    tip_frame = tip
+    if ov.get("tip"):
+        model.addFrame(pin.Frame("tip", n, 0, origin_se3(ov["tip"]), pin.FrameType.OP_FRAME))
+        tip_frame = "tip"
+    return UrdfChainModel(
+        model,
+        [dict(ov_joints.get(name, {})) for name in chain],
+        dict(ov.get("coulomb") or {}),
+        tip_frame,
+        None if base == (roots[0] if len(roots) == 1 else None) else base,
+    )
 
 
 # --------------------------------------------------------------------------------------------
