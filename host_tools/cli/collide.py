@@ -9,6 +9,7 @@ from typing import Any
 
 from codegen.emit.files import write_file
 from host_tools.cli import plots
+from host_tools.cli.progress import stage
 from host_tools.studies.collide import table
 
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         observers=tuple(args.observers),
     )
     try:
-        with console.status("collision scenario ...") as status:
+        with stage(console, "collision scenario ...") as status:
             doc, arrays = scenario(args.robot, settings, progress=lambda s: status.update(s))
         written = write(doc, arrays, Path(args.out)) if args.out else []
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:

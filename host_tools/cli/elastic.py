@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from codegen.emit.files import write_file
+from host_tools.cli.progress import stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
             try:
                 if args.actuator:
-                    with console.status("two-stage identification from the logs ..."):
+                    with stage(console, "two-stage identification from the logs ..."):
                         doc = identify_logs(
                             args.robot,
                             (Log.load(args.actuator), Excitation.load(args.actuator_excitation)),
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                         )
                     text = markdown_logs(doc)
                 else:
-                    with console.status("two-stage identification ...") as status:
+                    with stage(console, "two-stage identification ...") as status:
                         doc = study(
                             args.robot,
                             StudySettings(
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
-            with console.status("seed 003 §5.3 collision scenario ..."):
+            with stage(console, "seed 003 §5.3 collision scenario ..."):
                 doc = scenario(args.robot, s)
             if out is not None:
                 plots.elastic_collision(doc, s.joint, out / "elastic_collision.png")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from codegen.blocks import registry
 from codegen.emit.files import write_file
 from host_tools.cli import plots
+from host_tools.cli.progress import stage
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,14 +17,22 @@ if TYPE_CHECKING:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned")
     e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: seed 000's for schunk_lwa4p)")
-    e.add_argument("--resolution-mdeg", type=float, default=10.0, help="encoder resolution, millidegrees per count")
-    e.add_argument("--rate-hz", type=float, default=125.0, help="controller sample rate")
+    e.add_argument(
+        "--resolution-mdeg",
+        type=float,
+        help="link-side encoder resolution, millidegrees per count, on every joint (default: the "
+        "description's coarsest joint, motor encoders divided by the gear ratio)",
+    )
+    e.add_argument(
+        "--rate-hz", type=float, help="controller sample rate (default: 1 / the description's sample_period)"
+    )
     e.add_argument(
         "--setups",
         nargs="+",
         metavar="MDEG@HZ",
-        help="several set-ups in one go, e.g. 10@125 2@125 1@250 (one sub-folder each + fig9_setups.png; "
-        "replaces --resolution-mdeg/--rate-hz; --json then prints a list)",
+        help="several set-ups in one go, e.g. 10@125 2@125 1@250, or seed000 for seed 000's three (10@125 "
+        "2@125 1@250) (one sub-folder each + fig9_setups.png; replaces --resolution-mdeg/--rate-hz; "
+        "--json then prints a list)",
     )
     e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
     e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
@@ -64,11 +73,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from codegen.blocks import registry
+    from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
     from host_tools.cli.evaluate_report import table, write_reports
-    from host_tools.studies.evaluate import Setup, evaluate
+    from host_tools.cli.progress import Bars
+    from host_tools.studies.evaluate import SEED000_SETUPS, Setup, evaluate, own_setup
 
     console = Console(stderr=True, soft_wrap=True)
     known = registry.estimators()
@@ -81,12 +92,30 @@ def run(args: argparse.Namespace) -> int:
     if args.gains not in ("default", "paper"):
         console.print("manipgen: error: --gains is default or paper (a tuned folder goes with --log)")
         return 2
-    pairs = [(args.resolution_mdeg, args.rate_hz)]
+    try:
+        own = own_setup(load_robot(args.robot))
+    except DescriptionError as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    pairs: list[tuple[float, float]] = [
+        (
+            own[0] if args.resolution_mdeg is None else args.resolution_mdeg,
+            own[1] if args.rate_hz is None else args.rate_hz,
+        )
+    ]
     if args.setups:
         try:
-            pairs = [(float(r), float(f)) for r, f in (item.split("@") for item in args.setups)]
+            pairs = []
+            for item in args.setups:
+                if item == "seed000":
+                    pairs += SEED000_SETUPS
+                else:
+                    resolution, rate = item.split("@")
+                    pairs.append((float(resolution), float(rate)))
         except ValueError:
-            console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items, got {args.setups}")
+            console.print(
+                f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items or seed000, got {args.setups}"
+            )
             return 2
     setups = [
         Setup(
@@ -110,14 +139,7 @@ def run(args: argparse.Namespace) -> int:
     for setup in setups:
         resolution, rate = setup.resolution_mdeg, setup.rate_hz
         out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
-        columns = (
-            TextColumn("{task.description:>8}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[info]}"),
-        )
-        with Progress(*columns, console=console, transient=not console.is_terminal) as bar:
+        with Bars(console) as bar:
             console.print(f"{setup.robot}: {resolution:g} mdeg, {rate:g} Hz")
             tasks = {name: bar.add_task(name, total=None, info="waiting") for name in args.estimators}
 
@@ -170,7 +192,7 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     try:
         robot = load_robot(args.robot)
         runs = {Path(p).stem: load_log(p, robot) for p in args.log}
-        with console.status("running the estimators over the logs ..."):
+        with stage(console, "running the estimators over the logs ..."):
             doc, estimates = report(runs, gains, tuple(args.estimators))
         written = []
         if args.out:

@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from codegen.model.description import load_robot
+    from host_tools.cli.progress import Bars
     from host_tools.identification.excitation import ExciteSettings, design
 
     console = Console(stderr=True, soft_wrap=True)
@@ -72,16 +72,8 @@ def run(args: argparse.Namespace) -> int:
     robot = load_robot(args.robot)
     ts = args.sample_period or robot.sample_period
     try:
-        with Progress(
-            TextColumn("random starts"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[info]}"),
-            console=console,
-            transient=not console.is_terminal,
-        ) as bar:
-            task = bar.add_task("starts", total=settings.starts, info="")
+        with Bars(console) as bar:
+            task = bar.add_task("random starts", total=settings.starts)
             result = design(
                 robot,
                 settings,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from host_tools.cli.progress import stage
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -170,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         return read_samples(path, robot.dof) if path.lower().endswith(".csv") else load_log(path, robot)
 
     try:
-        with console.status("identifying ...") as status:
+        with stage(console, "identifying ...") as status:
             if args.synthetic:
                 doc, arrays, _ = synthetic(
                     args.robot, Synthetic(seed=args.seed), settings, stage=lambda s: status.update(s)

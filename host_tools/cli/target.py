@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from codegen.emit.files import write_file
+from host_tools.cli.progress import stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rt = load_rt(args.robot, precision=args.precision, **options)
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
-        with console.status(f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
+        with stage(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
             b = tg.build(rt, args.cpu, out)
             if args.action == "build":
                 console.print(f"built {b.lib} and {b.elf}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from host_tools.cli import plots
+from host_tools.cli.progress import stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         other = load_log(args.check, robot) if args.check else None
         try:
             if args.tune:
-                with console.status("tuning the adaptive observer's damping on the run ..."):
+                with stage(console, "tuning the adaptive observer's damping on the run ..."):
                     tuned = tune_adaptive(rt, log, args.skip)
             design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
         except ValueError as err:

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 
 from codegen.blocks import kalman, registry
+from codegen.blocks.encoder import DEFAULT_CPR
 from codegen.blocks.options import estimator_choice
 from codegen.model.description import load_robot
+from codegen.model.robot import Robot
 from codegen.model.yamlio import load_yaml
 from codegen.resources import resource_dir
 from host_tools.bindings.loopback import SimulationError, simulate
@@ -102,6 +104,22 @@ class Setup:
     def eps(self) -> float:
         """seed 000 fixes epsilon per set-up: 0.03 at 125 Hz (Tables 4, 7), 0.01 at 250 Hz (Table 8)."""
         return 0.01 if self.rate_hz >= 250 else 0.03
+
+
+def own_setup(robot: Robot) -> tuple[float, float]:
+    """(resolution_mdeg, rate_hz) of the robot's own hardware: its coarsest link-side encoder
+    resolution (a motor encoder counts gear_ratio times finer at the link; a joint without an
+    encoder gets the generated C's default cpr) and its sample period -- the study is then no more
+    optimistic than the arm it describes."""
+    link_cpr = [
+        (j.encoder.cpr * (j.gear_ratio if j.encoder.side == "motor" else 1.0)) if j.encoder else DEFAULT_CPR
+        for j in robot.joints
+    ]
+    return 360000.0 / min(link_cpr), 1.0 / robot.sample_period
+
+
+# seed 000's three set-ups (resolution mdeg @ rate Hz), `manipgen evaluate --setups seed000`
+SEED000_SETUPS = ((10.0, 125.0), (2.0, 125.0), (1.0, 250.0))
 
 
 @dataclass

@@ -188,7 +188,7 @@ def test_excite_cli(tmp_path: Path) -> None:
             "--base-frequency",
             "0.2",
             "--starts",
-            "1",
+            "2",
             "--max-iter",
             "60",
             "--json",
@@ -199,8 +199,12 @@ def test_excite_cli(tmp_path: Path) -> None:
         text=True,
     )
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
+    doc = json.loads(r.stdout)  # --json: stdout is JSON only
     assert doc["cond"] > 1 and doc["seconds"] > 0 and "objective" in doc
+    # not on a terminal: a line per finished start, with the elapsed time (host_tools.cli.progress)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("random starts: ")]
+    assert [ln.split()[2] for ln in lines] == ["1/2", "2/2"], r.stderr
+    assert all(ln.endswith(" s)") for ln in lines)
     saved = Excitation.load(tmp_path / "excitation.json")  # what identify --excitation reads
     t = np.linspace(0, saved.period, 7)
     assert np.allclose(saved.evaluate(t)[0], closed_form(Excitation.from_dict(doc["excitation"]), t)[0])

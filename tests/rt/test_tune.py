@@ -189,3 +189,17 @@ def test_seed000_gains_and_progress() -> None:
     assert [d for _, d, _ in grid] == list(range(1, variants + 1))  # every variant, in parallel
     assert seen[-1][1] == seen[-1][2] and doc["estimators"]["movav"]["gains"]["estimator"].startswith("movav:p=")
     assert len(doc["estimators"]["movav"]["history"]) == variants
+
+
+def test_evaluate_defaults_to_the_robots_own_setup(tmp_path: Path) -> None:
+    """No --resolution-mdeg/--rate-hz: the description's coarsest link-side encoder and its sample
+    period (planar2: 16384 counts per turn on the link, 1 ms); seed000 names seed 000's three."""
+    base = [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--estimators", "findiff", "--json"]
+    r = subprocess.run(base, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    setup = json.loads(r.stdout)["setup"]
+    assert setup["resolution_mdeg"] == 360000 / 16384 and setup["rate_hz"] == 1000
+    r = subprocess.run([*base, "--setups", "seed000", "5@500"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = [(d["setup"]["resolution_mdeg"], d["setup"]["rate_hz"]) for d in json.loads(r.stdout)]
+    assert got == [(10, 125), (2, 125), (1, 250), (5, 500)]

@@ -1,0 +1,88 @@
+"""Progress of long work, on a terminal and off it.
+
+On a terminal: rich's spinner (:func:`stage`) and live bars (:class:`Bars`). Anywhere else (a CI
+log, a pipe, nohup): one plain line on stderr per stage and per finished step, with the elapsed
+time -- so a half-hour `excite` is never silent, and a log shows where the time went.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+
+class StageUpdate(Protocol):
+    def update(self, text: str) -> None: ...
+
+
+class _Lines:
+    """The off-terminal stand-in: a line per distinct message, with the time since the start."""
+
+    def __init__(self, console: Console) -> None:
+        self.console, self.start, self.last = console, time.perf_counter(), ""
+
+    def update(self, text: str) -> None:
+        if text != self.last:
+            self.last = text
+            self.console.print(f"{text} ({time.perf_counter() - self.start:.0f} s)", markup=False, highlight=False)
+
+
+@contextmanager
+def stage(console: Console, text: str) -> Iterator[StageUpdate]:
+    """A spinner with ``text`` (``.update(text)`` changes it), or lines when not on a terminal."""
+    if console.is_terminal:
+        with console.status(text) as status:
+            yield status
+    else:
+        lines = _Lines(console)
+        lines.update(text)
+        yield lines
+
+
+class Bars:
+    """Named bars (total, completed, an info text), as rich's Progress on a terminal; elsewhere a
+    line whenever a bar completes another step: ``name: k/n info (elapsed s)``."""
+
+    def __init__(self, console: Console, label: str = "{task.description:>8}") -> None:
+        self.console = console
+        self.terminal = console.is_terminal
+        self._progress = Progress(
+            TextColumn(label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            disable=not self.terminal,
+        )
+        self._lines = _Lines(console)
+        self._names: dict[TaskID, str] = {}
+        self._done: dict[TaskID, int] = {}
+        self._totals: dict[TaskID, int | None] = {}
+
+    def __enter__(self) -> Bars:
+        self._progress.__enter__()
+        self._lines.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.__exit__(*exc)
+
+    def add_task(self, name: str, total: int | None = None, info: str = "") -> TaskID:
+        task = self._progress.add_task(name, total=total, info=info)
+        self._names[task], self._done[task], self._totals[task] = name, 0, total
+        return task
+
+    def update(self, task: TaskID, completed: int, total: int | None = None, info: str = "") -> None:
+        self._progress.update(task, completed=completed, total=total, info=info)
+        if total is not None:
+            self._totals[task] = total
+        if not self.terminal and completed != self._done[task]:
+            self._done[task] = completed
+            of = f"/{self._totals[task]}" if self._totals[task] is not None else ""
+            self._lines.update(f"{self._names[task]}: {completed}{of} {info}".rstrip())
