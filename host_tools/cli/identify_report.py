@@ -104,11 +104,11 @@ def run(
         "eliminated": ident.essential.removed,
         "periods_averaged": data.periods,
         "base": {
-            n: {"value": float(v), "rsd_percent": float(r)}
+            n: {"value": float(v), "rsd": float(r) / 100}  # a fraction, as every ratio of the JSON
             for n, v, r in zip(m.names, ident.base.values, ident.base.rsd)
         },
         "essential": {
-            n: {"value": float(v), "rsd_percent": float(r)}
+            n: {"value": float(v), "rsd": float(r) / 100}
             for n, v, r in zip(ident.essential.names, ident.essential.values, ident.essential.rsd)
         },
         "physical": {n: float(v) for n, v in zip(phys.names, phys.mu)},
@@ -217,12 +217,12 @@ def synthetic(
     m = model(robot)
     truth = m.true_base()
     values = np.array([doc["base"][n]["value"] for n in m.names])
-    rsd = np.array([doc["base"][n]["rsd_percent"] for n in m.names])
+    rsd = np.array([doc["base"][n]["rsd"] for n in m.names]) * 100  # %
     rel = np.abs(values - truth) / np.maximum(np.abs(truth), 1e-12)
     well = rsd <= WELL_EXCITED_RSD
     doc["truth"] = {"base": dict(zip(m.names, truth.tolist())), "relative_error": dict(zip(m.names, rel.tolist()))}
     doc["well_excited"] = [n for n, w in zip(m.names, well) if w]
-    doc["well_excited_rsd_percent"] = WELL_EXCITED_RSD
+    doc["well_excited_rsd"] = WELL_EXCITED_RSD / 100
     doc["max_rel_error_well_excited"] = float(rel[well].max()) if np.any(well) else None
     doc["noise_floor_rms"] = _noise_floor(options, doc, log)
     doc["noise_floor_factor"] = NOISE_FLOOR_FACTOR
@@ -274,8 +274,8 @@ def table(doc: dict[str, Any]) -> str:
     ]
     for n, b in doc["base"].items():
         e = doc["essential"].get(n)
-        row = f"| {n} | {b['value']:.5g} | {b['rsd_percent']:.3g} | " + (
-            f"{e['value']:.5g} | {e['rsd_percent']:.3g} |" if e else "— | — |"
+        row = f"| {n} | {b['value']:.5g} | {100 * b['rsd']:.3g} | " + (
+            f"{e['value']:.5g} | {100 * e['rsd']:.3g} |" if e else "— | — |"
         )
         if "truth" in doc:
             row += f" {doc['truth']['base'][n]:.5g} |"

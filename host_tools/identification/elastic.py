@@ -398,12 +398,12 @@ def identify_logs(
         "source": "logs",
         "current": current,
         "actuator": [
-            {"name": nm, "estimated": float(v), "rsd_percent": _finite(r), "description": float(t)}
+            {"name": nm, "estimated": float(v), "rsd": _finite(r / 100), "description": float(t)}
             for nm, v, r, t in zip(fit1.names, fit1.values, fit1.rsd, desc1)
         ],
         "actuator_rms": fit1.rms.tolist(),
         "load": [
-            {"name": nm, "estimated": float(v), "rsd_percent": _finite(r), "description": float(t)}
+            {"name": nm, "estimated": float(v), "rsd": _finite(r / 100), "description": float(t)}
             for nm, v, r, t in zip(fit2.names, fit2.values, fit2.rsd, desc2)
         ],
         "load_rms": fit2.rms.tolist(),
@@ -507,7 +507,7 @@ def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -
             "estimated": float(v),
             "error": float(abs(v - t)),
             "relative_error": float(abs(v - t) / abs(t)) if t != 0 else None,
-            "rsd_percent": _finite(r),
+            "rsd": _finite(r / 100),
         }
         for nm, v, t, r in zip(fit1.names, fit1.values, true1, fit1.rsd)
     ]
@@ -517,7 +517,7 @@ def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -
         for p, (e, v) in zip(MOTOR_PARAMS, row)
     ]
     base = [
-        {"name": nm, "exact": float(t), "estimated": float(v), "error": float(abs(v - t)), "rsd_percent": _finite(r)}
+        {"name": nm, "exact": float(t), "estimated": float(v), "error": float(abs(v - t)), "rsd": _finite(r / 100)}
         for nm, v, t, r in zip(fit2.names, fit2.values, true2, fit2.rsd)
     ]
     return {
@@ -558,7 +558,7 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     paper = [p["relative_error"] for p in res["paper_table_4_2"]]
     for i, a in enumerate(res["actuator"]):
-        rsd = "–" if a["rsd_percent"] is None else f"{a['rsd_percent']:.2f}"
+        rsd = "–" if a["rsd"] is None else f"{100 * a['rsd']:.2f}"
         lines.append(
             f"| {a['name']} | {a['exact']:.4g} | {a['estimated']:.4g} | {_pct(a['relative_error'])} | "
             f"{rsd} | {_at(paper, i, '.1%')} |"
@@ -571,7 +571,7 @@ def markdown(res: dict[str, Any]) -> str:
         "| --- | --: | --: | --: | --: |",
     ]
     for b in res["load"]:
-        rsd = "–" if b["rsd_percent"] is None else f"{b['rsd_percent']:.2f}"
+        rsd = "–" if b["rsd"] is None else f"{100 * b['rsd']:.2f}"
         lines.append(f"| {b['name']} | {b['exact']:.5g} | {b['estimated']:.5g} | {b['error']:.2e} | {rsd} |")
     lines += [
         "",
@@ -600,7 +600,7 @@ def markdown_logs(res: dict[str, Any]) -> str:
     def rows(items: list[dict[str, Any]]) -> list[str]:
         return [
             f"| {x['name']} | {x['estimated']:.5g} | "
-            f"{'–' if x['rsd_percent'] is None else format(x['rsd_percent'], '.2f')} "
+            f"{'–' if x['rsd'] is None else format(100 * x['rsd'], '.2f')} "
             f"| {x['description']:.5g} |"
             for x in items
         ]

@@ -147,7 +147,7 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     # for the RSD's own accuracy (within 15 %, the Monte-Carlo test below). A fixed 1 % was 2 sigma
     # for a parameter at the 0.5 % RSD cut, i.e. a coin that fails 1 run in 20 per such parameter.
     for name in doc["well_excited"]:
-        sigma = doc["base"][name]["rsd_percent"] / 100.0
+        sigma = doc["base"][name]["rsd"]  # a fraction
         assert doc["truth"]["relative_error"][name] <= 4.5 * sigma, (name, doc["truth"]["relative_error"][name], sigma)
     floor = doc["noise_floor_rms"]
     # at the noise floor: the same factor identify warns at (ident_report.NOISE_FLOOR_FACTOR, derived there)
@@ -240,7 +240,7 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     truth = model(robot).true_base()
-    well = [i for i, n in enumerate(doc["base"]) if doc["base"][n]["rsd_percent"] <= 0.5]
+    well = [i for i, n in enumerate(doc["base"]) if doc["base"][n]["rsd"] <= 0.005]
     values = np.array([v["value"] for v in doc["base"].values()])
     assert well and np.max(np.abs(values[well] - truth[well]) / np.abs(truth[well])) <= 0.01
     assert len(doc["validation_rms"]["physical"]) == 2
