@@ -50,7 +50,7 @@ const franka_panda_rt_config_t franka_panda_rt_default_config = {
         {100.0, 100.0, 100.0, 100.0, 100.0, 100.0, 100.0},  /* kp */
         {13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0},  /* kd */
         {87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0},  /* tau_max */
-        0.0  /* friction_ff */
+        1.0  /* friction_ff */
     }
 };
 

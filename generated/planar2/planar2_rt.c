@@ -50,7 +50,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
         {100.0, 100.0},  /* kp */
         {13.0, 13.0},  /* kd */
         {60.0, 20.0},  /* tau_max */
-        0.0  /* friction_ff */
+        1.0  /* friction_ff */
     }
 };
 

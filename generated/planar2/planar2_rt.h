@@ -106,14 +106,17 @@
  *   nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
  *   (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
  *   u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
- *   f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ``ctl.friction_ff`` (run-time, 0 or 1; default 0): the
- *   friction f (viscous + Coulomb, the description's model) compensated at the estimated velocity
- *   (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)) or fed forward at the desired
- *   one (w = 1). At the estimate, sgn(qd_hat) of a noisy estimate around zero switches the full
- *   Coulomb torque every few samples and chatters against a light wrist (the iiwa on seed 004's
- *   excitation: 0.26-0.33 rad tracking error on joints 5 and 7, an identification residual 3x the
- *   noise floor); fed forward: 0.007 rad, but where the arm is held (a contact) while q_d moves on,
- *   the compensation no longer meets the plant's friction and a 'sign' Coulomb plant sticks.
+ *   f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ``ctl.friction_ff`` (run-time, 0 or 1; default 1): the
+ *   friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
+ *   (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
+ *   one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
+ *   of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
+ *   wrist that sticks (qd_hat ~ 0) gets no breakaway torque: the iiwa demo tracked with up to
+ *   0.35 rad error on joint 7 (0.26-0.33 rad on seed 004's excitation, an identification residual 3x
+ *   the noise floor); fed forward: 0.003-0.007 rad. Smoothing the sign at the estimate does not cure
+ *   it (tanh(qd_hat / v), v from 6e-4 to 0.36 rad/s: 0.19-0.36 rad on joint 7), the stuck joint's
+ *   estimate is zero. Where the arm is held (a contact without the stop reaction) while q_d moves on,
+ *   the feed-forward pushes on with FC sgn(qd_d) that the plant's friction no longer meets.
  * pid: e = q_d - q_hat, I = clamp(I + T e, +-i_max), u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
  * The desired trajectory is the reaction's (``out.q_d`` ...), i.e. ``in.q_des`` ... unless a collision
  * reaction is active. The output ``tau_cmd`` is the link-side torque to command.

@@ -52,7 +52,7 @@ const schunk_lwa4p_rt_config_t schunk_lwa4p_rt_default_config = {
         {100.0, 100.0, 100.0, 100.0, 100.0, 100.0},  /* kp */
         {13.0, 13.0, 13.0, 13.0, 13.0, 13.0},  /* kd */
         {75.504, 75.504, 75.504, 75.504, 40.0, 40.0},  /* tau_max */
-        0.0  /* friction_ff */
+        1.0  /* friction_ff */
     }
 };
 

@@ -71,11 +71,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from codegen.symbolic.params import base_parameters
+    from codegen.symbolic.params import base_parameters, lengths
 
     robot = robot_of(args)
     base = base_parameters(robot)
     beta = base.values(robot.standard_parameters())
+    # the length symbols of the expressions: a_i, d_i (MDH/DH) or x_i, y_i, z_i (a URDF-style
+    # joint i's origin), as magnitudes in m
+    used = {n: v for n, v, _ in lengths(robot) if any(n in e.replace("*", " * ").split() for e in base.expressions)}
     info = {
         "name": robot.name,
         "dof": robot.dof,
@@ -86,6 +89,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             {"name": n, "expression": e.split(" = ", 1)[1], "value": float(v)}
             for n, e, v in zip(base.names, base.expressions, beta)
         ],
+        "lengths_m": used,
     }
     if args.json:
         print(json.dumps(info, indent=1))
@@ -100,6 +104,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     width = max(len(n) for n in base.names)
     for n, e, v in zip(base.names, base.expressions, beta):
         print(f"  {n:<{width}} {v:>+14.6g}   {e}")
+    if used:
+        what = "joint i's origin x, y, z" if robot.convention == "urdf" else f"{robot.convention.upper()} a_i, d_i"
+        print(
+            f"lengths in the expressions ({what}; magnitudes, m): " + ", ".join(f"{n} = {v:g}" for n, v in used.items())
+        )
     return 0
 
 

@@ -86,6 +86,11 @@ def demo(
     return 0 if ok else 1
 
 
+def _values(v: np.ndarray) -> str:
+    """N m to the hundredth, as measured (numpy would switch a wide-ranging array to 2.000e-01)."""
+    return "[" + " ".join(f"{x:.2f}" for x in v) + "]"
+
+
 def loopback(robot: Robot, spec: str, folder: Path) -> bool:
     """Steps 4 and 5: the collision scenario and a short estimator table on the loopback. The run
     with the collision is saved (log and config) for `manipgen target run` (``spec``: the robot as
@@ -105,8 +110,7 @@ def loopback(robot: Robot, spec: str, folder: Path) -> bool:
         f"RK4 plant, kalman + momentum observer + computed torque), {time.perf_counter() - t0:.1f} s:"
     )
     print(
-        f"      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): "
-        f"{np.round(r.thresholds, 2)}"
+        f"      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): {_values(r.thresholds)}"
     )
     print(
         f"      tip force of 30 N (for 0.3 s) from t = {r.onset_s:.2f} s: "
@@ -118,7 +122,14 @@ def loopback(robot: Robot, spec: str, folder: Path) -> bool:
         )
         + ("; FALSE ALARM before the contact" if r.false_alarm else "; no false alarm before it")
     )
-    print(f"      peak |r| during the contact (N m): {np.round(r.peak_r, 2)}")
+    print(f"      peak |r| during the contact (N m): {_values(r.peak_r)}")
+    t = r.free.log.time
+    window = (t >= 0.5) & (t < r.onset_s)
+    err = np.abs(r.free.log.q_des - r.free.log.extra["q_true"])[window].max(axis=0)
+    print(
+        f"      tracking before the push (0.5 s <= t < {r.onset_s:g} s): max |q_d - q| = {err.max():.4f} rad "
+        f"(joint {int(np.argmax(err)) + 1})"
+    )
     print(
         f"      saved {folder / 'collision_log.npz'} and its config: replay it on a Cortex-M with\n"
         f"      manipgen target run {spec} --cpu cortex-m7 --input {folder / 'collision_log.npz'} "

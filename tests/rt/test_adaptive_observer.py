@@ -98,6 +98,13 @@ def iiwa_runs() -> dict[str, object]:
     rt = load_rt(ROBOT, estimator="kalman", observer="adaptive_measured", controller="computed_torque")
     rt.config["obs.k_o"] = 100.0  # seed 001's K
     rt.config["det.threshold"] = 1e6
+    # the loop these observer figures were measured in: friction compensated at the estimated
+    # velocity (the controller's friction term then is the observer's own model). With the default
+    # feed-forward at the desired velocity the held arm of the contact test is pushed on by
+    # FC sgn(qd_d) and the wrist's smoother motion excites the parameter error less (measured with
+    # it: median wrench error 0.29 of the force, adaptive/direct residual 0.43: beyond the bounds
+    # below, which this loop meets).
+    rt.config["ctl.friction_ff"] = 0.0
     perfect = simulate(rt, traj)
     rt.config["model.params"] = model
     wrong = simulate(rt, traj, true_params=true)

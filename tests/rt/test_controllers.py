@@ -5,6 +5,7 @@ pass), PID + g(q) summed in numpy, saturation, the reflex integral and the slidi
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import fresh_rt
 
 from host_tools import load
@@ -17,9 +18,14 @@ def _pair(rt, c0, c1, **kw):
     return rt.step(c1, **kw)
 
 
-def test_computed_torque_is_m_nu_plus_n() -> None:
+@pytest.mark.parametrize("friction_ff", [1.0, 0.0])
+def test_computed_torque_is_m_nu_plus_n(friction_ff: float) -> None:
+    """u = M(q) nu + c(q, qd) + g(q) + f, the friction f fed forward at the desired velocity (the
+    default, 1) or compensated at the estimated one (0)."""
     dyn = load("kuka_iiwa14")
     rt = fresh_rt("kuka_iiwa14", "findiff", "none", "computed_torque")
+    assert rt.config["ctl.friction_ff"] == 1.0  # the default
+    rt.config["ctl.friction_ff"] = friction_ff
     rt.config["ctl.kp"] = np.linspace(80, 140, 7)
     rt.config["ctl.kd"] = np.linspace(10, 16, 7)
     rt.config["ctl.tau_max"] = 1e6
@@ -32,7 +38,8 @@ def test_computed_torque_is_m_nu_plus_n() -> None:
         out = _pair(rt, c0, c1, q_des=q_des, qd_des=qd_des, qdd_des=qdd_des)
         q, qd = c1 * rpc, (c1 * rpc - c0 * rpc) / ts
         nu = qdd_des + rt.config["ctl.kp"] * (q_des - q) + rt.config["ctl.kd"] * (qd_des - qd)
-        u = dyn.mass_matrix(q) @ nu + dyn.nonlinear_effects(q, qd)
+        f = dyn.friction(qd_des) if friction_ff else dyn.friction(qd)
+        u = dyn.mass_matrix(q) @ nu + dyn.nonlinear_effects(q, qd) - dyn.friction(qd) + f
         assert np.allclose(out["tau_cmd"], u, rtol=1e-9, atol=1e-9)
 
 

@@ -157,3 +157,19 @@ def test_the_plant_starts_where_asked() -> None:
     assert np.array_equal(run.log.extra["q_true"][0], tr.q[0]) and np.all(tr.q[0] < -0.5)
     run = simulate(rt, tr, q0=np.array([0.1, -0.2]), qd0=np.array([0.3, 0.0]))
     assert np.array_equal(run.log.extra["q_true"][0], [0.1, -0.2]) and run.log.extra["qd_true"][0][0] == 0.3
+
+
+@pytest.mark.parametrize("robot", ["kuka_iiwa14", "ur5", "franka_panda", "schunk_lwa4p"])
+def test_demo_motion_tracks_within_a_hundredth_of_a_radian(robot: str) -> None:
+    """issue 23: the demo's motion (8 s, the generated trajectory) on each robot's default pipeline,
+    before the push at 4 s: max |q_d - q| <= 0.01 rad on every joint for 0.5 s <= t < 4 s. The
+    friction fed forward at the desired velocity (controllers.py) makes it; compensated at the
+    estimate the iiwa's wrist stuck and lagged by 0.35 rad. Not only the iiwa: arms whose
+    descriptions were never tuned for it (measured 1e-4..3e-3 rad)."""
+    rt = load_rt(robot)
+    rt.config["det.threshold"] = 1e9  # no detection: the free motion
+    run = simulate(rt, generated_trajectory(load_robot(robot), 8.0, rt.sample_period))
+    t = run.log.time
+    window = (t >= 0.5) & (t < 4.0)
+    error = np.abs(run.log.q_des - run.log.extra["q_true"])[window].max(axis=0)
+    assert np.all(error <= 0.01), error
