@@ -332,11 +332,8 @@ def test_too_few_messages_and_nan_effort_are_refused(fmt: str, tmp_path: Path) -
 def test_motor_side_encoders_read_back_within_half_a_count(tmp_path: Path) -> None:
     """ur5's encoders sit on the motors (65536 counts per motor turn, gear 101): the counts are the
     motor encoder's, and the generated encoder read gives the bag's positions back to half a count."""
-    from codegen.blocks.encoder import DEFAULT_CPR
-    from host_tools.data import ros_bags
     from host_tools.identification.pipeline import positions as read_positions
 
-    assert ros_bags.DEFAULT_CPR == DEFAULT_CPR  # the encoder a description without one gets
     robot = load_robot("ur5")
     names = [j.name for j in robot.joints]
     t = np.arange(200) * TS_NS

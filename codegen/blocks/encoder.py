@@ -21,6 +21,8 @@ import math
 
 import casadi as cs
 
+from codegen.model.robot import Robot
+
 from .base import Block, Data, Field, Fn, sx_function
 from .context import Ctx
 
@@ -28,6 +30,18 @@ TWO_PI = 2.0 * math.pi
 
 
 DEFAULT_CPR = 65536.0  # a joint whose description declares no encoder: 16 bits per turn assumed
+
+
+def link_counts_per_turn(robot: Robot) -> list[float]:
+    """Per joint, the counts of its (primary) encoder per link turn (per 2 pi m), as the generated
+    read takes them: cpr on the link side, cpr x gear ratio on the motor side, DEFAULT_CPR where the
+    description declares none."""
+    return [
+        DEFAULT_CPR
+        if j.encoder is None
+        else float(j.encoder.cpr) * (j.gear_ratio if j.encoder.side == "motor" else 1.0)
+        for j in robot.joints
+    ]
 
 
 def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:

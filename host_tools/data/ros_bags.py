@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
 from host_tools.data.logs import Log, LogError
 
@@ -43,7 +44,6 @@ MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 STORAGE_SUFFIXES = (".db3", ".mcap")  # ROS 2 storage files (rosbags spells the suffixes this way)
 BAG_SUFFIXES = (".bag",) + STORAGE_SUFFIXES
 GAP = 1.5  # a stamp step longer than GAP sample periods is a gap
-DEFAULT_CPR = 65536  # a joint without an encoder in its description (codegen.blocks.encoder's default)
 MAX_VALUES = 30_000_000  # samples x joints of one resampled log (about 240 MB per array)
 NAMES_SHOWN = 12  # of a message's joint names in an error
 
@@ -204,14 +204,9 @@ def _encoders(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per joint: the joint's rad (m) per count, offset and direction of its encoder as the generated
     read takes it (q = count 2 pi / cpr direction / gear + offset; gear 1 on the link side; no
     encoder declared: 65536 counts per turn on the link side)."""
-    rpc, offset, direction = [], [], []
-    for j in robot.joints:
-        e = j.encoder
-        gear = j.gear_ratio if e is not None and e.side == "motor" else 1.0
-        rpc.append(2 * np.pi / (e.cpr if e is not None else DEFAULT_CPR) / gear)
-        offset.append(e.offset if e is not None else 0.0)
-        direction.append(float(e.direction) if e is not None else 1.0)
-    return np.array(rpc), np.array(offset), np.array(direction)
+    offset = [j.encoder.offset if j.encoder is not None else 0.0 for j in robot.joints]
+    direction = [float(j.encoder.direction) if j.encoder is not None else 1.0 for j in robot.joints]
+    return 2 * np.pi / np.array(link_counts_per_turn(robot)), np.array(offset), np.array(direction)
 
 
 def _shown(names: Iterable[str]) -> str:

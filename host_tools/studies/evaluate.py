@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from codegen.blocks import kalman, registry
-from codegen.blocks.encoder import DEFAULT_CPR
+from codegen.blocks.encoder import link_counts_per_turn
 from codegen.blocks.options import estimator_choice
 from codegen.model.description import load_robot
 from codegen.model.robot import Robot
@@ -111,11 +111,7 @@ def own_setup(robot: Robot) -> tuple[float, float]:
     resolution (a motor encoder counts gear_ratio times finer at the link; a joint without an
     encoder gets the generated C's default cpr) and its sample period -- the study is then no more
     optimistic than the arm it describes."""
-    link_cpr = [
-        (j.encoder.cpr * (j.gear_ratio if j.encoder.side == "motor" else 1.0)) if j.encoder else DEFAULT_CPR
-        for j in robot.joints
-    ]
-    return 360000.0 / min(link_cpr), 1.0 / robot.sample_period
+    return 360000.0 / min(link_counts_per_turn(robot)), 1.0 / robot.sample_period
 
 
 # seed 000's three set-ups (resolution mdeg @ rate Hz), `manipgen evaluate --setups seed000`
