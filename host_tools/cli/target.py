@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from codegen.emit.files import write_file
+from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 
 
@@ -16,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ("run", "replay a recorded run through rt_step in QEMU and compare with the host build"),
     ):
         a = actions.add_parser(action, help=text)
-        a.add_argument("robot", help="bundled name or a .yaml path")
+        add_robot_arguments(a)
         a.add_argument("--cpu", required=True, help="cortex-m4f (single-precision FPU) or cortex-m7 (double)")
         a.add_argument("--precision", choices=("float", "double"), default="double")
         a.add_argument("--estimator", help="velocity estimator (default: the description's)")
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
     try:
-        rt = load_rt(args.robot, precision=args.precision, **options)
+        robot = robot_of(args)
+        rt = load_rt(robot, precision=args.precision, **options)
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
         with stage(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
             b = tg.build(rt, args.cpu, out)
@@ -61,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
                 console.print(f"built {b.lib} and {b.elf}")
                 return 0
             status.update("recording the run to replay ...")
-            host = load_rt(args.robot, precision="double", **options)
+            host = load_rt(robot, precision="double", **options)
             inputs, source = tg.recorded_inputs(
-                args.robot,
+                robot,
                 rt,
                 host,
                 Path(args.input) if args.input else None,

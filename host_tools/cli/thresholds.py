@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 from host_tools.cli import plots
+from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
-    t.add_argument("robot", help="bundled name or a .yaml path")
+    add_robot_arguments(t)
     t.add_argument(
         "data",
         help="a collision-free log (.npz, docs/realtime.md), a seed 000 .mat run or a ROS bag with one "
@@ -51,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from codegen.model.description import load_robot
     from host_tools.bindings.rt import ConfigError, load_rt
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
@@ -74,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
     tuned: Tuned | None = None
     check: Check | None = None
     try:
-        rt = load_rt(args.robot, estimator=args.estimator, observer=args.observer)
+        robot = robot_of(args)
+        rt = load_rt(robot, estimator=args.estimator, observer=args.observer)
         if args.tune:
             require_tunable(rt)
         if args.config:
             rt.config.load(args.config)
-        robot = load_robot(args.robot)
         log = load_log(args.data, robot)
         other = load_log(args.check, robot) if args.check else None
         try:

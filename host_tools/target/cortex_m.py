@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from codegen.model.robot import Robot
 from codegen.resources import resource_dir
 from host_tools.bindings.build import content_hash
 from host_tools.bindings.rt import Realtime, fill_inputs
@@ -585,7 +586,7 @@ def default_out(robot: str, cpu: str, precision: str) -> Path:
 
 
 def recorded_inputs(
-    spec: str, rt: Realtime, host: Realtime, log_path: Path | None, config_path: Path | None, out: Path
+    spec: str | Robot, rt: Realtime, host: Realtime, log_path: Path | None, config_path: Path | None, out: Path
 ) -> tuple[np.ndarray, str]:
     """What to replay on the target: a log (format of host_tools.data.logs) with an optional config JSON,
     or, without a log, the demo's closed-loop run with a collision on robot ``spec``, recorded now on

@@ -162,3 +162,23 @@ def test_record_then_thresholds_needs_no_python(tmp_path: Path) -> None:
     np.savez(tmp_path / "still.npz", **still)
     r = cli("thresholds", "planar2", str(tmp_path / "still.npz"))
     assert r.returncode == 2 and "barely moves" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_urdf_chain_through_record_and_thresholds(tmp_path: Path) -> None:
+    """A user's URDF (example-robot-data's UR10, a tree: the chain given) goes through `record` and
+    `thresholds` with the same --base-link/--tip-link flags as `generate`; the designed thresholds
+    hold on the run they came from (margin 1.2 over its largest residual)."""
+    from host_tools.studies.pinocchio_models import ur_urdf_path
+
+    chain = [str(ur_urdf_path("ur10")), "--base-link", "base_link", "--tip-link", "tool0"]
+    free = tmp_path / "free.npz"
+    run = [sys.executable, "-m", "host_tools.cli"]
+    r = subprocess.run([*run, "record", *chain, "--duration", "3", "--out", str(free)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [*run, "thresholds", *chain, str(free), "--check", str(free), "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["threshold"]) == 6 and min(doc["threshold"]) > 0
+    assert sum(doc["check"]["false_alarm_samples"]) == 0
