@@ -118,7 +118,7 @@ def test_a_file_that_is_not_a_log_says_what_was_expected(tmp_path: Path, capsys:
     assert len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("name", ["run.bag", "run.db3", "run.mcap", "folder"])
+@pytest.mark.parametrize("name", ["run.bag", "run.db3", "run.mcap", "folder", "empty_folder"])
 def test_a_corrupt_ros_bag_is_one_clear_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Garbage under a bag's name (a ROS 2 folder: a metadata.yaml that is not one) -> one line naming
     the file, exit code 2, whichever tool reads it."""
@@ -127,6 +127,8 @@ def test_a_corrupt_ros_bag_is_one_clear_line(name: str, tmp_path: Path, capsys: 
     if name == "folder":
         path.mkdir()
         (path / "metadata.yaml").write_bytes(b"rosbag2_bagfile_information: [1, 2\n")
+    elif name == "empty_folder":  # what a ROS 2 bag looks like, without its metadata
+        path.mkdir()
     else:
         path.write_bytes(junk)
     out = tmp_path / "out.npz"
@@ -138,7 +140,8 @@ def test_a_corrupt_ros_bag_is_one_clear_line(name: str, tmp_path: Path, capsys: 
         err = capsys.readouterr().err
         lines = err.strip().splitlines()
         assert rc == 2 and len(lines) == 1 and lines[0].startswith("manipgen: error: "), err
-        assert str(path) in lines[0] and "ROS bag" in lines[0] and "Traceback" not in err, err
+        assert str(path) in lines[0] and "Traceback" not in err, err
+        assert ("ROS 2 bag (no metadata.yaml" if name == "empty_folder" else "ROS bag") in lines[0], err
     assert not out.exists()
 
 

@@ -350,3 +350,27 @@ def test_motor_side_encoders_read_back_within_half_a_count(tmp_path: Path) -> No
     resolution = 2 * np.pi / (65536 * 101)
     assert np.allclose(got.report.resolution, resolution, rtol=1e-12)
     assert np.max(np.abs(read_positions("ur5", got.log) - q)) <= resolution / 2 * (1 + 1e-9)
+
+
+def test_import_log_takes_a_urdf_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ROS user's robot is a URDF: import-log takes the same chain flags as generate (the UR10 of
+    example-robot-data, a tree: without --tip-link the loader asks for it)."""
+    from host_tools.cli import main
+    from host_tools.studies.pinocchio_models import ur_urdf_path
+
+    urdf = str(ur_urdf_path("ur10"))
+    robot = load_robot(urdf, base_link="base_link", tip_link="tool0")
+    names = [j.name for j in robot.joints]
+    t = np.arange(50) * TS_NS
+    q = 0.3 * np.sin(np.outer(t / 1e9, np.arange(1, 7)))
+    records: list[tuple[str, int, State | Values]] = [
+        ("/joint_states", START + int(s), State(START + int(s), names, q[k].copy(), np.zeros(0), np.ones(6)))
+        for k, s in enumerate(t)
+    ]
+    bag = write_bag(tmp_path / "ur10", "sqlite3", records)
+    out = tmp_path / "ur10.npz"
+    assert main(["import-log", str(bag), "--robot", urdf, "--out", str(out)]) == 2
+    assert "--tip-link" in capsys.readouterr().err
+    chain = ["--base-link", "base_link", "--tip-link", "tool0"]
+    assert main(["import-log", str(bag), "--robot", urdf, *chain, "--out", str(out)]) == 0
+    assert Log.load(out).robot == robot.c_name == "ur10"

@@ -90,6 +90,12 @@ def test_folder_regenerated_and_compared(tmp_path: Path, capsys) -> None:
     shutil.copytree(REPO / "generated" / "planar2", folder)
     rc, doc = report_of([str(folder)], capsys)
     assert rc == 0 and doc["checks"][0]["check"] == "folder = a fresh generation", failed(doc)
+    # a built folder with a user's file and a demo's log (files manipgen records) still passes
+    (folder / "planar2_dynamics.o").write_bytes(b"\x7fELF")
+    (folder / "notes.txt").write_text("mine")
+    (folder / "collision_log.npz").write_bytes(b"PK")
+    rc, doc = report_of([str(folder)], capsys)
+    assert rc == 0, failed(doc)
     c_file = folder / "planar2_dynamics.c"
     c_file.write_text(c_file.read_text().replace("/* ", "/*  ", 1))  # a harmless edit still differs
     rc, doc = report_of([str(folder)], capsys)

@@ -44,18 +44,23 @@ class Generated:
         write_files(Path(out) / HOST_FOLDER, self.host, prune=True)
         return Path(out)
 
-    def differences(self, out: Path) -> list[str]:
+    def differences(self, out: Path, exact: bool = True) -> list[str]:
         """How the folder ``out`` differs from what :meth:`write` would leave there (one line per
-        file: missing, not generated any more, or differing), empty when byte-identical."""
+        file: missing, differing, and with ``exact`` not generated any more), empty when
+        byte-identical. ``exact`` (the repository's generated/): the folder holds nothing else, its
+        ownership record included; otherwise (a user's folder) other files -- build products, a
+        demo's logs, files of the user's -- and the record that lists them are not differences."""
         found: list[str] = []
         for folder, files in ((Path(out), self.files), (Path(out) / HOST_FOLDER, self.host)):
             fresh = dict(files)
-            # the ownership record write_files leaves: a stale one would make regeneration refuse
-            # the files as not manipgen's
-            fresh[RECORD] = record_text({n: [digest(t.encode("utf-8"))] for n, t in fresh.items()})
+            if exact:
+                # the ownership record write_files leaves: a stale one would make regeneration
+                # refuse the files as not manipgen's
+                fresh[RECORD] = record_text({n: [digest(t.encode("utf-8"))] for n, t in fresh.items()})
             present = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
             found += [f"{folder}/{n}: missing" for n in sorted(set(fresh) - present)]
-            found += [f"{folder}/{n}: not generated any more" for n in sorted(present - set(fresh))]
+            if exact:
+                found += [f"{folder}/{n}: not generated any more" for n in sorted(present - set(fresh))]
             found += [
                 f"{folder}/{n}: differs from a fresh generation"
                 for n in sorted(set(fresh) & present)

@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--faults", type=float, default=0.1, help="fraction of lost samples on the last axis (fault case)")
     e.add_argument("--tune", action="store_true", help="GA-tune the observers (Table 3), grid-search the filters")
     e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")
-    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--seed", type=int, default=0, help="random draw of the motion, noise and GA")
     e.add_argument(
         "--model-error",
         type=float,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from codegen.emit.files import write_file
 from host_tools.cli import plots
+from host_tools.cli.generate import add_robot_arguments, robot_of
 
 if TYPE_CHECKING:
     from codegen.model.robot import Robot
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser("excite", help="optimal Fourier excitation for identification (seed 004 §II-B)")
-    x.add_argument("robot", help="bundled name or a .yaml path (needs q and qd limits on every joint)")
+    add_robot_arguments(x)  # the robot needs q and qd limits on every joint
     x.add_argument("--harmonics", type=int, default=5, help="L, harmonics per joint (seed 004: 5)")
     x.add_argument("--base-frequency", type=float, default=0.05, help="f_f in Hz; the period is 1/f_f (seed 004: 0.05)")
     x.add_argument(
@@ -50,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from codegen.model.description import load_robot
     from host_tools.cli.progress import Bars
     from host_tools.identification.excitation import ExciteSettings, design
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if problems:
         console.print("manipgen: error: " + "; ".join(problems))
         return 2
-    robot = load_robot(args.robot)
+    robot = robot_of(args)
     ts = args.sample_period or robot.sample_period
     try:
         with Bars(console) as bar:

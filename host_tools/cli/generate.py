@@ -35,6 +35,12 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
 
 
+def chain_flags(args: argparse.Namespace) -> str:
+    """The URDF chain arguments as typed on a command line (for the next command a tool suggests)."""
+    given = (("--base-link", args.base_link), ("--tip-link", args.tip_link), ("--overlay", args.overlay))
+    return "".join(f" {flag} {value}" for flag, value in given if value)
+
+
 def robot_of(args: argparse.Namespace) -> Robot:
     robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
     realtime_defaults(robot)  # a bad realtime: section stops every command here, not at generation
@@ -154,11 +160,16 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
         + registry.default_estimator().name
         + ")",
     )
-    g.add_argument("--observer", choices=list(registry.observers()), help="collision observer (default momentum)")
+    g.add_argument(
+        "--observer",
+        choices=list(registry.observers()),
+        help="collision observer (default: the robot's realtime: section, else momentum)",
+    )
     g.add_argument(
         "--controller",
         choices=list(registry.controllers()),
-        help="controller (default computed_torque; an elastic arm: state_feedback, its motor torque)",
+        help="controller (default: the robot's realtime: section, else computed_torque; an elastic arm: "
+        "state_feedback, its motor torque)",
     )
     g.add_argument(
         "--constant-params",

@@ -18,8 +18,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     im.add_argument(
         "--robot",
         required=True,
-        help="bundled name or a .yaml path (its encoders, gear ratios, torque constants and current limits)",
+        help="bundled name, a .yaml or a .urdf path (its encoders, gear ratios, torque constants and current limits)",
     )
+    im.add_argument("--base-link", help="URDF: first link of the chain (default: the root)")
+    im.add_argument("--tip-link", help="URDF: last link of the chain (default: the only leaf)")
+    im.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
     im.add_argument("--out", required=True, help="the log to write (.npz, docs/realtime.md)")
     im.add_argument("--topic", help="ROS bag: the JointState topic (default: the bag's only one), e.g. /joint_states")
     im.add_argument(
@@ -32,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    from pathlib import Path
 
     import numpy as np
 
@@ -43,10 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
     report: BagReport | None = None
     try:
-        robot = load_robot(args.robot)
+        robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
         if is_bag(args.file):
             imported = read_bag(args.file, robot, topic=args.topic, command_topic=args.command_topic)
             log, report = imported.log, imported.report
+        elif Path(args.file).is_dir():
+            raise ValueError(f"{args.file}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
         elif args.topic or args.command_topic:
             raise ValueError(f"{args.file}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from host_tools.cli.generate import add_robot_arguments, robot_of
+from host_tools.cli.generate import add_robot_arguments, chain_flags, robot_of
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -85,6 +85,6 @@ def run(args: argparse.Namespace) -> int:
         f"({rt.label}), collision-free; peak joint speeds "
         + ", ".join(f"{v:.2f}" for v in speed)
         + " rad/s (or m/s). Next: manipgen thresholds "
-        + f"{args.robot} {args.out} --out config.json"
+        + f"{args.robot}{chain_flags(args)} {args.out} --out config.json"
     )
     return 0

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             if args.action == "build":
                 console.print(f"built {b.lib} and {b.elf}")
                 return 0
-            status.update("recording the run to replay ...")
+            status.update(f"reading {args.input} ..." if args.input else "recording the run to replay ...")
             host = load_rt(robot, precision="double", **options)
             inputs, source = tg.recorded_inputs(
                 robot,

@@ -24,8 +24,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="FOLDER only: the description it was generated from (default: the bundled robot the "
         "manifest names); the chain flags apply to it",
     )
-    v.add_argument("--base-link", help="URDF (the description's or --reference's): first link of the chain")
-    v.add_argument("--tip-link", help="URDF (the description's or --reference's): last link of the chain")
+    v.add_argument(
+        "--base-link", help="URDF (the description's or --reference's): first link of the chain (default: the root)"
+    )
+    v.add_argument(
+        "--tip-link", help="URDF (the description's or --reference's): last link of the chain (default: the only leaf)"
+    )
     v.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
     v.add_argument(
         "--reference",
@@ -77,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
     for c in report.checks:
         print(f"  {'ok  ' if c.ok else 'FAIL'} {c.name:<{width}} {c.figure:10.3g}  ({c.relation} {c.bound:.3g})")
         if c.detail and not c.ok:
-            print(f"       {c.detail}")
+            parts = c.detail.split("; ")
+            print(
+                f"       {'; '.join(parts[:5])}" + (f"; ... {len(parts) - 5} more (--json)" if len(parts) > 5 else "")
+            )
     for note in report.notes:
         print(f"  note: {note}")
     print("PASS" if report.ok else "FAIL")

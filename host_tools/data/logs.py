@@ -94,6 +94,8 @@ class Log:
     @classmethod
     def load(cls, path: str | Path) -> Log:
         path = Path(path)
+        if path.is_dir():
+            raise LogError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
         try:
             with open(path, "rb") as fh:
                 magic = fh.read(4)
@@ -102,7 +104,8 @@ class Log:
         if magic != b"PK\x03\x04":  # an NPZ is a zip archive; numpy's own error would suggest pickles
             raise LogError(
                 f"{path}: not a log: expected the NPZ log format (docs/realtime.md; `manipgen import-log` "
-                "turns a seed 000 .mat run into one), or a .mat run"
+                "turns a seed 000 .mat run or a ROS bag into one), a .mat run or a ROS bag (.bag, .db3, .mcap, "
+                "or a bag folder with metadata.yaml)"
             )
         try:
             z = np.load(path, allow_pickle=False)

@@ -94,11 +94,12 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 
 def folder_checks(robot: Robot, folder: Path, manifest: dict[str, Any]) -> list[Check]:
-    """The folder against a fresh generation from ``robot`` with the manifest's options."""
+    """The folder's generated files against a fresh generation from ``robot`` with the manifest's
+    options."""
     same_description = manifest.get("description_hash") == robot.digest
     fresh = generate(robot, manifest["options"]["precision"], rt_options_from_dict(manifest["options"]["rt_options"]))
-    diffs = fresh.differences(folder)
-    detail = "; ".join(diffs[:5]) + (f"; ... {len(diffs) - 5} more" if len(diffs) > 5 else "")
+    diffs = fresh.differences(folder, exact=False)  # build products and the user's files may stay
+    detail = "; ".join(diffs)
     if not same_description:
         detail = f"the folder was generated from another description or version of {robot.file}" + (
             "; " + detail if detail else ""
@@ -108,7 +109,8 @@ def folder_checks(robot: Robot, folder: Path, manifest: dict[str, Any]) -> list[
             "folder = a fresh generation",
             float(len(diffs)),
             0.0,
-            "files that differ, are missing or are no longer generated (manifest's description and options)",
+            "generated files that differ or are missing (the manifest's description and options; other "
+            "files, e.g. build products, are not compared)",
             not diffs and same_description,
             detail,
         )

@@ -550,6 +550,9 @@ def report(b: TargetBuild, rt: Realtime, inputs: np.ndarray, run: TargetRun) -> 
         "collision_sample_host": first(fired_host),
         "collision_sample_target": first(fired_target),
         # None when the host never flags: nothing to compare (not "the same")
+        "detection_on": bool(np.any(np.asarray(rt.config["det.threshold"]) > 0))
+        if "det.threshold" in rt.config.keys()
+        else False,
         "same_collision_sample": (None if first(fired_host) is None else first(fired_host) == first(fired_target)),
         **footprint(b, rt),
         "stack_measured_bytes": int(run.stack.max()),
@@ -570,7 +573,18 @@ def table(doc: dict[str, Any]) -> str:
         "",
         f"- target = host (cffi, same precision): max error {doc['max_rel_error']:.3g} of the output's range "
         f"(worst: {worst[0]}); bit for bit: {', '.join(doc['bit_exact_outputs']) or 'none'}",
-        f"- collision flag: host sample {doc['collision_sample_host']}, target sample {doc['collision_sample_target']}",
+        "- collision flag: "
+        + (
+            f"host sample {doc['collision_sample_host']}, target sample {doc['collision_sample_target']}"
+            if doc["collision_sample_host"] is not None or doc["collision_sample_target"] is not None
+            else "raised on neither"
+            + (
+                " (detection is off: det.threshold is 0 in this config; thresholds come from "
+                "`manipgen thresholds`, passed with --config)"
+                if not doc.get("detection_on", True)
+                else ""
+            )
+        ),
         f"- flash {doc['flash_bytes']} B (text {doc['flash']['text']}, rodata {doc['flash']['rodata']}), "
         f"RAM {doc['ram_bytes']} B (of which the state {doc['ram']['state (rt_t, with its config copy)']} B)",
         f"- stack {doc['stack_bytes']} B worst case ({' > '.join(doc['stack_path'])}); "

@@ -292,3 +292,16 @@ def test_torque_limits_hold_between_samples() -> None:
     tau = np.array([dyn.rnea(a, b, c) for a, b, c in zip(q, qd, qdd)])
     assert np.all(np.abs(tau).max(axis=0) <= tau_max)
     assert np.any(np.abs(tau).max(axis=0) > 0.95 * tau_max)  # scaled to the limit, not far below
+
+
+def test_excite_takes_a_urdf_chain() -> None:
+    """excite takes the URDF chain flags of generate (example-robot-data's UR10, a tree)."""
+    from host_tools.studies.pinocchio_models import ur_urdf_path
+
+    args = [str(ur_urdf_path("ur10")), "--base-link", "base_link", "--tip-link", "tool0"]
+    quick = ["--starts", "1", "--max-iter", "5", "--harmonics", "2", "--json"]
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "excite", *args, *quick], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["excitation"]["robot"] == "ur10"

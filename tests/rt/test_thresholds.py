@@ -175,6 +175,7 @@ def test_a_urdf_chain_through_record_and_thresholds(tmp_path: Path) -> None:
     run = [sys.executable, "-m", "host_tools.cli"]
     r = subprocess.run([*run, "record", *chain, "--duration", "3", "--out", str(free)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    assert f"Next: manipgen thresholds {' '.join(chain)} {free}" in r.stdout  # the hint runs as printed
     r = subprocess.run(
         [*run, "thresholds", *chain, str(free), "--check", str(free), "--json"], capture_output=True, text=True
     )
