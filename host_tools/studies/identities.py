@@ -70,10 +70,26 @@ def unit_roundoff(dyn: CompiledDynamics) -> float:
     return float(np.finfo(dyn.dtype).eps) / 2
 
 
-def random_motion_states(n: int, count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """q uniform in [-pi, pi], qd ~ N(0, 1) rad/s, qdd ~ N(0, 3^2) rad/s^2 (demo's set)."""
+@dataclass(frozen=True)
+class States:
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+    def __len__(self) -> int:
+        return self.q.shape[0]
+
+    def astype(self, dtype: Any) -> States:
+        """Rounded to dtype and back to double: what a float build really receives."""
+        return States(*(a.astype(dtype).astype(float) for a in (self.q, self.qd, self.qdd)))
+
+
+def random_states(n: int, count: int, seed: int) -> States:
+    """q uniform in [-pi, pi], qd ~ N(0, 1.5^2) rad/s, qdd ~ N(0, 4^2) rad/s^2."""
     rng = np.random.default_rng(seed)
-    return rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0, 1, (count, n)), rng.normal(0, 3, (count, n))
+    return States(
+        rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)), rng.normal(0.0, 4.0, (count, n))
+    )
 
 
 def identity_checks(dyn: CompiledDynamics, states: int = 1000, seed: int = 0) -> list[Check]:
@@ -82,8 +98,8 @@ def identity_checks(dyn: CompiledDynamics, states: int = 1000, seed: int = 0) ->
     eps = unit_roundoff(dyn)
     worst = {"fdyn": (0.0, 0.0), "regressor": (0.0, 0.0), "sym": (0.0, 0.0)}  # (ratio, relative error)
     min_eig = np.inf
-    q_all, qd_all, qdd_all = random_motion_states(dyn.dof, states, seed)
-    for q, qd, qdd in zip(q_all, qd_all, qdd_all):
+    s = random_states(dyn.dof, states, seed)
+    for q, qd, qdd in zip(s.q, s.qd, s.qdd):
         tau = dyn.rnea(q, qd, qdd).astype(float)
         m = dyn.mass_matrix(q).astype(float)
         cond = float(np.linalg.cond(m))

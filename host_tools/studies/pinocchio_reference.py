@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
+from host_tools.studies.identities import States
 from host_tools.studies.pinocchio_models import load_yaml, num, standard_params_pinocchio, tanh_scales
 
 # issue 2: double builds; a float build's own rounding (2^-24 ~ 6e-8) times the expression depth
@@ -131,30 +132,8 @@ class PinReference:
 
 
 # ----------------------------------------------------------------------------------------------
-# States and the comparison rule
+# The comparison rule (the states: host_tools.studies.identities.random_states)
 # ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class States:
-    q: np.ndarray
-    qd: np.ndarray
-    qdd: np.ndarray
-
-    def __len__(self) -> int:
-        return self.q.shape[0]
-
-    def astype(self, dtype: Any) -> States:
-        """Rounded to dtype and back to double: what a float build really receives."""
-        return States(*(a.astype(dtype).astype(float) for a in (self.q, self.qd, self.qdd)))
-
-
-def random_states(n: int, count: int, seed: int) -> States:
-    """q uniform in [-pi, pi], qd ~ N(0, 1.5^2) rad/s, qdd ~ N(0, 4^2) rad/s^2."""
-    rng = np.random.default_rng(seed)
-    return States(
-        rng.uniform(-np.pi, np.pi, (count, n)), rng.normal(0.0, 1.5, (count, n)), rng.normal(0.0, 4.0, (count, n))
-    )
-
-
 @dataclass
 class Comparison:
     robot: str

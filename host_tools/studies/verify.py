@@ -36,7 +36,7 @@ from codegen.emit.host import HOST_FOLDER
 from codegen.model.description import load_robot
 from codegen.model.robot import Robot
 from host_tools.bindings.compiled import CompiledDynamics, generated_folder
-from host_tools.studies.identities import Check, identity_checks
+from host_tools.studies.identities import Check, identity_checks, random_states
 
 STRICT = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Werror")
 HEAP = ("malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign")
@@ -200,7 +200,7 @@ def pinocchio_checks(
             Check("Pinocchio model", float(ref.nv), float(dyn.dof), "degrees of freedom of the reference", False)
         ], what
     tol = ref_mod.DOUBLE_TOL if dyn.dtype == np.float64 else ref_mod.FLOAT_TOL
-    s = ref_mod.random_states(dyn.dof, states, seed).astype(dyn.dtype)
+    s = random_states(dyn.dof, states, seed).astype(dyn.dtype)
 
     def stack(fn: Callable[..., np.ndarray], *columns: np.ndarray) -> np.ndarray:
         return np.array([fn(*args) for args in zip(*columns)])

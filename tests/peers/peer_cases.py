@@ -22,6 +22,7 @@ import pinocchio as pin
 import pytest
 
 from codegen.emit.cprint import Precision
+from host_tools.studies.identities import States, random_states
 from host_tools.studies.pinocchio_models import (
     PIN_TO_PROJECT,
     PROJECT_PARAM_NAMES,
@@ -38,9 +39,7 @@ from host_tools.studies.pinocchio_reference import (
     Comparison,
     Friction,
     PinReference,
-    States,
     compare,
-    random_states,
 )
 
 ROBOTS_DIR = Path(__file__).resolve().parents[2] / "robots"
