@@ -10,7 +10,7 @@ import pytest
 
 from codegen.model.description import load_robot
 from codegen.symbolic.dynamics import Dynamics
-from codegen.symbolic.params import base_parameters
+from codegen.symbolic.params import BaseParameters, base_parameters
 
 
 def full_regressor(dyn: Dynamics, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -39,6 +39,13 @@ def test_base_count_is_the_rank_and_regrouping_is_exact(name: str) -> None:
     kinds = [n.rstrip("R").rstrip("0123456789") for n in base.names]
     assert all(k not in ("IA", "FV", "FC", "FO") for k in kinds[: base.n_inertial])
     assert all(k in ("IA", "FV", "FC", "FO") for k in kinds[base.n_inertial :])
+    # identification reads them back from the generated folder's manifest instead of re-deriving them
+    from host_tools.bindings.compiled import CompiledDynamics, generated_folder
+
+    recorded = BaseParameters.from_manifest(CompiledDynamics(generated_folder(robot)).manifest)
+    assert (recorded.names, recorded.columns, recorded.expressions) == (base.names, base.columns, base.expressions)
+    assert recorded.n_inertial == base.n_inertial and recorded.rank == base.rank
+    assert np.array_equal(recorded.k, base.k)  # JSON keeps every double exactly
 
 
 def test_iiwa_has_seed_004s_57_base_parameters_and_62_with_rotor_inertia() -> None:

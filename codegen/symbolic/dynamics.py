@@ -35,6 +35,12 @@ def _rot_z(c: SX, s: SX) -> SX:
     return cs.vertcat(cs.horzcat(c, -s, 0), cs.horzcat(s, c, 0), cs.horzcat(0, 0, 1))
 
 
+def smooth_coulomb(qd: SX, scale: SX | cs.DM) -> SX:
+    """The smooth Coulomb shape tanh(qd_i / scale_i) per joint (rad/s or m/s): the description's
+    ``coulomb: {model: tanh}``; identification evaluates it with symbolic scales to choose them."""
+    return cs.tanh(qd / scale)
+
+
 class Dynamics:
     """Symbolic model of one robot. Expressions are built once (lazily) and shared."""
 
@@ -195,7 +201,7 @@ class Dynamics:
         c = self.robot.coulomb
         if c.model == "sign":
             return cs.sign(qd)
-        return cs.vertcat(*(cs.tanh(qd[i] / c.scale(i)) for i in range(qd.shape[0])))
+        return smooth_coulomb(qd, cs.DM([c.scale(i) for i in range(qd.shape[0])]))
 
     def friction(self, qd: SX, pi: SX) -> SX:
         """FV qd + FC sgn(qd) + FO per joint (link side, N m or N)."""

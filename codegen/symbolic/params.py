@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import casadi as cs
 import numpy as np
@@ -52,6 +53,24 @@ class BaseParameters:
     def values(self, standard: np.ndarray) -> np.ndarray:
         """base = k @ standard, exact and rounded once (codegen.model.exact): the numbers generation prints."""
         return exact.matmul(self.k, np.asarray(standard, dtype=float))
+
+    @classmethod
+    def from_manifest(cls, manifest: dict[str, Any]) -> BaseParameters:
+        """The base parameters a generated folder's manifest.json records (codegen.emit.generate
+        writes them from base_parameters; JSON keeps every double exactly), without re-deriving
+        them: the regrouping's exact arithmetic takes about a second."""
+        k = np.zeros((manifest["n_base"], manifest["n_standard"]))
+        for i, row in enumerate(manifest["regrouping"]):
+            for j, v in row:
+                k[i, j] = v
+        return cls(
+            names=tuple(manifest["base_parameter_names"]),
+            columns=tuple(manifest["base_columns"]),
+            k=k,
+            expressions=tuple(manifest["base_expressions"]),
+            n_inertial=int(manifest["base_ranges"]["inertial"][1]),
+            rank=int(manifest["n_base"]),  # not recorded; tests/test_params.py checks the count against the SVD rank
+        )
 
     def to_standard(self, beta: np.ndarray) -> np.ndarray:
         """A standard vector with the same dynamics: kept parameters = beta, the others 0."""

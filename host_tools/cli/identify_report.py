@@ -72,12 +72,13 @@ def run(
     data = process(spec, log, exc, settings)
     processing = time.perf_counter() - t0
     scale_fit: dict[float, list[float]] = {}
+    obs = None
     if settings.coulomb_scales:
         stage(f"Coulomb scales ({len(settings.coulomb_scales)} candidates)")
-        robot, scale_fit = fit_coulomb_scales(spec, robot, log, data, settings)
+        robot, scale_fit, obs = fit_coulomb_scales(robot, data, settings)
     scales_s = time.perf_counter() - t0 - processing
     m = model(robot)
-    ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data)
+    ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data, obs)
     stages = {**ident.stage_seconds, "processing": processing}
     if scale_fit:
         stages["coulomb_scales"] = scales_s

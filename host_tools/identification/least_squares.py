@@ -8,23 +8,32 @@ C, through cffi), as the design has it: host tools run the very C the controller
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
+import casadi as cs
 import numpy as np
 
-from codegen.model.robot import Robot
-from codegen.symbolic.dynamics import Dynamics
-from codegen.symbolic.params import BaseParameters, base_parameters
+from codegen.model.robot import Coulomb, Robot
+from codegen.symbolic.dynamics import smooth_coulomb
+from codegen.symbolic.params import BaseParameters
 from host_tools.bindings.compiled import CompiledDynamics, generated_folder
 
 
 @dataclass(frozen=True)
 class Model:
-    """What identification needs of a robot: its base parameters and the base regressor (generated C)."""
+    """What identification needs of a robot: its base parameters and the base regressor (generated C).
+
+    ``robot`` may differ from the compiled C's robot in its smooth Coulomb scales only (a candidate
+    of identify's scale fit, with_coulomb_scales): those columns (FC_j, non-zero only in joint j's
+    equation) are then recomputed from the same CasADi expression (smooth_coulomb) with the
+    robot's scales, the rest of the regressor is the C's. No candidate regenerates or rebuilds C."""
 
     robot: Robot
     base: BaseParameters
     compiled: CompiledDynamics  # the robot's generated C, double precision
+    compiled_coulomb: Coulomb  # the Coulomb model the compiled C has
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -34,10 +43,50 @@ class Model:
         """The description's own base parameters, beta = K pi."""
         return self.base.values(self.robot.standard_parameters())
 
+    def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+        """Y_b at every sample of (K, n) arrays: (K, n, nb)."""
+        y = self.compiled.regressor_batch(q, qd, qdd)
+        if self.robot.coulomb != self.compiled_coulomb:
+            for j, column in enumerate(self.coulomb_columns()):
+                y[:, j, column] = self.coulomb_shape(qd)[:, j]
+        return y
+
     def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Y_b stacked over the samples (seed 004 eq. 5): (K n, nb), sample after sample."""
         k, n = np.shape(q)
-        return self.compiled.regressor_batch(q, qd, qdd).reshape(k * n, len(self.names))
+        return self.regressor(q, qd, qdd).reshape(k * n, len(self.names))
+
+    def coulomb_columns(self) -> list[int]:
+        """The base column of each joint's Coulomb parameter FC_j (one per joint)."""
+        missing = [j + 1 for j in range(self.robot.dof) if f"FC{j + 1}" not in self.names]
+        if missing:
+            raise ValueError(f"{self.robot.name}: FC{missing[0]} is not a base parameter: no Coulomb scale to fit")
+        return [self.names.index(f"FC{j + 1}") for j in range(self.robot.dof)]
+
+    def coulomb_shape(self, qd: np.ndarray) -> np.ndarray:
+        """tanh(qd_j / scale_j) with this robot's scales, (K, n) (the generated C's expression)."""
+        c = self.robot.coulomb
+        scales = np.array([c.scale(j) for j in range(self.robot.dof)], float)
+        return _coulomb_function(self.robot.dof)(np.asarray(qd, float), scales)
+
+    def with_robot(self, robot: Robot) -> Model:
+        """The same C and base parameters for ``robot`` (other Coulomb scales only), cached."""
+        if robot.digest not in _MODELS:
+            _MODELS[robot.digest] = Model(robot, self.base, self.compiled, self.compiled_coulomb)
+        return _MODELS[robot.digest]
+
+
+@cache
+def _coulomb_function(n: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """smooth_coulomb as a numeric function of (qd (K, n), scales (n,)) -> (K, n)."""
+    qd, scale = cs.SX.sym("qd", n), cs.SX.sym("scale", n)
+    f = cs.Function("coulomb", [qd, scale], [smooth_coulomb(qd, scale)])
+
+    def evaluate(qd_k: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        k = len(qd_k)
+        return np.array(f.map(k)(qd_k.T, np.tile(scales[:, None], (1, k)))).T
+
+    return evaluate
 
 
 _MODELS: dict[str, Model] = {}
@@ -46,9 +95,10 @@ _MODELS: dict[str, Model] = {}
 def model(robot: Robot) -> Model:
     """The identification model of a robot (cached by its description's digest)."""
     if robot.digest not in _MODELS:
-        base = base_parameters(robot, Dynamics(robot))
-        # the robot's default folder, the one load() builds: every folder holds the same dynamics
-        _MODELS[robot.digest] = Model(robot, base, CompiledDynamics(generated_folder(robot)))
+        # the robot's default folder, the one load() builds: every folder holds the same dynamics,
+        # and its manifest the base parameters generation derived for it (base_parameters)
+        compiled = CompiledDynamics(generated_folder(robot))
+        _MODELS[robot.digest] = Model(robot, BaseParameters.from_manifest(compiled.manifest), compiled, robot.coulomb)
     return _MODELS[robot.digest]
 
 

@@ -137,22 +137,34 @@ def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple
     """The regressor at every sample, then seed 002's parallel filter on it and on the torques
     (periodic data: no edge effects) and its decimation to twice the band (the residuals stay
     nearly white, so eq. 7's RSDs hold). Returns (Y stacked (K' n, nb), tau (K', n), qd (K', n) at the kept samples)."""
-    m = model(robot)
-    k, n = data.q.shape
-    y = m.stacked(data.q, data.qd, data.qdd).reshape(k, n, -1)
+    y = model(robot).regressor(data.q, data.qd, data.qdd)
+    y_f, tau_f, qd = filtered(data, settings, [y, data.tau, data.qd], filter_last=False)
+    return y_f.reshape(-1, y.shape[2]), tau_f, qd
+
+
+def filtered(
+    data: Processed, settings: IdentSettings, arrays: list[np.ndarray], filter_last: bool = True
+) -> list[np.ndarray]:
+    """``arrays`` ((K, ...) each, at data's samples) through observation's parallel filter and
+    decimation, and a non-periodic run's edges trimmed (half a second at either end: the filters'
+    edge effects); ``filter_last`` False: the last array is only decimated and trimmed (qd, which
+    selects the rows)."""
+    k = len(data.q)
     fs = 1.0 / data.sample_period
     nd = max(1, int(np.floor(fs / 2 / settings.band)))  # seed 002: n_d = f_nyquist / f_cut-off
     periodic = data.periods > 0
-    y_f, tau_f = parallel_decimate([y, data.tau], fs, settings.band, periodic=periodic)
-    qd = data.qd[::nd]
-    if not periodic:  # the filters' edge effects: half a second at either end
-        edge = int(round(0.5 * fs / nd))
-        if len(y_f) < 4 * edge:
-            raise ValueError(
-                f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least {4 * edge * nd / fs:g} s"
-            )
-        y_f, tau_f, qd = y_f[edge:-edge], tau_f[edge:-edge], qd[edge:-edge]
-    return y_f.reshape(-1, y.shape[2]), tau_f, qd
+    head = arrays if filter_last else arrays[:-1]
+    out = parallel_decimate(head, fs, settings.band, periodic=periodic)
+    if not filter_last:
+        out.append(np.asarray(arrays[-1])[::nd])
+    if periodic:
+        return out
+    edge = int(round(0.5 * fs / nd))
+    if len(out[0]) < 4 * edge:
+        raise ValueError(
+            f"the run has {k / fs:g} s; a recorded (non-periodic) run needs at least {4 * edge * nd / fs:g} s"
+        )
+    return [a[edge:-edge] for a in out]
 
 
 def joint_weights(data: Processed) -> np.ndarray | None:
@@ -177,11 +189,13 @@ def identify(
     settings: IdentSettings = IdentSettings(),
     robot: Robot | None = None,
     data: Processed | None = None,
+    obs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
     non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
     the kept samples). ``robot``: the model to fit (default: ``spec``'s description; the log is read
-    through ``spec``'s encoders either way); ``data``: the log already processed."""
+    through ``spec``'s encoders either way); ``data``: the log already processed; ``obs``: its
+    observation already computed (for ``robot``)."""
     robot = load_robot(spec) if robot is None else robot
     rigid_only(robot, spec)
     stages: dict[str, float] = {}
@@ -190,27 +204,36 @@ def identify(
     stages["processing"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     m: Model = model(robot)
-    y, tau, qd = observation(robot, data, settings)
+    y, tau, qd = observation(robot, data, settings) if obs is None else obs
     stages["regressor"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    w = joint_weights(data) if settings.weighted else None
-    rows = np.abs(qd).reshape(-1) >= settings.min_speed
-    if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
-        w = 1.0 / least_squares(y, tau, robot.dof, m.names, rows=rows).rms ** 2
-    base = least_squares(y, tau, robot.dof, m.names, w, rows=rows)
+    base, w, rows = base_fit(m, y, tau, qd, data, settings)
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
     stages["estimation"] = time.perf_counter() - t0
     return Identified(base, ess, stages), data, (y, tau, qd)
 
 
+def base_fit(
+    m: Model, y: np.ndarray, tau: np.ndarray, qd: np.ndarray, data: Processed, settings: IdentSettings
+) -> tuple[Fit, np.ndarray | None, np.ndarray]:
+    """The base parameters' (W)LS fit of an observation: (fit, joint weights, rows used)."""
+    w = joint_weights(data) if settings.weighted else None
+    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
+        w = 1.0 / least_squares(y, tau, m.robot.dof, m.names, rows=rows).rms ** 2
+    return least_squares(y, tau, m.robot.dof, m.names, w, rows=rows), w, rows
+
+
 def fit_coulomb_scales(
-    spec: str, robot: Robot, log: Log | Samples, data: Processed, settings: IdentSettings
-) -> tuple[Robot, dict[float, list[float]]]:
+    robot: Robot, data: Processed, settings: IdentSettings
+) -> tuple[Robot, dict[float, list[float]], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Each joint's Coulomb tanh scale from ``settings.coulomb_scales``: the base parameters are fitted
     with every candidate scale on all joints, and each joint keeps the candidate with its smallest fit
     residual (a joint's Coulomb column is non-zero only in its own equation, so the joints' choices
     barely interact; the final fit uses the chosen scales together). Only the fitting data are used.
-    Returns the robot with the chosen scales and the fit RMS per joint of every candidate."""
+    The regressor is computed and filtered once; a candidate only recomputes the Coulomb columns.
+    Returns the robot with the chosen scales, the fit RMS per joint of every candidate and the
+    observation with the chosen scales."""
     if not settings.coulomb_scales or min(settings.coulomb_scales) <= 0:
         raise ValueError("the candidate Coulomb scales must be positive (rad/s)")
     if "FC" not in robot.joint_parameters:
@@ -218,13 +241,27 @@ def fit_coulomb_scales(
             f"{robot.name} does not identify Coulomb friction (FC is not in its joint_parameters): "
             "there is no Coulomb scale to fit"
         )
+    m = model(robot)
+    y, tau, qd = observation(robot, data, settings)
+    columns = m.coulomb_columns()
+    n, nb = robot.dof, len(m.names)
+
+    def observed(scales: tuple[float, ...]) -> tuple[Model, np.ndarray]:
+        mc = m.with_robot(with_coulomb_scales(robot, scales))
+        (shape,) = filtered(data, settings, [mc.coulomb_shape(data.qd)])
+        yc = y.reshape(-1, n, nb).copy()
+        for j, column in enumerate(columns):
+            yc[:, j, column] = shape[:, j]
+        return mc, yc.reshape(-1, nb)
+
     rms = {}
     for scale in settings.coulomb_scales:
-        ident, _, _ = identify(spec, log, None, settings, with_coulomb_scales(robot, (scale,)), data)
-        rms[scale] = ident.base.rms.tolist()
+        mc, yc = observed((scale,))
+        rms[scale] = base_fit(mc, yc, tau, qd, data, settings)[0].rms.tolist()
     grid = np.array([rms[s] for s in settings.coulomb_scales])
     best = tuple(settings.coulomb_scales[k] for k in grid.argmin(axis=0))
-    return with_coulomb_scales(robot, best), rms
+    mc, yc = observed(best)
+    return mc.robot, rms, (yc, tau, qd)
 
 
 def synthetic_log(
