@@ -24,13 +24,16 @@ from host_tools.cli import plots
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
+from host_tools.identification.baseline import baseline_doc, baseline_fit, baseline_robot
 from host_tools.identification.excitation import Excitation, ExciteSettings, design
 from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
+    Processed,
     fit_coulomb_scales,
     identify,
+    observation,
     process,
     rigid_only,
     synthetic_log,
@@ -154,10 +157,33 @@ def run(
             "physical": val.predicted(beta_phys),
         }
         stages["validation"] = time.perf_counter() - t1
+    stage("plain least-squares baseline")
+    t1 = time.perf_counter()
+    doc["baseline_ls"] = _baseline(spec, data, settings, validate, exc is not None, doc.get("validation_rms"))
+    stages["baseline_ls"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
+
+
+def _baseline(
+    spec: str,
+    data: Processed,
+    settings: IdentSettings,
+    validate: Log | Samples | None,
+    periodic: bool,
+    ours: dict[str, list[float]] | None,
+) -> dict[str, Any]:
+    """The plain least-squares baseline on the same processed data and validation run."""
+    robot = baseline_robot(load_robot(spec))
+    y, tau, _ = observation(robot, data, settings)
+    beta = baseline_fit(robot, y, tau)
+    rms = None
+    if validate is not None:
+        val = validation_data(spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot)
+        rms = val.rms(beta)
+    return baseline_doc(robot, beta, _rms(y, tau, beta), rms, ours["base"] if ours else None)
 
 
 def _residual_diagnostics(e: np.ndarray, cutoff: float, ts: float) -> dict[str, Any]:
