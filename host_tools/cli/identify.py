@@ -94,6 +94,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)",
     )
+    d.add_argument(
+        "--keep-flagged",
+        action="store_true",
+        help="fit and validate on the samples the input checks flag (clipped drives, off-trajectory, "
+        "time-stamp faults, whole-arm standstill: host_tools.data.checks) instead of leaving them out",
+    )
+    d.add_argument(
+        "--start-position",
+        metavar="Q1,Q2,...",
+        help="rad (m): the joints' positions at the log's first sample, for encoder counters that wrap "
+        "within a joint's travel (the absolute start is otherwise unknown and the run is refused)",
+    )
     d.add_argument("--json", action="store_true", help="print the JSON document")
     d.add_argument(
         "--out",
@@ -111,9 +123,19 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from host_tools.cli.identify_report import Synthetic, run, synthetic, table, write
+    from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
+    from host_tools.cli.identify_report import InputChecks, Synthetic, run, synthetic, table, write
+    from host_tools.data.checks import (
+        LogChecks,
+        check_log,
+        parse_start_position,
+        require_absolute_positions,
+        with_start_position,
+    )
     from host_tools.data.csvdata import CsvError, Samples, read_samples
     from host_tools.data.logs import Log, LogError
+    from host_tools.data.mat_logs import load_log
     from host_tools.identification.excitation import Excitation
     from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_coulomb_scales
 
@@ -134,9 +156,6 @@ def run(args: argparse.Namespace) -> int:
         return _identify_closed_loop(args, console)
     fit_scales = args.fit_coulomb_scale
     if fit_scales is None:
-        from codegen.errors import DescriptionError
-        from codegen.model.description import load_robot
-
         try:
             fit_scales = fits_coulomb_scales(load_robot(args.robot), recorded=not (args.excitation or args.synthetic))
         except DescriptionError as err:
@@ -164,28 +183,37 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
 
-    def data(path: str) -> Log | Samples:
-        from codegen.model.description import load_robot
-        from host_tools.data.mat_logs import load_log
-
-        robot = load_robot(args.robot)
-        return read_samples(path, robot.dof) if path.lower().endswith(".csv") else load_log(path, robot)
+    def data(path: str) -> tuple[Log | Samples, LogChecks | None]:
+        """The log and its input checks (a CSV has no counts to check)."""
+        if path.lower().endswith(".csv"):
+            return read_samples(path, robot.dof), None
+        log = load_log(path, robot)
+        if start is not None:
+            log = with_start_position(log, robot, start)
+        return log, check_log(log, robot, path)
 
     try:
+        robot = load_robot(args.robot)
+        start = parse_start_position(args.start_position, robot) if args.start_position else None
         with stage(console, "identifying ...") as status:
             if args.synthetic:
+                require_absolute_positions(robot, start)
                 doc, arrays, _ = synthetic(
-                    args.robot, Synthetic(seed=args.seed), settings, stage=lambda s: status.update(s)
+                    args.robot, Synthetic(seed=args.seed), settings, stage=lambda s: status.update(s), start=start
                 )
             else:
                 # without an excitation: a recorded non-periodic run (e.g. seed 000's LWA-4P runs)
                 exc = Excitation.load(args.excitation) if args.excitation else None
-                validate = data(args.validate) if args.validate else None
+                log, log_checks = data(args.data)
+                validate, validate_checks = data(args.validate) if args.validate else (None, None)
+                checks = InputChecks(log_checks, validate_checks, args.keep_flagged)
+                for line in checks.lines():
+                    console.print(f"manipgen: check: {line}")
                 doc, arrays = run(
-                    args.robot, data(args.data), exc, validate, settings, stage=lambda s: status.update(s)
+                    args.robot, log, exc, validate, settings, stage=lambda s: status.update(s), checks=checks
                 )
         written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
-    except (ValueError, LogError, CsvError, OSError, RuntimeError) as exc_:
+    except (ValueError, LogError, CsvError, OSError, RuntimeError, DescriptionError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
     for warning in doc.get("warnings", []):

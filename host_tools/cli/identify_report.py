@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from codegen.model.export import robot_to_urdf, robot_to_yaml
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import plots
+from host_tools.data.checks import LogChecks, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
@@ -31,6 +32,7 @@ from host_tools.identification.physical import PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
     Processed,
+    equation_rows,
     fit_coulomb_scales,
     identify,
     observation,
@@ -64,15 +66,19 @@ def run(
     settings: IdentSettings = IdentSettings(),
     physical: PhysicalSettings = PhysicalSettings(),
     stage: Stage = lambda _: None,
+    checks: InputChecks | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Identify from an excitation log (or, ``exc`` None, a recorded non-periodic run: validated
-    against its measured torque as it is); returns (the JSON document, arrays for the figures)."""
+    against its measured torque as it is); returns (the JSON document, arrays for the figures).
+    ``checks``: the input checks' findings on the logs; their flagged samples are left out unless
+    ``checks.keep_flagged``."""
     robot = load_robot(spec)
     rigid_only(robot, spec)
     check_inputs(robot, log, exc, validate)
+    checks = checks or InputChecks()
     t0 = time.perf_counter()
     stage("processing, regressor, least squares")
-    data = process(spec, log, exc, settings)
+    data = process(spec, log, exc, settings, checks.left_out(checks.data))
     processing = time.perf_counter() - t0
     scale_fit: dict[float, list[float]] = {}
     obs = None
@@ -85,7 +91,7 @@ def run(
     stages = {**ident.stage_seconds, "processing": processing}
     if scale_fit:
         stages["coulomb_scales"] = scales_s
-    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    rows = equation_rows(data, settings, qd)
     kept = ident.essential.kept
     stage("physical parameters (multi-start IPOPT)")
     t1 = time.perf_counter()
@@ -144,7 +150,15 @@ def run(
         t1 = time.perf_counter()
         doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
         free = exc is None  # a recorded run: its own derivative cut-off, the torque as measured
-        val = validation_data(spec, validate, settings, settings.cutoff_q if free else 5.0, not free, robot)
+        val = validation_data(
+            spec,
+            validate,
+            settings,
+            settings.cutoff_q if free else 5.0,
+            not free,
+            robot,
+            checks.left_out(checks.validate),
+        )
         betas = {"base": ident.base.values, "essential": ident.essential.full(len(m.names)), "physical": beta_phys}
         doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
         doc["validation_residual"] = _residual_diagnostics(
@@ -159,7 +173,11 @@ def run(
         stages["validation"] = time.perf_counter() - t1
     stage("plain least-squares baseline")
     t1 = time.perf_counter()
-    doc["baseline_ls"] = _baseline(spec, data, settings, validate, exc is not None, doc.get("validation_rms"))
+    doc["baseline_ls"] = _baseline(
+        spec, data, settings, validate, exc is not None, doc.get("validation_rms"), checks.left_out(checks.validate)
+    )
+    if checks.data is not None or checks.validate is not None:
+        doc["checks"] = checks.as_json()
     stages["baseline_ls"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
@@ -174,14 +192,18 @@ def _baseline(
     validate: Log | Samples | None,
     periodic: bool,
     ours: dict[str, list[float]] | None,
+    flagged: np.ndarray | None,
 ) -> dict[str, Any]:
-    """The plain least-squares baseline on the same processed data and validation run."""
+    """The plain least-squares baseline on the same processed data and validation run (the same
+    samples left out)."""
     robot = baseline_robot(load_robot(spec))
-    y, tau, _ = observation(robot, data, settings)
-    beta = baseline_fit(robot, y, tau)
+    y, tau, qd = observation(robot, data, settings)
+    beta = baseline_fit(robot, y, tau, equation_rows(data, replace(settings, min_speed=0.0), qd))
     rms = None
     if validate is not None:
-        val = validation_data(spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot)
+        val = validation_data(
+            spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot, flagged
+        )
         rms = val.rms(beta)
     return baseline_doc(robot, beta, _rms(y, tau, beta), rms, ours["base"] if ours else None)
 
@@ -196,6 +218,38 @@ def _residual_diagnostics(e: np.ndarray, cutoff: float, ts: float) -> dict[str, 
         "cutoff_hz": cutoff,
         "power_below_cutoff": (np.sum(low**2, axis=0) / np.sum(e**2, axis=0)).tolist(),
     }
+
+
+@dataclass(frozen=True)
+class InputChecks:
+    """The input checks' findings on the fitting and the validation log (None: a CSV, not checked),
+    and whether their flagged samples are kept (--keep-flagged) or left out (the default)."""
+
+    data: LogChecks | None = None
+    validate: LogChecks | None = None
+    keep_flagged: bool = False
+
+    def left_out(self, checks: LogChecks | None) -> np.ndarray | None:
+        """The samples to leave out of one log (None: none)."""
+        return None if checks is None or self.keep_flagged else checks.flagged
+
+    def as_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"flagged_left_out": not self.keep_flagged}
+        for what, c in (("data", self.data), ("validate", self.validate)):
+            if c is not None:
+                doc[what] = {"source": c.source, "findings": c.as_json(), "flagged_samples": int(c.flagged.sum())}
+        return doc
+
+    def lines(self) -> list[str]:
+        out = [line for c in (self.data, self.validate) if c is not None for line in c.lines()]
+        if out:
+            out.append(
+                "the flagged samples are used as they are (--keep-flagged)"
+                if self.keep_flagged
+                else "the flagged samples (and 0.5 s either side: the filters' settling) are left out of the fit "
+                "and the validation RMS (--keep-flagged keeps them)"
+            )
+        return out
 
 
 def check_inputs(robot: Any, log: Log | Samples, exc: Excitation | None, validate: Log | Samples | None) -> None:
@@ -220,9 +274,12 @@ def synthetic(
     settings: IdentSettings = IdentSettings(),
     physical: PhysicalSettings = PhysicalSettings(),
     stage: Stage = lambda _: None,
+    start: tuple[float, ...] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Excitation]:
     """The round trip without a robot: design the excitation, run it on the loopback (the
-    description's parameters are the truth) with torque noise, identify, and compare."""
+    description's parameters are the truth) with torque noise, identify, and compare. ``start``:
+    the stated start position of the excitation run (rad or m) for encoders whose counters wrap
+    within a joint's travel (the validation motion's start is the simulation's own)."""
     t0 = time.perf_counter()
     robot = load_robot(spec)
     rigid_only(robot, spec)
@@ -239,6 +296,9 @@ def synthetic(
     rt.config["ctl.friction_ff"] = 1.0  # as synthetic_log: no friction chatter in the run
     other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
+    if start is not None:
+        log = with_start_position(log, robot, start)
+        other = with_start_position(other, robot, other.extra["q_true"][0])
     simulate_s = time.perf_counter() - t1
     doc, arrays = run(spec, log, exc, other, settings, physical, stage)
     m = model(robot)

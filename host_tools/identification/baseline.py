@@ -42,9 +42,10 @@ def baseline_robot(robot: Robot) -> Robot:
     )
 
 
-def baseline_fit(robot: Robot, y: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """The baseline's parameters from its observation (Y stacked, tau)."""
-    return least_squares(y, tau, robot.dof, model(robot).names).values
+def baseline_fit(robot: Robot, y: np.ndarray, tau: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """The baseline's parameters from its observation (Y stacked, tau; ``rows``: the equations
+    used, default all: the samples the input checks left)."""
+    return least_squares(y, tau, robot.dof, model(robot).names, rows=rows).values
 
 
 def baseline_doc(

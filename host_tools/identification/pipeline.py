@@ -17,6 +17,7 @@ from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
+from host_tools.data.checks import encoder_offsets
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.excitation import Excitation
@@ -89,14 +90,31 @@ class Processed:
     tau_variance: np.ndarray  # per sample and joint, of the averaged torque
     periods: int
     sample_period: float
+    keep: np.ndarray | None = None  # (K,) bool: the samples fit to use (a recorded run's; None: all)
+
+
+# s: a flagged sample (host_tools.data.checks) also spoils the filtered signals this far either side
+# of it: the zero-phase filters' edge effects, which observation trims at a run's ends for the same reason
+SETTLE = 0.5
+
+
+def usable(flagged: np.ndarray, sample_period: float) -> np.ndarray:
+    """(K,) bool: the samples neither flagged nor within SETTLE of a flagged one."""
+    w = int(round(SETTLE / sample_period))
+    near = np.convolve(np.asarray(flagged, float), np.ones(2 * w + 1), mode="same") > 0.5
+    return ~near
 
 
 def positions(spec: str, log: Log) -> np.ndarray:
     """Joint positions from the log's counts through the robot's generated encoder read (``spec``:
-    a bundled robot name or a description path)."""
+    a bundled robot name or a description path); with the log's stated start position
+    (host_tools.data.checks.with_start_position) where it states one."""
     rt = load_rt(
         spec, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
     )
+    offsets = encoder_offsets(load_robot(spec), log)
+    if offsets is not None:
+        rt.config["enc.offset"] = offsets
     return np.asarray(rt.run(log)["q"], float)
 
 
@@ -115,14 +133,28 @@ def samples_of(spec: str, data: Log | Samples) -> Samples:
     return Samples(data.sample_period, positions(spec, data), torque_at_samples(data))
 
 
-def process(spec: str, data: Log | Samples, exc: Excitation | None, settings: IdentSettings) -> Processed:
+def process(
+    spec: str,
+    data: Log | Samples,
+    exc: Excitation | None,
+    settings: IdentSettings,
+    flagged: np.ndarray | None = None,
+) -> Processed:
     """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band.
     Without an excitation (a recorded non-periodic run): the whole run, q low-passed at cutoff_q
-    (zero phase) and differentiated centrally."""
+    (zero phase) and differentiated centrally; ``flagged`` (K,) bool samples (input checks) and
+    those within SETTLE of them are left out of the fit. An excitation run's periods are averaged
+    whole: flagged samples there are an error."""
     s = samples_of(spec, data)
     if exc is None:
         qf, qd, qdd = filtered_derivatives(s.q, s.sample_period, settings.cutoff_q)
-        return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period)
+        keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
+        return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period, keep)
+    if flagged is not None and np.any(flagged):
+        raise ValueError(
+            f"{int(np.sum(flagged))} samples of the excitation run are flagged by the input checks; its periods "
+            "are averaged whole: record it again (or --keep-flagged to use them as they are)"
+        )
     try:
         p = samples_per_period(exc.base_frequency, s.sample_period)
     except ValueError as err:
@@ -213,12 +245,22 @@ def identify(
     return Identified(base, ess, stages), data, (y, tau, qd)
 
 
+def equation_rows(data: Processed, settings: IdentSettings, qd: np.ndarray) -> np.ndarray:
+    """(K' n,) bool: the equations of an observation the fit uses: the joints at least
+    ``min_speed`` fast, at the samples the input checks left (data.keep)."""
+    rows = np.abs(qd) >= settings.min_speed
+    if data.keep is not None:
+        (keep,) = filtered(data, settings, [data.keep], filter_last=False)
+        rows &= keep[:, None]
+    return rows.reshape(-1)
+
+
 def base_fit(
     m: Model, y: np.ndarray, tau: np.ndarray, qd: np.ndarray, data: Processed, settings: IdentSettings
 ) -> tuple[Fit, np.ndarray | None, np.ndarray]:
     """The base parameters' (W)LS fit of an observation: (fit, joint weights, rows used)."""
     w = joint_weights(data) if settings.weighted else None
-    rows = np.abs(qd).reshape(-1) >= settings.min_speed
+    rows = equation_rows(data, settings, qd)
     if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
         w = 1.0 / least_squares(y, tau, m.robot.dof, m.names, rows=rows).rms ** 2
     return least_squares(y, tau, m.robot.dof, m.names, w, rows=rows), w, rows
@@ -302,13 +344,14 @@ class ValidationData:
     tau: np.ndarray  # (K, n)
     y: np.ndarray  # (K n, nb)
     time: np.ndarray  # (K,) s from the start of the run
+    keep: np.ndarray  # (K,) bool: the samples the input checks left (all, with --keep-flagged)
 
     def predicted(self, beta: np.ndarray) -> np.ndarray:
         return (self.y @ beta).reshape(self.tau.shape)
 
     def rms(self, beta: np.ndarray) -> np.ndarray:
-        """RMS torque prediction error per joint (seed 004 Table 8)."""
-        return np.sqrt(np.mean((self.tau - self.predicted(beta)) ** 2, axis=0))
+        """RMS torque prediction error per joint over the kept samples (seed 004 Table 8)."""
+        return np.sqrt(np.mean((self.tau - self.predicted(beta))[self.keep] ** 2, axis=0))
 
 
 def validation_data(
@@ -318,10 +361,12 @@ def validation_data(
     cutoff_q: float = 5.0,
     filter_torque: bool = True,
     robot: Robot | None = None,
+    flagged: np.ndarray | None = None,
 ) -> ValidationData:
     """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
-    else the measured torque as it is). ``robot``: the model (default ``spec``'s)."""
+    else the measured torque as it is). ``robot``: the model (default ``spec``'s); ``flagged``
+    (K,) bool: samples the input checks flagged, left out of the RMS with those within SETTLE."""
     robot = load_robot(spec) if robot is None else robot
     s = samples_of(spec, data)
     ts = s.sample_period
@@ -331,4 +376,7 @@ def validation_data(
     q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
     tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
-    return ValidationData(tau[sl], model(robot).stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts)
+    keep = np.ones(len(q), bool) if flagged is None else usable(flagged, ts)
+    if not np.any(keep[sl]):
+        raise ValueError("the validation run is flagged throughout by the input checks (--keep-flagged to use it)")
+    return ValidationData(tau[sl], model(robot).stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts, keep[sl])
