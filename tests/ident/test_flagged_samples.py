@@ -52,8 +52,10 @@ def test_clipped_drive_samples_are_left_out_of_the_fit_and_the_validation() -> N
         # a plateau shorter than the check's minimum length is no evidence of a clip (a peak that
         # touches its maximum): all but a few of the ~2000-4000 clipped samples are in long ones
         assert np.mean(c.flagged[at_clip]) >= 0.95
-    left_out, _ = run("planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(*checks))
-    kept, _ = run("planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(*checks, keep_flagged=True))
+    left_out, _ = run("planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1]))
+    kept, _ = run(
+        "planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1], keep_flagged=True)
+    )
     assert left_out["checks"]["flagged_left_out"] and not kept["checks"]["flagged_left_out"]
     e_clean = np.array(clean["validation_rms"]["base"])
     e_out = np.array(left_out["validation_rms"]["base"])
