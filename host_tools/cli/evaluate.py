@@ -177,6 +177,7 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
     from host_tools.bindings.rt import ConfigError
+    from host_tools.data.checks import check_log
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
     from host_tools.studies.log_estimation import report, table
@@ -192,8 +193,15 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     try:
         robot = load_robot(args.robot)
         runs = {Path(p).stem: load_log(p, robot) for p in args.log}
+        # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
+        checks = {run: check_log(log, robot, path) for (run, log), path in zip(runs.items(), args.log)}
+        for c in checks.values():
+            for line in c.lines():
+                console.print(f"manipgen: check: {line}", markup=False, highlight=False)
         with stage(console, "running the estimators over the logs ..."):
             doc, estimates = report(runs, gains, tuple(args.estimators))
+        for run, c in checks.items():
+            doc["runs"][run]["checks"] = c.as_json()
         written = []
         if args.out:
             out = Path(args.out)

@@ -30,10 +30,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="ROS bag: the commanded torque (JointState effort, or Float64MultiArray in the description's "
         "joint order) -> tau_cmd; tau stays the measured effort",
     )
+    im.add_argument(
+        "--start-position",
+        help="q1,q2,... (rad or m): the joint positions at the run's first sample, needed where an encoder "
+        "counter wraps within a joint's travel (e.g. 16 bits on the motor side); stored in the log",
+    )
+    im.add_argument(
+        "--json",
+        action="store_true",
+        help="print the JSON document (robot, samples, sample_period, tau_rms, saturated, checks) "
+        "instead of the summary",
+    )
     im.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
     import sys
     from pathlib import Path
 
@@ -41,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
+    from host_tools.data.checks import (
+        check_log,
+        parse_start_position,
+        require_absolute_positions,
+        with_start_position,
+    )
+    from host_tools.data.json_doc import finite
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import import_mat
     from host_tools.data.ros_bags import BagReport, is_bag, read_bag
@@ -48,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     report: BagReport | None = None
     try:
         robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
+        start = None if args.start_position is None else parse_start_position(args.start_position, robot)
+        require_absolute_positions(robot, start)
         if is_bag(args.file):
             imported = read_bag(args.file, robot, topic=args.topic, command_topic=args.command_topic)
             log, report = imported.log, imported.report
@@ -57,11 +78,32 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.file}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
         else:
             log = import_mat(args.file, robot)
+        if start is not None:
+            log = with_start_position(log, robot, start)
+        checks = check_log(log, robot, args.file)
         log.save(args.out)
     except (ValueError, LogError, DescriptionError, OSError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
     rms = np.sqrt(np.mean(log.tau**2, axis=0))
+    saturated = np.sum(log.extra.get("tau_saturated", np.zeros(log.tau.shape, bool)), axis=0)
+    if args.json:
+        doc = {
+            "file": args.file,
+            "out": args.out,
+            "robot": robot.name,
+            "joints": [j.name for j in robot.joints],
+            "samples": len(log.time),
+            "sample_period": log.sample_period,
+            "tau_rms": rms.tolist(),
+            "saturated": saturated.tolist(),
+            "start_position": None if start is None else list(start),
+            "checks": checks.as_json(),
+            "flagged_samples": int(np.sum(checks.flagged)),
+            "check_bounds": checks.bounds,
+        }
+        print(json.dumps(finite(doc), indent=1))
+        return 0
     if report is not None:
         print(
             f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
@@ -76,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
     print("joint       " + "".join(f"{j.name:>10}" for j in robot.joints))
     print("tau RMS N m " + "".join(f"{v:>10.3f}" for v in rms))
     if "tau_saturated" in log.extra:
-        saturated = np.sum(log.extra["tau_saturated"], axis=0)
         print("saturated   " + "".join(f"{int(v):>10d}" for v in saturated))
+    print("\n".join(f"check: {line}" for line in checks.lines()) or "checks: no findings")
+    if checks.findings:
+        print(
+            f"flagged: {int(np.sum(checks.flagged))} of {len(log.time)} samples, left out of identify and "
+            "thresholds (--keep-flagged keeps them)"
+        )
     return 0

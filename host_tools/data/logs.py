@@ -10,7 +10,10 @@ Arrays (K samples, n joints):
   theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
   collision_true (K,) bool ·
   imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
-  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound).
+  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound) ·
+  start_position (n,) the joint positions at the first sample (rad or m) where the user stated them
+  (`import-log --start-position`): an encoder counter that wraps within a joint's travel gives the
+  unwrapped count, not the absolute position (host_tools.data.checks.start_offsets).
 Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
 Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
 config turns them into positions (so a log replays through the very same C).
@@ -43,6 +46,7 @@ OPTIONAL = (
     "thetad_true",
     "qd_hat_logged",
     "tau_saturated",
+    "start_position",
 )
 
 
@@ -134,7 +138,7 @@ class Log:
         n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
         for name in REQUIRED[1:] + tuple(self.extra):
             a = getattr(self, name) if name in REQUIRED else self.extra[name]
-            shape = (k,) if name == "collision_true" else (k, n)
+            shape = (k,) if name == "collision_true" else (n,) if name == "start_position" else (k, n)
             if np.shape(a) != shape:
                 raise LogError(f"{where}: {name}: expected shape {shape}, got {np.shape(a)}")
         if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):

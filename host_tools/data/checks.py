@@ -1,0 +1,362 @@
+"""Input checks of a log before anything is fitted or designed from it (issue #24).
+
+``check_log(log, robot)`` reports what makes samples unfit for identification or threshold design,
+each as a ``Finding`` (kind, joint 1-based or None for the whole arm, t0..t1 s from the log's time,
+samples), and ``LogChecks.flagged``: the samples to leave out (the union of every finding's span,
+for every joint). Kinds and how their bounds come from the run itself:
+
+- ``saturation``: a joint's torque (from the drive current) sits at the run's extreme (its largest
+  or smallest value, nonzero) for at least n consecutive samples (n from the torque's quantisation:
+  ``_saturation``; ``bounds["saturation_min_samples"]``): a clipped drive,
+  whatever the description's limits say. A constant stretch below the extreme (an arm at rest) is
+  not a clip.
+- ``limit``: samples at or over the description's limits (``limits.tau``; ``limits.current`` through
+  the importer's ``tau_saturated``).
+- ``off_trajectory``: |q_des - q| beyond ``OFF_FACTOR`` times the joint's median tracking error while
+  its desired motion moves (floor: ``OFF_FLOOR_COUNTS`` encoder counts).
+- ``time``: stamps that jump (a step over ``GAP`` sample periods), repeat (step 0) or go back.
+- ``standstill``: the whole arm still (every joint's position changing by at most ``STILL_COUNTS``
+  counts across a ``STILL_WINDOW`` s window, or by less than ``STILL_FRACTION`` of its peak speed)
+  for longer than ``STILL_SECONDS``.
+
+Encoder counters that wrap within a joint's range (a counter of ``bits`` bits spans 2^bits counts,
+through the gear on the motor side) lose the absolute position: the generated read takes the first
+raw value modulo 2^bits as absolute. ``require_absolute_positions`` refuses such a robot unless a
+start position is stated; ``start_offsets`` turns a stated start position into the encoder offsets
+(``enc.offset`` of the run-time config) under which the read gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from codegen.blocks.encoder import link_counts_per_turn
+from codegen.model.robot import Robot
+from host_tools.data.logs import Log, LogError
+
+GAP = 1.5  # a time step longer than GAP sample periods is a jump
+# off_trajectory: the tracking error of a working loop follows the desired motion: on seed 000's two
+# clean LWA-4P runs its peak is 2.4-6.5x its median over the moving samples, per joint. 20x leaves
+# 3x room for a run with sharper accelerations; a departure (a clipped drive, a push) grows without
+# that bound: 200-260x on joints 1 and 3 of seed 000's Experiment 1. The median over the samples
+# where the joint's desired motion moves (|qd_des| over MOVING of its peak) does not shrink on a run
+# that rests most of the time, and holds while under half the run is off its trajectory.
+OFF_FACTOR = 20.0
+MOVING = 0.01
+OFF_FLOOR_COUNTS = 20  # quantisation alone (<= 1 count) never reaches the bound
+# standstill: a joint is still where its count changes by at most STILL_COUNTS (the +-1 count
+# jitter of an encoder at rest) across a central window of STILL_WINDOW s, or its speed over that
+# window is below STILL_FRACTION of its peak. The window spans a velocity reversal (where the speed
+# passes zero for one sample only), so a reversal is never still; the whole arm must be still for
+# longer than STILL_SECONDS (seed 000's point-to-point motions dwell well under it).
+STILL_WINDOW = 0.1
+STILL_COUNTS = 2
+STILL_FRACTION = 0.005
+STILL_SECONDS = 2.0
+Positions = Sequence[float] | np.ndarray  # one value per joint, rad or m
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # saturation, limit, off_trajectory, time or standstill
+    joint: int | None  # 1-based; None: the whole arm
+    first: int  # index of the first affected sample
+    last: int  # of the last (inclusive)
+    t0: float  # s, the log's time of the first affected sample
+    t1: float  # s, of the last
+    detail: str = ""
+
+    @property
+    def samples(self) -> int:
+        return self.last - self.first + 1
+
+    def as_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "kind": self.kind,
+            "joint": self.joint,
+            "t0": round(self.t0, 9),
+            "t1": round(self.t1, 9),
+            "samples": self.samples,
+        }
+        if self.detail:
+            doc["detail"] = self.detail
+        return doc
+
+
+@dataclass
+class LogChecks:
+    source: str  # the file checked (named in every line)
+    findings: list[Finding]
+    flagged: np.ndarray  # (K,) bool: the samples to leave out of fitting and threshold design
+    bounds: dict[str, list[float]] = field(default_factory=dict)  # per joint, the bounds derived from the run
+
+    def lines(self) -> list[str]:
+        """One line per finding, e.g. ``run.mat: saturation: joint 1: t = 31.260..35.000 s (936 samples): ...``."""
+        out = []
+        for f in self.findings:
+            who = "whole arm" if f.joint is None else f"joint {f.joint}"
+            text = f"{self.source}: {f.kind}: {who}: t = {f.t0:.3f}..{f.t1:.3f} s ({f.samples} samples)"
+            out.append(text + (f": {f.detail}" if f.detail else ""))
+        return out
+
+    def as_json(self) -> list[dict[str, Any]]:
+        return [f.as_json() for f in self.findings]
+
+
+def _finding(kind: str, joint: int | None, log: Log, a: int, b: int, detail: str) -> Finding:
+    return Finding(kind, joint, a, b, float(log.time[a]), float(log.time[b]), detail)
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """[first, last] index pairs of the runs of True in a 1-D mask."""
+    m = np.concatenate(([False], np.asarray(mask, bool), [False]))
+    d = np.diff(m.astype(np.int8))
+    return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist()))
+
+
+def _counter(robot: Robot) -> list[tuple[int, bool]]:
+    """Per joint, the counter's bits and signedness as the generated read takes them (a joint
+    without an encoder: a signed 32-bit count)."""
+    return [(32, True) if j.encoder is None else (j.encoder.bits, j.encoder.signed) for j in robot.joints]
+
+
+def counter_span(robot: Robot) -> np.ndarray:
+    """Per joint, the joint travel (rad or m) one counter range (2^bits counts) covers."""
+    return np.array([2.0**bits / c * 2 * np.pi for (bits, _), c in zip(_counter(robot), link_counts_per_turn(robot))])
+
+
+def joint_travel(robot: Robot) -> np.ndarray:
+    """Per joint, the travel its encoder must cover: limits.q's range where the description gives
+    one, else a turn (2 pi) for a revolute joint; 0 (nothing to check) for a prismatic joint without limits."""
+    out = []
+    for j in robot.joints:
+        span = j.limits.q_max - j.limits.q_min
+        out.append(span if np.isfinite(span) else (2 * np.pi if j.type == "revolute" else 0.0))
+    return np.array(out)
+
+
+def wrapping_joints(robot: Robot) -> list[int]:
+    """0-based indices of the joints whose counter wraps within the joint's travel."""
+    return [i for i, (s, t) in enumerate(zip(counter_span(robot), joint_travel(robot))) if s < t]
+
+
+def require_absolute_positions(robot: Robot, start_position: Positions | None) -> None:
+    """Refuse (LogError, one line) a robot whose encoder counters wrap within a joint's travel unless
+    the start position is stated: the unwrapped count is right, the absolute position is not known."""
+    wraps = wrapping_joints(robot)
+    if not wraps or start_position is not None:
+        return
+    span, travel = counter_span(robot), joint_travel(robot)
+    which = "; ".join(
+        f"joint {i + 1} ({robot.joints[i].name}): {_counter(robot)[i][0]}-bit counter "
+        f"spans {np.degrees(span[i]):.4g} deg of its {np.degrees(travel[i]):.4g} deg travel"
+        for i in wraps
+    )
+    raise LogError(
+        f"{robot.file}: encoder: {which}: the absolute start position is unknown; use a wider counter "
+        "(encoder bits: 32), an offset from a homing step (encoder offset), or state it with "
+        "--start-position q1,q2,... (rad)"
+    )
+
+
+def parse_start_position(text: str, robot: Robot) -> tuple[float, ...]:
+    """``--start-position q1,q2,...``: one value per joint (rad or m)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise LogError(f"--start-position: {text!r}: expected {robot.dof} comma-separated numbers (rad or m)") from None
+    if len(values) != robot.dof or not all(np.isfinite(values)):
+        raise LogError(f"--start-position: {text!r}: expected {robot.dof} finite numbers (rad or m), one per joint")
+    return values
+
+
+def _first_read(robot: Robot, first_counts: np.ndarray) -> np.ndarray:
+    """The count the generated read (runtime mg_unwrap) takes as absolute from a first raw value:
+    its low ``bits`` bits, two's complement where the counter is signed."""
+    out = np.asarray(first_counts, np.int64).copy()
+    for i, (bits, signed) in enumerate(_counter(robot)):
+        raw = int(out[i]) & ((1 << bits) - 1)
+        out[i] = raw - (1 << bits) if signed and raw >= 1 << (bits - 1) else raw
+    return out
+
+
+def _scale(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint: rad (m) per count on the link side, direction, offset; as the generated read."""
+    rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
+    direction = np.array([1.0 if j.encoder is None else float(j.encoder.direction) for j in robot.joints])
+    offset = np.array([0.0 if j.encoder is None else j.encoder.offset for j in robot.joints])
+    return rpc, direction, offset
+
+
+def start_offsets(robot: Robot, first_counts: np.ndarray, start_position: Positions) -> np.ndarray:
+    """The encoder offsets (rad or m; ``enc.offset`` of the run-time config) under which the
+    generated read of a run whose first raw counts are ``first_counts`` starts at ``start_position``.
+    The description's offset moves by a whole number of counter spans only: a stated start position
+    needs to be right to within half a span (28.8 deg for a 16-bit motor counter of 4096 counts per
+    turn behind 100:1); the counts place the joint to within a count."""
+    rpc, direction, offset = _scale(robot)
+    read = _first_read(robot, first_counts) * rpc * direction + offset
+    span = counter_span(robot)
+    return offset + np.round((np.asarray(start_position, float) - read) / span) * span
+
+
+def with_start_position(log: Log, robot: Robot, start_position: Positions) -> Log:
+    """The log with its stated start position (rad or m per joint, at the first sample) stored
+    (``start_position``, saved in the NPZ): ``encoder_offsets`` reads it back."""
+    start = np.asarray(start_position, float)
+    if start.shape != (robot.dof,) or not np.all(np.isfinite(start)):
+        raise LogError(f"start_position: expected {robot.dof} finite values (rad or m), got {start.tolist()}")
+    return replace(log, extra={**log.extra, "start_position": start})
+
+
+def encoder_offsets(robot: Robot, log: Log) -> np.ndarray | None:
+    """The encoder offsets (``enc.offset`` of the run-time config, rad or m) under which the
+    generated read of ``log`` starts at its stored start position (``with_start_position``); None
+    where the log states none (then the description's offsets hold: require_absolute_positions)."""
+    if "start_position" not in log.extra:
+        return None
+    return start_offsets(robot, np.asarray(log.counts)[0], log.extra["start_position"])
+
+
+def log_positions(robot: Robot, log: Log, offsets: np.ndarray | None = None) -> np.ndarray:
+    """Joint positions (K, n) from the log's counts as the generated read gives them (the counter
+    unwrapped modulo 2^bits from its first value; ``offsets``: the encoder offsets, default the
+    description's), for checks that need no build."""
+    rpc, direction, offset = _scale(robot)
+    counts = np.asarray(log.counts, np.int64)
+    total = np.empty_like(counts)
+    total[0] = _first_read(robot, counts[0])
+    for i, (bits, _) in enumerate(_counter(robot)):
+        d = np.diff(counts[:, i]) & ((1 << bits) - 1)
+        d = np.where(d >= 1 << (bits - 1), d - (1 << bits), d)
+        total[1:, i] = total[0, i] + np.cumsum(d)
+    return total * rpc * direction + (offset if offsets is None else offsets)
+
+
+def _saturation(log: Log, limit: np.ndarray) -> tuple[list[Finding], list[float], list[float]]:
+    """Plateaus at a joint's extreme torque. Per joint, the quantum is the smallest nonzero step
+    between the torque's distinct values (the current's resolution times the drive gain); a level
+    equal to the extreme to within half a quantum is the extreme. A smooth peak tau_max - a t^2 / 2
+    stays within one quantum q for 2 sqrt(2 q / a) of time: with a the joint's median
+    |second difference| per sample^2 (noise included), a peak spans 1 + 2 ceil(sqrt(2 q / a)) samples
+    at most; a plateau needs at least that many, and never fewer than 3."""
+    found, quanta, lengths = [], [], []
+    for i in range(log.tau.shape[1]):
+        tau = log.tau[:, i]
+        steps = np.diff(np.unique(tau))
+        q = float(np.min(steps)) if len(steps) else 0.0
+        curv = float(np.median(np.abs(np.diff(tau, 2)))) if len(tau) > 2 else 0.0
+        n_min = max(3, 1 + 2 * int(np.ceil(np.sqrt(2 * q / curv)))) if curv > 0 else 3
+        quanta.append(q)
+        lengths.append(float(n_min))
+        if not len(steps):
+            continue  # a constant torque (no effort recorded): no extreme to clip at
+        for level in sorted({float(np.max(tau)), float(np.min(tau))}):
+            if abs(level) <= q / 2:
+                continue  # a plateau at zero torque is a rest, not a clip
+            for a, b in _runs(np.abs(tau - level) <= q / 2):
+                if b - a + 1 >= n_min:
+                    detail = (
+                        f"tau at {level:.6g} (the run's {'max' if level > 0 else 'min'}; limits.tau {limit[i]:g}) "
+                        f"for {b - a + 1} samples"
+                    )
+                    found.append(_finding("saturation", i + 1, log, a, b, detail))
+    return found, quanta, lengths
+
+
+def _limits(log: Log, robot: Robot) -> list[Finding]:
+    tau_lim = np.array([j.limits.tau for j in robot.joints])
+    over = np.abs(log.tau) >= tau_lim
+    if "tau_saturated" in log.extra:
+        over |= np.asarray(log.extra["tau_saturated"], bool)
+    found = []
+    for i in range(over.shape[1]):
+        for a, b in _runs(over[:, i]):
+            detail = f"|tau| or the current at the description's limit (limits.tau {tau_lim[i]:g})"
+            found.append(_finding("limit", i + 1, log, a, b, detail))
+    return found
+
+
+def _off_trajectory(
+    log: Log, q: np.ndarray, rpc: np.ndarray, unit: list[str]
+) -> tuple[list[Finding], list[float], list[float]]:
+    err = np.abs(log.q_des - q)
+    found, bounds, worst = [], [], []
+    for i in range(q.shape[1]):
+        speed = np.abs(log.qd_des[:, i])
+        moving = speed > MOVING * np.max(speed)
+        typical = float(np.median(err[moving, i] if np.sum(moving) >= len(speed) / 10 else err[:, i]))
+        bound = max(OFF_FACTOR * typical, OFF_FLOOR_COUNTS * rpc[i])
+        bounds.append(bound)
+        worst.append(float(np.max(err[:, i])) / bound)
+        for a, b in _runs(err[:, i] > bound):
+            detail = (
+                f"|q_des - q| up to {np.max(err[a : b + 1, i]):.4g} {unit[i]} (bound {bound:.4g} = the larger of "
+                f"{OFF_FACTOR:g} x its median {typical:.3g} and {OFF_FLOOR_COUNTS} counts)"
+            )
+            found.append(_finding("off_trajectory", i + 1, log, a, b, detail))
+    return found, bounds, worst
+
+
+def _time(log: Log) -> list[Finding]:
+    t, ts = np.asarray(log.time, float), log.sample_period
+    steps = np.diff(t)
+    bad = (steps > GAP * ts) | (steps <= 0)
+    found = []
+    for a, b in _runs(bad):  # steps a..b: between samples a and b + 1
+        s = steps[a : b + 1]
+        what = [w for w, m in (("jump", s > GAP * ts), ("repeat", s == 0), ("go back", s < 0)) if np.any(m)]
+        detail = f"stamps {' and '.join(what)} (steps {np.min(s):.4g}..{np.max(s):.4g} s; sample period {ts:g} s)"
+        found.append(_finding("time", None, log, a, b + 1, detail))
+    return found
+
+
+def _still(log: Log, q: np.ndarray, rpc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample and joint: still (True) or moving, from the central difference of q over the
+    STILL_WINDOW; and the per-joint speed bound (rad/s or m/s)."""
+    ts = log.sample_period
+    w = max(1, int(round(STILL_WINDOW / ts / 2)))
+    k = len(q)
+    lo, hi = np.clip(np.arange(k) - w, 0, k - 1), np.clip(np.arange(k) + w, 0, k - 1)
+    dt = np.maximum(hi - lo, 1)[:, None] * ts
+    speed = np.abs(q[hi] - q[lo]) / dt
+    bound = np.maximum(STILL_COUNTS * rpc / (2 * w * ts), STILL_FRACTION * np.max(speed, axis=0))
+    return speed <= bound, bound
+
+
+def check_log(log: Log, robot: Robot, source: str = "log", start_position: Positions | None = None) -> LogChecks:
+    """Every input check on a log of ``robot``; ``source`` names the file in the lines. Raises
+    LogError (one line) where an encoder wraps within a joint's travel and no ``start_position``
+    (rad or m, per joint, at the log's first sample; default: the log's stored one) is stated."""
+    if np.shape(log.counts)[1] != robot.dof:
+        raise LogError(f"{source}: counts: {np.shape(log.counts)[1]} joints, {robot.name} has {robot.dof}")
+    if start_position is not None:
+        log = with_start_position(log, robot, start_position)
+    require_absolute_positions(robot, log.extra.get("start_position"))
+    q = log_positions(robot, log, encoder_offsets(robot, log))
+    rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
+    still, still_bound = _still(log, q, rpc)
+    sat, quanta, lengths = _saturation(log, np.array([j.limits.tau for j in robot.joints]))
+    unit = ["rad" if j.type == "revolute" else "m" for j in robot.joints]
+    off, off_bound, off_worst = _off_trajectory(log, q, rpc, unit)
+    rest = []
+    for a, b in _runs(np.all(still, axis=1)):
+        if (b - a) * log.sample_period > STILL_SECONDS:
+            detail = f"every joint's speed under its bound for {(b - a) * log.sample_period:.2f} s"
+            rest.append(_finding("standstill", None, log, a, b, detail))
+    findings = sat + _limits(log, robot) + off + _time(log) + rest
+    flagged = np.zeros(len(log.time), bool)
+    for f in findings:
+        flagged[f.first : f.last + 1] = True
+    bounds = {
+        "saturation_quantum": quanta,
+        "saturation_min_samples": lengths,
+        "off_trajectory_bound": off_bound,
+        "off_trajectory_worst_ratio": off_worst,
+        "standstill_speed": still_bound.tolist(),
+    }
+    return LogChecks(source, findings, flagged, bounds)
