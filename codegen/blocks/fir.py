@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import casadi as cs
 import numpy as np
-import sympy as sp
 
 from codegen.model import exact
 
@@ -32,19 +32,28 @@ from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
 
+if TYPE_CHECKING:
+    import sympy as sp
+
 
 def _lsf_rows(n: int, p: int) -> sp.Matrix:
+    import sympy as sp  # here: only generation needs it (a 0.2 s import)
+
     v = sp.Matrix(n, p + 1, lambda j, m: sp.Integer(-j) ** m)
     return (v.T * v).inv() * v.T  # rows: polynomial coefficients per unit-step time
 
 
 def _backward(m: int) -> list[sp.Rational]:
     """nabla^m q_k as coefficients of q_{k-j}."""
+    import sympy as sp  # here: only generation needs it (a 0.2 s import)
+
     return [sp.Integer((-1) ** j * math.comb(m, j)) for j in range(m + 1)]
 
 
 def coefficients(name: str, n: int, p: int = 1, lam: float = 1.0) -> tuple[np.ndarray, np.ndarray | None]:
     """(velocity coefficients times T, acceleration coefficients times T^2 or None), newest first."""
+    import sympy as sp  # here: only generation needs it (a 0.2 s import)
+
     if name == "lsf":
         rows = _lsf_rows(n, p)
         vel = np.array([float(x) for x in rows[1, :]])

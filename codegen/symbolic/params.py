@@ -21,16 +21,18 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import casadi as cs
 import numpy as np
 import scipy.linalg
-import sympy as sp
 
 from codegen.model import exact
 from codegen.model.robot import JOINT_PARAMS, LINK_PARAMS, Robot
 from codegen.symbolic.dynamics import Dynamics
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 KEEP_FIRST = ("XX", "XY", "XZ", "YZ", "ZZ", "MX", "MY")
 KEEP_LAST = ("MZ", "YY", "M")
@@ -172,6 +174,8 @@ SNAP = 1e-15
 
 def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: int) -> tuple[float, sp.Expr] | None:
     """value = r * monomial(lengths) with r = p/q small; returns (float value, sympy form)."""
+    import sympy as sp  # here: only generation needs it (a 0.2 s import)
+
     monomials: list[tuple[int, int, sp.Expr, float]] = [(0, 0, sp.Integer(1), 1.0)]
     for n1, v1, j1 in lens:
         monomials.append((1, abs(j1 - link), sp.Symbol(n1), v1))
@@ -192,6 +196,8 @@ def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: in
 
 
 def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | None = None) -> BaseParameters:
+    import sympy as sp  # here: only generation needs it (a 0.2 s import)
+
     dyn = dyn or Dynamics(robot)
     names = robot.standard_parameter_names
     n_std = len(names)

@@ -10,7 +10,6 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
-from host_tools.studies.collide import table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
+    from host_tools.studies.collide import table
 
     write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
     write_file(out / "collide.md", table(doc))

@@ -14,19 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import kalman
 from codegen.emit.files import write_file
 from codegen.model.description import load_robot
 from codegen.model.export import robot_to_urdf, robot_to_yaml
-from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import plots
 from host_tools.data.checks import LogChecks, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
-from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.baseline import baseline_doc, baseline_fit, baseline_robot
-from host_tools.identification.excitation import Excitation, ExciteSettings, design
+from host_tools.identification.excitation import Excitation
 from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
@@ -280,6 +277,12 @@ def synthetic(
     description's parameters are the truth) with torque noise, identify, and compare. ``start``:
     the stated start position of the excitation run (rad or m) for encoders whose counters wrap
     within a joint's travel (the validation motion's start is the simulation's own)."""
+    # here, not at the top: a recorded run's identification needs none of them (identify <= 3 s)
+    from codegen.blocks import kalman
+    from host_tools.bindings.loopback import simulate
+    from host_tools.data.trajectories import generated_trajectory
+    from host_tools.identification.excitation import ExciteSettings, design
+
     t0 = time.perf_counter()
     robot = load_robot(spec)
     rigid_only(robot, spec)

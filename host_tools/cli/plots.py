@@ -11,9 +11,6 @@ import numpy as np
 
 from codegen.blocks import registry
 from codegen.emit.files import write_file
-from host_tools.identification.pipeline import positions
-from host_tools.studies.evaluate import SWITCH_ON_SPEED
-from host_tools.studies.log_estimation import ground_truth_velocity
 
 if TYPE_CHECKING:
     from codegen.model.robot import Robot
@@ -122,6 +119,8 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax.set_xlim(0, 0.6)
     ax.set_xlabel("t after switch-on (s)")
     ax.set_ylabel("velocity estimate, axis 2 (rad/s)")
+    from host_tools.studies.evaluate import SWITCH_ON_SPEED  # here: every command imports plots
+
     ax.set_title(f"switched on while moving at {SWITCH_ON_SPEED:g} rad/s (like seed 000 Fig. 7)")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -212,6 +211,9 @@ def log_estimation(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from host_tools.identification.pipeline import positions  # here: every command imports plots
+    from host_tools.studies.log_estimation import ground_truth_velocity
+
     t = log.time - log.time[0]
     truth = ground_truth_velocity(positions(log.robot, log), log.sample_period)
     lo, hi = window or (0.4 * t[-1], 0.4 * t[-1] + 3.0)
@@ -233,7 +235,8 @@ def log_estimation(
 def threshold_residuals(
     design: Thresholds, sample_period: float, path: Path, title: str, other: tuple[str, Check] | None = None
 ) -> Path:
-    """r(t) per joint with the ± thresholds (and another run's r against the same thresholds)."""
+    """r(t) per joint with the ± thresholds along it (and another run's r against the same thresholds,
+    which follow that run's motion)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -242,15 +245,22 @@ def threshold_residuals(
     n = design.residual.shape[1]
     fig, grid = plt.subplots(n, 1, figsize=(9, 1.5 * n + 1), sharex=True, squeeze=False)
     ax = grid[:, 0]
-    runs = [("this run", design.residual, "k")] + ([(other[0], other[1].residual, "tab:blue")] if other else [])
+    runs = [("this run", design.residual, design.level, "k", "r")]
+    if other:
+        runs.append((other[0], other[1].residual, other[1].level, "tab:blue", "tab:purple"))
     for i in range(n):
-        for label, r, colour in runs:
+        for label, r, level, colour, line in runs:
             t = np.arange(len(r)) * sample_period
             ax[i].plot(t, r[:, i], color=colour, lw=0.5, label=label, alpha=0.7 if colour != "k" else 1.0)
-        for sign in (1, -1):
-            ax[i].axhline(
-                sign * design.threshold[i], color="r", lw=0.8, ls="--", label="threshold" if sign == 1 else None
-            )
+            for sign in (1, -1):
+                ax[i].plot(
+                    t,
+                    sign * level[:, i],
+                    color=line,
+                    lw=0.6,
+                    ls="--",
+                    label=f"threshold ({label})" if sign == 1 else None,
+                )
         ax[i].axvspan(0, design.skipped * sample_period, color="0.9")
         ax[i].set_ylabel(f"r{i + 1} (N m)")
     ax[0].legend(ncol=3, fontsize=7, loc="upper right")

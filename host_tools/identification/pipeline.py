@@ -11,11 +11,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from codegen.blocks import findiff, kalman
+from codegen.blocks import findiff
 from codegen.model.description import load_robot
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
-from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.data.checks import encoder_offsets
 from host_tools.data.csvdata import Samples
@@ -322,6 +321,9 @@ def synthetic_log(
     velocity (ctl.friction_ff = 1): compensated at the estimate, sgn(qd_hat) chatters at every
     velocity reversal and puts motion beyond the derivative band into the run (the iiwa's fit RMS
     then sat at 3x its noise floor)."""
+    from codegen.blocks import kalman  # here: a recorded run's identification needs no loopback
+    from host_tools.bindings.loopback import simulate
+
     rt = load_rt(
         robot_name,
         estimator=kalman.SPEC.name,
