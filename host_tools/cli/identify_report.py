@@ -24,7 +24,7 @@ from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.baseline import baseline_doc, baseline_fit, baseline_robot
 from host_tools.identification.excitation import Excitation
-from host_tools.identification.least_squares import model
+from host_tools.identification.least_squares import model, one_blas_thread
 from host_tools.identification.physical import PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
@@ -35,6 +35,7 @@ from host_tools.identification.pipeline import (
     observation,
     process,
     rigid_only,
+    samples_of,
     synthetic_log,
     validation_data,
     with_coulomb_scales,
@@ -55,6 +56,7 @@ class Synthetic:
     excite_max_iter: int = 150
 
 
+@one_blas_thread
 def run(
     spec: str,
     log: Log | Samples,
@@ -75,6 +77,9 @@ def run(
     checks = checks or InputChecks()
     t0 = time.perf_counter()
     stage("processing, regressor, least squares")
+    # positions through the generated encoder read once per run (every stage below shares them)
+    log = samples_of(spec, log)
+    validate = samples_of(spec, validate) if validate is not None else None
     data = process(spec, log, exc, settings, checks.left_out(checks.data))
     processing = time.perf_counter() - t0
     scale_fit: dict[float, list[float]] = {}

@@ -20,7 +20,7 @@ from host_tools.data.checks import encoder_offsets
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.excitation import Excitation
-from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model
+from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
 from host_tools.identification.processing import (
     filtered_derivatives,
     fourier_derivatives,
@@ -213,6 +213,7 @@ class Identified:
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
+@one_blas_thread
 def identify(
     spec: str,
     log: Log | Samples,
@@ -265,6 +266,7 @@ def base_fit(
     return least_squares(y, tau, m.robot.dof, m.names, w, rows=rows), w, rows
 
 
+@one_blas_thread
 def fit_coulomb_scales(
     robot: Robot, data: Processed, settings: IdentSettings
 ) -> tuple[Robot, dict[float, list[float]], tuple[np.ndarray, np.ndarray, np.ndarray]]:
