@@ -1,7 +1,11 @@
 """Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
 
-Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an optional
-velocity-dependent part for unmodelled friction). A threshold of 0 means *not designed*: that joint
+Per joint the threshold is ``threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)``: a
+static part, parts growing with the estimated speed and acceleration (model errors of viscous
+friction and inertia; an estimator without a q-ddot estimate gives 0, so ``ka`` does nothing there),
+and a standstill part that is largest at rest and fades above the velocity scale ``vs`` (the torque
+static friction holds at rest, which no tanh friction model predicts). ``manipgen thresholds`` fits
+them on a collision-free run. A threshold of 0 means *not designed*: that joint
 never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
 thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
 false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
@@ -24,11 +28,24 @@ import numpy as np
 from .base import Block, Data, Field, evaluate, per_joint, sx_function
 from .context import Ctx
 
+# the threshold's coefficients, in the order of ``level``'s arguments after qd_hat and qdd_hat (linear
+# in each: ``manipgen thresholds`` fits them as a linear programme on the Jacobian of ``level``)
+COEFFICIENTS = ("threshold", "kv", "ka", "ks")
+
+
+def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs: cs.SX) -> cs.SX:
+    """The detection threshold per joint (elementwise; 0 where ``th`` is 0: not detecting)."""
+    speed = cs.fabs(qd)
+    return cs.if_else(th > 0, th + kv * speed + ka * cs.fabs(qdd) + ks * cs.exp(-speed / vs), 0)
+
 
 def build(
     ctx: Ctx,
     threshold: float | tuple[float, ...] = 0.0,
     kv: float | tuple[float, ...] = 0.0,
+    ka: float | tuple[float, ...] = 0.0,
+    ks: float | tuple[float, ...] = 0.0,
+    vs: float | tuple[float, ...] = 0.01,
     release: float = 0.5,
     debounce: int = 3,
     reaction: int = 1,
@@ -36,12 +53,13 @@ def build(
     window: int = 1_000_000,
 ) -> Block:
     n, ts = ctx.n, ctx.ts
-    qd, th, kvs = ctx.sym("qd"), ctx.sym("threshold"), ctx.sym("kv")
-    level = sx_function(
+    qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
+    coef = {name: ctx.sym(name) for name in (*COEFFICIENTS, "vs")}
+    thresholds = sx_function(
         "level",
-        [("out.qd_hat", qd), ("cfg.det.threshold", th), ("cfg.det.kv", kvs)],
-        [("st.det.level", cs.if_else(th > 0, th + kvs * cs.fabs(qd), 0))],
-        "threshold + kv |qd_hat| (0: the joint does not detect)",
+        [("out.qd_hat", qd), ("out.qdd_hat", qdd)] + [(f"cfg.det.{name}", s) for name, s in coef.items()],
+        [("st.det.level", level(qd, qdd, *coef.values()))],
+        "threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect)",
     )
     qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
     integ_n = integ + ts * kr * r
@@ -65,7 +83,25 @@ def build(
                 per_joint(threshold, n),
                 low=0.0,
             ),
-            Field("kv", "real", (n,), "velocity-dependent threshold term (N m s/rad)", per_joint(kv, n), low=0.0),
+            Field("kv", "real", (n,), "speed-dependent threshold part (N m s/rad)", per_joint(kv, n), low=0.0),
+            Field(
+                "ka",
+                "real",
+                (n,),
+                "acceleration-dependent threshold part (N m s^2/rad; 0 effect without a q-ddot estimate)",
+                per_joint(ka, n),
+                low=0.0,
+            ),
+            Field("ks", "real", (n,), "standstill threshold part at rest (N m)", per_joint(ks, n), low=0.0),
+            Field(
+                "vs",
+                "real",
+                (n,),
+                "velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs",
+                per_joint(vs, n),
+                low=0.0,
+                low_open=True,
+            ),
             Field(
                 "release",
                 "real",
@@ -120,7 +156,7 @@ def build(
             Field("link", "int32", (), "isolated link, 1-based (0: none)"),
             Field("above", "uint8", (n,), "joints above their threshold this sample"),
         ],
-        functions=[level, reflex],
+        functions=[thresholds, reflex],
         reference=reference,
     )
 

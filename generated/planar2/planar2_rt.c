@@ -40,6 +40,9 @@ const planar2_rt_config_t planar2_rt_default_config = {
     { /* det */
         {0.0, 0.0},  /* threshold */
         {0.0, 0.0},  /* kv */
+        {0.0, 0.0},  /* ka */
+        {0.0, 0.0},  /* ks */
+        {0.01, 0.01},  /* vs */
         0.5,  /* release */
         {3, 3},  /* debounce */
         1,  /* reaction */
@@ -509,25 +512,49 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
     r3[1] = w2;
 }
 
-/* threshold + kv |qd_hat| (0: the joint does not detect): out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 10. */
-static void planar2_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, real_t *r0)
+/* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 26. */
+static void planar2_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4;
+    real_t w0, w1, w2, w3, w4, w5;
     w0 = 0.0;
-    w1 = a1[0];
+    w1 = a2[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
-    w3 = a2[0];
+    w3 = a3[0];
     w4 = a0[0];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
+    w3 = a4[0];
+    w5 = a1[0];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w1 = w1 + w3;
+    w3 = a5[0];
+    w5 = a6[0];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
     r0[0] = w2;
-    w2 = a1[1];
+    w2 = a2[1];
     w0 = (w0 < w2) ? 1.0 : 0.0;
-    w1 = a2[1];
+    w1 = a3[1];
     w3 = a0[1];
     w3 = fabs(w3);
+    w1 = w1 * w3;
+    w2 = w2 + w1;
+    w1 = a4[1];
+    w4 = a1[1];
+    w4 = fabs(w4);
+    w1 = w1 * w4;
+    w2 = w2 + w1;
+    w1 = a5[1];
+    w4 = a6[1];
+    w3 = w3 / w4;
+    w3 = -w3;
+    w3 = exp(w3);
     w1 = w1 * w3;
     w2 = w2 + w1;
     w0 = (w0 != 0.0) ? w2 : 0.0;
@@ -714,6 +741,9 @@ static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
         && mg_bounded(cfg->obs.k_o, 2, DBL_MAX)
         && mg_bounded(cfg->det.threshold, 2, DBL_MAX)
         && mg_bounded(cfg->det.kv, 2, DBL_MAX)
+        && mg_bounded(cfg->det.ka, 2, DBL_MAX)
+        && mg_bounded(cfg->det.ks, 2, DBL_MAX)
+        && mg_bounded(cfg->det.vs, 2, DBL_MAX)
         && mg_bounded(&cfg->det.release, 1, DBL_MAX)
         && mg_bounded(cfg->det.k_r, 2, DBL_MAX)
         && mg_bounded(cfg->ctl.kp, 2, DBL_MAX)
@@ -881,7 +911,7 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        planar2_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
+        planar2_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
         fired = mg_detect(PLANAR2_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {

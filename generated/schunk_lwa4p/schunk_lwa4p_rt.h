@@ -80,8 +80,12 @@
  * [det: threshold]
  * Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
  * 
- * Per joint the threshold is ``threshold + kv |qd_hat|`` (a static part plus an optional
- * velocity-dependent part for unmodelled friction). A threshold of 0 means *not designed*: that joint
+ * Per joint the threshold is ``threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)``: a
+ * static part, parts growing with the estimated speed and acceleration (model errors of viscous
+ * friction and inertia; an estimator without a q-ddot estimate gives 0, so ``ka`` does nothing there),
+ * and a standstill part that is largest at rest and fades above the velocity scale ``vs`` (the torque
+ * static friction holds at rest, which no tanh friction model predicts). ``manipgen thresholds`` fits
+ * them on a collision-free run. A threshold of 0 means *not designed*: that joint
  * never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
  * thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
  * false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
@@ -171,7 +175,10 @@ typedef struct {
 /** Run-time config of the threshold block. */
 typedef struct {
     schunk_lwa4p_real_t threshold[6];  /**< static residual threshold (N m or N); 0: not designed, the joint does not detect */
-    schunk_lwa4p_real_t kv[6];  /**< velocity-dependent threshold term (N m s/rad) */
+    schunk_lwa4p_real_t kv[6];  /**< speed-dependent threshold part (N m s/rad) */
+    schunk_lwa4p_real_t ka[6];  /**< acceleration-dependent threshold part (N m s^2/rad; 0 effect without a q-ddot estimate) */
+    schunk_lwa4p_real_t ks[6];  /**< standstill threshold part at rest (N m) */
+    schunk_lwa4p_real_t vs[6];  /**< velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs */
     schunk_lwa4p_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[6];  /**< samples above threshold before a detection (>= 1) */
     uint8_t reaction;  /**< 0 none, 1 stop, 2 reflex (seed 003 §5.4) */

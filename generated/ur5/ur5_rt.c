@@ -40,6 +40,9 @@ const ur5_rt_config_t ur5_rt_default_config = {
     { /* det */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* threshold */
         {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* kv */
+        {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* ka */
+        {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},  /* ks */
+        {0.01, 0.01, 0.01, 0.01, 0.01, 0.01},  /* vs */
         0.5,  /* release */
         {3, 3, 3, 3, 3, 3},  /* debounce */
         1,  /* reaction */
@@ -3422,61 +3425,133 @@ static void ur5_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2
     r3[5] = w250;
 }
 
-/* threshold + kv |qd_hat| (0: the joint does not detect): out.qd_hat, cfg.det.threshold, cfg.det.kv -> st.det.level. Operations: 30. */
-static void ur5_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, real_t *r0)
+/* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 78. */
+static void ur5_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4;
+    real_t w0, w1, w2, w3, w4, w5;
     w0 = 0.0;
-    w1 = a1[0];
+    w1 = a2[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
-    w3 = a2[0];
+    w3 = a3[0];
     w4 = a0[0];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
+    w3 = a4[0];
+    w5 = a1[0];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w1 = w1 + w3;
+    w3 = a5[0];
+    w5 = a6[0];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
     r0[0] = w2;
-    w2 = a1[1];
+    w2 = a2[1];
     w1 = (w0 < w2) ? 1.0 : 0.0;
-    w3 = a2[1];
+    w3 = a3[1];
     w4 = a0[1];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w2 = w2 + w3;
+    w3 = a4[1];
+    w5 = a1[1];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w2 = w2 + w3;
+    w3 = a5[1];
+    w5 = a6[1];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w2 = w2 + w3;
     w1 = (w1 != 0.0) ? w2 : 0.0;
     r0[1] = w1;
-    w1 = a1[2];
+    w1 = a2[2];
     w2 = (w0 < w1) ? 1.0 : 0.0;
-    w3 = a2[2];
+    w3 = a3[2];
     w4 = a0[2];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
+    w3 = a4[2];
+    w5 = a1[2];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w1 = w1 + w3;
+    w3 = a5[2];
+    w5 = a6[2];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
     r0[2] = w2;
-    w2 = a1[3];
+    w2 = a2[3];
     w1 = (w0 < w2) ? 1.0 : 0.0;
-    w3 = a2[3];
+    w3 = a3[3];
     w4 = a0[3];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w2 = w2 + w3;
+    w3 = a4[3];
+    w5 = a1[3];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w2 = w2 + w3;
+    w3 = a5[3];
+    w5 = a6[3];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w2 = w2 + w3;
     w1 = (w1 != 0.0) ? w2 : 0.0;
     r0[3] = w1;
-    w1 = a1[4];
+    w1 = a2[4];
     w2 = (w0 < w1) ? 1.0 : 0.0;
-    w3 = a2[4];
+    w3 = a3[4];
     w4 = a0[4];
     w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
+    w3 = a4[4];
+    w5 = a1[4];
+    w5 = fabs(w5);
+    w3 = w3 * w5;
+    w1 = w1 + w3;
+    w3 = a5[4];
+    w5 = a6[4];
+    w4 = w4 / w5;
+    w4 = -w4;
+    w4 = exp(w4);
+    w3 = w3 * w4;
+    w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
     r0[4] = w2;
-    w2 = a1[5];
+    w2 = a2[5];
     w0 = (w0 < w2) ? 1.0 : 0.0;
-    w1 = a2[5];
+    w1 = a3[5];
     w3 = a0[5];
     w3 = fabs(w3);
+    w1 = w1 * w3;
+    w2 = w2 + w1;
+    w1 = a4[5];
+    w4 = a1[5];
+    w4 = fabs(w4);
+    w1 = w1 * w4;
+    w2 = w2 + w1;
+    w1 = a5[5];
+    w4 = a6[5];
+    w3 = w3 / w4;
+    w3 = -w3;
+    w3 = exp(w3);
     w1 = w1 * w3;
     w2 = w2 + w1;
     w0 = (w0 != 0.0) ? w2 : 0.0;
@@ -4628,6 +4703,9 @@ static int ur5_rt_config_finite(const ur5_rt_config_t *cfg)
         && mg_bounded(cfg->obs.k_o, 6, DBL_MAX)
         && mg_bounded(cfg->det.threshold, 6, DBL_MAX)
         && mg_bounded(cfg->det.kv, 6, DBL_MAX)
+        && mg_bounded(cfg->det.ka, 6, DBL_MAX)
+        && mg_bounded(cfg->det.ks, 6, DBL_MAX)
+        && mg_bounded(cfg->det.vs, 6, DBL_MAX)
         && mg_bounded(&cfg->det.release, 1, DBL_MAX)
         && mg_bounded(cfg->det.k_r, 6, DBL_MAX)
         && mg_bounded(cfg->ctl.kp, 6, DBL_MAX)
@@ -4795,7 +4873,7 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        ur5_rt_det_level(out->qd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->det.level);
+        ur5_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
         fired = mg_detect(UR5_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {

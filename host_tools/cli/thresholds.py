@@ -1,4 +1,5 @@
-"""`manipgen thresholds`: collision thresholds from a collision-free log (max |r| x margin)."""
+"""`manipgen thresholds`: collision thresholds fitted to a collision-free log's residual, with a margin
+from held-out parts of the run (host_tools.studies.thresholds)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ import argparse
 from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
+from host_tools.studies.thresholds import BLOCKS, TARGET
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    t = sub.add_parser("thresholds", help="collision thresholds from a collision-free log (max |r| x margin)")
+    t = sub.add_parser(
+        "thresholds",
+        help="collision thresholds fitted to a collision-free log (threshold + kv |qd| + ka |qdd| + standstill "
+        "part), with a margin from held-out parts of the run",
+    )
     add_robot_arguments(t)
     t.add_argument(
         "data",
@@ -24,10 +30,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")
     t.add_argument("--config", help="config JSON to start from (gains of the observer, encoders, model)")
-    t.add_argument("--margin", type=float, default=1.2, help="factor on the largest residual (>= 1)")
-    t.add_argument("--floor", type=float, default=0.0, help="added to every threshold, N m")
+    t.add_argument(
+        "--margin",
+        type=float,
+        help="factor on the fitted envelope (>= 1; default: derived so that the worst held-out block's "
+        "max |r| / threshold is --target)",
+    )
+    t.add_argument(
+        "--target",
+        type=float,
+        default=TARGET,
+        help="the worst held-out max |r| / threshold the derived margin gives (default %(default)g)",
+    )
+    t.add_argument(
+        "--blocks", type=int, default=BLOCKS, help="held-out blocks the run is split into (default %(default)d)"
+    )
+    t.add_argument(
+        "--static", action="store_true", help="a constant threshold per joint (kv = ka = ks = 0): max |r| x margin"
+    )
+    t.add_argument("--floor", type=float, default=0.0, help="added to every threshold's static part, N m")
     t.add_argument("--skip", type=float, default=0.5, help="seconds of start-up left out")
-    t.add_argument("--out", help="write the config JSON with det.threshold set (and the tuned settings)")
+    t.add_argument(
+        "--keep-flagged",
+        action="store_true",
+        help="design from the samples the input checks flag too (default: left out, and listed)",
+    )
+    t.add_argument(
+        "--out", help="write the config JSON with det.threshold, kv, ka, ks, vs set (and the tuned settings)"
+    )
     t.add_argument(
         "--tune",
         action="store_true",
@@ -53,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
     from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.data.checks import check_log
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
     from host_tools.studies.thresholds import (
@@ -65,8 +96,16 @@ def run(args: argparse.Namespace) -> int:
     )
 
     console = Console(stderr=True, soft_wrap=True)
-    if not (args.margin >= 1 and args.floor >= 0 and args.skip >= 0):
-        console.print("manipgen: error: --margin must be >= 1, --floor and --skip >= 0")
+    if not (
+        (args.margin is None or args.margin >= 1)
+        and 0 < args.target <= 1
+        and args.blocks >= 2
+        and args.floor >= 0
+        and args.skip >= 0
+    ):
+        console.print(
+            "manipgen: error: --margin must be >= 1, --target in (0, 1], --blocks >= 2, --floor and --skip >= 0"
+        )
         return 2
     if args.plot and not args.plot.lower().endswith(".png"):
         console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
@@ -82,25 +121,41 @@ def run(args: argparse.Namespace) -> int:
             rt.config.load(args.config)
         log = load_log(args.data, robot)
         other = load_log(args.check, robot) if args.check else None
+        checks = [check_log(log, robot, args.data)] + ([check_log(other, robot, args.check)] if other else [])
+        for found in checks:
+            for line in found.lines():
+                console.print(line)
+        leave_out = [None if args.keep_flagged else c.flagged for c in checks]
         try:
             if args.tune:
                 with stage(console, "tuning the adaptive observer's damping on the run ..."):
                     tuned = tune_adaptive(rt, log, args.skip)
-            design = design_thresholds(rt, log, args.margin, args.skip, args.floor)
+            design = design_thresholds(
+                rt,
+                log,
+                args.margin,
+                args.skip,
+                args.floor,
+                target=args.target,
+                blocks=args.blocks,
+                static=args.static,
+                exclude=leave_out[0],
+            )
         except ValueError as err:
             raise ValueError(f"{args.data}: {err}") from None
         if other is not None:
             try:
-                check = check_thresholds(rt, other, design.threshold, args.skip)
+                check = check_thresholds(rt, other, design, args.skip, leave_out[1])
             except ValueError as err:
                 raise ValueError(f"{args.check}: {err}") from None
-        rt.config["det.threshold"] = design.threshold
+        for key, value in design.config().items():
+            rt.config[key] = value
         if args.plot:
             plots.threshold_residuals(
                 design,
                 rt.sample_period,
                 Path(args.plot),
-                f"{rt.name} ({rt.label})\nr on {Path(args.data).name}, thresholds = {args.margin:g} x max |r|"
+                f"{rt.name} ({rt.label})\nr on {Path(args.data).name}, {_shape(design.margin, args.static)}"
                 + (f" + {args.floor:g}" if args.floor else "")
                 + (f"; blue: {Path(args.check).name}" if args.check else ""),
                 (Path(args.check).name, check) if check is not None else None,
@@ -113,11 +168,28 @@ def run(args: argparse.Namespace) -> int:
     doc: dict[str, object] = {
         "robot": rt.name,
         "pipeline": rt.label,
-        "margin": args.margin,
+        "shape": "static" if args.static else "fitted",
+        "margin": design.margin,
+        "margin_from": {
+            "derived": not design.margin_given,
+            "rule": "given (--margin)" if design.margin_given else "max(1, worst held-out max |r| / envelope) / target",
+            "target": design.target,
+            "blocks": int(design.held_out.shape[0]),
+            "held_out_worst": float(design.held_out.max()),
+            "held_out_ratio": design.held_out.tolist(),
+        },
         "skip_s": args.skip,
         "floor": args.floor,
         "samples": design.samples,
+        "flagged_left_out": design.excluded,
+        "checks": [f for c in checks for f in c.as_json()],
+        "acceleration": design.acceleration,
         "threshold": design.threshold.tolist(),
+        "kv": design.kv.tolist(),
+        "ka": design.ka.tolist(),
+        "ks": design.ks.tolist(),
+        "vs": design.vs.tolist(),
+        "threshold_mean": design.threshold_mean.tolist(),
         "max_residual": design.max_residual.tolist(),
         "at_time_s": design.at_time.tolist(),
     }
@@ -134,30 +206,48 @@ def run(args: argparse.Namespace) -> int:
             "max_residual": check.max_residual.tolist(),
             "ratio": check.ratio.tolist(),
             "false_alarm_samples": check.false_alarm_samples.tolist(),
+            "threshold_mean": check.threshold_mean.tolist(),
         }
     # --check: false alarms on the other run make the exit code 1 (the thresholds do not hold there)
     failed = 1 if check is not None and int(check.false_alarm_samples.sum()) > 0 else 0
     if args.json:
         print(json.dumps(doc, indent=1))
         return failed
+    derived = (
+        "given (--margin)"
+        if design.margin_given
+        else f"max(1, worst held-out ratio {design.held_out.max():.3f} of {design.held_out.shape[0]} blocks) / "
+        f"target {design.target:g}"
+    )
     print(
-        f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s; threshold = "
-        f"{args.margin:g} x max |r| + {args.floor:g}\n"
+        f"{rt.name} ({rt.label}), {design.samples} samples after {args.skip:g} s"
+        + (f" ({design.excluded} flagged left out)" if design.excluded else "")
+        + f"; {_shape(design.margin, args.static)} + {args.floor:g}\nmargin {design.margin:.3f}: {derived}"
+        + ("" if design.acceleration or args.static else "; the estimator gives no q-ddot: ka is moot (0)")
+        + "\n"
     )
     if tuned is not None:
         print(
             f"tuned: obs.lam = {tuned.lam:g} (sum_j max|r_j| / RMS(tau_j): {tuned.objective:.3g}, was "
             f"{tuned.default_objective:.3g})\n"
         )
-    head = "| joint | max abs(r) | at (s) | threshold |" + (
-        " check: max abs(r) | ratio | samples above |" if check is not None else ""
+    head = "| joint | max abs(r) | at (s) | threshold | kv | ka | ks | vs | mean threshold |" + (
+        " check: max abs(r) | ratio | samples above | mean threshold |" if check is not None else ""
     )
-    print(head + "\n| --: | --: | --: | --: |" + (" --: | --: | --: |" if check is not None else ""))
-    for i, (m, t, th) in enumerate(zip(design.max_residual, design.at_time, design.threshold)):
-        row = f"| {i + 1} | {m:.4g} | {t:.3f} | {th:.4g} |"
+    print(head + "\n|" + " --: |" * 9 + (" --: | --: | --: | --: |" if check is not None else ""))
+    for i in range(len(design.threshold)):
+        row = (
+            f"| {i + 1} | {design.max_residual[i]:.4g} | {design.at_time[i]:.3f} | {design.threshold[i]:.4g} | "
+            f"{design.kv[i]:.4g} | {design.ka[i]:.4g} | {design.ks[i]:.4g} | {design.vs[i]:.3g} | "
+            f"{design.threshold_mean[i]:.4g} |"
+        )
         if check is not None:
-            row += f" {check.max_residual[i]:.4g} | {check.ratio[i]:.2f} | {int(check.false_alarm_samples[i])} |"
+            row += (
+                f" {check.max_residual[i]:.4g} | {check.ratio[i]:.2f} | {int(check.false_alarm_samples[i])} | "
+                f"{check.threshold_mean[i]:.4g} |"
+            )
         print(row)
+    print(f"\nsum of the mean thresholds: {design.threshold_mean.sum():.4g}")
     if check is not None:
         alarms = int(check.false_alarm_samples.sum())
         print(
@@ -165,13 +255,19 @@ def run(args: argparse.Namespace) -> int:
             + (
                 "no false alarm"
                 if alarms == 0
-                else f"{alarms} samples above a threshold (false alarms: raise --margin or --floor)"
+                else f"{alarms} samples above a threshold (false alarms: lower --target, or raise --margin or --floor)"
             )
         )
     for path, what in (
-        (args.out, "config (det.threshold set; load it with rt.config.load)"),
+        (args.out, "config (det.threshold, kv, ka, ks, vs set; load it with rt.config.load)"),
         (args.plot, "residual plot"),
     ):
         if path:
             print(f"wrote {path}: {what}")
     return failed
+
+
+def _shape(margin: float, static: bool) -> str:
+    if static:
+        return f"threshold = {margin:.3g} x max |r|"
+    return f"threshold = {margin:.3g} x (the least-mean envelope of |r|: c0 + kv |qd| + ka |qdd| + ks exp(-|qd|/vs))"

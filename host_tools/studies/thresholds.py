@@ -1,41 +1,154 @@
-"""Collision thresholds from collision-free data (issue #7 item 3): replay a log through the robot's
-pipeline, take each joint's largest |r| after the start-up transient, and set
-det.threshold = margin x that + floor -- the smallest false-alarm-free threshold on this run, with
-a margin for runs it has not seen. ``check_thresholds`` replays another run against them (false
-alarms); ``tune_adaptive`` picks the adaptive observer's damping that gives the lowest thresholds
-on a run, at the observer gain K it has.
+"""Collision thresholds from collision-free data (issues #7, #24): replay a log through the robot's
+pipeline and fit the detect block's threshold per joint,
+
+    level = threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)
+
+(codegen.blocks.detect.level, the expression the generated C computes) to the residual r.
+
+The fit, per joint: the envelope of least mean over the run that covers every |r| sample -- a linear
+programme in (threshold, kv, ka, ks) >= 0 (the level is linear in them: its Jacobian is the
+regressor), with the standstill scale vs common to the joints, chosen from ``STANDSTILL_SCALES``.
+Covering every sample is the false-alarm-free design on this run (what max |r| is for a constant
+threshold); minimising the mean lowers the threshold where the residual is low. The static part is
+kept >= ``MIN_STATIC`` x max |r| so that every joint detects. ``shape="static"`` fits the constant
+only (kv = ka = ks = 0: the max |r| of before).
+
+The margin, from the run itself (leave-part-out): the used samples are split into ``blocks``
+contiguous blocks; for each, the envelope is fitted on the others and the held-out block's worst
+|r| / envelope is measured. The margin makes the worst of these (or of the run itself, >= 1) equal
+``target``: margin = max(1, worst held-out ratio) / target. The scale vs is the one whose margined
+envelopes have the lowest sum of means. ``check_thresholds`` replays another run against them.
 
     rt = load_rt("kuka_iiwa14", observer="momentum")
     design = design_thresholds(rt, Log.load("free.npz"))
-    rt.config["det.threshold"] = design.threshold; rt.config.save("config.json")
+    for key, value in design.config().items():
+        rt.config[key] = value
+    rt.config.save("config.json")
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 
+import casadi as cs
 import numpy as np
+from scipy.optimize import linprog
 
+from codegen.blocks.detect import COEFFICIENTS, level
 from host_tools.bindings.rt import Realtime
 from host_tools.data.logs import Log
+
+STANDSTILL_SCALES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # candidate vs, rad/s (m/s if prismatic)
+MIN_STATIC = 1e-3  # the static part's floor, a fraction of the joint's max |r| (so that it detects)
+TARGET = 0.85  # default worst held-out max |r| / threshold the margin gives
+BLOCKS = 8  # default number of held-out blocks
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    threshold: np.ndarray  # per joint, N m (or N)
-    max_residual: np.ndarray  # largest |r| per joint after the skipped start
+    threshold: np.ndarray  # static part per joint (margin applied, floor added), N m (or N)
+    kv: np.ndarray  # N m s/rad
+    ka: np.ndarray  # N m s^2/rad (0 where the estimator gives no q-ddot)
+    ks: np.ndarray  # N m, the standstill part
+    vs: np.ndarray  # rad/s, its velocity scale
+    margin: float  # the factor on the fitted envelope
+    margin_given: bool  # True: the caller's; False: derived from the held-out blocks
+    target: float  # the worst held-out ratio the derived margin gives
+    held_out: np.ndarray  # (blocks, n): max |r| / envelope on each block, envelope fitted on the others
+    acceleration: bool  # whether the estimator gives a q-ddot estimate (else ka is moot, 0)
+    threshold_mean: np.ndarray  # per joint, the whole threshold's mean over the used samples
+    level: np.ndarray  # (K, n) the whole threshold along the log
+    max_residual: np.ndarray  # largest |r| per joint over the used samples
     at_time: np.ndarray  # when it occurred, s from the start of the log
     samples: int  # samples used
+    excluded: int  # samples after the skipped start left out (flagged by the input checks)
     residual: np.ndarray  # r (K, n) over the whole log, N m (or N)
     skipped: int  # samples left out at the start
 
+    def config(self) -> dict[str, np.ndarray]:
+        """The detect block's run-time config fields of this design."""
+        return {
+            "det.threshold": self.threshold,
+            "det.kv": self.kv,
+            "det.ka": self.ka,
+            "det.ks": self.ks,
+            "det.vs": self.vs,
+        }
 
-def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float = 0.5, floor: float = 0.0) -> Thresholds:
-    """``skip`` seconds at the start are left out (observer start-up); the log must be collision-free."""
-    if not margin >= 1.0:
-        raise ValueError(f"margin must be >= 1 (a factor on the largest residual), got {margin!r}")
-    if not (skip >= 0 and floor >= 0):
-        raise ValueError("skip and floor must be >= 0")
+
+@cache
+def _level_functions() -> tuple[cs.Function, cs.Function]:
+    """detect.level for one joint, (qd, qdd, coefficients, vs) -> level, and its regressor
+    (qd, qdd, vs) -> d level / d coefficients (the level is linear in them where threshold > 0)."""
+    qd, qdd, vs = cs.SX.sym("qd"), cs.SX.sym("qdd"), cs.SX.sym("vs")
+    coef = cs.SX.sym("c", len(COEFFICIENTS))
+    lv = level(qd, qdd, coef[0], coef[1], coef[2], coef[3], vs)
+    on = cs.DM([1.0] + [0.0] * (len(COEFFICIENTS) - 1))  # any threshold > 0: the detecting branch
+    regressor = cs.substitute(cs.jacobian(lv, coef), coef, on)
+    return cs.Function("level", [qd, qdd, coef, vs], [lv]), cs.Function("regressor", [qd, qdd, vs], [regressor])
+
+
+def regressor(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
+    """(K, len(COEFFICIENTS)) the threshold's regressor of one joint along a run."""
+    f = _level_functions()[1].map(len(qd))  # one 1 x 4 row per sample, side by side
+    x = np.asarray(f(np.asarray(qd, float)[None, :], np.asarray(qdd, float)[None, :], vs))
+    return x.reshape(len(qd), len(COEFFICIENTS))
+
+
+def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarray:
+    """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat."""
+    qd, qdd = np.asarray(outs["qd_hat"], float), np.asarray(outs["qdd_hat"], float)
+    f = _level_functions()[0].map(len(qd))
+    cols = []
+    for j in range(qd.shape[1]):
+        c = np.array([[design.threshold[j]], [design.kv[j]], [design.ka[j]], [design.ks[j]]])
+        cols.append(np.asarray(f(qd[None, :, j], qdd[None, :, j], c, design.vs[j])).ravel())
+    return np.column_stack(cols)
+
+
+def envelope(r: np.ndarray, x: np.ndarray, low: float) -> np.ndarray:
+    """Coefficients c >= (low, 0, ...) of least mean(x c) with x c >= r on every sample: a linear
+    programme solved by cutting planes (the largest |r| first, then the violated samples), exact."""
+    cost = x.mean(axis=0)
+    used = cost > 0  # a regressor column that is 0 throughout (no q-ddot estimate): its coefficient is 0
+    xs = x[:, used]
+    bounds = [(low, None)] + [(0.0, None)] * (int(used.sum()) - 1)
+    active = np.zeros(len(r), bool)
+    active[np.argsort(r)[-CUTS:]] = True
+    tol = 1e-9 * max(float(r.max()), 1e-300)
+    while True:
+        res = linprog(cost[used], A_ub=-xs[active], b_ub=-r[active], bounds=bounds, method="highs")
+        if not res.success:
+            raise ValueError(f"the threshold fit failed ({res.message})")
+        gap = r - xs @ res.x
+        bad = np.flatnonzero(gap > tol)
+        if not bad.size:
+            c = np.zeros(x.shape[1])
+            c[used] = res.x
+            return c
+        active[bad[np.argsort(gap[bad])[-CUTS:]]] = True
+
+
+CUTS = 256  # samples added to the linear programme per round
+
+
+def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int) -> np.ndarray:
+    """(blocks,) max |r| / envelope on each contiguous block, the envelope fitted on the others."""
+    out = np.zeros(blocks)
+    for b, idx in enumerate(np.array_split(np.arange(len(r)), blocks)):
+        rest = np.ones(len(r), bool)
+        rest[idx] = False
+        c = envelope(r[rest], x[rest], low)
+        out[b] = np.max(r[idx] / (x[idx] @ c))
+    return out
+
+
+def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.ndarray], int]:
+    """The pipeline's outputs over a collision-free log (checked to fit the pipeline and to move)
+    and the index of the first sample after ``skip`` seconds."""
+    if not skip >= 0:
+        raise ValueError("skip must be >= 0")
     if log.robot != rt.name:
         raise ValueError(f"the log is of robot {log.robot!r}, the pipeline is {rt.name!r}")
     if abs(log.sample_period - rt.sample_period) > 1e-9 * rt.sample_period:
@@ -53,7 +166,6 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
     if len(log) <= k0 + 1:
         raise ValueError(f"the log has {len(log)} samples; skipping {skip:g} s leaves none")
     outs = replay(rt, log)
-    residual = np.asarray(outs["r"], float)
     speed = np.max(np.abs(np.asarray(outs["qd_hat"], float)[k0:]), axis=0)
     moving = np.array([MOVING[t] for t in rt.manifest["joint_types"]])
     if not np.any(speed >= moving):
@@ -64,11 +176,92 @@ def design_thresholds(rt: Realtime, log: Log, margin: float = 1.2, skip: float =
             "if prismatic): thresholds from standstill are below the residual of any motion; record a run "
             "that moves (manipgen record)"
         )
-    r = np.abs(residual[k0:])
-    if not np.all(np.isfinite(r)):
+    if not np.all(np.isfinite(np.asarray(outs["r"], float)[k0:])):
         raise ValueError("the residual is not finite on this log (diverged estimator or bad torques)")
+    return outs, k0
+
+
+def _used(k: int, k0: int, exclude: np.ndarray | None) -> np.ndarray:
+    use = np.arange(k) >= k0
+    if exclude is not None:
+        if np.shape(exclude) != (k,):
+            raise ValueError(f"exclude: expected a ({k},) mask of samples, got shape {np.shape(exclude)}")
+        use &= ~np.asarray(exclude, bool)
+    return use
+
+
+def design_thresholds(
+    rt: Realtime,
+    log: Log,
+    margin: float | None = None,
+    skip: float = 0.5,
+    floor: float = 0.0,
+    *,
+    target: float = TARGET,
+    blocks: int = BLOCKS,
+    static: bool = False,
+    exclude: np.ndarray | None = None,
+) -> Thresholds:
+    """Thresholds from a collision-free log (see the module docstring). ``skip`` seconds at the
+    start are left out (observer start-up), and the samples where ``exclude`` (K,) is True (flagged
+    by the input checks). ``margin`` None: derived from ``blocks`` held-out blocks to ``target``."""
+    if margin is not None and not margin >= 1.0:
+        raise ValueError(f"margin must be >= 1 (a factor on the fitted envelope), got {margin!r}")
+    if not 0 < target <= 1:
+        raise ValueError(f"target must be in (0, 1] (a held-out max |r| / threshold), got {target!r}")
+    if not floor >= 0:
+        raise ValueError("floor must be >= 0")
+    if not blocks >= 2:
+        raise ValueError(f"blocks must be >= 2 (held-out parts of the run), got {blocks!r}")
+    outs, k0 = replay_residual(rt, log, skip)
+    residual = np.asarray(outs["r"], float)
+    use = _used(len(residual), k0, exclude)
+    if use.sum() < 2 * blocks:
+        raise ValueError(f"{int(use.sum())} samples left to design from (after the skipped start and the flagged ones)")
+    r = np.abs(residual[use])
+    qd, qdd = np.asarray(outs["qd_hat"], float)[use], np.asarray(outs["qdd_hat"], float)[use]
+    acceleration = bool(np.any(qdd != 0))
+    n = r.shape[1]
     worst = r.max(axis=0)
-    return Thresholds(margin * worst + floor, worst, (k0 + r.argmax(axis=0)) * rt.sample_period, len(r), residual, k0)
+    low = MIN_STATIC * worst
+    scales = (float(rt.config["det.vs"][0]),) if static else STANDSTILL_SCALES
+    fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (blocks, n))
+    for vs in scales:
+        coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), np.zeros((blocks, n)), np.zeros(n)
+        for j in range(n):
+            x = regressor(qd[:, j], qdd[:, j], vs)
+            if static:
+                x[:, 1:] = 0.0
+            coef[j] = envelope(r[:, j], x, low[j])
+            ratios[:, j] = held_out_ratios(r[:, j], x, low[j], blocks)
+            means[j] = float(np.mean(x @ coef[j]))
+        fits.append((float(means.sum() * max(1.0, ratios.max())), vs, coef, ratios))
+    _, vs, coef, ratios = min(fits, key=lambda f: f[0])
+    m = margin if margin is not None else max(1.0, float(ratios.max())) / target
+    coef = m * coef
+    coef[:, 0] += floor
+    draft = Thresholds(
+        coef[:, 0],
+        coef[:, 1],
+        coef[:, 2],
+        coef[:, 3],
+        np.full(n, vs),
+        m,
+        margin is not None,
+        target,
+        ratios,
+        acceleration,
+        np.zeros(n),
+        np.zeros_like(residual),
+        worst,
+        (np.flatnonzero(use)[r.argmax(axis=0)]) * rt.sample_period,
+        len(r),
+        int(np.sum(~use[k0:])),
+        residual,
+        k0,
+    )
+    along = threshold_along(outs, draft)
+    return replace(draft, threshold_mean=along[use].mean(axis=0), level=along)
 
 
 def replay(rt: Realtime, log: Log) -> dict[str, np.ndarray]:
@@ -94,20 +287,29 @@ class Check:
 
     max_residual: np.ndarray  # per joint after the skipped start
     false_alarm_samples: np.ndarray  # samples with |r| above the threshold, per joint
-    ratio: np.ndarray  # max |r| / threshold per joint (< 1: no false alarm)
+    ratio: np.ndarray  # max over the samples of |r| / threshold per joint (< 1: no false alarm)
+    threshold_mean: np.ndarray  # per joint, the whole threshold's mean over this run's samples
+    level: np.ndarray  # (K, n) the whole threshold along this run
     residual: np.ndarray
     skipped: int
 
 
-def check_thresholds(rt: Realtime, log: Log, threshold: np.ndarray, skip: float = 0.5) -> Check:
+def check_thresholds(
+    rt: Realtime, log: Log, design: Thresholds, skip: float = 0.5, exclude: np.ndarray | None = None
+) -> Check:
     """Replay ``log`` (collision-free, of the same robot and rate) and count the samples whose |r|
-    exceeds ``threshold`` -- each one a false alarm (before the detector's debounce)."""
-    design = design_thresholds(rt, log, 1.0, skip, 0.0)
-    r = np.abs(design.residual[design.skipped :])
-    th = np.asarray(threshold, float)
+    exceeds the designed threshold along this run -- each one a false alarm (before the detector's
+    debounce). ``exclude``: samples left out (flagged by the input checks)."""
+    outs, k0 = replay_residual(rt, log, skip)
+    residual = np.asarray(outs["r"], float)
+    use = _used(len(residual), k0, exclude)
+    if not use.any():
+        raise ValueError("no sample left to check (after the skipped start and the flagged ones)")
+    along = threshold_along(outs, design)
+    r, th = np.abs(residual[use]), along[use]
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero threshold: ratio inf (or 0 for r = 0)
-        ratio = np.where(design.max_residual > 0, design.max_residual / th, 0.0)
-    return Check(design.max_residual, np.sum(r > th, axis=0), ratio, design.residual, design.skipped)
+        ratio = np.max(np.where(r > 0, r / th, 0.0), axis=0)
+    return Check(r.max(axis=0), np.sum(r > th, axis=0), ratio, th.mean(axis=0), along, residual, k0)
 
 
 ADAPTIVE_LAMBDA_GRID = tuple(10.0**k for k in range(-6, 5))  # the adaptive observer's Y+ damping
@@ -144,7 +346,8 @@ def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
     scale = np.where(scale > 0, scale, 1.0)
 
     def objective() -> float:
-        return float(np.sum(design_thresholds(rt, log, 1.0, skip, 0.0).max_residual / scale))
+        outs, k0 = replay_residual(rt, log, skip)
+        return float(np.sum(np.max(np.abs(np.asarray(outs["r"], float)[k0:]), axis=0) / scale))
 
     start = float(rt.config["obs.lam"])
     default = objective()  # a log that does not fit the pipeline fails here, once

@@ -30,7 +30,7 @@ def _run(reaction: int):
     rt = load_rt("planar2", estimator="kalman", observer="momentum", controller="computed_torque")
     traj = _swing(rt.sample_period)
     free = simulate(rt, traj).log  # the same swing without the obstacle
-    rt.config["det.threshold"] = design_thresholds(rt, free, margin=1.5, skip=0.0, floor=0.2).threshold
+    rt.config["det.threshold"] = design_thresholds(rt, free, margin=1.5, skip=0.0, floor=0.2, static=True).threshold
     rt.config["det.reaction"] = reaction
     contact = Contact(point=(0.0, PLANE_Y, 0.0), normal=(0.0, 1.0, 0.0))
     return simulate(rt, traj, contact=contact), contact
