@@ -21,6 +21,7 @@ from host_tools.data.logs import Log
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "lwa4p"
 RUNS = {"FinDiff": DATA / "4ms_FinDiff_run1.mat", "MovAv": DATA / "4ms_MovAv_run1.mat"}
+RUNS_EXPERIMENT1 = DATA / "Experiment1_data.mat"  # clipped drives from t = 31 s: the input checks flag them
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -219,31 +220,72 @@ def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys
     assert ident[:3].sum() <= 0.85 * nominal[:3].sum(), (nominal, ident)
 
 
+def _identify(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    import json
+
+    assert main(["identify", "schunk_lwa4p", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_friction_terms_beat_plain_least_squares_on_the_other_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's command as it is (#24): on a recorded run the friction terms (Dahl, load-dependent,
+    Stribeck) are chosen per joint on held-out blocks of the fitting run; validated on the other run,
+    the base fit beats the plain least-squares baseline on the same pair by the issue's goal (sum <= 0.9 x,
+    no joint above 1.02 x; measured 0.625 and at most 0.754 per joint), both ways."""
+    for fit, val in (("FinDiff", "MovAv"), ("MovAv", "FinDiff")):
+        out = tmp_path / fit
+        doc = _identify([str(RUNS[fit]), "--validate", str(RUNS[val]), "--out", str(out)], capsys)
+        assert (
+            doc["settings"]["identification"]["friction_terms"] and doc["settings"]["identification"]["min_speed"] == 0
+        )
+        base = np.array(doc["validation_rms"]["base"])
+        baseline = np.array(doc["baseline_ls"]["validation_rms"])
+        assert base.sum() <= 0.9 * baseline.sum(), (base, baseline)
+        assert np.all(base <= 1.02 * baseline), (base, baseline)
+        assert doc["baseline_ls"]["base_ratio_sum"] == pytest.approx(base.sum() / baseline.sum(), rel=1e-12)
+        if fit == "FinDiff":
+            # an independent plain least squares (the issue's) gave 8.57 N m on this pair; ours, the
+            # same columns and processing, within 2 % (edge trimming and filter details may differ)
+            assert baseline.sum() == pytest.approx(8.57, rel=0.02)
+            # the physically consistent parameters (the description's model, what the generated C
+            # computes) stay within 10 % of the reference, as before the terms
+            assert np.all(np.array(doc["validation_rms"]["physical"]) <= 1.10 * REFERENCE_VALIDATION_RMS)
+            terms = doc["friction_terms"]["per_joint"]
+            assert len(terms) == 6 and all(t["joint"] == j + 1 for j, t in enumerate(terms))
+            # chosen on the fitting run alone: validating on another run picks the same terms
+            other = _identify([str(RUNS[fit]), "--validate", str(RUNS_EXPERIMENT1)], capsys)
+            assert other["friction_terms"]["per_joint"] == terms
+            assert [n for n in doc["base"] if n[:2] in ("FD", "FL", "FS")]
+    # the physical parameters are the description's model: its C takes them at run time
+    assert (tmp_path / "FinDiff" / "config_identified.json").exists()
+    from host_tools import load
+
+    dyn = load(tmp_path / "FinDiff" / "schunk_lwa4p_identified.yaml")
+    for q in np.random.default_rng(1).uniform(-np.pi, np.pi, (50, 6)):
+        np.linalg.cholesky(dyn.mass_matrix(q))  # raises unless M(q) is positive definite
+
+
 def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The issue's command as it is: on a recorded run each joint's Coulomb scale is fitted (on the
+    """--fit-coulomb-scale --no-friction-terms: each joint's Coulomb scale is fitted (on the
     fitting run only) and the slow samples kept (the tanh model is defined at rest), and the WLS
     base parameters are at least as good as the reference on every joint, joint 5 included; the
     physical ones within 10 %. The identified YAML carries the chosen scales."""
-    import json
-
-    assert (
-        main(
-            [
-                "identify",
-                "schunk_lwa4p",
-                str(RUNS["FinDiff"]),
-                "--validate",
-                str(RUNS["MovAv"]),
-                "--json",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-        == 0
+    doc = _identify(
+        [
+            str(RUNS["FinDiff"]),
+            "--validate",
+            str(RUNS["MovAv"]),
+            "--fit-coulomb-scale",
+            "--no-friction-terms",
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
     )
-    doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["identification"]["min_speed"] == 0.0
     base, phys = np.array(doc["validation_rms"]["base"]), np.array(doc["validation_rms"]["physical"])
     assert np.all(base <= REFERENCE_VALIDATION_RMS), base

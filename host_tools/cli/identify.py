@@ -55,9 +55,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument(
         "--fit-coulomb-scale",
         action=argparse.BooleanOptionalAction,
+        default=False,
         help="choose each joint's smooth Coulomb scale tanh(qd/v) from v in 0.001-0.05 rad/s by its fit "
-        "residual (the identified YAML carries them; the C must be regenerated from it). Default: "
-        "on for a recorded run (no --excitation) of a description with tanh Coulomb friction",
+        "residual (the identified YAML carries them; the C must be regenerated from it)",
+    )
+    d.add_argument(
+        "--friction-terms",
+        action=argparse.BooleanOptionalAction,
+        help="a recorded run: choose per joint, on held-out blocks of DATA, Dahl (position-domain), "
+        "load-dependent and Stribeck friction terms beyond viscous + Coulomb (docs/identification.md). "
+        "Default: on for a recorded run (no --excitation) of a description with tanh Coulomb friction",
     )
     d.add_argument(
         "--method",
@@ -137,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.data.logs import Log, LogError
     from host_tools.data.mat_logs import load_log
     from host_tools.identification.excitation import Excitation
-    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_coulomb_scales
+    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
 
     console = Console(stderr=True, soft_wrap=True)
     if args.synthetic == bool(args.data):
@@ -147,29 +154,41 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     if args.method:
-        if args.fit_coulomb_scale or args.min_speed is not None:
+        if args.fit_coulomb_scale or args.friction_terms or args.min_speed is not None:
             console.print(
-                "manipgen: error: --fit-coulomb-scale and --min-speed belong to the inverse-dynamics "
-                "identification (without --method)"
+                "manipgen: error: --fit-coulomb-scale, --friction-terms and --min-speed belong to the "
+                "inverse-dynamics identification (without --method)"
             )
             return 2
         return _identify_closed_loop(args, console)
-    fit_scales = args.fit_coulomb_scale
-    if fit_scales is None:
-        try:
-            fit_scales = fits_coulomb_scales(load_robot(args.robot), recorded=not (args.excitation or args.synthetic))
-        except DescriptionError as err:
-            console.print(f"manipgen: error: {err}")
-            return 2
+    fit_scales = bool(args.fit_coulomb_scale)
+    terms = args.friction_terms
+    try:
+        described = load_robot(args.robot)
+    except DescriptionError as err:
+        console.print(f"manipgen: error: {err}")
+        return 2
+    recorded = not (args.excitation or args.synthetic)
+    if terms is None:
+        terms = fits_friction_terms(described, recorded)
+    elif terms and not fits_friction_terms(described, recorded):
+        console.print(
+            "manipgen: error: --friction-terms: for a recorded run (no --excitation, not --synthetic) of a "
+            "description with smooth Coulomb friction it identifies (coulomb: {model: tanh}, FC in joint_parameters)"
+        )
+        return 2
     settings = IdentSettings(
         band=args.band,
         min_abs=args.min_abs,
         max_rsd=args.max_rsd,
         weighted=not args.ols,
         cutoff_q=args.cutoff_q,
-        # a fitted tanh scale needs the samples near rest, where the scales differ
-        min_speed=(0.0 if fit_scales else IdentSettings.min_speed) if args.min_speed is None else args.min_speed,
+        # a fitted tanh scale and the friction terms need the samples near rest, where they differ
+        min_speed=(0.0 if fit_scales or terms else IdentSettings.min_speed)
+        if args.min_speed is None
+        else args.min_speed,
         coulomb_scales=COULOMB_SCALE_GRID if fit_scales else (),
+        friction_terms=terms,
     )
     if not (
         settings.band > 0

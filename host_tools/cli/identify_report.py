@@ -10,26 +10,39 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from codegen.emit.files import write_file
 from codegen.model.description import load_robot
 from codegen.model.export import robot_to_urdf, robot_to_yaml
+from codegen.model.robot import Robot
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import plots
 from host_tools.data.checks import LogChecks, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
-from host_tools.identification.baseline import baseline_doc, baseline_fit, baseline_robot
-from host_tools.identification.excitation import Excitation
-from host_tools.identification.least_squares import model, one_blas_thread
+from host_tools.identification.baseline import baseline_doc, baseline_robot, missing_joint_columns, offset_columns
+from host_tools.identification.friction_terms import (
+    DAHL_LENGTHS,
+    FOLDS,
+    MIN_GAIN,
+    STRIBECK_VELOCITIES,
+    Candidates,
+    FrictionTerms,
+    Selection,
+    candidates,
+    columns,
+    select,
+)
+from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
 from host_tools.identification.physical import PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
     Processed,
     equation_rows,
+    filtered,
     fit_coulomb_scales,
     identify,
     observation,
@@ -38,9 +51,13 @@ from host_tools.identification.pipeline import (
     samples_of,
     synthetic_log,
     validation_data,
+    weighted_fit,
     with_coulomb_scales,
 )
 from host_tools.identification.processing import lowpass
+
+if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
+    from host_tools.identification.excitation import Excitation
 
 WELL_EXCITED_RSD = 0.5  # %: "well excited" base parameters (their eq. 7 RSD at most this)
 
@@ -95,6 +112,12 @@ def run(
         stages["coulomb_scales"] = scales_s
     rows = equation_rows(data, settings, qd)
     kept = ident.essential.kept
+    extended = None
+    if settings.friction_terms:
+        stage("friction terms (held-out blocks of the run)")
+        t1 = time.perf_counter()
+        extended = _friction_terms(m, log, data, settings, y, tau, qd, rows)
+        stages["friction_terms"] = time.perf_counter() - t1
     stage("physical parameters (multi-start IPOPT)")
     t1 = time.perf_counter()
     # the eliminated base parameters stay within 3 standard deviations of their least-squares value
@@ -109,27 +132,28 @@ def run(
     )
     stages["physical"] = time.perf_counter() - t1
     beta_phys = m.base.k @ phys.standard
+    rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
     doc: dict[str, Any] = {
         "robot": robot.name,
         "n_base": len(m.names),
-        "n_essential": len(kept),
-        "eliminated": ident.essential.removed,
+        "n_essential": len(rep.essential.names),
+        "eliminated": rep.essential.removed,
         "periods_averaged": data.periods,
         "base": {
             n: {"value": float(v), "rsd": float(r) / 100}  # a fraction, as every ratio of the JSON
-            for n, v, r in zip(m.names, ident.base.values, ident.base.rsd)
+            for n, v, r in zip(rep.names, rep.base.values, rep.base.rsd)
         },
         "essential": {
             n: {"value": float(v), "rsd": float(r) / 100}
-            for n, v, r in zip(ident.essential.names, ident.essential.values, ident.essential.rsd)
+            for n, v, r in zip(rep.essential.names, rep.essential.values, rep.essential.rsd)
         },
         "physical": {n: float(v) for n, v in zip(phys.names, phys.mu)},
         "physical_objective": phys.objective,
         "base_objective": phys.base_objective,
         "physical_starts": phys.starts,
         "fit_rms": {
-            "base": ident.base.rms.tolist(),
-            "essential": ident.essential.rms.tolist(),
+            "base": rep.base.rms.tolist(),
+            "essential": rep.essential.rms.tolist(),
             "physical": _rms(y, tau, beta_phys).tolist(),
         },
         "settings": {"identification": vars(settings), "physical": vars(physical)},
@@ -141,8 +165,8 @@ def run(
     }
     arrays = {
         "tau": tau,
-        "base": (y @ ident.base.values).reshape(tau.shape),
-        "essential": (y[:, kept] @ ident.essential.values).reshape(tau.shape),
+        "base": (rep.y @ rep.base.values).reshape(tau.shape),
+        "essential": (rep.y[:, rep.essential.kept] @ rep.essential.values).reshape(tau.shape),
         "physical": (y @ beta_phys).reshape(tau.shape),
         "ts": data.sample_period * len(data.q) / len(tau),
         "periodic": exc is not None,
@@ -160,31 +184,92 @@ def run(
             not free,
             robot,
             checks.left_out(checks.validate),
+            rep.terms,
         )
-        betas = {"base": ident.base.values, "essential": ident.essential.full(len(m.names)), "physical": beta_phys}
+        betas = {"base": rep.base.values, "essential": rep.essential.full(len(rep.names)), "physical": beta_phys}
         doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
         doc["validation_residual"] = _residual_diagnostics(
-            val.tau - val.predicted(ident.base.values), settings.cutoff_q, val.time[1] - val.time[0]
+            val.tau - val.predicted(rep.base.values), settings.cutoff_q, val.time[1] - val.time[0]
         )
         arrays["validation"] = {
             "tau": val.tau,
             "t": val.time,
-            "base": val.predicted(ident.base.values),
+            "base": val.predicted(rep.base.values),
             "physical": val.predicted(beta_phys),
         }
         stages["validation"] = time.perf_counter() - t1
     stage("plain least-squares baseline")
     t1 = time.perf_counter()
     doc["baseline_ls"] = _baseline(
-        spec, data, settings, validate, exc is not None, doc.get("validation_rms"), checks.left_out(checks.validate)
+        spec,
+        data,
+        settings,
+        validate,
+        exc is not None,
+        doc.get("validation_rms"),
+        checks.left_out(checks.validate),
+        (robot, y, tau, qd),
     )
     if checks.data is not None or checks.validate is not None:
         doc["checks"] = checks.as_json()
+    if rep.selection is not None:
+        doc["friction_terms"] = {
+            "per_joint": rep.selection.terms.as_json(),
+            "cv_rms_description_model": rep.selection.cv_rms_plain.tolist(),
+            "cv_rms": rep.selection.cv_rms.tolist(),
+            "grids": {"dahl_length": list(DAHL_LENGTHS), "stribeck_velocity": list(STRIBECK_VELOCITIES)},
+            "folds": FOLDS,
+            "min_gain": MIN_GAIN,
+            "physical": "the description's model without the terms (what the generated C computes)",
+        }
     stages["baseline_ls"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
+
+
+@dataclass(frozen=True)
+class Reported:
+    """The fit the report gives as base and essential: the description's model, or with friction
+    terms its columns followed by the terms' (names FD_j, FL_j, FS_j)."""
+
+    base: Fit
+    essential: Fit
+    y: np.ndarray  # the observation's columns, stacked (K' n, p)
+    names: list[str]
+    selection: Selection | None = None
+
+    @property
+    def terms(self) -> FrictionTerms | None:
+        return None if self.selection is None else self.selection.terms
+
+
+def _friction_terms(
+    m: Model,
+    log: Samples,
+    data: Processed,
+    settings: IdentSettings,
+    y: np.ndarray,
+    tau: np.ndarray,
+    qd: np.ndarray,
+    rows: np.ndarray,
+) -> Reported:
+    """The friction terms chosen on held-out blocks, then the base and essential fit with them."""
+    n, nb, k = m.robot.dof, len(m.names), len(tau)
+    c = candidates(m, log.q, data.q, data.qd, data.qdd)
+    dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
+    keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
+    nd = max(1, int(np.floor(0.5 / data.sample_period / settings.band)))  # observation's decimation
+    sel = select(
+        y.reshape(k, n, nb), tau, {"dahl": dahl, "load": load, "stribeck": shapes}, nd * data.sample_period, keep
+    )
+    x = columns(sel.terms, Candidates(dahl, load, shapes, c.lengths, c.velocities))
+    y_ext = np.concatenate([y.reshape(k, n, nb), x], axis=2).reshape(k * n, -1)
+    names = list(m.names) + sel.terms.names()
+    base, w = weighted_fit(y_ext, tau, names, rows, data, settings)
+    ess = essential(y_ext, tau, n, names, w, settings.min_abs, settings.max_rsd, rows)
+    return Reported(base, ess, y_ext, names, sel)
 
 
 def _baseline(
@@ -195,17 +280,31 @@ def _baseline(
     periodic: bool,
     ours: dict[str, list[float]] | None,
     flagged: np.ndarray | None,
+    observed: tuple[Robot, np.ndarray, np.ndarray, np.ndarray],
 ) -> dict[str, Any]:
     """The plain least-squares baseline on the same processed data and validation run (the same
-    samples left out)."""
-    robot = baseline_robot(load_robot(spec))
-    y, tau, qd = observation(robot, data, settings)
-    beta = baseline_fit(robot, y, tau, equation_rows(data, replace(settings, min_speed=0.0), qd))
+    samples left out); ``observed``: the robot of an observation already computed, and it."""
+    described = load_robot(spec)
+    robot = baseline_robot(described)
+    missing = missing_joint_columns(robot)
+    if set(missing) - {"FO"}:
+        return {"skipped": f"{robot.name} does not identify {', '.join(missing)}: the baseline's columns need them"}
+    model(described).with_robot(robot)  # the description's C, the baseline's Coulomb shape
+    y, tau, qd = observed[1:] if observed[0].digest == robot.digest else observation(robot, data, settings)
+    n = robot.dof
+    k = len(tau)
+    if missing:  # FO: a constant per joint, through the same filter and decimation
+        (fo,) = filtered(data, settings, [offset_columns(len(data.q), n)])
+        y = np.concatenate([y.reshape(k, n, -1), fo], axis=2).reshape(k * n, -1)
+    rows = equation_rows(data, replace(settings, min_speed=0.0), qd)
+    beta = least_squares(y, tau, n, [str(i) for i in range(y.shape[1])], rows=rows).values
     rms = None
     if validate is not None:
         val = validation_data(
             spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot, flagged
         )
+        if missing:
+            val = replace(val, extra=offset_columns(len(val.tau), n).reshape(-1, n))
         rms = val.rms(beta)
     return baseline_doc(robot, beta, _rms(y, tau, beta), rms, ours["base"] if ours else None)
 

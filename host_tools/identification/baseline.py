@@ -18,34 +18,32 @@ from typing import Any
 import numpy as np
 
 from codegen.model.robot import Coulomb, Robot, digest_of
-from host_tools.identification.least_squares import least_squares, model
 
-BASELINE_JOINT_PARAMETERS = ("IA", "FV", "FC", "FO")
 BASELINE_COULOMB_SCALE = 0.01  # rad/s (m/s): seed 000's data README finds tanh(qd / 0.01) fits its arm
 COLUMNS = "rigid-body base parameters + per joint IA (rotor), FV (viscous), FC tanh(qd/v) (Coulomb), FO (offset)"
 METHOD = "ordinary least squares, unconstrained, every sample, the identification's filtering and torque delay"
 
 
 def baseline_robot(robot: Robot) -> Robot:
-    """The description with the baseline's joint model (its links as they are)."""
+    """The description with the baseline's Coulomb shape, tanh (its own scale, else
+    BASELINE_COULOMB_SCALE): the same generated C serves it (least_squares.Model.with_robot)."""
     if robot.coulomb.model == "tanh":
-        coulomb = robot.coulomb
-    else:
-        coulomb = Coulomb("tanh", (BASELINE_COULOMB_SCALE,))
-    if robot.joint_parameters == BASELINE_JOINT_PARAMETERS and coulomb == robot.coulomb:
         return robot
-    return replace(
-        robot,
-        joint_parameters=BASELINE_JOINT_PARAMETERS,
-        coulomb=coulomb,
-        digest=digest_of(robot.digest.encode(), b"baseline_ls", repr(coulomb).encode()),
-    )
+    coulomb = Coulomb("tanh", (BASELINE_COULOMB_SCALE,))
+    return replace(robot, coulomb=coulomb, digest=digest_of(robot.digest.encode(), repr(coulomb).encode()))
 
 
-def baseline_fit(robot: Robot, y: np.ndarray, tau: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """The baseline's parameters from its observation (Y stacked, tau; ``rows``: the equations
-    used, default all: the samples the input checks left)."""
-    return least_squares(y, tau, robot.dof, model(robot).names, rows=rows).values
+def missing_joint_columns(robot: Robot) -> list[str]:
+    """The baseline's joint parameters the description does not identify: their columns are
+    appended to its regressor (IA, FV and FC multiply qdd_j, qd_j and the Coulomb shape; FO, the
+    offset, a constant 1 in joint j's equation: the one baseline column the generated regressor
+    lacks when the description leaves FO out)."""
+    return [p for p in ("IA", "FV", "FC", "FO") if p not in robot.joint_parameters]
+
+
+def offset_columns(k: int, n: int) -> np.ndarray:
+    """(K, n, n): FO_j's column, 1 in joint j's equation."""
+    return np.broadcast_to(np.eye(n), (k, n, n)).copy()
 
 
 def baseline_doc(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from host_tools.bindings.rt import load_rt
 from host_tools.data.checks import encoder_offsets
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
-from host_tools.identification.excitation import Excitation
+from host_tools.identification.friction_terms import FrictionTerms, candidates, columns
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
 from host_tools.identification.processing import (
     filtered_derivatives,
@@ -28,6 +29,9 @@ from host_tools.identification.processing import (
     parallel_decimate,
     period_average,
 )
+
+if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
+    from host_tools.identification.excitation import Excitation
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,19 @@ class IdentSettings:
     # rad/s: candidate tanh scales, one chosen per joint (fit_coulomb_scales); empty: the
     # description's model
     coulomb_scales: tuple[float, ...] = ()
+    # a recorded run: choose Dahl, load-dependent and Stribeck friction terms per joint on held-out
+    # blocks (host_tools.identification.friction_terms)
+    friction_terms: bool = False
 
 
 COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)  # rad/s: manipgen identify --fit-coulomb-scale
 
 
-def fits_coulomb_scales(robot: Robot, recorded: bool) -> bool:
-    """manipgen identify's default: fit each joint's Coulomb scale on a recorded run (a real arm,
-    whose slow joints' torque is mostly friction) of a description with smooth Coulomb friction it
-    identifies; never on an excitation run (the identification of the description as it is)."""
+def fits_friction_terms(robot: Robot, recorded: bool) -> bool:
+    """manipgen identify's default: choose friction terms (friction_terms) on a recorded run (a
+    real arm, whose slow joints' torque is mostly friction) of a description with smooth Coulomb
+    friction it identifies; never on an excitation run (the identification of the description as
+    it is)."""
     return recorded and robot.coulomb.model == "tanh" and "FC" in robot.joint_parameters
 
 
@@ -259,11 +267,21 @@ def base_fit(
     m: Model, y: np.ndarray, tau: np.ndarray, qd: np.ndarray, data: Processed, settings: IdentSettings
 ) -> tuple[Fit, np.ndarray | None, np.ndarray]:
     """The base parameters' (W)LS fit of an observation: (fit, joint weights, rows used)."""
-    w = joint_weights(data) if settings.weighted else None
     rows = equation_rows(data, settings, qd)
+    fit, w = weighted_fit(y, tau, list(m.names), rows, data, settings)
+    return fit, w, rows
+
+
+def weighted_fit(
+    y: np.ndarray, tau: np.ndarray, names: list[str], rows: np.ndarray, data: Processed, settings: IdentSettings
+) -> tuple[Fit, np.ndarray | None]:
+    """(W)LS of tau on the columns of y (names): per-joint weights from the period averaging's
+    variances, or (a recorded run) from the OLS residual; OLS with ``settings.weighted`` off."""
+    n = tau.shape[1]
+    w = joint_weights(data) if settings.weighted else None
     if settings.weighted and data.periods == 0:  # no period variances: the OLS residual's per joint
-        w = 1.0 / least_squares(y, tau, m.robot.dof, m.names, rows=rows).rms ** 2
-    return least_squares(y, tau, m.robot.dof, m.names, w, rows=rows), w, rows
+        w = 1.0 / least_squares(y, tau, n, names, rows=rows).rms ** 2
+    return least_squares(y, tau, n, names, w, rows=rows), w
 
 
 @one_blas_thread
@@ -349,9 +367,16 @@ class ValidationData:
     y: np.ndarray  # (K n, nb)
     time: np.ndarray  # (K,) s from the start of the run
     keep: np.ndarray  # (K,) bool: the samples the input checks left (all, with --keep-flagged)
+    extra: np.ndarray | None = None  # (K n, p): friction terms' columns, after y's in a longer beta
 
     def predicted(self, beta: np.ndarray) -> np.ndarray:
-        return (self.y @ beta).reshape(self.tau.shape)
+        nb = self.y.shape[1]
+        out = self.y @ beta[:nb]
+        if len(beta) > nb:
+            if self.extra is None or self.extra.shape[1] != len(beta) - nb:
+                raise ValueError(f"{len(beta) - nb} friction-term coefficients, the validation data has none")
+            out = out + self.extra @ beta[nb:]
+        return out.reshape(self.tau.shape)
 
     def rms(self, beta: np.ndarray) -> np.ndarray:
         """RMS torque prediction error per joint over the kept samples (seed 004 Table 8)."""
@@ -366,6 +391,7 @@ def validation_data(
     filter_torque: bool = True,
     robot: Robot | None = None,
     flagged: np.ndarray | None = None,
+    terms: FrictionTerms | None = None,
 ) -> ValidationData:
     """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
@@ -383,4 +409,9 @@ def validation_data(
     keep = np.ones(len(q), bool) if flagged is None else usable(flagged, ts)
     if not np.any(keep[sl]):
         raise ValueError("the validation run is flagged throughout by the input checks (--keep-flagged to use it)")
-    return ValidationData(tau[sl], model(robot).stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts, keep[sl])
+    m = model(robot)
+    extra = None
+    if terms is not None:  # the Dahl states run from the start of the run
+        x = columns(terms, candidates(m, s.q, q, qd, qdd, terms.lengths(), terms.velocities()))[sl]
+        extra = x.reshape(-1, x.shape[2])
+    return ValidationData(tau[sl], m.stacked(q[sl], qd[sl], qdd[sl]), np.arange(len(q))[sl] * ts, keep[sl], extra)

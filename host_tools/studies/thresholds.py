@@ -33,7 +33,6 @@ from functools import cache
 
 import casadi as cs
 import numpy as np
-from scipy.optimize import linprog
 
 from codegen.blocks.detect import COEFFICIENTS, level
 from host_tools.bindings.rt import Realtime
@@ -110,6 +109,8 @@ def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarr
 def envelope(r: np.ndarray, x: np.ndarray, low: float) -> np.ndarray:
     """Coefficients c >= (low, 0, ...) of least mean(x c) with x c >= r on every sample: a linear
     programme solved by cutting planes (the largest |r| first, then the violated samples), exact."""
+    from scipy.optimize import linprog  # here: every command's parser imports this module (0.4 s)
+
     cost = x.mean(axis=0)
     used = cost > 0  # a regressor column that is 0 throughout (no q-ddot estimate): its coefficient is 0
     xs = x[:, used]

@@ -1,0 +1,228 @@
+"""Friction terms beyond the description's viscous + Coulomb model, chosen per joint on held-out
+blocks of the fitting run (issue #24):
+
+- FD_j z_j: position-domain (Dahl) friction, z from the encoder's positions with length delta: a
+  state per joint in [-1, 1] that follows the motion's direction over a travel of about delta and
+  holds its value at rest (a geared drive's pre-sliding hysteresis: it does not flip with a noisy
+  velocity near zero as tanh(qd / v) does);
+- FL_j |tau_nom,j| z_j: friction growing with the torque the drive transmits (tau_nom: the
+  description's rigid-body and rotor torque at the filtered motion; its own length delta);
+- FS_j tanh(qd_j / v_c) exp(-(qd_j / v_s)^2): Stribeck friction.
+
+Each column sits in joint j's equation only. Choosing them: the fitting run's decimated equations
+are cut into FOLDS time blocks; each block is predicted by the fit on the others (GUARD s either
+side of it left out, so the filters' memory does not leak it). A term's shape parameter is the grid
+value with the lowest held-out RMS of that joint, and the term stays for the joint only if it
+lowers that RMS by at least MIN_GAIN (held-out RMS scatters by about 1 % between grid neighbours on
+seed 000's runs: smaller gains are noise). The terms are tried in turn -- Dahl, then load, then
+Stribeck -- each with the ones already kept. The validation run plays no part in the choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from host_tools.identification.least_squares import Model
+
+# rad (m): Dahl lengths tried; seed 000's LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
+DAHL_LENGTHS = (3e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3, 3e-3)
+STRIBECK_VELOCITIES = (0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s (m/s)
+FOLDS = 5
+GUARD = 0.5  # s: the parallel filter's memory, as observation's edge trimming
+MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by 0.5 %
+KINDS = ("FD", "FL", "FS")
+
+
+@dataclass(frozen=True)
+class FrictionTerms:
+    """Per joint (None: not used): the Dahl length, the load term's Dahl length (rad or m) and the
+    Stribeck velocity (rad/s or m/s)."""
+
+    dahl: tuple[float | None, ...]
+    load: tuple[float | None, ...]
+    stribeck: tuple[float | None, ...]
+
+    def per_joint(self) -> list[tuple[str, int, float]]:
+        """(kind, joint 0-based, shape parameter) of every column, joint after joint."""
+        out = []
+        for j in range(len(self.dahl)):
+            for kind, values in zip(KINDS, (self.dahl, self.load, self.stribeck)):
+                if values[j] is not None:
+                    out.append((kind, j, float(values[j])))  # type: ignore[arg-type]
+        return out
+
+    def lengths(self) -> tuple[float, ...]:
+        """The Dahl lengths the terms use (their candidates' columns are all a run needs)."""
+        return tuple(sorted({v for v in self.dahl + self.load if v is not None}))
+
+    def velocities(self) -> tuple[float, ...]:
+        return tuple(sorted({v for v in self.stribeck if v is not None}))
+
+    def names(self) -> list[str]:
+        return [f"{kind}{j + 1}" for kind, j, _ in self.per_joint()]
+
+    def as_json(self) -> list[dict[str, Any]]:
+        return [
+            {"joint": j + 1, "dahl_length": d, "load_dahl_length": ld, "stribeck_velocity": s}
+            for j, (d, ld, s) in enumerate(zip(self.dahl, self.load, self.stribeck))
+        ]
+
+
+def dahl_states(q: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """z (K, n, L) of positions q (K, n) for every length (L,), z = 0 at the first sample: per
+    step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / delta), the exact solution of
+    dz/dq = (sgn(dq) - z) / delta over the step (dq = 0 keeps z). Written here once: the terms
+    are not in the generated C (identification reports them; the controller's model has viscous
+    and Coulomb friction only). The step factors are vectorised, the recursion is a loop."""
+    k, n = q.shape
+    dq = np.diff(np.asarray(q, float), axis=0)[:, :, None]  # (K-1, n, 1)
+    decay = np.exp(-np.abs(dq) / np.asarray(lengths, float)[None, None, :])  # (K-1, n, L)
+    target = np.broadcast_to(np.sign(dq), decay.shape)
+    z = np.zeros((k, n, len(lengths)))
+    zk = z[0].copy()
+    for i in range(k - 1):
+        zk = target[i] - (target[i] - zk) * decay[i]
+        z[i + 1] = zk
+    return z
+
+
+def stribeck_shapes(m: Model, qd: np.ndarray, velocities: np.ndarray) -> np.ndarray:
+    """(K, n, V): the Stribeck shape of qd (K, n) for every velocity v_s: the robot's smooth
+    Coulomb shape (the generated C's expression) times exp(-(qd / v_s)^2)."""
+    coulomb = m.coulomb_shape(qd)
+    v = np.asarray(velocities, float)[None, None, :]
+    return coulomb[:, :, None] * np.exp(-((qd[:, :, None] / v) ** 2))
+
+
+def nominal_load(m: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """|tau| of the description's rigid-body and rotor model (its friction left out), (K, n)."""
+    beta = m.true_base()
+    friction = [i for i, name in enumerate(m.names) if name.rstrip("0123456789") in ("FV", "FC", "FO")]
+    beta[friction] = 0.0
+    return np.abs(np.einsum("knb,b->kn", m.regressor(q, qd, qdd), beta))
+
+
+@dataclass
+class Candidates:
+    """Candidate columns of a run at full rate: dahl (K, n, L), load (K, n, L), stribeck (K, n, V),
+    for the Dahl lengths and Stribeck velocities listed."""
+
+    dahl: np.ndarray
+    load: np.ndarray
+    stribeck: np.ndarray
+    lengths: tuple[float, ...] = DAHL_LENGTHS
+    velocities: tuple[float, ...] = STRIBECK_VELOCITIES
+
+
+def candidates(
+    m: Model,
+    q_raw: np.ndarray,
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    lengths: tuple[float, ...] = DAHL_LENGTHS,
+    velocities: tuple[float, ...] = STRIBECK_VELOCITIES,
+) -> Candidates:
+    """The candidate columns of a run: z from the encoder's positions ``q_raw``, the load and the
+    Stribeck shape from the filtered motion (q, qd, qdd)."""
+    z = dahl_states(q_raw, np.array(lengths))
+    load = nominal_load(m, q, qd, qdd)[:, :, None] * z
+    return Candidates(z, load, stribeck_shapes(m, qd, np.array(velocities)), lengths, velocities)
+
+
+def columns(terms: FrictionTerms, c: Candidates) -> np.ndarray:
+    """The chosen terms' columns (K, n, p): column i non-zero in its own joint's equation only."""
+    per = terms.per_joint()
+    k, n, _ = c.dahl.shape
+    out = np.zeros((k, n, len(per)))
+    for i, (kind, j, value) in enumerate(per):
+        if kind == "FS":
+            out[:, j, i] = c.stribeck[:, j, c.velocities.index(value)]
+        else:
+            out[:, j, i] = (c.dahl if kind == "FD" else c.load)[:, j, c.lengths.index(value)]
+    return out
+
+
+@dataclass
+class Selection:
+    terms: FrictionTerms
+    cv_rms_plain: np.ndarray  # per joint, the description's model on the held-out blocks
+    cv_rms: np.ndarray  # with the chosen terms
+
+
+def select(
+    y: np.ndarray, tau: np.ndarray, filtered: dict[str, np.ndarray], sample_period: float, keep: np.ndarray
+) -> Selection:
+    """Choose the terms on held-out blocks. ``y`` (K', n, nb) and ``tau`` (K', n): the fitting
+    observation (filtered, decimated); ``filtered``: the candidates filtered the same way, "dahl",
+    "load" (K', n, L) and "stribeck" (K', n, V); ``sample_period``: of the decimated rows;
+    ``keep`` (K',) the rows the fit may use (input checks)."""
+    kd, n, nb = y.shape
+    scale = np.sqrt(np.sum(y**2, axis=(0, 1))) + 1e-300
+    ys = y / scale
+    edges = np.linspace(0, kd, FOLDS + 1).astype(int)
+    guard = int(round(GUARD / sample_period))
+    train, held = [], []
+    for i in range(FOLDS):
+        t = keep.copy()
+        t[max(0, edges[i] - guard) : edges[i + 1] + guard] = False
+        h = np.zeros(kd, bool)
+        h[edges[i] : edges[i + 1]] = True
+        train.append(t)
+        held.append(h & keep)
+    folds = []
+    for t, h in zip(train, held):
+        a = ys[t].reshape(-1, nb)
+        folds.append((a, a.T @ a, a.T @ tau[t].reshape(-1), t, tau[t].reshape(-1), ys[h], tau[h], h))
+
+    def cv(x: np.ndarray) -> np.ndarray:
+        """Held-out RMS per joint with extra columns x (K', n, p)."""
+        p = x.shape[2]
+        sx = np.sqrt(np.sum(x**2, axis=(0, 1))) + 1e-300
+        xs = x / sx
+        se, count = np.zeros(n), 0
+        for a, gbb, bb, t, tau_t, y_h, tau_h, h in folds:
+            b = xs[t].reshape(len(a), p)
+            gbx = a.T @ b
+            g = np.block([[gbb, gbx], [gbx.T, b.T @ b]])
+            rhs = np.concatenate([bb, b.T @ tau_t])
+            sol = np.linalg.lstsq(g, rhs, rcond=None)[0]
+            e = tau_h - (y_h @ sol[:nb] + xs[h] @ sol[nb:])
+            se += np.sum(e**2, axis=0)
+            count += len(e)
+        return np.sqrt(se / count)
+
+    def diagonal(per_joint: list[list[np.ndarray]]) -> np.ndarray:
+        cols = [(j, c) for j, cs_ in enumerate(per_joint) for c in cs_]
+        x = np.zeros((kd, n, len(cols)))
+        for i, (j, c) in enumerate(cols):
+            x[:, j, i] = c
+        return x
+
+    chosen: list[list[np.ndarray]] = [[] for _ in range(n)]
+    picks: dict[str, list[float | None]] = {}
+    best = cv(np.zeros((kd, n, 0)))
+    plain = best.copy()
+    for kind, name, grid in (
+        ("FD", "dahl", DAHL_LENGTHS),
+        ("FL", "load", DAHL_LENGTHS),
+        ("FS", "stribeck", STRIBECK_VELOCITIES),
+    ):
+        cand = filtered[name]
+        scores = np.array(
+            [cv(diagonal([c + [cand[:, j, g]] for j, c in enumerate(chosen)])) for g in range(len(grid))]
+        )  # (G, n)
+        g_best = scores.argmin(axis=0)
+        picks[kind] = []
+        for j in range(n):
+            if scores[g_best[j], j] < (1 - MIN_GAIN) * best[j]:
+                chosen[j].append(cand[:, j, g_best[j]])
+                picks[kind].append(float(grid[g_best[j]]))
+            else:
+                picks[kind].append(None)
+        best = cv(diagonal(chosen))
+    terms = FrictionTerms(tuple(picks["FD"]), tuple(picks["FL"]), tuple(picks["FS"]))
+    return Selection(terms, plain, best)
