@@ -13,9 +13,11 @@ Each column sits in joint j's equation only. Choosing them: the fitting run's de
 are cut into FOLDS time blocks; each block is predicted by the fit on the others (GUARD s either
 side of it left out, so the filters' memory does not leak it). A term's shape parameter is the grid
 value with the lowest held-out RMS of that joint, and the term stays for the joint only if it
-lowers that RMS by at least MIN_GAIN (held-out RMS scatters by about 1 % between grid neighbours on
-seed 000's runs: smaller gains are noise). The terms are tried in turn -- Dahl, then load, then
-Stribeck -- each with the ones already kept. The validation run plays no part in the choice.
+lowers that RMS by at least MIN_GAIN against the same choice without it on that joint (the joints
+share the rigid-body parameters: one joint's missing term shows in the others' residuals; held-out
+RMS scatters by about 1 % between grid neighbours on seed 000's runs: smaller gains are noise). The
+terms are tried in turn -- Dahl, then load, then Stribeck -- each with the ones already kept. The
+validation run plays no part in the choice.
 """
 
 from __future__ import annotations
@@ -216,13 +218,20 @@ def select(
             [cv(diagonal([c + [cand[:, j, g]] for j, c in enumerate(chosen)])) for g in range(len(grid))]
         )  # (G, n)
         g_best = scores.argmin(axis=0)
+        # every joint with its best candidate, then each joint without its own: the joints share
+        # the rigid-body parameters, so one joint's missing term shows in the others' residuals --
+        # a term is kept for the joint whose own held-out RMS it lowers
+        trial = [c + [cand[:, j, g_best[j]]] for j, c in enumerate(chosen)]
+        with_all = cv(diagonal(trial))
         picks[kind] = []
+        earned = []
         for j in range(n):
-            if scores[g_best[j], j] < (1 - MIN_GAIN) * best[j]:
+            without = cv(diagonal([chosen[i] if i == j else t for i, t in enumerate(trial)]))
+            earned.append(bool(with_all[j] < (1 - MIN_GAIN) * without[j]))
+        for j in range(n):
+            if earned[j]:
                 chosen[j].append(cand[:, j, g_best[j]])
-                picks[kind].append(float(grid[g_best[j]]))
-            else:
-                picks[kind].append(None)
+            picks[kind].append(float(grid[g_best[j]]) if earned[j] else None)
         best = cv(diagonal(chosen))
     terms = FrictionTerms(tuple(picks["FD"]), tuple(picks["FL"]), tuple(picks["FS"]))
     return Selection(terms, plain, best)
