@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ from host_tools.identification.friction_terms import (
     select,
 )
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
-from host_tools.identification.physical import PhysicalSettings, retrieve
+from host_tools.identification.physical import PhysicalResult, PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
     Processed,
@@ -112,14 +113,6 @@ def run(
         stages["coulomb_scales"] = scales_s
     rows = equation_rows(data, settings, qd)
     kept = ident.essential.kept
-    extended = None
-    if settings.friction_terms:
-        stage("friction terms (held-out blocks of the run)")
-        t1 = time.perf_counter()
-        extended = _friction_terms(m, log, data, settings, y, tau, qd, rows)
-        stages["friction_terms"] = time.perf_counter() - t1
-    stage("physical parameters (multi-start IPOPT)")
-    t1 = time.perf_counter()
     # the eliminated base parameters stay within 3 standard deviations of their least-squares value
     eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
     sigma = np.abs(ident.base.values) * ident.base.rsd / 100.0
@@ -127,12 +120,56 @@ def run(
         ident.base.values[eliminated] - 3 * sigma[eliminated],
         ident.base.values[eliminated] + 3 * sigma[eliminated],
     )
-    phys = retrieve(
-        robot, m.base.k, kept, y[rows][:, kept], tau.reshape(-1)[rows], ident.essential.values, physical, span
-    )
-    stages["physical"] = time.perf_counter() - t1
+
+    def physical_fit() -> tuple[PhysicalResult, float]:
+        t1 = time.perf_counter()
+        result = retrieve(
+            robot, m.base.k, kept, y[rows][:, kept], tau.reshape(-1)[rows], ident.essential.values, physical, span
+        )
+        return result, time.perf_counter() - t1
+
+    # IPOPT releases the GIL: the physical fit runs on the other core while the friction terms,
+    # the validation and the baseline (numpy, on one BLAS thread) run here
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stage("physical parameters (multi-start IPOPT), friction terms, validation, baseline")
+        physical_job = pool.submit(physical_fit)
+        extended = None
+        if settings.friction_terms:
+            t1 = time.perf_counter()
+            extended = _friction_terms(m, log, data, settings, y, tau, qd, rows)
+            stages["friction_terms"] = time.perf_counter() - t1
+        rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
+        val = None
+        ours: dict[str, list[float]] = {}
+        if validate is not None:
+            t1 = time.perf_counter()
+            free = exc is None  # a recorded run: its own derivative cut-off, the torque as measured
+            val = validation_data(
+                spec,
+                validate,
+                settings,
+                settings.cutoff_q if free else 5.0,
+                not free,
+                robot,
+                checks.left_out(checks.validate),
+                rep.terms,
+            )
+            ours = {"base": val.rms(rep.base.values).tolist()}
+            stages["validation"] = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        baseline = _baseline(
+            spec,
+            data,
+            settings,
+            validate,
+            exc is not None,
+            ours or None,
+            checks.left_out(checks.validate),
+            (robot, y, tau, qd),
+        )
+        stages["baseline_ls"] = time.perf_counter() - t1
+        phys, stages["physical"] = physical_job.result()
     beta_phys = m.base.k @ phys.standard
-    rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
     doc: dict[str, Any] = {
         "robot": robot.name,
         "n_base": len(m.names),
@@ -171,21 +208,8 @@ def run(
         "ts": data.sample_period * len(data.q) / len(tau),
         "periodic": exc is not None,
     }
-    if validate is not None:
-        stage("validation")
-        t1 = time.perf_counter()
+    if val is not None:
         doc["validation_torque"] = "low-passed at the band" if exc is not None else "measured, unfiltered"
-        free = exc is None  # a recorded run: its own derivative cut-off, the torque as measured
-        val = validation_data(
-            spec,
-            validate,
-            settings,
-            settings.cutoff_q if free else 5.0,
-            not free,
-            robot,
-            checks.left_out(checks.validate),
-            rep.terms,
-        )
         betas = {"base": rep.base.values, "essential": rep.essential.full(len(rep.names)), "physical": beta_phys}
         doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
         doc["validation_residual"] = _residual_diagnostics(
@@ -197,19 +221,7 @@ def run(
             "base": val.predicted(rep.base.values),
             "physical": val.predicted(beta_phys),
         }
-        stages["validation"] = time.perf_counter() - t1
-    stage("plain least-squares baseline")
-    t1 = time.perf_counter()
-    doc["baseline_ls"] = _baseline(
-        spec,
-        data,
-        settings,
-        validate,
-        exc is not None,
-        doc.get("validation_rms"),
-        checks.left_out(checks.validate),
-        (robot, y, tau, qd),
-    )
+    doc["baseline_ls"] = baseline
     if checks.data is not None or checks.validate is not None:
         doc["checks"] = checks.as_json()
     if rep.selection is not None:
@@ -222,7 +234,6 @@ def run(
             "min_gain": MIN_GAIN,
             "physical": "the description's model without the terms (what the generated C computes)",
         }
-    stages["baseline_ls"] = time.perf_counter() - t1
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0

@@ -104,7 +104,8 @@ def nominal_load(m: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np
     beta = m.true_base()
     friction = [i for i, name in enumerate(m.names) if name.rstrip("0123456789") in ("FV", "FC", "FO")]
     beta[friction] = 0.0
-    return np.abs(np.einsum("knb,b->kn", m.regressor(q, qd, qdd), beta))
+    y = m.regressor(q, qd, qdd)
+    return np.abs(y.reshape(-1, len(beta)) @ beta).reshape(y.shape[:2])
 
 
 @dataclass
@@ -175,63 +176,56 @@ def select(
         h[edges[i] : edges[i + 1]] = True
         train.append(t)
         held.append(h & keep)
+    # every candidate column once, (K', n, C): joint j's candidates sit in its own equation; the
+    # folds' normal equations of all of them are formed once, each trial picks its sub-blocks
+    kinds = (("FD", "dahl", DAHL_LENGTHS), ("FL", "load", DAHL_LENGTHS), ("FS", "stribeck", STRIBECK_VELOCITIES))
+    index: dict[tuple[str, int, int], int] = {}
+    x = np.zeros((kd, n, sum(len(grid) for _, _, grid in kinds) * n))
+    for kind, name, grid in kinds:
+        for g in range(len(grid)):
+            for j in range(n):
+                index[kind, g, j] = len(index)
+                x[:, j, index[kind, g, j]] = filtered[name][:, j, g]
+    xs = x / (np.sqrt(np.sum(x**2, axis=(0, 1))) + 1e-300)
     folds = []
     for t, h in zip(train, held):
-        a = ys[t].reshape(-1, nb)
-        folds.append((a, a.T @ a, a.T @ tau[t].reshape(-1), t, tau[t].reshape(-1), ys[h], tau[h], h))
+        a, b, r = ys[t].reshape(-1, nb), xs[t].reshape(-1, x.shape[2]), tau[t].reshape(-1)
+        folds.append((a.T @ a, a.T @ b, b.T @ b, a.T @ r, b.T @ r, ys[h], xs[h], tau[h]))
 
-    def cv(x: np.ndarray) -> np.ndarray:
-        """Held-out RMS per joint with extra columns x (K', n, p)."""
-        p = x.shape[2]
-        sx = np.sqrt(np.sum(x**2, axis=(0, 1))) + 1e-300
-        xs = x / sx
+    def cv(ids: list[int]) -> np.ndarray:
+        """Held-out RMS per joint with the candidate columns ``ids``."""
         se, count = np.zeros(n), 0
-        for a, gbb, bb, t, tau_t, y_h, tau_h, h in folds:
-            b = xs[t].reshape(len(a), p)
-            gbx = a.T @ b
-            g = np.block([[gbb, gbx], [gbx.T, b.T @ b]])
-            rhs = np.concatenate([bb, b.T @ tau_t])
-            sol = np.linalg.lstsq(g, rhs, rcond=None)[0]
-            e = tau_h - (y_h @ sol[:nb] + xs[h] @ sol[nb:])
+        for gbb, gbx, gxx, bb, bx, y_h, x_h, tau_h in folds:
+            g = np.block([[gbb, gbx[:, ids]], [gbx[:, ids].T, gxx[np.ix_(ids, ids)]]])
+            sol = np.linalg.lstsq(g, np.concatenate([bb, bx[ids]]), rcond=None)[0]
+            e = tau_h - (y_h @ sol[:nb] + x_h[:, :, ids] @ sol[nb:])
             se += np.sum(e**2, axis=0)
             count += len(e)
         return np.sqrt(se / count)
 
-    def diagonal(per_joint: list[list[np.ndarray]]) -> np.ndarray:
-        cols = [(j, c) for j, cs_ in enumerate(per_joint) for c in cs_]
-        x = np.zeros((kd, n, len(cols)))
-        for i, (j, c) in enumerate(cols):
-            x[:, j, i] = c
-        return x
-
-    chosen: list[list[np.ndarray]] = [[] for _ in range(n)]
+    chosen: list[list[int]] = [[] for _ in range(n)]
     picks: dict[str, list[float | None]] = {}
-    best = cv(np.zeros((kd, n, 0)))
+    best = cv([])
     plain = best.copy()
-    for kind, name, grid in (
-        ("FD", "dahl", DAHL_LENGTHS),
-        ("FL", "load", DAHL_LENGTHS),
-        ("FS", "stribeck", STRIBECK_VELOCITIES),
-    ):
-        cand = filtered[name]
+    for kind, _, grid in kinds:
         scores = np.array(
-            [cv(diagonal([c + [cand[:, j, g]] for j, c in enumerate(chosen)])) for g in range(len(grid))]
+            [cv([i for j in range(n) for i in chosen[j] + [index[kind, g, j]]]) for g in range(len(grid))]
         )  # (G, n)
         g_best = scores.argmin(axis=0)
         # every joint with its best candidate, then each joint without its own: the joints share
         # the rigid-body parameters, so one joint's missing term shows in the others' residuals --
         # a term is kept for the joint whose own held-out RMS it lowers
-        trial = [c + [cand[:, j, g_best[j]]] for j, c in enumerate(chosen)]
-        with_all = cv(diagonal(trial))
+        trial = [c + [index[kind, int(g_best[j]), j]] for j, c in enumerate(chosen)]
+        with_all = cv([i for t in trial for i in t])
         picks[kind] = []
         earned = []
         for j in range(n):
-            without = cv(diagonal([chosen[i] if i == j else t for i, t in enumerate(trial)]))
+            without = cv([i for k, t in enumerate(trial) for i in (chosen[k] if k == j else t)])
             earned.append(bool(with_all[j] < (1 - MIN_GAIN) * without[j]))
         for j in range(n):
             if earned[j]:
-                chosen[j].append(cand[:, j, g_best[j]])
+                chosen[j].append(index[kind, int(g_best[j]), j])
             picks[kind].append(float(grid[g_best[j]]) if earned[j] else None)
-        best = cv(diagonal(chosen))
+        best = cv([i for c in chosen for i in c])
     terms = FrictionTerms(tuple(picks["FD"]), tuple(picks["FL"]), tuple(picks["FS"]))
     return Selection(terms, plain, best)
