@@ -45,7 +45,7 @@ def main() -> None:
         ident.base.values[eliminated] - 3 * sigma[eliminated],
         ident.base.values[eliminated] + 3 * sigma[eliminated],
     )
-    phys_settings = PhysicalSettings(starts=5)
+    phys_settings = PhysicalSettings(starts=5, agreeing=5)  # all 5 starts, as the peer runs them
     t0 = time.perf_counter()
     phys = retrieve(robot, m.base.k, kept, y_e, t, ident.essential.values, phys_settings, span)
     t_ours = time.perf_counter() - t0

@@ -14,6 +14,7 @@ from functools import cache
 
 import casadi as cs
 import numpy as np
+import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from codegen.model.robot import Coulomb, Robot
@@ -35,6 +36,9 @@ class Model:
     base: BaseParameters
     compiled: CompiledDynamics  # the robot's generated C, double precision
     compiled_coulomb: Coulomb  # the Coulomb model the compiled C has
+    # the last regressor computed, with the arrays it was computed from (identify asks for the
+    # same run's regressor for the fit and for the friction terms' load: 60 MB, 0.1 s, once)
+    _last: list[tuple[tuple[np.ndarray, ...], np.ndarray]] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -45,11 +49,14 @@ class Model:
         return self.base.values(self.robot.standard_parameters())
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Y_b at every sample of (K, n) arrays: (K, n, nb)."""
+        """Y_b at every sample of (K, n) arrays: (K, n, nb). Read-only: the last one is shared."""
+        if self._last and all(a is b for a, b in zip(self._last[0][0], (q, qd, qdd))):
+            return self._last[0][1]
         y = self.compiled.regressor_batch(q, qd, qdd)
         if self.robot.coulomb != self.compiled_coulomb:
             for j, column in enumerate(self.coulomb_columns()):
                 y[:, j, column] = self.coulomb_shape(qd)[:, j]
+        self._last[:] = [((q, qd, qdd), y)]
         return y
 
     def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
@@ -149,16 +156,22 @@ def least_squares(
     t = np.asarray(tau, float).reshape(-1)
     w = np.ones(len(t)) if joint_weights is None else np.tile(np.asarray(joint_weights, float), len(t) // n)
     use = np.ones(len(t), bool) if rows is None else np.asarray(rows, bool).reshape(-1)
-    a, t, w = y[use][:, kept], t[use], w[use]
+    a, t, w = y[np.ix_(use, np.asarray(kept, dtype=np.intp))], t[use], w[use]
     sw = np.sqrt(w)
     aw, tw = a * sw[:, None], t * sw
-    values, *_ = np.linalg.lstsq(aw, tw, rcond=None)
-    r = tw - aw @ values
     dof = len(t) - len(kept)
     if dof <= 0:
         raise ValueError(f"{len(t)} equations for {len(kept)} parameters: not enough data")
+    # one QR for the solution and the covariance (base parameters: full column rank by
+    # construction); a rank-deficient set of columns falls back to the minimum-norm solution
+    qq, rr = np.linalg.qr(aw)
+    diag = np.abs(np.diag(rr))
+    if diag.size and diag.min() > 1e-12 * diag.max():
+        values = scipy.linalg.solve_triangular(rr, qq.T @ tw)
+    else:
+        values = np.linalg.lstsq(aw, tw, rcond=None)[0]
+    r = tw - aw @ values
     sigma2 = float(r @ r / dof)
-    _, rr = np.linalg.qr(aw)
     rinv = np.linalg.inv(rr)
     cov = sigma2 * rinv @ rinv.T  # sigma^2 (A^T W A)^-1 without forming it
     with np.errstate(divide="ignore"):
