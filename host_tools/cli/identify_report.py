@@ -21,7 +21,7 @@ from codegen.model.export import robot_to_urdf, robot_to_yaml
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import plots
-from host_tools.data.checks import LogChecks, with_start_position
+from host_tools.data.checks import SETTLE, LogChecks, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.baseline import baseline_doc, baseline_robot, missing_joint_columns, offset_columns
@@ -224,6 +224,8 @@ def run(
     doc["baseline_ls"] = baseline
     if checks.data is not None or checks.validate is not None:
         doc["checks"] = checks.as_json()
+        doc["flagged_samples"] = checks.flagged_samples()
+        doc["flagged_left_out"] = not checks.keep_flagged
     if rep.selection is not None:
         doc["friction_terms"] = {
             "per_joint": rep.selection.terms.as_json(),
@@ -345,12 +347,12 @@ class InputChecks:
         """The samples to leave out of one log (None: none)."""
         return None if checks is None or self.keep_flagged else checks.flagged
 
-    def as_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"flagged_left_out": not self.keep_flagged}
-        for what, c in (("data", self.data), ("validate", self.validate)):
-            if c is not None:
-                doc[what] = {"source": c.source, "findings": c.as_json(), "flagged_samples": int(c.flagged.sum())}
-        return doc
+    def as_json(self) -> list[dict[str, Any]]:
+        """Every finding, {kind, joint, t0, t1, samples, detail, source (the file)}."""
+        return [{**f, "source": c.source} for c in (self.data, self.validate) if c is not None for f in c.as_json()]
+
+    def flagged_samples(self) -> dict[str, int]:
+        return {w: int(c.flagged.sum()) for w, c in (("data", self.data), ("validate", self.validate)) if c is not None}
 
     def lines(self) -> list[str]:
         out = [line for c in (self.data, self.validate) if c is not None for line in c.lines()]
@@ -358,8 +360,8 @@ class InputChecks:
             out.append(
                 "the flagged samples are used as they are (--keep-flagged)"
                 if self.keep_flagged
-                else "the flagged samples (and 0.5 s either side: the filters' settling) are left out of the fit "
-                "and the validation RMS (--keep-flagged keeps them)"
+                else f"the flagged samples (and {SETTLE:g} s either side: the filters' settling) are left out of "
+                "the fit and the validation RMS (--keep-flagged keeps them)"
             )
         return out
 

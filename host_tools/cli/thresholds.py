@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
     from host_tools.bindings.rt import ConfigError, load_rt
-    from host_tools.data.checks import check_log
+    from host_tools.data.checks import check_log, with_settling
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
     from host_tools.studies.thresholds import (
@@ -124,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
         checks = [check_log(log, robot, args.data)] + ([check_log(other, robot, args.check)] if other else [])
         for found in checks:
             for line in found.lines():
-                console.print(line)
-        leave_out = [None if args.keep_flagged else c.flagged for c in checks]
+                console.print(f"manipgen: check: {line}")
+        # the flagged samples and 0.5 s around them: the residual and the estimator carry them on
+        leave_out = [None if args.keep_flagged else with_settling(c.flagged, log.sample_period) for c in checks]
         try:
             if args.tune:
                 with stage(console, "tuning the adaptive observer's damping on the run ..."):
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         "floor": args.floor,
         "samples": design.samples,
         "flagged_left_out": design.excluded,
-        "checks": [f for c in checks for f in c.as_json()],
+        "checks": [{**f, "source": c.source} for c in checks for f in c.as_json()],
         "acceleration": design.acceleration,
         "threshold": design.threshold.tolist(),
         "kv": design.kv.tolist(),

@@ -39,6 +39,10 @@ from codegen.model.robot import Robot
 from host_tools.data.logs import Log, LogError
 
 GAP = 1.5  # a time step longer than GAP sample periods is a jump
+# saturation: a clipped drive holds its level for many samples (seed 000's Experiment 1: 874-942);
+# on a noisy run a peak can sit in its top quantum for 3 samples by chance (a synthetic run with
+# 0.05 N m steps did), each further sample staying there with a chance of about a half: 5 samples
+MIN_PLATEAU = 5
 # off_trajectory: the tracking error of a working loop follows the desired motion: on seed 000's two
 # clean LWA-4P runs its peak is 2.4-6.5x its median over the moving samples, per joint. 20x leaves
 # 3x room for a run with sharper accelerations; a departure (a clipped drive, a push) grows without
@@ -58,6 +62,16 @@ STILL_COUNTS = 2
 STILL_FRACTION = 0.005
 STILL_SECONDS = 2.0
 Positions = Sequence[float] | np.ndarray  # one value per joint, rad or m
+# s: a flagged sample also spoils what is computed from the samples around it -- identification's
+# zero-phase filters (whose edge effects it trims at a run's ends for the same reason) and an
+# observer's residual and an estimator's state (time constants of 10-100 ms): left out too
+SETTLE = 0.5
+
+
+def with_settling(flagged: np.ndarray, sample_period: float, seconds: float = SETTLE) -> np.ndarray:
+    """(K,) bool: the flagged samples and those within ``seconds`` of one."""
+    w = int(round(seconds / sample_period))
+    return np.convolve(np.asarray(flagged, float), np.ones(2 * w + 1), mode="same") > 0.5
 
 
 @dataclass(frozen=True)
@@ -237,20 +251,38 @@ def log_positions(robot: Robot, log: Log, offsets: np.ndarray | None = None) -> 
     return total * rpc * direction + (offset if offsets is None else offsets)
 
 
+def _peak_curvature(tau: np.ndarray, quantum: float) -> float:
+    """A joint's typical |d2 tau / dk2| (per sample^2) where its torque is large (|tau| at least half
+    its peak: where a peak can be mistaken for a clip), from second differences over the smallest
+    lag (1, 2, 4, ... samples) at which they exceed one quantum: a smooth torque logged coarser
+    than it changes per sample has zero one-sample second differences almost everywhere, and its
+    peaks would pass for 3-sample plateaus. 0 where no lag resolves it (a constant torque)."""
+    large = np.abs(tau) >= 0.5 * float(np.max(np.abs(tau)))
+    lag = 1
+    while len(tau) > 2 * lag:
+        d2 = np.abs(tau[2 * lag :] - 2 * tau[lag:-lag] + tau[: -2 * lag])
+        sel = d2[large[lag:-lag]]
+        typical = float(np.median(sel)) if len(sel) else 0.0
+        if typical > quantum:
+            return typical / lag**2
+        lag *= 2
+    return 0.0
+
+
 def _saturation(log: Log, limit: np.ndarray) -> tuple[list[Finding], list[float], list[float]]:
     """Plateaus at a joint's extreme torque. Per joint, the quantum is the smallest nonzero step
     between the torque's distinct values (the current's resolution times the drive gain); a level
     equal to the extreme to within half a quantum is the extreme. A smooth peak tau_max - a t^2 / 2
-    stays within one quantum q for 2 sqrt(2 q / a) of time: with a the joint's median
-    |second difference| per sample^2 (noise included), a peak spans 1 + 2 ceil(sqrt(2 q / a)) samples
-    at most; a plateau needs at least that many, and never fewer than 3."""
+    stays within one quantum q for 2 sqrt(2 q / a) of time: with a the joint's typical curvature
+    near its extremes (_peak_curvature, noise included), a peak spans 1 + 2 ceil(sqrt(2 q / a))
+    samples at most; a plateau needs at least that many, and never fewer than MIN_PLATEAU."""
     found, quanta, lengths = [], [], []
     for i in range(log.tau.shape[1]):
         tau = log.tau[:, i]
         steps = np.diff(np.unique(tau))
         q = float(np.min(steps)) if len(steps) else 0.0
-        curv = float(np.median(np.abs(np.diff(tau, 2)))) if len(tau) > 2 else 0.0
-        n_min = max(3, 1 + 2 * int(np.ceil(np.sqrt(2 * q / curv)))) if curv > 0 else 3
+        curv = _peak_curvature(tau, q)
+        n_min = max(MIN_PLATEAU, 1 + 2 * int(np.ceil(np.sqrt(2 * q / curv)))) if curv > 0 else MIN_PLATEAU
         quanta.append(q)
         lengths.append(float(n_min))
         if not len(steps):

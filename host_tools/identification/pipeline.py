@@ -17,7 +17,7 @@ from codegen.model.description import load_robot
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.rt import load_rt
-from host_tools.data.checks import encoder_offsets
+from host_tools.data.checks import encoder_offsets, with_settling
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.friction_terms import FrictionTerms, candidates, columns
@@ -100,16 +100,9 @@ class Processed:
     keep: np.ndarray | None = None  # (K,) bool: the samples fit to use (a recorded run's; None: all)
 
 
-# s: a flagged sample (host_tools.data.checks) also spoils the filtered signals this far either side
-# of it: the zero-phase filters' edge effects, which observation trims at a run's ends for the same reason
-SETTLE = 0.5
-
-
 def usable(flagged: np.ndarray, sample_period: float) -> np.ndarray:
     """(K,) bool: the samples neither flagged nor within SETTLE of a flagged one."""
-    w = int(round(SETTLE / sample_period))
-    near = np.convolve(np.asarray(flagged, float), np.ones(2 * w + 1), mode="same") > 0.5
-    return ~near
+    return ~with_settling(flagged, sample_period)
 
 
 def positions(spec: str, log: Log) -> np.ndarray:

@@ -56,7 +56,9 @@ def test_clipped_drive_samples_are_left_out_of_the_fit_and_the_validation() -> N
     kept, _ = run(
         "planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1], keep_flagged=True)
     )
-    assert left_out["checks"]["flagged_left_out"] and not kept["checks"]["flagged_left_out"]
+    assert left_out["flagged_left_out"] and not kept["flagged_left_out"]
+    assert {c["source"] for c in left_out["checks"]} == {"fit.npz", "val.npz"}
+    assert all({"kind", "joint", "t0", "t1", "samples"} <= set(c) for c in left_out["checks"])
     e_clean = np.array(clean["validation_rms"]["base"])
     e_out = np.array(left_out["validation_rms"]["base"])
     e_kept = np.array(kept["validation_rms"]["base"])
