@@ -243,7 +243,7 @@ def test_import_log_json_reports_the_checks(tmp_path: Path, capsys: pytest.Captu
     assert main(["import-log", str(mat), "--robot", "schunk_lwa4p", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["robot"] == "schunk_lwa4p" and doc["samples"] == 1998 and doc["sample_period"] == 0.004
-    assert len(doc["tau_rms"]) == 6 and doc["saturated"] == [0] * 6  # 9000 mA < the 11 A limit
+    assert len(doc["tau_rms"]) == 6 and doc["at_current_limit"] == [0] * 6  # 9000 mA < the 11 A limit
     kinds = sorted((c["kind"], c["joint"]) for c in doc["checks"])
     assert kinds == sorted(
         [("saturation", 1), ("saturation", 2), ("saturation", 3), ("off_trajectory", 1), ("off_trajectory", 3)]

@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     im.add_argument(
         "--json",
         action="store_true",
-        help="print the JSON document (robot, samples, sample_period, tau_rms, saturated, checks) "
+        help="print the JSON document (robot, samples, sample_period, tau_rms, at_current_limit, checks) "
         "instead of the summary",
     )
     im.set_defaults(handler=run)
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             "samples": len(log.time),
             "sample_period": log.sample_period,
             "tau_rms": rms.tolist(),
-            "saturated": saturated.tolist(),
+            "at_current_limit": saturated.tolist(),
             "start_position": None if start is None else list(start),
             "checks": checks.as_json(),
             "flagged_samples": int(np.sum(checks.flagged)),
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     print("joint       " + "".join(f"{j.name:>10}" for j in robot.joints))
     print("tau RMS N m " + "".join(f"{v:>10.3f}" for v in rms))
     if "tau_saturated" in log.extra:
-        print("saturated   " + "".join(f"{int(v):>10d}" for v in saturated))
+        print("at I limit  " + "".join(f"{int(v):>10d}" for v in saturated))
     print("\n".join(f"check: {line}" for line in checks.lines()) or "checks: no findings")
     if checks.findings:
         print(
