@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
             "flagged_samples": int(np.sum(checks.flagged)),
             "check_bounds": checks.bounds,
         }
+        for line in checks.lines():  # the document on stdout, each finding also as one line on stderr
+            print(f"manipgen: check: {line}", file=sys.stderr)
         print(json.dumps(finite(doc), indent=1))
         return 0
     if report is not None:
