@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.tune:
                 with stage(console, "tuning the adaptive observer's damping on the run ..."):
-                    tuned = tune_adaptive(rt, log, args.skip)
+                    tuned = tune_adaptive(rt, log, args.skip, leave_out[0])
             design = design_thresholds(
                 rt,
                 log,

@@ -333,7 +333,7 @@ def require_tunable(rt: Realtime) -> None:
         )
 
 
-def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
+def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5, exclude: np.ndarray | None = None) -> Tuned:
     """The adaptive observer's damping lambda of Y+ that makes its residual quietest on this
     collision-free run (a grid over 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error
     change, the estimator's q-ddot noise included; lambda -> inf stops adapting, r -> the direct
@@ -341,14 +341,15 @@ def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5) -> Tuned:
     sum_j max|r_j| / RMS(tau_j), so no joint dominates by its size. The observer gain K and the
     estimator are kept: lowering K (or slowing the estimator) lowers r for any model error but
     slows detection -- and the estimator also feeds the controller. The chosen lambda is left in
-    ``rt.config``."""
+    ``rt.config``. ``exclude``: (K,) samples left out, as in design_thresholds."""
     require_tunable(rt)
     scale = np.sqrt(np.mean(np.asarray(log.tau, float) ** 2, axis=0))
     scale = np.where(scale > 0, scale, 1.0)
 
     def objective() -> float:
         outs, k0 = replay_residual(rt, log, skip)
-        return float(np.sum(np.max(np.abs(np.asarray(outs["r"], float)[k0:]), axis=0) / scale))
+        r = np.abs(np.asarray(outs["r"], float))[_used(len(log), k0, exclude)]
+        return float(np.sum(np.max(r, axis=0) / scale))
 
     start = float(rt.config["obs.lam"])
     default = objective()  # a log that does not fit the pipeline fails here, once
