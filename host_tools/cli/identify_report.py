@@ -55,7 +55,7 @@ from host_tools.identification.pipeline import (
     weighted_fit,
     with_coulomb_scales,
 )
-from host_tools.identification.processing import lowpass
+from host_tools.identification.processing import decimation, lowpass
 
 if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
     from host_tools.identification.excitation import Excitation
@@ -273,7 +273,7 @@ def _friction_terms(
     c = candidates(m, log.q, data.q, data.qd, data.qdd)
     dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
     keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
-    nd = max(1, int(np.floor(0.5 / data.sample_period / settings.band)))  # observation's decimation
+    nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation
     sel = select(
         y.reshape(k, n, nb), tau, {"dahl": dahl, "load": load, "stribeck": shapes}, nd * data.sample_period, keep
     )

@@ -23,6 +23,7 @@ from host_tools.data.logs import Log
 from host_tools.identification.friction_terms import FrictionTerms, candidates, columns
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
 from host_tools.identification.processing import (
+    decimation,
     filtered_derivatives,
     fourier_derivatives,
     lowpass,
@@ -183,7 +184,7 @@ def filtered(
     selects the rows)."""
     k = len(data.q)
     fs = 1.0 / data.sample_period
-    nd = max(1, int(np.floor(fs / 2 / settings.band)))  # seed 002: n_d = f_nyquist / f_cut-off
+    nd = decimation(fs, settings.band)
     periodic = data.periods > 0
     head = arrays if filter_last else arrays[:-1]
     out = parallel_decimate(head, fs, settings.band, periodic=periodic)

@@ -80,6 +80,11 @@ def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple
     return back[0], back[1], back[2]
 
 
+def decimation(fs: float, cutoff: float) -> int:
+    """seed 002's n_d = floor(f_nyquist / cutoff): one sample in n_d is kept after the parallel filter."""
+    return max(1, int(np.floor(fs / 2 / cutoff)))
+
+
 def parallel_decimate(
     arrays: list[np.ndarray], fs: float, cutoff: float, order: int = 4, periodic: bool = False
 ) -> list[np.ndarray]:
@@ -87,7 +92,7 @@ def parallel_decimate(
     on every column of the observation matrix (the arrays, (K, ...) each), then one sample kept in
     n_d = floor(f_nyquist / cutoff). ``periodic``: the arrays are one period of periodic data
     (filtered as such, no edge effects)."""
-    nd = max(1, int(np.floor(fs / 2 / cutoff)))
+    nd = decimation(fs, cutoff)
     out = []
     for a in arrays:
         a = np.asarray(a, float)
