@@ -249,9 +249,15 @@ def test_friction_terms_beat_plain_least_squares_on_the_other_run(
             # an independent plain least squares (the issue's) gave 8.57 N m on this pair; ours, the
             # same columns and processing, within 2 % (edge trimming and filter details may differ)
             assert baseline.sum() == pytest.approx(8.57, rel=0.02)
-            # the physically consistent parameters (the description's model, what the generated C
-            # computes) stay within 10 % of the reference, as before the terms
-            assert np.all(np.array(doc["validation_rms"]["physical"]) <= 1.10 * REFERENCE_VALIDATION_RMS)
+            # the physically consistent parameters, fitted with the terms (what config_identified.json
+            # gives the generated C), come close to the unconstrained base fit with the terms: sum
+            # within 5 % (measured 1.7 %), no joint above 1.25 x (measured 0.96-1.12 x; IPOPT's
+            # local optimum may move a little with a machine's last bits), and beat the plain
+            # baseline by 0.75 x in sum (measured 0.64)
+            phys = np.array(doc["validation_rms"]["physical"])
+            assert phys.sum() <= 1.05 * base.sum() and np.all(phys <= 1.25 * base), (phys, base)
+            assert phys.sum() <= 0.75 * baseline.sum(), (phys, baseline)
+            _terms_online(out, doc, RUNS[val])
             terms = doc["friction_terms"]["per_joint"]
             assert len(terms) == 6 and all(t["joint"] == j + 1 for j, t in enumerate(terms))
             # chosen on the fitting run alone: validating on another run picks the same terms
@@ -265,6 +271,38 @@ def test_friction_terms_beat_plain_least_squares_on_the_other_run(
     dyn = load(tmp_path / "FinDiff" / "schunk_lwa4p_identified.yaml")
     for q in np.random.default_rng(1).uniform(-np.pi, np.pi, (50, 6)):
         np.linalg.cholesky(dyn.mass_matrix(q))  # raises unless M(q) is positive definite
+
+
+def _terms_online(out: Path, doc: dict, other: Path) -> None:
+    """config_identified.json carries the physical parameters and the friction terms (run-time
+    fields of the ``fric`` block) into the generated pipeline (seed 004 Table 10): replayed on the
+    other run, the momentum observer's max |r| (Kalman estimator, after 0.5 s) is lower than the
+    nominal model's on every joint, and the terms take its sum to at most 0.75 x the nominal one
+    (measured 31.7 against 53.1 N m, 0.60 x; the parameters alone: 45.6, 0.86 x)."""
+    import json
+
+    from host_tools.bindings.rt import load_rt
+    from host_tools.data.mat_logs import load_log
+    from host_tools.studies.thresholds import replay
+
+    config = json.loads((out / "config_identified.json").read_text())["config"]
+    assert {k: config[k] for k in config if k.startswith("fric.")} == doc["friction_terms"]["runtime_config"]
+    log = load_log(other, load_robot("schunk_lwa4p"))
+    rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
+    k0 = int(round(0.5 / rt.sample_period))
+
+    def max_r() -> np.ndarray:
+        return np.abs(np.asarray(replay(rt, log)["r"])[k0:]).max(axis=0)
+
+    nominal = max_r()
+    rt.config.load(out / "config_identified.json")
+    identified = max_r()
+    assert np.all(identified < nominal), (identified, nominal)
+    assert identified.sum() <= 0.75 * nominal.sum(), (identified, nominal)
+    for key in config:  # the parameters without the terms: the terms do the larger part
+        if key.startswith("fric.f"):
+            rt.config[key] = 0.0
+    assert identified.sum() < max_r().sum()
 
 
 def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(
@@ -300,6 +338,8 @@ def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(
         # validation figures above (the reference margins are 1-2 %, far beyond rounding)
         best, second = np.sort(fit_rms)[:2]
         assert second - best > 1e-9 * best, (k, fit_rms)
+    import json
+
     identified = load_robot(tmp_path / "schunk_lwa4p_identified.yaml")
     assert identified.coulomb.model == "tanh" and list(identified.coulomb.velocity_scale) == scales
     from host_tools import load
@@ -309,8 +349,14 @@ def test_per_joint_coulomb_scales_meet_the_reference_on_every_joint(
         np.linalg.cholesky(dyn.mass_matrix(q))  # raises unless M(q) is positive definite
     diag = doc["validation_residual"]  # where the rest of the error is
     assert len(diag["mean"]) == 6 and all(0.5 < p <= 1.0 for p in diag["power_below_cutoff"])
-    # fitted scales are compiled into the C: no run-time config is offered for the original description
-    assert not (tmp_path / "config_identified.json").exists()
+    # the scales are run-time fields of the description's pipelines: config_identified.json carries them
+    config = json.loads((tmp_path / "config_identified.json").read_text())["config"]
+    assert config["model.coulomb_scale"] == scales and not any(k.startswith("fric.") for k in config)
+    from host_tools.bindings.rt import load_rt
+
+    rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
+    rt.config.load(tmp_path / "config_identified.json")
+    np.testing.assert_array_equal(rt.config["model.coulomb_scale"], scales)
 
 
 # Today's (#11) thresholds, 1.2 x max |r| of the momentum observer with the Kalman estimator and the

@@ -7,7 +7,9 @@ never a b x b one). Each sample k, with q, qd, qdd from the estimator (``kalman`
   1. tau_e^- = Y_k dtheta_hat_{k-1}: the regressor's change applied to the last estimate -- eq. 9's
      Ydot dtheta_hat term integrated over the sample, i.e. Ydot by the difference of consecutive
      regressors (no jerk estimate);
-  2. r_k = Y_k theta_hat + tau_e^- - tau_k (eq. 16; Y theta_hat = rnea with the model parameters):
+  2. r_k = Y_k theta_hat + tau_f + tau_e^- - tau_k (eq. 16; Y theta_hat = rnea with the model
+     parameters; tau_f the friction terms beyond viscous + Coulomb, codegen.blocks.friction, 0 unless
+     configured):
      the external torque estimate, in the joint torque's sign convention;
   3. tau_e_hat = tau_e^- - (1 - exp(-K T)) r_k: eq. 11's correction Y dtheta_hat-dot = -K r, the
      exact decay of eq. 19 over one sample (with Y and tau held), never overshooting for K T > 1;
@@ -50,7 +52,8 @@ def build(
     la, laf = cs.SX.sym("lam"), cs.SX.sym("lam_f")
     y = y_fn(q, qd, qdd)
     pred = y @ dth
-    r = ctx.call("rnea", q, qd, qdd, pi) + pred - tau
+    terms, tau_f = ctx.friction_terms()
+    r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + pred - tau
     tau_e_n = pred - (1 - cs.exp(-kk * ts)) * r
     gram = y @ y.T + la * cs.SX.eye(n)
     src = motion_source(measured)
@@ -66,7 +69,8 @@ def build(
             ("cfg.obs.k_o", kk),
             ("cfg.obs.lam", la),
         ]
-        + model,
+        + model
+        + terms,
         [("st.obs.y", y), ("st.obs.gram", gram), ("st.obs.pred", pred), ("st.obs.tau_e", tau_e_n), ("out.r", r)],
         "Y_b, Y Y^T + lambda I, the corrected tau_e and r",
     )

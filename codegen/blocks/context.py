@@ -16,6 +16,8 @@ from codegen.symbolic.params import BaseParameters, base_parameters
 
 from .options import RtOptions
 
+RUNTIME_SCALE = ("rnea", "friction", "friction_correction")  # take cfg.model.coulomb_scale
+
 
 @dataclass
 class Ctx:
@@ -40,11 +42,29 @@ class Ctx:
 
     def model_inputs(self) -> tuple[list[tuple[str, cs.SX]], cs.SX]:
         """Bindings a model-using function takes, and the parameter vector to use in it: the run-time
-        parameters (``st.model.pi`` = params + payload) or the robot's own, folded in."""
+        parameters (``st.model.pi`` = params + payload, and the Coulomb scales
+        ``cfg.model.coulomb_scale`` that ``call`` passes to the friction) or the robot's own, folded in."""
         if self.constant:
             return [], cs.SX(cs.DM(self.robot.standard_parameters()))
         pi = cs.SX.sym("pi", self.robot.n_standard)
-        return [("st.model.pi", pi)], pi
+        scale = [] if self.coulomb_scale is None else [("cfg.model.coulomb_scale", self.coulomb_scale)]
+        return [("st.model.pi", pi), *scale], pi
+
+    @cached_property
+    def coulomb_scale(self) -> cs.SX | None:
+        """The smooth Coulomb friction's scales as a run-time field (``cfg.model.coulomb_scale``): with
+        run-time parameters and the description's ``coulomb: {model: tanh}``; None: compiled in."""
+        if self.constant or self.robot.coulomb.model != "tanh":
+            return None
+        return cs.SX.sym("coulomb_scale", self.n)
+
+    def friction_terms(self) -> tuple[list[tuple[str, cs.SX]], cs.SX]:
+        """Bindings an observer takes for the friction terms beyond viscous + Coulomb (the ``fric``
+        block, codegen.blocks.friction: present with run-time parameters), and their torque."""
+        if self.constant:
+            return [], cs.SX.zeros(self.n)
+        tau = cs.SX.sym("fric_tau", self.n)
+        return [("st.fric.tau", tau)], tau
 
     @cached_property
     def base(self) -> BaseParameters:
@@ -56,11 +76,18 @@ class Ctx:
         d = self.dyn
         pi = d.pi
         t = d.kinetic_energy(pi)
+        vc = [] if self.coulomb_scale is None else [self.coulomb_scale]  # run-time scales: the last argument
+        scale = self.coulomb_scale
         return {
-            "rnea": cs.Function("rnea", [d.q, d.qd, d.qdd, pi], [d.rnea(pi)]),
+            "rnea": cs.Function("rnea", [d.q, d.qd, d.qdd, pi, *vc], [d.rnea(pi, scale)]),
             "rnea_frictionless": cs.Function("rnea_frictionless", [d.q, d.qd, d.qdd, pi], [d.rnea_frictionless(pi)]),
             "gravity": cs.Function("gravity", [d.q, pi], [d.gravity(pi)]),
-            "friction": cs.Function("friction", [d.qd, pi], [d.friction(d.qd, pi)]),
+            "friction": cs.Function("friction", [d.qd, pi, *vc], [d.friction(d.qd, pi, scale)]),
+            # the run-time Coulomb scales' friction less the description's (compiled into the
+            # dynamics library's forward dynamics, which the model-based estimators call)
+            "friction_correction": cs.Function(
+                "friction_correction", [d.qd, pi, *vc], [d.friction(d.qd, pi, scale) - d.friction(d.qd, pi)]
+            ),
             "momentum": cs.Function("momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
             "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [cs.gradient(t, d.q)]),
             "mass_matrix": cs.Function("mass_matrix", [d.q, pi], [d.mass_matrix(pi)]),
@@ -85,6 +112,10 @@ class Ctx:
         return self._elastic_fns[name](*args)
 
     def call(self, name: str, *args: Any) -> Any:
+        """One of the dynamics' functions; those with friction get the run-time Coulomb scales
+        (``coulomb_scale``) after the arguments given, which end with the parameters."""
+        if name in RUNTIME_SCALE and self.coulomb_scale is not None:
+            args = (*args, self.coulomb_scale)
         return self._fns[name](*args)
 
     def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, pi: np.ndarray) -> np.ndarray:

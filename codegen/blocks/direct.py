@@ -1,5 +1,6 @@
 """Direct-method collision residual (the baseline of seed 001 §IV, its Fig. 5 without the
-high-pass): r = Y_b theta_hat - tau = rnea(q_hat, qd, qdd; model) - tau, with qd, qdd from the
+high-pass): r = Y_b theta_hat - tau = rnea(q_hat, qd, qdd; model) + tau_f - tau (tau_f: the friction
+terms beyond viscous + Coulomb, codegen.blocks.friction, 0 unless configured), with qd, qdd from the
 estimator (one that gives qdd) or, ``direct_measured``, from ``in.qd_meas``, ``in.qdd_meas``.
 No state, no filtering: r carries the whole model error and the noise of qdd. Sign: the external
 torque on the robot, as the other observers."""
@@ -17,11 +18,12 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
     model, pi = ctx.model_inputs()
     q, qd, qdd, tau = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau"))
     src = motion_source(measured)
+    terms, tau_f = ctx.friction_terms()
     step = sx_function(
         "step",
-        [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau)] + model,
-        [("out.r", ctx.call("rnea", q, qd, qdd, pi) - tau)],
-        "r = rnea(q, qd, qdd) - tau",
+        [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau)] + model + terms,
+        [("out.r", ctx.call("rnea", q, qd, qdd, pi) + tau_f - tau)],
+        "r = rnea(q, qd, qdd) + tau_f - tau",
     )
     return Block(
         kind="obs",

@@ -11,7 +11,7 @@ the Kalman filter changes its update (it predicts); the others see the held posi
 
 from __future__ import annotations
 
-from .base import Block, Data, Field, evaluate
+from .base import Block, Data, Field, Fn, evaluate, sx_function
 from .context import Ctx
 
 
@@ -23,6 +23,24 @@ def outputs(n: int) -> list[Field]:
     ]
 
 
+def fdyn_torque(ctx: Ctx, qd_binding: str) -> tuple[list[Fn], list[Field]]:
+    """A model-based estimator's torque for the dynamics library's forward dynamics, which has the
+    description's Coulomb scales compiled in: ``in.tau`` less the run-time scales' friction minus the
+    description's (``cfg.model.coulomb_scale``), so that f = M(q)^-1 (tau - n(q, qd_hat)) has the
+    run-time scales. Its function and workspace field, or nothing when the scales are compiled in."""
+    if ctx.coulomb_scale is None:
+        return [], []
+    model, pi = ctx.model_inputs()
+    tau, qd = ctx.sym("tau"), ctx.sym("qd")
+    fn = sx_function(
+        "fdyn_torque",
+        [("in.tau", tau), (qd_binding, qd), *model],
+        [("st.est.tau_f", tau - ctx.call("friction_correction", qd, pi))],
+        "tau less the run-time Coulomb scales' friction change",
+    )
+    return [fn], [Field("tau_f", "real", (ctx.n,), "workspace: the forward dynamics' torque")]
+
+
 def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):
     """Reference of a model-based estimator: numpy forward dynamics, then the step function."""
 
@@ -30,7 +48,11 @@ def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):
         if d["loc.first"]:
             evaluate(block.fn("init"), d)
         pi = d["st.model.pi"] if "st.model.pi" in d else ctx.robot.standard_parameters()
-        d[fdyn_state] = ctx.forward_dynamics_numeric(d["out.q"], d[qd_binding], d["in.tau"], pi)
+        tau = d["in.tau"]
+        if any(f.name == "fdyn_torque" for f in block.functions):
+            evaluate(block.fn("fdyn_torque"), d)
+            tau = d["st.est.tau_f"]
+        d[fdyn_state] = ctx.forward_dynamics_numeric(d["out.q"], d[qd_binding], tau, pi)
         evaluate(block.fn("step"), d)
 
     return ref

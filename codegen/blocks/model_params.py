@@ -2,7 +2,9 @@
 
 The observer, the model-based estimators and the controllers read ``st.model.pi`` = params with the
 payload's 10 parameters (M, MX, ..., ZZ about the last link frame, seed 004 eq. 3) added to the last
-link's. Absent in a constant-parameter build (the robot's own parameters are folded in).
+link's, and, for a description with smooth Coulomb friction, ``cfg.model.coulomb_scale`` (its tanh
+scales, run-time so that fitted ones need no regeneration). Absent in a constant-parameter build (the
+robot's own parameters are folded in).
 """
 
 from __future__ import annotations
@@ -35,14 +37,33 @@ def build(ctx: Ctx) -> Block:
         [("st.model.pi", pi)],
         "pi = params + payload added to the last link",
     )
+    scale = []
+    if ctx.coulomb_scale is not None:  # the smooth Coulomb friction's scales, e.g. fitted (manipgen identify)
+        c = ctx.robot.coulomb
+        scale = [
+            Field(
+                "coulomb_scale",
+                "real",
+                (ctx.n,),
+                "Coulomb friction's velocity scale v_c per joint: FC tanh(qd / v_c) (rad/s or m/s)",
+                tuple(c.scale(i) for i in range(ctx.n)),
+                low=0.0,
+                low_open=True,
+            )
+        ]
     return Block(
         kind="model",
         name="params",
-        doc="Run-time dynamic parameters (standard vector, order of <robot>_standard_parameter_names) "
-        "and an extra payload on the last link (" + ", ".join(LINK_PARAMS) + ", last link frame).",
+        doc="Run-time dynamic parameters (standard vector, order of <robot>_standard_parameter_names)"
+        + (", " if scale else " and ")
+        + "an extra payload on the last link ("
+        + ", ".join(LINK_PARAMS)
+        + ", last link frame)"
+        + (" and the Coulomb friction's velocity scales v_c." if scale else "."),
         config=[
             Field("params", "real", (ns,), "standard parameters (SI)", tuple(ctx.robot.standard_parameters())),
             Field("payload", "real", (10,), "extra payload on the last link, added to params", (0.0,) * 10),
+            *scale,
         ],
         state=[Field("pi", "real", (ns,), "derived: params + payload")],
         derive=derive,

@@ -1,10 +1,11 @@
 """Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
 
-  p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd),  C^T qd = dT/dq
+  p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
 
 T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
-formed. q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
+formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, codegen.blocks.friction; 0
+unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
 (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
 (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
 the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
@@ -57,8 +58,9 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     else:
         tau = ctx.sym("tau")
         torque_in = [("in.tau", tau)]
+    terms, tau_f = ctx.friction_terms()
     p = ctx.call("momentum", q, qd, pi)
-    beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi)
+    beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
     integ_n = integ + ts * (tau - beta + r)
     r_n = k * (p - p0 - integ_n)
     step = sx_function(
@@ -66,7 +68,8 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
         [("out.q_hat", q), ("out.qd_hat", qd)]
         + torque_in
         + [("st.obs.p0", p0), ("st.obs.integ", integ), ("st.obs.r", r), ("cfg.obs.k_o", k)]
-        + model,
+        + model
+        + terms,
         [("st.obs.p", p), ("st.obs.integ", integ_n), ("st.obs.r", r_n), ("out.r", r_n)],
         "momentum, integral and residual",
     )

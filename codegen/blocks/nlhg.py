@@ -14,7 +14,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import model_based_reference, outputs
+from .estimator import fdyn_torque, model_based_reference, outputs
 
 
 def build(
@@ -47,12 +47,13 @@ def build(
         "forward-Euler update",
     )
     init = sx_function("init", [("out.q", q)], [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n))], "x1 := q, x2 := 0")
+    torque_fns, torque_state = fdyn_torque(ctx, "st.est.x2")
     return Block(
         kind="est",
         name="nlhg",
         doc=__doc__ or "",
         template="model_based_estimator",
-        options={"fdyn": "st.est.f", "qd": "st.est.x2"},
+        options={"fdyn": "st.est.f", "qd": "st.est.x2", "fdyn_torque": bool(torque_fns)},
         config=[
             Field("eps", "real", (), "epsilon_n (s)", (eps,), low=0.0, low_open=True),
             Field("l1", "real", (n,), "diagonal of L1", per_joint(l1, n), low=0.0, low_open=True),
@@ -62,9 +63,10 @@ def build(
             Field("x1", "real", (n,), "position estimate"),
             Field("x2", "real", (n,), "velocity estimate"),
             Field("f", "real", (n,), "workspace: f(q, x2, tau)"),
+            *torque_state,
         ],
         outputs=outputs(n),
-        functions=[init, step],
+        functions=[init, step, *torque_fns],
         reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from codegen.blocks import detect, encoder, model_params, motor, registry
+from codegen.blocks import detect, encoder, friction, model_params, motor, registry
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 
@@ -206,13 +206,13 @@ def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple
     for key, values, line in robot.realtime.config:  # checked against the blocks here
         prefix, _, name = key.partition(".")
         where = f"realtime.config.{key}"
-        if prefix not in set(estimators) | {"model", "enc", "mest", "obs", "det", "ctl"}:
+        if prefix not in set(estimators) | {"model", "enc", "mest", "fric", "obs", "det", "ctl"}:
             raise DescriptionError(
                 robot.file,
                 where,
                 "keys are <estimator>.<field> (estimators: "
                 + ", ".join(estimators)
-                + ") or model/enc/mest/obs/det/ctl.<field>",
+                + ") or model/enc/mest/fric/obs/det/ctl.<field>",
                 line,
             )
         b = prefixes.get(prefix)
@@ -290,6 +290,8 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
             "as inputs)",
         )
     if observer.build is not None:
+        if not options.constant_params:  # the friction terms the observer's model adds (ctx.friction_terms)
+            blocks.append(friction.build(ctx))
         blocks.append(observer.build(ctx))
         blocks.append(detect.build(ctx, window=observer.window))
     if controller.build is not None:

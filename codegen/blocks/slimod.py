@@ -19,7 +19,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import model_based_reference, outputs
+from .estimator import fdyn_torque, model_based_reference, outputs
 
 
 def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, k2: float = 40.0) -> Block:
@@ -66,12 +66,13 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
         [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n)), ("st.est.z", cs.SX.zeros(n))],
         "x1 := q, x2 := z := 0",
     )
+    torque_fns, torque_state = fdyn_torque(ctx, "st.est.x2")
     return Block(
         kind="est",
         name="slimod",
         doc=__doc__ or "",
         template="model_based_estimator",
-        options={"fdyn": "st.est.f", "qd": "st.est.x2"},
+        options={"fdyn": "st.est.f", "qd": "st.est.x2", "fdyn_torque": bool(torque_fns)},
         config=[
             Field(
                 "f_plus", "real", (n,), "f+, bound of the model perturbation per joint", per_joint(f_plus, n), low=0.0
@@ -85,9 +86,10 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
             Field("z", "real", (n,), "disturbance estimate z_eq"),
             Field("alpha", "real", (n, 3), "derived: alpha1, alpha2, alpha3"),
             Field("f", "real", (n,), "workspace: f(q, x2, tau)"),
+            *torque_state,
         ],
         outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
-        functions=[init, step],
+        functions=[init, step, *torque_fns],
         derive=derive,
         reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )

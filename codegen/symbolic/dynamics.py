@@ -41,6 +41,21 @@ def smooth_coulomb(qd: SX, scale: SX | cs.DM) -> SX:
     return cs.tanh(qd / scale)
 
 
+def dahl_step(z: SX, dq: SX, length: SX | cs.DM) -> SX:
+    """Position-domain (Dahl) friction state after a position step dq (rad or m), per element:
+    z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length), the exact solution of
+    dz/dq = (sgn(dq) - z) / length over the step; z in [-1, 1] follows the motion's direction over a
+    travel of about ``length`` and holds at rest (dq = 0 keeps z): a geared drive's pre-sliding
+    hysteresis, which does not flip with a noisy velocity near zero as tanh(qd / v) does."""
+    direction = cs.sign(dq)
+    return direction - (direction - z) * cs.exp(-cs.fabs(dq) / length)
+
+
+def stribeck(coulomb: SX, qd: SX, velocity: SX | cs.DM) -> SX:
+    """Stribeck friction's shape: the Coulomb shape times exp(-(qd / v_s)^2) (v_s in rad/s or m/s)."""
+    return coulomb * cs.exp(-((qd / velocity) ** 2))
+
+
 class Dynamics:
     """Symbolic model of one robot. Expressions are built once (lazily) and shared."""
 
@@ -197,15 +212,17 @@ class Dynamics:
             energy += 0.5 * self.joint_param(pi, i, "IA") * self.qd[i] ** 2
         return energy
 
-    def coulomb(self, qd: SX) -> SX:
+    def coulomb(self, qd: SX, scale: SX | None = None) -> SX:
+        """The Coulomb shape: sgn(qd), or tanh(qd / scale) with the description's scales or, given,
+        ``scale`` (the pipeline's run-time ``model.coulomb_scale``)."""
         c = self.robot.coulomb
         if c.model == "sign":
             return cs.sign(qd)
-        return smooth_coulomb(qd, cs.DM([c.scale(i) for i in range(qd.shape[0])]))
+        return smooth_coulomb(qd, cs.DM([c.scale(i) for i in range(qd.shape[0])]) if scale is None else scale)
 
-    def friction(self, qd: SX, pi: SX) -> SX:
-        """FV qd + FC sgn(qd) + FO per joint (link side, N m or N)."""
-        sg = self.coulomb(qd)
+    def friction(self, qd: SX, pi: SX, scale: SX | None = None) -> SX:
+        """FV qd + FC sgn(qd) + FO per joint (link side, N m or N); ``scale``: see coulomb."""
+        sg = self.coulomb(qd, scale)
         return cs.vertcat(
             *[
                 self.joint_param(pi, i, "FV") * qd[i]
@@ -222,9 +239,9 @@ class Dynamics:
         """M(q) qdd + C qd + g + IA qdd: the inverse dynamics without the joints' friction."""
         return self.rigid_body_torque(self.qd, self.qdd, pi) + self.rotor(self.qdd, pi)
 
-    def rnea(self, pi: SX) -> SX:
-        """Full inverse dynamics: M(q) qdd + C qd + g + IA qdd + friction(qd)."""
-        return self.rnea_frictionless(pi) + self.friction(self.qd, pi)
+    def rnea(self, pi: SX, scale: SX | None = None) -> SX:
+        """Full inverse dynamics: M(q) qdd + C qd + g + IA qdd + friction(qd); ``scale``: see coulomb."""
+        return self.rnea_frictionless(pi) + self.friction(self.qd, pi, scale)
 
     def gravity(self, pi: SX) -> SX:
         return self.rigid_body_torque(SX.zeros(self.n), SX.zeros(self.n), pi)

@@ -34,6 +34,14 @@ const planar2_rt_config_t planar2_rt_default_config = {
     { /* est */
         {{0.04736607687630389, 1.1491531254047131, 13.940030359490654}, {0.04736607687630389, 1.1491531254047131, 13.940030359490654}}  /* gain */
     },
+    { /* fric */
+        {0.0, 0.0},  /* fd */
+        {0.001, 0.001},  /* dahl_length */
+        {0.0, 0.0},  /* fl */
+        {0.001, 0.001},  /* load_dahl_length */
+        {0.0, 0.0},  /* fs */
+        {0.1, 0.1}  /* stribeck_velocity */
+    },
     { /* obs */
         {25.0, 25.0}  /* k_o */
     },
@@ -290,12 +298,184 @@ static void planar2_rt_est_step(const real_t *a0, const real_t *a1, const real_t
     r3[5] = w8;
 }
 
-/* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 176. */
-static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
+/* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, out.qdd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 120. */
+static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, const real_t *a13, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
     real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
     real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27;
+    real_t w24, w25, w26;
+    w0 = a0[0];
+    w1 = a4[0];
+    w1 = w0 - w1;
+    w2 = (w1 > 0.0) ? 1.0 : ((w1 < 0.0) ? -1.0 : 0.0);
+    w3 = a5[0];
+    w3 = w2 - w3;
+    w4 = fabs(w1);
+    w5 = a8[0];
+    w5 = w4 / w5;
+    w5 = -w5;
+    w5 = exp(w5);
+    w3 = w3 * w5;
+    w3 = w2 - w3;
+    r0[0] = w3;
+    w5 = a0[1];
+    w6 = a4[1];
+    w6 = w5 - w6;
+    w7 = (w6 > 0.0) ? 1.0 : ((w6 < 0.0) ? -1.0 : 0.0);
+    w8 = a5[1];
+    w8 = w7 - w8;
+    w9 = fabs(w6);
+    w10 = a8[1];
+    w10 = w9 / w10;
+    w10 = -w10;
+    w10 = exp(w10);
+    w8 = w8 * w10;
+    w8 = w7 - w8;
+    r0[1] = w8;
+    w10 = (w1 > 0.0) ? 1.0 : ((w1 < 0.0) ? -1.0 : 0.0);
+    w11 = a6[0];
+    w12 = w10 - w11;
+    w1 = fabs(w1);
+    w13 = a10[0];
+    w1 = w1 / w13;
+    w1 = -w1;
+    w1 = exp(w1);
+    w12 = w12 * w1;
+    w10 = w10 - w12;
+    r1[0] = w10;
+    w10 = (w6 > 0.0) ? 1.0 : ((w6 < 0.0) ? -1.0 : 0.0);
+    w12 = a6[1];
+    w1 = w10 - w12;
+    w6 = fabs(w6);
+    w14 = a10[1];
+    w6 = w6 / w14;
+    w6 = -w6;
+    w6 = exp(w6);
+    w1 = w1 * w6;
+    w10 = w10 - w1;
+    r1[1] = w10;
+    r2[0] = w0;
+    r2[1] = w5;
+    w5 = a7[0];
+    w5 = w5 * w3;
+    w3 = a9[0];
+    w0 = a13[9];
+    w10 = a3[0];
+    w0 = w0 * w10;
+    w1 = a13[1];
+    w6 = 9.81;
+    w15 = a1[0];
+    w16 = cos(w15);
+    w16 = w6 * w16;
+    w1 = w1 * w16;
+    w17 = a13[2];
+    w15 = sin(w15);
+    w6 = w6 * w15;
+    w17 = w17 * w6;
+    w1 = w1 - w17;
+    w0 = w0 + w1;
+    w1 = a13[22];
+    w17 = a3[1];
+    w15 = w10 + w17;
+    w1 = w1 * w15;
+    w18 = a13[14];
+    w19 = a1[1];
+    w20 = cos(w19);
+    w16 = w16 + w10;
+    w21 = w20 * w16;
+    w19 = sin(w19);
+    w22 = a2[0];
+    w23 = w22 * w22;
+    w6 = w6 - w23;
+    w23 = w19 * w6;
+    w21 = w21 - w23;
+    w23 = w18 * w21;
+    w24 = a13[15];
+    w6 = w20 * w6;
+    w16 = w19 * w16;
+    w6 = w6 + w16;
+    w16 = w24 * w6;
+    w23 = w23 - w16;
+    w1 = w1 + w23;
+    w0 = w0 + w1;
+    w23 = a13[13];
+    w6 = w23 * w6;
+    w16 = w15 * w24;
+    w6 = w6 - w16;
+    w16 = a2[1];
+    w25 = w22 + w16;
+    w26 = w25 * w18;
+    w26 = w25 * w26;
+    w6 = w6 - w26;
+    w19 = w19 * w6;
+    w23 = w23 * w21;
+    w15 = w15 * w18;
+    w23 = w23 + w15;
+    w24 = w25 * w24;
+    w25 = w25 * w24;
+    w23 = w23 - w25;
+    w20 = w20 * w23;
+    w19 = w19 + w20;
+    w0 = w0 + w19;
+    w19 = a13[10];
+    w19 = w19 * w10;
+    w0 = w0 + w19;
+    w0 = fabs(w0);
+    w3 = w3 * w0;
+    w11 = w2 - w11;
+    w4 = w4 / w13;
+    w4 = -w4;
+    w4 = exp(w4);
+    w11 = w11 * w4;
+    w2 = w2 - w11;
+    w3 = w3 * w2;
+    w5 = w5 + w3;
+    w3 = a11[0];
+    w2 = (w22 > 0.0) ? 1.0 : ((w22 < 0.0) ? -1.0 : 0.0);
+    w11 = a12[0];
+    w22 = w22 / w11;
+    w22 = w22 * w22;
+    w22 = -w22;
+    w22 = exp(w22);
+    w2 = w2 * w22;
+    w3 = w3 * w2;
+    w5 = w5 + w3;
+    r3[0] = w5;
+    w5 = a7[1];
+    w5 = w5 * w8;
+    w8 = a9[1];
+    w3 = a13[23];
+    w3 = w3 * w17;
+    w1 = w1 + w3;
+    w1 = fabs(w1);
+    w8 = w8 * w1;
+    w12 = w7 - w12;
+    w9 = w9 / w14;
+    w9 = -w9;
+    w9 = exp(w9);
+    w12 = w12 * w9;
+    w7 = w7 - w12;
+    w8 = w8 * w7;
+    w5 = w5 + w8;
+    w8 = a11[1];
+    w7 = (w16 > 0.0) ? 1.0 : ((w16 < 0.0) ? -1.0 : 0.0);
+    w12 = a12[1];
+    w16 = w16 / w12;
+    w16 = w16 * w16;
+    w16 = -w16;
+    w16 = exp(w16);
+    w7 = w7 * w16;
+    w8 = w8 * w7;
+    w5 = w5 + w8;
+    r3[1] = w5;
+}
+
+/* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi, st.fric.tau -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 182. */
+static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
+{
+    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
+    real_t w24, w25, w26, w27, w28;
     w0 = a1[0];
     w1 = w0 + w0;
     w2 = 0.5;
@@ -389,93 +569,99 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
     w18 = w18 * w24;
     w22 = w22 + w18;
     w23 = w23 + w22;
-    w23 = w12 - w23;
-    w18 = a5[0];
+    w18 = a8[0];
     w23 = w23 + w18;
+    w23 = w12 - w23;
+    w24 = a5[0];
+    w23 = w23 + w24;
     w23 = w15 * w23;
     w23 = w6 + w23;
     r1[0] = w23;
     w23 = a4[1];
-    w24 = a2[1];
-    w25 = w7 * w0;
-    w25 = w25 + w25;
+    w25 = a2[1];
+    w26 = w7 * w0;
+    w26 = w26 + w26;
     w2 = w2 * w14;
-    w25 = w25 * w2;
-    w26 = w0 + w4;
-    w27 = w26 * w3;
-    w25 = w25 - w27;
-    w25 = w0 * w25;
-    w25 = w20 * w25;
-    w26 = w26 * w10;
+    w26 = w26 * w2;
+    w27 = w0 + w4;
+    w28 = w27 * w3;
+    w26 = w26 - w28;
+    w26 = w0 * w26;
+    w26 = w20 * w26;
+    w27 = w27 * w10;
     w20 = w20 * w0;
     w20 = w20 + w20;
     w20 = w20 * w2;
-    w26 = w26 + w20;
-    w26 = w0 * w26;
-    w7 = w7 * w26;
-    w25 = w25 - w7;
-    w21 = w21 - w25;
-    w25 = a7[24];
-    w25 = w25 * w4;
+    w27 = w27 + w20;
+    w27 = w0 * w27;
+    w7 = w7 * w27;
+    w26 = w26 - w7;
+    w21 = w21 - w26;
+    w26 = a7[24];
+    w26 = w26 * w4;
     w7 = a7[25];
     w4 = (w4 > 0.0) ? 1.0 : ((w4 < 0.0) ? -1.0 : 0.0);
     w7 = w7 * w4;
-    w25 = w25 + w7;
-    w21 = w21 + w25;
-    w21 = w24 - w21;
-    w7 = a5[1];
+    w26 = w26 + w7;
+    w21 = w21 + w26;
+    w7 = a8[1];
     w21 = w21 + w7;
+    w21 = w25 - w21;
+    w4 = a5[1];
+    w21 = w21 + w4;
     w21 = w15 * w21;
     w21 = w23 + w21;
     r1[1] = w21;
     w21 = a6[0];
-    w4 = a3[0];
-    w1 = w1 - w4;
-    w4 = w11 * w19;
-    w26 = w8 * w17;
-    w4 = w4 - w26;
-    w26 = w10 * w4;
-    w20 = w11 * w17;
-    w2 = w8 * w19;
-    w20 = w20 + w2;
-    w2 = w3 * w20;
-    w26 = w26 - w2;
-    w2 = w16 + w26;
-    w20 = w14 * w20;
-    w20 = w8 * w20;
-    w4 = w14 * w4;
-    w4 = w11 * w4;
-    w20 = w20 + w4;
-    w2 = w2 + w20;
-    w2 = w2 + w22;
-    w2 = w12 - w2;
-    w2 = w2 + w18;
-    w2 = w15 * w2;
-    w2 = w6 + w2;
-    w2 = w1 - w2;
-    w2 = w21 * w2;
-    r2[0] = w2;
-    w2 = a6[1];
-    w20 = a3[1];
-    w5 = w5 - w20;
-    w20 = w0 * w9;
-    w20 = w11 * w20;
-    w4 = w0 * w13;
-    w4 = w8 * w4;
-    w20 = w20 - w4;
-    w26 = w26 - w20;
-    w26 = w26 + w25;
-    w26 = w24 - w26;
-    w26 = w26 + w7;
-    w26 = w15 * w26;
-    w26 = w23 + w26;
-    w26 = w5 - w26;
-    w26 = w2 * w26;
-    r2[1] = w26;
-    w26 = w11 * w19;
+    w27 = a3[0];
+    w1 = w1 - w27;
+    w27 = w11 * w19;
     w20 = w8 * w17;
-    w26 = w26 - w20;
-    w10 = w10 * w26;
+    w27 = w27 - w20;
+    w20 = w10 * w27;
+    w2 = w11 * w17;
+    w28 = w8 * w19;
+    w2 = w2 + w28;
+    w28 = w3 * w2;
+    w20 = w20 - w28;
+    w28 = w16 + w20;
+    w2 = w14 * w2;
+    w2 = w8 * w2;
+    w27 = w14 * w27;
+    w27 = w11 * w27;
+    w2 = w2 + w27;
+    w28 = w28 + w2;
+    w28 = w28 + w22;
+    w28 = w28 + w18;
+    w28 = w12 - w28;
+    w28 = w28 + w24;
+    w28 = w15 * w28;
+    w28 = w6 + w28;
+    w28 = w1 - w28;
+    w28 = w21 * w28;
+    r2[0] = w28;
+    w28 = a6[1];
+    w2 = a3[1];
+    w5 = w5 - w2;
+    w2 = w0 * w9;
+    w2 = w11 * w2;
+    w27 = w0 * w13;
+    w27 = w8 * w27;
+    w2 = w2 - w27;
+    w20 = w20 - w2;
+    w20 = w20 + w26;
+    w20 = w20 + w7;
+    w20 = w25 - w20;
+    w20 = w20 + w4;
+    w20 = w15 * w20;
+    w20 = w23 + w20;
+    w20 = w5 - w20;
+    w20 = w28 * w20;
+    r2[1] = w20;
+    w20 = w11 * w19;
+    w2 = w8 * w17;
+    w20 = w20 - w2;
+    w10 = w10 * w20;
     w17 = w11 * w17;
     w19 = w8 * w19;
     w17 = w17 + w19;
@@ -484,13 +670,14 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
     w16 = w16 + w10;
     w17 = w14 * w17;
     w17 = w8 * w17;
-    w14 = w14 * w26;
+    w14 = w14 * w20;
     w14 = w11 * w14;
     w17 = w17 + w14;
     w16 = w16 + w17;
     w16 = w16 + w22;
+    w16 = w16 + w18;
     w12 = w12 - w16;
-    w12 = w12 + w18;
+    w12 = w12 + w24;
     w12 = w15 * w12;
     w6 = w6 + w12;
     w1 = w1 - w6;
@@ -502,14 +689,15 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
     w8 = w8 * w0;
     w11 = w11 - w8;
     w10 = w10 - w11;
-    w10 = w10 + w25;
-    w24 = w24 - w10;
-    w24 = w24 + w7;
-    w15 = w15 * w24;
+    w10 = w10 + w26;
+    w10 = w10 + w7;
+    w25 = w25 - w10;
+    w25 = w25 + w4;
+    w15 = w15 * w25;
     w23 = w23 + w15;
     w5 = w5 - w23;
-    w2 = w2 * w5;
-    r3[1] = w2;
+    w28 = w28 * w5;
+    r3[1] = w28;
 }
 
 /* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 26. */
@@ -738,6 +926,12 @@ static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
         && mg_bounded(cfg->enc.motor_offset, 2, DBL_MAX)
         && mg_bounded(cfg->enc.motor_direction, 2, DBL_MAX)
         && mg_bounded(&cfg->est.gain[0][0], 6, DBL_MAX)
+        && mg_bounded(cfg->fric.fd, 2, DBL_MAX)
+        && mg_bounded(cfg->fric.dahl_length, 2, DBL_MAX)
+        && mg_bounded(cfg->fric.fl, 2, DBL_MAX)
+        && mg_bounded(cfg->fric.load_dahl_length, 2, DBL_MAX)
+        && mg_bounded(cfg->fric.fs, 2, DBL_MAX)
+        && mg_bounded(cfg->fric.stribeck_velocity, 2, DBL_MAX)
         && mg_bounded(cfg->obs.k_o, 2, DBL_MAX)
         && mg_bounded(cfg->det.threshold, 2, DBL_MAX)
         && mg_bounded(cfg->det.kv, 2, DBL_MAX)
@@ -774,6 +968,7 @@ static void planar2_rt_restart(planar2_rt_t *rt)
 {
     memset(&rt->model, 0, sizeof rt->model);
     memset(&rt->est, 0, sizeof rt->est);
+    memset(&rt->fric, 0, sizeof rt->fric);
     memset(&rt->obs, 0, sizeof rt->obs);
     memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
@@ -884,11 +1079,26 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
     memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
 
+    /* --- fric: terms --- */
+    if (rt->first) {  /* the Dahl states start at 0 from the first position */
+        memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
+    }
+    {
+        real_t tmp0[2];
+        real_t tmp1[2];
+        real_t tmp2[2];
+        planar2_rt_fric_step(out->q, out->q_hat, out->qd_hat, out->qdd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg.fric.fd, rt->cfg.fric.dahl_length, rt->cfg.fric.fl, rt->cfg.fric.load_dahl_length, rt->cfg.fric.fs, rt->cfg.fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
+        memcpy(rt->fric.z, tmp0, sizeof tmp0);
+        memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
+        memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
+    }
+
+
     /* --- obs: momentum --- */
     {
         real_t tmp1[2];
         real_t tmp2[2];
-        planar2_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->obs.p, tmp1, tmp2, out->r);
+        planar2_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
         memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }

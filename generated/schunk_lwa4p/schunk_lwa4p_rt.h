@@ -28,7 +28,7 @@
  * Units SI (rad, m, s, N m, N); torques are link side; arrays are indexed by joint.
  *
  * [model: params]
- * Run-time dynamic parameters (standard vector, order of <robot>_standard_parameter_names) and an extra payload on the last link (M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ, last link frame).
+ * Run-time dynamic parameters (standard vector, order of <robot>_standard_parameter_names), an extra payload on the last link (M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ, last link frame) and the Coulomb friction's velocity scales v_c.
  *
  * [enc: encoder]
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
@@ -57,14 +57,37 @@
  * so the discrete poles are (1 + s T/2) / (1 - s T/2) of the continuous ones. eps, h1, h2 are run-time
  * config (seed 000 tunes the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
  *
+ * [fric: terms]
+ * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
+ * shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
+ * docs/identification.md):
+ * 
+ *   tau_f = FD z + FL |tau_rb| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
+ * 
+ * - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
+ *   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
+ *   steps (``out.q``, as identification drives them), 0 at the first sample;
+ * - tau_rb = rnea_frictionless(q_hat, qd_hat, qdd_hat) with the run-time parameters: the torque the
+ *   drive transmits (load-dependent friction of geared drives). Identification takes it from the
+ *   description's parameters on the zero-phase filtered motion; an estimator without an acceleration
+ *   estimate gives qdd_hat = 0 here, so the load is then the gravity and Coriolis torque;
+ * - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
+ *   decay with velocity ``stribeck_velocity``.
+ * 
+ * The observers add tau_f to their model's friction; the controllers compensate the description's
+ * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
+ * ask for). With the coefficients at 0 (the default) the terms vanish and the pipeline is the
+ * description's model.
+ *
  * [obs: momentum]
  * Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
  * 
- *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd),  C^T qd = dT/dq
+ *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
  * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed. q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
+ * formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, codegen.blocks.friction; 0
+ * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
  * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
@@ -142,6 +165,7 @@ extern "C" {
 typedef struct {
     schunk_lwa4p_real_t params[78];  /**< standard parameters (SI) */
     schunk_lwa4p_real_t payload[10];  /**< extra payload on the last link, added to params */
+    schunk_lwa4p_real_t coulomb_scale[6];  /**< Coulomb friction's velocity scale v_c per joint: FC tanh(qd / v_c) (rad/s or m/s) */
 } schunk_lwa4p_rt_model_config_t;
 
 /** Run-time config of the encoder block. */
@@ -166,6 +190,16 @@ typedef struct {
     schunk_lwa4p_real_t h1[6];  /**< diagonal of H1 */
     schunk_lwa4p_real_t h2[6];  /**< diagonal of H2 */
 } schunk_lwa4p_rt_est_config_t;
+
+/** Run-time config of the terms block. */
+typedef struct {
+    schunk_lwa4p_real_t fd[6];  /**< FD: Dahl friction's coefficient (N m or N per joint) */
+    schunk_lwa4p_real_t dahl_length[6];  /**< Dahl length of z (rad or m) */
+    schunk_lwa4p_real_t fl[6];  /**< FL: load-dependent friction's coefficient (per N m of |tau_rb|) */
+    schunk_lwa4p_real_t load_dahl_length[6];  /**< Dahl length of z_L (rad or m) */
+    schunk_lwa4p_real_t fs[6];  /**< FS: Stribeck friction's coefficient (N m or N per joint) */
+    schunk_lwa4p_real_t stribeck_velocity[6];  /**< Stribeck velocity v_s (rad/s or m/s) */
+} schunk_lwa4p_rt_fric_config_t;
 
 /** Run-time config of the momentum block. */
 typedef struct {
@@ -199,6 +233,7 @@ typedef struct {
     schunk_lwa4p_rt_model_config_t model;  /**< params */
     schunk_lwa4p_rt_enc_config_t enc;  /**< encoder */
     schunk_lwa4p_rt_est_config_t est;  /**< linhg */
+    schunk_lwa4p_rt_fric_config_t fric;  /**< terms */
     schunk_lwa4p_rt_obs_config_t obs;  /**< momentum */
     schunk_lwa4p_rt_det_config_t det;  /**< threshold */
     schunk_lwa4p_rt_ctl_config_t ctl;  /**< computed_torque */
@@ -231,6 +266,14 @@ typedef struct {
     schunk_lwa4p_real_t bd[6][2];  /**< derived: B_d per joint */
 } schunk_lwa4p_rt_est_state_t;
 
+/** State of the terms block. */
+typedef struct {
+    schunk_lwa4p_real_t q_last[6];  /**< encoder position of the last sample */
+    schunk_lwa4p_real_t z[6];  /**< Dahl state z */
+    schunk_lwa4p_real_t z_load[6];  /**< Dahl state z_L of the load-dependent term */
+    schunk_lwa4p_real_t tau[6];  /**< the terms' torque tau_f this sample (N m or N) */
+} schunk_lwa4p_rt_fric_state_t;
+
 /** State of the momentum block. */
 typedef struct {
     schunk_lwa4p_real_t p0[6];  /**< momentum at the first sample */
@@ -257,6 +300,7 @@ typedef struct {
     schunk_lwa4p_rt_model_state_t model;  /**< params */
     schunk_lwa4p_rt_enc_state_t enc;  /**< encoder */
     schunk_lwa4p_rt_est_state_t est;  /**< linhg */
+    schunk_lwa4p_rt_fric_state_t fric;  /**< terms */
     schunk_lwa4p_rt_obs_state_t obs;  /**< momentum */
     schunk_lwa4p_rt_det_state_t det;  /**< threshold */
     uint8_t first;  /**< 1 until the first step has initialised the blocks */

@@ -30,6 +30,9 @@ from host_tools.bindings.compiled import generated_folder
 
 CONFIG_FORMAT = "manipgen-rt-config"
 CONFIG_VERSION = 1
+ANY_PIPELINE = "any"  # a config's "pipeline" when it holds only fields of the robot's model
+# blocks a config for ANY_PIPELINE may set that a pipeline need not have: their fields are skipped there
+OPTIONAL_KINDS = frozenset({"fric"})
 _PRIMITIVE = {"double": "f8", "float": "f4", "int32_t": "i4", "uint32_t": "u4", "int64_t": "i8", "uint8_t": "u1"}
 
 
@@ -164,7 +167,10 @@ class RtConfig:
         values = doc.get("config")
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: config: expected a mapping of block.field values")
+        kinds = {k.partition(".")[0] for k in self.keys()}
         for key, value in values.items():
+            if doc.get("pipeline") == ANY_PIPELINE and key.partition(".")[0] in OPTIONAL_KINDS - kinds:
+                continue  # e.g. an identified model's friction terms, in a pipeline without an observer
             try:
                 self[key] = value
             except ConfigError as exc:

@@ -121,11 +121,26 @@ def run(
         ident.base.values[eliminated] + 3 * sigma[eliminated],
     )
 
-    def physical_fit() -> tuple[PhysicalResult, float]:
+    def physical_fit(
+        extra: np.ndarray | None = None, start: PhysicalResult | None = None
+    ) -> tuple[PhysicalResult, float]:
+        """The multi-start; or, with the friction terms' columns ``extra``, IPOPT again from the
+        description model's solution ``start`` with the columns projected out (retrieve's ``extra``)."""
         t1 = time.perf_counter()
         result = retrieve(
-            robot, m.base.k, kept, y[rows][:, kept], tau.reshape(-1)[rows], ident.essential.values, physical, span
+            robot,
+            m.base.k,
+            kept,
+            y[rows][:, kept],
+            tau.reshape(-1)[rows],
+            ident.essential.values,
+            physical,
+            span,
+            extra=extra,
+            start=None if start is None else start.x,
         )
+        if start is not None:
+            result.starts = start.starts + result.starts
         return result, time.perf_counter() - t1
 
     # IPOPT releases the GIL: the physical fit runs on the other core while the friction terms,
@@ -139,6 +154,9 @@ def run(
             extended = _friction_terms(m, log, data, settings, y, tau, qd, rows)
             stages["friction_terms"] = time.perf_counter() - t1
         rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
+        if rep.terms is not None:  # the physical parameters with the terms, beside the validation
+            plain, stages["physical"] = physical_job.result()
+            physical_job = pool.submit(physical_fit, rep.y[rows][:, len(m.names) :], plain)
         val = None
         ours: dict[str, list[float]] = {}
         if validate is not None:
@@ -168,8 +186,12 @@ def run(
             (robot, y, tau, qd),
         )
         stages["baseline_ls"] = time.perf_counter() - t1
-        phys, stages["physical"] = physical_job.result()
+        phys, seconds = physical_job.result()
+        stages["physical"] = stages.get("physical", 0.0) + seconds
+    terms_phys = phys.extra if rep.terms is not None else None
     beta_phys = m.base.k @ phys.standard
+    if terms_phys is not None:
+        beta_phys = np.concatenate([beta_phys, terms_phys])
     doc: dict[str, Any] = {
         "robot": robot.name,
         "n_base": len(m.names),
@@ -191,7 +213,7 @@ def run(
         "fit_rms": {
             "base": rep.base.rms.tolist(),
             "essential": rep.essential.rms.tolist(),
-            "physical": _rms(y, tau, beta_phys).tolist(),
+            "physical": _rms(rep.y if terms_phys is not None else y, tau, beta_phys).tolist(),
         },
         "settings": {"identification": vars(settings), "physical": vars(physical)},
         "coulomb": {
@@ -204,7 +226,7 @@ def run(
         "tau": tau,
         "base": (rep.y @ rep.base.values).reshape(tau.shape),
         "essential": (rep.y[:, rep.essential.kept] @ rep.essential.values).reshape(tau.shape),
-        "physical": (y @ beta_phys).reshape(tau.shape),
+        "physical": ((rep.y if terms_phys is not None else y) @ beta_phys).reshape(tau.shape),
         "ts": data.sample_period * len(data.q) / len(tau),
         "periodic": exc is not None,
     }
@@ -234,8 +256,12 @@ def run(
             "grids": {"dahl_length": list(DAHL_LENGTHS), "stribeck_velocity": list(STRIBECK_VELOCITIES)},
             "folds": FOLDS,
             "min_gain": MIN_GAIN,
-            "physical": "the description's model without the terms (what the generated C computes)",
+            "physical": "the physical parameters fitted with the terms' coefficients (from the description "
+            "model's solution): what config_identified.json gives the generated C",
         }
+        if terms_phys is not None:
+            doc["friction_terms"]["physical_coefficients"] = dict(zip(rep.selection.terms.names(), terms_phys.tolist()))
+            doc["friction_terms"]["runtime_config"] = rep.selection.terms.runtime_config(terms_phys)
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = stages
     doc["seconds"] = time.perf_counter() - t0
@@ -533,24 +559,31 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], spec: str, out: Path) -> 
     ]
     if "validation" in arrays:
         written.append(plots.identification_validation(arrays["validation"], out / "identification_validation.png"))
-    if not scaled:
-        # the description's generated C takes the identified parameters at run time; fitted Coulomb
-        # scales are compiled in, so then only the identified YAML (regenerated) carries them
-        written.append(write_params_config(robot, doc["identified_standard"], out / "config_identified.json"))
+    # the description's generated C takes the identified model at run time: the parameters, the
+    # Coulomb scales (fitted or the description's) and the friction terms
+    extra: dict[str, list[float]] = {}
+    if robot.coulomb.model == "tanh":
+        extra["model.coulomb_scale"] = [robot.coulomb.scale(i) for i in range(robot.dof)]
+    extra.update(doc.get("friction_terms", {}).get("runtime_config", {}))
+    written.append(write_params_config(robot, doc["identified_standard"], out / "config_identified.json", extra))
     return written
 
 
-def write_params_config(robot: Any, standard: list[float], path: Path) -> Path:
-    """A config JSON (docs/realtime.md) setting only ``model.params``: it loads into any pipeline of
-    the robot (``rt.config.load``, ``--config``)."""
-    from host_tools.bindings.rt import CONFIG_FORMAT, CONFIG_VERSION
+def write_params_config(
+    robot: Any, standard: list[float], path: Path, extra: dict[str, list[float]] | None = None
+) -> Path:
+    """A config JSON (docs/realtime.md) setting ``model.params`` and the ``extra`` fields (the Coulomb
+    scales, the friction terms' ``fric.*``): it loads into any pipeline of the robot with run-time
+    parameters (``rt.config.load``, ``--config``; a pipeline without the ``fric`` block, i.e.
+    without an observer, skips its fields)."""
+    from host_tools.bindings.rt import ANY_PIPELINE, CONFIG_FORMAT, CONFIG_VERSION
 
     doc = {
         "format": CONFIG_FORMAT,
         "version": CONFIG_VERSION,
         "robot": robot.c_name,
-        "pipeline": "any",
-        "config": {"model.params": [float(v) for v in standard]},
+        "pipeline": ANY_PIPELINE,
+        "config": {"model.params": [float(v) for v in standard], **(extra or {})},
     }
     write_file(path, json.dumps(doc, indent=1) + "\n")
     return path

@@ -27,10 +27,14 @@ stay out (tests/ident/test_friction_terms.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import casadi as cs
 import numpy as np
 
+from codegen.blocks.friction import DAHL_LENGTH, STRIBECK_VELOCITY
+from codegen.symbolic.dynamics import dahl_step, smooth_coulomb, stribeck
 from host_tools.identification.least_squares import Model
 
 # rad (m): Dahl lengths tried; seed 000's LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
@@ -70,6 +74,25 @@ class FrictionTerms:
     def names(self) -> list[str]:
         return [f"{kind}{j + 1}" for kind, j, _ in self.per_joint()]
 
+    def runtime_config(self, coefficients: np.ndarray) -> dict[str, list[float]]:
+        """The generated pipeline's run-time fields (codegen.blocks.friction: ``fric.fd`` ...) for
+        these terms with ``coefficients`` (one per column, per_joint's order); a joint without a
+        term has coefficient 0 and the field's default shape parameter."""
+        n = len(self.dahl)
+        out = {
+            "fric.fd": [0.0] * n,
+            "fric.dahl_length": [DAHL_LENGTH] * n,
+            "fric.fl": [0.0] * n,
+            "fric.load_dahl_length": [DAHL_LENGTH] * n,
+            "fric.fs": [0.0] * n,
+            "fric.stribeck_velocity": [STRIBECK_VELOCITY] * n,
+        }
+        shape = {"FD": "fric.dahl_length", "FL": "fric.load_dahl_length", "FS": "fric.stribeck_velocity"}
+        for (kind, j, value), c in zip(self.per_joint(), np.asarray(coefficients, float)):
+            out["fric." + kind.lower()][j] = float(c)
+            out[shape[kind]][j] = value
+        return out
+
     def as_json(self) -> list[dict[str, Any]]:
         return [
             {"joint": j + 1, "dahl_length": d, "load_dahl_length": ld, "stribeck_velocity": s}
@@ -78,29 +101,49 @@ class FrictionTerms:
 
 
 def dahl_states(q: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """z (K, n, L) of positions q (K, n) for every length (L,), z = 0 at the first sample: per
-    step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / delta), the exact solution of
-    dz/dq = (sgn(dq) - z) / delta over the step (dq = 0 keeps z). Written here once: the terms
-    are not in the generated C (identification reports them; the controller's model has viscous
-    and Coulomb friction only). The step factors are vectorised, the recursion is a loop."""
+    """z (K, n, L) of positions q (K, n) for every length (L,), z = 0 at the first sample: the
+    generated pipeline's recursion (codegen.symbolic.dynamics.dahl_step, the ``fric`` block) over
+    the position steps, by CasADi's mapaccum in chunks of CHUNK steps (one mapaccum over the whole
+    run takes longer to build than to evaluate; a zero step at the end of the last chunk keeps z)."""
     k, n = q.shape
-    dq = np.diff(np.asarray(q, float), axis=0)[:, :, None]  # (K-1, n, 1)
-    decay = np.exp(-np.abs(dq) / np.asarray(lengths, float)[None, None, :])  # (K-1, n, L)
-    target = np.broadcast_to(np.sign(dq), decay.shape)
-    z = np.zeros((k, n, len(lengths)))
-    zk = z[0].copy()
-    for i in range(k - 1):
-        zk = target[i] - (target[i] - zk) * decay[i]
-        z[i + 1] = zk
-    return z
+    lengths = np.asarray(lengths, float)
+    m = n * len(lengths)
+    dq = np.zeros((m, -(-(k - 1) // CHUNK) * CHUNK))
+    dq[:, : k - 1] = np.repeat(np.diff(np.asarray(q, float), axis=0), len(lengths), axis=1).T  # joint-major
+    step, length = _dahl_recursion(m), np.tile(lengths, n)
+    z = np.zeros((m, dq.shape[1] + 1))
+    for i in range(0, dq.shape[1], CHUNK):
+        z[:, i + 1 : i + 1 + CHUNK] = np.array(step(z[:, i], dq[:, i : i + CHUNK], length))
+    return z[:, :k].T.reshape(k, n, len(lengths))
+
+
+CHUNK = 512
+
+
+@lru_cache(maxsize=8)
+def _dahl_recursion(size: int) -> cs.Function:
+    z, dq, length = cs.SX.sym("z", size), cs.SX.sym("dq", size), cs.SX.sym("length", size)
+    return cs.Function("dahl", [z, dq, length], [dahl_step(z, dq, length)]).mapaccum(CHUNK)
 
 
 def stribeck_shapes(m: Model, qd: np.ndarray, velocities: np.ndarray) -> np.ndarray:
     """(K, n, V): the Stribeck shape of qd (K, n) for every velocity v_s: the robot's smooth
-    Coulomb shape (the generated C's expression) times exp(-(qd / v_s)^2)."""
-    coulomb = m.coulomb_shape(qd)
-    v = np.asarray(velocities, float)[None, None, :]
-    return coulomb[:, :, None] * np.exp(-((qd[:, :, None] / v) ** 2))
+    Coulomb shape (its tanh scales) times the Stribeck decay, the ``fric`` block's expressions
+    (codegen.symbolic.dynamics.smooth_coulomb, stribeck), one evaluation per sample."""
+    k, n = qd.shape
+    v = np.asarray(velocities, float)
+    scales = np.array([m.robot.coulomb.scale(j) for j in range(n)], float)
+    out = _stribeck_function(n, len(v)).map(k)(np.asarray(qd, float).T, scales, v)
+    return out.full().T.reshape(k, n, len(v))
+
+
+@lru_cache(maxsize=8)
+def _stribeck_function(n: int, count: int) -> cs.Function:
+    """(qd (n,), tanh scales (n,), velocities (count,)) -> the shapes, joint-major (n count,)."""
+    qd, scale, v = cs.SX.sym("qd", n), cs.SX.sym("scale", n), cs.SX.sym("v", count)
+    coulomb = smooth_coulomb(qd, scale)
+    shapes = [stribeck(coulomb[j], qd[j], v[g]) for j in range(n) for g in range(count)]
+    return cs.Function("stribeck", [qd, scale, v], [cs.vertcat(*shapes)])
 
 
 def nominal_load(m: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:

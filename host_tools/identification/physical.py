@@ -59,9 +59,11 @@ class PhysicalResult:
     names: list[str]
     standard: np.ndarray  # pi(mu), the robot's standard parameter order
     objective: float  # |tau - Y_e pi_e(mu)|, N m (seed 004 eq. 15)
-    base_objective: float  # |tau - Y_e pi_e_hat| of the least-squares essential fit
+    base_objective: float  # |tau - Y_e pi_e_hat| of the least-squares essential fit (with the extra columns)
     starts: list[dict[str, float | str]] = field(default_factory=list)
     seconds: float = 0.0
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the decision vector (bounds' order)
+    extra: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the extra columns' coefficients
 
     def robot(self, robot: Robot) -> Robot:
         """The robot with these parameters (links in its frames, joint parameters on its joints)."""
@@ -133,12 +135,18 @@ def retrieve(
     settings: PhysicalSettings = PhysicalSettings(),
     eliminated_range: tuple[np.ndarray, np.ndarray] | None = None,
     progress: Callable[[int, int, float], None] | None = None,
+    extra: np.ndarray | None = None,
+    start: np.ndarray | None = None,
 ) -> PhysicalResult:
     """seed 004 Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
     least-squares essential parameters (for base_objective). The base parameters the essential set
     eliminated stay within ``eliminated_range`` (low, high per eliminated parameter, in base order;
     default +-0.01): the objective alone would leave them free, but a robot file carries every
-    parameter and torques on other motions depend on them."""
+    parameter and torques on other motions depend on them. ``extra`` (r, p): columns with free
+    coefficients fitted together with mu (friction terms), eliminated by variable projection -- the
+    objective is |P (tau - Y_e pi_e(mu))| with P the projection off their span, so IPOPT's problem keeps
+    its size -- and recovered after; ``start``: one start from this decision vector (a previous
+    solution, e.g. without the extra columns) instead of the random multi-start."""
     t_start = time.perf_counter()
     names, lo, hi = bounds(robot, settings)
     x = cs.SX.sym("x", len(lo))
@@ -146,6 +154,10 @@ def retrieve(
     pi_e = cs.mtimes(cs.DM(k_base[kept]), pi)
     t = np.asarray(tau, float).reshape(-1)
     a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
+    if extra is not None:  # Gram form of the projected problem: subtract the extra columns' part
+        g, *_ = np.linalg.lstsq(extra, np.column_stack([y_e, t]), rcond=None)  # (X'X)^-1 X' [Y_e t]
+        xy = extra.T @ np.column_stack([y_e, t])
+        a, b, tt = a - xy[:, :-1].T @ g[:, :-1], b - xy[:, :-1].T @ g[:, -1], tt - float(xy[:, -1] @ g[:, -1])
     scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
     f = scale * (tt - 2 * cs.dot(cs.DM(b), pi_e) + cs.dot(pi_e, cs.mtimes(cs.DM(a), pi_e)))
     stride = 10 + len(_joint_params(robot))
@@ -174,9 +186,9 @@ def retrieve(
     rng = np.random.default_rng(settings.seed)
     best: tuple[float, np.ndarray] | None = None
     starts: list[dict[str, float | str]] = []
-    for k in range(settings.starts):
+    for k in range(settings.starts if start is None else 1):
         t0 = time.perf_counter()
-        x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo))  # seed 004 Table 1 line 4
+        x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo)) if start is None else start  # seed 004 Table 1 line 4
         sol = solver(x0=x0, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         gv = np.array(sol["g"]).ravel()
@@ -210,8 +222,23 @@ def retrieve(
     if best is None:
         raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
     evaluate = cs.Function("mu_pi", [x], [mu, pi])
-    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(np.clip(best[1], lo, hi)))
+    x_best = np.clip(best[1], lo, hi)
+    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
     r_base = t - y_e @ beta_e
+    coefficients = np.zeros(0)
+    if extra is not None:
+        coefficients, *_ = np.linalg.lstsq(extra, t - y_e @ (k_base[kept] @ pi_v), rcond=None)
+        # the unconstrained fit of the essential and the extra columns together
+        both = np.column_stack([y_e, extra])
+        r_base = t - both @ np.linalg.lstsq(both, t, rcond=None)[0]
     return PhysicalResult(
-        mu_v, names, pi_v, best[0], float(np.sqrt(r_base @ r_base)), starts, time.perf_counter() - t_start
+        mu_v,
+        names,
+        pi_v,
+        best[0],
+        float(np.sqrt(r_base @ r_base)),
+        starts,
+        time.perf_counter() - t_start,
+        x_best,
+        np.asarray(coefficients, float),
     )
