@@ -79,6 +79,8 @@ def controller(robot: Robot, dyn: Dynamics, sample_period: float) -> tuple[cs.Fu
             "cfg.ctl.tau_max": s["tau_max"],
             "st.ctl.integ": s["integ"],
             "st.model.pi": s["ctl_pi"],
+            # PID + gravity has no friction: the run-time Coulomb scales' binding is unused
+            **({} if ctx.coulomb_scale is None else {"cfg.model.coulomb_scale": ctx.coulomb_scale}),
         },
     )
     tau = s["drive_gain"] * ctl["out.tau_cmd"]

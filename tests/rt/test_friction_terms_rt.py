@@ -109,8 +109,8 @@ def test_terms_in_closed_form() -> None:
         try:
             return np.asarray(rt.run(ins)["r"]) - np.asarray(plain["r"])
         finally:
-            for key, value in saved.items():
-                rt.config[key.replace("__", ".")] = value
+            for key, old in saved.items():
+                rt.config[key.replace("__", ".")] = old
 
     q = np.asarray(plain["q"])
     dq = np.diff(q[:, 0])
