@@ -209,10 +209,47 @@ def test_a_wrapping_counter_is_refused_unless_the_start_is_stated(tmp_path: Path
     offsets = encoder_offsets(robot, log)
     assert offsets is not None and offsets == pytest.approx([0.0, np.radians(57.6)], abs=1e-12)
     assert start_offsets(robot, counts[0], q[0]) == pytest.approx(offsets, abs=1e-12)
-    rt.config["enc.offset"] = offsets
+    # a log with a stated start runs through the generated read with those offsets (every command
+    # replays logs by Realtime.run), the config's own kept
     rt.reset()
     assert rt.run(log)["q"] == pytest.approx(q, abs=2 * np.pi / 409600)
+    assert np.all(rt.config["enc.offset"] == 0)
     assert check_log(log, robot).findings == []
+    # import-log's NPZ keeps the start position; loading it restores the offsets
+    from host_tools.data.mat_logs import load_log
+
+    log.save(tmp_path / "started.npz")
+    loaded = load_log(tmp_path / "started.npz", robot)
+    assert loaded.encoder_offset is not None and loaded.encoder_offset == pytest.approx(offsets, abs=0)
+    rt.reset()
+    assert rt.run(loaded)["q"] == pytest.approx(q, abs=2 * np.pi / 409600)
+
+
+def test_a_csv_is_checked_for_what_it_carries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """identify's DATA.csv (time, q, tau): saturation, limits and standstill are checked (time steps
+    on reading; no desired trajectory, no counts); the findings are in identify's JSON and left out."""
+    from host_tools.data.checks import check_samples
+    from host_tools.data.csvdata import Samples
+
+    log, q = fabricate(PLANAR2, 12.0, seed=3)
+    tau = log.tau.copy()
+    ts = log.sample_period
+    clip = (log.time >= 6.0) & (log.time < 7.0)
+    tau[clip, 0] = np.max(tau[:, 0]) + 1.0  # held at its new extreme for 1 s
+    found = check_samples(Samples(ts, q, tau), PLANAR2, "run.csv")
+    kinds = [(f.kind, f.joint) for f in found.findings]
+    assert kinds == [("saturation", 1)], kinds
+    assert found.findings[0].t0 == pytest.approx(6.0) and found.findings[0].samples == int(np.sum(clip))
+    assert check_samples(Samples(ts, q, log.tau), PLANAR2, "run.csv").findings == []
+    path = tmp_path / "run.csv"
+    header = "t," + ",".join(f"q{i + 1}" for i in range(2)) + "," + ",".join(f"tau{i + 1}" for i in range(2))
+    np.savetxt(path, np.column_stack([log.time, q, tau]), delimiter=",", header=header, comments="")
+    assert main(["identify", "planar2", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [(c["kind"], c["joint"], c["source"]) for c in doc["checks"]] == [("saturation", 1, str(path))]
+    assert doc["flagged_samples"]["data"] == int(np.sum(clip)) and doc["flagged_left_out"]
+    assert f"manipgen: check: {path}: saturation: joint 1" in captured.err
 
 
 def lwa4p_mat(path: Path, clip: bool, stamps: bool) -> None:

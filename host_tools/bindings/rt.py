@@ -323,11 +323,21 @@ class Realtime:
         return {k: out[k].copy() for k in out.dtype.names or ()}
 
     def run(self, log: Any) -> dict[str, np.ndarray]:
-        """Run a log (host_tools.data.logs.Log or a mapping with counts, valid, tau, q_des, ...)."""
+        """Run a log (host_tools.data.logs.Log or a mapping with counts, valid, tau, q_des, ...). A
+        log with a stated start position (its ``encoder_offset``) runs with those encoder offsets
+        (``enc.offset``; the config's own restored after)."""
         fields = log.inputs() if hasattr(log, "inputs") else dict(log)
         a = self.inputs(len(np.asarray(fields["counts"])))
         fill_inputs(a, fields)
-        return self.run_inputs(a)
+        offset = getattr(log, "encoder_offset", None)
+        if offset is None:
+            return self.run_inputs(a)
+        saved = np.array(self.config["enc.offset"], copy=True)
+        self.config["enc.offset"] = offset
+        try:
+            return self.run_inputs(a)
+        finally:
+            self.config["enc.offset"] = saved
 
 
 def fill_inputs(a: np.ndarray, values: Mapping[str, Any]) -> None:

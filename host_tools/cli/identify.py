@@ -117,8 +117,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument(
         "--out",
         help="folder for identification.{json,md,png}, identification_validation.png (with "
-        "--validate), <robot>_identified.{yaml,urdf} and config_identified.json (model.params "
-        "for the description's C; not with --fit-coulomb-scale) (--method: "
+        "--validate), <robot>_identified.{yaml,urdf} and config_identified.json (the run-time "
+        "model.params, model.coulomb_scale and friction terms fric.* for the description's C) (--method: "
         "output_error.{json,md} and output_error_autocorrelation.png)",
     )
     d.set_defaults(handler=run)
@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.data.checks import (
         LogChecks,
         check_log,
+        check_samples,
         parse_start_position,
         require_absolute_positions,
         with_start_position,
@@ -203,9 +204,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     def data(path: str) -> tuple[Log | Samples, LogChecks | None]:
-        """The log and its input checks (a CSV has no counts to check)."""
+        """The log and its input checks (a CSV's: those it allows, host_tools.data.checks.check_samples)."""
         if path.lower().endswith(".csv"):
-            return read_samples(path, robot.dof), None
+            samples = read_samples(path, robot.dof)
+            return samples, check_samples(samples, robot, path)
         log = load_log(path, robot)
         if start is not None:
             log = with_start_position(log, robot, start)
@@ -254,6 +256,7 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
     from pathlib import Path
 
     from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
     from codegen.model.yamlio import load_yaml
     from host_tools.cli.oe_report import (
         OESynthetic,
@@ -266,7 +269,9 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
         tables,
         write,
     )
-    from host_tools.data.logs import Log, LogError
+    from host_tools.data.checks import check_log, parse_start_position, with_start_position
+    from host_tools.data.logs import LogError
+    from host_tools.data.mat_logs import load_log
     from host_tools.identification.output_error import OESettings
 
     try:
@@ -279,12 +284,12 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
         if args.synthetic and args.gains:
             raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
+        found = None
         with out.status("identifying ...") as status:
             if args.synthetic:
                 opts = OESynthetic(seed=args.seed)
                 status.update("simulating the closed-loop run (loopback)")
                 log, loop = synthetic_run(args.robot, opts)
-                from codegen.model.description import load_robot
                 from host_tools.identification.least_squares import model
 
                 truth = model(load_robot(args.robot)).true_base()
@@ -295,7 +300,23 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
                         f"{args.data}: output-error methods need the reference trajectory the "
                         "controller tracked: give a log (.npz) with q_des and qd_des"
                     )
-                log = Log.load(args.data)
+                robot = load_robot(args.robot)
+                log = load_log(args.data, robot)
+                start = parse_start_position(args.start_position, robot) if args.start_position else None
+                found = check_log(log, robot, str(args.data), start)
+                for line in found.lines():
+                    out.print(f"manipgen: check: {line}")
+                # output error simulates the run whole on its time grid, the controller's own
+                # saturation (tau_max) included: stamps that jump or repeat break it; the other
+                # findings are reported (a clip the loop does not model shows as its error)
+                stamps = sum(f.samples for f in found.findings if f.kind == "time")
+                if stamps and not args.keep_flagged:
+                    raise ValueError(
+                        f"{args.data}: {stamps} samples flagged by the time-stamp check; output error "
+                        "simulates the run whole on a uniform grid: cut the run (or --keep-flagged to use it as it is)"
+                    )
+                if start is not None:
+                    log = with_start_position(log, robot, start)
                 gains = load_yaml(args.gains).data if args.gains else None
                 if args.gains and not isinstance(gains, dict):
                     raise ValueError(
@@ -326,6 +347,9 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
                 raise ValueError(text if text.startswith(source) else f"{source}: {text}") from None
         if args.synthetic:
             doc["synthetic"] = vars(opts)
+        if found is not None:  # the input checks' findings, as identify's other methods give them
+            doc["checks"] = [{**c, "source": found.source} for c in found.as_json()]
+            doc["flagged_left_out"] = False
         written = write(doc, results, Path(args.out)) if args.out else []
     except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
         out.print(f"manipgen: error: {exc_}")

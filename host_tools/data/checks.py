@@ -36,6 +36,7 @@ import numpy as np
 
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
+from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, LogError
 
 GAP = 1.5  # a time step longer than GAP sample periods is a jump
@@ -121,8 +122,8 @@ class LogChecks:
         return [f.as_json() for f in self.findings]
 
 
-def _finding(kind: str, joint: int | None, log: Log, a: int, b: int, detail: str) -> Finding:
-    return Finding(kind, joint, a, b, float(log.time[a]), float(log.time[b]), detail)
+def _finding(kind: str, joint: int | None, time: np.ndarray, a: int, b: int, detail: str) -> Finding:
+    return Finding(kind, joint, a, b, float(time[a]), float(time[b]), detail)
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -173,7 +174,7 @@ def require_absolute_positions(robot: Robot, start_position: Positions | None) -
     raise LogError(
         f"{robot.file}: encoder: {which}: the absolute start position is unknown; use a wider counter "
         "(encoder bits: 32), an offset from a homing step (encoder offset), or state it with "
-        "--start-position q1,q2,... (rad)"
+        "--start-position q1,q2,... (rad) (import-log, identify; import-log's NPZ keeps it for the other commands)"
     )
 
 
@@ -224,7 +225,8 @@ def with_start_position(log: Log, robot: Robot, start_position: Positions) -> Lo
     start = np.asarray(start_position, float)
     if start.shape != (robot.dof,) or not np.all(np.isfinite(start)):
         raise LogError(f"start_position: expected {robot.dof} finite values (rad or m), got {start.tolist()}")
-    return replace(log, extra={**log.extra, "start_position": start})
+    with_start = replace(log, extra={**log.extra, "start_position": start})
+    return replace(with_start, encoder_offset=encoder_offsets(robot, with_start))
 
 
 def encoder_offsets(robot: Robot, log: Log) -> np.ndarray | None:
@@ -269,7 +271,9 @@ def _peak_curvature(tau: np.ndarray, quantum: float) -> float:
     return 0.0
 
 
-def _saturation(log: Log, limit: np.ndarray) -> tuple[list[Finding], list[float], list[float]]:
+def _saturation(
+    torques: np.ndarray, time: np.ndarray, limit: np.ndarray
+) -> tuple[list[Finding], list[float], list[float]]:
     """Plateaus at a joint's extreme torque. Per joint, the quantum is the smallest nonzero step
     between the torque's distinct values (the current's resolution times the drive gain); a level
     equal to the extreme to within half a quantum is the extreme. A smooth peak tau_max - a t^2 / 2
@@ -277,8 +281,8 @@ def _saturation(log: Log, limit: np.ndarray) -> tuple[list[Finding], list[float]
     near its extremes (_peak_curvature, noise included), a peak spans 1 + 2 ceil(sqrt(2 q / a))
     samples at most; a plateau needs at least that many, and never fewer than MIN_PLATEAU."""
     found, quanta, lengths = [], [], []
-    for i in range(log.tau.shape[1]):
-        tau = log.tau[:, i]
+    for i in range(torques.shape[1]):
+        tau = torques[:, i]
         steps = np.diff(np.unique(tau))
         q = float(np.min(steps)) if len(steps) else 0.0
         curv = _peak_curvature(tau, q)
@@ -296,20 +300,20 @@ def _saturation(log: Log, limit: np.ndarray) -> tuple[list[Finding], list[float]
                         f"tau at {level:.6g} (the run's {'max' if level > 0 else 'min'}; limits.tau {limit[i]:g}) "
                         f"for {b - a + 1} samples"
                     )
-                    found.append(_finding("saturation", i + 1, log, a, b, detail))
+                    found.append(_finding("saturation", i + 1, time, a, b, detail))
     return found, quanta, lengths
 
 
-def _limits(log: Log, robot: Robot) -> list[Finding]:
+def _limits(tau: np.ndarray, saturated: np.ndarray | None, time: np.ndarray, robot: Robot) -> list[Finding]:
     tau_lim = np.array([j.limits.tau for j in robot.joints])
-    over = np.abs(log.tau) >= tau_lim
-    if "tau_saturated" in log.extra:
-        over |= np.asarray(log.extra["tau_saturated"], bool)
+    over = np.abs(tau) >= tau_lim
+    if saturated is not None:  # the importer's current limit (tau_saturated)
+        over |= np.asarray(saturated, bool)
     found = []
     for i in range(over.shape[1]):
         for a, b in _runs(over[:, i]):
             detail = f"|tau| or the current at the description's limit (limits.tau {tau_lim[i]:g})"
-            found.append(_finding("limit", i + 1, log, a, b, detail))
+            found.append(_finding("limit", i + 1, time, a, b, detail))
     return found
 
 
@@ -330,12 +334,12 @@ def _off_trajectory(
                 f"|q_des - q| up to {np.max(err[a : b + 1, i]):.4g} {unit[i]} (bound {bound:.4g} = the larger of "
                 f"{OFF_FACTOR:g} x its median {typical:.3g} and {OFF_FLOOR_COUNTS} counts)"
             )
-            found.append(_finding("off_trajectory", i + 1, log, a, b, detail))
+            found.append(_finding("off_trajectory", i + 1, log.time, a, b, detail))
     return found, bounds, worst
 
 
-def _time(log: Log) -> list[Finding]:
-    t, ts = np.asarray(log.time, float), log.sample_period
+def _time(time: np.ndarray, ts: float) -> list[Finding]:
+    t = np.asarray(time, float)
     steps = np.diff(t)
     bad = (steps > GAP * ts) | (steps <= 0)
     found = []
@@ -343,14 +347,13 @@ def _time(log: Log) -> list[Finding]:
         s = steps[a : b + 1]
         what = [w for w, m in (("jump", s > GAP * ts), ("repeat", s == 0), ("go back", s < 0)) if np.any(m)]
         detail = f"stamps {' and '.join(what)} (steps {np.min(s):.4g}..{np.max(s):.4g} s; sample period {ts:g} s)"
-        found.append(_finding("time", None, log, a, b + 1, detail))
+        found.append(_finding("time", None, t, a, b + 1, detail))
     return found
 
 
-def _still(log: Log, q: np.ndarray, rpc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _still(q: np.ndarray, rpc: np.ndarray, ts: float) -> tuple[np.ndarray, np.ndarray]:
     """Per sample and joint: still (True) or moving, from the central difference of q over the
     STILL_WINDOW; and the per-joint speed bound (rad/s or m/s)."""
-    ts = log.sample_period
     w = max(1, int(round(STILL_WINDOW / ts / 2)))
     k = len(q)
     lo, hi = np.clip(np.arange(k) - w, 0, k - 1), np.clip(np.arange(k) + w, 0, k - 1)
@@ -371,24 +374,51 @@ def check_log(log: Log, robot: Robot, source: str = "log", start_position: Posit
     require_absolute_positions(robot, log.extra.get("start_position"))
     q = log_positions(robot, log, encoder_offsets(robot, log))
     rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
-    still, still_bound = _still(log, q, rpc)
-    sat, quanta, lengths = _saturation(log, np.array([j.limits.tau for j in robot.joints]))
     unit = ["rad" if j.type == "revolute" else "m" for j in robot.joints]
     off, off_bound, off_worst = _off_trajectory(log, q, rpc, unit)
+    checks = _check(source, robot, log.time, log.sample_period, q, log.tau, log.extra.get("tau_saturated"), off)
+    checks.bounds["off_trajectory_bound"] = off_bound
+    checks.bounds["off_trajectory_worst_ratio"] = off_worst
+    return checks
+
+
+def check_samples(samples: Samples, robot: Robot, source: str = "csv") -> LogChecks:
+    """The checks a CSV of positions and torques allows (identify's DATA.csv): saturation, limits
+    and standstill; its time column was checked on reading (uniform steps), it carries no desired
+    trajectory (off_trajectory) and no counts (encoder wrap). Times in s from the first row."""
+    if samples.q.shape[1] != robot.dof:
+        raise LogError(f"{source}: {samples.q.shape[1]} joints, {robot.name} has {robot.dof}")
+    time = np.arange(len(samples.q)) * samples.sample_period
+    return _check(source, robot, time, samples.sample_period, samples.q, samples.tau, None, [])
+
+
+def _check(
+    source: str,
+    robot: Robot,
+    time: np.ndarray,
+    ts: float,
+    q: np.ndarray,
+    tau: np.ndarray,
+    saturated: np.ndarray | None,
+    off: list[Finding],
+) -> LogChecks:
+    """The checks on positions q and torques tau (K, n) at ``time``, with the off-trajectory findings
+    ``off`` already made (a log's; none for a CSV)."""
+    rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
+    still, still_bound = _still(q, rpc, ts)
+    sat, quanta, lengths = _saturation(np.asarray(tau, float), time, np.array([j.limits.tau for j in robot.joints]))
     rest = []
     for a, b in _runs(np.all(still, axis=1)):
-        if (b - a) * log.sample_period > STILL_SECONDS:
-            detail = f"every joint's speed under its bound for {(b - a) * log.sample_period:.2f} s"
-            rest.append(_finding("standstill", None, log, a, b, detail))
-    findings = sat + _limits(log, robot) + off + _time(log) + rest
-    flagged = np.zeros(len(log.time), bool)
+        if (b - a) * ts > STILL_SECONDS:
+            detail = f"every joint's speed under its bound for {(b - a) * ts:.2f} s"
+            rest.append(_finding("standstill", None, time, a, b, detail))
+    findings = sat + _limits(tau, saturated, time, robot) + off + _time(time, ts) + rest
+    flagged = np.zeros(len(time), bool)
     for f in findings:
         flagged[f.first : f.last + 1] = True
-    bounds = {
+    bounds: dict[str, list[float]] = {
         "saturation_quantum": quanta,
         "saturation_min_samples": lengths,
-        "off_trajectory_bound": off_bound,
-        "off_trajectory_worst_ratio": off_worst,
         "standstill_speed": still_bound.tolist(),
     }
     return LogChecks(source, findings, flagged, bounds)

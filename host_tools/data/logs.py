@@ -66,6 +66,10 @@ class Log:
     qd_des: np.ndarray
     qdd_des: np.ndarray
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # OPTIONAL arrays present
+    # the encoder offsets (enc.offset, rad or m) that make the generated read of this log start at
+    # its stated start_position (host_tools.data.checks.with_start_position; derived, not saved):
+    # Realtime.run applies them
+    encoder_offset: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.time)
@@ -87,7 +91,7 @@ class Log:
             "sample_period": np.array(self.sample_period),
         }
         for f in fields(self):
-            if f.name not in ("robot", "sample_period", "extra"):
+            if f.name not in ("robot", "sample_period", "extra", "encoder_offset"):
                 arrays[f.name] = getattr(self, f.name)
         arrays.update(self.extra)
         buf = io.BytesIO()

@@ -120,4 +120,8 @@ def load_log(path: str | Path, robot: Robot) -> Log:
     log = Log.load(path)
     if log.robot != robot.c_name:
         raise LogError(f"{path}: robot: the log is of {log.robot}, not {robot.c_name}")
+    if "start_position" in log.extra:  # import-log --start-position: the read's offsets follow it
+        from host_tools.data.checks import with_start_position
+
+        log = with_start_position(log, robot, log.extra["start_position"])
     return log

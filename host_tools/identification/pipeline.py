@@ -17,7 +17,7 @@ from codegen.model.description import load_robot
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.rt import load_rt
-from host_tools.data.checks import encoder_offsets, with_settling
+from host_tools.data.checks import with_settling, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.friction_terms import FrictionTerms, candidates, columns
@@ -113,10 +113,9 @@ def positions(spec: str, log: Log) -> np.ndarray:
     rt = load_rt(
         spec, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
     )
-    offsets = encoder_offsets(load_robot(spec), log)
-    if offsets is not None:
-        rt.config["enc.offset"] = offsets
-    return np.asarray(rt.run(log)["q"], float)
+    if "start_position" in log.extra and log.encoder_offset is None:
+        log = with_start_position(log, load_robot(spec), log.extra["start_position"])
+    return np.asarray(rt.run(log)["q"], float)  # the stated start's offsets apply (Realtime.run)
 
 
 def torque_at_samples(log: Log) -> np.ndarray:

@@ -19,6 +19,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.cli.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run, tables, write
+from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop, oesim_folder
 from host_tools.identification.output_error import (
@@ -349,7 +350,14 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
     path = simulate(rt, generated_trajectory(load_robot("planar2"), 0.5, rt.sample_period)).log.save(
         tmp_path / "p2.npz"
     )
-    fails("ur5", str(path), "--method", "clie", says=("p2.npz", "not 'ur5'"))
+    fails("ur5", str(path), "--method", "clie", says=("p2.npz", "not ur5"))
+    # the input checks run first: output error simulates the run whole, flagged samples refuse it
+    stamped = Log.load(path)
+    stamped.time[100] = stamped.time[99]
+    stamped.save(tmp_path / "stamped.npz")
+    fails(
+        "planar2", str(tmp_path / "stamped.npz"), "--method", "didim", says=("stamped.npz", "flagged", "--keep-flagged")
+    )
     short = simulate(rt, generated_trajectory(load_robot("planar2"), 0.1, rt.sample_period)).log.save(
         tmp_path / "s.npz"
     )
@@ -389,6 +397,10 @@ def test_cli_warns_when_the_loop_does_not_fit(tmp_path: Path) -> None:
     assert "manipgen: warning: with the start parameters the simulated positions are" in r.stderr
     doc = json.loads(r.stdout)
     assert any("--gains" in w for w in doc["warnings"])
+    # the input checks report the PID's own saturation (tau_max 60 N m on joint 1, the description's
+    # limits.tau: a plateau and a limit), which the closed-loop model simulates: reported, not left out
+    kinds = {(c["kind"], c["joint"]) for c in doc["checks"]}
+    assert kinds == {("saturation", 1), ("limit", 1)} and not doc["flagged_left_out"]
     r = _cli("identify", "planar2", str(path), "--method", "idim-ls", "--json")
     assert r.returncode == 0, r.stderr
     warnings = json.loads(r.stdout)["warnings"]
