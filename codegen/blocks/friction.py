@@ -2,15 +2,14 @@
 shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
 docs/identification.md):
 
-  tau_f = FD z + FL |tau_rb| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
+  tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
 
 - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
   steps (``out.q``, as identification drives them), 0 at the first sample;
-- tau_rb = rnea_frictionless(q_hat, qd_hat, qdd_hat) with the run-time parameters: the torque the
-  drive transmits (load-dependent friction of geared drives). Identification takes it from the
-  description's parameters on the zero-phase filtered motion; an estimator without an acceleration
-  estimate gives qdd_hat = 0 here, so the load is then the gravity and Coriolis torque;
+- g(q_hat): the gravity torque with the run-time parameters, the load the drive holds
+  (load-dependent friction of geared drives; identification takes it from the description's
+  parameters at the filtered position, host_tools.identification.friction_terms);
 - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
   decay with velocity ``stribeck_velocity``.
 
@@ -36,13 +35,13 @@ STRIBECK_VELOCITY = 0.1  # rad/s (m/s): likewise
 def build(ctx: Ctx) -> Block:
     n = ctx.n
     model, pi = ctx.model_inputs()
-    q_enc, q, qd, qdd = ctx.sym("q"), ctx.sym("q_hat"), ctx.sym("qd_hat"), ctx.sym("qdd_hat")
+    q_enc, q, qd = ctx.sym("q"), ctx.sym("q_hat"), ctx.sym("qd_hat")
     last, z, z_load = ctx.sym("q_last"), ctx.sym("z"), ctx.sym("z_load")
     fd, length, fl, load_length = ctx.sym("fd"), ctx.sym("dahl_length"), ctx.sym("fl"), ctx.sym("load_dahl_length")
     fs, v_s = ctx.sym("fs"), ctx.sym("stribeck_velocity")
     dq = q_enc - last
     z_n, z_load_n = dahl_step(z, dq, length), dahl_step(z_load, dq, load_length)
-    load = cs.fabs(ctx.call("rnea_frictionless", q, qd, qdd, pi))
+    load = cs.fabs(ctx.call("gravity", q, pi))
     coulomb = ctx.dyn.coulomb(qd, ctx.coulomb_scale)
     tau = fd * z_n + fl * load * z_load_n + fs * stribeck(coulomb, qd, v_s)
     step = sx_function(
@@ -51,7 +50,6 @@ def build(ctx: Ctx) -> Block:
             ("out.q", q_enc),
             ("out.q_hat", q),
             ("out.qd_hat", qd),
-            ("out.qdd_hat", qdd),
             ("st.fric.q_last", last),
             ("st.fric.z", z),
             ("st.fric.z_load", z_load),
@@ -77,7 +75,7 @@ def build(ctx: Ctx) -> Block:
             Field(
                 "dahl_length", "real", (n,), "Dahl length of z (rad or m)", (DAHL_LENGTH,) * n, low=0.0, low_open=True
             ),
-            Field("fl", "real", (n,), "FL: load-dependent friction's coefficient (per N m of |tau_rb|)", (0.0,) * n),
+            Field("fl", "real", (n,), "FL: load-dependent friction's coefficient (per N m of |g(q)|)", (0.0,) * n),
             Field(
                 "load_dahl_length",
                 "real",

@@ -65,15 +65,14 @@
  * shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
  * docs/identification.md):
  * 
- *   tau_f = FD z + FL |tau_rb| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
+ *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
  * 
  * - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
  *   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
  *   steps (``out.q``, as identification drives them), 0 at the first sample;
- * - tau_rb = rnea_frictionless(q_hat, qd_hat, qdd_hat) with the run-time parameters: the torque the
- *   drive transmits (load-dependent friction of geared drives). Identification takes it from the
- *   description's parameters on the zero-phase filtered motion; an estimator without an acceleration
- *   estimate gives qdd_hat = 0 here, so the load is then the gravity and Coriolis torque;
+ * - g(q_hat): the gravity torque with the run-time parameters, the load the drive holds
+ *   (load-dependent friction of geared drives; identification takes it from the description's
+ *   parameters at the filtered position, host_tools.identification.friction_terms);
  * - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
  *   decay with velocity ``stribeck_velocity``.
  * 
@@ -196,7 +195,7 @@ typedef struct {
 typedef struct {
     ur5_real_t fd[6];  /**< FD: Dahl friction's coefficient (N m or N per joint) */
     ur5_real_t dahl_length[6];  /**< Dahl length of z (rad or m) */
-    ur5_real_t fl[6];  /**< FL: load-dependent friction's coefficient (per N m of |tau_rb|) */
+    ur5_real_t fl[6];  /**< FL: load-dependent friction's coefficient (per N m of |g(q)|) */
     ur5_real_t load_dahl_length[6];  /**< Dahl length of z_L (rad or m) */
     ur5_real_t fs[6];  /**< FS: Stribeck friction's coefficient (N m or N per joint) */
     ur5_real_t stribeck_velocity[6];  /**< Stribeck velocity v_s (rad/s or m/s) */

@@ -296,7 +296,7 @@ def _friction_terms(
 ) -> Reported:
     """The friction terms chosen on held-out blocks, then the base and essential fit with them."""
     n, nb, k = m.robot.dof, len(m.names), len(tau)
-    c = candidates(m, log.q, data.q, data.qd, data.qdd)
+    c = candidates(m, log.q, data.q, data.qd)
     dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
     keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
     nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation

@@ -5,8 +5,11 @@ blocks of the fitting run (issue #24):
   state per joint in [-1, 1] that follows the motion's direction over a travel of about delta and
   holds its value at rest (a geared drive's pre-sliding hysteresis: it does not flip with a noisy
   velocity near zero as tanh(qd / v) does);
-- FL_j |tau_nom,j| z_j: friction growing with the torque the drive transmits (tau_nom: the
-  description's rigid-body and rotor torque at the filtered motion; its own length delta);
+- FL_j |g_j(q)| z_j: friction growing with the load the drive holds (g: the description's gravity
+  torque at the filtered position; its own length delta). The whole rigid-body torque at the
+  filtered motion (q-ddot included) did no better on seed 000's runs (validation sums 5.365 / 5.536
+  against 5.371 / 5.538 N m both ways) and would need an acceleration the momentum observer does
+  not have, and a full inverse dynamics per step in the generated C (the ``fric`` block);
 - FS_j tanh(qd_j / v_c) exp(-(qd_j / v_s)^2): Stribeck friction.
 
 Each column sits in joint j's equation only. Choosing them: the fitting run's decimated equations
@@ -107,13 +110,12 @@ def dahl_states(q: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     run takes longer to build than to evaluate; a zero step at the end of the last chunk keeps z)."""
     k, n = q.shape
     lengths = np.asarray(lengths, float)
-    m = n * len(lengths)
-    dq = np.zeros((m, -(-(k - 1) // CHUNK) * CHUNK))
-    dq[:, : k - 1] = np.repeat(np.diff(np.asarray(q, float), axis=0), len(lengths), axis=1).T  # joint-major
-    step, length = _dahl_recursion(m), np.tile(lengths, n)
-    z = np.zeros((m, dq.shape[1] + 1))
+    dq = np.zeros((n, -(-(k - 1) // CHUNK) * CHUNK))
+    dq[:, : k - 1] = np.diff(np.asarray(q, float), axis=0).T
+    step = _dahl_recursion(n, len(lengths))
+    z = np.zeros((n * len(lengths), dq.shape[1] + 1))
     for i in range(0, dq.shape[1], CHUNK):
-        z[:, i + 1 : i + 1 + CHUNK] = np.array(step(z[:, i], dq[:, i : i + CHUNK], length))
+        z[:, i + 1 : i + 1 + CHUNK] = np.array(step(z[:, i], dq[:, i : i + CHUNK], lengths))
     return z[:, :k].T.reshape(k, n, len(lengths))
 
 
@@ -121,9 +123,11 @@ CHUNK = 512
 
 
 @lru_cache(maxsize=8)
-def _dahl_recursion(size: int) -> cs.Function:
-    z, dq, length = cs.SX.sym("z", size), cs.SX.sym("dq", size), cs.SX.sym("length", size)
-    return cs.Function("dahl", [z, dq, length], [dahl_step(z, dq, length)]).mapaccum(CHUNK)
+def _dahl_recursion(n: int, count: int) -> cs.Function:
+    """One step of every joint's (n) Dahl states for ``count`` lengths, joint-major, over CHUNK steps."""
+    z, dq, length = cs.SX.sym("z", n * count), cs.SX.sym("dq", n), cs.SX.sym("length", count)
+    states = [dahl_step(z[j * count + g], dq[j], length[g]) for j in range(n) for g in range(count)]
+    return cs.Function("dahl", [z, dq, length], [cs.vertcat(*states)]).mapaccum(CHUNK)
 
 
 def stribeck_shapes(m: Model, qd: np.ndarray, velocities: np.ndarray) -> np.ndarray:
@@ -146,12 +150,13 @@ def _stribeck_function(n: int, count: int) -> cs.Function:
     return cs.Function("stribeck", [qd, scale, v], [cs.vertcat(*shapes)])
 
 
-def nominal_load(m: Model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-    """|tau| of the description's rigid-body and rotor model (its friction left out), (K, n)."""
+def gravity_load(m: Model, q: np.ndarray) -> np.ndarray:
+    """|g(q)| of the description's model (its friction left out: the offsets FO), (K, n)."""
     beta = m.true_base()
     friction = [i for i, name in enumerate(m.names) if name.rstrip("0123456789") in ("FV", "FC", "FO")]
     beta[friction] = 0.0
-    y = m.regressor(q, qd, qdd)
+    rest = np.zeros_like(np.asarray(q, float))
+    y = m.regressor(q, rest, rest)
     return np.abs(y.reshape(-1, len(beta)) @ beta).reshape(y.shape[:2])
 
 
@@ -172,14 +177,13 @@ def candidates(
     q_raw: np.ndarray,
     q: np.ndarray,
     qd: np.ndarray,
-    qdd: np.ndarray,
     lengths: tuple[float, ...] = DAHL_LENGTHS,
     velocities: tuple[float, ...] = STRIBECK_VELOCITIES,
 ) -> Candidates:
-    """The candidate columns of a run: z from the encoder's positions ``q_raw``, the load and the
-    Stribeck shape from the filtered motion (q, qd, qdd)."""
+    """The candidate columns of a run: z from the encoder's positions ``q_raw``, the load from the
+    filtered position q, the Stribeck shape from the filtered velocity qd."""
     z = dahl_states(q_raw, np.array(lengths))
-    load = nominal_load(m, q, qd, qdd)[:, :, None] * z
+    load = gravity_load(m, q)[:, :, None] * z
     return Candidates(z, load, stribeck_shapes(m, qd, np.array(velocities)), lengths, velocities)
 
 

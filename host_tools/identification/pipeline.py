@@ -406,6 +406,6 @@ def validation_data(
     y = m.regressor(q, qd, qdd)  # the whole run's (the friction terms' load reuses it)
     extra = None
     if terms is not None:  # the Dahl states run from the start of the run
-        x = columns(terms, candidates(m, s.q, q, qd, qdd, terms.lengths(), terms.velocities()))[sl]
+        x = columns(terms, candidates(m, s.q, q, qd, terms.lengths(), terms.velocities()))[sl]
         extra = x.reshape(-1, x.shape[2])
     return ValidationData(tau[sl], y[sl].reshape(-1, y.shape[2]), np.arange(len(q))[sl] * ts, keep[sl], extra)

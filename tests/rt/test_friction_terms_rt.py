@@ -5,7 +5,8 @@ Against the numpy reference (same CasADi expressions, plumbing written twice) an
 forms: the direct observer has no state (r = rnea + tau_f - tau), so two runs that differ only in the
 terms' config differ in r by exactly tau_f, which the test computes on its own from the run's
 outputs -- the Dahl state of a constant-step ramp is 1 - exp(-k |dq| / delta) (and after a
-reversal -1 + (z_r + 1) exp(-j |dq| / delta)), the load from the compiled dynamics library, the
+reversal -1 + (z_r + 1) exp(-j |dq| / delta)), the load (the gravity torque) from the compiled
+dynamics library, the
 Stribeck and Coulomb shapes from numpy.
 """
 
@@ -142,22 +143,18 @@ def test_terms_in_closed_form() -> None:
     fc = params[names.index("FC2")]
     d = diff(model__coulomb_scale=[scale, 0.03, scale, scale, scale, scale])
     np.testing.assert_allclose(d[:, 1], fc * (np.tanh(qd / 0.03) - np.tanh(qd / scale)), rtol=0, atol=1e-9)
-    # load-dependent: joint 2, |tau_rb| from the dynamics library with the friction left out, times
-    # its Dahl state (a length of 1e-3 rad: z_L iterated here from the run's position steps)
-    frictionless = params.copy()
-    for i, name in enumerate(names):
-        if name.rstrip("0123456789") in ("FV", "FC", "FO"):
-            frictionless[i] = 0.0
+    # load-dependent: joint 2, |g(q_hat)| from the dynamics library (the description's gravity;
+    # the config's parameters are the description's), times its Dahl state (a length of 1e-3 rad:
+    # z_L iterated here from the run's position steps)
     dyn = load(ROBOT)
-    q_hat, qd_hat, qdd_hat = (np.asarray(plain[key]) for key in ("q_hat", "qd_hat", "qdd_hat"))
-    tau_rb = np.array([dyn.rnea(a, b, c, params=frictionless)[1] for a, b, c in zip(q_hat, qd_hat, qdd_hat)])
+    g_load = np.array([dyn.gravity(a, params=params)[1] for a in np.asarray(plain["q_hat"])])
     z_l, zk = np.zeros(k), 0.0
     for i, step_i in enumerate(np.diff(q[:, 1])):
         s = np.sign(step_i)
         zk = s - (s - zk) * np.exp(-abs(step_i) / 1e-3)
         z_l[i + 1] = zk
     d = diff(fric__fl=[0, 0.2, 0, 0, 0, 0], fric__load_dahl_length=[1, 1e-3, 1, 1, 1, 1])
-    np.testing.assert_allclose(d[:, 1], 0.2 * np.abs(tau_rb) * z_l, rtol=0, atol=1e-9 * np.max(np.abs(tau_rb)))
+    np.testing.assert_allclose(d[:, 1], 0.2 * np.abs(g_load) * z_l, rtol=0, atol=1e-9 * np.max(np.abs(g_load)))
 
 
 def test_terms_config_is_checked_and_skipped_where_no_observer(tmp_path) -> None:
