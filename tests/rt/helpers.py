@@ -67,6 +67,18 @@ def only_steps(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: inputs[key] for key in STEP_KEYS if key in inputs}
 
 
+def worst_from_identical_states(rt: Realtime, ref: RtReference, ins: dict[str, np.ndarray], k: int) -> float:
+    """C and reference stepped from identical states (the reference loads the C state first) over
+    the first k samples: the worst rel_err over all outputs."""
+    worst = 0.0
+    for i in range(k):
+        ref.load_state(rt)
+        o = ref.step(at(ins, i))
+        c = rt.step(**at(ins, i))
+        worst = max(worst, max(rel_err(c[name], v) for name, v in o.items()))
+    return worst
+
+
 def step_by_step(
     rt: Realtime, ref: RtReference, ins: dict[str, np.ndarray], reset: np.ndarray
 ) -> tuple[float, np.ndarray]:

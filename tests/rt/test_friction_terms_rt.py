@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import at, fresh_rt, only_steps, reference, rel_err
+from helpers import at, fresh_rt, only_steps, reference, rel_err, worst_from_identical_states
 from signals import inputs
 
 from host_tools import load
@@ -63,13 +63,7 @@ def test_model_based_estimators_take_the_runtime_coulomb_scales(estimator: str) 
     for key, value in TERMS.items():
         rt.config[key] = value
     ref.set_config(TERMS)
-    worst = 0.0
-    for k in range(1500):
-        ref.load_state(rt)
-        o = ref.step(at(ins, k))
-        c = rt.step(**at(ins, k))
-        worst = max(worst, max(rel_err(c[name], v) for name, v in o.items()))
-    assert worst <= 1e-9
+    assert worst_from_identical_states(rt, ref, ins, 1500) <= 1e-9
     rt.reset()
     assert np.max(np.abs(rt.run(only_steps(ins))["qd_hat"] - described)) > 1e-6
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import ESTIMATORS, at, fresh_rt, only_steps, reference, rel_err, step_by_step
+from helpers import ESTIMATORS, at, fresh_rt, only_steps, reference, rel_err, step_by_step, worst_from_identical_states
 from signals import inputs
 
 K = 10_000
@@ -60,13 +60,7 @@ def test_step_by_step_from_identical_states(robot: str, estimator: str) -> None:
     ref = reference(robot, estimator)
     n = rt.dof
     ins = inputs(2000, n, rt.sample_period, _cpr(rt), seed=2, tau_scale=3.0)
-    worst = 0.0
-    for k in range(2000):
-        ref.load_state(rt)
-        o = ref.step(at(ins, k))
-        c = rt.step(**at(ins, k))
-        worst = max(worst, max(rel_err(c[name], v) for name, v in o.items()))
-    assert worst <= 1e-9
+    assert worst_from_identical_states(rt, ref, ins, 2000) <= 1e-9
 
 
 @pytest.mark.parametrize("reaction", [0, 1, 2])
