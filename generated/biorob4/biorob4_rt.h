@@ -84,9 +84,9 @@
  * - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
  *   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
  *   steps (``out.q``, as identification drives them), 0 at the first sample;
- * - g(q_hat): the gravity torque with the run-time parameters, the load the drive holds
- *   (load-dependent friction of geared drives; identification takes it from the description's
- *   parameters at the filtered position, host_tools.identification.friction_terms);
+ * - g(q_hat): the description's gravity torque (its own parameters, compiled in: the load shape
+ *   identification fits FL against, host_tools.identification.friction_terms; a run-time payload
+ *   does not change it), the load the drive holds (load-dependent friction of geared drives);
  * - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
  *   decay with velocity ``stribeck_velocity``.
  * 

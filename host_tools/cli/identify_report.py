@@ -21,7 +21,7 @@ from codegen.model.export import robot_to_urdf, robot_to_yaml
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import plots
-from host_tools.data.checks import SETTLE, LogChecks, with_start_position
+from host_tools.data.checks import SETTLE, LogChecks, counter_span, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.baseline import baseline_doc, baseline_robot, missing_joint_columns, offset_columns
@@ -37,7 +37,15 @@ from host_tools.identification.friction_terms import (
     columns,
     select,
 )
-from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
+from host_tools.identification.least_squares import (
+    Fit,
+    Model,
+    essential,
+    least_squares,
+    model,
+    one_blas_thread,
+    rms_per_joint,
+)
 from host_tools.identification.physical import PhysicalResult, PhysicalSettings, retrieve
 from host_tools.identification.pipeline import (
     IdentSettings,
@@ -112,6 +120,7 @@ def run(
     if scale_fit:
         stages["coulomb_scales"] = scales_s
     rows = equation_rows(data, settings, qd)
+    checked = equation_rows(data, replace(settings, min_speed=0.0), qd)  # the input checks' rows only
     kept = ident.essential.kept
     # the eliminated base parameters stay within 3 standard deviations of their least-squares value
     eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
@@ -211,9 +220,9 @@ def run(
         "base_objective": phys.base_objective,
         "physical_starts": phys.starts,
         "fit_rms": {
-            "base": rep.base.rms.tolist(),
-            "essential": rep.essential.rms.tolist(),
-            "physical": _rms(rep.y if terms_phys is not None else y, tau, beta_phys).tolist(),
+            "base": _rms(rep.y, tau, rep.base.values, checked).tolist(),
+            "essential": _rms(rep.y[:, rep.essential.kept], tau, rep.essential.values, checked).tolist(),
+            "physical": _rms(rep.y if terms_phys is not None else y, tau, beta_phys, checked).tolist(),
         },
         "settings": {"identification": vars(settings), "physical": vars(physical)},
         "coulomb": {
@@ -235,10 +244,11 @@ def run(
         betas = {"base": rep.base.values, "essential": rep.essential.full(len(rep.names)), "physical": beta_phys}
         doc["validation_rms"] = {name: val.rms(beta).tolist() for name, beta in betas.items()}
         doc["validation_residual"] = _residual_diagnostics(
-            val.tau - val.predicted(rep.base.values), settings.cutoff_q, val.time[1] - val.time[0]
+            val.tau - val.predicted(rep.base.values), val.keep, settings.cutoff_q, val.time[1] - val.time[0]
         )
         arrays["validation"] = {
             "tau": val.tau,
+            "keep": val.keep,
             "t": val.time,
             "base": val.predicted(rep.base.values),
             "physical": val.predicted(beta_phys),
@@ -345,18 +355,21 @@ def _baseline(
         if missing:
             val = replace(val, extra=offset_columns(len(val.tau), n).reshape(-1, n))
         rms = val.rms(beta)
-    return baseline_doc(robot, beta, _rms(y, tau, beta), rms, ours["base"] if ours else None)
+    return baseline_doc(robot, beta, _rms(y, tau, beta, rows), rms, ours["base"] if ours else None)
 
 
-def _residual_diagnostics(e: np.ndarray, cutoff: float, ts: float) -> dict[str, Any]:
-    """Where the base parameters' validation error sits, per joint: its mean (a bias no parameter
-    explains) and the share of its power below ``cutoff`` Hz (zero-phase low-pass: model error at
-    the motion's frequencies rather than noise)."""
-    low = lowpass(e, cutoff, 1.0 / ts)
+def _residual_diagnostics(e: np.ndarray, keep: np.ndarray, cutoff: float, ts: float) -> dict[str, Any]:
+    """Where the base parameters' validation error sits, per joint, over the samples the input
+    checks left (``keep``): its mean (a bias no parameter explains) and the share of its power below
+    ``cutoff`` Hz (zero-phase low-pass: model error at the motion's frequencies rather than noise).
+    The left-out samples are zeroed before the low-pass; the kept ones lie at least SETTLE (0.5 s)
+    from them, beyond the filter's settling at ``cutoff`` (a few / cutoff s)."""
+    kept = np.where(keep[:, None], e, 0.0)
+    low = lowpass(kept, cutoff, 1.0 / ts)
     return {
-        "mean": e.mean(axis=0).tolist(),
+        "mean": e[keep].mean(axis=0).tolist(),
         "cutoff_hz": cutoff,
-        "power_below_cutoff": (np.sum(low**2, axis=0) / np.sum(e**2, axis=0)).tolist(),
+        "power_below_cutoff": (np.sum(low[keep] ** 2, axis=0) / np.sum(e[keep] ** 2, axis=0)).tolist(),
     }
 
 
@@ -403,9 +416,9 @@ def check_inputs(robot: Any, log: Log | Samples, exc: Excitation | None, validat
             raise ValueError(f"{what}: {np.shape(data.tau)[1]} joints in the data, {robot.name} has {robot.dof}")
 
 
-def _rms(y: np.ndarray, tau: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    e = tau.reshape(-1) - y @ beta
-    return np.sqrt(np.mean(e.reshape(tau.shape) ** 2, axis=0))
+def _rms(y: np.ndarray, tau: np.ndarray, beta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The fit's RMS per joint over ``rows`` (K' n,) bool: the equations the input checks left."""
+    return rms_per_joint((tau.reshape(-1) - y @ beta).reshape(tau.shape), rows.reshape(tau.shape))
 
 
 def synthetic(
@@ -443,6 +456,18 @@ def synthetic(
     other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
     if start is not None:
+        # the run is simulated: a stated start the counts cannot place (off by half a counter span
+        # or more, start_offsets) would identify from wrong absolute positions -- refuse it
+        true_start = np.asarray(log.extra["q_true"][0], float)
+        off = np.abs(np.asarray(start, float) - true_start) >= counter_span(robot) / 2
+        if np.any(off):
+            j = int(np.argmax(off))
+            raise ValueError(
+                f"--start-position: joint {j + 1}: {start[j]:.6g} is not where the synthetic run starts "
+                f"({true_start[j]:.6g}, the designed excitation's first sample); state it to within half "
+                f"a counter span ({counter_span(robot)[j] / 2:.4g} rad or m): --start-position="
+                + ",".join(f"{v:.4g}" for v in true_start)
+            )
         log = with_start_position(log, robot, start)
         other = with_start_position(other, robot, other.extra["q_true"][0])
     simulate_s = time.perf_counter() - t1

@@ -409,13 +409,25 @@ def identification_validation(v: dict[str, np.ndarray], path: Path) -> Path:
 
     tau = v["tau"]
     n = tau.shape[1]
+    keep = np.asarray(v.get("keep", np.ones(len(tau), bool)), bool)  # the samples the input checks left
     fig, grid = plt.subplots(n, 1, figsize=(9, 1.6 * n + 1), sharex=True, squeeze=False)
     ax = grid[:, 0]
     for i in range(n):
+        if not np.all(keep):
+            ax[i].fill_between(
+                v["t"],
+                0,
+                1,
+                where=~keep,
+                transform=ax[i].get_xaxis_transform(),
+                color="0.88",
+                lw=0,
+                label="left out (input checks)",
+            )
         ax[i].plot(v["t"], tau[:, i], "k", lw=0.6, label="measured")
         ax[i].plot(v["t"], v["base"][:, i], "b", lw=0.8, label="base")
         ax[i].plot(v["t"], v["physical"][:, i], "g--", lw=0.8, label="physical")
-        rms = np.sqrt(np.mean((tau[:, i] - v["physical"][:, i]) ** 2))
+        rms = np.sqrt(np.mean((tau[keep, i] - v["physical"][keep, i]) ** 2))
         ax[i].set_ylabel(f"τ{i + 1} (N m)")
         ax[i].text(
             0.99, 0.9, f"physical: RMS error {rms:.2f} N m", transform=ax[i].transAxes, ha="right", va="top", fontsize=7

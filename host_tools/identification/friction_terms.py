@@ -46,6 +46,10 @@ STRIBECK_VELOCITIES = (0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s (m/s)
 FOLDS = 5
 GUARD = 0.5  # s: the parallel filter's memory, as observation's edge trimming
 MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by 0.5 %
+# a candidate column whose norm is below TINY x its joint's torque's is left out: it would need a
+# coefficient 1e9 x the torque's scale to matter, while a term that vanishes (the gravity load of a
+# vertical axis) leaves rounding at 1e-16..1e-14 of it
+TINY = 1e-9
 KINDS = ("FD", "FL", "FS")
 
 
@@ -237,7 +241,12 @@ def select(
             for j in range(n):
                 index[kind, g, j] = len(index)
                 x[:, j, index[kind, g, j]] = filtered[name][:, j, g]
-    xs = x / (np.sqrt(np.sum(x**2, axis=(0, 1))) + 1e-300)
+    norms = np.sqrt(np.sum(x**2, axis=(0, 1)))
+    xs = x / (norms + 1e-300)
+    # a candidate at rounding level (the gravity load of a vertical axis: 1e-15 of its torque) is
+    # no column: normalised, it would fit noise (module docstring: TINY)
+    joint_norm = np.sqrt(np.sum(tau**2, axis=0))
+    usable = {key: bool(norms[i] > TINY * joint_norm[key[2]]) for key, i in index.items()}
     folds = []
     for t, h in zip(train, held):
         a, b, r = ys[t].reshape(-1, nb), xs[t].reshape(-1, x.shape[2]), tau[t].reshape(-1)
@@ -258,21 +267,27 @@ def select(
     picks: dict[str, list[float | None]] = {}
     best = cv([])
     plain = best.copy()
+
+    def own(kind: str, g: int, j: int) -> list[int]:
+        """Joint j's candidate g of ``kind``, unless it is at rounding level."""
+        return [index[kind, g, j]] if usable[kind, g, j] else []
+
     for kind, _, grid in kinds:
         scores = np.array(
-            [cv([i for j in range(n) for i in chosen[j] + [index[kind, g, j]]]) for g in range(len(grid))]
+            [cv([i for j in range(n) for i in chosen[j] + own(kind, g, j)]) for g in range(len(grid))]
         )  # (G, n)
-        g_best = scores.argmin(axis=0)
+        ok = np.array([[usable[kind, g, j] for j in range(n)] for g in range(len(grid))])
+        g_best = np.where(ok, scores, np.inf).argmin(axis=0)
         # every joint with its best candidate, then each joint without its own: the joints share
         # the rigid-body parameters, so one joint's missing term shows in the others' residuals --
         # a term is kept for the joint whose own held-out RMS it lowers
-        trial = [c + [index[kind, int(g_best[j]), j]] for j, c in enumerate(chosen)]
+        trial = [c + own(kind, int(g_best[j]), j) for j, c in enumerate(chosen)]
         with_all = cv([i for t in trial for i in t])
         picks[kind] = []
         earned = []
         for j in range(n):
             without = cv([i for k, t in enumerate(trial) for i in (chosen[k] if k == j else t)])
-            earned.append(bool(with_all[j] < (1 - MIN_GAIN) * without[j]))
+            earned.append(bool(ok[g_best[j], j] and with_all[j] < (1 - MIN_GAIN) * without[j]))
         for j in range(n):
             if earned[j]:
                 chosen[j].append(index[kind, int(g_best[j]), j])

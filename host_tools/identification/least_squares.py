@@ -176,8 +176,16 @@ def least_squares(
     cov = sigma2 * rinv @ rinv.T  # sigma^2 (A^T W A)^-1 without forming it
     with np.errstate(divide="ignore"):
         rsd = 100.0 * np.sqrt(np.diag(cov)) / np.abs(values)
-    full = np.asarray(tau, float).reshape(-1) - y[:, kept] @ values
-    return Fit([names[i] for i in kept], values, rsd, sigma2, kept, np.sqrt(np.mean(full.reshape(-1, n) ** 2, axis=0)))
+    full = (np.asarray(tau, float).reshape(-1) - y[:, kept] @ values).reshape(-1, n)
+    return Fit([names[i] for i in kept], values, rsd, sigma2, kept, rms_per_joint(full, use.reshape(-1, n)))
+
+
+def rms_per_joint(e: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """RMS of e (K, n) per joint over its ``rows`` (K, n) bool: the equations a fit used (a joint
+    with none: over all its samples)."""
+    count = np.sum(rows, axis=0)
+    used = np.sqrt(np.sum(np.where(rows, e, 0.0) ** 2, axis=0) / np.maximum(count, 1))
+    return np.where(count > 0, used, np.sqrt(np.mean(e**2, axis=0)))
 
 
 def essential(

@@ -89,6 +89,11 @@ def test_a_counter_that_wraps_within_the_travel_is_refused_without_a_start_posit
     errors = [ln for ln in err if ln.startswith("manipgen: error:")]
     assert len(errors) == 1
     assert "joint 1 (shoulder)" in errors[0] and "joint 2 (elbow)" in errors[0] and "--start-position" in errors[0]
+    # a stated start the counts cannot place (half a counter range or more off) is refused too: the
+    # synthetic run knows its own start (the designed excitation's first sample, -1.108 rad on joint 1)
+    assert cli.main(["identify", str(path), "--synthetic", "--start-position=0,0"]) == 2
+    err_text = capsys.readouterr().err
+    assert "--start-position: joint 1" in err_text and "where the synthetic run starts" in err_text
     robot = load_robot(str(path))
     log = _recorded_run(str(path), 2.0, 3, shift=1.2)  # 1.2 rad: beyond half a counter range (0.5 rad)
     truth = log.extra["q_true"]
