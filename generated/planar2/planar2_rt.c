@@ -298,10 +298,9 @@ static void planar2_rt_est_step(const real_t *a0, const real_t *a1, const real_t
     r3[5] = w8;
 }
 
-/* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 92. */
+/* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 97. */
 static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    (void)a12;
     real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
     real_t w12, w13, w14, w15, w16, w17, w18;
     w0 = a0[0];
@@ -359,33 +358,41 @@ static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_
     w5 = a6[0];
     w5 = w5 * w3;
     w3 = a8[0];
-    w0 = 9.81;
-    w10 = a1[0];
-    w1 = cos(w10);
-    w1 = w0 * w1;
-    w6 = 0.6000000000000001;
-    w15 = a1[1];
-    w16 = cos(w15);
-    w17 = w16 * w1;
-    w15 = sin(w15);
-    w10 = sin(w10);
-    w0 = w0 * w10;
-    w10 = w15 * w0;
-    w17 = w17 - w10;
-    w6 = w6 * w17;
-    w10 = w1 + w6;
-    w18 = 1.5;
-    w0 = w16 * w0;
-    w1 = w15 * w1;
-    w0 = w0 + w1;
-    w0 = w18 * w0;
-    w15 = w15 * w0;
+    w0 = a12[1];
+    w10 = 9.81;
+    w1 = a1[0];
+    w6 = cos(w1);
+    w6 = w10 * w6;
+    w0 = w0 * w6;
+    w15 = a12[2];
+    w1 = sin(w1);
+    w10 = w10 * w1;
+    w15 = w15 * w10;
+    w0 = w0 - w15;
+    w15 = a12[14];
+    w1 = a1[1];
+    w16 = cos(w1);
+    w17 = w16 * w6;
+    w1 = sin(w1);
+    w18 = w1 * w10;
+    w17 = w17 - w18;
+    w15 = w15 * w17;
+    w18 = a12[15];
+    w10 = w16 * w10;
+    w6 = w1 * w6;
+    w10 = w10 + w6;
+    w18 = w18 * w10;
+    w15 = w15 - w18;
+    w0 = w0 + w15;
+    w18 = a12[13];
+    w10 = w18 * w10;
+    w1 = w1 * w10;
     w18 = w18 * w17;
     w16 = w16 * w18;
-    w15 = w15 + w16;
-    w10 = w10 + w15;
-    w10 = fabs(w10);
-    w3 = w3 * w10;
+    w1 = w1 + w16;
+    w0 = w0 + w1;
+    w0 = fabs(w0);
+    w3 = w3 * w0;
     w11 = w2 - w11;
     w4 = w4 / w13;
     w4 = -w4;
@@ -409,8 +416,8 @@ static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_
     w5 = a6[1];
     w5 = w5 * w8;
     w8 = a8[1];
-    w6 = fabs(w6);
-    w8 = w8 * w6;
+    w15 = fabs(w15);
+    w8 = w8 * w15;
     w12 = w7 - w12;
     w9 = w9 / w14;
     w9 = -w9;
