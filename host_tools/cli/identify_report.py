@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from host_tools.identification.physical import PhysicalResult, PhysicalSettings,
 from host_tools.identification.pipeline import (
     IdentSettings,
     Processed,
+    ValidationData,
     equation_rows,
     filtered,
     fit_coulomb_scales,
@@ -64,6 +65,8 @@ from host_tools.identification.pipeline import (
     with_coulomb_scales,
 )
 from host_tools.identification.processing import decimation, lowpass
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
     from host_tools.identification.excitation import Excitation
@@ -115,63 +118,16 @@ def run(
         robot, scale_fit, obs = fit_coulomb_scales(robot, data, settings)
     scales_s = time.perf_counter() - t0 - processing
     m = model(robot)
-    ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data, obs)
-    stages = {**ident.stage_seconds, "processing": processing}
-    if scale_fit:
-        stages["coulomb_scales"] = scales_s
-    rows = equation_rows(data, settings, qd)
-    checked = equation_rows(data, replace(settings, min_speed=0.0), qd)  # the input checks' rows only
-    kept = ident.essential.kept
-    # the eliminated base parameters stay within 3 standard deviations of their least-squares value
-    eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
-    sigma = np.abs(ident.base.values) * ident.base.rsd / 100.0
-    span = (
-        ident.base.values[eliminated] - 3 * sigma[eliminated],
-        ident.base.values[eliminated] + 3 * sigma[eliminated],
-    )
-
-    def physical_fit(
-        extra: np.ndarray | None = None, start: PhysicalResult | None = None
-    ) -> tuple[PhysicalResult, float]:
-        """The multi-start; or, with the friction terms' columns ``extra``, IPOPT again from the
-        description model's solution ``start`` with the columns projected out (retrieve's ``extra``)."""
-        t1 = time.perf_counter()
-        result = retrieve(
-            robot,
-            m.base.k,
-            kept,
-            y[rows][:, kept],
-            tau.reshape(-1)[rows],
-            ident.essential.values,
-            physical,
-            span,
-            extra=extra,
-            start=None if start is None else start.x,
-        )
-        if start is not None:
-            result.starts = start.starts + result.starts
-        return result, time.perf_counter() - t1
-
-    # IPOPT releases the GIL: the physical fit runs on the other core while the friction terms,
-    # the validation and the baseline (numpy, on one BLAS thread) run here
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        stage("physical parameters (multi-start IPOPT), friction terms, validation, baseline")
-        physical_job = pool.submit(physical_fit)
-        extended = None
-        if settings.friction_terms:
-            t1 = time.perf_counter()
-            extended = _friction_terms(m, log, data, settings, y, tau, qd, rows)
-            stages["friction_terms"] = time.perf_counter() - t1
-        rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
-        if rep.terms is not None:  # the physical parameters with the terms, beside the validation
-            plain, stages["physical"] = physical_job.result()
-            physical_job = pool.submit(physical_fit, rep.y[rows][:, len(m.names) :], plain)
-        val = None
-        ours: dict[str, list[float]] = {}
+    free = exc is None  # a recorded run: its own derivative cut-off, the validation torque as measured
+    # two workers beside this thread: the validation run's data (filtering, the generated regressor,
+    # the friction terms' candidates) from here on, and the physical fit (IPOPT releases the GIL)
+    # once the base fit is known; stage_seconds of these overlap
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        val_job = None
         if validate is not None:
-            t1 = time.perf_counter()
-            free = exc is None  # a recorded run: its own derivative cut-off, the torque as measured
-            val = validation_data(
+            val_job = pool.submit(
+                _timed,
+                validation_data,
                 spec,
                 validate,
                 settings,
@@ -179,10 +135,63 @@ def run(
                 not free,
                 robot,
                 checks.left_out(checks.validate),
-                rep.terms,
+                settings.friction_terms,
             )
+        ident, data, (y, tau, qd) = identify(spec, log, exc, settings, robot, data, obs)
+        stages = {**ident.stage_seconds, "processing": processing}
+        if scale_fit:
+            stages["coulomb_scales"] = scales_s
+        rows = equation_rows(data, settings, qd)
+        checked = equation_rows(data, replace(settings, min_speed=0.0), qd)  # the input checks' rows only
+        kept = ident.essential.kept
+        # the eliminated base parameters stay within 3 standard deviations of their least-squares value
+        eliminated = [i for i in range(len(m.names)) if i not in set(kept)]
+        sigma = np.abs(ident.base.values) * ident.base.rsd / 100.0
+        span = (
+            ident.base.values[eliminated] - 3 * sigma[eliminated],
+            ident.base.values[eliminated] + 3 * sigma[eliminated],
+        )
+
+        def physical_fit(
+            extra: np.ndarray | None = None, start: PhysicalResult | None = None
+        ) -> tuple[PhysicalResult, float]:
+            """The multi-start; or, with the friction terms' columns ``extra``, IPOPT again from the
+            description model's solution ``start`` with the columns projected out (retrieve's ``extra``)."""
+            t1 = time.perf_counter()
+            result = retrieve(
+                robot,
+                m.base.k,
+                kept,
+                y[rows][:, kept],
+                tau.reshape(-1)[rows],
+                ident.essential.values,
+                physical,
+                span,
+                extra=extra,
+                start=None if start is None else start.x,
+            )
+            if start is not None:
+                result.starts = start.starts + result.starts
+            return result, time.perf_counter() - t1
+
+        stage("physical parameters (multi-start IPOPT), friction terms, validation, baseline")
+        physical_job = pool.submit(physical_fit)
+        extended = None
+        if settings.friction_terms:
+            t1 = time.perf_counter()
+            c = candidates(m, log.q, data.q, data.qd)
+            extended = _friction_terms(m, c, data, settings, y, tau, qd, rows)
+            stages["friction_terms"] = time.perf_counter() - t1
+        rep = extended or Reported(ident.base, ident.essential, y, list(m.names))
+        if rep.terms is not None:  # the physical parameters with the terms, beside the validation
+            plain, stages["physical"] = physical_job.result()
+            physical_job = pool.submit(physical_fit, rep.y[rows][:, len(m.names) :], plain)
+        val = None
+        ours: dict[str, list[float]] = {}
+        if val_job is not None:
+            prepared, stages["validation"] = val_job.result()
+            val = prepared.with_terms(rep.terms)
             ours = {"base": val.rms(rep.base.values).tolist()}
-            stages["validation"] = time.perf_counter() - t1
         t1 = time.perf_counter()
         baseline = _baseline(
             spec,
@@ -192,7 +201,7 @@ def run(
             exc is not None,
             ours or None,
             checks.left_out(checks.validate),
-            (robot, y, tau, qd),
+            (robot, y, tau, qd, prepared if val_job is not None else None),
         )
         stages["baseline_ls"] = time.perf_counter() - t1
         phys, seconds = physical_job.result()
@@ -278,6 +287,12 @@ def run(
     return doc, arrays
 
 
+def _timed(f: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """f(*args) and its wall time (s): a stage run on a worker thread."""
+    t = time.perf_counter()
+    return f(*args), time.perf_counter() - t
+
+
 @dataclass(frozen=True)
 class Reported:
     """The fit the report gives as base and essential: the description's model, or with friction
@@ -296,7 +311,7 @@ class Reported:
 
 def _friction_terms(
     m: Model,
-    log: Samples,
+    c: Candidates,
     data: Processed,
     settings: IdentSettings,
     y: np.ndarray,
@@ -304,9 +319,9 @@ def _friction_terms(
     qd: np.ndarray,
     rows: np.ndarray,
 ) -> Reported:
-    """The friction terms chosen on held-out blocks, then the base and essential fit with them."""
+    """The friction terms chosen on held-out blocks of the candidates ``c`` (the fitting run's, at
+    full rate), then the base and essential fit with them."""
     n, nb, k = m.robot.dof, len(m.names), len(tau)
-    c = candidates(m, log.q, data.q, data.qd)
     dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
     keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
     nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation
@@ -329,17 +344,19 @@ def _baseline(
     periodic: bool,
     ours: dict[str, list[float]] | None,
     flagged: np.ndarray | None,
-    observed: tuple[Robot, np.ndarray, np.ndarray, np.ndarray],
+    observed: tuple[Robot, np.ndarray, np.ndarray, np.ndarray, ValidationData | None],
 ) -> dict[str, Any]:
     """The plain least-squares baseline on the same processed data and validation run (the same
-    samples left out); ``observed``: the robot of an observation already computed, and it."""
+    samples left out); ``observed``: the robot of an observation already computed, it, and the
+    validation run's data prepared for that robot (None: not prepared)."""
     described = load_robot(spec)
     robot = baseline_robot(described)
     missing = missing_joint_columns(robot)
     if set(missing) - {"FO"}:
         return {"skipped": f"{robot.name} does not identify {', '.join(missing)}: the baseline's columns need them"}
     model(described).with_robot(robot)  # the description's C, the baseline's Coulomb shape
-    y, tau, qd = observed[1:] if observed[0].digest == robot.digest else observation(robot, data, settings)
+    same = observed[0].digest == robot.digest
+    y, tau, qd = observed[1:4] if same else observation(robot, data, settings)
     n = robot.dof
     k = len(tau)
     if missing:  # FO: a constant per joint, through the same filter and decimation
@@ -349,8 +366,13 @@ def _baseline(
     beta = least_squares(y, tau, n, [str(i) for i in range(y.shape[1])], rows=rows).values
     rms = None
     if validate is not None:
-        val = validation_data(
-            spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot, flagged
+        prepared = observed[4] if same else None
+        val = (
+            replace(prepared, extra=None)
+            if prepared is not None
+            else validation_data(
+                spec, validate, settings, 5.0 if periodic else settings.cutoff_q, periodic, robot, flagged
+            )
         )
         if missing:
             val = replace(val, extra=offset_columns(len(val.tau), n).reshape(-1, n))

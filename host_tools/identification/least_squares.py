@@ -50,8 +50,9 @@ class Model:
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Y_b at every sample of (K, n) arrays: (K, n, nb). Read-only: the last one is shared."""
-        if self._last and all(a is b for a, b in zip(self._last[0][0], (q, qd, qdd))):
-            return self._last[0][1]
+        last = self._last[0] if self._last else None  # one read: another thread may replace it
+        if last is not None and all(a is b for a, b in zip(last[0], (q, qd, qdd))):
+            return last[1]
         y = self.compiled.regressor_batch(q, qd, qdd)
         if self.robot.coulomb != self.compiled_coulomb:
             for j, column in enumerate(self.coulomb_columns()):

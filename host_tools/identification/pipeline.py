@@ -20,7 +20,7 @@ from host_tools.bindings.rt import load_rt
 from host_tools.data.checks import with_settling, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
-from host_tools.identification.friction_terms import FrictionTerms, candidates, columns
+from host_tools.identification.friction_terms import Candidates, FrictionTerms, candidates, columns
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
 from host_tools.identification.processing import (
     decimation,
@@ -361,6 +361,16 @@ class ValidationData:
     time: np.ndarray  # (K,) s from the start of the run
     keep: np.ndarray  # (K,) bool: the samples the input checks left (all, with --keep-flagged)
     extra: np.ndarray | None = None  # (K n, p): friction terms' columns, after y's in a longer beta
+    candidates: Candidates | None = None  # the friction terms' candidate columns at the same samples
+
+    def with_terms(self, terms: FrictionTerms | None) -> ValidationData:
+        """The same run with the chosen friction terms' columns (``extra``) from its candidates."""
+        if terms is None:
+            return self
+        if self.candidates is None:
+            raise ValueError("the validation data were prepared without the friction terms' candidates")
+        x = columns(terms, self.candidates)
+        return replace(self, extra=x.reshape(-1, x.shape[2]))
 
     def predicted(self, beta: np.ndarray) -> np.ndarray:
         nb = self.y.shape[1]
@@ -384,12 +394,13 @@ def validation_data(
     filter_torque: bool = True,
     robot: Robot | None = None,
     flagged: np.ndarray | None = None,
-    terms: FrictionTerms | None = None,
+    with_candidates: bool = False,
 ) -> ValidationData:
     """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
     else the measured torque as it is). ``robot``: the model (default ``spec``'s); ``flagged``
-    (K,) bool: samples the input checks flagged, left out of the RMS with those within SETTLE."""
+    (K,) bool: samples the input checks flagged, left out of the RMS with those within SETTLE;
+    ``with_candidates``: also every friction-term candidate column (ValidationData.with_terms)."""
     robot = load_robot(spec) if robot is None else robot
     s = samples_of(spec, data)
     ts = s.sample_period
@@ -404,8 +415,9 @@ def validation_data(
         raise ValueError("the validation run is flagged throughout by the input checks (--keep-flagged to use it)")
     m = model(robot)
     y = m.regressor(q, qd, qdd)  # the whole run's (the friction terms' load reuses it)
-    extra = None
-    if terms is not None:  # the Dahl states run from the start of the run
-        x = columns(terms, candidates(m, s.q, q, qd, terms.lengths(), terms.velocities()))[sl]
-        extra = x.reshape(-1, x.shape[2])
-    return ValidationData(tau[sl], y[sl].reshape(-1, y.shape[2]), np.arange(len(q))[sl] * ts, keep[sl], extra)
+    cands = None
+    if with_candidates:  # the Dahl states run from the start of the run
+        c = candidates(m, s.q, q, qd)
+        cands = replace(c, dahl=c.dahl[sl], load=c.load[sl], stribeck=c.stribeck[sl])
+    time_ = np.arange(len(q))[sl] * ts
+    return ValidationData(tau[sl], y[sl].reshape(-1, y.shape[2]), time_, keep[sl], candidates=cands)
