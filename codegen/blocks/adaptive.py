@@ -1,28 +1,42 @@
 """Model-adaptive collision observer (seed 001 eqs. 9-21), discrete, and the tip wrench (eq. 28).
 
 The model error tau_e = Y_b(q, qd, qdd) dtheta (base regressor, inertial and joint-parameter
-columns; dtheta the parameter error) is the observer state (n values), dtheta_hat = Y+ tau_e_hat
-(eq. 21) with the damped pseudo-inverse Y+ = Y^T (Y Y^T + lambda I)^-1 (an n x n Cholesky solve,
-never a b x b one). Each sample k, with q, qd, qdd from the estimator (``kalman`` gives qdd):
-  1. tau_e^- = Y_k dtheta_hat_{k-1}: the regressor's change applied to the last estimate -- eq. 9's
-     Ydot dtheta_hat term integrated over the sample, i.e. Ydot by the difference of consecutive
-     regressors (no jerk estimate);
-  2. r_k = Y_k theta_hat + tau_f + tau_e^- - tau_k (eq. 16; Y theta_hat = rnea with the model
-     parameters; tau_f the friction terms beyond viscous + Coulomb, codegen.blocks.friction, 0 unless
-     configured):
-     the external torque estimate, in the joint torque's sign convention;
-  3. tau_e_hat = tau_e^- - (1 - exp(-K T)) r_k: eq. 11's correction Y dtheta_hat-dot = -K r, the
-     exact decay of eq. 19 over one sample (with Y and tau held), never overshooting for K T > 1;
-  4. dtheta_hat_k = Y_k^T x, (Y_k Y_k^T + lambda I) x = tau_e_hat.
+columns; dtheta the parameter error) is absorbed by adapting dtheta_hat. Each sample k, with q, qd,
+qdd from the estimator (``kalman`` gives qdd) or measured (``adaptive_measured``):
+  1. r_k = Y_k theta_hat + tau_f + Y_k dtheta_hat_{k-1} - tau_k (eq. 16; Y theta_hat = rnea with the
+     model parameters; tau_f the friction terms beyond viscous + Coulomb, codegen.blocks.friction,
+     0 unless configured): the external torque estimate, in the joint torque's sign convention.
+     Y_k dtheta_hat_{k-1} is eq. 9's Ydot dtheta_hat term integrated over the sample (the change of
+     the regressor applied to the last estimate; no jerk estimate);
+  2. dtheta_hat_k = dtheta_hat_{k-1} - Y+_P (g .* r_k), g_j = 1 - exp(-K_j T): eq. 10's adaptation
+     law dtheta_hat-dot = -Y+ K r integrated, the exact decay of eq. 19 over one sample
+     (Y dtheta_hat moves by g_j r_j in joint j), with the weighted pseudo-inverse
+     Y+_P = P Y^T (Y P Y^T + lambda I)^-1 (an n x n Cholesky solve);
+  3. P_k = P_{k-1} - g_min P Y^T (Y P Y^T + lambda I)^-1 Y P + Q: recursive least squares' parameter
+     covariance (runtime mg_rls_update), P_0 = diag((prior max(|beta_hat_i|, floor max_j
+     |beta_hat_j|))^2) from the model's own base parameters beta_hat, Q = drift T P_0.
+Why P and not the paper's Y+ = Y^T (Y Y^T)^-1: with more parameters than joints (b > n) one sample
+fixes only Y dtheta_hat, and eq. 21's dtheta_hat = Y+ tau_e_hat (the minimum-norm reconstruction,
+what this block did before issue #25) forgets every sample what the earlier ones taught about the
+other b - n directions; the regressor's change then carries the forgotten part,
+Ydot (I - Y+ Y) dtheta, into the residual at about |Ydot (I - Y+ Y) dtheta| / K. Eq. 10 integrated
+keeps dtheta_hat's memory, and the covariance P points each correction at the directions the
+motion has not yet pinned down, so dtheta_hat -> dtheta on an exciting motion and the residual's
+model error -> 0 (seed 001's claim). Y Y+_P = I as for Y+: eqs. 11-20 (the residual's high-pass
+s / (s + K_i) on a contact) hold unchanged. lambda is the variance of the torque equations' noise
+(N^2 m^2): small for measured qd, qdd; larger for estimated ones (``manipgen thresholds --tune``
+chooses it on a run).
 With a constant external torque r decays as r_k+1 = exp(-K T) r_k (eq. 19-20: r is a high-pass of
 tau_ext with corner K), so detection latches (det block) rather than relying on r staying high; and
-with ``freeze`` (default) the adaptation stops while a collision is latched (dtheta_hat kept): a
-sustained contact is not absorbed into the model error, r keeps showing it, and in.reset starts
-the observer afresh. freeze = 0 is seed 001's observer (it adapts through contacts). A non-finite regressor or
-solve (NaN/inf inputs) re-initialises the
-observer (dtheta_hat = 0) instead of keeping NaN.
-The first sample, and every in.reset, sets tau_e_hat = tau - Y theta_hat (the model error seen then)
-and r = 0.
+with ``freeze`` (default) the adaptation stops while a collision is latched or a joint's |r| is
+above its threshold (the detector's state of the last sample; dtheta_hat and P kept): a contact is
+not absorbed into the model error during the detector's debounce either -- with P the correction
+goes where the parameters are least known, so an absorbed contact would come back distorted once
+the regressor changes -- and r keeps showing it. freeze = 0 is seed 001's observer (it adapts
+through contacts). The first sample, and every in.reset, removes the
+whole residual seen then (g = 1, no covariance update: dtheta_hat absorbs it) and reports r = 0;
+in.reset keeps what was learned (dtheta_hat, P). A non-finite regressor or solve (NaN/inf inputs)
+re-initialises the observer (dtheta_hat = 0, P = P_0) instead of keeping NaN.
 Tip wrench (seed 001 eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
 (base frame), a 6 x 6 Cholesky solve: the force (N) and moment (N m) at the tip that explain r.
 """
@@ -38,7 +52,14 @@ from .context import Ctx
 
 
 def build(
-    ctx: Ctx, k: float | tuple[float, ...] = 100.0, lam: float = 1e-6, lam_f: float = 1e-6, measured: bool = False
+    ctx: Ctx,
+    k: float | tuple[float, ...] = 100.0,
+    lam: float = 1e-6,
+    lam_f: float = 1e-6,
+    measured: bool = False,
+    prior: float = 0.1,
+    floor: float = 1e-3,
+    drift: float = 1.0 / 60.0,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
     seed 001 assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat."""
@@ -47,15 +68,13 @@ def build(
     nb = base.n_base
     model, pi = ctx.model_inputs()
     y_fn = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(base.columns))])
-    q, qd, qdd, tau, tau_e, kk = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau", "tau_e", "k_o"))
+    q, qd, qdd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau", "k_o"))
     dth = cs.SX.sym("dtheta", nb)
-    la, laf = cs.SX.sym("lam"), cs.SX.sym("lam_f")
+    laf = cs.SX.sym("lam_f")
     y = y_fn(q, qd, qdd)
-    pred = y @ dth
     terms, tau_f = ctx.friction_terms()
-    r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + pred - tau
-    tau_e_n = pred - (1 - cs.exp(-kk * ts)) * r
-    gram = y @ y.T + la * cs.SX.eye(n)
+    r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
+    gain = 1 - cs.exp(-kk * ts)
     src = motion_source(measured)
     predict = sx_function(
         "predict",
@@ -64,22 +83,22 @@ def build(
             (src[0], qd),
             (src[1], qdd),
             ("in.tau", tau),
-            ("st.obs.tau_e", tau_e),
             ("st.obs.dtheta", dth),
             ("cfg.obs.k_o", kk),
-            ("cfg.obs.lam", la),
         ]
         + model
         + terms,
-        [("st.obs.y", y), ("st.obs.gram", gram), ("st.obs.pred", pred), ("st.obs.tau_e", tau_e_n), ("out.r", r)],
-        "Y_b, Y Y^T + lambda I, the corrected tau_e and r",
+        [("st.obs.y", y), ("out.r", r), ("st.obs.gain", gain), ("st.obs.gain_p", cs.mmin(gain))],
+        "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
     )
-    ys, x = cs.SX.sym("y", n * nb), cs.SX.sym("x", n)  # C's y[nb][n] (Y^T row-major) is Y column-major
-    adapt = sx_function(
-        "adapt",
-        [("st.obs.y", ys), ("st.obs.x", x)],
-        [("st.obs.dtheta", cs.reshape(ys, n, nb).T @ x)],
-        "dtheta_hat = Y^T x",
+    pr, fl, dr = cs.SX.sym("prior"), cs.SX.sym("floor"), cs.SX.sym("drift")
+    beta = cs.fabs(cs.DM(base.k) @ pi)  # the model's base parameters, |K pi|
+    p0 = (pr * cs.fmax(beta, fl * cs.mmax(beta))) ** 2
+    prior_fn = sx_function(
+        "prior",
+        [("cfg.obs.prior", pr), ("cfg.obs.floor", fl), ("cfg.obs.drift", dr)] + model,
+        [("st.obs.p0", p0), ("st.obs.drift", dr * ts * p0)],
+        "the prior's variances P_0 (diagonal) and the random walk's Q = drift T P_0",
     )
     j = cs.Function("j", [dyn.q], [dyn.tip_jacobian])(q)
     rr = ctx.sym("r")
@@ -106,31 +125,68 @@ def build(
                 low=0.0,
                 high=1.0 / ts,
             ),
-            Field("lam", "real", (), "damping lambda of Y+ (units of Y^2)", (lam,), low=0.0, low_open=True),
+            Field(
+                "lam",
+                "real",
+                (),
+                "variance lambda of the torque equations' noise in the adaptation (N^2 m^2)",
+                (lam,),
+                low=0.0,
+                low_open=True,
+            ),
             Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
             Field(
                 "freeze",
                 "uint8",
                 (),
-                "1: keep dtheta_hat while a collision is latched, 0: adapt always (seed 001)",
+                "1: hold dtheta_hat while a collision is latched or a joint is above threshold, 0: adapt (seed 001)",
                 (1.0,),
                 choices=(0.0, 1.0),
             ),
+            Field(
+                "prior",
+                "real",
+                (),
+                "prior standard deviation of the model's base parameters, a fraction of each (read at sample 0)",
+                (prior,),
+                low=0.0,
+                low_open=True,
+            ),
+            Field(
+                "floor",
+                "real",
+                (),
+                "the prior's floor: a fraction of the largest base parameter (read at sample 0)",
+                (floor,),
+                low=0.0,
+            ),
+            Field(
+                "drift",
+                "real",
+                (),
+                "rate at which the parameters' covariance regrows towards the prior's, 1/s (read at sample 0)",
+                (drift,),
+                low=0.0,
+            ),
         ],
         state=[
-            Field("tau_e", "real", (n,), "observer state: the model error Y dtheta_hat (N m or N)"),
-            Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate (eq. 21)"),
-            Field("pred", "real", (n,), "workspace: Y_k dtheta_hat_{k-1}"),
+            Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate"),
+            Field("p", "real", (nb, nb), "P: dtheta_hat's covariance (symmetric, both triangles)"),
+            Field("p0", "real", (nb,), "P_0's diagonal: the prior's variances"),
+            Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
+            Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
+            Field("gain_p", "real", (), "workspace: the covariance update's fraction"),
             Field("y", "real", (nb, n), "workspace: Y_b^T of this sample"),
-            Field("gram", "real", (n, n), "workspace: Y Y^T + lambda I"),
-            Field("x", "real", (n,), "workspace: (Y Y^T + lambda I)^-1 tau_e"),
+            Field("w", "real", (n, nb), "workspace: Y P, then L^-1 Y P"),
+            Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then its Cholesky factor L"),
+            Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
             Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
         ],
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
         ],
-        functions=[predict, adapt, wrench],
+        functions=[predict, prior_fn, wrench],
         reference=reference,
     )
 
@@ -165,21 +221,39 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return np.linalg.solve(c.T, np.linalg.solve(c, b))
 
 
+def rls_update(d: Data) -> bool:
+    """The runtime's mg_rls_update on the block's state (see the module docstring): False where
+    Y P Y^T + lambda I is not positive definite (dtheta_hat and P then unchanged)."""
+    yt, p = d["st.obs.y"], d["st.obs.p"]
+    n = yt.shape[1]
+    s = yt.T @ p @ yt + float(d["cfg.obs.lam"]) * np.eye(n)
+    if not np.all(np.isfinite(s)):
+        return False
+    try:
+        lower = np.linalg.cholesky(s)
+    except np.linalg.LinAlgError:
+        return False
+    v = np.linalg.solve(lower, yt.T @ p)
+    d["st.obs.dtheta"] = d["st.obs.dtheta"] - v.T @ np.linalg.solve(lower, d["st.obs.gain"] * d["out.r"])
+    d["st.obs.p"] = p - float(d["st.obs.gain_p"]) * (v.T @ v) + np.diag(d["st.obs.drift"])
+    return True
+
+
 def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("predict"), d)
-    if d["loc.first"] or d["in.reset"]:  # tau_e := tau - Y theta_hat, r = 0
-        d["st.obs.tau_e"] = d["st.obs.pred"] - d["out.r"]
+    restart = d["loc.first"] or d["in.reset"]
+    if d["loc.first"]:
+        evaluate(block.fn("prior"), d)
+        d["st.obs.p"] = np.diag(d["st.obs.p0"])
+    if restart:  # remove the whole residual seen now, claim no information from it
+        d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
+        d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
+    if not (d["cfg.obs.freeze"] and (d["st.det.collision"] or np.any(d["st.det.above"]))):
+        if not (rls_update(d) and np.all(np.isfinite(d["st.obs.dtheta"]))):
+            d["st.obs.dtheta"] = np.zeros_like(d["st.obs.dtheta"])
+            d["st.obs.p"] = np.diag(d["st.obs.p0"])
+    if restart:
         d["out.r"] = d["out.r"] * 0.0
-    if not (d["cfg.obs.freeze"] and d["st.det.collision"]):
-        x = _solve(d["st.obs.gram"], d["st.obs.tau_e"])
-        ok = x is not None
-        if x is not None:
-            d["st.obs.x"] = x
-            evaluate(block.fn("adapt"), d)
-            ok = bool(np.all(np.isfinite(d["st.obs.dtheta"])))
-        if not ok:
-            for key in ("st.obs.x", "st.obs.dtheta", "st.obs.tau_e"):
-                d[key] = np.zeros_like(d[key])
     evaluate(block.fn("wrench"), d)
     f = _solve(d["st.obs.jjt"], d["out.f_tip"])
     d["out.f_tip"] = np.zeros(6) if f is None else f
@@ -189,16 +263,17 @@ registry.register(
     registry.Observer(
         name="adaptive",
         summary="model-adaptive observer, estimated q-dot and q-ddot (seed 001 eqs. 9-21)",
-        build=build,
+        # estimated qd, qdd: the torque equations carry the estimator's q-ddot noise (about 0.3 N m)
+        build=lambda ctx: build(ctx, lam=0.1),
         needs_acceleration=True,
         window=10,  # the adaptive residual is a high-pass of the contact: isolate within 10 samples
-        fields=("k_o", "lam", "lam_f", "freeze"),
+        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
     ),
     registry.Observer(
         name="adaptive_measured",
         summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
         build=lambda ctx: build(ctx, measured=True),
         window=10,
-        fields=("k_o", "lam", "lam_f", "freeze"),
+        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
     ),
 )

@@ -40,20 +40,28 @@ static inline int mg_cholesky_factor(int n, MG_REAL *a)
     return 0;
 }
 
-/* Solve L L^T x = b in place (b <- x) with the factor of mg_cholesky_factor; b is the column of
- * an n x m row-major matrix starting at b with stride m (m = 1: a plain vector). The strided
- * offsets are formed in ptrdiff_t, the type a pointer offset has, not in int. */
-static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, int m)
+/* Solve L y = b in place (b <- y) with the factor of mg_cholesky_factor; b is the column of an
+ * n x m row-major matrix starting at b with stride m (m = 1: a plain vector). The strided offsets
+ * are formed in ptrdiff_t, the type a pointer offset has, not in int. */
+static inline void mg_cholesky_forward(int n, const MG_REAL *l, MG_REAL *b, int m)
 {
     int i, k;
-    for (i = 0; i < n; ++i) { /* forward: L y = b */
+    for (i = 0; i < n; ++i) {
         MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = 0; k < i; ++k) {
             s -= l[i * n + k] * b[(ptrdiff_t)k * m];
         }
         b[(ptrdiff_t)i * m] = s / l[i * n + i];
     }
-    for (i = n - 1; i >= 0; --i) { /* backward: L^T x = y */
+}
+
+/* Solve L L^T x = b in place (b <- x) with the factor of mg_cholesky_factor; b as in
+ * mg_cholesky_forward. */
+static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, int m)
+{
+    int i, k;
+    mg_cholesky_forward(n, l, b, m); /* L y = b */
+    for (i = n - 1; i >= 0; --i) {   /* backward: L^T x = y */
         MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = i + 1; k < n; ++k) {
             s -= l[k * n + i] * b[(ptrdiff_t)k * m];
@@ -70,6 +78,71 @@ static inline int mg_cholesky_solve(int n, MG_REAL *a, MG_REAL *b)
         return -1;
     }
     mg_cholesky_substitute(n, a, b, 1);
+    return 0;
+}
+
+/* One step of recursive least squares (a Kalman filter on constant parameters) with n
+ * equations in m parameters: the regressor Y (n x m), given as yt = Y^T (m x n row-major); the
+ * parameter covariance p (m x m row-major, symmetric positive definite; both triangles kept);
+ * the residual r = Y theta - tau (n); per equation the fraction gain[j] (0..1) of its residual
+ * that the step removes (1: all of it).
+ *   S = Y P Y^T + lam I = L L^T,  V = L^-1 Y P,  theta -= V^T L^-1 (gain .* r),
+ *   P -= gain_p V^T V (the information of the step, scaled by gain_p in 0..1; 0: none),
+ *   P_ii += drift[i] (the parameters' random walk over the step).
+ * Y (theta - theta_true) then shrinks by gain[j] in equation j (for lam << Y P Y^T), whichever
+ * way the parameters' error lies; V^T V keeps P symmetric. Workspaces: w (n x m), s (n x n),
+ * u (n). Returns 0, or -1 if S is not positive definite (theta and p then unchanged). */
+static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_REAL lam, const MG_REAL *gain,
+                                const MG_REAL *r, MG_REAL gain_p, const MG_REAL *drift, MG_REAL *theta,
+                                MG_REAL *w, MG_REAL *s, MG_REAL *u)
+{
+    int i, j, k, c;
+    for (j = 0; j < n; ++j) { /* w = Y P */
+        for (c = 0; c < m; ++c) {
+            MG_REAL acc = (MG_REAL)0;
+            for (i = 0; i < m; ++i) {
+                acc += yt[i * n + j] * p[i * m + c];
+            }
+            w[j * m + c] = acc;
+        }
+    }
+    for (j = 0; j < n; ++j) { /* s = w Y^T + lam I */
+        for (k = 0; k < n; ++k) {
+            MG_REAL acc = j == k ? lam : (MG_REAL)0;
+            for (c = 0; c < m; ++c) {
+                acc += w[j * m + c] * yt[c * n + k];
+            }
+            s[j * n + k] = acc;
+        }
+    }
+    if (mg_cholesky_factor(n, s) != 0) {
+        return -1;
+    }
+    for (c = 0; c < m; ++c) { /* w <- V = L^-1 w, column by column */
+        mg_cholesky_forward(n, s, &w[c], m);
+    }
+    for (j = 0; j < n; ++j) {
+        u[j] = gain[j] * r[j];
+    }
+    mg_cholesky_forward(n, s, u, 1);
+    for (c = 0; c < m; ++c) {
+        MG_REAL acc = (MG_REAL)0;
+        for (j = 0; j < n; ++j) {
+            acc += w[j * m + c] * u[j];
+        }
+        theta[c] -= acc;
+    }
+    for (i = 0; i < m; ++i) {
+        for (c = i; c < m; ++c) {
+            MG_REAL acc = (MG_REAL)0;
+            for (j = 0; j < n; ++j) {
+                acc += w[j * m + i] * w[j * m + c];
+            }
+            p[i * m + c] -= gain_p * acc;
+            p[c * m + i] = p[i * m + c];
+        }
+        p[i * m + i] += drift[i];
+    }
     return 0;
 }
 

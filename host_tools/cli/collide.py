@@ -25,6 +25,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="residuals to compare (*_measured: exact qd, qdd from the simulator)",
     )
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument(
+        "--friction-error",
+        action="store_true",
+        help="the model error also on the joint parameters (viscous, Coulomb friction); default: inertial only, "
+        "as seed 001's simulations",
+    )
+    c.add_argument(
+        "--shape",
+        choices=("static", "fitted"),
+        default="static",
+        help="thresholds: a constant per joint, or with velocity, acceleration and standstill parts (manipgen "
+        "thresholds' fit); both designed on the design motion with a held-out margin",
+    )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
     c.set_defaults(handler=run)
@@ -50,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         joint=args.joint,
         seed=args.seed,
         observers=tuple(args.observers),
+        friction_error=args.friction_error,
+        shape=args.shape,
     )
     try:
         with stage(console, "collision scenario ...") as status:

@@ -346,8 +346,8 @@ def collision(arrays: dict[str, Any], path: Path) -> Path:
             a = ax[i, j]
             a.plot(t, ext, "k", lw=1.2, label="τ_ext")
             a.plot(t, r, "r", lw=0.9, label="r")
-            a.axhline(th, color="b", ls="--", lw=0.7)
-            a.axhline(-th, color="b", ls="--", lw=0.7)
+            a.plot(t, th, color="b", ls="--", lw=0.7)  # the threshold along the run (constant if static)
+            a.plot(t, -np.asarray(th), color="b", ls="--", lw=0.7)
             if i == 0:
                 a.set_title(o, fontsize=8)
             if j == 0:

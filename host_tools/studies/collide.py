@@ -4,9 +4,13 @@ direct method, the last two once with the Kalman estimator's qd, qdd (encoders o
 the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption).
 
 The controller's (and observers') model is the description's with every inertial (link) parameter
-scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact); the plant keeps
-the true ones. Per observer: the largest |r| over a collision-free
-20 s motion is the smallest false-alarm-free threshold. The same motion then receives the
+scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact unless
+``friction_error``: then the joint parameters too); the plant keeps the true ones. Per observer the
+thresholds are designed on one collision-free 20 s motion (the design motion) as ``manipgen
+thresholds`` designs them (host_tools.studies.thresholds, issue #24): per joint the level that covers
+every |r| after the first ``skip`` s, times a margin that brings the worst of 8 held-out blocks to
+``target`` (static: a constant per joint; ``shape="fitted"``: with the velocity, acceleration and
+standstill parts). The same motion then receives the
 collisions, as in seed 001 §IV: a step of ``amplitude`` on one joint, low-passed at each cut-off
 frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, one run per event;
 the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts:
@@ -15,8 +19,8 @@ whose tip speed is closest to each of ``impact_speeds``, a plane appears through
 velocity, for ``hold`` s (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m,
 alpha = 0.04 s/m, flat surface; targets above the motion's top tip speed share its fastest instant,
 which is used once); the delay is from the impact.
-A second, different motion without collisions counts the false alarms those thresholds give on a
-motion they were not designed on (rising edges of "some joint above").
+A second, different motion without collisions (the check motion) counts the false alarms those
+thresholds give on a motion they were not designed on (rising edges of "some joint above").
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ from codegen.blocks import kalman, registry
 from codegen.model.description import load_robot
 from codegen.model.robot import LINK_PARAMS
 from host_tools.bindings.compiled import load
-from host_tools.bindings.loopback import Contact, simulate
-from host_tools.bindings.rt import load_rt
+from host_tools.bindings.loopback import Contact, Run, simulate
+from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
+from host_tools.studies.thresholds import TARGET, design_from_outputs, threshold_along
 
 OBSERVERS = tuple(n for n, o in registry.observers().items() if o.build is not None)  # every registered one
 Progress = Callable[[str], None]
+SHAPES = ("static", "fitted")
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,39 @@ class CollideSettings:
     impact_speeds: tuple[float, ...] = (0.1, 0.25, 0.5)  # m/s, Hunt-Crossley impacts of the tip
     seed: int = 0
     observers: tuple[str, ...] = OBSERVERS
+    friction_error: bool = False  # the model error also on the joint parameters (FV, FC, ...)
+    shape: str = "static"  # the thresholds' shape: "static" or "fitted" (design_thresholds)
+    target: float = TARGET  # the worst held-out max |r| / threshold the design's margin gives
+    # collision-free motions of the design run: one 20 s motion's largest |r| does not bound another's
+    # (measured on kuka_iiwa14, momentum: 0.6-2.6 N m over ten motions), several with one held out
+    # at a time do (docs/collision.md)
+    design_motions: int = 5
+
+
+@dataclass(frozen=True)
+class Learned:
+    """Where the design run ended: the pipeline's state and the plant's (at rest near the start
+    position, off it by the tracking error the model error leaves)."""
+
+    state: bytes
+    q: np.ndarray
+    qd: np.ndarray
+
+
+def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray, **kw: Any) -> Run:
+    """A closed-loop run of ``motion`` continuing the design run (pipeline and plant where it
+    ended: no jump a real arm would not make) under the config set now."""
+    rt.restore(learned.state)
+    return simulate(rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, **kw)
+
+
+def concatenated(motions: list[Trajectory]) -> Trajectory:
+    """Motions one after the other (each from and to rest at the same position), one time base."""
+    ts = float(motions[0].time[1] - motions[0].time[0])
+    q = np.concatenate([m.q[:-1] for m in motions[:-1]] + [motions[-1].q])
+    qd = np.concatenate([m.qd[:-1] for m in motions[:-1]] + [motions[-1].qd])
+    qdd = np.concatenate([m.qdd[:-1] for m in motions[:-1]] + [motions[-1].qdd])
+    return Trajectory("+".join(m.name for m in motions), np.arange(len(q)) * ts, q, qd, qdd)
 
 
 def filtered_step(
@@ -134,6 +173,8 @@ def scenario(
         )
     if not 1 <= s.joint <= n:
         raise ValueError(f"--joint must be 1..{n}, got {s.joint}")
+    if s.design_motions < 1:
+        raise ValueError(f"the design run needs at least one motion, got {s.design_motions}")
     if not 0 <= s.model_error < 1:
         raise ValueError(f"--model-error must be in [0, 1), got {s.model_error}")
     unknown = [o for o in s.observers if o not in OBSERVERS]
@@ -142,20 +183,36 @@ def scenario(
     if any(e + s.hold + s.window > s.duration for e in s.events) or min(s.events) < s.skip:
         raise ValueError("every event (and its window) must lie inside the motion, after the skipped start")
     t0 = time.perf_counter()
+    if s.shape not in SHAPES:
+        raise ValueError(f"unknown threshold shape {s.shape!r}; choose from {', '.join(SHAPES)}")
     true = robot.standard_parameters()
     inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
     factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
-    model = true * np.where(inertial, factor, 1.0)  # seed 001 eq. 22: the inertial parameters
+    # seed 001 eq. 22: the inertial parameters (and with friction_error the joint parameters too)
+    model = true * np.where(inertial | s.friction_error, factor, 1.0)
     ts = robot.sample_period
     # smooth 20 s Fourier motions (seed 001 §IV): acceleration steps would make the inertial model error
     # a fast signal, which no residual separates from a collision
-    design = random_excitation(robot, s.seed + 1, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
-    test = random_excitation(robot, s.seed + 2, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
+    # (each starts and ends at rest in the middle of the joints' ranges: they follow one another)
+    motions = [
+        random_excitation(robot, s.seed + 1 + i, base_frequency=1 / s.duration, rate=1 / ts).trajectory(ts)
+        for i in range(s.design_motions + 1)
+    ]
+    design, test = concatenated(motions[:-1]), motions[-1]
+    collided = motions[0]  # the collisions and impacts happen on the first design motion
     k0 = int(round(s.skip / ts))
-    impacts = _impacts(spec, design, model, true, s)
+    impacts = _impacts(spec, collided, model, true, s)
+    seeds = f"{s.seed + 1}-{s.seed + s.design_motions}" if s.design_motions > 1 else f"{s.seed + 1}"
     doc: dict[str, Any] = {
         "robot": robot.name,
         "settings": asdict(s),
+        "thresholds_from": f"the design run: {s.design_motions} collision-free {s.duration:g} s motions (random "
+        f"excitations, seeds {seeds}) one after the other, after its first {s.skip:g} s: {s.shape} "
+        f"thresholds covering every |r|, times the margin that brings the worst of {s.design_motions} held-out "
+        f"blocks (about one motion each) to {s.target:g} (manipgen thresholds' design)",
+        "false_alarms_on": f"the check motion (random excitation, seed {s.seed + 1 + s.design_motions}), "
+        f"collision-free, {s.duration:g} s, run after the design run (the observers keep what they learned)",
+        "collisions_on": f"the first design motion (seed {s.seed + 1}), run after the design run",
         "observers": {},
         "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts],
     }
@@ -171,20 +228,36 @@ def scenario(
             rt.config["obs.k_o"] = s.adaptive_gain
             rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
         rt.config["det.threshold"] = 1e30
-        free = np.abs(simulate(rt, design, true_params=true).out["r"])[k0:]
-        threshold = free.max(axis=0) * (1 + 1e-9) + 1e-12
-        rt.config["det.threshold"] = threshold
-        progress(f"{obs}: false alarms on a second motion")
-        out_test = simulate(rt, test, true_params=true).out
-        arrays["free_ratio"][obs] = threshold_ratio(out_test["r"][k0:], threshold)
+        free_run = simulate(rt, design, true_params=true)
+        free_out = free_run.out
+        # every later run continues from here: a robot in operation
+        learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1])
+        free = np.abs(free_out["r"])[k0:]
+        th = design_from_outputs(
+            free_out,
+            k0,
+            ts,
+            target=s.target,
+            blocks=max(2, s.design_motions),
+            static=s.shape == "static",
+            static_vs=float(rt.config["det.vs"][0]),
+        )
+        for key, value in th.config().items():
+            rt.config[key] = value
+        threshold = th.threshold
+
+        progress(f"{obs}: false alarms on the check motion")
+        out_test = _after(rt, learned, test, true).out
+        level = threshold_along(out_test, th)
+        arrays["free_ratio"][obs] = threshold_ratio(out_test["r"][k0:], level[k0:])
         false_alarms = rising_edges(any_above(out_test)[k0:])
         delays: dict[str, list[float | None]] = {}
         for cutoff in s.cutoffs:
             progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
             found: list[float | None] = []
             for e in s.events:
-                ext = filtered_step(len(design.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
-                run = simulate(rt, design, true_params=true, tau_ext=ext)
+                ext = filtered_step(len(collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
+                run = _after(rt, learned, collided, true, tau_ext=ext)
                 ke = int(round(e / ts))
                 hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
                 found.append(float(hits[0] * ts * 1e3) if hits.size else None)
@@ -193,13 +266,13 @@ def scenario(
                     arrays["runs"][(obs, cutoff)] = (
                         run.out["r"][sl, s.joint - 1],
                         ext[sl, s.joint - 1],
-                        threshold[s.joint - 1],
+                        threshold_along(run.out, th)[sl, s.joint - 1],
                     )
             delays[f"{cutoff:g}"] = found
         progress(f"{obs}: Hunt-Crossley impacts")
         impact_delays: dict[str, float | None] = {}
         for speed, contact in impacts:
-            run = simulate(rt, design, true_params=true, contact=contact)
+            run = _after(rt, learned, collided, true, contact=contact)
             ke = int(round(contact.start / ts))
             hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
             impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
@@ -215,11 +288,23 @@ def scenario(
                 )
             trace = arrays["impacts"][label]
             trace.estimates[obs] = tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, np.array(contact.normal))
-            trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold)
+            trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold_along(run.out, th)[sl])
         detected = [d for v in delays.values() for d in v if d is not None]
+        check = np.abs(out_test["r"][k0:]) / level[k0:]
         doc["observers"][obs] = {
             "threshold": threshold.tolist(),
+            "threshold_shape": s.shape,
+            **(
+                {key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")}
+                if s.shape != "static"
+                else {}
+            ),
+            "threshold_mean": level[k0:].mean(axis=0).tolist(),
+            "margin": th.margin,
+            "held_out_worst_ratio": float(th.held_out.max()),
             "max_collision_free_residual": free.max(axis=0).tolist(),
+            "check_ratio": check.max(axis=0).tolist(),
+            "max_check_residual": np.abs(out_test["r"][k0:]).max(axis=0).tolist(),
             "delay_ms": {
                 c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v) else None)
                 for c, v in delays.items()
@@ -235,6 +320,10 @@ def scenario(
             if obs.endswith("_measured")
             else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed"),
         }
+    if "momentum" in doc["observers"]:  # each observer's thresholds against momentum's, equal design
+        largest = max(doc["observers"]["momentum"]["threshold_mean"])
+        for o in doc["observers"].values():
+            o["ratio_to_momentum"] = max(o["threshold_mean"]) / largest
     doc["seconds"] = time.perf_counter() - t0
     return doc, arrays
 
@@ -252,7 +341,8 @@ class ImpactTrace:
 
 
 def threshold_ratio(r: np.ndarray, threshold: np.ndarray) -> np.ndarray:
-    """max_j |r_j| / threshold_j per sample: a detection is a ratio above 1."""
+    """max_j |r_j| / threshold_j per sample (``threshold`` (n,) or along the run (K, n)): a detection
+    is a ratio above 1."""
     return np.asarray(np.abs(r) / np.asarray(threshold), float).max(axis=1)
 
 

@@ -108,29 +108,38 @@ def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarr
 
 def envelope(r: np.ndarray, x: np.ndarray, low: float) -> np.ndarray:
     """Coefficients c >= (low, 0, ...) of least mean(x c) with x c >= r on every sample: a linear
-    programme solved by cutting planes (the largest |r| first, then the violated samples), exact."""
+    programme solved by cutting planes (the largest |r| first, then the violated samples), in units
+    of max |r|. The solver meets its constraints to its feasibility tolerance (HiGHS: 1e-7), so the
+    cuts stop at violations below FEASIBLE of max |r|, and the static part (x's first column, 1 at
+    every sample) is then raised by the largest violation left: x c >= r holds exactly."""
     from scipy.optimize import linprog  # here: every command's parser imports this module (0.4 s)
 
+    scale = float(r.max())
+    c = np.zeros(x.shape[1])
+    c[0] = low
+    if not scale > 0:
+        return c
     cost = x.mean(axis=0)
     used = cost > 0  # a regressor column that is 0 throughout (no q-ddot estimate): its coefficient is 0
-    xs = x[:, used]
-    bounds = [(low, None)] + [(0.0, None)] * (int(used.sum()) - 1)
+    xs, rs = x[:, used], r / scale
+    bounds = [(low / scale, None)] + [(0.0, None)] * (int(used.sum()) - 1)
     active = np.zeros(len(r), bool)
     active[np.argsort(r)[-CUTS:]] = True
-    tol = 1e-9 * max(float(r.max()), 1e-300)
     while True:
-        res = linprog(cost[used], A_ub=-xs[active], b_ub=-r[active], bounds=bounds, method="highs")
+        res = linprog(cost[used], A_ub=-xs[active], b_ub=-rs[active], bounds=bounds, method="highs")
         if not res.success:
             raise ValueError(f"the threshold fit failed ({res.message})")
-        gap = r - xs @ res.x
-        bad = np.flatnonzero(gap > tol)
+        gap = rs - xs @ res.x
+        bad = np.flatnonzero((gap > FEASIBLE) & ~active)
         if not bad.size:
-            c = np.zeros(x.shape[1])
-            c[used] = res.x
-            return c
+            break
         active[bad[np.argsort(gap[bad])[-CUTS:]]] = True
+    c[used] = res.x * scale
+    c[0] += max(0.0, float(np.max(r - xs @ c[used])))
+    return c
 
 
+FEASIBLE = 1e-6  # the cutting planes' violation tolerance, a fraction of max |r| (above HiGHS's 1e-7)
 CUTS = 256  # samples added to the linear programme per round
 
 
@@ -206,6 +215,14 @@ def design_thresholds(
     """Thresholds from a collision-free log (see the module docstring). ``skip`` seconds at the
     start are left out (observer start-up), and the samples where ``exclude`` (K,) is True (flagged
     by the input checks). ``margin`` None: derived from ``blocks`` held-out blocks to ``target``."""
+    check_design_options(margin, target, floor, blocks)
+    outs, k0 = replay_residual(rt, log, skip)
+    static_vs = float(rt.config["det.vs"][0])
+    return design_from_outputs(outs, k0, rt.sample_period, margin, floor, target, blocks, static, exclude, static_vs)
+
+
+def check_design_options(margin: float | None, target: float, floor: float, blocks: int) -> None:
+    """One clear error per bad design option (design_thresholds, design_from_outputs)."""
     if margin is not None and not margin >= 1.0:
         raise ValueError(f"margin must be >= 1 (a factor on the fitted envelope), got {margin!r}")
     if not 0 < target <= 1:
@@ -214,7 +231,24 @@ def design_thresholds(
         raise ValueError("floor must be >= 0")
     if not blocks >= 2:
         raise ValueError(f"blocks must be >= 2 (held-out parts of the run), got {blocks!r}")
-    outs, k0 = replay_residual(rt, log, skip)
+
+
+def design_from_outputs(
+    outs: dict[str, np.ndarray],
+    k0: int,
+    sample_period: float,
+    margin: float | None = None,
+    floor: float = 0.0,
+    target: float = TARGET,
+    blocks: int = BLOCKS,
+    static: bool = False,
+    exclude: np.ndarray | None = None,
+    static_vs: float = 0.01,
+) -> Thresholds:
+    """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
+    (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
+    standstill scale kept by a static design."""
+    check_design_options(margin, target, floor, blocks)
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
     if use.sum() < 2 * blocks:
@@ -225,7 +259,7 @@ def design_thresholds(
     n = r.shape[1]
     worst = r.max(axis=0)
     low = MIN_STATIC * worst
-    scales = (float(rt.config["det.vs"][0]),) if static else STANDSTILL_SCALES
+    scales = (static_vs,) if static else STANDSTILL_SCALES
     fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (blocks, n))
     for vs in scales:
         coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), np.zeros((blocks, n)), np.zeros(n)
@@ -255,7 +289,7 @@ def design_thresholds(
         np.zeros(n),
         np.zeros_like(residual),
         worst,
-        (np.flatnonzero(use)[r.argmax(axis=0)]) * rt.sample_period,
+        (np.flatnonzero(use)[r.argmax(axis=0)]) * sample_period,
         len(r),
         int(np.sum(~use[k0:])),
         residual,

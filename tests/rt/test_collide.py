@@ -1,7 +1,8 @@
 """`manipgen collide` (seed 001 §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
-filtered steps on joint 2 and Hunt-Crossley impacts of the tip. The model-adaptive observer with exact qd, qdd
-needs a far smaller
-false-alarm-free threshold than the momentum observer and detects fast steps within a few samples."""
+filtered steps on joint 2 and Hunt-Crossley impacts of the tip. Thresholds designed on a collision-free
+design run (five motions, margin from held-out motions), false alarms counted on another motion. The
+model-adaptive observer with exact qd, qdd needs a far smaller false-alarm-free threshold than the
+momentum observer and detects fast steps within a few samples."""
 
 from __future__ import annotations
 
@@ -30,13 +31,23 @@ def test_collide_cli(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     obs = doc["observers"]
     assert set(obs) == {"momentum", "adaptive", "direct", "adaptive_measured", "direct_measured"}
+    assert "design run" in doc["thresholds_from"] and "check motion" in doc["false_alarms_on"]
     for o in obs.values():
-        for key in ("threshold", "delay_ms", "false_alarms", "missed"):
+        for key in ("threshold", "threshold_mean", "margin", "check_ratio", "delay_ms", "false_alarms", "missed"):
             assert key in o
-        assert all(t > 0 for t in o["threshold"]) and o["events"] == 12
+        assert all(t > 0 for t in o["threshold"]) and o["events"] == 12 and o["margin"] >= 1 / 0.85
+    for name in ("momentum", "adaptive", "direct", "direct_measured"):  # designed on other motions
+        assert obs[name]["false_alarms"] == 0 and max(obs[name]["check_ratio"]) < 1, name
     mom, ada = obs["momentum"], obs["adaptive_measured"]
-    # slow model errors are high-passed away (seed 001 eq. 20): a far smaller threshold
-    assert max(ada["threshold"]) < 0.2 * max(mom["threshold"])
+    # adaptive_measured's thresholds sit at the encoder's resolution: the Kalman q_hat from the counts
+    # is off by up to about one count, 2 pi / 16384 = 3.8e-4 rad, which moves joint 1's gravity
+    # torque by at most (24.5 + 5.9) N m/rad x 3.8e-4 rad = 0.0116 N m ((m1 lc1 + m2 l1) g and
+    # m2 lc2 g: its derivatives in q1 and q2). The check motion may cross thresholds of that size
+    # (measured: 2 false alarms at 0.0105 N m against 0.0084), its residual stays within the bound
+    assert max(ada["max_check_residual"]) < 0.0116
+    # the adaptation absorbs the slow model error (seed 001 eqs. 10-20): a far smaller threshold
+    assert max(ada["threshold"]) < 0.05 * max(mom["threshold"])
+    assert ada["ratio_to_momentum"] < 0.05
     # fast contacts pass the high-pass: within a few samples, before the momentum observer's low-pass
     assert ada["delay_ms"]["100"] <= 3.0 < mom["delay_ms"]["100"]
     assert all(d is not None for c in ("10", "100") for d in ada["delays_ms"][c])
