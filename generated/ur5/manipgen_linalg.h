@@ -97,13 +97,20 @@ static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_
                                 MG_REAL *w, MG_REAL *s, MG_REAL *u)
 {
     int i, j, k, c;
-    for (j = 0; j < n; ++j) { /* w = Y P */
+    for (j = 0; j < n; ++j) { /* w = Y P, row by row over P's contiguous rows */
+        MG_REAL *wj = &w[(ptrdiff_t)j * m];
         for (c = 0; c < m; ++c) {
-            MG_REAL acc = (MG_REAL)0;
-            for (i = 0; i < m; ++i) {
-                acc += yt[i * n + j] * p[i * m + c];
+            wj[c] = (MG_REAL)0;
+        }
+        for (i = 0; i < m; ++i) {
+            const MG_REAL y = yt[i * n + j];
+            const MG_REAL *pi = &p[(ptrdiff_t)i * m];
+            if (y == (MG_REAL)0) { /* a serial arm's regressor: joint j's row has no column of the links before it */
+                continue;
             }
-            w[j * m + c] = acc;
+            for (c = 0; c < m; ++c) {
+                wj[c] += y * pi[c];
+            }
         }
     }
     for (j = 0; j < n; ++j) { /* s = w Y^T + lam I */
@@ -125,22 +132,29 @@ static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_
         u[j] = gain[j] * r[j];
     }
     mg_cholesky_forward(n, s, u, 1);
-    for (c = 0; c < m; ++c) {
-        MG_REAL acc = (MG_REAL)0;
-        for (j = 0; j < n; ++j) {
-            acc += w[j * m + c] * u[j];
+    for (j = 0; j < n; ++j) { /* theta -= V^T u */
+        for (c = 0; c < m; ++c) {
+            theta[c] -= w[j * m + c] * u[j];
         }
-        theta[c] -= acc;
+    }
+    if (gain_p > (MG_REAL)0) { /* P -= gain_p V^T V: the upper triangle, then mirrored */
+        for (j = 0; j < n; ++j) {
+            const MG_REAL *vj = &w[(ptrdiff_t)j * m];
+            for (i = 0; i < m; ++i) {
+                const MG_REAL a = gain_p * vj[i];
+                MG_REAL *pi = &p[(ptrdiff_t)i * m];
+                for (c = i; c < m; ++c) {
+                    pi[c] -= a * vj[c];
+                }
+            }
+        }
+        for (i = 0; i < m; ++i) {
+            for (c = i + 1; c < m; ++c) {
+                p[c * m + i] = p[i * m + c];
+            }
+        }
     }
     for (i = 0; i < m; ++i) {
-        for (c = i; c < m; ++c) {
-            MG_REAL acc = (MG_REAL)0;
-            for (j = 0; j < n; ++j) {
-                acc += w[j * m + i] * w[j * m + c];
-            }
-            p[i * m + c] -= gain_p * acc;
-            p[c * m + i] = p[i * m + c];
-        }
         p[i * m + i] += drift[i];
     }
     return 0;
