@@ -81,30 +81,26 @@ static inline int mg_cholesky_solve(int n, MG_REAL *a, MG_REAL *b)
     return 0;
 }
 
-/* One step of recursive least squares (a Kalman filter on constant parameters) with n
- * equations in m parameters: the regressor Y (n x m), given as yt = Y^T (m x n row-major); the
- * parameter covariance p (m x m row-major, symmetric positive definite; both triangles kept);
- * the residual r = Y theta - tau (n); per equation the fraction gain[j] (0..1) of its residual
- * that the step removes (1: all of it).
- *   S = Y P Y^T + lam I = L L^T,  V = L^-1 Y P,  theta -= V^T L^-1 (gain .* r),
+/* Recursive least squares (a Kalman filter on constant parameters) with n equations in m
+ * parameters, in two parts. mg_rls_gain computes the gain from the regressor Y (n x m), given as
+ * yt = Y^T (m x n row-major), and the parameter covariance p (m x m row-major, symmetric positive
+ * definite, both triangles kept), then updates p:
+ *   S = Y P Y^T + lam I = L L^T (s: L in its lower triangle),  V = L^-1 Y P (w, n x m),
  *   P -= gain_p V^T V (the information of the step, scaled by gain_p in 0..1; 0: none),
  *   P_ii += drift[i] (the parameters' random walk over the step).
- * Y (theta - theta_true) then shrinks by gain[j] in equation j (for lam << Y P Y^T), whichever
- * way the parameters' error lies; V^T V keeps P symmetric. Workspaces: w (n x m), s (n x n),
- * u (n). Returns 0, or -1 if S is not positive definite (theta and p then unchanged). */
-static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_REAL lam, const MG_REAL *gain,
-                                const MG_REAL *r, MG_REAL gain_p, const MG_REAL *drift, MG_REAL *theta,
-                                MG_REAL *w, MG_REAL *s, MG_REAL *u)
+ * Returns 0, or -1 if S is not positive definite (p then unchanged). */
+static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_REAL lam, MG_REAL gain_p,
+                              const MG_REAL *drift, MG_REAL *w, MG_REAL *s)
 {
     int i, j, k, c;
     for (j = 0; j < n; ++j) { /* w = Y P, row by row over P's contiguous rows */
-        MG_REAL *wj = &w[(ptrdiff_t)j * m];
+        MG_REAL *restrict wj = &w[(ptrdiff_t)j * m];
         for (c = 0; c < m; ++c) {
             wj[c] = (MG_REAL)0;
         }
         for (i = 0; i < m; ++i) {
             const MG_REAL y = yt[i * n + j];
-            const MG_REAL *pi = &p[(ptrdiff_t)i * m];
+            const MG_REAL *restrict pi = &p[(ptrdiff_t)i * m];
             if (y == (MG_REAL)0) { /* a serial arm's regressor: joint j's row has no column of the links before it */
                 continue;
             }
@@ -128,21 +124,12 @@ static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_
     for (c = 0; c < m; ++c) { /* w <- V = L^-1 w, column by column */
         mg_cholesky_forward(n, s, &w[c], m);
     }
-    for (j = 0; j < n; ++j) {
-        u[j] = gain[j] * r[j];
-    }
-    mg_cholesky_forward(n, s, u, 1);
-    for (j = 0; j < n; ++j) { /* theta -= V^T u */
-        for (c = 0; c < m; ++c) {
-            theta[c] -= w[j * m + c] * u[j];
-        }
-    }
     if (gain_p > (MG_REAL)0) { /* P -= gain_p V^T V: the upper triangle, then mirrored */
         for (j = 0; j < n; ++j) {
-            const MG_REAL *vj = &w[(ptrdiff_t)j * m];
+            const MG_REAL *restrict vj = &w[(ptrdiff_t)j * m];
             for (i = 0; i < m; ++i) {
                 const MG_REAL a = gain_p * vj[i];
-                MG_REAL *pi = &p[(ptrdiff_t)i * m];
+                MG_REAL *restrict pi = &p[(ptrdiff_t)i * m];
                 for (c = i; c < m; ++c) {
                     pi[c] -= a * vj[c];
                 }
@@ -158,6 +145,26 @@ static inline int mg_rls_update(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_
         p[i * m + i] += drift[i];
     }
     return 0;
+}
+
+/* The correction of recursive least squares with the gain of mg_rls_gain (w = V, s = L):
+ * theta -= V^T L^-1 (gain .* r), r = Y theta - tau (n) and per equation the fraction gain[j]
+ * (0..1) of its residual that the step removes: Y (theta - theta_true) shrinks by gain[j] in
+ * equation j (for lam << Y P Y^T), whichever way the parameters' error
+ * lies. Workspace u (n). */
+static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL *s, const MG_REAL *gain,
+                                  const MG_REAL *r, MG_REAL *theta, MG_REAL *u)
+{
+    int j, c;
+    for (j = 0; j < n; ++j) {
+        u[j] = gain[j] * r[j];
+    }
+    mg_cholesky_forward(n, s, u, 1);
+    for (j = 0; j < n; ++j) { /* theta -= V^T u */
+        for (c = 0; c < m; ++c) {
+            theta[c] -= w[j * m + c] * u[j];
+        }
+    }
 }
 
 #endif /* MANIPGEN_LINALG_H */
