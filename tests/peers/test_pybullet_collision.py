@@ -160,14 +160,16 @@ def with_model_error() -> pc.PbResult:
 def test_with_model_error_every_impact_is_found_without_false_alarms(with_model_error: pc.PbResult) -> None:
     """seed 001 eq. 22 against PyBullet: the pipelines' inertial parameters 10 % off, PyBullet's arm
     the URDF's. Thresholds from the design run (1.5 x its largest |r| + 0.01 N m) hold over the
-    contact-free motion and find every impact; the model error raises every residual (against the
-    perfect model's: tests above), the exact-motion adaptive observer's least of the encoder-free
-    and model-based ones, which stays below the momentum observer's (measured 0.57 vs 0.72 N m)."""
+    contact-free motion and find every impact. The model error raises the residuals that do not
+    adapt (momentum: 0.21 N m with the perfect model); the exact-motion adaptive observer absorbs
+    it, at least seed 001's 10x below the momentum observer (0.1 vs 1 N m there; measured here
+    0.0030 vs 0.72 N m). The motions keep 0.15 rad off the joint limits: with the model error's
+    tracking error they touched joint 6's stop, an impulse in the design run (docs/collision.md)."""
     doc = with_model_error.doc
     assert doc["model_error"] == 0.1
     for name, o in doc["observers"].items():
         assert o["false_alarms"] == 0 and o["missed"] == 0, name
     worst = {k: max(o["max_design_residual"]) for k, o in doc["observers"].items()}
     assert worst["momentum"] > 0.3  # N m: the model error shows (0.21 with the perfect model)
-    assert worst["adaptive_measured"] < worst["momentum"]
-    assert worst["adaptive_measured"] < worst["direct_measured"]
+    assert worst["adaptive_measured"] < worst["momentum"] / 10
+    assert worst["adaptive_measured"] < worst["direct_measured"] / 10
