@@ -5,22 +5,26 @@ the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption).
 
 The controller's (and observers') model is the description's with every inertial (link) parameter
 scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact unless
-``friction_error``: then the joint parameters too); the plant keeps the true ones. Per observer the
-thresholds are designed on one collision-free 20 s motion (the design motion) as ``manipgen
-thresholds`` designs them (host_tools.studies.thresholds, issue #24): per joint the level that covers
-every |r| after the first ``skip`` s, times a margin that brings the worst of 8 held-out blocks to
-``target`` (static: a constant per joint; ``shape="fitted"``: with the velocity, acceleration and
-standstill parts). The same motion then receives the
-collisions, as in seed 001 §IV: a step of ``amplitude`` on one joint, low-passed at each cut-off
-frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each event time, one run per event;
-the delay is from the event to the first sample with a joint above its threshold (debounce 1). Then impacts:
-at the instant of the motion
-whose tip speed is closest to each of ``impact_speeds``, a plane appears through the tip, facing its
-velocity, for ``hold`` s (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m,
-alpha = 0.04 s/m, flat surface; targets above the motion's top tip speed share its fastest instant,
-which is used once); the delay is from the impact.
-A second, different motion without collisions (the check motion) counts the false alarms those
-thresholds give on a motion they were not designed on (rising edges of "some joint above").
+``friction_error``: then the joint parameters too); the plant keeps the true ones.
+
+Per observer the thresholds are designed on a collision-free design run -- ``design_motions``
+smooth 20 s motions one after the other -- as ``manipgen thresholds`` designs them
+(host_tools.studies.thresholds, issue #24): per joint the level that covers every |r| after the
+first ``skip`` s, times the margin that brings the worst of ``design_motions`` held-out blocks
+(about one motion each) to ``target`` (static: a constant per joint; ``shape="fitted"``: with the
+velocity, acceleration and standstill parts). Every later run continues from the end of the design
+run (the pipeline's state and the plant's, as on a robot in operation):
+- the check motion, another motion without collisions, counts the false alarms the thresholds give
+  on a motion they were not designed on (rising edges of "some joint above");
+- the first design motion receives the collisions, as in seed 001 §IV: a step of ``amplitude`` on
+  one joint, low-passed at each cut-off frequency (first order, seed 001 Fig. 6), held ``hold`` s,
+  at each event time, one run per event; the delay is from the event to the first sample with a
+  joint above its threshold (debounce 1);
+- then impacts: at the instant of that motion whose tip speed is closest to each of
+  ``impact_speeds``, a plane appears through the tip, facing its velocity, for ``hold`` s
+  (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m, alpha = 0.04 s/m, flat surface;
+  targets above the motion's top tip speed share its fastest instant, which is used once); the
+  delay is from the impact.
 """
 
 from __future__ import annotations
