@@ -38,6 +38,7 @@ BUILTIN = (
     "codegen.blocks.linhg",
     "codegen.blocks.nlhg",
     "codegen.blocks.slimod",
+    "codegen.blocks.imu",
     "codegen.blocks.momentum",
     "codegen.blocks.adaptive",
     "codegen.blocks.direct",

@@ -33,6 +33,7 @@ from codegen.model.schema import (
     elastic_drives,
     read_common,
     read_encoder,
+    read_imus,
     read_inertial,
     read_joint_params,
     read_limits,
@@ -142,6 +143,8 @@ def robot_from_yaml(path: str | Path) -> Robot:
         names,
         kw,
     )
+    if "imus" in top:
+        kw["imus"] = read_imus(doc, top["imus"], tuple(joints))
     return Robot(
         file=str(path),
         convention=convention,

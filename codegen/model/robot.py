@@ -142,6 +142,17 @@ def as_tuple(t: np.ndarray) -> tuple[tuple[float, ...], ...]:
 
 
 @dataclass(frozen=True)
+class Imu:
+    """An inertial measurement unit (3-axis gyroscope + accelerometer) fixed to a link: ``link`` the
+    0-based joint whose link carries it, ``pose`` (4x4) the sensor frame in that joint's frame J_i
+    (the description's link frame times its placement; the readings are in the sensor frame)."""
+
+    name: str
+    link: int
+    pose: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
 class RealtimeSection:
     """The description's ``realtime:`` section as written. The model only keeps it; the real-time
     layer reads and checks it (``codegen.blocks.options.realtime_defaults``), so the model does not
@@ -168,6 +179,7 @@ class Robot:
     tip: tuple[tuple[float, ...], ...] = as_tuple(np.eye(4))
     source: str = ""
     realtime: RealtimeSection = RealtimeSection()  # the realtime: section, read by codegen.blocks.options
+    imus: tuple[Imu, ...] = ()  # link-mounted IMUs (the imus: section), for the imu estimator
     digest: str = field(default="", compare=False)  # hash of the description (file bytes + options)
 
     @property

@@ -16,6 +16,7 @@ from codegen.model.robot import (
     Coulomb,
     Elastic,
     Encoder,
+    Imu,
     Joint,
     Limits,
     RealtimeSection,
@@ -39,6 +40,7 @@ TOP_KEYS = {
     "payload",
     "joints",
     "realtime",
+    "imus",
 }
 JOINT_KEYS = {
     "name",
@@ -300,6 +302,47 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
     if "realtime" in top:
         kw["realtime"] = read_realtime(doc, top["realtime"])
     return kw
+
+
+MAX_IMUS = 64  # one per link of the largest arm the schema reads
+
+
+def read_imus(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[Imu, ...]:
+    """``imus: [{link: <joint name or 1-based number>, xyz: [m], rpy: [rad], name: ...}]``: IMUs fixed
+    to the link the joint moves, placed in the frame its ``link:`` parameters are given in (for MDH
+    frame i; URDF: the child link's frame); the gyroscope and accelerometer axes are the sensor
+    frame's. The model keeps each pose in the joint's frame J_i (codegen.model.robot)."""
+    path: Path_t = ("imus",)
+    if not isinstance(value, list) or not value:
+        raise doc.error(path, "expected a non-empty list of IMUs ({link: ..., xyz: [...], rpy: [...]})")
+    if len(value) > MAX_IMUS:
+        raise doc.error(path, f"{len(value)} IMUs; at most {MAX_IMUS} are supported")
+    names = [j.name for j in joints]
+    out: list[Imu] = []
+    for i, raw in enumerate(value):
+        where = path + (i,)
+        m = check_keys(doc, where, raw, {"link", "xyz", "rpy", "name"}, "IMU placement")
+        link = require(doc, where, m, "link")
+        if isinstance(link, bool) or not isinstance(link, (int, str)):
+            raise doc.error(where + ("link",), f"expected a joint name or a number 1..{len(joints)}, got {link!r}")
+        if isinstance(link, int):
+            if not 1 <= link <= len(joints):
+                raise doc.error(where + ("link",), f"joint number must be 1..{len(joints)}, got {link}")
+            index = link - 1
+        elif link in names:
+            index = names.index(link)
+        else:
+            raise doc.error(where + ("link",), f"no joint named {link!r}; joints: {', '.join(names)}")
+        xyz = vector(doc, where + ("xyz",), m.get("xyz", [0, 0, 0]), 3)
+        rot = spatial.rpy(*vector(doc, where + ("rpy",), m.get("rpy", [0, 0, 0]), 3))
+        if np.linalg.norm(xyz) > 10.0:
+            raise doc.error(where + ("xyz",), f"{np.linalg.norm(xyz):g} m from the link frame: metres expected")
+        name = c_identifier(str(m.get("name", f"imu{i + 1}")))
+        if name in [u.name for u in out]:
+            raise doc.error(where + ("name",), f"duplicate IMU name {name!r}")
+        placed = joints[index].post_matrix @ spatial.homogeneous(rot, xyz)
+        out.append(Imu(name, index, as_tuple(placed)))
+    return tuple(out)
 
 
 def read_realtime(doc: Located, value: Any) -> RealtimeSection:

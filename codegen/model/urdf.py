@@ -36,6 +36,7 @@ from codegen.model.schema import (
     check_triangle,
     elastic_drives,
     read_common,
+    read_imus,
     read_encoder,
     read_joint_params,
     read_limits,
@@ -269,6 +270,8 @@ def robot_from_urdf(
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
     check_coulomb_scales(ov, kw, len(chain_joints))
+    if "imus" in top:
+        kw["imus"] = read_imus(ov, top["imus"], chain_joints)
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
     return Robot(
         file=file,

@@ -1,0 +1,133 @@
+"""The ``imu`` estimator (codegen.blocks.imu) against a closed form: planar2 with one IMU per link
+(robots/planar2.yaml), its readings written here from the planar kinematics by hand (not from
+codegen.symbolic.imu), exact and noise-free. The generated C must return the true qd and qdd."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen.errors import DescriptionError
+from host_tools.bindings.rt import load_rt
+
+G = 9.81  # planar2's gravity, along -y of the base
+L1, R1, R2 = 1.0, 0.5, 0.4  # link 1's length, the IMUs' distances from their joints (planar2.yaml)
+
+
+def planar_readings(q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gyro, acc), (K, 2, 3): IMU 1 at R1 along link 1 (axes of frame 1); IMU 2 at R2 along link 2,
+    turned 90 degrees about z (its x axis = frame 2's y, its y = -frame 2's x)."""
+    q1, q2 = q[:, 0], q[:, 0] + q[:, 1]
+    w1, w2 = qd[:, 0], qd[:, 0] + qd[:, 1]
+    a1, a2 = qdd[:, 0], qdd[:, 0] + qdd[:, 1]
+
+    def point(r: float, th: np.ndarray, w: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Acceleration of the point r along a link at angle th (rotating at w, a) about its joint."""
+        return r * np.stack([-np.sin(th) * a - np.cos(th) * w**2, np.cos(th) * a - np.sin(th) * w**2], axis=1)
+
+    up = np.array([0.0, G])  # -g: what an accelerometer at rest reads
+    f1 = point(R1, q1, w1, a1) + up
+    f2 = point(L1, q1, w1, a1) + point(R2, q2, w2, a2) + up
+
+    def axes(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.stack([np.cos(th), np.sin(th)], axis=1), np.stack([-np.sin(th), np.cos(th)], axis=1)
+
+    x1, y1 = axes(q1)
+    x2, y2 = axes(q2)
+    zero = np.zeros_like(q1)
+    dot = lambda a, b: np.sum(a * b, axis=1)  # noqa: E731
+    acc = np.stack(
+        [np.stack([dot(f1, x1), dot(f1, y1), zero], axis=1), np.stack([dot(f2, y2), -dot(f2, x2), zero], axis=1)],
+        axis=1,
+    )
+    gyro = np.stack([np.stack([zero, zero, w1], axis=1), np.stack([zero, zero, w2], axis=1)], axis=1)
+    return gyro, acc
+
+
+def motion(k: int, ts: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = np.arange(k)[:, None] * ts
+    amp, f1, f2 = np.array([0.8, 1.1]), np.array([0.3, 0.47]), np.array([0.71, 0.23])
+    w1, w2 = 2 * np.pi * f1, 2 * np.pi * f2
+    q = amp * (np.sin(w1 * t) + 0.5 * np.sin(w2 * t))
+    qd = amp * (w1 * np.cos(w1 * t) + 0.5 * w2 * np.cos(w2 * t))
+    qdd = -amp * (w1**2 * np.sin(w1 * t) + 0.5 * w2**2 * np.sin(w2 * t))
+    return q, qd, qdd
+
+
+def test_exact_readings_give_the_true_rates_and_accelerations() -> None:
+    """With the encoder corrections off (wv = wa = 0) and the full scales out of the way, exact
+    readings give the true qd, qdd: the least squares is exact for consistent readings whatever
+    the weights; what is left is the prior's pull, (noise / prior)^2 / s^2 of the prediction's
+    error, s the smallest singular value of H (above 0.05 m here; with prior 1e3 this pull
+    reached 1.3e-9 where the arm nears a straight line): (0.025 / 1e5)^2 / 0.05^2 = 2.5e-11
+    times qdd's change over a sample (< 0.03 rad/s^2): 1e-12. Rounding: P starts at 1e10, so the
+    updates lose 1e10 x 1e-16 = 1e-6 of P's absolute size, against P's 1e-2 after an IMU; the
+    estimate itself only depends on the weights through the prior's pull. 1e-9 holds with margin."""
+    rt = load_rt("planar2", estimator="imu", observer="none", controller="none")
+    ts = rt.sample_period
+    q, qd, qdd = motion(3000, ts)
+    cpr = float(rt.config["enc.cpr"][0])
+    counts = np.round(q * cpr / (2 * np.pi)).astype(np.int64)
+    # the arm exactly where the encoder says (its 4e-4 rad steps would move gravity's part of the
+    # readings by 2e-3 m/s^2): the readings of the state (q on the encoder's grid, qd, qdd)
+    gyro, acc = planar_readings(counts * (2 * np.pi / cpr), qd, qdd)
+    rt.config["est.wv"] = 0.0
+    rt.config["est.wa"] = 0.0
+    rt.config["est.prior_qd"] = 1e5
+    rt.config["est.prior_qdd"] = 1e5
+    rt.config["est.gyro_range"] = 1e6
+    rt.config["est.acc_range"] = 1e6
+    out = rt.run({"counts": counts, "imu_gyro": gyro, "imu_acc": acc})
+    np.testing.assert_allclose(out["qd_hat"], qd, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(out["qdd_hat"], qdd, rtol=0, atol=1e-9)
+
+
+def test_clipped_and_biased_readings() -> None:
+    """Readings beyond full scale are left out, and a constant gyroscope bias is removed by the
+    encoders' correction. A 2 g range clips IMU 2's gravity-aligned axes at times; planar2 has one
+    informative accelerometer axis per IMU, so a clipped one is replaced by the prior until it
+    returns: the acceleration error must stay bounded by the prior's drift over the clipped spell
+    and vanish outside it. Bias 0.02 rad/s on both gyroscopes, wv = 2 rad/s: after 5 s (10 time
+    constants, e^-10 = 5e-5 of the bias left) the rate error is the encoder's quantisation through
+    the first-order filter (2 pi / 16384 rad / T = 0.38 rad/s per count step, times a_v = 2e-3:
+    below 1e-3 rad/s) plus the filter's lag on the bias-free part: bound 2e-3 rad/s."""
+    rt = load_rt("planar2", estimator="imu", observer="none", controller="none")
+    ts = rt.sample_period
+    q, qd, qdd = motion(10000, ts)
+    gyro, acc = planar_readings(q, qd, qdd)
+    cpr = float(rt.config["enc.cpr"][0])
+    rt.config["est.wa"] = 0.0
+    counts = np.round(q * cpr / (2 * np.pi)).astype(np.int64)
+    out = rt.run({"counts": counts, "imu_gyro": gyro + 0.02, "imu_acc": acc})
+    err = np.abs(out["qd_hat"] - qd)[5000:]
+    assert err.max() < 2e-3, err.max()
+    rt.reset()
+    # clipped readings: a +-0.8 g accelerometer clips some of the in-plane axes' samples
+    rt.config["est.acc_range"] = 0.8 * G
+    clipped = (np.abs(acc) >= (1 - 1e-3) * 0.8 * G).reshape(len(q), -1).any(axis=1)
+    out = rt.run({"counts": counts, "imu_gyro": gyro, "imu_acc": np.clip(acc, -0.8 * G, 0.8 * G)})
+    assert np.isfinite(out["qdd_hat"]).all() and 0.2 < clipped.mean() < 0.99
+    # 20 samples after the last clipped one the IMUs' estimate is back. What is left: the
+    # encoder's rounding, |dq| <= pi / 16384 = 1.9e-4 rad, moves gravity's part of each reading by
+    # up to 9.81 x 1.9e-4 m/s^2, through |H+| <= 1 / s: the informative rows [[0.5, 0], [cos q2 +
+    # 0.4, 0.4], ...] have det >= 0.2 and norm <= 1.5, so s >= 0.13 m, |H+| <= 7.5 / m, three rows:
+    # sqrt(3) x 9.81 x 1.9e-4 x 7.5 = 0.024 rad/s^2; the prior (the estimate held through the
+    # clipped spell, off by up to 20 rad/s^2) pulls by (0.025 / 100)^2 / s^2 = 4e-6 of its error
+    # (8e-5 rad/s^2). Bound 0.03.
+    recovered = np.array([not clipped[max(0, k - 20) : k + 1].any() for k in range(len(q))])
+    assert recovered.sum() > 100
+    assert np.abs(out["qdd_hat"] - qdd)[recovered].max() < 0.03
+
+
+def test_a_description_without_imus_is_told_what_to_add(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = (tmp_path.parent / "x").name  # unused: planar2 without its imus section
+    del text
+    from codegen.resources import bundled_robot_path
+
+    src = bundled_robot_path("planar2")
+    assert src is not None
+    body = src.read_text().split("imus:")[0] + "joints:" + src.read_text().split("\njoints:")[1]
+    path = tmp_path / "planar2_bare.yaml"
+    path.write_text(body)
+    with pytest.raises(DescriptionError, match="imus: .*imu:tip=1"):
+        load_rt(str(path), estimator="imu", observer="none", controller="none")
