@@ -12,6 +12,7 @@ import casadi as cs
 import jinja2
 
 from codegen import __version__
+from codegen.blocks import imu as imu_block
 from codegen.blocks.encoder import sensor_function
 from codegen.blocks.options import RtOptions, realtime_defaults
 from codegen.blocks.pipeline import build_pipeline
@@ -25,6 +26,7 @@ from codegen.resources import resource_dir
 from codegen.symbolic.contact import contact_function
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.functions import Arg, FunctionSpec, dynamics_functions
+from codegen.symbolic.imu import readings_function
 from codegen.symbolic.params import BaseParameters, base_parameters
 
 RUNTIME_FILES = ("manipgen_linalg.h", "manipgen_rt.h")
@@ -143,6 +145,17 @@ def static_view(fn: cs.Function, doc: str, precision: Precision) -> dict[str, An
     }
 
 
+def _imu_view(robot: Robot, dyn: Dynamics, est: Any, precision: Precision) -> dict[str, Any] | None:
+    """The loopback's simulated IMUs (those the pipeline's imu estimator reads), or None."""
+    if est is None or est.name != imu_block.SPEC.name:
+        return None
+    imus = imu_block.placements(robot, bool(est.options.get("tip")))
+    view = static_view(
+        readings_function(dyn, imus), "exact readings of the pipeline's IMUs (codegen.symbolic.imu)", precision
+    )
+    return view | {"count": len(imus), "where": ", ".join(f"{u.name} on link {u.link + 1}" for u in imus)}
+
+
 def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None = None) -> Generated:
     """The C folder of a robot: dynamics and the real-time pipeline (``rt``: default from the
     robot description's ``realtime:`` section)."""
@@ -247,9 +260,15 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "Makefile": env.get_template("Makefile.j2").render(ctx),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),
     }
+    imu = _imu_view(robot, dyn, emitter.pipe.block("est"), precision)
     host = {
         f"{p}_loopback.h": env.get_template("loopback.h.j2").render(
-            dict(ctx, max_delay=LOOPBACK_MAX_DELAY, motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs))
+            dict(
+                ctx,
+                max_delay=LOOPBACK_MAX_DELAY,
+                motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
+                imu=imu,
+            )
         ),
         f"{p}_loopback.c": env.get_template("loopback.c.j2").render(
             dict(
@@ -257,6 +276,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
                 has_controller=rt_options.controller != "none",
                 sensor=_sensor_view(n, precision),
                 motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
+                imu=imu,
                 contact=static_view(
                     contact_function(dyn),
                     "Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact)",

@@ -337,7 +337,7 @@ def read_imus(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[Imu,
         rot = spatial.rpy(*vector(doc, where + ("rpy",), m.get("rpy", [0, 0, 0]), 3))
         if np.linalg.norm(xyz) > 10.0:
             raise doc.error(where + ("xyz",), f"{np.linalg.norm(xyz):g} m from the link frame: metres expected")
-        name = c_identifier(str(m.get("name", f"imu{i + 1}")))
+        name = c_identifier(str(m.get("name", f"sensor_{i + 1}")))
         if name in [u.name for u in out]:
             raise doc.error(where + ("name",), f"duplicate IMU name {name!r}")
         placed = joints[index].post_matrix @ spatial.homogeneous(rot, xyz)

@@ -55,3 +55,9 @@ def readings(dyn: Dynamics, imus: tuple[Imu, ...]) -> tuple[SX, SX]:
         gyro.append(cs.mtimes(rs.T, omega))
         acc.append(cs.mtimes(rs.T, a - g))
     return cs.vertcat(*gyro), cs.vertcat(*acc)
+
+
+def readings_function(dyn: Dynamics, imus: tuple[Imu, ...]) -> cs.Function:
+    """imu_readings(q, qd, qdd) -> (gyro, acc): the simulated sensors' exact values (the loopback)."""
+    gyro, acc = readings(dyn, imus)
+    return cs.Function("imu_readings", [dyn.q, dyn.qd, dyn.qdd], [gyro, acc], ["q", "qd", "qdd"], ["gyro", "acc"])

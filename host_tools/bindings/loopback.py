@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from codegen.errors import ManipgenWarning
+from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.rt import Realtime
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import Trajectory
@@ -113,6 +114,7 @@ def simulate(
     contact: Contact | None = None,
     theta0: np.ndarray | None = None,
     thetad0: np.ndarray | None = None,
+    imu: ImuSensors | None = None,
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
@@ -124,7 +126,10 @@ def simulate(
     An elastic arm (series-elastic drives, seed 003 §3.2): the controller's output is the motor torque;
     the motors start at theta0, thetad0, by default at rest against gravity at q0 (seed 003 eq. 3.28
     with the plant's parameters); the log's ``tau`` is the motor torque, its ``motor_counts`` the motor
-    encoders', extra also holds theta_true, thetad_true."""
+    encoders', extra also holds theta_true, thetad_true.
+
+    A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(), seed
+    001's BMI055)."""
     if (
         len(trajectory.time) >= 2
         and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
@@ -206,6 +211,17 @@ def simulate(
         start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
         theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
     motor_counts = np.zeros((k, n), np.int64)
+    noise = None
+    if "imu_gyro" in (rt.input_dtype.names or ()):
+        sensors = ImuSensors() if imu is None else imu
+        m = rt.input_dtype["imu_gyro"].shape[0]
+        plant.imu_bias = [float(v) for v in sensors.biases(m)]
+        plant.imu_filter = [[float(v) for v in row] for row in sensors.filters(rt.sample_period)]
+        plant.imu_lsb = list(sensors.lsb())
+        plant.imu_range = [sensors.gyro_range, sensors.acc_range]
+        noise = arr(sensors.noise(k, m, rt.sample_period), (k, 6 * m))
+    elif imu is not None:
+        raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
     status = getattr(lib, f"{p}_loopback")(
         rt._rt,
         plant,
@@ -228,6 +244,7 @@ def simulate(
         ptr(counts, "int64_t"),
         ptr(motor_counts, "int64_t"),
         ptr(tau_contact, rcname),
+        ptr(noise, rcname),
         ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
     )
     if status == -2:

@@ -21,8 +21,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--observers",
         nargs="+",
-        default=["momentum", "adaptive", "direct", "adaptive_measured", "direct_measured"],
-        help="residuals to compare (*_measured: exact qd, qdd from the simulator)",
+        default=[
+            "momentum",
+            "adaptive",
+            "direct",
+            "adaptive_measured",
+            "direct_measured",
+            "adaptive_imu",
+            "adaptive_imu_tip",
+        ],
+        help="residuals to compare (*_measured: exact qd, qdd from the simulator; *_imu: qd, qdd from simulated IMUs, "
+        "one per link (the description's imus:), *_imu_tip: one at the tip; also direct_imu)",
     )
     c.add_argument("--seed", type=int, default=0)
     c.add_argument(

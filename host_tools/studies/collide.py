@@ -31,22 +31,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from codegen.blocks import imu as imu_block
 from codegen.blocks import kalman, registry
 from codegen.model.description import load_robot
 from codegen.model.robot import LINK_PARAMS
 from host_tools.bindings.compiled import load
+from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import Contact, Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.thresholds import TARGET, design_from_outputs, threshold_along
 
-OBSERVERS = tuple(n for n, o in registry.observers().items() if o.build is not None)  # every registered one
+REGISTERED = tuple(n for n, o in registry.observers().items() if o.build is not None)  # every registered one
+# entries that read simulated IMUs (seed 001's set-up): the imu estimator's qd, qdd into an observer;
+# *_tip: one IMU at the tip frame only (seed 001's online experiment)
+IMU_ENTRIES = {
+    "adaptive_imu": (imu_block.SPEC.name, "adaptive"),
+    "direct_imu": (imu_block.SPEC.name, "direct"),
+    "adaptive_imu_tip": (f"{imu_block.SPEC.name}:tip=1", "adaptive"),
+}
+OBSERVERS = REGISTERED + tuple(IMU_ENTRIES)
 Progress = Callable[[str], None]
 SHAPES = ("static", "fitted")
 
@@ -83,12 +93,29 @@ class Learned:
     state: bytes
     q: np.ndarray
     qd: np.ndarray
+    imu: Sensors | None = None
+
+
+@dataclass
+class Sensors:
+    """The simulated IMUs of one observer's runs: the same sensors (biases) throughout, a new noise
+    sequence for every run."""
+
+    sensors: ImuSensors
+    runs: int = 0
+
+    def next(self) -> ImuSensors:
+        self.runs += 1
+        return replace(self.sensors, noise_seed=self.runs)
 
 
 def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray, **kw: Any) -> Run:
     """A closed-loop run of ``motion`` continuing the design run (pipeline and plant where it
-    ended: no jump a real arm would not make) under the config set now."""
+    ended: no jump a real arm would not make) under the config set now; the IMUs (if the pipeline
+    reads any) with their biases of the design run and a noise sequence of their own."""
     rt.restore(learned.state)
+    if learned.imu is not None:
+        kw["imu"] = learned.imu.next()
     return simulate(rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, **kw)
 
 
@@ -224,7 +251,9 @@ def scenario(
     dyn = load(spec)
     for obs in s.observers:
         progress(f"{obs}: collision-free motion (threshold design)")
-        rt = load_rt(spec, estimator=kalman.SPEC.name, observer=obs, controller="computed_torque")
+        estimator, observer = IMU_ENTRIES.get(obs, (kalman.SPEC.name, obs))
+        rt = load_rt(spec, estimator=estimator, observer=observer, controller="computed_torque")
+        imu = Sensors(ImuSensors(seed=s.seed)) if obs in IMU_ENTRIES else None
         rt.config["model.params"] = model
         rt.config["det.reaction"] = 0
         rt.config["det.debounce"] = 1
@@ -232,10 +261,10 @@ def scenario(
             rt.config["obs.k_o"] = s.adaptive_gain
             rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
         rt.config["det.threshold"] = 1e30
-        free_run = simulate(rt, design, true_params=true)
+        free_run = simulate(rt, design, true_params=true, imu=None if imu is None else imu.next())
         free_out = free_run.out
         # every later run continues from here: a robot in operation
-        learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1])
+        learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1], imu)
         free = np.abs(free_out["r"])[k0:]
         th = design_from_outputs(
             free_out,
@@ -322,7 +351,11 @@ def scenario(
             "events": len(s.cutoffs) * len(s.events) + len(impacts),
             "qd_qdd": "exact (plant)"
             if obs.endswith("_measured")
-            else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed"),
+            else (
+                "IMU-fused estimate (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
+                if obs in IMU_ENTRIES
+                else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed")
+            ),
         }
     if "momentum" in doc["observers"]:  # each observer's thresholds against momentum's, equal design
         largest = max(doc["observers"]["momentum"]["threshold_mean"])

@@ -4,6 +4,8 @@ codegen.symbolic.imu), exact and noise-free. The generated C must return the tru
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -119,9 +121,7 @@ def test_clipped_and_biased_readings() -> None:
     assert np.abs(out["qdd_hat"] - qdd)[recovered].max() < 0.03
 
 
-def test_a_description_without_imus_is_told_what_to_add(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    text = (tmp_path.parent / "x").name  # unused: planar2 without its imus section
-    del text
+def test_a_description_without_imus_is_told_what_to_add(tmp_path: Path) -> None:
     from codegen.resources import bundled_robot_path
 
     src = bundled_robot_path("planar2")

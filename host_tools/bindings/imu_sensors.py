@@ -1,0 +1,67 @@
+"""Simulated IMUs for the loopback (seed 001 §V: Bosch BMI055 as set there), the part of the sensor
+model the C does not hold: the noise sequence, the biases and the internal filters' coefficients.
+
+Per axis the loopback reads exact + bias + white noise, through the sensor's second-order
+Butterworth low-pass, then a 12-bit converter over +-full scale (templates/loopback.c.j2). White
+noise of density d (per sqrt(Hz)) sampled at f_s has the standard deviation d sqrt(f_s / 2).
+
+The biases are what a standstill calibration leaves (its estimate goes into the estimator's
+``est.gyro_bias`` / ``est.acc_bias``): BMI055's temperature drift over 5 K, 0.015 deg/s/K and
+1 mg/K, rounded up to +-0.1 deg/s and +-5 mg per axis, drawn uniformly per axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.signal import butter
+
+from codegen.blocks.imu import ACC_RANGE, DEG, G0, GYRO_RANGE
+
+NYQUIST_SHARE = 0.45  # a filter cut-off at or above the Nyquist frequency is moved down to this share of f_s
+
+
+@dataclass(frozen=True)
+class ImuSensors:
+    gyro_density: float = 0.014 * DEG  # rad/s/sqrt(Hz)
+    acc_density: float = 150e-6 * G0  # m/s^2/sqrt(Hz)
+    gyro_range: float = GYRO_RANGE  # rad/s, +-1000 deg/s
+    acc_range: float = ACC_RANGE  # m/s^2, +-1 g
+    bits: int = 12
+    gyro_cutoff: float = 64.0  # Hz
+    acc_cutoff: float = 250.0  # Hz
+    gyro_bias: float = 0.1 * DEG  # rad/s, largest per axis
+    acc_bias: float = 5e-3 * G0  # m/s^2
+    seed: int = 0  # the biases (one set of sensors)
+    noise_seed: int = 0  # the noise sequence (one run)
+
+    def __post_init__(self) -> None:
+        if min(self.gyro_range, self.acc_range, self.gyro_cutoff, self.acc_cutoff) <= 0 or self.bits < 2:
+            raise ValueError("IMU ranges and cut-offs must be positive and the converter at least 2 bits")
+        if min(self.gyro_density, self.acc_density, self.gyro_bias, self.acc_bias) < 0:
+            raise ValueError("IMU noise densities and biases must be >= 0")
+
+    def lsb(self) -> tuple[float, float]:
+        return 2 * self.gyro_range / 2**self.bits, 2 * self.acc_range / 2**self.bits
+
+    def filters(self, ts: float) -> np.ndarray:
+        """(2, 5): b0 b1 b2 a1 a2 of the gyroscopes' and the accelerometers' low-pass at 1 / ts."""
+        out = np.zeros((2, 5))
+        for i, fc in enumerate((self.gyro_cutoff, self.acc_cutoff)):
+            b, a = butter(2, min(fc, NYQUIST_SHARE / ts), fs=1 / ts)
+            out[i] = [b[0], b[1], b[2], a[1], a[2]]
+        return out
+
+    def biases(self, m: int) -> np.ndarray:
+        """(6 m,): every gyroscope axis, then every accelerometer axis."""
+        rng = np.random.default_rng([self.seed, 1])
+        return np.concatenate(
+            [rng.uniform(-self.gyro_bias, self.gyro_bias, 3 * m), rng.uniform(-self.acc_bias, self.acc_bias, 3 * m)]
+        )
+
+    def noise(self, k: int, m: int, ts: float) -> np.ndarray:
+        """(k, 6 m) white noise before the filters."""
+        rng = np.random.default_rng([self.seed, 2, self.noise_seed])
+        scale = np.concatenate([np.full(3 * m, self.gyro_density), np.full(3 * m, self.acc_density)])
+        return rng.standard_normal((k, 6 * m)) * scale * np.sqrt(0.5 / ts)
