@@ -131,3 +131,32 @@ def test_a_description_without_imus_is_told_what_to_add(tmp_path: Path) -> None:
     path.write_text(body)
     with pytest.raises(DescriptionError, match="imus: .*imu:tip=1"):
         load_rt(str(path), estimator="imu", observer="none", controller="none")
+
+
+def test_the_loopbacks_gyroscopes_read_the_plant() -> None:
+    """The loopback's simulated IMUs (templates/loopback.c.j2) on planar2 in closed loop, noise and
+    bias off, encoder correction off (wv = 0): the imu estimator's qd is then the gyroscopes' through
+    their 64 Hz second-order low-pass, whose group delay at low frequency is sqrt(2) / (2 pi 64 Hz) =
+    3.5 ms, on each gyroscope's rate (w1 = qd1, w2 = qd1 + qd2; joint 2 is their difference), plus
+    each converter's half step (1000 deg/s / 2048 / 2 = 4.3e-3 rad/s): |qd_hat - qd| <= 3.5 ms x
+    (max |w1'| + max |w2'|) + 2 x 4.3e-3. With the sensors' biases on, the encoder correction (wv = 2 rad/s) removes them:
+    after 3 s (e^-6) the error is back within the same bound plus 0.25 % of the 0.1 deg/s bias."""
+    from host_tools.bindings.imu_sensors import ImuSensors
+    from host_tools.bindings.loopback import simulate
+    from host_tools.data.trajectories import Trajectory
+
+    rt = load_rt("planar2", estimator="imu", observer="none", controller="computed_torque")
+    ts = rt.sample_period
+    q, qd, qdd = motion(6000, ts)
+    traj = Trajectory("two-sine", np.arange(len(q)) * ts, q, qd, qdd)
+    quiet = ImuSensors(gyro_density=0.0, acc_density=0.0, gyro_bias=0.0, acc_bias=0.0)
+    rt.config["est.wv"] = 0.0
+    run = simulate(rt, traj, imu=quiet)
+    true_qd, true_qdd = run.log.extra["qd_true"], run.log.extra["qdd_true"]
+    bound = 3.5e-3 * (np.abs(true_qdd[:, 0]).max() + np.abs(true_qdd.sum(axis=1)).max()) + 2 * 4.3e-3
+    err = np.abs(run.out["qd_hat"] - true_qd)[100:]
+    assert 0 < err.max() < bound, (err.max(), bound)
+    rt.config["est.wv"] = 2.0
+    run = simulate(rt, traj, imu=ImuSensors(gyro_density=0.0, acc_density=0.0))
+    err = np.abs(run.out["qd_hat"] - run.log.extra["qd_true"])[3000:]
+    assert err.max() < bound + 0.0025 * 0.1 * np.pi / 180
