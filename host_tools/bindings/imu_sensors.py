@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import butter
+from scipy.signal import butter, lfilter, lfilter_zi
 
 from codegen.blocks.imu import ACC_RANGE, DEG, G0, GYRO_RANGE
 
@@ -65,3 +65,21 @@ class ImuSensors:
         rng = np.random.default_rng([self.seed, 2, self.noise_seed])
         scale = np.concatenate([np.full(3 * m, self.gyro_density), np.full(3 * m, self.acc_density)])
         return rng.standard_normal((k, 6 * m)) * scale * np.sqrt(0.5 / ts)
+
+    def read(self, exact: np.ndarray, ts: float) -> np.ndarray:
+        """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the
+        loopback's chain (templates/loopback.c.j2) in numpy, for simulators that run in Python (the
+        PyBullet harness); tests/rt/test_imu_fusion.py holds the two together."""
+        k, width = exact.shape
+        m = width // 6
+        v = exact + self.biases(m) + self.noise(k, m, ts)
+        out = np.empty_like(v)
+        for half, (coef, lsb, full) in enumerate(
+            zip(self.filters(ts), self.lsb(), (self.gyro_range, self.acc_range))
+        ):
+            cols = slice(3 * m * half, 3 * m * (half + 1))
+            b, a = coef[:3], np.array([1.0, coef[3], coef[4]])
+            y, _ = lfilter(b, a, v[:, cols], axis=0, zi=np.outer(lfilter_zi(b, a), v[0, cols]))  # at rest at the first value
+            top = full / lsb
+            out[:, cols] = np.clip(np.floor(y / lsb + 0.5), -top, top - 1) * lsb
+        return out

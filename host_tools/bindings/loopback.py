@@ -77,6 +77,7 @@ class SimulationError(RuntimeError):
 class Run:
     log: Log  # inputs the pipeline saw + ground truth (q_true, qd_true, ...)
     out: dict[str, np.ndarray]  # the pipeline's outputs per sample
+    imu_read: np.ndarray | None = None  # what simulated IMUs read (K, 6 m), if the pipeline has any
 
     @property
     def ise_velocity(self) -> np.ndarray:
@@ -129,7 +130,8 @@ def simulate(
     encoders', extra also holds theta_true, thetad_true.
 
     A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(), seed
-    001's BMI055)."""
+    001's BMI055); the run's ``imu_read`` holds what they read (K, 6 m: the gyroscopes' axes, then the
+    accelerometers')."""
     if (
         len(trajectory.time) >= 2
         and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
@@ -211,7 +213,7 @@ def simulate(
         start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
         theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
     motor_counts = np.zeros((k, n), np.int64)
-    noise = None
+    noise = read = None
     if "imu_gyro" in (rt.input_dtype.names or ()):
         sensors = ImuSensors() if imu is None else imu
         m = rt.input_dtype["imu_gyro"].shape[0]
@@ -220,6 +222,7 @@ def simulate(
         plant.imu_lsb = list(sensors.lsb())
         plant.imu_range = [sensors.gyro_range, sensors.acc_range]
         noise = arr(sensors.noise(k, m, rt.sample_period), (k, 6 * m))
+        read = np.zeros((k, 6 * m), real)
     elif imu is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
     status = getattr(lib, f"{p}_loopback")(
@@ -245,6 +248,7 @@ def simulate(
         ptr(motor_counts, "int64_t"),
         ptr(tau_contact, rcname),
         ptr(noise, rcname),
+        ptr(read, rcname),
         ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
     )
     if status == -2:
@@ -282,4 +286,4 @@ def simulate(
         qdd_des=qdd_des,
         extra=extra,
     )
-    return Run(log, outs)
+    return Run(log, outs, read)

@@ -160,3 +160,34 @@ def test_the_loopbacks_gyroscopes_read_the_plant() -> None:
     run = simulate(rt, traj, imu=ImuSensors(gyro_density=0.0, acc_density=0.0))
     err = np.abs(run.out["qd_hat"] - run.log.extra["qd_true"])[3000:]
     assert err.max() < bound + 0.0025 * 0.1 * np.pi / 180
+
+
+def test_the_python_sensor_chain_is_the_loopbacks() -> None:
+    """ImuSensors.read (numpy; the PyBullet harness's sensors) against the loopback's C chain on the
+    same run: the gyroscopes' exact values depend on q, qd only, so they are rebuilt from the logged
+    plant state (codegen.symbolic.imu); both chains add the same bias and noise, filter, quantise
+    and clip. Equal to the step, except where the filtered value falls within rounding (1e-12 of a
+    step) of a half step: there the two may round apart by one step."""
+    from codegen.model.description import load_robot
+    from codegen.symbolic.dynamics import Dynamics
+    from codegen.symbolic.imu import readings_function
+    from host_tools.bindings.imu_sensors import ImuSensors
+    from host_tools.bindings.loopback import simulate
+    from host_tools.data.trajectories import Trajectory
+
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", estimator="imu", observer="none", controller="computed_torque")
+    ts = rt.sample_period
+    q, qd, qdd = motion(3000, ts)
+    sensors = ImuSensors(seed=3)
+    run = simulate(rt, Trajectory("two-sine", np.arange(len(q)) * ts, q, qd, qdd), imu=sensors)
+    assert run.imu_read is not None
+    fn = readings_function(Dynamics(robot), robot.imus)
+    x = run.log.extra
+    gyro = np.array(fn.map(len(q))(x["q_true"].T, x["qd_true"].T, np.zeros((2, len(q))))[0]).T
+    exact = np.hstack([gyro, np.zeros_like(gyro)])
+    python = sensors.read(exact, ts)[:, :6]
+    lsb = sensors.lsb()[0]
+    diff = np.abs(python - run.imu_read[:, :6]) / lsb
+    assert diff.max() <= 1 + 1e-9 and np.mean(diff > 0.5) < 1e-3, (diff.max(), np.mean(diff > 0.5))
+    assert np.ptp(run.imu_read[:, 2]) > 100 * lsb  # the gyroscope saw the motion
