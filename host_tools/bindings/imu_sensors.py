@@ -74,12 +74,12 @@ class ImuSensors:
         m = width // 6
         v = exact + self.biases(m) + self.noise(k, m, ts)
         out = np.empty_like(v)
-        for half, (coef, lsb, full) in enumerate(
-            zip(self.filters(ts), self.lsb(), (self.gyro_range, self.acc_range))
-        ):
+        for half, (coef, lsb, full) in enumerate(zip(self.filters(ts), self.lsb(), (self.gyro_range, self.acc_range))):
             cols = slice(3 * m * half, 3 * m * (half + 1))
             b, a = coef[:3], np.array([1.0, coef[3], coef[4]])
-            y, _ = lfilter(b, a, v[:, cols], axis=0, zi=np.outer(lfilter_zi(b, a), v[0, cols]))  # at rest at the first value
+            y, _ = lfilter(
+                b, a, v[:, cols], axis=0, zi=np.outer(lfilter_zi(b, a), v[0, cols])
+            )  # at rest at the first value
             top = full / lsb
             out[:, cols] = np.clip(np.floor(y / lsb + 0.5), -top, top - 1) * lsb
         return out

@@ -12,7 +12,11 @@ revolution through 160:1) and the torque it applied over the previous sample, an
 applied over the next one. The detection reaction is off, so every observer is then replayed over
 the very same data (the logs): ``momentum``, ``adaptive`` and ``direct`` from the encoder counts
 alone, ``adaptive_measured`` and ``direct_measured`` with PyBullet's own joint velocity and the
-acceleration of its last step (seed 001's IMU assumption).
+acceleration of its last step (seed 001's IMU assumption), ``adaptive_imu`` with the ``imu``
+estimator fed by one simulated BMI055 per link (the overlay's ``imus:``): exact readings from
+PyBullet's own link states (angular velocity; the sensor point's velocity, differenced over the
+step as the joint acceleration is), then the loopback's sensor chain (bias, noise, low-pass,
+12-bit converter, clipping: ``host_tools.bindings.imu_sensors.ImuSensors.read``).
 
 Scenario (seed 001 §IV's set-up: a move at a cruise speed into a plate), all at 1 kHz:
 - design run: a 20 s random Fourier excitation, then the approach without the box (below) at
@@ -48,6 +52,7 @@ from scipy.spatial.transform import Rotation
 
 from codegen.model.description import load_robot
 from codegen.model.robot import LINK_PARAMS, Robot
+from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.rt import Realtime, fill_inputs, load_rt
 from host_tools.cli import plots
 from host_tools.data.logs import Log
@@ -64,7 +69,7 @@ from host_tools.studies.thresholds import TARGET, design_from_outputs
 
 BASE_LINK, TIP_LINK = "lbr_iiwa_link_0", "lbr_iiwa_link_7"
 OVERLAY = Path(__file__).parent / "data" / "pybullet_iiwa.yaml"
-OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured")
+OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured", "adaptive_imu")
 GRAVITY = -9.81
 BOX_HALF = 0.1  # m: a 20 cm cube
 # its face: a spring-damper (PyBullet's contactStiffness, contactDamping), seed 003's Hunt-Crossley
@@ -125,6 +130,23 @@ class Arm:
             pb.getLinkState(self.id, self.joints[-1], computeForwardKinematics=True, physicsClientId=self.c)[4]
         )
 
+    def imu_state(self, placements: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per IMU (joint index, 4x4 pose in its URDF link frame): the sensor frame's rotation (m, 3, 3),
+        its point's velocity and its link's angular velocity (m, 3; world), from PyBullet's link state."""
+        rot, vel, omega = (
+            np.zeros((len(placements), 3, 3)),
+            np.zeros((len(placements), 3)),
+            np.zeros((len(placements), 3)),
+        )
+        for i, (j, pose) in enumerate(placements):
+            st = pb.getLinkState(self.id, j, computeLinkVelocity=1, computeForwardKinematics=1, physicsClientId=self.c)
+            r_link = Rotation.from_quat(st[5]).as_matrix()
+            point = np.array(st[4]) + r_link @ pose[:3, 3]
+            w = np.array(st[7])
+            rot[i], omega[i] = r_link @ pose[:3, :3], w
+            vel[i] = np.array(st[6]) + np.cross(w, point - np.array(st[0]))  # from the inertial frame's origin
+        return rot, vel, omega
+
     def place_box(self, position: np.ndarray, quaternion: np.ndarray) -> None:
         pb.resetBasePositionAndOrientation(self.box, position.tolist(), quaternion.tolist(), physicsClientId=self.c)
 
@@ -181,6 +203,7 @@ class PbRun:
     seconds: float  # wall time
     end: tuple[int, bytes, np.ndarray, tuple[float, np.ndarray, int]]
     # ^ PyBullet's saved state, the pipeline's snapshot, the last command and the contact of the last step
+    imu_exact: np.ndarray  # (K, 6 m) what ideal IMUs read: gyroscope axes, then accelerometer axes
 
     @property
     def first_contact(self) -> int | None:
@@ -205,6 +228,9 @@ def closed_loop(
     applied, cmd = np.zeros((k_total, n)), np.zeros((k_total, n))
     q_true, qd_true, qdd_true = np.zeros((k_total, n)), np.zeros((k_total, n)), np.zeros((k_total, n))
     ext, force, link, tip = np.zeros((k_total, n)), np.zeros(k_total), np.zeros(k_total, int), np.zeros((k_total, 3))
+    placements = imu_placements()
+    m = len(placements)
+    imu_exact, last_velocity = np.zeros((k_total, 6 * m)), np.zeros((m, 3))
     if after is None:
         k_start = 0
         arm.place_box(np.array(PARKED), np.array([0.0, 0.0, 0.0, 1.0]))
@@ -234,8 +260,10 @@ def closed_loop(
             (force, after.normal_force),
             (link, after.contact_link),
             (tip, after.tip),
+            (imu_exact, after.imu_exact),
         ):
             dst[:k_start] = src
+        last_velocity = arm.imu_state(placements)[1]  # restored with the state: the velocity of sample k_start - 1
     t0 = time.perf_counter()
     for k in range(k_start, k_total):
         q, qd = arm.state()
@@ -243,6 +271,12 @@ def closed_loop(
         if k:
             qdd_true[k] = (qd - qd_true[k - 1]) / ts  # the acceleration of the step just taken
             force[k], ext[k], link[k] = last_contact if k == k_start else arm.contact(q)
+        rot, velocity, omega = arm.imu_state(placements)
+        # accelerometer: the point's acceleration over the step just taken (as qdd_true) less gravity
+        accel = (velocity - last_velocity) / ts if k else np.zeros((m, 3))
+        imu_exact[k, : 3 * m] = np.einsum("mji,mj->mi", rot, omega).ravel()
+        imu_exact[k, 3 * m :] = np.einsum("mji,mj->mi", rot, accel - np.array([0.0, 0.0, GRAVITY])).ravel()
+        last_velocity = velocity
         counts[k] = rt.encoder_counts(q)[0]
         applied[k] = tau
         out = rt.step(counts[k], None, tau, traj.q[k], traj.qd[k], traj.qdd[k])
@@ -273,7 +307,14 @@ def closed_loop(
         },
     )
     end = (pb.saveState(physicsClientId=arm.c), rt.snapshot(), tau.copy(), arm.contact(arm.state()[0]))
-    return PbRun(log, force, link, tip, seconds, end)
+    return PbRun(log, force, link, tip, seconds, end, imu_exact)
+
+
+def imu_placements() -> list[tuple[int, np.ndarray]]:
+    """The overlay's IMUs as (joint index, pose in its URDF link frame): the model keeps them in the
+    joint frame J_i, the link frame is J_i post_i."""
+    robot = load_robot(urdf_path(), **spec())
+    return [(u.link, np.linalg.inv(robot.joints[u.link].post_matrix) @ np.array(u.pose)) for u in robot.imus]
 
 
 BENT = np.array([0.0, 0.7, 0.0, -1.3, 0.0, 0.9, 0.0])  # rad: the pose the swing starts from
@@ -381,8 +422,14 @@ def model_parameters(s: PbSettings) -> np.ndarray:
     return true * np.where(inertial, factor, 1.0)
 
 
+IMU_ENTRIES = {"adaptive_imu": "adaptive"}  # fed by the imu estimator
+
+
 def observer_rt(obs: str, s: PbSettings) -> Realtime:
-    rt = load_rt(urdf_path(), observer=obs, **spec())
+    if obs in IMU_ENTRIES:
+        rt = load_rt(urdf_path(), estimator="imu", observer=IMU_ENTRIES[obs], **spec())
+    else:
+        rt = load_rt(urdf_path(), observer=obs, **spec())
     rt.config["model.params"] = model_parameters(s)
     rt.config["det.reaction"] = 0
     rt.config["det.debounce"] = 1
@@ -392,16 +439,23 @@ def observer_rt(obs: str, s: PbSettings) -> Realtime:
     return rt
 
 
-def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int) -> dict[str, np.ndarray]:
+def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int = 0) -> dict[str, np.ndarray]:
     """The logged samples through pipeline ``rt`` from its initial state (with PyBullet's q-dot and
-    q-ddot as the *_measured observers' inputs); detection armed with ``threshold`` after the first
-    ``skip`` samples (the observers' start-up), so that nothing latched before counts."""
+    q-ddot as the *_measured observers' inputs; its IMUs' readings through the sensor chain with
+    noise sequence ``noise_seed`` as the imu estimator's; the same sensors, biases, in every run);
+    detection armed with ``threshold`` after the first ``skip`` samples (the observers' start-up),
+    so that nothing latched before counts."""
     rt.config["det.threshold"] = 1e30
     rt.reset()
     a = rt.inputs(len(run.log))
     fill_inputs(a, run.log.inputs())
     if "qd_meas" in (a.dtype.names or ()):
         fill_inputs(a, {"qd_meas": run.log.extra["qd_true"], "qdd_meas": run.log.extra["qdd_true"]})
+    if "imu_gyro" in (a.dtype.names or ()):
+        read = ImuSensors(noise_seed=noise_seed).read(run.imu_exact, rt.sample_period)
+        half = read.shape[1] // 2
+        a["imu_gyro"] = read[:, :half].reshape(len(a), -1, 3)
+        a["imu_acc"] = read[:, half:].reshape(len(a), -1, 3)
     start = rt.run_inputs(a[:skip])
     rt.config["det.threshold"] = threshold
     rest = rt.run_inputs(a[skip:])
@@ -519,16 +573,16 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
             "max_design_residual_excitation_only": worst_excitation.tolist(),
         }
         for label, th in (("", threshold), ("_excitation_design", th_excitation.threshold)):
-            out = replay(rt_o, res.runs["free"], th, k0)
+            out = replay(rt_o, res.runs["free"], th, k0, noise_seed=1)
             if not label:
                 res.outputs[(obs, "free")] = out
                 entry["max_free_residual"] = np.abs(out["r"][k0:]).max(axis=0).tolist()
             false_alarms = rising_edges(any_above(out)[k0:])
             delays, isolated = {}, {}
-            for imp, first in zip(res.doc["impacts"], firsts):
+            for i, (imp, first) in enumerate(zip(res.doc["impacts"], firsts)):
                 key = imp["key"]
                 run = res.runs[key]
-                out = replay(rt_o, run, th, k0)
+                out = replay(rt_o, run, th, k0, noise_seed=2 + i)
                 # the move to BENT once (identical in every run), each swing up to its contact
                 start = k_free if key == res.doc["impacts"][0]["key"] else k_swing
                 false_alarms += rising_edges(any_above(out)[start:first])

@@ -92,10 +92,15 @@ def result() -> pc.PbResult:
     return pc.scenario()
 
 
+# the observers fed by simulated IMUs give false alarms here (issue #25: 2 each with and without
+# model error, in the swings before contact; docs/collision.md): checked separately below
+ENCODER_OR_EXACT = tuple(o for o in pc.OBSERVERS if o not in pc.IMU_ENTRIES)
+
+
 def test_no_false_alarm_over_the_contact_free_motion(result: pc.PbResult) -> None:
     assert result.doc["contact_free_s"] >= 30.0
-    for name, o in result.doc["observers"].items():
-        assert o["false_alarms"] == 0, name
+    for name in ENCODER_OR_EXACT:
+        assert result.doc["observers"][name]["false_alarms"] == 0, name
     for imp in result.doc["impacts"]:
         assert imp["first_contact_s"] > 43.5  # after the 40 s motion, the move and the rest
         assert abs(imp["tip_speed_m_s"] - imp["target_speed_m_s"]) < 0.02 * imp["target_speed_m_s"]
@@ -167,9 +172,57 @@ def test_with_model_error_every_impact_is_found_without_false_alarms(with_model_
     tracking error they touched joint 6's stop, an impulse in the design run (docs/collision.md)."""
     doc = with_model_error.doc
     assert doc["model_error"] == 0.1
-    for name, o in doc["observers"].items():
+    for name in ENCODER_OR_EXACT:
+        o = doc["observers"][name]
         assert o["false_alarms"] == 0 and o["missed"] == 0, name
     worst = {k: max(o["max_design_residual"]) for k, o in doc["observers"].items()}
     assert worst["momentum"] > 0.3  # N m: the model error shows (0.21 with the perfect model)
     assert worst["adaptive_measured"] < worst["momentum"] / 10
     assert worst["adaptive_measured"] < worst["direct_measured"] / 10
+
+
+def test_pybullets_link_states_read_as_manipgens_imu_model() -> None:
+    """The IMU measurement model (codegen.symbolic.imu, the imu estimator's and the loopback's) against
+    PyBullet's own kinematics, at the overlay's seven IMUs: the gyroscope reading R_s^T omega at random
+    (q, qd), and at rest the accelerometer's -R_s^T g. PyBullet's link states are good to single
+    precision only (measured: its link frame orientation at rest 7.5e-8 relative off ours, while its
+    joint states and inverse dynamics agree with ours to 1e-11): float's 6e-8 through a chain of seven
+    rotations, a few operations each, bounds the difference by 1e-6 of the readings' size."""
+    from codegen.symbolic.dynamics import Dynamics
+    from codegen.symbolic.imu import readings_function
+
+    robot = load_robot(pc.urdf_path(), **pc.spec())
+    fn = readings_function(Dynamics(robot), robot.imus)
+    placements = pc.imu_placements()
+    arm = pc.Arm(1e-3)
+    try:
+        for q, qd, _ in _random_states(7, 10, 4):
+            arm.set_state(q, qd)
+            rot, _, omega = arm.imu_state(placements)
+            gyro, _ = fn(q, qd, np.zeros(7))
+            theirs = np.einsum("mji,mj->mi", rot, omega).ravel()
+            assert np.abs(theirs - np.array(gyro).ravel()).max() < 1e-6 * np.abs(theirs).max()
+            arm.set_state(q)
+            rot, _, _ = arm.imu_state(placements)
+            _, acc = fn(q, np.zeros(7), np.zeros(7))
+            theirs = np.einsum("mji,j->mi", rot, -np.array([0.0, 0.0, pc.GRAVITY])).ravel()
+            assert np.abs(theirs - np.array(acc).ravel()).max() < 1e-6 * 9.81
+    finally:
+        arm.close()
+
+
+@pytest.mark.parametrize("fixture", ["result", "with_model_error"])
+def test_the_imu_fed_observer_finds_every_impact_within_the_imus_bandwidth(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """adaptive_imu, the imu estimator fed by one simulated BMI055 per link (readings from PyBullet's
+    own link states): every impact found within 2 ms (measured 1 ms; the Kalman-fed adaptive
+    observer: 2-4 ms, momentum 2-6 ms), with a threshold below 2 N m (measured 0.70: the sensors'
+    noise, above momentum's 0.33 with the perfect model, below its 1.09 with the model error).
+    What it does not reach: 0 false alarms (2 in the swings before contact, both runs) and the
+    isolated link (1 instead of 6 at 0.5 and 1 m/s): reported in docs/collision.md."""
+    doc = request.getfixturevalue(fixture).doc
+    o = doc["observers"]["adaptive_imu"]
+    assert o["missed"] == 0
+    assert all(d is not None and d <= 2.0 for d in o["delay_ms"].values()), o["delay_ms"]
+    assert max(o["threshold"]) < 2.0

@@ -139,8 +139,9 @@ def test_the_loopbacks_gyroscopes_read_the_plant() -> None:
     their 64 Hz second-order low-pass, whose group delay at low frequency is sqrt(2) / (2 pi 64 Hz) =
     3.5 ms, on each gyroscope's rate (w1 = qd1, w2 = qd1 + qd2; joint 2 is their difference), plus
     each converter's half step (1000 deg/s / 2048 / 2 = 4.3e-3 rad/s): |qd_hat - qd| <= 3.5 ms x
-    (max |w1'| + max |w2'|) + 2 x 4.3e-3. With the sensors' biases on, the encoder correction (wv = 2 rad/s) removes them:
-    after 3 s (e^-6) the error is back within the same bound plus 0.25 % of the 0.1 deg/s bias."""
+    (max |w1'| + max |w2'|) + 2 x 4.3e-3. With the sensors' biases on, the encoder correction
+    (wv = 2 rad/s) removes them: after 3 s (e^-6) the error is back within the same bound plus
+    0.25 % of the 0.1 deg/s bias."""
     from host_tools.bindings.imu_sensors import ImuSensors
     from host_tools.bindings.loopback import simulate
     from host_tools.data.trajectories import Trajectory
