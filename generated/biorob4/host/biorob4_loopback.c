@@ -312,7 +312,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
-                     const real_t *imu_noise, biorob4_rt_output_t *out)
+                     const real_t *imu_noise, real_t *imu_read, biorob4_rt_output_t *out)
 {
     biorob4_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
@@ -322,6 +322,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
     long k;
     int i, s;
     (void)imu_noise;
+    (void)imu_read;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > BIOROB4_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))

@@ -66,6 +66,7 @@ void biorob4_loopback_encoder(const biorob4_rt_config_t *cfg, const biorob4_real
  * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param imu_noise unused (NULL): the pipeline reads no IMU
+ * @param[out] imu_read unused (NULL)
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..BIOROB4_LOOPBACK_MAX_DELAY, or the contact
@@ -79,7 +80,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      biorob4_real_t *q_true, biorob4_real_t *qd_true, biorob4_real_t *qdd_true,
                      biorob4_real_t *theta_true, biorob4_real_t *thetad_true,
                      biorob4_real_t *tau, int64_t *counts, int64_t *motor_counts, biorob4_real_t *tau_contact,
-                     const biorob4_real_t *imu_noise, biorob4_rt_output_t *out);
+                     const biorob4_real_t *imu_noise, biorob4_real_t *imu_read, biorob4_rt_output_t *out);
 
 #ifdef __cplusplus
 }

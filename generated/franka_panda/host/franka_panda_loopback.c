@@ -504,7 +504,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
-                     const real_t *imu_noise, franka_panda_rt_output_t *out)
+                     const real_t *imu_noise, real_t *imu_read, franka_panda_rt_output_t *out)
 {
     franka_panda_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
@@ -514,6 +514,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
     long k;
     int i, s;
     (void)imu_noise;
+    (void)imu_read;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > FRANKA_PANDA_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))

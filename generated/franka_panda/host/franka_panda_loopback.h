@@ -62,6 +62,7 @@ void franka_panda_loopback_encoder(const franka_panda_rt_config_t *cfg, const fr
  * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param imu_noise unused (NULL): the pipeline reads no IMU
+ * @param[out] imu_read unused (NULL)
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..FRANKA_PANDA_LOOPBACK_MAX_DELAY, or the contact
@@ -75,7 +76,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                      franka_panda_real_t *q_true, franka_panda_real_t *qd_true, franka_panda_real_t *qdd_true,
                      franka_panda_real_t *theta_true, franka_panda_real_t *thetad_true,
                      franka_panda_real_t *tau, int64_t *counts, int64_t *motor_counts, franka_panda_real_t *tau_contact,
-                     const franka_panda_real_t *imu_noise, franka_panda_rt_output_t *out);
+                     const franka_panda_real_t *imu_noise, franka_panda_real_t *imu_read, franka_panda_rt_output_t *out);
 
 #ifdef __cplusplus
 }

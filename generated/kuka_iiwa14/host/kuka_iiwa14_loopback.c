@@ -468,7 +468,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
-                     const real_t *imu_noise, kuka_iiwa14_rt_output_t *out)
+                     const real_t *imu_noise, real_t *imu_read, kuka_iiwa14_rt_output_t *out)
 {
     kuka_iiwa14_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
@@ -478,6 +478,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
     long k;
     int i, s;
     (void)imu_noise;
+    (void)imu_read;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > KUKA_IIWA14_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))

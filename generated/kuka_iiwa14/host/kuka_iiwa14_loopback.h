@@ -62,6 +62,7 @@ void kuka_iiwa14_loopback_encoder(const kuka_iiwa14_rt_config_t *cfg, const kuka
  * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param imu_noise unused (NULL): the pipeline reads no IMU
+ * @param[out] imu_read unused (NULL)
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..KUKA_IIWA14_LOOPBACK_MAX_DELAY, or the contact
@@ -75,7 +76,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                      kuka_iiwa14_real_t *q_true, kuka_iiwa14_real_t *qd_true, kuka_iiwa14_real_t *qdd_true,
                      kuka_iiwa14_real_t *theta_true, kuka_iiwa14_real_t *thetad_true,
                      kuka_iiwa14_real_t *tau, int64_t *counts, int64_t *motor_counts, kuka_iiwa14_real_t *tau_contact,
-                     const kuka_iiwa14_real_t *imu_noise, kuka_iiwa14_rt_output_t *out);
+                     const kuka_iiwa14_real_t *imu_noise, kuka_iiwa14_real_t *imu_read, kuka_iiwa14_rt_output_t *out);
 
 #ifdef __cplusplus
 }

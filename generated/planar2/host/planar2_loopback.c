@@ -185,7 +185,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
-                     const real_t *imu_noise, planar2_rt_output_t *out)
+                     const real_t *imu_noise, real_t *imu_read, planar2_rt_output_t *out)
 {
     planar2_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
@@ -195,6 +195,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
     long k;
     int i, s;
     (void)imu_noise;
+    (void)imu_read;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > PLANAR2_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))

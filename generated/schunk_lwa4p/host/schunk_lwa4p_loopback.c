@@ -410,7 +410,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
-                     const real_t *imu_noise, schunk_lwa4p_rt_output_t *out)
+                     const real_t *imu_noise, real_t *imu_read, schunk_lwa4p_rt_output_t *out)
 {
     schunk_lwa4p_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
@@ -420,6 +420,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
     long k;
     int i, s;
     (void)imu_noise;
+    (void)imu_read;
     if (plant->substeps < 1 || plant->delay < 0 || plant->delay > SCHUNK_LWA4P_LOOPBACK_MAX_DELAY
         || !(plant->contact_k >= 0) || !(plant->contact_lambda >= 0)
         || (plant->contact_k > 0 && !(plant->contact_exponent > 0))

@@ -62,6 +62,7 @@ void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const sc
  * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param imu_noise unused (NULL): the pipeline reads no IMU
+ * @param[out] imu_read unused (NULL)
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..SCHUNK_LWA4P_LOOPBACK_MAX_DELAY, or the contact
@@ -75,7 +76,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                      schunk_lwa4p_real_t *q_true, schunk_lwa4p_real_t *qd_true, schunk_lwa4p_real_t *qdd_true,
                      schunk_lwa4p_real_t *theta_true, schunk_lwa4p_real_t *thetad_true,
                      schunk_lwa4p_real_t *tau, int64_t *counts, int64_t *motor_counts, schunk_lwa4p_real_t *tau_contact,
-                     const schunk_lwa4p_real_t *imu_noise, schunk_lwa4p_rt_output_t *out);
+                     const schunk_lwa4p_real_t *imu_noise, schunk_lwa4p_real_t *imu_read, schunk_lwa4p_rt_output_t *out);
 
 #ifdef __cplusplus
 }

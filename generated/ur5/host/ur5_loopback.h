@@ -62,6 +62,7 @@ void ur5_loopback_encoder(const ur5_rt_config_t *cfg, const ur5_real_t q[UR5_DOF
  * @param[out] motor_counts the second (motor) channel's counts, or NULL
  * @param[out] tau_contact the obstacle's joint torque on the plant at each sample instant, or NULL
  * @param imu_noise unused (NULL): the pipeline reads no IMU
+ * @param[out] imu_read unused (NULL)
  * @param[out] out    the pipeline's outputs per sample
  * @return 0, -1 if the plant's M(q) stopped being positive definite (the run stops there), -2 if
  *         plant->substeps < 1, plant->delay is outside 0..UR5_LOOPBACK_MAX_DELAY, or the contact
@@ -75,7 +76,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                      ur5_real_t *q_true, ur5_real_t *qd_true, ur5_real_t *qdd_true,
                      ur5_real_t *theta_true, ur5_real_t *thetad_true,
                      ur5_real_t *tau, int64_t *counts, int64_t *motor_counts, ur5_real_t *tau_contact,
-                     const ur5_real_t *imu_noise, ur5_rt_output_t *out);
+                     const ur5_real_t *imu_noise, ur5_real_t *imu_read, ur5_rt_output_t *out);
 
 #ifdef __cplusplus
 }
