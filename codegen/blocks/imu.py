@@ -9,41 +9,42 @@ qd and in qdd respectively (codegen.symbolic.imu):
 
 with q the encoder's position. Each sample:
 
-0. The encoders alone: the ``kalman`` block's filter (codegen.blocks.kalman, its gain ``est.gain``
-   designed the same way) gives qd_enc, qdd_enc, the prior of steps 1-2, with standard deviations
-   ``prior_qd``, ``prior_qdd``: weak by default (1 rad/s, 100 rad/s^2), so the IMUs decide what
-   they see, as seed 001 assumes. Not the filter's own steady-state covariance: where the motion's
-   jerk exceeds its Q that covariance claims far more than the filter achieves (planar2: it claims
-   qd to 1e-3 rad/s and is 0.07 off; the iiwa: qdd to 0.01 rad/s^2, 0.04-1.2 rad/s^2 RMS
-   achieved), and the fusion would then trust it over the sensors.
-1. Rates from the gyroscopes: the least-squares qd with qd_enc as a weak prior (variance
-   ``prior_qd``^2; it decides what no gyroscope sees, e.g. six of seven joints with one IMU at the
-   tip), readings of variance ``noise_gyro``^2, solved exactly by one 3x3 Kalman update per IMU in
-   turn (no matrix larger than 3x3 is inverted, no library call). With one IMU per link this is
-   the relative gyro rate along each joint axis.
-2. Accelerations from the accelerometers the same way, the fused qd (step 4) in c_a: the kinematic
-   recursion solved algebraically (prior: qdd_enc, variance ``prior_qdd``^2).
-3. A reading at the end of its range (|y| >= (1 - 1e-3) full scale: clipped) is left out; the
+1. Predict: per joint the constant-jerk model of the ``kalman`` block (codegen.blocks.kalman:
+   z = [q, qd, qdd], A_d, Gamma_d under zero-order hold), with its covariance P carried at run time:
+   z- = A_d z, P- = A_d P A_d^T + q_var Gamma_d Gamma_d^T.
+2. The IMUs' rates: the least-squares qd from the gyroscopes (readings of variance
+   ``noise_gyro``^2), with z-'s qd as a weak prior (variance ``prior_qd``^2: it only fills what no
+   gyroscope sees, e.g. six of seven joints with one IMU at the tip), solved exactly by one 3x3
+   Kalman update per IMU in turn (no matrix larger than 3x3 is inverted, no library call). With
+   one IMU per link this is the relative gyro rate along each joint axis. Its posterior variance
+   per joint says how well the IMUs see that joint (about prior_qd^2 where they do not).
+3. The IMUs' accelerations the same way from the accelerometers, the kinematic recursion solved
+   algebraically (c_a at the IMUs' rate u_v of step 4; prior: z-'s qdd, ``prior_qdd``).
+   A reading at the end of its range (|y| >= (1 - 1e-3) full scale: clipped) is left out; the
    calibrated biases ``gyro_bias``, ``acc_bias`` are subtracted first.
-4. Encoders anchor the result: a complementary filter per joint adds the low-passed (first order,
-   ``wv`` rad/s) difference between the encoder's finite difference and the IMU rate, which removes
-   a slowly changing gyroscope bias and gives the joints no IMU sees the encoder's low-passed
-   rate; the same at ``wa`` between the fused rate's finite difference and the IMU acceleration.
-   A finite difference is the mean over the sample, so it is held against the mean of the IMUs'
-   last two values (against the newest alone it would leave T/2 qdd in qd_hat, 3.5e-3 rad/s on
-   planar2's test motion):
+4. Bias: a complementary filter per joint removes what is left of a slowly changing bias from the
+   IMUs' rate: the low-passed (first order, ``wv`` rad/s) difference between the encoder's finite
+   difference and the IMU rate is added to it; the same at ``wa`` for the acceleration against
+   the fused rate's finite difference. A finite difference is the mean over the sample, so it is
+   held against the mean of the IMUs' last two values (against the newest alone it would leave
+   T/2 qdd, 3.5e-3 rad/s on planar2's test motion):
+     u_v = qd_i + s_v,   s_v += a_v ((q - q_prev) / T - (qd_i + qd_i,prev) / 2 - s_v)
+     u_a = qdd_i + s_a,  s_a += a_a ((qd_f - qd_f,prev) / T - (qdd_i + qdd_i,prev) / 2 - s_a)
+   with a_v = 1 - exp(-wv T), a_a = 1 - exp(-wa T); out.qd_imu, out.qdd_imu are u_v, u_a.
+5. Update per joint with three scalar measurements, each weighed by its variance: the encoder's q
+   (``r_var``, the encoder's quantisation as the kalman block's R; skipped on a lost sample), u_v
+   (variance from step 2) and u_a (from step 3). qd_f is the rate after the first two.
 
-  qd_hat = qd_imu + s_v,   s_v += a_v ((q - q_prev) / T - (qd_imu + qd_imu_prev) / 2 - s_v)
-  qdd_hat = qdd_imu + s_a, s_a += a_a ((qd_hat - qd_hat_prev) / T - (qdd_imu + qdd_imu_prev) / 2 - s_a)
-
-  with a_v = 1 - exp(-wv T), a_a = 1 - exp(-wa T).
-
-Exact, noise-free readings and wv = wa = 0 give the true qd, qdd up to the prior's pull,
-(noise / prior)^2 relative (tests/rt/test_imu_fusion.py).
+So the IMUs weigh in where they are better than the encoders under the process model ``q_var``
+(default the kalman block's 10 rad^2/s^6: a fine encoder then outweighs them at low frequency; a
+larger q_var follows fast motion with the IMUs). Exact, noise-free readings with wv = wa = 0 give
+u_v, u_a equal to the true qd, qdd up to the prior's pull, (noise / prior)^2 relative
+(tests/rt/test_imu_fusion.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import casadi as cs
@@ -59,13 +60,17 @@ from .estimator import outputs, reference
 
 G0 = 9.80665  # m/s^2 per g
 DEG = 0.017453292519943295  # rad per degree
-# seed 001 §V's BMI055 as set there: gyroscope +-1000 deg/s, accelerometer +-1 g, 12 bits; the
-# per-sample noise: density sqrt(ENBW) (second-order Butterworth ENBW = 1.11 f_c) with the
-# quantisation step / sqrt(12) added in quadrature
+# seed 001 §V's BMI055: gyroscope +-1000 deg/s, 12 bits; accelerometer 12 bits over +-2 g, the
+# BMI055's smallest range (its data sheet: 2, 4, 8, 16 g). Seed 001 writes "1 g": at +-1 g every
+# axis near the vertical clips on gravity alone, and where the only axis that sees a joint's
+# acceleration clips, the IMUs lose it (planar2's IMU 1: the IMUs' qdd RMS error 2.8 rad/s^2 at
+# +-1 g, 0.05 at +-2 g; bench/imu_limits.py prints both). The per-sample noise: density
+# sqrt(ENBW) (second-order Butterworth ENBW = 1.11 f_c) with the quantisation step / sqrt(12)
+# added in quadrature.
 GYRO_RANGE = 1000.0 * DEG  # rad/s
-ACC_RANGE = 1.0 * G0  # m/s^2
+ACC_RANGE = 2.0 * G0  # m/s^2
 NOISE_GYRO = 3.2e-3  # rad/s: 0.014 deg/s/sqrt(Hz) sqrt(1.11 * 64 Hz) = 2.1e-3, (2000/4096 deg/s)/sqrt(12) = 2.5e-3
-NOISE_ACC = 0.025  # m/s^2: 150 ug/sqrt(Hz) sqrt(1.11 * 250 Hz) = 0.0245, (2 g/4096)/sqrt(12) = 1.4e-3
+NOISE_ACC = 0.025  # m/s^2: 150 ug/sqrt(Hz) sqrt(1.11 * 250 Hz) = 0.0245, (4 g/4096)/sqrt(12) = 2.8e-3
 CLIPPED = 1e-3  # a reading within this fraction of full scale is taken as clipped
 
 
@@ -78,9 +83,10 @@ def _inv3(s: cs.SX) -> cs.SX:
     return cs.vertcat(cs.horzcat(c00, c01, c02), cs.horzcat(c01, c11, c12), cs.horzcat(c02, c12, c22)) / det
 
 
-def fuse(x: cs.SX, prior: cs.SX, h: cs.SX, y: cs.SX, noise: cs.SX) -> cs.SX:
-    """argmin |H x - y|^2 / noise^2 + sum_j (x_j - x_prior_j)^2 / prior_j^2: one Kalman update per
-    three rows of H (one IMU's axes) from P = diag(prior^2); rows of H and y set to zero drop out."""
+def fuse(x: cs.SX, prior: cs.SX, h: cs.SX, y: cs.SX, noise: cs.SX) -> tuple[cs.SX, cs.SX]:
+    """argmin |H x - y|^2 / noise^2 + sum_j (x_j - x_prior_j)^2 / prior_j^2 and its posterior
+    variances (diagonal of P): one Kalman update per three rows of H (one IMU's axes) from
+    P = diag(prior^2); rows of H and y set to zero drop out."""
     p = cs.diag(prior**2)
     for i in range(h.shape[0] // 3):
         hi, yi = h[3 * i : 3 * i + 3, :], y[3 * i : 3 * i + 3]
@@ -88,7 +94,25 @@ def fuse(x: cs.SX, prior: cs.SX, h: cs.SX, y: cs.SX, noise: cs.SX) -> cs.SX:
         k = cs.mtimes(ph, _inv3(cs.mtimes(hi, ph) + noise**2 * cs.SX.eye(3)))
         x = x + cs.mtimes(k, yi - cs.mtimes(hi, x))
         p = p - cs.mtimes(k, ph.T)
-    return x
+    return x, cs.diag(p)
+
+
+def scalar_update(
+    z: cs.SX, p: cs.SX, i: int, value: cs.SX, variance: cs.SX, on: cs.SX | float = 1
+) -> tuple[cs.SX, cs.SX]:
+    """One scalar measurement of z[i] (a joint's [q, qd, qdd], covariance p 3x3): Kalman update,
+    skipped where ``on`` is 0."""
+    k = p[:, i] / (p[i, i] + variance) * on
+    return z + k * (value - z[i]), p - cs.mtimes(k, p[i, :])
+
+
+UPPER = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))  # the covariance's six entries kept per joint
+
+
+def symmetric(row: cs.SX) -> cs.SX:
+    """3x3 symmetric matrix from its upper triangle (UPPER order)."""
+    a, b, c, d, e, f = (row[k] for k in range(6))
+    return cs.vertcat(cs.horzcat(a, b, c), cs.horzcat(b, d, e), cs.horzcat(c, e, f))
 
 
 def placements(robot: Robot, tip: bool) -> tuple[Imu, ...]:
@@ -115,30 +139,42 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
         [d.q, d.qd],
         [cs.jacobian(gyro, d.qd), cs.jacobian(acc, d.qdd), cs.substitute(acc, d.qdd, cs.SX.zeros(n))],
     )
-    q, q_prev = ctx.sym("q"), ctx.sym("q_prev")
+    q, q_prev, valid = ctx.sym("q"), ctx.sym("q_prev"), ctx.sym("valid")
     qd_imu, qdd_imu, s_v, s_a, qd_prev = (ctx.sym(s) for s in ("qd_imu", "qdd_imu", "s_v", "s_a", "qd_prev"))
     yg, ya, bg, ba = (cs.SX.sym(s, 3 * m) for s in ("gyro", "acc", "gyro_bias", "acc_bias"))
     sg, sa, rg, ra = (cs.SX.sym(s) for s in ("noise_gyro", "noise_acc", "rg", "ra"))
-    pv, pa = ctx.sym("prior_qd"), ctx.sym("prior_qdd")
-    alpha = cs.SX.sym("alpha", 2)
+    pv, pa, q_var, r_var = ctx.sym("prior_qd"), ctx.sym("prior_qdd"), ctx.sym("q_var"), ctx.sym("r_var")
+    alpha, zs, ps = cs.SX.sym("alpha", 2), cs.SX.sym("z", 3 * n), cs.SX.sym("p", 6 * n)
 
     def kept(y: cs.SX, full: cs.SX) -> cs.SX:
         return cs.if_else(cs.fabs(y) < (1 - CLIPPED) * full, 1, 0)
 
     kg, ka = kept(yg, rg), kept(ya, ra)
-    # step 0: the encoder-only Kalman filter (as codegen.blocks.kalman)
-    ad, _ = kalman.discrete_model(ts)
-    valid, xs, ks = ctx.sym("valid"), cs.SX.sym("x", 3 * n), cs.SX.sym("k", 3 * n)
-    xp = cs.mtimes(cs.DM(ad), cs.reshape(xs, 3, n))
-    xe = xp + cs.reshape(ks, 3, n) * cs.repmat((q.T - xp[0, :]) * valid.T, 3, 1)
-    hg = model(q, qd_imu)[0]  # H_g depends on q only
-    qd_i = fuse(xe[1, :].T, pv, hg * kg, (yg - bg) * kg, sg)
+    # 1. predict (the kalman block's discrete constant-jerk model)
+    ad, gd = (cs.DM(a) for a in kalman.discrete_model(ts))
+    z = [cs.mtimes(ad, zs[3 * j : 3 * j + 3]) for j in range(n)]
+    p = [
+        cs.mtimes(cs.mtimes(ad, symmetric(ps[6 * j : 6 * j + 6])), ad.T) + q_var[j] * cs.mtimes(gd, gd.T)
+        for j in range(n)
+    ]
+    # 2. the IMUs' rates; 4. their bias correction; 5. encoder and rate updates
+    prior_v = cs.vertcat(*[zj[1] for zj in z])
+    qd_i, var_v = fuse(prior_v, pv, model(q, prior_v)[0] * kg, (yg - bg) * kg, sg)
     s_v1 = s_v + alpha[0] * ((q - q_prev) / ts - (qd_i + qd_imu) / 2 - s_v)
-    qd_hat = qd_i + s_v1
-    _, ha, ca = model(q, qd_hat)
-    qdd_i = fuse(xe[2, :].T, pa, ha * ka, (ya - ba - ca) * ka, sa)
-    s_a1 = s_a + alpha[1] * ((qd_hat - qd_prev) / ts - (qdd_i + qdd_imu) / 2 - s_a)
-    qdd_hat = qdd_i + s_a1
+    u_v = qd_i + s_v1
+    for j in range(n):
+        z[j], p[j] = scalar_update(z[j], p[j], 0, q[j], r_var[j], valid[j])
+        z[j], p[j] = scalar_update(z[j], p[j], 1, u_v[j], var_v[j])
+    qd_f = cs.vertcat(*[zj[1] for zj in z])
+    # 3. the IMUs' accelerations at that rate; 4.; 5. acceleration update
+    _, ha, ca = model(q, u_v)
+    qdd_i, var_a = fuse(cs.vertcat(*[zj[2] for zj in z]), pa, ha * ka, (ya - ba - ca) * ka, sa)
+    s_a1 = s_a + alpha[1] * ((qd_f - qd_prev) / ts - (qdd_i + qdd_imu) / 2 - s_a)
+    u_a = qdd_i + s_a1
+    for j in range(n):
+        z[j], p[j] = scalar_update(z[j], p[j], 2, u_a[j], var_a[j])
+    z_out = cs.vertcat(*z)
+    p_out = cs.vertcat(*[cs.vertcat(*[pj[a, b] for a, b in UPPER]) for pj in p])
     cfg = [
         ("cfg.est.noise_gyro", sg),
         ("cfg.est.noise_acc", sa),
@@ -148,6 +184,8 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
         ("cfg.est.acc_range", ra),
         ("cfg.est.gyro_bias", bg),
         ("cfg.est.acc_bias", ba),
+        ("cfg.est.q_var", q_var),
+        ("cfg.est.r_var", r_var),
     ]
     state = [
         ("st.est.qd_imu", qd_imu),
@@ -165,32 +203,40 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
             ("in.imu_gyro", yg),
             ("in.imu_acc", ya),
             *cfg,
-            ("cfg.est.gain", ks),
             *state,
-            ("st.est.x", xs),
+            ("st.est.z", zs),
+            ("st.est.p", ps),
             ("st.est.alpha", alpha),
         ],
         [
-            ("out.q_hat", q),
-            ("st.est.x", xe),
-            ("out.qd_hat", qd_hat),
-            ("out.qdd_hat", qdd_hat),
+            ("out.q_hat", z_out[0::3]),
+            ("out.qd_hat", z_out[1::3]),
+            ("out.qdd_hat", z_out[2::3]),
+            ("out.qd_imu", u_v),
+            ("out.qdd_imu", u_a),
+            ("st.est.z", z_out),
+            ("st.est.p", p_out),
             ("st.est.qd_imu", qd_i),
             ("st.est.qdd_imu", qdd_i),
             ("st.est.s_v", s_v1),
             ("st.est.s_a", s_a1),
             ("st.est.q_prev", q),
-            ("st.est.qd_prev", qd_hat),
+            ("st.est.qd_prev", qd_f),
         ],
-        "the IMUs' least-squares qd, qdd, then the encoders' complementary correction",
+        "predict; the IMUs' least-squares qd, qdd with their bias correction; update with the encoder and them",
     )
     zero = cs.SX.zeros(n)
+    start_p = cs.vertcat(*[cs.vertcat(r_var[j], 0, 0, pv[j] ** 2, 0, pa[j] ** 2) for j in range(n)])
     init = sx_function(
         "init",
-        [("out.q", q)],
+        [("out.q", q), ("cfg.est.r_var", r_var), ("cfg.est.prior_qd", pv), ("cfg.est.prior_qdd", pa)],
         [(b, zero) for b, _ in state if b != "st.est.q_prev"]
-        + [("st.est.q_prev", q), ("st.est.x", cs.vertcat(q.T, cs.SX.zeros(2, n)))],
-        "at rest at the first position",
+        + [
+            ("st.est.q_prev", q),
+            ("st.est.z", cs.vertcat(*[cs.vertcat(q[j], 0, 0) for j in range(n)])),
+            ("st.est.p", start_p),
+        ],
+        "at rest at the first position, the rate and acceleration known to their priors",
     )
     wv, wa = cs.SX.sym("wv"), cs.SX.sym("wa")
     derive = sx_function(
@@ -246,11 +292,22 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
             Field("gyro_bias", "real", (m, 3), "calibrated gyroscope bias per IMU and axis (rad/s)"),
             Field("acc_bias", "real", (m, 3), "calibrated accelerometer bias per IMU and axis (m/s^2)"),
             Field(
-                "gain",
+                "q_var",
                 "real",
-                (n, 3),
-                "the encoder filter's steady-state gain per joint (as the kalman block's)",
-                (0.0,) * (3 * n),
+                (n,),
+                "process noise: the jerk's variance per joint (rad^2/s^6; as the kalman block's Q)",
+                (kalman.DEFAULT_Q,) * n,
+                low=0.0,
+                low_open=True,
+            ),
+            Field(
+                "r_var",
+                "real",
+                (n,),
+                "the encoder's variance per joint (rad^2; default its quantisation, as the kalman block's R)",
+                (1e-8,) * n,
+                low=0.0,
+                low_open=True,
             ),
             Field("wv", "real", (), "crossover of the rates' encoder correction (rad/s)", (2.0,), low=0.0),
             Field("wa", "real", (), "crossover of the accelerations' correction (rad/s)", (0.5,), low=0.0),
@@ -263,9 +320,14 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
             Field("q_prev", "real", (n,), "previous position sample"),
             Field("qd_prev", "real", (n,), "previous fused rate"),
             Field("alpha", "real", (2,), "derived: the complementary filters' gains"),
-            Field("x", "real", (n, 3), "the encoder filter's [q, qd, qdd] per joint"),
+            Field("z", "real", (n, 3), "the filter's [q, qd, qdd] per joint"),
+            Field("p", "real", (n, 6), "its covariance per joint: p00 p01 p02 p11 p12 p22"),
         ],
-        outputs=outputs(n),
+        outputs=outputs(n)
+        + [
+            Field("qd_imu", "real", (n,), "the IMUs' own rate, bias-corrected (rad/s)"),
+            Field("qdd_imu", "real", (n,), "the IMUs' own acceleration, bias-corrected (rad/s^2)"),
+        ],
         inputs=[
             Field("imu_gyro", "real", (m, 3), "gyroscope readings per IMU, sensor axes (rad/s)"),
             Field(
@@ -275,8 +337,17 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
         functions=[init, step],
         derive=derive,
         reference=reference,
-        options={"tip": int(tip), "q_var": (kalman.DEFAULT_Q,) * n},
+        options={"tip": int(tip)},
     )
+
+
+def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Design, ts: float) -> None:
+    """r_var from the encoder the block reads, as the kalman block's R (seed 000 §II-C)."""
+    enc = next(b for b in blocks if b.kind == "enc")
+    by_enc = {f.name: f.default_array() for f in enc.config}
+    r_var = tuple(kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"]))
+    by = {f.name: i for i, f in enumerate(block.config)}
+    block.config[by["r_var"]] = dataclasses.replace(block.config[by["r_var"]], default=r_var)
 
 
 def _check(opts: Mapping[str, float]) -> str | None:
@@ -291,7 +362,7 @@ SPEC = registry.Estimator(
     defaults={"tip": 0},
     check=_check,
     acceleration="always",
-    design_keys=("q_var", "r_var"),
-    finish=kalman.finish_gain,
+    genes=(registry.Gene("est.q_var", 1e-3, 1e7),),
+    finish=_finish,
 )
 registry.register(SPEC)

@@ -132,19 +132,18 @@ def build(ctx: Ctx) -> Block:
     )
 
 
-def finish_gain(block: Block, blocks: list[Block], robot: Robot, given: registry.Design, ts: float) -> None:
+def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Design, ts: float) -> None:
     """The steady-state gain from q_var (given or default) and r_var (given, else the quantisation
     of the encoder the block reads: the motor channel's for the motor-side estimator)."""
     enc = next(b for b in blocks if b.kind == "enc")
     by_enc = {f.name: f.default_array() for f in enc.config}
     side = "motor_" if block.kind == "mest" else ""
-    key = block.name + "."  # kalman, or a block that embeds this filter (imu)
-    q_var = np.array(given[key + "q_var"][0] if key + "q_var" in given else block.options["q_var"])
+    q_var = np.array(given["kalman.q_var"][0] if "kalman.q_var" in given else block.options["q_var"])
     # a joint without a motor encoder (motor_cpr 0): its theta is constant; any finite variance does
     cpr = np.where(by_enc[side + "cpr"] >= 1, by_enc[side + "cpr"], by_enc["cpr"])
     r_var = (
-        np.array(given[key + "r_var"][0])
-        if key + "r_var" in given and not side
+        np.array(given["kalman.r_var"][0])
+        if "kalman.r_var" in given and not side
         else np.array([measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
     )
     gain = design(ts, q_var, r_var)
@@ -161,7 +160,7 @@ SPEC = registry.Estimator(
     genes=(registry.Gene("est.q_var", 1e-3, 1e5),),
     in_study=True,
     design_keys=("q_var", "r_var"),
-    finish=finish_gain,
+    finish=_finish,
     default=True,
 )
 registry.register(SPEC)
