@@ -282,8 +282,8 @@ def collision_impacts(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    palette = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:olive", "tab:purple")
-    colours = dict(zip(free_ratio, palette))
+    palette = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:olive", "tab:purple", "tab:brown", "tab:cyan")
+    colours = {obs: palette[i % len(palette)] for i, obs in enumerate(free_ratio)}  # any number of observers
     fig = plt.figure(figsize=(11, 2.4 * (len(impacts) + 1) + 0.4))
     grid = fig.add_gridspec(len(impacts) + 1, 2)
     top = fig.add_subplot(grid[0, :])

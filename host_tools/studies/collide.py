@@ -1,7 +1,10 @@
 """`manipgen collide`: the collision-detection scenario of seed 001 §IV on the loopback, for every
 residual the pipeline can generate -- the momentum observer, the model-adaptive observer and the
 direct method, the last two once with the Kalman estimator's qd, qdd (encoders only) and once with
-the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption).
+the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption), and fed by the ``imu``
+estimator reading simulated IMUs (``*_imu``: one BMI055 per link, the description's ``imus:``;
+``*_imu_tip``: one at the tip frame; host_tools.bindings.imu_sensors: the same sensors throughout,
+a new noise sequence every run).
 
 The controller's (and observers') model is the description's with every inertial (link) parameter
 scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact unless
