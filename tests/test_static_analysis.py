@@ -82,6 +82,10 @@ VARIANTS = {
         "double",
         RtOptions(estimator=parse_estimator("kalman"), observer="direct_measured"),
     ),
+    # the imu estimator and the loopback's simulated IMUs (planar2: the iiwa's seven IMUs make a step
+    # the analyzers take minutes over, with the same code shape)
+    "planar2-imu-float": ("planar2", "float", RtOptions(estimator=parse_estimator("imu"), observer="adaptive")),
+    "planar2-imu-tip": ("planar2", "double", RtOptions(estimator=parse_estimator("imu:tip=1"))),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),
     "planar2-lsf-constant": (

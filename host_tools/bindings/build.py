@@ -27,7 +27,10 @@ import cffi
 
 from codegen.emit.host import HOST_FOLDER
 
-CFLAGS = ("-std=c99", "-O2")
+# -fno-var-tracking-assignments: the debug information Python's distutils asks for (-g) on a
+# generated step of thousands of lines makes gcc print a note ("variable tracking size limit
+# exceeded") that reads like trouble to a user; the code is the same without it
+CFLAGS = ("-std=c99", "-O2", "-fno-var-tracking-assignments")
 # AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow too), aborting at the first
 # report: the fuzz tests' build. The process must preload the ASan runtime (sanitizer_preload()).
 SANITIZE = (

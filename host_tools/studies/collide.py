@@ -147,6 +147,11 @@ def filtered_step(
     return out
 
 
+def milliseconds(samples: int, ts: float) -> float:
+    """A whole number of samples in ms, without the binary fraction's tail (9, not 9.000000000000002)."""
+    return round(float(samples * ts * 1e3), 9)
+
+
 def any_above(out: dict[str, np.ndarray]) -> np.ndarray:
     """Per sample: some joint's |r| above its threshold (the detection before debounce and latch)."""
     return np.asarray(np.any(out["above"] != 0, axis=1), dtype=bool)
@@ -296,7 +301,7 @@ def scenario(
                 run = _after(rt, learned, collided, true, tau_ext=ext)
                 ke = int(round(e / ts))
                 hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-                found.append(float(hits[0] * ts * 1e3) if hits.size else None)
+                found.append(milliseconds(hits[0], ts) if hits.size else None)
                 if e == s.events[0]:
                     sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
                     arrays["runs"][(obs, cutoff)] = (
@@ -311,7 +316,7 @@ def scenario(
             run = _after(rt, learned, collided, true, contact=contact)
             ke = int(round(contact.start / ts))
             hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-            impact_delays[f"{speed:.3g}"] = float(hits[0] * ts * 1e3) if hits.size else None
+            impact_delays[f"{speed:.3g}"] = milliseconds(hits[0], ts) if hits.size else None
             sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
             q = run.log.extra["q_true"][sl]
             label = f"{speed:.3g} m/s"

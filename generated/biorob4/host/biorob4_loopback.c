@@ -312,6 +312,8 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      real_t *q_true, real_t *qd_true, real_t *qdd_true,
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     /* without IMUs imu_read is unused (NULL), but the signature is the same for every
+                        robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      const real_t *imu_noise, real_t *imu_read, biorob4_rt_output_t *out)
 {
     biorob4_rt_input_t in;

@@ -504,6 +504,8 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     /* without IMUs imu_read is unused (NULL), but the signature is the same for every
+                        robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      const real_t *imu_noise, real_t *imu_read, franka_panda_rt_output_t *out)
 {
     franka_panda_rt_input_t in;

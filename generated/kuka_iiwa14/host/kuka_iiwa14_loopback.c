@@ -468,6 +468,8 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     /* without IMUs imu_read is unused (NULL), but the signature is the same for every
+                        robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      const real_t *imu_noise, real_t *imu_read, kuka_iiwa14_rt_output_t *out)
 {
     kuka_iiwa14_rt_input_t in;

@@ -410,6 +410,8 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     /* without IMUs imu_read is unused (NULL), but the signature is the same for every
+                        robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      const real_t *imu_noise, real_t *imu_read, schunk_lwa4p_rt_output_t *out)
 {
     schunk_lwa4p_rt_input_t in;

@@ -449,6 +449,8 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                         every robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      real_t *theta_true, real_t *thetad_true,
                      real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     /* without IMUs imu_read is unused (NULL), but the signature is the same for every
+                        robot: NOLINTNEXTLINE(readability-non-const-parameter) */
                      const real_t *imu_noise, real_t *imu_read, ur5_rt_output_t *out)
 {
     ur5_rt_input_t in;
