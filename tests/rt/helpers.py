@@ -22,6 +22,8 @@ ESTIMATORS = (
     "linhg",
     "nlhg",
     "slimod",
+    "imu",
+    "imu:tip=1",
 )
 STEP_KEYS = ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
 

@@ -26,6 +26,8 @@ ESTIMATORS = (
     "linhg",
     "nlhg",
     "slimod",
+    "imu",
+    "imu:tip=1",
 )
 DOUBLE_MATH = {"sin", "cos", "tan", "sqrt", "tanh", "exp", "log", "pow", "fabs", "fmin", "fmax", "sincos", "floor"}
 
