@@ -26,6 +26,7 @@ from typing import Any
 import cffi
 
 from codegen.emit.host import HOST_FOLDER
+from codegen.resources import resource_dir
 
 # -fno-var-tracking-assignments: the debug information Python's distutils asks for (-g) on a
 # generated step of thousands of lines makes gcc print a note ("variable tracking size limit
@@ -167,6 +168,25 @@ def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[
                 built = Path(ffi.compile(tmpdir=str(out), verbose=False))
             found = [built]
         return _import(name, found[0]), manifest
+
+
+def build_runtime(filename: str, declarations: str) -> Any:
+    """Compile (or reuse) one of runtime/'s host helpers, ``filename``, whose functions
+    ``declarations`` declares (a cdef); returns its cffi ``lib``. Cached like ``build``."""
+    source = (resource_dir("runtime") / filename).read_text()
+    digest = hashlib.sha256("\0".join([source, declarations, " ".join(CFLAGS), sys.version]).encode()).hexdigest()[:16]
+    name = f"_manipgen_{Path(filename).stem}_{digest}"
+    out = cache_root() / "modules" / digest
+    with locked(cache_root() / "locks" / f"{digest}.lock"):
+        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
+        if not found:
+            ffi = cffi.FFI()
+            ffi.cdef(declarations)
+            ffi.set_source(name, source, extra_compile_args=list(CFLAGS))
+            out.mkdir(parents=True, exist_ok=True)
+            with _COMPILING:
+                found = [Path(ffi.compile(tmpdir=str(out), verbose=False))]
+        return _import(name, found[0]).lib
 
 
 def sanitizer_preload(cc: str = "gcc") -> str:

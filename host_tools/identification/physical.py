@@ -16,9 +16,11 @@ Gram form |tau|^2 - 2 b^T pi_e + pi_e^T A pi_e, so its cost does not grow with t
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import casadi as cs
 import numpy as np
@@ -88,10 +90,13 @@ def _inertia_of(ell: list[cs.SX]) -> cs.SX:
 def physical_of(x: cs.SX, robot: Robot) -> tuple[cs.SX, cs.SX]:
     """From the decision vector (per link m, c, L, joint parameters): mu (per link m, c, the six
     I_C entries, joint parameters) and pi(mu) (the standard order, parallel-axis theorem)."""
-    n_joint = len(_joint_params(robot))
+    return _physical(x, robot.dof, len(_joint_params(robot)))
+
+
+def _physical(x: cs.SX, dof: int, n_joint: int) -> tuple[cs.SX, cs.SX]:
     mu, pi = [], []
     k = 0
-    for _ in robot.joints:
+    for _ in range(dof):
         m, c = x[k], x[k + 1 : k + 4]
         i_c = _inertia_of([x[k + 4 + i] for i in range(6)])
         _, h, i_o = transform_inertial_cs(m, cs.SX.zeros(3), i_c, cs.SX.eye(3), c)
@@ -100,6 +105,50 @@ def physical_of(x: cs.SX, robot: Robot) -> tuple[cs.SX, cs.SX]:
         pi += [m, h[0], h[1], h[2], i_o[0, 0], i_o[0, 1], i_o[0, 2], i_o[1, 1], i_o[1, 2], i_o[2, 2], *joint]
         k += 10 + n_joint
     return cs.vertcat(*mu), cs.vertcat(*pi)
+
+
+_SOLVING = threading.Lock()  # the cached solvers are shared: one multi-start at a time per process
+
+
+@lru_cache(maxsize=4)
+def _problem(
+    dof: int,
+    joint_params: tuple[str, ...],
+    k_bytes: bytes,
+    k_shape: tuple[int, int],
+    kept: tuple[int, ...],
+    max_iter: int,
+) -> tuple[cs.Function, cs.Function]:
+    """IPOPT on seed 004 Table 1's problem for one robot structure and essential set, and x -> (mu,
+    pi): built once per process (0.1 s each) and reused for every fit of the same structure -- the
+    description model's and the friction terms' (the data enter as the parameter p = [vec(A), b,
+    |tau|^2, scale] of the Gram form scale (|tau|^2 - 2 b'pi_e + pi_e' A pi_e)). Shared: its
+    callers hold _SOLVING."""
+    k_base = np.frombuffer(k_bytes).reshape(k_shape)
+    n_joint = len(joint_params)
+    x = cs.SX.sym("x", dof * (10 + n_joint))
+    mu, pi = _physical(x, dof, n_joint)
+    pi_e = cs.mtimes(cs.DM(k_base[list(kept)]), pi)
+    n_e = len(kept)
+    p = cs.SX.sym("p", n_e * n_e + n_e + 2)
+    a, b, tt, scale = cs.reshape(p[: n_e * n_e], n_e, n_e), p[n_e * n_e : n_e * n_e + n_e], p[-2], p[-1]
+    f = scale * (tt - 2 * cs.dot(b, pi_e) + cs.dot(pi_e, cs.mtimes(a, pi_e)))
+    eliminated = [i for i in range(k_shape[0]) if i not in set(kept)]
+    stride = 10 + n_joint
+    g = cs.vertcat(sum(x[j * stride] for j in range(dof)), cs.mtimes(cs.DM(k_base[eliminated]), pi))
+    solver = cs.nlpsol(
+        "physical",
+        "ipopt",
+        {"x": x, "p": p, "f": f, "g": g},
+        {
+            "ipopt.max_iter": max_iter,
+            "ipopt.print_level": 0,
+            "ipopt.sb": "yes",
+            "print_time": False,
+            "ipopt.tol": 1e-10,
+        },
+    )
+    return solver, cs.Function("mu_pi", [x], [mu, pi])
 
 
 def bounds(robot: Robot, settings: PhysicalSettings) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -149,9 +198,6 @@ def retrieve(
     solution, e.g. without the extra columns) instead of the random multi-start."""
     t_start = time.perf_counter()
     names, lo, hi = bounds(robot, settings)
-    x = cs.SX.sym("x", len(lo))
-    mu, pi = physical_of(x, robot)
-    pi_e = cs.mtimes(cs.DM(k_base[kept]), pi)
     t = np.asarray(tau, float).reshape(-1)
     a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
     if extra is not None:  # Gram form of the projected problem: subtract the extra columns' part
@@ -159,7 +205,6 @@ def retrieve(
         xy = extra.T @ np.column_stack([y_e, t])
         a, b, tt = a - xy[:, :-1].T @ g[:, :-1], b - xy[:, :-1].T @ g[:, -1], tt - float(xy[:, -1] @ g[:, -1])
     scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
-    f = scale * (tt - 2 * cs.dot(cs.DM(b), pi_e) + cs.dot(pi_e, cs.mtimes(cs.DM(a), pi_e)))
     stride = 10 + len(_joint_params(robot))
     total = float(sum(robot.standard_parameters()[j * stride] for j in range(robot.dof)))
     eliminated = [i for i in range(k_base.shape[0]) if i not in set(kept)]
@@ -168,28 +213,64 @@ def retrieve(
         if eliminated_range is not None
         else (np.full(len(eliminated), -0.01), np.full(len(eliminated), 0.01))
     )
-    g = cs.vertcat(sum(x[j * stride] for j in range(robot.dof)), cs.mtimes(cs.DM(k_base[eliminated]), pi))
     lbg = np.r_[settings.mass_range[0] * total, e_lo]
     ubg = np.r_[settings.mass_range[1] * total, e_hi]
-    solver = cs.nlpsol(
-        "physical",
-        "ipopt",
-        {"x": x, "f": f, "g": g},
-        {
-            "ipopt.max_iter": settings.max_iter,
-            "ipopt.print_level": 0,
-            "ipopt.sb": "yes",
-            "print_time": False,
-            "ipopt.tol": 1e-10,
-        },
+    solver, evaluate = _problem(
+        robot.dof,
+        tuple(_joint_params(robot)),
+        np.ascontiguousarray(k_base, float).tobytes(),
+        k_base.shape,
+        tuple(kept),
+        settings.max_iter,
     )
+    p = np.r_[a.ravel(order="F"), b, tt, scale]
+    with _SOLVING:
+        best, starts = _multi_start(solver, p, lo, hi, lbg, ubg, settings, start, progress)
+    if best is None:
+        raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
+    x_best = np.clip(best[1], lo, hi)
+    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
+    r_base = t - y_e @ beta_e
+    coefficients = np.zeros(0)
+    if extra is not None:
+        coefficients, *_ = np.linalg.lstsq(extra, t - y_e @ (k_base[kept] @ pi_v), rcond=None)
+        # the unconstrained fit of the essential and the extra columns together
+        both = np.column_stack([y_e, extra])
+        r_base = t - both @ np.linalg.lstsq(both, t, rcond=None)[0]
+    return PhysicalResult(
+        mu_v,
+        names,
+        pi_v,
+        best[0],
+        float(np.sqrt(r_base @ r_base)),
+        starts,
+        time.perf_counter() - t_start,
+        x_best,
+        np.asarray(coefficients, float),
+    )
+
+
+def _multi_start(
+    solver: cs.Function,
+    p: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    lbg: np.ndarray,
+    ubg: np.ndarray,
+    settings: PhysicalSettings,
+    start: np.ndarray | None,
+    progress: Callable[[int, int, float], None] | None,
+) -> tuple[tuple[float, np.ndarray] | None, list[dict[str, float | str]]]:
+    """seed 004 Table 1 lines 3-9: IPOPT from random starts in the box (or from ``start`` once),
+    until ``settings.agreeing`` feasible starts agree; returns (best objective and x, the starts)."""
+    scale = float(p[-1])
     rng = np.random.default_rng(settings.seed)
     best: tuple[float, np.ndarray] | None = None
     starts: list[dict[str, float | str]] = []
     for k in range(settings.starts if start is None else 1):
         t0 = time.perf_counter()
         x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo)) if start is None else start  # seed 004 Table 1 line 4
-        sol = solver(x0=x0, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
+        sol = solver(x0=x0, p=p, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         xs = np.array(sol["x"]).ravel()
         gv = np.array(sol["g"]).ravel()
         # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor): an absolute 1e-9 rejected every
@@ -219,26 +300,4 @@ def retrieve(
                 break
         if progress is not None:
             progress(k + 1, settings.starts, float("nan") if best is None else best[0])
-    if best is None:
-        raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
-    evaluate = cs.Function("mu_pi", [x], [mu, pi])
-    x_best = np.clip(best[1], lo, hi)
-    mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
-    r_base = t - y_e @ beta_e
-    coefficients = np.zeros(0)
-    if extra is not None:
-        coefficients, *_ = np.linalg.lstsq(extra, t - y_e @ (k_base[kept] @ pi_v), rcond=None)
-        # the unconstrained fit of the essential and the extra columns together
-        both = np.column_stack([y_e, extra])
-        r_base = t - both @ np.linalg.lstsq(both, t, rcond=None)[0]
-    return PhysicalResult(
-        mu_v,
-        names,
-        pi_v,
-        best[0],
-        float(np.sqrt(r_base @ r_base)),
-        starts,
-        time.perf_counter() - t_start,
-        x_best,
-        np.asarray(coefficients, float),
-    )
+    return best, starts

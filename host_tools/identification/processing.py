@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import signal
+
+from host_tools.identification.zero_phase import butter_sos, sosfiltfilt
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,14 @@ def lowpass(x: np.ndarray, cutoff: float, fs: float, order: int = 4) -> np.ndarr
     """Zero-phase Butterworth low-pass (forward and backward: order 2 x ``order``, no lag)."""
     if not 0 < cutoff < fs / 2:
         raise ValueError(f"cut-off {cutoff:g} Hz must be in (0, {fs / 2:g}) (Nyquist at {fs:g} Hz)")
-    sos = signal.butter(order, cutoff, fs=fs, output="sos")
-    return np.asarray(signal.sosfiltfilt(sos, np.asarray(x, float), axis=0))
+    x = np.asarray(x, float)
+    flat = x.reshape(len(x), -1)
+    # a column that is zero throughout stays zero (a linear filter from rest): an observation
+    # matrix's columns are half zeros (a link's parameters act on the joints before it only)
+    live = np.flatnonzero(np.any(flat != 0.0, axis=0))
+    out = np.zeros_like(flat)
+    out[:, live] = sosfiltfilt(butter_sos(order, cutoff, fs), flat[:, live])
+    return out.reshape(x.shape)
 
 
 def central_derivatives(q: np.ndarray, ts: float) -> tuple[np.ndarray, np.ndarray]:
