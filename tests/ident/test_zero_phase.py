@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import signal
 
+from codegen.resources import resource_dir
 from host_tools.identification.processing import lowpass
 from host_tools.identification.zero_phase import butter_sos, sosfiltfilt
+from tests.rt.test_rt_c import STRICT
+from tests.tooling import require_tool
 
 EPS = np.finfo(float).eps
 
@@ -65,3 +69,14 @@ def test_identify_does_not_import_scipy_signal() -> None:
     code = "import sys, host_tools.cli.identify, host_tools.cli.identify_report; print('scipy.signal' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_the_section_kernel_is_strict_c99(cc: str, tmp_path: Path) -> None:
+    """runtime/manipgen_sos_filter.c under the generated C's rules: C99, warnings as errors, no heap."""
+    compiler = require_tool(cc)
+    source = resource_dir("runtime") / "manipgen_sos_filter.c"
+    obj = tmp_path / "k.o"
+    subprocess.run([compiler, *STRICT, "-c", str(source), "-o", str(obj)], check=True, capture_output=True)
+    symbols = subprocess.run(["nm", "-u", str(obj)], check=True, capture_output=True, text=True).stdout.split()
+    assert not {"malloc", "calloc", "realloc", "free"} & set(symbols)
