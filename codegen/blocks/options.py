@@ -112,6 +112,26 @@ class RtOptions:
         )
 
 
+def parse_label(label: str) -> RtOptions:
+    """The inverse of :attr:`RtOptions.label` ("kalman + momentum + computed_torque", "lsf:n=4,p=1 +
+    ... (constant parameters) @ 0.004 s"): the pipeline a saved config names."""
+    text, at, period = label.partition(" @ ")
+    sample_period = None
+    if at:
+        if not period.endswith(" s"):
+            raise OptionError(f"pipeline {label!r}: expected '... @ <seconds> s'")
+        try:
+            sample_period = float(period[:-2])
+        except ValueError:
+            raise OptionError(f"pipeline {label!r}: {period!r} is not a sample period") from None
+    constant = text.endswith(" (constant parameters)")
+    text = text.removesuffix(" (constant parameters)")
+    parts = [part.strip() for part in text.split(" + ")]
+    if len(parts) != 3:
+        raise OptionError(f"pipeline {label!r}: expected 'estimator + observer + controller'")
+    return RtOptions(parse_estimator(parts[0]), parts[1], parts[2], constant, sample_period)
+
+
 def rt_options_from_dict(d: dict[str, Any]) -> RtOptions:
     """The inverse of :meth:`RtOptions.as_dict` (checked like any other options)."""
     return RtOptions(

@@ -13,6 +13,7 @@ import numpy as np
 
 from codegen.blocks.base import Block, Field, Fn
 from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
+from codegen.emit.config import config_initializer, layout_id
 from codegen.emit.cprint import Precision, body, literal
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
@@ -30,19 +31,6 @@ class Struct:
     name: str  # C typedef name
     doc: str
     members: tuple[tuple[str, str], ...]  # (declaration, doc)
-
-
-def _initializer(f: Field, precision: Precision) -> str:
-    a = f.default_array()
-
-    def lit(v: Any) -> str:
-        return literal(float(v), precision) if f.ctype == "real" else str(int(v))
-
-    if not f.shape:
-        return lit(a)
-    if len(f.shape) == 1:
-        return "{" + ", ".join(lit(v) for v in a) + "}"
-    return "{" + ", ".join("{" + ", ".join(lit(v) for v in row) + "}" for row in a) + "}"
 
 
 def _template_name(b: Block) -> str:
@@ -193,12 +181,8 @@ class RtEmitter:
         )
         return out
 
-    def default_config(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        return [
-            (b.kind, [(f.name, _initializer(f, self.precision)) for f in b.config])
-            for b in self.pipe.blocks
-            if b.config
-        ]
+    def config_blocks(self) -> list[tuple[str, list[Field]]]:
+        return [(b.kind, list(b.config)) for b in self.pipe.blocks]
 
     def finite_checks(self, space: str, fields: list[Field]) -> list[dict[str, Any]]:
         """The real fields of in/out as (C pointer, count) for mg_finite (the numeric-fault test)."""
@@ -225,7 +209,8 @@ class RtEmitter:
             blocks=blocks,
             structs=self.structs(real),
             functions=functions,
-            default_config=self.default_config(),
+            default_config=config_initializer(self.config_blocks(), self.precision),
+            config_layout=layout_id(self.config_blocks(), self.precision),
             call=self.call,
             options=self.pipe.options,
             label=self.pipe.options.label,
@@ -279,6 +264,7 @@ class RtEmitter:
             ],
             "inputs": fl(pipe.inputs),
             "outputs": fl(pipe.outputs),
+            "config_layout": layout_id(self.config_blocks(), self.precision),
             "default_config": {
                 f"{b.kind}.{f.name}": np.asarray(f.default_array(), float).ravel().tolist()
                 for b in pipe.blocks

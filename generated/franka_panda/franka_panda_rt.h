@@ -165,6 +165,9 @@ extern "C" {
 #define FRANKA_PANDA_RT_SAMPLE_PERIOD 0.001
 /** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
 #define FRANKA_PANDA_RT_INPUT_LIMIT 1000000.0
+/** Identifies the layout of franka_panda_rt_config_t (blocks, fields, types, real type): a config
+ *  exported by manipgen export-config checks it at compile time. */
+#define FRANKA_PANDA_RT_CONFIG_LAYOUT 0xFB90F66FUL
 
 /** Run-time config of the params block. */
 typedef struct {

@@ -165,6 +165,9 @@ extern "C" {
 #define PLANAR2_RT_SAMPLE_PERIOD 0.001
 /** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
 #define PLANAR2_RT_INPUT_LIMIT 1000000.0
+/** Identifies the layout of planar2_rt_config_t (blocks, fields, types, real type): a config
+ *  exported by manipgen export-config checks it at compile time. */
+#define PLANAR2_RT_CONFIG_LAYOUT 0x42127F20UL
 
 /** Run-time config of the params block. */
 typedef struct {

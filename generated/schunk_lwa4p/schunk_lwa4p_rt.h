@@ -162,6 +162,9 @@ extern "C" {
 #define SCHUNK_LWA4P_RT_SAMPLE_PERIOD 0.004
 /** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
 #define SCHUNK_LWA4P_RT_INPUT_LIMIT 1000000.0
+/** Identifies the layout of schunk_lwa4p_rt_config_t (blocks, fields, types, real type): a config
+ *  exported by manipgen export-config checks it at compile time. */
+#define SCHUNK_LWA4P_RT_CONFIG_LAYOUT 0x41D4D168UL
 
 /** Run-time config of the params block. */
 typedef struct {

@@ -165,6 +165,9 @@ extern "C" {
 #define UR5_RT_SAMPLE_PERIOD 0.001
 /** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
 #define UR5_RT_INPUT_LIMIT 1000000.0
+/** Identifies the layout of ur5_rt_config_t (blocks, fields, types, real type): a config
+ *  exported by manipgen export-config checks it at compile time. */
+#define UR5_RT_CONFIG_LAYOUT 0x37B800E9UL
 
 /** Run-time config of the params block. */
 typedef struct {

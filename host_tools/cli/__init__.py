@@ -23,6 +23,7 @@ COMMANDS = {
     "collide": "collide",
     "elastic": "elastic",
     "target": "target",
+    "export-config": "export_config",
 }
 
 
