@@ -124,7 +124,7 @@ def build(
                 "reaction",
                 "uint8",
                 (),
-                "0 none, 1 stop, 2 reflex (seed 003 §5.4)",
+                "MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4)",
                 (float(reaction),),
                 choices=(0.0, 1.0, 2.0),
             ),

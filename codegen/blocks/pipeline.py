@@ -100,8 +100,8 @@ class Pipeline:
                         "fault",
                         "uint8",
                         (),
-                        "numeric fault this sample: 1 a non-finite input, 2 a "
-                        "non-finite result; the blocks restarted (header: Numeric faults)",
+                        "numeric fault this sample: MG_FAULT_NONE, MG_FAULT_INPUT (a non-finite input) or "
+                        "MG_FAULT_NUMERIC (a non-finite result); the blocks restarted (header: Numeric faults)",
                     )
                 )
             if b.kind == "est":

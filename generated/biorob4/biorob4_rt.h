@@ -14,14 +14,15 @@
  * All state lives in the caller's biorob4_rt_t (no heap, no globals): instances are independent.
  *
  * Numeric faults. A step whose real inputs (torques, desired trajectory) are not all finite and
- * within +-BIOROB4_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = 1. A step raises
- * out.fault = 2 if the config holds a non-finite real value (checked by _rt_configure; every step
+ * within +-BIOROB4_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = MG_FAULT_INPUT.
+ * A step raises out.fault = MG_FAULT_NUMERIC if the config holds a non-finite real value (checked by _rt_configure; every step
  * faults until a finite config is configured), if the encoder scaling makes q or theta non-finite,
  * or if its outputs would not all be finite (overflow from huge inputs or extreme gains). Either way
  * the step restarts the blocks as biorob4_rt_init does -- keeping the configuration, the encoders'
  * unwrapping and lost-sample counters and the step count -- and returns as while waiting: out.ready
  * = 0, every output 0 except the lost-sample counters and q and theta (those when finite). No torque
- * command goes out and a latched collision reaction is cleared: treat fault != 0 as a stop. The
+ * command goes out and a latched collision reaction is cleared: treat any fault but MG_FAULT_NONE
+ * as a stop. The
  * next step with sane inputs starts the blocks again from the measured position (out.ready = 1),
  * as after init. Outputs are therefore always finite. Integer config fields are taken as the
  * description's ranges say (enc.bits outside 2..32 counts as 32; det.debounce < 1 as 1).
@@ -165,11 +166,27 @@ extern "C" {
 
 /** Sample period the pipeline was generated for (s): estimator discretisations depend on it. */
 #define BIOROB4_RT_SAMPLE_PERIOD 0.001
-/** A real input beyond +- this (SI units) is a numeric fault (out.fault = 1; see above). */
+/** A real input beyond +- this (SI units) is a numeric fault (out.fault = MG_FAULT_INPUT; see above). */
 #define BIOROB4_RT_INPUT_LIMIT 1000000.0
 /** Identifies the layout of biorob4_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
 #define BIOROB4_RT_CONFIG_LAYOUT 0x104EF1A8UL
+
+#ifndef MANIPGEN_RT_CODES
+#define MANIPGEN_RT_CODES
+/** out.fault: none this sample. */
+#define MG_FAULT_NONE 0U
+/** out.fault: a real input is not finite or beyond the input limit. */
+#define MG_FAULT_INPUT 1U
+/** out.fault: a config value, the encoder scaling or a result is not finite. */
+#define MG_FAULT_NUMERIC 2U
+/** cfg.det.reaction: flag the collision only. */
+#define MG_REACTION_NONE 0U
+/** cfg.det.reaction: hold the position where the collision was detected. */
+#define MG_REACTION_STOP 1U
+/** cfg.det.reaction: the reflex, moving along the residual's direction (seed 003 section 5.4). */
+#define MG_REACTION_REFLEX 2U
+#endif
 
 /** Run-time config of the params block. */
 typedef struct {
@@ -220,7 +237,7 @@ typedef struct {
     biorob4_real_t vs[4];  /**< velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs */
     biorob4_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[4];  /**< samples above threshold before a detection (>= 1) */
-    uint8_t reaction;  /**< 0 none, 1 stop, 2 reflex (seed 003 §5.4) */
+    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4) */
     biorob4_real_t k_r[4];  /**< reflex gain K_R (rad/s per N m) */
     int32_t window;  /**< samples after the detection during which the isolated link may still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is best right after the impact) */
 } biorob4_rt_det_config_t;
@@ -345,7 +362,7 @@ typedef struct {
     uint32_t faults[4];  /**< lost samples so far, per joint */
     uint32_t motor_faults[4];  /**< lost second-encoder samples so far, per joint */
     uint8_t ready;  /**< 0 until every joint has delivered a valid sample (an elastic arm: on both encoders) (the blocks start then; until then only q, theta and the fault counters are set) */
-    uint8_t fault;  /**< numeric fault this sample: 1 a non-finite input, 2 a non-finite result; the blocks restarted (header: Numeric faults) */
+    uint8_t fault;  /**< numeric fault this sample: MG_FAULT_NONE, MG_FAULT_INPUT (a non-finite input) or MG_FAULT_NUMERIC (a non-finite result); the blocks restarted (header: Numeric faults) */
     biorob4_real_t q_hat[4];  /**< estimated position (rad or m) */
     biorob4_real_t qd_hat[4];  /**< estimated velocity (rad/s or m/s) */
     biorob4_real_t qdd_hat[4];  /**< estimated acceleration where the estimator gives it, else 0 */

@@ -1006,12 +1006,12 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             out->ready = 0u;
         }
     }
-    out->fault = planar2_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)
+    out->fault = planar2_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)
                                               && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX)))) {
-        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
+        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
-    if (out->fault) {  /* restart, wait for finite inputs and results */
+    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         planar2_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX) && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX))) {
@@ -1111,11 +1111,11 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == 1u) {
+        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == 2u) {
+        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[2];
                 planar2_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
@@ -1134,7 +1134,7 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     rt->first = 0u;
     if (!planar2_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         planar2_rt_restart(rt);
-        out->fault = 2u;
+        out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
         memset(&out->q_hat, 0, sizeof out->q_hat);
         memset(&out->qd_hat, 0, sizeof out->qd_hat);

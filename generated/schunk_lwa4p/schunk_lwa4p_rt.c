@@ -5331,12 +5331,12 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             out->ready = 0u;
         }
     }
-    out->fault = schunk_lwa4p_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX)
+    out->fault = schunk_lwa4p_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX)
                                               && mg_bounded(out->theta, SCHUNK_LWA4P_DOF, DBL_MAX)))) {
-        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
+        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
-    if (out->fault) {  /* restart, wait for finite inputs and results */
+    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         schunk_lwa4p_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX) && mg_bounded(out->theta, SCHUNK_LWA4P_DOF, DBL_MAX))) {
@@ -5438,11 +5438,11 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == 1u) {
+        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == 2u) {
+        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[6];
                 schunk_lwa4p_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
@@ -5461,7 +5461,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     rt->first = 0u;
     if (!schunk_lwa4p_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         schunk_lwa4p_rt_restart(rt);
-        out->fault = 2u;
+        out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
         memset(&out->q_hat, 0, sizeof out->q_hat);
         memset(&out->qd_hat, 0, sizeof out->qd_hat);

@@ -5404,12 +5404,12 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
             out->ready = 0u;
         }
     }
-    out->fault = ur5_rt_inputs_finite(in) ? 0u : 1u;
-    if (!out->fault && (rt->config_fault || !(mg_bounded(out->q, UR5_DOF, DBL_MAX)
+    out->fault = ur5_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, UR5_DOF, DBL_MAX)
                                               && mg_bounded(out->theta, UR5_DOF, DBL_MAX)))) {
-        out->fault = 2u;  /* a non-finite config value, or its encoder scaling overflows */
+        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
-    if (out->fault) {  /* restart, wait for finite inputs and results */
+    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         ur5_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, UR5_DOF, DBL_MAX) && mg_bounded(out->theta, UR5_DOF, DBL_MAX))) {
@@ -5509,11 +5509,11 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == 1u) {
+        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == 2u) {
+        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[6];
                 ur5_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
@@ -5532,7 +5532,7 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
     rt->first = 0u;
     if (!ur5_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         ur5_rt_restart(rt);
-        out->fault = 2u;
+        out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
         memset(&out->q_hat, 0, sizeof out->q_hat);
         memset(&out->qd_hat, 0, sizeof out->qd_hat);
