@@ -51,7 +51,7 @@ class RtEmitter:
     def c_ref(self, binding: str) -> str:
         space, _, rest = binding.partition(".")
         if space == "cfg":
-            expr = f"rt->cfg.{rest}"
+            expr = f"rt->cfg->{rest}"
         elif space == "st":
             expr = f"rt->{rest}"
         elif space == "in":
@@ -134,8 +134,11 @@ class RtEmitter:
         out.append(
             Struct(
                 f"{p}_rt_config_t",
-                "Run-time configuration: gains, thresholds, limits, model "
-                "parameters. Change it and call _rt_configure (keeps the state) or _rt_init.",
+                "Run-time configuration: gains, thresholds, limits, model parameters. An instance "
+                "reads the config it was given (no copy): it may be const, in flash. Every field "
+                "is the caller's to set, within the ranges its comment gives, but a config in use "
+                "changes only between steps and is then handed to _rt_configure again (derived "
+                "values, the finiteness check).",
                 tuple(cfg_members),
             )
         )
@@ -147,14 +150,20 @@ class RtEmitter:
                 )
                 rt_members.append((f"{name} {b.kind};", b.name))
         rt_members = (
-            [(f"{p}_rt_config_t cfg;", "the configuration in use (a copy)")]
+            [
+                (
+                    f"const {p}_rt_config_t *cfg;",
+                    "the configuration in use: the caller's (_rt_init, _rt_configure); it must outlive "
+                    "the instance's use",
+                )
+            ]
             + rt_members
             + [
                 ("uint8_t first;", "1 until the first step has initialised the blocks"),
                 (
                     "uint8_t config_fault;",
                     "1 if the config in use has a non-finite real value: every step then "
-                    "faults (out.fault = 2) until a finite config is configured",
+                    "faults (out.fault = MG_FAULT_NUMERIC) until a finite config is configured",
                 ),
                 ("uint32_t steps;", "samples processed since init (wraps)"),
             ]
@@ -162,8 +171,9 @@ class RtEmitter:
         out.append(
             Struct(
                 f"{p}_rt_t",
-                "One pipeline instance: configuration copy, state and workspaces. "
-                "Caller-owned; no pointers inside, so it may be copied.",
+                "One pipeline instance: a pointer to its configuration, state and workspaces. "
+                "Caller-owned; read-only for the caller (outputs come in _rt_output_t); a copy is "
+                "an independent instance with the same configuration.",
                 tuple(rt_members),
             )
         )
@@ -222,7 +232,7 @@ class RtEmitter:
             finite_inputs=self.finite_checks("in", self.pipe.inputs),
             finite_outputs=self.finite_checks("out", self.pipe.outputs),
             finite_config=[
-                {"ref": self.c_ref(k).replace("rt->cfg.", "cfg->"), "size": f.size}
+                {"ref": self.c_ref(k).replace("rt->cfg->", "cfg->"), "size": f.size}
                 for k, f in self.fields.items()
                 if k.startswith("cfg.") and f.ctype == "real"
             ],

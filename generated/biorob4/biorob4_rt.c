@@ -2932,17 +2932,16 @@ static int biorob4_rt_config_finite(const biorob4_rt_config_t *cfg)
 
 void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 {
-    rt->cfg = *cfg;
+    rt->cfg = cfg;
     rt->config_fault = biorob4_rt_config_finite(cfg) ? 0u : 1u;
-    biorob4_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
-    biorob4_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    biorob4_rt_model_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
+    biorob4_rt_enc_encoder_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
 
 void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 {
-    biorob4_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    biorob4_rt_configure(rt, &copy);
+    biorob4_rt_configure(rt, cfg);
     rt->first = 1u;
 }
 
@@ -2958,7 +2957,7 @@ static void biorob4_rt_restart(biorob4_rt_t *rt)
     memset(&rt->det, 0, sizeof rt->det);
     memset(&rt->ctl, 0, sizeof rt->ctl);
     rt->first = 1u;
-    biorob4_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
+    biorob4_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-BIOROB4_RT_INPUT_LIMIT */
@@ -2996,7 +2995,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     /* --- enc: encoder --- */
     for (i = 0; i < BIOROB4_DOF; ++i) {
         if (in->valid[i]) {
-            mg_unwrap(in->counts[i], rt->cfg.enc.bits[i], rt->cfg.enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -3004,11 +3003,11 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
-            mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
+        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
-        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
@@ -3016,8 +3015,8 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         out->faults[i] = rt->enc.faults[i];
         out->motor_faults[i] = rt->enc.motor_faults[i];
     }
-    biorob4_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
-    biorob4_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
+    biorob4_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
+    biorob4_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < BIOROB4_DOF; ++i) {
@@ -3090,7 +3089,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         real_t tmp0[4];
         real_t tmp1[4];
         real_t tmp2[4];
-        biorob4_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg.fric.fd, rt->cfg.fric.dahl_length, rt->cfg.fric.fl, rt->cfg.fric.load_dahl_length, rt->cfg.fric.fs, rt->cfg.fric.stribeck_velocity, rt->model.pi, rt->cfg.model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
+        biorob4_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
         memcpy(rt->fric.z, tmp0, sizeof tmp0);
         memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
         memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
@@ -3101,7 +3100,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     {
         real_t tmp1[4];
         real_t tmp2[4];
-        biorob4_rt_obs_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, rt->cfg.obs.k_e, rt->cfg.obs.d_e, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->cfg.model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
+        biorob4_rt_obs_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, rt->cfg->obs.k_e, rt->cfg->obs.d_e, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->cfg->model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
         memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
@@ -3124,8 +3123,8 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        biorob4_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
-        fired = mg_detect(BIOROB4_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
+        biorob4_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        fired = mg_detect(BIOROB4_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {
             rt->det.collision = 1u;
@@ -3137,21 +3136,21 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg.det.window) {
+            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
+        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
+        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[4];
-                biorob4_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
+                biorob4_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
                 memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
             memset(out->qdd_d, 0, sizeof out->qdd_d);
@@ -3162,7 +3161,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     /* --- ctl: state_feedback --- */
     {
         real_t tmp0[4];
-        biorob4_rt_ctl_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, out->q_d, out->qd_d, rt->cfg.ctl.k_theta, rt->cfg.ctl.d_theta, rt->cfg.ctl.k_q, rt->cfg.ctl.k_i, rt->cfg.ctl.d_q, rt->cfg.ctl.i_max, rt->cfg.ctl.tau_max, rt->cfg.ctl.k_e, rt->ctl.integ, rt->model.pi, rt->cfg.model.coulomb_scale, tmp0, out->tau_cmd);
+        biorob4_rt_ctl_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, out->q_d, out->qd_d, rt->cfg->ctl.k_theta, rt->cfg->ctl.d_theta, rt->cfg->ctl.k_q, rt->cfg->ctl.k_i, rt->cfg->ctl.d_q, rt->cfg->ctl.i_max, rt->cfg->ctl.tau_max, rt->cfg->ctl.k_e, rt->ctl.integ, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, out->tau_cmd);
         memcpy(rt->ctl.integ, tmp0, sizeof tmp0);
     }
 

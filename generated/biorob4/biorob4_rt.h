@@ -15,8 +15,8 @@
  *
  * Numeric faults. A step whose real inputs (torques, desired trajectory) are not all finite and
  * within +-BIOROB4_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = MG_FAULT_INPUT.
- * A step raises out.fault = MG_FAULT_NUMERIC if the config holds a non-finite real value (checked by _rt_configure; every step
- * faults until a finite config is configured), if the encoder scaling makes q or theta non-finite,
+ * A step raises out.fault = MG_FAULT_NUMERIC if the config holds a non-finite real value (checked
+ * by _rt_configure; every step faults until a finite config is configured), if the encoder scaling makes q or theta non-finite,
  * or if its outputs would not all be finite (overflow from huge inputs or extreme gains). Either way
  * the step restarts the blocks as biorob4_rt_init does -- keeping the configuration, the encoders'
  * unwrapping and lost-sample counters and the step count -- and returns as while waiting: out.ready
@@ -254,7 +254,7 @@ typedef struct {
     biorob4_real_t k_e[4];  /**< spring stiffness k_e in theta_d (N m/rad), e.g. identified */
 } biorob4_rt_ctl_config_t;
 
-/** Run-time configuration: gains, thresholds, limits, model parameters. Change it and call _rt_configure (keeps the state) or _rt_init. */
+/** Run-time configuration: gains, thresholds, limits, model parameters. An instance reads the config it was given (no copy): it may be const, in flash. Every field is the caller's to set, within the ranges its comment gives, but a config in use changes only between steps and is then handed to _rt_configure again (derived values, the finiteness check). */
 typedef struct {
     biorob4_rt_model_config_t model;  /**< params */
     biorob4_rt_enc_config_t enc;  /**< encoder */
@@ -326,9 +326,9 @@ typedef struct {
     biorob4_real_t integ[4];  /**< integral of q_d - q_hat */
 } biorob4_rt_ctl_state_t;
 
-/** One pipeline instance: configuration copy, state and workspaces. Caller-owned; no pointers inside, so it may be copied. */
+/** One pipeline instance: a pointer to its configuration, state and workspaces. Caller-owned; read-only for the caller (outputs come in _rt_output_t); a copy is an independent instance with the same configuration. */
 typedef struct {
-    biorob4_rt_config_t cfg;  /**< the configuration in use (a copy) */
+    const biorob4_rt_config_t *cfg;  /**< the configuration in use: the caller's (_rt_init, _rt_configure); it must outlive the instance's use */
     biorob4_rt_model_state_t model;  /**< params */
     biorob4_rt_enc_state_t enc;  /**< encoder */
     biorob4_rt_est_state_t est;  /**< ewlr */
@@ -338,7 +338,7 @@ typedef struct {
     biorob4_rt_det_state_t det;  /**< threshold */
     biorob4_rt_ctl_state_t ctl;  /**< state_feedback */
     uint8_t first;  /**< 1 until the first step has initialised the blocks */
-    uint8_t config_fault;  /**< 1 if the config in use has a non-finite real value: every step then faults (out.fault = 2) until a finite config is configured */
+    uint8_t config_fault;  /**< 1 if the config in use has a non-finite real value: every step then faults (out.fault = MG_FAULT_NUMERIC) until a finite config is configured */
     uint32_t steps;  /**< samples processed since init (wraps) */
 } biorob4_rt_t;
 
@@ -382,10 +382,12 @@ typedef struct {
 /** The configuration generated from the robot description (its realtime: section and defaults). */
 extern const biorob4_rt_config_t biorob4_rt_default_config;
 
-/** Reset all state and take cfg (copied). The next step is the first one. */
+/** Reset all state and use cfg (not copied: it must outlive the instance's use, and may be const,
+ *  in flash). The next step is the first one. */
 void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg);
 
-/** Take a new configuration (copied; derived gains recomputed) without resetting the state. */
+/** Use cfg from the next step on (not copied; derived gains recomputed) without resetting the
+ *  state: to switch configs, or after changing the one in use (between steps). */
 void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg);
 
 /** Process one sample. in and out must not overlap rt. */

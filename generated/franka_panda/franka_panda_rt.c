@@ -5443,17 +5443,16 @@ static int franka_panda_rt_config_finite(const franka_panda_rt_config_t *cfg)
 
 void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
 {
-    rt->cfg = *cfg;
+    rt->cfg = cfg;
     rt->config_fault = franka_panda_rt_config_finite(cfg) ? 0u : 1u;
-    franka_panda_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
-    franka_panda_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    franka_panda_rt_model_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
+    franka_panda_rt_enc_encoder_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
 
 void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
 {
-    franka_panda_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    franka_panda_rt_configure(rt, &copy);
+    franka_panda_rt_configure(rt, cfg);
     rt->first = 1u;
 }
 
@@ -5467,7 +5466,7 @@ static void franka_panda_rt_restart(franka_panda_rt_t *rt)
     memset(&rt->obs, 0, sizeof rt->obs);
     memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
-    franka_panda_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
+    franka_panda_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-FRANKA_PANDA_RT_INPUT_LIMIT */
@@ -5502,7 +5501,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     /* --- enc: encoder --- */
     for (i = 0; i < FRANKA_PANDA_DOF; ++i) {
         if (in->valid[i]) {
-            mg_unwrap(in->counts[i], rt->cfg.enc.bits[i], rt->cfg.enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -5510,11 +5509,11 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
-            mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
+        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
-        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
@@ -5522,8 +5521,8 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         out->faults[i] = rt->enc.faults[i];
         out->motor_faults[i] = rt->enc.motor_faults[i];
     }
-    franka_panda_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
-    franka_panda_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
+    franka_panda_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
+    franka_panda_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < FRANKA_PANDA_DOF; ++i) {
@@ -5566,7 +5565,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     }
     {
         real_t tmp3[21];
-        franka_panda_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg.est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
+        franka_panda_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg->est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
         memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
     }
 
@@ -5582,7 +5581,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         real_t tmp0[7];
         real_t tmp1[7];
         real_t tmp2[7];
-        franka_panda_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg.fric.fd, rt->cfg.fric.dahl_length, rt->cfg.fric.fl, rt->cfg.fric.load_dahl_length, rt->cfg.fric.fs, rt->cfg.fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
+        franka_panda_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
         memcpy(rt->fric.z, tmp0, sizeof tmp0);
         memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
         memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
@@ -5593,7 +5592,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     {
         real_t tmp1[7];
         real_t tmp2[7];
-        franka_panda_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
+        franka_panda_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
         memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
@@ -5616,8 +5615,8 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        franka_panda_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
-        fired = mg_detect(FRANKA_PANDA_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
+        franka_panda_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        fired = mg_detect(FRANKA_PANDA_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {
             rt->det.collision = 1u;
@@ -5629,21 +5628,21 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg.det.window) {
+            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
+        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
+        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[7];
-                franka_panda_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
+                franka_panda_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
                 memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
             memset(out->qdd_d, 0, sizeof out->qdd_d);
@@ -5652,7 +5651,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
 
 
     /* --- ctl: computed_torque --- */
-    franka_panda_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, &rt->cfg.ctl.friction_ff, rt->model.pi, out->tau_cmd);
+    franka_panda_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, out->tau_cmd);
 
     (void)valid;
     (void)motor_valid;

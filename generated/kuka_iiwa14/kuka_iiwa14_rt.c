@@ -5163,17 +5163,16 @@ static int kuka_iiwa14_rt_config_finite(const kuka_iiwa14_rt_config_t *cfg)
 
 void kuka_iiwa14_rt_configure(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_config_t *cfg)
 {
-    rt->cfg = *cfg;
+    rt->cfg = cfg;
     rt->config_fault = kuka_iiwa14_rt_config_finite(cfg) ? 0u : 1u;
-    kuka_iiwa14_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
-    kuka_iiwa14_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    kuka_iiwa14_rt_model_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
+    kuka_iiwa14_rt_enc_encoder_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
 }
 
 void kuka_iiwa14_rt_init(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_config_t *cfg)
 {
-    kuka_iiwa14_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    kuka_iiwa14_rt_configure(rt, &copy);
+    kuka_iiwa14_rt_configure(rt, cfg);
     rt->first = 1u;
 }
 
@@ -5187,7 +5186,7 @@ static void kuka_iiwa14_rt_restart(kuka_iiwa14_rt_t *rt)
     memset(&rt->obs, 0, sizeof rt->obs);
     memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
-    kuka_iiwa14_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
+    kuka_iiwa14_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-KUKA_IIWA14_RT_INPUT_LIMIT */
@@ -5222,7 +5221,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
     /* --- enc: encoder --- */
     for (i = 0; i < KUKA_IIWA14_DOF; ++i) {
         if (in->valid[i]) {
-            mg_unwrap(in->counts[i], rt->cfg.enc.bits[i], rt->cfg.enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -5230,11 +5229,11 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
-            mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
+        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
-        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
@@ -5242,8 +5241,8 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
         out->faults[i] = rt->enc.faults[i];
         out->motor_faults[i] = rt->enc.motor_faults[i];
     }
-    kuka_iiwa14_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
-    kuka_iiwa14_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
+    kuka_iiwa14_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
+    kuka_iiwa14_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < KUKA_IIWA14_DOF; ++i) {
@@ -5286,7 +5285,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
     }
     {
         real_t tmp3[21];
-        kuka_iiwa14_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg.est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
+        kuka_iiwa14_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg->est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
         memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
     }
 
@@ -5302,7 +5301,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
         real_t tmp0[7];
         real_t tmp1[7];
         real_t tmp2[7];
-        kuka_iiwa14_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg.fric.fd, rt->cfg.fric.dahl_length, rt->cfg.fric.fl, rt->cfg.fric.load_dahl_length, rt->cfg.fric.fs, rt->cfg.fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
+        kuka_iiwa14_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
         memcpy(rt->fric.z, tmp0, sizeof tmp0);
         memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
         memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
@@ -5313,7 +5312,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
     {
         real_t tmp1[7];
         real_t tmp2[7];
-        kuka_iiwa14_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
+        kuka_iiwa14_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
         memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
@@ -5336,8 +5335,8 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        kuka_iiwa14_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
-        fired = mg_detect(KUKA_IIWA14_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
+        kuka_iiwa14_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        fired = mg_detect(KUKA_IIWA14_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {
             rt->det.collision = 1u;
@@ -5349,21 +5348,21 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg.det.window) {
+            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
+        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
+        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[7];
-                kuka_iiwa14_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
+                kuka_iiwa14_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
                 memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
             memset(out->qdd_d, 0, sizeof out->qdd_d);
@@ -5372,7 +5371,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
 
 
     /* --- ctl: computed_torque --- */
-    kuka_iiwa14_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, &rt->cfg.ctl.friction_ff, rt->model.pi, out->tau_cmd);
+    kuka_iiwa14_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, out->tau_cmd);
 
     (void)valid;
     (void)motor_valid;

@@ -5242,18 +5242,17 @@ static int schunk_lwa4p_rt_config_finite(const schunk_lwa4p_rt_config_t *cfg)
 
 void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
 {
-    rt->cfg = *cfg;
+    rt->cfg = cfg;
     rt->config_fault = schunk_lwa4p_rt_config_finite(cfg) ? 0u : 1u;
-    schunk_lwa4p_rt_model_model_derive(rt->cfg.model.params, rt->cfg.model.payload, rt->model.pi);
-    schunk_lwa4p_rt_enc_encoder_derive(rt->cfg.enc.cpr, rt->cfg.enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
-    schunk_lwa4p_rt_est_linhg_derive(&rt->cfg.est.eps, rt->cfg.est.h1, rt->cfg.est.h2, &rt->est.ad[0][0], &rt->est.bd[0][0]);
+    schunk_lwa4p_rt_model_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
+    schunk_lwa4p_rt_enc_encoder_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    schunk_lwa4p_rt_est_linhg_derive(&rt->cfg->est.eps, rt->cfg->est.h1, rt->cfg->est.h2, &rt->est.ad[0][0], &rt->est.bd[0][0]);
 }
 
 void schunk_lwa4p_rt_init(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
 {
-    schunk_lwa4p_rt_config_t copy = *cfg;  /* cfg may point into rt (reset with the config in use) */
     memset(rt, 0, sizeof *rt);
-    schunk_lwa4p_rt_configure(rt, &copy);
+    schunk_lwa4p_rt_configure(rt, cfg);
     rt->first = 1u;
 }
 
@@ -5267,7 +5266,7 @@ static void schunk_lwa4p_rt_restart(schunk_lwa4p_rt_t *rt)
     memset(&rt->obs, 0, sizeof rt->obs);
     memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
-    schunk_lwa4p_rt_configure(rt, &rt->cfg);  /* the derived values, as _rt_init computes them */
+    schunk_lwa4p_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
 /* 1 if the step's real inputs are all finite and within +-SCHUNK_LWA4P_RT_INPUT_LIMIT */
@@ -5302,7 +5301,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     /* --- enc: encoder --- */
     for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {
         if (in->valid[i]) {
-            mg_unwrap(in->counts[i], rt->cfg.enc.bits[i], rt->cfg.enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -5310,11 +5309,11 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg.enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
-            mg_unwrap(in->motor_counts[i], rt->cfg.enc.motor_bits[i], rt->cfg.enc.motor_is_signed[i],
+        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
-        } else if (rt->cfg.enc.motor_cpr[i] >= 1) {
+        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
         }
         total_r[i] = (real_t)rt->enc.total[i];
@@ -5322,8 +5321,8 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         out->faults[i] = rt->enc.faults[i];
         out->motor_faults[i] = rt->enc.motor_faults[i];
     }
-    schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg.enc.gear, rt->cfg.enc.direction, rt->cfg.enc.offset, out->q);
-    schunk_lwa4p_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg.enc.motor_gear, rt->cfg.enc.motor_direction, rt->cfg.enc.motor_offset, out->theta);
+    schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
+    schunk_lwa4p_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {
@@ -5384,7 +5383,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         real_t tmp0[6];
         real_t tmp1[6];
         real_t tmp2[6];
-        schunk_lwa4p_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg.fric.fd, rt->cfg.fric.dahl_length, rt->cfg.fric.fl, rt->cfg.fric.load_dahl_length, rt->cfg.fric.fs, rt->cfg.fric.stribeck_velocity, rt->model.pi, rt->cfg.model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
+        schunk_lwa4p_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
         memcpy(rt->fric.z, tmp0, sizeof tmp0);
         memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
         memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
@@ -5395,7 +5394,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     {
         real_t tmp1[6];
         real_t tmp2[6];
-        schunk_lwa4p_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg.obs.k_o, rt->model.pi, rt->cfg.model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
+        schunk_lwa4p_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->cfg->model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
         memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
@@ -5418,8 +5417,8 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        schunk_lwa4p_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg.det.threshold, rt->cfg.det.kv, rt->cfg.det.ka, rt->cfg.det.ks, rt->cfg.det.vs, rt->det.level);
-        fired = mg_detect(SCHUNK_LWA4P_DOF, out->r, rt->det.level, rt->cfg.det.release, rt->cfg.det.debounce,
+        schunk_lwa4p_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        fired = mg_detect(SCHUNK_LWA4P_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if (fired && !rt->det.collision) {
             rt->det.collision = 1u;
@@ -5431,21 +5430,21 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg.det.window) {
+            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
         memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_STOP) {
+        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
             memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
             memset(out->qd_d, 0, sizeof out->qd_d);
             memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg.det.reaction == MG_REACTION_REFLEX) {
+        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
             {
                 real_t tmp0[6];
-                schunk_lwa4p_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg.det.k_r, tmp0, out->q_d, out->qd_d);
+                schunk_lwa4p_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
                 memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
             memset(out->qdd_d, 0, sizeof out->qdd_d);
@@ -5454,7 +5453,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
 
 
     /* --- ctl: computed_torque --- */
-    schunk_lwa4p_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg.ctl.kp, rt->cfg.ctl.kd, rt->cfg.ctl.tau_max, &rt->cfg.ctl.friction_ff, rt->model.pi, rt->cfg.model.coulomb_scale, out->tau_cmd);
+    schunk_lwa4p_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, rt->cfg->model.coulomb_scale, out->tau_cmd);
 
     (void)valid;
     (void)motor_valid;

@@ -52,6 +52,8 @@ def numpy_dtype(ffi: Any, ctype: Any) -> np.dtype:
         return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(t)})
     if t.kind == "array":
         return np.dtype((numpy_dtype(ffi, t.item), (t.length,)))
+    if t.kind == "pointer":  # the instance's config pointer: an address, not data
+        return np.dtype(f"u{ffi.sizeof(t)}")
     return np.dtype(_PRIMITIVE[t.cname])
 
 
@@ -227,8 +229,8 @@ class Realtime:
         return bytes(self.ffi.buffer(self._rt))
 
     def restore(self, snapshot: bytes) -> None:
-        """Back to a snapshot's state, under the config set now (the C state keeps a copy of the
-        config: it is re-taken, as by _rt_configure, so a change made since the snapshot holds)."""
+        """Back to a snapshot's state, under the config set now (re-taken, as by _rt_configure, so
+        a change made since the snapshot holds)."""
         if len(snapshot) != self.ffi.sizeof(f"{self.name}_rt_t"):
             raise ValueError(
                 f"not a snapshot of this pipeline ({len(snapshot)} bytes, the state has "

@@ -40,8 +40,7 @@ class RtReference:
         for key in list(self.data):
             space, _, rest = key.partition(".")
             if space == "cfg":
-                kind, name = rest.split(".")
-                self.data[key] = np.array(s["cfg"][kind][name])
+                self.data[key] = np.array(rt.config[rest])
             elif space == "st":
                 kind, name = rest.split(".")
                 self.data[key] = np.array(s[kind][name])

@@ -11,7 +11,7 @@ gives it: the host then writes and reads the target's structs byte for byte.
 
 Figures: flash = .text + .rodata of the library's objects in the linked image (from the linker map,
 after --gc-sections: what the step really pulls in), RAM = their .data + .bss (0: the generated C has
-no mutable globals) + one pipeline instance (state with its config copy, an input and an output);
+no mutable globals) + one pipeline instance (state, an input and an output; the config is the caller's);
 stack = the worst path of <robot>_rt_step's call tree, from the compiler's -fstack-usage for our
 functions and the disassembly (push, vpush, sub sp) for the toolchain's (libm, libgcc), over the
 calls the disassembly shows (anything it cannot follow is listed as unknown), checked against the
@@ -184,8 +184,9 @@ def layout_probe(rt: Realtime) -> str:
         "#define MG_CHECK(n, c) typedef char mg_layout_##n[(c) ? 1 : -1]",
     ]
     n = 0
-    for kind in ("config", "input", "output", ""):
-        t = f"{p}_rt_{kind}_t" if kind else f"{p}_rt_t"
+    # what host and target exchange; not rt_t, whose config pointer is the platform's size
+    for kind in ("config", "input", "output"):
+        t = f"{p}_rt_{kind}_t"
         lines.append(f"MG_CHECK({n}, sizeof({t}) == {rt.ffi.sizeof(t)}u);")
         n += 1
         for path, offset, size in _fields(rt.ffi, t):
@@ -514,7 +515,7 @@ def footprint(b: TargetBuild, rt: Realtime) -> dict[str, Any]:
         "ram": {
             "data": sections["data"],
             "bss": sections["bss"],
-            "state (rt_t, with its config copy)": instance["t"],
+            "state (rt_t)": instance["t"],
             "input": instance["input_t"],
             "output": instance["output_t"],
         },
@@ -586,7 +587,7 @@ def table(doc: dict[str, Any]) -> str:
             )
         ),
         f"- flash {doc['flash_bytes']} B (text {doc['flash']['text']}, rodata {doc['flash']['rodata']}), "
-        f"RAM {doc['ram_bytes']} B (of which the state {doc['ram']['state (rt_t, with its config copy)']} B)",
+        f"RAM {doc['ram_bytes']} B (of which the state {doc['ram']['state (rt_t)']} B)",
         f"- stack {doc['stack_bytes']} B worst case ({' > '.join(doc['stack_path'])}); "
         f"{doc['stack_measured_bytes']} B touched in QEMU",
         f"- instructions per step: {doc['instructions_per_step']} worst, {doc['instructions_mean']:.0f} mean "

@@ -135,3 +135,42 @@ def test_the_pipeline_label_reads_back() -> None:
         RtOptions(parse_estimator("imu:tip=1"), "direct", "computed_torque", False, None),
     ]:
         assert parse_label(options.label) == options
+
+
+USE = """#include <stdio.h>
+#include <string.h>
+#include "tuned.h"
+int main(void)
+{
+    static planar2_rt_t rt;
+    planar2_rt_input_t in;
+    planar2_rt_output_t out;
+    memset(&in, 0, sizeof in);
+    in.valid[0] = 1U;
+    in.valid[1] = 1U;
+    planar2_rt_init(&rt, &planar2_rt_config_tuned);
+    planar2_rt_step(&rt, &in, &out);
+    if (rt.cfg != &planar2_rt_config_tuned || out.ready != 1U || out.fault != MG_FAULT_NONE) {
+        return 1;
+    }
+    planar2_rt_configure(&rt, &planar2_rt_default_config);
+    planar2_rt_step(&rt, &in, &out);
+    return (rt.cfg == &planar2_rt_default_config && out.ready == 1U) ? 0 : 2;
+}
+"""
+
+
+def test_an_instance_runs_on_the_const_config_itself(tmp_path: Path) -> None:
+    """No copy (issue #26 item 2): the instance uses the exported const object, and _rt_configure
+    switches to another between steps."""
+    gcc = require_tool("gcc")
+    rt = load_rt("planar2")
+    rt.config.save(tmp_path / "tuned.json")
+    assert main(["export-config", str(tmp_path / "tuned.json"), "--out", str(tmp_path / "tuned.c")]) == 0
+    (tmp_path / "use.c").write_text(USE)
+    sources = [str(p) for p in sorted(rt.folder.glob("*.c"))] + [str(tmp_path / "tuned.c"), str(tmp_path / "use.c")]
+    exe = tmp_path / "use"
+    subprocess.run(
+        [gcc, *STRICT, "-I", str(rt.folder), *sources, "-lm", "-o", str(exe)], check=True, capture_output=True
+    )
+    assert subprocess.run([str(exe)]).returncode == 0

@@ -489,7 +489,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        ur5_loopback_encoder(&rt->cfg, &x[0], NULL, c, m);
+        ur5_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -498,7 +498,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg.enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
