@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Footprint and timing of the generated real-time step on Cortex-M (QEMU), in one run.
 
-For each robot (default: kuka_iiwa14 and franka_panda) and each CPU x precision (cortex-m4f and
-cortex-m7, float and double), the demo's closed-loop collision run (Kalman, momentum observer with
+For each robot (default: kuka_iiwa14 and franka_panda) and each CPU x precision (cortex-m4f,
+cortex-m33 and cortex-m7, float and double), the demo's closed-loop collision run (Kalman, momentum observer with
 thresholds, computed torque, a 30 N push at 4 s; 8 s at 1 kHz) is recorded on the host, then
 `host_tools.target.cortex_m` cross-builds the pipeline with runtime/target/Makefile, runs every sample
 through `rt_step` in QEMU and compares with the host build of the same precision. Printed per
@@ -35,9 +35,10 @@ from host_tools.studies.scenarios import collision  # noqa: E402
 from host_tools.target import cortex_m as tg  # noqa: E402
 
 GOAL = 25_000
-CLOCK = {"cortex-m4f": 168e6, "cortex-m7": 400e6}
+CLOCK = {"cortex-m4f": 168e6, "cortex-m7": 400e6, "cortex-m33": 160e6}  # e.g. STM32F4, STM32H7, STM32U5
 COMBOS: tuple[tuple[str, Precision], ...] = (
     ("cortex-m4f", "float"),
+    ("cortex-m33", "float"),
     ("cortex-m7", "double"),
     ("cortex-m7", "float"),
     ("cortex-m4f", "double"),

@@ -18,8 +18,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ):
         a = actions.add_parser(action, help=text)
         add_robot_arguments(a)
-        a.add_argument("--cpu", required=True, help="cortex-m4f (single-precision FPU) or cortex-m7 (double)")
-        a.add_argument("--precision", choices=("float", "double"), default="double")
+        a.add_argument(
+            "--cpu",
+            required=True,
+            help="cortex-m4f (mps2-an386) or cortex-m33 (mps2-an505), single-precision FPU; cortex-m7 (mps2-an500), "
+            "double-precision FPU",
+        )
+        a.add_argument(
+            "--precision",
+            choices=("float", "double"),
+            help="real type (default: what the CPU's FPU computes: float on cortex-m4f and cortex-m33, double on "
+            "cortex-m7; double on a single-precision FPU is soft-float, about 25x slower)",
+        )
         a.add_argument("--estimator", help="velocity estimator (default: the description's)")
         a.add_argument("--observer", help="collision observer (default: the description's)")
         a.add_argument("--controller", help="controller (default: the description's)")
@@ -52,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cpu not in tg.CPUS:
         console.print(f"manipgen: error: --cpu must be one of {', '.join(tg.CPUS)}, got {args.cpu!r}")
         return 2
+    if args.precision is None:
+        args.precision = tg.NATIVE_PRECISION[args.cpu]
     options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
     try:
         robot = robot_of(args)

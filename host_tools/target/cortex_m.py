@@ -45,14 +45,18 @@ class Cpu:
     machine: str  # QEMU board
     qemu_cpu: str
     flags: str  # the compiler's architecture flags (as in runtime/target/Makefile)
+    systick_hz: float = 25e6  # the QEMU board's SysTick clock (AN386, AN500: 25 MHz; AN505: 20 MHz)
 
 
 CPUS = {
     "cortex-m4f": Cpu("mps2-an386", "cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"),
     "cortex-m7": Cpu("mps2-an500", "cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"),
+    "cortex-m33": Cpu("mps2-an505", "cortex-m33", "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", 20e6),
 }
+# the real type a CPU's FPU computes in hardware: a CLI's default precision for it
+NATIVE_PRECISION = {"cortex-m4f": "float", "cortex-m7": "double", "cortex-m33": "float"}
 CROSS = "arm-none-eabi-"
-ICOUNT_SHIFT = 8  # 256 ns of virtual time per instruction: 6.4 SysTick ticks at 25 MHz
+ICOUNT_SHIFT = 8  # 256 ns of virtual time per instruction: 6.4 SysTick ticks at 25 MHz, 5.12 at 20 MHz
 MAGIC = 0x3154474D  # "MGT1", as in mg_firmware.c
 INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make"
 

@@ -58,7 +58,10 @@ def same_layout_but_the_pointer(target_bytes: int, host: Realtime, p: str) -> bo
     return 0 <= shorter <= 2 * (host.ffi.sizeof("void *") - 4) and shorter % 4 == 0
 
 
-@pytest.mark.parametrize("cpu,precision,tolerance", [("cortex-m7", "double", 1e-12), ("cortex-m4f", "float", 1e-5)])
+@pytest.mark.parametrize(
+    "cpu,precision,tolerance",
+    [("cortex-m7", "double", 1e-12), ("cortex-m4f", "float", 1e-5), ("cortex-m33", "float", 1e-5)],
+)
 def test_qemu_runs_the_step_like_the_host(
     scenario: tuple[CollisionResult, Any], cpu: str, precision: Precision, tolerance: float, tmp_path: Path
 ) -> None:
@@ -102,8 +105,8 @@ def test_qemu_runs_the_step_like_the_host(
     assert doc["stack_unknown"] == []
     assert doc["flash_bytes"] > 4096 and doc["ram_bytes"] >= doc["ram"]["state (rt_t)"] > 0
     assert doc["ram"]["data"] == 0 and doc["ram"]["bss"] == 0  # no mutable globals
-    # SysTick under -icount shift=8: 256 ns per instruction at the boards' 25 MHz = 6.4 ticks
-    assert abs(run.ticks_per_instruction - 6.4) < 0.01
+    # SysTick under -icount shift=8: 256 ns per instruction at the board's clock (25 MHz: 6.4 ticks)
+    assert abs(run.ticks_per_instruction - 2.0**tg.ICOUNT_SHIFT * 1e-9 * tg.CPUS[cpu].systick_hz) < 0.01
     assert 1000 < doc["instructions_mean"] <= doc["instructions_per_step"]
     assert same_layout_but_the_pointer(
         doc["state_bytes_target"], load_rt("kuka_iiwa14", precision=precision), "kuka_iiwa14"
@@ -301,6 +304,16 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["robot"] == "planar2" and doc["cpu"] == "cortex-m7" and doc["precision"] == "double"
     assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"] is True
+    # a single-precision FPU builds float unless told otherwise (double there is soft-float)
+    for cpu in ("cortex-m4f", "cortex-m33"):
+        built = subprocess.run(
+            [sys.executable, "-m", "host_tools.cli", "target", "build", "planar2", "--cpu", cpu],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=900,
+        )
+        assert built.returncode == 0 and f"for {cpu} (float)" in built.stderr, built.stderr
     assert (tmp_path / "t" / "target.json").exists() and (tmp_path / "t" / "libplanar2.a").exists()
     # a log of another robot: one clear error naming the file
     from host_tools.studies.scenarios import collision as make_collision
