@@ -109,5 +109,5 @@ def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: P
     decl: list[str] = []
     names = [f"w{i}" for i in range(n_work)]
     for i in range(0, len(names), 12):
-        decl.append("real_t " + ", ".join(names[i : i + 12]) + ";")
+        decl.append(" ".join(f"real_t {name};" for name in names[i : i + 12]))  # one per declaration (MISRA 12.3)
     return Body(tuple(indent + line for line in decl + lines), sum(counts.values()))

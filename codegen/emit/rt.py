@@ -79,7 +79,7 @@ class RtEmitter:
                 size = self.fields[b].size
                 lines.append(f"real_t tmp{k}[{size}];")
                 args.append(f"tmp{k}")
-                copies.append(f"memcpy({self.c_ref(b)}, tmp{k}, sizeof tmp{k});")
+                copies.append(f"(void)memcpy({self.c_ref(b)}, tmp{k}, sizeof tmp{k});")
             else:
                 args.append(self.c_ref(b))
         call = f"{self.fn_name(block, fn)}({', '.join(args)});"

@@ -50,10 +50,10 @@ const biorob4_real_t biorob4_base_parameters[BIOROB4_N_BASE] = {
 
 void biorob4_rnea(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t qdd[4], biorob4_real_t tau[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45;
     w0 = 0.001;
     w1 = qdd[0];
     w2 = w0 * w1;
@@ -326,13 +326,13 @@ void biorob4_rnea(const biorob4_real_t q[4], const biorob4_real_t qd[4], const b
 
 void biorob4_rnea_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t qdd[4], const biorob4_real_t pi[44], biorob4_real_t tau[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79;
     w0 = pi[7];
     w1 = qdd[0];
     w0 = w0 * w1;
@@ -801,8 +801,8 @@ void biorob4_rnea_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const
 
 void biorob4_mass_matrix(const biorob4_real_t q[4], biorob4_real_t m[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20;
     w0 = 0.001;
     w1 = q[1];
     w2 = sin(w1);
@@ -943,9 +943,9 @@ void biorob4_mass_matrix(const biorob4_real_t q[4], biorob4_real_t m[16])
 
 void biorob4_mass_matrix_p(const biorob4_real_t q[4], const biorob4_real_t pi[44], biorob4_real_t m[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34;
     w0 = pi[7];
     w1 = q[1];
     w2 = sin(w1);
@@ -1199,10 +1199,10 @@ void biorob4_mass_matrix_p(const biorob4_real_t q[4], const biorob4_real_t pi[44
 
 void biorob4_coriolis_matrix(const biorob4_real_t q[4], const biorob4_real_t qd[4], biorob4_real_t c[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
     real_t w48;
     w0 = 0.5;
     w1 = q[1];
@@ -1526,11 +1526,11 @@ void biorob4_coriolis_matrix(const biorob4_real_t q[4], const biorob4_real_t qd[
 
 void biorob4_coriolis_matrix_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t c[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50;
     w0 = 0.5;
     w1 = q[1];
     w2 = sin(w1);
@@ -2076,10 +2076,10 @@ void biorob4_coriolis_matrix_p(const biorob4_real_t q[4], const biorob4_real_t q
 
 void biorob4_coriolis(const biorob4_real_t q[4], const biorob4_real_t qd[4], biorob4_real_t c[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39;
     w0 = q[1];
     w1 = sin(w0);
     w2 = 0.001;
@@ -2309,12 +2309,12 @@ void biorob4_coriolis(const biorob4_real_t q[4], const biorob4_real_t qd[4], bio
 
 void biorob4_coriolis_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t c[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63;
     w0 = q[1];
     w1 = sin(w0);
     w2 = pi[15];
@@ -2713,8 +2713,8 @@ void biorob4_coriolis_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], c
 
 void biorob4_gravity(const biorob4_real_t q[4], biorob4_real_t g[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13;
     w0 = 0.0;
     g[0] = w0;
     w0 = 1.1772;
@@ -2778,8 +2778,8 @@ void biorob4_gravity(const biorob4_real_t q[4], biorob4_real_t g[4])
 
 void biorob4_gravity_p(const biorob4_real_t q[4], const biorob4_real_t pi[44], biorob4_real_t g[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19;
     w0 = q[1];
     w1 = cos(w0);
     w2 = pi[14];
@@ -2887,7 +2887,7 @@ void biorob4_gravity_p(const biorob4_real_t q[4], const biorob4_real_t pi[44], b
 
 void biorob4_friction(const biorob4_real_t qd[4], biorob4_real_t tau_f[4])
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = 0.05;
     w1 = qd[0];
     w1 = w0 * w1;
@@ -2905,7 +2905,7 @@ void biorob4_friction(const biorob4_real_t qd[4], biorob4_real_t tau_f[4])
 
 void biorob4_friction_p(const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t tau_f[4])
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = pi[10];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -2926,10 +2926,10 @@ void biorob4_friction_p(const biorob4_real_t qd[4], const biorob4_real_t pi[44],
 
 void biorob4_nonlinear_effects(const biorob4_real_t q[4], const biorob4_real_t qd[4], biorob4_real_t n[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42;
     w0 = q[1];
     w1 = sin(w0);
     w2 = 0.001;
@@ -3176,12 +3176,12 @@ void biorob4_nonlinear_effects(const biorob4_real_t q[4], const biorob4_real_t q
 
 void biorob4_nonlinear_effects_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t n[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
     real_t w72;
     w0 = q[1];
     w1 = sin(w0);
@@ -3608,10 +3608,10 @@ void biorob4_nonlinear_effects_p(const biorob4_real_t q[4], const biorob4_real_t
 
 void biorob4_regressor(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t qdd[4], biorob4_real_t y[104])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42;
     w0 = 0.6;
     w1 = q[1];
     w2 = cos(w1);
@@ -4086,8 +4086,8 @@ void biorob4_regressor(const biorob4_real_t q[4], const biorob4_real_t qd[4], co
 
 void biorob4_tip_pose(const biorob4_real_t q[4], biorob4_real_t t[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13;
     w0 = q[0];
     w1 = cos(w0);
     w2 = q[1];
@@ -4183,8 +4183,8 @@ void biorob4_tip_pose(const biorob4_real_t q[4], biorob4_real_t t[16])
 
 void biorob4_tip_jacobian(const biorob4_real_t q[4], biorob4_real_t j[24])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18;
     w0 = 0.3;
     w1 = q[0];
     w2 = sin(w1);
@@ -4303,7 +4303,7 @@ void biorob4_tip_jacobian(const biorob4_real_t q[4], biorob4_real_t j[24])
 
 void biorob4_elastic_torque(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t tau_el[4])
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = 50.0;
     w1 = theta[0];
     w2 = q[0];
@@ -4359,7 +4359,7 @@ void biorob4_elastic_torque(const biorob4_real_t q[4], const biorob4_real_t qd[4
 
 void biorob4_elastic_joint_torque(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t tau[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6;
     w0 = 50.0;
     w1 = theta[0];
     w2 = q[0];
@@ -4417,10 +4417,10 @@ void biorob4_elastic_joint_torque(const biorob4_real_t q[4], const biorob4_real_
 
 void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t f[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
     real_t w48;
     w0 = 50.0;
     w1 = theta[0];
@@ -4712,13 +4712,13 @@ void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t 
 
 void biorob4_elastic_link_force_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t pi[44], biorob4_real_t f[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78;
     w0 = 50.0;
     w1 = theta[0];
     w2 = q[0];
@@ -5189,9 +5189,9 @@ void biorob4_elastic_link_force_p(const biorob4_real_t q[4], const biorob4_real_
 
 void biorob4_motor_rest(const biorob4_real_t q[4], const biorob4_real_t qd[4], biorob4_real_t theta[4], biorob4_real_t thetad[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34;
     w0 = q[0];
     theta[0] = w0;
     w0 = q[1];
@@ -5363,11 +5363,11 @@ void biorob4_motor_rest(const biorob4_real_t q[4], const biorob4_real_t qd[4], b
 
 void biorob4_motor_rest_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t theta[4], biorob4_real_t thetad[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52;
     w0 = q[0];
     w1 = q[1];
     w2 = cos(w1);
@@ -5683,7 +5683,7 @@ void biorob4_motor_rest_p(const biorob4_real_t q[4], const biorob4_real_t qd[4],
 
 void biorob4_motor_acceleration(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t thetadd[4])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8;
     w0 = tau_m[0];
     w1 = 0.8;
     w2 = thetad[0];
@@ -5781,7 +5781,7 @@ void biorob4_motor_acceleration(const biorob4_real_t q[4], const biorob4_real_t 
 
 void biorob4_motor_regressor(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t y[64])
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = thetad[0];
     w1 = qd[0];
     w1 = w0 - w1;

@@ -72,7 +72,7 @@ const biorob4_rt_config_t biorob4_rt_default_config = {
 /* pi = params + payload added to the last link: cfg.model.params, cfg.model.payload -> st.model.pi. Operations: 10. */
 static void biorob4_rt_model_model_derive(const real_t *a0, const real_t *a1, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     r0[0] = w0;
     w0 = a0[1];
@@ -186,7 +186,7 @@ static void biorob4_rt_model_model_derive(const real_t *a0, const real_t *a1, re
 /* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 16. */
 static void biorob4_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, real_t *r0, real_t *r1)
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
     w1 = a0[0];
     w2 = 1.0;
@@ -226,7 +226,7 @@ static void biorob4_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, re
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 16. */
 static void biorob4_rt_enc_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -272,7 +272,7 @@ static void biorob4_rt_enc_position(const real_t *a0, const real_t *a1, const re
 /* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 16. */
 static void biorob4_rt_enc_motor_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -364,10 +364,10 @@ static void biorob4_rt_est_init(const real_t *a0, real_t *r0)
 /* ewlr FIR derivative: out.q, st.est.hist -> out.q_hat, out.qd_hat, out.qdd_hat, st.est.hist. Operations: 76. */
 static void biorob4_rt_est_step(const real_t *a0, const real_t *a1, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39;
     w0 = a0[0];
     r0[0] = w0;
     w1 = a0[1];
@@ -594,10 +594,10 @@ static void biorob4_rt_mest_init(const real_t *a0, real_t *r0)
 /* ewlr FIR derivative (motor side): out.theta, st.mest.hist -> out.theta_hat, out.thetad_hat, out.thetadd_hat, st.mest.hist. Operations: 76. */
 static void biorob4_rt_mest_step(const real_t *a0, const real_t *a1, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39;
     w0 = a0[0];
     r0[0] = w0;
     w1 = a0[1];
@@ -778,10 +778,10 @@ static void biorob4_rt_mest_step(const real_t *a0, const real_t *a1, real_t *r0,
 /* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi, cfg.model.coulomb_scale -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 229. */
 static void biorob4_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, const real_t *a13, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40;
     w0 = a0[0];
     w1 = a3[0];
     w1 = w0 - w1;
@@ -1099,17 +1099,17 @@ static void biorob4_rt_fric_step(const real_t *a0, const real_t *a1, const real_
 static void biorob4_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
     (void)a11;
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
     w0 = a0[1];
     w1 = cos(w0);
     w2 = a0[2];
@@ -2255,7 +2255,7 @@ static void biorob4_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
 /* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 52. */
 static void biorob4_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = 0.0;
     w1 = a2[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
@@ -2346,7 +2346,7 @@ static void biorob4_rt_det_level(const real_t *a0, const real_t *a1, const real_
 /* q_d = q_col + int K_R r, qd_d = K_R r: st.det.q_col, st.det.integ, out.r, cfg.det.k_r -> st.det.integ, out.q_d, out.qd_d. Operations: 20. */
 static void biorob4_rt_det_reflex(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, real_t *r0, real_t *r1, real_t *r2)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     real_t w12;
     w0 = a1[0];
     w1 = 0.001;
@@ -2403,12 +2403,12 @@ static void biorob4_rt_det_reflex(const real_t *a0, const real_t *a1, const real
 static void biorob4_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, const real_t *a13, const real_t *a14, const real_t *a15, const real_t *a16, real_t *r0, real_t *r1)
 {
     (void)a16;
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67;
     w0 = a14[0];
     w1 = 0.001;
     w2 = a4[0];
@@ -2940,7 +2940,7 @@ void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 
 void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 {
-    memset(rt, 0, sizeof *rt);
+    (void)memset(rt, 0, sizeof *rt);
     biorob4_rt_configure(rt, cfg);
     rt->first = 1u;
 }
@@ -2949,13 +2949,13 @@ void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void biorob4_rt_restart(biorob4_rt_t *rt)
 {
-    memset(&rt->model, 0, sizeof rt->model);
-    memset(&rt->est, 0, sizeof rt->est);
-    memset(&rt->mest, 0, sizeof rt->mest);
-    memset(&rt->fric, 0, sizeof rt->fric);
-    memset(&rt->obs, 0, sizeof rt->obs);
-    memset(&rt->det, 0, sizeof rt->det);
-    memset(&rt->ctl, 0, sizeof rt->ctl);
+    (void)memset(&rt->model, 0, sizeof rt->model);
+    (void)memset(&rt->est, 0, sizeof rt->est);
+    (void)memset(&rt->mest, 0, sizeof rt->mest);
+    (void)memset(&rt->fric, 0, sizeof rt->fric);
+    (void)memset(&rt->obs, 0, sizeof rt->obs);
+    (void)memset(&rt->det, 0, sizeof rt->det);
+    (void)memset(&rt->ctl, 0, sizeof rt->ctl);
     rt->first = 1u;
     biorob4_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
@@ -2989,12 +2989,15 @@ static int biorob4_rt_outputs_finite(const biorob4_rt_output_t *out)
 
 void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
 {
-    real_t valid[BIOROB4_DOF], motor_valid[BIOROB4_DOF], total_r[BIOROB4_DOF], motor_total_r[BIOROB4_DOF];
+    real_t valid[BIOROB4_DOF];
+    real_t motor_valid[BIOROB4_DOF];
+    real_t total_r[BIOROB4_DOF];
+    real_t motor_total_r[BIOROB4_DOF];
     int i;
 
     /* --- enc: encoder --- */
     for (i = 0; i < BIOROB4_DOF; ++i) {
-        if (in->valid[i]) {
+        if (in->valid[i] != 0u) {
             mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
@@ -3003,12 +3006,14 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
             mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
         } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
+        } else {
+            /* no second encoder on this joint */
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
@@ -3033,66 +3038,66 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         biorob4_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, BIOROB4_DOF, DBL_MAX) && mg_bounded(out->theta, BIOROB4_DOF, DBL_MAX))) {
-            memset(out->q, 0, sizeof out->q);
-            memset(out->theta, 0, sizeof out->theta);
+            (void)memset(out->q, 0, sizeof out->q);
+            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every encoder: nothing else runs */
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->theta_hat, 0, sizeof out->theta_hat);
-        memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
-        memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->theta_hat, 0, sizeof out->theta_hat);
+        (void)memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
+        (void)memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
         rt->steps++;
         return;
     }
 
     /* --- est: ewlr --- */
-    if (rt->first) {
+    if (rt->first != 0u) {
         biorob4_rt_est_init(out->q, &rt->est.hist[0][0]);
     }
     {
         real_t tmp3[36];
         biorob4_rt_est_step(out->q, &rt->est.hist[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
-        memcpy(&rt->est.hist[0][0], tmp3, sizeof tmp3);
+        (void)memcpy(&rt->est.hist[0][0], tmp3, sizeof tmp3);
     }
 
-    memcpy(out->q_d, in->q_des, sizeof out->q_d);
-    memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
-    memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
+    (void)memcpy(out->q_d, in->q_des, sizeof out->q_d);
+    (void)memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
+    (void)memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
 
     /* --- mest: ewlr --- */
-    if (rt->first) {
+    if (rt->first != 0u) {
         biorob4_rt_mest_init(out->theta, &rt->mest.hist[0][0]);
     }
     {
         real_t tmp3[36];
         biorob4_rt_mest_step(out->theta, &rt->mest.hist[0][0], out->theta_hat, out->thetad_hat, out->thetadd_hat, tmp3);
-        memcpy(&rt->mest.hist[0][0], tmp3, sizeof tmp3);
+        (void)memcpy(&rt->mest.hist[0][0], tmp3, sizeof tmp3);
     }
 
 
     /* --- fric: terms --- */
-    if (rt->first) {  /* the Dahl states start at 0 from the first position */
-        memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
+    if (rt->first != 0u) {  /* the Dahl states start at 0 from the first position */
+        (void)memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
     }
     {
         real_t tmp0[4];
         real_t tmp1[4];
         real_t tmp2[4];
         biorob4_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
-        memcpy(rt->fric.z, tmp0, sizeof tmp0);
-        memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
-        memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
+        (void)memcpy(rt->fric.z, tmp0, sizeof tmp0);
+        (void)memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
+        (void)memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
     }
 
 
@@ -3101,14 +3106,14 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         real_t tmp1[4];
         real_t tmp2[4];
         biorob4_rt_obs_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, rt->cfg->obs.k_e, rt->cfg->obs.d_e, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->cfg->model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
-        memcpy(rt->obs.integ, tmp1, sizeof tmp1);
-        memcpy(rt->obs.r, tmp2, sizeof tmp2);
+        (void)memcpy(rt->obs.integ, tmp1, sizeof tmp1);
+        (void)memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
-    if (rt->first) {  /* the first sample defines p_0: r starts at 0 */
-        memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
-        memset(rt->obs.integ, 0, sizeof rt->obs.integ);
-        memset(rt->obs.r, 0, sizeof rt->obs.r);
-        memset(out->r, 0, sizeof out->r);
+    if (rt->first != 0u) {  /* the first sample defines p_0: r starts at 0 */
+        (void)memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
+        (void)memset(rt->obs.integ, 0, sizeof rt->obs.integ);
+        (void)memset(rt->obs.r, 0, sizeof rt->obs.r);
+        (void)memset(out->r, 0, sizeof out->r);
     }
 
 
@@ -3116,44 +3121,48 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     {
         int32_t highest;
         int fired;
-        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
+        if (in->reset != 0u) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
-            memset(rt->det.above, 0, sizeof rt->det.above);
-            memset(rt->det.count, 0, sizeof rt->det.count);
+            (void)memset(rt->det.above, 0, sizeof rt->det.above);
+            (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
         biorob4_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
         fired = mg_detect(BIOROB4_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
-        if (fired && !rt->det.collision) {
+        if ((fired != 0) && (rt->det.collision == 0u)) {
             rt->det.collision = 1u;
             rt->det.link = highest;
-            memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
-            memset(rt->det.integ, 0, sizeof rt->det.integ);
+            (void)memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
+            (void)memset(rt->det.integ, 0, sizeof rt->det.integ);
             rt->det.since = 0;
-        } else if (rt->det.collision) {
+        } else if (rt->det.collision != 0u) {
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
+            if ((highest > rt->det.link) && (rt->det.since <= rt->cfg->det.window)) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
+        } else {
+            /* no collision latched, none detected */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
-        memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
-            memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
-            memset(out->qd_d, 0, sizeof out->qd_d);
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
+        (void)memcpy(out->above, rt->det.above, sizeof out->above);
+        if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_STOP)) {
+            (void)memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
+            (void)memset(out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_REFLEX)) {
             {
                 real_t tmp0[4];
                 biorob4_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
-                memcpy(rt->det.integ, tmp0, sizeof tmp0);
+                (void)memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else {
+            /* no reaction: the desired trajectory as given */
         }
     }
 
@@ -3162,7 +3171,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     {
         real_t tmp0[4];
         biorob4_rt_ctl_step(out->q_hat, out->qd_hat, out->theta_hat, out->thetad_hat, out->q_d, out->qd_d, rt->cfg->ctl.k_theta, rt->cfg->ctl.d_theta, rt->cfg->ctl.k_q, rt->cfg->ctl.k_i, rt->cfg->ctl.d_q, rt->cfg->ctl.i_max, rt->cfg->ctl.tau_max, rt->cfg->ctl.k_e, rt->ctl.integ, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, out->tau_cmd);
-        memcpy(rt->ctl.integ, tmp0, sizeof tmp0);
+        (void)memcpy(rt->ctl.integ, tmp0, sizeof tmp0);
     }
 
     (void)valid;
@@ -3172,20 +3181,20 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         biorob4_rt_restart(rt);
         out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->theta_hat, 0, sizeof out->theta_hat);
-        memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
-        memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->theta_hat, 0, sizeof out->theta_hat);
+        (void)memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
+        (void)memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

@@ -18,26 +18,30 @@
  * definite (a is then left unspecified). */
 static inline int mg_cholesky_factor(int n, MG_REAL *a)
 {
-    int i, j, k;
-    for (j = 0; j < n; ++j) {
-        MG_REAL d = a[j * n + j];
+    int i;
+    int j;
+    int k;
+    int status = 0;
+    for (j = 0; (j < n) && (status == 0); ++j) {
+        MG_REAL d = a[(j * n) + j];
         for (k = 0; k < j; ++k) {
-            d -= a[j * n + k] * a[j * n + k];
+            d -= a[(j * n) + k] * a[(j * n) + k];
         }
         if (!(d > (MG_REAL)0)) {
-            return -1;
-        }
-        d = (MG_REAL)MG_SQRT(d);
-        a[j * n + j] = d;
-        for (i = j + 1; i < n; ++i) {
-            MG_REAL s = a[i * n + j];
-            for (k = 0; k < j; ++k) {
-                s -= a[i * n + k] * a[j * n + k];
+            status = -1;
+        } else {
+            d = (MG_REAL)MG_SQRT(d);
+            a[(j * n) + j] = d;
+            for (i = j + 1; i < n; ++i) {
+                MG_REAL s = a[(i * n) + j];
+                for (k = 0; k < j; ++k) {
+                    s -= a[(i * n) + k] * a[(j * n) + k];
+                }
+                a[(i * n) + j] = s / d;
             }
-            a[i * n + j] = s / d;
         }
     }
-    return 0;
+    return status;
 }
 
 /* Solve L y = b in place (b <- y) with the factor of mg_cholesky_factor; b is the column of an
@@ -45,13 +49,14 @@ static inline int mg_cholesky_factor(int n, MG_REAL *a)
  * are formed in ptrdiff_t, the type a pointer offset has, not in int. */
 static inline void mg_cholesky_forward(int n, const MG_REAL *l, MG_REAL *b, int m)
 {
-    int i, k;
+    int i;
+    int k;
     for (i = 0; i < n; ++i) {
         MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = 0; k < i; ++k) {
-            s -= l[i * n + k] * b[(ptrdiff_t)k * m];
+            s -= l[(i * n) + k] * b[(ptrdiff_t)k * m];
         }
-        b[(ptrdiff_t)i * m] = s / l[i * n + i];
+        b[(ptrdiff_t)i * m] = s / l[(i * n) + i];
     }
 }
 
@@ -59,14 +64,15 @@ static inline void mg_cholesky_forward(int n, const MG_REAL *l, MG_REAL *b, int 
  * mg_cholesky_forward. */
 static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, int m)
 {
-    int i, k;
+    int i;
+    int k;
     mg_cholesky_forward(n, l, b, m); /* L y = b */
     for (i = n - 1; i >= 0; --i) {   /* backward: L^T x = y */
         MG_REAL s = b[(ptrdiff_t)i * m];
         for (k = i + 1; k < n; ++k) {
-            s -= l[k * n + i] * b[(ptrdiff_t)k * m];
+            s -= l[(k * n) + i] * b[(ptrdiff_t)k * m];
         }
-        b[(ptrdiff_t)i * m] = s / l[i * n + i];
+        b[(ptrdiff_t)i * m] = s / l[(i * n) + i];
     }
 }
 
@@ -74,11 +80,11 @@ static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, i
  * Returns 0, or -1 if A is not positive definite (b is then left unspecified). */
 static inline int mg_cholesky_solve(int n, MG_REAL *a, MG_REAL *b)
 {
-    if (mg_cholesky_factor(n, a) != 0) {
-        return -1;
+    const int status = mg_cholesky_factor(n, a);
+    if (status == 0) {
+        mg_cholesky_substitute(n, a, b, 1);
     }
-    mg_cholesky_substitute(n, a, b, 1);
-    return 0;
+    return status;
 }
 
 /* Recursive least squares (a Kalman filter on constant parameters) with n equations in m
@@ -92,14 +98,17 @@ static inline int mg_cholesky_solve(int n, MG_REAL *a, MG_REAL *b)
 static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_REAL lam, MG_REAL gain_p,
                               const MG_REAL *drift, MG_REAL *w, MG_REAL *s)
 {
-    int i, j, k, c;
+    int i;
+    int j;
+    int k;
+    int c;
     for (j = 0; j < n; ++j) { /* w = Y P, row by row over P's contiguous rows */
         MG_REAL *restrict wj = &w[(ptrdiff_t)j * m];
         for (c = 0; c < m; ++c) {
             wj[c] = (MG_REAL)0;
         }
         for (i = 0; i < m; ++i) {
-            const MG_REAL y = yt[i * n + j];
+            const MG_REAL y = yt[(i * n) + j];
             const MG_REAL *restrict pi = &p[(ptrdiff_t)i * m];
             if (y == (MG_REAL)0) { /* a serial arm's regressor: joint j's row has no column of the links before it */
                 continue;
@@ -111,40 +120,40 @@ static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_RE
     }
     for (j = 0; j < n; ++j) { /* s = w Y^T + lam I */
         for (k = 0; k < n; ++k) {
-            MG_REAL acc = j == k ? lam : (MG_REAL)0;
+            MG_REAL acc = (j == k) ? lam : (MG_REAL)0;
             for (c = 0; c < m; ++c) {
-                acc += w[j * m + c] * yt[c * n + k];
+                acc += w[(j * m) + c] * yt[(c * n) + k];
             }
-            s[j * n + k] = acc;
+            s[(j * n) + k] = acc;
         }
     }
-    if (mg_cholesky_factor(n, s) != 0) {
-        return -1;
-    }
-    for (c = 0; c < m; ++c) { /* w <- V = L^-1 w, column by column */
-        mg_cholesky_forward(n, s, &w[c], m);
-    }
-    if (gain_p > (MG_REAL)0) { /* P -= gain_p V^T V: the upper triangle, then mirrored */
-        for (j = 0; j < n; ++j) {
-            const MG_REAL *restrict vj = &w[(ptrdiff_t)j * m];
+    const int status = mg_cholesky_factor(n, s);
+    if (status == 0) {
+        for (c = 0; c < m; ++c) { /* w <- V = L^-1 w, column by column */
+            mg_cholesky_forward(n, s, &w[c], m);
+        }
+        if (gain_p > (MG_REAL)0) { /* P -= gain_p V^T V: the upper triangle, then mirrored */
+            for (j = 0; j < n; ++j) {
+                const MG_REAL *restrict vj = &w[(ptrdiff_t)j * m];
+                for (i = 0; i < m; ++i) {
+                    const MG_REAL a = gain_p * vj[i];
+                    MG_REAL *restrict pi = &p[(ptrdiff_t)i * m];
+                    for (c = i; c < m; ++c) {
+                        pi[c] -= a * vj[c];
+                    }
+                }
+            }
             for (i = 0; i < m; ++i) {
-                const MG_REAL a = gain_p * vj[i];
-                MG_REAL *restrict pi = &p[(ptrdiff_t)i * m];
-                for (c = i; c < m; ++c) {
-                    pi[c] -= a * vj[c];
+                for (c = i + 1; c < m; ++c) {
+                    p[(c * m) + i] = p[(i * m) + c];
                 }
             }
         }
         for (i = 0; i < m; ++i) {
-            for (c = i + 1; c < m; ++c) {
-                p[c * m + i] = p[i * m + c];
-            }
+            p[(i * m) + i] += drift[i];
         }
     }
-    for (i = 0; i < m; ++i) {
-        p[i * m + i] += drift[i];
-    }
-    return 0;
+    return status;
 }
 
 /* The correction of recursive least squares with the gain of mg_rls_gain (w = V, s = L):
@@ -155,14 +164,15 @@ static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_RE
 static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL *s, const MG_REAL *gain,
                                   const MG_REAL *r, MG_REAL *theta, MG_REAL *u)
 {
-    int j, c;
+    int j;
+    int c;
     for (j = 0; j < n; ++j) {
         u[j] = gain[j] * r[j];
     }
     mg_cholesky_forward(n, s, u, 1);
     for (j = 0; j < n; ++j) { /* theta -= V^T u */
         for (c = 0; c < m; ++c) {
-            theta[c] -= w[j * m + c] * u[j];
+            theta[c] -= w[(j * m) + c] * u[j];
         }
     }
 }

@@ -81,18 +81,18 @@ const franka_panda_real_t franka_panda_base_parameters[FRANKA_PANDA_N_BASE] = {
 
 void franka_panda_rnea(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t qdd[7], franka_panda_real_t tau[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136;
     w0 = 0.009213163777211224;
     w1 = qdd[0];
     w0 = w0 * w1;
@@ -1000,19 +1000,19 @@ void franka_panda_rnea(const franka_panda_real_t q[7], const franka_panda_real_t
 
 void franka_panda_rnea_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t qdd[7], const franka_panda_real_t pi[91], franka_panda_real_t tau[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139, w140, w141, w142, w143;
-    real_t w144, w145, w146, w147, w148, w149, w150;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139; real_t w140; real_t w141; real_t w142; real_t w143;
+    real_t w144; real_t w145; real_t w146; real_t w147; real_t w148; real_t w149; real_t w150;
     w0 = pi[9];
     w1 = qdd[0];
     w0 = w0 * w1;
@@ -1990,12 +1990,12 @@ void franka_panda_rnea_p(const franka_panda_real_t q[7], const franka_panda_real
 
 void franka_panda_mass_matrix(const franka_panda_real_t q[7], franka_panda_real_t m[49])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69;
     w0 = 0.009213163777211224;
     w1 = q[1];
     w2 = sin(w1);
@@ -2666,12 +2666,12 @@ void franka_panda_mass_matrix(const franka_panda_real_t q[7], franka_panda_real_
 
 void franka_panda_mass_matrix_p(const franka_panda_real_t q[7], const franka_panda_real_t pi[91], franka_panda_real_t m[49])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70;
     w0 = pi[9];
     w1 = q[1];
     w2 = sin(w1);
@@ -3379,25 +3379,25 @@ void franka_panda_mass_matrix_p(const franka_panda_real_t q[7], const franka_pan
 
 void franka_panda_coriolis_matrix(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], franka_panda_real_t c[49])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139, w140, w141, w142, w143;
-    real_t w144, w145, w146, w147, w148, w149, w150, w151, w152, w153, w154, w155;
-    real_t w156, w157, w158, w159, w160, w161, w162, w163, w164, w165, w166, w167;
-    real_t w168, w169, w170, w171, w172, w173, w174, w175, w176, w177, w178, w179;
-    real_t w180, w181, w182, w183, w184, w185, w186, w187, w188, w189, w190, w191;
-    real_t w192, w193, w194, w195, w196, w197, w198, w199, w200, w201, w202, w203;
-    real_t w204, w205, w206, w207, w208, w209, w210, w211, w212, w213, w214, w215;
-    real_t w216, w217;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139; real_t w140; real_t w141; real_t w142; real_t w143;
+    real_t w144; real_t w145; real_t w146; real_t w147; real_t w148; real_t w149; real_t w150; real_t w151; real_t w152; real_t w153; real_t w154; real_t w155;
+    real_t w156; real_t w157; real_t w158; real_t w159; real_t w160; real_t w161; real_t w162; real_t w163; real_t w164; real_t w165; real_t w166; real_t w167;
+    real_t w168; real_t w169; real_t w170; real_t w171; real_t w172; real_t w173; real_t w174; real_t w175; real_t w176; real_t w177; real_t w178; real_t w179;
+    real_t w180; real_t w181; real_t w182; real_t w183; real_t w184; real_t w185; real_t w186; real_t w187; real_t w188; real_t w189; real_t w190; real_t w191;
+    real_t w192; real_t w193; real_t w194; real_t w195; real_t w196; real_t w197; real_t w198; real_t w199; real_t w200; real_t w201; real_t w202; real_t w203;
+    real_t w204; real_t w205; real_t w206; real_t w207; real_t w208; real_t w209; real_t w210; real_t w211; real_t w212; real_t w213; real_t w214; real_t w215;
+    real_t w216; real_t w217;
     w0 = 0.5;
     w1 = q[1];
     w2 = sin(w1);
@@ -6270,25 +6270,25 @@ void franka_panda_coriolis_matrix(const franka_panda_real_t q[7], const franka_p
 
 void franka_panda_coriolis_matrix_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t c[49])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139, w140, w141, w142, w143;
-    real_t w144, w145, w146, w147, w148, w149, w150, w151, w152, w153, w154, w155;
-    real_t w156, w157, w158, w159, w160, w161, w162, w163, w164, w165, w166, w167;
-    real_t w168, w169, w170, w171, w172, w173, w174, w175, w176, w177, w178, w179;
-    real_t w180, w181, w182, w183, w184, w185, w186, w187, w188, w189, w190, w191;
-    real_t w192, w193, w194, w195, w196, w197, w198, w199, w200, w201, w202, w203;
-    real_t w204, w205, w206, w207, w208, w209, w210, w211, w212, w213, w214, w215;
-    real_t w216, w217;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139; real_t w140; real_t w141; real_t w142; real_t w143;
+    real_t w144; real_t w145; real_t w146; real_t w147; real_t w148; real_t w149; real_t w150; real_t w151; real_t w152; real_t w153; real_t w154; real_t w155;
+    real_t w156; real_t w157; real_t w158; real_t w159; real_t w160; real_t w161; real_t w162; real_t w163; real_t w164; real_t w165; real_t w166; real_t w167;
+    real_t w168; real_t w169; real_t w170; real_t w171; real_t w172; real_t w173; real_t w174; real_t w175; real_t w176; real_t w177; real_t w178; real_t w179;
+    real_t w180; real_t w181; real_t w182; real_t w183; real_t w184; real_t w185; real_t w186; real_t w187; real_t w188; real_t w189; real_t w190; real_t w191;
+    real_t w192; real_t w193; real_t w194; real_t w195; real_t w196; real_t w197; real_t w198; real_t w199; real_t w200; real_t w201; real_t w202; real_t w203;
+    real_t w204; real_t w205; real_t w206; real_t w207; real_t w208; real_t w209; real_t w210; real_t w211; real_t w212; real_t w213; real_t w214; real_t w215;
+    real_t w216; real_t w217;
     w0 = 0.5;
     w1 = q[1];
     w2 = sin(w1);
@@ -9213,17 +9213,17 @@ void franka_panda_coriolis_matrix_p(const franka_panda_real_t q[7], const franka
 
 void franka_panda_coriolis(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], franka_panda_real_t c[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127;
     w0 = q[1];
     w1 = sin(w0);
     w2 = -0.00398335888393552;
@@ -10085,17 +10085,17 @@ void franka_panda_coriolis(const franka_panda_real_t q[7], const franka_panda_re
 
 void franka_panda_coriolis_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t c[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127;
     w0 = q[1];
     w1 = sin(w0);
     w2 = pi[18];
@@ -10957,10 +10957,10 @@ void franka_panda_coriolis_p(const franka_panda_real_t q[7], const franka_panda_
 
 void franka_panda_gravity(const franka_panda_real_t q[7], franka_panda_real_t g[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41;
     w0 = q[1];
     w1 = cos(w0);
     w2 = 0.0221804724897;
@@ -11224,10 +11224,10 @@ void franka_panda_gravity(const franka_panda_real_t q[7], franka_panda_real_t g[
 
 void franka_panda_gravity_p(const franka_panda_real_t q[7], const franka_panda_real_t pi[91], franka_panda_real_t g[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45;
     w0 = q[1];
     w1 = cos(w0);
     w2 = pi[16];
@@ -11502,7 +11502,7 @@ void franka_panda_friction(const franka_panda_real_t qd[7], franka_panda_real_t 
 
 void franka_panda_friction_p(const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t tau_f[7])
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = pi[11];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -11563,17 +11563,17 @@ void franka_panda_friction_p(const franka_panda_real_t qd[7], const franka_panda
 
 void franka_panda_nonlinear_effects(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], franka_panda_real_t n[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128;
     w0 = q[1];
     w1 = sin(w0);
     w2 = -0.00398335888393552;
@@ -12451,18 +12451,18 @@ void franka_panda_nonlinear_effects(const franka_panda_real_t q[7], const franka
 
 void franka_panda_nonlinear_effects_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t n[7])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136;
     w0 = pi[11];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -13388,14 +13388,14 @@ void franka_panda_nonlinear_effects_p(const franka_panda_real_t q[7], const fran
 
 void franka_panda_regressor(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t qdd[7], franka_panda_real_t y[434])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88;
     w0 = qdd[0];
     y[0] = w0;
     w1 = 0.0;
@@ -15542,9 +15542,9 @@ void franka_panda_regressor(const franka_panda_real_t q[7], const franka_panda_r
 
 void franka_panda_tip_pose(const franka_panda_real_t q[7], franka_panda_real_t t[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26;
     w0 = q[0];
     w1 = cos(w0);
     w2 = q[1];
@@ -15724,10 +15724,10 @@ void franka_panda_tip_pose(const franka_panda_real_t q[7], franka_panda_real_t t
 
 void franka_panda_tip_jacobian(const franka_panda_real_t q[7], franka_panda_real_t j[42])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40;
     w0 = 0.0825;
     w1 = q[0];
     w2 = sin(w1);

@@ -38,8 +38,8 @@ const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE] = {
 
 void planar2_rnea(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t qdd[2], planar2_real_t tau[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14;
     w0 = 0.6666666666666666;
     w1 = qdd[0];
     w0 = w0 * w1;
@@ -110,8 +110,8 @@ void planar2_rnea(const planar2_real_t q[2], const planar2_real_t qd[2], const p
 
 void planar2_rnea_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t qdd[2], const planar2_real_t pi[26], planar2_real_t tau[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15;
     w0 = pi[9];
     w1 = qdd[0];
     w0 = w0 * w1;
@@ -196,7 +196,7 @@ void planar2_rnea_p(const planar2_real_t q[2], const planar2_real_t qd[2], const
 
 void planar2_mass_matrix(const planar2_real_t q[2], planar2_real_t m[4])
 {
-    real_t w0, w1, w2, w3;
+    real_t w0; real_t w1; real_t w2; real_t w3;
     w0 = 0.6666666666666666;
     w1 = 1.82;
     w2 = 0.6000000000000001;
@@ -219,7 +219,7 @@ void planar2_mass_matrix(const planar2_real_t q[2], planar2_real_t m[4])
 
 void planar2_mass_matrix_p(const planar2_real_t q[2], const planar2_real_t pi[26], planar2_real_t m[4])
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = pi[9];
     w1 = pi[22];
     w2 = pi[13];
@@ -248,7 +248,7 @@ void planar2_mass_matrix_p(const planar2_real_t q[2], const planar2_real_t pi[26
 
 void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t c[4])
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = 0.6000000000000001;
     w1 = q[1];
     w1 = sin(w1);
@@ -269,7 +269,7 @@ void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[
 
 void planar2_coriolis_matrix_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t c[4])
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = pi[14];
     w1 = q[1];
     w2 = sin(w1);
@@ -294,7 +294,7 @@ void planar2_coriolis_matrix_p(const planar2_real_t q[2], const planar2_real_t q
 
 void planar2_coriolis(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t c[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7;
     w0 = 0.6000000000000001;
     w1 = q[1];
     w2 = sin(w1);
@@ -322,7 +322,7 @@ void planar2_coriolis(const planar2_real_t q[2], const planar2_real_t qd[2], pla
 
 void planar2_coriolis_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t c[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9;
     w0 = pi[14];
     w1 = q[1];
     w2 = sin(w1);
@@ -356,7 +356,7 @@ void planar2_coriolis_p(const planar2_real_t q[2], const planar2_real_t qd[2], c
 
 void planar2_gravity(const planar2_real_t q[2], planar2_real_t g[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7;
     w0 = 9.81;
     w1 = q[0];
     w2 = cos(w1);
@@ -388,7 +388,7 @@ void planar2_gravity(const planar2_real_t q[2], planar2_real_t g[2])
 
 void planar2_gravity_p(const planar2_real_t q[2], const planar2_real_t pi[26], planar2_real_t g[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7;
     w0 = pi[1];
     w1 = 9.81;
     w2 = q[0];
@@ -428,7 +428,7 @@ void planar2_gravity_p(const planar2_real_t q[2], const planar2_real_t pi[26], p
 
 void planar2_friction(const planar2_real_t qd[2], planar2_real_t tau_f[2])
 {
-    real_t w0, w1, w2, w3;
+    real_t w0; real_t w1; real_t w2; real_t w3;
     w0 = 0.1;
     w1 = qd[0];
     w2 = w0 * w1;
@@ -448,7 +448,7 @@ void planar2_friction(const planar2_real_t qd[2], planar2_real_t tau_f[2])
 
 void planar2_friction_p(const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t tau_f[2])
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = pi[11];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -469,7 +469,7 @@ void planar2_friction_p(const planar2_real_t qd[2], const planar2_real_t pi[26],
 
 void planar2_nonlinear_effects(const planar2_real_t q[2], const planar2_real_t qd[2], planar2_real_t n[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10;
     w0 = 9.81;
     w1 = q[0];
     w2 = cos(w1);
@@ -522,7 +522,7 @@ void planar2_nonlinear_effects(const planar2_real_t q[2], const planar2_real_t q
 
 void planar2_nonlinear_effects_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t n[2])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     w0 = pi[1];
     w1 = 9.81;
     w2 = q[0];
@@ -587,7 +587,7 @@ void planar2_nonlinear_effects_p(const planar2_real_t q[2], const planar2_real_t
 
 void planar2_regressor(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t qdd[2], planar2_real_t y[22])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     w0 = 9.81;
     w1 = q[0];
     w2 = cos(w1);
@@ -654,7 +654,7 @@ void planar2_regressor(const planar2_real_t q[2], const planar2_real_t qd[2], co
 
 void planar2_tip_pose(const planar2_real_t q[2], planar2_real_t t[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7;
     w0 = q[0];
     w1 = cos(w0);
     w2 = q[1];
@@ -696,7 +696,7 @@ void planar2_tip_pose(const planar2_real_t q[2], planar2_real_t t[16])
 
 void planar2_tip_jacobian(const planar2_real_t q[2], planar2_real_t j[12])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6;
     w0 = q[0];
     w1 = sin(w0);
     w2 = 0.8;

@@ -68,7 +68,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
 /* pi = params + payload added to the last link: cfg.model.params, cfg.model.payload -> st.model.pi. Operations: 10. */
 static void planar2_rt_model_model_derive(const real_t *a0, const real_t *a1, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     r0[0] = w0;
     w0 = a0[1];
@@ -146,7 +146,7 @@ static void planar2_rt_model_model_derive(const real_t *a0, const real_t *a1, re
 /* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 8. */
 static void planar2_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, real_t *r0, real_t *r1)
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
     w1 = a0[0];
     w2 = 1.0;
@@ -170,7 +170,7 @@ static void planar2_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, re
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 8. */
 static void planar2_rt_enc_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -196,7 +196,7 @@ static void planar2_rt_enc_position(const real_t *a0, const real_t *a1, const re
 /* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 8. */
 static void planar2_rt_enc_motor_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -222,7 +222,7 @@ static void planar2_rt_enc_motor_position(const real_t *a0, const real_t *a1, co
 /* x := [q, 0, 0]: out.q -> st.est.x. Operations: 0. */
 static void planar2_rt_est_init(const real_t *a0, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     r0[0] = w0;
     w0 = 0.0;
@@ -237,7 +237,7 @@ static void planar2_rt_est_init(const real_t *a0, real_t *r0)
 /* predict, then update when valid: out.q, loc.valid, st.est.x, cfg.est.gain -> out.q_hat, out.qd_hat, out.qdd_hat, st.est.x. Operations: 28. */
 static void planar2_rt_est_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10;
     w0 = a2[0];
     w1 = 0.001;
     w2 = a2[1];
@@ -301,8 +301,8 @@ static void planar2_rt_est_step(const real_t *a0, const real_t *a1, const real_t
 /* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 97. */
 static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18;
     w0 = a0[0];
     w1 = a3[0];
     w1 = w0 - w1;
@@ -443,9 +443,9 @@ static void planar2_rt_fric_step(const real_t *a0, const real_t *a1, const real_
 /* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi, st.fric.tau -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 182. */
 static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28;
     w0 = a1[0];
     w1 = w0 + w0;
     w2 = 0.5;
@@ -673,7 +673,7 @@ static void planar2_rt_obs_step(const real_t *a0, const real_t *a1, const real_t
 /* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 26. */
 static void planar2_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = 0.0;
     w1 = a2[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
@@ -722,7 +722,7 @@ static void planar2_rt_det_level(const real_t *a0, const real_t *a1, const real_
 /* q_d = q_col + int K_R r, qd_d = K_R r: st.det.q_col, st.det.integ, out.r, cfg.det.k_r -> st.det.integ, out.q_d, out.qd_d. Operations: 10. */
 static void planar2_rt_det_reflex(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, real_t *r0, real_t *r1, real_t *r2)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6;
     w0 = a1[0];
     w1 = 0.001;
     w2 = a3[0];
@@ -753,8 +753,8 @@ static void planar2_rt_det_reflex(const real_t *a0, const real_t *a1, const real
 /* computed torque: out.q_hat, out.qd_hat, out.q_d, out.qd_d, out.qdd_d, cfg.ctl.kp, cfg.ctl.kd, cfg.ctl.tau_max, cfg.ctl.friction_ff, st.model.pi -> out.tau_cmd. Operations: 91. */
 static void planar2_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17;
     w0 = a9[9];
     w1 = a4[0];
     w2 = a5[0];
@@ -926,7 +926,7 @@ void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 
 void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
 {
-    memset(rt, 0, sizeof *rt);
+    (void)memset(rt, 0, sizeof *rt);
     planar2_rt_configure(rt, cfg);
     rt->first = 1u;
 }
@@ -935,11 +935,11 @@ void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void planar2_rt_restart(planar2_rt_t *rt)
 {
-    memset(&rt->model, 0, sizeof rt->model);
-    memset(&rt->est, 0, sizeof rt->est);
-    memset(&rt->fric, 0, sizeof rt->fric);
-    memset(&rt->obs, 0, sizeof rt->obs);
-    memset(&rt->det, 0, sizeof rt->det);
+    (void)memset(&rt->model, 0, sizeof rt->model);
+    (void)memset(&rt->est, 0, sizeof rt->est);
+    (void)memset(&rt->fric, 0, sizeof rt->fric);
+    (void)memset(&rt->obs, 0, sizeof rt->obs);
+    (void)memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
     planar2_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
@@ -970,12 +970,15 @@ static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
 
 void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_output_t *out)
 {
-    real_t valid[PLANAR2_DOF], motor_valid[PLANAR2_DOF], total_r[PLANAR2_DOF], motor_total_r[PLANAR2_DOF];
+    real_t valid[PLANAR2_DOF];
+    real_t motor_valid[PLANAR2_DOF];
+    real_t total_r[PLANAR2_DOF];
+    real_t motor_total_r[PLANAR2_DOF];
     int i;
 
     /* --- enc: encoder --- */
     for (i = 0; i < PLANAR2_DOF; ++i) {
-        if (in->valid[i]) {
+        if (in->valid[i] != 0u) {
             mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
@@ -984,12 +987,14 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
             mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
         } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
+        } else {
+            /* no second encoder on this joint */
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
@@ -1014,52 +1019,52 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         planar2_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX) && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX))) {
-            memset(out->q, 0, sizeof out->q);
-            memset(out->theta, 0, sizeof out->theta);
+            (void)memset(out->q, 0, sizeof out->q);
+            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
         rt->steps++;
         return;
     }
 
     /* --- est: kalman --- */
-    if (rt->first) {
+    if (rt->first != 0u) {
         planar2_rt_est_init(out->q, &rt->est.x[0][0]);
     }
     {
         real_t tmp3[6];
         planar2_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg->est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
-        memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
+        (void)memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
     }
 
-    memcpy(out->q_d, in->q_des, sizeof out->q_d);
-    memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
-    memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
+    (void)memcpy(out->q_d, in->q_des, sizeof out->q_d);
+    (void)memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
+    (void)memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
 
     /* --- fric: terms --- */
-    if (rt->first) {  /* the Dahl states start at 0 from the first position */
-        memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
+    if (rt->first != 0u) {  /* the Dahl states start at 0 from the first position */
+        (void)memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
     }
     {
         real_t tmp0[2];
         real_t tmp1[2];
         real_t tmp2[2];
         planar2_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
-        memcpy(rt->fric.z, tmp0, sizeof tmp0);
-        memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
-        memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
+        (void)memcpy(rt->fric.z, tmp0, sizeof tmp0);
+        (void)memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
+        (void)memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
     }
 
 
@@ -1068,14 +1073,14 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         real_t tmp1[2];
         real_t tmp2[2];
         planar2_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
-        memcpy(rt->obs.integ, tmp1, sizeof tmp1);
-        memcpy(rt->obs.r, tmp2, sizeof tmp2);
+        (void)memcpy(rt->obs.integ, tmp1, sizeof tmp1);
+        (void)memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
-    if (rt->first) {  /* the first sample defines p_0: r starts at 0 */
-        memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
-        memset(rt->obs.integ, 0, sizeof rt->obs.integ);
-        memset(rt->obs.r, 0, sizeof rt->obs.r);
-        memset(out->r, 0, sizeof out->r);
+    if (rt->first != 0u) {  /* the first sample defines p_0: r starts at 0 */
+        (void)memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
+        (void)memset(rt->obs.integ, 0, sizeof rt->obs.integ);
+        (void)memset(rt->obs.r, 0, sizeof rt->obs.r);
+        (void)memset(out->r, 0, sizeof out->r);
     }
 
 
@@ -1083,44 +1088,48 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     {
         int32_t highest;
         int fired;
-        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
+        if (in->reset != 0u) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
-            memset(rt->det.above, 0, sizeof rt->det.above);
-            memset(rt->det.count, 0, sizeof rt->det.count);
+            (void)memset(rt->det.above, 0, sizeof rt->det.above);
+            (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
         planar2_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
         fired = mg_detect(PLANAR2_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
-        if (fired && !rt->det.collision) {
+        if ((fired != 0) && (rt->det.collision == 0u)) {
             rt->det.collision = 1u;
             rt->det.link = highest;
-            memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
-            memset(rt->det.integ, 0, sizeof rt->det.integ);
+            (void)memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
+            (void)memset(rt->det.integ, 0, sizeof rt->det.integ);
             rt->det.since = 0;
-        } else if (rt->det.collision) {
+        } else if (rt->det.collision != 0u) {
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
+            if ((highest > rt->det.link) && (rt->det.since <= rt->cfg->det.window)) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
+        } else {
+            /* no collision latched, none detected */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
-        memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
-            memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
-            memset(out->qd_d, 0, sizeof out->qd_d);
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
+        (void)memcpy(out->above, rt->det.above, sizeof out->above);
+        if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_STOP)) {
+            (void)memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
+            (void)memset(out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_REFLEX)) {
             {
                 real_t tmp0[2];
                 planar2_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
-                memcpy(rt->det.integ, tmp0, sizeof tmp0);
+                (void)memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else {
+            /* no reaction: the desired trajectory as given */
         }
     }
 
@@ -1135,17 +1144,17 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         planar2_rt_restart(rt);
         out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

@@ -16,33 +16,31 @@
 static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, uint8_t *started,
                              uint32_t *last, int64_t *total)
 {
-    uint32_t mask, half;
-    if (bits < 2u || bits > 32u) {
-        bits = 32u;
-    }
-    mask = (bits == 32u) ? 0xFFFFFFFFu : ((1u << bits) - 1u);
-    half = 1u << (bits - 1u);
-    raw &= mask;
-    if (!*started) {
-        *total = (is_signed && raw >= half) ? (int64_t)raw - ((int64_t)mask + 1) : (int64_t)raw;
+    const unsigned width = ((bits < 2u) || (bits > 32u)) ? 32u : bits;
+    const uint32_t mask = (width == 32u) ? 0xFFFFFFFFu : (((uint32_t)1u << width) - 1u);
+    const uint32_t half = (uint32_t)1u << (width - 1u);  /* width - 1 is 1..31 */
+    const uint32_t value = raw & mask;
+    if (*started == 0u) {
+        *total = ((is_signed != 0u) && (value >= half)) ? ((int64_t)value - ((int64_t)mask + 1)) : (int64_t)value;
         *started = 1u;
     } else {
-        uint32_t d = (raw - *last) & mask;
-        *total += (d >= half) ? (int64_t)d - ((int64_t)mask + 1) : (int64_t)d;
+        const uint32_t d = (value - *last) & mask;
+        *total += (d >= half) ? ((int64_t)d - ((int64_t)mask + 1)) : (int64_t)d;
     }
-    *last = raw;
+    *last = value;
 }
 
 /* 1 if x[0..n) are all finite and within +-limit (a NaN fails every comparison). */
 static inline int mg_bounded(const MG_REAL *x, int n, MG_REAL limit)
 {
     int k;
-    for (k = 0; k < n; ++k) {
+    int ok = 1;
+    for (k = 0; (k < n) && (ok != 0); ++k) {
         if (!(MG_FABS(x[k]) <= limit)) {
-            return 0;
+            ok = 0;
         }
     }
-    return 1;
+    return ok;
 }
 
 /* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level; a
@@ -53,16 +51,19 @@ static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_RE
                             const int32_t *debounce, uint8_t *above, int32_t *count,
                             int32_t *highest)
 {
-    int i, fired = 0;
+    int i;
+    int fired = 0;
     *highest = 0;
     for (i = 0; i < n; ++i) {
-        MG_REAL limit = above[i] ? level[i] * release : level[i];
-        above[i] = (level[i] > 0 && MG_FABS(r[i]) > limit) ? 1u : 0u;  /* level 0: not detecting */
-        count[i] = above[i] ? (count[i] < 0x40000000 ? count[i] + 1 : count[i]) : 0;
-        if (above[i]) {
+        const MG_REAL limit = (above[i] != 0u) ? (level[i] * release) : level[i];
+        above[i] = ((level[i] > 0) && (MG_FABS(r[i]) > limit)) ? 1u : 0u;  /* level 0: not detecting */
+        if (above[i] != 0u) {
+            count[i] = (count[i] < 0x40000000) ? (count[i] + 1) : count[i];
             *highest = i + 1;
+        } else {
+            count[i] = 0;
         }
-        if (count[i] >= (debounce[i] < 1 ? 1 : debounce[i])) {
+        if (count[i] >= ((debounce[i] < 1) ? 1 : debounce[i])) {
             fired = 1;
         }
     }

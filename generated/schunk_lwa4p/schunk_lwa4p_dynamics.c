@@ -72,16 +72,16 @@ const schunk_lwa4p_real_t schunk_lwa4p_base_parameters[SCHUNK_LWA4P_N_BASE] = {
 
 void schunk_lwa4p_rnea(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t qdd[6], schunk_lwa4p_real_t tau[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115;
     w0 = 0.013030110999999997;
     w1 = qdd[0];
     w2 = w0 * w1;
@@ -767,17 +767,17 @@ void schunk_lwa4p_rnea(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t
 
 void schunk_lwa4p_rnea_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t qdd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t tau[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
     real_t w132;
     w0 = pi[7];
     w1 = qdd[0];
@@ -1669,11 +1669,11 @@ void schunk_lwa4p_rnea_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real
 
 void schunk_lwa4p_mass_matrix(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t m[36])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51;
     w0 = 0.013030110999999997;
     w1 = q[1];
     w2 = sin(w1);
@@ -2079,13 +2079,13 @@ void schunk_lwa4p_mass_matrix(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_
 
 void schunk_lwa4p_mass_matrix_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t m[36])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74;
     w0 = pi[7];
     w1 = q[1];
     w2 = sin(w1);
@@ -2688,16 +2688,16 @@ void schunk_lwa4p_mass_matrix_p(const schunk_lwa4p_real_t q[6], const schunk_lwa
 
 void schunk_lwa4p_coriolis_matrix(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t c[36])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112;
     w0 = 0.5;
     w1 = q[1];
     w2 = sin(w1);
@@ -4102,19 +4102,19 @@ void schunk_lwa4p_coriolis_matrix(const schunk_lwa4p_real_t q[6], const schunk_l
 
 void schunk_lwa4p_coriolis_matrix_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t c[36])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139, w140, w141, w142, w143;
-    real_t w144, w145, w146, w147, w148;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139; real_t w140; real_t w141; real_t w142; real_t w143;
+    real_t w144; real_t w145; real_t w146; real_t w147; real_t w148;
     w0 = 0.5;
     w1 = q[1];
     w2 = sin(w1);
@@ -6043,15 +6043,15 @@ void schunk_lwa4p_coriolis_matrix_p(const schunk_lwa4p_real_t q[6], const schunk
 
 void schunk_lwa4p_coriolis(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t c[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97;
     w0 = q[1];
     w1 = sin(w0);
     w2 = 9.999999999990767e-07;
@@ -6629,16 +6629,16 @@ void schunk_lwa4p_coriolis(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_re
 
 void schunk_lwa4p_coriolis_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t c[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109;
     w0 = q[1];
     w1 = sin(w0);
     w2 = -0.35;
@@ -7407,10 +7407,10 @@ void schunk_lwa4p_coriolis_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_
 
 void schunk_lwa4p_gravity(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t g[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37;
     w0 = q[1];
     w1 = sin(w0);
     w2 = 1.8196569;
@@ -7597,10 +7597,10 @@ void schunk_lwa4p_gravity(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t g[
 
 void schunk_lwa4p_gravity_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t g[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46;
     w0 = q[1];
     w1 = sin(w0);
     w2 = 0.1013;
@@ -7819,7 +7819,7 @@ void schunk_lwa4p_gravity_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_r
 
 void schunk_lwa4p_friction(const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t tau_f[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6;
     w0 = 17.89;
     w1 = qd[0];
     w2 = w0 * w1;
@@ -7875,7 +7875,7 @@ void schunk_lwa4p_friction(const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t 
 
 void schunk_lwa4p_friction_p(const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t tau_f[6])
 {
-    real_t w0, w1, w2, w3;
+    real_t w0; real_t w1; real_t w2; real_t w3;
     w0 = pi[11];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -7935,15 +7935,15 @@ void schunk_lwa4p_friction_p(const schunk_lwa4p_real_t qd[6], const schunk_lwa4p
 
 void schunk_lwa4p_nonlinear_effects(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t n[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106;
     w0 = 17.89;
     w1 = qd[0];
     w2 = w0 * w1;
@@ -8581,17 +8581,17 @@ void schunk_lwa4p_nonlinear_effects(const schunk_lwa4p_real_t q[6], const schunk
 
 void schunk_lwa4p_nonlinear_effects_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t n[6])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121;
     w0 = pi[11];
     w1 = qd[0];
     w0 = w0 * w1;
@@ -9425,15 +9425,15 @@ void schunk_lwa4p_nonlinear_effects_p(const schunk_lwa4p_real_t q[6], const schu
 
 void schunk_lwa4p_regressor(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t qdd[6], schunk_lwa4p_real_t y[312])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106;
     w0 = 0.1013;
     w1 = qd[1];
     w2 = q[1];
@@ -10938,8 +10938,8 @@ void schunk_lwa4p_regressor(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_r
 
 void schunk_lwa4p_tip_pose(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t t[16])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20;
     w0 = q[0];
     w1 = cos(w0);
     w2 = q[1];
@@ -11076,9 +11076,9 @@ void schunk_lwa4p_tip_pose(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t t
 
 void schunk_lwa4p_tip_jacobian(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t j[36])
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28;
     w0 = 0.1013;
     w1 = q[0];
     w2 = cos(w1);

@@ -69,7 +69,7 @@ const ur5_rt_config_t ur5_rt_default_config = {
 /* pi = params + payload added to the last link: cfg.model.params, cfg.model.payload -> st.model.pi. Operations: 10. */
 static void ur5_rt_model_model_derive(const real_t *a0, const real_t *a1, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     r0[0] = w0;
     w0 = a0[1];
@@ -251,7 +251,7 @@ static void ur5_rt_model_model_derive(const real_t *a0, const real_t *a1, real_t
 /* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 24. */
 static void ur5_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, real_t *r0, real_t *r1)
 {
-    real_t w0, w1, w2;
+    real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
     w1 = a0[0];
     w2 = 1.0;
@@ -307,7 +307,7 @@ static void ur5_rt_enc_encoder_derive(const real_t *a0, const real_t *a1, real_t
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 24. */
 static void ur5_rt_enc_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -373,7 +373,7 @@ static void ur5_rt_enc_position(const real_t *a0, const real_t *a1, const real_t
 /* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 24. */
 static void ur5_rt_enc_motor_position(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     w1 = a1[0];
     w0 = w0 * w1;
@@ -439,7 +439,7 @@ static void ur5_rt_enc_motor_position(const real_t *a0, const real_t *a1, const 
 /* x := [q, 0, 0]: out.q -> st.est.x. Operations: 0. */
 static void ur5_rt_est_init(const real_t *a0, real_t *r0)
 {
-    real_t w0, w1;
+    real_t w0; real_t w1;
     w0 = a0[0];
     r0[0] = w0;
     w0 = 0.0;
@@ -470,9 +470,9 @@ static void ur5_rt_est_init(const real_t *a0, real_t *r0)
 /* predict, then update when valid: out.q, loc.valid, st.est.x, cfg.est.gain -> out.q_hat, out.qd_hat, out.qdd_hat, st.est.x. Operations: 84. */
 static void ur5_rt_est_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26;
     w0 = a2[0];
     w1 = 0.001;
     w2 = a2[1];
@@ -648,12 +648,12 @@ static void ur5_rt_est_step(const real_t *a0, const real_t *a1, const real_t *a2
 /* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi, cfg.model.coulomb_scale -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 409. */
 static void ur5_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, const real_t *a11, const real_t *a12, const real_t *a13, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68;
     w0 = a0[0];
     w1 = a3[0];
     w1 = w0 - w1;
@@ -1198,29 +1198,29 @@ static void ur5_rt_fric_step(const real_t *a0, const real_t *a1, const real_t *a
 /* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi, cfg.model.coulomb_scale, st.fric.tau -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 2632. */
 static void ur5_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, real_t *r0, real_t *r1, real_t *r2, real_t *r3)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139, w140, w141, w142, w143;
-    real_t w144, w145, w146, w147, w148, w149, w150, w151, w152, w153, w154, w155;
-    real_t w156, w157, w158, w159, w160, w161, w162, w163, w164, w165, w166, w167;
-    real_t w168, w169, w170, w171, w172, w173, w174, w175, w176, w177, w178, w179;
-    real_t w180, w181, w182, w183, w184, w185, w186, w187, w188, w189, w190, w191;
-    real_t w192, w193, w194, w195, w196, w197, w198, w199, w200, w201, w202, w203;
-    real_t w204, w205, w206, w207, w208, w209, w210, w211, w212, w213, w214, w215;
-    real_t w216, w217, w218, w219, w220, w221, w222, w223, w224, w225, w226, w227;
-    real_t w228, w229, w230, w231, w232, w233, w234, w235, w236, w237, w238, w239;
-    real_t w240, w241, w242, w243, w244, w245, w246, w247, w248, w249, w250, w251;
-    real_t w252, w253, w254, w255, w256, w257, w258, w259, w260, w261, w262, w263;
-    real_t w264, w265, w266, w267, w268, w269;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139; real_t w140; real_t w141; real_t w142; real_t w143;
+    real_t w144; real_t w145; real_t w146; real_t w147; real_t w148; real_t w149; real_t w150; real_t w151; real_t w152; real_t w153; real_t w154; real_t w155;
+    real_t w156; real_t w157; real_t w158; real_t w159; real_t w160; real_t w161; real_t w162; real_t w163; real_t w164; real_t w165; real_t w166; real_t w167;
+    real_t w168; real_t w169; real_t w170; real_t w171; real_t w172; real_t w173; real_t w174; real_t w175; real_t w176; real_t w177; real_t w178; real_t w179;
+    real_t w180; real_t w181; real_t w182; real_t w183; real_t w184; real_t w185; real_t w186; real_t w187; real_t w188; real_t w189; real_t w190; real_t w191;
+    real_t w192; real_t w193; real_t w194; real_t w195; real_t w196; real_t w197; real_t w198; real_t w199; real_t w200; real_t w201; real_t w202; real_t w203;
+    real_t w204; real_t w205; real_t w206; real_t w207; real_t w208; real_t w209; real_t w210; real_t w211; real_t w212; real_t w213; real_t w214; real_t w215;
+    real_t w216; real_t w217; real_t w218; real_t w219; real_t w220; real_t w221; real_t w222; real_t w223; real_t w224; real_t w225; real_t w226; real_t w227;
+    real_t w228; real_t w229; real_t w230; real_t w231; real_t w232; real_t w233; real_t w234; real_t w235; real_t w236; real_t w237; real_t w238; real_t w239;
+    real_t w240; real_t w241; real_t w242; real_t w243; real_t w244; real_t w245; real_t w246; real_t w247; real_t w248; real_t w249; real_t w250; real_t w251;
+    real_t w252; real_t w253; real_t w254; real_t w255; real_t w256; real_t w257; real_t w258; real_t w259; real_t w260; real_t w261; real_t w262; real_t w263;
+    real_t w264; real_t w265; real_t w266; real_t w267; real_t w268; real_t w269;
     w0 = a1[0];
     w1 = w0 + w0;
     w2 = 0.5;
@@ -4016,7 +4016,7 @@ static void ur5_rt_obs_step(const real_t *a0, const real_t *a1, const real_t *a2
 /* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 78. */
 static void ur5_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4, w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
     w0 = 0.0;
     w1 = a2[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
@@ -4149,8 +4149,8 @@ static void ur5_rt_det_level(const real_t *a0, const real_t *a1, const real_t *a
 /* q_d = q_col + int K_R r, qd_d = K_R r: st.det.q_col, st.det.integ, out.r, cfg.det.k_r -> st.det.integ, out.q_d, out.qd_d. Operations: 30. */
 static void ur5_rt_det_reflex(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, real_t *r0, real_t *r1, real_t *r2)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18;
     w0 = a1[0];
     w1 = 0.001;
     w2 = a3[0];
@@ -4229,18 +4229,18 @@ static void ur5_rt_det_reflex(const real_t *a0, const real_t *a1, const real_t *
 /* computed torque: out.q_hat, out.qd_hat, out.q_d, out.qd_d, out.qdd_d, cfg.ctl.kp, cfg.ctl.kd, cfg.ctl.tau_max, cfg.ctl.friction_ff, st.model.pi, cfg.model.coulomb_scale -> out.tau_cmd. Operations: 896. */
 static void ur5_rt_ctl_step(const real_t *a0, const real_t *a1, const real_t *a2, const real_t *a3, const real_t *a4, const real_t *a5, const real_t *a6, const real_t *a7, const real_t *a8, const real_t *a9, const real_t *a10, real_t *r0)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35;
-    real_t w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47;
-    real_t w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59;
-    real_t w60, w61, w62, w63, w64, w65, w66, w67, w68, w69, w70, w71;
-    real_t w72, w73, w74, w75, w76, w77, w78, w79, w80, w81, w82, w83;
-    real_t w84, w85, w86, w87, w88, w89, w90, w91, w92, w93, w94, w95;
-    real_t w96, w97, w98, w99, w100, w101, w102, w103, w104, w105, w106, w107;
-    real_t w108, w109, w110, w111, w112, w113, w114, w115, w116, w117, w118, w119;
-    real_t w120, w121, w122, w123, w124, w125, w126, w127, w128, w129, w130, w131;
-    real_t w132, w133, w134, w135, w136, w137, w138, w139;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28; real_t w29; real_t w30; real_t w31; real_t w32; real_t w33; real_t w34; real_t w35;
+    real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46; real_t w47;
+    real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
+    real_t w60; real_t w61; real_t w62; real_t w63; real_t w64; real_t w65; real_t w66; real_t w67; real_t w68; real_t w69; real_t w70; real_t w71;
+    real_t w72; real_t w73; real_t w74; real_t w75; real_t w76; real_t w77; real_t w78; real_t w79; real_t w80; real_t w81; real_t w82; real_t w83;
+    real_t w84; real_t w85; real_t w86; real_t w87; real_t w88; real_t w89; real_t w90; real_t w91; real_t w92; real_t w93; real_t w94; real_t w95;
+    real_t w96; real_t w97; real_t w98; real_t w99; real_t w100; real_t w101; real_t w102; real_t w103; real_t w104; real_t w105; real_t w106; real_t w107;
+    real_t w108; real_t w109; real_t w110; real_t w111; real_t w112; real_t w113; real_t w114; real_t w115; real_t w116; real_t w117; real_t w118; real_t w119;
+    real_t w120; real_t w121; real_t w122; real_t w123; real_t w124; real_t w125; real_t w126; real_t w127; real_t w128; real_t w129; real_t w130; real_t w131;
+    real_t w132; real_t w133; real_t w134; real_t w135; real_t w136; real_t w137; real_t w138; real_t w139;
     w0 = a9[9];
     w1 = a4[0];
     w2 = a5[0];
@@ -5324,7 +5324,7 @@ void ur5_rt_configure(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
 
 void ur5_rt_init(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
 {
-    memset(rt, 0, sizeof *rt);
+    (void)memset(rt, 0, sizeof *rt);
     ur5_rt_configure(rt, cfg);
     rt->first = 1u;
 }
@@ -5333,11 +5333,11 @@ void ur5_rt_init(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
  * the encoders' state (unwrapping, lost-sample counters) and the step count. */
 static void ur5_rt_restart(ur5_rt_t *rt)
 {
-    memset(&rt->model, 0, sizeof rt->model);
-    memset(&rt->est, 0, sizeof rt->est);
-    memset(&rt->fric, 0, sizeof rt->fric);
-    memset(&rt->obs, 0, sizeof rt->obs);
-    memset(&rt->det, 0, sizeof rt->det);
+    (void)memset(&rt->model, 0, sizeof rt->model);
+    (void)memset(&rt->est, 0, sizeof rt->est);
+    (void)memset(&rt->fric, 0, sizeof rt->fric);
+    (void)memset(&rt->obs, 0, sizeof rt->obs);
+    (void)memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
     ur5_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
@@ -5368,12 +5368,15 @@ static int ur5_rt_outputs_finite(const ur5_rt_output_t *out)
 
 void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
 {
-    real_t valid[UR5_DOF], motor_valid[UR5_DOF], total_r[UR5_DOF], motor_total_r[UR5_DOF];
+    real_t valid[UR5_DOF];
+    real_t motor_valid[UR5_DOF];
+    real_t total_r[UR5_DOF];
+    real_t motor_total_r[UR5_DOF];
     int i;
 
     /* --- enc: encoder --- */
     for (i = 0; i < UR5_DOF; ++i) {
-        if (in->valid[i]) {
+        if (in->valid[i] != 0u) {
             mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
@@ -5382,12 +5385,14 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
             rt->enc.faults[i]++;
         }
         motor_valid[i] = 0;
-        if (rt->cfg->enc.motor_cpr[i] >= 1 && in->motor_valid[i]) {
+        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
             mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
         } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
             rt->enc.motor_faults[i]++;
+        } else {
+            /* no second encoder on this joint */
         }
         total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
@@ -5412,52 +5417,52 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         ur5_rt_restart(rt);
         out->ready = 0u;
         if (!(mg_bounded(out->q, UR5_DOF, DBL_MAX) && mg_bounded(out->theta, UR5_DOF, DBL_MAX))) {
-            memset(out->q, 0, sizeof out->q);
-            memset(out->theta, 0, sizeof out->theta);
+            (void)memset(out->q, 0, sizeof out->q);
+            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
         rt->steps++;
         return;
     }
 
     /* --- est: kalman --- */
-    if (rt->first) {
+    if (rt->first != 0u) {
         ur5_rt_est_init(out->q, &rt->est.x[0][0]);
     }
     {
         real_t tmp3[18];
         ur5_rt_est_step(out->q, valid, &rt->est.x[0][0], &rt->cfg->est.gain[0][0], out->q_hat, out->qd_hat, out->qdd_hat, tmp3);
-        memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
+        (void)memcpy(&rt->est.x[0][0], tmp3, sizeof tmp3);
     }
 
-    memcpy(out->q_d, in->q_des, sizeof out->q_d);
-    memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
-    memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
+    (void)memcpy(out->q_d, in->q_des, sizeof out->q_d);
+    (void)memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
+    (void)memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
 
     /* --- fric: terms --- */
-    if (rt->first) {  /* the Dahl states start at 0 from the first position */
-        memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
+    if (rt->first != 0u) {  /* the Dahl states start at 0 from the first position */
+        (void)memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
     }
     {
         real_t tmp0[6];
         real_t tmp1[6];
         real_t tmp2[6];
         ur5_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, rt->cfg->model.coulomb_scale, tmp0, tmp1, tmp2, rt->fric.tau);
-        memcpy(rt->fric.z, tmp0, sizeof tmp0);
-        memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
-        memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
+        (void)memcpy(rt->fric.z, tmp0, sizeof tmp0);
+        (void)memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
+        (void)memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
     }
 
 
@@ -5466,14 +5471,14 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         real_t tmp1[6];
         real_t tmp2[6];
         ur5_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->cfg->model.coulomb_scale, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
-        memcpy(rt->obs.integ, tmp1, sizeof tmp1);
-        memcpy(rt->obs.r, tmp2, sizeof tmp2);
+        (void)memcpy(rt->obs.integ, tmp1, sizeof tmp1);
+        (void)memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }
-    if (rt->first) {  /* the first sample defines p_0: r starts at 0 */
-        memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
-        memset(rt->obs.integ, 0, sizeof rt->obs.integ);
-        memset(rt->obs.r, 0, sizeof rt->obs.r);
-        memset(out->r, 0, sizeof out->r);
+    if (rt->first != 0u) {  /* the first sample defines p_0: r starts at 0 */
+        (void)memcpy(rt->obs.p0, rt->obs.p, sizeof rt->obs.p0);
+        (void)memset(rt->obs.integ, 0, sizeof rt->obs.integ);
+        (void)memset(rt->obs.r, 0, sizeof rt->obs.r);
+        (void)memset(out->r, 0, sizeof out->r);
     }
 
 
@@ -5481,44 +5486,48 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
     {
         int32_t highest;
         int fired;
-        if (in->reset) {  /* a new start: the latch, the hysteresis and the debounce counts */
+        if (in->reset != 0u) {  /* a new start: the latch, the hysteresis and the debounce counts */
             rt->det.collision = 0u;
             rt->det.link = 0;
-            memset(rt->det.above, 0, sizeof rt->det.above);
-            memset(rt->det.count, 0, sizeof rt->det.count);
+            (void)memset(rt->det.above, 0, sizeof rt->det.above);
+            (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
         ur5_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
         fired = mg_detect(UR5_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
-        if (fired && !rt->det.collision) {
+        if ((fired != 0) && (rt->det.collision == 0u)) {
             rt->det.collision = 1u;
             rt->det.link = highest;
-            memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
-            memset(rt->det.integ, 0, sizeof rt->det.integ);
+            (void)memcpy(rt->det.q_col, out->q_hat, sizeof rt->det.q_col);
+            (void)memset(rt->det.integ, 0, sizeof rt->det.integ);
             rt->det.since = 0;
-        } else if (rt->det.collision) {
+        } else if (rt->det.collision != 0u) {
             if (rt->det.since < 0x40000000) {
                 rt->det.since++;
             }
-            if (highest > rt->det.link && rt->det.since <= rt->cfg->det.window) {
+            if ((highest > rt->det.link) && (rt->det.since <= rt->cfg->det.window)) {
                 rt->det.link = highest;  /* residuals rise at different rates: keep the highest seen */
             }
+        } else {
+            /* no collision latched, none detected */
         }
         out->collision = rt->det.collision;
         out->link = rt->det.link;
-        memcpy(out->above, rt->det.above, sizeof out->above);
-        if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_STOP) {
-            memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
-            memset(out->qd_d, 0, sizeof out->qd_d);
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
-        } else if (rt->det.collision && rt->cfg->det.reaction == MG_REACTION_REFLEX) {
+        (void)memcpy(out->above, rt->det.above, sizeof out->above);
+        if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_STOP)) {
+            (void)memcpy(out->q_d, rt->det.q_col, sizeof out->q_d);
+            (void)memset(out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else if ((rt->det.collision != 0u) && (rt->cfg->det.reaction == MG_REACTION_REFLEX)) {
             {
                 real_t tmp0[6];
                 ur5_rt_det_reflex(rt->det.q_col, rt->det.integ, out->r, rt->cfg->det.k_r, tmp0, out->q_d, out->qd_d);
-                memcpy(rt->det.integ, tmp0, sizeof tmp0);
+                (void)memcpy(rt->det.integ, tmp0, sizeof tmp0);
             }
-            memset(out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(out->qdd_d, 0, sizeof out->qdd_d);
+        } else {
+            /* no reaction: the desired trajectory as given */
         }
     }
 
@@ -5533,17 +5542,17 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         ur5_rt_restart(rt);
         out->fault = MG_FAULT_NUMERIC;
         out->ready = 0u;
-        memset(&out->q_hat, 0, sizeof out->q_hat);
-        memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        memset(&out->q_d, 0, sizeof out->q_d);
-        memset(&out->qd_d, 0, sizeof out->qd_d);
-        memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        memset(&out->r, 0, sizeof out->r);
-        memset(&out->collision, 0, sizeof out->collision);
-        memset(&out->link, 0, sizeof out->link);
-        memset(&out->above, 0, sizeof out->above);
-        memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+        (void)memset(&out->q_d, 0, sizeof out->q_d);
+        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+        (void)memset(&out->r, 0, sizeof out->r);
+        (void)memset(&out->collision, 0, sizeof out->collision);
+        (void)memset(&out->link, 0, sizeof out->link);
+        (void)memset(&out->above, 0, sizeof out->above);
+        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
     }
     rt->steps++;
 }

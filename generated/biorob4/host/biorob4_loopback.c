@@ -10,7 +10,7 @@ typedef biorob4_real_t real_t;
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 24. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
 {
-    real_t w0, w1, w2, w3;
+    real_t w0; real_t w1; real_t w2; real_t w3;
     w0 = q[0];
     w1 = offset[0];
     w0 = w0 - w1;
@@ -66,9 +66,9 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
 /* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact). Operations: 134. */
 static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23;
-    real_t w24, w25, w26, w27, w28;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
+    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28;
     w0 = 0.3;
     w1 = q[0];
     w2 = cos(w1);

@@ -10,7 +10,7 @@ typedef planar2_real_t real_t;
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 12. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
 {
-    real_t w0, w1, w2, w3;
+    real_t w0; real_t w1; real_t w2; real_t w3;
     w0 = q[0];
     w1 = offset[0];
     w0 = w0 - w1;
@@ -42,8 +42,8 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
 /* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact). Operations: 44. */
 static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
 {
-    real_t w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11;
-    real_t w12, w13, w14;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13; real_t w14;
     w0 = q[0];
     w1 = cos(w0);
     w2 = 0.8;
