@@ -33,6 +33,16 @@ class Struct:
     members: tuple[tuple[str, str], ...]  # (declaration, doc)
 
 
+def parameter_names(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """C parameter names of a block function from its bindings: cfg.est.gain -> cfg_est_gain,
+    out.q -> out_q; an output bound where an input is (st.est.x in and out) gets _next."""
+    ins = [binding.replace(".", "_") for binding in inputs]
+    outs = [binding.replace(".", "_") + ("_next" if binding in inputs else "") for binding in outputs]
+    if len(set(ins + outs)) != len(ins) + len(outs):
+        raise ValueError(f"bindings {inputs} -> {outputs} name a parameter twice")
+    return ins, outs
+
+
 def _template_name(b: Block) -> str:
     """Where the block's C plumbing is: templates/rt/<name>.c.j2, or its own text (registered blocks)."""
     if b.template_text:
@@ -66,7 +76,8 @@ class RtEmitter:
         return expr if len(shape) == 1 else f"&{expr}[0][0]"
 
     def fn_name(self, block: Block, fn: Fn) -> str:
-        return f"{self.p}_rt_{block.kind}_{fn.name}"
+        """<robot>_rt_<kind>_<function>; a block's derive function is <robot>_rt_<kind>_derive."""
+        return f"{self.p}_rt_{block.kind}_{'derive' if fn is block.derive else fn.name}"
 
     def call(self, kind: str, name: str) -> str:
         """C statement(s) calling a block function; outputs that alias inputs go through a local."""
@@ -93,8 +104,7 @@ class RtEmitter:
         for b in self.pipe.blocks:
             fns = ([b.derive] if b.derive is not None else []) + list(b.functions)
             for fn in fns:
-                ins = [f"a{i}" for i in range(len(fn.inputs))]
-                outs = [f"r{i}" for i in range(len(fn.outputs))]
+                ins, outs = parameter_names(fn.inputs, fn.outputs)
                 bd = body(fn.function, ins, outs, self.precision, indent="    ")
                 used = {
                     fn.function.instruction_input(k)[0]
