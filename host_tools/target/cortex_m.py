@@ -383,8 +383,10 @@ def disassembly_frames(objdump: str) -> tuple[dict[str, int], dict[str, set[str]
         if not name or ":\t" not in line:
             continue
         ins = line.split(":\t", 1)[1].strip()
-        if not ins or ins.startswith((".word", ".short", ".byte", "nop")):
-            continue  # literal pools, alignment padding
+        # literal pools and alignment padding; the halfword 0x0000 decodes as movs r0, r0, which a
+        # compiler does not emit as code (it pads with nop)
+        if not ins or ins.startswith((".word", ".short", ".byte", "nop")) or ins == "movs\tr0, r0":
+            continue
         last[name] = ins
         op = ins.split(None, 1)[0]
         if op in ("push", "push.w") or (
