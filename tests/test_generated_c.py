@@ -200,3 +200,23 @@ def test_elastic_arm_is_strict_and_heap_free_in_both_precisions(precision: str, 
     folder = tmp_path / "gen"
     generate(load_robot("biorob4"), precision).write(folder)  # type: ignore[arg-type]
     assert_strict_and_heap_free(folder, precision, tmp_path)
+
+
+def test_headers_cite_the_reference_list() -> None:
+    """Issue #26: the generated headers cite [S0]..[B3] from one list (codegen.emit.references,
+    mirrored by docs/references.md) and carry the entries they cite; no Python-source citation
+    ("seed 003", a section sign) or reST markup is left in them."""
+    from codegen.emit.references import REFERENCES
+
+    doc = (ROOT / "docs" / "references.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| ([SB]\d) \| (.+?) \|", doc, flags=re.M))
+    assert set(rows) == {key for key, _ in REFERENCES}
+    for key, ref in REFERENCES:  # the same work: its title, as quoted in both
+        assert re.search(r'"([^"]+)"', ref).group(1)[:40] in rows[key], key  # type: ignore[union-attr]
+    headers = sorted((ROOT / "generated").glob("*/*_rt.h")) + sorted((ROOT / "generated").glob("*/*_dynamics.h"))
+    for header in (h for h in headers if not h.name.startswith("manipgen_")):
+        text = header.read_text(encoding="utf-8")
+        assert not re.search(r"seed \d|§|``", text), header
+        listed = set(re.findall(r"^ \*   \[([SB]\d)\] ", text, flags=re.M))
+        cited = set(re.findall(r"\[([SB]\d)\]", re.sub(r"^ \*   \[[SB]\d\] .*$", "", text, flags=re.M)))
+        assert cited and cited == listed, (header, cited, listed)

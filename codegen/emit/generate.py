@@ -19,6 +19,7 @@ from codegen.blocks.pipeline import build_pipeline
 from codegen.emit.cprint import Precision, body, literal
 from codegen.emit.files import RECORD, digest, record_text, write_files
 from codegen.emit.host import HOST_FOLDER, host_glue
+from codegen.emit.references import with_references
 from codegen.emit.rt import LOOPBACK_MAX_DELAY, RtEmitter
 from codegen.errors import DescriptionError
 from codegen.model.robot import Robot, c_comment_text, digest_of
@@ -253,9 +254,9 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     emitter = RtEmitter(build_pipeline(robot, rt_options, dyn), p, precision)
     rt_h, rt_c = emitter.render(env, ctx)
     files = {
-        f"{p}_rt.h": rt_h,
+        f"{p}_rt.h": with_references(rt_h),
         f"{p}_rt.c": rt_c,
-        f"{p}_dynamics.h": env.get_template("dynamics.h.j2").render(ctx),
+        f"{p}_dynamics.h": with_references(env.get_template("dynamics.h.j2").render(ctx)),
         f"{p}_dynamics.c": env.get_template("dynamics.c.j2").render(ctx),
         "Makefile": env.get_template("Makefile.j2").render(ctx),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),

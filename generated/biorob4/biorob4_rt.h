@@ -34,65 +34,65 @@
  * [enc: encoder]
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
  * 
- * Per joint, the encoder the description declares (``counts``; link or motor side, with the gear
- * ratio then) and optionally a second, motor-side one (``motor_counts``, for elastic joints):
+ * Per joint, the encoder the description declares (counts; link or motor side, with the gear
+ * ratio then) and optionally a second, motor-side one (motor_counts, for elastic joints):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
- * ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
- * ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
- * once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
- * 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
+ * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
+ * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
+ * once at configuration: this order reproduces real logged positions exactly ([S0]'s LWA-4P logs,
+ * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset);
- * by default it is the motor encoder of an elastic joint's description (``elastic.motor_encoder``).
+ * A second encoder with motor_cpr = 0 is absent (its count stays 0, so theta = motor_offset);
+ * by default it is the motor encoder of an elastic joint's description (elastic.motor_encoder).
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
  * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
  *
  * [est: ewlr]
- * The FIR derivative family (seed 000 §II-B; Brown et al. 1992): one structure, coefficients
+ * The FIR derivative family ([S0] section II-B; Brown et al. 1992): one structure, coefficients
  * computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
  * 
- * * ``lsf`` LSF(n, p): least-squares polynomial of order p through the last n samples, its derivative
+ * * lsf LSF(n, p): least-squares polynomial of order p through the last n samples, its derivative
  *   at the newest sample (and its second derivative when p >= 2). Exact for polynomials of degree <= p.
- * * ``bde`` BDE(n): backward difference expansion, (1/T) sum_{m=1..n} nabla^m q / m: the derivative of
+ * * bde BDE(n): backward difference expansion, (1/T) sum_{m=1..n} nabla^m q / m: the derivative of
  *   the polynomial interpolating the last n + 1 samples. Exact for degree <= n.
- * * ``tse`` TSE(n): Taylor series expansion, (1/T) sum_{m=1..n} nabla^m q / m!: higher derivatives taken
+ * * tse TSE(n): Taylor series expansion, (1/T) sum_{m=1..n} nabla^m q / m!: higher derivatives taken
  *   as backward differences. Exact for degree <= min(n, 2) (the truncated series is not a polynomial
  *   interpolation beyond that).
- * * ``ewlr`` EWLR(n, lam): exponentially weighted linear regression over the last n samples, weight
- *   lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
+ * * ewlr EWLR(n, lam): exponentially weighted linear regression over the last n samples, weight
+ *   lam^j for q_{k-j}; the slope of the fitted line ([S3] section 5.3). Exact for degree <= 1.
  * LSF(n=2, p=1), BDE(1) and TSE(1) are the finite difference; LSF(n=3, p=1) is the moving average with
- * p = 2 (seed 000 §IV-B writes them LSF1/2 and LSF1/3).
+ * p = 2 ([S0] section IV-B writes them LSF1/2 and LSF1/3).
  * LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions), rounded once.
  * 
  * This build: EWLR(10,0.8); velocity coefficients x T_s, newest first: 0.09606256164, 0.04937512246, 0.01752015649, -0.003567827991, -0.01692142494, -0.02479086999, -0.02883568002, -0.03027093124, -0.02997865477, -0.02859245164.
  *
  * [mest: ewlr]
- * The motor-side velocity estimator of an elastic arm (seed 003 §5.3: the tau_el observer needs the
+ * The motor-side velocity estimator of an elastic arm ([S3] section 5.3: the tau_el observer needs the
  * motor velocity as well as the link's): the link estimator's own method, a second instance reading
- * the second (motor) encoder channel ``out.theta`` and its validity, writing ``out.theta_hat``,
- * ``out.thetad_hat``, ``out.thetadd_hat``. Its config and state are its own (``cfg.mest``,
- * ``st.mest``); a Kalman filter's gain is designed for the motor encoders' resolution.
+ * the second (motor) encoder channel out.theta and its validity, writing out.theta_hat,
+ * out.thetad_hat, out.thetadd_hat. Its config and state are its own (cfg.mest,
+ * st.mest); a Kalman filter's gain is designed for the motor encoders' resolution.
  * Model-based estimators (nlhg, slimod) have no motor-side form: their model is the rigid link's.
  *
  * [fric: terms]
  * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
- * shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
+ * shape parameters (chosen per joint and fitted by manipgen identify on a recorded run, issue #24;
  * docs/identification.md):
  * 
  *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
  * 
- * - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
- *   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
- *   steps (``out.q``, as identification drives them), 0 at the first sample;
+ * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
+ *   load_dahl_length (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
+ *   steps (out.q, as identification drives them), 0 at the first sample;
  * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
  *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
  *   description's gravity (host_tools.identification.friction_terms): an approximation where the
- *   identified masses differ from the description's (seed 000's LWA-4P: up to 0.75 N m of FL torque
+ *   identified masses differ from the description's ([S0]'s LWA-4P: up to 0.75 N m of FL torque
  *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
  *   on (docs/real-data.md, "The terms in the generated C");
- * - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
- *   decay with velocity ``stribeck_velocity``.
+ * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
+ *   decay with velocity stribeck_velocity.
  * 
  * The observers add tau_f to their model's friction; the controllers compensate the description's
  * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
@@ -100,18 +100,18 @@
  * description's model.
  *
  * [obs: momentum]
- * Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
+ * Generalized momentum observer (De Luca; [S1] eqs. 24-26, [S3] eqs. 5.2-5.10), discrete.
  * 
  *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
  * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, codegen.blocks.friction; 0
- * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
+ * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, codegen.blocks.friction; 0
+ * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
- * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
- * §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
+ * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of in.tau ([S3]
+ * section 5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
  * links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
  * both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
  * set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a
@@ -121,29 +121,29 @@
  * the robot, in the joint torque's sign convention.
  *
  * [det: threshold]
- * Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
+ * Collision detection, isolation and reaction on the observer's residual ([S3] section 5.2-5.4).
  * 
- * Per joint the threshold is ``threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)``: a
+ * Per joint the threshold is threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs): a
  * static part, parts growing with the estimated speed and acceleration (model errors of viscous
- * friction and inertia; an estimator without a q-ddot estimate gives 0, so ``ka`` does nothing there),
- * and a standstill part that is largest at rest and fades above the velocity scale ``vs`` (the torque
- * static friction holds at rest, which no tanh friction model predicts). ``manipgen thresholds`` fits
+ * friction and inertia; an estimator without a q-ddot estimate gives 0, so ka does nothing there),
+ * and a standstill part that is largest at rest and fades above the velocity scale vs (the torque
+ * static friction holds at rest, which no tanh friction model predicts). manipgen thresholds fits
  * them on a collision-free run. A threshold of 0 means *not designed*: that joint
- * never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
- * thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
+ * never detects. It is the default, so a robot whose thresholds nobody designed (manipgen
+ * thresholds from a collision-free run, or the description's realtime.config) never stops on a
  * false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
- * until |r| falls below ``release`` x threshold. Debounce: a joint counts consecutive samples above; a
- * collision is declared when some joint has been above for ``debounce`` samples. Then, latched until
- * ``in.reset`` (which also clears the hysteresis and the counts): ``collision`` = 1, q_col = q_hat,
- * and ``link`` = the highest joint (1-based) above its threshold at that sample or any of the next
- * ``window`` ones (a force on link i moves only r_1..r_i, seed 003 eq. 5.17; the residuals rise at
+ * until |r| falls below release x threshold. Debounce: a joint counts consecutive samples above; a
+ * collision is declared when some joint has been above for debounce samples. Then, latched until
+ * in.reset (which also clears the hysteresis and the counts): collision = 1, q_col = q_hat,
+ * and link = the highest joint (1-based) above its threshold at that sample or any of the next
+ * window ones (a force on link i moves only r_1..r_i, [S3] eq. 5.17; the residuals rise at
  * different rates, so the first sample may not show all; the adaptive observer's window is short, its
- * residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop
- * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
- * qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
+ * residual being a high-pass of the contact). Reaction (reaction): 0 none (flag only), 1 stop
+ * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex ([S3] section 5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+ * qdd_d = 0). The desired trajectory actually used is in the output (q_d, qd_d, qdd_d).
  *
  * [ctl: state_feedback]
- * The elastic arm's joint controller (seed 003 §3.2.4, Fig. 3.9): full state feedback on
+ * The elastic arm's joint controller ([S3] section 3.2.4, Fig. 3.9): full state feedback on
  *     (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28; the
  *     (I + A)^-T is ours, the static balance of our coupled link side), plus the gravity torque at
  *     the actual position:
@@ -152,6 +152,10 @@
  *           + K_q e + K_i I + D_q (qd_d - qd_hat),  e = q_d - q_hat,  I = clamp(I + T e, +-i_max).
  *     The output is the motor torque tau_m (link side). Default gains: K_th = 4 k_e, D_th a damping
  *     ratio of 0.7 on the motor against K_th + k_e, K_q = k_e, K_i = 2 k_e, D_q = 0.
+ * References:
+ *   [S0] S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
+ *   [S1] S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".
+ *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
  */
 #ifndef BIOROB4_RT_H
 #define BIOROB4_RT_H
@@ -184,7 +188,7 @@ extern "C" {
 #define MG_REACTION_NONE 0U
 /** cfg.det.reaction: hold the position where the collision was detected. */
 #define MG_REACTION_STOP 1U
-/** cfg.det.reaction: the reflex, moving along the residual's direction (seed 003 section 5.4). */
+/** cfg.det.reaction: the reflex, moving along the residual's direction ([S3] section 5.4). */
 #define MG_REACTION_REFLEX 2U
 #endif
 
@@ -237,7 +241,7 @@ typedef struct {
     biorob4_real_t vs[4];  /**< velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs */
     biorob4_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[4];  /**< samples above threshold before a detection (>= 1) */
-    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4) */
+    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) ([S3] section 5.4) */
     biorob4_real_t k_r[4];  /**< reflex gain K_R (rad/s per N m) */
     int32_t window;  /**< samples after the detection during which the isolated link may still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is best right after the impact) */
 } biorob4_rt_det_config_t;

@@ -5,6 +5,9 @@
  * Units SI (m, kg, s, rad, N, N m). Joint torques are link-side. Arrays are row-major.
  * Frames: base frame of the description; gravity [0.0, -9.81, 0.0] m/s^2 in it.
  * C99, no heap, no globals but the constant tables below; every function is reentrant.
+ * References:
+ *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
+ *   [S4] T. Xu et al., "Dynamic Identification of the KUKA LBR iiwa Robot With Retrieval of Physical Parameters Using Global Optimization", IEEE Access 8, 2020.
  */
 #ifndef PLANAR2_DYNAMICS_H
 #define PLANAR2_DYNAMICS_H
@@ -24,7 +27,7 @@ typedef double planar2_real_t;
 /** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
 #define PLANAR2_NAME_LENGTH 5
 
-/** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (seed 004 eq. 3), then
+/** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (mdh). */
 extern const char planar2_standard_parameter_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH];
@@ -36,8 +39,7 @@ extern const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENG
 extern const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE];
 
 /**
- * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, seed
- * 003 §3.3; linear in pi: tau = Y pi, seed 004 eq. 5).
+ * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, [S3] section 3.3; linear in pi: tau = Y pi, [S4] eq. 5).
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param qdd [2] joint accelerations (rad/s^2 or m/s^2)
@@ -47,8 +49,7 @@ extern const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE];
 void planar2_rnea(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t qdd[2], planar2_real_t tau[2]);
 
 /**
- * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, seed
- * 003 §3.3; linear in pi: tau = Y pi, seed 004 eq. 5). Parameterised form.
+ * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, [S3] section 3.3; linear in pi: tau = Y pi, [S4] eq. 5). Parameterised form.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param qdd [2] joint accelerations (rad/s^2 or m/s^2)
@@ -174,7 +175,7 @@ void planar2_nonlinear_effects_p(const planar2_real_t q[2], const planar2_real_t
 
 /**
  * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; seed 004 eqs. 5-6, Gautier's numeric reduction).
+ * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param qdd [2] joint accelerations (rad/s^2 or m/s^2)

@@ -34,48 +34,48 @@
  * [enc: encoder]
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
  * 
- * Per joint, the encoder the description declares (``counts``; link or motor side, with the gear
- * ratio then) and optionally a second, motor-side one (``motor_counts``, for elastic joints):
+ * Per joint, the encoder the description declares (counts; link or motor side, with the gear
+ * ratio then) and optionally a second, motor-side one (motor_counts, for elastic joints):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
- * ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
- * ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
- * once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
- * 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
+ * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
+ * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
+ * once at configuration: this order reproduces real logged positions exactly ([S0]'s LWA-4P logs,
+ * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset);
- * by default it is the motor encoder of an elastic joint's description (``elastic.motor_encoder``).
+ * A second encoder with motor_cpr = 0 is absent (its count stays 0, so theta = motor_offset);
+ * by default it is the motor encoder of an elastic joint's description (elastic.motor_encoder).
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
  * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
  *
  * [est: linhg]
- * Linear high-gain observer (seed 000 §II-D, [8] eq. 9), per joint, discretised with the bilinear
- * (Tustin) transform (seed 000 §II-G):
+ * Linear high-gain observer ([S0] section II-D, [8] eq. 9), per joint, discretised with the bilinear
+ * (Tustin) transform ([S0] section II-G):
  * 
  *   d/dt [x1; x2] = A [x1; x2] + B y,  A = [-h1/eps 1; -h2/eps^2 0],  B = [h1/eps; h2/eps^2]
  *   x_k = A_d x_{k-1} + B_d (y_k + y_{k-1}),  A_d = (I - A T/2)^-1 (I + A T/2),  B_d = (I - A T/2)^-1 B T/2
  * 
  * so the discrete poles are (1 + s T/2) / (1 - s T/2) of the continuous ones. eps, h1, h2 are run-time
- * config (seed 000 tunes the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
+ * config ([S0] tunes the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
  *
  * [fric: terms]
  * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
- * shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
+ * shape parameters (chosen per joint and fitted by manipgen identify on a recorded run, issue #24;
  * docs/identification.md):
  * 
  *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
  * 
- * - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
- *   ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
- *   steps (``out.q``, as identification drives them), 0 at the first sample;
+ * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
+ *   load_dahl_length (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
+ *   steps (out.q, as identification drives them), 0 at the first sample;
  * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
  *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
  *   description's gravity (host_tools.identification.friction_terms): an approximation where the
- *   identified masses differ from the description's (seed 000's LWA-4P: up to 0.75 N m of FL torque
+ *   identified masses differ from the description's ([S0]'s LWA-4P: up to 0.75 N m of FL torque
  *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
  *   on (docs/real-data.md, "The terms in the generated C");
- * - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
- *   decay with velocity ``stribeck_velocity``.
+ * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
+ *   decay with velocity stribeck_velocity.
  * 
  * The observers add tau_f to their model's friction; the controllers compensate the description's
  * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
@@ -83,18 +83,18 @@
  * description's model.
  *
  * [obs: momentum]
- * Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
+ * Generalized momentum observer (De Luca; [S1] eqs. 24-26, [S3] eqs. 5.2-5.10), discrete.
  * 
  *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
  * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, codegen.blocks.friction; 0
- * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
+ * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, codegen.blocks.friction; 0
+ * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
- * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
- * §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
+ * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of in.tau ([S3]
+ * section 5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
  * links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
  * both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
  * set the identified ones) -- no acceleration and no motor torque needed. The rectangle rule leaves, with a
@@ -104,49 +104,55 @@
  * the robot, in the joint torque's sign convention.
  *
  * [det: threshold]
- * Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
+ * Collision detection, isolation and reaction on the observer's residual ([S3] section 5.2-5.4).
  * 
- * Per joint the threshold is ``threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)``: a
+ * Per joint the threshold is threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs): a
  * static part, parts growing with the estimated speed and acceleration (model errors of viscous
- * friction and inertia; an estimator without a q-ddot estimate gives 0, so ``ka`` does nothing there),
- * and a standstill part that is largest at rest and fades above the velocity scale ``vs`` (the torque
- * static friction holds at rest, which no tanh friction model predicts). ``manipgen thresholds`` fits
+ * friction and inertia; an estimator without a q-ddot estimate gives 0, so ka does nothing there),
+ * and a standstill part that is largest at rest and fades above the velocity scale vs (the torque
+ * static friction holds at rest, which no tanh friction model predicts). manipgen thresholds fits
  * them on a collision-free run. A threshold of 0 means *not designed*: that joint
- * never detects. It is the default, so a robot whose thresholds nobody designed (``manipgen
- * thresholds`` from a collision-free run, or the description's ``realtime.config``) never stops on a
+ * never detects. It is the default, so a robot whose thresholds nobody designed (manipgen
+ * thresholds from a collision-free run, or the description's realtime.config) never stops on a
  * false collision. Hysteresis: a joint becomes *above* when |r| exceeds its threshold and stays so
- * until |r| falls below ``release`` x threshold. Debounce: a joint counts consecutive samples above; a
- * collision is declared when some joint has been above for ``debounce`` samples. Then, latched until
- * ``in.reset`` (which also clears the hysteresis and the counts): ``collision`` = 1, q_col = q_hat,
- * and ``link`` = the highest joint (1-based) above its threshold at that sample or any of the next
- * ``window`` ones (a force on link i moves only r_1..r_i, seed 003 eq. 5.17; the residuals rise at
+ * until |r| falls below release x threshold. Debounce: a joint counts consecutive samples above; a
+ * collision is declared when some joint has been above for debounce samples. Then, latched until
+ * in.reset (which also clears the hysteresis and the counts): collision = 1, q_col = q_hat,
+ * and link = the highest joint (1-based) above its threshold at that sample or any of the next
+ * window ones (a force on link i moves only r_1..r_i, [S3] eq. 5.17; the residuals rise at
  * different rates, so the first sample may not show all; the adaptive observer's window is short, its
- * residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop
- * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
- * qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
+ * residual being a high-pass of the contact). Reaction (reaction): 0 none (flag only), 1 stop
+ * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex ([S3] section 5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+ * qdd_d = 0). The desired trajectory actually used is in the output (q_d, qd_d, qdd_d).
  *
  * [ctl: computed_torque]
- * Controllers (optional): computed torque (seed 000 eqs. 2-3) and PID with gravity compensation
- * (the industrial joint controller of seed 002 §2.2). Both saturate to +-tau_max per joint.
+ * Controllers (optional): computed torque ([S0] eqs. 2-3) and PID with gravity compensation
+ * (the industrial joint controller of [S2] section 2.2). Both saturate to +-tau_max per joint.
  * 
  * computed_torque: u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
  *   nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
- *   (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
+ *   (the usual signs; [S0] prints them for negative gains), evaluated as one Newton-Euler pass
  *   u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
- *   f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ``ctl.friction_ff`` (run-time, 0 or 1; default 1): the
+ *   f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
  *   friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
  *   (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
  *   one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
  *   of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
  *   wrist that sticks (qd_hat ~ 0) gets no breakaway torque: the iiwa demo tracked with up to
- *   0.35 rad error on joint 7 (0.26-0.33 rad on seed 004's excitation, an identification residual 3x
+ *   0.35 rad error on joint 7 (0.26-0.33 rad on [S4]'s excitation, an identification residual 3x
  *   the noise floor); fed forward: 0.003-0.007 rad. Smoothing the sign at the estimate does not cure
  *   it (tanh(qd_hat / v), v from 6e-4 to 0.36 rad/s: 0.19-0.36 rad on joint 7), the stuck joint's
  *   estimate is zero. Where the arm is held (a contact without the stop reaction) while q_d moves on,
  *   the feed-forward pushes on with FC sgn(qd_d) that the plant's friction no longer meets.
  * pid: e = q_d - q_hat, I = clamp(I + T e, +-i_max), u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
- * The desired trajectory is the reaction's (``out.q_d`` ...), i.e. ``in.q_des`` ... unless a collision
- * reaction is active. The output ``tau_cmd`` is the link-side torque to command.
+ * The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
+ * reaction is active. The output tau_cmd is the link-side torque to command.
+ * References:
+ *   [S0] S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
+ *   [S1] S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".
+ *   [S2] M. Brunot, A. Janot, F. Carrillo, J. Cheong, J.-P. Noel, "Output Error Methods for Robot Identification", Journal of Dynamic Systems, Measurement, and Control 142(3), 031002, 2019.
+ *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
+ *   [S4] T. Xu et al., "Dynamic Identification of the KUKA LBR iiwa Robot With Retrieval of Physical Parameters Using Global Optimization", IEEE Access 8, 2020.
  */
 #ifndef SCHUNK_LWA4P_RT_H
 #define SCHUNK_LWA4P_RT_H
@@ -179,7 +185,7 @@ extern "C" {
 #define MG_REACTION_NONE 0U
 /** cfg.det.reaction: hold the position where the collision was detected. */
 #define MG_REACTION_STOP 1U
-/** cfg.det.reaction: the reflex, moving along the residual's direction (seed 003 section 5.4). */
+/** cfg.det.reaction: the reflex, moving along the residual's direction ([S3] section 5.4). */
 #define MG_REACTION_REFLEX 2U
 #endif
 
@@ -237,7 +243,7 @@ typedef struct {
     schunk_lwa4p_real_t vs[6];  /**< velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs */
     schunk_lwa4p_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[6];  /**< samples above threshold before a detection (>= 1) */
-    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4) */
+    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) ([S3] section 5.4) */
     schunk_lwa4p_real_t k_r[6];  /**< reflex gain K_R (rad/s per N m) */
     int32_t window;  /**< samples after the detection during which the isolated link may still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is best right after the impact) */
 } schunk_lwa4p_rt_det_config_t;
