@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -138,6 +138,21 @@ def _import(name: str, path: Path) -> ModuleType:
     return module
 
 
+def _cached(name: str, digest: str, declare: Callable[[cffi.FFI], None]) -> ModuleType:
+    """The cffi module ``name`` from the cache's folder ``digest``, compiled first (under the
+    cache's lock) if it is not there; ``declare`` gives a fresh FFI its cdef and source."""
+    out = cache_root() / "modules" / digest
+    with locked(cache_root() / "locks" / f"{digest}.lock"):
+        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
+        if not found:
+            ffi = cffi.FFI()
+            declare(ffi)
+            out.mkdir(parents=True, exist_ok=True)
+            with _COMPILING:
+                found = [Path(ffi.compile(tmpdir=str(out), verbose=False))]
+        return _import(name, found[0])
+
+
 def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[str, Any]]:
     """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
     ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload())."""
@@ -146,28 +161,22 @@ def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[
     flags = list(CFLAGS) + (list(SANITIZE) if sanitize else [])
     digest = content_hash(folder, " ".join(flags) + sys.version)[:16]
     name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}_{digest}"
-    out = cache_root() / "modules" / digest
-    with locked(cache_root() / "locks" / f"{digest}.lock"):
-        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
-        if not found:
-            ffi = cffi.FFI()
-            ffi.cdef(cdef(folder, manifest))
-            # the firmware's sources and the host's own (host/: loopback, glue)
-            sources = [str(p) for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]]
-            ffi.set_source(
-                name,
-                host_source(folder, manifest),
-                sources=sources,
-                include_dirs=[str(folder), str(folder / HOST_FOLDER)],
-                extra_compile_args=flags,
-                extra_link_args=list(SANITIZE) if sanitize else [],
-                libraries=["m"],
-            )
-            out.mkdir(parents=True, exist_ok=True)
-            with _COMPILING:
-                built = Path(ffi.compile(tmpdir=str(out), verbose=False))
-            found = [built]
-        return _import(name, found[0]), manifest
+
+    def declare(ffi: cffi.FFI) -> None:
+        ffi.cdef(cdef(folder, manifest))
+        # the firmware's sources and the host's own (host/: loopback, glue)
+        sources = [str(p) for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]]
+        ffi.set_source(
+            name,
+            host_source(folder, manifest),
+            sources=sources,
+            include_dirs=[str(folder), str(folder / HOST_FOLDER)],
+            extra_compile_args=flags,
+            extra_link_args=list(SANITIZE) if sanitize else [],
+            libraries=["m"],
+        )
+
+    return _cached(name, digest, declare), manifest
 
 
 def build_runtime(filename: str, declarations: str) -> Any:
@@ -176,17 +185,12 @@ def build_runtime(filename: str, declarations: str) -> Any:
     source = (resource_dir("runtime") / filename).read_text()
     digest = hashlib.sha256("\0".join([source, declarations, " ".join(CFLAGS), sys.version]).encode()).hexdigest()[:16]
     name = f"_manipgen_{Path(filename).stem}_{digest}"
-    out = cache_root() / "modules" / digest
-    with locked(cache_root() / "locks" / f"{digest}.lock"):
-        found = sorted(out.glob(f"{name}*.so")) if out.exists() else []
-        if not found:
-            ffi = cffi.FFI()
-            ffi.cdef(declarations)
-            ffi.set_source(name, source, extra_compile_args=list(CFLAGS))
-            out.mkdir(parents=True, exist_ok=True)
-            with _COMPILING:
-                found = [Path(ffi.compile(tmpdir=str(out), verbose=False))]
-        return _import(name, found[0]).lib
+
+    def declare(ffi: cffi.FFI) -> None:
+        ffi.cdef(declarations)
+        ffi.set_source(name, source, extra_compile_args=list(CFLAGS))
+
+    return _cached(name, digest, declare).lib
 
 
 def sanitizer_preload(cc: str = "gcc") -> str:
