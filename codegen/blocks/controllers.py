@@ -1,24 +1,6 @@
 """Controllers (optional): computed torque (seed 000 eqs. 2-3) and PID with gravity compensation
-(the industrial joint controller of seed 002 §2.2). Both saturate to +-tau_max per joint.
-
-computed_torque: u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
-  nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
-  (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
-  u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
-  f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ``ctl.friction_ff`` (run-time, 0 or 1; default 1): the
-  friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
-  (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
-  one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
-  of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
-  wrist that sticks (qd_hat ~ 0) gets no breakaway torque: the iiwa demo tracked with up to
-  0.35 rad error on joint 7 (0.26-0.33 rad on seed 004's excitation, an identification residual 3x
-  the noise floor); fed forward: 0.003-0.007 rad. Smoothing the sign at the estimate does not cure
-  it (tanh(qd_hat / v), v from 6e-4 to 0.36 rad/s: 0.19-0.36 rad on joint 7), the stuck joint's
-  estimate is zero. Where the arm is held (a contact without the stop reaction) while q_d moves on,
-  the feed-forward pushes on with FC sgn(qd_d) that the plant's friction no longer meets.
-pid: e = q_d - q_hat, I = clamp(I + T e, +-i_max), u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
-The desired trajectory is the reaction's (``out.q_d`` ...), i.e. ``in.q_des`` ... unless a collision
-reaction is active. The output ``tau_cmd`` is the link-side torque to command.
+(the industrial joint controller of seed 002 §2.2), each a block whose doc is its own function's
+docstring (the generated header carries the one generated), and the elastic arms' state feedback.
 """
 
 from __future__ import annotations
@@ -40,6 +22,21 @@ def _sat(u: cs.SX, m: cs.SX) -> cs.SX:
 
 
 def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float | tuple[float, ...] = 13.0) -> Block:
+    """Computed torque (seed 000 eqs. 2-3), saturated to +-tau_max per joint:
+    u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
+      nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
+      (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
+      u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
+    f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
+    friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
+    (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
+    one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
+    of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
+    joint that sticks (qd_hat ~ 0) gets no breakaway torque. Where the arm is held (a contact without
+    the stop reaction) while q_d moves on, the feed-forward pushes on with FC sgn(qd_d) that the
+    plant's friction no longer meets.
+    The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
+    reaction is active. The output tau_cmd is the link-side torque to command."""
     n = ctx.n
     model, pi = ctx.model_inputs()
     q, qd, q_d, qd_d, qdd_d, kps, kds, tm = (ctx.sym(s) for s in ("q", "qd", "q_d", "qd_d", "qdd_d", "kp", "kd", "tm"))
@@ -71,7 +68,7 @@ def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float |
     return Block(
         kind="ctl",
         name="computed_torque",
-        doc=__doc__ or "",
+        doc=computed_torque.__doc__ or "",
         config=[
             Field("kp", "real", (n,), "Kp (1/s^2)", per_joint(kp, n), low=0.0),
             Field("kd", "real", (n,), "Kd (1/s)", per_joint(kd, n), low=0.0),
@@ -98,6 +95,11 @@ def pid(
     ki: float | tuple[float, ...] = 0.0,
     i_max: float | tuple[float, ...] = 0.1,
 ) -> Block:
+    """PID with gravity compensation (the industrial joint controller of seed 002 §2.2), saturated
+    to +-tau_max per joint: e = q_d - q_hat, I = clamp(I + T e, +-i_max),
+    u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
+    The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
+    reaction is active. The output tau_cmd is the link-side torque to command."""
     n, ts = ctx.n, ctx.ts
     if kp is None or kd is None:  # default: 100 / 20 rad/s^2-equivalent on the diagonal of M(0)
         m0 = np.diag(np.array(ctx.call("mass_matrix", np.zeros(n), ctx.robot.standard_parameters())))
@@ -131,7 +133,7 @@ def pid(
     return Block(
         kind="ctl",
         name="pid",
-        doc=__doc__ or "",
+        doc=pid.__doc__ or "",
         config=[
             Field("kp", "real", (n,), "Kp (N m/rad)", per_joint(kp, n), low=0.0),
             Field("kd", "real", (n,), "Kd (N m s/rad)", per_joint(kd, n), low=0.0),

@@ -3,6 +3,7 @@ fields), its CasADi functions (as static straight-line C) and the step plumbing 
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,7 @@ class RtEmitter:
                 "kind": b.kind,
                 "name": b.name,
                 "template": _template_name(b),
-                "doc_lines": (b.doc or "").strip().splitlines(),
+                "doc_lines": inspect.cleandoc(b.doc or "").splitlines(),  # a function's docstring too
                 "has_init": any(f.name == "init" for f in b.functions),
                 "state": bool(b.state),
                 "derive": b.derive.name if b.derive is not None else None,

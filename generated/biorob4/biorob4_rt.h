@@ -144,14 +144,14 @@
  *
  * [ctl: state_feedback]
  * The elastic arm's joint controller ([S3] section 3.2.4, Fig. 3.9): full state feedback on
- *     (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28; the
- *     (I + A)^-T is ours, the static balance of our coupled link side), plus the gravity torque at
- *     the actual position:
- *       theta_d = q_d + A q_d + K^-1 (I + A)^-T g(q_d),  thetad_d its rate along qd_d (K: cfg.ctl.k_e),
- *       u = (I + A)^-T g(q_hat) + K_th (theta_d - theta_hat) + D_th (thetad_d - thetad_hat)
- *           + K_q e + K_i I + D_q (qd_d - qd_hat),  e = q_d - q_hat,  I = clamp(I + T e, +-i_max).
- *     The output is the motor torque tau_m (link side). Default gains: K_th = 4 k_e, D_th a damping
- *     ratio of 0.7 on the motor against K_th + k_e, K_q = k_e, K_i = 2 k_e, D_q = 0.
+ * (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28; the
+ * (I + A)^-T is ours, the static balance of our coupled link side), plus the gravity torque at
+ * the actual position:
+ *   theta_d = q_d + A q_d + K^-1 (I + A)^-T g(q_d),  thetad_d its rate along qd_d (K: cfg.ctl.k_e),
+ *   u = (I + A)^-T g(q_hat) + K_th (theta_d - theta_hat) + D_th (thetad_d - thetad_hat)
+ *       + K_q e + K_i I + D_q (qd_d - qd_hat),  e = q_d - q_hat,  I = clamp(I + T e, +-i_max).
+ * The output is the motor torque tau_m (link side). Default gains: K_th = 4 k_e, D_th a damping
+ * ratio of 0.7 on the motor against K_th + k_e, K_q = k_e, K_i = 2 k_e, D_q = 0.
  * References:
  *   [S0] S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
  *   [S1] S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".

@@ -126,33 +126,25 @@
  * qdd_d = 0). The desired trajectory actually used is in the output (q_d, qd_d, qdd_d).
  *
  * [ctl: computed_torque]
- * Controllers (optional): computed torque ([S0] eqs. 2-3) and PID with gravity compensation
- * (the industrial joint controller of [S2] section 2.2). Both saturate to +-tau_max per joint.
- * 
- * computed_torque: u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
+ * Computed torque ([S0] eqs. 2-3), saturated to +-tau_max per joint:
+ * u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
  *   nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
  *   (the usual signs; [S0] prints them for negative gains), evaluated as one Newton-Euler pass
  *   u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
- *   f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
- *   friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
- *   (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
- *   one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
- *   of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
- *   wrist that sticks (qd_hat ~ 0) gets no breakaway torque: the iiwa demo tracked with up to
- *   0.35 rad error on joint 7 (0.26-0.33 rad on [S4]'s excitation, an identification residual 3x
- *   the noise floor); fed forward: 0.003-0.007 rad. Smoothing the sign at the estimate does not cure
- *   it (tanh(qd_hat / v), v from 6e-4 to 0.36 rad/s: 0.19-0.36 rad on joint 7), the stuck joint's
- *   estimate is zero. Where the arm is held (a contact without the stop reaction) while q_d moves on,
- *   the feed-forward pushes on with FC sgn(qd_d) that the plant's friction no longer meets.
- * pid: e = q_d - q_hat, I = clamp(I + T e, +-i_max), u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
+ * f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
+ * friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
+ * (w = 1: its sign changes only where the desired motion reverses) or compensated at the estimated
+ * one (w = 0, with exactly the numbers of u = rnea(q_hat, qd_hat, nu)). At the estimate, sgn(qd_hat)
+ * of a noisy estimate around zero switches the full Coulomb torque every few samples, and a light
+ * joint that sticks (qd_hat ~ 0) gets no breakaway torque. Where the arm is held (a contact without
+ * the stop reaction) while q_d moves on, the feed-forward pushes on with FC sgn(qd_d) that the
+ * plant's friction no longer meets.
  * The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
  * reaction is active. The output tau_cmd is the link-side torque to command.
  * References:
  *   [S0] S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
  *   [S1] S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".
- *   [S2] M. Brunot, A. Janot, F. Carrillo, J. Cheong, J.-P. Noel, "Output Error Methods for Robot Identification", Journal of Dynamic Systems, Measurement, and Control 142(3), 031002, 2019.
  *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
- *   [S4] T. Xu et al., "Dynamic Identification of the KUKA LBR iiwa Robot With Retrieval of Physical Parameters Using Global Optimization", IEEE Access 8, 2020.
  */
 #ifndef SCHUNK_LWA4P_RT_H
 #define SCHUNK_LWA4P_RT_H
