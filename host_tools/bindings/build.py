@@ -179,9 +179,10 @@ def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[
     return _cached(name, digest, declare), manifest
 
 
-def build_runtime(filename: str, declarations: str) -> Any:
+def build_runtime(filename: str, declarations: str) -> ModuleType:
     """Compile (or reuse) one of runtime/'s host helpers, ``filename``, whose functions
-    ``declarations`` declares (a cdef); returns its cffi ``lib``. Cached like ``build``."""
+    ``declarations`` declares (a cdef); returns its cffi module (``.ffi``, ``.lib``). Cached like
+    ``build``."""
     source = (resource_dir("runtime") / filename).read_text()
     digest = hashlib.sha256("\0".join([source, declarations, " ".join(CFLAGS), sys.version]).encode()).hexdigest()[:16]
     name = f"_manipgen_{Path(filename).stem}_{digest}"
@@ -190,7 +191,7 @@ def build_runtime(filename: str, declarations: str) -> Any:
         ffi.cdef(declarations)
         ffi.set_source(name, source, extra_compile_args=list(CFLAGS))
 
-    return _cached(name, digest, declare).lib
+    return _cached(name, digest, declare)
 
 
 def sanitizer_preload(cc: str = "gcc") -> str:

@@ -15,9 +15,8 @@ Arrays are (samples, columns); frequencies in Hz.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from types import ModuleType
 
-import cffi
 import numpy as np
 
 from host_tools.bindings.build import build_runtime
@@ -62,7 +61,8 @@ def sosfiltfilt(sos: np.ndarray, x: np.ndarray) -> np.ndarray:
     )
     coefficients = np.ascontiguousarray(sos, float)
     state = np.empty((2 * len(sos), flat.shape[1]))
-    lib, ffi = _kernel()
+    kernel = _kernel()
+    ffi, lib = kernel.ffi, kernel.lib
     args = [ffi.from_buffer("double[]", a) for a in (coefficients, ext, state)]
     for backwards in (0, 1):
         lib.manipgen_sos_filter(args[0], len(sos), args[1], ext.shape[0], ext.shape[1], backwards, args[2])
@@ -76,6 +76,6 @@ void manipgen_sos_filter(const double *sos, size_t sections, double *x, size_t s
 
 
 @lru_cache(maxsize=1)
-def _kernel() -> tuple[Any, cffi.FFI]:
+def _kernel() -> ModuleType:
     """runtime/manipgen_sos_filter.c, compiled once into the build cache."""
-    return build_runtime("manipgen_sos_filter.c", _DECLARATIONS), cffi.FFI()
+    return build_runtime("manipgen_sos_filter.c", _DECLARATIONS)
