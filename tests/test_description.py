@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -122,7 +123,9 @@ def test_unknown_robot_name() -> None:
 def test_names_are_sanitised(tmp_path: Path) -> None:
     text = two_joint().replace("name: test_arm", 'name: "evil */ #include <stdlib.h>"')
     robot = robot_from_yaml(write(tmp_path, text))
-    assert robot.c_name == "evil_include_stdlib_h"
+    assert robot.name == "evil_include_stdlib_h"
+    # over 12 characters: the C prefix is the first 7, "_" and 4 hex digits of the name's SHA-256
+    assert re.fullmatch(r"evil_in_[0-9a-f]{4}", robot.c_name)
 
 
 def test_dh_and_mdh_describe_the_same_arm(tmp_path: Path) -> None:

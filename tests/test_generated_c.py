@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codegen.emit.generate import generate
@@ -220,3 +221,87 @@ def test_headers_cite_the_reference_list() -> None:
         listed = set(re.findall(r"^ \*   \[([SB]\d)\] ", text, flags=re.M))
         cited = set(re.findall(r"\[([SB]\d)\]", re.sub(r"^ \*   \[[SB]\d\] .*$", "", text, flags=re.M)))
         assert cited and cited == listed, (header, cited, listed)
+
+
+# C99 5.2.4.1 and MISRA C:2012 rule 5.1: an implementation may look at only the first 31 characters
+# of an external name, so two names that agree there are one name to its linker.
+SIGNIFICANT = 31
+LONG_NAME = "a_robot_description_name_32_char"  # the longest name a description keeps (c_identifier)
+
+
+def clashes(names: set[str]) -> list[tuple[str, str]]:
+    by_head: dict[str, str] = {}
+    out = []
+    for n in sorted(names):
+        head = n[:SIGNIFICANT]
+        if head in by_head:
+            out.append((by_head[head], n))
+        by_head.setdefault(head, n)
+    return out
+
+
+def external_names(folder: Path, tmp_path: Path, extra_sources: Sequence[Path] = ()) -> set[str]:
+    """Every external name a folder's C defines (firmware and host files, plus ``extra_sources``)."""
+    nm = require_tool("nm")
+    objs = compile_folder("gcc", folder, tmp_path)
+    for src in extra_sources:
+        obj = tmp_path / (src.stem + ".o")
+        subprocess.run(["gcc", *STRICT, f"-I{folder}", "-c", str(src), "-o", str(obj)], check=True)
+        objs.append(obj)
+    return {s for obj in objs for s, t in symbols(nm, obj, undefined=False).items() if t.isupper()}
+
+
+def test_a_clash_in_the_first_31_characters_is_found() -> None:
+    """The check itself: names differing only after 31 characters clash, earlier ones do not."""
+    head = "x" * 30
+    assert clashes({head + "ab", head + "ac", "y"}) == [(head + "ab", head + "ac")]
+    assert clashes({head[:29] + "ab", head[:29] + "ac"}) == []
+
+
+@pytest.mark.parametrize("precision", ["double", "float"])
+@pytest.mark.parametrize("name", BUNDLED)
+def test_external_names_are_distinct_in_31_characters(name: str, precision: str, tmp_path: Path) -> None:
+    folder = ROOT / "generated" / name
+    if precision == "float":
+        folder = tmp_path / "gen"
+        generate(load_robot(name), "float").write(folder)
+    names = external_names(folder, tmp_path / "obj", [ROOT / "runtime" / "manipgen_sos_filter.c"])
+    assert f"{name}_rt_step" in names and f"{name}_mass_matrix" in names  # the check saw the library
+    assert not clashes(names), clashes(names)
+
+
+@pytest.mark.parametrize("precision", ["double", "float"])
+def test_a_32_character_robot_name_keeps_external_names_distinct(precision: str, tmp_path: Path) -> None:
+    """The longest name a description allows, on the elastic arm (the most generated functions), with
+    its output-error and excitation C: the prefix is cut to 12 characters with a hash."""
+    from codegen.emit.excitation import excitation_files
+    from codegen.emit.oesim import oesim_files
+    from codegen.model.robot import C_PREFIX_MAX, c_prefix
+
+    text = (ROOT / "robots" / "biorob4.yaml").read_text()
+    assert "\nname: biorob4\n" in text
+    (tmp_path / "long.yaml").write_text(text.replace("\nname: biorob4\n", f"\nname: {LONG_NAME}\n"))
+    robot = load_robot(tmp_path / "long.yaml")
+    assert robot.name == LONG_NAME and len(LONG_NAME) == 32
+    p = robot.c_name
+    assert len(p) <= C_PREFIX_MAX and p.startswith("a_robot_")
+    assert c_prefix(LONG_NAME[:-1] + "x") != p  # same first characters, another prefix
+    folder = tmp_path / "gen"
+    generate(robot, precision).write(folder)  # type: ignore[arg-type]
+    n = robot.dof
+    exc = excitation_files(p, robot.name, np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n), 0.1, 0.001, precision)  # type: ignore[arg-type]
+    for file, body in exc.items():
+        (folder / file).write_text(body)
+    names = external_names(folder, tmp_path / "obj")
+    expected = {f"{p}_rt_step", f"{p}_elastic_dynamics_p", f"{p}_excitation"}
+    if precision == "double":  # the output-error model (host-side, double): the dynamics with its own host files
+        oe = tmp_path / "oe"
+        (oe / "host").mkdir(parents=True)
+        for file in (f"{p}_dynamics.c", f"{p}_dynamics.h", "manipgen_linalg.h"):
+            shutil.copy(folder / file, oe / file)
+        for file, body in oesim_files(robot).items():
+            (oe / "host" / file).write_text(body)
+        names |= external_names(oe, tmp_path / "oe_obj")
+        expected.add(f"{p}_oe_simulate")
+    assert expected <= names, expected - names
+    assert not clashes(names), clashes(names)

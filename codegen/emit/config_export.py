@@ -19,6 +19,13 @@ C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME = 31  # C99 5.2.4.1: external identifiers distinct in their first 31 characters
 
 
+def default_name(prefix: str, stem: str) -> str:
+    """``<prefix>_rt_config_<stem>``, or ``<prefix>_cfg_<stem>`` cut to ``MAX_NAME`` characters when
+    that is longer (give --name where two such stems share their first characters)."""
+    full = f"{prefix}_rt_config_{stem}"
+    return full if len(full) <= MAX_NAME else f"{prefix}_cfg_{stem}"[:MAX_NAME].rstrip("_")
+
+
 def exported_config(
     prefix: str,
     blocks: Sequence[tuple[str, Sequence[Field]]],

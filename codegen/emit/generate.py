@@ -176,7 +176,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     q, qd = specs[0].inputs[0], specs[0].inputs[1]
     tau = Arg("tau", n, "joint torques (N m or N), link side")
     qdd = Arg("qdd", n, "joint accelerations (rad/s^2 or m/s^2)")
-    pi = Arg("pi", robot.n_standard, "standard parameters, order of <robot>_standard_parameter_names")
+    pi = Arg("pi", robot.n_standard, "standard parameters, order of <robot>_standard_names")
     fdoc = (
         "Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an "
         "explicit inverse); M includes rotor inertia, n friction."
@@ -202,7 +202,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         efdyn = [
             _view(
                 None,
-                "elastic_forward_dynamics" + form,
+                "elastic_dynamics" + form,
                 "Forward dynamics of the series-elastic arm "
                 "(seed 003 eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T tau_el - n(q, qd)) by a Cholesky "
                 "solve of M, and the motors' thetadd."

@@ -35,6 +35,23 @@ def c_identifier(text: str) -> str:
     return out if not out[0].isdigit() else "r" + out
 
 
+# C99 5.2.4.1 and MISRA C:2012 rule 5.1 guarantee 31 significant characters of an external name. A
+# prefix of at most 12 characters leaves 18 after its underscore, where the generated suffixes
+# (``_nonlinear_effects`` vs ``_nonlinear_effects_p`` is the longest pair) differ; a test checks
+# every bundled robot's objects and a 32-character name.
+C_PREFIX_MAX = 12
+
+
+def c_prefix(name: str) -> str:
+    """The C prefix of a robot named ``name``: the C identifier itself up to ``C_PREFIX_MAX``
+    characters; a longer one is cut to 7 and followed by ``_`` and 4 hexadecimal digits of its
+    SHA-256, so two long names that share their first characters still get different prefixes."""
+    full = c_identifier(name)
+    if len(full) <= C_PREFIX_MAX:
+        return full
+    return full[:7].rstrip("_") + "_" + hashlib.sha256(full.encode()).hexdigest()[:4]
+
+
 def c_comment_text(text: str, limit: int = 200) -> str:
     """User text made safe inside a C block comment: one line of printable ASCII with no comment
     delimiters, line splices (backslash) or trigraphs (??), at most ``limit`` characters."""
@@ -223,7 +240,9 @@ class Robot:
 
     @property
     def c_name(self) -> str:
-        return c_identifier(self.name)
+        """The prefix of every generated C symbol and file: the name, at most ``C_PREFIX_MAX``
+        characters (``c_prefix``)."""
+        return c_prefix(self.name)
 
     @property
     def tip_matrix(self) -> np.ndarray:

@@ -39,7 +39,7 @@ def _args(dyn: Dynamics) -> dict[str, tuple[cs.SX, Arg]]:
         "qdd": (dyn.qdd, Arg("qdd", n, "joint accelerations (rad/s^2 or m/s^2)")),
         "pi": (
             dyn.pi,
-            Arg("pi", dyn.robot.n_standard, "standard parameters, order of <robot>_standard_parameter_names"),
+            Arg("pi", dyn.robot.n_standard, "standard parameters, order of <robot>_standard_names"),
         ),
     }
 
@@ -126,7 +126,7 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
         FunctionSpec(
             "regressor",
             "Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta "
-            "(<robot>_base_parameter_names; seed 004 eqs. 5-6, Gautier's numeric reduction).",
+            "(<robot>_base_names; seed 004 eqs. 5-6, Gautier's numeric reduction).",
             (a["q"][1], a["qd"][1], a["qdd"][1]),
             (Arg("y", n * nb, f"Y_b, row-major n x {nb}"),),
             cs.Function("regressor", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(cs.densify(cs.vec(y.T)))]),
@@ -190,21 +190,21 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             cs.Function("elastic_joint_torque", syms, [const(dyn.elastic_joint_torque())]),
         ),
         FunctionSpec(
-            "elastic_link_force",
+            "elastic_link_rhs",
             "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
             "tau_el - n(q, qd) (seed 003 eq. 3.24; n with joint friction).",
             ins,
             (Arg("f", n, "link-side force (N m or N)"),),
-            cs.Function("elastic_link_force", syms, [const(dyn.elastic_link_force(dyn.pi))]),
+            cs.Function("elastic_link_rhs", syms, [const(dyn.elastic_link_force(dyn.pi))]),
         ),
         FunctionSpec(
-            "elastic_link_force_p",
+            "elastic_link_rhs_p",
             "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
             "tau_el - n(q, qd) (seed 003 eq. 3.24). Parameterised form (the links' standard "
             "parameters; the drives' are the description's).",
             ins + (a["pi"][1],),
             (Arg("f", n, "link-side force (N m or N)"),),
-            cs.Function("elastic_link_force_p", syms + [dyn.pi], [cs.cse(cs.densify(dyn.elastic_link_force(dyn.pi)))]),
+            cs.Function("elastic_link_rhs_p", syms + [dyn.pi], [cs.cse(cs.densify(dyn.elastic_link_force(dyn.pi)))]),
         ),
         FunctionSpec(
             "motor_rest",

@@ -8,7 +8,7 @@ typedef biorob4_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char biorob4_standard_parameter_names[BIOROB4_N_STANDARD][BIOROB4_NAME_LENGTH] = {
+const char biorob4_standard_names[BIOROB4_N_STANDARD][BIOROB4_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","FV1","M2","MX2","MY2","MZ2","XX2",
     "XY2","XZ2","YY2","YZ2","ZZ2","FV2","M3","MX3",
@@ -31,7 +31,7 @@ const biorob4_real_t biorob4_standard_parameters[BIOROB4_N_STANDARD] = {
     0.0016667000000000001,0.0,0.0016667000000000001,0.05
 };
 
-const char biorob4_base_parameter_names[BIOROB4_N_BASE][BIOROB4_NAME_LENGTH] = {
+const char biorob4_base_names[BIOROB4_N_BASE][BIOROB4_NAME_LENGTH] = {
     "MX2R","MY2","XX2R","XY2","XZ2R","YZ2","ZZ2R","MX3R",
     "MY3","XX3R","XY3","XZ3R","YZ3","ZZ3R","MX4R","MY4",
     "XX4R","XY4","XZ4R","YY4R","YZ4","ZZ4R","FV1","FV2",
@@ -4415,7 +4415,7 @@ void biorob4_elastic_joint_torque(const biorob4_real_t q[4], const biorob4_real_
     tau[3] = w3;
 }
 
-void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t f[4])
+void biorob4_elastic_link_rhs(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t f[4])
 {
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
@@ -4710,7 +4710,7 @@ void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t 
     f[3] = w15;
 }
 
-void biorob4_elastic_link_force_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t pi[44], biorob4_real_t f[4])
+void biorob4_elastic_link_rhs_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t pi[44], biorob4_real_t f[4])
 {
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
@@ -5913,20 +5913,20 @@ int biorob4_forward_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t q
     return mg_cholesky_solve(BIOROB4_DOF, m, qdd);
 }
 
-int biorob4_elastic_forward_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t qdd[4], biorob4_real_t thetadd[4])
+int biorob4_elastic_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t qdd[4], biorob4_real_t thetadd[4])
 {
     real_t m[BIOROB4_DOF * BIOROB4_DOF];
     biorob4_motor_acceleration(q, qd, theta, thetad, tau_m, thetadd);
-    biorob4_elastic_link_force(q, qd, theta, thetad, qdd);
+    biorob4_elastic_link_rhs(q, qd, theta, thetad, qdd);
     biorob4_mass_matrix(q, m);
     return mg_cholesky_solve(BIOROB4_DOF, m, qdd);
 }
 
-int biorob4_elastic_forward_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], const biorob4_real_t pi[44], biorob4_real_t qdd[4], biorob4_real_t thetadd[4])
+int biorob4_elastic_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], const biorob4_real_t pi[44], biorob4_real_t qdd[4], biorob4_real_t thetadd[4])
 {
     real_t m[BIOROB4_DOF * BIOROB4_DOF];
     biorob4_motor_acceleration(q, qd, theta, thetad, tau_m, thetadd);
-    biorob4_elastic_link_force_p(q, qd, theta, thetad, pi, qdd);
+    biorob4_elastic_link_rhs_p(q, qd, theta, thetad, pi, qdd);
     biorob4_mass_matrix_p(q, pi, m);
     return mg_cholesky_solve(BIOROB4_DOF, m, qdd);
 }

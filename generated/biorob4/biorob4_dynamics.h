@@ -30,11 +30,11 @@ typedef double biorob4_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (FV). Link parameters are in the link frames of
  *  the description's convention (dh). */
-extern const char biorob4_standard_parameter_names[BIOROB4_N_STANDARD][BIOROB4_NAME_LENGTH];
+extern const char biorob4_standard_names[BIOROB4_N_STANDARD][BIOROB4_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const biorob4_real_t biorob4_standard_parameters[BIOROB4_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char biorob4_base_parameter_names[BIOROB4_N_BASE][BIOROB4_NAME_LENGTH];
+extern const char biorob4_base_names[BIOROB4_N_BASE][BIOROB4_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const biorob4_real_t biorob4_base_parameters[BIOROB4_N_BASE];
 
@@ -53,7 +53,7 @@ void biorob4_rnea(const biorob4_real_t q[4], const biorob4_real_t qd[4], const b
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param qdd [4] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] tau [4] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 405.
  */
@@ -72,7 +72,7 @@ void biorob4_mass_matrix(const biorob4_real_t q[4], biorob4_real_t m[16]);
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [4] joint positions (rad or m)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] m [16] M, row-major n x n (kg m^2, kg)
  * Operations: 190.
  */
@@ -93,7 +93,7 @@ void biorob4_coriolis_matrix(const biorob4_real_t q[4], const biorob4_real_t qd[
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] c [16] C, row-major n x n
  * Operations: 480.
  */
@@ -112,7 +112,7 @@ void biorob4_coriolis(const biorob4_real_t q[4], const biorob4_real_t qd[4], bio
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] c [4] N m (revolute) or N (prismatic), link side
  * Operations: 345.
  */
@@ -129,7 +129,7 @@ void biorob4_gravity(const biorob4_real_t q[4], biorob4_real_t g[4]);
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [4] joint positions (rad or m)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] g [4] N m (revolute) or N (prismatic), link side
  * Operations: 81.
  */
@@ -147,7 +147,7 @@ void biorob4_friction(const biorob4_real_t qd[4], biorob4_real_t tau_f[4]);
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [4] joint velocities (rad/s or m/s)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [4] N m (revolute) or N (prismatic), link side
  * Operations: 4.
  */
@@ -167,15 +167,15 @@ void biorob4_nonlinear_effects(const biorob4_real_t q[4], const biorob4_real_t q
  * Parameterised form.
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] n [4] N m (revolute) or N (prismatic), link side
  * Operations: 367.
  */
 void biorob4_nonlinear_effects_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t n[4]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param qdd [4] joint accelerations (rad/s^2 or m/s^2)
@@ -235,7 +235,7 @@ void biorob4_elastic_joint_torque(const biorob4_real_t q[4], const biorob4_real_
  * @param[out] f [4] link-side force (N m or N)
  * Operations: 248.
  */
-void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t f[4]);
+void biorob4_elastic_link_rhs(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t f[4]);
 
 /**
  * Right-hand side of the link dynamics M(q) qdd = (I + A)^T tau_el - n(q, qd) ([S3] eq. 3.24).
@@ -244,11 +244,11 @@ void biorob4_elastic_link_force(const biorob4_real_t q[4], const biorob4_real_t 
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
  * @param thetad [4] motor velocities, link side
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] f [4] link-side force (N m or N)
  * Operations: 397.
  */
-void biorob4_elastic_link_force_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t pi[44], biorob4_real_t f[4]);
+void biorob4_elastic_link_rhs_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t pi[44], biorob4_real_t f[4]);
 
 /**
  * The motor positions holding the links still at q against gravity, theta = q + A q + K^-1 (I +
@@ -268,7 +268,7 @@ void biorob4_motor_rest(const biorob4_real_t q[4], const biorob4_real_t qd[4], b
  * description's).
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
  * @param[out] thetad [4] motor velocities, link side
  * Operations: 272.
@@ -319,7 +319,7 @@ int biorob4_forward_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param tau [4] joint torques (N m or N), link side
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [4] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.
@@ -339,7 +339,7 @@ int biorob4_forward_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t q
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.
  */
-int biorob4_elastic_forward_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t qdd[4], biorob4_real_t thetadd[4]);
+int biorob4_elastic_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], biorob4_real_t qdd[4], biorob4_real_t thetadd[4]);
 
 /**
  * Forward dynamics of the series-elastic arm ([S3] eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T
@@ -350,13 +350,13 @@ int biorob4_elastic_forward_dynamics(const biorob4_real_t q[4], const biorob4_re
  * @param theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
  * @param thetad [4] motor velocities, link side
  * @param tau_m [4] motor torques, link side (N m or N)
- * @param pi [44] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [4] joint accelerations (rad/s^2 or m/s^2)
  * @param[out] thetadd [4] motor accelerations, link side
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.
  */
-int biorob4_elastic_forward_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], const biorob4_real_t pi[44], biorob4_real_t qdd[4], biorob4_real_t thetadd[4]);
+int biorob4_elastic_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], const biorob4_real_t tau_m[4], const biorob4_real_t pi[44], biorob4_real_t qdd[4], biorob4_real_t thetadd[4]);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,7 @@ typedef franka_panda_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char franka_panda_standard_parameter_names[FRANKA_PANDA_N_STANDARD][FRANKA_PANDA_NAME_LENGTH] = {
+const char franka_panda_standard_names[FRANKA_PANDA_N_STANDARD][FRANKA_PANDA_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","IA1","FV1","FC1","M2","MX2","MY2",
     "MZ2","XX2","XY2","XZ2","YY2","YZ2","ZZ2","IA2",
@@ -49,7 +49,7 @@ const franka_panda_real_t franka_panda_standard_parameters[FRANKA_PANDA_N_STANDA
     0.0,0.0,0.0
 };
 
-const char franka_panda_base_parameter_names[FRANKA_PANDA_N_BASE][FRANKA_PANDA_NAME_LENGTH] = {
+const char franka_panda_base_names[FRANKA_PANDA_N_BASE][FRANKA_PANDA_NAME_LENGTH] = {
     "ZZ1R","MX2","MY2R","XX2R","XY2","XZ2","YZ2","ZZ2R",
     "MX3R","MY3R","XX3R","XY3R","XZ3","YZ3","ZZ3R","MX4R",
     "MY4R","XX4R","XY4R","XZ4","YZ4","ZZ4R","MX5","MY5R",

@@ -30,11 +30,11 @@ typedef double franka_panda_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (urdf). */
-extern const char franka_panda_standard_parameter_names[FRANKA_PANDA_N_STANDARD][FRANKA_PANDA_NAME_LENGTH];
+extern const char franka_panda_standard_names[FRANKA_PANDA_N_STANDARD][FRANKA_PANDA_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const franka_panda_real_t franka_panda_standard_parameters[FRANKA_PANDA_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char franka_panda_base_parameter_names[FRANKA_PANDA_N_BASE][FRANKA_PANDA_NAME_LENGTH];
+extern const char franka_panda_base_names[FRANKA_PANDA_N_BASE][FRANKA_PANDA_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const franka_panda_real_t franka_panda_base_parameters[FRANKA_PANDA_N_BASE];
 
@@ -53,7 +53,7 @@ void franka_panda_rnea(const franka_panda_real_t q[7], const franka_panda_real_t
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param qdd [7] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] tau [7] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 859.
  */
@@ -72,7 +72,7 @@ void franka_panda_mass_matrix(const franka_panda_real_t q[7], franka_panda_real_
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [7] joint positions (rad or m)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] m [49] M, row-major n x n (kg m^2, kg)
  * Operations: 570.
  */
@@ -93,7 +93,7 @@ void franka_panda_coriolis_matrix(const franka_panda_real_t q[7], const franka_p
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] c [49] C, row-major n x n
  * Operations: 2787.
  */
@@ -112,7 +112,7 @@ void franka_panda_coriolis(const franka_panda_real_t q[7], const franka_panda_re
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] c [7] N m (revolute) or N (prismatic), link side
  * Operations: 776.
  */
@@ -129,7 +129,7 @@ void franka_panda_gravity(const franka_panda_real_t q[7], franka_panda_real_t g[
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [7] joint positions (rad or m)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
  * Operations: 214.
  */
@@ -147,7 +147,7 @@ void franka_panda_friction(const franka_panda_real_t qd[7], franka_panda_real_t 
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [7] N m (revolute) or N (prismatic), link side
  * Operations: 28.
  */
@@ -167,15 +167,15 @@ void franka_panda_nonlinear_effects(const franka_panda_real_t q[7], const franka
  * Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] n [7] N m (revolute) or N (prismatic), link side
  * Operations: 822.
  */
 void franka_panda_nonlinear_effects_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t pi[91], franka_panda_real_t n[7]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param qdd [7] joint accelerations (rad/s^2 or m/s^2)
@@ -219,7 +219,7 @@ int franka_panda_forward_dynamics(const franka_panda_real_t q[7], const franka_p
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param tau [7] joint torques (N m or N), link side
- * @param pi [91] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [7] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.

@@ -8,7 +8,7 @@ typedef kuka_iiwa14_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char kuka_iiwa14_standard_parameter_names[KUKA_IIWA14_N_STANDARD][KUKA_IIWA14_NAME_LENGTH] = {
+const char kuka_iiwa14_standard_names[KUKA_IIWA14_N_STANDARD][KUKA_IIWA14_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","FV1","FC1","M2","MX2","MY2","MZ2",
     "XX2","XY2","XZ2","YY2","YZ2","ZZ2","FV2","FC2",
@@ -46,7 +46,7 @@ const kuka_iiwa14_real_t kuka_iiwa14_standard_parameters[KUKA_IIWA14_N_STANDARD]
     -0.0005811234048,0.00803199970656,0.1,0.1372
 };
 
-const char kuka_iiwa14_base_parameter_names[KUKA_IIWA14_N_BASE][KUKA_IIWA14_NAME_LENGTH] = {
+const char kuka_iiwa14_base_names[KUKA_IIWA14_N_BASE][KUKA_IIWA14_NAME_LENGTH] = {
     "ZZ1R","MX2","MY2R","XX2R","XY2","XZ2","YZ2","ZZ2R",
     "MX3","MY3R","XX3R","XY3","XZ3","YZ3","ZZ3R","MX4",
     "MY4R","XX4R","XY4","XZ4","YZ4","ZZ4R","MX5","MY5R",

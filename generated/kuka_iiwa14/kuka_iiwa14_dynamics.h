@@ -30,11 +30,11 @@ typedef double kuka_iiwa14_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (FV, FC). Link parameters are in the link frames of
  *  the description's convention (mdh). */
-extern const char kuka_iiwa14_standard_parameter_names[KUKA_IIWA14_N_STANDARD][KUKA_IIWA14_NAME_LENGTH];
+extern const char kuka_iiwa14_standard_names[KUKA_IIWA14_N_STANDARD][KUKA_IIWA14_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const kuka_iiwa14_real_t kuka_iiwa14_standard_parameters[KUKA_IIWA14_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char kuka_iiwa14_base_parameter_names[KUKA_IIWA14_N_BASE][KUKA_IIWA14_NAME_LENGTH];
+extern const char kuka_iiwa14_base_names[KUKA_IIWA14_N_BASE][KUKA_IIWA14_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const kuka_iiwa14_real_t kuka_iiwa14_base_parameters[KUKA_IIWA14_N_BASE];
 
@@ -53,7 +53,7 @@ void kuka_iiwa14_rnea(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_t qd
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param qdd [7] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] tau [7] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 791.
  */
@@ -72,7 +72,7 @@ void kuka_iiwa14_mass_matrix(const kuka_iiwa14_real_t q[7], kuka_iiwa14_real_t m
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [7] joint positions (rad or m)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] m [49] M, row-major n x n (kg m^2, kg)
  * Operations: 476.
  */
@@ -93,7 +93,7 @@ void kuka_iiwa14_coriolis_matrix(const kuka_iiwa14_real_t q[7], const kuka_iiwa1
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] c [49] C, row-major n x n
  * Operations: 2445.
  */
@@ -112,7 +112,7 @@ void kuka_iiwa14_coriolis(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] c [7] N m (revolute) or N (prismatic), link side
  * Operations: 721.
  */
@@ -129,7 +129,7 @@ void kuka_iiwa14_gravity(const kuka_iiwa14_real_t q[7], kuka_iiwa14_real_t g[7])
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [7] joint positions (rad or m)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
  * Operations: 200.
  */
@@ -147,7 +147,7 @@ void kuka_iiwa14_friction(const kuka_iiwa14_real_t qd[7], kuka_iiwa14_real_t tau
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [7] N m (revolute) or N (prismatic), link side
  * Operations: 28.
  */
@@ -167,15 +167,15 @@ void kuka_iiwa14_nonlinear_effects(const kuka_iiwa14_real_t q[7], const kuka_iiw
  * Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] n [7] N m (revolute) or N (prismatic), link side
  * Operations: 768.
  */
 void kuka_iiwa14_nonlinear_effects_p(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_t qd[7], const kuka_iiwa14_real_t pi[84], kuka_iiwa14_real_t n[7]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param qdd [7] joint accelerations (rad/s^2 or m/s^2)
@@ -219,7 +219,7 @@ int kuka_iiwa14_forward_dynamics(const kuka_iiwa14_real_t q[7], const kuka_iiwa1
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param tau [7] joint torques (N m or N), link side
- * @param pi [84] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [7] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.

@@ -8,7 +8,7 @@ typedef planar2_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char planar2_standard_parameter_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH] = {
+const char planar2_standard_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","IA1","FV1","FC1","M2","MX2","MY2",
     "MZ2","XX2","XY2","XZ2","YY2","YZ2","ZZ2","IA2",
@@ -25,7 +25,7 @@ const planar2_real_t planar2_standard_parameters[PLANAR2_N_STANDARD] = {
     0.05,0.1
 };
 
-const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH] = {
+const char planar2_base_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH] = {
     "MX1R","MY1","ZZ1R","MX2","MY2","ZZ2","FV1","FC1",
     "IA2","FV2","FC2"
 };

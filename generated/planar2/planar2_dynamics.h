@@ -30,11 +30,11 @@ typedef double planar2_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (mdh). */
-extern const char planar2_standard_parameter_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH];
+extern const char planar2_standard_names[PLANAR2_N_STANDARD][PLANAR2_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const planar2_real_t planar2_standard_parameters[PLANAR2_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char planar2_base_parameter_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH];
+extern const char planar2_base_names[PLANAR2_N_BASE][PLANAR2_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const planar2_real_t planar2_base_parameters[PLANAR2_N_BASE];
 
@@ -53,7 +53,7 @@ void planar2_rnea(const planar2_real_t q[2], const planar2_real_t qd[2], const p
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param qdd [2] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] tau [2] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 58.
  */
@@ -72,7 +72,7 @@ void planar2_mass_matrix(const planar2_real_t q[2], planar2_real_t m[4]);
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [2] joint positions (rad or m)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] m [4] M, row-major n x n (kg m^2, kg)
  * Operations: 12.
  */
@@ -93,7 +93,7 @@ void planar2_coriolis_matrix(const planar2_real_t q[2], const planar2_real_t qd[
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] c [4] C, row-major n x n
  * Operations: 10.
  */
@@ -112,7 +112,7 @@ void planar2_coriolis(const planar2_real_t q[2], const planar2_real_t qd[2], pla
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] c [2] N m (revolute) or N (prismatic), link side
  * Operations: 21.
  */
@@ -129,7 +129,7 @@ void planar2_gravity(const planar2_real_t q[2], planar2_real_t g[2]);
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [2] joint positions (rad or m)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] g [2] N m (revolute) or N (prismatic), link side
  * Operations: 25.
  */
@@ -147,7 +147,7 @@ void planar2_friction(const planar2_real_t qd[2], planar2_real_t tau_f[2]);
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [2] joint velocities (rad/s or m/s)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [2] N m (revolute) or N (prismatic), link side
  * Operations: 8.
  */
@@ -167,15 +167,15 @@ void planar2_nonlinear_effects(const planar2_real_t q[2], const planar2_real_t q
  * Parameterised form.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] n [2] N m (revolute) or N (prismatic), link side
  * Operations: 44.
  */
 void planar2_nonlinear_effects_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t pi[26], planar2_real_t n[2]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param qdd [2] joint accelerations (rad/s^2 or m/s^2)
@@ -219,7 +219,7 @@ int planar2_forward_dynamics(const planar2_real_t q[2], const planar2_real_t qd[
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param tau [2] joint torques (N m or N), link side
- * @param pi [26] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [2] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.

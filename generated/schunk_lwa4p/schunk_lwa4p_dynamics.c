@@ -8,7 +8,7 @@ typedef schunk_lwa4p_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char schunk_lwa4p_standard_parameter_names[SCHUNK_LWA4P_N_STANDARD][SCHUNK_LWA4P_NAME_LENGTH] = {
+const char schunk_lwa4p_standard_names[SCHUNK_LWA4P_N_STANDARD][SCHUNK_LWA4P_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","IA1","FV1","FC1","M2","MX2","MY2",
     "MZ2","XX2","XY2","XZ2","YY2","YZ2","ZZ2","IA2",
@@ -44,7 +44,7 @@ const schunk_lwa4p_real_t schunk_lwa4p_standard_parameters[SCHUNK_LWA4P_N_STANDA
     4.67,2.33
 };
 
-const char schunk_lwa4p_base_parameter_names[SCHUNK_LWA4P_N_BASE][SCHUNK_LWA4P_NAME_LENGTH] = {
+const char schunk_lwa4p_base_names[SCHUNK_LWA4P_N_BASE][SCHUNK_LWA4P_NAME_LENGTH] = {
     "MX2R","MY2","XX2R","XY2","XZ2R","YZ2","ZZ2R","MX3",
     "XX3R","XY3","XZ3","YZ3","ZZ3R","MX4","MY4R","XX4R",
     "XY4","XZ4","YZ4","ZZ4R","MX5","MY5R","XX5R","XY5",

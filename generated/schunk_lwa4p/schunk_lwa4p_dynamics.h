@@ -31,11 +31,11 @@ typedef double schunk_lwa4p_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (dh). */
-extern const char schunk_lwa4p_standard_parameter_names[SCHUNK_LWA4P_N_STANDARD][SCHUNK_LWA4P_NAME_LENGTH];
+extern const char schunk_lwa4p_standard_names[SCHUNK_LWA4P_N_STANDARD][SCHUNK_LWA4P_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const schunk_lwa4p_real_t schunk_lwa4p_standard_parameters[SCHUNK_LWA4P_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char schunk_lwa4p_base_parameter_names[SCHUNK_LWA4P_N_BASE][SCHUNK_LWA4P_NAME_LENGTH];
+extern const char schunk_lwa4p_base_names[SCHUNK_LWA4P_N_BASE][SCHUNK_LWA4P_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const schunk_lwa4p_real_t schunk_lwa4p_base_parameters[SCHUNK_LWA4P_N_BASE];
 
@@ -54,7 +54,7 @@ void schunk_lwa4p_rnea(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] tau [6] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 775.
  */
@@ -73,7 +73,7 @@ void schunk_lwa4p_mass_matrix(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [6] joint positions (rad or m)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] m [36] M, row-major n x n (kg m^2, kg)
  * Operations: 477.
  */
@@ -94,7 +94,7 @@ void schunk_lwa4p_coriolis_matrix(const schunk_lwa4p_real_t q[6], const schunk_l
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] c [36] C, row-major n x n
  * Operations: 1806.
  */
@@ -113,7 +113,7 @@ void schunk_lwa4p_coriolis(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_re
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] c [6] N m (revolute) or N (prismatic), link side
  * Operations: 680.
  */
@@ -130,7 +130,7 @@ void schunk_lwa4p_gravity(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t g[
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [6] joint positions (rad or m)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
  * Operations: 178.
  */
@@ -148,7 +148,7 @@ void schunk_lwa4p_friction(const schunk_lwa4p_real_t qd[6], schunk_lwa4p_real_t 
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [6] N m (revolute) or N (prismatic), link side
  * Operations: 30.
  */
@@ -168,15 +168,15 @@ void schunk_lwa4p_nonlinear_effects(const schunk_lwa4p_real_t q[6], const schunk
  * Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] n [6] N m (revolute) or N (prismatic), link side
  * Operations: 731.
  */
 void schunk_lwa4p_nonlinear_effects_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t n[6]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
@@ -220,7 +220,7 @@ int schunk_lwa4p_forward_dynamics(const schunk_lwa4p_real_t q[6], const schunk_l
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.

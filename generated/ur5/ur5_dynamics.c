@@ -8,7 +8,7 @@ typedef ur5_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"
 
-const char ur5_standard_parameter_names[UR5_N_STANDARD][UR5_NAME_LENGTH] = {
+const char ur5_standard_names[UR5_N_STANDARD][UR5_NAME_LENGTH] = {
     "M1","MX1","MY1","MZ1","XX1","XY1","XZ1","YY1",
     "YZ1","ZZ1","IA1","FV1","FC1","M2","MX2","MY2",
     "MZ2","XX2","XY2","XZ2","YY2","YZ2","ZZ2","IA2",
@@ -44,7 +44,7 @@ const ur5_real_t ur5_standard_parameters[UR5_N_STANDARD] = {
     0.5,0.8
 };
 
-const char ur5_base_parameter_names[UR5_N_BASE][UR5_NAME_LENGTH] = {
+const char ur5_base_names[UR5_N_BASE][UR5_NAME_LENGTH] = {
     "ZZ1R","MX2","XX2R","XY2","XZ2","YZ2R","MX3","MZ3R",
     "XX3R","XY3","XZ3","YY3R","YZ3R","MX4","XX4R","XY4",
     "XZ4","YZ4R","MX5","MY5R","MZ5R","XX5R","XY5","XZ5",

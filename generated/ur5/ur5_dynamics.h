@@ -30,11 +30,11 @@ typedef double ur5_real_t;
 /** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (urdf). */
-extern const char ur5_standard_parameter_names[UR5_N_STANDARD][UR5_NAME_LENGTH];
+extern const char ur5_standard_names[UR5_N_STANDARD][UR5_NAME_LENGTH];
 /** The robot's own standard parameters (payload included in the last link). */
 extern const ur5_real_t ur5_standard_parameters[UR5_N_STANDARD];
 /** Base parameter names (Khalil's naming, R = regrouped); see manifest.json for expressions. */
-extern const char ur5_base_parameter_names[UR5_N_BASE][UR5_NAME_LENGTH];
+extern const char ur5_base_names[UR5_N_BASE][UR5_NAME_LENGTH];
 /** The robot's own base parameters (beta = K pi). */
 extern const ur5_real_t ur5_base_parameters[UR5_N_BASE];
 
@@ -53,7 +53,7 @@ void ur5_rnea(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_real_t qd
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] tau [6] joint torques, N m (revolute) or N (prismatic), link side
  * Operations: 793.
  */
@@ -72,7 +72,7 @@ void ur5_mass_matrix(const ur5_real_t q[6], ur5_real_t m[36]);
  * Joint-space inertia M(q) including rotor inertia IA on the diagonal (composite-rigid-body
  * algorithm); symmetric positive definite. Parameterised form.
  * @param q [6] joint positions (rad or m)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] m [36] M, row-major n x n (kg m^2, kg)
  * Operations: 483.
  */
@@ -93,7 +93,7 @@ void ur5_coriolis_matrix(const ur5_real_t q[6], const ur5_real_t qd[6], ur5_real
  * skew-symmetric. Not for the hot path: use coriolis(). Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] c [36] C, row-major n x n
  * Operations: 1958.
  */
@@ -112,7 +112,7 @@ void ur5_coriolis(const ur5_real_t q[6], const ur5_real_t qd[6], ur5_real_t c[6]
  * C(q, qd) qd by Newton-Euler with zero acceleration and no gravity. Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] c [6] N m (revolute) or N (prismatic), link side
  * Operations: 676.
  */
@@ -129,7 +129,7 @@ void ur5_gravity(const ur5_real_t q[6], ur5_real_t g[6]);
 /**
  * Gravity torque g(q) for the robot's gravity vector (base frame). Parameterised form.
  * @param q [6] joint positions (rad or m)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
  * Operations: 188.
  */
@@ -147,7 +147,7 @@ void ur5_friction(const ur5_real_t qd[6], ur5_real_t tau_f[6]);
  * Joint friction FV qd + FC sgn(qd) + FO (sgn: sign or tanh(qd/v), robot description).
  * Parameterised form.
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] tau_f [6] N m (revolute) or N (prismatic), link side
  * Operations: 30.
  */
@@ -167,15 +167,15 @@ void ur5_nonlinear_effects(const ur5_real_t q[6], const ur5_real_t qd[6], ur5_re
  * Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] n [6] N m (revolute) or N (prismatic), link side
  * Operations: 728.
  */
 void ur5_nonlinear_effects_p(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_real_t pi[78], ur5_real_t n[6]);
 
 /**
- * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta
- * (<robot>_base_parameter_names; [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
+ * [S4] eqs. 5-6, Gautier's numeric reduction).
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
@@ -219,7 +219,7 @@ int ur5_forward_dynamics(const ur5_real_t q[6], const ur5_real_t qd[6], const ur
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
- * @param pi [78] standard parameters, order of <robot>_standard_parameter_names
+ * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
  * Operations: see the functions it calls.

@@ -156,8 +156,10 @@ class CompiledDynamics:
         tau_m: np.ndarray,
         params: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(qdd, thetadd) of the coupled link and motor dynamics (``params``: the links' parameters)."""
-        qdd, thetadd = self._call("elastic_forward_dynamics", q, qd, theta, thetad, tau_m, params=params)
+        """(qdd, thetadd) of the coupled link and motor dynamics (``params``: the links' parameters); C:
+        ``<robot>_elastic_dynamics``, a name short enough to stay distinct from its ``_p`` form within
+        31 characters (MISRA C:2012 rule 5.1)."""
+        qdd, thetadd = self._call("elastic_dynamics", q, qd, theta, thetad, tau_m, params=params)
         return qdd, thetadd
 
     def motor_rest(
@@ -171,8 +173,8 @@ class CompiledDynamics:
     def elastic_link_force(
         self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray, params: np.ndarray | None = None
     ) -> np.ndarray:
-        """(I + A)^T tau_el - n(q, qd) = M(q) qdd (seed 003 eq. 3.24)."""
-        return self._call("elastic_link_force", q, qd, theta, thetad, params=params)
+        """(I + A)^T tau_el - n(q, qd) = M(q) qdd (seed 003 eq. 3.24); C: ``<robot>_elastic_link_rhs``."""
+        return self._call("elastic_link_rhs", q, qd, theta, thetad, params=params)
 
     def motor_regressor(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
         """Y_m (n x 4n): tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4)."""

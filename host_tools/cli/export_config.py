@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.base import Field
     from codegen.blocks.options import OptionError, parse_label, realtime_defaults
-    from codegen.emit.config_export import exported_config
+    from codegen.emit.config_export import default_name, exported_config
     from codegen.emit.files import write_file
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     out = Path(args.out)
     stem = out.stem if out.suffix == ".c" else out.name
-    name = args.name or f"{robot.c_name}_rt_config_{stem}"
+    name = args.name or default_name(robot.c_name, stem)
     blocks = [
         (
             b["kind"],

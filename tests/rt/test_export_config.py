@@ -174,3 +174,14 @@ def test_an_instance_runs_on_the_const_config_itself(tmp_path: Path) -> None:
         [gcc, *STRICT, "-I", str(rt.folder), *sources, "-lm", "-o", str(exe)], check=True, capture_output=True
     )
     assert subprocess.run([str(exe)]).returncode == 0
+
+
+def test_the_default_name_fits_31_characters() -> None:
+    """``<robot>_rt_config_<stem>`` where it fits, else ``<robot>_cfg_<stem>`` cut to C99's 31."""
+    from codegen.emit.config_export import MAX_NAME, default_name
+
+    assert default_name("planar2", "tuned_gains") == "planar2_rt_config_tuned_gains"
+    assert default_name("planar2", "config_identified") == "planar2_cfg_config_identified"
+    long = default_name("schunk_lwa4p", "config_identified_after_the_second_run")
+    assert long == "schunk_lwa4p_cfg_config_identif" and len(long) == MAX_NAME
+    assert default_name("schunk_lwa4p", "abcdefghijklm_n") == "schunk_lwa4p_cfg_abcdefghijklm"  # no trailing _
