@@ -35,7 +35,7 @@ from host_tools.studies.scenarios import collision  # noqa: E402
 from host_tools.target import cortex_m as tg  # noqa: E402
 
 GOAL = 25_000
-CLOCK = {"cortex-m4f": 168e6, "cortex-m7": 400e6, "cortex-m33": 160e6}  # e.g. STM32F4, STM32H7, STM32U5
+CLOCK = {cpu: c.board_hz for cpu, c in tg.CPUS.items()}  # e.g. STM32F4, STM32H7, STM32U5
 COMBOS: tuple[tuple[str, Precision], ...] = (
     ("cortex-m4f", "float"),
     ("cortex-m33", "float"),

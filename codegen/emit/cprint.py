@@ -45,8 +45,14 @@ def literal(value: float, precision: Precision) -> str:
     return text + ("f" if precision == "float" else "")
 
 
-def math_fn(name: str, precision: Precision) -> str:
-    return name + ("f" if precision == "float" else "")
+# math the generated code calls through manipgen_linalg.h's MG_SIN, MG_SINF, ...: the C library's, or
+# its portable versions when MANIPGEN_PORTABLE_MATH is defined (the same bits on host and target)
+PORTABLE = frozenset({"sin", "cos", "exp", "tanh"})
+
+
+def math_fn(name: str, precision: Precision, portable: bool = True) -> str:
+    c_name = name + ("f" if precision == "float" else "")
+    return f"MG_{c_name.upper()}" if portable and name in PORTABLE else c_name
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,16 @@ class Body:
     ops: int
 
 
-def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: Precision, indent: str = "  ") -> Body:
-    """Statements computing f's (dense) outputs from pointer arguments named in/out_names."""
+def body(
+    f: cs.Function,
+    in_names: list[str],
+    out_names: list[str],
+    precision: Precision,
+    indent: str = "  ",
+    portable: bool = True,
+) -> Body:
+    """Statements computing f's (dense) outputs from pointer arguments named in/out_names;
+    ``portable``: sin, cos, exp, tanh through manipgen_linalg.h's MG_SIN, ... (else the C library's)."""
     n_work = int(f.sz_w())
     lines: list[str] = []
     counts: Counter[str] = Counter()
@@ -100,10 +114,10 @@ def body(f: cs.Function, in_names: list[str], out_names: list[str], precision: P
             lines.append(f"w{outs[0]} = ({x} > {zero}) ? {one} : (({x} < {zero}) ? -{one} : {zero});")
         elif op in _UNARY:
             counts[_UNARY[op]] += 1
-            lines.append(f"w{outs[0]} = {math_fn(_UNARY[op], precision)}(w{ins[0]});")
+            lines.append(f"w{outs[0]} = {math_fn(_UNARY[op], precision, portable)}(w{ins[0]});")
         elif op in _FUNC_BINARY:
             counts[_FUNC_BINARY[op]] += 1
-            lines.append(f"w{outs[0]} = {math_fn(_FUNC_BINARY[op], precision)}(w{ins[0]}, w{ins[1]});")
+            lines.append(f"w{outs[0]} = {math_fn(_FUNC_BINARY[op], precision, portable)}(w{ins[0]}, w{ins[1]});")
         else:
             raise NotImplementedError(f"CasADi operation {op} has no C printing rule")
     decl: list[str] = []

@@ -25,7 +25,7 @@ def excitation_files(
     n, harmonics = a.shape
     k = samples_per_period(base_frequency, sample_period)
     fn = fourier_function(n, harmonics, base_frequency)
-    bd = body(fn, ["t", "a", "b", "q0"], ["q", "qd", "qdd"], precision, indent="    ")
+    bd = body(fn, ["t", "a", "b", "q0"], ["q", "qd", "qdd"], precision, indent="    ", portable=False)
     ctx = {
         "p": c_name,
         "P": c_name.upper(),

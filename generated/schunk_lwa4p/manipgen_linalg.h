@@ -11,6 +11,7 @@
 #error "define MG_REAL (the real type) and MG_SQRT (its sqrt) before including manipgen_linalg.h"
 #endif
 
+#include <math.h>
 #include <stddef.h>
 
 /* In-place Cholesky factorisation A = L L^T of the symmetric positive definite n x n row-major
@@ -176,5 +177,220 @@ static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL 
         }
     }
 }
+
+/* The transcendental functions of the generated code, MG_SIN, MG_COS, MG_EXP, MG_TANH (double) and
+ * MG_SINF, ... (float): the C library's, or with MANIPGEN_PORTABLE_MATH defined, the portable
+ * versions below. These are plain C99 arithmetic on IEEE 754 numbers, so every processor that does
+ * not contract a * b + c into a fused multiply-add (-std=c99 or -ffp-contract=off, as the host build
+ * and runtime/target/Makefile compile) computes the same bits: `manipgen target pil` builds the
+ * host's plant and the Cortex-M's step with them, because glibc's and newlib's sin and cos differ
+ * in the last bit. Accuracy (tests/rt/test_portable_math.py, against mpmath): within 2 units in the
+ * last place in double for |x| < 1e6, within 3 in float for |x| < 5000; beyond, sin and cos lose
+ * accuracy but not determinism. */
+#ifdef MANIPGEN_PORTABLE_MATH
+
+#define MG_PIO2_HI 1.5707963267341256      /* pi/2 to 33 bits: k * it is exact for |k| < 2^20 */
+#define MG_PIO2_MID 6.077100506303966e-11  /* the next 33 bits of pi/2 */
+#define MG_PIO2_LO 2.0222662487959506e-21  /* the rest, rounded */
+#define MG_TWO_OVER_PI 0.6366197723675814
+#define MG_LN2_HI 0.6931471806019545       /* ln 2 to 32 bits: k * it is exact for |k| < 2^21 */
+#define MG_LN2_LO (-4.2009150726810846e-11)
+#define MG_INV_LN2 1.4426950408889634
+#define MG_EXP_MAX 709.782712893384        /* above: exp overflows */
+#define MG_EXP_MIN (-745.1332191019412)    /* below: exp is 0 */
+
+/* r = x - k pi / 2 (Cody and Waite's three-part reduction), |r| <= pi / 4 + tiny; *quadrant = k mod 4 */
+static inline double mg_reduce_pio2(double x, int *quadrant)
+{
+    const double k = floor((x * MG_TWO_OVER_PI) + 0.5);
+    *quadrant = (int)(k - (4.0 * floor(k * 0.25)));
+    return ((x - (k * MG_PIO2_HI)) - (k * MG_PIO2_MID)) - (k * MG_PIO2_LO);
+}
+
+/* sin r and cos r for |r| <= pi / 4: Taylor polynomials to r^17 and r^16 (truncation below 0.03 ulp) */
+static inline double mg_sin_kernel(double r)
+{
+    const double z = r * r;
+    return r + ((r * z) * (-1.6666666666666666e-01 + (z * (8.3333333333333332e-03 + (z * (-1.9841269841269841e-04
+        + (z * (2.7557319223985893e-06 + (z * (-2.5052108385441720e-08 + (z * (1.6059043836821613e-10
+        + (z * (-7.6471637318198164e-13 + (z * 2.8114572543455206e-15)))))))))))))));
+}
+
+static inline double mg_cos_kernel(double r)
+{
+    const double z = r * r;
+    return 1.0 + (z * (-0.5 + (z * (4.1666666666666664e-02 + (z * (-1.3888888888888889e-03 + (z * (2.4801587301587302e-05
+        + (z * (-2.7557319223985888e-07 + (z * (2.0876756987868100e-09 + (z * (-1.1470745597729725e-11
+        + (z * 4.7794773323873853e-14)))))))))))))));
+}
+
+static inline double mg_sin(double x)
+{
+    int q;
+    const double r = mg_reduce_pio2(x, &q);
+    const double v = ((q == 0) || (q == 2)) ? mg_sin_kernel(r) : mg_cos_kernel(r);
+    return (q >= 2) ? -v : v;
+}
+
+static inline double mg_cos(double x)
+{
+    int q;
+    const double r = mg_reduce_pio2(x, &q);
+    const double v = ((q == 0) || (q == 2)) ? mg_cos_kernel(r) : mg_sin_kernel(r);
+    return ((q == 1) || (q == 2)) ? -v : v;
+}
+
+static inline double mg_exp(double x)
+{
+    double out;
+    if (x > MG_EXP_MAX) {
+        out = HUGE_VAL;
+    } else if (x < MG_EXP_MIN) {
+        out = 0.0;
+    } else if (!(x == x)) {
+        out = x;                                   /* NaN */
+    } else {
+        /* x = k ln 2 + r, |r| <= ln 2 / 2; e^r by its Taylor polynomial to r^13; ldexp is exact */
+        const double k = floor((x * MG_INV_LN2) + 0.5);
+        const double r = (x - (k * MG_LN2_HI)) - (k * MG_LN2_LO);
+        const double e = 1.0 + (r * (1.0 + (r * (0.5 + (r * (1.6666666666666666e-01 + (r * (4.1666666666666664e-02
+            + (r * (8.3333333333333332e-03 + (r * (1.3888888888888889e-03 + (r * (1.9841269841269841e-04
+            + (r * (2.4801587301587302e-05 + (r * (2.7557319223985893e-06 + (r * (2.7557319223985888e-07
+            + (r * (2.5052108385441720e-08 + (r * (2.0876756987868100e-09 + (r * 1.6059043836821613e-10)))))))))))))))))))))))));
+        out = ldexp(e, (int)k);
+    }
+    return out;
+}
+
+static inline double mg_tanh(double x)
+{
+    /* tanh |x| with u = 2|x|: below u = 1, m / (m + 2) with m = e^u - 1 = u + u^2 (1/2 + ...) by its
+       Taylor polynomial to u^18 (no cancellation, the leading u exact); above, 1 - 2 / (e^u + 1);
+       1 beyond u = 44 (within half an ulp) */
+    const double u = 2.0 * fabs(x);
+    double t;
+    if (u > 44.0) {
+        t = 1.0;
+    } else {
+        if (u < 1.0) {
+            const double m = u + ((u * u) * (0.5 + (u * (1.6666666666666666e-01 + (u * (4.1666666666666664e-02 + (u * (8.3333333333333332e-03
+                + (u * (1.3888888888888889e-03 + (u * (1.9841269841269841e-04 + (u * (2.4801587301587302e-05
+                + (u * (2.7557319223985893e-06 + (u * (2.7557319223985888e-07 + (u * (2.5052108385441720e-08
+                + (u * (2.0876756987868100e-09 + (u * (1.6059043836821613e-10 + (u * (1.1470745597729725e-11
+                + (u * (7.6471637318198164e-13 + (u * (4.7794773323873853e-14 + (u * (2.8114572543455206e-15
+                + (u * 1.5619206968586225e-16)))))))))))))))))))))))))))))))));
+            t = m / (m + 2.0);
+        } else {
+            t = 1.0 - (2.0 / (mg_exp(u) + 1.0));
+        }
+    }
+    return (x < 0.0) ? -t : t;
+}
+
+/* The same in float arithmetic (float builds): reduction constants of 12 bits (k * MG_PIO2F_HI exact
+ * for |k| < 2^12), Taylor polynomials to r^9 (sin), r^10 (cos), r^7 (exp) and u^11 (e^u - 1). */
+#define MG_PIO2F_HI 1.5708008f
+#define MG_PIO2F_MID (-4.4535846e-06f)
+#define MG_PIO2F_LO (-8.705516e-10f)
+#define MG_TWO_OVER_PIF 0.63661975f
+#define MG_LN2F_HI 0.69311523f
+#define MG_LN2F_LO 3.1946183e-05f
+#define MG_INV_LN2F 1.442695f
+#define MG_EXPF_MAX 88.72284f
+#define MG_EXPF_MIN (-103.97208f)
+
+static inline float mg_reduce_pio2f(float x, int *quadrant)
+{
+    const float k = floorf((x * MG_TWO_OVER_PIF) + 0.5f);
+    *quadrant = (int)(k - (4.0f * floorf(k * 0.25f)));
+    return ((x - (k * MG_PIO2F_HI)) - (k * MG_PIO2F_MID)) - (k * MG_PIO2F_LO);
+}
+
+static inline float mg_sinf_kernel(float r)
+{
+    const float z = r * r;
+    return r + ((r * z) * (-1.6666667e-01f + (z * (8.3333338e-03f + (z * (-1.9841270e-04f + (z * 2.7557319e-06f)))))));
+}
+
+static inline float mg_cosf_kernel(float r)
+{
+    const float z = r * r;
+    return 1.0f + (z * (-0.5f + (z * (4.1666668e-02f + (z * (-1.3888889e-03f + (z * (2.4801588e-05f
+        + (z * -2.7557320e-07f)))))))));
+}
+
+static inline float mg_sinf(float x)
+{
+    int q;
+    const float r = mg_reduce_pio2f(x, &q);
+    const float v = ((q == 0) || (q == 2)) ? mg_sinf_kernel(r) : mg_cosf_kernel(r);
+    return (q >= 2) ? -v : v;
+}
+
+static inline float mg_cosf(float x)
+{
+    int q;
+    const float r = mg_reduce_pio2f(x, &q);
+    const float v = ((q == 0) || (q == 2)) ? mg_cosf_kernel(r) : mg_sinf_kernel(r);
+    return ((q == 1) || (q == 2)) ? -v : v;
+}
+
+static inline float mg_expf(float x)
+{
+    float out;
+    if (x > MG_EXPF_MAX) {
+        out = HUGE_VALF;
+    } else if (x < MG_EXPF_MIN) {
+        out = 0.0f;
+    } else if (!(x == x)) {
+        out = x;
+    } else {
+        const float k = floorf((x * MG_INV_LN2F) + 0.5f);
+        const float r = (x - (k * MG_LN2F_HI)) - (k * MG_LN2F_LO);
+        const float e = 1.0f + (r * (1.0f + (r * (0.5f + (r * (1.6666667e-01f + (r * (4.1666668e-02f + (r * (8.3333338e-03f
+            + (r * (1.3888889e-03f + (r * 1.9841270e-04f)))))))))))));
+        out = ldexpf(e, (int)k);
+    }
+    return out;
+}
+
+static inline float mg_tanhf(float x)
+{
+    /* as mg_tanh */
+    const float u = 2.0f * fabsf(x);
+    float t;
+    if (u > 20.0f) {
+        t = 1.0f;
+    } else {
+        if (u < 1.0f) {
+            const float m = u + ((u * u) * (0.5f + (u * (1.6666667e-01f + (u * (4.1666668e-02f + (u * (8.3333338e-03f
+                + (u * (1.3888889e-03f + (u * (1.9841270e-04f + (u * (2.4801588e-05f + (u * (2.7557319e-06f
+                + (u * (2.7557320e-07f + (u * 2.5052108e-08f)))))))))))))))))));
+            t = m / (m + 2.0f);
+        } else {
+            t = 1.0f - (2.0f / (mg_expf(u) + 1.0f));
+        }
+    }
+    return (x < 0.0f) ? -t : t;
+}
+
+#define MG_SIN mg_sin
+#define MG_COS mg_cos
+#define MG_EXP mg_exp
+#define MG_TANH mg_tanh
+#define MG_SINF mg_sinf
+#define MG_COSF mg_cosf
+#define MG_EXPF mg_expf
+#define MG_TANHF mg_tanhf
+#else
+#define MG_SIN sin
+#define MG_COS cos
+#define MG_EXP exp
+#define MG_TANH tanh
+#define MG_SINF sinf
+#define MG_COSF cosf
+#define MG_EXPF expf
+#define MG_TANHF tanhf
+#endif
 
 #endif /* MANIPGEN_LINALG_H */

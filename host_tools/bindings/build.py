@@ -30,8 +30,10 @@ from codegen.resources import resource_dir
 
 # -fno-var-tracking-assignments: the debug information Python's distutils asks for (-g) on a
 # generated step of thousands of lines makes gcc print a note ("variable tracking size limit
-# exceeded") that reads like trouble to a user; the code is the same without it
-CFLAGS = ("-std=c99", "-O2", "-fno-var-tracking-assignments")
+# exceeded") that reads like trouble to a user; the code is the same without it.
+# -ffp-contract=off: a * b + c stays two roundings, as on the target (runtime/target/Makefile), also
+# on hosts with a fused multiply-add
+CFLAGS = ("-std=c99", "-O2", "-ffp-contract=off", "-fno-var-tracking-assignments")
 # AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow too), aborting at the first
 # report: the fuzz tests' build. The process must preload the ASan runtime (sanitizer_preload()).
 SANITIZE = (
@@ -153,14 +155,18 @@ def _cached(name: str, digest: str, declare: Callable[[cffi.FFI], None]) -> Modu
         return _import(name, found[0])
 
 
-def build(folder: str | Path, sanitize: bool = False) -> tuple[ModuleType, dict[str, Any]]:
+def build(folder: str | Path, sanitize: bool = False, portable_math: bool = False) -> tuple[ModuleType, dict[str, Any]]:
     """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
-    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload())."""
+    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload());
+    ``portable_math``: with manipgen_linalg.h's portable sin, cos, exp and tanh (the same bits as a
+    target built so: ``manipgen target pil``)."""
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
-    flags = list(CFLAGS) + (list(SANITIZE) if sanitize else [])
+    flags = (
+        list(CFLAGS) + (list(SANITIZE) if sanitize else []) + (["-DMANIPGEN_PORTABLE_MATH"] if portable_math else [])
+    )
     digest = content_hash(folder, " ".join(flags) + sys.version)[:16]
-    name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}_{digest}"
+    name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}{'_pm' if portable_math else ''}_{digest}"
 
     def declare(ffi: cffi.FFI) -> None:
         ffi.cdef(cdef(folder, manifest))

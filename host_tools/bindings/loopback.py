@@ -10,6 +10,7 @@ prepares arrays and packs the result into the log format (host_tools.data.logs) 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,7 @@ def simulate(
     theta0: np.ndarray | None = None,
     thetad0: np.ndarray | None = None,
     imu: ImuSensors | None = None,
+    step: Callable[[Any, Any], None] | None = None,
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
@@ -131,7 +133,12 @@ def simulate(
 
     A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(), seed
     001's BMI055); the run's ``imu_read`` holds what they read (K, 6 m: the gyroscopes' axes, then the
-    accelerometers')."""
+    accelerometers').
+
+    ``step(in, out)``, if given, runs the pipeline instead of rt's step on this processor: it gets
+    each sample's input and fills its output (cffi pointers to <robot>_rt_input_t and _output_t),
+    e.g. on a Cortex-M over a serial line (``manipgen target pil``); what it raises ends the run and
+    is raised here. rt's config still reads the encoders."""
     if (
         len(trajectory.time) >= 2
         and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
@@ -225,8 +232,23 @@ def simulate(
         read = np.zeros((k, 6 * m), real)
     elif imu is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
-    status = getattr(lib, f"{p}_loopback")(
-        rt._rt,
+    failed: list[BaseException] = []
+    if step is None:
+        run_with: tuple[Any, ...] = (getattr(lib, f"{p}_loopback"), rt._rt)
+    else:
+
+        def call(_context: Any, c_in: Any, c_out: Any) -> int:
+            step(c_in, c_out)
+            return 0
+
+        def error(kind: Any, value: BaseException, _tb: Any) -> int:
+            failed.append(value)
+            return -1
+
+        callback = ffi.callback(f"{p}_loopback_step_t", call, onerror=error)
+        run_with = (getattr(lib, f"{p}_loopback_with"), callback, ffi.NULL, rt._rt.cfg)
+    status = run_with[0](
+        *run_with[1:],
         plant,
         k,
         ptr(start_q, rcname),
@@ -251,6 +273,8 @@ def simulate(
         ptr(read, rcname),
         ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
     )
+    if failed:
+        raise failed[0]
     if status == -2:
         raise ValueError(
             "the loopback refused the plant (substeps or delay out of range, or an elastic arm without theta0, thetad0)"

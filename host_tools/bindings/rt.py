@@ -182,11 +182,12 @@ class RtConfig:
 class Realtime:
     """One instance of a generated pipeline (C state, config, step and run)."""
 
-    def __init__(self, folder: str | Path, sanitize: bool = False) -> None:
+    def __init__(self, folder: str | Path, sanitize: bool = False, portable_math: bool = False) -> None:
         """``sanitize``: the ASan + UBSan build (host_tools.bindings.build.SANITIZE; the process must preload
-        host_tools.bindings.build.sanitizer_preload())."""
+        host_tools.bindings.build.sanitizer_preload()); ``portable_math``: the build whose sin, cos, exp
+        and tanh give the same bits on every processor (manipgen_linalg.h; ``manipgen target pil``)."""
         self.folder = Path(folder)
-        mod, self.manifest = build(self.folder, sanitize)
+        mod, self.manifest = build(self.folder, sanitize, portable_math)
         self.module_file = str(mod.__file__)  # the compiled cffi extension
         self.ffi, self.lib = mod.ffi, mod.lib
         m = self.manifest
@@ -243,6 +244,19 @@ class Realtime:
     def config_bytes(self) -> bytes:
         """The config struct as the C library lays it out (for a target of the same layout)."""
         return bytes(self.ffi.buffer(self._cfg))
+
+    def config_sources(self, name: str, stem: str, source: str) -> dict[str, str]:
+        """``{stem}.c`` and ``{stem}.h`` defining the config in use as ``const <robot>_rt_config_t
+        name`` (designated initialiser; ``manipgen export-config``), ``source`` quoted in them."""
+        from codegen.emit.config_export import exported_config
+
+        blocks = [
+            (b["kind"], [Field(n, ctype, tuple(shape), "") for n, ctype, shape in b["config"]])
+            for b in self.rt_manifest["blocks"]
+        ]
+        values = {key: self.config[key] for key in self.config.keys()}
+        precision: Precision = self.manifest["options"]["precision"]
+        return exported_config(self.name, blocks, precision, values, name, stem, source, self.label)
 
     def _sync(self) -> None:
         now = bytes(self.ffi.buffer(self._cfg))
@@ -383,15 +397,17 @@ def load_rt(
     tip_link: str | None = None,
     overlay: str | Path | None = None,
     sample_period: float | None = None,
+    portable_math: bool = False,
 ) -> Realtime:
     """A robot's real-time pipeline, generated (cached), compiled and loaded. Unset choices come from
     the robot description's ``realtime:`` section, then the defaults (kalman, momentum, computed_torque).
     ``sample_period`` (s) overrides the description's: the discretisations are made for it. ``spec``:
-    a bundled name, a description path (with the URDF chain arguments) or a Robot already loaded."""
+    a bundled name, a description path (with the URDF chain arguments) or a Robot already loaded.
+    ``portable_math``: see Realtime."""
     from codegen.model.description import load_robot
 
     robot = (
         spec if isinstance(spec, Robot) else load_robot(spec, base_link=base_link, tip_link=tip_link, overlay=overlay)
     )
     opts = rt_options(estimator, observer, controller, constant_params, realtime_defaults(robot).options, sample_period)
-    return Realtime(generated_folder(robot, precision=precision, rt=opts))  # the description read once
+    return Realtime(generated_folder(robot, precision=precision, rt=opts), portable_math=portable_math)

@@ -45,9 +45,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from codegen.blocks.base import Field
     from codegen.blocks.options import OptionError, parse_label, realtime_defaults
-    from codegen.emit.config_export import default_name, exported_config
+    from codegen.emit.config_export import default_name
     from codegen.emit.files import write_file
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
@@ -105,16 +104,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     stem = out.stem if out.suffix == ".c" else out.name
     name = args.name or default_name(robot.c_name, stem)
-    blocks = [
-        (
-            b["kind"],
-            [Field(n, ctype, tuple(shape), "") for n, ctype, shape in b["config"]],
-        )
-        for b in rt.rt_manifest["blocks"]
-    ]
-    values = {key: rt.config[key] for key in rt.config.keys()}
     try:
-        files = exported_config(robot.c_name, blocks, args.precision, values, name, stem, path.name, rt.label)
+        files = rt.config_sources(name, stem, path.name)
     except ValueError as exc:
         return fail(str(exc))
     for file, text in files.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from codegen.emit.files import write_file
 from host_tools.cli.generate import add_robot_arguments, robot_of
@@ -15,6 +16,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for action, text in (
         ("build", "static library and QEMU test firmware (runtime/target/Makefile)"),
         ("run", "replay a recorded run through rt_step in QEMU and compare with the host build"),
+        (
+            "pil",
+            "processor in the loop: the step from a 1 kHz SysTick interrupt in QEMU, the host's plant over "
+            "the board's UART, on the demo's collision run",
+        ),
     ):
         a = actions.add_parser(action, help=text)
         add_robot_arguments(a)
@@ -43,6 +49,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--config", help="config JSON of the logged run (thresholds, gains)")
             a.add_argument("--timeout", type=float, default=600.0, help="seconds QEMU may take")
             a.add_argument("--json", action="store_true", help="print the JSON document")
+        if action == "pil":
+            a.add_argument(
+                "--corrupt",
+                type=int,
+                action="append",
+                default=[],
+                metavar="K",
+                help="flip one byte of sample K's input frame on the wire (fault injection: the board must count "
+                "it); repeatable",
+            )
+            a.add_argument(
+                "--seconds",
+                type=float,
+                default=8.0,
+                help="length of the collision run, push at half time (8: the demo's)",
+            )
+            a.add_argument("--json", action="store_true", help="print the JSON document")
         a.set_defaults(handler=run)
 
 
@@ -65,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if args.precision is None:
         args.precision = tg.NATIVE_PRECISION[args.cpu]
     options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
+    if args.action == "pil":
+        return _pil(args, options, console)
     try:
         robot = robot_of(args)
         rt = load_rt(robot, precision=args.precision, **options)
@@ -99,4 +124,33 @@ def run(args: argparse.Namespace) -> int:
         print(text, end="")
     else:
         print(tg.table(doc) + f"\ninput: {source}\nwrote {out / 'target.json'}, {out / 'target.md'}")
+    return 0
+
+
+def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any) -> int:
+    import json
+    from pathlib import Path
+
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+    from host_tools.bindings.rt import ConfigError
+    from host_tools.target import cortex_m as tg
+    from host_tools.target import pil
+
+    try:
+        robot = robot_of(args)
+        name = robot.c_name
+        out = Path(args.out) if args.out else Path(f"{tg.default_out(name, args.cpu, args.precision)}-pil")
+        with stage(console, f"{name} in the loop on {args.cpu} ({args.precision}): design, build, run ..."):
+            doc = pil.pil(robot, args.cpu, args.precision, out, options, frozenset(args.corrupt), args.seconds)
+    except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    write_file(out / "pil.json", text)
+    write_file(out / "pil.md", pil.table(doc))
+    if args.json:
+        print(text, end="")
+    else:
+        print(pil.table(doc) + f"\nwrote {out / 'pil.json'}, {out / 'pil.md'}")
     return 0

@@ -45,13 +45,16 @@ class Cpu:
     machine: str  # QEMU board
     qemu_cpu: str
     flags: str  # the compiler's architecture flags (as in runtime/target/Makefile)
+    board_hz: float  # a board's core clock (Hz), e.g. STM32F4, STM32H7, STM32U5: time per step at 1 IPC
     systick_hz: float = 25e6  # the QEMU board's SysTick clock (AN386, AN500: 25 MHz; AN505: 20 MHz)
 
 
 CPUS = {
-    "cortex-m4f": Cpu("mps2-an386", "cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"),
-    "cortex-m7": Cpu("mps2-an500", "cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"),
-    "cortex-m33": Cpu("mps2-an505", "cortex-m33", "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", 20e6),
+    "cortex-m4f": Cpu("mps2-an386", "cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16", 168e6),
+    "cortex-m7": Cpu("mps2-an500", "cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16", 400e6),
+    "cortex-m33": Cpu(
+        "mps2-an505", "cortex-m33", "-mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16", 160e6, 20e6
+    ),
 }
 # the real type a CPU's FPU computes in hardware: a CLI's default precision for it
 NATIVE_PRECISION = {"cortex-m4f": "float", "cortex-m7": "double", "cortex-m33": "float"}
@@ -104,8 +107,9 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 90
     return done.stdout
 
 
-def build(rt: Realtime, cpu: str, out: Path) -> TargetBuild:
-    """Cross-compile ``rt``'s generated folder (its precision) for ``cpu``: library + firmware."""
+def build(rt: Realtime, cpu: str, out: Path, cflags: str = "") -> TargetBuild:
+    """Cross-compile ``rt``'s generated folder (its precision) for ``cpu``: library + firmware;
+    ``cflags``: the Makefile's CFLAGS (e.g. -DMANIPGEN_PORTABLE_MATH)."""
     if cpu not in CPUS:
         raise TargetError(f"--cpu must be one of {', '.join(CPUS)}, got {cpu!r}")
     require(CROSS + "gcc", "make")
@@ -115,27 +119,17 @@ def build(rt: Realtime, cpu: str, out: Path) -> TargetBuild:
     makefile = resource_dir("runtime") / "target" / "Makefile"
     # make compares dates only: another pipeline (or a changed Makefile) in the same folder starts clean
     stamp = b.out / "mg_build.stamp"
-    key = f"{content_hash(b.folder, makefile.read_text(encoding='utf-8'))} {cpu} {precision}\n"
+    key = f"{content_hash(b.folder, makefile.read_text(encoding='utf-8'))} {cpu} {precision} {cflags}\n"
     if not stamp.exists() or stamp.read_text(encoding="utf-8") != key:
-        for old in [*b.out.glob("*.o"), *b.out.glob("*.a"), *b.out.glob("*.su"), *b.out.glob("*.ci"), b.elf, b.map]:
+        for old in [
+            *b.out.glob("*.o"),
+            *b.out.glob("*.a"),
+            *b.out.glob("*.su"),
+            *b.out.glob("*.ci"),
+            *b.out.glob("*.elf"),
+        ]:
             old.unlink(missing_ok=True)
-    _run(
-        [
-            "make",
-            "-s",
-            "-f",
-            str(makefile),
-            f"GEN={b.folder}",
-            f"ROBOT={b.robot}",
-            f"CPU={cpu}",
-            f"PRECISION={precision}",
-            f"OUT={b.out}",
-            f"CROSS={CROSS}",
-            "all",
-            "firmware",
-        ],
-        f"cross build of {b.robot} for {cpu} ({precision})",
-    )
+    make(b, "all", "firmware", **({"CFLAGS": cflags} if cflags else {}))
     stamp.write_text(key, encoding="utf-8")
     probe = b.out / "mg_layout_probe.c"
     probe.write_text(layout_probe(rt), encoding="utf-8")
@@ -163,6 +157,27 @@ def build(rt: Realtime, cpu: str, out: Path) -> TargetBuild:
             f"values cannot be exchanged byte for byte\n{exc}"
         ) from None
     return b
+
+
+def make(b: TargetBuild, *goals: str, **variables: str) -> None:
+    """runtime/target/Makefile's ``goals`` for build ``b`` (its folder, CPU, precision)."""
+    _run(
+        [
+            "make",
+            "-s",
+            "-f",
+            str(resource_dir("runtime") / "target" / "Makefile"),
+            f"GEN={b.folder}",
+            f"ROBOT={b.robot}",
+            f"CPU={b.cpu}",
+            f"PRECISION={b.precision}",
+            f"OUT={b.out}",
+            f"CROSS={CROSS}",
+            *(f"{k}={v}" for k, v in variables.items()),
+            *goals,
+        ],
+        f"cross build of {b.robot} for {b.cpu} ({b.precision}): {' '.join(goals)}",
+    )
 
 
 def _fields(ffi: Any, ctype: Any, prefix: str = "") -> list[tuple[str, int, int]]:

@@ -173,3 +173,31 @@ def test_demo_motion_tracks_within_a_hundredth_of_a_radian(robot: str) -> None:
     window = (t >= 0.5) & (t < 4.0)
     error = np.abs(run.log.q_des - run.log.extra["q_true"])[window].max(axis=0)
     assert np.all(error <= 0.01), error
+
+
+def test_a_step_given_from_outside_runs_the_same_loop() -> None:
+    """simulate(step=...) drives <robot>_loopback_with: a step that is the pipeline's own, called
+    through Python, gives the same run bit for bit; what the step raises ends the run and surfaces."""
+    rt = load_rt("planar2")
+    traj = generated_trajectory(load_robot("planar2"), 0.5, rt.sample_period)
+    here = simulate(rt, traj)
+    other = load_rt("planar2")
+    calls = []
+
+    def step(c_in, c_out) -> None:  # the same step, on another instance, through the callback
+        calls.append(1)
+        other.lib.planar2_rt_step(other._rt, c_in, c_out)
+
+    other.reset()
+    other._sync()
+    via = simulate(rt, traj, step=step)
+    assert len(calls) == len(traj.time)
+    assert np.array_equal(via.log.extra["q_true"], here.log.extra["q_true"])
+    assert np.array_equal(via.out["tau_cmd"], here.out["tau_cmd"])
+
+    def broken(c_in, c_out) -> None:
+        if c_in.q_des[0] != traj.q[0, 0]:
+            raise ConnectionError("the board went away")
+
+    with pytest.raises(ConnectionError, match="went away"):
+        simulate(rt, traj, step=broken)

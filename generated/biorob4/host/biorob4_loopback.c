@@ -6,6 +6,9 @@
 
 typedef biorob4_real_t real_t;
 #define N BIOROB4_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 24. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -71,36 +74,36 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w24; real_t w25; real_t w26; real_t w27; real_t w28;
     w0 = 0.3;
     w1 = q[0];
-    w2 = cos(w1);
+    w2 = MG_COS(w1);
     w3 = q[1];
-    w4 = cos(w3);
+    w4 = MG_COS(w3);
     w5 = w2 * w4;
     w6 = w0 * w5;
     w7 = q[2];
-    w8 = cos(w7);
+    w8 = MG_COS(w7);
     w9 = w5 * w8;
-    w3 = sin(w3);
+    w3 = MG_SIN(w3);
     w10 = w2 * w3;
-    w7 = sin(w7);
+    w7 = MG_SIN(w7);
     w11 = w10 * w7;
     w9 = w9 - w11;
     w11 = w0 * w9;
     w11 = w6 + w11;
     w12 = 0.1;
     w13 = q[3];
-    w14 = cos(w13);
+    w14 = MG_COS(w13);
     w9 = w9 * w14;
     w5 = w5 * w7;
     w10 = w10 * w8;
     w5 = w5 + w10;
-    w13 = sin(w13);
+    w13 = MG_SIN(w13);
     w5 = w5 * w13;
     w9 = w9 - w5;
     w9 = w12 * w9;
     w11 = w11 + w9;
     w5 = normal[1];
     w10 = w11 * w5;
-    w1 = sin(w1);
+    w1 = MG_SIN(w1);
     w15 = w1 * w4;
     w16 = w0 * w15;
     w17 = w15 * w8;
@@ -305,7 +308,8 @@ static int rk4(const biorob4_plant_t *plant, real_t x[S], const real_t *u, const
     return bad;
 }
 
-int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
+int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const biorob4_rt_config_t *cfg,
+                          const biorob4_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -353,7 +357,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        biorob4_loopback_encoder(rt->cfg, &x[0], &x[THETA_AT], c, m);
+        biorob4_loopback_encoder(cfg, &x[0], &x[THETA_AT], c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -362,7 +366,7 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -376,7 +380,9 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                 thetad_true[k * N + i] = x[THETAD_AT + i];
             }
         }
-        biorob4_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (BIOROB4_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -396,4 +402,25 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
+{
+    biorob4_rt_step((biorob4_rt_t *)context, in, out);
+    return 0;
+}
+
+int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, biorob4_rt_output_t *out)
+{
+    return biorob4_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

@@ -82,6 +82,29 @@ int biorob4_loopback(biorob4_rt_t *rt, const biorob4_plant_t *plant, long n,
                      biorob4_real_t *tau, int64_t *counts, int64_t *motor_counts, biorob4_real_t *tau_contact,
                      const biorob4_real_t *imu_noise, biorob4_real_t *imu_read, biorob4_rt_output_t *out);
 
+/**
+ * The pipeline's step as biorob4_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). biorob4_loopback's is biorob4_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*biorob4_loopback_step_t)(void *context, const biorob4_rt_input_t *in, biorob4_rt_output_t *out);
+
+/**
+ * biorob4_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as biorob4_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const biorob4_rt_config_t *cfg,
+                          const biorob4_plant_t *plant, long n,
+                          const biorob4_real_t q0[BIOROB4_DOF], const biorob4_real_t qd0[BIOROB4_DOF],
+                          const biorob4_real_t *theta0, const biorob4_real_t *thetad0,
+                          const biorob4_real_t *q_des, const biorob4_real_t *qd_des, const biorob4_real_t *qdd_des,
+                          const biorob4_real_t *tau_ext, const uint8_t *valid,
+                          biorob4_real_t *q_true, biorob4_real_t *qd_true, biorob4_real_t *qdd_true,
+                          biorob4_real_t *theta_true, biorob4_real_t *thetad_true,
+                          biorob4_real_t *tau, int64_t *counts, int64_t *motor_counts, biorob4_real_t *tau_contact,
+                          const biorob4_real_t *imu_noise, biorob4_real_t *imu_read, biorob4_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,9 @@
 
 typedef franka_panda_real_t real_t;
 #define N FRANKA_PANDA_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 42. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -109,28 +112,28 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55; real_t w56; real_t w57; real_t w58; real_t w59;
     w0 = 0.0825;
     w1 = q[0];
-    w2 = cos(w1);
+    w2 = MG_COS(w1);
     w3 = q[1];
-    w4 = cos(w3);
+    w4 = MG_COS(w3);
     w5 = w2 * w4;
     w6 = q[2];
-    w7 = cos(w6);
+    w7 = MG_COS(w6);
     w8 = w5 * w7;
-    w1 = sin(w1);
-    w6 = sin(w6);
+    w1 = MG_SIN(w1);
+    w6 = MG_SIN(w6);
     w9 = w1 * w6;
     w8 = w8 - w9;
     w9 = w0 * w8;
     w10 = -0.316;
-    w3 = sin(w3);
+    w3 = MG_SIN(w3);
     w11 = w2 * w3;
     w12 = w10 * w11;
     w9 = w9 - w12;
     w13 = -0.0825;
     w14 = q[3];
-    w15 = cos(w14);
+    w15 = MG_COS(w14);
     w16 = w8 * w15;
-    w14 = sin(w14);
+    w14 = MG_SIN(w14);
     w17 = w11 * w14;
     w16 = w16 + w17;
     w17 = w13 * w16;
@@ -143,18 +146,18 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w17 = w9 + w17;
     w8 = 0.088;
     w20 = q[4];
-    w21 = cos(w20);
+    w21 = MG_COS(w20);
     w22 = w16 * w21;
     w5 = w5 * w6;
     w23 = w1 * w7;
     w5 = w5 + w23;
-    w20 = sin(w20);
+    w20 = MG_SIN(w20);
     w23 = w5 * w20;
     w22 = w22 - w23;
     w23 = q[5];
-    w24 = cos(w23);
+    w24 = MG_COS(w23);
     w25 = w22 * w24;
-    w23 = sin(w23);
+    w23 = MG_SIN(w23);
     w26 = w19 * w23;
     w25 = w25 + w26;
     w25 = w8 * w25;
@@ -495,7 +498,8 @@ static int rk4(const franka_panda_plant_t *plant, real_t x[S], const real_t *u, 
     return bad;
 }
 
-int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *plant, long n,
+int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context, const franka_panda_rt_config_t *cfg,
+                          const franka_panda_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -544,7 +548,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        franka_panda_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
+        franka_panda_loopback_encoder(cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -553,7 +557,7 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -563,7 +567,9 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
         }
         (void)theta_true;
         (void)thetad_true;
-        franka_panda_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (FRANKA_PANDA_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -582,4 +588,25 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
+{
+    franka_panda_rt_step((franka_panda_rt_t *)context, in, out);
+    return 0;
+}
+
+int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, franka_panda_rt_output_t *out)
+{
+    return franka_panda_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

@@ -78,6 +78,29 @@ int franka_panda_loopback(franka_panda_rt_t *rt, const franka_panda_plant_t *pla
                      franka_panda_real_t *tau, int64_t *counts, int64_t *motor_counts, franka_panda_real_t *tau_contact,
                      const franka_panda_real_t *imu_noise, franka_panda_real_t *imu_read, franka_panda_rt_output_t *out);
 
+/**
+ * The pipeline's step as franka_panda_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). franka_panda_loopback's is franka_panda_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*franka_panda_loopback_step_t)(void *context, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out);
+
+/**
+ * franka_panda_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as franka_panda_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context, const franka_panda_rt_config_t *cfg,
+                          const franka_panda_plant_t *plant, long n,
+                          const franka_panda_real_t q0[FRANKA_PANDA_DOF], const franka_panda_real_t qd0[FRANKA_PANDA_DOF],
+                          const franka_panda_real_t *theta0, const franka_panda_real_t *thetad0,
+                          const franka_panda_real_t *q_des, const franka_panda_real_t *qd_des, const franka_panda_real_t *qdd_des,
+                          const franka_panda_real_t *tau_ext, const uint8_t *valid,
+                          franka_panda_real_t *q_true, franka_panda_real_t *qd_true, franka_panda_real_t *qdd_true,
+                          franka_panda_real_t *theta_true, franka_panda_real_t *thetad_true,
+                          franka_panda_real_t *tau, int64_t *counts, int64_t *motor_counts, franka_panda_real_t *tau_contact,
+                          const franka_panda_real_t *imu_noise, franka_panda_real_t *imu_read, franka_panda_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

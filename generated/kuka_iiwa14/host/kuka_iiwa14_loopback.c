@@ -6,6 +6,9 @@
 
 typedef kuka_iiwa14_real_t real_t;
 #define N KUKA_IIWA14_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 42. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -109,23 +112,23 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w48; real_t w49; real_t w50; real_t w51; real_t w52; real_t w53; real_t w54; real_t w55;
     w0 = -0.4;
     w1 = q[0];
-    w2 = cos(w1);
+    w2 = MG_COS(w1);
     w3 = q[1];
-    w4 = sin(w3);
+    w4 = MG_SIN(w3);
     w5 = w2 * w4;
     w6 = q[3];
-    w7 = cos(w6);
+    w7 = MG_COS(w6);
     w8 = w5 * w7;
-    w3 = cos(w3);
+    w3 = MG_COS(w3);
     w9 = w2 * w3;
     w10 = q[2];
-    w11 = cos(w10);
+    w11 = MG_COS(w10);
     w12 = w9 * w11;
-    w1 = sin(w1);
-    w10 = sin(w10);
+    w1 = MG_SIN(w1);
+    w10 = MG_SIN(w10);
     w13 = w1 * w10;
     w12 = w12 - w13;
-    w6 = sin(w6);
+    w6 = MG_SIN(w6);
     w13 = w12 * w6;
     w8 = w8 - w13;
     w13 = w0 * w8;
@@ -137,18 +140,18 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w17 = w5 * w6;
     w12 = w12 + w17;
     w17 = q[4];
-    w18 = cos(w17);
+    w18 = MG_COS(w17);
     w19 = w12 * w18;
     w9 = w9 * w10;
     w20 = w1 * w11;
     w9 = w9 + w20;
-    w17 = sin(w17);
+    w17 = MG_SIN(w17);
     w20 = w9 * w17;
     w19 = w19 - w20;
     w20 = q[5];
-    w21 = sin(w20);
+    w21 = MG_SIN(w20);
     w19 = w19 * w21;
-    w20 = cos(w20);
+    w20 = MG_COS(w20);
     w22 = w8 * w20;
     w19 = w19 + w22;
     w22 = w16 * w19;
@@ -459,7 +462,8 @@ static int rk4(const kuka_iiwa14_plant_t *plant, real_t x[S], const real_t *u, c
     return bad;
 }
 
-int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant, long n,
+int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, const kuka_iiwa14_rt_config_t *cfg,
+                          const kuka_iiwa14_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -508,7 +512,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        kuka_iiwa14_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
+        kuka_iiwa14_loopback_encoder(cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -517,7 +521,7 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -527,7 +531,9 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
         }
         (void)theta_true;
         (void)thetad_true;
-        kuka_iiwa14_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -546,4 +552,25 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out)
+{
+    kuka_iiwa14_rt_step((kuka_iiwa14_rt_t *)context, in, out);
+    return 0;
+}
+
+int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, kuka_iiwa14_rt_output_t *out)
+{
+    return kuka_iiwa14_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

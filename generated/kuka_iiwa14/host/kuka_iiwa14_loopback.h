@@ -78,6 +78,29 @@ int kuka_iiwa14_loopback(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_plant_t *plant,
                      kuka_iiwa14_real_t *tau, int64_t *counts, int64_t *motor_counts, kuka_iiwa14_real_t *tau_contact,
                      const kuka_iiwa14_real_t *imu_noise, kuka_iiwa14_real_t *imu_read, kuka_iiwa14_rt_output_t *out);
 
+/**
+ * The pipeline's step as kuka_iiwa14_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). kuka_iiwa14_loopback's is kuka_iiwa14_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*kuka_iiwa14_loopback_step_t)(void *context, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out);
+
+/**
+ * kuka_iiwa14_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as kuka_iiwa14_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, const kuka_iiwa14_rt_config_t *cfg,
+                          const kuka_iiwa14_plant_t *plant, long n,
+                          const kuka_iiwa14_real_t q0[KUKA_IIWA14_DOF], const kuka_iiwa14_real_t qd0[KUKA_IIWA14_DOF],
+                          const kuka_iiwa14_real_t *theta0, const kuka_iiwa14_real_t *thetad0,
+                          const kuka_iiwa14_real_t *q_des, const kuka_iiwa14_real_t *qd_des, const kuka_iiwa14_real_t *qdd_des,
+                          const kuka_iiwa14_real_t *tau_ext, const uint8_t *valid,
+                          kuka_iiwa14_real_t *q_true, kuka_iiwa14_real_t *qd_true, kuka_iiwa14_real_t *qdd_true,
+                          kuka_iiwa14_real_t *theta_true, kuka_iiwa14_real_t *thetad_true,
+                          kuka_iiwa14_real_t *tau, int64_t *counts, int64_t *motor_counts, kuka_iiwa14_real_t *tau_contact,
+                          const kuka_iiwa14_real_t *imu_noise, kuka_iiwa14_real_t *imu_read, kuka_iiwa14_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,9 @@
 
 typedef planar2_real_t real_t;
 #define N PLANAR2_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 12. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -45,13 +48,13 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     real_t w12; real_t w13; real_t w14;
     w0 = q[0];
-    w1 = cos(w0);
+    w1 = MG_COS(w0);
     w2 = 0.8;
     w3 = q[1];
-    w4 = cos(w3);
+    w4 = MG_COS(w3);
     w5 = w1 * w4;
-    w0 = sin(w0);
-    w3 = sin(w3);
+    w0 = MG_SIN(w0);
+    w3 = MG_SIN(w3);
     w6 = w0 * w3;
     w5 = w5 - w6;
     w5 = w2 * w5;
@@ -176,7 +179,8 @@ static int rk4(const planar2_plant_t *plant, real_t x[S], const real_t *u, const
     return bad;
 }
 
-int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
+int planar2_loopback_with(planar2_loopback_step_t step, void *context, const planar2_rt_config_t *cfg,
+                          const planar2_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -225,7 +229,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        planar2_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
+        planar2_loopback_encoder(cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -234,7 +238,7 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -244,7 +248,9 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
         }
         (void)theta_true;
         (void)thetad_true;
-        planar2_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (PLANAR2_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -263,4 +269,25 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const planar2_rt_input_t *in, planar2_rt_output_t *out)
+{
+    planar2_rt_step((planar2_rt_t *)context, in, out);
+    return 0;
+}
+
+int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, planar2_rt_output_t *out)
+{
+    return planar2_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

@@ -78,6 +78,29 @@ int planar2_loopback(planar2_rt_t *rt, const planar2_plant_t *plant, long n,
                      planar2_real_t *tau, int64_t *counts, int64_t *motor_counts, planar2_real_t *tau_contact,
                      const planar2_real_t *imu_noise, planar2_real_t *imu_read, planar2_rt_output_t *out);
 
+/**
+ * The pipeline's step as planar2_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). planar2_loopback's is planar2_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*planar2_loopback_step_t)(void *context, const planar2_rt_input_t *in, planar2_rt_output_t *out);
+
+/**
+ * planar2_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as planar2_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int planar2_loopback_with(planar2_loopback_step_t step, void *context, const planar2_rt_config_t *cfg,
+                          const planar2_plant_t *plant, long n,
+                          const planar2_real_t q0[PLANAR2_DOF], const planar2_real_t qd0[PLANAR2_DOF],
+                          const planar2_real_t *theta0, const planar2_real_t *thetad0,
+                          const planar2_real_t *q_des, const planar2_real_t *qd_des, const planar2_real_t *qdd_des,
+                          const planar2_real_t *tau_ext, const uint8_t *valid,
+                          planar2_real_t *q_true, planar2_real_t *qd_true, planar2_real_t *qdd_true,
+                          planar2_real_t *theta_true, planar2_real_t *thetad_true,
+                          planar2_real_t *tau, int64_t *counts, int64_t *motor_counts, planar2_real_t *tau_contact,
+                          const planar2_real_t *imu_noise, planar2_real_t *imu_read, planar2_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

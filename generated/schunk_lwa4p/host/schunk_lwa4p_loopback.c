@@ -6,6 +6,9 @@
 
 typedef schunk_lwa4p_real_t real_t;
 #define N SCHUNK_LWA4P_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 36. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -96,16 +99,16 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46;
     w0 = 0.3012;
     w1 = q[0];
-    w2 = cos(w1);
+    w2 = MG_COS(w1);
     w3 = q[1];
-    w4 = sin(w3);
+    w4 = MG_SIN(w3);
     w5 = w2 * w4;
     w6 = q[2];
-    w7 = cos(w6);
+    w7 = MG_COS(w6);
     w8 = w5 * w7;
-    w3 = cos(w3);
+    w3 = MG_COS(w3);
     w9 = w2 * w3;
-    w6 = sin(w6);
+    w6 = MG_SIN(w6);
     w10 = w9 * w6;
     w8 = w8 - w10;
     w10 = w0 * w8;
@@ -114,19 +117,19 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w10 = w10 - w12;
     w13 = 0.2378;
     w14 = q[4];
-    w15 = cos(w14);
+    w15 = MG_COS(w14);
     w16 = w8 * w15;
     w9 = w9 * w7;
     w5 = w5 * w6;
     w9 = w9 + w5;
     w5 = q[3];
-    w17 = cos(w5);
+    w17 = MG_COS(w5);
     w18 = w9 * w17;
-    w1 = sin(w1);
-    w5 = sin(w5);
+    w1 = MG_SIN(w1);
+    w5 = MG_SIN(w5);
     w19 = w1 * w5;
     w18 = w18 - w19;
-    w14 = sin(w14);
+    w14 = MG_SIN(w14);
     w18 = w18 * w14;
     w16 = w16 - w18;
     w18 = w13 * w16;
@@ -401,7 +404,8 @@ static int rk4(const schunk_lwa4p_plant_t *plant, real_t x[S], const real_t *u, 
     return bad;
 }
 
-int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *plant, long n,
+int schunk_lwa4p_loopback_with(schunk_lwa4p_loopback_step_t step, void *context, const schunk_lwa4p_rt_config_t *cfg,
+                          const schunk_lwa4p_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -450,7 +454,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        schunk_lwa4p_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
+        schunk_lwa4p_loopback_encoder(cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -459,7 +463,7 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -469,7 +473,9 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
         }
         (void)theta_true;
         (void)thetad_true;
-        schunk_lwa4p_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (SCHUNK_LWA4P_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -488,4 +494,25 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
+{
+    schunk_lwa4p_rt_step((schunk_lwa4p_rt_t *)context, in, out);
+    return 0;
+}
+
+int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, schunk_lwa4p_rt_output_t *out)
+{
+    return schunk_lwa4p_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

@@ -78,6 +78,29 @@ int schunk_lwa4p_loopback(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_plant_t *pla
                      schunk_lwa4p_real_t *tau, int64_t *counts, int64_t *motor_counts, schunk_lwa4p_real_t *tau_contact,
                      const schunk_lwa4p_real_t *imu_noise, schunk_lwa4p_real_t *imu_read, schunk_lwa4p_rt_output_t *out);
 
+/**
+ * The pipeline's step as schunk_lwa4p_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). schunk_lwa4p_loopback's is schunk_lwa4p_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*schunk_lwa4p_loopback_step_t)(void *context, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out);
+
+/**
+ * schunk_lwa4p_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as schunk_lwa4p_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int schunk_lwa4p_loopback_with(schunk_lwa4p_loopback_step_t step, void *context, const schunk_lwa4p_rt_config_t *cfg,
+                          const schunk_lwa4p_plant_t *plant, long n,
+                          const schunk_lwa4p_real_t q0[SCHUNK_LWA4P_DOF], const schunk_lwa4p_real_t qd0[SCHUNK_LWA4P_DOF],
+                          const schunk_lwa4p_real_t *theta0, const schunk_lwa4p_real_t *thetad0,
+                          const schunk_lwa4p_real_t *q_des, const schunk_lwa4p_real_t *qd_des, const schunk_lwa4p_real_t *qdd_des,
+                          const schunk_lwa4p_real_t *tau_ext, const uint8_t *valid,
+                          schunk_lwa4p_real_t *q_true, schunk_lwa4p_real_t *qd_true, schunk_lwa4p_real_t *qdd_true,
+                          schunk_lwa4p_real_t *theta_true, schunk_lwa4p_real_t *thetad_true,
+                          schunk_lwa4p_real_t *tau, int64_t *counts, int64_t *motor_counts, schunk_lwa4p_real_t *tau_contact,
+                          const schunk_lwa4p_real_t *imu_noise, schunk_lwa4p_real_t *imu_read, schunk_lwa4p_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

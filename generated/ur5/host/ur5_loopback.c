@@ -6,6 +6,9 @@
 
 typedef ur5_real_t real_t;
 #define N UR5_DOF
+#define MG_REAL real_t
+#define MG_SQRT sqrt
+#include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 36. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -96,27 +99,27 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     real_t w36; real_t w37; real_t w38; real_t w39; real_t w40; real_t w41; real_t w42; real_t w43; real_t w44; real_t w45; real_t w46;
     w0 = 0.09465;
     w1 = q[0];
-    w2 = cos(w1);
+    w2 = MG_COS(w1);
     w3 = 4.8965888601467475e-12;
     w4 = q[1];
-    w5 = cos(w4);
+    w5 = MG_COS(w4);
     w6 = w3 * w5;
-    w4 = sin(w4);
+    w4 = MG_SIN(w4);
     w6 = w6 - w4;
     w7 = w2 * w6;
     w8 = q[2];
-    w9 = cos(w8);
+    w9 = MG_COS(w8);
     w10 = w7 * w9;
     w11 = w3 * w4;
     w11 = w11 + w5;
     w12 = w2 * w11;
-    w8 = sin(w8);
+    w8 = MG_SIN(w8);
     w13 = w12 * w8;
     w10 = w10 - w13;
     w13 = q[3];
-    w14 = sin(w13);
+    w14 = MG_SIN(w13);
     w15 = w3 * w14;
-    w13 = cos(w13);
+    w13 = MG_COS(w13);
     w15 = w15 + w13;
     w16 = w10 * w15;
     w7 = w7 * w8;
@@ -128,7 +131,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w16 = w16 + w18;
     w18 = w0 * w16;
     w19 = 0.13585;
-    w1 = sin(w1);
+    w1 = MG_SIN(w1);
     w20 = w19 * w1;
     w21 = -0.425;
     w12 = w21 * w12;
@@ -152,9 +155,9 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w7 = w7 * w13;
     w10 = w10 - w7;
     w7 = q[4];
-    w3 = sin(w7);
+    w3 = MG_SIN(w7);
     w10 = w10 * w3;
-    w7 = cos(w7);
+    w7 = MG_COS(w7);
     w14 = w1 * w7;
     w10 = w10 + w14;
     w14 = w27 * w10;
@@ -440,7 +443,8 @@ static int rk4(const ur5_plant_t *plant, real_t x[S], const real_t *u, const rea
     return bad;
 }
 
-int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
+int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_config_t *cfg,
+                          const ur5_plant_t *plant, long n,
                      const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
                      const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
                      const real_t *tau_ext, const uint8_t *valid,
@@ -489,7 +493,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                 memset(&tau_contact[k * N], 0, N * sizeof(real_t));
             }
         }
-        ur5_loopback_encoder(rt->cfg, &x[0], NULL, c, m);
+        ur5_loopback_encoder(cfg, &x[0], NULL, c, m);
         for (i = 0; i < N; ++i) {
             counts[k * N + i] = c[i];
             if (motor_counts != NULL) {
@@ -498,7 +502,7 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
             in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = rt->cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
+            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
@@ -508,7 +512,9 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
         }
         (void)theta_true;
         (void)thetad_true;
-        ur5_rt_step(rt, &in, &out[k]);
+        if (step(context, &in, &out[k]) != 0) {
+            return -3;
+        }
         for (i = 0; i < N; ++i) {
             pending[k % (UR5_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
             /* the command of sample k - delay (zero before the first one) */
@@ -527,4 +533,25 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
         }
     }
     return 0;
+}
+
+/* the loopback's own step: the pipeline on this processor */
+static int step_here(void *context, const ur5_rt_input_t *in, ur5_rt_output_t *out)
+{
+    ur5_rt_step((ur5_rt_t *)context, in, out);
+    return 0;
+}
+
+int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
+                     const real_t q0[N], const real_t qd0[N], const real_t *theta0, const real_t *thetad0,
+                     const real_t *q_des, const real_t *qd_des, const real_t *qdd_des,
+                     const real_t *tau_ext, const uint8_t *valid,
+                     real_t *q_true, real_t *qd_true, real_t *qdd_true,
+                     real_t *theta_true, real_t *thetad_true,
+                     real_t *tau, int64_t *counts, int64_t *motor_counts, real_t *tau_contact,
+                     const real_t *imu_noise, real_t *imu_read, ur5_rt_output_t *out)
+{
+    return ur5_loopback_with(step_here, rt, rt->cfg, plant, n, q0, qd0, theta0, thetad0, q_des, qd_des, qdd_des,
+                                 tau_ext, valid, q_true, qd_true, qdd_true, theta_true, thetad_true, tau, counts,
+                                 motor_counts, tau_contact, imu_noise, imu_read, out);
 }

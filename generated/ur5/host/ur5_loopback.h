@@ -78,6 +78,29 @@ int ur5_loopback(ur5_rt_t *rt, const ur5_plant_t *plant, long n,
                      ur5_real_t *tau, int64_t *counts, int64_t *motor_counts, ur5_real_t *tau_contact,
                      const ur5_real_t *imu_noise, ur5_real_t *imu_read, ur5_rt_output_t *out);
 
+/**
+ * The pipeline's step as ur5_loopback_with calls it once per sample: read in, write out; 0 to go on,
+ * anything else stops the run (it returns -3). ur5_loopback's is ur5_rt_step on this processor;
+ * `manipgen target pil`'s sends in to a Cortex-M over a serial line and reads its torques back.
+ */
+typedef int (*ur5_loopback_step_t)(void *context, const ur5_rt_input_t *in, ur5_rt_output_t *out);
+
+/**
+ * ur5_loopback with the step given: step(context, &in, &out[k]) at every sample, the encoders read
+ * through cfg (the configuration the step runs on). The same plant, arithmetic and arguments.
+ * @return as ur5_loopback, or -3 if step returned non-zero (the run stops there)
+ */
+int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_config_t *cfg,
+                          const ur5_plant_t *plant, long n,
+                          const ur5_real_t q0[UR5_DOF], const ur5_real_t qd0[UR5_DOF],
+                          const ur5_real_t *theta0, const ur5_real_t *thetad0,
+                          const ur5_real_t *q_des, const ur5_real_t *qd_des, const ur5_real_t *qdd_des,
+                          const ur5_real_t *tau_ext, const uint8_t *valid,
+                          ur5_real_t *q_true, ur5_real_t *qd_true, ur5_real_t *qdd_true,
+                          ur5_real_t *theta_true, ur5_real_t *thetad_true,
+                          ur5_real_t *tau, int64_t *counts, int64_t *motor_counts, ur5_real_t *tau_contact,
+                          const ur5_real_t *imu_noise, ur5_real_t *imu_read, ur5_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

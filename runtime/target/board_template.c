@@ -1,0 +1,119 @@
+/* manipgen board port template: the one file a port fills to run a generated pipeline on a board.
+ *
+ * Copy it into your firmware project with the generated folder's firmware files
+ * (<robot>_rt.c, <robot>_dynamics.c and their headers) and, if you flash a tuned configuration,
+ * the file `manipgen export-config` wrote. Then fill the four hooks marked PORT below:
+ *
+ *   board_init()           clocks, the encoder interfaces, the drives, the control timer;
+ *   board_read(in)         the sample's inputs: the encoder counter registers and their valid
+ *                          flags, the torque applied over the last sample, the desired motion;
+ *   board_write(out)       the joint torques to the drives (out->tau_cmd, N m or N, link side);
+ *   board_fault(out)       the reaction to out->fault != MG_FAULT_NONE: a safe stop.
+ *
+ * SysTick_Handler is the control task: every sample period it reads, steps, writes and checks the
+ * fault, in that order, so the time from the interrupt to the torques written is one step. Give
+ * the timer the highest priority of the control path and keep other interrupts from preempting it
+ * for long (the pipeline's period is <ROBOT>_RT_SAMPLE_PERIOD, in seconds).
+ *
+ * The QEMU port runtime/target/board_qemu.c is this template filled for the simulated MPS2 board:
+ * its inputs and torques go over a serial line to the host's plant (`manipgen target pil`).
+ *
+ * Build with -DMG_ROBOT=<robot> -DMG_RT_HEADER="<robot>_rt.h" (runtime/target/Makefile, goal
+ * `template`, compiles it for every supported CPU), and optionally -DMG_CONFIG=<name>
+ * -DMG_CONFIG_HEADER="<file>.h" for an exported configuration (default: the generated
+ * <robot>_rt_default_config). The generated pipeline needs a controller (out->tau_cmd).
+ *
+ * Conventions: counts are the raw counter registers (the low `bits` bits are used; the pipeline
+ * unwraps them); torques in N m (revolute) or N (prismatic), link side, signs as the description's
+ * joint axes. The pipeline uses no heap, no globals of its own and no interrupts: all its state is
+ * the instance below. */
+#include <stdint.h>
+#include MG_RT_HEADER
+#ifdef MG_CONFIG_HEADER
+#include MG_CONFIG_HEADER
+#endif
+
+#define MG_CAT_(a, b) a##b
+#define MG_CAT(a, b) MG_CAT_(a, b)
+#define MG(name) MG_CAT(MG_ROBOT, name)
+#ifndef MG_CONFIG
+#define MG_CONFIG MG(_rt_default_config)
+#endif
+
+typedef MG(_rt_input_t) mg_input_t;
+typedef MG(_rt_output_t) mg_output_t;
+
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
+#define SYST_ENABLE_TICKINT_CORECLK 7u
+
+/* PORT: your core clock (Hz). */
+#define BOARD_CORE_HZ 168000000u
+
+static MG(_rt_t) rt;         /* the pipeline instance (its state; the config stays in flash) */
+
+void SysTick_Handler(void);
+
+/* PORT: clocks, pins, the encoder interfaces (quadrature timers, SSI/BiSS/EnDat masters, an
+ * EtherCAT slave's process data, ...) and the drives (PWM, CAN or EtherCAT current setpoints).
+ * Leave the drives disabled: the first torques come from the first step. */
+static void board_init(void)
+{
+}
+
+/* PORT: fill in every sample. Per joint i (< <ROBOT>_DOF): in->counts[i] the link-side counter
+ * register as read (link or motor side per the description's encoder: `side`), in->valid[i] 1 if
+ * it was read this sample, else 0 (the pipeline holds the joint and raises no fault for a lost
+ * sample); for elastic arms in->motor_counts / motor_valid likewise for the motor encoders;
+ * in->tau[i] the torque applied over the last sample (a torque sensor, or the last command
+ * clipped as the drive applied it); in->q_des, qd_des, qdd_des the desired motion at this sample
+ * (your trajectory generator); in->reset 1 to clear a latched collision. Fields of other estimators
+ * (IMU readings, measured velocity) are filled the same way when the pipeline has them. */
+static void board_read(mg_input_t *input)
+{
+    (void)input;
+}
+
+/* PORT: out->tau_cmd[i] to drive i, e.g. current = tau / (torque constant * gear ratio), within
+ * the drive's limits. out->collision and out->link tell the application of a detected contact. */
+static void board_write(const mg_output_t *output)
+{
+    (void)output;
+}
+
+/* PORT: out->fault is MG_FAULT_INPUT (an input out of range) or MG_FAULT_NUMERIC (a non-finite
+ * value, or a config with one): the step's torques are zero. Disable the drives and close the
+ * brakes, then report it. Called after board_write, in the same interrupt. */
+static void board_fault(const mg_output_t *output)
+{
+    (void)output;
+}
+
+/* The control task: one sample of the pipeline per timer interrupt. */
+void SysTick_Handler(void)
+{
+    static mg_input_t in;
+    static mg_output_t out;
+    board_read(&in);
+    MG(_rt_step)(&rt, &in, &out);
+    board_write(&out);
+    if (out.fault != MG_FAULT_NONE) {
+        board_fault(&out);
+    }
+}
+
+int main(void)
+{
+    const double period_ticks = (double)BOARD_CORE_HZ * MG_CAT(MG_ROBOT_UPPER, _RT_SAMPLE_PERIOD);
+    board_init();
+    MG(_rt_init)(&rt, &MG_CONFIG);
+    /* the control timer: SysTick from the core clock at the pipeline's rate (24-bit reload) */
+    SYST_CSR = 0u;
+    SYST_RVR = (uint32_t)period_ticks - 1u;
+    SYST_CVR = 0u;
+    SYST_CSR = SYST_ENABLE_TICKINT_CORECLK;
+    for (;;) {
+        __asm__ volatile ("wfi");       /* PORT: the application's background work, or an RTOS */
+    }
+}
