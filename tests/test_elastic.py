@@ -160,7 +160,8 @@ def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Pat
 def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
     """biorob4's real-time step takes the description's motor encoders as its second channel: theta
     from the motor counts (2048 per motor turn through 100:1) and q from the link encoders, each
-    within one count; a rigid arm keeps the second channel absent."""
+    within one count; a rigid arm's pipeline has no second channel at all (issue #26: no motor
+    counts in, no theta out, no motor encoder in its config)."""
     from host_tools.bindings.rt import load_rt
 
     rt = load_rt("biorob4")
@@ -172,7 +173,9 @@ def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
     assert np.all(np.abs(out["q"] - q) <= 2 * np.pi / 16384)
     assert np.all(np.abs(out["theta"] - theta) <= 2 * np.pi / (2048 * 100))
     assert np.abs(out["theta"] - out["q"]).max() > 10 * 2 * np.pi / 16384  # the spring's deflection shows
-    assert np.all(load_rt("planar2").config["enc.motor_cpr"] == 0)
+    rigid = load_rt("planar2")
+    assert not any(k.startswith("enc.motor_") for k in rigid.config.keys())
+    assert "motor_counts" not in (rigid.input_dtype.names or ()) and "theta" not in (rigid.output_dtype.names or ())
 
 
 def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:

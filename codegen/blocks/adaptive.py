@@ -4,7 +4,7 @@ The model error tau_e = Y_b(q, qd, qdd) dtheta (base regressor, inertial and joi
 columns; dtheta the parameter error) is absorbed by adapting dtheta_hat. Each sample k, with q, qd,
 qdd from the estimator (``kalman`` gives qdd) or measured (``adaptive_measured``):
   1. r_k = Y_k theta_hat + tau_f + Y_k dtheta_hat_{k-1} - tau_k (eq. 16; Y theta_hat = rnea with the
-     model parameters; tau_f the friction terms beyond viscous + Coulomb, codegen.blocks.friction,
+     model parameters; tau_f the friction terms beyond viscous + Coulomb, the [fric] block,
      0 unless configured): the external torque estimate, in the joint torque's sign convention.
      Y_k dtheta_hat_{k-1} is eq. 9's Ydot dtheta_hat term integrated over the sample (the change of
      the regressor applied to the last estimate; no jerk estimate);

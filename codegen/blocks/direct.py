@@ -1,6 +1,6 @@
 """Direct-method collision residual (the baseline of seed 001 §IV, its Fig. 5 without the
 high-pass): r = Y_b theta_hat - tau = rnea(q_hat, qd, qdd; model) + tau_f - tau (tau_f: the friction
-terms beyond viscous + Coulomb, codegen.blocks.friction, 0 unless configured), with qd, qdd from the
+terms beyond viscous + Coulomb, the [fric] block, 0 unless configured), with qd, qdd from the
 estimator (one that gives qdd) or, ``direct_measured``, from ``in.qd_meas``, ``in.qdd_meas``.
 No state, no filtering: r carries the whole model error and the noise of qdd. Sign: the external
 torque on the robot, as the other observers."""

@@ -1,15 +1,16 @@
 """Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
 
 Per joint, the encoder the description declares (``counts``; link or motor side, with the gear
-ratio then) and optionally a second, motor-side one (``motor_counts``, for elastic joints):
+ratio then) and, on an elastic arm only, a second, motor-side one (``motor_counts``; a rigid arm's
+pipeline has no second channel):
 a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
 ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
 ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
 once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
 previous position, increments the joint's fault counter and tells the estimators.
-A second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so ``theta`` = motor_offset);
-by default it is the motor encoder of an elastic joint's description (``elastic.motor_encoder``).
+On an elastic arm, a second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so
+``theta`` = motor_offset); by default it is the joint's ``elastic.motor_encoder``.
 Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
 Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
 A joint whose description declares no encoder is read as 65536 counts per turn, link side.
@@ -102,9 +103,12 @@ def _side_fields(ctx: Ctx, prefix: str, doc: str) -> list[Field]:
 
 def build(ctx: Ctx) -> Block:
     n = ctx.n
-    cfg = _side_fields(ctx, "", "encoder:") + _side_fields(ctx, "motor_", "second (motor) encoder:")
+    sides = ("", "motor_") if ctx.robot.elastic else ("",)  # a rigid arm has no second channel
+    cfg = _side_fields(ctx, "", "encoder:")
+    if ctx.robot.elastic:
+        cfg += _side_fields(ctx, "motor_", "second (motor) encoder:")
     state: list[Field] = []
-    for prefix in ("", "motor_"):
+    for prefix in sides:
         state += [
             Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),
             Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
@@ -112,16 +116,17 @@ def build(ctx: Ctx) -> Block:
             Field(prefix + "total", "int64", (n,), "unwrapped count"),
         ]
     state.append(Field("faults", "uint32", (n,), "lost samples of the primary encoder so far"))
-    state.append(Field("motor_faults", "uint32", (n,), "lost samples of the second (motor) encoder so far"))
-    cpr, mcpr = ctx.sym("cpr"), ctx.sym("motor_cpr")
+    if ctx.robot.elastic:
+        state.append(Field("motor_faults", "uint32", (n,), "lost samples of the second (motor) encoder so far"))
+    cprs = {prefix: ctx.sym(prefix + "cpr") for prefix in sides}
     derive = sx_function(
         "encoder_derive",
-        [("cfg.enc.cpr", cpr), ("cfg.enc.motor_cpr", mcpr)],
-        [("st.enc.rpc", TWO_PI / cs.fmax(cpr, 1.0)), ("st.enc.motor_rpc", TWO_PI / cs.fmax(mcpr, 1.0))],
+        [(f"cfg.enc.{prefix}cpr", cpr) for prefix, cpr in cprs.items()],
+        [(f"st.enc.{prefix}rpc", TWO_PI / cs.fmax(cpr, 1.0)) for prefix, cpr in cprs.items()],
         "rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder)",
     )
     fns = []
-    for prefix, out in (("", "out.q"), ("motor_", "out.theta")):
+    for prefix, out in (("", "out.q"), ("motor_", "out.theta"))[: len(sides)]:
         total, rpc, gear, offset, direction = (ctx.sym(x) for x in ("total", "rpc", "gear", "offset", "dir"))
         fns.append(
             sx_function(
@@ -145,10 +150,16 @@ def build(ctx: Ctx) -> Block:
         state=state,
         outputs=[
             Field("q", "real", (n,), "joint position from the link-side encoder (rad or m)"),
-            Field("theta", "real", (n,), "second (motor) encoder position, link-side units (rad or m)"),
             Field("faults", "uint32", (n,), "lost samples so far, per joint"),
-            Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint"),
-        ],
+        ]
+        + (
+            [
+                Field("theta", "real", (n,), "second (motor) encoder position, link-side units (rad or m)"),
+                Field("motor_faults", "uint32", (n,), "lost second-encoder samples so far, per joint"),
+            ]
+            if ctx.robot.elastic
+            else []
+        ),
         functions=fns,
         derive=derive,
         template="encoder",
@@ -188,7 +199,8 @@ def unwrap(raw: int, bits: int, signed: bool, started: bool, last: int, total: i
 def reference(d: Data, block: Block) -> None:
     from .base import evaluate
 
-    for prefix, counts, valid in (("", "in.counts", "in.valid"), ("motor_", "in.motor_counts", "in.motor_valid")):
+    channels = (("", "in.counts", "in.valid"), ("motor_", "in.motor_counts", "in.motor_valid"))
+    for prefix, counts, valid in channels[: 2 if "in.motor_counts" in d else 1]:
         n = len(d[counts])
         for i in range(n):
             present = prefix == "" or d["cfg.enc.motor_cpr"][i] >= 1.0
@@ -209,8 +221,9 @@ def reference(d: Data, block: Block) -> None:
                 d[f"st.enc.{prefix}faults"][i] += 1
         d[f"loc.{prefix}total_r"] = d[f"st.enc.{prefix}total"].astype(float)
     evaluate(block.fn("position"), d)
-    evaluate(block.fn("motor_position"), d)
     d["out.faults"] = d["st.enc.faults"].copy()
-    d["out.motor_faults"] = d["st.enc.motor_faults"].copy()
     d["loc.valid"] = (d["in.valid"] != 0).astype(float)
-    d["loc.motor_valid"] = ((d["in.motor_valid"] != 0) & (d["cfg.enc.motor_cpr"] >= 1.0)).astype(float)
+    if "in.motor_counts" in d:
+        evaluate(block.fn("motor_position"), d)
+        d["out.motor_faults"] = d["st.enc.motor_faults"].copy()
+        d["loc.motor_valid"] = ((d["in.motor_valid"] != 0) & (d["cfg.enc.motor_cpr"] >= 1.0)).astype(float)

@@ -5,11 +5,12 @@ docs/identification.md):
   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
 
 - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
-  ``load_dahl_length`` (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
-  steps (``out.q``, as identification drives them), 0 at the first sample;
+  ``load_dahl_length``: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
+  the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
+  (``out.q``, as identification drives them), 0 at the first sample;
 - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
   drive holds (load-dependent friction of geared drives). Identification fits FL against the
-  description's gravity (host_tools.identification.friction_terms): an approximation where the
+  description's gravity (``manipgen identify``): an approximation where the
   identified masses differ from the description's (seed 000's LWA-4P: up to 0.75 N m of FL torque
   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
   on (docs/real-data.md, "The terms in the generated C");

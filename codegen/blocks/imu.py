@@ -2,14 +2,14 @@
 
 Each link-mounted IMU (the description's ``imus:``; option ``tip=1``: one IMU at the tip frame
 instead, seed 001's online set-up) gives three gyroscope and three accelerometer readings, linear in
-qd and in qdd respectively (codegen.symbolic.imu):
+qd and in qdd respectively (the rigid-body kinematics of the links carrying them):
 
   y_g = H_g(q) qd + v_g,              H_g = d gyro / d qd
   y_a = H_a(q) qdd + c_a(q, qd) + v_a,  H_a = d acc / d qdd,  c_a = acc at qdd = 0
 
 with q the encoder's position. Each sample:
 
-1. Predict: per joint the constant-jerk model of the ``kalman`` block (codegen.blocks.kalman:
+1. Predict: per joint the constant-jerk model of the ``kalman`` estimator (
    z = [q, qd, qdd], A_d, Gamma_d under zero-order hold), with its covariance P carried at run time:
    z- = A_d z, P- = A_d P A_d^T + q_var Gamma_d Gamma_d^T.
 2. The IMUs' rates: the least-squares qd from the gyroscopes (readings of variance

@@ -6,9 +6,10 @@ Var(v) = R = dq^2 / 3 (seed 000's choice; dq = the encoder resolution at the joi
 hold as MATLAB's c2d + dlqe do: A_d = exp(A T), Gamma_d = int_0^T exp(A s) ds Gamma, Q_d =
 Gamma_d Q Gamma_d^T. The steady-state gain M = P C^T / (C P C^T + R), P the a-priori covariance from
 the discrete Riccati equation, solved here at generation time (structured doubling) from the
-robot YAML's ``kalman.q_var`` / ``kalman.r_var`` (default Q = 10, R from the encoder); the host
-redesigns it at run time with ``RtConfig.set_kalman``. Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the
-current estimate x[k|k]. On a lost sample (valid = 0) it predicts without updating.
+robot YAML's ``kalman.q_var`` / ``kalman.r_var`` (default Q = 10, R from the encoder); a new
+design (``manipgen evaluate --tune``, then ``manipgen export-config``) replaces it in the config.
+Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the current estimate x[k|k]. On a lost sample
+(valid = 0) it predicts without updating.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def build(ctx: Ctx) -> Block:
                 "gain",
                 "real",
                 (n, 3),
-                "steady-state gain M per joint (host: RtConfig.set_kalman(q_var, r_var) redesigns it)",
+                "steady-state gain M per joint (a new design replaces it: manipgen evaluate --tune, export-config)",
                 (0.0,) * (3 * n),
             )
         ],

@@ -4,7 +4,7 @@
   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
 
 T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
-formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, codegen.blocks.friction; 0
+formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, the [fric] block; 0
 unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
 (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
 (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time

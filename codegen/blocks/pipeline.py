@@ -31,12 +31,17 @@ def _estimator(ctx: Ctx) -> Block:
     return dataclasses.replace(block, template_text=text) if text else block
 
 
-def input_fields(n: int) -> list[Field]:
+def input_fields(n: int, motor_channel: bool) -> list[Field]:
+    """The inputs every pipeline reads; ``motor_channel``: the second (motor) encoder's, an elastic
+    arm's (a rigid arm has none)."""
+    motor = [
+        Field("motor_counts", "uint32", (n,), "raw motor-side counter values"),
+        Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
+    ]
     return [
         Field("counts", "uint32", (n,), "raw link-side counter values (low `bits` bits used)"),
         Field("valid", "uint8", (n,), "1: counts[i] was received this sample, 0: lost"),
-        Field("motor_counts", "uint32", (n,), "raw motor-side counter values (if motor_cpr > 0)"),
-        Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
+        *(motor if motor_channel else []),
         Field(
             "tau",
             "real",
@@ -50,7 +55,8 @@ def input_fields(n: int) -> list[Field]:
     ]
 
 
-LOCALS = ("valid", "motor_valid", "total_r", "motor_total_r")
+LOCALS = ("valid", "total_r")
+MOTOR_LOCALS = ("motor_valid", "motor_total_r")  # an elastic arm's second channel
 INPUT_LIMIT = 1e6  # a real input beyond +-this (SI units) is a numeric fault (<robot>_rt.h)
 # outputs a waiting (or faulted) step still sets; the others are 0
 KEPT_WHILE_WAITING = ("q", "theta", "faults", "motor_faults", "ready", "fault")
@@ -72,7 +78,7 @@ class Pipeline:
 
     @property
     def inputs(self) -> list[Field]:
-        return input_fields(self.n) + [f for b in self.blocks for f in b.inputs]
+        return input_fields(self.n, self.robot.elastic) + [f for b in self.blocks for f in b.inputs]
 
     @property
     def outputs(self) -> list[Field]:
@@ -90,9 +96,13 @@ class Pipeline:
                         "ready",
                         "uint8",
                         (),
-                        "0 until every joint has delivered a valid sample "
-                        "(an elastic arm: on both encoders) "
-                        "(the blocks start then; until then only q, theta and the fault counters are set)",
+                        (
+                            "0 until every joint has delivered a valid sample on both encoders (the blocks "
+                            "start then; until then only q, theta and the fault counters are set)"
+                            if self.robot.elastic
+                            else "0 until every joint has delivered a valid sample (the blocks start then; "
+                            "until then only q and the fault counter are set)"
+                        ),
                     )
                 )
                 out.append(
@@ -121,7 +131,8 @@ class Pipeline:
             f.update({f"st.{b.kind}.{x.name}": x for x in b.state})
         f.update({f"in.{x.name}": x for x in self.inputs})
         f.update({f"out.{x.name}": x for x in self.outputs})
-        f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in LOCALS})
+        names = LOCALS + (MOTOR_LOCALS if self.robot.elastic else ())
+        f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in names})
         return f
 
     # --- the numpy reference -------------------------------------------------------------------
@@ -153,14 +164,16 @@ class Pipeline:
                     started &= d["st.enc.motor_started"] != 0
                 d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
                 d["out.fault"] = np.array(0 if self.all_finite(d, "in.", INPUT_LIMIT) else 1, dtype=np.uint8)
-                encoders_finite = bool(np.all(np.isfinite(d["out.q"])) and np.all(np.isfinite(d["out.theta"])))
+                positions = ("out.q", "out.theta") if self.robot.elastic else ("out.q",)
+                encoders_finite = all(bool(np.all(np.isfinite(d[k]))) for k in positions)
                 if not d["out.fault"] and not (encoders_finite and self.all_finite(d, "cfg.")):
                     d["out.fault"] = np.array(2, dtype=np.uint8)
                 if d["out.fault"]:
                     self.reference_restart(d)
                     d["out.ready"] = np.array(0, dtype=np.uint8)
                     if not encoders_finite:
-                        d["out.q"], d["out.theta"] = d["out.q"] * 0, d["out.theta"] * 0
+                        for k in positions:
+                            d[k] = d[k] * 0
                 if not d["out.ready"]:
                     self.zero_waiting(d)
                     return

@@ -239,7 +239,7 @@ class RtEmitter:
             fabs="fabs" if self.precision == "double" else "fabsf",
             constant=self.pipe.options.constant_params,
             waiting=self.pipe.waiting_outputs,
-            motor_channel=self.pipe.block("mest") is not None,
+            motor_channel=self.pipe.robot.elastic,  # a second (motor) encoder channel: elastic arms only
             finite_inputs=self.finite_checks("in", self.pipe.inputs),
             finite_outputs=self.finite_checks("out", self.pipe.outputs),
             finite_config=[

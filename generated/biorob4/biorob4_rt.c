@@ -2990,8 +2990,8 @@ static int biorob4_rt_outputs_finite(const biorob4_rt_output_t *out)
 void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
 {
     real_t valid[BIOROB4_DOF];
-    real_t motor_valid[BIOROB4_DOF];
     real_t total_r[BIOROB4_DOF];
+    real_t motor_valid[BIOROB4_DOF];
     real_t motor_total_r[BIOROB4_DOF];
     int i;
 
@@ -3015,10 +3015,10 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         } else {
             /* no second encoder on this joint */
         }
-        total_r[i] = (real_t)rt->enc.total[i];
         motor_total_r[i] = (real_t)rt->enc.motor_total[i];
-        out->faults[i] = rt->enc.faults[i];
         out->motor_faults[i] = rt->enc.motor_faults[i];
+        total_r[i] = (real_t)rt->enc.total[i];
+        out->faults[i] = rt->enc.faults[i];
     }
     biorob4_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
     biorob4_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);

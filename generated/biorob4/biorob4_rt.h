@@ -35,15 +35,16 @@
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
  * 
  * Per joint, the encoder the description declares (counts; link or motor side, with the gear
- * ratio then) and optionally a second, motor-side one (motor_counts, for elastic joints):
+ * ratio then) and, on an elastic arm only, a second, motor-side one (motor_counts; a rigid arm's
+ * pipeline has no second channel):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
  * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly ([S0]'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A second encoder with motor_cpr = 0 is absent (its count stays 0, so theta = motor_offset);
- * by default it is the motor encoder of an elastic joint's description (elastic.motor_encoder).
+ * On an elastic arm, a second encoder with motor_cpr = 0 is absent (its count stays 0, so
+ * theta = motor_offset); by default it is the joint's elastic.motor_encoder.
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
  * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
@@ -83,11 +84,12 @@
  *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
  * 
  * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
- *   load_dahl_length (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
- *   steps (out.q, as identification drives them), 0 at the first sample;
+ *   load_dahl_length: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
+ *   the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
+ *   (out.q, as identification drives them), 0 at the first sample;
  * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
  *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
- *   description's gravity (host_tools.identification.friction_terms): an approximation where the
+ *   description's gravity (manipgen identify): an approximation where the
  *   identified masses differ from the description's ([S0]'s LWA-4P: up to 0.75 N m of FL torque
  *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
  *   on (docs/real-data.md, "The terms in the generated C");
@@ -106,7 +108,7 @@
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
  * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, codegen.blocks.friction; 0
+ * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, the [fric] block; 0
  * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
@@ -175,6 +177,8 @@ extern "C" {
 /** Identifies the layout of biorob4_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
 #define BIOROB4_RT_CONFIG_LAYOUT 0x104EF1A8UL
+/** 1 if the pipeline reads a second (motor) encoder per joint (in.motor_counts; elastic arms), else 0. */
+#define BIOROB4_RT_MOTOR_CHANNEL 1U
 
 #ifndef MANIPGEN_RT_CODES
 #define MANIPGEN_RT_CODES
@@ -350,7 +354,7 @@ typedef struct {
 typedef struct {
     uint32_t counts[4];  /**< raw link-side counter values (low `bits` bits used) */
     uint8_t valid[4];  /**< 1: counts[i] was received this sample, 0: lost */
-    uint32_t motor_counts[4];  /**< raw motor-side counter values (if motor_cpr > 0) */
+    uint32_t motor_counts[4];  /**< raw motor-side counter values */
     uint8_t motor_valid[4];  /**< 1: motor_counts[i] was received this sample */
     biorob4_real_t tau[4];  /**< link-side joint torque over the last sample (measured or the previous command), N m or N */
     biorob4_real_t q_des[4];  /**< desired position (rad or m) */
@@ -362,10 +366,10 @@ typedef struct {
 /** What a step returns. */
 typedef struct {
     biorob4_real_t q[4];  /**< joint position from the link-side encoder (rad or m) */
-    biorob4_real_t theta[4];  /**< second (motor) encoder position, link-side units (rad or m) */
     uint32_t faults[4];  /**< lost samples so far, per joint */
+    biorob4_real_t theta[4];  /**< second (motor) encoder position, link-side units (rad or m) */
     uint32_t motor_faults[4];  /**< lost second-encoder samples so far, per joint */
-    uint8_t ready;  /**< 0 until every joint has delivered a valid sample (an elastic arm: on both encoders) (the blocks start then; until then only q, theta and the fault counters are set) */
+    uint8_t ready;  /**< 0 until every joint has delivered a valid sample on both encoders (the blocks start then; until then only q, theta and the fault counters are set) */
     uint8_t fault;  /**< numeric fault this sample: MG_FAULT_NONE, MG_FAULT_INPUT (a non-finite input) or MG_FAULT_NUMERIC (a non-finite result); the blocks restarted (header: Numeric faults) */
     biorob4_real_t q_hat[4];  /**< estimated position (rad or m) */
     biorob4_real_t qd_hat[4];  /**< estimated velocity (rad/s or m/s) */

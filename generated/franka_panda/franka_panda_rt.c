@@ -23,13 +23,7 @@ const franka_panda_rt_config_t franka_panda_rt_default_config = {
         .offset = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
         .direction = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
         .bits = {32, 32, 32, 32, 32, 32, 32},
-        .is_signed = {1, 1, 1, 1, 1, 1, 1},
-        .motor_cpr = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
-        .motor_gear = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
-        .motor_offset = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
-        .motor_direction = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
-        .motor_bits = {32, 32, 32, 32, 32, 32, 32},
-        .motor_is_signed = {1, 1, 1, 1, 1, 1, 1}
+        .is_signed = {1, 1, 1, 1, 1, 1, 1}
     },
     .est = {
         .gain = {{0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}, {0.07413559980402881, 2.854886736225011, 54.97109429648517}}
@@ -273,8 +267,8 @@ static void franka_panda_rt_model_derive(const real_t *cfg_model_params, const r
     st_model_pi[90] = w0;
 }
 
-/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 28. */
-static void franka_panda_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *cfg_enc_motor_cpr, real_t *st_enc_rpc, real_t *st_enc_motor_rpc)
+/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr -> st.enc.rpc. Operations: 14. */
+static void franka_panda_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_rpc)
 {
     real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
@@ -305,36 +299,8 @@ static void franka_panda_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *
     st_enc_rpc[5] = w1;
     w1 = cfg_enc_cpr[6];
     w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_rpc[6] = w1;
-    w1 = cfg_enc_motor_cpr[0];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[0] = w1;
-    w1 = cfg_enc_motor_cpr[1];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[1] = w1;
-    w1 = cfg_enc_motor_cpr[2];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[2] = w1;
-    w1 = cfg_enc_motor_cpr[3];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[3] = w1;
-    w1 = cfg_enc_motor_cpr[4];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[4] = w1;
-    w1 = cfg_enc_motor_cpr[5];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[5] = w1;
-    w1 = cfg_enc_motor_cpr[6];
-    w1 = fmax(w1, w2);
     w0 = w0 / w1;
-    st_enc_motor_rpc[6] = w0;
+    st_enc_rpc[6] = w0;
 }
 
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 28. */
@@ -411,82 +377,6 @@ static void franka_panda_rt_enc_position(const real_t *loc_total_r, const real_t
     w1 = cfg_enc_offset[6];
     w0 = w0 + w1;
     out_q[6] = w0;
-}
-
-/* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 28. */
-static void franka_panda_rt_enc_motor_position(const real_t *loc_motor_total_r, const real_t *st_enc_motor_rpc, const real_t *cfg_enc_motor_gear, const real_t *cfg_enc_motor_direction, const real_t *cfg_enc_motor_offset, real_t *out_theta)
-{
-    real_t w0; real_t w1;
-    w0 = loc_motor_total_r[0];
-    w1 = st_enc_motor_rpc[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[0];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[0];
-    w0 = w0 + w1;
-    out_theta[0] = w0;
-    w0 = loc_motor_total_r[1];
-    w1 = st_enc_motor_rpc[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[1];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[1];
-    w0 = w0 + w1;
-    out_theta[1] = w0;
-    w0 = loc_motor_total_r[2];
-    w1 = st_enc_motor_rpc[2];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[2];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[2];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[2];
-    w0 = w0 + w1;
-    out_theta[2] = w0;
-    w0 = loc_motor_total_r[3];
-    w1 = st_enc_motor_rpc[3];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[3];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[3];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[3];
-    w0 = w0 + w1;
-    out_theta[3] = w0;
-    w0 = loc_motor_total_r[4];
-    w1 = st_enc_motor_rpc[4];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[4];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[4];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[4];
-    w0 = w0 + w1;
-    out_theta[4] = w0;
-    w0 = loc_motor_total_r[5];
-    w1 = st_enc_motor_rpc[5];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[5];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[5];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[5];
-    w0 = w0 + w1;
-    out_theta[5] = w0;
-    w0 = loc_motor_total_r[6];
-    w1 = st_enc_motor_rpc[6];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[6];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[6];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[6];
-    w0 = w0 + w1;
-    out_theta[6] = w0;
 }
 
 /* x := [q, 0, 0]: out.q -> st.est.x. Operations: 0. */
@@ -5416,10 +5306,6 @@ static int franka_panda_rt_config_finite(const franka_panda_rt_config_t *cfg)
         && mg_bounded(cfg->enc.gear, 7, DBL_MAX)
         && mg_bounded(cfg->enc.offset, 7, DBL_MAX)
         && mg_bounded(cfg->enc.direction, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_cpr, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_gear, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_offset, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_direction, 7, DBL_MAX)
         && mg_bounded(&cfg->est.gain[0][0], 21, DBL_MAX)
         && mg_bounded(cfg->fric.fd, 7, DBL_MAX)
         && mg_bounded(cfg->fric.dahl_length, 7, DBL_MAX)
@@ -5446,7 +5332,7 @@ void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_conf
     rt->cfg = cfg;
     rt->config_fault = franka_panda_rt_config_finite(cfg) ? 0u : 1u;
     franka_panda_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
-    franka_panda_rt_enc_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    franka_panda_rt_enc_derive(rt->cfg->enc.cpr, rt->enc.rpc);
 }
 
 void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
@@ -5482,7 +5368,6 @@ static int franka_panda_rt_inputs_finite(const franka_panda_rt_input_t *in)
 static int franka_panda_rt_outputs_finite(const franka_panda_rt_output_t *out)
 {
     return mg_bounded(out->q, 7, DBL_MAX)
-        && mg_bounded(out->theta, 7, DBL_MAX)
         && mg_bounded(out->q_hat, 7, DBL_MAX)
         && mg_bounded(out->qd_hat, 7, DBL_MAX)
         && mg_bounded(out->qdd_hat, 7, DBL_MAX)
@@ -5496,9 +5381,7 @@ static int franka_panda_rt_outputs_finite(const franka_panda_rt_output_t *out)
 void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
 {
     real_t valid[FRANKA_PANDA_DOF];
-    real_t motor_valid[FRANKA_PANDA_DOF];
     real_t total_r[FRANKA_PANDA_DOF];
-    real_t motor_total_r[FRANKA_PANDA_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -5511,23 +5394,10 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        motor_valid[i] = 0;
-        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
-            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
-                      &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
-            motor_valid[i] = 1;
-        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
-            rt->enc.motor_faults[i]++;
-        } else {
-            /* no second encoder on this joint */
-        }
         total_r[i] = (real_t)rt->enc.total[i];
-        motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
-        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     franka_panda_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
-    franka_panda_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < FRANKA_PANDA_DOF; ++i) {
@@ -5536,16 +5406,14 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         }
     }
     out->fault = franka_panda_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX)
-                                              && mg_bounded(out->theta, FRANKA_PANDA_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX)))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         franka_panda_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX) && mg_bounded(out->theta, FRANKA_PANDA_DOF, DBL_MAX))) {
+        if (!(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX))) {
             (void)memset(out->q, 0, sizeof out->q);
-            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
@@ -5663,7 +5531,6 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     franka_panda_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, out->tau_cmd);
 
     (void)valid;
-    (void)motor_valid;
     rt->first = 0u;
     if (!franka_panda_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         franka_panda_rt_restart(rt);

@@ -23,13 +23,7 @@ const planar2_rt_config_t planar2_rt_default_config = {
         .offset = {0.0, 0.0},
         .direction = {1.0, 1.0},
         .bits = {32, 32},
-        .is_signed = {1, 1},
-        .motor_cpr = {0.0, 0.0},
-        .motor_gear = {1.0, 1.0},
-        .motor_offset = {0.0, 0.0},
-        .motor_direction = {1.0, 1.0},
-        .motor_bits = {32, 32},
-        .motor_is_signed = {1, 1}
+        .is_signed = {1, 1}
     },
     .est = {
         .gain = {{0.04736607687630389, 1.1491531254047131, 13.940030359490654}, {0.04736607687630389, 1.1491531254047131, 13.940030359490654}}
@@ -143,8 +137,8 @@ static void planar2_rt_model_derive(const real_t *cfg_model_params, const real_t
     st_model_pi[25] = w0;
 }
 
-/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 8. */
-static void planar2_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *cfg_enc_motor_cpr, real_t *st_enc_rpc, real_t *st_enc_motor_rpc)
+/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr -> st.enc.rpc. Operations: 4. */
+static void planar2_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_rpc)
 {
     real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
@@ -155,16 +149,8 @@ static void planar2_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *cfg_e
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
     w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_rpc[1] = w1;
-    w1 = cfg_enc_motor_cpr[0];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[0] = w1;
-    w1 = cfg_enc_motor_cpr[1];
-    w1 = fmax(w1, w2);
     w0 = w0 / w1;
-    st_enc_motor_rpc[1] = w0;
+    st_enc_rpc[1] = w0;
 }
 
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 8. */
@@ -191,32 +177,6 @@ static void planar2_rt_enc_position(const real_t *loc_total_r, const real_t *st_
     w1 = cfg_enc_offset[1];
     w0 = w0 + w1;
     out_q[1] = w0;
-}
-
-/* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 8. */
-static void planar2_rt_enc_motor_position(const real_t *loc_motor_total_r, const real_t *st_enc_motor_rpc, const real_t *cfg_enc_motor_gear, const real_t *cfg_enc_motor_direction, const real_t *cfg_enc_motor_offset, real_t *out_theta)
-{
-    real_t w0; real_t w1;
-    w0 = loc_motor_total_r[0];
-    w1 = st_enc_motor_rpc[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[0];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[0];
-    w0 = w0 + w1;
-    out_theta[0] = w0;
-    w0 = loc_motor_total_r[1];
-    w1 = st_enc_motor_rpc[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[1];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[1];
-    w0 = w0 + w1;
-    out_theta[1] = w0;
 }
 
 /* x := [q, 0, 0]: out.q -> st.est.x. Operations: 0. */
@@ -891,10 +851,6 @@ static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
         && mg_bounded(cfg->enc.gear, 2, DBL_MAX)
         && mg_bounded(cfg->enc.offset, 2, DBL_MAX)
         && mg_bounded(cfg->enc.direction, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_cpr, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_gear, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_offset, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_direction, 2, DBL_MAX)
         && mg_bounded(&cfg->est.gain[0][0], 6, DBL_MAX)
         && mg_bounded(cfg->fric.fd, 2, DBL_MAX)
         && mg_bounded(cfg->fric.dahl_length, 2, DBL_MAX)
@@ -921,7 +877,7 @@ void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
     rt->cfg = cfg;
     rt->config_fault = planar2_rt_config_finite(cfg) ? 0u : 1u;
     planar2_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
-    planar2_rt_enc_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    planar2_rt_enc_derive(rt->cfg->enc.cpr, rt->enc.rpc);
 }
 
 void planar2_rt_init(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
@@ -957,7 +913,6 @@ static int planar2_rt_inputs_finite(const planar2_rt_input_t *in)
 static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
 {
     return mg_bounded(out->q, 2, DBL_MAX)
-        && mg_bounded(out->theta, 2, DBL_MAX)
         && mg_bounded(out->q_hat, 2, DBL_MAX)
         && mg_bounded(out->qd_hat, 2, DBL_MAX)
         && mg_bounded(out->qdd_hat, 2, DBL_MAX)
@@ -971,9 +926,7 @@ static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
 void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_output_t *out)
 {
     real_t valid[PLANAR2_DOF];
-    real_t motor_valid[PLANAR2_DOF];
     real_t total_r[PLANAR2_DOF];
-    real_t motor_total_r[PLANAR2_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -986,23 +939,10 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        motor_valid[i] = 0;
-        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
-            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
-                      &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
-            motor_valid[i] = 1;
-        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
-            rt->enc.motor_faults[i]++;
-        } else {
-            /* no second encoder on this joint */
-        }
         total_r[i] = (real_t)rt->enc.total[i];
-        motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
-        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     planar2_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
-    planar2_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < PLANAR2_DOF; ++i) {
@@ -1011,16 +951,14 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         }
     }
     out->fault = planar2_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)
-                                              && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         planar2_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX) && mg_bounded(out->theta, PLANAR2_DOF, DBL_MAX))) {
+        if (!(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX))) {
             (void)memset(out->q, 0, sizeof out->q);
-            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
@@ -1138,7 +1076,6 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     planar2_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, out->tau_cmd);
 
     (void)valid;
-    (void)motor_valid;
     rt->first = 0u;
     if (!planar2_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         planar2_rt_restart(rt);

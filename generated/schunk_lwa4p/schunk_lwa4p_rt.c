@@ -24,13 +24,7 @@ const schunk_lwa4p_rt_config_t schunk_lwa4p_rt_default_config = {
         .offset = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
         .direction = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
         .bits = {32, 32, 32, 32, 32, 32},
-        .is_signed = {1, 1, 1, 1, 1, 1},
-        .motor_cpr = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
-        .motor_gear = {160.0, 160.0, 160.0, 160.0, 100.0, 100.0},
-        .motor_offset = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0},
-        .motor_direction = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0},
-        .motor_bits = {32, 32, 32, 32, 32, 32},
-        .motor_is_signed = {1, 1, 1, 1, 1, 1}
+        .is_signed = {1, 1, 1, 1, 1, 1}
     },
     .est = {
         .eps = 0.01,
@@ -250,8 +244,8 @@ static void schunk_lwa4p_rt_model_derive(const real_t *cfg_model_params, const r
     st_model_pi[77] = w0;
 }
 
-/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr, cfg.enc.motor_cpr -> st.enc.rpc, st.enc.motor_rpc. Operations: 24. */
-static void schunk_lwa4p_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *cfg_enc_motor_cpr, real_t *st_enc_rpc, real_t *st_enc_motor_rpc)
+/* rad per count = 2 pi / cpr (cpr < 1 is treated as 1: an absent encoder): cfg.enc.cpr -> st.enc.rpc. Operations: 12. */
+static void schunk_lwa4p_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_rpc)
 {
     real_t w0; real_t w1; real_t w2;
     w0 = 6.283185307179586;
@@ -278,32 +272,8 @@ static void schunk_lwa4p_rt_enc_derive(const real_t *cfg_enc_cpr, const real_t *
     st_enc_rpc[4] = w1;
     w1 = cfg_enc_cpr[5];
     w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_rpc[5] = w1;
-    w1 = cfg_enc_motor_cpr[0];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[0] = w1;
-    w1 = cfg_enc_motor_cpr[1];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[1] = w1;
-    w1 = cfg_enc_motor_cpr[2];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[2] = w1;
-    w1 = cfg_enc_motor_cpr[3];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[3] = w1;
-    w1 = cfg_enc_motor_cpr[4];
-    w1 = fmax(w1, w2);
-    w1 = w0 / w1;
-    st_enc_motor_rpc[4] = w1;
-    w1 = cfg_enc_motor_cpr[5];
-    w1 = fmax(w1, w2);
     w0 = w0 / w1;
-    st_enc_motor_rpc[5] = w0;
+    st_enc_rpc[5] = w0;
 }
 
 /* position = (count * rad_per_count) * direction / gear + offset: loc.total_r, st.enc.rpc, cfg.enc.gear, cfg.enc.direction, cfg.enc.offset -> out.q. Operations: 24. */
@@ -370,72 +340,6 @@ static void schunk_lwa4p_rt_enc_position(const real_t *loc_total_r, const real_t
     w1 = cfg_enc_offset[5];
     w0 = w0 + w1;
     out_q[5] = w0;
-}
-
-/* position = (count * rad_per_count) * direction / gear + offset: loc.motor_total_r, st.enc.motor_rpc, cfg.enc.motor_gear, cfg.enc.motor_direction, cfg.enc.motor_offset -> out.theta. Operations: 24. */
-static void schunk_lwa4p_rt_enc_motor_position(const real_t *loc_motor_total_r, const real_t *st_enc_motor_rpc, const real_t *cfg_enc_motor_gear, const real_t *cfg_enc_motor_direction, const real_t *cfg_enc_motor_offset, real_t *out_theta)
-{
-    real_t w0; real_t w1;
-    w0 = loc_motor_total_r[0];
-    w1 = st_enc_motor_rpc[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[0];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[0];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[0];
-    w0 = w0 + w1;
-    out_theta[0] = w0;
-    w0 = loc_motor_total_r[1];
-    w1 = st_enc_motor_rpc[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[1];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[1];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[1];
-    w0 = w0 + w1;
-    out_theta[1] = w0;
-    w0 = loc_motor_total_r[2];
-    w1 = st_enc_motor_rpc[2];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[2];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[2];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[2];
-    w0 = w0 + w1;
-    out_theta[2] = w0;
-    w0 = loc_motor_total_r[3];
-    w1 = st_enc_motor_rpc[3];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[3];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[3];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[3];
-    w0 = w0 + w1;
-    out_theta[3] = w0;
-    w0 = loc_motor_total_r[4];
-    w1 = st_enc_motor_rpc[4];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[4];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[4];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[4];
-    w0 = w0 + w1;
-    out_theta[4] = w0;
-    w0 = loc_motor_total_r[5];
-    w1 = st_enc_motor_rpc[5];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_direction[5];
-    w0 = w0 * w1;
-    w1 = cfg_enc_motor_gear[5];
-    w0 = w0 / w1;
-    w1 = cfg_enc_motor_offset[5];
-    w0 = w0 + w1;
-    out_theta[5] = w0;
 }
 
 /* Tustin A_d, B_d from eps, h1, h2: cfg.est.eps, cfg.est.h1, cfg.est.h2 -> st.est.ad, st.est.bd. Operations: 233. */
@@ -5213,10 +5117,6 @@ static int schunk_lwa4p_rt_config_finite(const schunk_lwa4p_rt_config_t *cfg)
         && mg_bounded(cfg->enc.gear, 6, DBL_MAX)
         && mg_bounded(cfg->enc.offset, 6, DBL_MAX)
         && mg_bounded(cfg->enc.direction, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_cpr, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_gear, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_offset, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_direction, 6, DBL_MAX)
         && mg_bounded(&cfg->est.eps, 1, DBL_MAX)
         && mg_bounded(cfg->est.h1, 6, DBL_MAX)
         && mg_bounded(cfg->est.h2, 6, DBL_MAX)
@@ -5245,7 +5145,7 @@ void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_conf
     rt->cfg = cfg;
     rt->config_fault = schunk_lwa4p_rt_config_finite(cfg) ? 0u : 1u;
     schunk_lwa4p_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
-    schunk_lwa4p_rt_enc_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    schunk_lwa4p_rt_enc_derive(rt->cfg->enc.cpr, rt->enc.rpc);
     schunk_lwa4p_rt_est_derive(&rt->cfg->est.eps, rt->cfg->est.h1, rt->cfg->est.h2, &rt->est.ad[0][0], &rt->est.bd[0][0]);
 }
 
@@ -5282,7 +5182,6 @@ static int schunk_lwa4p_rt_inputs_finite(const schunk_lwa4p_rt_input_t *in)
 static int schunk_lwa4p_rt_outputs_finite(const schunk_lwa4p_rt_output_t *out)
 {
     return mg_bounded(out->q, 6, DBL_MAX)
-        && mg_bounded(out->theta, 6, DBL_MAX)
         && mg_bounded(out->q_hat, 6, DBL_MAX)
         && mg_bounded(out->qd_hat, 6, DBL_MAX)
         && mg_bounded(out->qdd_hat, 6, DBL_MAX)
@@ -5296,9 +5195,7 @@ static int schunk_lwa4p_rt_outputs_finite(const schunk_lwa4p_rt_output_t *out)
 void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
 {
     real_t valid[SCHUNK_LWA4P_DOF];
-    real_t motor_valid[SCHUNK_LWA4P_DOF];
     real_t total_r[SCHUNK_LWA4P_DOF];
-    real_t motor_total_r[SCHUNK_LWA4P_DOF];
     int i;
 
     /* --- enc: encoder --- */
@@ -5311,23 +5208,10 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        motor_valid[i] = 0;
-        if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
-            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
-                      &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
-            motor_valid[i] = 1;
-        } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
-            rt->enc.motor_faults[i]++;
-        } else {
-            /* no second encoder on this joint */
-        }
         total_r[i] = (real_t)rt->enc.total[i];
-        motor_total_r[i] = (real_t)rt->enc.motor_total[i];
         out->faults[i] = rt->enc.faults[i];
-        out->motor_faults[i] = rt->enc.motor_faults[i];
     }
     schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
-    schunk_lwa4p_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
     out->ready = 1u;
     for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {
@@ -5336,16 +5220,14 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         }
     }
     out->fault = schunk_lwa4p_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX)
-                                              && mg_bounded(out->theta, SCHUNK_LWA4P_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX)))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         schunk_lwa4p_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX) && mg_bounded(out->theta, SCHUNK_LWA4P_DOF, DBL_MAX))) {
+        if (!(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX))) {
             (void)memset(out->q, 0, sizeof out->q);
-            (void)memset(out->theta, 0, sizeof out->theta);
         }
     }
     if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
@@ -5465,7 +5347,6 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     schunk_lwa4p_rt_ctl_step(out->q_hat, out->qd_hat, out->q_d, out->qd_d, out->qdd_d, rt->cfg->ctl.kp, rt->cfg->ctl.kd, rt->cfg->ctl.tau_max, &rt->cfg->ctl.friction_ff, rt->model.pi, rt->cfg->model.coulomb_scale, out->tau_cmd);
 
     (void)valid;
-    (void)motor_valid;
     rt->first = 0u;
     if (!schunk_lwa4p_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
         schunk_lwa4p_rt_restart(rt);

@@ -10,17 +10,17 @@
  *   schunk_lwa4p_rt_init(&rt, &schunk_lwa4p_rt_default_config);     (or a config of your own)
  *   every sample: fill in (counts, valid, tau, desired trajectory), schunk_lwa4p_rt_step(&rt, &in, &out);
  * The blocks start at the first sample where every joint has delivered a valid encoder reading
- * (out.ready = 1); until then only q, theta and faults are set, all other outputs are 0.
+ * (out.ready = 1); until then only q and faults are set, all other outputs are 0.
  * All state lives in the caller's schunk_lwa4p_rt_t (no heap, no globals): instances are independent.
  *
  * Numeric faults. A step whose real inputs (torques, desired trajectory) are not all finite and
  * within +-SCHUNK_LWA4P_RT_INPUT_LIMIT (SI units; far beyond any arm) raises out.fault = MG_FAULT_INPUT.
  * A step raises out.fault = MG_FAULT_NUMERIC if the config holds a non-finite real value (checked
- * by _rt_configure; every step faults until a finite config is configured), if the encoder scaling makes q or theta non-finite,
+ * by _rt_configure; every step faults until a finite config is configured), if the encoder scaling makes q non-finite,
  * or if its outputs would not all be finite (overflow from huge inputs or extreme gains). Either way
  * the step restarts the blocks as schunk_lwa4p_rt_init does -- keeping the configuration, the encoders'
  * unwrapping and lost-sample counters and the step count -- and returns as while waiting: out.ready
- * = 0, every output 0 except the lost-sample counters and q and theta (those when finite). No torque
+ * = 0, every output 0 except the lost-sample counters and q (those when finite). No torque
  * command goes out and a latched collision reaction is cleared: treat any fault but MG_FAULT_NONE
  * as a stop. The
  * next step with sane inputs starts the blocks again from the measured position (out.ready = 1),
@@ -35,15 +35,16 @@
  * Encoder read: raw counter values -> joint positions, with wrap-around and lost samples.
  * 
  * Per joint, the encoder the description declares (counts; link or motor side, with the gear
- * ratio then) and optionally a second, motor-side one (motor_counts, for elastic joints):
+ * ratio then) and, on an elastic arm only, a second, motor-side one (motor_counts; a rigid arm's
+ * pipeline has no second channel):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
  * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly ([S0]'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
- * A second encoder with motor_cpr = 0 is absent (its count stays 0, so theta = motor_offset);
- * by default it is the motor encoder of an elastic joint's description (elastic.motor_encoder).
+ * On an elastic arm, a second encoder with motor_cpr = 0 is absent (its count stays 0, so
+ * theta = motor_offset); by default it is the joint's elastic.motor_encoder.
  * Prismatic joints: cpr counts per 2 pi metres of travel (the same formula; set cpr accordingly).
  * Float builds convert the 64-bit count to float: exact up to 2^24 counts (46 turns at 360000 cpr).
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
@@ -66,11 +67,12 @@
  *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
  * 
  * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
- *   load_dahl_length (codegen.symbolic.dynamics.dahl_step), driven by the encoder's position
- *   steps (out.q, as identification drives them), 0 at the first sample;
+ *   load_dahl_length: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
+ *   the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
+ *   (out.q, as identification drives them), 0 at the first sample;
  * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
  *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
- *   description's gravity (host_tools.identification.friction_terms): an approximation where the
+ *   description's gravity (manipgen identify): an approximation where the
  *   identified masses differ from the description's ([S0]'s LWA-4P: up to 0.75 N m of FL torque
  *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
  *   on (docs/real-data.md, "The terms in the generated C");
@@ -89,7 +91,7 @@
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
  * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, codegen.blocks.friction; 0
+ * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, the [fric] block; 0
  * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
@@ -163,7 +165,9 @@ extern "C" {
 #define SCHUNK_LWA4P_RT_INPUT_LIMIT 1000000.0
 /** Identifies the layout of schunk_lwa4p_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
-#define SCHUNK_LWA4P_RT_CONFIG_LAYOUT 0x41D4D168UL
+#define SCHUNK_LWA4P_RT_CONFIG_LAYOUT 0x049AB1A7UL
+/** 1 if the pipeline reads a second (motor) encoder per joint (in.motor_counts; elastic arms), else 0. */
+#define SCHUNK_LWA4P_RT_MOTOR_CHANNEL 0U
 
 #ifndef MANIPGEN_RT_CODES
 #define MANIPGEN_RT_CODES
@@ -196,12 +200,6 @@ typedef struct {
     schunk_lwa4p_real_t direction[6];  /**< encoder: counting direction, +1 or -1 */
     uint8_t bits[6];  /**< encoder: counter width, 16 or 32 */
     uint8_t is_signed[6];  /**< encoder: counter is two's complement (1) or unsigned (0) */
-    schunk_lwa4p_real_t motor_cpr[6];  /**< second (motor) encoder: counts per revolution of its shaft (0: absent; an elastic arm needs it) */
-    schunk_lwa4p_real_t motor_gear[6];  /**< second (motor) encoder: shaft turns per joint turn (1 on the link side) */
-    schunk_lwa4p_real_t motor_offset[6];  /**< second (motor) encoder: zero offset (rad or m), added last */
-    schunk_lwa4p_real_t motor_direction[6];  /**< second (motor) encoder: counting direction, +1 or -1 */
-    uint8_t motor_bits[6];  /**< second (motor) encoder: counter width, 16 or 32 */
-    uint8_t motor_is_signed[6];  /**< second (motor) encoder: counter is two's complement (1) or unsigned (0) */
 } schunk_lwa4p_rt_enc_config_t;
 
 /** Run-time config of the linhg block. */
@@ -270,12 +268,7 @@ typedef struct {
     uint8_t started[6];  /**< a valid sample has been read */
     uint32_t last[6];  /**< last raw counter value */
     int64_t total[6];  /**< unwrapped count */
-    schunk_lwa4p_real_t motor_rpc[6];  /**< derived: rad (or m) per count = 2 pi / cpr */
-    uint8_t motor_started[6];  /**< a valid sample has been read */
-    uint32_t motor_last[6];  /**< last raw counter value */
-    int64_t motor_total[6];  /**< unwrapped count */
     uint32_t faults[6];  /**< lost samples of the primary encoder so far */
-    uint32_t motor_faults[6];  /**< lost samples of the second (motor) encoder so far */
 } schunk_lwa4p_rt_enc_state_t;
 
 /** State of the linhg block. */
@@ -332,8 +325,6 @@ typedef struct {
 typedef struct {
     uint32_t counts[6];  /**< raw link-side counter values (low `bits` bits used) */
     uint8_t valid[6];  /**< 1: counts[i] was received this sample, 0: lost */
-    uint32_t motor_counts[6];  /**< raw motor-side counter values (if motor_cpr > 0) */
-    uint8_t motor_valid[6];  /**< 1: motor_counts[i] was received this sample */
     schunk_lwa4p_real_t tau[6];  /**< link-side joint torque over the last sample (measured or the previous command), N m or N */
     schunk_lwa4p_real_t q_des[6];  /**< desired position (rad or m) */
     schunk_lwa4p_real_t qd_des[6];  /**< desired velocity */
@@ -344,10 +335,8 @@ typedef struct {
 /** What a step returns. */
 typedef struct {
     schunk_lwa4p_real_t q[6];  /**< joint position from the link-side encoder (rad or m) */
-    schunk_lwa4p_real_t theta[6];  /**< second (motor) encoder position, link-side units (rad or m) */
     uint32_t faults[6];  /**< lost samples so far, per joint */
-    uint32_t motor_faults[6];  /**< lost second-encoder samples so far, per joint */
-    uint8_t ready;  /**< 0 until every joint has delivered a valid sample (an elastic arm: on both encoders) (the blocks start then; until then only q, theta and the fault counters are set) */
+    uint8_t ready;  /**< 0 until every joint has delivered a valid sample (the blocks start then; until then only q and the fault counter are set) */
     uint8_t fault;  /**< numeric fault this sample: MG_FAULT_NONE, MG_FAULT_INPUT (a non-finite input) or MG_FAULT_NUMERIC (a non-finite result); the blocks restarted (header: Numeric faults) */
     schunk_lwa4p_real_t q_hat[6];  /**< estimated position (rad or m) */
     schunk_lwa4p_real_t qd_hat[6];  /**< estimated velocity (rad/s or m/s) */

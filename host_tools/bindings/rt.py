@@ -268,7 +268,8 @@ class Realtime:
         """A zeroed input array (structured, fields as in <robot>_rt_input_t); valid = 1."""
         a = np.zeros(count, dtype=self.input_dtype)
         a["valid"] = 1
-        a["motor_valid"] = 1
+        if "motor_valid" in (a.dtype.names or ()):  # an elastic arm's second channel
+            a["motor_valid"] = 1
         return a
 
     def step(

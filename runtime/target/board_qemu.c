@@ -232,9 +232,11 @@ static void bad_frame(void)
     for (i = 0u; i < (uint32_t)sizeof in.valid; ++i) {
         in.valid[i] = 0u;
     }
+#if MG_CAT(MG_ROBOT_UPPER, _RT_MOTOR_CHANNEL)
     for (i = 0u; i < (uint32_t)sizeof in.motor_valid; ++i) {
         in.motor_valid[i] = 0u;
     }
+#endif
     expected += 1u;
     start_sample();
 }

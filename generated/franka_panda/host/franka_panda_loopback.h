@@ -44,7 +44,8 @@ typedef struct {
 
 /**
  * The encoder model of the loopback: the counts (unwrapped, int64; saturated at +-4e18) a robot at q
- * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent);
+ * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent:
+ * everywhere on this rigid arm, whose pipeline has no second channel);
  * the second channel reads theta (the motor positions, link side) when not NULL, else q.
  */
 void franka_panda_loopback_encoder(const franka_panda_rt_config_t *cfg, const franka_panda_real_t q[FRANKA_PANDA_DOF],

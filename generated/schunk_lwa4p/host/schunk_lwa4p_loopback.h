@@ -44,7 +44,8 @@ typedef struct {
 
 /**
  * The encoder model of the loopback: the counts (unwrapped, int64; saturated at +-4e18) a robot at q
- * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent);
+ * shows through cfg's encoders, primary channel and second (motor) channel (0 where it is absent:
+ * everywhere on this rigid arm, whose pipeline has no second channel);
  * the second channel reads theta (the motor positions, link side) when not NULL, else q.
  */
 void schunk_lwa4p_loopback_encoder(const schunk_lwa4p_rt_config_t *cfg, const schunk_lwa4p_real_t q[SCHUNK_LWA4P_DOF],

@@ -389,13 +389,13 @@ static int64_t quantise(real_t c)
 void ur5_loopback_encoder(const ur5_rt_config_t *cfg, const real_t q[N], const real_t *theta,
                               int64_t counts[N], int64_t motor_counts[N])
 {
-    real_t c[N], m[N];
+    real_t c[N];
     int i;
+    (void)theta;   /* a rigid arm's pipeline has no second (motor) channel: its counts are 0 */
     sensor_count(q, cfg->enc.cpr, cfg->enc.gear, cfg->enc.direction, cfg->enc.offset, c);
-    sensor_count(theta != NULL ? theta : q, cfg->enc.motor_cpr, cfg->enc.motor_gear, cfg->enc.motor_direction, cfg->enc.motor_offset, m);
     for (i = 0; i < N; ++i) {
         counts[i] = quantise(c[i]);
-        motor_counts[i] = cfg->enc.motor_cpr[i] >= 1 ? quantise(m[i]) : 0;
+        motor_counts[i] = 0;
     }
 }
 /* the plant's state: q, qd */
@@ -501,8 +501,6 @@ int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_conf
             }
             in.counts[i] = (uint32_t)c[i];   /* the counter register: the low bits */
             in.valid[i] = valid ? valid[k * N + i] : 1u;
-            in.motor_counts[i] = (uint32_t)m[i];
-            in.motor_valid[i] = cfg->enc.motor_cpr[i] >= 1 ? in.valid[i] : 0u;
             in.tau[i] = applied[i];
             in.q_des[i] = q_des[k * N + i];
             in.qd_des[i] = qd_des[k * N + i];
