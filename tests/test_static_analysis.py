@@ -314,7 +314,7 @@ def test_the_board_port_template_follows_misra() -> None:
     defines = ("MG_ROBOT=kuka_iiwa14", "MG_ROBOT_UPPER=KUKA_IIWA14", 'MG_RT_HEADER="kuka_iiwa14_rt.h"')
     found = misra_findings([template], ROOT / "generated" / "kuka_iiwa14", defines)
     assert {rule for _, _, rule in found} >= {"11.4"}  # the register accesses: the check saw the code
-    assert not undeviated([f for f in found if f[0] == "board_template.c"]), found
+    assert not undeviated([f for f in found if f[0] in ("board_template.c", "mg_port.h")]), found
 
 
 def test_the_misra_check_finds_a_planted_finding(tmp_path: Path) -> None:

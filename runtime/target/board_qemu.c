@@ -29,25 +29,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include MG_RT_HEADER
-#ifdef MG_CONFIG_HEADER
-#include MG_CONFIG_HEADER
-#endif
+#include "mg_port.h"   /* the pipeline header, MG(name), the config to run, SysTick */
 
-#define MG_CAT_(a, b) a##b
-#define MG_CAT(a, b) MG_CAT_(a, b)
-#define MG(name) MG_CAT(MG_ROBOT, name)
-#ifndef MG_CONFIG
-#define MG_CONFIG MG(_rt_default_config)
-#endif
-
-typedef MG(_rt_input_t) mg_input_t;
-typedef MG(_rt_output_t) mg_output_t;
-
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYST_ENABLE_TICKINT_CORECLK 7u
 #define SYST_COUNTFLAG (1u << 16)
 #define SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
 #define SCB_ICSR_PENDSTCLR (1u << 25)

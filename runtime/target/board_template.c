@@ -1,8 +1,8 @@
 /* manipgen board port template: the one file a port fills to run a generated pipeline on a board.
  *
- * Copy it into your firmware project with the generated folder's firmware files
- * (<robot>_rt.c, <robot>_dynamics.c and their headers) and, if you flash a tuned configuration,
- * the file `manipgen export-config` wrote. Then fill the four hooks marked PORT below:
+ * Copy it and mg_port.h (the robot's names and the SysTick registers) into your firmware project
+ * with the generated folder's firmware files (<robot>_rt.c, <robot>_dynamics.c and their headers)
+ * and, if you flash a tuned configuration, the file `manipgen export-config` wrote. Then fill the four hooks marked PORT below:
  *
  *   board_init()           clocks, the encoder interfaces, the drives, the control timer;
  *   board_read(in)         the sample's inputs: the encoder counter registers and their valid
@@ -27,26 +27,7 @@
  * unwraps them); torques in N m (revolute) or N (prismatic), link side, signs as the description's
  * joint axes. The pipeline uses no heap, no globals of its own and no interrupts: all its state is
  * the instance below. */
-#include <stdint.h>
-#include MG_RT_HEADER
-#ifdef MG_CONFIG_HEADER
-#include MG_CONFIG_HEADER
-#endif
-
-#define MG_CAT_(a, b) a##b
-#define MG_CAT(a, b) MG_CAT_(a, b)
-#define MG(name) MG_CAT(MG_ROBOT, name)
-#ifndef MG_CONFIG
-#define MG_CONFIG MG(_rt_default_config)
-#endif
-
-typedef MG(_rt_input_t) mg_input_t;
-typedef MG(_rt_output_t) mg_output_t;
-
-#define SYST_CSR (*(volatile uint32_t *)0xE000E010u)
-#define SYST_RVR (*(volatile uint32_t *)0xE000E014u)
-#define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
-#define SYST_ENABLE_TICKINT_CORECLK 7u
+#include "mg_port.h"   /* the pipeline header, MG(name), the config to run, SysTick */
 
 /* PORT: your core clock (Hz). */
 #define BOARD_CORE_HZ 168000000u
