@@ -39,7 +39,9 @@ def input_fields(n: int, motor_channel: bool) -> list[Field]:
         Field("motor_valid", "uint8", (n,), "1: motor_counts[i] was received this sample"),
     ]
     return [
-        Field("counts", "uint32", (n,), "raw link-side counter values (low `bits` bits used)"),
+        Field(
+            "counts", "uint32", (n,), "raw counters of the primary encoder (link or motor side; low `bits` bits used)"
+        ),
         Field("valid", "uint8", (n,), "1: counts[i] was received this sample, 0: lost"),
         *(motor if motor_channel else []),
         Field(

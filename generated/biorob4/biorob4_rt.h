@@ -352,7 +352,7 @@ typedef struct {
 
 /** What the real-time loop hands in every sample. */
 typedef struct {
-    uint32_t counts[4];  /**< raw link-side counter values (low `bits` bits used) */
+    uint32_t counts[4];  /**< raw counters of the primary encoder (link or motor side; low `bits` bits used) */
     uint8_t valid[4];  /**< 1: counts[i] was received this sample, 0: lost */
     uint32_t motor_counts[4];  /**< raw motor-side counter values */
     uint8_t motor_valid[4];  /**< 1: motor_counts[i] was received this sample */

@@ -321,7 +321,7 @@ typedef struct {
 
 /** What the real-time loop hands in every sample. */
 typedef struct {
-    uint32_t counts[7];  /**< raw link-side counter values (low `bits` bits used) */
+    uint32_t counts[7];  /**< raw counters of the primary encoder (link or motor side; low `bits` bits used) */
     uint8_t valid[7];  /**< 1: counts[i] was received this sample, 0: lost */
     kuka_iiwa14_real_t tau[7];  /**< link-side joint torque over the last sample (measured or the previous command), N m or N */
     kuka_iiwa14_real_t q_des[7];  /**< desired position (rad or m) */

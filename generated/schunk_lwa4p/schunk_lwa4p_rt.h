@@ -323,7 +323,7 @@ typedef struct {
 
 /** What the real-time loop hands in every sample. */
 typedef struct {
-    uint32_t counts[6];  /**< raw link-side counter values (low `bits` bits used) */
+    uint32_t counts[6];  /**< raw counters of the primary encoder (link or motor side; low `bits` bits used) */
     uint8_t valid[6];  /**< 1: counts[i] was received this sample, 0: lost */
     schunk_lwa4p_real_t tau[6];  /**< link-side joint torque over the last sample (measured or the previous command), N m or N */
     schunk_lwa4p_real_t q_des[6];  /**< desired position (rad or m) */

@@ -1,8 +1,10 @@
 /* manipgen board port template: the one file a port fills to run a generated pipeline on a board.
  *
  * Copy it and mg_port.h (the robot's names and the SysTick registers) into your firmware project
- * with the generated folder's firmware files (<robot>_rt.c, <robot>_dynamics.c and their headers)
- * and, if you flash a tuned configuration, the file `manipgen export-config` wrote. Then fill the four hooks marked PORT below:
+ * with the generated folder's firmware files (<robot>_rt.c, <robot>_dynamics.c, <robot>_rt.h,
+ * <robot>_dynamics.h, manipgen_rt.h, manipgen_linalg.h) and, if you flash a tuned configuration,
+ * the file `manipgen export-config` wrote. Then fill what is marked PORT below: the core clock,
+ * the four hooks and the background loop:
  *
  *   board_init()           clocks, the encoder interfaces, the drives, the control timer;
  *   board_read(in)         the sample's inputs: the encoder counter registers and their valid
@@ -18,10 +20,13 @@
  * The QEMU port runtime/target/board_qemu.c is this template filled for the simulated MPS2 board:
  * its inputs and torques go over a serial line to the host's plant (`manipgen target pil`).
  *
- * Build with -DMG_ROBOT=<robot> -DMG_RT_HEADER="<robot>_rt.h" (runtime/target/Makefile, goal
- * `template`, compiles it for every supported CPU), and optionally -DMG_CONFIG=<name>
- * -DMG_CONFIG_HEADER="<file>.h" for an exported configuration (default: the generated
- * <robot>_rt_default_config). The generated pipeline needs a controller (out->tau_cmd).
+ * Build with -DMG_ROBOT=<robot> -DMG_ROBOT_UPPER=<ROBOT> -DMG_RT_HEADER="<robot>_rt.h" (e.g.
+ * kuka_iiwa14, KUKA_IIWA14; runtime/target/Makefile's goal `template` compiles it so for the CPU=
+ * given), and optionally -DMG_CONFIG=<name> -DMG_CONFIG_HEADER="<file>.h" for an exported
+ * configuration (default: the generated <robot>_rt_default_config). The generated pipeline needs a
+ * controller (out->tau_cmd). Compile with -ffp-contract=off (as the Makefile does) to compute as
+ * the host's simulation does; with -DMANIPGEN_PORTABLE_MATH too, sin, cos, exp and tanh give the
+ * host's bits as well (manipgen_linalg.h; `manipgen target pil` builds both sides so).
  *
  * Conventions: counts are the raw counter registers (the low `bits` bits are used; the pipeline
  * unwraps them); torques in N m (revolute) or N (prismatic), link side, signs as the description's
@@ -43,8 +48,9 @@ static void board_init(void)
 {
 }
 
-/* PORT: fill in every sample. Per joint i (< <ROBOT>_DOF): in->counts[i] the link-side counter
- * register as read (link or motor side per the description's encoder: `side`), in->valid[i] 1 if
+/* PORT: fill in every sample. Per joint i (< <ROBOT>_DOF): in->counts[i] the primary encoder's
+ * counter register as read (on the link or the motor side, as the description's encoder says:
+ * `side`; the pipeline applies the gear ratio), in->valid[i] 1 if
  * it was read this sample, else 0 (the pipeline holds the joint and raises no fault for a lost
  * sample); for elastic arms in->motor_counts / motor_valid likewise for the motor encoders;
  * in->tau[i] the torque applied over the last sample (a torque sensor, or the last command
@@ -90,6 +96,11 @@ int main(void)
     board_init();
     MG(_rt_init)(&rt, &MG_CONFIG);
     /* the control timer: SysTick from the core clock at the pipeline's rate (24-bit reload) */
+    if (!((period_ticks >= 2.0) && (period_ticks <= 16777216.0))) {
+        for (;;) {
+            /* PORT: one period does not fit SysTick's 24 bits at this clock: use a prescaled timer */
+        }
+    }
     SYST_CSR = 0u;
     SYST_RVR = (uint32_t)period_ticks - 1u;
     SYST_CVR = 0u;
