@@ -10,6 +10,16 @@ robot YAML's ``kalman.q_var`` / ``kalman.r_var`` (default Q = 10, R from the enc
 design (``manipgen evaluate --tune``, then ``manipgen export-config``) replaces it in the config.
 Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the current estimate x[k|k]. On a lost sample
 (valid = 0) it predicts without updating.
+
+``kalman:tustin=1`` is seed 000's own filter, the one its recorded Experiment 1 output holds (to
+4e-5 rad/s with Table 8's Q, docs/evaluation.md; ``manipgen evaluate --gains paper`` selects it):
+MATLAB's c2d with the bilinear (Tustin) method, then dlqe with the continuous noise input G =
+[0 0 1]'. Tustin maps A to the same A_d (A is nilpotent) but the measurement to C_d = C (I - A T/2)^-1
+= [1, T/2, T^2/4], and dlqe's process noise is G Q G' = diag(0, 0, Q) (no T, no integration over
+the sample). Its state is read as [q, qd, qdd] a half sample earlier: the velocity output lags the
+zero-order-hold filter's by T/2. In the coordinates z = [C_d x, x_2, x_3] the step keeps the same
+shape: z- = A_z z with A_z = [[1, T, T^2], [0, 1, T], [0, 0, 1]], z = z- + M_z (q - z-_1), M_z =
+[C_d M, M_2, M_3].
 """
 
 from __future__ import annotations
@@ -32,26 +42,31 @@ from .estimator import outputs, reference
 DEFAULT_Q = 10.0
 
 
-def discrete_model(ts: float) -> tuple[np.ndarray, np.ndarray]:
-    """(A_d, Gamma_d) of the triple integrator under zero-order hold (exact: A is nilpotent)."""
+def discrete_model(ts: float, tustin: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(A_d, Gamma_d) of the triple integrator under zero-order hold (exact: A is nilpotent); with
+    ``tustin`` the step matrix A_z of the Tustin form's coordinates (module docstring) and G."""
+    if tustin:
+        return np.array([[1.0, ts, ts * ts], [0.0, 1.0, ts], [0.0, 0.0, 1.0]]), np.array([0.0, 0.0, 1.0])
     a = np.array([[1.0, ts, ts * ts / 2.0], [0.0, 1.0, ts], [0.0, 0.0, 1.0]])
     g = np.array([ts**3 / 6.0, ts**2 / 2.0, ts])
     return a, g
 
 
-def riccati(ts: float, q: float, r: float) -> Any:
-    """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd (C = [1 0 0]) by the
-    structured doubling algorithm (Chu et al. 2004), in mpmath at codegen.model.exact.DIGITS digits from
-    the exact A_d, Gamma_d of ``ts``: the gain printed into the C is the same on every machine (a
-    double-precision doubling differs in the last bits from one BLAS kernel to the next). Written
-    here so that the tests can hold it against scipy's DARE. Returns an mpmath 3x3 matrix."""
+def riccati(ts: float, q: float, r: float, tustin: bool = False) -> Any:
+    """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd by the structured doubling
+    algorithm (Chu et al. 2004), in mpmath at codegen.model.exact.DIGITS digits from the exact A_d of
+    ``ts`` and C = [1 0 0], Qd = Q Gamma_d Gamma_d' (zero-order hold), or with ``tustin`` C_d = [1, T/2,
+    T^2/4], Qd = diag(0, 0, Q) (seed 000's c2d 'tustin' + dlqe): the gain printed into the C is the
+    same on every machine (a double-precision doubling differs in the last bits from one BLAS kernel
+    to the next). Written here so that the tests can hold it against scipy's DARE. Returns an mpmath
+    3x3 matrix."""
     mp = exact.MP
     t, qv, rv = mp.mpf(float(ts)), mp.mpf(float(q)), mp.mpf(float(r))
     a = mp.matrix([[1, t, t * t / 2], [0, 1, t], [0, 0, 1]])
-    g = mp.matrix([t**3 / 6, t**2 / 2, t])
+    g = mp.matrix([0, 0, 1]) if tustin else mp.matrix([t**3 / 6, t**2 / 2, t])
+    c = measurement_row(t, tustin)
     ak, hk = a.T, qv * (g * g.T)
-    gk = mp.zeros(3, 3)
-    gk[0, 0] = 1 / rv
+    gk = (c * c.T) / rv
     eye = mp.eye(3)
     tol = mp.mpf(10) ** (-(exact.DIGITS - 10))
     for _ in range(200):
@@ -66,17 +81,28 @@ def riccati(ts: float, q: float, r: float) -> Any:
     raise ArithmeticError("Kalman Riccati equation did not converge")
 
 
-def kalman_gain(ts: float, q: float, r: float) -> np.ndarray:
+def measurement_row(t: Any, tustin: bool) -> Any:
+    """C (column, mpmath) of the discrete model: [1 0 0], or Tustin's C (I - A T/2)^-1 = [1, T/2, T^2/4]."""
+    mp = exact.MP
+    return mp.matrix([1, t / 2, t * t / 4]) if tustin else mp.matrix([1, 0, 0])
+
+
+def kalman_gain(ts: float, q: float, r: float, tustin: bool = False) -> np.ndarray:
     """Steady-state innovation gain M (3,) for the current estimate, as MATLAB's dlqe; each entry
-    rounded once from the mpmath solution."""
-    return np.array(_gain(float(ts), float(q), float(r)))
+    rounded once from the mpmath solution. With ``tustin``: M_z = [C_d M, M_2, M_3], the gain in the
+    step's coordinates (module docstring)."""
+    return np.array(_gain(float(ts), float(q), float(r), bool(tustin)))
 
 
 @functools.lru_cache(maxsize=4096)  # run-time redesigns (tuning) repeat the same few designs
-def _gain(ts: float, q: float, r: float) -> tuple[float, float, float]:
-    p = riccati(ts, q, r)
-    m0, m1, m2 = (float(p[i, 0] / (p[0, 0] + exact.MP.mpf(r))) for i in range(3))
-    return m0, m1, m2
+def _gain(ts: float, q: float, r: float, tustin: bool) -> tuple[float, float, float]:
+    mp = exact.MP
+    p = riccati(ts, q, r, tustin)
+    c = measurement_row(mp.mpf(ts), tustin)
+    pc = p * c
+    m = pc / ((c.T * pc)[0, 0] + mp.mpf(r))
+    m0 = (c.T * m)[0, 0]  # C_d M: the update of z_1 = C_d x (= M_1 when C = [1 0 0])
+    return float(m0), float(m[1]), float(m[2])
 
 
 def measurement_variance(cpr: float, gear: float) -> float:
@@ -84,21 +110,21 @@ def measurement_variance(cpr: float, gear: float) -> float:
     return float((2 * exact.MP.pi / (exact.MP.mpf(float(cpr)) * exact.MP.mpf(float(gear)))) ** 2 / 3)
 
 
-def design(ts: float, q_var: np.ndarray, r_var: np.ndarray) -> np.ndarray:
+def design(ts: float, q_var: np.ndarray, r_var: np.ndarray, tustin: bool = False) -> np.ndarray:
     """Gains (n, 3) for per-joint Q and R; both must be positive (ValueError otherwise)."""
     q, r = np.asarray(q_var, float), np.asarray(r_var, float)
     if not (np.all(np.isfinite(q)) and np.all(q > 0)):
         raise ValueError(f"Kalman q_var must be positive, got {q.tolist()}")
     if not (np.all(np.isfinite(r)) and np.all(r > 0)):
         raise ValueError(f"Kalman r_var must be positive, got {r.tolist()}")
-    return np.array([kalman_gain(ts, a, b) for a, b in zip(q, r)])
+    return np.array([kalman_gain(ts, a, b, tustin) for a, b in zip(q, r)])
 
 
-def build(ctx: Ctx) -> Block:
+def build(ctx: Ctx, tustin: bool = False) -> Block:
     """The gain in the config comes from the design values (Block.options q_var, r_var) once the
     pipeline knows the final encoder config: pipeline.build_pipeline calls ``design``."""
     n, ts = ctx.n, ctx.ts
-    ad, _ = discrete_model(ts)
+    ad, _ = discrete_model(ts, tustin)
     q, valid = ctx.sym("q"), ctx.sym("valid")
     xs, ks = cs.SX.sym("x", 3 * n), cs.SX.sym("k", 3 * n)
     x, k = cs.reshape(xs, 3, n), cs.reshape(ks, 3, n)
@@ -116,7 +142,7 @@ def build(ctx: Ctx) -> Block:
         kind="est",
         name="kalman",
         doc=__doc__ or "",
-        options={"q_var": (DEFAULT_Q,) * n},
+        options={"q_var": (DEFAULT_Q,) * n, **({"tustin": 1} if tustin else {})},
         config=[
             Field(
                 "gain",
@@ -147,16 +173,24 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
         if "kalman.r_var" in given and not side
         else np.array([measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
     )
-    gain = design(ts, q_var, r_var)
+    gain = design(ts, q_var, r_var, bool(block.options.get("tustin", 0)))
     block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
     by = {f.name: i for i, f in enumerate(block.config)}
     block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))
 
 
+def _check(opts: Any) -> str | None:
+    return (
+        None if opts.get("tustin", 0) in (0, 1) else "tustin must be 0 (zero-order hold) or 1 (seed 000's c2d 'tustin')"
+    )
+
+
 SPEC = registry.Estimator(
     name="kalman",
     summary="Kalman filter, constant-jerk model, steady-state gain (seed 000 §II-C)",
-    build=lambda ctx, choice: build(ctx),
+    build=lambda ctx, choice: build(ctx, tustin=bool(dict(choice.params).get("tustin", 0))),
+    options={"tustin": int},  # no default: the plain name stays the zero-order-hold filter's label
+    check=_check,
     acceleration="always",
     genes=(registry.Gene("est.q_var", 1e-3, 1e5),),
     in_study=True,

@@ -62,6 +62,16 @@
  * design (manipgen evaluate --tune, then manipgen export-config) replaces it in the config.
  * Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the current estimate x[k|k]. On a lost sample
  * (valid = 0) it predicts without updating.
+ * 
+ * kalman:tustin=1 is [S0]'s own filter, the one its recorded Experiment 1 output holds (to
+ * 4e-5 rad/s with Table 8's Q, docs/evaluation.md; manipgen evaluate --gains paper selects it):
+ * MATLAB's c2d with the bilinear (Tustin) method, then dlqe with the continuous noise input G =
+ * [0 0 1]'. Tustin maps A to the same A_d (A is nilpotent) but the measurement to C_d = C (I - A T/2)^-1
+ * = [1, T/2, T^2/4], and dlqe's process noise is G Q G' = diag(0, 0, Q) (no T, no integration over
+ * the sample). Its state is read as [q, qd, qdd] a half sample earlier: the velocity output lags the
+ * zero-order-hold filter's by T/2. In the coordinates z = [C_d x, x_2, x_3] the step keeps the same
+ * shape: z- = A_z z with A_z = [[1, T, T^2], [0, 1, T], [0, 0, 1]], z = z- + M_z (q - z-_1), M_z =
+ * [C_d M, M_2, M_3].
  *
  * [fric: terms]
  * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and

@@ -21,7 +21,7 @@ import numpy as np
 
 from codegen.blocks import kalman
 from codegen.blocks.base import Field
-from codegen.blocks.options import RtOptions, parse_estimator, realtime_defaults
+from codegen.blocks.options import RtOptions, parse_estimator, parse_label, realtime_defaults
 from codegen.emit.cprint import Precision
 from codegen.emit.files import write_file
 from codegen.model.robot import Robot
@@ -137,8 +137,9 @@ class RtConfig:
             if r_var is not None
             else np.array([kalman.measurement_variance(c, g) for c, g in zip(self["enc.cpr"], self["enc.gear"])])
         )
+        tustin = bool(dict(parse_label(self.label).estimator.params).get("tustin", 0))
         try:
-            gain = kalman.design(self.sample_period, q, r)
+            gain = kalman.design(self.sample_period, q, r, tustin)
         except ValueError as exc:
             raise ConfigError(f"est.gain: {exc}") from None
         self["est.gain"] = gain

@@ -17,7 +17,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("robot", help="bundled name or a .yaml path")
     c.add_argument("--model-error", type=float, default=0.1, help="model = description x U(1 -+ this) (seed 001: 0.1)")
     c.add_argument("--amplitude", type=float, default=5.0, help="external torque step, N m")
-    c.add_argument("--joint", type=int, default=2, help="joint the external torque acts on (1-based)")
+    c.add_argument(
+        "--joint",
+        type=int,
+        default=1,
+        help="joint the external torque acts on (1-based; seed 001: the first link)",
+    )
     c.add_argument(
         "--observers",
         nargs="+",

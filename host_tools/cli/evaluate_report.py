@@ -23,7 +23,13 @@ def _num(v: Any) -> str:
 def table(doc: dict[str, Any]) -> str:
     s = doc["setup"]
     error = f", plant parameters x {1 + s['model_error']:g}" if s.get("model_error") else ""
-    gains = ", GA-tuned" if s["tuned"] else ", seed 000's tuned gains" if s.get("gains") == "paper" else ""
+    gains = (
+        (", GA-tuned" + (" under the fault case" if s.get("tuned_under_faults") else ""))
+        if s["tuned"]
+        else ", seed 000's tuned gains"
+        if s.get("gains") == "paper"
+        else ""
+    )
     lines = [
         f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
         f"{gains}{error} (ISE: seed 000 eq. 5, summed over joints)",

@@ -10,7 +10,9 @@ Arrays (K samples, n joints):
   theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
   collision_true (K,) bool ·
   imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
-  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound) ·
+  estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound),
+  qd_recorded_<name> (K, n) other estimators' recorded outputs (seed 000's Experiment 1: zero before
+  their switch-on) ·
   start_position (n,) the joint positions at the first sample (rad or m) where the user stated them
   (`import-log --start-position`): an encoder counter that wraps within a joint's travel gives the
   unwrapped count, not the absolute position (host_tools.data.checks.start_offsets).
@@ -48,6 +50,7 @@ OPTIONAL = (
     "tau_saturated",
     "start_position",
 )
+RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
 
 class LogError(ValueError):
@@ -132,7 +135,7 @@ class Log:
             if missing:
                 raise LogError(f"{path}: {missing[0]}: missing array")
             data = {k: z[k] for k in REQUIRED}
-            extra = {k: z[k] for k in OPTIONAL if k in z}
+            extra = {k: z[k] for k in z.files if k in OPTIONAL or k.startswith(RECORDED_PREFIX)}
             log = cls(robot=str(z["robot"]), sample_period=float(z["sample_period"]), extra=extra, **data)
         log.check(str(path))
         return log

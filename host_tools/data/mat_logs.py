@@ -14,7 +14,10 @@ velocity estimate), ``q_d`` (desired position), ``I_c`` (commanded motor current
 - q_des = q_d; qd_des, qdd_des: its central differences (the desired motion is a smooth sine and
   polynomial/trapezoid sequence sampled at 4 ms);
 - ``qd_hat_logged`` keeps the recorded ``dq_hat`` (to check the generated estimators against);
-  ``I_m`` is not used (sign-inverted on joints 5-6, lagging and scaled: README).
+  ``I_m`` is not used (sign-inverted on joints 5-6, lagging and scaled: README);
+- seed 000's Experiment 1 also holds the outputs of the paper's own estimators, run on the same
+  positions from a later switch-on (``dq_FinDiff``, ``dq_MovAv``, ``dq_Kalman``, ``dq_linHG``,
+  ``dq_nnlHG``, ``dq_SliMod``; zero before it): kept as ``qd_recorded_<name lower-cased>``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,17 @@ from typing import Any
 import numpy as np
 
 from codegen.model.robot import Robot
-from host_tools.data.logs import Log, LogError
+from host_tools.data.logs import RECORDED_PREFIX, Log, LogError
 
 DELAY = 2  # samples by which I_c leads the encoder (README)
 FIELDS = ("time", "q", "dq_hat", "q_d", "I_c")
+RECORDED = ("dq_FinDiff", "dq_MovAv", "dq_Kalman", "dq_linHG", "dq_nnlHG", "dq_SliMod")  # Experiment 1's
+
+
+def recorded_key(field: str) -> str:
+    """The log's extra array for one of seed 000's recorded estimator outputs (``dq_Kalman`` ->
+    ``qd_recorded_kalman``)."""
+    return RECORDED_PREFIX + field.removeprefix("dq_").lower()
 
 
 def _array(data: dict[str, Any], path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -93,6 +103,7 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
     qd_des = np.gradient(q_d, ts, axis=0)
     qdd_des = np.gradient(qd_des, ts, axis=0)
     s = slice(DELAY, None)
+    recorded = {recorded_key(f): _array(data, path, f, (k, n))[s] for f in RECORDED if f in data}
     return Log(
         robot=robot.c_name,
         sample_period=ts,
@@ -103,7 +114,7 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
         q_des=q_d[s],
         qd_des=qd_des[s],
         qdd_des=qdd_des[s],
-        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated},
+        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated, **recorded},
     )
 
 

@@ -19,6 +19,7 @@ ESTIMATORS = (
     "tse:n=3",
     "ewlr:n=8,lam=0.8",
     "kalman",
+    "kalman:tustin=1",
     "linhg",
     "nlhg",
     "slimod",

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.signal
 from helpers import fresh_rt
 
 from codegen.blocks import fir, kalman
@@ -22,6 +23,7 @@ MODEL_FREE = (
     "tse:n=3",
     "ewlr:n=8,lam=0.8",
     "kalman",
+    "kalman:tustin=1",
     "linhg",
 )
 
@@ -127,6 +129,37 @@ def test_kalman_gain_equals_scipy_dare(ts: float, q: float, r: float) -> None:
     p = scipy.linalg.solve_discrete_are(ad.T, c.T, gd @ gd.T * q, np.array([[r]]))
     m = (p @ c.T / (c @ p @ c.T + r)).ravel()
     assert np.allclose(kalman.kalman_gain(ts, q, r), m, rtol=1e-8, atol=0)
+
+
+@pytest.mark.parametrize(
+    "ts,q,r",
+    [
+        (0.004, 1.07, (1e-3 * np.pi / 180) ** 2 / 3),
+        (0.004, 26.07, (1e-3 * np.pi / 180) ** 2 / 3),
+        (0.008, 18.55, (1e-2 * np.pi / 180) ** 2 / 3),
+        (0.001, 1e4, 1e-10),
+    ],
+)
+def test_tustin_kalman_gain_is_c2d_tustin_and_dlqe(ts: float, q: float, r: float) -> None:
+    """Seed 000's form: MATLAB's c2d(..., 'tustin') is scipy's cont2discrete(..., 'bilinear') (A_d =
+    expm(A T) as A is nilpotent, C_d = [1, T/2, T^2/4]); dlqe with the continuous G = [0 0 1]' puts
+    Q into diag(0, 0, Q); M = P C_d' / (C_d P C_d' + R) from scipy's DARE. The block's gain is M in
+    the coordinates z = [C_d x, x_2, x_3]. rtol 1e-8: scipy's DARE against a 60-digit solution is
+    off by up to 1.3e-9 relative on these designs (the mpmath gain is exact to its rounding)."""
+    a = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0.0]])
+    g = np.array([[0.0], [0.0], [1.0]])
+    c = np.array([[1.0, 0.0, 0.0]])
+    ad, _, cd, _, _ = scipy.signal.cont2discrete((a, g, c, np.zeros((1, 1))), ts, method="bilinear")
+    assert np.allclose(ad, scipy.linalg.expm(a * ts), rtol=1e-14) and np.allclose(cd, [[1, ts / 2, ts * ts / 4]])
+    p = scipy.linalg.solve_discrete_are(ad.T, cd.T, q * g @ g.T, np.array([[r]]))
+    m = (p @ cd.T / (cd @ p @ cd.T + r)).ravel()
+    expected = np.array([(cd @ m)[0], m[1], m[2]])
+    assert np.allclose(kalman.kalman_gain(ts, q, r, tustin=True), expected, rtol=1e-8, atol=0)
+    # the step's matrix is C_d's coordinate change of A_d: S A_d S^-1 with S = [C_d; 0 1 0; 0 0 1]
+    s = np.vstack([cd, [0, 1, 0], [0, 0, 1]])
+    assert np.allclose(kalman.discrete_model(ts, tustin=True)[0], s @ ad @ np.linalg.inv(s), rtol=1e-12)
+    # a different filter from the zero-order-hold one (whose C is [1 0 0] and Qd = Q Gamma_d Gamma_d')
+    assert not np.allclose(kalman.kalman_gain(ts, q, r), expected, rtol=1e-3)
 
 
 def test_kalman_config_gain_is_the_design_and_host_redesign_matches() -> None:

@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from codegen.blocks import registry
 from codegen.model.description import load_robot
@@ -203,3 +204,51 @@ def test_evaluate_defaults_to_the_robots_own_setup(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     got = [(d["setup"]["resolution_mdeg"], d["setup"]["rate_hz"]) for d in json.loads(r.stdout)]
     assert got == [(10, 125), (2, 125), (1, 250), (5, 500)]
+
+
+def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--tune-faults (seed 000 Table 6's retuned columns): the GA's and the grid search's tuning runs
+    lose the fault case's share of samples on the fault axis (another draw than the test's); without
+    it they lose none; and it needs --tune."""
+    import host_tools.studies.evaluate as ev
+    from host_tools.studies.tune import TuneResult
+
+    setup = Setup(robot="planar2", rate_hz=250, tune=True, tune_faults=True, generations=1)
+    assert setup.problems() == [] and any("--tune" in p for p in Setup(robot="planar2", tune_faults=True).problems())
+    motion = ev.tuning_trajectory(setup)
+    mask = ev.tuning_faults(setup, motion)
+    assert mask is not None and mask.shape == motion.q.shape
+    assert np.all(mask[:, :-1] == 1)
+    lost = 1 - mask[:, -1].mean()
+    k = len(mask)
+    # binomial: 10 % of k samples lost, within 5 standard deviations
+    assert abs(lost - setup.faults) < 5 * np.sqrt(setup.faults * (1 - setup.faults) / k)
+    assert not np.array_equal(mask, ev.fault_mask(setup, motion.q.shape))  # not the test's draw
+    assert ev.tuning_faults(Setup(robot="planar2", rate_hz=250, tune=True), motion) is None
+    seen: list[Problem] = []
+
+    def fake_tune(problem: Problem, *args: object, **kwargs: object) -> TuneResult:
+        seen.append(problem)
+        # the config's own gains, as log10 values (apply_genome's)
+        genome = np.log10([np.asarray(problem.config[g.key]).reshape(-1)[g.index or 0] for g in problem.genes])
+        return TuneResult(genome=genome, cost=0.0)
+
+    monkeypatch.setattr(ev, "tune", fake_tune)
+    doc = evaluate(setup, ("linhg",), executor=ThreadPoolExecutor(max_workers=1)).doc
+    assert doc["setup"]["tuned_under_faults"] is True
+    assert seen and seen[0].valid is not None and np.array_equal(seen[0].valid, mask)
+
+
+def test_evaluate_takes_variants_with_their_options() -> None:
+    """seed 000 Table 5 in one command: variants with their options are evaluated as given (no grid
+    search); an unknown option is one line naming it."""
+    base = [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--json", "--estimators"]
+    r = subprocess.run([*base, "lsf:n=8,p=3", "bde:n=2", "findiff"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)["estimators"]
+    assert list(doc) == ["lsf:n=8,p=3", "bde:n=2", "findiff"]
+    assert doc["lsf:n=8,p=3"]["gains"]["estimator"] == "lsf:n=8,p=3" and doc["bde:n=2"]["gains"]["estimator"] == "bde:n=2"
+    # bde:n=2 differentiates the quantisation twice as hard as findiff (coefficients 1.5, -2, 0.5)
+    assert doc["bde:n=2"]["ise_velocity"] > doc["findiff"]["ise_velocity"]
+    bad = subprocess.run([*base, "lsf:q=3"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no option 'q'" in bad.stderr and "Traceback" not in bad.stderr
