@@ -247,7 +247,9 @@ def test_evaluate_takes_variants_with_their_options() -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)["estimators"]
     assert list(doc) == ["lsf:n=8,p=3", "bde:n=2", "findiff"]
-    assert doc["lsf:n=8,p=3"]["gains"]["estimator"] == "lsf:n=8,p=3" and doc["bde:n=2"]["gains"]["estimator"] == "bde:n=2"
+    assert (
+        doc["lsf:n=8,p=3"]["gains"]["estimator"] == "lsf:n=8,p=3" and doc["bde:n=2"]["gains"]["estimator"] == "bde:n=2"
+    )
     # bde:n=2 differentiates the quantisation twice as hard as findiff (coefficients 1.5, -2, 0.5)
     assert doc["bde:n=2"]["ise_velocity"] > doc["findiff"]["ise_velocity"]
     bad = subprocess.run([*base, "lsf:q=3"], capture_output=True, text=True)
