@@ -258,20 +258,22 @@ def scenario(
     k_design = sum(len(m.time) for m in warmup) if warmup else k0  # where the design's samples start
     impacts = _impacts(spec, collided, model, true, s)
     seeds = f"{s.seed + 1}-{s.seed + s.design_motions}" if s.design_motions > 1 else f"{s.seed + 1}"
+    first_warmup = s.seed + 2 + s.design_motions
+    warmup_seeds = f"{first_warmup}" + (f"-{first_warmup + s.warmup_motions - 1}" if s.warmup_motions > 1 else "")
     doc: dict[str, Any] = {
         "robot": robot.name,
         "settings": asdict(s),
         "thresholds_from": f"the design run: {s.design_motions} collision-free {s.duration:g} s motions (random "
         f"excitations, seeds {seeds}) one after the other, "
         + (
-            f"after {s.warmup_motions} warm-up motion(s) (seeds {s.seed + 2 + s.design_motions}"
-            f"-{s.seed + 1 + s.design_motions + s.warmup_motions}, left out: the observers converge)"
+            f"after {s.warmup_motions} warm-up motion(s) (random excitation, seed {warmup_seeds}; left out: "
+            "the observers converge)"
             if s.warmup_motions
             else f"after its first {s.skip:g} s"
         )
         + f": {s.shape} "
         f"thresholds covering every |r|, times the margin that brings the worst of {s.design_motions} held-out "
-        f"blocks (about one motion each) to {s.target:g} (manipgen thresholds' design)",
+        f"blocks (one motion each) to {s.target:g} (manipgen thresholds' design)",
         "false_alarms_on": f"the check motion (random excitation, seed {s.seed + 1 + s.design_motions}), "
         f"collision-free, {s.duration:g} s, run after the design run (the observers keep what they learned)",
         "collisions_on": f"the first design motion (seed {s.seed + 1}), run after the design run",

@@ -1,5 +1,5 @@
 """`manipgen collide` (seed 001 §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
-filtered steps on joint 2 and Hunt-Crossley impacts of the tip. Thresholds designed on a collision-free
+filtered steps on joint 1 and Hunt-Crossley impacts of the tip. Thresholds designed on a collision-free
 design run (five motions, margin from held-out motions), false alarms counted on another motion. The
 model-adaptive observer with exact qd, qdd needs a far smaller false-alarm-free threshold than the
 momentum observer and detects fast steps within a few samples."""
@@ -40,6 +40,9 @@ def test_collide_cli(tmp_path: Path) -> None:
         "adaptive_imu_tip",
     }
     assert "design run" in doc["thresholds_from"] and "check motion" in doc["false_alarms_on"]
+    # the design leaves a warm-up motion out (the converged observer is what later runs see), and the
+    # collisions act on the first link, as seed 001 §IV applies them
+    assert "1 warm-up motion" in doc["thresholds_from"] and doc["settings"]["joint"] == 1
     for o in obs.values():
         for key in ("threshold", "threshold_mean", "margin", "check_ratio", "delay_ms", "false_alarms", "missed"):
             assert key in o
