@@ -170,6 +170,23 @@ def test_experiment1_recorded_outputs_are_reproduced(capsys: pytest.CaptureFixtu
         assert rec["ise"] == pytest.approx(gains[name]["ise"], rel=1e-3), name
 
 
+def test_experiment1_recorded_outputs_survive_the_log_format(tmp_path: Path) -> None:
+    """import-log keeps the six recorded outputs (qd_recorded_<name>, zero before t = 15 s) through
+    the NPZ format, and the replay finds their switch-on there too."""
+    if not RUNS_EXPERIMENT1.is_file():
+        pytest.skip(f"{RUNS_EXPERIMENT1} is absent")
+    from host_tools.studies.log_estimation import recorded_outputs, switch_on
+
+    out = tmp_path / "exp1.npz"
+    assert main(["import-log", str(RUNS_EXPERIMENT1), "--robot", "schunk_lwa4p", "--out", str(out)]) == 0
+    log = Log.load(out)
+    raw = scipy.io.loadmat(str(RUNS_EXPERIMENT1))
+    rec = recorded_outputs(log)
+    assert set(rec) == {"findiff", "movav", "kalman", "linhg", "nlhg", "slimod"}
+    assert np.array_equal(rec["kalman"], raw["dq_Kalman"][2:])  # the import's 2-sample current delay
+    assert log.time[switch_on(log)] == pytest.approx(15.0)
+
+
 # Validation RMS per joint (N m) of the independent reference in issue #11: unconstrained least
 # squares on 84 columns, fit on a FinDiff run, validated on another run of the same trajectory.
 REFERENCE_VALIDATION_RMS = np.array([1.65, 2.78, 1.78, 1.42, 0.83, 0.89])
