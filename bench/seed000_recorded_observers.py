@@ -23,12 +23,17 @@ first 40 (nlHG) and 60 (SliMod) samples after the switch-on and hold to 1e-11 ov
 SliMod's alphas are no function 1.1 f+, 1.5 f+^(1/2), 1.9 f+^(1/3) of any f+ (joints 1 and 4 have
 the same f+ in Table 8, their alpha_1 differ 2x): the run used unpublished ones.
 
-    .venv/bin/python bench/seed000_recorded_observers.py [--data ../shared/data/lwa4p]   # ~1 min
+    .venv/bin/python bench/seed000_recorded_observers.py [--data DIR]   # a few seconds
+
+DIR: the folder of Experiment1_data.mat and modelSchunkLWA4P.mat (default: $MANIPGEN_SHARED_DATA/lwa4p,
+else ../shared/data/lwa4p next to the project).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,10 @@ import numpy as np
 import scipy.io
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from host_tools.studies.log_estimation import ground_truth_velocity  # noqa: E402
+
 T = 0.004
 EPS = 0.01  # Table 8's epsilon at 250 Hz
 SMOOTH = 0.01  # rad/s, the friction feed-forward's velocity scale
@@ -143,8 +152,13 @@ def report(r: Replay, name: str, est: np.ndarray, recorded: Any) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "lwa4p"))
+    default = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "lwa4p"
+    ap.add_argument("--data", default=str(default), help=f"the data folder (default {default})")
     args = ap.parse_args()
+    missing = [f for f in ("Experiment1_data.mat", "modelSchunkLWA4P.mat") if not (Path(args.data) / f).is_file()]
+    if missing:
+        print(f"seed000_recorded_observers: {args.data}: {', '.join(missing)} not found (--data)", file=sys.stderr)
+        return 2
     r = Replay(Path(args.data))
     kend = int(np.searchsorted(r.t, 31.05))
     print("| form and gains | window | " + " | ".join(f"joint {j}" for j in range(1, 7)) + " |")
@@ -157,6 +171,15 @@ def main() -> int:
     report(r, "SliMod, Table 8 (alphas from f+)", r.slimod(*table_alphas, K1_TABLE, K2_TABLE, kend), rec)
     report(r, "SliMod, fitted alphas, Table 8 k1, k2", r.slimod(A1_FIT, A2_FIT, A3_FIT, K1_TABLE, K2_TABLE, kend), rec)
     report(r, "SliMod, fitted alphas, k1, k2", r.slimod(A1_FIT, A2_FIT, A3_FIT, K1_FIT, K2_FIT, kend), rec)
+    # the ISE over 16-31 s against seed 000's ground truth: Table 8's SliMod in the recording's form
+    truth = ground_truth_velocity(r.q, T)
+    window = (r.t >= 16.0) & (r.t <= 31.0)
+
+    def ise(v: np.ndarray) -> float:
+        return float(np.sum((v - truth)[window] ** 2) * T)
+
+    replay = r.slimod(*table_alphas, K1_TABLE, K2_TABLE, kend)
+    print(f"\nSliMod ISE 16-31 s: Table 8 in the recording's form {ise(replay):.5f}, recorded {ise(rec):.5f}")
     return 0
 
 
