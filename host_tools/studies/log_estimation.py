@@ -104,7 +104,17 @@ def from_zero_state(log: Log, k: int) -> Log:
     cut["time"][0] = log.time[k] - log.sample_period
     for f in ("q_des", "qd_des", "qdd_des"):
         cut[f][0] = getattr(log, f)[k]
-    return replace(log, extra={}, **cut)
+    return replace(
+        log,
+        time=cut["time"],
+        counts=cut["counts"],
+        valid=cut["valid"],
+        tau=cut["tau"],
+        q_des=cut["q_des"],
+        qd_des=cut["qd_des"],
+        qdd_des=cut["qdd_des"],
+        extra={},
+    )
 
 
 def tuned(folder: Path, name: str) -> tuple[str, Path | None]:
