@@ -21,7 +21,7 @@ import scipy.signal
 
 from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
 from codegen.model.description import load_robot
-from host_tools.data.logs import RECORDED_PREFIX, Log
+from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log
 from host_tools.studies.evaluate import ESTIMATORS, Setup, default_spec, pipeline, split_spec, variant
 
 FIR_ORDER = 7
@@ -98,8 +98,7 @@ def from_zero_state(log: Log, k: int) -> Log:
     """The log from sample ``k`` on, after one sample at the encoders' zero (counts 0, no torque):
     the estimators' start-up on that sample leaves them in the zero state, which is how the recorded
     ones were switched on (x = 0; a finite difference's first output q / T)."""
-    fields = ("time", "counts", "valid", "tau", "q_des", "qd_des", "qdd_des")
-    cut = {f: np.concatenate([np.zeros_like(getattr(log, f)[:1]), getattr(log, f)[k:]]) for f in fields}
+    cut = {f: np.concatenate([np.zeros_like(getattr(log, f)[:1]), getattr(log, f)[k:]]) for f in REQUIRED}
     cut["valid"][0] = True
     cut["time"][0] = log.time[k] - log.sample_period
     for f in ("q_des", "qd_des", "qdd_des"):
