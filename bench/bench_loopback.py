@@ -20,6 +20,7 @@ from codegen.model.description import load_robot
 from host_tools import load
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
+from host_tools.bindings.source import PipelineSource
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.studies.tune import GaSettings, Problem, gain_space, tune
 
@@ -75,7 +76,12 @@ def main() -> None:
         rt = load_rt("schunk_lwa4p", estimator=est, observer="none", sample_period=0.008)
         rt.config["enc.cpr"] = 36000.0
         traj = generated_trajectory(load_robot("schunk_lwa4p"), 20.0, 0.008, seed=1)
-        problem = Problem(str(rt.folder), rt.config.to_dict(), gain_space(est, rt.dof), traj)
+        problem = Problem(
+            PipelineSource.of("schunk_lwa4p", estimator=est, observer="none", sample_period=0.008),
+            rt.config.to_dict(),
+            gain_space(est, rt.dof),
+            traj,
+        )
         t0 = time.perf_counter()
         res = tune(problem, GaSettings(), seed=0)
         print(f"| schunk_lwa4p | 10 mdeg, 125 Hz | {est} | {time.perf_counter() - t0:.1f} | {res.cost:.4g} |")

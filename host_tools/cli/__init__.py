@@ -15,6 +15,7 @@ COMMANDS = {
     "demo": "demo",
     "verify": "verify",
     "evaluate": "evaluate",
+    "study": "study",
     "excite": "excite",
     "identify": "identify",
     "import-log": "import_log",

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
+from host_tools.cli.scheduler_option import add_scheduler, scheduler_problem
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from rich.console import Console
+
+    from host_tools.studies.evaluate import Setup
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,6 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
+    add_scheduler(e)
     e.set_defaults(handler=run)
 
 
@@ -84,9 +90,8 @@ def run(args: argparse.Namespace) -> int:
     from codegen.blocks import registry
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
-    from host_tools.cli.evaluate_report import table, write_reports
-    from host_tools.cli.progress import Bars
-    from host_tools.studies.evaluate import SEED000_SETUPS, Setup, evaluate, own_setup
+    from host_tools.studies.cluster import open_executor
+    from host_tools.studies.evaluate import SEED000_SETUPS, Setup, own_setup
 
     console = Console(stderr=True, soft_wrap=True)
     from codegen.blocks.options import OptionError, parse_estimator
@@ -101,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
             parse_estimator(e)
     except OptionError as exc:
         console.print(f"manipgen: error: --estimators: {exc}")
+        return 2
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}")
         return 2
     if args.log:
         return _evaluate_logs(args, console)
@@ -152,6 +161,25 @@ def run(args: argparse.Namespace) -> int:
         console.print("manipgen: error: " + "; ".join(dict.fromkeys(problems)))
         return 2
     docs = []
+    with open_executor(args.scheduler) as executor:
+        docs = _evaluate_setups(args, setups, console, executor)
+    if args.json:
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+    if args.out and len(docs) > 1:
+        plots.evaluation_setups(docs, Path(args.out))
+    return 0
+
+
+def _evaluate_setups(
+    args: argparse.Namespace, setups: list[Setup], console: Console, executor: Executor
+) -> list[dict[str, Any]]:
+    from pathlib import Path
+
+    from host_tools.cli.evaluate_report import table, write_reports
+    from host_tools.cli.progress import Bars
+    from host_tools.studies.evaluate import evaluate
+
+    docs = []
     for setup in setups:
         resolution, rate = setup.resolution_mdeg, setup.rate_hz
         out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
@@ -162,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             def progress(name: str, done: int, total: int, info: str) -> None:
                 bar.update(tasks[name], completed=done, total=total, info=info)  # noqa: B023 (called within this iteration)
 
-            evaluation = evaluate(setup, tuple(args.estimators), out, progress=progress)
+            evaluation = evaluate(setup, tuple(args.estimators), out, progress=progress, executor=executor)
         doc = evaluation.doc
         if out is not None:
             write_reports(doc, out)
@@ -178,11 +206,7 @@ def run(args: argparse.Namespace) -> int:
                     else ""
                 )
             )
-    if args.json:
-        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
-    if args.out and len(docs) > 1:
-        plots.evaluation_setups(docs, Path(args.out))
-    return 0
+    return docs
 
 
 def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:

@@ -13,7 +13,15 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class StageUpdate(Protocol):
@@ -86,3 +94,52 @@ class Bars:
             self._done[task] = completed
             of = f"/{self._totals[task]}" if self._totals[task] is not None else ""
             self._lines.update(f"{self._names[task]}: {completed}{of} {info}".rstrip())
+
+
+class ItemsBar:
+    """One bar over a study's items with the time left (rich's estimate from the items finished in
+    this run); off a terminal a line per finished item with the elapsed time and the estimate."""
+
+    def __init__(self, console: Console, label: str) -> None:
+        self.console, self.label = console, label
+        self.terminal = console.is_terminal
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            disable=not self.terminal,
+        )
+        self._task: TaskID | None = None
+        self._start = time.perf_counter()
+        self._first: int | None = None  # items already done when this run started
+
+    def __enter__(self) -> ItemsBar:
+        self._progress.__enter__()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._progress.__exit__(None, None, None)
+
+    def update(self, done: int, total: int, info: str = "") -> None:
+        if self._task is None:
+            self._task = self._progress.add_task(self.label, total=total, completed=done, info=info)
+            self._first = done
+        self._progress.update(self._task, completed=done, total=total, info=info)
+        if not self.terminal:
+            elapsed = time.perf_counter() - self._start
+            ran = done - (self._first or 0)
+            left = f", about {elapsed / ran * (total - done):.0f} s left" if ran else ""
+            self.console.print(
+                f"{self.label}: {done}/{total} {info} ({elapsed:.0f} s{left})".replace("  ", " "),
+                markup=False,
+                highlight=False,
+            )

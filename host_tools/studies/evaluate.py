@@ -21,12 +21,12 @@ import numpy as np
 from codegen.blocks import kalman, registry
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.blocks.options import estimator_choice, parse_estimator
-from codegen.model.description import load_robot
 from codegen.model.robot import Robot
 from codegen.model.yamlio import load_yaml
 from codegen.resources import resource_dir
 from host_tools.bindings.loopback import SimulationError, simulate
-from host_tools.bindings.rt import Realtime, load_rt
+from host_tools.bindings.rt import Realtime
+from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.json_doc import finite
 from host_tools.data.trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
 from host_tools.studies.tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
@@ -64,11 +64,19 @@ class Setup:
     generations: int = 20
     model_error: float = 0.0  # the simulated robot's parameters = the model's x (1 + model_error)
     gains: str = "default"  # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
+    # the description's text, which work items carry to workers (evaluate() reads it once from robot)
+    source: RobotSource | None = field(default=None, repr=False)
+
+    def description(self) -> RobotSource:
+        return self.source if self.source is not None else RobotSource.of(self.robot)
+
+    def model(self) -> Robot:
+        return self.description().robot()
 
     def problems(self) -> list[str]:
         """What is wrong with this set-up (empty: fine)."""
         out = []
-        if load_robot(self.robot).elastic:
+        if self.model().elastic:
             out.append(
                 f"{self.robot} has series-elastic joints: seed 000's study runs computed torque on a rigid "
                 f"arm; the elastic arm's estimators run in its own loop: manipgen elastic collide {self.robot}"
@@ -139,12 +147,12 @@ class Result:
 def test_trajectory(setup: Setup) -> Trajectory:
     if setup.robot == "schunk_lwa4p":
         return seed000_test_trajectory().resample(setup.sample_period)
-    return generated_trajectory(load_robot(setup.robot), 60.0, setup.sample_period, seed=setup.seed)
+    return generated_trajectory(setup.model(), 60.0, setup.sample_period, seed=setup.seed)
 
 
 def tuning_trajectory(setup: Setup) -> Trajectory:
     """Like seed 000 Fig. 2: a shorter, different motion (another seed of the generator)."""
-    return generated_trajectory(load_robot(setup.robot), 20.0, setup.sample_period, seed=setup.seed + 1)
+    return generated_trajectory(setup.model(), 20.0, setup.sample_period, seed=setup.seed + 1)
 
 
 def paper_gains(setup: Setup) -> dict[str, Any] | None:
@@ -164,16 +172,15 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
     return valid
 
 
+def pipeline_source(setup: Setup, estimator: str) -> PipelineSource:
+    """The generated pipeline of seed 000's loop with this estimator, as work items carry it."""
+    return PipelineSource.of(setup.description(), estimator, "none", "computed_torque", setup.sample_period)
+
+
 def pipeline(setup: Setup, estimator: str) -> Realtime:
     """The estimator's pipeline in seed 000's loop (computed torque, Kp = 100, Kd = 13) with the
     set-up's encoder, its default gains (or, with setup.gains == "paper", seed 000's)."""
-    rt = load_rt(
-        setup.robot,
-        estimator=estimator,
-        observer="none",
-        controller="computed_torque",
-        sample_period=setup.sample_period,
-    )
+    rt = pipeline_source(setup, estimator).realtime()
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
     rt.config["ctl.kp"], rt.config["ctl.kd"] = 100.0, 13.0
     name = estimator.split(":")[0]
@@ -224,7 +231,7 @@ def convergence_time(rt: Realtime, setup: Setup, tol: float = 0.05) -> tuple[flo
     below tol x SWITCH_ON_SPEED on every joint (None: not within the 2 s observed), and the estimate
     and the true velocity of axis 2 over those 2 s."""
     ts = setup.sample_period
-    traj = trapezoid_trajectory(load_robot(setup.robot), SWITCH_ON_SPEED, ts, cruise=4.0)
+    traj = trapezoid_trajectory(setup.model(), SWITCH_ON_SPEED, ts, cruise=4.0)
     run = simulate(rt, traj, true_params=plant_params(rt, setup))
     start = int(np.argmax(traj.qd[:, 0] >= SWITCH_ON_SPEED - 1e-9)) + int(round(1.0 / ts))
     window = slice(start, start + int(round(2.0 / ts)))
@@ -295,7 +302,7 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
         genes = gain_space(base, rt.dof)
         motion = tuning_trajectory(setup)
         problem = Problem(
-            str(rt.folder),
+            pipeline_source(setup, spec),
             rt.config.to_dict(),
             genes,
             motion,
@@ -385,6 +392,7 @@ def evaluate(
     generations and grid variants go through ``executor`` (default: a process pool on every core).
     ``progress(estimator, done, total, info)`` is called as work completes. Infinite costs (a diverged
     loop) are reported as null."""
+    setup = replace(setup, source=setup.description())  # read once; the items carry its text
     problems = setup.problems()
     if problems:
         raise ValueError("; ".join(problems))

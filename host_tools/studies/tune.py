@@ -19,7 +19,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from codegen.blocks import registry
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import Realtime
+from host_tools.bindings.source import PipelineSource
 from host_tools.data.trajectories import Trajectory
 
 
@@ -77,9 +77,10 @@ def apply_genome(rt: Realtime, genes: list[Gene], genome: np.ndarray) -> None:
 
 @dataclass
 class Problem:
-    """Everything a worker needs to evaluate genomes (picklable: the pipeline travels as a folder)."""
+    """Everything a worker needs to evaluate genomes (picklable: the pipeline travels as its
+    description's text and options, built once per worker into its own cache)."""
 
-    folder: str
+    pipeline: PipelineSource
     config: dict[str, Any]  # the base config (rt.config.to_dict())
     genes: list[Gene]
     trajectory: Trajectory
@@ -91,16 +92,16 @@ class Problem:
 _LOCAL = threading.local()  # one pipeline instance per worker thread (and process): no shared state
 
 
-def _realtime(folder: str) -> Realtime:
-    cache: dict[str, Realtime] = _LOCAL.__dict__.setdefault("rt", {})
-    if folder not in cache:
-        cache[folder] = Realtime(Path(folder))
-    return cache[folder]
+def _realtime(pipeline: PipelineSource) -> Realtime:
+    cache: dict[PipelineSource, Realtime] = _LOCAL.__dict__.setdefault("rt", {})
+    if pipeline not in cache:
+        cache[pipeline] = pipeline.realtime()
+    return cache[pipeline]
 
 
 def cost(problem: Problem, genome: np.ndarray) -> float:
     """ISE of the velocity estimate (seed 000 eq. 5), summed over the joints; inf if unstable."""
-    rt = _realtime(problem.folder)
+    rt = _realtime(problem.pipeline)
     for key, value in problem.config.items():
         rt.config[key] = value
     apply_genome(rt, problem.genes, genome)

@@ -15,6 +15,7 @@ import pytest
 from codegen.blocks import registry
 from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
+from host_tools.bindings.source import PipelineSource
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.studies.evaluate import (
     SWITCH_ON_SPEED,
@@ -33,7 +34,8 @@ def _problem(estimator: str) -> tuple[Problem, float]:
     rt.config["enc.cpr"] = 36000.0
     traj = generated_trajectory(load_robot("planar2"), 4.0, 0.004, seed=1)
     genes = gain_space(estimator, 2)
-    problem = Problem(str(rt.folder), rt.config.to_dict(), genes, traj)
+    source = PipelineSource.of("planar2", estimator=estimator, observer="none", sample_period=0.004)
+    problem = Problem(source, rt.config.to_dict(), genes, traj)
     default = np.log10(np.r_[rt.config["est.h1"], rt.config["est.h2"]])
     return problem, cost(problem, default)
 

@@ -1,0 +1,108 @@
+"""`manipgen study SPEC.yaml --store results.sqlite`: a resumable grid of estimator evaluations,
+on this machine or a Dask cluster (host_tools.studies.study, docs/cluster.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from host_tools.cli.scheduler_option import add_scheduler, scheduler_problem
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from host_tools.studies.study import Study
+
+EXAMPLE = """example SPEC.yaml (each list an axis of the grid; one item per combination):
+  robots: [schunk_lwa4p]                 # bundled names or description files (next to the spec)
+  setups: [seed000]                      # RESOLUTION_MDEG@RATE_HZ items, or seed000 (its three)
+  estimators: [findiff, movav, lsf, kalman, linhg, nlhg, slimod]
+  model_errors: [0.0, 0.1]               # plant parameters x (1 + e)
+  faults: [0.1]                          # fraction of samples lost on one axis (fault case)
+  seeds: [0, 1, 2]
+  tune: true                             # GA / grid search per item (else default or paper gains)
+  generations: 20
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "study",
+        help="a resumable grid of tunings and evaluations into an SQLite store (seed 000 §IV)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("spec", help="the study's YAML spec")
+    s.add_argument("--store", required=True, help="SQLite file of finished items (created; a rerun resumes it)")
+    s.add_argument("--report", action="store_true", help="make the tables and figures from the store (run nothing)")
+    s.add_argument("--out", help="folder of the report (report.md/.json, figures); default: next to the store")
+    add_scheduler(s)
+    s.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from codegen.errors import DescriptionError
+    from host_tools.studies.study import StudyItem, load_study, open_store, run_study, stored
+
+    console = Console(stderr=True, soft_wrap=True)
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}")
+        return 2
+    try:
+        study = load_study(args.spec)
+    except (DescriptionError, OSError) as exc:
+        console.print(f"manipgen: error: {exc}", markup=False, highlight=False)
+        return 2
+    store = Path(args.store)
+    if args.report:
+        if not store.is_file():
+            console.print(f"manipgen: error: {store}: no such store (run the study first)")
+            return 2
+        return _report(study, store, Path(args.out) if args.out else store.parent, console)
+    from host_tools.cli.progress import ItemsBar
+    from host_tools.studies.cluster import open_executor
+
+    t0 = time.perf_counter()
+    with open_store(store) as db, ItemsBar(console, "items") as bar:
+
+        def progress(done: int, total: int, item: StudyItem | None) -> None:
+            what = "" if item is None else f"{item.robot} {item.resolution_mdeg:g}@{item.rate_hz:g} {item.estimator}"
+            bar.update(done, total, what)
+
+        try:
+            with open_executor(args.scheduler) as executor:
+                ran = run_study(study, db, executor, progress)
+        except KeyboardInterrupt:
+            bar.stop()
+            kept = len(stored(db, study))
+            console.print(
+                f"manipgen: interrupted; {kept} of {len(study.items)} items are in {store}: "
+                "the same command continues from there"
+            )
+            return 130
+    console.print(
+        f"{ran} items run in {time.perf_counter() - t0:.0f} s, {len(study.items)} in {store}; "
+        f"tables: manipgen study {args.spec} --store {store} --report"
+    )
+    return 0
+
+
+def _report(study: Study, store: Path, out: Path, console: Console) -> int:
+    from host_tools.cli.study_report import report, write_report
+    from host_tools.studies.study import open_store, stored
+
+    with open_store(store) as db:
+        rows = stored(db, study)
+    written = write_report(rows, len(study.items), out)
+    print(report(rows, len(study.items))[0], end="")
+    console.print(f"wrote {', '.join(written)} in {out}/")
+    return 0

@@ -1,0 +1,261 @@
+"""Resumable studies: a grid of estimator evaluations (seed 000 §IV) written to an SQLite store.
+
+    manipgen study SPEC.yaml --store results.sqlite [--scheduler local:4 | tcp://host:8786]
+    manipgen study SPEC.yaml --store results.sqlite --report [--out DIR]
+
+The spec (YAML) spans robots x set-ups (resolution, rate) x estimators x model errors x fault
+rates x seeds; each combination is one item: the estimator tuned on its set-up's tuning motion (the
+GA or the grid search, ``tune: true``) or with its default/paper gains, then evaluated on the test
+motion, under lost samples and at a switch-on (host_tools.studies.evaluate). Items are pure: an
+item's result depends only on its fields and the description's text, so it is the same on any worker
+(with the same pinned numpy, CasADi and libm: docs/cluster.md) and may be retried after a lost node.
+
+The store (stdlib sqlite3, WAL journal) holds one row per finished item, written in its own
+transaction as the item completes; a rerun skips the rows present, so an interrupted study loses at
+most the items in flight. A row's key is the item's canonical JSON, which includes the description's
+hash and every setting: a changed spec or description makes new rows, never mixes old ones in.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, as_completed
+from contextlib import closing, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from codegen.blocks import registry
+from codegen.errors import DescriptionError
+from codegen.model.yamlio import Located, Path_t, load_yaml, number
+from host_tools.bindings.source import RobotSource
+from host_tools.studies.cluster import InlineExecutor
+from host_tools.studies.evaluate import SEED000_SETUPS, Setup, evaluate
+
+SPEC_KEYS = {
+    "robots",
+    "setups",
+    "estimators",
+    "model_errors",
+    "faults",
+    "seeds",
+    "tune",
+    "tune_faults",
+    "generations",
+    "gains",
+}
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    key TEXT PRIMARY KEY,        -- the item's canonical JSON (StudyItem.key)
+    robot TEXT NOT NULL,
+    resolution_mdeg REAL NOT NULL,
+    rate_hz REAL NOT NULL,
+    estimator TEXT NOT NULL,
+    model_error REAL NOT NULL,
+    faults REAL NOT NULL,
+    seed INTEGER NOT NULL,
+    result TEXT NOT NULL,        -- the estimator's entry of the evaluation JSON (sorted keys)
+    seconds REAL NOT NULL,       -- the item's time on its worker (timing: not part of the result)
+    finished TEXT NOT NULL       -- UTC, ISO 8601
+)
+"""
+
+
+@dataclass(frozen=True)
+class StudyItem:
+    """One tuning + evaluation: what a worker needs, and nothing else."""
+
+    robot: str  # the name the spec gives (bundled name or file)
+    description: str  # RobotSource.key: the description's hash
+    resolution_mdeg: float
+    rate_hz: float
+    estimator: str
+    model_error: float
+    faults: float
+    seed: int
+    tune: bool
+    tune_faults: bool
+    generations: int
+    gains: str
+
+    @property
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def setup(self, source: RobotSource) -> Setup:
+        return Setup(
+            robot=self.robot,
+            resolution_mdeg=self.resolution_mdeg,
+            rate_hz=self.rate_hz,
+            faults=self.faults,
+            seed=self.seed,
+            tune=self.tune,
+            tune_faults=self.tune_faults,
+            generations=self.generations,
+            model_error=self.model_error,
+            gains=self.gains,
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class Study:
+    file: str
+    items: tuple[StudyItem, ...]
+    sources: dict[str, RobotSource]  # by StudyItem.description
+
+
+def _list(doc: Located, key: str, default: list[Any] | None = None) -> list[Any]:
+    value = doc.data.get(key, default)
+    if value is None:
+        raise doc.error((key,), "is required (a list)")
+    if not isinstance(value, list) or not value:
+        raise doc.error((key,), f"must be a non-empty list, got {value!r}")
+    return value
+
+
+def _setups(doc: Located) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for i, item in enumerate(_list(doc, "setups", ["seed000"])):
+        path: Path_t = ("setups", i)
+        if item == "seed000":
+            out += SEED000_SETUPS
+            continue
+        parts = str(item).split("@")
+        if len(parts) != 2:
+            raise doc.error(path, f"a set-up is RESOLUTION_MDEG@RATE_HZ (e.g. 10@125) or seed000, got {item!r}")
+        out.append((number(doc, path, parts[0]), number(doc, path, parts[1])))
+    return out
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and check a study spec; every error names the file and the field."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise doc.error((), "a study spec is a mapping (robots:, setups:, estimators:, ...)")
+    unknown = sorted(set(doc.data) - SPEC_KEYS)
+    if unknown:
+        raise doc.error((unknown[0],), f"unknown key; the spec's keys are {', '.join(sorted(SPEC_KEYS))}")
+    known = registry.estimators()
+    estimators = _list(doc, "estimators", list(registry.study_estimators()))
+    for i, e in enumerate(estimators):
+        if not isinstance(e, str) or e not in known:
+            raise doc.error(("estimators", i), f"unknown estimator {e!r}; choose from {', '.join(known)}")
+    flags = {}
+    for key in ("tune", "tune_faults"):
+        flags[key] = doc.data.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise doc.error((key,), f"must be true or false, got {flags[key]!r}")
+    generations = doc.data.get("generations", 20)
+    if not isinstance(generations, int) or isinstance(generations, bool):
+        raise doc.error(("generations",), f"must be an integer, got {generations!r}")
+    gains = doc.data.get("gains", "default")
+    seeds = _list(doc, "seeds", [0])
+    for i, s in enumerate(seeds):
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise doc.error(("seeds", i), f"a seed is an integer, got {s!r}")
+    model_errors = [number(doc, ("model_errors", i), v) for i, v in enumerate(_list(doc, "model_errors", [0.0]))]
+    faults = [number(doc, ("faults", i), v) for i, v in enumerate(_list(doc, "faults", [0.1]))]
+    setups = _setups(doc)
+    sources: dict[str, RobotSource] = {}
+    items = []
+    for i, name in enumerate(_list(doc, "robots")):
+        spec = str(name)
+        local = Path(path).parent / spec
+        try:  # a file is found next to the spec; else a bundled name (or a path from here)
+            source = RobotSource.of(local if local.suffix and local.is_file() else spec)
+        except DescriptionError as exc:
+            raise doc.error(("robots", i), str(exc)) from None
+        sources[source.key] = source
+        for (res, rate), est, me, fr, seed in (
+            (s, e, m, f, d) for s in setups for e in estimators for m in model_errors for f in faults for d in seeds
+        ):
+            item = StudyItem(
+                spec, source.key, res, rate, est, me, fr, seed, gains=str(gains), generations=generations, **flags
+            )
+            problems = item.setup(source).problems()
+            if problems:
+                raise doc.error(("robots", i), "; ".join(dict.fromkeys(problems)))
+            items.append(item)
+    return Study(str(path), tuple(dict.fromkeys(items)), sources)
+
+
+def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float]:
+    """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
+    entry, seconds)."""
+    t0 = time.perf_counter()
+    doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
+    return doc["estimators"][item.estimator], time.perf_counter() - t0
+
+
+@contextmanager
+def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """The store, created if absent, in WAL mode (readers, e.g. --report, never block the writer)."""
+    with closing(sqlite3.connect(str(path), isolation_level=None)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(SCHEMA)
+        yield db
+
+
+def done_keys(db: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in db.execute("SELECT key FROM items")}
+
+
+def write_item(db: sqlite3.Connection, item: StudyItem, result: dict[str, Any], seconds: float) -> None:
+    """One finished item, in its own transaction (committed before the next item is looked at)."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+            (
+                item.key,
+                item.robot,
+                item.resolution_mdeg,
+                item.rate_hz,
+                item.estimator,
+                item.model_error,
+                item.faults,
+                item.seed,
+                json.dumps(result, sort_keys=True),
+                seconds,
+            ),
+        )
+
+
+def run_study(
+    study: Study,
+    db: sqlite3.Connection,
+    executor: Executor,
+    progress: Callable[[int, int, StudyItem | None], None] | None = None,
+) -> int:
+    """Run the items not yet in the store through ``executor``, writing each as it completes;
+    ``progress(done, total, item just finished)``. Returns the number of items run now."""
+    done = done_keys(db)
+    todo = [it for it in study.items if it.key not in done]
+    total, finished = len(study.items), len(study.items) - len(todo)
+    if progress is not None:
+        progress(finished, total, None)
+    futures: dict[Future[tuple[dict[str, Any], float]], StudyItem] = {
+        executor.submit(run_item, it, study.sources[it.description]): it for it in todo
+    }
+    try:
+        for fu in as_completed(futures):
+            item = futures[fu]
+            result, seconds = fu.result()
+            write_item(db, item, result, seconds)
+            finished += 1
+            if progress is not None:
+                progress(finished, total, item)
+    finally:
+        for fu in futures:
+            fu.cancel()
+    return len(todo)
+
+
+def stored(db: sqlite3.Connection, study: Study) -> list[tuple[StudyItem, dict[str, Any], float]]:
+    """The study's items found in the store, in the spec's order: (item, result, seconds)."""
+    rows = {k: (json.loads(r), s) for k, r, s in db.execute("SELECT key, result, seconds FROM items")}
+    return [(it, *rows[it.key]) for it in study.items if it.key in rows]
