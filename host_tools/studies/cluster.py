@@ -66,13 +66,14 @@ def open_executor(scheduler: str | None, workers: int | None = None) -> Iterator
     m = LOCAL.match(scheduler)
     if m is not None:
         # one thread per worker process: the generated C and CasADi run one item at a time each;
-        # no dashboard (it needs bokeh and a port); Dask's own logging only for errors
+        # its HTTP server on a free port (not 8787, which a running cluster may hold); Dask's own logging
+        # only for errors
         with (
             LocalCluster(
                 n_workers=int(m.group(1)),
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=None,
+                dashboard_address=":0",
                 silence_logs=logging.ERROR,
             ) as cluster,
             Client(cluster) as client,

@@ -158,7 +158,13 @@ def load_study(path: str | Path) -> Study:
         if not isinstance(s, int) or isinstance(s, bool):
             raise doc.error(("seeds", i), f"a seed is an integer, got {s!r}")
     model_errors = [number(doc, ("model_errors", i), v) for i, v in enumerate(_list(doc, "model_errors", [0.0]))]
+    for i, v in enumerate(model_errors):
+        if not v > -1:
+            raise doc.error(("model_errors", i), f"a model error e scales the parameters by 1 + e > 0, got {v:g}")
     faults = [number(doc, ("faults", i), v) for i, v in enumerate(_list(doc, "faults", [0.1]))]
+    for i, v in enumerate(faults):
+        if not 0 <= v < 1:
+            raise doc.error(("faults", i), f"a fault rate is the fraction of samples lost, in [0, 1), got {v:g}")
     setups = _setups(doc)
     sources: dict[str, RobotSource] = {}
     items = []
