@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
 
 if TYPE_CHECKING:
     from codegen.model.robot import Robot
@@ -42,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
+    add_scheduler(x)  # the random starts as items (default: one after the other, here)
     x.set_defaults(handler=run)
 
 
@@ -65,20 +67,22 @@ def run(args: argparse.Namespace) -> int:
         torque_limits=args.torque_limits,
         grid=args.grid,
     )
-    problems = settings.problems()
+    problems = settings.problems() + [p for p in [scheduler_problem(args)] if p]
     if problems:
         console.print("manipgen: error: " + "; ".join(problems))
         return 2
     robot = robot_of(args)
     ts = args.sample_period or robot.sample_period
     try:
-        with Bars(console) as bar:
+        with Bars(console) as bar, executor_for(args.scheduler) as executor:
             task = bar.add_task("random starts", total=settings.starts)
             result = design(
                 robot,
                 settings,
                 progress=lambda k, n, best: bar.update(task, completed=k, info=f"best {settings.objective} {best:.4g}"),
                 stage=args.stage,
+                executor=executor,
+                source=source_of(args) if executor is not None else None,
             )
         written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
     except (ValueError, RuntimeError, OSError) as exc:

@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from host_tools.cli.progress import stage
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -121,6 +122,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "model.params, model.coulomb_scale and friction terms fric.* for the description's C) (--method: "
         "output_error.{json,md} and output_error_autocorrelation.png)",
     )
+    add_scheduler(d)  # the physical fit's starts; output error's simulations (default: here; threads)
     d.set_defaults(handler=run)
 
 
@@ -148,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
 
     console = Console(stderr=True, soft_wrap=True)
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}")
+        return 2
     if args.synthetic == bool(args.data):
         console.print(
             "manipgen: error: give a DATA log (an excitation run with --excitation, or a recorded run) "
@@ -216,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         robot = load_robot(args.robot)
         start = parse_start_position(args.start_position, robot) if args.start_position else None
-        with stage(console, "identifying ...") as status:
+        with stage(console, "identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
                 require_absolute_positions(robot, start)
                 doc, arrays, _ = synthetic(
@@ -231,7 +237,14 @@ def run(args: argparse.Namespace) -> int:
                 for line in checks.lines():
                     console.print(f"manipgen: check: {line}")
                 doc, arrays = run(
-                    args.robot, log, exc, validate, settings, stage=lambda s: status.update(s), checks=checks
+                    args.robot,
+                    log,
+                    exc,
+                    validate,
+                    settings,
+                    stage=lambda s: status.update(s),
+                    checks=checks,
+                    executor=executor,
                 )
         written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
     except (ValueError, LogError, CsvError, OSError, RuntimeError, DescriptionError) as exc_:
@@ -285,7 +298,7 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
             raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
         found = None
-        with out.status("identifying ...") as status:
+        with out.status("identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
                 opts = OESynthetic(seed=args.seed)
                 status.update("simulating the closed-loop run (loopback)")
@@ -341,6 +354,7 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
                     args.seed,
                     truth,
                     stage=lambda s: status.update(s),
+                    executor=executor,
                 )
             except ValueError as err:
                 text = str(err)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,11 +95,12 @@ def run(
     physical: PhysicalSettings = PhysicalSettings(),
     stage: Stage = lambda _: None,
     checks: InputChecks | None = None,
+    executor: Executor | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Identify from an excitation log (or, ``exc`` None, a recorded non-periodic run: validated
     against its measured torque as it is); returns (the JSON document, arrays for the figures).
     ``checks``: the input checks' findings on the logs; their flagged samples are left out unless
-    ``checks.keep_flagged``."""
+    ``checks.keep_flagged``; ``executor``: where the physical fit's starts run (default: here)."""
     robot = load_robot(spec)
     rigid_only(robot, spec)
     check_inputs(robot, log, exc, validate)
@@ -169,6 +170,7 @@ def run(
                 span,
                 extra=extra,
                 start=None if start is None else start.x,
+                executor=executor,
             )
             if start is not None:
                 result.starts = start.starts + result.starts

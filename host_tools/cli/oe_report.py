@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -187,13 +188,15 @@ def identify_closed_loop(
     seed: int = 0,
     truth: np.ndarray | None = None,
     stage: Stage = lambda _: None,
+    executor: Executor | None = None,
 ) -> tuple[dict[str, Any], dict[str, Result]]:
     """IDIM-LS first (the reference, the essential set and, with init='idim-ls', the start), then the
-    chosen methods from the same start. Returns (JSON document, results by method)."""
+    chosen methods from the same start. Returns (JSON document, results by method). ``executor``:
+    where the sensitivities' simulations run (default: threads here)."""
     t0 = time.perf_counter()
     stage("building the closed-loop model")
     model = ClosedLoopModel(spec, data.sample_period)
-    ident = Identification(model, loop, data, settings)
+    ident = Identification(model, loop, data, settings, executor)
     stage("IDIM-LS (band-pass, parallel filter, decimation)")
     ref, essential = ident.idim_ls()
     kept = essential if parameters == "essential" else list(range(model.n_base))

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from host_tools.bindings.source import RobotSource
 
 HELP = (
     "where the fanned-out work runs: local:N (a Dask cluster of N worker processes here) or a running "
@@ -24,3 +32,23 @@ def scheduler_problem(args: argparse.Namespace) -> str | None:
     except SchedulerError as exc:
         return str(exc)
     return None
+
+
+def source_of(args: argparse.Namespace) -> RobotSource:
+    """The description of add_robot_arguments' arguments, as work items carry it."""
+    from host_tools.bindings.source import RobotSource
+
+    return RobotSource.of(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
+
+
+@contextmanager
+def executor_for(scheduler: str | None) -> Iterator[Executor | None]:
+    """--scheduler's executor, or None without the option: the command's own local default (its
+    items one after the other, or threads, where that is what it did before clusters)."""
+    if scheduler is None:
+        yield None
+        return
+    from host_tools.studies.cluster import open_executor
+
+    with open_executor(scheduler) as executor:
+        yield executor

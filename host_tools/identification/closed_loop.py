@@ -28,6 +28,7 @@ from host_tools.bindings.build import build, cache_root, locked
 from host_tools.bindings.compiled import generated_folder, generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.rt import Realtime
+from host_tools.bindings.source import RobotSource
 from host_tools.identification.least_squares import model
 
 
@@ -117,7 +118,12 @@ def oesim_folder(spec: str | Path, sample_period: float | None = None) -> Path:
 class ClosedLoopModel:
     """The generated closed-loop simulation of one robot, parameterised by base parameters."""
 
-    def __init__(self, spec: str | Path, sample_period: float | None = None) -> None:
+    def __init__(self, spec: str | Path | RobotSource, sample_period: float | None = None) -> None:
+        """``spec``: a bundled name, a description file, or the description's text (a work item's,
+        host_tools.bindings.source: loaded from this machine's cache)."""
+        self.source = spec if isinstance(spec, RobotSource) else RobotSource.of(spec)
+        if isinstance(spec, RobotSource):
+            spec = spec.robot().file
         self.robot = load_robot(spec)
         self.ident = model(self.robot)
         mod, manifest = build(oesim_folder(spec, sample_period))

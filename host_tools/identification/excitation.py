@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.excitation import fourier_function, jerk_function, samples_per_period, start_conditions
 from codegen.symbolic.params import base_parameters
+from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 
 OBJECTIVES = ("cond", "logdet")
@@ -278,23 +280,8 @@ def stage_regressor(robot: Robot, stage: str) -> tuple[cs.Function, int]:
     return cs.Function("y", [dyn.q, dyn.qd, dyn.qdd, jerk], [cs.cse(dyn.regressor(list(base.columns)))]), base.n_base
 
 
-def design(
-    robot: Robot,
-    settings: ExciteSettings = ExciteSettings(),
-    progress: Callable[[int, int, float], None] | None = None,
-    stage: str = "load",
-) -> DesignResult:
-    """Optimise the excitation (see the module docstring); progress(start, starts, best cond).
-    ``stage``: the regressor it excites (stage_regressor: load, or an elastic arm's actuator)."""
-    problems = settings.problems()
-    if problems:
-        raise ValueError("; ".join(problems))
-    t_start = time.perf_counter()
-    if settings.torque_limits and robot.elastic:
-        raise ValueError(
-            f"{robot.name} has series-elastic joints: --torque-limits bounds the links' torque, "
-            "not the motors'; leave it out"
-        )
+def _nlp(robot: Robot, settings: ExciteSettings, stage: str) -> tuple[cs.Function, np.ndarray, np.ndarray]:
+    """IPOPT on the design problem (module docstring) and its constraint bounds (lbg, ubg)."""
     lim = _limits(robot, settings)
     n, L, N = robot.dof, settings.harmonics, settings.grid
     dyn = Dynamics(robot)
@@ -347,28 +334,97 @@ def design(
             "ipopt.tol": 1e-8,
         },
     )
+    return solver, lbg, ubg
+
+
+def _solve(nlp: tuple[cs.Function, np.ndarray, np.ndarray], x0: np.ndarray) -> dict[str, Any]:
+    """One start: the solution x, the objective, IPOPT's status, the largest constraint violation."""
+    t0 = time.perf_counter()
+    solver, lbg, ubg = nlp
+    sol = solver(x0=x0, lbg=lbg, ubg=ubg)
+    gv = np.array(sol["g"]).ravel()
+    return {
+        "x": np.array(sol["x"]).ravel(),
+        "objective": float(sol["f"]),
+        "status": solver.stats()["return_status"],
+        "violation": float(np.max(np.r_[lbg - gv, gv - ubg, 0.0])),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+_NLPS: dict[tuple[str, ExciteSettings, str], tuple[cs.Function, np.ndarray, np.ndarray]] = {}
+
+
+def excite_start(source: RobotSource, settings: ExciteSettings, stage: str, x0: np.ndarray) -> dict[str, Any]:
+    """One random start as a pure work item (any executor, any machine): the problem is built from
+    the description's text once per worker process."""
+    key = (source.key, settings, stage)
+    if key not in _NLPS:
+        _NLPS[key] = _nlp(source.robot(), settings, stage)
+    return _solve(_NLPS[key], x0)
+
+
+def start_points(robot: Robot, settings: ExciteSettings) -> list[np.ndarray]:
+    """The random starts, drawn in order from the seed: velocity amplitudes about a quarter of each
+    limit spread over the harmonics, positions mid-range."""
+    lim = _limits(robot, settings)
+    n, L = robot.dof, settings.harmonics
     mid = (lim["q_min"] + lim["q_max"]) / 2
     rng = np.random.default_rng(settings.seed)
-    best: tuple[float, np.ndarray] | None = None
-    starts = []
-    for k in range(settings.starts):
-        t0 = time.perf_counter()
-        # a random start: velocity amplitudes about a quarter of each limit spread over the harmonics
-        x0 = np.concatenate(
+    return [
+        np.concatenate(
             [
                 rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
                 rng.uniform(-1, 1, (n, L)).ravel("F") * np.tile(lim["qd"] / (2 * L), L),
                 mid,
             ]
         )
-        sol = solver(x0=x0, lbg=lbg, ubg=ubg)
-        xs = np.array(sol["x"]).ravel()
-        viol = float(np.max(np.r_[lbg - np.array(sol["g"]).ravel(), np.array(sol["g"]).ravel() - ubg, 0.0]))
-        f = float(sol["f"])
-        status = solver.stats()["return_status"]
-        starts.append({"objective": f, "status": status, "violation": viol, "seconds": time.perf_counter() - t0})
+        for _ in range(settings.starts)
+    ]
+
+
+def design(
+    robot: Robot,
+    settings: ExciteSettings = ExciteSettings(),
+    progress: Callable[[int, int, float], None] | None = None,
+    stage: str = "load",
+    executor: Executor | None = None,
+    source: RobotSource | None = None,
+) -> DesignResult:
+    """Optimise the excitation (see the module docstring); progress(start, starts, best cond).
+    ``stage``: the regressor it excites (stage_regressor: load, or an elastic arm's actuator).
+    ``executor``: runs the starts as pure items (excite_start) carrying ``source``, the robot's
+    description (required with it); without one they run here one after the other. The same seed
+    gives the same design either way."""
+    problems = settings.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    t_start = time.perf_counter()
+    if settings.torque_limits and robot.elastic:
+        raise ValueError(
+            f"{robot.name} has series-elastic joints: --torque-limits bounds the links' torque, "
+            "not the motors'; leave it out"
+        )
+    if executor is not None and source is None:
+        raise ValueError("design: an executor needs the description's source (RobotSource) to send")
+    lim = _limits(robot, settings)
+    n, L = robot.dof, settings.harmonics
+    regressor, nb = stage_regressor(robot, stage)
+    x0s = start_points(robot, settings)
+    if executor is None:
+        nlp = _nlp(robot, settings, stage)
+        solved: Iterator[dict[str, Any]] = (_solve(nlp, x0) for x0 in x0s)
+    else:
+        assert source is not None
+        futures = [executor.submit(excite_start, source, settings, stage, x0) for x0 in x0s]
+        solved = (fu.result() for fu in futures)
+    best: tuple[float, np.ndarray] | None = None
+    starts = []
+    for k, sol in enumerate(solved):
+        f, viol = sol["objective"], sol["violation"]
+        starts.append({"objective": f, "status": sol["status"], "violation": viol, "seconds": sol["seconds"]})
         if viol <= 1e-6 and np.isfinite(f) and (best is None or f < best[0]):
-            best = (f, xs)
+            best = (f, sol["x"])
         if progress is not None:
             progress(k + 1, settings.starts, float("nan") if best is None else best[0])
     if best is None:

@@ -11,6 +11,7 @@ parameters are the base parameters (all, or the essential subset of IDIM-LS, oth
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -21,6 +22,7 @@ import numpy as np
 
 from codegen.model.robot import LINK_PARAMS
 from host_tools.bindings.loopback import SimulationError
+from host_tools.bindings.source import RobotSource
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop, Simulation
 from host_tools.identification.least_squares import essential, least_squares
 from host_tools.identification.processing import filtered_derivatives, parallel_decimate
@@ -133,6 +135,8 @@ class Identification:
         settings: OESettings = OESettings(),
         executor: Executor | None = None,
     ) -> None:
+        """``executor``: where the sensitivities' simulations run as pure items (simulated_output),
+        e.g. a Dask cluster's; default: threads here, sharing the loaded model."""
         if abs(data.sample_period - model.sample_period) > 1e-12 * model.sample_period:
             raise ValueError(
                 f"the data are sampled every {data.sample_period:g} s, the model every {model.sample_period:g} s"
@@ -150,13 +154,25 @@ class Identification:
         return self.model.simulate(beta, self.loop, d.q_des, d.qd_des, d.q[0], d.qd_des[0], **kw)  # type: ignore[arg-type]
 
     def _map(self, fn: Callable[[int], np.ndarray], items: int) -> list[np.ndarray]:
-        """Run fn(0..items-1) in parallel threads or on the given (thread-like) executor. Threads, not
-        DESIGN's default process pool: the C releases the GIL, and the work items share the loaded
-        cffi library and the run's arrays, which a process pool would pickle per call."""
-        if self.executor is not None:
-            return list(self.executor.map(fn, range(items)))
+        """Run fn(0..items-1) in parallel threads. Threads, not DESIGN's default process pool, are the
+        local default: the C releases the GIL, and the work items share the loaded cffi library and
+        the run's arrays, which a process pool would pickle per call."""
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(fn, range(items)))
+
+    def _items(
+        self, betas: list[np.ndarray], output: Literal["q", "tau"], cols: list[list[int]] | None
+    ) -> list[np.ndarray]:
+        """On the given executor, as pure items (simulated_output, carrying the description's text,
+        the loop and the run): per beta of ``betas`` the output, or with ``cols`` (one beta) per
+        entry the sensitivities to those columns."""
+        assert self.executor is not None
+        job = OEJob(self.model.source, self.model.sample_period, self.loop, self.data)
+        if cols is not None:
+            futures = [self.executor.submit(simulated_output, job, betas[0], output, c) for c in cols]
+        else:
+            futures = [self.executor.submit(simulated_output, job, b, output, None) for b in betas]
+        return [fu.result() for fu in futures]
 
     def sensitivities(
         self, beta: np.ndarray, kept: list[int], output: Literal["q", "tau"], base: Simulation | None = None
@@ -164,10 +180,14 @@ class Identification:
         """d output / d beta[kept], (K, n, len(kept)): exact (forward sensitivities, the columns split
         over the workers) or forward differences (len(kept) + 1 simulations, in parallel)."""
         if self.settings.sensitivities == "exact":
-            groups = [g for g in np.array_split(np.asarray(kept), min(self.workers, len(kept))) if len(g)]
+            groups = [
+                [int(c) for c in g] for g in np.array_split(np.asarray(kept), min(self.workers, len(kept))) if len(g)
+            ]
+            if self.executor is not None:
+                return np.concatenate(self._items([beta], output, groups), axis=2)
 
             def exact(i: int) -> np.ndarray:
-                s = self.simulate(beta, cols=list(groups[i]), dq=output == "q", dtau=output == "tau")
+                s = self.simulate(beta, cols=groups[i], dq=output == "q", dtau=output == "tau")
                 out = s.dq if output == "q" else s.dtau
                 assert out is not None
                 return out
@@ -175,13 +195,18 @@ class Identification:
             return np.concatenate(self._map(exact, len(groups)), axis=2)
         ref = base if base is not None else self.simulate(beta)
         y0 = ref.q if output == "q" else ref.tau
+        h = [self.settings.fd_step * max(abs(beta[i]), 1.0) for i in kept]
+        stepped = []
+        for i, hi in zip(kept, h):
+            b = beta.copy()
+            b[i] += hi
+            stepped.append(b)
+        if self.executor is not None:
+            return np.stack([(y - y0) / hi for y, hi in zip(self._items(stepped, output, None), h)], axis=2)
 
         def column(i: int) -> np.ndarray:
-            b = beta.copy()
-            h = self.settings.fd_step * max(abs(b[kept[i]]), 1.0)
-            b[kept[i]] += h
-            s = self.simulate(b)
-            return ((s.q if output == "q" else s.tau) - y0) / h
+            s = self.simulate(stepped[i])
+            return ((s.q if output == "q" else s.tau) - y0) / h[i]
 
         return np.stack(self._map(column, len(kept)), axis=2)
 
@@ -435,3 +460,36 @@ def description_start(model: ClosedLoopModel, error: float = 0.0, seed: int = 0)
         )
         pi = pi * factor
     return model.ident.base.k @ pi
+
+
+@dataclass(frozen=True)
+class OEJob:
+    """What a worker needs to simulate the closed loop (anywhere: no cffi object, the description
+    as text): the model's description and sample period, the known loop, the run."""
+
+    robot: RobotSource
+    sample_period: float
+    loop: Loop
+    data: OEData
+
+
+_MODELS: dict[tuple[str, float], ClosedLoopModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def simulated_output(job: OEJob, beta: np.ndarray, output: Literal["q", "tau"], cols: list[int] | None) -> np.ndarray:
+    """A pure work item of output error: the simulated ``output`` for beta, or with ``cols`` its
+    sensitivities to those base parameters (K, n, len(cols)). The model is built once per worker."""
+    key = (job.robot.key, job.sample_period)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = ClosedLoopModel(job.robot, job.sample_period)
+    d = job.data
+    s = _MODELS[key].simulate(
+        beta, job.loop, d.q_des, d.qd_des, d.q[0], d.qd_des[0], cols=cols, dq=output == "q", dtau=output == "tau"
+    )
+    if cols is None:
+        return s.q if output == "q" else s.tau
+    out = s.dq if output == "q" else s.dtau
+    assert out is not None
+    return out

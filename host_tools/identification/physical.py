@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 import casadi as cs
 import numpy as np
@@ -107,7 +109,11 @@ def _physical(x: cs.SX, dof: int, n_joint: int) -> tuple[cs.SX, cs.SX]:
     return cs.vertcat(*mu), cs.vertcat(*pi)
 
 
-_SOLVING = threading.Lock()  # the cached solvers are shared: one multi-start at a time per process
+_SOLVING = threading.Lock()  # the cached solvers are shared: one solve at a time per process
+# what _problem builds a solver from (dof, joint parameters, K_base bytes and shape, essential set,
+# IPOPT's iteration limit): all a worker needs besides the data
+Structure = tuple[int, tuple[str, ...], bytes, tuple[int, int], tuple[int, ...], int]
+Bounds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @lru_cache(maxsize=4)
@@ -186,6 +192,7 @@ def retrieve(
     progress: Callable[[int, int, float], None] | None = None,
     extra: np.ndarray | None = None,
     start: np.ndarray | None = None,
+    executor: Executor | None = None,
 ) -> PhysicalResult:
     """seed 004 Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
     least-squares essential parameters (for base_objective). The base parameters the essential set
@@ -195,7 +202,8 @@ def retrieve(
     coefficients fitted together with mu (friction terms), eliminated by variable projection -- the
     objective is |P (tau - Y_e pi_e(mu))| with P the projection off their span, so IPOPT's problem keeps
     its size -- and recovered after; ``start``: one start from this decision vector (a previous
-    solution, e.g. without the extra columns) instead of the random multi-start."""
+    solution, e.g. without the extra columns) instead of the random multi-start; ``executor``: runs
+    the starts as pure items (physical_start; default: one after the other, here)."""
     t_start = time.perf_counter()
     names, lo, hi = bounds(robot, settings)
     t = np.asarray(tau, float).reshape(-1)
@@ -215,17 +223,17 @@ def retrieve(
     )
     lbg = np.r_[settings.mass_range[0] * total, e_lo]
     ubg = np.r_[settings.mass_range[1] * total, e_hi]
-    solver, evaluate = _problem(
+    structure: Structure = (
         robot.dof,
         tuple(_joint_params(robot)),
         np.ascontiguousarray(k_base, float).tobytes(),
-        k_base.shape,
+        (int(k_base.shape[0]), int(k_base.shape[1])),
         tuple(kept),
         settings.max_iter,
     )
+    _, evaluate = _problem(*structure)
     p = np.r_[a.ravel(order="F"), b, tt, scale]
-    with _SOLVING:
-        best, starts = _multi_start(solver, p, lo, hi, lbg, ubg, settings, start, progress)
+    best, starts = _multi_start(structure, p, (lo, hi, lbg, ubg), settings, start, progress, executor)
     if best is None:
         raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
     x_best = np.clip(best[1], lo, hi)
@@ -250,29 +258,52 @@ def retrieve(
     )
 
 
+def physical_start(structure: Structure, p: np.ndarray, bounds: Bounds, x0: np.ndarray) -> dict[str, Any]:
+    """One IPOPT start as a pure work item (any executor, any machine): the solver is built from
+    the problem's structure once per process. ``bounds``: (lo, hi, lbg, ubg)."""
+    solver, _ = _problem(*structure)
+    lo, hi, lbg, ubg = bounds
+    t0 = time.perf_counter()
+    with _SOLVING:
+        sol = solver(x0=x0, p=p, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
+        status = solver.stats()["return_status"]
+    return {
+        "x": np.array(sol["x"]).ravel(),
+        "g": np.array(sol["g"]).ravel(),
+        "f": float(sol["f"]),
+        "status": status,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
 def _multi_start(
-    solver: cs.Function,
+    structure: Structure,
     p: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    lbg: np.ndarray,
-    ubg: np.ndarray,
+    bounds: Bounds,
     settings: PhysicalSettings,
     start: np.ndarray | None,
     progress: Callable[[int, int, float], None] | None,
+    executor: Executor | None,
 ) -> tuple[tuple[float, np.ndarray] | None, list[dict[str, float | str]]]:
     """seed 004 Table 1 lines 3-9: IPOPT from random starts in the box (or from ``start`` once),
-    until ``settings.agreeing`` feasible starts agree; returns (best objective and x, the starts)."""
+    until ``settings.agreeing`` feasible starts agree; returns (best objective and x, the starts).
+    With an executor every start is submitted at once and the results are read in order, stopping
+    where the serial loop stops (the starts after it are cancelled or ignored): the same result."""
     scale = float(p[-1])
+    lo, hi, lbg, ubg = bounds
     rng = np.random.default_rng(settings.seed)
+    # seed 004 Table 1 line 4, drawn in order
+    x0s = [lo + (hi - lo) * rng.uniform(0, 1, len(lo)) for _ in range(settings.starts)] if start is None else [start]
+    if executor is None:
+        solved: Iterator[dict[str, Any]] = (physical_start(structure, p, bounds, x0) for x0 in x0s)
+        futures: list[Future[dict[str, Any]]] = []
+    else:
+        futures = [executor.submit(physical_start, structure, p, bounds, x0) for x0 in x0s]
+        solved = (fu.result() for fu in futures)
     best: tuple[float, np.ndarray] | None = None
     starts: list[dict[str, float | str]] = []
-    for k in range(settings.starts if start is None else 1):
-        t0 = time.perf_counter()
-        x0 = lo + (hi - lo) * rng.uniform(0, 1, len(lo)) if start is None else start  # seed 004 Table 1 line 4
-        sol = solver(x0=x0, p=p, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
-        xs = np.array(sol["x"]).ravel()
-        gv = np.array(sol["g"]).ravel()
+    for k, sol in enumerate(solved):
+        xs, gv = sol["x"], sol["g"]
         # IPOPT keeps bounds to a relative 1e-8 (bound_relax_factor): an absolute 1e-9 rejected every
         # solution of the LWA-4P's real data (IA a few 1e-9 below its bound 0); the kept solution is
         # clipped into the bounds below, so IA >= 0 holds exactly
@@ -282,14 +313,9 @@ def _multi_start(
             and np.all(xs >= lo - FEASIBLE * (1 + np.abs(lo)))
             and np.all(xs <= hi + FEASIBLE * (1 + np.abs(hi)))
         )
-        value = float(np.sqrt(max(float(sol["f"]) / scale, 0.0)))
+        value = float(np.sqrt(max(sol["f"] / scale, 0.0)))
         starts.append(
-            {
-                "objective": value,
-                "status": solver.stats()["return_status"],
-                "feasible": float(feasible),
-                "seconds": time.perf_counter() - t0,
-            }
+            {"objective": value, "status": sol["status"], "feasible": float(feasible), "seconds": sol["seconds"]}
         )
         if feasible and (best is None or value < best[0]):
             best = (value, xs)
@@ -300,4 +326,6 @@ def _multi_start(
                 break
         if progress is not None:
             progress(k + 1, settings.starts, float("nan") if best is None else best[0])
+    for fu in futures:
+        fu.cancel()
     return best, starts
