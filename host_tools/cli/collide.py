@@ -10,6 +10,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
+    add_scheduler(c)  # the observers as items (default: here, one after the other)
     c.set_defaults(handler=run)
 
 
@@ -68,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.collide import CollideSettings, scenario, table
 
     console = Console(stderr=True, soft_wrap=True)
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}")
+        return 2
     if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
         console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")
         return 2
@@ -81,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         shape=args.shape,
     )
     try:
-        with stage(console, "collision scenario ...") as status:
-            doc, arrays = scenario(args.robot, settings, progress=lambda s: status.update(s))
+        with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
+            doc, arrays = scenario(args.robot, settings, progress=lambda s: status.update(s), executor=executor)
         written = write(doc, arrays, Path(args.out)) if args.out else []
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")

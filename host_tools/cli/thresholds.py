@@ -8,6 +8,7 @@ import argparse
 from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
 from host_tools.studies.thresholds import BLOCKS, TARGET
 
 
@@ -71,6 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
+    add_scheduler(t)  # --tune's candidates (default: here, one after the other)
     t.set_defaults(handler=run)
 
 
@@ -83,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
     from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.bindings.source import PipelineSource
     from host_tools.data.checks import check_log, with_settling
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
@@ -96,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     )
 
     console = Console(stderr=True, soft_wrap=True)
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}")
+        return 2
     if not (
         (args.margin is None or args.margin >= 1)
         and 0 < args.target <= 1
@@ -129,8 +136,14 @@ def run(args: argparse.Namespace) -> int:
         leave_out = [None if args.keep_flagged else with_settling(c.flagged, log.sample_period) for c in checks]
         try:
             if args.tune:
-                with stage(console, "tuning the adaptive observer's damping on the run ..."):
-                    tuned = tune_adaptive(rt, log, args.skip, leave_out[0])
+                with (
+                    stage(console, "tuning the adaptive observer's damping on the run ..."),
+                    executor_for(args.scheduler) as executor,
+                ):
+                    pipeline = None
+                    if executor is not None:
+                        pipeline = PipelineSource.of(source_of(args), args.estimator, args.observer)
+                    tuned = tune_adaptive(rt, log, args.skip, leave_out[0], executor, pipeline)
             design = design_thresholds(
                 rt,
                 log,

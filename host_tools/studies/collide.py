@@ -36,7 +36,8 @@ operation):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -50,6 +51,7 @@ from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import Contact, Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
+from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.thresholds import TARGET, design_from_outputs, threshold_along
@@ -210,9 +212,13 @@ def _impacts(
 
 
 def scenario(
-    spec: str, settings: CollideSettings = CollideSettings(), progress: Progress = lambda _: None
+    spec: str,
+    settings: CollideSettings = CollideSettings(),
+    progress: Progress = lambda _: None,
+    executor: Executor | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Returns (the JSON document, arrays for the figure)."""
+    """Returns (the JSON document, arrays for the figure). ``executor``: runs the observers as pure
+    items (observer_item; default: here, one after the other, with progress inside each)."""
     s = settings
     robot = load_robot(spec)
     n = robot.dof
@@ -283,115 +289,23 @@ def scenario(
         "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts],
     }
     arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}, "free_ratio": {}, "impacts": {}}
-    dyn = load(spec)
-    for obs in s.observers:
-        progress(f"{obs}: collision-free motion (threshold design)")
-        estimator, observer = IMU_ENTRIES.get(obs, (kalman.SPEC.name, obs))
-        rt = load_rt(spec, estimator=estimator, observer=observer, controller="computed_torque")
-        imu = Sensors(ImuSensors(seed=s.seed)) if obs in IMU_ENTRIES else None
-        rt.config["model.params"] = model
-        rt.config["det.reaction"] = 0
-        rt.config["det.debounce"] = 1
-        if obs.startswith("adaptive"):
-            rt.config["obs.k_o"] = s.adaptive_gain
-            rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
-        rt.config["det.threshold"] = 1e30
-        free_run = simulate(rt, design, true_params=true, imu=None if imu is None else imu.next())
-        free_out = free_run.out
-        # every later run continues from here: a robot in operation
-        learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1], imu)
-        free = np.abs(free_out["r"])[k_design:]
-        th = design_from_outputs(
-            free_out,
-            k_design,
-            ts,
-            target=s.target,
-            blocks=max(2, s.design_motions),
-            static=s.shape == "static",
-            static_vs=float(rt.config["det.vs"][0]),
-        )
-        for key, value in th.config().items():
-            rt.config[key] = value
-        threshold = th.threshold
-
-        progress(f"{obs}: false alarms on the check motion")
-        out_test = _after(rt, learned, test, true).out
-        level = threshold_along(out_test, th)
-        arrays["free_ratio"][obs] = threshold_ratio(out_test["r"][k0:], level[k0:])
-        false_alarms = rising_edges(any_above(out_test)[k0:])
-        delays: dict[str, list[float | None]] = {}
-        for cutoff in s.cutoffs:
-            progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
-            found: list[float | None] = []
-            for e in s.events:
-                ext = filtered_step(len(collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
-                run = _after(rt, learned, collided, true, tau_ext=ext)
-                ke = int(round(e / ts))
-                hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-                found.append(milliseconds(hits[0], ts) if hits.size else None)
-                if e == s.events[0]:
-                    sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
-                    arrays["runs"][(obs, cutoff)] = (
-                        run.out["r"][sl, s.joint - 1],
-                        ext[sl, s.joint - 1],
-                        threshold_along(run.out, th)[sl, s.joint - 1],
-                    )
-            delays[f"{cutoff:g}"] = found
-        progress(f"{obs}: Hunt-Crossley impacts")
-        impact_delays: dict[str, float | None] = {}
-        for speed, contact in impacts:
-            run = _after(rt, learned, collided, true, contact=contact)
-            ke = int(round(contact.start / ts))
-            hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-            impact_delays[f"{speed:.3g}"] = milliseconds(hits[0], ts) if hits.size else None
-            sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
-            q = run.log.extra["q_true"][sl]
-            label = f"{speed:.3g} m/s"
+    runs = Runs(design, test, collided, impacts, model, true, k_design, k0)
+    source = RobotSource.of(spec)
+    if executor is None:
+        found: Iterator[ObserverResult] = (observer_item(source, s, obs, runs, progress) for obs in s.observers)
+    else:
+        futures = [executor.submit(observer_item, source, s, obs, runs) for obs in s.observers]
+        found = (fu.result() for fu in futures)
+    for obs, got in zip(s.observers, found):
+        progress(f"{obs}: done")
+        doc["observers"][obs] = got.entry
+        arrays["free_ratio"][obs] = got.free_ratio
+        arrays["runs"].update(got.runs)
+        for label, (time_ms, force, estimate, ratio) in got.impacts.items():
             if label not in arrays["impacts"]:  # the plant's motion is the same for every observer
-                force = tip_force_along(
-                    q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, np.array(contact.normal)
-                )
-                arrays["impacts"][label] = ImpactTrace(
-                    label, (np.arange(sl.start, sl.stop) - ke) * ts * 1e3, force, float(np.max(force)), {}, {}
-                )
-            trace = arrays["impacts"][label]
-            trace.estimates[obs] = tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, np.array(contact.normal))
-            trace.ratio[obs] = threshold_ratio(run.out["r"][sl], threshold_along(run.out, th)[sl])
-        detected = [d for v in delays.values() for d in v if d is not None]
-        check = np.abs(out_test["r"][k0:]) / level[k0:]
-        doc["observers"][obs] = {
-            "threshold": threshold.tolist(),
-            "threshold_shape": s.shape,
-            **(
-                {key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")}
-                if s.shape != "static"
-                else {}
-            ),
-            "threshold_mean": level[k0:].mean(axis=0).tolist(),
-            "margin": th.margin,
-            "held_out_worst_ratio": float(th.held_out.max()),
-            "max_collision_free_residual": free.max(axis=0).tolist(),
-            "check_ratio": check.max(axis=0).tolist(),
-            "max_check_residual": np.abs(out_test["r"][k0:]).max(axis=0).tolist(),
-            "delay_ms": {
-                c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v) else None)
-                for c, v in delays.items()
-            },
-            "delays_ms": delays,
-            "median_delay_ms": float(np.median(detected)) if detected else None,
-            "impact_delay_ms": impact_delays,
-            "false_alarms": false_alarms,
-            "missed": sum(d is None for v in delays.values() for d in v)
-            + sum(d is None for d in impact_delays.values()),
-            "events": len(s.cutoffs) * len(s.events) + len(impacts),
-            "qd_qdd": "exact (plant)"
-            if obs.endswith("_measured")
-            else (
-                "IMU-fused estimate (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
-                if obs in IMU_ENTRIES
-                else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed")
-            ),
-        }
+                arrays["impacts"][label] = ImpactTrace(label, time_ms, force, float(np.max(force)), {}, {})
+            arrays["impacts"][label].estimates[obs] = estimate
+            arrays["impacts"][label].ratio[obs] = ratio
     if "momentum" in doc["observers"]:  # each observer's thresholds against momentum's, equal design
         largest = max(doc["observers"]["momentum"]["threshold_mean"])
         for o in doc["observers"].values():
@@ -455,3 +369,139 @@ def table(doc: dict[str, Any]) -> str:
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
     ]
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What every observer's runs share: the motions, the impacts, the model and the plant."""
+
+    design: Trajectory
+    test: Trajectory
+    collided: Trajectory
+    impacts: list[tuple[float, Contact]]
+    model: np.ndarray
+    true: np.ndarray
+    k_design: int
+    k0: int
+
+
+@dataclass
+class ObserverResult:
+    entry: dict[str, Any]  # the observer's JSON entry
+    free_ratio: np.ndarray
+    runs: dict[tuple[str, float], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    impacts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # time, force, estimate, ratio
+
+
+def observer_item(
+    source: RobotSource, s: CollideSettings, obs: str, runs: Runs, progress: Progress = lambda _: None
+) -> ObserverResult:
+    """One observer's threshold design, false alarms, collisions and impacts: a pure work item (any
+    executor, any machine; the pipeline is built from the description's text)."""
+    robot = source.robot()
+    n, ts = robot.dof, robot.sample_period
+    design, test, collided, impacts = runs.design, runs.test, runs.collided, runs.impacts
+    model, true, k_design, k0 = runs.model, runs.true, runs.k_design, runs.k0
+    dyn = load(robot)
+    result = ObserverResult({}, np.zeros(0), {}, {})
+    progress(f"{obs}: collision-free motion (threshold design)")
+    estimator, observer = IMU_ENTRIES.get(obs, (kalman.SPEC.name, obs))
+    rt = load_rt(robot, estimator=estimator, observer=observer, controller="computed_torque")
+    imu = Sensors(ImuSensors(seed=s.seed)) if obs in IMU_ENTRIES else None
+    rt.config["model.params"] = model
+    rt.config["det.reaction"] = 0
+    rt.config["det.debounce"] = 1
+    if obs.startswith("adaptive"):
+        rt.config["obs.k_o"] = s.adaptive_gain
+        rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
+    rt.config["det.threshold"] = 1e30
+    free_run = simulate(rt, design, true_params=true, imu=None if imu is None else imu.next())
+    free_out = free_run.out
+    # every later run continues from here: a robot in operation
+    learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1], imu)
+    free = np.abs(free_out["r"])[k_design:]
+    th = design_from_outputs(
+        free_out,
+        k_design,
+        ts,
+        target=s.target,
+        blocks=max(2, s.design_motions),
+        static=s.shape == "static",
+        static_vs=float(rt.config["det.vs"][0]),
+    )
+    for key, value in th.config().items():
+        rt.config[key] = value
+    threshold = th.threshold
+
+    progress(f"{obs}: false alarms on the check motion")
+    out_test = _after(rt, learned, test, true).out
+    level = threshold_along(out_test, th)
+    result.free_ratio = threshold_ratio(out_test["r"][k0:], level[k0:])
+    false_alarms = rising_edges(any_above(out_test)[k0:])
+    delays: dict[str, list[float | None]] = {}
+    for cutoff in s.cutoffs:
+        progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
+        found: list[float | None] = []
+        for e in s.events:
+            ext = filtered_step(len(collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
+            run = _after(rt, learned, collided, true, tau_ext=ext)
+            ke = int(round(e / ts))
+            hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
+            found.append(milliseconds(hits[0], ts) if hits.size else None)
+            if e == s.events[0]:
+                sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
+                result.runs[(obs, cutoff)] = (
+                    run.out["r"][sl, s.joint - 1],
+                    ext[sl, s.joint - 1],
+                    threshold_along(run.out, th)[sl, s.joint - 1],
+                )
+        delays[f"{cutoff:g}"] = found
+    progress(f"{obs}: Hunt-Crossley impacts")
+    impact_delays: dict[str, float | None] = {}
+    for speed, contact in impacts:
+        run = _after(rt, learned, collided, true, contact=contact)
+        ke = int(round(contact.start / ts))
+        hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
+        impact_delays[f"{speed:.3g}"] = milliseconds(hits[0], ts) if hits.size else None
+        sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
+        q = run.log.extra["q_true"][sl]
+        normal = np.array(contact.normal)
+        result.impacts[f"{speed:.3g} m/s"] = (
+            (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
+            tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
+            tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),
+            threshold_ratio(run.out["r"][sl], threshold_along(run.out, th)[sl]),
+        )
+    detected = [d for v in delays.values() for d in v if d is not None]
+    check = np.abs(out_test["r"][k0:]) / level[k0:]
+    result.entry = {
+        "threshold": threshold.tolist(),
+        "threshold_shape": s.shape,
+        **(
+            {key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")} if s.shape != "static" else {}
+        ),
+        "threshold_mean": level[k0:].mean(axis=0).tolist(),
+        "margin": th.margin,
+        "held_out_worst_ratio": float(th.held_out.max()),
+        "max_collision_free_residual": free.max(axis=0).tolist(),
+        "check_ratio": check.max(axis=0).tolist(),
+        "max_check_residual": np.abs(out_test["r"][k0:]).max(axis=0).tolist(),
+        "delay_ms": {
+            c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v) else None)
+            for c, v in delays.items()
+        },
+        "delays_ms": delays,
+        "median_delay_ms": float(np.median(detected)) if detected else None,
+        "impact_delay_ms": impact_delays,
+        "false_alarms": false_alarms,
+        "missed": sum(d is None for v in delays.values() for d in v) + sum(d is None for d in impact_delays.values()),
+        "events": len(s.cutoffs) * len(s.events) + len(impacts),
+        "qd_qdd": "exact (plant)"
+        if obs.endswith("_measured")
+        else (
+            "IMU-fused estimate (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
+            if obs in IMU_ENTRIES
+            else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed")
+        ),
+    }
+    return result

@@ -28,14 +28,17 @@ envelopes have the lowest sum of means. ``check_thresholds`` replays another run
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 import casadi as cs
 import numpy as np
 
 from codegen.blocks.detect import COEFFICIENTS, level
 from host_tools.bindings.rt import Realtime
+from host_tools.bindings.source import PipelineSource
 from host_tools.data.logs import Log
 
 STANDSTILL_SCALES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # candidate vs, rad/s (m/s if prismatic)
@@ -367,7 +370,14 @@ def require_tunable(rt: Realtime) -> None:
         )
 
 
-def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5, exclude: np.ndarray | None = None) -> Tuned:
+def tune_adaptive(
+    rt: Realtime,
+    log: Log,
+    skip: float = 0.5,
+    exclude: np.ndarray | None = None,
+    executor: Executor | None = None,
+    pipeline: PipelineSource | None = None,
+) -> Tuned:
     """The adaptive observer's damping lambda of Y+ that makes its residual quietest on this
     collision-free run (a grid over 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error
     change, the estimator's q-ddot noise included; lambda -> inf stops adapting, r -> the direct
@@ -375,27 +385,58 @@ def tune_adaptive(rt: Realtime, log: Log, skip: float = 0.5, exclude: np.ndarray
     sum_j max|r_j| / RMS(tau_j), so no joint dominates by its size. The observer gain K and the
     estimator are kept: lowering K (or slowing the estimator) lowers r for any model error but
     slows detection -- and the estimator also feeds the controller. The chosen lambda is left in
-    ``rt.config``. ``exclude``: (K,) samples left out, as in design_thresholds."""
+    ``rt.config``. ``exclude``: (K,) samples left out, as in design_thresholds. ``executor``: the
+    grid's candidates as pure items (lambda_objective) carrying ``pipeline``, rt's generated
+    pipeline (required with it), and rt's config; default: here, one after the other."""
     require_tunable(rt)
-    scale = np.sqrt(np.mean(np.asarray(log.tau, float) ** 2, axis=0))
-    scale = np.where(scale > 0, scale, 1.0)
-
-    def objective() -> float:
-        outs, k0 = replay_residual(rt, log, skip)
-        r = np.abs(np.asarray(outs["r"], float))[_used(len(log), k0, exclude)]
-        return float(np.sum(np.max(r, axis=0) / scale))
-
+    if executor is not None and pipeline is None:
+        raise ValueError("tune_adaptive: an executor needs the pipeline's source (PipelineSource) to send")
     start = float(rt.config["obs.lam"])
-    default = objective()  # a log that does not fit the pipeline fails here, once
-    table = []
-    for lam in ADAPTIVE_LAMBDA_GRID:
-        rt.config["obs.lam"] = lam
-        try:
-            table.append((lam, objective()))
-        except ValueError:  # a diverged candidate (non-finite residual)
-            table.append((lam, float("inf")))
+    config = rt.config.to_dict()
+    default = _objective(rt, log, skip, exclude)  # a log that does not fit the pipeline fails here, once
+    if executor is None:
+        values = [_candidate(rt, log, skip, exclude, lam) for lam in ADAPTIVE_LAMBDA_GRID]
+    else:
+        assert pipeline is not None
+        futures = [
+            executor.submit(lambda_objective, pipeline, config, log, skip, exclude, lam) for lam in ADAPTIVE_LAMBDA_GRID
+        ]
+        values = [fu.result() for fu in futures]
+    table = list(zip(ADAPTIVE_LAMBDA_GRID, values))
     lam, best = min(table, key=lambda row: row[1])
     if best >= default:  # the config as it was is at least as quiet: keep it
         lam, best = start, default
     rt.config["obs.lam"] = lam
     return Tuned(lam, best, default, table)
+
+
+def _objective(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None) -> float:
+    scale = np.sqrt(np.mean(np.asarray(log.tau, float) ** 2, axis=0))
+    scale = np.where(scale > 0, scale, 1.0)
+    outs, k0 = replay_residual(rt, log, skip)
+    r = np.abs(np.asarray(outs["r"], float))[_used(len(log), k0, exclude)]
+    return float(np.sum(np.max(r, axis=0) / scale))
+
+
+def _candidate(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None, lam: float) -> float:
+    rt.config["obs.lam"] = lam
+    try:
+        return _objective(rt, log, skip, exclude)
+    except ValueError:  # a diverged candidate (non-finite residual)
+        return float("inf")
+
+
+_PIPELINES: dict[PipelineSource, Realtime] = {}
+
+
+def lambda_objective(
+    pipeline: PipelineSource, config: dict[str, Any], log: Log, skip: float, exclude: np.ndarray | None, lam: float
+) -> float:
+    """tune_adaptive's objective for one lambda as a pure work item: the pipeline built from the
+    description's text once per worker, ``config`` written into it."""
+    if pipeline not in _PIPELINES:
+        _PIPELINES[pipeline] = pipeline.realtime()
+    rt = _PIPELINES[pipeline]
+    for key, value in config.items():
+        rt.config[key] = value
+    return _candidate(rt, log, skip, exclude, lam)
