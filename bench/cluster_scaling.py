@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -74,6 +75,7 @@ def main() -> int:
     ap.add_argument("--generations", type=int, help="GA generations per tuned item (default 2)")
     args = ap.parse_args()
     spec = dict(QUICK if args.quick else FULL)
+    load = os.getloadavg()[0]  # other work on the machine skews every figure
     if args.generations is not None:
         spec["generations"] = args.generations
     with tempfile.TemporaryDirectory(prefix="cluster_scaling_") as tmp:
@@ -103,6 +105,7 @@ def main() -> int:
         f"Build cache warmed before timing ({warm_s:.0f} s untimed run of {len(warm.items)} items on the default "
         f"pool); the timed runs compiled {'nothing' if not compiled else f'{len(compiled)} new builds (NOT warm)'}."
     )
+    print(f"Machine: {os.cpu_count()} CPUs, 1-min load average {load:.1f} at the start (should be ~0).")
     print("Wall time: run_study only, the cluster already started (its start-up time in the note below).\n")
     print("| scheduler | workers | items | wall s | items/s | speed-up vs local:1 | efficiency | mean worker s/item |")
     print("| --- | --: | --: | --: | --: | --: | --: | --: |")

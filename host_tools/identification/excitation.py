@@ -280,8 +280,12 @@ def stage_regressor(robot: Robot, stage: str) -> tuple[cs.Function, int]:
     return cs.Function("y", [dyn.q, dyn.qd, dyn.qdd, jerk], [cs.cse(dyn.regressor(list(base.columns)))]), base.n_base
 
 
-def _nlp(robot: Robot, settings: ExciteSettings, stage: str) -> tuple[cs.Function, np.ndarray, np.ndarray]:
-    """IPOPT on the design problem (module docstring) and its constraint bounds (lbg, ubg)."""
+Nlp = tuple[cs.Function, np.ndarray, np.ndarray, "_SvdObjective"]
+
+
+def _nlp(robot: Robot, settings: ExciteSettings, stage: str) -> Nlp:
+    """IPOPT on the design problem (module docstring), its constraint bounds (lbg, ubg) and the
+    objective's callback, which must live as long as the solver (CasADi keeps no reference to it)."""
     lim = _limits(robot, settings)
     n, L, N = robot.dof, settings.harmonics, settings.grid
     dyn = Dynamics(robot)
@@ -334,13 +338,13 @@ def _nlp(robot: Robot, settings: ExciteSettings, stage: str) -> tuple[cs.Functio
             "ipopt.tol": 1e-8,
         },
     )
-    return solver, lbg, ubg
+    return solver, lbg, ubg, objective
 
 
-def _solve(nlp: tuple[cs.Function, np.ndarray, np.ndarray], x0: np.ndarray) -> dict[str, Any]:
+def _solve(nlp: Nlp, x0: np.ndarray) -> dict[str, Any]:
     """One start: the solution x, the objective, IPOPT's status, the largest constraint violation."""
     t0 = time.perf_counter()
-    solver, lbg, ubg = nlp
+    solver, lbg, ubg, _ = nlp
     sol = solver(x0=x0, lbg=lbg, ubg=ubg)
     gv = np.array(sol["g"]).ravel()
     return {
@@ -352,7 +356,7 @@ def _solve(nlp: tuple[cs.Function, np.ndarray, np.ndarray], x0: np.ndarray) -> d
     }
 
 
-_NLPS: dict[tuple[str, ExciteSettings, str], tuple[cs.Function, np.ndarray, np.ndarray]] = {}
+_NLPS: dict[tuple[str, ExciteSettings, str], Nlp] = {}
 
 
 def excite_start(source: RobotSource, settings: ExciteSettings, stage: str, x0: np.ndarray) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tooling import require_module
 
 BIN = Path(sys.executable).parent
