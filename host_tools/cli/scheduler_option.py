@@ -25,10 +25,10 @@ def add_scheduler(parser: argparse.ArgumentParser) -> None:
 
 def scheduler_problem(args: argparse.Namespace) -> str | None:
     """The one line to print (exit 2) when --scheduler cannot be used, else None."""
-    from host_tools.studies.cluster import SchedulerError, check_scheduler
+    from host_tools.studies.cluster import SchedulerError, reach_scheduler
 
     try:
-        check_scheduler(args.scheduler)
+        reach_scheduler(args.scheduler)
     except SchedulerError as exc:
         return str(exc)
     return None

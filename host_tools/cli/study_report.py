@@ -66,6 +66,13 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
         f"(median {np.median(seconds) if seconds else 0:.1f} s, longest {max(seconds, default=0):.1f} s).",
     ]
     doc: dict[str, Any] = {"items": len(rows), "total": total, "worker_seconds": sum(seconds), "sections": []}
+    failed = [(it, r["error"]) for it, r, _ in rows if "error" in r]
+    if failed:
+        lines += ["", f"{len(failed)} item(s) could not be evaluated (empty cells below):"]
+        lines += [
+            f"- {it.robot} {it.resolution_mdeg:g}@{it.rate_hz:g} {it.estimator} seed {it.seed}: {e}" for it, e in failed
+        ]
+        doc["errors"] = [{"item": it.key, "error": e} for it, e in failed]
     for key, part in sections.items():
         setups = list(dict.fromkeys((it.resolution_mdeg, it.rate_hz) for it, _, _ in part))
         names = list(dict.fromkeys(it.estimator for it, _, _ in part))
@@ -81,7 +88,8 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
         for quantity, caption in QUANTITIES:
             values: dict[tuple[str, tuple[float, float]], list[float | None]] = defaultdict(list)
             for it, result, _ in part:
-                values[(it.estimator, (it.resolution_mdeg, it.rate_hz))].append(result.get(quantity))
+                if "error" not in result:
+                    values[(it.estimator, (it.resolution_mdeg, it.rate_hz))].append(result.get(quantity))
             lines += ["", caption, "", "| estimator | " + " | ".join(cols) + " |", "| --- |" + " --: |" * len(cols)]
             table = {}
             for n in names:

@@ -52,6 +52,21 @@ def check_scheduler(scheduler: str | None) -> None:
         raise SchedulerError(f"--scheduler needs Dask's distributed scheduler: {INSTALL}") from None
 
 
+def reach_scheduler(scheduler: str | None, timeout: str = "10s") -> None:
+    """check_scheduler, and for an address that a scheduler answers there (SchedulerError if not):
+    before any work starts, not after the first items."""
+    check_scheduler(scheduler)
+    if scheduler is None or LOCAL.match(scheduler):
+        return
+    from distributed import Client
+
+    try:
+        with Client(scheduler, timeout=timeout):
+            pass
+    except OSError as exc:
+        raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answered ({exc})") from None
+
+
 @contextmanager
 def open_executor(scheduler: str | None, workers: int | None = None) -> Iterator[Executor]:
     """The executor for ``scheduler`` (module docstring), shut down (and a local cluster closed) on

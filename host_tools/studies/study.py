@@ -31,6 +31,7 @@ from typing import Any
 from codegen.blocks import registry
 from codegen.errors import DescriptionError
 from codegen.model.yamlio import Located, Path_t, load_yaml, number
+from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.evaluate import SEED000_SETUPS, Setup, evaluate
@@ -191,10 +192,15 @@ def load_study(path: str | Path) -> Study:
 
 def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float]:
     """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
-    entry, seconds)."""
+    entry, seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
+    with its ``error``: the same on every rerun, so it is not retried."""
     t0 = time.perf_counter()
-    doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
-    return doc["estimators"][item.estimator], time.perf_counter() - t0
+    try:
+        doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
+        result = doc["estimators"][item.estimator]
+    except (SimulationError, ValueError) as exc:
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    return result, time.perf_counter() - t0
 
 
 @contextmanager

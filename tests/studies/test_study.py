@@ -141,3 +141,40 @@ def test_items_are_keyed_by_settings_and_description(tmp_path: Path) -> None:
     (tmp_path / "arm.yaml").write_text(robot.replace("\n", "\n\n", 1))  # same arm, other text
     d = load_study(spec).items[0]
     assert c.description != d.description and c.key != d.key
+
+
+def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An item whose evaluation fails (e.g. every grid variant diverges) is a row with its error,
+    so a rerun does not retry it, and the report lists it instead of a value."""
+    import host_tools.studies.study as st
+    from host_tools.bindings.loopback import SimulationError
+    from host_tools.cli.study_report import report
+    from host_tools.studies.cluster import InlineExecutor
+
+    spec = tmp_path / "a.yaml"
+    spec.write_text("robots: [planar2]\nsetups: [10@125]\nestimators: [findiff, movav]\n")
+    study = load_study(spec)
+
+    def fails(*args: object, **kwargs: object) -> object:
+        raise SimulationError("movav: every grid variant made the closed loop diverge")
+
+    real = st.evaluate
+    monkeypatch.setattr(st, "evaluate", lambda s, names, **kw: (fails if names == ("movav",) else real)(s, names, **kw))
+    with st.open_store(tmp_path / "s.sqlite") as db:
+        assert st.run_study(study, db, InlineExecutor()) == 2
+        assert st.run_study(study, db, InlineExecutor()) == 0  # not retried
+        rows = st.stored(db, study)
+    results = {it.estimator: r for it, r, _ in rows}
+    assert results["movav"] == {"error": "SimulationError: movav: every grid variant made the closed loop diverge"}
+    assert results["findiff"]["ise_velocity"] > 0
+    text, doc = report(rows, len(study.items))
+    assert "1 item(s) could not be evaluated" in text and "every grid variant" in text
+    assert doc["sections"][0]["tables"]["ise_velocity"]["findiff"]["10 mdeg, 125 Hz"] == [
+        results["findiff"]["ise_velocity"]
+    ]
+    assert (
+        "movav" not in doc["sections"][0]["tables"]["ise_velocity"]
+        or not doc["sections"][0]["tables"]["ise_velocity"]["movav"]["10 mdeg, 125 Hz"]
+    )
