@@ -10,7 +10,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
-from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -70,9 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.collide import CollideSettings, scenario, table
 
     console = Console(stderr=True, soft_wrap=True)
-    problem = scheduler_problem(args)
-    if problem:
-        console.print(f"manipgen: error: {problem}")
+    if scheduler_refused(args, console):
         return 2
     if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
         console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")

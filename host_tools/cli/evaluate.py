@@ -9,7 +9,7 @@ from codegen.blocks import registry
 from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
-from host_tools.cli.scheduler_option import add_scheduler, scheduler_problem
+from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -107,9 +107,7 @@ def run(args: argparse.Namespace) -> int:
     except OptionError as exc:
         console.print(f"manipgen: error: --estimators: {exc}")
         return 2
-    problem = scheduler_problem(args)
-    if problem:
-        console.print(f"manipgen: error: {problem}")
+    if scheduler_refused(args, console):
         return 2
     if args.log:
         return _evaluate_logs(args, console)

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from host_tools.cli.progress import stage
-from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -150,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
 
     console = Console(stderr=True, soft_wrap=True)
-    problem = scheduler_problem(args)
-    if problem:
-        console.print(f"manipgen: error: {problem}")
+    if scheduler_refused(args, console):
         return 2
     if args.synthetic == bool(args.data):
         console.print(

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from rich.console import Console
+
     from host_tools.bindings.source import RobotSource
 
 HELP = (
@@ -52,3 +54,11 @@ def executor_for(scheduler: str | None) -> Iterator[Executor | None]:
 
     with open_executor(scheduler) as executor:
         yield executor
+
+
+def scheduler_refused(args: argparse.Namespace, console: Console) -> bool:
+    """Print the one line (and return True: exit 2) when --scheduler cannot be used."""
+    problem = scheduler_problem(args)
+    if problem:
+        console.print(f"manipgen: error: {problem}", markup=False, highlight=False)
+    return problem is not None

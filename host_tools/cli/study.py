@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from host_tools.cli.scheduler_option import add_scheduler, scheduler_problem
+from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.study import StudyItem, load_study, open_store, run_study, stored
 
     console = Console(stderr=True, soft_wrap=True)
-    problem = scheduler_problem(args)
-    if problem:
-        console.print(f"manipgen: error: {problem}")
+    if scheduler_refused(args, console):
         return 2
     try:
         study = load_study(args.spec)

@@ -8,7 +8,7 @@ import argparse
 from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
-from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
+from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
 from host_tools.studies.thresholds import BLOCKS, TARGET
 
 
@@ -99,9 +99,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     console = Console(stderr=True, soft_wrap=True)
-    problem = scheduler_problem(args)
-    if problem:
-        console.print(f"manipgen: error: {problem}")
+    if scheduler_refused(args, console):
         return 2
     if not (
         (args.margin is None or args.margin >= 1)
