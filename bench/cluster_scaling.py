@@ -26,7 +26,7 @@ from typing import Any
 
 from host_tools.bindings.build import cache_root
 from host_tools.studies.cluster import open_executor
-from host_tools.studies.study import StudyItem, load_study, open_store, run_study, stored
+from host_tools.studies.study import Stored, StudyItem, load_study, open_store, run_study, stored
 
 FULL: dict[str, Any] = {
     "robots": ["schunk_lwa4p"],
@@ -87,7 +87,7 @@ def main() -> int:
             run_study(warm, db, pool, progress("warm-up (default pool)"))
         warm_s = time.perf_counter() - t0
         before = built()
-        runs: list[tuple[str, int, float, float, list[tuple[StudyItem, dict[str, Any], float]]]] = []
+        runs: list[tuple[str, int, float, float, list[Stored]]] = []
         for scheduler in SCHEDULERS:
             store = Path(tmp) / f"{scheduler.replace(':', '_')}.sqlite"
             t0 = time.perf_counter()
@@ -111,7 +111,7 @@ def main() -> int:
     print("| --- | --: | --: | --: | --: | --: | --: | --: |")
     base = runs[0][3]
     for scheduler, workers, _, wall, rows in runs:
-        mean = sum(s for _, _, s in rows) / len(rows)
+        mean = sum(r.seconds for r in rows) / len(rows)
         speedup = base / wall
         print(
             f"| {scheduler} | {workers} | {len(rows)} | {wall:.1f} | {len(rows) / wall:.3f} | {speedup:.2f}x | "
@@ -126,8 +126,8 @@ def main() -> int:
     per: list[dict[str, list[float]]] = []
     for *_, rows in runs:
         by: dict[str, list[float]] = defaultdict(list)
-        for item, _, s in rows:
-            by[item.estimator].append(s)
+        for row in rows:
+            by[row.item.estimator].append(row.seconds)
         per.append(by)
     total1 = sum(sum(v) for v in per[0].values())
     for est, secs in per[0].items():

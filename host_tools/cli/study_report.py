@@ -19,7 +19,7 @@ import numpy as np
 
 from codegen.emit.files import write_file
 from host_tools.cli import plots
-from host_tools.studies.study import StudyItem
+from host_tools.studies.study import Stored, StudyItem
 
 QUANTITIES = (
     ("ise_velocity", "ISE of the velocity estimate ((rad/s)² s; seed 000 eq. 5, Fig. 9)"),
@@ -27,7 +27,7 @@ QUANTITIES = (
     ("convergence_s", "convergence after a switch-on while moving (s; seed 000 Fig. 7)"),
     ("ise_tracking", "ISE of tracking (rad² s)"),
 )
-Rows = list[tuple[StudyItem, dict[str, Any], float]]
+Rows = list[Stored]
 
 
 def _section(item: StudyItem) -> tuple[str, float, float, bool, bool, int, str]:
@@ -57,16 +57,24 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
     """(markdown, JSON) of the stored items; ``total``: the spec's item count."""
     sections: dict[tuple[str, float, float, bool, bool, int, str], Rows] = defaultdict(list)
     for row in rows:
-        sections[_section(row[0])].append(row)
-    seconds = [s for _, _, s in rows]
+        sections[_section(row.item)].append(row)
+    seconds = [r.seconds for r in rows]
+    cpu = [r.cpu_seconds for r in rows]
     lines = [
         f"# Study: {len(rows)} of {total} items in the store",
         "",
-        f"Worker time: {sum(seconds):.0f} s in all, {np.mean(seconds) if seconds else 0:.1f} s per item "
-        f"(median {np.median(seconds) if seconds else 0:.1f} s, longest {max(seconds, default=0):.1f} s).",
+        f"Worker CPU time: {sum(cpu):.0f} s in all, {np.mean(cpu) if cpu else 0:.1f} s per item "
+        f"(median {np.median(cpu) if cpu else 0:.1f} s, longest {max(cpu, default=0):.1f} s); "
+        f"wall time on the workers {sum(seconds):.0f} s.",
     ]
-    doc: dict[str, Any] = {"items": len(rows), "total": total, "worker_seconds": sum(seconds), "sections": []}
-    failed = [(it, r["error"]) for it, r, _ in rows if "error" in r]
+    doc: dict[str, Any] = {
+        "items": len(rows),
+        "total": total,
+        "worker_seconds": sum(seconds),
+        "worker_cpu_seconds": sum(cpu),
+        "sections": [],
+    }
+    failed = [(r.item, r.result["error"]) for r in rows if "error" in r.result]
     if failed:
         lines += ["", f"{len(failed)} item(s) could not be evaluated (empty cells below):"]
         lines += [
@@ -74,9 +82,9 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
         ]
         doc["errors"] = [{"item": it.key, "error": e} for it, e in failed]
     for key, part in sections.items():
-        setups = list(dict.fromkeys((it.resolution_mdeg, it.rate_hz) for it, _, _ in part))
-        names = list(dict.fromkeys(it.estimator for it, _, _ in part))
-        seeds = sorted({it.seed for it, _, _ in part})
+        setups = list(dict.fromkeys((r.item.resolution_mdeg, r.item.rate_hz) for r in part))
+        names = list(dict.fromkeys(r.item.estimator for r in part))
+        seeds = sorted({r.item.seed for r in part})
         cols = [f"{r:g} mdeg, {f:g} Hz" for r, f in setups]
         entry: dict[str, Any] = {"title": _title(key), "seeds": seeds, "setups": cols, "tables": {}}
         lines += [
@@ -87,7 +95,7 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
         ]
         for quantity, caption in QUANTITIES:
             values: dict[tuple[str, tuple[float, float]], list[float | None]] = defaultdict(list)
-            for it, result, _ in part:
+            for it, result, *_ in part:
                 if "error" not in result:
                     values[(it.estimator, (it.resolution_mdeg, it.rate_hz))].append(result.get(quantity))
             lines += ["", caption, "", "| estimator | " + " | ".join(cols) + " |", "| --- |" + " --: |" * len(cols)]

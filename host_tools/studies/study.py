@@ -26,7 +26,7 @@ from concurrent.futures import Executor, Future, as_completed
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from codegen.blocks import registry
 from codegen.errors import DescriptionError
@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS items (
     faults REAL NOT NULL,
     seed INTEGER NOT NULL,
     result TEXT NOT NULL,        -- the estimator's entry of the evaluation JSON (sorted keys)
-    seconds REAL NOT NULL,       -- the item's time on its worker (timing: not part of the result)
+    seconds REAL NOT NULL,       -- the item's wall time on its worker (timing: not part of the result)
+    cpu_seconds REAL NOT NULL,   -- its worker process's CPU time (what it costs; wall time grows on a busy node)
     finished TEXT NOT NULL       -- UTC, ISO 8601
 )
 """
@@ -190,17 +191,17 @@ def load_study(path: str | Path) -> Study:
     return Study(str(path), tuple(dict.fromkeys(items)), sources)
 
 
-def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float]:
+def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
     """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
-    entry, seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
+    entry, wall seconds, CPU seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
     with its ``error``: the same on every rerun, so it is not retried."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
         result = doc["estimators"][item.estimator]
     except (SimulationError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    return result, time.perf_counter() - t0
+    return result, time.perf_counter() - t0, time.process_time() - c0
 
 
 @contextmanager
@@ -216,12 +217,15 @@ def done_keys(db: sqlite3.Connection) -> set[str]:
     return {row[0] for row in db.execute("SELECT key FROM items")}
 
 
-def write_item(db: sqlite3.Connection, item: StudyItem, result: dict[str, Any], seconds: float) -> None:
+def write_item(
+    db: sqlite3.Connection, item: StudyItem, result: dict[str, Any], seconds: float, cpu_seconds: float
+) -> None:
     """One finished item, in its own transaction (committed before the next item is looked at)."""
     with db:
         db.execute("BEGIN IMMEDIATE")
         db.execute(
-            "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
+            "INSERT OR REPLACE INTO items VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))",
             (
                 item.key,
                 item.robot,
@@ -233,6 +237,7 @@ def write_item(db: sqlite3.Connection, item: StudyItem, result: dict[str, Any], 
                 item.seed,
                 json.dumps(result, sort_keys=True),
                 seconds,
+                cpu_seconds,
             ),
         )
 
@@ -250,14 +255,14 @@ def run_study(
     total, finished = len(study.items), len(study.items) - len(todo)
     if progress is not None:
         progress(finished, total, None)
-    futures: dict[Future[tuple[dict[str, Any], float]], StudyItem] = {
+    futures: dict[Future[tuple[dict[str, Any], float, float]], StudyItem] = {
         executor.submit(run_item, it, study.sources[it.description]): it for it in todo
     }
     try:
         for fu in as_completed(futures):
             item = futures[fu]
-            result, seconds = fu.result()
-            write_item(db, item, result, seconds)
+            result, seconds, cpu_seconds = fu.result()
+            write_item(db, item, result, seconds, cpu_seconds)
             finished += 1
             if progress is not None:
                 progress(finished, total, item)
@@ -267,7 +272,16 @@ def run_study(
     return len(todo)
 
 
-def stored(db: sqlite3.Connection, study: Study) -> list[tuple[StudyItem, dict[str, Any], float]]:
-    """The study's items found in the store, in the spec's order: (item, result, seconds)."""
-    rows = {k: (json.loads(r), s) for k, r, s in db.execute("SELECT key, result, seconds FROM items")}
-    return [(it, *rows[it.key]) for it in study.items if it.key in rows]
+class Stored(NamedTuple):
+    item: StudyItem
+    result: dict[str, Any]
+    seconds: float  # wall, on the worker
+    cpu_seconds: float
+
+
+def stored(db: sqlite3.Connection, study: Study) -> list[Stored]:
+    """The study's items found in the store, in the spec's order."""
+    rows = {
+        k: (json.loads(r), s, c) for k, r, s, c in db.execute("SELECT key, result, seconds, cpu_seconds FROM items")
+    }
+    return [Stored(it, *rows[it.key]) for it in study.items if it.key in rows]

@@ -166,7 +166,8 @@ def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
         assert st.run_study(study, db, InlineExecutor()) == 2
         assert st.run_study(study, db, InlineExecutor()) == 0  # not retried
         rows = st.stored(db, study)
-    results = {it.estimator: r for it, r, _ in rows}
+    results = {r.item.estimator: r.result for r in rows}
+    assert rows[0].item.estimator == "findiff" and rows[0].cpu_seconds > 0 and rows[1].cpu_seconds >= 0
     assert results["movav"] == {"error": "SimulationError: movav: every grid variant made the closed loop diverge"}
     assert results["findiff"]["ise_velocity"] > 0
     text, doc = report(rows, len(study.items))
