@@ -217,11 +217,17 @@ class DefaultsFormatter(argparse.HelpFormatter):
         return text + " (default: %(default)s)"
 
 
+class RawDefaultsFormatter(DefaultsFormatter, argparse.RawDescriptionHelpFormatter):
+    """DefaultsFormatter that keeps the description's and epilog's line breaks (an example file)."""
+
+
 def add_force_options(sub: argparse._SubParsersAction) -> None:
     """``--force`` on every command that writes files (those with an output option), recursively;
-    every command's --help shows the defaults (DefaultsFormatter)."""
+    every command's --help shows the defaults (DefaultsFormatter; a command that asked for its
+    text as written keeps it)."""
     for p in set(sub.choices.values()):
-        p.formatter_class = DefaultsFormatter
+        raw = issubclass(p.formatter_class, argparse.RawDescriptionHelpFormatter)
+        p.formatter_class = RawDefaultsFormatter if raw else DefaultsFormatter
         nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
         for a in nested:
             add_force_options(a)

@@ -44,13 +44,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
     from pathlib import Path
 
     from rich.console import Console
 
     from codegen.errors import DescriptionError
-    from host_tools.studies.study import StudyItem, load_study, open_store, run_study, stored
+    from host_tools.studies.study import (
+        StoreError,
+        WorkerMismatch,
+        load_study,
+    )
 
     console = Console(stderr=True, soft_wrap=True)
     if scheduler_refused(args, console):
@@ -61,13 +64,21 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"manipgen: error: {exc}", markup=False, highlight=False)
         return 2
     store = Path(args.store)
-    if args.report:
-        if not store.is_file():
-            console.print(f"manipgen: error: {store}: no such store (run the study first)")
-            return 2
-        return _report(study, store, Path(args.out) if args.out else store.parent, console)
+    try:
+        if args.report:
+            return _report(study, store, Path(args.out) if args.out else store.parent, console)
+        return _run(args, study, store, console)
+    except (StoreError, WorkerMismatch) as exc:
+        console.print(f"manipgen: error: {exc}", markup=False, highlight=False)
+        return 2
+
+
+def _run(args: argparse.Namespace, study: Study, store: Path, console: Console) -> int:
+    import time
+
     from host_tools.cli.progress import ItemsBar
     from host_tools.studies.cluster import open_executor
+    from host_tools.studies.study import StudyItem, open_store, run_study, stored
 
     t0 = time.perf_counter()
     with open_store(store) as db, ItemsBar(console, "items") as bar:
@@ -98,7 +109,7 @@ def _report(study: Study, store: Path, out: Path, console: Console) -> int:
     from host_tools.cli.study_report import report, write_report
     from host_tools.studies.study import open_store, stored
 
-    with open_store(store) as db:
+    with open_store(store, create=False) as db:
         rows = stored(db, study)
     written = write_report(rows, len(study.items), out)
     print(report(rows, len(study.items))[0], end="")

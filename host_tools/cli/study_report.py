@@ -50,7 +50,7 @@ def _cell(values: list[float | None]) -> str:
     arr = np.asarray(values, float)
     if len(arr) == 1:
         return f"{arr[0]:.4g}"
-    return f"{np.median(arr):.4g} [{arr.min():.3g}, {arr.max():.3g}]"
+    return f"{np.median(arr):.4g} [{arr.min():.4g}, {arr.max():.4g}]"
 
 
 def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
@@ -86,7 +86,7 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
         names = list(dict.fromkeys(r.item.estimator for r in part))
         seeds = sorted({r.item.seed for r in part})
         cols = [f"{r:g} mdeg, {f:g} Hz" for r, f in setups]
-        entry: dict[str, Any] = {"title": _title(key), "seeds": seeds, "setups": cols, "tables": {}}
+        entry: dict[str, Any] = {"title": _title(key), "robot": key[0], "seeds": seeds, "setups": cols, "tables": {}}
         lines += [
             "",
             f"## {_title(key)}",
@@ -110,10 +110,9 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
 
 
 def write_report(rows: Rows, total: int, out: Path) -> list[str]:
-    """report.md, report.json and per section a figure like seed 000 Fig. 9 (median over seeds)."""
+    """report.md, report.json and per section a figure like seed 000 Fig. 9 (median over seeds),
+    linked from report.md under its section."""
     text, doc = report(rows, total)
-    write_file(out / "report.md", text)
-    write_file(out / "report.json", json.dumps(doc, indent=1) + "\n")
     written = ["report.md", "report.json"]
     for entry in doc["sections"]:
         slug = re.sub(r"[^A-Za-z0-9.]+", "_", entry["title"]).strip("_")
@@ -121,12 +120,19 @@ def write_report(rows: Rows, total: int, out: Path) -> list[str]:
         for col in entry["setups"]:
             res, rate = (float(x.split()[0]) for x in col.split(", "))
             ise = {n: {"ise_velocity": _median(v.get(col))} for n, v in entry["tables"]["ise_velocity"].items()}
-            docs.append(
-                {"setup": {"robot": entry["title"], "resolution_mdeg": res, "rate_hz": rate}, "estimators": ise}
-            )
+            setup = {"robot": entry["robot"], "resolution_mdeg": res, "rate_hz": rate}
+            docs.append({"setup": setup, "estimators": ise})
         (out / slug).mkdir(parents=True, exist_ok=True)
         plots.evaluation_setups(docs, out / slug)
-        written.append(f"{slug}/fig9_setups.png")
+        figure = f"{slug}/fig9_setups.png"
+        written.append(figure)
+        heading = f"## {entry['title']}\n"
+        caption = "ISE of the velocity estimate by set-up" + (
+            ", median over the seeds" if len(entry["seeds"]) > 1 else ""
+        )
+        text = text.replace(heading, f"{heading}\n![{caption}]({figure})\n", 1)
+    write_file(out / "report.md", text)
+    write_file(out / "report.json", json.dumps(doc, indent=1) + "\n")
     return written
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -81,18 +83,18 @@ def open_executor(scheduler: str | None, workers: int | None = None) -> Iterator
     m = LOCAL.match(scheduler)
     if m is not None:
         # one thread per worker process: the generated C and CasADi run one item at a time each;
-        # its HTTP server on a free port (not 8787, which a running cluster may hold); Dask's own logging
-        # only for errors
-        with (
-            LocalCluster(
+        # its HTTP server on a free port (not 8787, which a running cluster may hold); Dask's own
+        # logging silenced (a closing cluster logs its workers' lost heartbeats; an item's error reaches the
+        # command through its future)
+        with _children_ignore_sigint():
+            cluster = LocalCluster(
                 n_workers=int(m.group(1)),
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=":0",
-                silence_logs=logging.ERROR,
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+                silence_logs=logging.CRITICAL,
+            )
+        with cluster, Client(cluster) as client:
             yield client.get_executor(pure=False)
         return
     try:
@@ -101,6 +103,21 @@ def open_executor(scheduler: str | None, workers: int | None = None) -> Iterator
         raise SchedulerError(f"--scheduler {scheduler}: no Dask scheduler answered ({exc})") from None
     with client:
         yield client.get_executor(pure=False)
+
+
+@contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Processes started inside ignore SIGINT: they inherit the ignored signal, and Python keeps an
+    ignored SIGINT ignored. Ctrl-C at a terminal reaches the whole process group; the command then
+    closes the cluster itself, instead of every worker printing its KeyboardInterrupt traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class InlineExecutor(Executor):

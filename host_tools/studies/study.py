@@ -18,6 +18,7 @@ hash and every setting: a changed spec or description makes new rows, never mixe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -25,12 +26,17 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, as_completed
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
+import host_tools
 from codegen.blocks import registry
 from codegen.errors import DescriptionError
 from codegen.model.yamlio import Located, Path_t, load_yaml, number
+from host_tools.bindings.compiled import generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
@@ -48,6 +54,8 @@ SPEC_KEYS = {
     "generations",
     "gains",
 }
+# PRAGMA user_version of a store this code writes; a store of another version is refused (one line)
+STORE_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
     key TEXT PRIMARY KEY,        -- the item's canonical JSON (StudyItem.key)
@@ -82,6 +90,8 @@ class StudyItem:
     tune_faults: bool
     generations: int
     gains: str
+    # the generator's and this code's fingerprint: a worker running another manipgen refuses the item
+    code: str = ""
 
     @property
     def key(self) -> str:
@@ -129,7 +139,10 @@ def _setups(doc: Located) -> list[tuple[float, float]]:
         parts = str(item).split("@")
         if len(parts) != 2:
             raise doc.error(path, f"a set-up is RESOLUTION_MDEG@RATE_HZ (e.g. 10@125) or seed000, got {item!r}")
-        out.append((number(doc, path, parts[0]), number(doc, path, parts[1])))
+        res, rate = number(doc, path, parts[0]), number(doc, path, parts[1])
+        if not (res > 0 and np.isfinite(res)) or not 0 < rate <= 100000:
+            raise doc.error(path, f"resolution must be > 0 mdeg and the rate in (0, 100000] Hz, got {item!r}")
+        out.append((res, rate))
     return out
 
 
@@ -152,9 +165,11 @@ def load_study(path: str | Path) -> Study:
         if not isinstance(flags[key], bool):
             raise doc.error((key,), f"must be true or false, got {flags[key]!r}")
     generations = doc.data.get("generations", 20)
-    if not isinstance(generations, int) or isinstance(generations, bool):
-        raise doc.error(("generations",), f"must be an integer, got {generations!r}")
+    if not isinstance(generations, int) or isinstance(generations, bool) or generations < 1:
+        raise doc.error(("generations",), f"must be an integer >= 1, got {generations!r}")
     gains = doc.data.get("gains", "default")
+    if gains not in ("default", "paper"):
+        raise doc.error(("gains",), f"is default or paper (seed 000's tuned gains), got {gains!r}")
     seeds = _list(doc, "seeds", [0])
     for i, s in enumerate(seeds):
         if not isinstance(s, int) or isinstance(s, bool):
@@ -182,7 +197,18 @@ def load_study(path: str | Path) -> Study:
             (s, e, m, f, d) for s in setups for e in estimators for m in model_errors for f in faults for d in seeds
         ):
             item = StudyItem(
-                spec, source.key, res, rate, est, me, fr, seed, gains=str(gains), generations=generations, **flags
+                spec,
+                source.key,
+                res,
+                rate,
+                est,
+                me,
+                fr,
+                seed,
+                gains=str(gains),
+                generations=generations,
+                code=code_fingerprint(),
+                **flags,
             )
             problems = item.setup(source).problems()
             if problems:
@@ -191,10 +217,27 @@ def load_study(path: str | Path) -> Study:
     return Study(str(path), tuple(dict.fromkeys(items)), sources)
 
 
+@cache
+def code_fingerprint() -> str:
+    """The generator's fingerprint and a hash of the host code an item runs (host_tools without its
+    command line and target parts): what an item's result depends on besides its fields (part of
+    the item's key, checked on the worker)."""
+    h = hashlib.sha256(generator_fingerprint().encode())
+    root = Path(host_tools.__file__).parent
+    for path in sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("cli", "target")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
     """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
     entry, wall seconds, CPU seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
     with its ``error``: the same on every rerun, so it is not retried."""
+    if item.code != code_fingerprint():
+        raise WorkerMismatch(
+            "this worker runs another manipgen than the client (code fingerprints differ): install the same "
+            "commit and constraints.txt on every node (docs/cluster.md)"
+        )
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
@@ -204,13 +247,35 @@ def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], floa
     return result, time.perf_counter() - t0, time.process_time() - c0
 
 
+class WorkerMismatch(RuntimeError):
+    """A worker whose manipgen differs from the client's (its results could differ)."""
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or is not this version's study store (one line for the user)."""
+
+
 @contextmanager
-def open_store(path: str | Path) -> Iterator[sqlite3.Connection]:
-    """The store, created if absent, in WAL mode (readers, e.g. --report, never block the writer)."""
-    with closing(sqlite3.connect(str(path), isolation_level=None)) as db:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(SCHEMA)
-        yield db
+def open_store(path: str | Path, create: bool = True) -> Iterator[sqlite3.Connection]:
+    """The store, in WAL mode (readers, e.g. --report, never block the writer); created if absent
+    and ``create``. Any other SQLite file, or a store of another version, is refused (StoreError)."""
+    try:
+        if not create and not Path(path).is_file():
+            raise StoreError(f"{path}: no such store (run the study first)")
+        with closing(sqlite3.connect(str(path), isolation_level=None)) as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            if version != STORE_VERSION and (version or tables):
+                raise StoreError(
+                    f"{path}: not a study store of this manipgen (SQLite user_version {version}, this version "
+                    f"writes {STORE_VERSION}; tables {', '.join(tables) or 'none'}): give another --store"
+                )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(SCHEMA)
+            db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+            yield db
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot use it as a study store ({exc})") from None
 
 
 def done_keys(db: sqlite3.Connection) -> set[str]:

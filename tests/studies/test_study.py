@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tooling import require_module
 
 from codegen.errors import DescriptionError
 from host_tools.studies.study import load_study
@@ -112,6 +113,10 @@ def _rows(store: Path) -> list[str]:
         ("robots: [planar2]\nrobot: [x]\n", "robot"),
         ("setups: [seed000]\n", "robots"),
         ("robots: [planar2]\nfaults: [1.5]\n", "faults[0]"),
+        ("robots: [planar2]\nsetups: [10@0]\n", "setups[0]"),
+        ("robots: [planar2]\nsetups: [-10@125]\n", "setups[0]"),
+        ("robots: [planar2]\ngenerations: 0\n", "generations"),
+        ("robots: [planar2]\ngains: tuned\n", "gains"),
         ("robots: [planar2]\nmodel_errors: [-1]\n", "model_errors[0]"),
     ],
 )
@@ -176,3 +181,73 @@ def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
         results["findiff"]["ise_velocity"]
     ]
     assert doc["sections"][0]["tables"]["ise_velocity"]["movav"]["10 mdeg, 125 Hz"] is None  # no value
+
+
+def test_a_store_that_is_not_this_versions_study_store_is_refused(tmp_path: Path) -> None:
+    """--store: a file that is no SQLite database, another SQLite database, a store of another
+    version or a folder that does not exist: one line, exit 2, nothing written into the file."""
+    spec = tmp_path / "a.yaml"
+    spec.write_text("robots: [planar2]\nsetups: [10@125]\nestimators: [findiff]\n")
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database\n" * 100)
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE people (name TEXT)")
+    old = tmp_path / "old.sqlite"
+    with sqlite3.connect(old) as db:
+        db.execute("CREATE TABLE items (key TEXT PRIMARY KEY, result TEXT)")  # a store from before versions
+    for store, says in (
+        (junk, "cannot use it as a study store"),
+        (other, "not a study store of this manipgen"),
+        (old, "not a study store of this manipgen"),
+        (tmp_path / "no" / "such" / "dir.sqlite", "cannot use it as a study store"),
+    ):
+        before = store.read_bytes() if store.exists() else None
+        for extra in ([], ["--report"]):
+            r = subprocess.run(_study(spec, store, *extra), capture_output=True, text=True, timeout=120)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+            assert says in r.stderr or (extra and "no such store" in r.stderr), r.stderr
+            assert (store.read_bytes() if store.exists() else None) == before
+    with sqlite3.connect(other) as db:
+        assert [t for (t,) in db.execute("SELECT name FROM sqlite_master")] == ["people"]
+
+
+def test_a_worker_with_another_manipgen_refuses_the_item(tmp_path: Path) -> None:
+    """Items carry the client's code fingerprint; a worker whose differs refuses to run them (its
+    results could differ), and the command says so in one line."""
+    import dataclasses
+
+    import host_tools.studies.study as st
+
+    spec = tmp_path / "a.yaml"
+    spec.write_text("robots: [planar2]\nsetups: [10@125]\nestimators: [findiff]\n")
+    study = load_study(spec)
+    item = study.items[0]
+    assert item.code == st.code_fingerprint() and len(item.code) == 16
+    other = dataclasses.replace(item, code="0" * 16)
+    with pytest.raises(st.WorkerMismatch, match="another manipgen"):
+        st.run_item(other, study.sources[item.description])
+
+
+def test_ctrl_c_on_a_local_cluster_prints_one_line(tmp_path: Path) -> None:
+    """SIGINT to the process group (Ctrl-C) while a LocalCluster runs the items: the command closes
+    the cluster and says what is stored; no worker prints a traceback. The rerun completes."""
+    require_module("distributed", "pip install 'manipgen[cluster]'")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.Popen(
+        _study(spec, store, "--scheduler", "local:2"),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None and len(_rows(store)) < 1:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    text = err.decode()
+    assert proc.returncode == 130 and "Traceback" not in text and "interrupted" in text, text
+    r = subprocess.run(_study(spec, store, "--scheduler", "local:2"), capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0 and len(_rows(store)) == 24, r.stderr
