@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
-    add_scheduler(c)  # the observers as items (default: here, one after the other)
+    add_scheduler(c, "observers' runs", "here, one observer after the other")
     c.set_defaults(handler=run)
 
 

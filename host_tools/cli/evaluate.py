@@ -77,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
-    add_scheduler(e)
+    add_scheduler(e, "GA batches and grid variants")
     e.set_defaults(handler=run)
 
 

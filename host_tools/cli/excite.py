@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")
-    add_scheduler(x)  # the random starts as items (default: one after the other, here)
+    add_scheduler(x, "random starts", "here, one after the other")
     x.set_defaults(handler=run)
 
 

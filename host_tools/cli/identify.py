@@ -122,7 +122,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "model.params, model.coulomb_scale and friction terms fric.* for the description's C) (--method: "
         "output_error.{json,md} and output_error_autocorrelation.png)",
     )
-    add_scheduler(d)  # the physical fit's starts; output error's simulations (default: here; threads)
+    add_scheduler(
+        d,
+        "physical fit's starts and output error's simulations",
+        "the starts here one after the other, the simulations in threads",
+    )
     d.set_defaults(handler=run)
 
 

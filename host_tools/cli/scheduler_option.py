@@ -15,14 +15,15 @@ if TYPE_CHECKING:
     from host_tools.bindings.source import RobotSource
 
 HELP = (
-    "where the fanned-out work runs: local:N (a Dask cluster of N worker processes here) or a running "
-    "Dask scheduler's address, tcp://HOST:8786 (default: a process pool on this machine's cores; "
-    "needs pip install 'manipgen[cluster]')"
+    "where the {items} run: local:N (a Dask cluster of N worker processes here) or a running "
+    "Dask scheduler's address, tcp://HOST:8786 (default: {default}; needs pip install 'manipgen[cluster]')"
 )
+POOL = "a process pool on this machine's cores"
 
 
-def add_scheduler(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scheduler", metavar="ADDRESS|local:N", help=HELP)
+def add_scheduler(parser: argparse.ArgumentParser, items: str, default: str = POOL) -> None:
+    """--scheduler; ``items``: what fans out, ``default``: where it runs without the option."""
+    parser.add_argument("--scheduler", metavar="ADDRESS|local:N", help=HELP.format(items=items, default=default))
 
 
 def scheduler_problem(args: argparse.Namespace) -> str | None:

@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--store", required=True, help="SQLite file of finished items (created; a rerun resumes it)")
     s.add_argument("--report", action="store_true", help="make the tables and figures from the store (run nothing)")
     s.add_argument("--out", help="folder of the report (report.md/.json, figures); default: next to the store")
-    add_scheduler(s)
+    add_scheduler(s, "items")
     s.set_defaults(handler=run)
 
 

@@ -72,7 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
-    add_scheduler(t)  # --tune's candidates (default: here, one after the other)
+    add_scheduler(t, "--tune candidates", "here, one after the other")
     t.set_defaults(handler=run)
 
 
