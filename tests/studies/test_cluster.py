@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from tooling import require_module
 
-from host_tools.studies.cluster import SchedulerError, check_scheduler, open_executor
+from host_tools.studies.cluster import SchedulerError, check_scheduler, open_executor, reach_scheduler
 from host_tools.studies.evaluate import Setup, evaluate
 
 # a tuned evaluation small enough for a test: the GA (3 generations of 60) and the grid search
@@ -67,10 +67,11 @@ def external(tmp_path: Path) -> Iterator[External]:
     address = f"tcp://127.0.0.1:{port}"
     logs = tmp_path / "logs"
     logs.mkdir()
+    files = [open(logs / name, "wb") for name in ("scheduler.log", "worker0.log", "worker1.log")]  # noqa: SIM115
     procs = [
         subprocess.Popen(
             [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
-            stdout=open(logs / "scheduler.log", "wb"),  # noqa: SIM115 (closed with the process)
+            stdout=files[0],
             stderr=subprocess.STDOUT,
         )
     ]
@@ -81,8 +82,7 @@ def external(tmp_path: Path) -> Iterator[External]:
         env = {**os.environ, "MANIPGEN_CACHE": str(cache)}
         cmd = [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard", "--no-nanny"]
         cmd += ["--local-directory", str(tmp_path / f"dask{i}"), "--name", f"w{i}"]
-        log = open(logs / f"worker{i}.log", "wb")  # noqa: SIM115 (closed with the process)
-        workers.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
+        workers.append(subprocess.Popen(cmd, env=env, stdout=files[1 + i], stderr=subprocess.STDOUT))
     procs += workers
     try:
         from distributed import Client
@@ -98,6 +98,8 @@ def external(tmp_path: Path) -> Iterator[External]:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+        for f in files:
+            f.close()
 
 
 def _built(cache: Path) -> list[Path]:
@@ -147,6 +149,9 @@ def test_scheduler_option_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(SchedulerError, match="--scheduler"):
             check_scheduler(bad)
     check_scheduler(None)
+    require_module("distributed", "pip install 'manipgen[cluster]'")
+    with pytest.raises(SchedulerError, match="no Dask scheduler answered"):
+        reach_scheduler(f"tcp://127.0.0.1:{_free_port()}", timeout="2s")  # nothing listens there
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if Dask were not installed
     with pytest.raises(SchedulerError, match=r"pip install 'manipgen\[cluster\]'"):
         check_scheduler("local:2")
