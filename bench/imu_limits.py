@@ -9,6 +9,8 @@ qdd the observer was fed. Variants isolate one cause each:
   weigh more), with ideal sensors (no noise, no bias, 30 bits, 16 g: only the sensors' low-pass is
   left), with ideal sensors whose low-pass is at 450 Hz and which the filter takes as exact (the
   best a sampled, band-limited sensor gives); and exact qd, qdd (adaptive_measured);
+- the adaptive observer's momentum form (qd only; the friction's switching enters as its integral over
+  a sample) fed by the Kalman filter, by the BMI055s and by exact qd;
 - the same on a plant whose Coulomb friction is smooth (``--smooth``: tanh with 0.01 rad/s in plant
   and model): the description's sign friction makes the simulated arm's qdd jump by 2 FC / M at every
   velocity reversal, which no band-limited sensor follows.
@@ -59,6 +61,10 @@ VARIANTS: dict[str, tuple[str, str, ImuSensors | None, dict[str, float]]] = {
         TRUSTED,
     ),
     "adaptive, exact qd, qdd": ("kalman", "adaptive_measured", None, {}),
+    # the momentum form (qd only): the friction's switching enters as its integral over a sample
+    "adaptive_momentum, Kalman qd": ("kalman", "adaptive_momentum", None, {}),
+    "adaptive_momentum, IMUs (BMI055, 2 g)": ("imu", "adaptive_momentum", ImuSensors(), {}),
+    "adaptive_momentum, exact qd": ("kalman", "adaptive_momentum_measured", None, {}),
 }
 
 
@@ -108,7 +114,7 @@ def main() -> int:
             measured = obs.endswith("_measured")
             e_qd = "exact" if measured else np.sqrt(((run.out["qd_hat"] - x["qd_true"])[k0:] ** 2).mean(axis=0))
             e_qdd = "exact" if measured else np.sqrt(((run.out["qdd_hat"] - x["qdd_true"])[k0:] ** 2).mean(axis=0))
-            if obs == "momentum":
+            if obs == "momentum" or obs.startswith("adaptive_momentum"):
                 e_qdd = "not used"
 
             def fmt(v: object, digits: int) -> str:

@@ -178,7 +178,9 @@ def assert_strict_and_heap_free(folder: Path, precision: str, tmp_path: Path) ->
                 assert not undefined & DOUBLE_MATH, undefined
 
 
-@pytest.mark.parametrize("observer", ["adaptive", "adaptive_measured", "direct", "direct_measured"])
+@pytest.mark.parametrize(
+    "observer", ["adaptive", "adaptive_measured", "adaptive_momentum_measured", "direct", "direct_measured"]
+)
 @pytest.mark.parametrize("precision", ["double", "float"])
 def test_regressor_observer_pipelines_are_strict_and_heap_free(observer: str, precision: str, tmp_path: Path) -> None:
     """The model-adaptive observer (Cholesky solves, regressor workspace) and the direct residual

@@ -91,6 +91,12 @@ VARIANTS = {
     # the analyzers take minutes over, with the same code shape)
     "planar2-imu-float": ("planar2", "float", RtOptions(estimator=parse_estimator("imu"), observer="adaptive")),
     "planar2-imu-tip": ("planar2", "double", RtOptions(estimator=parse_estimator("imu:tip=1"))),
+    # the adaptive observer's momentum form and a loopback with the measured velocity only
+    "planar2-momentum-form-float": (
+        "planar2",
+        "float",
+        RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum_measured"),
+    ),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),
     "planar2-lsf-constant": (

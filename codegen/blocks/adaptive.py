@@ -51,7 +51,7 @@ import casadi as cs
 import numpy as np
 
 from . import registry
-from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .base import Block, Data, Field, Fn, evaluate, per_joint, sx_function
 from .context import Ctx
 
 
@@ -64,37 +64,19 @@ def build(
     prior: float = 0.1,
     floor: float = 1e-3,
     drift: float = 1.0 / 60.0,
+    integral: bool = False,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
-    seed 001 assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat."""
+    seed 001 assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
+    ``integral``: the momentum form (no qdd; see ``integral_predict``)."""
     n, ts = ctx.n, ctx.ts
-    dyn, base = ctx.dyn, ctx.base
+    base = ctx.base
     nb = base.n_base
     model, pi = ctx.model_inputs()
-    y_fn = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(base.columns))])
-    q, qd, qdd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau", "k_o"))
     dth = cs.SX.sym("dtheta", nb)
     laf = cs.SX.sym("lam_f")
-    y = y_fn(q, qd, qdd)
-    terms, tau_f = ctx.friction_terms()
-    r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
-    gain = 1 - cs.exp(-kk * ts)
     src = motion_source(measured)
-    predict = sx_function(
-        "predict",
-        [
-            ("out.q_hat", q),
-            (src[0], qd),
-            (src[1], qdd),
-            ("in.tau", tau),
-            ("st.obs.dtheta", dth),
-            ("cfg.obs.k_o", kk),
-        ]
-        + model
-        + terms,
-        [("st.obs.y", y), ("out.r", r), ("st.obs.gain", gain), ("st.obs.gain_p", cs.mmin(gain))],
-        "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
-    )
+    predict, own_state = integral_predict(ctx, src[0], dth) if integral else (direct_predict(ctx, src, dth), [])
     pr, fl, dr = cs.SX.sym("prior"), cs.SX.sym("floor"), cs.SX.sym("drift")
     beta = cs.fabs(cs.DM(base.k) @ pi)  # the model's base parameters, |K pi|
     p0 = (pr * cs.fmax(beta, fl * cs.mmax(beta))) ** 2
@@ -104,6 +86,7 @@ def build(
         [("st.obs.p0", p0), ("st.obs.drift", dr * ts * p0)],
         "the prior's variances P_0 (diagonal) and the random walk's growth per sample, drift T P_0",
     )
+    q, dyn = ctx.sym("q"), ctx.dyn
     j = cs.Function("j", [dyn.q], [dyn.tip_jacobian])(q)
     rr = ctx.sym("r")
     wrench = sx_function(
@@ -112,12 +95,13 @@ def build(
         [("st.obs.jjt", j @ j.T + laf * cs.SX.eye(6)), ("out.f_tip", j @ rr)],
         "J J^T + lambda_f I and J r (solved in place for f)",
     )
-    extra = motion_inputs(n) if measured else []
+    extra = (motion_inputs(n)[:1] if integral else motion_inputs(n)) if measured else []  # the momentum form: qd only
     return Block(
         kind="obs",
-        name="adaptive_measured" if measured else "adaptive",
-        doc=__doc__ or "",
+        name=("adaptive_momentum" if integral else "adaptive") + ("_measured" if measured else ""),
+        doc=(__doc__ or "") + ("\n" + INTEGRAL_DOC if integral else ""),
         template="adaptive",
+        options={"integral": integral},
         inputs=extra,
         config=[
             Field(
@@ -180,12 +164,13 @@ def build(
             Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
             Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
             Field("gain_p", "real", (), "workspace: the covariance update's fraction"),
-            Field("y", "real", (nb, n), "workspace: Y_b^T of this sample"),
+            Field("y", "real", (nb, n), "Y_b^T of this sample" + (" (the filtered regressor G^T)" if integral else "")),
             Field("w", "real", (n, nb), "workspace: Y P, then the gain V = L^-1 Y P"),
             Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
             Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
             Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
-        ],
+        ]
+        + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
@@ -193,6 +178,116 @@ def build(
         functions=[predict, prior_fn, wrench],
         reference=reference,
     )
+
+
+def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> Fn:
+    """Seed 001 eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base regressor."""
+    dyn, base = ctx.dyn, ctx.base
+    model, pi = ctx.model_inputs()
+    y_fn = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(base.columns))])
+    q, qd, qdd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "qdd", "tau", "k_o"))
+    y = y_fn(q, qd, qdd)
+    terms, tau_f = ctx.friction_terms()
+    r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
+    gain = 1 - cs.exp(-kk * ctx.ts)
+    return sx_function(
+        "predict",
+        [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk)]
+        + model
+        + terms,
+        [("st.obs.y", y), ("out.r", r), ("st.obs.gain", gain), ("st.obs.gain_p", cs.mmin(gain))],
+        "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
+    )
+
+
+def momentum_regressors(ctx: Ctx) -> cs.Function:
+    """(q, qd) -> (Y_p, Y_beta), the base-column regressors of the generalized momentum
+    p = M(q) qd = dT/dqd = Y_p beta and of beta(q, qd) = g(q) - C(q, qd)^T qd + friction(qd) =
+    Y_beta beta (the momentum observer's terms, codegen.blocks.momentum): both are linear in the
+    standard parameters, so their Jacobians with respect to them are free of the parameters, and the
+    base identity Y = Y[:, columns] K holds for them as for the inverse dynamics' regressor (a
+    direction rnea cannot see has M = 0 and g = 0, so p = 0 and C^T qd = Mdot qd - C qd = 0)."""
+    dyn, cols = ctx.dyn, list(ctx.base.columns)
+    kin = dyn.kinetic_energy(dyn.pi)
+    mom = cs.gradient(kin, dyn.qd)
+    beta = dyn.gravity(dyn.pi) - cs.gradient(kin, dyn.q) + dyn.friction(dyn.qd, dyn.pi)
+    return cs.Function(
+        "yp_yb", [dyn.q, dyn.qd], [cs.jacobian(mom, dyn.pi)[:, cols], cs.jacobian(beta, dyn.pi)[:, cols]]
+    )
+
+
+INTEGRAL_DOC = """Momentum form (``adaptive_momentum``; issue #25: no q-ddot). Eq. 16's r needs q-ddot at the
+sampling instant; a sampled or band-limited q-ddot (an estimator's, an IMU's) misses the jumps of
+Coulomb friction at each velocity reversal and standstill, and r carries M (qdd - qdd_hat), up to
+2 FC per joint for a sample or more. Integrating the dynamics over the sample instead, as the
+momentum observer does, leaves only the friction's integral to approximate:
+  u_k = (p_k - p_{k-1}) / T + (beta_k + beta_{k-1}) / 2 - tau_k    (the mean external torque of the
+        sample; p and beta with the model's parameters, tau the torque applied over the sample; the
+        trapezoid's error is O(T^2 beta-ddot) where beta is smooth, at most FC for the one sample of
+        a reversal),
+  r0_k = a r0_{k-1} + (1 - a) u_k,   a = exp(-K T)   (per joint: the contact low-passed, as the
+        momentum observer's r),
+and the same for the regressor, U_k = (Y_p,k - Y_p,k-1) / T + (Y_beta,k + Y_beta,k-1) / 2,
+G_k = a G_{k-1} + (1 - a) U_k, so that r0 = G beta - (low-passed tau) exactly and a parameter error
+dtheta appears in r0 as -G dtheta. Then r_k = r0_k + G_k dtheta_hat_{k-1} and steps 2-3 above with G
+for Y. Only q and qd are read. With the model exact, r is the first-order low-pass K / (s + K) of the
+contact (the momentum observer's), not the high-pass; the adaptation then removes the fraction
+1 - exp(-K T) a sample of what is left (frozen while a joint is above its threshold). The first
+sample and every in.reset start the low-passes at 0 (r = 0); non-finite inputs restart them too.
+"""
+
+
+def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[Fn, list[Field]]:
+    """The momentum form's r and its filtered regressor G (INTEGRAL_DOC). Of the last sample only
+    what this one needs is kept: D = a G - (1 - a) (Y_p / T - Y_beta / 2) (n x b) and
+    e = a r0 - (1 - a) (p / T - beta / 2) (n), so that G_k = D_{k-1} + (1 - a) (Y_p,k / T + Y_beta,k / 2)
+    and r0_k = e_{k-1} + (1 - a) (p_k / T + beta_k / 2 - tau_k): one n x b matrix carried, and the new
+    D written to the workspace w (copied over D by the template), not over its own input."""
+    n, ts, nb = ctx.n, ctx.ts, ctx.base.n_base
+    model, pi = ctx.model_inputs()
+    q, qd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "tau", "k_o"))
+    # stored (b, n) row-major: an n x b matrix column by column, as CasADi reads it
+    carry = cs.reshape(cs.SX.sym("d", n * nb), n, nb)
+    carry_r, fresh = cs.SX.sym("e", n), cs.SX.sym("restart")
+    yp, yb = momentum_regressors(ctx)(q, qd)
+    terms, tau_f = ctx.friction_terms()
+    p = ctx.call("momentum", q, qd, pi)
+    beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
+    a = cs.exp(-kk * ts)
+    b = 1 - a
+    # restart: the low-passes start at 0 (a selection, so a non-finite carry does not pass through)
+    g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry + cs.diag(b) @ (yp / ts + yb / 2))
+    r0 = cs.if_else(fresh, cs.SX.zeros(n), carry_r + b * (p / ts + beta / 2 - tau))
+    fn = sx_function(
+        "predict",
+        [
+            ("out.q_hat", q),
+            (qd_binding, qd),
+            ("in.tau", tau),
+            ("st.obs.dtheta", dth),
+            ("cfg.obs.k_o", kk),
+            ("st.obs.d", cs.vec(carry)),
+            ("st.obs.e", carry_r),
+            ("st.obs.restart", fresh),
+        ]
+        + model
+        + terms,
+        [
+            ("st.obs.y", g),
+            ("st.obs.w", cs.diag(a) @ g - cs.diag(b) @ (yp / ts - yb / 2)),
+            ("st.obs.e", a * r0 - b * (p / ts - beta / 2)),
+            ("out.r", r0 + g @ dth),
+            ("st.obs.gain", b),
+            ("st.obs.gain_p", cs.mmin(b)),
+        ],
+        "G (stored as G^T), the next sample's D (in w) and e, r and the adaptation's fractions",
+    )
+    state = [
+        Field("d", "real", (nb, n), "D^T: the low-passed regressor's part known from the last sample"),
+        Field("e", "real", (n,), "e: the low-passed residual's part known from the last sample"),
+        Field("restart", "real", (), "1: the low-passes start again this sample (set before predict)"),
+    ]
+    return fn, state
 
 
 def motion_inputs(n: int) -> list[Field]:
@@ -251,14 +346,25 @@ def rls_correct(d: Data) -> None:
 
 
 def reference(d: Data, block: Block) -> None:
+    integral = bool(block.options.get("integral"))
+    restart = bool(d["loc.first"] or d["in.reset"])
+    if integral:  # the low-passes start again: first sample, in.reset or a non-finite carry
+        carried = np.all(np.isfinite(d["st.obs.d"])) and np.all(np.isfinite(d["st.obs.e"]))
+        d["st.obs.restart"] = np.array(float(restart or not carried))
     evaluate(block.fn("predict"), d)
-    restart = d["loc.first"] or d["in.reset"]
+    if integral:
+        d["st.obs.d"] = d["st.obs.w"].reshape(d["st.obs.d"].shape)
+        # non-finite inputs now: no correction, r = 0 (the next sample starts again)
+        finite = np.all(np.isfinite(d["st.obs.y"])) and np.all(np.isfinite(d["out.r"]))
+        restart = bool(d["st.obs.restart"]) or not finite
     if d["loc.first"]:
         evaluate(block.fn("prior"), d)
         d["st.obs.p"] = np.diag(d["st.obs.p0"])
     if restart:  # remove the whole residual seen now, claim no information from it
         d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
         d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
+        if integral:  # the low-passes start at 0 (G = 0: the correction is 0 too)
+            d["st.obs.y"] = np.zeros_like(d["st.obs.y"])
     if not (d["cfg.obs.freeze"] and (d["st.det.collision"] or np.any(d["st.det.above"]))):
         ok = rls_gain(d)
         if ok:
@@ -267,7 +373,7 @@ def reference(d: Data, block: Block) -> None:
             d["st.obs.dtheta"] = np.zeros_like(d["st.obs.dtheta"])
             d["st.obs.p"] = np.diag(d["st.obs.p0"])
     if restart:
-        d["out.r"] = d["out.r"] * 0.0
+        d["out.r"] = np.zeros_like(d["out.r"])
     evaluate(block.fn("wrench"), d)
     f = _solve(d["st.obs.jjt"], d["out.f_tip"])
     d["out.f_tip"] = np.zeros(6) if f is None else f
@@ -288,6 +394,21 @@ registry.register(
         summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
         build=lambda ctx: build(ctx, measured=True),
         window=10,
+        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
+    ),
+    # the momentum form: lambda = 1e-3 N^2 m^2, about the variance of the low-passed residual's floor
+    # (measured, kuka_iiwa14 with the exact model: the trapezoid of the friction at reversals and
+    # the estimator's qd, 0.03 N m RMS), the same with measured and estimated qd
+    registry.Observer(
+        name="adaptive_momentum",
+        summary="model-adaptive observer in momentum form, estimated q-dot (no q-ddot; issue #25)",
+        build=lambda ctx: build(ctx, lam=1e-3, integral=True),
+        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
+    ),
+    registry.Observer(
+        name="adaptive_momentum_measured",
+        summary="model-adaptive observer in momentum form, measured q-dot as input (reads in.qd_meas only)",
+        build=lambda ctx: build(ctx, lam=1e-3, measured=True, integral=True),
         fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
     ),
 )

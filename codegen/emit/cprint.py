@@ -93,6 +93,9 @@ def body(
         elif op in _COMPARE:  # derivatives of fmin/fmax (saturations) select by comparisons
             counts[_COMPARE[op]] += 1
             lines.append(f"w{outs[0]} = (w{ins[0]} {_COMPARE[op]} w{ins[1]}) ? {one} : {zero};")
+        elif op == cs.OP_NOT:  # if_else's other branch
+            counts["!"] += 1
+            lines.append(f"w{outs[0]} = (w{ins[0]} != {zero}) ? {zero} : {one};")
         elif op == cs.OP_IF_ELSE_ZERO:
             counts["?"] += 1
             lines.append(f"w{outs[0]} = (w{ins[0]} != {zero}) ? w{ins[1]} : {zero};")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import jinja2
 
 from codegen import __version__
 from codegen.blocks import imu as imu_block
+from codegen.blocks.base import Field
 from codegen.blocks.encoder import sensor_function
 from codegen.blocks.options import RtOptions, realtime_defaults
 from codegen.blocks.pipeline import build_pipeline
@@ -146,6 +148,11 @@ def static_view(fn: cs.Function, doc: str, precision: Precision) -> dict[str, An
     }
 
 
+def motion_inputs(inputs: Sequence[Field]) -> list[str]:
+    """The pipeline's measured-motion inputs that the loopback fills in from the plant."""
+    return [f.name for f in inputs if f.name in ("qd_meas", "qdd_meas")]
+
+
 def _imu_view(robot: Robot, dyn: Dynamics, est: Any, precision: Precision) -> dict[str, Any] | None:
     """The loopback's simulated IMUs (those the pipeline's imu estimator reads), or None."""
     if est is None or est.name != imu_block.SPEC.name:
@@ -267,7 +274,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
             dict(
                 ctx,
                 max_delay=LOOPBACK_MAX_DELAY,
-                motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
+                motion_inputs=motion_inputs(emitter.pipe.inputs),
                 imu=imu,
             )
         ),
@@ -276,7 +283,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
                 ctx,
                 has_controller=rt_options.controller != "none",
                 sensor=_sensor_view(n, precision),
-                motion_inputs=any(f.name == "qd_meas" for f in emitter.pipe.inputs),
+                motion_inputs=motion_inputs(emitter.pipe.inputs),
                 imu=imu,
                 contact=static_view(
                     contact_function(dyn),

@@ -11,6 +11,7 @@ from codegen.emit.files import write_file
 from host_tools.cli import plots
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,17 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--observers",
         nargs="+",
-        default=[
-            "momentum",
-            "adaptive",
-            "direct",
-            "adaptive_measured",
-            "direct_measured",
-            "adaptive_imu",
-            "adaptive_imu_tip",
-        ],
+        default=list(DEFAULT_OBSERVERS),
         help="residuals to compare (*_measured: exact qd, qdd from the simulator; *_imu: qd, qdd from simulated IMUs, "
-        "one per link (the description's imus:), *_imu_tip: one at the tip; also direct_imu)",
+        "one per link (the description's imus:), *_imu_tip: one at the tip; adaptive_momentum*: the adaptive "
+        "observer in momentum form, qd only; also direct_imu and every registered observer)",
     )
     c.add_argument("--seed", type=int, default=0)
     c.add_argument(

@@ -54,6 +54,7 @@ from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS
 from host_tools.studies.thresholds import TARGET, design_from_outputs, threshold_along
 
 REGISTERED = tuple(n for n, o in registry.observers().items() if o.build is not None)  # every registered one
@@ -63,6 +64,7 @@ IMU_ENTRIES = {
     "adaptive_imu": (imu_block.SPEC.name, "adaptive"),
     "direct_imu": (imu_block.SPEC.name, "direct"),
     "adaptive_imu_tip": (f"{imu_block.SPEC.name}:tip=1", "adaptive"),
+    "adaptive_momentum_imu": (imu_block.SPEC.name, "adaptive_momentum"),
 }
 OBSERVERS = REGISTERED + tuple(IMU_ENTRIES)
 Progress = Callable[[str], None]
@@ -86,7 +88,7 @@ class CollideSettings:
     adaptive_gain: float = 100.0  # seed 001's K (the momentum observer keeps its K_O)
     impact_speeds: tuple[float, ...] = (0.1, 0.25, 0.5)  # m/s, Hunt-Crossley impacts of the tip
     seed: int = 0
-    observers: tuple[str, ...] = OBSERVERS
+    observers: tuple[str, ...] = DEFAULT_OBSERVERS
     friction_error: bool = False  # the model error also on the joint parameters (FV, FC, ...)
     shape: str = "static"  # the thresholds' shape: "static" or "fitted" (design_thresholds)
     target: float = TARGET  # the worst held-out max |r| / threshold the design's margin gives
@@ -314,6 +316,16 @@ def scenario(
     return doc, arrays
 
 
+def motion_label(obs: str) -> str:
+    """Where an observer entry's q-dot (and q-ddot, if it reads one) come from."""
+    needs = "qd" if obs == "momentum" or obs.startswith("adaptive_momentum") else "qd, qdd"
+    if obs.endswith("_measured"):
+        return f"exact {needs} (plant)"
+    if obs in IMU_ENTRIES:
+        return f"IMU-fused {needs} (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
+    return f"Kalman {needs}"
+
+
 @dataclass
 class ImpactTrace:
     """One impact seen by every observer, for ``impact_figure``: times in ms from the contact."""
@@ -496,12 +508,6 @@ def observer_item(
         "false_alarms": false_alarms,
         "missed": sum(d is None for v in delays.values() for d in v) + sum(d is None for d in impact_delays.values()),
         "events": len(s.cutoffs) * len(s.events) + len(impacts),
-        "qd_qdd": "exact (plant)"
-        if obs.endswith("_measured")
-        else (
-            "IMU-fused estimate (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
-            if obs in IMU_ENTRIES
-            else ("Kalman estimate" if obs != "momentum" else "Kalman qd, no qdd needed")
-        ),
+        "qd_qdd": motion_label(obs),
     }
     return result

@@ -170,7 +170,7 @@ def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.n
         )
     if "qd_meas" in (rt.input_dtype.names or ()):
         raise ValueError(
-            f"the {rt.rt_manifest['observer']} observer reads qd_meas and qdd_meas, which the log "
+            f"the {rt.rt_manifest['observer']} observer reads measured motion (in.qd_meas), which the log "
             "format does not carry: use its estimator-fed variant"
         )
     if "det.threshold" not in rt.config.keys():

@@ -69,7 +69,16 @@ from host_tools.studies.thresholds import TARGET, design_from_outputs
 
 BASE_LINK, TIP_LINK = "lbr_iiwa_link_0", "lbr_iiwa_link_7"
 OVERLAY = Path(__file__).parent / "data" / "pybullet_iiwa.yaml"
-OBSERVERS = ("momentum", "adaptive", "direct", "adaptive_measured", "direct_measured", "adaptive_imu")
+OBSERVERS = (
+    "momentum",
+    "adaptive",
+    "direct",
+    "adaptive_measured",
+    "direct_measured",
+    "adaptive_imu",
+    "adaptive_momentum",
+    "adaptive_momentum_measured",
+)
 GRAVITY = -9.81
 BOX_HALF = 0.1  # m: a 20 cm cube
 # its face: a spring-damper (PyBullet's contactStiffness, contactDamping), seed 003's Hunt-Crossley
@@ -450,7 +459,8 @@ def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int 
     a = rt.inputs(len(run.log))
     fill_inputs(a, run.log.inputs())
     if "qd_meas" in (a.dtype.names or ()):
-        fill_inputs(a, {"qd_meas": run.log.extra["qd_true"], "qdd_meas": run.log.extra["qdd_true"]})
+        exact = {"qd_meas": run.log.extra["qd_true"], "qdd_meas": run.log.extra["qdd_true"]}
+        fill_inputs(a, {name: v for name, v in exact.items() if name in (a.dtype.names or ())})
     if "imu_gyro" in (a.dtype.names or ()):
         read = ImuSensors(noise_seed=noise_seed).read(run.imu_exact, rt.sample_period)
         half = read.shape[1] // 2

@@ -20,7 +20,10 @@ from host_tools.data.trajectories import generated_trajectory
 ROBOT = "kuka_iiwa14"
 
 
-@pytest.mark.parametrize("observer", ["adaptive", "adaptive_measured", "direct", "direct_measured"])
+@pytest.mark.parametrize(
+    "observer",
+    ["adaptive", "adaptive_measured", "adaptive_momentum", "adaptive_momentum_measured", "direct", "direct_measured"],
+)
 def test_regressor_observers_match_reference(observer: str) -> None:
     rt = fresh_rt(ROBOT, "kalman", observer, "computed_torque")
     rt.config["det.threshold"] = 1e6
@@ -31,7 +34,8 @@ def test_regressor_observers_match_reference(observer: str) -> None:
     if observer.endswith("_measured"):
         rng = np.random.default_rng(1)
         ins["qd_meas"] = np.cumsum(rng.normal(0, 0.01, (k, 7)), axis=0)
-        ins["qdd_meas"] = rng.normal(0, 1.0, (k, 7))
+        if "qdd_meas" in (rt.input_dtype.names or ()):  # the momentum form reads qd only
+            ins["qdd_meas"] = rng.normal(0, 1.0, (k, 7))
     keys = only_steps(ins)
     keys.update({n: ins[n] for n in ("qd_meas", "qdd_meas") if n in ins})
     out = rt.run(keys)
@@ -58,27 +62,31 @@ def test_lsf_with_acceleration_is_accepted() -> None:
     assert load_rt("planar2", estimator="lsf:n=6,p=2", observer="adaptive").rt_manifest["observer"] == "adaptive"
 
 
-def test_non_finite_inputs_and_reset_restart_the_observer() -> None:
-    """A NaN acceleration at one sample: C and reference agree (a numeric fault: fault = 1, r = 0),
-    and the observer starts again instead of keeping NaN; in.reset starts it afresh too (r = 0)."""
-    rt = fresh_rt(ROBOT, "kalman", "adaptive_measured", "computed_torque")
+@pytest.mark.parametrize("observer", ["adaptive_measured", "adaptive_momentum_measured"])
+def test_non_finite_inputs_and_reset_restart_the_observer(observer: str) -> None:
+    """A NaN motion input at one sample (the acceleration; the momentum form's velocity): C and
+    reference agree (a numeric fault: fault = 1, r = 0), and the observer starts again instead of
+    keeping NaN; in.reset starts it afresh too (r = 0)."""
+    rt = fresh_rt(ROBOT, "kalman", observer, "computed_torque")
     rt.config["det.threshold"] = 1e6
-    ref = reference(ROBOT, "kalman", "adaptive_measured", "computed_torque")
+    ref = reference(ROBOT, "kalman", observer, "computed_torque")
     ref.set_config({"det.threshold": 1e6})
     k = 400
     ins = inputs(k, 7, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=3, tau_scale=20.0)
     rng = np.random.default_rng(2)
     ins["qd_meas"] = rng.normal(0, 0.1, (k, 7))
-    ins["qdd_meas"] = rng.normal(0, 1.0, (k, 7))
-    ins["qdd_meas"][200, 3] = np.nan
+    names = [n for n in ("qd_meas", "qdd_meas") if n in (rt.input_dtype.names or ())] + ["reset"]
+    if "qdd_meas" in names:
+        ins["qdd_meas"] = rng.normal(0, 1.0, (k, 7))
+    ins[names[-2]][200, 3] = np.nan
     ins["reset"] = np.zeros(k, np.uint8)
     ins["reset"][300] = 1  # in.reset restarts the observer: r = 0
     keys = only_steps(ins)
-    keys.update({n: ins[n] for n in ("qd_meas", "qdd_meas", "reset")})
+    keys.update({n: ins[n] for n in names})
     out = rt.run(keys)
     for j in range(k):
         step_in = at(ins, j)
-        step_in.update({n: ins[n][j] for n in ("qd_meas", "qdd_meas", "reset")})
+        step_in.update({n: ins[n][j] for n in names})
         o = ref.step(step_in)
         for name in ("r", "f_tip"):
             c, r = np.asarray(out[name][j], float), np.asarray(o[name], float)
