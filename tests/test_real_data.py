@@ -446,6 +446,28 @@ def test_fitted_thresholds_hold_on_the_other_run(
     assert doc["check"]["false_alarm_samples"] == [0] * 6 and max(doc["check"]["ratio"]) <= 0.85
 
 
+@pytest.mark.parametrize("design_run", ["MovAv", "FinDiff"])
+def test_momentum_form_thresholds_hold_on_the_other_run(design_run: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The adaptive observer's momentum form (#25: q-dot only, the Kalman estimator's) on the real
+    LWA-4P, nominal model, default lambda: thresholds designed on one run flag nothing on the other
+    (worst ratio <= the design's 0.85), and their sum is not above the momentum observer's designed
+    the same way (measured: 54.6 against 55.2 N m on FinDiff, 48.6 against 55.1 on MovAv; eq. 16's
+    form with the Kalman q-ddot: 60.7 on FinDiff). 5 % is allowed over momentum's: the two residuals
+    differ in K (100 against 25 /s) and the real arm's static friction sets both (docs/real-data.md)."""
+    import json
+
+    other = "FinDiff" if design_run == "MovAv" else "MovAv"
+    command = ["thresholds", "schunk_lwa4p", str(RUNS[design_run]), "--check", str(RUNS[other]), "--json"]
+    sums = {}
+    for observer in ("momentum", "adaptive_momentum"):
+        assert main([*command, "--estimator", "kalman", "--observer", observer]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["check"]["false_alarm_samples"] == [0] * 6, observer
+        assert max(doc["check"]["ratio"]) <= 0.85, (observer, doc["check"]["ratio"])
+        sums[observer] = sum(doc["threshold_mean"])
+    assert sums["adaptive_momentum"] <= 1.05 * sums["momentum"], sums
+
+
 def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """manipgen thresholds on the adaptive observer: --tune picks an interior noise variance lambda
     whose thresholds' sum is at most the default's (0.1 N^2 m^2 for the estimator-fed observer) and

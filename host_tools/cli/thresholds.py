@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument(
         "--observer",
-        choices=("momentum", "adaptive", "direct"),
+        choices=("momentum", "adaptive", "adaptive_momentum", "direct"),
         help="the residual to design for (default: the description's)",
     )
     t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")

@@ -366,7 +366,8 @@ def require_tunable(rt: Realtime) -> None:
     if "obs.lam" not in rt.config.keys():
         raise ValueError(
             f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
-            "(--observer adaptive); the momentum observer's only gain is K, its detection bandwidth"
+            "(--observer adaptive or adaptive_momentum); the momentum observer's only gain is K, its detection "
+            "bandwidth"
         )
 
 
