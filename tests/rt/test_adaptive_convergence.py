@@ -60,27 +60,34 @@ def _inputs(rt: Realtime, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: n
     return {name: v for name, v in given.items() if name in (rt.input_dtype.names or ())}
 
 
-def test_turntable_error_decays_at_the_gains_rate(tmp_path: Path) -> None:
+def _turntable(tmp_path: Path, observer: str) -> tuple[Realtime, float, float]:
+    """The turntable's pipeline with the model's inertia 25 % too high, set to adapt throughout:
+    (rt, ZZ1 of the plant, delta = the plant's ZZ1 - the model's)."""
     path = tmp_path / "turntable.yaml"
     path.write_text(TURNTABLE)
     robot = load_robot(str(path))
-    rt = load_rt(str(path), estimator="kalman", observer="adaptive_measured", controller="none")
+    rt = load_rt(str(path), estimator="kalman", observer=observer, controller="none")
     true = robot.standard_parameters()
     wrong = true.copy()
-    wrong[robot.standard_parameter_names.index("ZZ1")] *= 1.5  # the model's inertia 25 % too high
+    wrong[robot.standard_parameter_names.index("ZZ1")] *= 1.5
     m = identification_model(robot)
     assert list(m.names) == ["ZZ1"]  # one base parameter: about the axis, zz + m (x^2 + y^2) = 0.2 kg m^2
     zz_true, zz_model = float(m.base.values(true)[0]), float(m.base.values(wrong)[0])
-    delta = zz_true - zz_model
-    ts = rt.sample_period
     rt.config["model.params"] = wrong
     rt.config["obs.k_o"] = K_O
-    # lambda far below Y P Y^T over the window (P shrinks by 1 - g a sample from (0.1 ZZ1)^2 = 4e-4,
-    # qdd >= 0.1): 1 - lambda / (Y P Y^T + lambda) < 2e-9 at every sample, so each sample removes g
-    # of e_O to a relative 2e-9; no drift (P's growth would change nothing here but is left out)
+    # lambda far below the regressor's Y P Y^T over the window (P shrinks by 1 - g a sample from
+    # (0.1 ZZ1)^2 = 4e-4; |Y| >= 6e-3 from the first informative sample on): 1 - lambda / (Y P Y^T +
+    # lambda) < 2e-9 at every sample, so each sample removes g of e_O to a relative 2e-9; no drift
+    # (P's growth would change nothing here but is left out)
     rt.config["obs.lam"] = 1e-16
     rt.config["obs.drift"] = 0.0
     rt.config["det.threshold"] = 0.0  # no detection: the observer adapts throughout
+    return rt, zz_true, zz_true - zz_model
+
+
+def test_turntable_error_decays_at_the_gains_rate(tmp_path: Path) -> None:
+    rt, zz_true, delta = _turntable(tmp_path, "adaptive_measured")
+    ts = rt.sample_period
     k = 200
     t = np.arange(k) * ts
     w, a = 2 * np.pi * 2.0, 10.0  # qdd = a sin(w t): 0 at the first sample, which then teaches nothing
@@ -106,25 +113,9 @@ def test_turntable_momentum_form_error_decays_at_the_gains_rate(tmp_path: Path) 
     low-passed by a = exp(-K T) from G_0 = 0, r_k = G_k (dtheta_hat_{k-1} - delta), and each sample
     removes g = 1 - a of the parameter error: r_k = -delta G_k (1 - g)^(k - 1), computed here from qd
     alone."""
-    path = tmp_path / "turntable.yaml"
-    path.write_text(TURNTABLE)
-    robot = load_robot(str(path))
-    rt = load_rt(str(path), estimator="kalman", observer="adaptive_momentum_measured", controller="none")
+    rt, zz_true, delta = _turntable(tmp_path, "adaptive_momentum_measured")
     assert "qdd_meas" not in (rt.input_dtype.names or ())  # the momentum form reads no acceleration
-    true = robot.standard_parameters()
-    wrong = true.copy()
-    wrong[robot.standard_parameter_names.index("ZZ1")] *= 1.5
-    m = identification_model(robot)
-    zz_true, zz_model = float(m.base.values(true)[0]), float(m.base.values(wrong)[0])
-    delta = zz_true - zz_model
     ts = rt.sample_period
-    rt.config["model.params"] = wrong
-    rt.config["obs.k_o"] = K_O
-    # lambda far below G P G^T as in the test above (G >= 6e-3 from the first sample on, P >= 4e-4 (1 -
-    # g)^200): each sample removes g of the error to a relative 1e-9
-    rt.config["obs.lam"] = 1e-16
-    rt.config["obs.drift"] = 0.0
-    rt.config["det.threshold"] = 0.0
     k = 200
     t = np.arange(k) * ts
     w, amp = 2 * np.pi * 2.0, 10.0
@@ -140,7 +131,7 @@ def test_turntable_momentum_form_error_decays_at_the_gains_rate(tmp_path: Path) 
         g_reg[i] = a * g_reg[i - 1] + (1 - a) * mean_qdd[i]
     expected = -delta * g_reg * a ** np.maximum(np.arange(k) - 1, 0)
     assert r[0] == 0.0
-    # as above: 200 products of (1 - g rho_i) against (1 - g)^k, relative 200 x 1e-9 at worst; the
+    # as above: 200 products of (1 - g rho_i) against (1 - g)^k, relative 200 x 2e-9 at worst; the
     # difference (qd_k - qd_{k-1}) / T rounds by 2e-16 x 1.6 rad/s / 1e-3 s = 3e-13 rad/s^2, times
     # delta = 0.1 kg m^2: 3e-14 N m, below atol
     np.testing.assert_allclose(r[1:], expected[1:], rtol=1e-6, atol=1e-12)
