@@ -164,7 +164,12 @@ def build(
             Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
             Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
             Field("gain_p", "real", (), "workspace: the covariance update's fraction"),
-            Field("y", "real", (nb, n), "Y_b^T of this sample" + (" (the filtered regressor G^T)" if integral else "")),
+            Field(
+                "y",
+                "real",
+                (nb, n),
+                "workspace: " + ("G^T, the low-passed regressor" if integral else "Y_b^T") + " of this sample",
+            ),
             Field("w", "real", (n, nb), "workspace: Y P, then the gain V = L^-1 Y P"),
             Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
             Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
