@@ -33,7 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "one per link (the description's imus:), *_imu_tip: one at the tip; adaptive_momentum*: the adaptive "
         "observer in momentum form, qd only; also direct_imu and every registered observer)",
     )
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="draw S: the model error's, and the motions' (random excitations S+1..S+5 design the thresholds, "
+        "S+6 is the check motion with the collisions, S+7 the warm-up)",
+    )
     c.add_argument(
         "--friction-error",
         action="store_true",
@@ -61,10 +67,14 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.studies.collide import CollideSettings, scenario, table
+    from host_tools.studies.collide import OBSERVERS, CollideSettings, scenario, table
 
     console = Console(stderr=True, soft_wrap=True)
     if scheduler_refused(args, console):
+        return 2
+    unknown = [o for o in args.observers if o not in OBSERVERS]
+    if unknown:
+        console.print(f"manipgen: error: unknown observer(s) {', '.join(unknown)}; choose from {', '.join(OBSERVERS)}")
         return 2
     if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
         console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")

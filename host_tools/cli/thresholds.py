@@ -27,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--observer",
         choices=("momentum", "adaptive", "adaptive_momentum", "direct"),
-        help="the residual to design for (default: the description's)",
+        help="the residual to design for (default: the description's; the *_measured observers read measured "
+        "motion, which a log does not carry)",
     )
     t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")
     t.add_argument("--config", help="config JSON to start from (gains of the observer, encoders, model)")

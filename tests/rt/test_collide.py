@@ -127,3 +127,16 @@ def test_collide_rejects_a_joint_out_of_range() -> None:
         timeout=300,
     )
     assert r.returncode == 2 and "--joint must be 1..2" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_collide_rejects_an_unknown_observer_before_it_starts() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--observers", "momentum", "adaptive_nope"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "unknown observer(s) adaptive_nope" in r.stderr
+    assert "adaptive_momentum_imu" in r.stderr  # the choices, the collide entries included
