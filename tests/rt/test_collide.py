@@ -79,9 +79,9 @@ def test_collide_cli(tmp_path: Path) -> None:
     assert all(2 * imu["impact_delay_ms"][v] <= kal["impact_delay_ms"][v] for v in kal["impact_delay_ms"])
     assert imu["ratio_to_momentum"] < 1
     # the momentum form with exact qd (no qdd): the model error absorbed as well (measured 0.045 of
-    # momentum's threshold), every step and impact found, the 100 Hz steps within a few samples (its
-    # r is the contact low-passed at K = 100/s: 5 N m crosses 0.13 N m within a sample); fed by the
-    # IMUs' qd it is faster than fed by the encoders' (measured 5 against 90 ms at 100 Hz)
+    # momentum's threshold), every step and impact found, the 100 Hz steps within a few samples
+    # (measured 1 ms); fed by the IMUs' qd it is faster than fed by the encoders' (measured 5 against
+    # 90 ms at 100 Hz)
     mm = obs["adaptive_momentum_measured"]
     assert mm["ratio_to_momentum"] < 0.1 and mm["missed"] == 0 and mm["delay_ms"]["100"] <= 3.0
     m_imu, m_kal = obs["adaptive_momentum_imu"], obs["adaptive_momentum"]
