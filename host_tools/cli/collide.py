@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from codegen.emit.files import write_file
-from host_tools.cli import plots
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
+from host_tools.reports import plots
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS
 
 

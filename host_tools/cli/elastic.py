@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                 write_file(out / "elastic_identification.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
                 write_file(out / "elastic_identification.md", text)
         else:
-            from host_tools.cli import plots
+            from host_tools.reports import plots
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
 from codegen.emit.files import write_file
-from host_tools.cli import plots
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
+from host_tools.reports import plots
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor

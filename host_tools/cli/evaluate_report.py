@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codegen.emit.files import write_file
-from host_tools.cli import plots
+from host_tools.reports import plots
 
 if TYPE_CHECKING:
     pass

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codegen.emit.files import write_file
-from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
+from host_tools.reports import plots
 
 if TYPE_CHECKING:
     from codegen.model.robot import Robot

@@ -20,7 +20,6 @@ from codegen.model.description import load_robot
 from codegen.model.export import robot_to_urdf, robot_to_yaml
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import load_rt
-from host_tools.cli import plots
 from host_tools.data.checks import SETTLE, LogChecks, counter_span, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
@@ -65,6 +64,7 @@ from host_tools.identification.pipeline import (
     with_coulomb_scales,
 )
 from host_tools.identification.processing import decimation, lowpass
+from host_tools.reports import plots
 
 T = TypeVar("T")
 

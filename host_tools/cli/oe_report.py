@@ -23,7 +23,6 @@ from codegen.model.description import load_robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
-from host_tools.cli import plots
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop
@@ -38,6 +37,7 @@ from host_tools.identification.output_error import (
 )
 from host_tools.identification.pipeline import positions, rigid_only
 from host_tools.identification.processing import lowpass
+from host_tools.reports import plots
 
 Stage = Callable[[str], None]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from codegen.emit.files import write_file
-from host_tools.cli import plots
+from host_tools.reports import plots
 from host_tools.studies.study import Stored, StudyItem
 
 QUANTITIES = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from host_tools.cli import plots
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
+from host_tools.reports import plots
 from host_tools.studies.thresholds import BLOCKS, TARGET
 
 

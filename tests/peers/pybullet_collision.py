@@ -54,10 +54,10 @@ from codegen.model.description import load_robot
 from codegen.model.robot import LINK_PARAMS, Robot
 from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.rt import Realtime, fill_inputs, load_rt
-from host_tools.cli import plots
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import Trajectory, quintic
 from host_tools.identification.excitation import random_excitation
+from host_tools.reports import plots
 from host_tools.studies.collide import (
     ImpactTrace,
     any_above,
@@ -677,7 +677,7 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def figure(res: PbResult, path: Path) -> Path:
-    """Like seed 001 Figs. 10 a-b and 8 (host_tools.cli.plots.collision_impacts): the contact-free threshold
+    """Like seed 001 Figs. 10 a-b and 8 (host_tools.reports.plots.collision_impacts): the contact-free threshold
     ratios, and per impact PyBullet's contact normal force against each observer's tip-force estimate
     along the box normal, and the ratio around the first contact."""
     from host_tools import load
