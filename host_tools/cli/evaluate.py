@@ -6,7 +6,6 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
-from codegen.emit.files import write_file
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
 from host_tools.reports import plots
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks import registry
     from codegen.errors import DescriptionError
-    from codegen.model.description import load_robot
+    from host_tools.bindings.source import RobotSource
     from host_tools.studies.cluster import open_executor
     from host_tools.studies.evaluate import SEED000_SETUPS, Setup, own_setup
 
@@ -115,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         console.print("manipgen: error: --gains is default or paper (a tuned folder goes with --log)")
         return 2
     try:
-        own = own_setup(load_robot(args.robot))
+        source = RobotSource.of(args.robot)  # read once; the set-ups' work items carry its text
+        own = own_setup(source.robot())
     except DescriptionError as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             generations=args.generations,
             model_error=args.model_error,
             gains=args.gains,
+            source=source,
         )
         for r, f in pairs
     ]
@@ -173,8 +174,8 @@ def _evaluate_setups(
 ) -> list[dict[str, Any]]:
     from pathlib import Path
 
-    from host_tools.cli.evaluate_report import table, write_reports
     from host_tools.cli.progress import Bars
+    from host_tools.reports.evaluation import summary, write_reports
     from host_tools.studies.evaluate import evaluate
 
     docs = []
@@ -189,21 +190,11 @@ def _evaluate_setups(
                 bar.update(tasks[name], completed=done, total=total, info=info)  # noqa: B023 (called within this iteration)
 
             evaluation = evaluate(setup, tuple(args.estimators), out, progress=progress, executor=executor)
-        doc = evaluation.doc
         if out is not None:
-            write_reports(doc, out)
-            plots.evaluation_figures(evaluation.results, setup, out)
-        docs.append(doc)
+            write_reports(evaluation, setup, out)
+        docs.append(evaluation.doc)
         if not args.json:
-            print(
-                table(doc)
-                + f"\n{doc['seconds']:.0f} s"
-                + (
-                    f"; reports in {out}/ (evaluation.md/.csv/.json/.png, fig5/7/8 PNGs, <estimator>.config.json)"
-                    if out
-                    else ""
-                )
-            )
+            print(summary(evaluation.doc, out))
     return docs
 
 
@@ -218,7 +209,8 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     from host_tools.data.checks import check_log
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
-    from host_tools.studies.log_estimation import report, table
+    from host_tools.reports.evaluation import log_table, write_log_reports
+    from host_tools.studies.log_estimation import report
 
     gains = tuple(args.gains.split(","))
     for g in gains:
@@ -240,20 +232,12 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
             doc, estimates = report(runs, gains, tuple(args.estimators))
         for run, c in checks.items():
             doc["runs"][run]["checks"] = c.as_json()
-        written = []
-        if args.out:
-            out = Path(args.out)
-            write_file(out / "real_estimation.json", json.dumps(doc, indent=1) + "\n")
-            write_file(out / "real_estimation.md", table(doc) + "\n")
-            written = ["real_estimation.json", "real_estimation.md"]
-            for run, log in runs.items():
-                plots.log_estimation(log, estimates[run][gains[-1]], out / f"real_estimation_{run}.png")
-                written.append(f"real_estimation_{run}.png")
+        written = write_log_reports(doc, runs, estimates, gains[-1], Path(args.out)) if args.out else []
     except (ValueError, LogError, ConfigError, DescriptionError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
-        print(table(doc) + (f"\nwrote {', '.join(written)} in {args.out}/" if written else ""))
+        print(log_table(doc) + (f"\nwrote {', '.join(written)} in {args.out}/" if written else ""))
     return 0

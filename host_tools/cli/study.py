@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace, study: Study, store: Path, console: Console) 
 
 
 def _report(study: Study, store: Path, out: Path, console: Console) -> int:
-    from host_tools.cli.study_report import report, write_report
+    from host_tools.reports.study import report, write_report
     from host_tools.studies.study import open_store, stored
 
     with open_store(store, create=False) as db:

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.signal
 
 from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
-from codegen.model.description import load_robot
+from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log
 from host_tools.studies.evaluate import ESTIMATORS, Setup, default_spec, pipeline, split_spec, variant
 
@@ -55,7 +55,8 @@ def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
 
 def setup_of(log: Log, gains: str) -> Setup:
     """The evaluation set-up the log was recorded in (encoder resolution, rate)."""
-    robot = load_robot(log.robot)
+    source = RobotSource.of(log.robot)
+    robot = source.robot()
     cpr = {j.encoder.cpr for j in robot.joints if j.encoder is not None}
     if len(cpr) != 1:
         raise ValueError(f"{robot.name}: the joints' encoders differ ({sorted(cpr)} cpr): one resolution is needed")
@@ -64,6 +65,7 @@ def setup_of(log: Log, gains: str) -> Setup:
         resolution_mdeg=360000.0 / cpr.pop(),
         rate_hz=1.0 / log.sample_period,
         gains="paper" if gains == "paper" else "default",
+        source=source,
     )
 
 
@@ -247,35 +249,3 @@ def report(
                 entry["ise_from_s"] = float(log.time[est[0].scored])
         doc["runs"][run] = entry
     return doc, estimates
-
-
-def table(doc: dict[str, Any]) -> str:
-    """Markdown: ISE per estimator (rows) and run x gain set (columns)."""
-    cols = [(run, g) for run, e in doc["runs"].items() for g in e["gains"]]
-    names = list(next(iter(doc["runs"].values()))["gains"][cols[0][1]])
-    lines = [
-        "| estimator | " + " | ".join(f"{run}, {Path(g).name} gains" for run, g in cols) + " |",
-        "| --- |" + " --: |" * len(cols),
-    ]
-    for n in names:
-        lines.append(
-            f"| {n} | "
-            + " | ".join(
-                f"{doc['runs'][run]['gains'][g][n]['ise']:.4g} ({doc['runs'][run]['gains'][g][n]['estimator']})"
-                for run, g in cols
-            )
-            + " |"
-        )
-    for run, e in doc["runs"].items():
-        rec = e["recorded_estimator"]
-        lines.append("")
-        lines.append(
-            f"{run}: the recorded estimate is "
-            + (
-                f"{rec['estimator']}: the generated C gives it exactly "
-                f"({rec['equal']} of {rec['samples']} values equal)"
-                if rec
-                else "neither findiff nor movav p = 3"
-            )
-        )
-    return "\n".join(lines)

@@ -220,11 +220,12 @@ def load_study(path: str | Path) -> Study:
 @cache
 def code_fingerprint() -> str:
     """The generator's fingerprint and a hash of the host code an item runs (host_tools without its
-    command line and target parts): what an item's result depends on besides its fields (part of
+    command line, report and target parts): what an item's result depends on besides its fields (part of
     the item's key, checked on the worker)."""
     h = hashlib.sha256(generator_fingerprint().encode())
     root = Path(host_tools.__file__).parent
-    for path in sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in ("cli", "target")):
+    presentation = ("cli", "reports", "target")
+    for path in sorted(p for p in root.rglob("*.py") if p.relative_to(root).parts[0] not in presentation):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

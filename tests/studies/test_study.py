@@ -155,7 +155,7 @@ def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
     so a rerun does not retry it, and the report lists it instead of a value."""
     import host_tools.studies.study as st
     from host_tools.bindings.loopback import SimulationError
-    from host_tools.cli.study_report import report
+    from host_tools.reports.study import report
     from host_tools.studies.cluster import InlineExecutor
 
     spec = tmp_path / "a.yaml"
