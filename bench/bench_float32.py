@@ -17,6 +17,7 @@ import argparse
 import os
 import time
 
+from codegen.model.description import load_robot
 from codegen.resources import bundled_robots
 from host_tools.studies.precision import compare
 
@@ -33,7 +34,7 @@ def main() -> None:
     t0 = time.perf_counter()
     summaries = []
     for i, robot in enumerate(robots):
-        c = compare(robot, seconds=args.seconds, chunk=args.chunk)
+        c = compare(load_robot(robot), seconds=args.seconds, chunk=args.chunk)
         print(c.table(header=i == 0), flush=True)
         w = args.drift_windows
         summaries.append(

@@ -1,7 +1,8 @@
 """The float32 build of a robot's real-time pipeline against the double build, over long closed-loop runs.
 
+    from codegen.model.description import load_robot
     from host_tools.studies.precision import compare
-    c = compare("kuka_iiwa14", seconds=60.0)
+    c = compare(load_robot("kuka_iiwa14"), seconds=60.0)
     print(c.table())                     # per output: max |error|, range, error / range, bound, drift
 
 What is compared: a contact-free closed loop (the double build's ``<robot>_loopback``: RK4 plant,
@@ -53,7 +54,8 @@ import numpy as np
 from scipy.signal import lfilter
 
 from codegen.blocks import kalman
-from codegen.model.description import load_robot
+from codegen.model.robot import Robot
+from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory, generated_trajectory
@@ -63,10 +65,10 @@ FLOAT_RULE = (1e-4, 1e-6)  # issue 2: float dynamics functions, ||a - b|| <= 1e-
 MARGIN = 2.0  # first-order analysis, sensitivities sampled along the run
 
 
-def cycle_trajectory(robot: str, ts: float, half: float = 10.0, seed: int = 0) -> Trajectory:
+def cycle_trajectory(robot: Robot, ts: float, half: float = 10.0, seed: int = 0) -> Trajectory:
     """One period of a periodic motion: the generated trajectory (rest to rest) and the same path
     back in reverse time (q(T - t), -qd(T - t), qdd(T - t)); 2 ``half`` s long, starting at rest."""
-    g = generated_trajectory(load_robot(robot), half, ts, seed=seed)
+    g = generated_trajectory(robot, half, ts, seed=seed)
     q = np.vstack([g.q, g.q[::-1][1:-1]])
     qd = np.vstack([g.qd, -g.qd[::-1][1:-1]])
     qdd = np.vstack([g.qdd, g.qdd[::-1][1:-1]])
@@ -249,13 +251,11 @@ class Comparison:
 
 
 def _sensitivities(
-    robot: str, rt: Realtime, outs: dict[str, np.ndarray], stride: int, upto: int
+    robot: Robot, rt: Realtime, outs: dict[str, np.ndarray], stride: int, upto: int
 ) -> dict[str, np.ndarray]:
     """Per joint maxima along the first ``upto`` samples of the run (every ``stride``-th: one cycle
     of the periodic motion covers every state it visits) of the first-order error gains of
     tau_cmd, p and beta w.r.t. q_hat and qd_hat, and of |tau|, |p|, |beta| (double dynamics)."""
-    from host_tools import load
-
     dyn = load(robot)
     n = rt.dof
     kp, kd = np.asarray(rt.config["ctl.kp"], float), np.asarray(rt.config["ctl.kd"], float)
@@ -292,8 +292,126 @@ def _sensitivities(
     return {key: np.max(np.array(v), axis=0) for key, v in acc.items()}
 
 
+@dataclass
+class _Model:
+    """What the bounds need of the double build: the Coulomb friction FC per joint (zero without
+    sign() friction), the observer gain K_O, the sample period."""
+
+    fc: np.ndarray
+    k_o: np.ndarray
+    ts: float
+
+
+def _model(robot: Robot, ref: Realtime) -> _Model:
+    n = ref.dof
+    names = list(ref.manifest["standard_parameter_names"])
+    params = np.asarray(ref.config["model.params"], float)
+    fc = (
+        np.array([params[names.index(f"FC{j + 1}")] if f"FC{j + 1}" in names else 0.0 for j in range(n)])
+        if robot.coulomb.model == "sign"
+        else np.zeros(n)
+    )
+    return _Model(fc, np.asarray(ref.config["obs.k_o"], float) * np.ones(n), ref.sample_period)
+
+
+def _encoder_bounds(ref: Realtime, scales: dict[str, np.ndarray], rigid: bool) -> dict[str, np.ndarray]:
+    """The encoder reads' bounds (4 roundings of |q| + |offset|) and the desired trajectory's copies."""
+    bounds = {"q": 4 * U * (scales["q"] + np.abs(np.asarray(ref.config["enc.offset"], float)))}
+    if not rigid:
+        bounds["theta"] = 4 * U * (scales["theta"] + np.abs(np.asarray(ref.config["enc.motor_offset"], float)))
+    for key in ("q_d", "qd_d", "qdd_d"):
+        bounds[key] = U * scales[key]  # copies of the (identical) inputs, no reaction
+    return bounds
+
+
+def _kalman_bounds(
+    ref: Realtime, od: dict[str, np.ndarray], scales: dict[str, np.ndarray], rigid: bool
+) -> dict[str, np.ndarray]:
+    """The Kalman estimates' bounds (``kalman_bound`` per joint), link side and, on an elastic arm,
+    motor side."""
+    ts, n = ref.sample_period, ref.dof
+    bounds: dict[str, np.ndarray] = {}
+    for pre, pos in (("", "q"), ("theta", "theta")):
+        if pre and (rigid or f"{pre}_hat" not in od):
+            continue
+        hat = [f"{pre}_hat", f"{pre}d_hat", f"{pre}dd_hat"] if pre else ["q_hat", "qd_hat", "qdd_hat"]
+        x = np.stack([od[h] for h in hat], axis=-1).astype(float)  # (K, n, 3)
+        pred = x[:, :, 0] + ts * x[:, :, 1] + ts * ts / 2 * x[:, :, 2]
+        innovation = np.max(np.abs(od[pos][1:] - pred[:-1]), axis=0)
+        gain = np.asarray(ref.config["mest.gain" if pre else "est.gain"], float)
+        qin = 4 * U * (scales[pos] + np.abs(np.asarray(ref.config["enc.motor_offset" if pre else "enc.offset"], float)))
+        b = np.array(
+            [
+                kalman_bound(gain[j], ts, float(qin[j]), np.array([scales[h][j] for h in hat]), float(innovation[j]))
+                for j in range(n)
+            ]
+        )
+        for i, h in enumerate(hat):
+            bounds[h] = b[:, i]
+    return bounds
+
+
+def _model_bounds(
+    model: _Model,
+    sens: dict[str, np.ndarray],
+    bounds: dict[str, np.ndarray],
+    scales: dict[str, np.ndarray],
+    amb: np.ndarray,
+    r_kick: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """tau_cmd's and r's bounds (added to ``bounds``) from the estimates' bounds through the
+    sensitivities; returns the Coulomb terms of the ``amb``iguous samples (``r_kick``: r's term
+    carried across chunks, updated)."""
+    k_o, ts, fc = model.k_o, model.ts, model.fc
+    dq, dv = bounds["q_hat"], bounds["qd_hat"]
+    rule = FLOAT_RULE[0] * sens["tau"] + FLOAT_RULE[1]
+    bounds["tau_cmd"] = MARGIN * (sens["tau_q"] @ dq + sens["tau_qd"] @ dv + rule)
+    dp = sens["p_q"] @ dq + sens["p_qd"] @ dv + FLOAT_RULE[0] * sens["p"] + FLOAT_RULE[1]
+    db = sens["beta_q"] @ dq + sens["beta_qd"] @ dv + FLOAT_RULE[0] * sens["beta"] + FLOAT_RULE[1]
+    i_max = sens["p"] + scales["r"] / k_o
+    bounds["r"] = MARGIN * (
+        2 * k_o * (dp + FLOAT_RULE[1])
+        + db
+        + U * i_max / ts
+        + 2 * U * (k_o * (sens["p"] + i_max) + sens["tau"] + sens["beta"])
+    )
+    kick = np.zeros_like(amb, dtype=float)  # the flips' worst case, decaying
+    for j in range(len(fc)):
+        kick[:, j], _ = lfilter(
+            [k_o[j] * ts * 2 * fc[j]],
+            [1.0, -(1 - k_o[j] * ts)],
+            amb[:, j].astype(float),
+            zi=[(1 - k_o[j] * ts) * r_kick[j]],
+        )
+        r_kick[j] = kick[-1, j]
+    return {"tau_cmd": amb * 2 * fc, "r": kick}
+
+
+def _record(
+    ch: Channel, od: np.ndarray, of: np.ndarray, bound: np.ndarray | None, extra: np.ndarray | None, per_window: int
+) -> None:
+    """One chunk of an output into its channel: errors, range, bound, ratio, windows."""
+    err = np.abs(od.astype(float) - of.astype(float))
+    ch.max_abs = np.maximum(ch.max_abs, np.max(err, axis=0))
+    ch.lo = np.minimum(ch.lo, np.min(od, axis=0))
+    ch.hi = np.maximum(ch.hi, np.max(od, axis=0))
+    if extra is not None:
+        over = np.max(np.maximum(err - extra, 0.0), axis=0)
+        ch.beyond_coulomb = over if ch.beyond_coulomb is None else np.maximum(ch.beyond_coulomb, over)
+    if bound is not None:
+        ch.bound = bound if ch.bound is None else np.maximum(ch.bound, bound)
+        allowed = bound + (extra if extra is not None else 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(allowed > 0, err / allowed, np.where(err > 0, np.inf, 0.0))
+        ch.worst_ratio = max(ch.worst_ratio, float(np.max(ratio)))
+    smooth = np.maximum(err - extra, 0.0) if extra is not None else err
+    for w in range(0, len(err), per_window):  # per window, without the Coulomb term
+        ch.window_max.append(np.max(smooth[w : w + per_window], axis=0))
+        ch.window_median.append(np.median(smooth[w : w + per_window], axis=0))
+
+
 def compare(
-    robot: str,
+    robot: Robot,
     seconds: float = 60.0,
     window: float = 20.0,
     chunk: float = 60.0,
@@ -315,7 +433,6 @@ def compare(
         rt.config["det.reaction"] = 0
         rt.reset()
     rigid = not bool(gen.manifest.get("elastic"))
-    is_kalman = estimator == kalman.SPEC.name
     total = int(round(seconds / ts))
     per_window = int(round(window / ts))
     per_chunk = max(per_window, int(round(chunk / ts)) // per_window * per_window)
@@ -326,24 +443,11 @@ def compare(
         if ref.output_dtype[k].base.kind == "f" and not (rigid and k.startswith("theta"))
     ]  # a rigid arm's theta outputs stay 0
     channels = {
-        k: Channel(
-            k,
-            np.zeros(ref.output_dtype[k].shape[0]),
-            np.full(ref.output_dtype[k].shape[0], np.inf),
-            np.full(ref.output_dtype[k].shape[0], -np.inf),
-        )
+        k: Channel(k, np.zeros(m), np.full(m, np.inf), np.full(m, -np.inf))
         for k in names
+        for m in (ref.output_dtype[k].shape[0],)
     }
-    names_names = list(ref.manifest["standard_parameter_names"])
-    params = np.asarray(ref.config["model.params"], float)
-    coulomb = load_robot(robot).coulomb.model == "sign"
-    fc = (
-        np.array([params[names_names.index(f"FC{j + 1}")] if f"FC{j + 1}" in names_names else 0.0 for j in range(n)])
-        if coulomb
-        else np.zeros(n)
-    )
-    k_o = np.asarray(ref.config["obs.k_o"], float) * np.ones(n)
-    offset = np.abs(np.asarray(ref.config["enc.offset"], float))
+    model = _model(robot, ref)
     scales: dict[str, np.ndarray] = {}
     sens: dict[str, np.ndarray] | None = None
     ambiguous, flips = np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -359,37 +463,9 @@ def compare(
             scales[key] = np.maximum(scales.get(key, 0.0), np.max(np.abs(od[key]), axis=0))
         if rigid and sens is None:
             sens = _sensitivities(robot, ref, od, stride, len(cycle.time))
-        bounds: dict[str, np.ndarray] = {}
-        q_in = 4 * U * (scales["q"] + offset)
-        bounds["q"] = q_in
-        if not rigid:
-            bounds["theta"] = 4 * U * (scales["theta"] + np.abs(np.asarray(ref.config["enc.motor_offset"], float)))
-        if is_kalman:
-            for pre, pos in (("", "q"), ("theta", "theta")):
-                if pre and (rigid or f"{pre}_hat" not in od):
-                    continue
-                hat = [f"{pre}_hat", f"{pre}d_hat", f"{pre}dd_hat"] if pre else ["q_hat", "qd_hat", "qdd_hat"]
-                x = np.stack([od[h] for h in hat], axis=-1).astype(float)  # (K, n, 3)
-                pred = x[:, :, 0] + ts * x[:, :, 1] + ts * ts / 2 * x[:, :, 2]
-                innovation = np.max(np.abs(od[pos][1:] - pred[:-1]), axis=0)
-                gain = np.asarray(ref.config["mest.gain" if pre else "est.gain"], float)
-                qin = (
-                    4
-                    * U
-                    * (scales[pos] + np.abs(np.asarray(ref.config["enc.motor_offset" if pre else "enc.offset"], float)))
-                )
-                b = np.array(
-                    [
-                        kalman_bound(
-                            gain[j], ts, float(qin[j]), np.array([scales[h][j] for h in hat]), float(innovation[j])
-                        )
-                        for j in range(n)
-                    ]
-                )
-                for i, h in enumerate(hat):
-                    bounds[h] = b[:, i]
-        for key in ("q_d", "qd_d", "qdd_d"):
-            bounds[key] = U * scales[key]  # copies of the (identical) inputs, no reaction
+        bounds = _encoder_bounds(ref, scales, rigid)
+        if estimator == kalman.SPEC.name:
+            bounds.update(_kalman_bounds(ref, od, scales, rigid))
         amb = np.zeros_like(od["qd_hat"], dtype=bool)
         if "qd_hat" in bounds:
             amb = np.abs(od["qd_hat"]) <= bounds["qd_hat"]
@@ -397,54 +473,16 @@ def compare(
         flips += (np.sign(od["qd_hat"]) != np.sign(of["qd_hat"])).sum(axis=0)
         extra: dict[str, np.ndarray] = {}
         if rigid and sens is not None and "qd_hat" in bounds and "tau_cmd" in od:
-            dq, dv = bounds["q_hat"], bounds["qd_hat"]
-            rule = FLOAT_RULE[0] * sens["tau"] + FLOAT_RULE[1]
-            bounds["tau_cmd"] = MARGIN * (sens["tau_q"] @ dq + sens["tau_qd"] @ dv + rule)
-            extra["tau_cmd"] = amb * 2 * fc
-            dp = sens["p_q"] @ dq + sens["p_qd"] @ dv + FLOAT_RULE[0] * sens["p"] + FLOAT_RULE[1]
-            db = sens["beta_q"] @ dq + sens["beta_qd"] @ dv + FLOAT_RULE[0] * sens["beta"] + FLOAT_RULE[1]
-            i_max = sens["p"] + scales["r"] / k_o
-            bounds["r"] = MARGIN * (
-                2 * k_o * (dp + FLOAT_RULE[1])
-                + db
-                + U * i_max / ts
-                + 2 * U * (k_o * (sens["p"] + i_max) + sens["tau"] + sens["beta"])
-            )
-            kick = np.zeros_like(od["r"], dtype=float)  # the flips' worst case, decaying
-            for j in range(n):
-                kick[:, j], zf = lfilter(
-                    [k_o[j] * ts * 2 * fc[j]],
-                    [1.0, -(1 - k_o[j] * ts)],
-                    amb[:, j].astype(float),
-                    zi=[(1 - k_o[j] * ts) * r_kick[j]],
-                )
-                r_kick[j] = kick[-1, j]
-            extra["r"] = kick
+            extra = _model_bounds(model, sens, bounds, scales, amb, r_kick)
         for key, ch in channels.items():
-            err = np.abs(od[key].astype(float) - of[key].astype(float))
-            ch.max_abs = np.maximum(ch.max_abs, np.max(err, axis=0))
-            ch.lo = np.minimum(ch.lo, np.min(od[key], axis=0))
-            ch.hi = np.maximum(ch.hi, np.max(od[key], axis=0))
-            if key in extra:
-                over = np.max(np.maximum(err - extra[key], 0.0), axis=0)
-                ch.beyond_coulomb = over if ch.beyond_coulomb is None else np.maximum(ch.beyond_coulomb, over)
-            if key in bounds:
-                ch.bound = bounds[key] if ch.bound is None else np.maximum(ch.bound, bounds[key])
-                allowed = bounds[key] + extra.get(key, 0.0)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio = np.where(allowed > 0, err / allowed, np.where(err > 0, np.inf, 0.0))
-                ch.worst_ratio = max(ch.worst_ratio, float(np.max(ratio)))
-            smooth = np.maximum(err - extra[key], 0.0) if key in extra else err
-            for w in range(0, len(err), per_window):  # per window, without the Coulomb term
-                ch.window_max.append(np.max(smooth[w : w + per_window], axis=0))
-                ch.window_median.append(np.median(smooth[w : w + per_window], axis=0))
+            _record(ch, od[key], of[key], bounds.get(key), extra.get(key), per_window)
         for w in range(0, len(of["r"]), per_window):
             r_windows.append(float(np.max(np.abs(of["r"][w : w + per_window]))))
         flag_mismatch += int(
             np.sum(od["collision"] != of["collision"]) + np.sum(np.any(od["above"] != of["above"], axis=1))
         )
     return Comparison(
-        robot,
+        robot.name,
         ref.label,
         total * ts,
         total,

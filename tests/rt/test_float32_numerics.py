@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
 from host_tools.studies.precision import Comparison, closed_loop_stream, compare, cycle_trajectory
 
@@ -62,7 +63,7 @@ def assert_no_drift(c: Comparison, windows: int = 1) -> None:
 
 @pytest.fixture(scope="module")
 def iiwa_60s() -> Comparison:
-    return compare("kuka_iiwa14", seconds=60.0)
+    return compare(load_robot("kuka_iiwa14"), seconds=60.0)
 
 
 def test_iiwa_60s_within_bounds(iiwa_60s: Comparison) -> None:
@@ -78,13 +79,15 @@ def test_iiwa_60s_no_drift(iiwa_60s: Comparison) -> None:
 
 @pytest.mark.parametrize("robot", sorted(SHORT))
 def test_other_robots_within_bounds(robot: str) -> None:
-    assert_within_bounds(compare(robot, seconds=SHORT[robot], window=SHORT[robot], half_cycle=SHORT[robot] / 2))
+    assert_within_bounds(
+        compare(load_robot(robot), seconds=SHORT[robot], window=SHORT[robot], half_cycle=SHORT[robot] / 2)
+    )
 
 
 def test_chunks_continue_the_loop_exactly() -> None:
     """Two chunks give the very stream of one call (plant state and generator state carried over)."""
     rt = load_rt("planar2", estimator="kalman")
-    cycle = cycle_trajectory("planar2", rt.sample_period, half=1.0)
+    cycle = cycle_trajectory(load_robot("planar2"), rt.sample_period, half=1.0)
     whole = list(closed_loop_stream(rt, cycle, 3000, 3000))
     parts = list(closed_loop_stream(rt, cycle, 3000, 1000))
     assert len(whole) == 1 and len(parts) == 3
@@ -96,7 +99,7 @@ def test_the_checks_catch_a_bias_and_a_drift() -> None:
     """A float build off by 3 bounds of qd_hat fails the bound; an error growing over the run fails
     the drift check (planar2, 24 s, 3 windows of an 8 s cycle)."""
     biased = compare(
-        "planar2", seconds=4.0, window=4.0, half_cycle=2.0, perturb=lambda out: out["qd_hat"].__iadd__(1e-3)
+        load_robot("planar2"), seconds=4.0, window=4.0, half_cycle=2.0, perturb=lambda out: out["qd_hat"].__iadd__(1e-3)
     )
     with pytest.raises(AssertionError, match="qd_hat"):
         assert_within_bounds(biased)
@@ -107,7 +110,7 @@ def test_the_checks_catch_a_bias_and_a_drift() -> None:
         out["q_hat"] += (1e-6 * k * 1e-3).astype(out["q_hat"].dtype)
         seen[0] += len(k)
 
-    drifting = compare("planar2", seconds=24.0, window=8.0, half_cycle=4.0, perturb=grow)
+    drifting = compare(load_robot("planar2"), seconds=24.0, window=8.0, half_cycle=4.0, perturb=grow)
     with pytest.raises(AssertionError):
         assert_no_drift(drifting)
 
@@ -116,6 +119,6 @@ def test_the_checks_catch_a_bias_and_a_drift() -> None:
 @pytest.mark.parametrize("robot", ["kuka_iiwa14", "schunk_lwa4p"])
 def test_one_hour_no_drift(robot: str) -> None:
     """1 h at 1 kHz (3.6e6 samples): bounds, and the first minute (3 cycles) against the last."""
-    c = compare(robot, seconds=3600.0)
+    c = compare(load_robot(robot), seconds=3600.0)
     assert_within_bounds(c)
     assert_no_drift(c, windows=3)
