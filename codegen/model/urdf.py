@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,24 +98,37 @@ def parse_urdf(path: Path) -> Any:
         core.on_error = saved
 
 
-def robot_from_urdf(
-    path: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
-) -> Robot:
-    path = Path(path)
-    file = str(path)
-    model = parse_urdf(path)
-    links = {link.name: link for link in model.links}
-    joints = {j.name: j for j in model.joints}
+@dataclass(frozen=True)
+class _Tree:
+    """A parsed URDF's links and joints by name, each link's child joints and each link's parent joint."""
+
+    file: str
+    links: dict[str, Any]
+    joints: dict[str, Any]
+    children: dict[str, list[Any]]
+    parent_joint: dict[str, Any]
+
+
+def _tree(model: Any, file: str) -> _Tree:
     children: dict[str, list[Any]] = {}
     for j in model.joints:
         children.setdefault(j.parent, []).append(j)
-    parent_joint = {j.child: j for j in model.joints}
+    return _Tree(
+        file=file,
+        links={link.name: link for link in model.links},
+        joints={j.name: j for j in model.joints},
+        children=children,
+        parent_joint={j.child: j for j in model.joints},
+    )
 
-    base = base_link or model.get_root()
+
+def _serial_chain(tree: _Tree, base: str, tip_link: str | None) -> tuple[str, list[Any]]:
+    """The tip link (the only leaf when not given) and the joints from ``base`` to it, base first."""
+    file, links, parent_joint = tree.file, tree.links, tree.parent_joint
     if base not in links:
         raise DescriptionError(file, "base_link", f"no link named {base!r}")
     if tip_link is None:
-        leaves = sorted(n for n in links if n not in children)
+        leaves = sorted(n for n in links if n not in tree.children)
         if len(leaves) != 1:
             raise DescriptionError(
                 file,
@@ -136,106 +150,136 @@ def robot_from_urdf(
         chain.append(parent_joint[cur])
         cur = parent_joint[cur].parent
     chain.reverse()
-    on_chain = {j.name for j in chain}
+    return tip_link, chain
 
+
+@dataclass(frozen=True)
+class _Overlay:
+    """The overlay's document and what it says: the Robot's top-level keywords (``kw``, completed by
+    the caller), the declared joint parameters, the locked joints' positions, per-joint data."""
+
+    doc: Located
+    top: dict[str, Any]
+    kw: dict[str, Any]
+    declared: tuple[str, ...]
+    locked: dict[str, float]
+    joints: dict[str, Any]
+
+
+def _read_overlay(overlay: str | Path | None, tree: _Tree, on_chain: set[str], movable: list[str]) -> _Overlay:
     ov = load_yaml(overlay) if overlay is not None else Located("<no overlay>", {})
     top = check_keys(ov, (), ov.data or {}, OVERLAY_TOP_KEYS, "URDF overlay")
     kw = read_common(ov, top)
     declared = kw.get("joint_parameters", Robot.__dataclass_fields__["joint_parameters"].default)
-    locked_raw = check_keys(ov, ("locked",), top.get("locked", {}), set(joints), "locked joints")
+    locked_raw = check_keys(ov, ("locked",), top.get("locked", {}), set(tree.joints), "locked joints")
     locked = {k: number(ov, ("locked", k), v) for k, v in locked_raw.items()}
     for k in locked:
         if k in on_chain:
             raise ov.error(("locked", k), "joint is on the chain from base to tip; it cannot be locked")
-    movable_names = [j.name for j in chain if j.type != "fixed"]
-    ov_joints = check_keys(
-        ov, ("joints",), top.get("joints", {}), set(movable_names), "per-joint data by URDF joint name"
-    )
+    joints = check_keys(ov, ("joints",), top.get("joints", {}), set(movable), "per-joint data by URDF joint name")
+    return _Overlay(ov, top, kw, declared, locked, joints)
 
-    locked_off_chain: set[str] = set()
 
-    def subtree(link_name: str, t_body_link: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class _Merger:
+    """Merges a chain link with everything hanging off it: fixed joints' links, and movable joints
+    off the chain locked at their reference position (collected in ``locked_off_chain``)."""
+
+    tree: _Tree
+    on_chain: set[str]
+    locked: dict[str, float]
+    locked_off_chain: set[str] = field(default_factory=set)
+
+    def subtree(self, link_name: str, t_body_link: np.ndarray) -> np.ndarray:
         """Parameters of `link_name` and everything hanging off it (off-chain), in the body frame."""
-        p = spatial.transform_inertial(_link_params(links[link_name], file), t_body_link)
-        for j in children.get(link_name, []):
-            if j.name in on_chain:
+        file = self.tree.file
+        p = spatial.transform_inertial(_link_params(self.tree.links[link_name], file), t_body_link)
+        for j in self.tree.children.get(link_name, []):
+            if j.name in self.on_chain:
                 continue
-            if j.type != "fixed" and j.name not in locked:  # the overlay's locked: joints are chosen
-                locked_off_chain.add(j.name)
+            if j.type != "fixed" and j.name not in self.locked:  # the overlay's locked: joints are chosen
+                self.locked_off_chain.add(j.name)
             if j.type not in ("fixed", "revolute", "continuous", "prismatic"):
                 raise DescriptionError(file, f"joint[{j.name}].type", f"cannot lock a {j.type!r} joint off the chain")
             axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0])
-            t = exact.matmul(t_body_link, _origin(j), _motion(j.type, axis, locked.get(j.name, 0.0)))
-            p = p + subtree(j.child, t)
+            t = exact.matmul(t_body_link, _origin(j), _motion(j.type, axis, self.locked.get(j.name, 0.0)))
+            p = p + self.subtree(j.child, t)
         return p
 
-    out_joints: list[Joint] = []
-    out_links: list[np.ndarray] = []
-    drives: list[Any] = []
-    pending = np.eye(4)
-    for j in chain:
-        if j.type == "fixed":
-            pending = exact.matmul(pending, _origin(j))
-            if out_links:
-                out_links[-1] = out_links[-1] + subtree(j.child, pending)
-            continue
-        if j.type not in ("revolute", "continuous", "prismatic"):
-            raise DescriptionError(
-                file, f"joint[{j.name}].type", f"unsupported joint type {j.type!r} on a serial chain"
-            )
-        if getattr(j, "mimic", None) is not None:
-            raise DescriptionError(
-                file,
-                f"joint[{j.name}].mimic",
-                "a mimic joint on the chain is not supported: it would become an independent joint",
-            )
-        axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
-        if np.linalg.norm(axis) < 1e-9:
-            raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")
-        pre, post = urdf_transforms(exact.matmul(pending, _origin(j)), axis)
-        limits = Limits()
-        lim = getattr(j, "limit", None)
-        if lim is not None:
-            bounded = (
-                j.type != "continuous" and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper
-            )
-            limits = Limits(
-                q_min=float(lim.lower) if bounded else -np.inf,
-                q_max=float(lim.upper) if bounded else np.inf,
-                qd=float(lim.velocity) if lim.velocity and lim.velocity > 0 else np.inf,
-                tau=float(lim.effort) if lim.effort and lim.effort > 0 else np.inf,
-            )
-        extra: dict[str, Any] = {}
-        if j.name in ov_joints:
-            jp = ("joints", j.name)
-            m = check_keys(ov, jp, ov_joints[j.name], OVERLAY_JOINT_KEYS - {"locked"}, "joint overlay")
-            extra.update(read_joint_params(ov, jp, m, declared))
-            if "limits" in m:
-                limits = read_limits(ov, jp + ("limits",), m["limits"], limits)
-            if "gear_ratio" in m:
-                extra["gear_ratio"] = number(ov, jp + ("gear_ratio",), m["gear_ratio"])
-            if "encoder" in m:
-                extra["encoder"] = read_encoder(ov, jp + ("encoder",), m["encoder"])
-            if "torque_constant" in m:
-                extra["torque_constant"] = read_torque_constant(ov, jp, m)
-        if j.type != "prismatic":
-            check_revolute_limits(limits, functools.partial(warn, file, f"joint[{j.name}].limit"))
-        raw = ov_joints.get(j.name)
-        drives.append(raw.get("elastic") if isinstance(raw, dict) else None)
-        kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
-        out_joints.append(
-            Joint(
-                name=c_identifier(j.name),
-                type="prismatic" if j.type == "prismatic" else "revolute",
-                pre=as_tuple(pre),
-                post=as_tuple(post),
-                kinematics=kin,
-                limits=limits,
-                **extra,
-            )
+
+def _chain_axis(j: Any, file: str) -> np.ndarray:
+    """A movable chain joint's axis, after checking that the joint can be one of the Robot's."""
+    if j.type not in ("revolute", "continuous", "prismatic"):
+        raise DescriptionError(file, f"joint[{j.name}].type", f"unsupported joint type {j.type!r} on a serial chain")
+    if getattr(j, "mimic", None) is not None:
+        raise DescriptionError(
+            file,
+            f"joint[{j.name}].mimic",
+            "a mimic joint on the chain is not supported: it would become an independent joint",
         )
-        out_links.append(subtree(j.child, np.eye(4)))
-        pending = np.eye(4)
+    axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
+    if np.linalg.norm(axis) < 1e-9:
+        raise DescriptionError(file, f"joint[{j.name}].axis", "axis must be a non-zero vector")
+    return axis
+
+
+def _urdf_limits(j: Any) -> Limits:
+    """The URDF's <limit>: position limits only where bounded, non-positive rates and efforts unlimited."""
+    lim = getattr(j, "limit", None)
+    if lim is None:
+        return Limits()
+    bounded = j.type != "continuous" and lim.lower is not None and lim.upper is not None and lim.lower < lim.upper
+    return Limits(
+        q_min=float(lim.lower) if bounded else -np.inf,
+        q_max=float(lim.upper) if bounded else np.inf,
+        qd=float(lim.velocity) if lim.velocity and lim.velocity > 0 else np.inf,
+        tau=float(lim.effort) if lim.effort and lim.effort > 0 else np.inf,
+    )
+
+
+def _overlay_joint(ov: _Overlay, name: str, limits: Limits) -> tuple[dict[str, Any], Limits]:
+    """The overlay's data for one chain joint: Joint keywords, and the limits it adds to the URDF's."""
+    extra: dict[str, Any] = {}
+    if name not in ov.joints:
+        return extra, limits
+    doc, jp = ov.doc, ("joints", name)
+    m = check_keys(doc, jp, ov.joints[name], OVERLAY_JOINT_KEYS - {"locked"}, "joint overlay")
+    extra.update(read_joint_params(doc, jp, m, ov.declared))
+    if "limits" in m:
+        limits = read_limits(doc, jp + ("limits",), m["limits"], limits)
+    if "gear_ratio" in m:
+        extra["gear_ratio"] = number(doc, jp + ("gear_ratio",), m["gear_ratio"])
+    if "encoder" in m:
+        extra["encoder"] = read_encoder(doc, jp + ("encoder",), m["encoder"])
+    if "torque_constant" in m:
+        extra["torque_constant"] = read_torque_constant(doc, jp, m)
+    return extra, limits
+
+
+def _chain_joint(j: Any, pending: np.ndarray, ov: _Overlay, file: str) -> tuple[Joint, Any]:
+    """A movable chain joint (``pending``: the fixed joints' transform since the last movable one) and
+    its overlay's ``elastic:`` block (None where absent)."""
+    axis = _chain_axis(j, file)
+    pre, post = urdf_transforms(exact.matmul(pending, _origin(j)), axis)
+    extra, limits = _overlay_joint(ov, j.name, _urdf_limits(j))
+    if j.type != "prismatic":
+        check_revolute_limits(limits, functools.partial(warn, file, f"joint[{j.name}].limit"))
+    raw = ov.joints.get(j.name)
+    drive = raw.get("elastic") if isinstance(raw, dict) else None
+    kin = tuple(zip(("x", "y", "z"), (float(v) for v in pre[:3, 3])))
+    joint = Joint(
+        name=c_identifier(j.name),
+        type="prismatic" if j.type == "prismatic" else "revolute",
+        pre=as_tuple(pre),
+        post=as_tuple(post),
+        kinematics=kin,
+        limits=limits,
+        **extra,
+    )
+    return joint, drive
+
+
+def _check_c_names(out_joints: list[Joint], movable_names: list[str], file: str) -> None:
     c_names = [j.name for j in out_joints]
     for idx, c_name in enumerate(c_names):
         if c_names.index(c_name) != idx:
@@ -245,8 +289,9 @@ def robot_from_urdf(
                 f"joints {movable_names[c_names.index(c_name)]!r} "
                 f"and {movable_names[idx]!r} have the same C name {c_name!r}",
             )
-    if not out_joints:
-        raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
+
+
+def _check_links(out_joints: list[Joint], out_links: list[np.ndarray], file: str) -> None:
     for name, p in zip((j.name for j in out_joints), out_links):
 
         def error(msg: str, n: str = name) -> DescriptionError:
@@ -257,6 +302,43 @@ def robot_from_urdf(
 
         validate_inertial(p, error)
         check_triangle(p, notice)
+
+
+def robot_from_urdf(
+    path: str | Path, base_link: str | None = None, tip_link: str | None = None, overlay: str | Path | None = None
+) -> Robot:
+    path = Path(path)
+    file = str(path)
+    model = parse_urdf(path)
+    tree = _tree(model, file)
+    base = base_link or model.get_root()
+    tip_link, chain = _serial_chain(tree, base, tip_link)
+    on_chain = {j.name for j in chain}
+    movable_names = [j.name for j in chain if j.type != "fixed"]
+    ov = _read_overlay(overlay, tree, on_chain, movable_names)
+    kw = ov.kw
+    merger = _Merger(tree, on_chain, ov.locked)
+
+    out_joints: list[Joint] = []
+    out_links: list[np.ndarray] = []
+    drives: list[Any] = []
+    pending = np.eye(4)
+    for j in chain:
+        if j.type == "fixed":
+            pending = exact.matmul(pending, _origin(j))
+            if out_links:
+                out_links[-1] = out_links[-1] + merger.subtree(j.child, pending)
+            continue
+        joint, drive = _chain_joint(j, pending, ov, file)
+        drives.append(drive)
+        out_joints.append(joint)
+        out_links.append(merger.subtree(j.child, np.eye(4)))
+        pending = np.eye(4)
+    _check_c_names(out_joints, movable_names, file)
+    if not out_joints:
+        raise DescriptionError(file, "tip_link", f"no movable joint between {base!r} and {tip_link!r}")
+    _check_links(out_joints, out_links, file)
+    locked_off_chain = merger.locked_off_chain
     if locked_off_chain:
         warn(
             file,
@@ -265,13 +347,13 @@ def robot_from_urdf(
             f"position (0, or the overlay's locked:) and their links merged: {', '.join(sorted(locked_off_chain))}",
         )
     chain_joints = elastic_drives(
-        ov, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw
+        ov.doc, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw
     )
     kw.setdefault("name", c_identifier(model.name or path.stem))
     kw.setdefault("tip", as_tuple(pending))  # fixed joints after the last movable one
-    check_coulomb_scales(ov, kw, len(chain_joints))
-    if "imus" in top:
-        kw["imus"] = read_imus(ov, top["imus"], chain_joints)
+    check_coulomb_scales(ov.doc, kw, len(chain_joints))
+    if "imus" in ov.top:
+        kw["imus"] = read_imus(ov.doc, ov.top["imus"], chain_joints)
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
     return Robot(
         file=file,
