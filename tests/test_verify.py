@@ -18,7 +18,7 @@ from host_tools.bindings.compiled import CompiledDynamics, generator_files, load
 from host_tools.cli import main
 from host_tools.studies.identities import identity_checks
 from host_tools.studies.pinocchio_models import example_robot_data_dir
-from host_tools.studies.verify import Target, verify
+from host_tools.studies.verify import verify
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = ("kuka_iiwa14", "schunk_lwa4p", "planar2", "franka_panda", "ur5", "biorob4")
@@ -173,7 +173,7 @@ def test_verify_without_pinocchio_says_so(monkeypatch: pytest.MonkeyPatch) -> No
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pinocchio)
-    report = verify(Target("planar2"), states=50)
+    report = verify(load_robot("planar2"), states=50)
     assert report.ok
     assert not any("Pinocchio" in c.name for c in report.checks)
     assert any("manipgen[verify]" in note for note in report.notes)

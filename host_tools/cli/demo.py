@@ -16,13 +16,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from host_tools.studies.demo import demo
+    from pathlib import Path
 
-    return demo(
-        args.robot,
-        out=args.out,
-        states=args.states,
-        base_link=args.base_link,
-        tip_link=args.tip_link,
-        overlay=args.overlay,
-    )
+    from codegen.model.description import load_robot
+    from host_tools.reports import demo as report
+    from host_tools.studies import demo
+    from host_tools.studies.identities import identity_checks
+
+    robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
+    folder = Path(args.out) if args.out else Path("out") / robot.c_name
+    print(report.generated(robot, demo.generate_into(robot, folder), folder))
+    built = demo.build(robot, folder)
+    if built is None:
+        print("error: no C compiler (cc/gcc) on PATH")
+        return 1
+    print(report.built(built))
+    checks = identity_checks(built.dynamics, args.states)
+    print(report.identities(checks, args.states))
+    loop = demo.loopback(robot)
+    chain = (("base-link", args.base_link), ("tip-link", args.tip_link), ("overlay", args.overlay))
+    spec = args.robot + "".join(f" --{k} {v}" for k, v in chain if v)
+    print(report.collided(loop, report.save_collision(loop, folder), spec))
+    print(report.estimated(*demo.estimators(robot)))
+    ok = all(c.ok for c in checks) and loop.ok
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from codegen.emit.files import write_file
 from host_tools.cli.progress import stage
 
 
@@ -61,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
+    from host_tools.reports import elastic as report
 
     console = Console(stderr=True, soft_wrap=True)
     out = Path(args.out) if args.out else None
@@ -117,42 +116,20 @@ def run(args: argparse.Namespace) -> int:
             except LogError as exc:
                 raise ValueError(str(exc)) from None
             if out is not None:
-                write_file(out / "elastic_identification.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-                write_file(out / "elastic_identification.md", text)
+                report.write_identification(doc, text, out)
         else:
-            from host_tools.reports import plots
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
             with stage(console, "seed 003 §5.3 collision scenario ..."):
                 doc = scenario(args.robot, s)
             if out is not None:
-                plots.elastic_collision(doc, s.joint, out / "elastic_collision.png")
+                report.write_collision(doc, s.joint, out)
             doc.pop("traces")
-            text = json.dumps(doc, indent=1)
-            if out is not None:
-                write_file(out / "elastic_collision.json", text + "\n")
-            if not args.json:
-                text = _collision_summary(doc, s.threshold)
+            text = report.collision_summary(doc, s.threshold)
         shown = json.dumps(doc, indent=1, allow_nan=False) if args.json else text
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
     print(shown)
     return 0
-
-
-def _collision_summary(doc: dict[str, Any], threshold: float) -> str:
-    """The collision scenario in a few lines (the JSON document: --json)."""
-    rows = [
-        f"obstacle-free motion: max |r| {max(doc['free_max_abs_r']):.3g} N m against the threshold {threshold:g} "
-        f"N m, false alarm: {'yes' if doc['free_false_alarm'] else 'no'}"
-    ]
-    for name in ("no_reaction", "reaction"):
-        r = doc[name]
-        found = "not detected" if r["delay_ms"] is None else f"detected after {r['delay_ms']:.1f} ms, link {r['link']}"
-        rows.append(
-            f"{name.replace('_', ' ')}: contact at sample {r['contact_sample']}, {found}; peak contact torque "
-            f"{r['max_contact_torque']:.3g} N m; in contact at the end: {'yes' if r['in_contact_at_end'] else 'no'}"
-        )
-    return "\n".join(rows)

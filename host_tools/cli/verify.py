@@ -44,7 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
-    from host_tools.studies.verify import Target, VerifyError, verify
+    from codegen.model.description import load_robot
+    from host_tools.reports.verify import text
+    from host_tools.studies.verify import Reference, VerifyError, verify
 
     start = time.perf_counter()
 
@@ -64,30 +66,18 @@ def run(args: argparse.Namespace) -> int:
             raise VerifyError(f"--states must be at least 1, got {args.states}")
         urdf = spec.lower().endswith(".urdf")
         chain = (args.base_link, args.tip_link, args.overlay)
-        target = Target(spec, *chain) if urdf else Target(spec)
         if not urdf and not args.reference and any(chain):
             raise VerifyError("--base-link, --tip-link and --overlay apply to a URDF (the description or --reference)")
-        reference = Target(args.reference, *chain) if args.reference else None
-        report = verify(target, folder, reference, args.states, progress=progress)
+        robot = load_robot(spec, *chain) if urdf else load_robot(spec)
+        reference = Reference(args.reference or spec, *chain) if args.reference or urdf else None
+        report = verify(robot, folder, reference, args.states, progress=progress)
     except (DescriptionError, VerifyError, OSError, ValueError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.as_json(), indent=1))
         return 0 if report.ok else 1
-    print(f"{report.robot}: {report.folder}")
-    print(f"reference: {report.reference}")
-    width = max(len(c.name) for c in report.checks)
-    for c in report.checks:
-        print(f"  {'ok  ' if c.ok else 'FAIL'} {c.name:<{width}} {c.figure:10.3g}  ({c.relation} {c.bound:.3g})")
-        if c.detail and not c.ok:
-            parts = c.detail.split("; ")
-            print(
-                f"       {'; '.join(parts[:5])}" + (f"; ... {len(parts) - 5} more (--json)" if len(parts) > 5 else "")
-            )
-    for note in report.notes:
-        print(f"  note: {note}")
-    print("PASS" if report.ok else "FAIL")
+    print(text(report))
     return 0 if report.ok else 1
 
 

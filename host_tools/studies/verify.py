@@ -33,7 +33,6 @@ import numpy as np
 from codegen.blocks.options import realtime_defaults, rt_options_from_dict
 from codegen.emit.generate import generate
 from codegen.emit.host import HOST_FOLDER
-from codegen.model.description import load_robot
 from codegen.model.robot import Robot
 from host_tools.bindings.compiled import CompiledDynamics, generated_folder
 from host_tools.studies.identities import Check, identity_checks, random_states
@@ -71,8 +70,9 @@ class Report:
 
 
 @dataclass(frozen=True)
-class Target:
-    """What is verified: a description and optionally the folder said to be generated from it."""
+class Reference:
+    """A URDF chain Pinocchio's own URDF parser reads (the description itself, if a URDF, or another
+    file of the same arm)."""
 
     spec: str
     base_link: str | None = None
@@ -175,7 +175,7 @@ def _rigid(dyn: CompiledDynamics) -> np.ndarray:
 
 
 def pinocchio_checks(
-    robot: Robot, dyn: CompiledDynamics, reference: Target | None, states: int, seed: int
+    robot: Robot, dyn: CompiledDynamics, reference: Reference | None, states: int, seed: int
 ) -> tuple[list[Check], str]:
     """rnea, M, g, tip pose and Jacobian against Pinocchio; (checks, what the reference was).
     ``reference``: a URDF chain (None: Pinocchio built from the description, a YAML)."""
@@ -233,17 +233,18 @@ def pinocchio_checks(
 
 
 def verify(
-    target: Target,
+    robot: Robot,
     folder: Path | None = None,
-    reference: Target | None = None,
+    reference: Reference | None = None,
     states: int = 1000,
     seed: int = 0,
     progress: Callable[[str], None] = lambda _: None,
 ) -> Report:
     """Run every check; ``folder`` a generated folder (None: generate the description's default
-    folder into the build cache); ``reference`` a URDF chain to compare with (None: the description
-    itself, a URDF chain or a YAML read by Pinocchio's side)."""
-    robot = load_robot(target.spec, target.base_link, target.tip_link, target.overlay)
+    folder into the build cache); ``reference`` a URDF chain to compare with (None: the description,
+    a YAML, read by Pinocchio's side; a URDF description is its own reference)."""
+    if reference is None and Path(robot.file).suffix.lower() == ".urdf":
+        raise VerifyError(f"{robot.file}: a URDF description is compared with its own chain: give it as reference")
     checks: list[Check] = []
     notes: list[str] = []
     if folder is not None:
@@ -267,8 +268,6 @@ def verify(
         notes.append("Pinocchio is not installed (pip install 'manipgen[verify]'): no comparison with it")
     else:
         progress(f"Pinocchio on {states} random states")
-        if reference is None and Path(target.spec).suffix.lower() == ".urdf":
-            reference = target
         pin_checks, what = pinocchio_checks(robot, dyn, reference, states, seed)
         checks += pin_checks
     return Report(robot.name, folder, what, checks, notes)
