@@ -32,9 +32,9 @@ def main() -> None:
     res = design(robot, ExciteSettings(harmonics=5, base_frequency=0.05, starts=1, max_iter=150))
     t_excite = time.perf_counter() - t0
     exc = res.excitation
-    log = synthetic_log("kuka_iiwa14", exc, periods=6, torque_noise=0.2, seed=0)
+    log = synthetic_log(robot, exc, periods=6, torque_noise=0.2, seed=0)
     settings = IdentSettings()
-    ident, _, (y, tau, qd) = identify("kuka_iiwa14", log, exc, settings)
+    ident, _, (y, tau, qd) = identify(robot, log, exc, settings)
     rows = np.abs(qd).reshape(-1) >= settings.min_speed
     kept = ident.essential.kept
     m = model(robot)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from host_tools.cli.oe_report import OESynthetic, oe_data, synthetic_run
+from codegen.model.description import load_robot
 from host_tools.identification.closed_loop import ClosedLoopModel
+from host_tools.identification.closed_loop_run import OESynthetic, oe_data, synthetic_run
 from host_tools.identification.output_error import Identification, OESettings, description_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the peer lives in tests/peers
@@ -30,9 +31,10 @@ from tests.peers.pinocchio_closed_loop import simulate_ur5  # noqa: E402
 
 def main() -> None:
     opts = OESynthetic()
-    log, loop = synthetic_run("ur5", opts)
-    data = oe_data("ur5", log)
-    model = ClosedLoopModel("ur5")
+    robot = load_robot("ur5")
+    log, loop = synthetic_run(robot, opts)
+    data = oe_data(robot, log)
+    model = ClosedLoopModel(robot)
     beta = model.ident.true_base()
     t0 = time.perf_counter()
     ours = model.simulate(beta, loop, data.q_des, data.qd_des, data.q[0], data.qd_des[0])

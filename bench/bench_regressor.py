@@ -75,7 +75,7 @@ def main() -> None:
     run = DATA / "4ms_FinDiff_run1.mat"
     if run.is_file():
         log = load_log(run, load_robot("schunk_lwa4p"))
-        q = positions("schunk_lwa4p", log)
+        q = positions(load_robot("schunk_lwa4p"), log)
         qd = np.gradient(q, log.sample_period, axis=0)
         qdd = np.gradient(qd, log.sample_period, axis=0)
         rows.append(compare("schunk_lwa4p", q, qd, qdd))
@@ -83,7 +83,7 @@ def main() -> None:
         print(f"(no {run}: the LWA-4P row is left out)")
     robot = load_robot("kuka_iiwa14")
     exc = random_excitation(robot, 0)
-    log = synthetic_log("kuka_iiwa14", exc, periods=6, torque_noise=0.2, seed=0)
+    log = synthetic_log(robot, exc, periods=6, torque_noise=0.2, seed=0)
     truth = log.extra
     rows.append(compare("kuka_iiwa14", truth["q_true"], truth["qd_true"], truth["qdd_true"]))
     print_table(

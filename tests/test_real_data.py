@@ -126,7 +126,7 @@ def test_ise_of_the_recorded_estimate_equals_the_generated_ones(logs: dict[str, 
     from host_tools.studies.log_estimation import estimate, ground_truth_velocity
 
     log = Log.load(logs["FinDiff"])
-    truth = ground_truth_velocity(positions("schunk_lwa4p", log), log.sample_period)
+    truth = ground_truth_velocity(positions(load_robot("schunk_lwa4p"), log), log.sample_period)
     by_hand = np.sum((log.extra["qd_hat_logged"][3:] - truth[3:]) ** 2, axis=0) * 0.004
     fd = estimate(log, "findiff", "paper")
     assert np.allclose(fd.ise, by_hand, rtol=1e-6)

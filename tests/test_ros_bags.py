@@ -164,8 +164,8 @@ def test_a_bag_on_the_sample_grid_is_the_npz_log(
     ):
         assert np.array_equal(load_log(path, robot).counts, log.counts)
     settings = IdentSettings()
-    from_npz, _, _ = identify("planar2", log, None, settings)
-    from_bag, _, _ = identify("planar2", load_log(bag, robot), None, settings)
+    from_npz, _, _ = identify(robot, log, None, settings)
+    from_bag, _, _ = identify(robot, load_log(bag, robot), None, settings)
     a, c = from_npz.base.values, from_bag.base.values
     assert np.max(np.abs(a - c)) <= 1e-12 * np.max(np.abs(a))
     if fmt == "ros1":  # the whole CLI path once: the same thresholds from the bag as from the NPZ
@@ -352,7 +352,7 @@ def test_motor_side_encoders_read_back_within_half_a_count(tmp_path: Path) -> No
     got = read_bag(write_bag(tmp_path / "ur5", "mcap", records), robot)
     resolution = 2 * np.pi / (65536 * 101)
     assert np.allclose(got.report.resolution, resolution, rtol=1e-12)
-    assert np.max(np.abs(read_positions("ur5", got.log) - q)) <= resolution / 2 * (1 + 1e-9)
+    assert np.max(np.abs(read_positions(robot, got.log) - q)) <= resolution / 2 * (1 + 1e-9)
 
 
 def test_import_log_takes_a_urdf_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

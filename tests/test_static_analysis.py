@@ -195,7 +195,7 @@ def excitation_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def oesim() -> Path:
     from host_tools.identification.closed_loop import oesim_folder
 
-    return oesim_folder("ur5")
+    return oesim_folder(load_robot("ur5"))
 
 
 @pytest.mark.parametrize("name", COMMITTED)

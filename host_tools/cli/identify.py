@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from codegen.model.robot import Robot
+    from host_tools.data.checks import LogChecks
+    from host_tools.data.logs import Log
+    from host_tools.identification.closed_loop import Loop
+    from host_tools.identification.pipeline import IdentSettings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +49,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="no robot: design the excitation, simulate it with noise on the loopback, identify, compare",
     )
     d.add_argument("--seed", type=int, default=0)
+    _fit_arguments(d)
+    _output_error_arguments(d)
+    _output_arguments(d)
+    d.set_defaults(handler=run)
+
+
+def _fit_arguments(d: argparse.ArgumentParser) -> None:
+    """The inverse-dynamics fit: filter, essential parameters, least squares, friction."""
     d.add_argument("--band", type=float, default=6.0, help="Hz: the parallel low-pass on tau and Y (seed 004: 6)")
     d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
     d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
@@ -67,6 +82,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "load-dependent and Stribeck friction terms beyond viscous + Coulomb (docs/identification.md). "
         "Default: on for a recorded run (no --excitation) of a description with tanh Coulomb friction",
     )
+
+
+def _output_error_arguments(d: argparse.ArgumentParser) -> None:
+    """Output-error identification of a closed-loop run (--method)."""
     d.add_argument(
         "--method",
         choices=("idim-ls", "didim", "clie", "cloe", "all"),
@@ -102,6 +121,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)",
     )
+
+
+def _output_arguments(d: argparse.ArgumentParser) -> None:
+    """The input checks' flagged samples, the start position, the outputs and the scheduler."""
     d.add_argument(
         "--keep-flagged",
         action="store_true",
@@ -127,31 +150,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "physical fit's starts and output error's simulations",
         "the starts here one after the other, the simulations in threads",
     )
-    d.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
-    from host_tools.cli.identify_report import InputChecks, Synthetic, run, synthetic, table, write
-    from host_tools.data.checks import (
-        LogChecks,
-        check_log,
-        check_samples,
-        parse_start_position,
-        require_absolute_positions,
-        with_start_position,
-    )
-    from host_tools.data.csvdata import CsvError, Samples, read_samples
-    from host_tools.data.logs import Log, LogError
-    from host_tools.data.mat_logs import load_log
-    from host_tools.identification.excitation import Excitation
-    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
 
     console = Console(stderr=True, soft_wrap=True)
     if scheduler_refused(args, console):
@@ -170,22 +175,32 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         return _identify_closed_loop(args, console)
-    fit_scales = bool(args.fit_coulomb_scale)
-    terms = args.friction_terms
     try:
-        described = load_robot(args.robot)
+        robot = load_robot(args.robot)
     except DescriptionError as err:
         console.print(f"manipgen: error: {err}")
         return 2
+    settings = _settings(args, robot, console)
+    if settings is None:
+        return 2
+    return _identify(args, robot, settings, console)
+
+
+def _settings(args: argparse.Namespace, robot: Robot, console: Console) -> IdentSettings | None:
+    """The identification's settings from the options (None: refused, the reason printed)."""
+    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
+
+    fit_scales = bool(args.fit_coulomb_scale)
+    terms = args.friction_terms
     recorded = not (args.excitation or args.synthetic)
     if terms is None:
-        terms = fits_friction_terms(described, recorded)
-    elif terms and not fits_friction_terms(described, recorded):
+        terms = fits_friction_terms(robot, recorded)
+    elif terms and not fits_friction_terms(robot, recorded):
         console.print(
             "manipgen: error: --friction-terms: for a recorded run (no --excitation, not --synthetic) of a "
             "description with smooth Coulomb friction it identifies (coulomb: {model: tanh}, FC in joint_parameters)"
         )
-        return 2
+        return None
     settings = IdentSettings(
         band=args.band,
         min_abs=args.min_abs,
@@ -209,7 +224,31 @@ def run(args: argparse.Namespace) -> int:
         console.print(
             "manipgen: error: --band, --cutoff-q and --max-rsd must be positive, --min-abs and --min-speed >= 0"
         )
-        return 2
+        return None
+    return settings
+
+
+def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, console: Console) -> int:
+    """identify without --method: load the logs once, identify, write the report."""
+    import json
+    from pathlib import Path
+
+    from codegen.errors import DescriptionError
+    from host_tools.data.checks import (
+        check_log,
+        check_samples,
+        parse_start_position,
+        require_absolute_positions,
+        with_start_position,
+    )
+    from host_tools.data.csvdata import CsvError, Samples, read_samples
+    from host_tools.data.logs import LogError
+    from host_tools.data.mat_logs import load_log
+    from host_tools.identification.excitation import Excitation
+    from host_tools.identification.input_checks import InputChecks
+    from host_tools.identification.pipeline import rigid_only
+    from host_tools.identification.run import identify_run
+    from host_tools.reports.identification import document, figure_arrays, table, write
 
     def data(path: str) -> tuple[Log | Samples, LogChecks | None]:
         """The log and its input checks (a CSV's: those it allows, host_tools.data.checks.check_samples)."""
@@ -222,14 +261,11 @@ def run(args: argparse.Namespace) -> int:
         return log, check_log(log, robot, path)
 
     try:
-        robot = load_robot(args.robot)
         start = parse_start_position(args.start_position, robot) if args.start_position else None
         with stage(console, "identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
                 require_absolute_positions(robot, start)
-                doc, arrays, _ = synthetic(
-                    args.robot, Synthetic(seed=args.seed), settings, stage=lambda s: status.update(s), start=start
-                )
+                doc, arrays = _synthetic(args, robot, settings, lambda s: status.update(s), start)
             else:
                 # without an excitation: a recorded non-periodic run (e.g. seed 000's LWA-4P runs)
                 exc = Excitation.load(args.excitation) if args.excitation else None
@@ -238,8 +274,9 @@ def run(args: argparse.Namespace) -> int:
                 checks = InputChecks(log_checks, validate_checks, args.keep_flagged)
                 for line in checks.lines():
                     console.print(f"manipgen: check: {line}")
-                doc, arrays = run(
-                    args.robot,
+                rigid_only(robot, args.robot)
+                result = identify_run(
+                    robot,
                     log,
                     exc,
                     validate,
@@ -248,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
                     checks=checks,
                     executor=executor,
                 )
-        written = write(doc, arrays, args.robot, Path(args.out)) if args.out else []
+                doc, arrays = document(result), figure_arrays(result)
+        written = write(doc, arrays, robot, Path(args.out)) if args.out else []
     except (ValueError, LogError, CsvError, OSError, RuntimeError, DescriptionError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
@@ -265,6 +303,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _synthetic(
+    args: argparse.Namespace,
+    robot: Robot,
+    settings: IdentSettings,
+    status: Callable[[str], None],
+    start: tuple[float, ...] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """identify --synthetic: the round trip on the loopback; its document and figure arrays."""
+    from host_tools.identification.pipeline import rigid_only
+    from host_tools.identification.synthetic import Synthetic, synthetic
+    from host_tools.reports.identification import figure_arrays, synthetic_document
+
+    rigid_only(robot, args.robot)
+    result = synthetic(robot, Synthetic(seed=args.seed), settings, stage=status, start=start)
+    return synthetic_document(result), figure_arrays(result.run)
+
+
 def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
     """identify --method ...: output-error identification of a closed-loop run (seed 002)."""
     import json
@@ -272,22 +327,18 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
 
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
-    from codegen.model.yamlio import load_yaml
-    from host_tools.cli.oe_report import (
+    from host_tools.data.logs import LogError
+    from host_tools.identification.closed_loop_run import (
         OESynthetic,
         identify_closed_loop,
-        loop_for,
         methods_of,
         oe_data,
-        single,
         synthetic_run,
-        tables,
-        write,
     )
-    from host_tools.data.checks import check_log, parse_start_position, with_start_position
-    from host_tools.data.logs import LogError
-    from host_tools.data.mat_logs import load_log
+    from host_tools.identification.least_squares import model
     from host_tools.identification.output_error import OESettings
+    from host_tools.identification.pipeline import rigid_only
+    from host_tools.reports.output_error import document, single, tables, write
 
     try:
         methods = methods_of(args.method)
@@ -299,54 +350,24 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
         if args.synthetic and args.gains:
             raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
-        found = None
+        robot = load_robot(args.robot)
+        found: LogChecks | None = None
         with out.status("identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
                 opts = OESynthetic(seed=args.seed)
                 status.update("simulating the closed-loop run (loopback)")
-                log, loop = synthetic_run(args.robot, opts)
-                from host_tools.identification.least_squares import model
-
-                truth = model(load_robot(args.robot)).true_base()
+                rigid_only(robot, args.robot)
+                log, loop = synthetic_run(robot, opts)
+                truth = model(robot).true_base()
                 init_error, source = opts.init_error, "synthetic run"
             else:
-                if str(args.data).lower().endswith(".csv"):
-                    raise ValueError(
-                        f"{args.data}: output-error methods need the reference trajectory the "
-                        "controller tracked: give a log (.npz) with q_des and qd_des"
-                    )
-                robot = load_robot(args.robot)
-                log = load_log(args.data, robot)
-                start = parse_start_position(args.start_position, robot) if args.start_position else None
-                found = check_log(log, robot, str(args.data), start)
-                for line in found.lines():
-                    out.print(f"manipgen: check: {line}")
-                # output error simulates the run whole on its time grid, the controller's own
-                # saturation (tau_max) included: stamps that jump or repeat break it; the other
-                # findings are reported (a clip the loop does not model shows as its error)
-                stamps = sum(f.samples for f in found.findings if f.kind == "time")
-                if stamps and not args.keep_flagged:
-                    raise ValueError(
-                        f"{args.data}: {stamps} samples flagged by the time-stamp check; output error "
-                        "simulates the run whole on a uniform grid: cut the run (or --keep-flagged to use it as it is)"
-                    )
-                if start is not None:
-                    log = with_start_position(log, robot, start)
-                gains = load_yaml(args.gains).data if args.gains else None
-                if args.gains and not isinstance(gains, dict):
-                    raise ValueError(
-                        f"{args.gains}: expected a mapping of kp, kd, ki, i_max, tau_max, drive_gain, "
-                        "gravity_compensation (docs/identification.md)"
-                    )
-                try:
-                    loop = loop_for(args.robot, gains)
-                except ValueError as err:
-                    raise ValueError(f"{args.gains}: {err}" if args.gains else str(err)) from None
+                log, loop, found = _closed_loop_log(args, robot, out)
                 truth, init_error, source = None, 0.0, str(args.data)
             try:
-                doc, results = identify_closed_loop(
-                    args.robot,
-                    oe_data(args.robot, log, loop.drive_gain, source),
+                rigid_only(robot, args.robot)
+                result = identify_closed_loop(
+                    robot,
+                    oe_data(robot, log, loop.drive_gain, source),
                     loop,
                     methods,
                     settings,
@@ -361,12 +382,13 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
             except ValueError as err:
                 text = str(err)
                 raise ValueError(text if text.startswith(source) else f"{source}: {text}") from None
+        doc = document(result)
         if args.synthetic:
             doc["synthetic"] = vars(opts)
         if found is not None:  # the input checks' findings, as identify's other methods give them
             doc["checks"] = [{**c, "source": found.source} for c in found.as_json()]
             doc["flagged_left_out"] = False
-        written = write(doc, results, Path(args.out)) if args.out else []
+        written = write(doc, result.results, Path(args.out)) if args.out else []
     except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
         out.print(f"manipgen: error: {exc_}")
         return 2
@@ -381,3 +403,44 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
             + (f"; wrote {', '.join(str(p) for p in written)}" if written else "")
         )
     return 0
+
+
+def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tuple[Log, Loop, LogChecks]:
+    """A DATA log of the closed loop, its input checks (printed) and the loop that ran (--gains)."""
+    from codegen.model.yamlio import load_yaml
+    from host_tools.data.checks import check_log, parse_start_position, with_start_position
+    from host_tools.data.mat_logs import load_log
+    from host_tools.identification.closed_loop_run import loop_for
+
+    if str(args.data).lower().endswith(".csv"):
+        raise ValueError(
+            f"{args.data}: output-error methods need the reference trajectory the "
+            "controller tracked: give a log (.npz) with q_des and qd_des"
+        )
+    log = load_log(args.data, robot)
+    start = parse_start_position(args.start_position, robot) if args.start_position else None
+    found = check_log(log, robot, str(args.data), start)
+    for line in found.lines():
+        out.print(f"manipgen: check: {line}")
+    # output error simulates the run whole on its time grid, the controller's own
+    # saturation (tau_max) included: stamps that jump or repeat break it; the other
+    # findings are reported (a clip the loop does not model shows as its error)
+    stamps = sum(f.samples for f in found.findings if f.kind == "time")
+    if stamps and not args.keep_flagged:
+        raise ValueError(
+            f"{args.data}: {stamps} samples flagged by the time-stamp check; output error "
+            "simulates the run whole on a uniform grid: cut the run (or --keep-flagged to use it as it is)"
+        )
+    if start is not None:
+        log = with_start_position(log, robot, start)
+    gains = load_yaml(args.gains).data if args.gains else None
+    if args.gains and not isinstance(gains, dict):
+        raise ValueError(
+            f"{args.gains}: expected a mapping of kp, kd, ki, i_max, tau_max, drive_gain, "
+            "gravity_compensation (docs/identification.md)"
+        )
+    try:
+        loop = loop_for(robot, gains)
+    except ValueError as err:
+        raise ValueError(f"{args.gains}: {err}" if args.gains else str(err)) from None
+    return log, loop, found

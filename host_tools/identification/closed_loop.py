@@ -1,8 +1,9 @@
 """The closed-loop model of output-error identification, in C (``<robot>_oesim``, see
 codegen.blocks.closed_loop): the plant with a candidate base-parameter vector under the known controller.
 
-    model = ClosedLoopModel("ur5")
-    loop = Loop.from_rt(load_rt("ur5", observer="none", controller="pid"))
+    robot = load_robot("ur5")
+    model = ClosedLoopModel(robot)
+    loop = Loop.from_rt(load_rt(robot, observer="none", controller="pid"))
     sim = model.simulate(beta, loop, q_des, qd_des, q0, qd0, cols=range(model.n_base))
     sim.tau, sim.dtau        # (K, n), (K, n, len(cols)): d tau_k / d beta
 """
@@ -23,7 +24,7 @@ from codegen.blocks import findiff
 from codegen.blocks.options import EstimatorChoice, RtOptions
 from codegen.emit.host import HOST_FOLDER
 from codegen.emit.oesim import oesim_files
-from codegen.model.description import load_robot
+from codegen.model.robot import Robot
 from host_tools.bindings.build import build, cache_root, locked
 from host_tools.bindings.compiled import generated_folder, generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
@@ -86,11 +87,10 @@ class Simulation:
     dtau: np.ndarray | None = None  # (K, n, nc) d tau_k / d beta[cols]
 
 
-def oesim_folder(spec: str | Path, sample_period: float | None = None) -> Path:
+def oesim_folder(robot: Robot, sample_period: float | None = None) -> Path:
     """Generate (cached) the closed-loop model's folder: the robot's dynamics files + its oesim."""
-    robot = load_robot(spec)
     dyn_folder = generated_folder(
-        spec, rt=RtOptions(estimator=EstimatorChoice(findiff.FINDIFF.name), observer="none", controller="none")
+        robot, rt=RtOptions(estimator=EstimatorChoice(findiff.FINDIFF.name), observer="none", controller="none")
     )
     ts = sample_period or robot.sample_period
     key = hashlib.sha256(f"{robot.digest}|{ts!r}|{generator_fingerprint()}".encode()).hexdigest()[:16]
@@ -118,15 +118,14 @@ def oesim_folder(spec: str | Path, sample_period: float | None = None) -> Path:
 class ClosedLoopModel:
     """The generated closed-loop simulation of one robot, parameterised by base parameters."""
 
-    def __init__(self, spec: str | Path | RobotSource, sample_period: float | None = None) -> None:
-        """``spec``: a bundled name, a description file, or the description's text (a work item's,
-        host_tools.bindings.source: loaded from this machine's cache)."""
-        self.source = spec if isinstance(spec, RobotSource) else RobotSource.of(spec)
-        if isinstance(spec, RobotSource):
-            spec = spec.robot().file
-        self.robot = load_robot(spec)
+    def __init__(self, robot: Robot | RobotSource, sample_period: float | None = None) -> None:
+        """``robot``: the description loaded, or its text (a work item's, host_tools.bindings.source:
+        loaded from this machine's cache). The work items of output error carry the description's
+        file as text (RobotSource.of)."""
+        self.source = robot if isinstance(robot, RobotSource) else RobotSource.of(robot.file)
+        self.robot = robot.robot() if isinstance(robot, RobotSource) else robot
         self.ident = model(self.robot)
-        mod, manifest = build(oesim_folder(spec, sample_period))
+        mod, manifest = build(oesim_folder(self.robot, sample_period))
         self._ffi, self._lib = mod.ffi, mod.lib
         self.sample_period: float = manifest["oesim"]["sample_period"]
         self.n, self.n_base = self.robot.dof, self.ident.base.n_base

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codegen.blocks import findiff
-from codegen.model.description import load_robot
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.rt import load_rt
@@ -78,12 +77,13 @@ def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
     )
 
 
-def rigid_only(robot: Robot, spec: str) -> None:
-    """This identification takes the log's torque as the links'; an elastic arm logs its motors'."""
+def rigid_only(robot: Robot, spec: str | None = None) -> None:
+    """This identification takes the log's torque as the links'; an elastic arm logs its motors'.
+    ``spec``: the description as the user named it (default: its file)."""
     if robot.elastic:
         raise ValueError(
             f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
-            f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec}"
+            f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec or robot.file}"
         )
 
 
@@ -106,15 +106,14 @@ def usable(flagged: np.ndarray, sample_period: float) -> np.ndarray:
     return ~with_settling(flagged, sample_period)
 
 
-def positions(spec: str, log: Log) -> np.ndarray:
-    """Joint positions from the log's counts through the robot's generated encoder read (``spec``:
-    a bundled robot name or a description path); with the log's stated start position
-    (host_tools.data.checks.with_start_position) where it states one."""
+def positions(robot: Robot, log: Log) -> np.ndarray:
+    """Joint positions from the log's counts through the robot's generated encoder read; with the
+    log's stated start position (host_tools.data.checks.with_start_position) where it states one."""
     rt = load_rt(
-        spec, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
+        robot, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
     )
     if "start_position" in log.extra and log.encoder_offset is None:
-        log = with_start_position(log, load_robot(spec), log.extra["start_position"])
+        log = with_start_position(log, robot, log.extra["start_position"])
     return np.asarray(rt.run(log)["q"], float)  # the stated start's offsets apply (Realtime.run)
 
 
@@ -125,16 +124,16 @@ def torque_at_samples(log: Log) -> np.ndarray:
     return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
 
 
-def samples_of(spec: str, data: Log | Samples) -> Samples:
+def samples_of(robot: Robot, data: Log | Samples) -> Samples:
     """Positions and torques at the sample instants: a CSV's as they are; a log's positions through
     the robot's encoder read and its torques by torque_at_samples."""
     if isinstance(data, Samples):
         return data
-    return Samples(data.sample_period, positions(spec, data), torque_at_samples(data))
+    return Samples(data.sample_period, positions(robot, data), torque_at_samples(data))
 
 
 def process(
-    spec: str,
+    robot: Robot,
     data: Log | Samples,
     exc: Excitation | None,
     settings: IdentSettings,
@@ -145,7 +144,7 @@ def process(
     (zero phase) and differentiated centrally; ``flagged`` (K,) bool samples (input checks) and
     those within SETTLE of them are left out of the fit. An excitation run's periods are averaged
     whole: flagged samples there are an error."""
-    s = samples_of(spec, data)
+    s = samples_of(robot, data)
     if exc is None:
         qf, qd, qdd = filtered_derivatives(s.q, s.sample_period, settings.cutoff_q)
         keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
@@ -216,7 +215,7 @@ class Identified:
 
 @one_blas_thread
 def identify(
-    spec: str,
+    described: Robot,
     log: Log | Samples,
     exc: Excitation | None,
     settings: IdentSettings = IdentSettings(),
@@ -226,14 +225,14 @@ def identify(
 ) -> tuple[Identified, Processed, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Base (OLS/WLS) and essential parameters from an excitation log (or, ``exc`` None, a recorded
     non-periodic run); also returns the processed data and the observation (Y stacked, tau, qd at
-    the kept samples). ``robot``: the model to fit (default: ``spec``'s description; the log is read
-    through ``spec``'s encoders either way); ``data``: the log already processed; ``obs``: its
+    the kept samples). ``robot``: the model to fit (default: the ``described`` robot; the log is read
+    through its encoders either way); ``data``: the log already processed; ``obs``: its
     observation already computed (for ``robot``)."""
-    robot = load_robot(spec) if robot is None else robot
-    rigid_only(robot, spec)
+    robot = described if robot is None else robot
+    rigid_only(robot)
     stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    data = process(spec, log, exc, settings) if data is None else data
+    data = process(described, log, exc, settings) if data is None else data
     stages["processing"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     m: Model = model(robot)
@@ -319,7 +318,7 @@ def fit_coulomb_scales(
 
 
 def synthetic_log(
-    robot_name: str,
+    robot: Robot,
     exc: Excitation,
     periods: int,
     torque_noise: float,
@@ -338,7 +337,7 @@ def synthetic_log(
     from host_tools.bindings.loopback import simulate
 
     rt = load_rt(
-        robot_name,
+        robot,
         estimator=kalman.SPEC.name,
         observer="none",
         controller="computed_torque",
@@ -387,7 +386,7 @@ class ValidationData:
 
 
 def validation_data(
-    spec: str,
+    described: Robot,
     data: Log | Samples,
     settings: IdentSettings,
     cutoff_q: float = 5.0,
@@ -398,11 +397,12 @@ def validation_data(
 ) -> ValidationData:
     """A (non-periodic) validation run: positions low-passed (zero phase) at ``cutoff_q`` and
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
-    else the measured torque as it is). ``robot``: the model (default ``spec``'s); ``flagged``
+    else the measured torque as it is). ``robot``: the model (default the ``described`` robot, whose
+    encoders read the log either way); ``flagged``
     (K,) bool: samples the input checks flagged, left out of the RMS with those within SETTLE;
     ``with_candidates``: also every friction-term candidate column (ValidationData.with_terms)."""
-    robot = load_robot(spec) if robot is None else robot
-    s = samples_of(spec, data)
+    robot = described if robot is None else robot
+    s = samples_of(described, data)
     ts = s.sample_period
     edge = int(round(0.5 / ts))  # filter edge effects
     if len(s.q) < 4 * edge:

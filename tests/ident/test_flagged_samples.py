@@ -14,11 +14,13 @@ from codegen.model.description import load_robot
 from host_tools import cli
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
-from host_tools.cli.identify_report import InputChecks, run
 from host_tools.data.checks import check_log, with_start_position
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
+from host_tools.identification.input_checks import InputChecks
 from host_tools.identification.pipeline import IdentSettings, positions
+from host_tools.identification.run import identify_run
+from host_tools.reports.identification import document
 
 
 def _recorded_run(spec: str, seconds: float, seed: int, shift: float = 0.0) -> Log:
@@ -37,7 +39,7 @@ def test_clipped_drive_samples_are_left_out_of_the_fit_and_the_validation() -> N
     robot = load_robot("planar2")
     fit, val = _recorded_run("planar2", 20.0, 1), _recorded_run("planar2", 12.0, 2)
     settings = IdentSettings(min_speed=0.0)
-    clean, _ = run("planar2", fit, None, val, settings)
+    clean = document(identify_run(robot, fit, None, val, settings))
     clipped: list[Log] = []
     for log in (fit, val):
         c = 0.6 * np.max(np.abs(log.tau[:, 0]))
@@ -52,9 +54,13 @@ def test_clipped_drive_samples_are_left_out_of_the_fit_and_the_validation() -> N
         # a plateau shorter than the check's minimum length is no evidence of a clip (a peak that
         # touches its maximum): all but a few of the ~2000-4000 clipped samples are in long ones
         assert np.mean(c.flagged[at_clip]) >= 0.95
-    left_out, _ = run("planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1]))
-    kept, _ = run(
-        "planar2", clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1], keep_flagged=True)
+    left_out = document(
+        identify_run(robot, clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1]))
+    )
+    kept = document(
+        identify_run(
+            robot, clipped[0], None, clipped[1], settings, checks=InputChecks(checks[0], checks[1], keep_flagged=True)
+        )
     )
     assert left_out["flagged_left_out"] and not kept["flagged_left_out"]
     assert {c["source"] for c in left_out["checks"]} == {"fit.npz", "val.npz"}
@@ -99,12 +105,12 @@ def test_a_counter_that_wraps_within_the_travel_is_refused_without_a_start_posit
     truth = log.extra["q_true"]
     span = 2 * np.pi * 2**16 / (4096 * 100)  # rad of joint travel per counter range
     count = 2 * np.pi / (4096 * 100)  # rad per count, link side
-    unstated = positions(str(path), log)
+    unstated = positions(robot, log)
     # without it, the read is off by a whole number of counter ranges: the run starts more than
     # half a range from 0
     off = (unstated - truth)[0] / span
     assert np.allclose(off, np.round(off), atol=0.01) and np.all(np.round(off) != 0)
     # stated to within a quarter range (half a range is the limit), the read is right to a count
     stated = truth[0] + 0.25 * span * np.array([1.0, -1.0])
-    q = positions(str(path), with_start_position(log, robot, stated))
+    q = positions(robot, with_start_position(log, robot, stated))
     assert np.max(np.abs(q - truth)) <= count

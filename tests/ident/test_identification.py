@@ -16,12 +16,12 @@ import pytest
 from codegen.model.description import load_robot
 from codegen.symbolic.dynamics import Dynamics
 from host_tools import load
-from host_tools.cli.identify_report import NOISE_FLOOR_FACTOR
 from host_tools.data.logs import Log
 from host_tools.identification.excitation import ExciteSettings, design
 from host_tools.identification.least_squares import essential, least_squares, model
 from host_tools.identification.pipeline import IdentSettings, synthetic_log
 from host_tools.identification.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
+from host_tools.identification.synthetic import NOISE_FLOOR_FACTOR
 
 
 def test_period_average_and_its_variance() -> None:
@@ -218,8 +218,8 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     robot = load_robot("planar2")
     res = design(robot, ExciteSettings(harmonics=3, base_frequency=0.25, starts=1, max_iter=80))
     res.excitation.save(tmp_path / "excitation.json")
-    synthetic_log("planar2", res.excitation, 4, 0.05, 0).save(tmp_path / "run.npz")
-    synthetic_log("planar2", res.excitation, 2, 0.05, 1).save(tmp_path / "other.npz")
+    synthetic_log(robot, res.excitation, 4, 0.05, 0).save(tmp_path / "run.npz")
+    synthetic_log(robot, res.excitation, 2, 0.05, 1).save(tmp_path / "other.npz")
     r = subprocess.run(
         [
             sys.executable,
@@ -247,7 +247,7 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
     # the same run as CSV (time, q, tau at the instants): the same identification
     from host_tools.identification.pipeline import samples_of
 
-    run = samples_of("planar2", Log.load(tmp_path / "run.npz"))
+    run = samples_of(robot, Log.load(tmp_path / "run.npz"))
     t = np.arange(len(run.q)) * run.sample_period
     np.savetxt(
         tmp_path / "run.csv",

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,28 +19,37 @@ import pytest
 from codegen.model.description import load_robot
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
-from host_tools.cli.oe_report import OESynthetic, identify_closed_loop, oe_data, synthetic_run, tables, write
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop, oesim_folder
+from host_tools.identification.closed_loop_run import OESynthetic, identify_closed_loop, oe_data, synthetic_run
 from host_tools.identification.output_error import (
     Identification,
     OEData,
     OESettings,
+    Result,
     autocorrelation,
     description_start,
 )
+from host_tools.reports.output_error import document, tables, write
 from tests.tooling import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
+UR5 = load_robot("ur5")
+
+
+def _identified(*args: Any) -> tuple[dict[str, Any], dict[str, Result]]:
+    """identify_closed_loop's result as the report gives it: (the JSON document, results by method)."""
+    result = identify_closed_loop(*args)
+    return document(result), result.results
 
 
 @pytest.fixture(scope="module")
 def ur5() -> tuple[ClosedLoopModel, Loop, object]:
     rt = load_rt("ur5", estimator="findiff", observer="none", controller="pid")
     traj = generated_trajectory(load_robot("ur5"), 3.0, rt.sample_period, seed=1)
-    return ClosedLoopModel("ur5"), Loop.from_rt(rt), traj
+    return ClosedLoopModel(UR5), Loop.from_rt(rt), traj
 
 
 def test_closed_loop_model_matches_the_loopback(ur5: tuple) -> None:
@@ -140,7 +150,7 @@ def test_autocorrelation_and_its_bounds() -> None:
 
 
 def test_description_start_perturbs_links_consistently() -> None:
-    model = ClosedLoopModel("ur5")
+    model = ClosedLoopModel(UR5)
     assert np.allclose(description_start(model), model.ident.true_base())
     b = description_start(model, 0.3, seed=4)
     assert not np.allclose(b, model.ident.true_base())
@@ -157,7 +167,7 @@ def run12() -> tuple:
     """ur5 on the loopback (12 s, well-tuned PD, quantised encoders, torque noise and an unmodelled
     disturbance): (log, loop, truth, options)."""
     opts = OESynthetic(duration=12.0, seed=2)
-    log, loop = synthetic_run("ur5", opts)
+    log, loop = synthetic_run(UR5, opts)
     from host_tools.identification.least_squares import model
 
     return log, loop, model(load_robot("ur5")).true_base(), opts
@@ -167,9 +177,9 @@ def run12() -> tuple:
 def round_trip(run12: tuple) -> tuple[dict, dict]:
     """Every method from a CAD model 30 % off."""
     log, loop, truth, opts = run12
-    return identify_closed_loop(
-        "ur5",
-        oe_data("ur5", log),
+    return _identified(
+        UR5,
+        oe_data(UR5, log),
         loop,
         ["didim", "clie", "cloe"],
         OESettings(),
@@ -211,8 +221,8 @@ def test_cloe_is_insensitive(round_trip: tuple, run12: tuple) -> None:
     assert cloe.mu_min < 1e-2 * clie.mu_min and cloe.mu_max < 1e-1 * clie.mu_max
     assert cloe.cond > clie.cond
     log, loop, _, _ = run12
-    data = oe_data("ur5", log)
-    ident = Identification(ClosedLoopModel("ur5"), loop, data)
+    data = oe_data(UR5, log)
+    ident = Identification(ClosedLoopModel(UR5), loop, data)
     s_clie, s_cloe = ident.simulate(clie.full(52)), ident.simulate(cloe.full(52))
     assert np.sum((data.tau - s_clie.tau) ** 2) < np.sum((data.tau - s_cloe.tau) ** 2)
     assert np.sum((data.q - s_cloe.q) ** 2) < np.sum((data.q - s_clie.q) ** 2)
@@ -225,7 +235,7 @@ def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> No
     """A DIDIM estimate that cannot be simulated is pulled halfway back and the iteration goes on
     to the same result."""
     log, loop, _, opts = run12
-    ident = Identification(ClosedLoopModel("ur5"), loop, oe_data("ur5", log))
+    ident = Identification(ClosedLoopModel(UR5), loop, oe_data(UR5, log))
     _, kept = ident.idim_ls()
     start = description_start(ident.model, opts.init_error, opts.seed)
     plain = ident.didim(start, kept)
@@ -257,15 +267,15 @@ def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     v_loop = replace(
         loop, kp=loop.kp / g, kd=loop.kd / g, tau_max=loop.tau_max / g, ctl_params=loop.ctl_params / g
     ).with_gains(drive_gain=g)
-    model = ClosedLoopModel("ur5")
-    a = Identification(model, loop, oe_data("ur5", log))
-    b = Identification(model, v_loop, oe_data("ur5", v_log, v_loop.drive_gain))
+    model = ClosedLoopModel(UR5)
+    a = Identification(model, loop, oe_data(UR5, log))
+    b = Identification(model, v_loop, oe_data(UR5, v_log, v_loop.drive_gain))
     assert np.allclose(b.data.tau, a.data.tau, rtol=1e-12, atol=1e-12)
     _, kept = a.idim_ls()
     start = description_start(model, opts.init_error, opts.seed)
     ra, rb = a.didim(start, kept), b.didim(start, kept)
     assert np.allclose(ra.values, rb.values, rtol=1e-8, atol=1e-10)
-    unscaled = Identification(model, v_loop, oe_data("ur5", v_log)).didim(start, kept)  # G_tau forgotten
+    unscaled = Identification(model, v_loop, oe_data(UR5, v_log)).didim(start, kept)  # G_tau forgotten
     assert not np.allclose(unscaled.values, ra.values, rtol=1e-2)
 
 
@@ -285,10 +295,10 @@ def test_decimated_framework() -> None:
     shrink with the number of rows, CLOE's stay orders of magnitude below, DIDIM and CLIE keep to
     IDIM-LS, and the torque residuals are nearly white."""
     opts = OESynthetic(duration=12.0, seed=2)
-    log, loop = synthetic_run("ur5", opts)
-    doc, res = identify_closed_loop(
-        "ur5",
-        oe_data("ur5", log),
+    log, loop = synthetic_run(UR5, opts)
+    doc, res = _identified(
+        UR5,
+        oe_data(UR5, log),
         loop,
         ["didim", "clie", "cloe"],
         OESettings(decimate=True),
@@ -418,7 +428,7 @@ def test_oesim_generation_is_deterministic() -> None:
 @pytest.mark.parametrize("cc", ["gcc", "clang"])
 def test_oesim_c_is_strict_c99(cc: str, tmp_path: Path) -> None:
     require_tool(cc)
-    folder = oesim_folder("ur5")
+    folder = oesim_folder(UR5)
     for src in (folder / "host" / "ur5_oesim.c", folder / "ur5_dynamics.c"):
         r = subprocess.run(
             [cc, *STRICT, f"-I{folder}", "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],

@@ -66,7 +66,10 @@ def test_bad_filters_are_refused() -> None:
 
 def test_identify_does_not_import_scipy_signal() -> None:
     """scipy 1.17's scipy.signal is 0.49 s of import, a sixth of identify's 3 s budget (issue #24)."""
-    code = "import sys, host_tools.cli.identify, host_tools.cli.identify_report; print('scipy.signal' in sys.modules)"
+    code = (
+        "import sys, host_tools.cli.identify, host_tools.identification.run, host_tools.reports.identification; "
+        "print('scipy.signal' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -19,7 +19,7 @@ def test_closed_loop_model_against_pinocchio() -> None:
     loop = Loop.from_rt(rt)
     robot = load_robot("ur5")
     traj = generated_trajectory(robot, 3.0, rt.sample_period, seed=4)
-    model = ClosedLoopModel("ur5")
+    model = ClosedLoopModel(robot)
     ours = model.simulate(model.ident.true_base(), loop, traj.q, traj.qd, traj.q[0], traj.qd[0])
     q, tau, _ = simulate_ur5(robot, loop, traj.q, traj.qd, traj.q[0], traj.qd[0], rt.sample_period)
     assert np.abs(ours.q - traj.q).max() > 1e-3  # a real closed loop, not the reference

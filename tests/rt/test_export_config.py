@@ -20,7 +20,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.compiled import generated_folder
 from host_tools.bindings.rt import Realtime, load_rt, rt_options
 from host_tools.cli import main
-from host_tools.cli.identify_report import write_params_config
+from host_tools.reports.identification import write_params_config
 from tests.rt.test_rt_c import STRICT
 from tests.tooling import require_tool
 
