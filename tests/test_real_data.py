@@ -476,7 +476,7 @@ def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytes
     import json
 
     from host_tools.bindings.rt import load_rt
-    from host_tools.studies.thresholds import ADAPTIVE_LAMBDA_GRID
+    from codegen.blocks.adaptive import LAMBDA
 
     out, plot = tmp_path / "adaptive.json", tmp_path / "r.png"
     assert (
@@ -503,7 +503,7 @@ def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytes
     )
     doc = json.loads(capsys.readouterr().out)
     tuned = doc["tuned"]
-    assert ADAPTIVE_LAMBDA_GRID[0] < tuned["obs.lam"] < ADAPTIVE_LAMBDA_GRID[-1]
+    assert LAMBDA.grid[0] < tuned["obs.lam"] < LAMBDA.grid[-1]
     assert tuned["objective"] <= tuned["default_objective"]
     assert tuned["objective"] < 0.5 * tuned["candidates"][0]["objective"]  # lambda = 1e-6
     assert min(c["objective"] for c in tuned["candidates"]) == tuned["objective"]

@@ -256,7 +256,7 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[Fn, list[Fi
     carry_r, fresh = cs.SX.sym("e", n), cs.SX.sym("restart")
     yp, yb = momentum_regressors(ctx)(q, qd)
     terms, tau_f = ctx.friction_terms()
-    p = ctx.call("momentum", q, qd, pi)
+    p = ctx.call("generalized_momentum", q, qd, pi)
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
     a = cs.exp(-kk * ts)
     b = 1 - a
@@ -385,37 +385,57 @@ def reference(d: Data, block: Block) -> None:
     d["out.f_tip"] = np.zeros(6) if f is None else f
 
 
-registry.register(
-    registry.Observer(
-        name="adaptive",
-        summary="model-adaptive observer, estimated q-dot and q-ddot (seed 001 eqs. 9-21)",
-        # estimated qd, qdd: the torque equations carry the estimator's q-ddot noise (about 0.3 N m)
-        build=lambda ctx: build(ctx, lam=0.1),
-        needs_acceleration=True,
-        window=10,  # the adaptive residual is a high-pass of the contact: isolate within 10 samples
-        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
-    ),
-    registry.Observer(
-        name="adaptive_measured",
-        summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
-        build=lambda ctx: build(ctx, measured=True),
-        window=10,
-        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
-    ),
-    # the momentum form: lambda = 1e-3 N^2 m^2, about the variance of the low-passed residual's floor
-    # (the trapezoid of the friction at reversals and sticking, and the estimator's qd; measured
-    # offline on kuka_iiwa14's collide design run, seed 0, with the exact model: RMS over the joints
-    # 0.018 N m with exact qd, 0.030 with the Kalman qd), the same with measured and estimated qd
-    registry.Observer(
-        name="adaptive_momentum",
-        summary="model-adaptive observer in momentum form, estimated q-dot (no q-ddot; issue #25)",
-        build=lambda ctx: build(ctx, lam=1e-3, integral=True),
-        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
-    ),
-    registry.Observer(
-        name="adaptive_momentum_measured",
-        summary="model-adaptive observer in momentum form, measured q-dot as input (reads in.qd_meas only)",
-        build=lambda ctx: build(ctx, lam=1e-3, measured=True, integral=True),
-        fields=("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift"),
-    ),
+FIELDS = ("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift")
+# the damping lambda of Y+ `manipgen thresholds --tune` chooses: 1e-6 adapts to every change, the
+# estimator's q-ddot noise included; 1e4 barely adapts (r -> the direct residual)
+LAMBDA = registry.Tunable("obs.lam", tuple(10.0**k for k in range(-6, 5)), "the adaptive observer's damping")
+ADAPTIVE = registry.Observer(
+    name="adaptive",
+    summary="model-adaptive observer, estimated q-dot and q-ddot (seed 001 eqs. 9-21)",
+    # estimated qd, qdd: the torque equations carry the estimator's q-ddot noise (about 0.3 N m)
+    build=lambda ctx: build(ctx, lam=0.1),
+    motion=("qd", "qdd"),
+    window=10,  # the adaptive residual is a high-pass of the contact: isolate within 10 samples
+    fields=FIELDS,
+    adaptive=True,
+    tunables=(LAMBDA,),
+    collide=1,
+    imu={"links": True, "tip": True},
 )
+ADAPTIVE_MEASURED = registry.Observer(
+    name="adaptive_measured",
+    summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
+    build=lambda ctx: build(ctx, measured=True),
+    motion=("qd", "qdd"),
+    measured=True,
+    window=10,
+    fields=FIELDS,
+    adaptive=True,
+    tunables=(LAMBDA,),
+    collide=1,
+)
+# the momentum form: lambda = 1e-3 N^2 m^2, about the variance of the low-passed residual's floor
+# (the trapezoid of the friction at reversals and sticking, and the estimator's qd; measured
+# offline on kuka_iiwa14's collide design run, seed 0, with the exact model: RMS over the joints
+# 0.018 N m with exact qd, 0.030 with the Kalman qd), the same with measured and estimated qd
+ADAPTIVE_MOMENTUM = registry.Observer(
+    name="adaptive_momentum",
+    summary="model-adaptive observer in momentum form, estimated q-dot (no q-ddot; issue #25)",
+    build=lambda ctx: build(ctx, lam=1e-3, integral=True),
+    fields=FIELDS,
+    adaptive=True,
+    tunables=(LAMBDA,),
+    collide=2,
+    imu={"links": True},
+)
+ADAPTIVE_MOMENTUM_MEASURED = registry.Observer(
+    name="adaptive_momentum_measured",
+    summary="model-adaptive observer in momentum form, measured q-dot as input (reads in.qd_meas only)",
+    build=lambda ctx: build(ctx, lam=1e-3, measured=True, integral=True),
+    measured=True,
+    fields=FIELDS,
+    adaptive=True,
+    tunables=(LAMBDA,),
+    collide=2,
+)
+registry.register(ADAPTIVE, ADAPTIVE_MEASURED, ADAPTIVE_MOMENTUM, ADAPTIVE_MOMENTUM_MEASURED)

@@ -42,7 +42,7 @@ def controller(robot: Robot, dyn: Dynamics, sample_period: float) -> tuple[cs.Fu
         RtOptions(
             estimator=EstimatorChoice(findiff.FINDIFF.name),
             observer="none",
-            controller="pid",
+            controller=controllers.PID.name,
             sample_period=sample_period,
         ),
     )

@@ -88,7 +88,7 @@ class Ctx:
             "friction_correction": cs.Function(
                 "friction_correction", [d.qd, pi, *vc], [d.friction(d.qd, pi, scale) - d.friction(d.qd, pi)]
             ),
-            "momentum": cs.Function("momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
+            "generalized_momentum": cs.Function("generalized_momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
             "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [cs.gradient(t, d.q)]),
             "mass_matrix": cs.Function("mass_matrix", [d.q, pi], [d.mass_matrix(pi)]),
             "nle": cs.Function("nle", [d.q, d.qd, pi], [d.nonlinear_effects(pi)]),

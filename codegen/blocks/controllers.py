@@ -246,18 +246,19 @@ def state_feedback(ctx: Ctx) -> Block:
     )
 
 
-registry.register(
-    registry.Controller(
-        name="computed_torque",
-        summary="computed torque on the estimates (seed 000 §IV: Kp = 100, Kd = 13)",
-        build=computed_torque,
-    ),
-    registry.Controller(name="pid", summary="joint PID with gravity compensation (seed 002's loop)", build=pid),
-    registry.Controller(
-        name="state_feedback",
-        summary="full-state feedback of a series-elastic arm, motor torques (seed 003 §3.2.4)",
-        build=state_feedback,
-        rigid=False,
-        elastic=True,
-    ),
+COMPUTED_TORQUE = registry.Controller(
+    name="computed_torque",
+    summary="computed torque on the estimates (seed 000 §IV: Kp = 100, Kd = 13)",
+    build=computed_torque,
+    default=True,
 )
+PID = registry.Controller(name="pid", summary="joint PID with gravity compensation (seed 002's loop)", build=pid)
+STATE_FEEDBACK = registry.Controller(
+    name="state_feedback",
+    summary="full-state feedback of a series-elastic arm, motor torques (seed 003 §3.2.4)",
+    build=state_feedback,
+    rigid=False,
+    elastic=True,
+    default_elastic=True,
+)
+registry.register(COMPUTED_TORQUE, PID, STATE_FEEDBACK)

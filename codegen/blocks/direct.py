@@ -27,7 +27,7 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
     )
     return Block(
         kind="obs",
-        name="direct_measured" if measured else "direct",
+        name=(DIRECT_MEASURED if measured else DIRECT).name,
         doc=__doc__ or "",
         template="direct",
         inputs=motion_inputs(n) if measured else [],
@@ -41,16 +41,20 @@ def reference(d: Data, block: Block) -> None:
     evaluate(block.fn("step"), d)
 
 
-registry.register(
-    registry.Observer(
-        name="direct",
-        summary="direct residual tau - (M qdd + n), estimated q-dot and q-ddot (seed 001 §II)",
-        build=build,
-        needs_acceleration=True,
-    ),
-    registry.Observer(
-        name="direct_measured",
-        summary="direct residual with measured q-dot and q-ddot as inputs",
-        build=lambda ctx: build(ctx, measured=True),
-    ),
+DIRECT = registry.Observer(
+    name="direct",
+    summary="direct residual tau - (M qdd + n), estimated q-dot and q-ddot (seed 001 §II)",
+    build=build,
+    motion=("qd", "qdd"),
+    collide=1,
+    imu={"links": False},
 )
+DIRECT_MEASURED = registry.Observer(
+    name="direct_measured",
+    summary="direct residual with measured q-dot and q-ddot as inputs",
+    build=lambda ctx: build(ctx, measured=True),
+    motion=("qd", "qdd"),
+    measured=True,
+    collide=1,
+)
+registry.register(DIRECT, DIRECT_MEASURED)

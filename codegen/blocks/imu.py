@@ -54,7 +54,7 @@ from codegen.model.robot import Imu, Robot
 from codegen.symbolic import imu as imu_model
 
 from . import kalman, registry
-from .base import Block, Field, sx_function
+from .base import Block, Field, Fn, sx_function
 from .context import Ctx
 from .estimator import outputs, reference
 
@@ -129,200 +129,234 @@ def placements(robot: Robot, tip: bool) -> tuple[Imu, ...]:
     return robot.imus
 
 
-def build(ctx: Ctx, tip: bool = False) -> Block:
-    n, ts, d = ctx.n, ctx.ts, ctx.dyn
-    imus = placements(ctx.robot, tip)
-    m = len(imus)
-    gyro, acc = imu_model.readings(d, imus)
-    model = cs.Function(
-        "imu_model",
-        [d.q, d.qd],
-        [cs.jacobian(gyro, d.qd), cs.jacobian(acc, d.qdd), cs.substitute(acc, d.qdd, cs.SX.zeros(n))],
-    )
+@dataclasses.dataclass(frozen=True)
+class _Symbols:
+    """The step's arguments: the encoder's position, the readings, the configuration, the state."""
+
+    q: cs.SX
+    q_prev: cs.SX
+    valid: cs.SX
+    qd_imu: cs.SX
+    qdd_imu: cs.SX
+    s_v: cs.SX
+    s_a: cs.SX
+    qd_prev: cs.SX
+    yg: cs.SX
+    ya: cs.SX
+    bg: cs.SX
+    ba: cs.SX
+    sg: cs.SX
+    sa: cs.SX
+    rg: cs.SX
+    ra: cs.SX
+    pv: cs.SX
+    pa: cs.SX
+    q_var: cs.SX
+    r_var: cs.SX
+    alpha: cs.SX
+    zs: cs.SX
+    ps: cs.SX
+
+
+def _symbols(ctx: Ctx, m: int) -> _Symbols:
+    n = ctx.n
     q, q_prev, valid = ctx.sym("q"), ctx.sym("q_prev"), ctx.sym("valid")
     qd_imu, qdd_imu, s_v, s_a, qd_prev = (ctx.sym(s) for s in ("qd_imu", "qdd_imu", "s_v", "s_a", "qd_prev"))
     yg, ya, bg, ba = (cs.SX.sym(s, 3 * m) for s in ("gyro", "acc", "gyro_bias", "acc_bias"))
     sg, sa, rg, ra = (cs.SX.sym(s) for s in ("noise_gyro", "noise_acc", "rg", "ra"))
     pv, pa, q_var, r_var = ctx.sym("prior_qd"), ctx.sym("prior_qdd"), ctx.sym("q_var"), ctx.sym("r_var")
     alpha, zs, ps = cs.SX.sym("alpha", 2), cs.SX.sym("z", 3 * n), cs.SX.sym("p", 6 * n)
+    return _Symbols(
+        q, q_prev, valid, qd_imu, qdd_imu, s_v, s_a, qd_prev, yg, ya, bg, ba, sg, sa, rg, ra, pv, pa, q_var, r_var,
+        alpha, zs, ps,
+    )  # fmt: skip
 
-    def kept(y: cs.SX, full: cs.SX) -> cs.SX:
-        return cs.if_else(cs.fabs(y) < (1 - CLIPPED) * full, 1, 0)
 
-    kg, ka = kept(yg, rg), kept(ya, ra)
+def _imu_model(ctx: Ctx, imus: tuple[Imu, ...]) -> cs.Function:
+    """(q, qd) -> H_g, H_a, c_a: the IMUs' readings' kinematics (module docstring)."""
+    d = ctx.dyn
+    gyro, acc = imu_model.readings(d, imus)
+    return cs.Function(
+        "imu_model",
+        [d.q, d.qd],
+        [cs.jacobian(gyro, d.qd), cs.jacobian(acc, d.qdd), cs.substitute(acc, d.qdd, cs.SX.zeros(ctx.n))],
+    )
+
+
+def _kept(y: cs.SX, full: cs.SX) -> cs.SX:
+    """1 where a reading is within its range, 0 where it is clipped."""
+    return cs.if_else(cs.fabs(y) < (1 - CLIPPED) * full, 1, 0)
+
+
+def _fused(x: _Symbols, model: cs.Function, n: int, ts: float) -> dict[str, cs.SX]:
+    """One sample of the filter (steps 1-5 of the module docstring): its outputs and new state by binding."""
+    kg, ka = _kept(x.yg, x.rg), _kept(x.ya, x.ra)
     # 1. predict (the kalman block's discrete constant-jerk model)
     ad, gd = (cs.DM(a) for a in kalman.discrete_model(ts))
-    z = [cs.mtimes(ad, zs[3 * j : 3 * j + 3]) for j in range(n)]
+    z = [cs.mtimes(ad, x.zs[3 * j : 3 * j + 3]) for j in range(n)]
     p = [
-        cs.mtimes(cs.mtimes(ad, symmetric(ps[6 * j : 6 * j + 6])), ad.T) + q_var[j] * cs.mtimes(gd, gd.T)
+        cs.mtimes(cs.mtimes(ad, symmetric(x.ps[6 * j : 6 * j + 6])), ad.T) + x.q_var[j] * cs.mtimes(gd, gd.T)
         for j in range(n)
     ]
     # 2. the IMUs' rates; 4. their bias correction; 5. encoder and rate updates
     prior_v = cs.vertcat(*[zj[1] for zj in z])
-    qd_i, var_v = fuse(prior_v, pv, model(q, prior_v)[0] * kg, (yg - bg) * kg, sg)
-    s_v1 = s_v + alpha[0] * ((q - q_prev) / ts - (qd_i + qd_imu) / 2 - s_v)
+    qd_i, var_v = fuse(prior_v, x.pv, model(x.q, prior_v)[0] * kg, (x.yg - x.bg) * kg, x.sg)
+    s_v1 = x.s_v + x.alpha[0] * ((x.q - x.q_prev) / ts - (qd_i + x.qd_imu) / 2 - x.s_v)
     u_v = qd_i + s_v1
     for j in range(n):
-        z[j], p[j] = scalar_update(z[j], p[j], 0, q[j], r_var[j], valid[j])
+        z[j], p[j] = scalar_update(z[j], p[j], 0, x.q[j], x.r_var[j], x.valid[j])
         z[j], p[j] = scalar_update(z[j], p[j], 1, u_v[j], var_v[j])
     qd_f = cs.vertcat(*[zj[1] for zj in z])
     # 3. the IMUs' accelerations at that rate; 4.; 5. acceleration update
-    _, ha, ca = model(q, u_v)
-    qdd_i, var_a = fuse(cs.vertcat(*[zj[2] for zj in z]), pa, ha * ka, (ya - ba - ca) * ka, sa)
-    s_a1 = s_a + alpha[1] * ((qd_f - qd_prev) / ts - (qdd_i + qdd_imu) / 2 - s_a)
+    _, ha, ca = model(x.q, u_v)
+    qdd_i, var_a = fuse(cs.vertcat(*[zj[2] for zj in z]), x.pa, ha * ka, (x.ya - x.ba - ca) * ka, x.sa)
+    s_a1 = x.s_a + x.alpha[1] * ((qd_f - x.qd_prev) / ts - (qdd_i + x.qdd_imu) / 2 - x.s_a)
     u_a = qdd_i + s_a1
     for j in range(n):
         z[j], p[j] = scalar_update(z[j], p[j], 2, u_a[j], var_a[j])
     z_out = cs.vertcat(*z)
     p_out = cs.vertcat(*[cs.vertcat(*[pj[a, b] for a, b in UPPER]) for pj in p])
+    return {
+        "out.q_hat": z_out[0::3],
+        "out.qd_hat": z_out[1::3],
+        "out.qdd_hat": z_out[2::3],
+        "out.qd_imu": u_v,
+        "out.qdd_imu": u_a,
+        "st.est.z": z_out,
+        "st.est.p": p_out,
+        "st.est.qd_imu": qd_i,
+        "st.est.qdd_imu": qdd_i,
+        "st.est.s_v": s_v1,
+        "st.est.s_a": s_a1,
+        "st.est.q_prev": x.q,
+        "st.est.qd_prev": qd_f,
+    }
+
+
+def _state_bindings(x: _Symbols) -> list[tuple[str, cs.SX]]:
+    """The state the step carries besides the filter's z and p."""
+    return [
+        ("st.est.qd_imu", x.qd_imu),
+        ("st.est.qdd_imu", x.qdd_imu),
+        ("st.est.s_v", x.s_v),
+        ("st.est.s_a", x.s_a),
+        ("st.est.q_prev", x.q_prev),
+        ("st.est.qd_prev", x.qd_prev),
+    ]
+
+
+def _step(x: _Symbols, model: cs.Function, n: int, ts: float) -> Fn:
     cfg = [
-        ("cfg.est.noise_gyro", sg),
-        ("cfg.est.noise_acc", sa),
-        ("cfg.est.prior_qd", pv),
-        ("cfg.est.prior_qdd", pa),
-        ("cfg.est.gyro_range", rg),
-        ("cfg.est.acc_range", ra),
-        ("cfg.est.gyro_bias", bg),
-        ("cfg.est.acc_bias", ba),
-        ("cfg.est.q_var", q_var),
-        ("cfg.est.r_var", r_var),
+        ("cfg.est.noise_gyro", x.sg),
+        ("cfg.est.noise_acc", x.sa),
+        ("cfg.est.prior_qd", x.pv),
+        ("cfg.est.prior_qdd", x.pa),
+        ("cfg.est.gyro_range", x.rg),
+        ("cfg.est.acc_range", x.ra),
+        ("cfg.est.gyro_bias", x.bg),
+        ("cfg.est.acc_bias", x.ba),
+        ("cfg.est.q_var", x.q_var),
+        ("cfg.est.r_var", x.r_var),
     ]
-    state = [
-        ("st.est.qd_imu", qd_imu),
-        ("st.est.qdd_imu", qdd_imu),
-        ("st.est.s_v", s_v),
-        ("st.est.s_a", s_a),
-        ("st.est.q_prev", q_prev),
-        ("st.est.qd_prev", qd_prev),
-    ]
-    step = sx_function(
+    inputs = [("out.q", x.q), ("loc.valid", x.valid), ("in.imu_gyro", x.yg), ("in.imu_acc", x.ya), *cfg]
+    inputs += [*_state_bindings(x), ("st.est.z", x.zs), ("st.est.p", x.ps), ("st.est.alpha", x.alpha)]
+    return sx_function(
         "step",
-        [
-            ("out.q", q),
-            ("loc.valid", valid),
-            ("in.imu_gyro", yg),
-            ("in.imu_acc", ya),
-            *cfg,
-            *state,
-            ("st.est.z", zs),
-            ("st.est.p", ps),
-            ("st.est.alpha", alpha),
-        ],
-        [
-            ("out.q_hat", z_out[0::3]),
-            ("out.qd_hat", z_out[1::3]),
-            ("out.qdd_hat", z_out[2::3]),
-            ("out.qd_imu", u_v),
-            ("out.qdd_imu", u_a),
-            ("st.est.z", z_out),
-            ("st.est.p", p_out),
-            ("st.est.qd_imu", qd_i),
-            ("st.est.qdd_imu", qdd_i),
-            ("st.est.s_v", s_v1),
-            ("st.est.s_a", s_a1),
-            ("st.est.q_prev", q),
-            ("st.est.qd_prev", qd_f),
-        ],
+        inputs,
+        list(_fused(x, model, n, ts).items()),
         "predict; the IMUs' least-squares qd, qdd with their bias correction; update with the encoder and them",
     )
+
+
+def _init(x: _Symbols, n: int) -> Fn:
     zero = cs.SX.zeros(n)
-    start_p = cs.vertcat(*[cs.vertcat(r_var[j], 0, 0, pv[j] ** 2, 0, pa[j] ** 2) for j in range(n)])
-    init = sx_function(
+    start_p = cs.vertcat(*[cs.vertcat(x.r_var[j], 0, 0, x.pv[j] ** 2, 0, x.pa[j] ** 2) for j in range(n)])
+    return sx_function(
         "init",
-        [("out.q", q), ("cfg.est.r_var", r_var), ("cfg.est.prior_qd", pv), ("cfg.est.prior_qdd", pa)],
-        [(b, zero) for b, _ in state if b != "st.est.q_prev"]
+        [("out.q", x.q), ("cfg.est.r_var", x.r_var), ("cfg.est.prior_qd", x.pv), ("cfg.est.prior_qdd", x.pa)],
+        [(b, zero) for b, _ in _state_bindings(x) if b != "st.est.q_prev"]
         + [
-            ("st.est.q_prev", q),
-            ("st.est.z", cs.vertcat(*[cs.vertcat(q[j], 0, 0) for j in range(n)])),
+            ("st.est.q_prev", x.q),
+            ("st.est.z", cs.vertcat(*[cs.vertcat(x.q[j], 0, 0) for j in range(n)])),
             ("st.est.p", start_p),
         ],
         "at rest at the first position, the rate and acceleration known to their priors",
     )
+
+
+def _derive(ts: float) -> Fn:
     wv, wa = cs.SX.sym("wv"), cs.SX.sym("wa")
-    derive = sx_function(
+    return sx_function(
         "imu_derive",
         [("cfg.est.wv", wv), ("cfg.est.wa", wa)],
         [("st.est.alpha", cs.vertcat(1 - cs.exp(-wv * ts), 1 - cs.exp(-wa * ts)))],
         "the complementary filters' first-order gains",
     )
+
+
+def _positive(name: str, shape: tuple[int, ...], doc: str, default: tuple[float, ...]) -> Field:
+    return Field(name, "real", shape, doc, default, low=0.0, low_open=True)
+
+
+def _config(n: int, m: int) -> list[Field]:
+    return [
+        _positive("noise_gyro", (), "gyroscope noise per sample, standard deviation (rad/s)", (NOISE_GYRO,)),
+        _positive("noise_acc", (), "accelerometer noise per sample, standard deviation (m/s^2)", (NOISE_ACC,)),
+        _positive("prior_qd", (n,), "the encoder filter's rate: standard deviation (rad/s; weak)", (1.0,) * n),
+        _positive(
+            "prior_qdd", (n,), "the encoder filter's acceleration: standard deviation (rad/s^2; weak)", (100.0,) * n
+        ),
+        _positive("gyro_range", (), "gyroscope full scale (rad/s)", (GYRO_RANGE,)),
+        _positive("acc_range", (), "accelerometer full scale (m/s^2)", (ACC_RANGE,)),
+        Field("gyro_bias", "real", (m, 3), "calibrated gyroscope bias per IMU and axis (rad/s)"),
+        Field("acc_bias", "real", (m, 3), "calibrated accelerometer bias per IMU and axis (m/s^2)"),
+        _positive(
+            "q_var",
+            (n,),
+            "process noise: the jerk's variance per joint (rad^2/s^6; as the kalman block's Q)",
+            (kalman.DEFAULT_Q,) * n,
+        ),
+        _positive(
+            "r_var",
+            (n,),
+            "the encoder's variance per joint (rad^2; default its quantisation, as the kalman block's R)",
+            (1e-8,) * n,
+        ),
+        Field("wv", "real", (), "crossover of the rates' encoder correction (rad/s)", (2.0,), low=0.0),
+        Field("wa", "real", (), "crossover of the accelerations' correction (rad/s)", (0.5,), low=0.0),
+    ]
+
+
+def _state(n: int) -> list[Field]:
+    return [
+        Field("qd_imu", "real", (n,), "the IMUs' rate (rad/s)"),
+        Field("qdd_imu", "real", (n,), "the IMUs' acceleration (rad/s^2)"),
+        Field("s_v", "real", (n,), "the encoders' rate correction (rad/s)"),
+        Field("s_a", "real", (n,), "the acceleration correction (rad/s^2)"),
+        Field("q_prev", "real", (n,), "previous position sample"),
+        Field("qd_prev", "real", (n,), "previous fused rate"),
+        Field("alpha", "real", (2,), "derived: the complementary filters' gains"),
+        Field("z", "real", (n, 3), "the filter's [q, qd, qdd] per joint"),
+        Field("p", "real", (n, 6), "its covariance per joint: p00 p01 p02 p11 p12 p22"),
+    ]
+
+
+def build(ctx: Ctx, tip: bool = False) -> Block:
+    n, ts = ctx.n, ctx.ts
+    imus = placements(ctx.robot, tip)
+    m = len(imus)
+    model = _imu_model(ctx, imus)
+    x = _symbols(ctx, m)
+    step = _step(x, model, n, ts)
+    init = _init(x, n)
+    derive = _derive(ts)
     where = ", ".join(f"{u.name} on link {u.link + 1}" for u in imus)
     return Block(
         kind="est",
         name="imu",
         doc=(__doc__ or "") + f"\nIMUs here: {where}.\n",
-        config=[
-            Field(
-                "noise_gyro",
-                "real",
-                (),
-                "gyroscope noise per sample, standard deviation (rad/s)",
-                (NOISE_GYRO,),
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "noise_acc",
-                "real",
-                (),
-                "accelerometer noise per sample, standard deviation (m/s^2)",
-                (NOISE_ACC,),
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "prior_qd",
-                "real",
-                (n,),
-                "the encoder filter's rate: standard deviation (rad/s; weak)",
-                (1.0,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "prior_qdd",
-                "real",
-                (n,),
-                "the encoder filter's acceleration: standard deviation (rad/s^2; weak)",
-                (100.0,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-            Field("gyro_range", "real", (), "gyroscope full scale (rad/s)", (GYRO_RANGE,), low=0.0, low_open=True),
-            Field("acc_range", "real", (), "accelerometer full scale (m/s^2)", (ACC_RANGE,), low=0.0, low_open=True),
-            Field("gyro_bias", "real", (m, 3), "calibrated gyroscope bias per IMU and axis (rad/s)"),
-            Field("acc_bias", "real", (m, 3), "calibrated accelerometer bias per IMU and axis (m/s^2)"),
-            Field(
-                "q_var",
-                "real",
-                (n,),
-                "process noise: the jerk's variance per joint (rad^2/s^6; as the kalman block's Q)",
-                (kalman.DEFAULT_Q,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "r_var",
-                "real",
-                (n,),
-                "the encoder's variance per joint (rad^2; default its quantisation, as the kalman block's R)",
-                (1e-8,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-            Field("wv", "real", (), "crossover of the rates' encoder correction (rad/s)", (2.0,), low=0.0),
-            Field("wa", "real", (), "crossover of the accelerations' correction (rad/s)", (0.5,), low=0.0),
-        ],
-        state=[
-            Field("qd_imu", "real", (n,), "the IMUs' rate (rad/s)"),
-            Field("qdd_imu", "real", (n,), "the IMUs' acceleration (rad/s^2)"),
-            Field("s_v", "real", (n,), "the encoders' rate correction (rad/s)"),
-            Field("s_a", "real", (n,), "the acceleration correction (rad/s^2)"),
-            Field("q_prev", "real", (n,), "previous position sample"),
-            Field("qd_prev", "real", (n,), "previous fused rate"),
-            Field("alpha", "real", (2,), "derived: the complementary filters' gains"),
-            Field("z", "real", (n, 3), "the filter's [q, qd, qdd] per joint"),
-            Field("p", "real", (n, 6), "its covariance per joint: p00 p01 p02 p11 p12 p22"),
-        ],
+        config=_config(n, m),
+        state=_state(n),
         outputs=outputs(n)
         + [
             Field("qd_imu", "real", (n,), "the IMUs' own rate, bias-corrected (rad/s)"),
@@ -364,5 +398,6 @@ SPEC = registry.Estimator(
     acceleration="always",
     genes=(registry.Gene("est.q_var", 1e-3, 1e7),),
     finish=_finish,
+    sensors=("imu_gyro", "imu_acc"),  # the loopback's simulated IMUs (host_tools.bindings.imu_sensors)
 )
 registry.register(SPEC)

@@ -59,7 +59,7 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
         tau = ctx.sym("tau")
         torque_in = [("in.tau", tau)]
     terms, tau_f = ctx.friction_terms()
-    p = ctx.call("momentum", q, qd, pi)
+    p = ctx.call("generalized_momentum", q, qd, pi)
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
     integ_n = integ + ts * (tau - beta + r)
     r_n = k * (p - p0 - integ_n)
@@ -75,7 +75,7 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     )
     return Block(
         kind="obs",
-        name="momentum",
+        name=SPEC.name,
         doc=__doc__ or "",
         template="momentum",
         config=[
@@ -102,12 +102,13 @@ def reference(d: Data, block: Block) -> None:
             d[b] = d[b] * 0.0
 
 
-registry.register(
-    registry.Observer(
-        name="momentum",
-        summary="generalized-momentum observer (seed 001 eq. 7; seed 003 §5.2 with tau_el)",
-        build=build,
-        elastic=True,
-        fields=("k_o",),
-    )
+SPEC = registry.Observer(
+    name="momentum",
+    summary="generalized-momentum observer (seed 001 eq. 7; seed 003 §5.2 with tau_el)",
+    build=build,
+    elastic=True,
+    fields=("k_o",),
+    collide=1,
+    default=True,
 )
+registry.register(SPEC)

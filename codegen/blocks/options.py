@@ -76,8 +76,8 @@ def parse_estimator(text: str) -> EstimatorChoice:
 @dataclass(frozen=True)
 class RtOptions:
     estimator: EstimatorChoice = field(default_factory=lambda: estimator_choice(registry.default_estimator().name, {}))
-    observer: str = "momentum"
-    controller: str = "computed_torque"
+    observer: str = field(default_factory=lambda: registry.default_observer().name)
+    controller: str = field(default_factory=lambda: registry.default_controller().name)
     constant_params: bool = False  # fold the robot's parameters in (fast path, no model config)
     sample_period: float | None = None  # None: the robot description's
 
@@ -154,8 +154,8 @@ class RealtimeDefaults:
 
 def realtime_defaults(robot: Robot) -> RealtimeDefaults:
     """The pipeline a robot's description asks for (its ``realtime:`` section), checked against the
-    blocks that exist; an elastic arm's controller defaults to state_feedback (it commands motor
-    torques). Errors name the description's file, field and line."""
+    blocks that exist; an elastic arm's controller defaults to the registry's elastic default (it
+    commands motor torques). Errors name the description's file, field and line."""
     kw: dict[str, object] = {}
     for key, value, line in robot.realtime.choices:
         try:
@@ -168,5 +168,5 @@ def realtime_defaults(robot: Robot) -> RealtimeDefaults:
             raise DescriptionError(robot.file, f"realtime.{key}", str(exc), line or None) from None
     given = frozenset(kw)
     if robot.elastic and "controller" not in kw:
-        kw["controller"] = "state_feedback"
+        kw["controller"] = registry.default_controller(elastic=True).name
     return RealtimeDefaults(options=RtOptions(**kw), config=robot.realtime.config, given=given)  # type: ignore[arg-type]

@@ -3,10 +3,13 @@
 A block module builds its :class:`~codegen.blocks.base.Block` (CasADi functions, fields, the C
 template it uses, its numpy reference) and registers a spec with what the rest of the tool needs to
 know about it: its name, its generation-time options with their defaults and checks, how to build
-it, when it gives an acceleration, its GA genes for tuning and its place in seed 000's study. Every
-list of names (the command line's choices and help, ``evaluate``, ``tune``, the reports, the
-motor-side estimators, the pipeline's checks) reads this registry, so adding an estimator is one
-module (and, if its C plumbing is not the generic one, one template)::
+it, when it gives an acceleration, its GA genes for tuning and its place in seed 000's study; an
+observer also the motion it reads and from where, the sensors the loopback provides for it, the gains
+``thresholds --tune`` searches and its place in ``collide``; a controller the arms it is for. Every
+list of names (the command line's choices and help, ``evaluate``, ``tune``, ``thresholds``,
+``collide``, the reports, the motor-side estimators, the pipeline's checks and defaults) reads this
+registry, so adding a block is one module (and, if its C plumbing is not the generic one, one
+template)::
 
     from codegen.blocks import registry
     registry.register(registry.Estimator(name="mine", summary="...", build=build, ...))
@@ -78,6 +81,7 @@ class Estimator:
     finish: Callable[[Block, list[Block], Robot, Design, float], None] | None = None
     template: str | Path | None = None  # C plumbing from outside templates/: jinja text or a .c.j2 file
     default: bool = False  # the pipeline's estimator when nothing else is chosen
+    sensors: tuple[str, ...] = ()  # its inputs read from sensors the loopback simulates (in.<name>)
 
     def template_text(self) -> str:
         """The C plumbing given with the spec ('' when the block names one under templates/rt)."""
@@ -87,16 +91,55 @@ class Estimator:
 
 
 @dataclass(frozen=True)
+class Tunable:
+    """A run-time gain ``manipgen thresholds --tune`` chooses on a collision-free log: the candidate
+    whose residual is quietest (host_tools.studies.thresholds.tune_observer)."""
+
+    key: str  # config key, e.g. obs.lam
+    grid: tuple[float, ...]  # the candidates
+    what: str  # in words, for messages and help: "the adaptive observer's damping lambda"
+
+
+@dataclass(frozen=True)
 class Observer:
     """A collision observer (residual ``out.r``, seed 001, seed 003 §5) or ``none``."""
 
     name: str
     summary: str
     build: Callable[[Ctx], Block] | None  # None: no observer
-    needs_acceleration: bool = False  # reads the estimator's q-ddot
+    motion: tuple[str, ...] = ("qd",)  # what it reads of the motion besides q: ("qd",) or ("qd", "qdd")
+    # that motion from inputs (in.qd_meas, in.qdd_meas: IMU-fused, or the loopback's exact motion)
+    # instead of the estimator's qd_hat, qdd_hat
+    measured: bool = False
     elastic: bool = False  # available on series-elastic arms
     window: int = 1_000_000  # samples within which detection isolates the joint after the flag
     fields: tuple[str, ...] = ()  # its config fields (obs.<field> keys a description may set)
+    adaptive: bool = False  # model-adaptive (seed 001): learns the model error online (obs.k_o, obs.freeze)
+    tunables: tuple[Tunable, ...] = ()  # gains `manipgen thresholds --tune` chooses on a log
+    # `manipgen collide`'s default set: 0 not compared; else its series (1: seed 001's residuals,
+    # 2: the adaptive observer's momentum form, issue #25), each listing its observers fed by the
+    # estimator, then the measured ones, then the IMU-fed entries
+    collide: int = 0
+    # collide's entries fed by the imu estimator's q-dot (and q-ddot): "links" one IMU per link (the
+    # description's imus:), "tip" one at the tip frame -> whether the default set compares it
+    imu: Mapping[str, bool] = field(default_factory=dict)
+    default: bool = False  # the pipeline's observer when nothing else is chosen
+
+    @property
+    def needs_acceleration(self) -> bool:
+        """Reads the estimator's q-ddot."""
+        return "qdd" in self.motion and not self.measured
+
+    @property
+    def sensors(self) -> tuple[str, ...]:
+        """The inputs the loopback provides for it (in.<name>: the simulated plant's exact motion)."""
+        return tuple(f"{m}_meas" for m in self.motion) if self.measured else ()
+
+    @property
+    def replays_logs(self) -> bool:
+        """A residual a log can be replayed through (`manipgen thresholds`): it reads q, tau and the
+        estimator's motion only, not measured motion a log does not carry."""
+        return self.build is not None and not self.measured
 
 
 @dataclass(frozen=True)
@@ -108,6 +151,8 @@ class Controller:
     build: Callable[[Ctx], Block] | None  # None: no controller
     rigid: bool = True  # available on rigid arms
     elastic: bool = False  # available on series-elastic arms (commands motor torques)
+    default: bool = False  # the pipeline's controller of a rigid arm when nothing else is chosen
+    default_elastic: bool = False  # that of a series-elastic arm
 
 
 _ESTIMATORS: dict[str, Estimator] = {}
@@ -155,6 +200,15 @@ def controllers() -> Mapping[str, Controller]:
 
 def default_estimator() -> Estimator:
     return next(e for e in estimators().values() if e.default)
+
+
+def default_observer() -> Observer:
+    return next(o for o in observers().values() if o.default)
+
+
+def default_controller(elastic: bool = False) -> Controller:
+    """The pipeline's controller when nothing else is chosen, for a rigid or a series-elastic arm."""
+    return next(c for c in controllers().values() if (c.default_elastic if elastic else c.default))
 
 
 def study_estimators() -> tuple[str, ...]:

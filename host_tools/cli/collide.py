@@ -5,13 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
-from codegen.emit.files import write_file
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
-from host_tools.reports import plots
-from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,21 +57,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import numpy as np
     from rich.console import Console
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.studies.collide import OBSERVERS, CollideSettings, scenario, table
+    from host_tools.bindings.source import RobotSource
+    from host_tools.reports.collision import markdown, write
+    from host_tools.studies.collide import CollideSettings, scenario
 
     console = Console(stderr=True, soft_wrap=True)
     if scheduler_refused(args, console):
         return 2
-    unknown = [o for o in args.observers if o not in OBSERVERS]
+    unknown = [o for o in args.observers if o not in ENTRIES]
     if unknown:
-        console.print(f"manipgen: error: unknown observer(s) {', '.join(unknown)}; choose from {', '.join(OBSERVERS)}")
+        console.print(f"manipgen: error: unknown observer(s) {', '.join(unknown)}; choose from {', '.join(ENTRIES)}")
         return 2
     if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
         console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")
@@ -89,34 +86,19 @@ def run(args: argparse.Namespace) -> int:
         shape=args.shape,
     )
     try:
+        source = RobotSource.of(args.robot)
         with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
-            doc, arrays = scenario(args.robot, settings, progress=lambda s: status.update(s), executor=executor)
-        written = write(doc, arrays, Path(args.out)) if args.out else []
+            result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
+        written = write(result, Path(args.out)) if args.out else []
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
     if args.json:
-        print(json.dumps(doc, indent=1, allow_nan=False))
+        print(json.dumps(result.doc, indent=1, allow_nan=False))
     else:
         print(
-            table(doc)
-            + f"\n{doc['seconds']:.0f} s"
+            markdown(result.doc)
+            + f"\n{result.doc['seconds']:.0f} s"
             + (f"; wrote {', '.join(str(p) for p in written)}" if written else "")
         )
     return 0
-
-
-def write(doc: dict[str, Any], arrays: dict[str, Any], out: Path) -> list[Path]:
-    from host_tools.studies.collide import table
-
-    write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    write_file(out / "collide.md", table(doc))
-    impacts = plots.collision_impacts(
-        arrays["free_ratio"],
-        arrays["ts"],
-        doc["settings"]["skip"],
-        list(arrays["impacts"].values()),
-        out / "collide_impacts.png",
-        "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext",
-    )
-    return [out / "collide.json", out / "collide.md", plots.collision(arrays, out / "collide.png"), impacts]

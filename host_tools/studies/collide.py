@@ -43,10 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import imu as imu_block
-from codegen.blocks import kalman, registry
-from codegen.model.description import load_robot
-from codegen.model.robot import LINK_PARAMS
+from codegen.blocks import controllers, kalman, momentum
+from codegen.model.robot import LINK_PARAMS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import Contact, Run, simulate
@@ -54,19 +52,9 @@ from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
-from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS
-from host_tools.studies.thresholds import TARGET, design_from_outputs, threshold_along
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
+from host_tools.studies.thresholds import TARGET, Thresholds, design_from_outputs, threshold_along
 
-REGISTERED = tuple(n for n, o in registry.observers().items() if o.build is not None)  # every registered one
-# entries that read simulated IMUs (seed 001's set-up): the imu estimator's qd, qdd into an observer;
-# *_tip: one IMU at the tip frame only (seed 001's online experiment)
-IMU_ENTRIES = {
-    "adaptive_imu": (imu_block.SPEC.name, "adaptive"),
-    "direct_imu": (imu_block.SPEC.name, "direct"),
-    "adaptive_imu_tip": (f"{imu_block.SPEC.name}:tip=1", "adaptive"),
-    "adaptive_momentum_imu": (imu_block.SPEC.name, "adaptive_momentum"),
-}
-OBSERVERS = REGISTERED + tuple(IMU_ENTRIES)
 Progress = Callable[[str], None]
 SHAPES = ("static", "fitted")
 
@@ -178,14 +166,14 @@ def rising_edges(flag: np.ndarray) -> int:
 
 
 def _impacts(
-    spec: str, motion: Trajectory, model: np.ndarray, true: np.ndarray, s: CollideSettings
+    robot: Robot, motion: Trajectory, model: np.ndarray, true: np.ndarray, s: CollideSettings
 ) -> list[tuple[float, Contact]]:
     """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
-    rt = load_rt(spec, estimator=kalman.SPEC.name, observer="none", controller="computed_torque")
+    rt = load_rt(robot, estimator=kalman.SPEC.name, observer="none", controller=controllers.COMPUTED_TORQUE.name)
     rt.config["model.params"] = model
     run = simulate(rt, motion, true_params=true)
-    dyn = load(spec)
+    dyn = load(robot)
     ts = motion.time[1] - motion.time[0]
     ks = np.arange(int(s.skip / ts), int((s.duration - s.hold - s.window) / ts), max(1, int(0.01 / ts)))
     q, qd = run.log.extra["q_true"], run.log.extra["qd_true"]
@@ -213,24 +201,15 @@ def _impacts(
     return out
 
 
-def scenario(
-    spec: str,
-    settings: CollideSettings = CollideSettings(),
-    progress: Progress = lambda _: None,
-    executor: Executor | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Returns (the JSON document, arrays for the figure). ``executor``: runs the observers as pure
-    items (observer_item; default: here, one after the other, with progress inside each)."""
-    s = settings
-    robot = load_robot(spec)
-    n = robot.dof
+def check_settings(robot: Robot, s: CollideSettings) -> None:
+    """One clear error per setting the scenario cannot run with on this robot."""
     if robot.elastic:
         raise ValueError(
             f"{robot.name} has series-elastic joints: seed 001's scenario needs a link-side torque; "
-            f"run seed 003's with the tau_el observer: manipgen elastic collide {spec}"
+            f"run seed 003's with the tau_el observer: manipgen elastic collide {robot.name}"
         )
-    if not 1 <= s.joint <= n:
-        raise ValueError(f"--joint must be 1..{n}, got {s.joint}")
+    if not 1 <= s.joint <= robot.dof:
+        raise ValueError(f"--joint must be 1..{robot.dof}, got {s.joint}")
     if s.design_motions < 1 or s.warmup_motions < 0:
         raise ValueError(
             f"the design run needs at least one motion and no negative warm-up, got {s.design_motions}, "
@@ -238,14 +217,17 @@ def scenario(
         )
     if not 0 <= s.model_error < 1:
         raise ValueError(f"--model-error must be in [0, 1), got {s.model_error}")
-    unknown = [o for o in s.observers if o not in OBSERVERS]
+    unknown = [o for o in s.observers if o not in ENTRIES]
     if unknown:
-        raise ValueError(f"unknown observer(s) {', '.join(unknown)}; choose from {', '.join(OBSERVERS)}")
+        raise ValueError(f"unknown observer(s) {', '.join(unknown)}; choose from {', '.join(ENTRIES)}")
     if any(e + s.hold + s.window > s.duration for e in s.events) or min(s.events) < s.skip:
         raise ValueError("every event (and its window) must lie inside the motion, after the skipped start")
-    t0 = time.perf_counter()
     if s.shape not in SHAPES:
         raise ValueError(f"unknown threshold shape {s.shape!r}; choose from {', '.join(SHAPES)}")
+
+
+def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
+    """The model (seed 001 eq. 22), the motions and the impacts every observer's runs share."""
     true = robot.standard_parameters()
     inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
     factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
@@ -265,11 +247,16 @@ def scenario(
     collided = test  # the collisions and impacts happen on the check motion: held out from the design
     k0 = int(round(s.skip / ts))
     k_design = sum(len(m.time) for m in warmup) if warmup else k0  # where the design's samples start
-    impacts = _impacts(spec, collided, model, true, s)
+    impacts = _impacts(robot, collided, model, true, s)
+    return Runs(design, test, collided, impacts, model, true, k_design, k0)
+
+
+def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Contact]]) -> dict[str, Any]:
+    """The JSON document's head: the settings and where the thresholds, false alarms and collisions come from."""
     seeds = f"{s.seed + 1}-{s.seed + s.design_motions}" if s.design_motions > 1 else f"{s.seed + 1}"
     first_warmup = s.seed + 2 + s.design_motions
     warmup_seeds = f"{first_warmup}" + (f"-{first_warmup + s.warmup_motions - 1}" if s.warmup_motions > 1 else "")
-    doc: dict[str, Any] = {
+    return {
         "robot": robot.name,
         "settings": asdict(s),
         "thresholds_from": f"the design run: {s.design_motions} collision-free {s.duration:g} s motions (random "
@@ -290,9 +277,35 @@ def scenario(
         "observers": {},
         "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts],
     }
-    arrays: dict[str, Any] = {"ts": ts, "joint": s.joint - 1, "runs": {}, "free_ratio": {}, "impacts": {}}
-    runs = Runs(design, test, collided, impacts, model, true, k_design, k0)
-    source = RobotSource.of(spec)
+
+
+@dataclass
+class CollideResult:
+    doc: dict[str, Any]  # the JSON document (host_tools.reports.collision writes it)
+    arrays: dict[str, Any]  # the figures' traces (host_tools.reports.plots.collision)
+
+
+def scenario(
+    source: RobotSource,
+    settings: CollideSettings = CollideSettings(),
+    progress: Progress = lambda _: None,
+    executor: Executor | None = None,
+) -> CollideResult:
+    """The scenario on ``source``'s robot. ``executor``: runs the observers as pure items
+    (observer_item; default: here, one after the other, with progress inside each)."""
+    s = settings
+    robot = source.robot()
+    check_settings(robot, s)
+    t0 = time.perf_counter()
+    runs = shared_runs(robot, s)
+    doc = _document(robot, s, runs.impacts)
+    arrays: dict[str, Any] = {
+        "ts": robot.sample_period,
+        "joint": s.joint - 1,
+        "runs": {},
+        "free_ratio": {},
+        "impacts": {},
+    }
     if executor is None:
         found: Iterator[ObserverResult] = (observer_item(source, s, obs, runs, progress) for obs in s.observers)
     else:
@@ -308,22 +321,13 @@ def scenario(
                 arrays["impacts"][label] = ImpactTrace(label, time_ms, force, float(np.max(force)), {}, {})
             arrays["impacts"][label].estimates[obs] = estimate
             arrays["impacts"][label].ratio[obs] = ratio
-    if "momentum" in doc["observers"]:  # each observer's thresholds against momentum's, equal design
-        largest = max(doc["observers"]["momentum"]["threshold_mean"])
+    baseline = momentum.SPEC.name
+    if baseline in doc["observers"]:  # each observer's thresholds against momentum's, equal design
+        largest = max(doc["observers"][baseline]["threshold_mean"])
         for o in doc["observers"].values():
             o["ratio_to_momentum"] = max(o["threshold_mean"]) / largest
     doc["seconds"] = time.perf_counter() - t0
-    return doc, arrays
-
-
-def motion_label(obs: str) -> str:
-    """Where an observer entry's q-dot (and q-ddot, if it reads one) come from."""
-    needs = "qd" if obs == "momentum" or obs.startswith("adaptive_momentum") else "qd, qdd"
-    if obs.endswith("_measured"):
-        return f"exact {needs} (plant)"
-    if obs in IMU_ENTRIES:
-        return f"IMU-fused {needs} (" + ("one IMU at the tip" if obs.endswith("_tip") else "one IMU per link") + ")"
-    return f"Kalman {needs}"
+    return CollideResult(doc, arrays)
 
 
 @dataclass
@@ -352,37 +356,6 @@ def tip_force_along(
     return np.array([(np.linalg.pinv(jacobian(qk).T)[:3] @ tk) @ normal for qk, tk in zip(q, tau)])
 
 
-def table(doc: dict[str, Any]) -> str:
-    s = doc["settings"]
-    cut = [f"{c:g}" for c in s["cutoffs"]]
-    speeds = [f"{i['speed_m_s']:.3g}" for i in doc["impacts"]]
-    lines = [
-        f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
-        f"{s['amplitude']:g} N m on joint {s['joint']})",
-        "",
-        f"| observer | q̇, q̈ | threshold on joint {s['joint']} (N m) | max threshold (N m) | "
-        + " | ".join(f"delay at {c} Hz (ms)" for c in cut)
-        + " | "
-        + " | ".join(f"impact {v} m/s (ms)" for v in speeds)
-        + " | false alarms | missed |",
-        "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |",
-    ]
-    for name, o in doc["observers"].items():
-        d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
-        d += [("—" if o["impact_delay_ms"][v] is None else f"{o['impact_delay_ms'][v]:.1f}") for v in speeds]
-        lines.append(
-            f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
-            + " | ".join(d)
-            + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |"
-        )
-    lines += [
-        "",
-        "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
-        "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 @dataclass(frozen=True)
 class Runs:
     """What every observer's runs share: the motions, the impacts, the model and the plant."""
@@ -405,37 +378,41 @@ class ObserverResult:
     impacts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # time, force, estimate, ratio
 
 
-def observer_item(
-    source: RobotSource, s: CollideSettings, obs: str, runs: Runs, progress: Progress = lambda _: None
-) -> ObserverResult:
-    """One observer's threshold design, false alarms, collisions and impacts: a pure work item (any
-    executor, any machine; the pipeline is built from the description's text)."""
-    robot = source.robot()
-    n, ts = robot.dof, robot.sample_period
-    design, test, collided, impacts = runs.design, runs.test, runs.collided, runs.impacts
-    model, true, k_design, k0 = runs.model, runs.true, runs.k_design, runs.k0
-    dyn = load(robot)
-    result = ObserverResult({}, np.zeros(0), {}, {})
-    progress(f"{obs}: collision-free motion (threshold design)")
-    estimator, observer = IMU_ENTRIES.get(obs, (kalman.SPEC.name, obs))
-    rt = load_rt(robot, estimator=estimator, observer=observer, controller="computed_torque")
-    imu = Sensors(ImuSensors(seed=s.seed)) if obs in IMU_ENTRIES else None
+def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray) -> Realtime:
+    """The entry's pipeline with the model error, detection without reaction or debounce, and (a
+    model-adaptive observer) seed 001's gain, adapting through contacts; thresholds not designed."""
+    rt = load_rt(
+        robot, estimator=entry.estimator, observer=entry.observer.name, controller=controllers.COMPUTED_TORQUE.name
+    )
     rt.config["model.params"] = model
     rt.config["det.reaction"] = 0
     rt.config["det.debounce"] = 1
-    if obs.startswith("adaptive"):
+    if entry.observer.adaptive:
         rt.config["obs.k_o"] = s.adaptive_gain
         rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
     rt.config["det.threshold"] = 1e30
-    free_run = simulate(rt, design, true_params=true, imu=None if imu is None else imu.next())
+    return rt
+
+
+@dataclass(frozen=True)
+class Designed:
+    """An observer's thresholds from the design run, and where that run ended."""
+
+    learned: Learned
+    thresholds: Thresholds
+    free: np.ndarray  # |r| of the design samples
+
+
+def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None) -> Designed:
+    """The collision-free design run and its thresholds (set in ``rt.config``)."""
+    free_run = simulate(rt, runs.design, true_params=runs.true, imu=None if imu is None else imu.next())
     free_out = free_run.out
     # every later run continues from here: a robot in operation
     learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1], imu)
-    free = np.abs(free_out["r"])[k_design:]
     th = design_from_outputs(
         free_out,
-        k_design,
-        ts,
+        runs.k_design,
+        rt.sample_period,
         target=s.target,
         blocks=max(2, s.design_motions),
         static=s.shape == "static",
@@ -443,38 +420,51 @@ def observer_item(
     )
     for key, value in th.config().items():
         rt.config[key] = value
-    threshold = th.threshold
+    return Designed(learned, th, np.abs(free_out["r"])[runs.k_design :])
 
-    progress(f"{obs}: false alarms on the check motion")
-    out_test = _after(rt, learned, test, true).out
-    level = threshold_along(out_test, th)
-    result.free_ratio = threshold_ratio(out_test["r"][k0:], level[k0:])
-    false_alarms = rising_edges(any_above(out_test)[k0:])
+
+def _first_hit(out: dict[str, np.ndarray], ke: int, s: CollideSettings, ts: float) -> float | None:
+    """ms from sample ``ke`` to the first with a joint above its threshold, within the window."""
+    hits = np.flatnonzero(any_above(out)[ke : ke + int(round(s.window / ts))])
+    return milliseconds(hits[0], ts) if hits.size else None
+
+
+def _collisions(
+    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, obs: str, result: ObserverResult, progress: Progress
+) -> dict[str, list[float | None]]:
+    """The delays of the filtered steps per cut-off (the first event's traces kept for the figure)."""
+    n, ts = rt.dof, rt.sample_period
     delays: dict[str, list[float | None]] = {}
     for cutoff in s.cutoffs:
         progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
         found: list[float | None] = []
         for e in s.events:
-            ext = filtered_step(len(collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
-            run = _after(rt, learned, collided, true, tau_ext=ext)
+            ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
+            run = _after(rt, d.learned, runs.collided, runs.true, tau_ext=ext)
             ke = int(round(e / ts))
-            hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-            found.append(milliseconds(hits[0], ts) if hits.size else None)
+            found.append(_first_hit(run.out, ke, s, ts))
             if e == s.events[0]:
                 sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
                 result.runs[(obs, cutoff)] = (
                     run.out["r"][sl, s.joint - 1],
                     ext[sl, s.joint - 1],
-                    threshold_along(run.out, th)[sl, s.joint - 1],
+                    threshold_along(run.out, d.thresholds)[sl, s.joint - 1],
                 )
         delays[f"{cutoff:g}"] = found
-    progress(f"{obs}: Hunt-Crossley impacts")
-    impact_delays: dict[str, float | None] = {}
-    for speed, contact in impacts:
-        run = _after(rt, learned, collided, true, contact=contact)
+    return delays
+
+
+def _impact_delays(
+    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, robot: Robot, result: ObserverResult
+) -> dict[str, float | None]:
+    """The delays of the Hunt-Crossley impacts (their traces kept for the figure)."""
+    ts = rt.sample_period
+    dyn = load(robot)
+    out: dict[str, float | None] = {}
+    for speed, contact in runs.impacts:
+        run = _after(rt, d.learned, runs.collided, runs.true, contact=contact)
         ke = int(round(contact.start / ts))
-        hits = np.flatnonzero(any_above(run.out)[ke : ke + int(round(s.window / ts))])
-        impact_delays[f"{speed:.3g}"] = milliseconds(hits[0], ts) if hits.size else None
+        out[f"{speed:.3g}"] = _first_hit(run.out, ke, s, ts)
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
         normal = np.array(contact.normal)
@@ -482,12 +472,35 @@ def observer_item(
             (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
             tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
             tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),
-            threshold_ratio(run.out["r"][sl], threshold_along(run.out, th)[sl]),
+            threshold_ratio(run.out["r"][sl], threshold_along(run.out, d.thresholds)[sl]),
         )
-    detected = [d for v in delays.values() for d in v if d is not None]
+    return out
+
+
+def observer_item(
+    source: RobotSource, s: CollideSettings, obs: str, runs: Runs, progress: Progress = lambda _: None
+) -> ObserverResult:
+    """One observer's threshold design, false alarms, collisions and impacts: a pure work item (any
+    executor, any machine; the pipeline is built from the description's text)."""
+    entry = ENTRIES[obs]
+    result = ObserverResult({}, np.zeros(0), {}, {})
+    progress(f"{obs}: collision-free motion (threshold design)")
+    robot = source.robot()
+    rt = _pipeline(robot, entry, s, runs.model)
+    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None)
+    th, k0 = d.thresholds, runs.k0
+    progress(f"{obs}: false alarms on the check motion")
+    out_test = _after(rt, d.learned, runs.test, runs.true).out
+    level = threshold_along(out_test, th)
+    result.free_ratio = threshold_ratio(out_test["r"][k0:], level[k0:])
+    false_alarms = rising_edges(any_above(out_test)[k0:])
+    delays = _collisions(rt, d, s, runs, obs, result, progress)
+    progress(f"{obs}: Hunt-Crossley impacts")
+    impact_delays = _impact_delays(rt, d, s, runs, robot, result)
+    detected = [x for v in delays.values() for x in v if x is not None]
     check = np.abs(out_test["r"][k0:]) / level[k0:]
     result.entry = {
-        "threshold": threshold.tolist(),
+        "threshold": th.threshold.tolist(),
         "threshold_shape": s.shape,
         **(
             {key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")} if s.shape != "static" else {}
@@ -495,19 +508,19 @@ def observer_item(
         "threshold_mean": level[k0:].mean(axis=0).tolist(),
         "margin": th.margin,
         "held_out_worst_ratio": float(th.held_out.max()),
-        "max_collision_free_residual": free.max(axis=0).tolist(),
+        "max_collision_free_residual": d.free.max(axis=0).tolist(),
         "check_ratio": check.max(axis=0).tolist(),
         "max_check_residual": np.abs(out_test["r"][k0:]).max(axis=0).tolist(),
         "delay_ms": {
-            c: (float(np.median([d for d in v if d is not None])) if any(d is not None for d in v) else None)
+            c: (float(np.median([x for x in v if x is not None])) if any(x is not None for x in v) else None)
             for c, v in delays.items()
         },
         "delays_ms": delays,
         "median_delay_ms": float(np.median(detected)) if detected else None,
         "impact_delay_ms": impact_delays,
         "false_alarms": false_alarms,
-        "missed": sum(d is None for v in delays.values() for d in v) + sum(d is None for d in impact_delays.values()),
-        "events": len(s.cutoffs) * len(s.events) + len(impacts),
-        "qd_qdd": motion_label(obs),
+        "missed": sum(x is None for v in delays.values() for x in v) + sum(x is None for x in impact_delays.values()),
+        "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),
+        "qd_qdd": entry.qd_qdd,
     }
     return result

@@ -1,17 +1,75 @@
-"""What `manipgen collide` compares unless told (a module of its own: the command line's parser reads
-it without loading the dynamics)."""
+"""What `manipgen collide` compares (a module of its own: the command line's parser reads it without
+loading the dynamics): every registered observer, fed as it reads its motion (the Kalman filter's
+estimates, or the plant's exact motion for a measured one), and the entries its spec feeds from
+simulated IMUs (``<observer>_imu``: one per link, the description's ``imus:``; ``<observer>_imu_tip``:
+one at the tip frame). The default set and its order come from the specs too
+(``registry.Observer.collide`` and ``.imu``)."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.blocks import imu as imu_block
+from codegen.blocks import kalman, registry
+
+
+@dataclass(frozen=True)
+class ImuSetup:
+    suffix: str  # of the entry's name after <observer>_imu
+    option: str  # of the imu estimator
+    label: str
+
+
+IMU_SETUPS = {
+    "links": ImuSetup("", "", "one IMU per link"),
+    "tip": ImuSetup("_tip", ":tip=1", "one IMU at the tip"),
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One residual collide compares: an observer and the estimator that feeds it."""
+
+    name: str
+    observer: registry.Observer
+    estimator: str  # the estimator choice of its pipeline
+    imu: str = ""  # its IMU set-up (IMU_SETUPS), "" for none
+
+    @property
+    def qd_qdd(self) -> str:
+        """Where its q-dot (and q-ddot, if it reads one) come from."""
+        motion = ", ".join(self.observer.motion)
+        if self.observer.measured:
+            return f"exact {motion} (plant)"
+        if self.imu:
+            return f"IMU-fused {motion} ({IMU_SETUPS[self.imu].label})"
+        return f"Kalman {motion}"
+
+    def order(self) -> tuple[int, int, int]:
+        """Its place in the default set: series, then the feed (estimated, measured, IMU set-ups),
+        then registration."""
+        feed = 2 + list(IMU_SETUPS).index(self.imu) if self.imu else int(self.observer.measured)
+        return self.observer.collide, feed, list(registry.observers()).index(self.observer.name)
+
+
+def _entries() -> dict[str, Entry]:
+    own = {n: Entry(n, o, kalman.SPEC.name) for n, o in registry.observers().items() if o.build is not None}
+    imu = imu_block.SPEC.name
+    fed = {
+        f"{e.name}_{imu}{IMU_SETUPS[s].suffix}": Entry(
+            f"{e.name}_{imu}{IMU_SETUPS[s].suffix}", e.observer, imu + IMU_SETUPS[s].option, s
+        )
+        for e in own.values()
+        for s in e.observer.imu
+    }
+    return own | fed
+
+
+ENTRIES = _entries()
 # seed 001's observers with each source of qd, qdd (the Kalman filter's, the plant's exact, simulated
 # IMUs'), and the adaptive observer's momentum form (qd only; issue #25) with the same three
-DEFAULT_OBSERVERS = (
-    "momentum",
-    "adaptive",
-    "direct",
-    "adaptive_measured",
-    "direct_measured",
-    "adaptive_imu",
-    "adaptive_imu_tip",
-    "adaptive_momentum",
-    "adaptive_momentum_measured",
-    "adaptive_momentum_imu",
+DEFAULT_OBSERVERS = tuple(
+    e.name
+    for e in sorted(ENTRIES.values(), key=Entry.order)
+    if e.observer.collide and (not e.imu or e.observer.imu[e.imu])
 )

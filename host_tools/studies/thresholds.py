@@ -36,9 +36,11 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
+from codegen.blocks import registry
 from codegen.blocks.detect import COEFFICIENTS, level
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
+from host_tools.data.checks import LogChecks, with_settling
 from host_tools.data.logs import Log
 
 STANDSTILL_SCALES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # candidate vs, rad/s (m/s if prismatic)
@@ -350,28 +352,29 @@ def check_thresholds(
     return Check(r.max(axis=0), np.sum(r > th, axis=0), ratio, th.mean(axis=0), along, residual, k0)
 
 
-ADAPTIVE_LAMBDA_GRID = tuple(10.0**k for k in range(-6, 5))  # the adaptive observer's Y+ damping
-
-
 @dataclass(frozen=True)
 class Tuned:
-    lam: float  # the chosen obs.lam
+    key: str  # the tuned config key (the observer's Tunable, e.g. obs.lam)
+    value: float  # the chosen value
     objective: float  # sum_j max|r_j| / RMS(tau_j) on the run
     default_objective: float  # the same with the config as it was
-    table: list[tuple[float, float]]  # every candidate (lam, objective)
+    table: list[tuple[float, float]]  # every candidate (value, objective)
 
 
-def require_tunable(rt: Realtime) -> None:
-    """tune_adaptive needs the adaptive observer (one clear error otherwise)."""
-    if "obs.lam" not in rt.config.keys():
-        raise ValueError(
-            f"nothing to tune in {rt.label}: --tune chooses the adaptive observer's damping "
-            "(--observer adaptive or adaptive_momentum); the momentum observer's only gain is K, its detection "
-            "bandwidth"
-        )
+def tunable(rt: Realtime) -> registry.Tunable:
+    """The gain --tune chooses for rt's observer (one clear error when it has none)."""
+    spec = registry.observers()[rt.rt_manifest["observer"]]
+    if spec.tunables:
+        return spec.tunables[0]
+    offered = [o for o in registry.observers().values() if o.tunables and o.replays_logs]
+    raise ValueError(
+        f"nothing to tune in {rt.label}: --tune chooses {offered[0].tunables[0].what} "
+        f"(--observer {' or '.join(o.name for o in offered)}); the momentum observer's only gain is K, its "
+        "detection bandwidth"
+    )
 
 
-def tune_adaptive(
+def tune_observer(
     rt: Realtime,
     log: Log,
     skip: float = 0.5,
@@ -379,36 +382,37 @@ def tune_adaptive(
     executor: Executor | None = None,
     pipeline: PipelineSource | None = None,
 ) -> Tuned:
-    """The adaptive observer's damping lambda of Y+ that makes its residual quietest on this
-    collision-free run (a grid over 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error
-    change, the estimator's q-ddot noise included; lambda -> inf stops adapting, r -> the direct
-    residual). The objective is the thresholds' sum relative to each joint's torque RMS,
-    sum_j max|r_j| / RMS(tau_j), so no joint dominates by its size. The observer gain K and the
-    estimator are kept: lowering K (or slowing the estimator) lowers r for any model error but
-    slows detection -- and the estimator also feeds the controller. The chosen lambda is left in
-    ``rt.config``. ``exclude``: (K,) samples left out, as in design_thresholds. ``executor``: the
-    grid's candidates as pure items (lambda_objective) carrying ``pipeline``, rt's generated
-    pipeline (required with it), and rt's config; default: here, one after the other."""
-    require_tunable(rt)
+    """The value of the observer's tunable gain (its spec's, e.g. the adaptive observer's damping
+    lambda of Y+: 1e-6 ... 1e4; lambda -> 0 adapts fully to every model-error change, the
+    estimator's q-ddot noise included; lambda -> inf stops adapting, r -> the direct residual) that
+    makes its residual quietest on this collision-free run. The objective is the thresholds' sum
+    relative to each joint's torque RMS, sum_j max|r_j| / RMS(tau_j), so no joint dominates by its
+    size. The observer gain K and the estimator are kept: lowering K (or slowing the estimator)
+    lowers r for any model error but slows detection -- and the estimator also feeds the
+    controller. The chosen value is left in ``rt.config``. ``exclude``: (K,) samples left out, as in
+    design_thresholds. ``executor``: the candidates as pure items (gain_objective) carrying
+    ``pipeline``, rt's generated pipeline (required with it), and rt's config; default: here, one
+    after the other."""
+    gain = tunable(rt)
     if executor is not None and pipeline is None:
-        raise ValueError("tune_adaptive: an executor needs the pipeline's source (PipelineSource) to send")
-    start = float(rt.config["obs.lam"])
+        raise ValueError("tune_observer: an executor needs the pipeline's source (PipelineSource) to send")
+    start = float(rt.config[gain.key])
     config = rt.config.to_dict()
     default = _objective(rt, log, skip, exclude)  # a log that does not fit the pipeline fails here, once
     if executor is None:
-        values = [_candidate(rt, log, skip, exclude, lam) for lam in ADAPTIVE_LAMBDA_GRID]
+        values = [_candidate(rt, log, skip, exclude, gain.key, v) for v in gain.grid]
     else:
         assert pipeline is not None
         futures = [
-            executor.submit(lambda_objective, pipeline, config, log, skip, exclude, lam) for lam in ADAPTIVE_LAMBDA_GRID
+            executor.submit(gain_objective, pipeline, config, log, skip, exclude, gain.key, v) for v in gain.grid
         ]
         values = [fu.result() for fu in futures]
-    table = list(zip(ADAPTIVE_LAMBDA_GRID, values))
-    lam, best = min(table, key=lambda row: row[1])
+    table = list(zip(gain.grid, values))
+    value, best = min(table, key=lambda row: row[1])
     if best >= default:  # the config as it was is at least as quiet: keep it
-        lam, best = start, default
-    rt.config["obs.lam"] = lam
-    return Tuned(lam, best, default, table)
+        value, best = start, default
+    rt.config[gain.key] = value
+    return Tuned(gain.key, value, best, default, table)
 
 
 def _objective(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None) -> float:
@@ -419,8 +423,8 @@ def _objective(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None) 
     return float(np.sum(np.max(r, axis=0) / scale))
 
 
-def _candidate(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None, lam: float) -> float:
-    rt.config["obs.lam"] = lam
+def _candidate(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None, key: str, value: float) -> float:
+    rt.config[key] = value
     try:
         return _objective(rt, log, skip, exclude)
     except ValueError:  # a diverged candidate (non-finite residual)
@@ -430,14 +434,108 @@ def _candidate(rt: Realtime, log: Log, skip: float, exclude: np.ndarray | None, 
 _PIPELINES: dict[PipelineSource, Realtime] = {}
 
 
-def lambda_objective(
-    pipeline: PipelineSource, config: dict[str, Any], log: Log, skip: float, exclude: np.ndarray | None, lam: float
+def gain_objective(
+    pipeline: PipelineSource,
+    config: dict[str, Any],
+    log: Log,
+    skip: float,
+    exclude: np.ndarray | None,
+    key: str,
+    value: float,
 ) -> float:
-    """tune_adaptive's objective for one lambda as a pure work item: the pipeline built from the
+    """tune_observer's objective for one candidate as a pure work item: the pipeline built from the
     description's text once per worker, ``config`` written into it."""
     if pipeline not in _PIPELINES:
         _PIPELINES[pipeline] = pipeline.realtime()
     rt = _PIPELINES[pipeline]
-    for key, value in config.items():
+    for k, v in config.items():
+        rt.config[k] = v
+    return _candidate(rt, log, skip, exclude, key, value)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A collision-free log and its input checks (``checks.source``: where it came from)."""
+
+    log: Log
+    checks: LogChecks
+
+
+@dataclass(frozen=True)
+class DesignSettings:
+    """`manipgen thresholds`' choices (design_thresholds' arguments, and --tune, --keep-flagged)."""
+
+    margin: float | None = None  # None: derived from the held-out blocks
+    target: float = TARGET
+    blocks: int = BLOCKS
+    static: bool = False
+    floor: float = 0.0
+    skip: float = 0.5
+    keep_flagged: bool = False  # design from the samples the input checks flag too
+    tune: bool = False  # first choose the observer's tunable gain on the data (tune_observer)
+
+
+@dataclass(frozen=True)
+class Designed:
+    """Thresholds designed on a run, with the tuned gain and another run's check if asked for."""
+
+    robot: str
+    pipeline: str  # the pipeline's label
+    sample_period: float
+    settings: DesignSettings
+    data: Recording
+    design: Thresholds
+    tuned: Tuned | None = None
+    other: Recording | None = None
+    check: Check | None = None
+
+    @property
+    def false_alarms(self) -> int:
+        """Samples of the other run above a threshold (0 without one)."""
+        return 0 if self.check is None else int(self.check.false_alarm_samples.sum())
+
+
+def design_on(
+    rt: Realtime,
+    data: Recording,
+    settings: DesignSettings = DesignSettings(),
+    other: Recording | None = None,
+    executor: Executor | None = None,
+    pipeline: PipelineSource | None = None,
+) -> Designed:
+    """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain, tune_observer) the
+    thresholds of ``data`` (design_thresholds), checked on ``other`` (check_thresholds); the flagged
+    samples and 0.5 s around them left out (the residual and the estimator carry them on) unless
+    ``keep_flagged``. The design (and the tuned gain) is left in ``rt.config``; errors name the run."""
+    s = settings
+    leave_out = [
+        None if s.keep_flagged else with_settling(r.checks.flagged, data.log.sample_period)
+        for r in (data, other)
+        if r is not None
+    ]
+    tuned = None
+    try:
+        if s.tune:
+            tuned = tune_observer(rt, data.log, s.skip, leave_out[0], executor, pipeline)
+        design = design_thresholds(
+            rt,
+            data.log,
+            s.margin,
+            s.skip,
+            s.floor,
+            target=s.target,
+            blocks=s.blocks,
+            static=s.static,
+            exclude=leave_out[0],
+        )
+    except ValueError as err:
+        raise ValueError(f"{data.checks.source}: {err}") from None
+    check = None
+    if other is not None:
+        try:
+            check = check_thresholds(rt, other.log, design, s.skip, leave_out[1])
+        except ValueError as err:
+            raise ValueError(f"{other.checks.source}: {err}") from None
+    for key, value in design.config().items():
         rt.config[key] = value
-    return _candidate(rt, log, skip, exclude, lam)
+    return Designed(rt.name, rt.label, rt.sample_period, s, data, design, tuned, other, check)

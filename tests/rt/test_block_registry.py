@@ -166,15 +166,52 @@ def _string_constants(path: Path) -> set[str]:
     }
 
 
-def test_each_estimator_name_is_a_literal_in_at_most_two_project_modules() -> None:
-    """Its block module and, if needed, its template: every other list reads the registry. A literal
-    is a string constant that is the name or a spec starting ``name:`` (prose in docstrings is not)."""
+def test_each_block_name_is_a_literal_in_at_most_two_project_modules() -> None:
+    """Estimators, observers and controllers: their block module and, if needed, its template; every
+    other list reads the registry. A literal is a string constant that is the name or a spec starting
+    ``name:`` (prose in docstrings is not)."""
     modules = sorted(p for top in ("codegen", "host_tools") for p in (ROOT / top).rglob("*.py"))
     constants = {p: _string_constants(p) for p in modules}
     templates = sorted((ROOT / "templates").rglob("*.j2"))
-    for name in registry.estimators():
+    names = [*registry.estimators(), *registry.observers(), *registry.controllers()]
+    for name in (n for n in names if n != "none"):
         literal = re.compile(rf"^{name}(:.*)?$")
         where = [p for p, c in constants.items() if any(literal.match(s) for s in c)]
         where += [p for p in templates if re.search(rf"[\"']{name}[\"':]", p.read_text())]
         assert len(where) <= 2, (name, [str(p.relative_to(ROOT)) for p in where])
         assert where and where[0].parent.name == "blocks", (name, where)  # declared in its block module
+
+
+def test_the_observer_and_controller_lists_read_their_specs() -> None:
+    """The defaults, `thresholds`' choices, `collide`'s entries and default set come from the specs."""
+    from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
+
+    observers, controllers = registry.observers(), registry.controllers()
+    assert RtOptions().observer == registry.default_observer().name == "momentum"
+    assert RtOptions().controller == registry.default_controller().name == "computed_torque"
+    assert registry.default_controller(elastic=True).name == "state_feedback"
+    assert [n for n, o in observers.items() if o.replays_logs] == [
+        "momentum",
+        "adaptive",
+        "adaptive_momentum",
+        "direct",
+    ]
+    assert [n for n, o in observers.items() if o.needs_acceleration] == ["adaptive", "direct"]
+    assert observers["adaptive_momentum_measured"].sensors == ("qd_meas",)
+    assert registry.estimators()["imu"].sensors == ("imu_gyro", "imu_acc")
+    assert [n for n, o in observers.items() if o.tunables] == [n for n in observers if n.startswith("adaptive")]
+    assert set(ENTRIES) - set(observers) == {"adaptive_imu", "adaptive_imu_tip", "adaptive_momentum_imu", "direct_imu"}
+    assert ENTRIES["adaptive_imu_tip"].estimator == "imu:tip=1" and ENTRIES["direct_imu"].qd_qdd.startswith("IMU")
+    assert DEFAULT_OBSERVERS == (
+        "momentum",
+        "adaptive",
+        "direct",
+        "adaptive_measured",
+        "direct_measured",
+        "adaptive_imu",
+        "adaptive_imu_tip",
+        "adaptive_momentum",
+        "adaptive_momentum_measured",
+        "adaptive_momentum_imu",
+    )
+    assert not controllers["state_feedback"].rigid and controllers["pid"].build is not None

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from host_tools import load
+from host_tools.bindings.source import RobotSource
 from host_tools.studies.collide import CollideSettings, scenario, threshold_ratio, tip_force_along
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,18 +92,19 @@ def test_collide_cli(tmp_path: Path) -> None:
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:
-    doc, arrays = scenario(
-        "planar2",
+    result = scenario(
+        RobotSource.of("planar2"),
         CollideSettings(
             duration=6.0, events=(2.0,), cutoffs=(100.0,), impact_speeds=(0.1, 50.0, 60.0), observers=("momentum",)
         ),
     )
+    doc = result.doc
     speeds = [i["speed_m_s"] for i in doc["impacts"]]
     # (instants every 10 ms); the two fast targets share the motion's fastest instant
     assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] > 3 * speeds[0]
     assert doc["observers"]["momentum"]["events"] == 3
     assert len(doc["observers"]["momentum"]["impact_delay_ms"]) == 2
-    assert list(arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]
+    assert list(result.arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]
 
 
 def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:

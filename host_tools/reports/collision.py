@@ -1,0 +1,60 @@
+"""`manipgen collide`'s report: the Markdown table, the JSON document and the figures of a
+collision scenario (host_tools.studies.collide)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from codegen.emit.files import write_file
+from host_tools.reports import plots
+from host_tools.studies.collide import CollideResult
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The table of every observer's thresholds, delays, false alarms and misses."""
+    s = doc["settings"]
+    cut = [f"{c:g}" for c in s["cutoffs"]]
+    speeds = [f"{i['speed_m_s']:.3g}" for i in doc["impacts"]]
+    lines = [
+        f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
+        f"{s['amplitude']:g} N m on joint {s['joint']})",
+        "",
+        f"| observer | q̇, q̈ | threshold on joint {s['joint']} (N m) | max threshold (N m) | "
+        + " | ".join(f"delay at {c} Hz (ms)" for c in cut)
+        + " | "
+        + " | ".join(f"impact {v} m/s (ms)" for v in speeds)
+        + " | false alarms | missed |",
+        "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |",
+    ]
+    for name, o in doc["observers"].items():
+        d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
+        d += [("—" if o["impact_delay_ms"][v] is None else f"{o['impact_delay_ms'][v]:.1f}") for v in speeds]
+        lines.append(
+            f"| {name} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
+            + " | ".join(d)
+            + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |"
+        )
+    lines += [
+        "",
+        "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
+        "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write(result: CollideResult, out: Path) -> list[Path]:
+    """collide.{json,md,png} and collide_impacts.png in ``out``; the paths written."""
+    doc, arrays = result.doc, result.arrays
+    write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_file(out / "collide.md", markdown(doc))
+    impacts = plots.collision_impacts(
+        arrays["free_ratio"],
+        arrays["ts"],
+        doc["settings"]["skip"],
+        list(arrays["impacts"].values()),
+        out / "collide_impacts.png",
+        "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext",
+    )
+    return [out / "collide.json", out / "collide.md", plots.collision(arrays, out / "collide.png"), impacts]
