@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         if args.action == "identify":
+            from codegen.model.description import load_robot
             from host_tools.data.logs import Log, LogError
             from host_tools.identification.elastic import (
                 ElasticIdentSettings,
@@ -90,11 +91,12 @@ def run(args: argparse.Namespace) -> int:
             )
             from host_tools.identification.excitation import Excitation
 
+            robot = load_robot(args.robot)
             try:
                 if args.actuator:
                     with stage(console, "two-stage identification from the logs ..."):
                         doc = identify_logs(
-                            args.robot,
+                            robot,
                             (Log.load(args.actuator), Excitation.load(args.actuator_excitation)),
                             (Log.load(args.load), Excitation.load(args.load_excitation)),
                             Log.load(args.validate) if args.validate else None,
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     with stage(console, "two-stage identification ...") as status:
                         doc = study(
-                            args.robot,
+                            robot,
                             StudySettings(
                                 periods=args.periods, current_noise=args.noise, starts=args.starts, seed=args.seed
                             ),

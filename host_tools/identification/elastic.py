@@ -79,13 +79,13 @@ def true_motor_parameters(robot: Robot) -> np.ndarray:
     return np.array([getattr(j.elastic, FIELD[p]) for j in robot.joints for p in MOTOR_PARAMS])
 
 
-def positions(spec: str, log: Log, config: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def positions(robot: Robot, log: Log, config: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """q and theta from the log's counts through the robot's generated encoder read (with the
     logged run's ``config`` JSON, e.g. its enc.motor_offset, if given)."""
     if "motor_counts" not in log.extra:
         raise ValueError("the log has no motor_counts: an elastic arm's identification needs the motor encoders")
     rt = load_rt(
-        spec, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
+        robot, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
     )
     if config is not None:
         rt.config.load(config)
@@ -145,7 +145,7 @@ def motor_torque(robot: Robot, log: Log, current: bool) -> np.ndarray:
 
 
 def average(
-    spec: str,
+    robot: Robot,
     log: Log,
     exc: Excitation,
     settings: ElasticIdentSettings,
@@ -153,10 +153,7 @@ def average(
     config: str | Path | None = None,
 ) -> Averaged:
     """Period averaging (eq. 4.45), Fourier derivatives of the averaged positions (seed 004 §II-C)."""
-    from codegen.model.description import load_robot
-
-    robot = load_robot(spec)
-    q, theta = positions(spec, log, config)
+    q, theta = positions(robot, log, config)
     try:
         p = samples_per_period(exc.base_frequency, log.sample_period)
     except ValueError as err:
@@ -255,7 +252,6 @@ def motor_offsets(robot: Robot, fit: Fit) -> np.ndarray:
 
 
 def load_stage(
-    spec: str,
     robot: Robot,
     log: Log,
     exc: Excitation,
@@ -269,7 +265,7 @@ def load_stage(
     stage-1 ``offsets``) and the stage-1 k_e, d_e; the weights from the variance of tau_el over the
     periods (each period differentiated alone). Returns the fit, the stacked Y_b and the averaged
     (I + A)^T tau_el."""
-    q, theta = positions(spec, log, config)
+    q, theta = positions(robot, log, config)
     if offsets is not None:
         theta = theta + offsets
     p = samples_per_period(exc.base_frequency, log.sample_period)
@@ -293,11 +289,11 @@ def load_stage(
     return fit, y, mean
 
 
-def simulated_log(spec: str, exc: Excitation, periods: int, current_noise: float, seed: int) -> Log:
+def simulated_log(robot: Robot, exc: Excitation, periods: int, current_noise: float, seed: int) -> Log:
     """The elastic arm tracking the excitation on the loopback (state-feedback controller, EWLR
     estimates; both encoders quantised as described) with white noise of ``current_noise`` N m
     (standard deviation, link side) on the logged motor torque."""
-    rt = load_rt(spec, observer="none", controller="state_feedback")
+    rt = load_rt(robot, observer="none", controller="state_feedback")
     run = simulate(rt, exc.trajectory(rt.sample_period, periods))
     log = run.log
     log.tau = log.tau + np.random.default_rng(seed).normal(0.0, current_noise, log.tau.shape)
@@ -305,7 +301,6 @@ def simulated_log(spec: str, exc: Excitation, periods: int, current_noise: float
 
 
 def validation_rms(
-    spec: str,
     robot: Robot,
     log: Log,
     motor_fit: Fit,
@@ -321,7 +316,7 @@ def validation_rms(
     ``cutoff`` Hz and differentiated; the motor torque low-passed alike."""
     from host_tools.identification.processing import filtered_derivatives, lowpass
 
-    q, theta = positions(spec, log, config)
+    q, theta = positions(robot, log, config)
     theta = theta + motor_offsets(robot, motor_fit)
     ts = log.sample_period
     edge = int(round(0.5 / ts))
@@ -366,7 +361,7 @@ def validation_rms(
 
 
 def identify_logs(
-    spec: str,
+    robot: Robot,
     actuator: tuple[Log, Excitation],
     load: tuple[Log, Excitation],
     validate: Log | None = None,
@@ -378,19 +373,16 @@ def identify_logs(
     validation on another run if given; ``config``: the runs' config JSON (encoder offsets). The
     description's values are reported next to the estimates (a reference, not the truth of a real
     arm)."""
-    from codegen.model.description import load_robot
-
-    robot = load_robot(spec)
     if not robot.elastic:
         raise ValueError(f"{robot.name} has no series-elastic drives (elastic: in its joints)")
     check_run("actuator", robot, actuator[0], actuator[1], "actuator", settings)
     check_run("load", robot, load[0], load[1], "load", settings)
     if validate is not None:
         check_run("validate", robot, validate, None, None, settings)
-    fit1 = actuator_stage(robot, average(spec, actuator[0], actuator[1], settings, current, config), settings)
+    fit1 = actuator_stage(robot, average(robot, actuator[0], actuator[1], settings, current, config), settings)
     k_e, d_e = stiffness_damping(robot, fit1)
     offsets = motor_offsets(robot, fit1)
-    fit2, _, _ = load_stage(spec, robot, load[0], load[1], k_e, d_e, settings, offsets, config)
+    fit2, _, _ = load_stage(robot, load[0], load[1], k_e, d_e, settings, offsets, config)
     desc1 = np.concatenate([true_motor_parameters(robot), np.zeros(len(fit1.names) - 4 * robot.dof)])
     desc2 = model(robot).true_base()
     doc: dict[str, Any] = {
@@ -411,7 +403,7 @@ def identify_logs(
     if settings.motor_offsets:
         doc["motor_offsets_rad"] = offsets.tolist()
     if validate is not None:
-        doc["validation"] = validation_rms(spec, robot, validate, fit1, fit2, current, config=config)
+        doc["validation"] = validation_rms(robot, validate, fit1, fit2, current, config=config)
     return doc
 
 
@@ -455,19 +447,17 @@ def _at(values: list[Any], i: int, fmt: str) -> str:
     return format(values[i], fmt) if i < len(values) and values[i] is not None else "–"
 
 
-def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -> dict[str, Any]:
+def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None) -> dict[str, Any]:
     """Seed 003 §4.3.1 in simulation: design both stages' excitations (D-optimal), run them on the
     loopback, identify, validate on a random motion; the figures next to the thesis' Tables 4.2-4.5."""
     import time
 
-    from codegen.model.description import load_robot
     from host_tools.identification.excitation import ExciteSettings, design, random_excitation
 
     def say(text: str) -> None:
         if progress is not None:
             progress(text)
 
-    robot = load_robot(spec)
     if not robot.elastic:
         raise ValueError(f"{robot.name} has no series-elastic drives (elastic: in its joints)")
     settings = ElasticIdentSettings()
@@ -487,16 +477,16 @@ def study(spec: str, s: StudySettings = StudySettings(), progress: Any = None) -
     load = design(robot, es, stage="load")
     t_design = time.perf_counter() - t0
     say("stage 1: simulating and identifying the actuators ...")
-    log1 = simulated_log(spec, act.excitation, s.periods, s.current_noise, s.seed)
-    fit1 = actuator_stage(robot, average(spec, log1, act.excitation, settings), settings)
+    log1 = simulated_log(robot, act.excitation, s.periods, s.current_noise, s.seed)
+    fit1 = actuator_stage(robot, average(robot, log1, act.excitation, settings), settings)
     k_e, d_e = stiffness_damping(robot, fit1)
     say("stage 2: simulating and identifying the links with the identified springs ...")
-    log2 = simulated_log(spec, load.excitation, s.periods, s.current_noise, s.seed + 1)
-    fit2, _, _ = load_stage(spec, robot, log2, load.excitation, k_e, d_e, settings)
+    log2 = simulated_log(robot, load.excitation, s.periods, s.current_noise, s.seed + 1)
+    fit2, _, _ = load_stage(robot, log2, load.excitation, k_e, d_e, settings)
     say("validating on a random motion ...")
     val_exc = random_excitation(robot, s.seed + 100, speed=0.5, base_frequency=1.0 / s.validation_seconds)
-    rt = load_rt(spec, observer="none", controller="state_feedback")
-    val = validation_rms(spec, robot, simulate(rt, val_exc.trajectory(rt.sample_period)).log, fit1, fit2)
+    rt = load_rt(robot, observer="none", controller="state_feedback")
+    val = validation_rms(robot, simulate(rt, val_exc.trajectory(rt.sample_period)).log, fit1, fit2)
     true1 = true_motor_parameters(robot)
     m = model(robot)
     true2 = m.true_base()

@@ -39,11 +39,11 @@ def runs() -> dict:
     doc = json.loads(EXCITATIONS.read_text())
     act, load_exc = Excitation.from_dict(doc["actuator"]), Excitation.from_dict(doc["load"])
     s = ei.ElasticIdentSettings()
-    log1 = ei.simulated_log(ROBOT, act, 6, 0.02, seed=0)
-    fit1 = ei.actuator_stage(robot, ei.average(ROBOT, log1, act, s), s)
+    log1 = ei.simulated_log(robot, act, 6, 0.02, seed=0)
+    fit1 = ei.actuator_stage(robot, ei.average(robot, log1, act, s), s)
     k_e, d_e = ei.stiffness_damping(robot, fit1)
-    log2 = ei.simulated_log(ROBOT, load_exc, 6, 0.02, seed=1)
-    fit2, _, _ = ei.load_stage(ROBOT, robot, log2, load_exc, k_e, d_e, s)
+    log2 = ei.simulated_log(robot, load_exc, 6, 0.02, seed=1)
+    fit2, _, _ = ei.load_stage(robot, log2, load_exc, k_e, d_e, s)
     return {"robot": robot, "exc": load_exc, "log2": log2, "fit1": fit1, "fit2": fit2}
 
 
@@ -77,8 +77,8 @@ def test_wrong_springs_spoil_the_load_stage(runs: dict) -> None:
     """Stage 2 depends on stage 1: with k_e 10 % off the elastic torque is wrong and so is beta."""
     robot, exc, log = runs["robot"], runs["exc"], runs["log2"]
     k_e, d_e = ei.stiffness_damping(robot, runs["fit1"])
-    good, _, _ = ei.load_stage(ROBOT, robot, log, exc, k_e, d_e, ei.ElasticIdentSettings())
-    bad, _, _ = ei.load_stage(ROBOT, robot, log, exc, 1.1 * k_e, d_e, ei.ElasticIdentSettings())
+    good, _, _ = ei.load_stage(robot, log, exc, k_e, d_e, ei.ElasticIdentSettings())
+    bad, _, _ = ei.load_stage(robot, log, exc, 1.1 * k_e, d_e, ei.ElasticIdentSettings())
     true = model(robot).true_base()
     assert np.max(np.abs(bad.values - true)) > 10 * np.max(np.abs(good.values - true))
 
@@ -94,7 +94,7 @@ def test_validation_reproduces_the_elastic_torque(runs: dict) -> None:
     val = random_excitation(robot, 100, speed=0.5, base_frequency=0.05)
     rt = load_rt(ROBOT, observer="none", controller="state_feedback")
     log = simulate(rt, val.trajectory(rt.sample_period)).log
-    v = ei.validation_rms(ROBOT, robot, log, runs["fit1"], runs["fit2"])
+    v = ei.validation_rms(robot, log, runs["fit1"], runs["fit2"])
     assert np.all(np.array(v["elastic_torque_vs_true_rms"]) < 0.01 * np.maximum(np.array(v["elastic_torque_std"]), 0.1))
     assert np.all(np.array(v["motor_torque_rms"]) < 0.01)
 
@@ -172,7 +172,7 @@ def test_identification_from_recorded_runs(tmp_path: Path) -> None:
     for i, stage in enumerate(("actuator", "load")):
         e = Excitation.from_dict(exc[stage])
         e.save(tmp_path / f"{stage}_exc.json")
-        log = ei.simulated_log(str(desc), e, 4, 0.02, seed=i)
+        log = ei.simulated_log(load_robot(str(desc)), e, 4, 0.02, seed=i)
         log.tau = log.tau / (100.0 * np.array(kt))  # what a current sensor gives, A
         files[stage] = log.save(tmp_path / f"{stage}.npz")
     val = simulate(
@@ -223,7 +223,7 @@ def test_identification_from_recorded_runs(tmp_path: Path) -> None:
     # without --current the currents (z k_t = 1.5-3.1 N m/A) would be read as torques: the springs
     # come out 28-72 % too soft (not exactly 1/(z k_t): I_m thetadd stays in N m)
     wrong = ei.identify_logs(
-        str(desc),
+        load_robot(str(desc)),
         (Log.load(files["actuator"]), Excitation.load(tmp_path / "actuator_exc.json")),
         (Log.load(files["load"]), Excitation.load(tmp_path / "load_exc.json")),
     )
@@ -263,9 +263,9 @@ def test_recorded_runs_must_fit_their_stage(tmp_path: Path) -> None:
     robot = load_robot(ROBOT)
     exc = json.loads(EXCITATIONS.read_text())
     act, load_exc = Excitation.from_dict(exc["actuator"]), Excitation.from_dict(exc["load"])
-    log_a = ei.simulated_log(ROBOT, act, 3, 0.0, seed=0)
-    log_l = ei.simulated_log(ROBOT, load_exc, 3, 0.0, seed=0)
-    short = ei.simulated_log(ROBOT, act, 2, 0.0, seed=0)
+    log_a = ei.simulated_log(robot, act, 3, 0.0, seed=0)
+    log_l = ei.simulated_log(robot, load_exc, 3, 0.0, seed=0)
+    short = ei.simulated_log(robot, act, 2, 0.0, seed=0)
     other = Excitation("planar2", 2, 0.1, np.ones((2, 2)), np.ones((2, 2)), np.zeros(2), "actuator")
     for args, words in (
         (((log_a, load_exc), (log_l, load_exc)), "actuator excitation: designed for the load stage"),
@@ -274,11 +274,11 @@ def test_recorded_runs_must_fit_their_stage(tmp_path: Path) -> None:
         (((short, act), (log_l, load_exc)), "actuator log: 2 whole periods"),
     ):
         with pytest.raises(ValueError, match=words):
-            ei.identify_logs(ROBOT, *args)
+            ei.identify_logs(robot, *args)
     with pytest.raises(ValueError, match="validate log: 0.5 s"):
-        ei.identify_logs(ROBOT, (log_a, act), (log_l, load_exc), validate=_cut(log_a, 500))
+        ei.identify_logs(robot, (log_a, act), (log_l, load_exc), validate=_cut(log_a, 500))
     with pytest.raises(ValueError, match="of robot 'planar2'"):
-        ei.identify_logs(ROBOT, (log_a, act), (log_l, load_exc), validate=_renamed(log_a, "planar2"))
+        ei.identify_logs(robot, (log_a, act), (log_l, load_exc), validate=_renamed(log_a, "planar2"))
     assert robot.dof == 4
 
 
@@ -312,12 +312,12 @@ def test_motor_encoder_offsets_are_estimated() -> None:
     off_counts = np.array([400, -250, 150, -60])
     logs = []
     for i, e in enumerate((act, load_exc)):
-        log = ei.simulated_log(ROBOT, e, 4, 0.02, seed=i)
+        log = ei.simulated_log(load_robot(ROBOT), e, 4, 0.02, seed=i)
         log.extra["motor_counts"] = log.extra["motor_counts"] + off_counts
         logs.append((log, e))
     true_offset = -off_counts * 2 * np.pi / (2048 * 100.0)  # theta_true - theta_read
-    plain = ei.identify_logs(ROBOT, logs[0], logs[1])
-    fixed = ei.identify_logs(ROBOT, logs[0], logs[1], settings=ei.ElasticIdentSettings(motor_offsets=True))
+    plain = ei.identify_logs(load_robot(ROBOT), logs[0], logs[1])
+    fixed = ei.identify_logs(load_robot(ROBOT), logs[0], logs[1], settings=ei.ElasticIdentSettings(motor_offsets=True))
     k = np.array([50.0, 50.0, 30.0, 15.0])
 
     def k_e(doc: dict) -> np.ndarray:
