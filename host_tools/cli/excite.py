@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from codegen.emit.files import write_file
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
-from host_tools.reports import plots
-
-if TYPE_CHECKING:
-    from codegen.model.robot import Robot
-    from host_tools.identification.excitation import DesignResult
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from host_tools.cli.progress import Bars
     from host_tools.identification.excitation import ExciteSettings, design
+    from host_tools.reports.excitation import write
 
     console = Console(stderr=True, soft_wrap=True)
     settings = ExciteSettings(
@@ -84,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 executor=executor,
                 source=source_of(args) if executor is not None else None,
             )
-        written = write_outputs(result, robot, ts, Path(args.out)) if args.out else []
+        written = write(result, robot, ts, Path(args.out)) if args.out else []
     except (ValueError, RuntimeError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
@@ -98,20 +90,3 @@ def run(args: argparse.Namespace) -> int:
             f"{result.seconds:.0f} s)" + (f"\nwrote {', '.join(str(p) for p in written)}" if written else "")
         )
     return 0
-
-
-def write_outputs(result: DesignResult, robot: Robot, sample_period: float, out: Path) -> list[Path]:
-    """excitation.json (the design and its coefficients), excitation.png (one period) and the C
-    (<robot>_excitation.{h,c}) evaluating it at the controller's sample period."""
-    from codegen.emit.excitation import excitation_files
-
-    exc = result.excitation
-    files = excitation_files(robot.c_name, robot.name, exc.a, exc.b, exc.q0, exc.base_frequency, sample_period)
-    written = []
-    for name, text in files.items():
-        write_file(out / name, text)
-        written.append(out / name)
-    write_file(out / "excitation.json", json.dumps(result.to_dict(), indent=1) + "\n")
-    written.append(out / "excitation.json")
-    written.append(plots.excitation(exc, out / "excitation.png", robot))
-    return written
