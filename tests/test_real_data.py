@@ -475,8 +475,8 @@ def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytes
     config's thresholds flag nothing on the other run (--check), and the plot is written."""
     import json
 
-    from host_tools.bindings.rt import load_rt
     from codegen.blocks.adaptive import LAMBDA
+    from host_tools.bindings.rt import load_rt
 
     out, plot = tmp_path / "adaptive.json", tmp_path / "r.png"
     assert (

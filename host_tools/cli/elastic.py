@@ -120,11 +120,12 @@ def run(args: argparse.Namespace) -> int:
             if out is not None:
                 report.write_identification(doc, text, out)
         else:
+            from codegen.model.description import load_robot
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
             with stage(console, "seed 003 §5.3 collision scenario ..."):
-                doc = scenario(args.robot, s)
+                doc = scenario(load_robot(args.robot), s)
             if out is not None:
                 report.write_collision(doc, s.joint, out)
             doc.pop("traces")

@@ -51,15 +51,7 @@ def run(args: argparse.Namespace) -> int:
         print("manipgen: error: --duration must be > 0, --periods >= 1, --model-error > -1", file=sys.stderr)
         return 2
     robot = robot_of(args)
-    rt = load_rt(
-        args.robot,
-        estimator=args.estimator,
-        observer=args.observer,
-        controller=args.controller,
-        base_link=args.base_link,
-        tip_link=args.tip_link,
-        overlay=args.overlay,
-    )
+    rt = load_rt(robot, estimator=args.estimator, observer=args.observer, controller=args.controller)
     try:
         if args.config:
             rt.config.load(args.config)

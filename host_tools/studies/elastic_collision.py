@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from codegen.blocks import momentum
+from codegen.model.robot import Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import Contact, Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
@@ -53,9 +55,9 @@ def trajectory(rt: Realtime, s: ScenarioSettings) -> Trajectory:
     return Trajectory("seed 003 §5.3", t, q, qd, qdd)
 
 
-def obstacle(spec: str, s: ScenarioSettings) -> Contact:
+def obstacle(robot: Robot) -> Contact:
     """The plane z = l1 (the tip's height with the moving joint at 0: the arm horizontal), normal +z."""
-    dyn = load(spec)
+    dyn = load(robot)
     q = np.zeros(dyn.manifest["dof"])
     l1 = float(np.asarray(dyn.tip_pose(q)).reshape(4, 4)[2, 3])
     return Contact(point=(0.0, 0.0, l1), normal=(0.0, 0.0, 1.0))
@@ -69,20 +71,19 @@ def _run(rt: Realtime, traj: Trajectory, contact: Contact | None, reaction: int,
     return simulate(rt, traj, contact=contact)
 
 
-def scenario(
-    spec: str = "biorob4", s: ScenarioSettings = ScenarioSettings(), rt: Realtime | None = None
-) -> dict[str, Any]:
-    """Three runs: without the obstacle, into it without reaction, into it with the reflex. Returns
-    the figures (JSON-ready) and the traces (``traces``: numpy, for the plot)."""
-    rt = rt if rt is not None else load_rt(spec)
-    if not rt.manifest.get("elastic") or rt.rt_manifest["observer"] != "momentum":
+def scenario(robot: Robot, s: ScenarioSettings = ScenarioSettings(), rt: Realtime | None = None) -> dict[str, Any]:
+    """Three runs on ``robot`` (its pipeline ``rt``, default: the description's): without the
+    obstacle, into it without reaction, into it with the reflex. Returns the figures (JSON-ready)
+    and the traces (``traces``: numpy, for the plot)."""
+    rt = rt if rt is not None else load_rt(robot)
+    if not rt.manifest.get("elastic") or rt.rt_manifest["observer"] != momentum.SPEC.name:
         raise ValueError(f"{rt.name}: the scenario needs an elastic arm with the momentum observer (got {rt.label})")
     if not 1 <= s.joint <= rt.dof:
         raise ValueError(f"{rt.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
     if not (s.threshold > 0 and s.k_r >= 0 and np.isfinite(s.threshold) and np.isfinite(s.k_r)):
         raise ValueError(f"the threshold must be positive and K_R >= 0, got {s.threshold:g}, {s.k_r:g}")
     traj = trajectory(rt, s)
-    wall = obstacle(spec, s)
+    wall = obstacle(robot)
     ts = rt.sample_period
     free = _run(rt, traj, None, 0, s)
     skip = int(round(0.1 / ts))  # the estimators' start

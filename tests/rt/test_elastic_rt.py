@@ -201,7 +201,7 @@ def test_seed_003_collision_scenario() -> None:
     0.1 N m. The motion alone stays below it; the contact is detected within a few samples at the
     tip's link; without reaction the residual stays at the pressing torque (Fig. 5.5 a), with the
     reflex it falls back to nothing and the arm leaves the obstacle (Fig. 5.5 b)."""
-    res = scenario(ROBOT, ScenarioSettings())
+    res = scenario(load_robot(ROBOT), ScenarioSettings())
     assert not res["free_false_alarm"] and max(res["free_max_abs_r"]) < 0.1
     for name in ("no_reaction", "reaction"):
         d = res[name]
