@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
+    from codegen.model.description import load_robot
     from host_tools.reports import elastic as report
 
     console = Console(stderr=True, soft_wrap=True)
@@ -78,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
+        robot = load_robot(args.robot)
         if args.action == "identify":
-            from codegen.model.description import load_robot
             from host_tools.data.logs import Log, LogError
             from host_tools.identification.elastic import (
                 ElasticIdentSettings,
@@ -91,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
             )
             from host_tools.identification.excitation import Excitation
 
-            robot = load_robot(args.robot)
             try:
                 if args.actuator:
                     with stage(console, "two-stage identification from the logs ..."):
@@ -120,12 +120,11 @@ def run(args: argparse.Namespace) -> int:
             if out is not None:
                 report.write_identification(doc, text, out)
         else:
-            from codegen.model.description import load_robot
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
             with stage(console, "seed 003 §5.3 collision scenario ..."):
-                doc = scenario(load_robot(args.robot), s)
+                doc = scenario(robot, s)
             if out is not None:
                 report.write_collision(doc, s.joint, out)
             doc.pop("traces")

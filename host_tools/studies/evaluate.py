@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import kalman, registry
+from codegen.blocks import controllers, kalman, registry
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.blocks.options import estimator_choice, parse_estimator
 from codegen.model.robot import Robot
@@ -174,7 +174,9 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
 
 def pipeline_source(setup: Setup, estimator: str) -> PipelineSource:
     """The generated pipeline of seed 000's loop with this estimator, as work items carry it."""
-    return PipelineSource.of(setup.description(), estimator, "none", "computed_torque", setup.sample_period)
+    return PipelineSource.of(
+        setup.description(), estimator, "none", controllers.COMPUTED_TORQUE.name, setup.sample_period
+    )
 
 
 def pipeline(setup: Setup, estimator: str) -> Realtime:
