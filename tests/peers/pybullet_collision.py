@@ -65,6 +65,7 @@ from host_tools.studies.collide import (
     threshold_ratio,
     tip_force_along,
 )
+from host_tools.studies.collide_defaults import ENTRIES
 from host_tools.studies.thresholds import TARGET, design_from_outputs
 
 BASE_LINK, TIP_LINK = "lbr_iiwa_link_0", "lbr_iiwa_link_7"
@@ -431,18 +432,14 @@ def model_parameters(s: PbSettings) -> np.ndarray:
     return true * np.where(inertial, factor, 1.0)
 
 
-IMU_ENTRIES = {"adaptive_imu": "adaptive"}  # fed by the imu estimator
-
-
 def observer_rt(obs: str, s: PbSettings) -> Realtime:
-    if obs in IMU_ENTRIES:
-        rt = load_rt(urdf_path(), estimator="imu", observer=IMU_ENTRIES[obs], **spec())
-    else:
-        rt = load_rt(urdf_path(), observer=obs, **spec())
+    """The pipeline of collide's entry ``obs`` (its observer, fed by the Kalman filter or the IMUs)."""
+    entry = ENTRIES[obs]
+    rt = load_rt(urdf_path(), estimator=entry.estimator, observer=entry.observer.name, **spec())
     rt.config["model.params"] = model_parameters(s)
     rt.config["det.reaction"] = 0
     rt.config["det.debounce"] = 1
-    if obs.startswith("adaptive"):
+    if entry.observer.adaptive:
         rt.config["obs.k_o"] = s.adaptive_gain
         rt.config["obs.freeze"] = 0
     return rt
