@@ -182,6 +182,8 @@ def _evaluate_setups(
     for setup in setups:
         resolution, rate = setup.resolution_mdeg, setup.rate_hz
         out = None if not args.out else Path(args.out) / (f"{resolution:g}mdeg_{rate:g}Hz" if args.setups else "")
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
         with Bars(console) as bar:
             console.print(f"{setup.robot}: {resolution:g} mdeg, {rate:g} Hz")
             tasks = {name: bar.add_task(name, total=None, info="waiting") for name in args.estimators}
@@ -189,7 +191,7 @@ def _evaluate_setups(
             def progress(name: str, done: int, total: int, info: str) -> None:
                 bar.update(tasks[name], completed=done, total=total, info=info)  # noqa: B023 (called within this iteration)
 
-            evaluation = evaluate(setup, tuple(args.estimators), out, progress=progress, executor=executor)
+            evaluation = evaluate(setup, tuple(args.estimators), progress=progress, executor=executor)
         if out is not None:
             write_reports(evaluation, setup, out)
         docs.append(evaluation.doc)

@@ -80,8 +80,13 @@ def summary(doc: dict[str, Any], out: Path | None) -> str:
 
 
 def write_reports(evaluation: Evaluation, setup: Setup, out: Path) -> None:
-    """evaluation.json/.md/.csv, the summary figure and seed 000 Figs. 5, 7, 8."""
+    """Each estimator's config (<estimator>.config.json, named in the document's gains), then
+    evaluation.json/.md/.csv, the summary figure and seed 000 Figs. 5, 7, 8."""
     doc = evaluation.doc
+    for r in evaluation.results:
+        if r.config is not None:
+            r.config.save(out / r.config_file)
+            doc["estimators"][r.name]["gains"]["config_file"] = r.config_file
     write_file(out / "evaluation.json", json.dumps(doc, indent=1) + "\n")
     write_file(out / "evaluation.md", table(doc))
     buf = io.StringIO()

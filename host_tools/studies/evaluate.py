@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from codegen.model.robot import Robot
 from codegen.model.yamlio import load_yaml
 from codegen.resources import resource_dir
 from host_tools.bindings.loopback import SimulationError, simulate
-from host_tools.bindings.rt import Realtime
+from host_tools.bindings.rt import Realtime, RtConfig
 from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.json_doc import finite
 from host_tools.data.trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
@@ -142,6 +141,9 @@ class Result:
     history: list[float] = field(default_factory=list)
     curves: dict[str, np.ndarray] = field(default_factory=dict)  # for the figures, not the JSON
     per_axis: dict[str, list[float]] = field(default_factory=dict)  # ISE per joint
+    # the tuned (or default) gains, loadable by rt users (host_tools.reports.evaluation saves them)
+    config: RtConfig | None = field(default=None, repr=False)
+    config_file: str = ""
 
 
 def test_trajectory(setup: Setup) -> Trajectory:
@@ -289,7 +291,7 @@ def split_spec(text: str) -> tuple[str, str | None]:
     return base, parse_estimator(text).label if ":" in text else None
 
 
-def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, executor: Executor) -> Result:
+def evaluate_one(setup: Setup, name: str, progress: Progress, executor: Executor) -> Result:
     """One estimator: a registered name (its default, paper or tuned variant) or a variant with its
     options (``lsf:n=8,p=3``: evaluated as given, seed 000 Table 5; no grid search)."""
     test = test_trajectory(setup)
@@ -332,14 +334,6 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
             if key.startswith("est."):
                 gains.setdefault(key, np.asarray(rt.config[key]).tolist())
     config = rt.config.to_dict()
-    if out is not None:  # the tuned (or default) gains, loadable by rt users
-        file = (
-            f"{spec.replace(':', '_').replace(',', '_').replace('=', '')}.config.json"
-            if given
-            else f"{name}.config.json"
-        )
-        rt.config.save(out / file)
-        gains["config_file"] = file
     progress(name, total - 2, total, "test trajectory")
     curves: dict[str, np.ndarray] = {}
     per_axis: dict[str, list[float]] = {}
@@ -372,7 +366,10 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, out: Path | None, 
     except SimulationError:
         conv = None
     progress(name, total, total, "done")
-    return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis)
+    file = (
+        f"{spec.replace(':', '_').replace(',', '_').replace('=', '')}.config.json" if given else f"{name}.config.json"
+    )
+    return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis, rt.config, file)
 
 
 @dataclass
@@ -386,11 +383,10 @@ class Evaluation:
 def evaluate(
     setup: Setup,
     estimators: tuple[str, ...] = ESTIMATORS,
-    out: Path | None = None,
     progress: Progress | None = None,
     executor: Executor | None = None,
 ) -> Evaluation:
-    """Evaluate (and with setup.tune, tune) the estimators (``out``: where the tuned configs go); GA
+    """Evaluate (and with setup.tune, tune) the estimators (each result holds its tuned config); GA
     generations and grid variants go through ``executor`` (default: a process pool on every core).
     ``progress(estimator, done, total, info)`` is called as work completes. Infinite costs (a diverged
     loop) are reported as null."""
@@ -400,12 +396,10 @@ def evaluate(
         raise ValueError("; ".join(problems))
     t0 = time.perf_counter()
     report: Progress = progress or (lambda *_: None)
-    if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
     own = executor is None
     ex = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
     try:
-        results = [evaluate_one(setup, name, report, out, ex) for name in estimators]
+        results = [evaluate_one(setup, name, report, ex) for name in estimators]
     finally:
         if own:
             ex.shutdown()
