@@ -25,7 +25,7 @@ from __future__ import annotations
 import casadi as cs
 import numpy as np
 
-from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .base import Block, Data, Field, Fn, evaluate, per_joint, sx_function
 from .context import Ctx
 
 # the threshold's coefficients, in the order of ``level``'s arguments after qd_hat and qdd_hat (linear
@@ -37,6 +37,127 @@ def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs:
     """The detection threshold per joint (elementwise; 0 where ``th`` is 0: not detecting)."""
     speed = cs.fabs(qd)
     return cs.if_else(th > 0, th + kv * speed + ka * cs.fabs(qdd) + ks * cs.exp(-speed / vs), 0)
+
+
+def _level(ctx: Ctx) -> Fn:
+    qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
+    coef = {name: ctx.sym(name) for name in (*COEFFICIENTS, "vs")}
+    return sx_function(
+        "level",
+        [("out.qd_hat", qd), ("out.qdd_hat", qdd)] + [(f"cfg.det.{name}", s) for name, s in coef.items()],
+        [("st.det.level", level(qd, qdd, *coef.values()))],
+        "threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect)",
+    )
+
+
+def _reflex(ctx: Ctx) -> Fn:
+    qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
+    integ_n = integ + ctx.ts * kr * r
+    return sx_function(
+        "reflex",
+        [("st.det.q_col", qc), ("st.det.integ", integ), ("out.r", r), ("cfg.det.k_r", kr)],
+        [("st.det.integ", integ_n), ("out.q_d", qc + integ_n), ("out.qd_d", kr * r)],
+        "q_d = q_col + int K_R r, qd_d = K_R r",
+    )
+
+
+def _threshold_config(
+    n: int,
+    threshold: float | tuple[float, ...],
+    kv: float | tuple[float, ...],
+    ka: float | tuple[float, ...],
+    ks: float | tuple[float, ...],
+    vs: float | tuple[float, ...],
+) -> list[Field]:
+    """The threshold's coefficients (``level``)."""
+    return [
+        Field(
+            "threshold",
+            "real",
+            (n,),
+            "static residual threshold (N m or N); 0: not designed, the joint does not detect",
+            per_joint(threshold, n),
+            low=0.0,
+        ),
+        Field("kv", "real", (n,), "speed-dependent threshold part (N m s/rad)", per_joint(kv, n), low=0.0),
+        Field(
+            "ka",
+            "real",
+            (n,),
+            "acceleration-dependent threshold part (N m s^2/rad; 0 effect without a q-ddot estimate)",
+            per_joint(ka, n),
+            low=0.0,
+        ),
+        Field("ks", "real", (n,), "standstill threshold part at rest (N m)", per_joint(ks, n), low=0.0),
+        Field(
+            "vs",
+            "real",
+            (n,),
+            "velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs",
+            per_joint(vs, n),
+            low=0.0,
+            low_open=True,
+        ),
+    ]
+
+
+def _decision_config(
+    n: int, release: float, debounce: int, reaction: int, k_r: float | tuple[float, ...], window: int
+) -> list[Field]:
+    """Hysteresis, debounce, reaction and isolation."""
+    return [
+        Field(
+            "release",
+            "real",
+            (),
+            "hysteresis: release below release x threshold (0..1)",
+            (release,),
+            low=0.0,
+            high=1.0,
+        ),
+        Field(
+            "debounce",
+            "int32",
+            (n,),
+            "samples above threshold before a detection (>= 1)",
+            per_joint(float(debounce), n),
+            low=1.0,
+            high=1e6,
+        ),
+        Field(
+            "reaction",
+            "uint8",
+            (),
+            "MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4)",
+            (float(reaction),),
+            choices=(0.0, 1.0, 2.0),
+        ),
+        Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0),
+        Field(
+            "window",
+            "int32",
+            (),
+            "samples after the detection during which the isolated link may "
+            "still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is "
+            "best right after the impact)",
+            (float(window),),
+            low=0.0,
+            high=1e9,
+        ),
+    ]
+
+
+def _state(n: int) -> list[Field]:
+    return [
+        Field("level", "real", (n,), "workspace: this sample's thresholds (0: not detecting)"),
+        Field("above", "uint8", (n,), "hysteresis state per joint"),
+        Field("count", "int32", (n,), "consecutive samples above"),
+        Field("collision", "uint8", (), "latched collision flag"),
+        Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
+        Field("q_col", "real", (n,), "q_hat at detection"),
+        Field("integ", "real", (n,), "reflex integral of K_R r"),
+        Field("since", "int32", (), "samples since the detection (saturates)"),
+    ]
 
 
 def build(
@@ -52,105 +173,17 @@ def build(
     k_r: float | tuple[float, ...] = 0.03,
     window: int = 1_000_000,
 ) -> Block:
-    n, ts = ctx.n, ctx.ts
-    qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
-    coef = {name: ctx.sym(name) for name in (*COEFFICIENTS, "vs")}
-    thresholds = sx_function(
-        "level",
-        [("out.qd_hat", qd), ("out.qdd_hat", qdd)] + [(f"cfg.det.{name}", s) for name, s in coef.items()],
-        [("st.det.level", level(qd, qdd, *coef.values()))],
-        "threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect)",
-    )
-    qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
-    integ_n = integ + ts * kr * r
-    reflex = sx_function(
-        "reflex",
-        [("st.det.q_col", qc), ("st.det.integ", integ), ("out.r", r), ("cfg.det.k_r", kr)],
-        [("st.det.integ", integ_n), ("out.q_d", qc + integ_n), ("out.qd_d", kr * r)],
-        "q_d = q_col + int K_R r, qd_d = K_R r",
-    )
+    n = ctx.n
+    thresholds = _level(ctx)
+    reflex = _reflex(ctx)
     return Block(
         kind="det",
         name="threshold",
         doc=__doc__ or "",
         template="detect",
-        config=[
-            Field(
-                "threshold",
-                "real",
-                (n,),
-                "static residual threshold (N m or N); 0: not designed, the joint does not detect",
-                per_joint(threshold, n),
-                low=0.0,
-            ),
-            Field("kv", "real", (n,), "speed-dependent threshold part (N m s/rad)", per_joint(kv, n), low=0.0),
-            Field(
-                "ka",
-                "real",
-                (n,),
-                "acceleration-dependent threshold part (N m s^2/rad; 0 effect without a q-ddot estimate)",
-                per_joint(ka, n),
-                low=0.0,
-            ),
-            Field("ks", "real", (n,), "standstill threshold part at rest (N m)", per_joint(ks, n), low=0.0),
-            Field(
-                "vs",
-                "real",
-                (n,),
-                "velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs",
-                per_joint(vs, n),
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "release",
-                "real",
-                (),
-                "hysteresis: release below release x threshold (0..1)",
-                (release,),
-                low=0.0,
-                high=1.0,
-            ),
-            Field(
-                "debounce",
-                "int32",
-                (n,),
-                "samples above threshold before a detection (>= 1)",
-                per_joint(float(debounce), n),
-                low=1.0,
-                high=1e6,
-            ),
-            Field(
-                "reaction",
-                "uint8",
-                (),
-                "MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4)",
-                (float(reaction),),
-                choices=(0.0, 1.0, 2.0),
-            ),
-            Field("k_r", "real", (n,), "reflex gain K_R (rad/s per N m)", per_joint(k_r, n), low=0.0),
-            Field(
-                "window",
-                "int32",
-                (),
-                "samples after the detection during which the isolated link may "
-                "still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is "
-                "best right after the impact)",
-                (float(window),),
-                low=0.0,
-                high=1e9,
-            ),
-        ],
-        state=[
-            Field("level", "real", (n,), "workspace: this sample's thresholds (0: not detecting)"),
-            Field("above", "uint8", (n,), "hysteresis state per joint"),
-            Field("count", "int32", (n,), "consecutive samples above"),
-            Field("collision", "uint8", (), "latched collision flag"),
-            Field("link", "int32", (), "latched isolated link, 1-based (0: none)"),
-            Field("q_col", "real", (n,), "q_hat at detection"),
-            Field("integ", "real", (n,), "reflex integral of K_R r"),
-            Field("since", "int32", (), "samples since the detection (saturates)"),
-        ],
+        config=_threshold_config(n, threshold, kv, ka, ks, vs)
+        + _decision_config(n, release, debounce, reaction, k_r, window),
+        state=_state(n),
         outputs=[
             Field("collision", "uint8", (), "1 from the detecting sample until in.reset"),
             Field("link", "int32", (), "isolated link, 1-based (0: none)"),
