@@ -17,6 +17,7 @@ import pytest
 
 from codegen.emit.files import RECORD, OverwriteError, overwriting, read_record, write_files
 from host_tools.cli import main
+from tests.tooling import popen_interruptible
 
 OLD = {"a.c": "int a;\n", "b.h": "/* b */\n", "c.txt": "c\n"}
 NEW = {"a.c": "int a2;\n", "b.h": "/* b2 */\n", "c.txt": "c\n", "d.json": "{}\n"}
@@ -182,10 +183,56 @@ def test_logs_and_configs_are_owned_outputs(tmp_path: Path) -> None:
     log.save(path)  # its own file: rewriting is allowed
 
 
+# `manipgen` (host_tools.console.main, as the console script runs it) in its own process, with an
+# audit hook (PEP 578) that stops it at one moment -- the given audit event on a path containing
+# the given text, after `skip` such events -- says so on stderr and waits there (reading stdin,
+# which the test never writes) until a signal ends the wait: the moment is a state the test waits
+# for, not a guess of how long start-up, generation or writing take
+PAUSED = "manipgen-test: paused at"
+PAUSE_AT = f"""\
+import os, sys
+from host_tools.console import main
+
+event, text, skip = sys.argv[1], sys.argv[2], int(sys.argv[3])
+paused = False
+
+def hook(name, args):
+    global skip, paused
+    if paused or name != event or not args or text not in str(args[0]):
+        return
+    if skip:
+        skip -= 1
+        return
+    paused = True
+    os.write(2, f"{PAUSED} {{name}} {{args[0]}}\\n".encode())
+    os.read(0, 1)
+
+sys.addaudithook(hook)
+sys.argv = ["manipgen", *sys.argv[4:]]
+sys.exit(main())
+"""
+# (audit event, text in its argument, how many such events to let pass): importing the numerical
+# libraries, reading the description, writing the temporary files, then the renames over a whole
+# folder of the other precision (7 of its files differ, and host/planar2_loopback.c): the record
+# that accepts both versions, the files, the final record, the same in host/
+MOMENTS = [
+    ("import", "casadi", 0),
+    ("open", "planar2.yaml", 0),
+    ("open", ".tmp", 0),
+    ("open", ".tmp", 4),
+    ("os.rename", ".tmp", 0),
+    ("os.rename", ".tmp", 1),
+    ("os.rename", ".tmp", 4),
+    ("os.rename", ".tmp", 8),
+    ("os.rename", ".tmp", 10),
+]
+
+
 def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
-    """SIGINT to a real `manipgen generate` at several moments, alternating the double and the float
-    folder into the same place: exit code 130 and one line when interrupted, and every file always
-    equals one of the two complete generations."""
+    """SIGINT to `manipgen generate` at several moments (MOMENTS: each a state the command is
+    stopped in until the signal comes) while it replaces a whole folder of the other precision:
+    exit code 130 and one line, every file equals one of the two complete generations, and the next
+    generation needs no --force."""
     from codegen.emit.generate import generate
     from codegen.model.description import load_robot
 
@@ -193,27 +240,27 @@ def test_ctrl_c_during_generate_leaves_whole_files(tmp_path: Path) -> None:
     gens = [generate(robot, "double"), generate(robot, "float")]
     versions = [dict(g.files, **{f"host/{n}": t for n, t in g.host.items()}) for g in gens]
     out = tmp_path / "gen"
-    exe = Path(sys.executable).with_name("manipgen")
-    interrupted = 0
-    for k, delay in enumerate(np.linspace(0.2, 2.0, 10)):
-        precision = ("double", "float")[k % 2]
-        proc = subprocess.Popen(
-            [str(exe), "generate", "planar2", "--precision", precision, "--out", str(out)],
+    for k, (event, text, skip) in enumerate(MOMENTS):
+        whole, interrupted = ("double", "float")[k % 2], ("float", "double")[k % 2]
+        assert main(["generate", "planar2", "--precision", whole, "--out", str(out)]) == 0
+        args = ["generate", "planar2", "--precision", interrupted, "--out", str(out)]
+        proc = popen_interruptible(
+            [sys.executable, "-c", PAUSE_AT, event, text, str(skip), *args],
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(float(delay))
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        if proc.returncode == 130:
-            interrupted += 1
-            assert err.strip() == "manipgen: interrupted", err
-        else:  # 0: it finished first; 1 or -SIGINT: the interpreter's own start-up or shutdown
-            assert proc.returncode in (0, 1, -signal.SIGINT), err
-        if out.exists():
-            for name, text in contents(out).items():
-                assert any(text == v.get(name) for v in versions), name
-            assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
-    assert interrupted >= 2
+        assert proc.stdin is not None and proc.stderr is not None
+        paused = proc.stderr.readline()  # the command is stopped at the moment (or ended: "")
+        if paused.startswith(PAUSED):
+            proc.send_signal(signal.SIGINT)
+        err = proc.stderr.read()
+        proc.wait(timeout=120)  # a bound on a hang: the command has closed stderr, it is ending
+        proc.stdin.close()
+        assert paused.startswith(PAUSED), f"never reached {event} {text} #{skip + 1}: {paused}{err}"
+        assert proc.returncode == 130 and err.strip() == "manipgen: interrupted", (paused, err)
+        for name, content in contents(out).items():
+            assert any(content == v.get(name) for v in versions), (paused, name)
+        assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")], paused
     assert main(["generate", "planar2", "--out", str(out)]) == 0  # no --force needed afterwards

@@ -1,9 +1,14 @@
-"""Tests that need an external tool skip on a user's machine but fail in CI (CI=true)."""
+"""Tests that need an external tool skip on a user's machine but fail in CI (CI=true); child
+processes that take Ctrl-C as at a terminal, wherever the suite runs."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -27,3 +32,19 @@ def require_module(name: str, install: str) -> None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{message}: CI installs the test extra")
         pytest.skip(message)
+
+
+def popen_interruptible(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(args, **kwargs)`` whose child takes SIGINT as one started at a terminal:
+    default disposition (Python then turns it into KeyboardInterrupt), even where this test run
+    ignores SIGINT. A non-interactive shell starts a background job (``bash dev.sh test &``) with
+    SIGINT ignored; fork and exec keep an ignored signal ignored, and so does Python at start-up
+    (``restore_signals`` restores SIGPIPE and SIGXFSZ only). A *caught* signal is reset to its
+    default at exec: SIGINT is caught here, by Python's own handler, while the child starts."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return subprocess.Popen(args, **kwargs)  # caught or default: the child starts with the default
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(args, **kwargs)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tooling import require_module
+from tooling import popen_interruptible, require_module
 
 from codegen.errors import DescriptionError
 from host_tools.studies.study import load_study
@@ -55,10 +55,10 @@ def test_interrupted_and_resumed_study_equals_an_uninterrupted_one(tmp_path: Pat
     # the same study, interrupted as Ctrl-C does (SIGINT to the command and its workers) once the
     # first items are stored
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen(
+    proc = popen_interruptible(
         _study(spec, parts), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env, start_new_session=True
     )
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 600  # a bound on a hang, not a guess: the loop waits for the rows
     while time.monotonic() < deadline and proc.poll() is None:
         if parts.exists() and len(_rows(parts)) >= 2:
             break
@@ -236,13 +236,13 @@ def test_ctrl_c_on_a_local_cluster_prints_one_line(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     store = tmp_path / "s.sqlite"
-    proc = subprocess.Popen(
+    proc = popen_interruptible(
         _study(spec, store, "--scheduler", "local:2"),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 600  # a bound on a hang: the loop waits for the first row
     while time.monotonic() < deadline and proc.poll() is None and len(_rows(store)) < 1:
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGINT)
