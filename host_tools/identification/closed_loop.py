@@ -3,7 +3,7 @@ codegen.blocks.closed_loop): the plant with a candidate base-parameter vector un
 
     robot = load_robot("ur5")
     model = ClosedLoopModel(robot)
-    loop = Loop.from_rt(load_rt(robot, observer="none", controller="pid"))
+    loop = Loop.from_rt(load_rt(robot, observer="none", controller=controllers.PID.name))
     sim = model.simulate(beta, loop, q_des, qd_des, q0, qd0, cols=range(model.n_base))
     sim.tau, sim.dtau        # (K, n), (K, n, len(cols)): d tau_k / d beta
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import findiff
+from codegen.blocks import controllers, findiff
 from codegen.blocks.options import EstimatorChoice, RtOptions
 from codegen.emit.host import HOST_FOLDER
 from codegen.emit.oesim import oesim_files
@@ -50,8 +50,8 @@ class Loop:
 
     @classmethod
     def from_rt(cls, rt: Realtime, substeps: int = 1) -> Loop:
-        """The controller of a pipeline generated with ``controller="pid"`` (its current config)."""
-        if rt.rt_manifest.get("controller") != "pid":
+        """The controller of a pipeline generated with the pid controller (its current config)."""
+        if rt.rt_manifest.get("controller") != controllers.PID.name:
             raise ValueError(
                 f"the pipeline's controller is {rt.rt_manifest.get('controller')!r}; output-error "
                 "identification models the pid controller"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import findiff
+from codegen.blocks import controllers, findiff
 from codegen.model.robot import Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import SimulationError, simulate
@@ -69,7 +69,7 @@ def loop_for(robot: Robot, gains: dict[Any, Any] | None = None) -> Loop:
     """The pid loop of the robot's pipeline (its default gains and model), with ``gains`` (kp, kd,
     ki, i_max, tau_max, drive_gain: one value or one per joint; gravity_compensation: true/false)
     over it."""
-    rt = load_rt(robot, estimator=findiff.FINDIFF.name, observer="none", controller="pid")
+    rt = load_rt(robot, estimator=findiff.FINDIFF.name, observer="none", controller=controllers.PID.name)
     loop = Loop.from_rt(rt)
     if gains is None:
         return loop
@@ -103,7 +103,7 @@ def synthetic_run(robot: Robot, opts: OESynthetic) -> tuple[Log, Loop]:
     a well-tuned PD (critically damped at ``bandwidth``), quantised encoders, an unmodelled
     disturbance and noise on the logged torques."""
     rigid_only(robot)
-    rt = load_rt(robot, estimator=findiff.FINDIFF.name, observer="none", controller="pid")
+    rt = load_rt(robot, estimator=findiff.FINDIFF.name, observer="none", controller=controllers.PID.name)
     traj = generated_trajectory(robot, opts.duration, rt.sample_period, seed=opts.seed + 3, speed=0.8, span=0.6)
     m0 = np.diag(load(robot).mass_matrix(traj.q[0]))
     w = 2 * np.pi * opts.bandwidth

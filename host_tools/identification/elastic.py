@@ -25,7 +25,7 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
-from codegen.blocks import findiff
+from codegen.blocks import controllers, findiff
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.excitation import samples_per_period
@@ -293,7 +293,7 @@ def simulated_log(robot: Robot, exc: Excitation, periods: int, current_noise: fl
     """The elastic arm tracking the excitation on the loopback (state-feedback controller, EWLR
     estimates; both encoders quantised as described) with white noise of ``current_noise`` N m
     (standard deviation, link side) on the logged motor torque."""
-    rt = load_rt(robot, observer="none", controller="state_feedback")
+    rt = load_rt(robot, observer="none", controller=controllers.STATE_FEEDBACK.name)
     run = simulate(rt, exc.trajectory(rt.sample_period, periods))
     log = run.log
     log.tau = log.tau + np.random.default_rng(seed).normal(0.0, current_noise, log.tau.shape)
@@ -485,7 +485,7 @@ def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None
     fit2, _, _ = load_stage(robot, log2, load.excitation, k_e, d_e, settings)
     say("validating on a random motion ...")
     val_exc = random_excitation(robot, s.seed + 100, speed=0.5, base_frequency=1.0 / s.validation_seconds)
-    rt = load_rt(robot, observer="none", controller="state_feedback")
+    rt = load_rt(robot, observer="none", controller=controllers.STATE_FEEDBACK.name)
     val = validation_rms(robot, simulate(rt, val_exc.trajectory(rt.sample_period)).log, fit1, fit2)
     true1 = true_motor_parameters(robot)
     m = model(robot)

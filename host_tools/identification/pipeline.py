@@ -333,14 +333,14 @@ def synthetic_log(
     velocity (ctl.friction_ff = 1): compensated at the estimate, sgn(qd_hat) chatters at every
     velocity reversal and puts motion beyond the derivative band into the run (the iiwa's fit RMS
     then sat at 3x its noise floor)."""
-    from codegen.blocks import kalman  # here: a recorded run's identification needs no loopback
+    from codegen.blocks import controllers, kalman  # here: a recorded run's identification needs no loopback
     from host_tools.bindings.loopback import simulate
 
     rt = load_rt(
         robot,
         estimator=kalman.SPEC.name,
         observer="none",
-        controller="computed_torque",
+        controller=controllers.COMPUTED_TORQUE.name,
         sample_period=sample_period,
     )
     rt.config["ctl.friction_ff"] = 1.0

@@ -69,7 +69,7 @@ def synthetic(
     (rad or m) for encoders whose counters wrap within a joint's travel (the validation motion's
     start is the simulation's own)."""
     # here, not at the top: a recorded run's identification needs none of them (identify <= 3 s)
-    from codegen.blocks import kalman
+    from codegen.blocks import controllers, kalman
     from host_tools.bindings.loopback import simulate
     from host_tools.bindings.rt import load_rt
     from host_tools.data.trajectories import generated_trajectory
@@ -86,7 +86,7 @@ def synthetic(
     stage("simulating the excitation and a validation motion")
     t1 = time.perf_counter()
     log = synthetic_log(robot, exc, options.periods, options.torque_noise, options.seed)
-    rt = load_rt(robot, estimator=kalman.SPEC.name, observer="none", controller="computed_torque")
+    rt = load_rt(robot, estimator=kalman.SPEC.name, observer="none", controller=controllers.COMPUTED_TORQUE.name)
     rt.config["ctl.friction_ff"] = 1.0  # as synthetic_log: no friction chatter in the run
     other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
