@@ -23,7 +23,8 @@ from codegen.model.robot import Robot
 from codegen.resources import resource_dir
 from codegen.symbolic.params import BaseParameters
 
-RUNTIME_FILES = ("manipgen_linalg.h", "manipgen_rt.h")
+RUNTIME_FILES = ("manipgen_linalg.h", "manipgen_rt.h")  # runtime/ headers of the firmware folder
+HOST_RUNTIME_FILES = ("manipgen_loopback.h",)  # and of its host/ (the loopback's generic parts)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     host |= host_glue(env, ctx, [f"{p}_dynamics.h", f"{p}_rt.h", f"{p}_loopback.h"], run=True)
     for name in RUNTIME_FILES:
         files[name] = (resource_dir("runtime") / name).read_text(encoding="utf-8")
+    for name in HOST_RUNTIME_FILES:
+        host[name] = (resource_dir("runtime") / name).read_text(encoding="utf-8")
     files["manifest.json"] = manifest_text(
         robot, part.base, precision, rt_options, part.functions, emitter.manifest(), list(files), list(host)
     )
