@@ -13,7 +13,7 @@ from codegen import __version__
 from codegen.blocks.base import Field
 from codegen.emit.config import config_initializer, layout_id
 from codegen.emit.cprint import Precision
-from codegen.emit.generate import template_environment
+from codegen.emit.templates import template_environment
 
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME = 31  # C99 5.2.4.1: external identifiers distinct in their first 31 characters

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from codegen import __version__
-from codegen.emit.cprint import Precision, body, literal
-from codegen.emit.generate import template_environment
+from codegen.emit.cfunction import view
+from codegen.emit.cprint import Precision, literal
+from codegen.emit.templates import template_environment
 from codegen.symbolic.excitation import fourier_function, samples_per_period
+from codegen.symbolic.functions import FunctionSpec
 
 
 def excitation_files(
@@ -25,7 +27,6 @@ def excitation_files(
     n, harmonics = a.shape
     k = samples_per_period(base_frequency, sample_period)
     fn = fourier_function(n, harmonics, base_frequency)
-    bd = body(fn, ["t", "a", "b", "q0"], ["q", "qd", "qdd"], precision, indent="    ", portable=False)
     ctx = {
         "p": c_name,
         "P": c_name.upper(),
@@ -42,13 +43,11 @@ def excitation_files(
         "a": [literal(v, precision) for v in np.asarray(a, float).ravel("F")],
         "b": [literal(v, precision) for v in np.asarray(b, float).ravel("F")],
         "q0": [literal(v, precision) for v in np.asarray(q0, float)],
-        "body": {
-            "doc": "q, qd, qdd of the Fourier series (codegen.symbolic.excitation)",
-            "ops": bd.ops,
-            "lines": bd.lines,
-            "params": "const real_t *t, const real_t *a, const real_t *b, "
-            "const real_t *q0, real_t *q, real_t *qd, real_t *qdd",
-        },
+        "body": view(
+            FunctionSpec.of(fn, "q, qd, qdd of the Fourier series (codegen.symbolic.excitation)"),
+            precision,
+            portable=False,
+        ),
     }
     env = template_environment()
     return {

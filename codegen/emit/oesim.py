@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from codegen import __version__
 from codegen.blocks.closed_loop import controller, inverse_dynamics_jacobian
+from codegen.emit.cfunction import view
 from codegen.emit.cprint import literal
-from codegen.emit.generate import static_view, template_environment
 from codegen.emit.host import host_glue
+from codegen.emit.templates import template_environment
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.functions import FunctionSpec
 
 
 def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, str]:
@@ -20,9 +22,9 @@ def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, s
     dyn = Dynamics(robot)
     ctl, ctl_jac = controller(robot, dyn, ts)
     bodies = [
-        static_view(ctl, "findiff velocity + pid step (codegen.blocks), times the drive gains", "double"),
-        static_view(ctl_jac, "its Jacobian with respect to (q_k, q_{k-1}, integ_k)", "double"),
-        static_view(inverse_dynamics_jacobian(dyn), "d rnea / d(q, qd) at fixed qdd", "double"),
+        view(FunctionSpec.of(ctl, "findiff velocity + pid step (codegen.blocks), times the drive gains"), "double"),
+        view(FunctionSpec.of(ctl_jac, "its Jacobian with respect to (q_k, q_{k-1}, integ_k)"), "double"),
+        view(FunctionSpec.of(inverse_dynamics_jacobian(dyn), "d rnea / d(q, qd) at fixed qdd"), "double"),
     ]
     p = robot.c_name
     ctx = {

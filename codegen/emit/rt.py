@@ -8,14 +8,15 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-import casadi as cs
 import jinja2
 import numpy as np
 
 from codegen.blocks.base import Block, Field, Fn
 from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
+from codegen.emit.cfunction import view
 from codegen.emit.config import config_initializer, layout_id
-from codegen.emit.cprint import Precision, body, literal
+from codegen.emit.cprint import Precision, literal
+from codegen.symbolic.functions import Arg, FunctionSpec
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
@@ -42,6 +43,19 @@ def parameter_names(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[
     if len(set(ins + outs)) != len(ins) + len(outs):
         raise ValueError(f"bindings {inputs} -> {outputs} name a parameter twice")
     return ins, outs
+
+
+def spec_of(fn: Fn, name: str) -> FunctionSpec:
+    """A block function as the C function ``name`` whose parameters are named for its bindings."""
+    ins, outs = parameter_names(fn.inputs, fn.outputs)
+    f = fn.function
+    return FunctionSpec(
+        name,
+        fn.doc,
+        tuple(Arg(a, int(f.numel_in(i)), b) for i, (a, b) in enumerate(zip(ins, fn.inputs))),
+        tuple(Arg(a, int(f.numel_out(i)), b) for i, (a, b) in enumerate(zip(outs, fn.outputs))),
+        f,
+    )
 
 
 def _template_name(b: Block) -> str:
@@ -103,28 +117,10 @@ class RtEmitter:
     def function_views(self) -> list[dict[str, Any]]:
         out = []
         for b in self.pipe.blocks:
-            fns = ([b.derive] if b.derive is not None else []) + list(b.functions)
-            for fn in fns:
-                ins, outs = parameter_names(fn.inputs, fn.outputs)
-                bd = body(fn.function, ins, outs, self.precision, indent="    ")
-                used = {
-                    fn.function.instruction_input(k)[0]
-                    for k in range(fn.function.n_instructions())
-                    if fn.function.instruction_id(k) == cs.OP_INPUT
-                }
-                self.ops[self.fn_name(b, fn)] = bd.ops
-                params = [f"const real_t *{a}" for a in ins] + [f"real_t *{r}" for r in outs]
-                out.append(
-                    {
-                        "name": self.fn_name(b, fn),
-                        "doc": fn.doc,
-                        "ops": bd.ops,
-                        "lines": bd.lines,
-                        "params": ", ".join(params),
-                        "bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs),
-                        "unused": [a for i, a in enumerate(ins) if i not in used],
-                    }
-                )
+            for fn in ([b.derive] if b.derive is not None else []) + list(b.functions):
+                v = view(spec_of(fn, self.fn_name(b, fn)), self.precision)
+                self.ops[v["name"]] = int(v["ops"])
+                out.append(v | {"bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs)})
         return out
 
     def structs(self, real: str) -> list[Struct]:

@@ -24,11 +24,25 @@ class Arg:
 
 @dataclass(frozen=True)
 class FunctionSpec:
+    """A C function of the generated code: its name, documentation, arguments (name, size, units
+    in the doc) and the CasADi function it evaluates -- or None for a function whose body is
+    template structure (forward dynamics' Cholesky solve). The one description of a C function that
+    every emitter renders (codegen.emit.cfunction)."""
+
     name: str
     doc: str
     inputs: tuple[Arg, ...]
     outputs: tuple[Arg, ...]
-    function: cs.Function
+    function: cs.Function | None
+    ret: str = "void"
+    returns: str = ""  # what the return value means (ret != "void")
+
+    @staticmethod
+    def of(function: cs.Function, doc: str) -> FunctionSpec:
+        """A CasADi function as a spec whose arguments are its own input and output names."""
+        ins = tuple(Arg(function.name_in(i), int(function.numel_in(i)), "") for i in range(function.n_in()))
+        outs = tuple(Arg(function.name_out(i), int(function.numel_out(i)), "") for i in range(function.n_out()))
+        return FunctionSpec(function.name(), doc, ins, outs, function)
 
 
 def _args(dyn: Dynamics) -> dict[str, tuple[cs.SX, Arg]]:
@@ -44,13 +58,14 @@ def _args(dyn: Dynamics) -> dict[str, tuple[cs.SX, Arg]]:
     }
 
 
-def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec]:
+Row = tuple[str, str, list[str], Arg, cs.SX]  # name, doc, input keys of _args, output, expression
+
+
+def _parameterised(dyn: Dynamics, a: dict[str, tuple[cs.SX, Arg]]) -> list[Row]:
+    """The functions of the dynamic parameters: each has a constant and a ``_p`` form."""
     n = dyn.n
-    nb = base.n_base
-    pi_value = cs.DM(dyn.robot.standard_parameters())
-    a = _args(dyn)
     unit = "N m (revolute) or N (prismatic), link side"
-    table: list[tuple[str, str, list[str], Arg, cs.SX]] = [
+    return [
         (
             "rnea",
             "Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) "
@@ -104,8 +119,15 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
             dyn.nonlinear_effects(dyn.pi),
         ),
     ]
+
+
+def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec]:
+    n = dyn.n
+    nb = base.n_base
+    pi_value = cs.DM(dyn.robot.standard_parameters())
+    a = _args(dyn)
     out: list[FunctionSpec] = []
-    for name, doc, ins, res, expr in table:
+    for name, doc, ins, res, expr in _parameterised(dyn, a):
         syms = [a[k][0] for k in ins]
         param = cs.Function(name + "_p", syms + [dyn.pi], [cs.densify(cs.vec(expr.T))])
         const_expr = param(*syms, pi_value)

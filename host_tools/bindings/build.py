@@ -3,6 +3,10 @@
 The cdef is the folder's own headers (host/<robot>_host.h, preprocessed), so the host binds exactly
 what was generated and the C interface is written once, in the templates.
 Cache: $MANIPGEN_CACHE or ~/.cache/manipgen. Concurrent builds (pytest -n) are serialised by a lock.
+
+A robot's dynamics (``<robot>_dynamics.c``: most of a folder's C, and the same for every pipeline
+variant of the robot) is compiled once into an object of its own, cached by its own content hash
+(``dynamics_object``); each pipeline's module links against it instead of compiling it again.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -155,6 +161,56 @@ def _cached(name: str, digest: str, declare: Callable[[cffi.FFI], None]) -> Modu
         return _import(name, found[0])
 
 
+def _compiler() -> list[str]:
+    """The command setuptools compiles an extension's sources with (``$CC`` or Python's own CC, its
+    CFLAGS and CCSHARED): an object made here is compiled exactly as cffi would have compiled it."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    flags = [sysconfig.get_config_var(v) or "" for v in ("CFLAGS", "CCSHARED")]
+    return shlex.split(cc) + [f for text in flags for f in shlex.split(text)]
+
+
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+)"', re.M)
+
+
+def _local_includes(source: Path) -> list[Path]:
+    """The headers of ``source``'s folder that it includes, directly or through them, in order."""
+    found: list[Path] = []
+    todo = [source]
+    while todo:
+        for name in _LOCAL_INCLUDE.findall(todo.pop().read_text(encoding="utf-8")):
+            path = source.parent / name
+            if path.is_file() and path not in found:
+                found.append(path)
+                todo.append(path)
+    return found
+
+
+def dynamics_object(source: Path, flags: list[str]) -> Path:
+    """``source`` (a folder's ``<robot>_dynamics.c``) compiled with ``flags`` into the cache's
+    ``objects/``, once per content: the key is the source, the folder's headers it includes
+    (directly or through them), the compiler command and the flags, so the pipeline variants of
+    one robot share it."""
+    folder = source.parent
+    command = [*_compiler(), *flags]
+    h = hashlib.sha256("\0".join(command).encode())
+    for path in [source, *_local_includes(source)]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    out = cache_root() / "objects" / f"{source.stem}_{h.hexdigest()[:16]}.o"
+    with locked(cache_root() / "locks" / f"{out.stem}.lock"):
+        if not out.is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            partial = out.with_suffix(f".{os.getpid()}.part")
+            cmd = [*command, "-I", str(folder), "-c", str(source), "-o", str(partial)]
+            try:
+                subprocess.run(cmd, capture_output=True, text=True, check=True)
+            except FileNotFoundError:
+                raise RuntimeError(f"no C compiler {command[0]!r}: the host build needs one (set CC)") from None
+            except subprocess.CalledProcessError as exc:
+                raise RuntimeError(f"{source}: the C compiler failed: {exc.stderr.strip()}") from None
+            partial.replace(out)  # whole or absent: a process stopped mid-compile leaves only .part
+    return out
+
+
 def build(folder: str | Path, sanitize: bool = False, portable_math: bool = False) -> tuple[ModuleType, dict[str, Any]]:
     """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
     ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload());
@@ -170,12 +226,18 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
 
     def declare(ffi: cffi.FFI) -> None:
         ffi.cdef(cdef(folder, manifest))
-        # the firmware's sources and the host's own (host/: loopback, glue)
-        sources = [str(p) for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]]
+        # the firmware's sources and the host's own (host/: loopback, glue); the dynamics compiled once
+        dynamics = sorted(folder.glob("*_dynamics.c"))
+        sources = [
+            str(p)
+            for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]
+            if p not in dynamics
+        ]
         ffi.set_source(
             name,
             host_source(folder, manifest),
             sources=sources,
+            extra_objects=[str(dynamics_object(p, flags)) for p in dynamics],
             include_dirs=[str(folder), str(folder / HOST_FOLDER)],
             extra_compile_args=flags,
             extra_link_args=list(SANITIZE) if sanitize else [],
@@ -185,11 +247,12 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
     return _cached(name, digest, declare), manifest
 
 
-def build_runtime(filename: str, declarations: str) -> ModuleType:
+def build_runtime(filename: str, declarations: str, prelude: str = "", epilogue: str = "") -> ModuleType:
     """Compile (or reuse) one of runtime/'s host helpers, ``filename``, whose functions
     ``declarations`` declares (a cdef); returns its cffi module (``.ffi``, ``.lib``). Cached like
-    ``build``."""
-    source = (resource_dir("runtime") / filename).read_text()
+    ``build``. A header of runtime/ needs what its includer defines first (``prelude``: MG_REAL, ...)
+    and, for its callbacks, C that calls it (``epilogue``)."""
+    source = prelude + (resource_dir("runtime") / filename).read_text() + epilogue
     digest = hashlib.sha256("\0".join([source, declarations, " ".join(CFLAGS), sys.version]).encode()).hexdigest()[:16]
     name = f"_manipgen_{Path(filename).stem}_{digest}"
 

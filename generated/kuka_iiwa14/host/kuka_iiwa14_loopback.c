@@ -9,6 +9,8 @@ typedef kuka_iiwa14_real_t real_t;
 #define MG_REAL real_t
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
+#define MG_FLOOR floor
+#include "manipgen_loopback.h"   /* mg_rk4, mg_quantise, mg_imu_axis */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 42. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -395,16 +397,6 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     depth[0] = w35;
 }
 
-/* floor, saturated: a diverged plant (or NaN) gives +-4e18 counts, no undefined conversion */
-static int64_t quantise(real_t c)
-{
-    c = floor(c);
-    if (!(c > -4.0e18 && c < 4.0e18)) {
-        return c > 0 ? (int64_t)4000000000000000000 : -(int64_t)4000000000000000000;
-    }
-    return (int64_t)c;
-}
-
 void kuka_iiwa14_loopback_encoder(const kuka_iiwa14_rt_config_t *cfg, const real_t q[N], const real_t *theta,
                               int64_t counts[N], int64_t motor_counts[N])
 {
@@ -413,7 +405,7 @@ void kuka_iiwa14_loopback_encoder(const kuka_iiwa14_rt_config_t *cfg, const real
     (void)theta;   /* a rigid arm's pipeline has no second (motor) channel: its counts are 0 */
     sensor_count(q, cfg->enc.cpr, cfg->enc.gear, cfg->enc.direction, cfg->enc.offset, c);
     for (i = 0; i < N; ++i) {
-        counts[i] = quantise(c[i]);
+        counts[i] = mg_quantise(c[i]);
         motor_counts[i] = 0;
     }
 }
@@ -444,22 +436,19 @@ static int plant_derivative(const kuka_iiwa14_plant_t *plant, const real_t x[S],
     return kuka_iiwa14_forward_dynamics_p(&x[0], &x[N], total, plant->params, &dx[N]);
 }
 
-/* one classic Runge-Kutta step of length h under constant command u and external torque ext */
-static int rk4(const kuka_iiwa14_plant_t *plant, real_t x[S], const real_t *u, const real_t *ext, int contact, real_t h)
+/* what a Runge-Kutta stage's derivative needs besides the state: the command u and external torque
+   ext (held over the step) and whether the obstacle is touched */
+typedef struct {
+    const kuka_iiwa14_plant_t *plant;
+    const real_t *u;
+    const real_t *ext;
+    int contact;
+} stage_t;
+
+static int stage_derivative(void *context, const real_t *x, real_t *dx)
 {
-    real_t k1[S], k2[S], k3[S], k4[S], t[S];
-    int i, bad = 0;
-    bad |= plant_derivative(plant, x, u, ext, contact, k1);
-    for (i = 0; i < S; ++i) { t[i] = x[i] + h / 2 * k1[i]; }
-    bad |= plant_derivative(plant, t, u, ext, contact, k2);
-    for (i = 0; i < S; ++i) { t[i] = x[i] + h / 2 * k2[i]; }
-    bad |= plant_derivative(plant, t, u, ext, contact, k3);
-    for (i = 0; i < S; ++i) { t[i] = x[i] + h * k3[i]; }
-    bad |= plant_derivative(plant, t, u, ext, contact, k4);
-    for (i = 0; i < S; ++i) {
-        x[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-    }
-    return bad;
+    const stage_t *stage = (const stage_t *)context;
+    return plant_derivative(stage->plant, x, stage->u, stage->ext, stage->contact, dx);
 }
 
 int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, const kuka_iiwa14_rt_config_t *cfg,
@@ -478,6 +467,8 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
 {
     kuka_iiwa14_rt_input_t in;
     real_t x[S], dx[S], applied[N], u[N], e[N];
+    real_t rk4_work[5 * S];   /* mg_rk4's stages */
+    stage_t stage;
     real_t pending[KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1][N];   /* commands not yet applied, a ring */
     int64_t c[N], m[N];
     real_t h;
@@ -492,6 +483,7 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
         return -2;
     }
     h = (real_t)(KUKA_IIWA14_RT_SAMPLE_PERIOD) / (real_t)plant->substeps;
+    stage.plant = plant;
     memcpy(&x[0], q0, N * sizeof(real_t));
     memcpy(&x[N], qd0, N * sizeof(real_t));
     (void)theta0;
@@ -543,8 +535,11 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
             return -1;
         }
         memcpy(&qdd_true[k * N], &dx[N], N * sizeof(real_t));
+        stage.u = u;
+        stage.ext = e;
+        stage.contact = contact;
         for (s = 0; s < plant->substeps; ++s) {
-            if (rk4(plant, x, u, e, contact, h) != 0) {
+            if (mg_rk4(stage_derivative, &stage, S, x, h, rk4_work) != 0) {
                 return -1;
             }
         }

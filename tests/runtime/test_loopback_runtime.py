@@ -1,0 +1,145 @@
+"""runtime/manipgen_loopback.h through cffi: the loopback's Runge-Kutta step, encoder quantiser and
+IMU axis, against closed forms and scipy (independent of the generated code that includes them)."""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from host_tools.bindings.build import build_runtime
+
+PRELUDE = """
+#include <math.h>
+#define MG_REAL double
+#define MG_FLOOR floor
+"""
+# test drivers: dx/dt = -x (state of 1), and x'' = -x as (x, v) (state of 2); a derivative that fails
+EPILOGUE = """
+static int decay(void *context, const double *x, double *dx) { (void)context; dx[0] = -x[0]; return 0; }
+static int oscillator(void *context, const double *x, double *dx)
+{ (void)context; dx[0] = x[1]; dx[1] = -x[0]; return 0; }
+static int failing(void *context, const double *x, double *dx)
+{ int *calls = (int *)context; (void)x; dx[0] = 0; return ++*calls == 3; }
+int rk4_decay(double *x, double h) { double work[5]; return mg_rk4(decay, NULL, 1, x, h, work); }
+int rk4_oscillator(double *x, double h) { double work[10]; return mg_rk4(oscillator, NULL, 2, x, h, work); }
+int rk4_failing(double *x, int *calls) { double work[5]; return mg_rk4(failing, calls, 1, x, 0.1, work); }
+"""
+DECLARATIONS = """
+int rk4_decay(double *x, double h);
+int rk4_oscillator(double *x, double h);
+int rk4_failing(double *x, int *calls);
+int64_t mg_quantise(double c);
+void mg_imu_settle(const double f[5], double z[2], double u);
+double mg_imu_axis(const double f[5], double z[2], double u, double lsb, double range);
+"""
+EPS = np.finfo(float).eps
+
+
+@pytest.fixture(scope="module")
+def lib() -> ModuleType:
+    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE).lib
+
+
+@pytest.mark.parametrize("h", [1e-3, 0.01, 0.1, 0.5])
+def test_rk4_on_a_linear_system_is_its_fourth_order_taylor_polynomial(lib: ModuleType, h: float) -> None:
+    """On dx/dt = -x, one classic RK4 step multiplies x by 1 - h + h^2/2 - h^3/6 + h^4/24 exactly (in
+    exact arithmetic); the C does about 20 roundings of terms at most |x|, so 20 eps relative."""
+    x = np.array([1.7])
+    assert lib.rk4_decay(_ptr(x), h) == 0
+    expected = 1.7 * (1 - h + h**2 / 2 - h**3 / 6 + h**4 / 24)
+    assert x[0] == pytest.approx(expected, rel=20 * EPS, abs=0)
+
+
+def test_rk4_converges_at_fourth_order(lib: ModuleType) -> None:
+    """x'' = -x over one period: the global error of RK4 scales with h^4 (halving h divides it by
+    16; accept 13-19, far from the 4 of a second-order method or the 32 of a fifth)."""
+    errors = []
+    for steps in (40, 80):
+        x = np.array([1.0, 0.0])
+        for _ in range(steps):
+            lib.rk4_oscillator(_ptr(x), 2 * math.pi / steps)
+        errors.append(float(np.hypot(x[0] - 1.0, x[1])))
+    assert 13 < errors[0] / errors[1] < 19
+
+
+def test_rk4_reports_a_failed_derivative_and_evaluates_all_four_stages(lib: ModuleType) -> None:
+    calls = np.zeros(1, dtype=np.intc)
+    x = np.array([1.0])
+    from_c = lib.rk4_failing(_ptr(x), _int_ptr(calls))
+    assert from_c != 0 and calls[0] == 4
+
+
+@pytest.mark.parametrize(
+    ("c", "count"),
+    [(0.0, 0), (0.999, 0), (-0.001, -1), (12345.5, 12345), (-7.0, -7), (3.9e18, int(3.9e18))],
+)
+def test_quantise_is_the_floor(lib: ModuleType, c: float, count: int) -> None:
+    assert lib.mg_quantise(c) == count
+
+
+@pytest.mark.parametrize(
+    ("c", "count"),
+    [
+        (5e18, 4 * 10**18),
+        (math.inf, 4 * 10**18),
+        (-5e18, -(4 * 10**18)),
+        (-math.inf, -(4 * 10**18)),
+        (math.nan, -(4 * 10**18)),
+    ],
+)
+def test_quantise_saturates_a_diverged_plant(lib: ModuleType, c: float, count: int) -> None:
+    """Beyond +-4e18 (and NaN) a defined count, never an out-of-range conversion."""
+    assert lib.mg_quantise(c) == count
+
+
+def _lowpass() -> np.ndarray:
+    b, a = signal.butter(2, 0.2)
+    return np.array([b[0], b[1], b[2], a[1], a[2]])
+
+
+def test_imu_axis_filters_like_scipy_then_rounds_to_the_lsb(lib: ModuleType) -> None:
+    """The axis' low-pass is scipy's lfilter of the same coefficients (transposed direct form II, as
+    lfilter is): after rounding to an lsb of 2^-20 the two differ by at most half an lsb (plus the
+    filters' rounding, far below it)."""
+    f = _lowpass()
+    u = np.sin(np.linspace(0, 12, 400)) + 0.3 * np.cos(np.linspace(0, 77, 400))
+    z = np.zeros(2)
+    lsb = 2.0**-20
+    read = np.array([lib.mg_imu_axis(_ptr(f), _ptr(z), float(v), lsb, 1e3) for v in u])
+    expected = signal.lfilter([f[0], f[1], f[2]], [1.0, f[3], f[4]], u)
+    assert np.max(np.abs(read - expected)) <= 0.5 * lsb * (1 + 1e-9)
+    assert np.all(np.round(read / lsb) == read / lsb)  # whole multiples of the lsb
+
+
+def test_imu_axis_clips_to_its_range(lib: ModuleType) -> None:
+    """A converter of range 2 and lsb 0.5 reads -2 .. 1.5 (range - lsb)."""
+    f = np.array([1.0, 0.0, 0.0, 0.0, 0.0])  # no filtering: y = u
+    z = np.zeros(2)
+    reads = [lib.mg_imu_axis(_ptr(f), _ptr(z), u, 0.5, 2.0) for u in (10.0, 1.6, 0.74, -1.9, -10.0)]
+    assert reads == [1.5, 1.5, 0.5, -2.0, -2.0]
+
+
+def test_imu_settle_starts_the_filter_at_rest(lib: ModuleType) -> None:
+    """After settling at u, a unity-gain filter fed u stays at u (to rounding: far below the lsb)."""
+    f = _lowpass()
+    z = np.zeros(2)
+    lib.mg_imu_settle(_ptr(f), _ptr(z), 0.75)
+    lsb = 2.0**-30
+    reads = [lib.mg_imu_axis(_ptr(f), _ptr(z), 0.75, lsb, 1e3) for _ in range(50)]
+    assert np.max(np.abs(np.array(reads) - 0.75)) <= lsb
+
+
+def _ffi() -> object:
+    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE).ffi
+
+
+def _ptr(a: np.ndarray) -> object:
+    return _ffi().cast("double *", a.ctypes.data)  # type: ignore[attr-defined]
+
+
+def _int_ptr(a: np.ndarray) -> object:
+    return _ffi().cast("int *", a.ctypes.data)  # type: ignore[attr-defined]
