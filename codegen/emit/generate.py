@@ -91,7 +91,7 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
         "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),
     }
     has_controller = rt_options.controller != "none"
-    host = loopback_files(env, ctx, part.dyn, emitter.pipe.inputs, emitter.pipe.block("est"), has_controller)
+    host = loopback_files(env, ctx, part.dyn, emitter.pipe.block("obs"), emitter.pipe.block("est"), has_controller)
     host |= host_glue(env, ctx, [f"{p}_dynamics.h", f"{p}_rt.h", f"{p}_loopback.h"], run=True)
     for name in RUNTIME_FILES:
         files[name] = (resource_dir("runtime") / name).read_text(encoding="utf-8")

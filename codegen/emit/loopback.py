@@ -3,13 +3,14 @@ IMUs, contact), host-only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
 
 from codegen.blocks import imu as imu_block
-from codegen.blocks.base import Block, Field, Fn
+from codegen.blocks import registry
+from codegen.blocks.base import Block, Fn
 from codegen.blocks.encoder import sensor_function
 from codegen.emit.cfunction import view
 from codegen.emit.cprint import Precision
@@ -21,9 +22,10 @@ from codegen.symbolic.functions import Arg, FunctionSpec
 from codegen.symbolic.imu import readings_function
 
 
-def motion_inputs(inputs: Sequence[Field]) -> list[str]:
-    """The pipeline's measured-motion inputs that the loopback fills in from the plant."""
-    return [f.name for f in inputs if f.name in ("qd_meas", "qdd_meas")]
+def motion_inputs(observer: Block | None) -> list[str]:
+    """The pipeline's measured-motion inputs that the loopback fills in from the plant: the sensors
+    its observer's spec declares (in.qd_meas, in.qdd_meas)."""
+    return [] if observer is None else list(registry.observers()[observer.name].sensors)
 
 
 def _sensor(n: int, precision: Precision) -> dict[str, Any]:
@@ -37,7 +39,7 @@ def _sensor(n: int, precision: Precision) -> dict[str, Any]:
 
 def _imus(robot: Robot, dyn: Dynamics, est: Block | None, precision: Precision) -> dict[str, Any] | None:
     """The loopback's simulated IMUs (those the pipeline's imu estimator reads), or None."""
-    if est is None or est.name != imu_block.SPEC.name:
+    if est is None or not registry.estimators()[est.name].sensors:
         return None
     imus = imu_block.placements(robot, bool(est.options.get("tip")))
     spec = FunctionSpec.of(readings_function(dyn, imus), "exact readings of the pipeline's IMUs (codegen.symbolic.imu)")
@@ -51,15 +53,16 @@ def loopback_files(
     env: jinja2.Environment,
     ctx: Mapping[str, Any],
     dyn: Dynamics,
-    inputs: Sequence[Field],
+    observer: Block | None,
     est: Block | None,
     has_controller: bool,
 ) -> dict[str, str]:
-    """{file name: text} of the loopback around a pipeline with ``inputs`` and estimator ``est``."""
+    """{file name: text} of the loopback around a pipeline with ``observer`` and estimator ``est``
+    (the sensors their specs declare are simulated)."""
     robot: Robot = dyn.robot
     precision: Precision = ctx["real"]
     p = ctx["p"]
-    common = dict(ctx, motion_inputs=motion_inputs(inputs), imu=_imus(robot, dyn, est, precision))
+    common = dict(ctx, motion_inputs=motion_inputs(observer), imu=_imus(robot, dyn, est, precision))
     contact = FunctionSpec.of(
         contact_function(dyn),
         "Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact)",
