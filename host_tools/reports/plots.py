@@ -211,12 +211,10 @@ def log_estimation(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from codegen.model.description import load_robot
-    from host_tools.identification.pipeline import positions  # here: every command imports plots
-    from host_tools.studies.log_estimation import ground_truth_velocity
-
     t = log.time - log.time[0]
-    truth = ground_truth_velocity(positions(load_robot(log.robot), log), log.sample_period)
+    truth = next((e.truth for e in estimates if e.truth is not None), None)
+    if truth is None:
+        raise ValueError("the estimates carry no ground truth velocity to plot against")
     lo, hi = window or (0.4 * t[-1], 0.4 * t[-1] + 3.0)
     sel = (t >= lo) & (t <= hi)
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))

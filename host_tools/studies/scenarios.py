@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from codegen.model.description import load_robot
 from codegen.model.robot import Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import Run, simulate
@@ -31,16 +30,12 @@ class CollisionResult:
         return None if self.detected_s is None else 1e3 * (self.detected_s - self.onset_s)
 
 
-def _robot(spec: str | Robot) -> Robot:
-    return spec if isinstance(spec, Robot) else load_robot(spec)
-
-
 def tip_force_torque(
-    spec: str | Robot, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float, rise: float = 0.01
+    robot: Robot, q: np.ndarray, force: np.ndarray, start: float, stop: float, ts: float, rise: float = 0.01
 ) -> np.ndarray:
     """tau_ext (K, n) = J_tip(q)^T [F; 0] for a tip force F (base frame, N) between start and stop,
     ramped over ``rise`` s at both ends (a filtered step)."""
-    dyn = load(spec)
+    dyn = load(robot)
     t = np.arange(len(q)) * ts
     shape = np.clip((t - start) / rise, 0, 1) * np.clip((stop - t) / rise, 0, 1)
     wrench = np.concatenate([force, np.zeros(3)])
@@ -48,7 +43,7 @@ def tip_force_torque(
 
 
 def collision(
-    spec: str | Robot = "kuka_iiwa14",
+    robot: Robot,
     duration: float = 8.0,
     onset: float = 4.0,
     length: float = 0.3,
@@ -65,7 +60,6 @@ def collision(
     isolated link being the highest joint the force loads, with the stop reaction. ``direction``
     (base frame) defaults to the one the joints feel most at the onset (the tip Jacobian's first
     left singular vector), so that any robot gets a detectable push."""
-    robot = _robot(spec)
     rt = rt or load_rt(robot)
     ts = rt.sample_period
     traj = trajectory or generated_trajectory(robot, duration, ts)
@@ -98,12 +92,9 @@ def collision(
     )
 
 
-def estimator_table(
-    spec: str | Robot, estimators: tuple[str, ...], duration: float = 8.0
-) -> list[tuple[str, float, float]]:
+def estimator_table(robot: Robot, estimators: tuple[str, ...], duration: float = 8.0) -> list[tuple[str, float, float]]:
     """(estimator, ISE of the velocity estimate, ISE of tracking), summed over joints, one run each."""
     rows = []
-    robot = _robot(spec)
     for est in estimators:
         rt = load_rt(robot, estimator=est)
         rt.config["det.threshold"] = 1e9

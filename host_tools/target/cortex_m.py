@@ -622,10 +622,10 @@ def default_out(robot: str, cpu: str, precision: str) -> Path:
 
 
 def recorded_inputs(
-    spec: str | Robot, rt: Realtime, host: Realtime, log_path: Path | None, config_path: Path | None, out: Path
+    robot: Robot, rt: Realtime, host: Realtime, log_path: Path | None, config_path: Path | None, out: Path
 ) -> tuple[np.ndarray, str]:
     """What to replay on the target: a log (format of host_tools.data.logs) with an optional config JSON,
-    or, without a log, the demo's closed-loop run with a collision on robot ``spec``, recorded now on
+    or, without a log, the demo's closed-loop run with a collision on ``robot``, recorded now on
     the host loopback of ``host`` (the same pipeline in double; thresholds from a contact-free run,
     stop reaction; saved to ``out`` as collision_log.npz and collision_config.json). Sets ``rt``'s
     config; returns the inputs and where they came from."""
@@ -635,7 +635,7 @@ def recorded_inputs(
     if log_path is None:
         if config_path is not None:
             raise ValueError("--config needs --input (the recorded run is made with its own config)")
-        result = collision(spec, rt=host)
+        result = collision(robot, rt=host)
         for key in host.config.keys():
             rt.config[key] = host.config[key]
         out.mkdir(parents=True, exist_ok=True)

@@ -73,7 +73,7 @@ def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:
 def test_collision_scenario_detects_and_isolates() -> None:
     from host_tools.studies.scenarios import collision
 
-    r = collision("kuka_iiwa14", duration=6.0, onset=3.0)
+    r = collision(load_robot("kuka_iiwa14"), duration=6.0, onset=3.0)
     assert not r.false_alarm
     delay = r.delay_ms
     assert r.detected_s is not None and delay is not None and 0 < delay < 150

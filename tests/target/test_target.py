@@ -15,6 +15,7 @@ import pytest
 from tooling import require_tool
 
 from codegen.emit.cprint import Precision
+from codegen.model.description import load_robot
 from host_tools.bindings.rt import Realtime, fill_inputs, load_rt
 from host_tools.studies.scenarios import CollisionResult, collision
 from host_tools.target import cortex_m as tg
@@ -33,7 +34,7 @@ def scenario() -> tuple[CollisionResult, Any]:
     """The demo's closed loop on the host (kuka_iiwa14: Kalman, momentum observer with thresholds
     from a contact-free run, computed torque, stop reaction) with a 30 N push at t = 4 s."""
     rt = load_rt("kuka_iiwa14")
-    return collision("kuka_iiwa14", rt=rt), rt
+    return collision(load_robot("kuka_iiwa14"), rt=rt), rt
 
 
 def run_on_target(
@@ -319,7 +320,7 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     from host_tools.studies.scenarios import collision as make_collision
 
     log = tmp_path / "iiwa.npz"
-    make_collision("kuka_iiwa14", duration=1.0, onset=0.5).hit.log.save(log)
+    make_collision(load_robot("kuka_iiwa14"), duration=1.0, onset=0.5).hit.log.save(log)
     r = subprocess.run(
         [
             sys.executable,
@@ -367,7 +368,9 @@ def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -
         ["arm-none-eabi-nm", "--defined-only", str(b.out / "planar2_rt.o")], capture_output=True, text=True, check=True
     ).stdout
     assert other.ffi.sizeof("planar2_rt_t") != first.ffi.sizeof("planar2_rt_t")
-    result = collision("planar2", duration=2.0, onset=1.0, rt=load_rt("planar2", observer="direct", estimator="kalman"))
+    result = collision(
+        load_robot("planar2"), duration=2.0, onset=1.0, rt=load_rt("planar2", observer="direct", estimator="kalman")
+    )
     inputs = other.inputs(len(result.hit.log))
     fill_inputs(inputs, result.hit.log.inputs())
     run = tg.run_firmware(b, other, other.config_bytes(), inputs)
