@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from codegen.emit.cprint import Precision  # noqa: E402
+from codegen.model.description import load_robot  # noqa: E402
 from host_tools.bindings.rt import fill_inputs, load_rt  # noqa: E402
 from host_tools.studies.scenarios import collision  # noqa: E402
 from host_tools.target import cortex_m as tg  # noqa: E402
@@ -54,7 +55,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for robot in args.robots:
             rt_double = load_rt(robot)
-            scenario = collision(robot, rt=rt_double)
+            scenario = collision(load_robot(robot), rt=rt_double)
             for cpu, precision in COMBOS:
                 rt = load_rt(robot, precision=precision)
                 for key in rt_double.config.keys():
