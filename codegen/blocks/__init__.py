@@ -1,2 +1,2 @@
 """The real-time blocks (encoder, estimators, observers, detection, controllers) as CasADi functions
-with their C templates and numpy references, and the pipeline that assembles them."""
+with their C templates, and the pipeline that assembles them."""

@@ -1,4 +1,4 @@
-"""What a real-time block is: fields (config, state, outputs), CasADi step functions, a reference.
+"""What a real-time block is: fields (config, state, outputs), CasADi step functions, its plumbing.
 
 A block never writes C. It declares
 * ``config`` fields: run-time gains and limits (the host may change them without recompiling),
@@ -6,14 +6,14 @@ A block never writes C. It declares
 * ``output`` fields it adds to ``<robot>_rt_output_t`` (and extra ``input`` fields, rarely),
 * ``functions``: CasADi functions whose arguments are *bindings* such as ``cfg.est.gain``
   (config), ``st.est.x`` (state), ``in.tau`` (input), ``out.qd_hat`` (output) or ``loc.q``
-  (a local of the step function); the C template calls them, the Python reference evaluates them,
-* ``template``: the jinja2 snippet (``templates/rt/<name>.c.j2``) with its plumbing in C, and
-  ``reference_step``: the same plumbing in numpy.
+  (a local of the step function); the C template calls them (the tests' numpy oracles, in
+  tests/oracles/, evaluate them too),
+* ``template``: the jinja2 snippet (``templates/rt/<name>.c.j2``) with its plumbing in C: the
+  block's control flow, written once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -81,9 +81,6 @@ class Fn:
     doc: str
 
 
-Data = dict[str, np.ndarray]  # binding -> value, the Python reference's state of the world
-
-
 @dataclass
 class Block:
     """One stage of the pipeline (see the module docstring)."""
@@ -99,7 +96,6 @@ class Block:
     derive: Fn | None = None  # config -> derived state, at init and at every config change
     template: str = ""  # templates/rt/<template>.c.j2 ('' = the generic plumbing of its kind)
     template_text: str = ""  # or the plumbing itself (jinja), for blocks registered from outside the project
-    reference: Callable[[Data, Block], None] | None = None
     options: dict[str, object] = field(default_factory=dict)  # generation-time choices
 
     def fn(self, name: str) -> Fn:
@@ -107,15 +103,6 @@ class Block:
             if f.name == name:
                 return f
         raise KeyError(name)
-
-
-def evaluate(f: Fn, data: Data) -> None:
-    """Python reference of a call: the same CasADi function, numerically."""
-    args = [np.asarray(data[b], dtype=float).ravel() for b in f.inputs]
-    res = f.function(*args)
-    res = res if isinstance(res, (list, tuple)) else [res]
-    for b, v in zip(f.outputs, res):
-        data[b] = np.array(v, dtype=float).reshape(np.shape(data[b]))
 
 
 def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> Fn:

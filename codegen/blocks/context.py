@@ -8,7 +8,6 @@ from functools import cached_property
 from typing import Any
 
 import casadi as cs
-import numpy as np
 
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
@@ -91,7 +90,6 @@ class Ctx:
             "generalized_momentum": cs.Function("generalized_momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
             "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [cs.gradient(t, d.q)]),
             "mass_matrix": cs.Function("mass_matrix", [d.q, pi], [d.mass_matrix(pi)]),
-            "nle": cs.Function("nle", [d.q, d.qd, pi], [d.nonlinear_effects(pi)]),
         }
 
     @cached_property
@@ -117,13 +115,3 @@ class Ctx:
         if name in RUNTIME_SCALE and self.coulomb_scale is not None:
             args = (*args, self.coulomb_scale)
         return self._fns[name](*args)
-
-    def forward_dynamics_numeric(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, pi: np.ndarray) -> np.ndarray:
-        """The reference's forward dynamics: numpy Cholesky solve (zeros if M is not PD, as in C)."""
-        m = np.array(self._fns["mass_matrix"](q, pi))
-        rhs = np.asarray(tau, float) - np.array(self._fns["nle"](q, qd, pi)).ravel()
-        try:
-            c = np.linalg.cholesky(m)
-        except np.linalg.LinAlgError:
-            return np.zeros(self.n)
-        return np.linalg.solve(c.T, np.linalg.solve(c, rhs))

@@ -9,7 +9,7 @@ import casadi as cs
 import numpy as np
 
 from . import registry
-from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 
 
@@ -84,7 +84,6 @@ def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float |
         ],
         outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
         functions=[step],
-        reference=reference,
     )
 
 
@@ -144,12 +143,7 @@ def pid(
         state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
         outputs=[Field("tau_cmd", "real", (n,), "commanded link-side torque (N m or N)")],
         functions=[step],
-        reference=reference,
     )
-
-
-def reference(d: Data, block: Block) -> None:
-    evaluate(block.fn("step"), d)
 
 
 def state_feedback(ctx: Ctx) -> Block:
@@ -242,7 +236,6 @@ def state_feedback(ctx: Ctx) -> Block:
         state=[Field("integ", "real", (n,), "integral of q_d - q_hat")],
         outputs=[Field("tau_cmd", "real", (n,), "commanded motor torque tau_m, link side (N m or N)")],
         functions=[step],
-        reference=reference,
     )
 
 

@@ -23,9 +23,8 @@ qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd
 from __future__ import annotations
 
 import casadi as cs
-import numpy as np
 
-from .base import Block, Data, Field, Fn, evaluate, per_joint, sx_function
+from .base import Block, Field, Fn, per_joint, sx_function
 from .context import Ctx
 
 # the threshold's coefficients, in the order of ``level``'s arguments after qd_hat and qdd_hat (linear
@@ -190,45 +189,4 @@ def build(
             Field("above", "uint8", (n,), "joints above their threshold this sample"),
         ],
         functions=[thresholds, reflex],
-        reference=reference,
     )
-
-
-def reference(d: Data, block: Block) -> None:
-    """numpy mirror of the detect template and runtime mg_detect."""
-    if d["in.reset"]:
-        for key in ("st.det.collision", "st.det.link", "st.det.above", "st.det.count", "st.det.since"):
-            d[key] = d[key] * 0
-    evaluate(block.fn("level"), d)
-    r, lv = d["out.r"], d["st.det.level"]
-    above, count = d["st.det.above"], d["st.det.count"]
-    rel = float(d["cfg.det.release"])
-    highest = 0
-    fired = False
-    for i in range(len(r)):
-        limit = lv[i] * rel if above[i] else lv[i]
-        above[i] = 1 if lv[i] > 0 and abs(r[i]) > limit else 0
-        count[i] = (count[i] + 1 if count[i] < 0x40000000 else count[i]) if above[i] else 0
-        if above[i]:
-            highest = i + 1
-        if count[i] >= max(int(d["cfg.det.debounce"][i]), 1):
-            fired = True
-    if fired and not d["st.det.collision"]:
-        d["st.det.collision"] = np.array(1, dtype=np.uint8)
-        d["st.det.link"] = np.array(highest, dtype=np.int32)
-        d["st.det.q_col"] = d["out.q_hat"].copy()
-        d["st.det.integ"] = d["st.det.integ"] * 0.0
-        d["st.det.since"] = np.array(0, dtype=np.int32)
-    elif d["st.det.collision"]:
-        if d["st.det.since"] < 0x40000000:
-            d["st.det.since"] = np.array(d["st.det.since"] + 1, dtype=np.int32)
-        if highest > d["st.det.link"] and d["st.det.since"] <= d["cfg.det.window"]:
-            d["st.det.link"] = np.array(highest, dtype=np.int32)
-    d["out.collision"], d["out.link"] = d["st.det.collision"].copy(), d["st.det.link"].copy()
-    d["out.above"] = above.copy()
-    mode = int(d["cfg.det.reaction"])
-    if d["st.det.collision"] and mode == 1:
-        d["out.q_d"], d["out.qd_d"], d["out.qdd_d"] = d["st.det.q_col"].copy(), r * 0.0, r * 0.0
-    elif d["st.det.collision"] and mode == 2:
-        evaluate(block.fn("reflex"), d)
-        d["out.qdd_d"] = r * 0.0

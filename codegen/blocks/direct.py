@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import registry
 from .adaptive import motion_inputs, motion_source
-from .base import Block, Data, Field, evaluate, sx_function
+from .base import Block, Field, sx_function
 from .context import Ctx
 
 
@@ -33,12 +33,7 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
         inputs=motion_inputs(n) if measured else [],
         outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
         functions=[step],
-        reference=reference,
     )
-
-
-def reference(d: Data, block: Block) -> None:
-    evaluate(block.fn("step"), d)
 
 
 DIRECT = registry.Observer(

@@ -24,7 +24,7 @@ import casadi as cs
 
 from codegen.model.robot import Robot
 
-from .base import Block, Data, Field, Fn, sx_function
+from .base import Block, Field, Fn, sx_function
 from .context import Ctx
 
 TWO_PI = 2.0 * math.pi
@@ -163,7 +163,6 @@ def build(ctx: Ctx) -> Block:
         functions=fns,
         derive=derive,
         template="encoder",
-        reference=reference,
     )
 
 
@@ -179,51 +178,3 @@ def sensor_function(n: int) -> Fn:
         [("count", (q - offset) * gear * direction / rpc)],
         "count before quantisation = (q - offset) * gear * direction / (2 pi / cpr)",
     )
-
-
-def unwrap(raw: int, bits: int, signed: bool, started: bool, last: int, total: int) -> tuple[int, int]:
-    """(new last, new total): the numpy mirror of runtime mg_unwrap."""
-    bits = bits if 2 <= bits <= 32 else 32
-    mask = (1 << bits) - 1
-    raw &= mask
-    half = 1 << (bits - 1)
-    if not started:
-        value = raw - (1 << bits) if signed and raw >= half else raw
-        return raw, value
-    delta = (raw - last) & mask
-    if delta >= half:
-        delta -= 1 << bits
-    return raw, total + delta
-
-
-def reference(d: Data, block: Block) -> None:
-    from .base import evaluate
-
-    channels = (("", "in.counts", "in.valid"), ("motor_", "in.motor_counts", "in.motor_valid"))
-    for prefix, counts, valid in channels[: 2 if "in.motor_counts" in d else 1]:
-        n = len(d[counts])
-        for i in range(n):
-            present = prefix == "" or d["cfg.enc.motor_cpr"][i] >= 1.0
-            if not present:
-                continue
-            if d[valid][i]:
-                last, total = unwrap(
-                    int(d[counts][i]),
-                    int(d[f"cfg.enc.{prefix}bits"][i]),
-                    bool(d[f"cfg.enc.{prefix}is_signed"][i]),
-                    bool(d[f"st.enc.{prefix}started"][i]),
-                    int(d[f"st.enc.{prefix}last"][i]),
-                    int(d[f"st.enc.{prefix}total"][i]),
-                )
-                d[f"st.enc.{prefix}last"][i], d[f"st.enc.{prefix}total"][i] = last, total
-                d[f"st.enc.{prefix}started"][i] = 1
-            else:
-                d[f"st.enc.{prefix}faults"][i] += 1
-        d[f"loc.{prefix}total_r"] = d[f"st.enc.{prefix}total"].astype(float)
-    evaluate(block.fn("position"), d)
-    d["out.faults"] = d["st.enc.faults"].copy()
-    d["loc.valid"] = (d["in.valid"] != 0).astype(float)
-    if "in.motor_counts" in d:
-        evaluate(block.fn("motor_position"), d)
-        d["out.motor_faults"] = d["st.enc.motor_faults"].copy()
-        d["loc.motor_valid"] = ((d["in.motor_valid"] != 0) & (d["cfg.enc.motor_cpr"] >= 1.0)).astype(float)

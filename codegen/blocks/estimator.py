@@ -11,7 +11,7 @@ the Kalman filter changes its update (it predicts); the others see the held posi
 
 from __future__ import annotations
 
-from .base import Block, Data, Field, Fn, evaluate, sx_function
+from .base import Field, Fn, sx_function
 from .context import Ctx
 
 
@@ -39,26 +39,3 @@ def fdyn_torque(ctx: Ctx, qd_binding: str) -> tuple[list[Fn], list[Field]]:
         "tau less the run-time Coulomb scales' friction change",
     )
     return [fn], [Field("tau_f", "real", (ctx.n,), "workspace: the forward dynamics' torque")]
-
-
-def model_based_reference(ctx: Ctx, fdyn_state: str, qd_binding: str):
-    """Reference of a model-based estimator: numpy forward dynamics, then the step function."""
-
-    def ref(d: Data, block: Block) -> None:
-        if d["loc.first"]:
-            evaluate(block.fn("init"), d)
-        pi = d["st.model.pi"] if "st.model.pi" in d else ctx.robot.standard_parameters()
-        tau = d["in.tau"]
-        if any(f.name == "fdyn_torque" for f in block.functions):
-            evaluate(block.fn("fdyn_torque"), d)
-            tau = d["st.est.tau_f"]
-        d[fdyn_state] = ctx.forward_dynamics_numeric(d["out.q"], d[qd_binding], tau, pi)
-        evaluate(block.fn("step"), d)
-
-    return ref
-
-
-def reference(d: Data, block: Block) -> None:
-    if d["loc.first"]:
-        evaluate(block.fn("init"), d)
-    evaluate(block.fn("step"), d)

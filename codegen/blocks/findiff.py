@@ -15,7 +15,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
-from .estimator import outputs, reference
+from .estimator import outputs
 
 
 def build(ctx: Ctx, p: int) -> Block:
@@ -41,7 +41,6 @@ def build(ctx: Ctx, p: int) -> Block:
         state=[Field("hist", "real", (n, p), "q_{k-1} ... q_{k-p} per joint")],
         outputs=outputs(n),
         functions=[init, step],
-        reference=reference,
     )
 
 

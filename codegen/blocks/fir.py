@@ -30,7 +30,7 @@ from codegen.model import exact
 from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
-from .estimator import outputs, reference
+from .estimator import outputs
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -110,7 +110,6 @@ def build(ctx: Ctx, name: str, n: int, p: int = 1, lam: float = 1.0) -> Block:
         state=[Field("hist", "real", (n, taps - 1), "q_{k-1} ... q_{k-n+1} per joint")],
         outputs=outputs(n),
         functions=[init, step],
-        reference=reference,
     )
 
 

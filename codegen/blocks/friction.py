@@ -29,7 +29,7 @@ import casadi as cs
 
 from codegen.symbolic.dynamics import dahl_step, stribeck
 
-from .base import Block, Data, Field, evaluate, sx_function
+from .base import Block, Field, sx_function
 from .context import Ctx
 
 DAHL_LENGTH = 1e-3  # rad (m): the lengths' default (no effect while their coefficient is 0)
@@ -107,11 +107,4 @@ def build(ctx: Ctx) -> Block:
             Field("tau", "real", (n,), "the terms' torque tau_f this sample (N m or N)"),
         ],
         functions=[step],
-        reference=reference,
     )
-
-
-def reference(d: Data, block: Block) -> None:
-    if d["loc.first"]:
-        d["st.fric.q_last"] = d["out.q"].copy()
-    evaluate(block.fn("step"), d)

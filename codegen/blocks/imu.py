@@ -56,7 +56,7 @@ from codegen.symbolic import imu as imu_model
 from . import kalman, registry
 from .base import Block, Field, Fn, sx_function
 from .context import Ctx
-from .estimator import outputs, reference
+from .estimator import outputs
 
 G0 = 9.80665  # m/s^2 per g
 DEG = 0.017453292519943295  # rad per degree
@@ -370,7 +370,6 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
         ],
         functions=[init, step],
         derive=derive,
-        reference=reference,
         options={"tip": int(tip)},
     )
 

@@ -37,7 +37,7 @@ from codegen.model.robot import Robot
 from . import registry
 from .base import Block, Field, sx_function
 from .context import Ctx
-from .estimator import outputs, reference
+from .estimator import outputs
 
 DEFAULT_Q = 10.0
 
@@ -155,7 +155,6 @@ def build(ctx: Ctx, tustin: bool = False) -> Block:
         state=[Field("x", "real", (n, 3), "[q, qd, qdd] per joint")],
         outputs=outputs(n),
         functions=[init, step],
-        reference=reference,
     )
 
 

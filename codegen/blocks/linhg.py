@@ -15,7 +15,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import outputs, reference
+from .estimator import outputs
 
 
 def build(
@@ -82,7 +82,6 @@ def build(
         outputs=outputs(n),
         functions=[init, step],
         derive=derive,
-        reference=reference,
     )
 
 

@@ -22,7 +22,7 @@ the robot, in the joint torque's sign convention.
 from __future__ import annotations
 
 from . import registry
-from .base import Block, Data, Field, evaluate, per_joint, sx_function
+from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 
 
@@ -90,16 +90,7 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
         ],
         outputs=[Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)")],
         functions=[step],
-        reference=reference,
     )
-
-
-def reference(d: Data, block: Block) -> None:
-    evaluate(block.fn("step"), d)
-    if d["loc.first"]:
-        d["st.obs.p0"] = d["st.obs.p"].copy()
-        for b in ("st.obs.integ", "st.obs.r", "out.r"):
-            d[b] = d[b] * 0.0
 
 
 SPEC = registry.Observer(

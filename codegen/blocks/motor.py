@@ -63,6 +63,5 @@ def build(est: Block) -> Block:
         ],
         functions=[_fn(f) for f in est.functions],
         derive=None if est.derive is None else _fn(est.derive),
-        reference=est.reference,
         options=dict(est.options),
     )

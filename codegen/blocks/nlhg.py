@@ -14,7 +14,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import fdyn_torque, model_based_reference, outputs
+from .estimator import fdyn_torque, outputs
 
 
 def build(
@@ -67,7 +67,6 @@ def build(
         ],
         outputs=outputs(n),
         functions=[init, step, *torque_fns],
-        reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )
 
 

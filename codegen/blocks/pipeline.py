@@ -1,9 +1,7 @@
 """Assemble the real-time pipeline of a robot: encoder -> estimator -> observer -> detection ->
-controller, each block chosen at generation time; and its numpy reference step.
-
-The run-time data of one instance is a dict of bindings (``cfg.est.gain``, ``st.obs.r``, ``in.tau``,
-``out.qd_hat``, ``loc.q``); C holds the same fields in ``<robot>_rt_t`` / ``_config_t`` /
-``_input_t`` / ``_output_t``.
+controller, each block chosen at generation time. Its fields are those of ``<robot>_rt_t`` /
+``_config_t`` / ``_input_t`` / ``_output_t``, named by bindings (``cfg.est.gain``, ``st.obs.r``,
+``in.tau``, ``out.qd_hat``, ``loc.q``); its step (the fault/ready logic) is templates/rt.c.j2's.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 
 from ..errors import DescriptionError
-from .base import Block, Data, Field, evaluate
+from .base import Block, Field
 from .context import Ctx
 from .options import RtOptions
 
@@ -136,76 +134,6 @@ class Pipeline:
         names = LOCALS + (MOTOR_LOCALS if self.robot.elastic else ())
         f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in names})
         return f
-
-    # --- the numpy reference -------------------------------------------------------------------
-    def default_config(self) -> Data:
-        return {f"cfg.{b.kind}.{x.name}": x.default_array() for b in self.blocks for x in b.config}
-
-    def new_data(self, config: Data | None = None) -> Data:
-        d: Data = {k: f.zeros() for k, f in self.fields().items()}
-        d.update({k: np.array(v, copy=True) for k, v in (config or self.default_config()).items()})
-        d["loc.first"] = np.array(1)
-        self.reference_configure(d)
-        return d
-
-    def reference_configure(self, d: Data) -> None:
-        for b in self.blocks:
-            if b.derive is not None:
-                evaluate(b.derive, d)
-
-    def reference_step(self, d: Data) -> None:
-        """One sample: the numpy mirror of <robot>_rt_step (d: inputs set, state carried over)."""
-        for k in ("out.q_d", "out.qd_d", "out.qdd_d"):
-            d[k] = d["in." + k[4:].replace("_d", "_des")].astype(float).copy()
-        for b in self.blocks:
-            if b.reference is not None:
-                b.reference(d, b)
-            if b.kind == "enc":
-                started = d["st.enc.started"] != 0
-                if self.block("mest") is not None:  # the motor-side estimator reads theta
-                    started &= d["st.enc.motor_started"] != 0
-                d["out.ready"] = np.array(int(np.all(started)), dtype=np.uint8)
-                d["out.fault"] = np.array(0 if self.all_finite(d, "in.", INPUT_LIMIT) else 1, dtype=np.uint8)
-                positions = ("out.q", "out.theta") if self.robot.elastic else ("out.q",)
-                encoders_finite = all(bool(np.all(np.isfinite(d[k]))) for k in positions)
-                if not d["out.fault"] and not (encoders_finite and self.all_finite(d, "cfg.")):
-                    d["out.fault"] = np.array(2, dtype=np.uint8)
-                if d["out.fault"]:
-                    self.reference_restart(d)
-                    d["out.ready"] = np.array(0, dtype=np.uint8)
-                    if not encoders_finite:
-                        for k in positions:
-                            d[k] = d[k] * 0
-                if not d["out.ready"]:
-                    self.zero_waiting(d)
-                    return
-        d["loc.first"] = np.array(0)
-        if not self.all_finite(d, "out."):
-            self.reference_restart(d)
-            d["out.fault"] = np.array(2, dtype=np.uint8)
-            d["out.ready"] = np.array(0, dtype=np.uint8)
-            self.zero_waiting(d)
-
-    def zero_waiting(self, d: Data) -> None:
-        for name in self.waiting_outputs:
-            d["out." + name] = d["out." + name] * 0
-
-    def all_finite(self, d: Data, prefix: str, limit: float = np.inf) -> bool:
-        """The numeric-fault test of the step: every real ``in.``, ``out.`` or ``cfg.`` value finite
-        (and within +-limit)."""
-        fields = self.fields()
-        return all(
-            bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v)))
-            for k, v in d.items()
-            if k.startswith(prefix) and fields[k].ctype == "real"
-        )
-
-    def reference_restart(self, d: Data) -> None:
-        """A numeric fault's restart: block states as after init, the config and encoders kept."""
-        fresh = self.new_data({k: v for k, v in d.items() if k.startswith("cfg.")})
-        for k, v in fresh.items():
-            if (k.startswith("st.") and not k.startswith("st.enc.")) or k.startswith("loc."):
-                d[k] = v
 
 
 def _apply_overrides(blocks: list[Block], robot: Robot) -> dict[str, tuple[tuple[float, ...], int]]:

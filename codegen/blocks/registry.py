@@ -1,7 +1,7 @@
 """The block registry: every estimator, observer and controller declares itself here once.
 
 A block module builds its :class:`~codegen.blocks.base.Block` (CasADi functions, fields, the C
-template it uses, its numpy reference) and registers a spec with what the rest of the tool needs to
+template it uses) and registers a spec with what the rest of the tool needs to
 know about it: its name, its generation-time options with their defaults and checks, how to build
 it, when it gives an acceleration, its GA genes for tuning and its place in seed 000's study; an
 observer also the motion it reads and from where, the sensors the loopback provides for it, the gains

@@ -19,7 +19,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import fdyn_torque, model_based_reference, outputs
+from .estimator import fdyn_torque, outputs
 
 
 def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, k2: float = 40.0) -> Block:
@@ -91,7 +91,6 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
         outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
         functions=[init, step, *torque_fns],
         derive=derive,
-        reference=model_based_reference(ctx, "st.est.f", "st.est.x2"),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from host_tools.bindings.rt import Realtime, load_rt, rt_options
-from host_tools.bindings.rt_reference import RtReference
+from tests.oracles import RtReference
 
 ESTIMATORS = (
     "findiff",

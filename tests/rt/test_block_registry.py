@@ -3,7 +3,9 @@ project edited. This file is that module: an alpha-beta filter (Kalata 1984; the
 Kalman filter of a constant-velocity model), its C plumbing given as a string outside templates/,
 registered, then taken through generate -> build -> load_rt -> evaluate (and the GA's gene space).
 
-It is also the worked example of docs/design.md "How to add a block"."""
+It is also the worked example of docs/design.md "How to add a block". Its test oracle is the generic
+estimator plumbing's (tests/oracles/estimators.py: init on the first sample, then step), registered
+here for the pipeline's oracle to run it."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ import pytest
 from codegen.blocks import registry
 from codegen.blocks.base import Block, Field, sx_function
 from codegen.blocks.context import Ctx
-from codegen.blocks.estimator import outputs, reference
+from codegen.blocks.estimator import outputs
 from codegen.blocks.options import EstimatorChoice, RtOptions, estimator_choice, parse_estimator
+from tests.oracles import ORACLES, RtReference
+from tests.oracles.estimators import init_then_step
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "alphabeta"
@@ -67,7 +71,6 @@ def build(ctx: Ctx, choice: EstimatorChoice) -> Block:
         ],
         outputs=outputs(n),
         functions=[init, step],
-        reference=reference,
     )
 
 
@@ -82,10 +85,12 @@ SPEC = registry.Estimator(
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The alpha-beta filter registered for one test; the registry as it was afterwards."""
+    """The alpha-beta filter (and its oracle) registered for one test; the registries as they were
+    afterwards."""
     registry.estimators()  # the built-in blocks first
     monkeypatch.setattr(registry, "_ESTIMATORS", dict(registry._ESTIMATORS))
     registry.register(SPEC)
+    monkeypatch.setitem(ORACLES, NAME, init_then_step)
     yield
 
 
@@ -102,7 +107,7 @@ def alpha_beta(q: np.ndarray, ts: float, alpha: float, beta: float) -> np.ndarra
 
 
 def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(registered: None, tmp_path: Path) -> None:
-    from host_tools.bindings.rt import load_rt
+    from host_tools.bindings.rt import load_rt, rt_options
     from host_tools.cli import main
     from host_tools.studies.evaluate import Setup, evaluate
     from host_tools.studies.tune import gain_space
@@ -125,6 +130,12 @@ def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(re
         # the same operations in the same order in C and numpy, double: a few ulps of |v| per step,
         # accumulated through the stable filter (poles inside the unit circle): 1e-9 rad/s is 1e5x that
         assert np.max(np.abs(out["qd_hat"][:, j] - ref)) < 1e-9
+    # and against the pipeline's oracle (tests/oracles), sample by sample: the same CasADi calls
+    oracle = RtReference("planar2", rt_options(NAME, "none", "none"))
+    oracle.set_config({"est.alpha": [0.4, 0.7], "est.beta": [0.05, 0.2]})
+    for k in range(200):
+        o = oracle.step({"counts": counts[k], "valid": [1, 1]})
+        assert np.allclose(o["qd_hat"], out["qd_hat"][k], rtol=1e-12, atol=0) and np.array_equal(o["q"], out["q"][k])
     slope = np.array([0.37, 0.61]) * 2 * np.pi / rt.config["enc.cpr"] / rt.sample_period
     assert np.allclose(out["qd_hat"][-1000:].mean(axis=0), slope, rtol=2e-3)  # converges to the ramp's slope
     # a study: seed 000's closed-loop evaluation, and the GA's genes from the registry

@@ -157,6 +157,7 @@ def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: 
     bad.write_text(src + "realtime:\n  estimator: kalman\n  config:\n    kalman.nope: 3\n")
     from codegen.blocks.options import RtOptions
     from codegen.blocks.pipeline import build_pipeline
+    from tests.oracles.pipeline import default_config
 
     with pytest.raises(DescriptionError, match=r"bad.yaml:\d+: realtime.config.kalman.nope"):
         build_pipeline(load_robot(bad), realtime_defaults(load_robot(bad)).options)
@@ -166,7 +167,7 @@ def test_yaml_realtime_section_sets_defaults_and_errors_name_the_line(tmp_path: 
     ok = tmp_path / "ok.yaml"
     ok.write_text(src + "realtime:\n  estimator: linhg\n  config:\n    linhg.h1: [10, 20]\n    kalman.q_var: 5\n")
     pipe = build_pipeline(load_robot(ok), realtime_defaults(load_robot(ok)).options)
-    assert pipe.default_config()["cfg.est.h1"].tolist() == [10.0, 20.0]
+    assert default_config(pipe)["cfg.est.h1"].tolist() == [10.0, 20.0]
     assert RtOptions().estimator.name == "kalman"
 
 
