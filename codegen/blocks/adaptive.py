@@ -102,85 +102,96 @@ def build(
         template="adaptive",
         options={"integral": integral},
         inputs=extra,
-        config=[
-            Field(
-                "k_o",
-                "real",
-                (n,),
-                "observer gain K per joint (seed 001's K; the same config key as the momentum observer's K_O), 1/s",
-                per_joint(k, n),
-                low=0.0,
-                high=1.0 / ts,
-            ),
-            Field(
-                "lam",
-                "real",
-                (),
-                "variance lambda of the torque equations' noise in the adaptation (N^2 m^2)",
-                (lam,),
-                low=0.0,
-                low_open=True,
-            ),
-            Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
-            Field(
-                "freeze",
-                "uint8",
-                (),
-                "1: hold dtheta_hat while a collision is latched or a joint is above threshold, 0: adapt (seed 001)",
-                (1.0,),
-                choices=(0.0, 1.0),
-            ),
-            Field(
-                "prior",
-                "real",
-                (),
-                "prior standard deviation of the model's base parameters, a fraction of each (read at sample 0)",
-                (prior,),
-                low=0.0,
-                low_open=True,
-            ),
-            Field(
-                "floor",
-                "real",
-                (),
-                "the prior's floor: a fraction of the largest base parameter (read at sample 0)",
-                (floor,),
-                low=0.0,
-            ),
-            Field(
-                "drift",
-                "real",
-                (),
-                "rate at which the parameters' covariance regrows towards the prior's, 1/s (read at sample 0)",
-                (drift,),
-                low=0.0,
-            ),
-        ],
-        state=[
-            Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate"),
-            Field("p", "real", (nb, nb), "P: dtheta_hat's covariance (symmetric, both triangles)"),
-            Field("p0", "real", (nb,), "P_0's diagonal: the prior's variances"),
-            Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
-            Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
-            Field("gain_p", "real", (), "workspace: the covariance update's fraction"),
-            Field(
-                "y",
-                "real",
-                (nb, n),
-                "workspace: " + ("G^T, the low-passed regressor" if integral else "Y_b^T") + " of this sample",
-            ),
-            Field("w", "real", (n, nb), "workspace: Y P, then the gain V = L^-1 Y P"),
-            Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
-            Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
-            Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
-        ]
-        + own_state,
+        config=_config(n, ts, k, lam, lam_f, prior, floor, drift),
+        state=_state(n, nb, integral) + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
         ],
         functions=[predict, prior_fn, wrench],
     )
+
+
+def _config(
+    n: int, ts: float, k: float | tuple[float, ...], lam: float, lam_f: float, prior: float, floor: float, drift: float
+) -> list[Field]:
+    """The observer's run-time config: gains, the noise's variance, freeze, the prior."""
+    return [
+        Field(
+            "k_o",
+            "real",
+            (n,),
+            "observer gain K per joint (seed 001's K; the same config key as the momentum observer's K_O), 1/s",
+            per_joint(k, n),
+            low=0.0,
+            high=1.0 / ts,
+        ),
+        Field(
+            "lam",
+            "real",
+            (),
+            "variance lambda of the torque equations' noise in the adaptation (N^2 m^2)",
+            (lam,),
+            low=0.0,
+            low_open=True,
+        ),
+        Field("lam_f", "real", (), "damping lambda_f of J+ (m^2)", (lam_f,), low=0.0, low_open=True),
+        Field(
+            "freeze",
+            "uint8",
+            (),
+            "1: hold dtheta_hat while a collision is latched or a joint is above threshold, 0: adapt (seed 001)",
+            (1.0,),
+            choices=(0.0, 1.0),
+        ),
+        Field(
+            "prior",
+            "real",
+            (),
+            "prior standard deviation of the model's base parameters, a fraction of each (read at sample 0)",
+            (prior,),
+            low=0.0,
+            low_open=True,
+        ),
+        Field(
+            "floor",
+            "real",
+            (),
+            "the prior's floor: a fraction of the largest base parameter (read at sample 0)",
+            (floor,),
+            low=0.0,
+        ),
+        Field(
+            "drift",
+            "real",
+            (),
+            "rate at which the parameters' covariance regrows towards the prior's, 1/s (read at sample 0)",
+            (drift,),
+            low=0.0,
+        ),
+    ]
+
+
+def _state(n: int, nb: int, integral: bool) -> list[Field]:
+    """The RLS state and the workspaces of the runtime's mg_rls_gain / mg_rls_correct."""
+    return [
+        Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate"),
+        Field("p", "real", (nb, nb), "P: dtheta_hat's covariance (symmetric, both triangles)"),
+        Field("p0", "real", (nb,), "P_0's diagonal: the prior's variances"),
+        Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
+        Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
+        Field("gain_p", "real", (), "workspace: the covariance update's fraction"),
+        Field(
+            "y",
+            "real",
+            (nb, n),
+            "workspace: " + ("G^T, the low-passed regressor" if integral else "Y_b^T") + " of this sample",
+        ),
+        Field("w", "real", (n, nb), "workspace: Y P, then the gain V = L^-1 Y P"),
+        Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
+        Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
+        Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
+    ]
 
 
 def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> Fn:

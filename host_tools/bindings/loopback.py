@@ -139,6 +139,73 @@ def simulate(
     each sample's input and fills its output (cffi pointers to <robot>_rt_input_t and _output_t),
     e.g. on a Cortex-M over a serial line (``manipgen target pil``); what it raises ends the run and
     is raised here. rt's config still reads the encoders."""
+    _check(rt, trajectory, true_params, tau_ext, substeps, delay)
+    k, n = trajectory.q.shape
+    real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
+    plant = rt.ffi.new(f"{rt.name}_plant_t *")
+    params = rt.manifest["standard_parameters"] if true_params is None else true_params
+    plant.params = [float(v) for v in np.asarray(params, float).ravel()]
+    plant.substeps = substeps
+    plant.delay = delay
+    if contact is not None:
+        _set_contact(plant, contact, rt.sample_period)
+    q_des, qd_des, qdd_des = (_arr(x, (k, n), real) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
+    ext = None if tau_ext is None else _arr(tau_ext, (k, n), real)
+    val = None if valid is None else _arr(valid, (k, n), np.uint8)
+    if reset:
+        rt.reset()
+    rt._sync()
+    q_true, qd_true, qdd_true, tau = (np.zeros((k, n), real) for _ in range(4))
+    a = _Arrays(
+        start_q=_arr(trajectory.q[0] if q0 is None else q0, (n,), real),
+        start_qd=_arr(trajectory.qd[0] if qd0 is None else qd0, (n,), real),
+        q_des=q_des,
+        qd_des=qd_des,
+        qdd_des=qdd_des,
+        ext=ext,
+        val=val,
+        q_true=q_true,
+        qd_true=qd_true,
+        qdd_true=qdd_true,
+        tau=tau,
+        counts=np.zeros((k, n), np.int64),
+        motor_counts=np.zeros((k, n), np.int64),
+        tau_contact=None if contact is None else np.zeros((k, n), real),
+        out=np.zeros(k, dtype=rt.output_dtype),
+    )
+    elastic = bool(rt.manifest.get("elastic"))
+    if elastic:
+        a.start_th, a.start_thd = _motor_start(rt, a, real, params, theta0, thetad0)
+        a.theta_true, a.thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
+    if "imu_gyro" in (rt.input_dtype.names or ()):
+        a.noise, a.read = _set_imus(rt, plant, ImuSensors() if imu is None else imu, k, real)
+    elif imu is not None:
+        raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
+    failed: list[BaseException] = []
+    run_with = _runner(rt, step, failed)  # the callback stays referenced until the call returns
+    status = run_with[0](*run_with[1:], plant, k, *a.pointers(rt))
+    if failed:
+        raise failed[0]
+    if status == -2:
+        raise ValueError(
+            "the loopback refused the plant (substeps or delay out of range, or an elastic arm without theta0, thetad0)"
+        )
+    if status != 0:
+        raise SimulationError("the simulated robot's inertia matrix is not positive definite")
+    run = _run(rt, trajectory, a, elastic)
+    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
+    return run
+
+
+def _check(
+    rt: Realtime,
+    trajectory: Trajectory,
+    true_params: np.ndarray | None,
+    tau_ext: np.ndarray | None,
+    substeps: int,
+    delay: int,
+) -> None:
+    """simulate's arguments, checked before anything runs (ValueError)."""
     if (
         len(trajectory.time) >= 2
         and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
@@ -161,153 +228,153 @@ def simulate(
     for name, a in (("true_params", true_params), ("tau_ext", tau_ext)):
         if a is not None and not np.all(np.isfinite(a)):
             raise ValueError(f"{name} contains NaN or inf")
-    ffi, lib, p = rt.ffi, rt.lib, rt.name
-    k, n = trajectory.q.shape
-    real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
 
-    def arr(x: Any, shape: tuple[int, ...], dtype: Any = real) -> np.ndarray:
-        a = np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=dtype), shape))
-        return a
 
-    def ptr(a: np.ndarray | None, ctype: str) -> Any:
-        return ffi.NULL if a is None else ffi.cast(ctype + " *", ffi.from_buffer(a))
+def _arr(x: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=dtype), shape))
 
-    plant = ffi.new(f"{p}_plant_t *")
-    params = rt.manifest["standard_parameters"] if true_params is None else true_params
-    plant.params = [float(v) for v in np.asarray(params, float).ravel()]
-    plant.substeps = substeps
-    plant.delay = delay
-    tau_contact = None
-    if contact is not None:
-        nrm = np.asarray(contact.normal, float)
-        if nrm.shape != (3,) or np.asarray(contact.point, float).shape != (3,) or not np.linalg.norm(nrm) > 0:
-            raise ValueError("contact: point and normal must be 3-vectors, the normal non-zero")
-        if not (contact.stiffness >= 0 and contact.alpha >= 0 and contact.exponent > 0):
-            raise ValueError("contact: stiffness and alpha must be >= 0, the exponent > 0")
-        plant.contact_point = [float(v) for v in contact.point]
-        plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
-        plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
-        plant.contact_exponent = contact.exponent
-        limit = float(2**31 - 1)
-        plant.contact_start = int(min(max(np.ceil(contact.start / rt.sample_period - 1e-9), 0), limit))
-        plant.contact_stop = int(min(max(np.ceil(contact.stop / rt.sample_period - 1e-9), 0), limit))
-        tau_contact = np.zeros((k, n), real)
-    q_des, qd_des, qdd_des = (arr(x, (k, n)) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
-    ext = None if tau_ext is None else arr(tau_ext, (k, n))
-    val = None if valid is None else arr(valid, (k, n), np.uint8)
-    q_true, qd_true, qdd_true, tau = (np.zeros((k, n), real) for _ in range(4))
-    counts = np.zeros((k, n), np.int64)
-    out = np.zeros(k, dtype=rt.output_dtype)
-    if reset:
-        rt.reset()
-    rt._sync()
-    rcname = f"{p}_real_t"
-    # every array handed to C stays referenced here until the call returns (a cast pointer does not
-    # keep its buffer alive)
-    start_q = arr(trajectory.q[0] if q0 is None else q0, (n,))
-    start_qd = arr(trajectory.qd[0] if qd0 is None else qd0, (n,))
-    elastic = bool(rt.manifest.get("elastic"))
-    start_th = start_thd = theta_true = thetad_true = None
-    if elastic:
-        # the rest state against gravity (seed 003 eq. 3.28) with the plant's parameters, in C
-        rest = (np.zeros(n, real), np.zeros(n, real))
-        if theta0 is None or thetad0 is None:
-            pi = arr(params, (rt.manifest["n_standard"],))
-            getattr(lib, f"{p}_motor_rest_p")(
-                ptr(start_q, rcname), ptr(start_qd, rcname), ptr(pi, rcname), ptr(rest[0], rcname), ptr(rest[1], rcname)
-            )
-        start_th = arr(rest[0] if theta0 is None else theta0, (n,))
-        start_thd = arr(rest[1] if thetad0 is None else thetad0, (n,))
-        theta_true, thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
-    motor_counts = np.zeros((k, n), np.int64)
-    noise = read = None
-    if "imu_gyro" in (rt.input_dtype.names or ()):
-        sensors = ImuSensors() if imu is None else imu
-        m = rt.input_dtype["imu_gyro"].shape[0]
-        plant.imu_bias = [float(v) for v in sensors.biases(m)]
-        plant.imu_filter = [[float(v) for v in row] for row in sensors.filters(rt.sample_period)]
-        plant.imu_lsb = list(sensors.lsb())
-        plant.imu_range = [sensors.gyro_range, sensors.acc_range]
-        noise = arr(sensors.noise(k, m, rt.sample_period), (k, 6 * m))
-        read = np.zeros((k, 6 * m), real)
-    elif imu is not None:
-        raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
-    failed: list[BaseException] = []
-    if step is None:
-        run_with: tuple[Any, ...] = (getattr(lib, f"{p}_loopback"), rt._rt)
-    else:
 
-        def call(_context: Any, c_in: Any, c_out: Any) -> int:
-            step(c_in, c_out)
-            return 0
+@dataclass
+class _Arrays:
+    """Every array handed to C, in the loopback's argument order from the start state on; they stay
+    referenced here until the call returns (a cast pointer does not keep its buffer alive)."""
 
-        def error(kind: Any, value: BaseException, _tb: Any) -> int:
-            failed.append(value)
-            return -1
+    start_q: np.ndarray
+    start_qd: np.ndarray
+    q_des: np.ndarray
+    qd_des: np.ndarray
+    qdd_des: np.ndarray
+    ext: np.ndarray | None  # tau_ext
+    val: np.ndarray | None  # valid
+    q_true: np.ndarray
+    qd_true: np.ndarray
+    qdd_true: np.ndarray
+    tau: np.ndarray  # the command applied over each sample
+    counts: np.ndarray
+    motor_counts: np.ndarray
+    tau_contact: np.ndarray | None
+    out: np.ndarray
+    start_th: np.ndarray | None = None  # an elastic arm's
+    start_thd: np.ndarray | None = None
+    theta_true: np.ndarray | None = None
+    thetad_true: np.ndarray | None = None
+    noise: np.ndarray | None = None  # the simulated IMUs'
+    read: np.ndarray | None = None
 
-        callback = ffi.callback(f"{p}_loopback_step_t", call, onerror=error)
-        run_with = (getattr(lib, f"{p}_loopback_with"), callback, ffi.NULL, rt._rt.cfg)
-    status = run_with[0](
-        *run_with[1:],
-        plant,
-        k,
-        ptr(start_q, rcname),
-        ptr(start_qd, rcname),
-        ptr(start_th, rcname),
-        ptr(start_thd, rcname),
-        ptr(q_des, rcname),
-        ptr(qd_des, rcname),
-        ptr(qdd_des, rcname),
-        ptr(ext, rcname),
-        ptr(val, "uint8_t"),
-        ptr(q_true, rcname),
-        ptr(qd_true, rcname),
-        ptr(qdd_true, rcname),
-        ptr(theta_true, rcname),
-        ptr(thetad_true, rcname),
-        ptr(tau, rcname),
-        ptr(counts, "int64_t"),
-        ptr(motor_counts, "int64_t"),
-        ptr(tau_contact, rcname),
-        ptr(noise, rcname),
-        ptr(read, rcname),
-        ffi.cast(f"{p}_rt_output_t *", ffi.from_buffer(out)),
+    def pointers(self, rt: Realtime) -> list[Any]:
+        """The loopback's arguments after the plant and the sample count."""
+        ffi, real = rt.ffi, f"{rt.name}_real_t"
+
+        def ptr(a: np.ndarray | None, ctype: str = real) -> Any:
+            return ffi.NULL if a is None else ffi.cast(ctype + " *", ffi.from_buffer(a))
+
+        return [
+            *(ptr(x) for x in (self.start_q, self.start_qd, self.start_th, self.start_thd)),
+            *(ptr(x) for x in (self.q_des, self.qd_des, self.qdd_des, self.ext)),
+            ptr(self.val, "uint8_t"),
+            *(ptr(x) for x in (self.q_true, self.qd_true, self.qdd_true, self.theta_true, self.thetad_true)),
+            ptr(self.tau),
+            ptr(self.counts, "int64_t"),
+            ptr(self.motor_counts, "int64_t"),
+            *(ptr(x) for x in (self.tau_contact, self.noise, self.read)),
+            ffi.cast(f"{rt.name}_rt_output_t *", ffi.from_buffer(self.out)),
+        ]
+
+
+def _set_contact(plant: Any, contact: Contact, ts: float) -> None:
+    nrm = np.asarray(contact.normal, float)
+    if nrm.shape != (3,) or np.asarray(contact.point, float).shape != (3,) or not np.linalg.norm(nrm) > 0:
+        raise ValueError("contact: point and normal must be 3-vectors, the normal non-zero")
+    if not (contact.stiffness >= 0 and contact.alpha >= 0 and contact.exponent > 0):
+        raise ValueError("contact: stiffness and alpha must be >= 0, the exponent > 0")
+    plant.contact_point = [float(v) for v in contact.point]
+    plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
+    plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
+    plant.contact_exponent = contact.exponent
+    limit = float(2**31 - 1)
+    plant.contact_start = int(min(max(np.ceil(contact.start / ts - 1e-9), 0), limit))
+    plant.contact_stop = int(min(max(np.ceil(contact.stop / ts - 1e-9), 0), limit))
+
+
+def _motor_start(
+    rt: Realtime, a: _Arrays, real: Any, params: Any, theta0: np.ndarray | None, thetad0: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """An elastic arm's motors at the start: theta0, thetad0, or at rest against gravity (seed 003
+    eq. 3.28) with the plant's parameters, computed in C."""
+    n = a.start_q.shape[0]
+    rest = (np.zeros(n, real), np.zeros(n, real))
+    if theta0 is None or thetad0 is None:
+        ffi, rc = rt.ffi, f"{rt.name}_real_t"
+        pi = _arr(params, (rt.manifest["n_standard"],), real)
+        buffers = (a.start_q, a.start_qd, pi, rest[0], rest[1])
+        getattr(rt.lib, f"{rt.name}_motor_rest_p")(*(ffi.cast(rc + " *", ffi.from_buffer(b)) for b in buffers))
+    return _arr(rest[0] if theta0 is None else theta0, (n,), real), _arr(
+        rest[1] if thetad0 is None else thetad0, (n,), real
     )
-    if failed:
-        raise failed[0]
-    if status == -2:
-        raise ValueError(
-            "the loopback refused the plant (substeps or delay out of range, or an elastic arm without theta0, thetad0)"
-        )
-    if status != 0:
-        raise SimulationError("the simulated robot's inertia matrix is not positive definite")
-    outs = {name: out[name].copy() for name in out.dtype.names or ()}
-    _warn_early_latch(rt, outs, ext, tau_contact)
-    extra = {"q_true": q_true, "qd_true": qd_true, "qdd_true": qdd_true, "tau_cmd": outs.get("tau_cmd", tau)}
+
+
+def _set_imus(rt: Realtime, plant: Any, sensors: ImuSensors, k: int, real: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The simulated IMUs' parameters into the plant; their noise (K, 6 m) and what they will read."""
+    m = rt.input_dtype["imu_gyro"].shape[0]
+    plant.imu_bias = [float(v) for v in sensors.biases(m)]
+    plant.imu_filter = [[float(v) for v in row] for row in sensors.filters(rt.sample_period)]
+    plant.imu_lsb = list(sensors.lsb())
+    plant.imu_range = [sensors.gyro_range, sensors.acc_range]
+    return _arr(sensors.noise(k, m, rt.sample_period), (k, 6 * m), real), np.zeros((k, 6 * m), real)
+
+
+def _runner(rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[BaseException]) -> tuple[Any, ...]:
+    """The C function to call and its first arguments: the loopback around rt's step, or around
+    ``step`` (a cffi callback; what it raises is appended to ``failed``)."""
+    ffi, lib, p = rt.ffi, rt.lib, rt.name
+    if step is None:
+        return (getattr(lib, f"{p}_loopback"), rt._rt)
+
+    def call(_context: Any, c_in: Any, c_out: Any) -> int:
+        step(c_in, c_out)
+        return 0
+
+    def error(kind: Any, value: BaseException, _tb: Any) -> int:
+        failed.append(value)
+        return -1
+
+    callback = ffi.callback(f"{p}_loopback_step_t", call, onerror=error)
+    return (getattr(lib, f"{p}_loopback_with"), callback, ffi.NULL, rt._rt.cfg)
+
+
+def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool) -> Run:
+    """The outputs and the log (the inputs the pipeline saw, the ground truth in extra)."""
+    k, n = a.q_des.shape
+    outs = {name: a.out[name].copy() for name in a.out.dtype.names or ()}
+    extra: dict[str, Any] = {
+        "q_true": a.q_true,
+        "qd_true": a.qd_true,
+        "qdd_true": a.qdd_true,
+        "tau_cmd": outs.get("tau_cmd", a.tau),
+    }
     if elastic:
         extra.update(
-            theta_true=theta_true,
-            thetad_true=thetad_true,
-            motor_counts=motor_counts,
-            motor_valid=valid_arr_of(val, k, n),
+            theta_true=a.theta_true,
+            thetad_true=a.thetad_true,
+            motor_counts=a.motor_counts,
+            motor_valid=valid_arr_of(a.val, k, n),
         )
-    if ext is not None or tau_contact is not None:
-        extra["tau_ext_true"] = (np.zeros((k, n), real) if ext is None else ext) + (
-            0 if tau_contact is None else tau_contact
+    if a.ext is not None or a.tau_contact is not None:
+        extra["tau_ext_true"] = (np.zeros((k, n), a.tau.dtype) if a.ext is None else a.ext) + (
+            0 if a.tau_contact is None else a.tau_contact
         )
-    valid_arr = valid_arr_of(val, k, n)
     # the log's tau[k] is what the step saw: the torque applied over the sample before k
-    seen = np.vstack([np.zeros((1, n), real), tau[:-1]])
+    seen = np.vstack([np.zeros((1, n), a.tau.dtype), a.tau[:-1]])
     log = Log(
-        robot=p,
+        robot=rt.name,
         sample_period=rt.sample_period,
         time=np.asarray(trajectory.time, float),
-        counts=counts,
-        valid=valid_arr,
+        counts=a.counts,
+        valid=valid_arr_of(a.val, k, n),
         tau=seen,
-        q_des=q_des,
-        qd_des=qd_des,
-        qdd_des=qdd_des,
+        q_des=a.q_des,
+        qd_des=a.qd_des,
+        qdd_des=a.qdd_des,
         extra=extra,
     )
-    return Run(log, outs, read)
+    return Run(log, outs, a.read)
