@@ -1,4 +1,5 @@
-"""The generated C step against the numpy reference (same CasADi expressions, plumbing written twice).
+"""The generated C step against the pipeline's oracle (tests/oracles: the same CasADi expressions,
+the plumbing written again in numpy, in the tests only).
 
 Continuous blocks run free for 10 000 plausible samples (quantised smooth motion, 5 % lost samples,
 torques) and must agree to 1e-9 normwise (absolute floor 1). Blocks with sign/threshold logic are
@@ -105,3 +106,15 @@ def test_detection_and_reaction_step_by_step(reaction: int) -> None:
     assert flags[1401:1500, 0].max() == 0  # reset cleared it
     assert flags[1510, 0] == 1 and flags[1510, 1] == 1  # the pulse, link 1
     assert flags[2300, 0] == 1 and flags[2300, 1] == 1
+
+
+def test_every_registered_block_has_an_oracle() -> None:
+    """The pipeline's oracle runs each block by its registered oracle (a block without one fails the
+    comparison by name): every estimator, observer and controller of the registry has one, and so do
+    the encoder, the friction terms and the detection."""
+    from codegen.blocks import registry
+    from tests.oracles import ORACLES
+
+    specs = {**registry.estimators(), **registry.observers(), **registry.controllers()}
+    built = {name for name, spec in specs.items() if getattr(spec, "build", None) is not None}
+    assert built | {"encoder", "terms", "threshold"} <= set(ORACLES), sorted(built - set(ORACLES))
