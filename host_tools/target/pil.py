@@ -3,7 +3,7 @@ QEMU from its SysTick interrupt, as on a board (runtime/target/board_qemu.c, the
 board_template.c); the plant is the host's loopback (the same C as ``simulate``'s), which sends each
 sample's inputs over the board's UART and applies the torques it sends back.
 
-    doc = pil("kuka_iiwa14", "cortex-m7", "double", Path("out/pil"))
+    doc = pil(load_robot("kuka_iiwa14"), "cortex-m7", "double", Path("out/pil"))
 
 The scenario is the demo's collision run (``host_tools.studies.scenarios.collision``): its thresholds
 are designed on the host and flashed as an exported config (``manipgen export-config``'s C, linked
@@ -245,7 +245,7 @@ def run_pil(
     return run, pil_link, counts, time.perf_counter() - t0
 
 
-def scenario(robot: str | Robot, rt: Realtime, seconds: float = 8.0) -> tuple[Trajectory, np.ndarray, Run, float]:
+def scenario(robot: Robot, rt: Realtime, seconds: float = 8.0) -> tuple[Trajectory, np.ndarray, Run, float]:
     """The demo's collision scenario designed on rt (thresholds, stop reaction: rt's config is set),
     ``seconds`` long with the push at half time (the demo's: 8 s): (trajectory, external torque, the
     host loopback's run, the push's onset in s)."""
@@ -260,7 +260,7 @@ def scenario(robot: str | Robot, rt: Realtime, seconds: float = 8.0) -> tuple[Tr
 
 
 def pil(
-    robot: str | Robot,
+    robot: Robot,
     cpu: str,
     precision: str,
     out: Path,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tooling import require_tool
 
+from codegen.model.description import load_robot
 from host_tools.cli import main
 from host_tools.target import cortex_m as tg
 from host_tools.target import pil
@@ -55,7 +56,7 @@ def test_a_corrupted_input_frame_is_counted_and_the_board_runs_on(tmp_path: Path
     """One payload byte flipped on the wire at sample 500: the board's CRC check counts it, the
     sample still runs (encoders marked lost), the loop completes."""
     tools()
-    doc = pil.pil("kuka_iiwa14", "cortex-m33", "float", tmp_path, corrupt=frozenset({500}), seconds=2.0)
+    doc = pil.pil(load_robot("kuka_iiwa14"), "cortex-m33", "float", tmp_path, corrupt=frozenset({500}), seconds=2.0)
     assert doc["frames_corrupted"] == 1 and doc["frames_lost"] == 0
     assert doc["steps_on_board"] == doc["samples"]
     assert doc["max_q_difference"] > 0  # the lost sample changed the run: it was not silently used
