@@ -1,6 +1,6 @@
 """Render a robot's generated C folder: templates/ (structure) + cprint bodies (arithmetic), as the
 composition of its parts: the dynamics (codegen.emit.dynamics, built once per robot), the pipeline
-(codegen.emit.rt), the loopback (codegen.emit.loopback), the host glue and the manifest."""
+(codegen.emit.pipeline), the loopback (codegen.emit.loopback), the host glue and the manifest."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from codegen.emit.files import RECORD, digest, record_text, write_files
 from codegen.emit.host import HOST_FOLDER, host_glue
 from codegen.emit.loopback import loopback_files
 from codegen.emit.manifest import manifest_text
-from codegen.emit.references import with_references
-from codegen.emit.rt import RtEmitter
+from codegen.emit.pipeline import RtEmitter, pipeline_files
 from codegen.emit.templates import template_environment
 from codegen.errors import DescriptionError
 from codegen.model.robot import Robot
@@ -82,10 +81,8 @@ def generate(robot: Robot, precision: Precision = "double", rt: RtOptions | None
     p = robot.c_name
     env = template_environment()
     emitter = RtEmitter(build_pipeline(robot, rt_options, part.dyn), p, precision)
-    rt_h, rt_c = emitter.render(env, ctx)
     files = {
-        f"{p}_rt.h": with_references(rt_h),
-        f"{p}_rt.c": rt_c,
+        **pipeline_files(emitter, env, ctx),
         **part.files,
         "Makefile": env.get_template("Makefile.j2").render(ctx),
         "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),

@@ -14,7 +14,7 @@ from codegen.blocks.base import Block, Fn
 from codegen.blocks.encoder import sensor_function
 from codegen.emit.cfunction import view
 from codegen.emit.cprint import Precision
-from codegen.emit.rt import LOOPBACK_MAX_DELAY
+from codegen.emit.pipeline import LOOPBACK_MAX_DELAY
 from codegen.model.robot import Robot
 from codegen.symbolic.contact import contact_function
 from codegen.symbolic.dynamics import Dynamics

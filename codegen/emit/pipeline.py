@@ -16,6 +16,7 @@ from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
 from codegen.emit.cfunction import view
 from codegen.emit.config import config_initializer, layout_id
 from codegen.emit.cprint import Precision, literal
+from codegen.emit.references import with_references
 from codegen.symbolic.functions import Arg, FunctionSpec
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
@@ -289,3 +290,9 @@ class RtEmitter:
             },
             "ops": dict(sorted(self.ops.items())),
         }
+
+
+def pipeline_files(emitter: RtEmitter, env: jinja2.Environment, ctx: dict[str, Any]) -> dict[str, str]:
+    """``<robot>_rt.{h,c}`` of the emitter's pipeline (the header with its paper references)."""
+    rt_h, rt_c = emitter.render(env, ctx)
+    return {f"{emitter.p}_rt.h": with_references(rt_h), f"{emitter.p}_rt.c": rt_c}
