@@ -1,4 +1,5 @@
-"""Tests that need an external tool skip on a user's machine but fail in CI (CI=true); child
+"""What the tests share: where the checkout is (``ROOT``, ``TESTS``: no test counts its own depth);
+tests that need an external tool skip on a user's machine but fail in CI (CI=true); child
 processes that take Ctrl-C as at a terminal, wherever the suite runs."""
 
 from __future__ import annotations
@@ -8,9 +9,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: codegen/, host_tools/, robots/, tests/
+TESTS = ROOT / "tests"  # tests/data, tests/corpus, tests/peers/data live here
 
 
 def require_tool(name: str) -> str:

@@ -41,8 +41,9 @@ from host_tools.studies.pinocchio_reference import (
     PinReference,
     compare,
 )
+from tests.tooling import ROOT
 
-ROBOTS_DIR = Path(__file__).resolve().parents[2] / "robots"
+ROBOTS_DIR = ROOT / "robots"
 
 __all__ = ["DOUBLE_TOL", "FLOAT_TOL", "Comparison", "States", "compare", "random_states"]
 

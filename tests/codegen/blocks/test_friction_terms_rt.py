@@ -1,0 +1,182 @@
+"""The identified model online (#24): the friction terms' block (codegen.blocks.friction) and the
+Coulomb scales as run-time fields of the generated pipeline.
+
+Against the numpy reference (same CasADi expressions, plumbing written twice) and against closed
+forms: the direct observer has no state (r = rnea + tau_f - tau), so two runs that differ only in the
+terms' config differ in r by exactly tau_f, which the test computes on its own from the run's
+outputs -- the Dahl state of a constant-step ramp is 1 - exp(-k |dq| / delta) (and after a
+reversal -1 + (z_r + 1) exp(-j |dq| / delta)), the load (the gravity torque) from the compiled
+dynamics library, the
+Stribeck and Coulomb shapes from numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from host_tools import load
+from host_tools.bindings.rt import ConfigError
+from tests.codegen.blocks.helpers import at, fresh_rt, only_steps, reference, rel_err, worst_from_identical_states
+from tests.codegen.blocks.signals import inputs
+
+ROBOT = "schunk_lwa4p"  # smooth (tanh) Coulomb friction: its scales are run-time fields
+TERMS = {
+    "fric.fd": [2.0, 1.5, 0.5, 0.8, 0.3, 0.2],
+    "fric.dahl_length": [1e-4, 3e-4, 1e-3, 1e-4, 5e-4, 5e-4],
+    "fric.fl": [0.0, 0.2, 0.05, 0.1, 0.0, 0.0],
+    "fric.load_dahl_length": [1e-3, 3e-5, 1e-3, 3e-5, 1e-3, 1e-3],
+    "fric.fs": [-1.9, -3.4, -1.6, -2.9, 1.6, 1.2],
+    "fric.stribeck_velocity": [0.1, 0.1, 0.2, 0.5, 0.02, 0.02],
+    "model.coulomb_scale": [0.02, 0.005, 0.01, 0.05, 0.002, 0.01],
+    "det.threshold": 1e6,
+}
+
+
+def test_c_matches_the_reference_with_terms_and_scales() -> None:
+    """3000 samples of plausible motion with every term on: C and reference agree to 1e-9."""
+    rt = fresh_rt(ROBOT, "kalman", "momentum", "computed_torque")
+    ref = reference(ROBOT, "kalman", "momentum", "computed_torque")
+    for key, value in TERMS.items():
+        rt.config[key] = value
+    ref.set_config(TERMS)
+    ins = inputs(3000, 6, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=3, tau_scale=10.0)
+    out = rt.run(only_steps(ins))
+    worst = 0.0
+    for k in range(3000):
+        o = ref.step(at(ins, k))
+        worst = max(worst, max(rel_err(out[name][k], v) for name, v in o.items()))
+    assert worst <= 1e-9
+    assert np.ptp(out["r"][100:], axis=0).min() > 0  # the observer ran
+
+
+@pytest.mark.parametrize("estimator", ["nlhg", "slimod"])
+def test_model_based_estimators_take_the_runtime_coulomb_scales(estimator: str) -> None:
+    """nlhg and slimod call the dynamics library's forward dynamics, which has the description's
+    scales compiled in: their torque is corrected by the run-time scales' friction change. C and
+    reference agree from identical states, and the scales change the estimate."""
+    rt = fresh_rt(ROBOT, estimator, "momentum", "computed_torque")
+    ref = reference(ROBOT, estimator, "momentum", "computed_torque")
+    ins = inputs(1500, 6, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=4, tau_scale=3.0)
+    described = rt.run(only_steps(ins))["qd_hat"]
+    rt.reset()
+    for key, value in TERMS.items():
+        rt.config[key] = value
+    ref.set_config(TERMS)
+    assert worst_from_identical_states(rt, ref, ins, 1500) <= 1e-9
+    rt.reset()
+    assert np.max(np.abs(rt.run(only_steps(ins))["qd_hat"] - described)) > 1e-6
+
+
+def _ramp_inputs(rt, k: int) -> dict[str, np.ndarray]:
+    """Joint 1 steps +3 counts per sample, then -3 (a reversal at k/2); joint 2 swings; the others rest."""
+    n = rt.dof
+    steps = np.r_[np.zeros(1), np.full(k // 2 - 1, 3.0), np.full(k - k // 2, -3.0)]
+    counts = np.zeros((k, n))
+    counts[:, 0] = 100_000 + np.cumsum(steps)
+    cpr = float(rt.config["enc.cpr"][1])
+    t = np.arange(k) * rt.sample_period
+    counts[:, 1] = 100_000 + np.round(0.3 * np.sin(2 * np.pi * 0.7 * t) / (2 * np.pi / cpr))
+    tau = np.zeros((k, n))
+    return {
+        "counts": counts.astype(np.int64),
+        "valid": np.ones((k, n), np.uint8),
+        "tau": tau,
+        "q_des": np.zeros((k, n)),
+        "qd_des": np.zeros((k, n)),
+        "qdd_des": np.zeros((k, n)),
+    }
+
+
+def test_terms_in_closed_form() -> None:
+    """r(with a term) - r(without) = the term's torque, computed independently (module docstring)."""
+    rt = fresh_rt(ROBOT, "kalman", "direct", "none")
+    rt.config["det.threshold"] = 1e6
+    k = 600
+    ins = _ramp_inputs(rt, k)
+    plain = rt.run(ins)
+
+    def diff(**config: list[float]) -> np.ndarray:
+        rt.reset()
+        saved = {key: np.array(rt.config[key.replace("__", ".")]) for key in config}
+        for key, value in config.items():
+            rt.config[key.replace("__", ".")] = value
+        try:
+            return np.asarray(rt.run(ins)["r"]) - np.asarray(plain["r"])
+        finally:
+            for key, old in saved.items():
+                rt.config[key.replace("__", ".")] = old
+
+    q = np.asarray(plain["q"])
+    dq = np.diff(q[:, 0])
+    step = abs(dq[0])
+    # a constant-step ramp, to the rounding of a difference of positions: 2 eps |q| (rad)
+    rounding = 2 * np.finfo(float).eps * np.max(np.abs(q[:, 0]))
+    assert step > 0 and np.allclose(np.abs(dq), step, rtol=0, atol=rounding)
+    # Dahl: joint 1, delta = 20 steps
+    delta = 20 * step
+    z = np.zeros(k)
+    half = k // 2
+    j = np.arange(k)
+    z[:half] = 1 - np.exp(-j[:half] * step / delta)
+    z[half:] = -1 + (z[half - 1] + 1) * np.exp(-(j[half:] - (half - 1)) * step / delta)
+    d = diff(fric__fd=[2.0, 0, 0, 0, 0, 0], fric__dahl_length=[delta, 1, 1, 1, 1, 1])
+    # each step's rounding moves z by at most rounding / delta and the recursion contracts by
+    # exp(-step / delta) per step, so z is off by at most rounding / step (x 2: FD), plus r's own
+    # rounding (1e-12 of the torques here, a few N m)
+    np.testing.assert_allclose(d[:, 0], 2.0 * z, rtol=0, atol=2.0 * rounding / step + 1e-12)
+    assert np.all(d[:, 1:] == 0)
+    # Stribeck on joint 2 at the estimated velocity, with its run-time Coulomb scale
+    qd = np.asarray(plain["qd_hat"])[:, 1]
+    scale = float(rt.config["model.coulomb_scale"][1])
+    d = diff(fric__fs=[0, 1.5, 0, 0, 0, 0], fric__stribeck_velocity=[1, 0.05, 1, 1, 1, 1])
+    np.testing.assert_allclose(d[:, 1], 1.5 * np.tanh(qd / scale) * np.exp(-((qd / 0.05) ** 2)), rtol=0, atol=1e-12)
+    # the Coulomb scale: FC (tanh(qd / v') - tanh(qd / v)) with the identified FC of the model
+    names = list(load(ROBOT).standard_parameter_names)
+    params = np.asarray(rt.config["model.params"], float)
+    fc = params[names.index("FC2")]
+    d = diff(model__coulomb_scale=[scale, 0.03, scale, scale, scale, scale])
+    np.testing.assert_allclose(d[:, 1], fc * (np.tanh(qd / 0.03) - np.tanh(qd / scale)), rtol=0, atol=1e-9)
+    # load-dependent: joint 2, |g(q_hat)| from the dynamics library (the description's gravity;
+    # the config's parameters are the description's), times its Dahl state (a length of 1e-3 rad:
+    # z_L iterated here from the run's position steps)
+    dyn = load(ROBOT)
+    g_load = np.array([dyn.gravity(a, params=params)[1] for a in np.asarray(plain["q_hat"])])
+    z_l, zk = np.zeros(k), 0.0
+    for i, step_i in enumerate(np.diff(q[:, 1])):
+        s = np.sign(step_i)
+        zk = s - (s - zk) * np.exp(-abs(step_i) / 1e-3)
+        z_l[i + 1] = zk
+    d = diff(fric__fl=[0, 0.2, 0, 0, 0, 0], fric__load_dahl_length=[1, 1e-3, 1, 1, 1, 1])
+    np.testing.assert_allclose(d[:, 1], 0.2 * np.abs(g_load) * z_l, rtol=0, atol=1e-9 * np.max(np.abs(g_load)))
+
+
+def test_terms_config_is_checked_and_skipped_where_no_observer(tmp_path) -> None:
+    """A Dahl length or Stribeck velocity of 0 is refused; an identified config (pipeline "any")
+    with fric fields loads into a pipeline without an observer (no fric block) and sets the rest."""
+    import json
+
+    rt = fresh_rt(ROBOT, "kalman", "momentum", "computed_torque")
+    for key in ("fric.dahl_length", "fric.load_dahl_length", "fric.stribeck_velocity", "model.coulomb_scale"):
+        with pytest.raises(ConfigError):
+            rt.config[key] = 0.0
+    path = tmp_path / "config.json"
+    params = list(np.asarray(rt.config["model.params"], float) * 1.01)
+    doc = {
+        "format": "manipgen-rt-config",
+        "version": 1,
+        "robot": ROBOT,
+        "pipeline": "any",
+        "config": {"model.params": params, "fric.fd": [1.0] * 6},
+    }
+    path.write_text(json.dumps(doc))
+    bare = fresh_rt(ROBOT, "kalman", "none", "computed_torque")
+    assert not any(key.startswith("fric.") for key in bare.config.keys())
+    bare.config.load(path)
+    np.testing.assert_array_equal(bare.config["model.params"], params)
+    rt.config.load(path)
+    np.testing.assert_array_equal(rt.config["fric.fd"], [1.0] * 6)
+    doc["pipeline"] = rt.label  # a config written for one pipeline names every field it sets
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match="fric"):
+        bare.config.load(path)

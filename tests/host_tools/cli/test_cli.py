@@ -1,0 +1,114 @@
+"""The `manipgen` command line: generate, info (--json), convert, clean errors (no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.tooling import ROOT
+
+
+def manipgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "host_tools.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_info_json() -> None:
+    r = manipgen("info", "kuka_iiwa14", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert (info["dof"], info["n_standard"], info["n_base"]) == (7, 84, 57)
+    first = info["base_parameters"][0]
+    assert set(first) == {"name", "expression", "value"}
+    assert first["name"] == "ZZ1R" and first["expression"] == "ZZ1 + YY2"
+    # the length symbols of the expressions, with their values (seed 004 Table 2: d3 = 0.42, d5 = 0.4 m)
+    assert info["lengths_m"] == {"d3": 0.42, "d5": 0.4}
+    assert all(any(n in b["expression"] for b in info["base_parameters"]) for n in info["lengths_m"])
+    text = manipgen("info", "kuka_iiwa14").stdout.splitlines()[-1]
+    assert text == "lengths in the expressions (MDH a_i, d_i; magnitudes, m): d3 = 0.42, d5 = 0.4"
+
+
+def test_generate_float_into_a_folder(tmp_path: Path) -> None:
+    r = manipgen("generate", "planar2", "--out", str(tmp_path / "p2"), "--precision", "float")
+    assert r.returncode == 0, r.stderr
+    header = (tmp_path / "p2" / "planar2_dynamics.h").read_text()
+    assert "typedef float planar2_real_t;" in header
+    assert json.loads((tmp_path / "p2" / "manifest.json").read_text())["options"]["precision"] == "float"
+
+
+def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: x\njoints:\n  - {type: revolute, mdh: {alpha: 0, a: 0, theta: 0, d: 0},\n     link: {mass: -2}}\n"
+    )
+    r = manipgen("generate", str(bad), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip() == f"manipgen: error: {bad}:4: joints[0].link.mass: mass must be positive, got -2"
+    assert not (tmp_path / "o").exists()  # nothing half-written
+
+
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    r = manipgen("demo", "planar2", "--out", str(tmp_path), "--states", "50")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS" in r.stdout and (tmp_path / "libplanar2.a").is_file()  # --out: the folder itself
+
+
+def test_elastic_commands(tmp_path: Path) -> None:
+    """`manipgen elastic collide` writes its JSON and figure; the rigid commands send an elastic arm
+    there, and the elastic ones refuse a rigid arm -- one line each, exit 2."""
+    r = manipgen("elastic", "collide", "biorob4", "--out", str(tmp_path / "el"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["reaction"]["detection_sample"] > doc["reaction"]["contact_sample"] > 0
+    assert (tmp_path / "el" / "elastic_collision.png").stat().st_size > 10_000
+    assert json.loads((tmp_path / "el" / "elastic_collision.json").read_text())["no_reaction"]["link"] == 4
+    r = manipgen("elastic", "collide", "biorob4")  # without --json: a summary, not the document
+    assert r.returncode == 0 and r.stdout.startswith("obstacle-free motion") and "{" not in r.stdout, r.stdout
+    assert "detected after" in r.stdout and "link 4" in r.stdout
+    for args, words in (
+        (("elastic", "identify", "planar2"), "no series-elastic drives"),
+        (("elastic", "collide", "planar2"), "needs an elastic arm"),
+        (("collide", "biorob4"), "manipgen elastic collide"),
+        (("identify", "biorob4", "--synthetic"), "manipgen elastic identify"),
+        (("elastic", "identify", "biorob4", "--periods", "1"), "--periods must be >= 2"),
+        (("elastic", "identify", "biorob4", "--load", "x.npz"), "need all four"),
+        (("excite", "planar2", "--stage", "actuator"), "no series-elastic drives"),
+    ):
+        r = manipgen(*args)
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
+    r = manipgen(
+        "excite",
+        "biorob4",
+        "--stage",
+        "actuator",
+        "--harmonics",
+        "2",
+        "--grid",
+        "20",
+        "--starts",
+        "1",
+        "--max-iter",
+        "20",
+        "--base-frequency",
+        "0.2",
+        "--objective",
+        "logdet",
+        "--out",
+        str(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    from codegen.model.description import load_robot
+    from host_tools.identification.excitation import Excitation, regressor_cond, stage_regressor
+
+    doc = json.loads((tmp_path / "excitation.json").read_text())
+    exc = Excitation.load(tmp_path / "excitation.json")
+    robot = load_robot("biorob4")
+    assert exc.stage == "actuator" and "cond(Y_m)" in r.stdout
+    # the reported cond is the actuator regressor's, not the links'
+    assert doc["cond"] == regressor_cond(robot, exc, 500.0, *stage_regressor(robot, "actuator"))
+    assert doc["cond"] != regressor_cond(robot, exc, 500.0)

@@ -1,0 +1,358 @@
+"""The input checks of a log (host_tools.data.checks, #24): each on a small synthetic log that shows
+the defect (found: the right kind, joint, interval and samples) beside the look-alikes that are not
+one (a rest below the extreme, a velocity reversal, a short dwell, a clean run); seed 000's
+Experiment 1 as the real case; `import-log --json`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+
+from codegen.model.description import load_robot
+from codegen.model.robot import Robot
+from host_tools.cli import main
+from host_tools.data.checks import (
+    MIN_PLATEAU,
+    OFF_FACTOR,
+    check_log,
+    encoder_offsets,
+    require_absolute_positions,
+    start_offsets,
+    with_start_position,
+)
+from host_tools.data.logs import Log, LogError
+from tests.tooling import ROOT
+
+DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "lwa4p"
+PLANAR2 = load_robot("planar2")  # 1 ms, link-side 16384-count encoders, limits.tau 60 / 20 N m
+
+
+def fabricate(robot: Robot, seconds: float, seed: int = 0) -> tuple[Log, np.ndarray]:
+    """A clean closed-loop run: q_des a sum of sines per joint (no rest), q = q_des minus a tracking
+    error proportional to the desired acceleration (0.2-1 mrad) on the encoder grid, tau a smooth
+    torque plus noise. Returns the log and its true positions."""
+    ts = robot.sample_period
+    t = np.arange(int(round(seconds / ts))) * ts
+    n = robot.dof
+    w = 2 * np.pi * np.array([0.5, 0.7, 0.3, 0.9, 0.4, 0.6])[:n]
+    q_des = 0.6 * np.sin(np.outer(t, w) + 0.3) + 0.2 * np.sin(np.outer(t, 2.3 * w))
+    qd_des = np.gradient(q_des, ts, axis=0)
+    qdd_des = np.gradient(qd_des, ts, axis=0)
+    q = q_des - 1e-4 * qdd_des
+    rpc = 2 * np.pi / np.array([j.encoder.cpr for j in robot.joints if j.encoder is not None])
+    counts = np.round(q / rpc).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    tau = 5 * np.sin(np.outer(t, w) + 1.0) + 2 * qdd_des / np.max(np.abs(qdd_des)) + rng.normal(0, 0.05, q.shape)
+    log = Log(robot.c_name, ts, t, counts, np.ones(q.shape, bool), tau, q_des, qd_des, qdd_des)
+    return log, counts * rpc
+
+
+def window(log: Log, t0: float, t1: float) -> np.ndarray:
+    return (log.time >= t0 - 1e-9) & (log.time <= t1 + 1e-9)
+
+
+def test_a_clean_run_has_no_findings() -> None:
+    log, _ = fabricate(PLANAR2, 6.0)
+    checks = check_log(log, PLANAR2, "clean.npz")
+    assert checks.findings == [] and not np.any(checks.flagged) and checks.lines() == []
+    # the tracking error's peak against its bound: the clean run is far from it
+    assert max(checks.bounds["off_trajectory_worst_ratio"]) < 0.5
+
+
+def test_saturation_is_a_plateau_at_the_extreme_not_a_rest() -> None:
+    log, _ = fabricate(PLANAR2, 6.0)
+    clip = float(np.max(log.tau[:, 0])) * 0.9  # the drive clips joint 1 from above
+    log.tau[:, 0] = np.minimum(log.tau[:, 0], clip)
+    # joint 2 rests at a constant torque for 0.5 s, well inside its range: not a clip
+    rest = window(log, 2.0, 2.5)
+    log.tau[rest, 1] = 1.234
+    checks = check_log(log, PLANAR2, "clip.npz")
+    sat = [f for f in checks.findings if f.kind == "saturation"]
+    assert {f.joint for f in sat} == {1}
+    at = np.flatnonzero(log.tau[:, 0] == clip)
+    runs = np.split(at, np.flatnonzero(np.diff(at) > 1) + 1)
+    # the noise touches the clip for a sample or two where the torque crosses it: no plateau
+    plateaus = [r for r in runs if len(r) >= MIN_PLATEAU]
+    assert [(f.first, f.last) for f in sat] == [(r[0], r[-1]) for r in plateaus] and len(plateaus) >= 1
+    assert sum(f.samples for f in sat) > 0.85 * len(at)
+    assert all(f.t0 == log.time[f.first] and f.t1 == log.time[f.last] for f in sat)
+    assert not np.any(checks.flagged[rest])
+    # the run's extreme reached for 2 samples only (a smooth peak of coarse data) is no plateau
+    log2, _ = fabricate(PLANAR2, 6.0)
+    k = int(np.argmax(log2.tau[:, 0]))
+    log2.tau[k + 1, 0] = log2.tau[k, 0]
+    assert check_log(log2, PLANAR2).findings == []
+
+
+def test_a_coarsely_logged_torque_has_no_plateaus() -> None:
+    """A drive current logged in coarse steps (0.01 N m, no noise; 0.05 N m with the run's noise):
+    every peak sits on one logged value for several samples, but no longer than a smooth peak of
+    that curvature stays within one step -- no saturation finding (the one-sample second
+    differences are 0 almost everywhere there; the check's curvature comes from longer lags)."""
+    for step, noisy in ((0.01, False), (0.05, True)):
+        log, _ = fabricate(PLANAR2, 6.0)
+        smooth = 5 * np.sin(np.outer(log.time, [np.pi, 0.7 * np.pi]) + 1.0)
+        log.tau[:] = np.round((log.tau if noisy else smooth) / step) * step
+        assert [f for f in check_log(log, PLANAR2, "coarse.npz").findings if f.kind == "saturation"] == []
+
+
+def test_limits_of_the_description() -> None:
+    log, _ = fabricate(PLANAR2, 3.0)
+    over = window(log, 1.0, 1.1)
+    log.tau[over, 1] = -20.0 - 0.01 * np.arange(np.sum(over))  # at and over limits.tau (20 N m), negative
+    log.extra["tau_saturated"] = np.zeros(log.tau.shape, bool)
+    log.extra["tau_saturated"][window(log, 2.0, 2.0199), 0] = True  # the importer's current limit
+    found = [(f.kind, f.joint, f.samples) for f in check_log(log, PLANAR2).findings if f.kind == "limit"]
+    assert sorted(found) == [("limit", 1, 20), ("limit", 2, 101)]
+
+
+def test_off_trajectory_against_a_bound_from_the_run() -> None:
+    log, _ = fabricate(PLANAR2, 6.0)
+    away = window(log, 3.0, 4.0)
+    log.counts[away, 1] += int(0.3 / (2 * np.pi / 16384))  # 0.3 rad away (the arm pushed off)
+    checks = check_log(log, PLANAR2, "push.npz")
+    off = [f for f in checks.findings if f.kind == "off_trajectory"]
+    assert [(f.joint, f.t0, f.t1, f.samples) for f in off] == [(2, 3.0, 4.0, 1001)]
+    assert checks.bounds["off_trajectory_bound"][1] < 0.3
+    # the bound is OFF_FACTOR x the median tracking error, 1e-4 qdd_des here: a tracking error
+    # growing a few times where the motion is sharp stays under it
+    log2, _ = fabricate(PLANAR2, 6.0)
+    assert np.all(OFF_FACTOR * np.median(np.abs(1e-4 * log2.qdd_des), axis=0) > 4 * 1e-4 * np.max(np.abs(log2.qdd_des)))
+
+
+def test_time_stamps_that_jump_repeat_or_go_back() -> None:
+    log, _ = fabricate(PLANAR2, 2.0)
+    t = log.time.copy()
+    t[500:] += 0.01  # a 10-sample gap after sample 499
+    t[1000] = t[999]  # a repeat
+    t[1500] = t[1499] - 0.0005  # back, then on
+    log.time = t
+    checks = check_log(log, PLANAR2, "stamps.npz")
+    found = [(f.kind, f.joint, f.first, f.last, f.samples) for f in checks.findings]
+    # the step after a repeat or a step back is longer: one finding each, over both steps
+    assert found == [("time", None, 499, 500, 2), ("time", None, 999, 1001, 3), ("time", None, 1499, 1501, 3)]
+    assert "jump" in checks.findings[0].detail and "repeat" in checks.findings[1].detail
+    assert "go back" in checks.findings[2].detail
+    assert int(np.sum(checks.flagged)) == 8
+
+
+def test_standstill_of_the_whole_arm_not_a_reversal_or_a_dwell() -> None:
+    log, _ = fabricate(PLANAR2, 10.0)
+    still = window(log, 2.0, 5.0)  # 3 s: the whole arm stands still (q_des too)
+    dwell = window(log, 7.0, 8.0)  # 1 s: a dwell between moves
+    for m in (still, dwell):
+        first = np.flatnonzero(m)[0]
+        log.counts[m] = log.counts[first]
+        log.q_des[m] = log.q_des[first]
+        log.qd_des[m] = 0.0
+    checks = check_log(log, PLANAR2, "rest.npz")
+    rest = [f for f in checks.findings if f.kind == "standstill"]
+    assert len(rest) == 1 and rest[0].joint is None
+    # the window's half-width (0.05 s) blurs either edge; the stretch itself is flagged whole
+    assert 1.95 <= rest[0].t0 <= 2.06 and 4.94 <= rest[0].t1 <= 5.05
+    assert np.all(checks.flagged[window(log, 2.06, 4.94)]) and not np.any(checks.flagged[dwell])
+    # the sines reverse several times a second: single near-rest samples, never flagged
+    assert not np.any(checks.flagged[window(log, 0.0, 1.9)])
+    assert [f.kind for f in checks.findings] == ["standstill"]
+
+
+def planar2_16(tmp_path: Path) -> Path:
+    """planar2 with 16-bit motor-side counters of 4096 counts per turn behind 100:1: a counter spans
+    65536 / 409600 of a turn, 57.6 deg, of the joint's 360 deg."""
+    text = (ROOT / "robots" / "planar2.yaml").read_text()
+    text = text.replace("gear_ratio: 1.0", "gear_ratio: 100.0").replace(
+        "encoder: {cpr: 16384, side: link, bits: 32, signed: true}",
+        "encoder: {cpr: 4096, side: motor, bits: 16, signed: true}",
+    )
+    path = tmp_path / "planar2_16.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_wrapping_counter_is_refused_unless_the_start_is_stated(tmp_path: Path) -> None:
+    from host_tools.bindings.rt import load_rt
+
+    path = planar2_16(tmp_path)
+    robot = load_robot(path)
+    with pytest.raises(LogError) as err:
+        require_absolute_positions(robot, None)
+    line = str(err.value)
+    assert "\n" not in line and "joint 1 (shoulder)" in line and "joint 2 (elbow)" in line and "57.6 deg" in line
+    assert "bits: 32" in line and "offset" in line and "--start-position" in line
+    # the counts as the loopback's sensor gives them (unwrapped int64); the generated read takes the
+    # first value's low 16 bits as absolute: 1.2 rad reads as 1.2 - 57.6 deg
+    rt = load_rt(robot, estimator="findiff", observer="none", controller="none")
+    q = np.array([[0.3, 1.2], [0.31, 1.21], [0.33, 1.25]])
+    counts = rt.encoder_counts(q)[0]
+    log = Log(
+        robot.c_name,
+        0.001,
+        np.arange(3) * 0.001,
+        counts,
+        np.ones((3, 2), bool),
+        np.zeros((3, 2)),
+        q,
+        np.zeros((3, 2)),
+        np.zeros((3, 2)),
+    )
+    with pytest.raises(LogError):
+        check_log(log, robot)
+    read = rt.run(log)["q"]
+    assert read[0, 1] == pytest.approx(1.2 - np.radians(57.6), abs=1e-4)
+    # stated roughly (within half a span), the start position sets the offset by whole spans
+    log = with_start_position(log, robot, [0.25, 1.3])
+    offsets = encoder_offsets(robot, log)
+    assert offsets is not None and offsets == pytest.approx([0.0, np.radians(57.6)], abs=1e-12)
+    assert start_offsets(robot, counts[0], q[0]) == pytest.approx(offsets, abs=1e-12)
+    # a log with a stated start runs through the generated read with those offsets (every command
+    # replays logs by Realtime.run), the config's own kept
+    rt.reset()
+    assert rt.run(log)["q"] == pytest.approx(q, abs=2 * np.pi / 409600)
+    assert np.all(rt.config["enc.offset"] == 0)
+    assert check_log(log, robot).findings == []
+    # import-log's NPZ keeps the start position; loading it restores the offsets
+    from host_tools.data.mat_logs import load_log
+
+    log.save(tmp_path / "started.npz")
+    loaded = load_log(tmp_path / "started.npz", robot)
+    assert loaded.encoder_offset is not None and loaded.encoder_offset == pytest.approx(offsets, abs=0)
+    rt.reset()
+    assert rt.run(loaded)["q"] == pytest.approx(q, abs=2 * np.pi / 409600)
+
+
+def test_a_csv_is_checked_for_what_it_carries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """identify's DATA.csv (time, q, tau): saturation, limits and standstill are checked (time steps
+    on reading; no desired trajectory, no counts); the findings are in identify's JSON and left out."""
+    from host_tools.data.checks import check_samples
+    from host_tools.data.csvdata import Samples
+
+    log, q = fabricate(PLANAR2, 12.0, seed=3)
+    tau = log.tau.copy()
+    ts = log.sample_period
+    clip = (log.time >= 6.0) & (log.time < 7.0)
+    tau[clip, 0] = np.max(tau[:, 0]) + 1.0  # held at its new extreme for 1 s
+    found = check_samples(Samples(ts, q, tau), PLANAR2, "run.csv")
+    kinds = [(f.kind, f.joint) for f in found.findings]
+    assert kinds == [("saturation", 1)], kinds
+    assert found.findings[0].t0 == pytest.approx(6.0) and found.findings[0].samples == int(np.sum(clip))
+    assert check_samples(Samples(ts, q, log.tau), PLANAR2, "run.csv").findings == []
+    path = tmp_path / "run.csv"
+    header = "t," + ",".join(f"q{i + 1}" for i in range(2)) + "," + ",".join(f"tau{i + 1}" for i in range(2))
+    np.savetxt(path, np.column_stack([log.time, q, tau]), delimiter=",", header=header, comments="")
+    assert main(["identify", "planar2", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [(c["kind"], c["joint"], c["source"]) for c in doc["checks"]] == [("saturation", 1, str(path))]
+    assert doc["flagged_samples"]["data"] == int(np.sum(clip)) and doc["flagged_left_out"]
+    assert f"manipgen: check: {path}: saturation: joint 1" in captured.err
+
+
+def lwa4p_mat(path: Path, clip: bool, stamps: bool) -> None:
+    """A seed 000-format run of schunk_lwa4p (4 ms, 1 mdeg), 8 s: with ``clip`` joints 1-3's
+    current sits at +-9000 mA (below the 11 A limit) from t = 5 s while the arm stops and q_d moves
+    on; with ``stamps`` one stamp repeats."""
+    ts, k = 0.004, 2000
+    t = 7.012 + np.arange(k) * ts
+    q_d = 0.3 * np.sin(2 * np.pi * 0.4 * np.outer(t, np.arange(1, 7) / 3))
+    q = np.round((q_d - 0.002 * np.sin(2 * np.pi * 0.4 * np.outer(t, np.ones(6)))) * 360000 / (2 * np.pi))
+    i_c = 4000 * np.cos(2 * np.pi * 0.4 * np.outer(t, np.arange(1, 7) / 3))
+    i_c += np.random.default_rng(1).normal(0, 20, i_c.shape)
+    i_c[:, 4:] /= 4  # joints 5-6: 4 A drives
+    if clip:
+        late = t >= t[0] + 5.0
+        i_c[late, :3] = np.array([9000.0, -9000.0, 9000.0])
+        q[late] = q[np.argmax(late)]
+        q_d[late] = q_d[np.argmax(late)] + np.outer(t[late] - t[np.argmax(late)], [1.0, 0, 1.0, 0, 0, 0])
+    if stamps:
+        t[1000] = t[999]
+    data = {"time": t, "q": q * 2 * np.pi / 360000, "q_d": q_d, "I_c": i_c, "dq_hat": np.zeros_like(q)}
+    scipy.io.savemat(str(path), data)
+
+
+def test_import_log_json_reports_the_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mat, out = tmp_path / "clipped.mat", tmp_path / "clipped.npz"
+    lwa4p_mat(mat, clip=True, stamps=True)
+    assert main(["import-log", str(mat), "--robot", "schunk_lwa4p", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["robot"] == "schunk_lwa4p" and doc["samples"] == 1998 and doc["sample_period"] == 0.004
+    assert len(doc["tau_rms"]) == 6 and doc["at_current_limit"] == [0] * 6  # 9000 mA < the 11 A limit
+    kinds = sorted((c["kind"], c["joint"]) for c in doc["checks"])
+    assert kinds == sorted(
+        [("saturation", 1), ("saturation", 2), ("saturation", 3), ("off_trajectory", 1), ("off_trajectory", 3)]
+        + [("time", None), ("standstill", None)]
+    )
+    for c in doc["checks"]:
+        assert set(c) <= {"kind", "joint", "t0", "t1", "samples", "detail"}
+        if c["kind"] == "saturation":
+            # the log's torque is I_c two samples earlier: the clip from t = 12.012 s + 8 ms to the end (15.008 s)
+            assert c["t0"] == pytest.approx(12.020) and c["t1"] == pytest.approx(15.008) and c["samples"] == 748
+    assert Log.load(out).tau.shape == (1998, 6)
+    # without --json: one line per finding naming the file
+    assert main(["import-log", str(mat), "--robot", "schunk_lwa4p", "--out", str(out)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("check: ")]
+    assert len(lines) == 7 and all(str(mat) in ln for ln in lines)
+    # a clean run
+    lwa4p_mat(mat, clip=False, stamps=False)
+    assert main(["import-log", str(mat), "--robot", "schunk_lwa4p", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checks"] == []
+
+
+def test_import_log_refuses_a_wrapping_counter_without_start_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    robot = str(planar2_16(tmp_path))
+    assert main(["import-log", str(tmp_path / "x.mat"), "--robot", robot, "--out", str(tmp_path / "x.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "joint 1 (shoulder)" in err and "--start-position" in err
+    args = ["import-log", str(tmp_path / "x.mat"), "--robot", robot, "--out", str(tmp_path / "x.npz")]
+    assert main([*args, "--start-position", "0.1"]) == 2
+    assert "--start-position" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def shared_runs() -> dict[str, Path]:
+    runs = {
+        n: DATA / f
+        for n, f in (
+            ("exp1", "Experiment1_data.mat"),
+            ("findiff", "4ms_FinDiff_run1.mat"),
+            ("movav", "4ms_MovAv_run1.mat"),
+        )
+    }
+    if not all(p.is_file() for p in runs.values()):
+        message = f"seed 000's LWA-4P runs are not in {DATA}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return runs
+
+
+def test_experiment1_clipping_and_departure(shared_runs: dict[str, Path]) -> None:
+    from host_tools.data.mat_logs import import_mat
+
+    robot = load_robot("schunk_lwa4p")
+    checks = check_log(import_mat(shared_runs["exp1"], robot), robot, "exp1")
+    by = {(f.kind, f.joint): f for f in checks.findings}
+    assert len(by) == len(checks.findings)
+    # I_c at exactly +-9000 mA for 938/916/944 samples of the file (and joint 5 at 1410 mA for
+    # 876): the log's torque is I_c two samples earlier, its last two samples are not in the log
+    for joint, samples, t0 in ((1, 936, 31.260), (2, 914, 31.348), (3, 942, 31.236), (5, 874, 31.508)):
+        f = by["saturation", joint]
+        assert (f.samples, f.t1) == (samples, 35.0) and f.t0 == pytest.approx(t0)
+    for joint in (1, 3):
+        f = by["off_trajectory", joint]
+        assert 31.3 < f.t0 < 31.5 and f.t1 == 35.0 and f.samples > 850
+    assert by["standstill", None].t0 == pytest.approx(31.188)  # q stops while q_d moves on
+    assert set(by) == {("saturation", j) for j in (1, 2, 3, 5)} | {("off_trajectory", 1), ("off_trajectory", 3)} | {
+        ("standstill", None)
+    }
+    assert not np.any(checks.flagged[import_mat(shared_runs["exp1"], robot).time < 31.18])
+    for run in ("findiff", "movav"):
+        clean = check_log(import_mat(shared_runs[run], robot), robot, run)
+        assert clean.findings == []
+        assert max(clean.bounds["off_trajectory_worst_ratio"]) < 0.35  # 0.31 / 0.33 measured

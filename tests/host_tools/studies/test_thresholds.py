@@ -1,0 +1,253 @@
+"""`manipgen thresholds`: the least-mean threshold envelope covering a collision-free run's residual
+(threshold + kv |qd| + ka |qdd| + ks exp(-|qd|/vs)), times a margin from held-out blocks, written into
+the config; the envelope is tight (5 % lower fires on the same run) and detects a collision the run
+did not have. The fit recovers a known envelope; the generated C's threshold is the CasADi one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.studies.thresholds import (
+    check_thresholds,
+    design_thresholds,
+    envelope,
+    held_out_ratios,
+    regressor,
+    threshold_along,
+)
+from tests.tooling import ROOT
+
+
+def _runs(tmp_path: Path) -> tuple:
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", estimator="kalman", observer="momentum", controller="computed_torque")
+    true = robot.standard_parameters()
+    rt.config["model.params"] = true * (1 + np.random.default_rng(3).uniform(-0.05, 0.05, true.shape))
+    rt.config["det.reaction"] = 0
+    traj = generated_trajectory(robot, 6.0, rt.sample_period, seed=4, speed=0.2)
+    free = simulate(rt, traj, true_params=true).log
+    ext = np.zeros_like(traj.q)
+    ext[3000:3400, 1] = 4.0
+    hit = simulate(rt, traj, true_params=true, tau_ext=ext).log
+    rt.config.save(tmp_path / "base.json")
+    return rt, free.save(tmp_path / "free.npz"), hit, free
+
+
+def test_thresholds_cli_is_tight_and_detects(tmp_path: Path) -> None:
+    rt, free_path, hit, free = _runs(tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "thresholds",
+            "planar2",
+            str(free_path),
+            "--estimator",
+            "kalman",
+            "--observer",
+            "momentum",
+            "--config",
+            str(tmp_path / "base.json"),
+            "--out",
+            str(tmp_path / "cfg.json"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    margin = doc["margin"]
+    assert doc["shape"] == "fitted" and doc["margin_from"]["derived"] and doc["acceleration"]
+    assert margin == pytest.approx(max(1.0, doc["margin_from"]["held_out_worst"]) / doc["margin_from"]["target"])
+    rt.config.load(tmp_path / "cfg.json")
+    for key in ("threshold", "kv", "ka", "ks", "vs"):
+        np.testing.assert_array_equal(rt.config[f"det.{key}"], doc[key])
+    assert min(doc["threshold"]) > 0  # every joint detects
+    rt.reset()
+    assert not rt.run(free)["collision"].any()  # false-alarm free on its run
+    for key in ("threshold", "kv", "ka", "ks"):  # the envelope 5 % below its fit ...
+        rt.config[f"det.{key}"] = 0.95 / margin * np.array(doc[key])
+    rt.config["det.debounce"] = 1
+    rt.reset()
+    assert rt.run(free)["collision"].any()  # ... fires: the fit is tight
+    rt.config.load(tmp_path / "cfg.json")
+    rt.reset()
+    out = rt.run(hit)
+    k = np.flatnonzero(out["collision"])
+    assert k.size and 3000 <= k[0] < 3100 and out["link"][k[0]] == 2  # a 4 N m contact, found and isolated
+
+
+def test_the_fit_recovers_a_known_envelope() -> None:
+    """|r| under a known threshold envelope, touching it on a random tenth of the samples: the
+    least-mean covering envelope is that one (the linear programme's optimum, unique here); the
+    regressor times the coefficients is detect.level; an estimator without q-ddot gives ka = 0."""
+    rng = np.random.default_rng(7)
+    k = 4000
+    t = np.arange(k) * 0.004
+    qd = 0.8 * np.sin(1.3 * t) + 0.3 * np.sin(4.1 * t)
+    qdd = np.gradient(qd, t)
+    true = np.array([0.7, 1.5, 0.4, 2.0])  # threshold, kv, ka, ks
+    vs = 0.05
+    x = regressor(qd, qdd, vs)
+    np.testing.assert_allclose(x[:, 0], 1.0)
+    np.testing.assert_allclose(x[:, 1:], np.column_stack([abs(qd), abs(qdd), np.exp(-abs(qd) / vs)]), rtol=1e-12)
+    scale = rng.uniform(0.3, 1.0, k)
+    scale[rng.random(k) < 0.1] = 1.0
+    r = scale * (x @ true)
+    np.testing.assert_allclose(envelope(r, x, 0.0), true, rtol=1e-6)
+    x[:, 2] = 0.0  # no q-ddot estimate: ka is moot, fitted 0
+    assert envelope(scale * (x @ true), x, 0.0)[2] == 0.0
+
+
+def test_held_out_blocks_and_the_margin(tmp_path: Path) -> None:
+    """A constant threshold whose last block holds twice the others' largest |r|: held out, it is 2x
+    the threshold fitted on the others, and they 0.5x its; design_thresholds' margin is
+    max(1, worst held-out ratio) / target, its threshold covers the run with exactly 1 / margin,
+    and the generated C's threshold (out.above) is detect.level evaluated by CasADi."""
+    r = np.ones(400)
+    r[350] = 2.0
+    x = np.ones((400, 4))
+    x[:, 1:] = 0.0
+    np.testing.assert_allclose(held_out_ratios(r, x, 0.0, 4), [0.5, 0.5, 0.5, 2.0])
+    rt, _, _, free = _runs(tmp_path)
+    design = design_thresholds(rt, free, blocks=4, target=0.8)
+    assert design.held_out.shape == (4, 2) and not design.margin_given
+    assert design.margin == pytest.approx(max(1.0, design.held_out.max()) / 0.8)
+    check = check_thresholds(rt, free, design)  # the design run itself
+    assert check.false_alarm_samples.sum() == 0
+    assert check.ratio.max() == pytest.approx(1 / design.margin, rel=1e-6)
+    np.testing.assert_allclose(check.threshold_mean, design.threshold_mean, rtol=1e-12)
+    for key, value in design.config().items():
+        rt.config[key] = value
+    rt.config["det.ka"] = 5.0 * np.maximum(design.ka, 0.05)  # the acceleration part matters here
+    rt.config["det.ks"] = 0.5 * design.threshold
+    rt.config["det.release"], rt.config["det.reaction"] = 1.0, 0  # above = |r| > level, no reaction
+    rt.reset()
+    out = rt.run(free)
+    level = threshold_along(out, replace(design, ka=rt.config["det.ka"].copy(), ks=rt.config["det.ks"].copy()))
+    r_abs = np.abs(out["r"])
+    clear = np.abs(r_abs - level) > 1e-9 * (1 + level)  # away from exact ties
+    np.testing.assert_array_equal(out["above"][clear].astype(bool), (r_abs > level)[clear])
+    assert np.all(rt.config["det.ka"] > 0) and np.any(np.abs(out["qdd_hat"]) > 0.1)
+
+
+def test_thresholds_errors(tmp_path: Path) -> None:
+    rt, free_path, _, free = _runs(tmp_path)
+    with pytest.raises(ValueError, match="margin"):
+        design_thresholds(rt, free, margin=0.9)
+    with pytest.raises(ValueError, match="leaves none"):
+        design_thresholds(rt, free, skip=100.0)
+    other = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
+    with pytest.raises(ValueError, match="robot"):
+        design_thresholds(other, free)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "host_tools.cli",
+            "thresholds",
+            "planar2",
+            str(free_path),
+            "--observer",
+            "adaptive",
+            "--estimator",
+            "findiff",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert r.returncode == 2 and "needs the joint acceleration" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_undesigned_thresholds_never_latch_and_an_early_latch_warns() -> None:
+    """A robot without designed thresholds (planar2's description sets none): det.threshold is 0 on
+    every joint, the detection is off, a whole run latches nothing. Thresholds far below the
+    residual of normal motion latch at once: the run says so, naming the thresholds."""
+    from host_tools.bindings.loopback import RunWarning
+
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", observer="momentum")
+    assert np.all(rt.config["det.threshold"] == 0) and rt.config["det.reaction"] == 1  # stop, once designed
+    traj = generated_trajectory(robot, 3.0, rt.sample_period, seed=2)
+    run = simulate(rt, traj)
+    assert not run.out["collision"].any() and np.max(np.abs(run.out["r"])) > 0.1  # a residual, no latch
+    rt.config["det.threshold"] = 1e-3
+    early = r"collision latched at t = 0\.\d+ s, before any external force.*det\.threshold"
+    with pytest.warns(RunWarning, match=early):
+        simulate(rt, traj)
+    worst = np.max(np.abs(run.out["r"]), axis=0)
+    ext = np.zeros_like(traj.q)
+    ext[300:, 0] = 4 * worst[0]  # a push from 0.3 s: an early latch then is the push's, no warning
+    rt.config["det.threshold"] = 2 * worst
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RunWarning)
+        assert simulate(rt, traj, tau_ext=ext).out["collision"].any()
+
+
+def test_record_then_thresholds_needs_no_python(tmp_path: Path) -> None:
+    """`manipgen record` writes a collision-free run; `thresholds` designs from it; `--check` on a
+    run of another motion exits 1 when that run has false alarms (0 when it has none); a log of a
+    robot at standstill is refused, saying why."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "host_tools.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+        )
+
+    free, other = tmp_path / "free.npz", tmp_path / "other.npz"
+    r = cli("record", "planar2", "--duration", "4", "--out", str(free))
+    assert r.returncode == 0 and "collision-free" in r.stdout, r.stderr
+    assert cli("record", "planar2", "--duration", "4", "--seed", "5", "--out", str(other)).returncode == 0
+    tight = cli("thresholds", "planar2", str(free), "--margin", "1.0", "--check", str(other), "--json")
+    loose = cli("thresholds", "planar2", str(free), "--margin", "3.0", "--check", str(other), "--json")
+    alarms = sum(json.loads(tight.stdout)["check"]["false_alarm_samples"])
+    assert (tight.returncode, loose.returncode) == ((1, 0) if alarms else (0, 0)), (tight.stderr, loose.stderr)
+    assert sum(json.loads(loose.stdout)["check"]["false_alarm_samples"]) == 0
+    with np.load(free) as z:
+        still = {k: z[k] for k in z.files}
+    for key in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des"):
+        still[key] = np.repeat(still[key][:1], len(still["time"]), axis=0)
+    np.savez(tmp_path / "still.npz", **still)
+    r = cli("thresholds", "planar2", str(tmp_path / "still.npz"))
+    lines = r.stderr.strip().splitlines()  # the input checks' finding, then one error
+    assert r.returncode == 2 and "standstill: whole arm" in lines[0] and len(lines) == 2, r.stderr
+    assert "barely moves" in lines[1], r.stderr
+
+
+def test_a_urdf_chain_through_record_and_thresholds(tmp_path: Path) -> None:
+    """A user's URDF (example-robot-data's UR10, a tree: the chain given) goes through `record` and
+    `thresholds` with the same --base-link/--tip-link flags as `generate`; the designed thresholds
+    hold on the run they came from (with the derived margin: max |r| / threshold <= the target)."""
+    from host_tools.studies.pinocchio_models import ur_urdf_path
+
+    chain = [str(ur_urdf_path("ur10")), "--base-link", "base_link", "--tip-link", "tool0"]
+    free = tmp_path / "free.npz"
+    run = [sys.executable, "-m", "host_tools.cli"]
+    r = subprocess.run([*run, "record", *chain, "--duration", "3", "--out", str(free)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"Next: manipgen thresholds {' '.join(chain)} {free}" in r.stdout  # the hint runs as printed
+    r = subprocess.run(
+        [*run, "thresholds", *chain, str(free), "--check", str(free), "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["threshold"]) == 6 and min(doc["threshold"]) > 0
+    assert sum(doc["check"]["false_alarm_samples"]) == 0 and max(doc["check"]["ratio"]) <= doc["margin_from"]["target"]
