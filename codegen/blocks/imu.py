@@ -39,7 +39,7 @@ So the IMUs weigh in where they are better than the encoders under the process m
 (default the kalman block's 10 rad^2/s^6: a fine encoder then outweighs them at low frequency; a
 larger q_var follows fast motion with the IMUs). Exact, noise-free readings with wv = wa = 0 give
 u_v, u_a equal to the true qd, qdd up to the prior's pull, (noise / prior)^2 relative
-(tests/rt/test_imu_fusion.py).
+(tests/codegen/blocks/test_imu_fusion.py).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ template)::
     from codegen.blocks import registry
     registry.register(registry.Estimator(name="mine", summary="...", build=build, ...))
 
-Modules outside the project register the same way before they generate (``tests/rt/
-test_block_registry.py`` adds an alpha-beta filter from the test file alone).
+Modules outside the project register the same way before they generate
+(``tests/codegen/blocks/test_block_registry.py`` adds an alpha-beta filter from the test file alone).
 """
 
 from __future__ import annotations

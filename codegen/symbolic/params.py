@@ -71,7 +71,8 @@ class BaseParameters:
             k=k,
             expressions=tuple(manifest["base_expressions"]),
             n_inertial=int(manifest["base_ranges"]["inertial"][1]),
-            rank=int(manifest["n_base"]),  # not recorded; tests/test_params.py checks the count against the SVD rank
+            # the rank is not recorded: tests/codegen/symbolic/test_params.py checks the count against the SVD rank
+            rank=int(manifest["n_base"]),
         )
 
     def to_standard(self, beta: np.ndarray) -> np.ndarray:

@@ -184,9 +184,9 @@ static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL 
  * not contract a * b + c into a fused multiply-add (-std=c99 or -ffp-contract=off, as the host build
  * and runtime/target/Makefile compile) computes the same bits: `manipgen target pil` builds the
  * host's plant and the Cortex-M's step with them, because glibc's and newlib's sin and cos differ
- * in the last bit. Accuracy (tests/rt/test_portable_math.py, against mpmath): within 2 units in the
- * last place in double for |x| < 1e6, within 3 in float for |x| < 5000; beyond, sin and cos lose
- * accuracy but not determinism. */
+ * in the last bit. Accuracy (tests/codegen/emit/test_portable_math.py, against mpmath): within 2
+ * units in the last place in double for |x| < 1e6, within 3 in float for |x| < 5000; beyond, sin
+ * and cos lose accuracy but not determinism. */
 #ifdef MANIPGEN_PORTABLE_MATH
 
 #define MG_PIO2_HI 1.5707963267341256      /* pi/2 to 33 bits: k * it is exact for |k| < 2^20 */

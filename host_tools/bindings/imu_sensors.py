@@ -70,7 +70,7 @@ class ImuSensors:
     def read(self, exact: np.ndarray, ts: float) -> np.ndarray:
         """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the
         loopback's chain (templates/loopback.c.j2) in numpy, for simulators that run in Python (the
-        PyBullet harness); tests/rt/test_imu_fusion.py holds the two together."""
+        PyBullet harness); tests/codegen/blocks/test_imu_fusion.py holds the two together."""
         k, width = exact.shape
         m = width // 6
         v = exact + self.biases(m) + self.noise(k, m, ts)

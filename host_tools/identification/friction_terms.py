@@ -24,7 +24,7 @@ validation run plays no part in the choice.
 MIN_GAIN is a guard against columns that fit the blocks' particulars, not a tuned value: the terms
 seed 000's runs keep lower each joint's held-out RMS by 31-48 % together (the JSON's cv_rms against
 cv_rms_description_model), and a planted term on a synthetic run is found while the absent ones
-stay out (tests/ident/test_friction_terms.py).
+stay out (tests/host_tools/identification/test_friction_terms.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Zero-phase Butterworth low-pass: the digital design (analog prototype, pre-warping, bilinear
 transform, second-order sections) and forward-backward filtering with odd-extension padding and
 steady-state initial conditions -- what ``scipy.signal.butter(..., output="sos")`` and
-``scipy.signal.sosfiltfilt`` do, to rounding (tests/ident/test_zero_phase.py compares them).
+``scipy.signal.sosfiltfilt`` do, to rounding (tests/host_tools/identification/test_zero_phase.py compares them).
 
 Why not scipy.signal itself: importing it costs 0.49 s in scipy 1.17 (it parses about 800
 docstrings on import), a sixth of `manipgen identify`'s 3 s budget (issue #24), and identify needs

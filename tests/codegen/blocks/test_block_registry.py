@@ -34,7 +34,7 @@ NAME = "alphabeta"
 # The C plumbing: first sample initialises, then the step (the same calls the generic estimator
 # plumbing makes, written here so that the template comes from outside templates/).
 TEMPLATE = """\
-    /* alpha-beta filter: registered from tests/rt/test_block_registry.py */
+    /* alpha-beta filter: registered from tests/codegen/blocks/test_block_registry.py */
     if (rt->first) {
 {{ call("est", "init") | indent(8, true) }}
     }
@@ -117,7 +117,7 @@ def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(re
     # generate through the command line, into a folder of its own
     assert main(["generate", "planar2", "--estimator", NAME, "--observer", "none", "--out", str(tmp_path)]) == 0
     rt_c = (tmp_path / "planar2_rt.c").read_text()
-    assert "alpha-beta filter: registered from tests/rt/test_block_registry.py" in rt_c
+    assert "alpha-beta filter: registered from tests/codegen/blocks/test_block_registry.py" in rt_c
     assert "planar2_rt_est_step" in rt_c
     # build and load: the C step against the numpy filter on a quantised ramp with lost samples held
     rt = load_rt("planar2", estimator=NAME, observer="none", controller="none")

@@ -15,7 +15,7 @@ arithmetic. Asserted per output:
   within R_GROWTH x the first's.
 The default suite runs 60 s of the iiwa (3 windows) and one cycle of a shorter motion (10 s; 5 s for
 the elastic biorob4, whose plant is slower) of the other bundled robots: bounds only there. The 1 h version
-(3.6e6 samples, first vs last minute) is marked slow: `pytest -m slow tests/rt/test_float32_numerics.py`.
+(3.6e6 samples, first vs last minute) is marked slow: `pytest -m slow tests/codegen/blocks/test_float32_numerics.py`.
 """
 
 from __future__ import annotations

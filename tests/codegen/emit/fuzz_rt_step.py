@@ -1,5 +1,5 @@
 """Hypothesis fuzzing of a generated ``<robot>_rt_step`` through cffi, in an ASan + UBSan build
-(#10 item 2). tests/rt/test_fuzz_sanitized.py runs it in a subprocess with the ASan runtime
+(#10 item 2). tests/codegen/emit/test_fuzz_sanitized.py runs it in a subprocess with the ASan runtime
 preloaded (Python itself is not instrumented):
 
     LD_PRELOAD=$(gcc -print-file-name=libasan.so) python -m tests.codegen.emit.fuzz_rt_step kuka_iiwa14 double

@@ -1,5 +1,5 @@
 """#10 item 2: hypothesis drives the generated rt_step through cffi in an AddressSanitizer +
-UndefinedBehaviorSanitizer build (tests/rt/fuzz_rt_step.py, in a subprocess that preloads the ASan
+UndefinedBehaviorSanitizer build (tests/codegen/emit/fuzz_rt_step.py, in a subprocess that preloads the ASan
 runtime; any sanitizer report aborts it). Pipelines: the iiwa's default in double, the elastic
 biorob4 in float (motor channel, state feedback), and the LWA-4P with the model-adaptive observer
 (Cholesky solves) and PID in double."""

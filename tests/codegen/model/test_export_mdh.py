@@ -3,7 +3,7 @@ for a robot is the same robot. Each bundled robot (mdh, dh and urdf descriptions
 URDFs of example-robot-data and the peers' mixed arms (prismatic joints, a payload) are converted,
 written and read back, against the original through the expressions the C is printed from:
 inverse dynamics, mass matrix, tip pose and tip Jacobian. (`manipgen verify --reference` checks
-such a table's generated C against Pinocchio on the URDF: tests/test_verify.py.)"""
+such a table's generated C against Pinocchio on the URDF: tests/host_tools/studies/test_verify.py.)"""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def source(spec: str) -> tuple[str | Path, str | None, str | None]:
 
 class Symbolic:
     """A robot's CasADi expressions (codegen.symbolic.dynamics) evaluated numerically: the same
-    functions the generated C prints (tests/test_generated_c.py holds C = CasADi), without the cost
+    functions the generated C prints (tests/codegen/emit/test_generated_c.py holds C = CasADi), without the cost
     of generating and compiling a folder per converted table."""
 
     def __init__(self, robot: Any) -> None:
