@@ -46,3 +46,17 @@ def test_the_check_reads_the_rows() -> None:
     """The parser finds the table (a renamed heading or reformatted rows must not pass vacuously)."""
     table = _table()
     assert len(table) >= 12 and "codegen/emit" in table and "generate" in table["codegen/emit"]
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    """tests/codegen/... and tests/host_tools/... (docs/design.md, "Tests"): each test folder there is
+    named after a package of the tree, so a test's place says what it tests."""
+    tree = _tree()
+    folders = [
+        p.parent.relative_to(ROOT / "tests")
+        for top in ("codegen", "host_tools")
+        for p in (ROOT / "tests" / top).rglob("*.py")
+        if "__pycache__" not in p.parts
+    ]
+    assert folders
+    assert sorted({str(f) for f in folders} - set(tree)) == []
