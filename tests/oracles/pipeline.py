@@ -83,13 +83,23 @@ def zero_waiting(pipe: Pipeline, d: Data) -> None:
 
 def all_finite(pipe: Pipeline, d: Data, prefix: str, limit: float = np.inf) -> bool:
     """The numeric-fault test of the step: every real ``in.``, ``out.`` or ``cfg.`` value finite
-    (and within +-limit)."""
-    fields = pipe.fields()
-    return all(
-        bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v)))
-        for k, v in d.items()
-        if k.startswith(prefix) and fields[k].ctype == "real"
-    )
+    (and within +-limit). ``|v| <= limit`` is false for NaN, and for inf when the limit is finite."""
+    values = [np.ravel(d[k]) for k in _real_keys(pipe, prefix) if k in d]
+    if not values:
+        return True
+    v = np.concatenate(values)
+    return bool(np.all(np.abs(v) <= limit) and np.all(np.isfinite(v)))
+
+
+_REAL_KEYS: dict[tuple[int, str], tuple[str, ...]] = {}
+
+
+def _real_keys(pipe: Pipeline, prefix: str) -> tuple[str, ...]:
+    """The real fields of a space, once per pipeline (the oracle asks at every sample)."""
+    key = (id(pipe), prefix)
+    if key not in _REAL_KEYS:
+        _REAL_KEYS[key] = tuple(k for k, f in pipe.fields().items() if k.startswith(prefix) and f.ctype == "real")
+    return _REAL_KEYS[key]
 
 
 def restart(pipe: Pipeline, d: Data) -> None:
