@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import casadi as cs
 
+from codegen.symbolic.functions import FunctionSpec
+
 from . import registry
-from .base import Block, Field, Fn, per_joint, sx_function
+from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 
 
@@ -194,7 +196,7 @@ def _state(n: int, nb: int, integral: bool) -> list[Field]:
     ]
 
 
-def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> Fn:
+def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> FunctionSpec:
     """Seed 001 eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base regressor."""
     dyn, base = ctx.dyn, ctx.base
     model, pi = ctx.model_inputs()
@@ -251,7 +253,7 @@ sample and every in.reset start the low-passes at 0 (r = 0); non-finite inputs r
 """
 
 
-def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[Fn, list[Field]]:
+def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpec, list[Field]]:
     """The momentum form's r and its filtered regressor G (INTEGRAL_DOC). Of the last sample only
     what this one needs is kept: D = a G - (1 - a) (Y_p / T - Y_beta / 2) (n x b) and
     e = a r0 - (1 - a) (p / T - beta / 2) (n), so that G_k = D_{k-1} + (1 - a) (Y_p,k / T + Y_beta,k / 2)

@@ -20,6 +20,8 @@ from typing import Literal
 import casadi as cs
 import numpy as np
 
+from codegen.symbolic.functions import Arg, FunctionSpec
+
 CType = Literal["real", "int32", "uint32", "int64", "uint8"]
 NUMPY: dict[CType, type] = {
     "real": np.float64,
@@ -70,17 +72,6 @@ class Field:
         return np.array(self.default, dtype=NUMPY[self.ctype]).reshape(self.shape)
 
 
-@dataclass(frozen=True)
-class Fn:
-    """A CasADi function and where its arguments live (bindings, see the module docstring)."""
-
-    name: str
-    function: cs.Function
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    doc: str
-
-
 @dataclass
 class Block:
     """One stage of the pipeline (see the module docstring)."""
@@ -92,23 +83,46 @@ class Block:
     state: list[Field] = field(default_factory=list)
     outputs: list[Field] = field(default_factory=list)
     inputs: list[Field] = field(default_factory=list)  # extra fields of <robot>_rt_input_t it reads
-    functions: list[Fn] = field(default_factory=list)
-    derive: Fn | None = None  # config -> derived state, at init and at every config change
+    functions: list[FunctionSpec] = field(default_factory=list)
+    derive: FunctionSpec | None = None  # config -> derived state, at init and at every config change
     template: str = ""  # templates/rt/<template>.c.j2 ('' = the generic plumbing of its kind)
     template_text: str = ""  # or the plumbing itself (jinja), for blocks registered from outside the project
     options: dict[str, object] = field(default_factory=dict)  # generation-time choices
 
-    def fn(self, name: str) -> Fn:
+    def fn(self, name: str) -> FunctionSpec:
         for f in self.functions:
             if f.name == name:
                 return f
         raise KeyError(name)
 
 
-def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> Fn:
-    """Build an Fn from (binding, symbol) pairs; outputs are densified and CSE'd."""
+def parameter_names(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """C parameter names of a block function from its bindings: cfg.est.gain -> cfg_est_gain,
+    out.q -> out_q; an output bound where an input is (st.est.x in and out) gets _next."""
+    ins = [binding.replace(".", "_") for binding in inputs]
+    outs = [binding.replace(".", "_") + ("_next" if binding in inputs else "") for binding in outputs]
+    if len(set(ins + outs)) != len(ins) + len(outs):
+        raise ValueError(f"bindings {inputs} -> {outputs} name a parameter twice")
+    return ins, outs
+
+
+def bound(name: str, f: cs.Function, inputs: tuple[str, ...], outputs: tuple[str, ...], doc: str) -> FunctionSpec:
+    """The C function spec of ``f`` whose arguments are read from ``inputs`` and written to
+    ``outputs`` (bindings); its parameters are named for them (parameter_names)."""
+    ins, outs = parameter_names(inputs, outputs)
+    return FunctionSpec(
+        name,
+        doc,
+        tuple(Arg(a, int(f.numel_in(i)), "", b) for i, (a, b) in enumerate(zip(ins, inputs))),
+        tuple(Arg(a, int(f.numel_out(i)), "", b) for i, (a, b) in enumerate(zip(outs, outputs))),
+        f,
+    )
+
+
+def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> FunctionSpec:
+    """A block function from (binding, symbol) pairs; outputs are densified and CSE'd."""
     f = cs.Function(name, [s for _, s in inputs], [cs.cse(cs.densify(cs.vec(e))) for _, e in outputs])
-    return Fn(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
+    return bound(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
 
 
 def per_joint(values: float | list[float] | tuple[float, ...], n: int) -> tuple[float, ...]:

@@ -17,18 +17,18 @@ from __future__ import annotations
 import casadi as cs
 
 from codegen.blocks import controllers, findiff
-from codegen.blocks.base import Fn
 from codegen.blocks.context import Ctx
 from codegen.blocks.options import EstimatorChoice, RtOptions
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.functions import FunctionSpec
 
 
-def _call(fn: Fn, bindings: dict[str, cs.SX]) -> dict[str, cs.SX]:
+def _call(fn: FunctionSpec, bindings: dict[str, cs.SX]) -> dict[str, cs.SX]:
     """Evaluate a block's function symbolically on named bindings; returns its outputs by binding."""
-    res = fn.function(*[bindings[b] for b in fn.inputs])
+    res = fn.casadi(*[bindings[b] for b in fn.reads])
     outs = list(res) if isinstance(res, (list, tuple)) else [res]
-    return dict(zip(fn.outputs, outs))
+    return dict(zip(fn.writes, outs))
 
 
 def controller(robot: Robot, dyn: Dynamics, sample_period: float) -> tuple[cs.Function, cs.Function]:

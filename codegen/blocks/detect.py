@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import casadi as cs
 
-from .base import Block, Field, Fn, per_joint, sx_function
+from codegen.symbolic.functions import FunctionSpec
+
+from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 
 # the threshold's coefficients, in the order of ``level``'s arguments after qd_hat and qdd_hat (linear
@@ -38,7 +40,7 @@ def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs:
     return cs.if_else(th > 0, th + kv * speed + ka * cs.fabs(qdd) + ks * cs.exp(-speed / vs), 0)
 
 
-def _level(ctx: Ctx) -> Fn:
+def _level(ctx: Ctx) -> FunctionSpec:
     qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
     coef = {name: ctx.sym(name) for name in (*COEFFICIENTS, "vs")}
     return sx_function(
@@ -49,7 +51,7 @@ def _level(ctx: Ctx) -> Fn:
     )
 
 
-def _reflex(ctx: Ctx) -> Fn:
+def _reflex(ctx: Ctx) -> FunctionSpec:
     qc, integ, r, kr = ctx.sym("q_col"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_r")
     integ_n = integ + ctx.ts * kr * r
     return sx_function(

@@ -23,8 +23,9 @@ import math
 import casadi as cs
 
 from codegen.model.robot import Robot
+from codegen.symbolic.functions import FunctionSpec
 
-from .base import Block, Field, Fn, sx_function
+from .base import Block, Field, sx_function
 from .context import Ctx
 
 TWO_PI = 2.0 * math.pi
@@ -166,7 +167,7 @@ def build(ctx: Ctx) -> Block:
     )
 
 
-def sensor_function(n: int) -> Fn:
+def sensor_function(n: int) -> FunctionSpec:
     """The encoder seen from the plant's side (simulation, ``<robot>_loopback``): the real-valued
     count a shaft at q shows, ``(q - offset) * gear * direction / (2 pi / cpr)``; the loopback takes
     its floor. The inverse of ``position`` up to the quantisation."""

@@ -11,7 +11,9 @@ the Kalman filter changes its update (it predicts); the others see the held posi
 
 from __future__ import annotations
 
-from .base import Field, Fn, sx_function
+from codegen.symbolic.functions import FunctionSpec
+
+from .base import Field, sx_function
 from .context import Ctx
 
 
@@ -23,7 +25,7 @@ def outputs(n: int) -> list[Field]:
     ]
 
 
-def fdyn_torque(ctx: Ctx, qd_binding: str) -> tuple[list[Fn], list[Field]]:
+def fdyn_torque(ctx: Ctx, qd_binding: str) -> tuple[list[FunctionSpec], list[Field]]:
     """A model-based estimator's torque for the dynamics library's forward dynamics, which has the
     description's Coulomb scales compiled in: ``in.tau`` less the run-time scales' friction minus the
     description's (``cfg.model.coulomb_scale``), so that f = M(q)^-1 (tau - n(q, qd_hat)) has the

@@ -52,9 +52,10 @@ import casadi as cs
 from codegen.errors import DescriptionError
 from codegen.model.robot import Imu, Robot
 from codegen.symbolic import imu as imu_model
+from codegen.symbolic.functions import FunctionSpec
 
 from . import kalman, registry
-from .base import Block, Field, Fn, sx_function
+from .base import Block, Field, sx_function
 from .context import Ctx
 from .estimator import outputs
 
@@ -245,7 +246,7 @@ def _state_bindings(x: _Symbols) -> list[tuple[str, cs.SX]]:
     ]
 
 
-def _step(x: _Symbols, model: cs.Function, n: int, ts: float) -> Fn:
+def _step(x: _Symbols, model: cs.Function, n: int, ts: float) -> FunctionSpec:
     cfg = [
         ("cfg.est.noise_gyro", x.sg),
         ("cfg.est.noise_acc", x.sa),
@@ -268,7 +269,7 @@ def _step(x: _Symbols, model: cs.Function, n: int, ts: float) -> Fn:
     )
 
 
-def _init(x: _Symbols, n: int) -> Fn:
+def _init(x: _Symbols, n: int) -> FunctionSpec:
     zero = cs.SX.zeros(n)
     start_p = cs.vertcat(*[cs.vertcat(x.r_var[j], 0, 0, x.pv[j] ** 2, 0, x.pa[j] ** 2) for j in range(n)])
     return sx_function(
@@ -284,7 +285,7 @@ def _init(x: _Symbols, n: int) -> Fn:
     )
 
 
-def _derive(ts: float) -> Fn:
+def _derive(ts: float) -> FunctionSpec:
     wv, wa = cs.SX.sym("wv"), cs.SX.sym("wa")
     return sx_function(
         "imu_derive",

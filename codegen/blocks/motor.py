@@ -8,8 +8,10 @@ Model-based estimators (nlhg, slimod) have no motor-side form: their model is th
 
 from __future__ import annotations
 
+from codegen.symbolic.functions import FunctionSpec
+
 from . import registry
-from .base import Block, Field, Fn
+from .base import Block, Field, bound
 
 RENAMED = {
     "out.q": "out.theta",
@@ -30,12 +32,12 @@ def _rebind(binding: str) -> str:
     raise ValueError(f"the motor-side estimator cannot read {binding}")
 
 
-def _fn(f: Fn) -> Fn:
-    return Fn(
+def _fn(f: FunctionSpec) -> FunctionSpec:
+    return bound(
         f.name,
-        f.function,
-        tuple(_rebind(b) for b in f.inputs),
-        tuple(_rebind(b) for b in f.outputs),
+        f.casadi,
+        tuple(_rebind(b) for b in f.reads),
+        tuple(_rebind(b) for b in f.writes),
         f.doc + " (motor side)",
     )
 

@@ -194,7 +194,7 @@ def _gives_acceleration(estimator: Block) -> bool:
     """Whether the estimator's q-ddot output is not identically zero (findiff, linhg and the FIR
     filters without acceleration coefficients give 0)."""
     fn = estimator.fn("step")
-    out = fn.function.call(fn.function.sx_in())[fn.outputs.index("out.qdd_hat")]
+    out = fn.casadi.call(fn.casadi.sx_in())[fn.writes.index("out.qdd_hat")]
     return not out.is_zero()
 
 

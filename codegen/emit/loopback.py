@@ -10,7 +10,7 @@ import jinja2
 
 from codegen.blocks import imu as imu_block
 from codegen.blocks import registry
-from codegen.blocks.base import Block, Fn
+from codegen.blocks.base import Block
 from codegen.blocks.encoder import sensor_function
 from codegen.emit.cfunction import view
 from codegen.emit.cprint import Precision
@@ -18,7 +18,7 @@ from codegen.emit.pipeline import LOOPBACK_MAX_DELAY
 from codegen.model.robot import Robot
 from codegen.symbolic.contact import contact_function
 from codegen.symbolic.dynamics import Dynamics
-from codegen.symbolic.functions import Arg, FunctionSpec
+from codegen.symbolic.functions import FunctionSpec
 from codegen.symbolic.imu import readings_function
 
 
@@ -29,12 +29,8 @@ def motion_inputs(observer: Block | None) -> list[str]:
 
 
 def _sensor(n: int, precision: Precision) -> dict[str, Any]:
-    """The loopback's encoder model (codegen.blocks.encoder.sensor_function): its arguments are the
-    last parts of its bindings (q, cpr, gear, direction, offset) and the count."""
-    fn: Fn = sensor_function(n)
-    f = fn.function
-    ins = tuple(Arg(b.split(".")[-1], int(f.numel_in(i)), "") for i, b in enumerate(fn.inputs))
-    return view(FunctionSpec(fn.name, fn.doc, ins, (Arg("count", int(f.numel_out(0)), ""),), f), precision)
+    """The loopback's encoder model (codegen.blocks.encoder.sensor_function)."""
+    return view(sensor_function(n), precision)
 
 
 def _imus(robot: Robot, dyn: Dynamics, est: Block | None, precision: Precision) -> dict[str, Any] | None:

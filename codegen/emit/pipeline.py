@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jinja2
 import numpy as np
 
-from codegen.blocks.base import Block, Field, Fn
+from codegen.blocks.base import Block, Field
 from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
 from codegen.emit.cfunction import view
 from codegen.emit.config import config_initializer, layout_id
 from codegen.emit.cprint import Precision, literal
 from codegen.emit.references import with_references
-from codegen.symbolic.functions import Arg, FunctionSpec
+from codegen.symbolic.functions import FunctionSpec
 
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
@@ -34,29 +34,6 @@ class Struct:
     name: str  # C typedef name
     doc: str
     members: tuple[tuple[str, str], ...]  # (declaration, doc)
-
-
-def parameter_names(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """C parameter names of a block function from its bindings: cfg.est.gain -> cfg_est_gain,
-    out.q -> out_q; an output bound where an input is (st.est.x in and out) gets _next."""
-    ins = [binding.replace(".", "_") for binding in inputs]
-    outs = [binding.replace(".", "_") + ("_next" if binding in inputs else "") for binding in outputs]
-    if len(set(ins + outs)) != len(ins) + len(outs):
-        raise ValueError(f"bindings {inputs} -> {outputs} name a parameter twice")
-    return ins, outs
-
-
-def spec_of(fn: Fn, name: str) -> FunctionSpec:
-    """A block function as the C function ``name`` whose parameters are named for its bindings."""
-    ins, outs = parameter_names(fn.inputs, fn.outputs)
-    f = fn.function
-    return FunctionSpec(
-        name,
-        fn.doc,
-        tuple(Arg(a, int(f.numel_in(i)), b) for i, (a, b) in enumerate(zip(ins, fn.inputs))),
-        tuple(Arg(a, int(f.numel_out(i)), b) for i, (a, b) in enumerate(zip(outs, fn.outputs))),
-        f,
-    )
 
 
 def _template_name(b: Block) -> str:
@@ -91,7 +68,7 @@ class RtEmitter:
             return "&" + expr
         return expr if len(shape) == 1 else f"&{expr}[0][0]"
 
-    def fn_name(self, block: Block, fn: Fn) -> str:
+    def fn_name(self, block: Block, fn: FunctionSpec) -> str:
         """<robot>_rt_<kind>_<function>; a block's derive function is <robot>_rt_<kind>_derive."""
         return f"{self.p}_rt_{block.kind}_{'derive' if fn is block.derive else fn.name}"
 
@@ -99,10 +76,10 @@ class RtEmitter:
         """C statement(s) calling a block function; outputs that alias inputs go through a local."""
         block = next(b for b in self.pipe.blocks if b.kind == kind)
         fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
-        args = [self.c_ref(b) for b in fn.inputs]
+        args = [self.c_ref(b) for b in fn.reads]
         lines, copies = [], []
-        for k, b in enumerate(fn.outputs):
-            if b in fn.inputs:
+        for k, b in enumerate(fn.writes):
+            if b in fn.reads:
                 size = self.fields[b].size
                 lines.append(f"real_t tmp{k}[{size}];")
                 args.append(f"tmp{k}")
@@ -119,9 +96,9 @@ class RtEmitter:
         out = []
         for b in self.pipe.blocks:
             for fn in ([b.derive] if b.derive is not None else []) + list(b.functions):
-                v = view(spec_of(fn, self.fn_name(b, fn)), self.precision)
+                v = view(replace(fn, name=self.fn_name(b, fn)), self.precision)
                 self.ops[v["name"]] = int(v["ops"])
-                out.append(v | {"bindings": ", ".join(fn.inputs) + " -> " + ", ".join(fn.outputs)})
+                out.append(v | {"bindings": ", ".join(fn.reads) + " -> " + ", ".join(fn.writes)})
         return out
 
     def structs(self, real: str) -> list[Struct]:

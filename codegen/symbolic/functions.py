@@ -17,9 +17,14 @@ from codegen.symbolic.params import BaseParameters
 
 @dataclass(frozen=True)
 class Arg:
+    """An argument of a C function: its C name, its size, its documentation (with units) and, for a
+    real-time block's function, its binding (``cfg.est.gain``, ``st.est.x``, ``in.tau``, ``out.q``,
+    ``loc.q``: where the pipeline's step reads or writes it)."""
+
     name: str
     size: int
     doc: str
+    binding: str = ""
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,23 @@ class FunctionSpec:
     function: cs.Function | None
     ret: str = "void"
     returns: str = ""  # what the return value means (ret != "void")
+
+    @property
+    def casadi(self) -> cs.Function:
+        """The CasADi function (ValueError for a function whose body is template structure)."""
+        if self.function is None:
+            raise ValueError(f"{self.name}: its body is template structure, not a CasADi function")
+        return self.function
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The bindings of the inputs (a real-time block's function)."""
+        return tuple(a.binding for a in self.inputs)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The bindings of the outputs (a real-time block's function)."""
+        return tuple(a.binding for a in self.outputs)
 
     @staticmethod
     def of(function: cs.Function, doc: str) -> FunctionSpec:
