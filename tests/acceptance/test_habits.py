@@ -40,3 +40,23 @@ def test_the_layers_import_only_downwards() -> None:
         timeout=900,
     )
     assert res.returncode == 0 and "0 broken" in res.stdout, res.stdout[-4000:] + res.stderr[-2000:]
+
+
+MAX_FUNCTION_LINES = 100  # a function longer than a screenful and a half is split (issue 42)
+
+
+def test_no_function_is_longer_than_a_hundred_lines() -> None:
+    """Every function and method in codegen/ and host_tools/, decorators excluded, from its ``def``
+    to its last line."""
+    import ast
+
+    long = [
+        f"{path.relative_to(ROOT)}::{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for top in ("codegen", "host_tools")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, long
