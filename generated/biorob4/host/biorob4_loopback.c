@@ -391,7 +391,7 @@ int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const bio
         stage.ext = e;
         stage.contact = contact;
         for (s = 0; s < plant->substeps; ++s) {
-            if (mg_rk4(stage_derivative, &stage, S, x, h, rk4_work) != 0) {
+            if (mg_rk4(stage_derivative, &stage, (size_t)S, x, h, rk4_work) != 0) {
                 return -1;
             }
         }

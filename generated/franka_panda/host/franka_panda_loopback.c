@@ -575,7 +575,7 @@ int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context,
         stage.ext = e;
         stage.contact = contact;
         for (s = 0; s < plant->substeps; ++s) {
-            if (mg_rk4(stage_derivative, &stage, S, x, h, rk4_work) != 0) {
+            if (mg_rk4(stage_derivative, &stage, (size_t)S, x, h, rk4_work) != 0) {
                 return -1;
             }
         }

@@ -539,7 +539,7 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
         stage.ext = e;
         stage.contact = contact;
         for (s = 0; s < plant->substeps; ++s) {
-            if (mg_rk4(stage_derivative, &stage, S, x, h, rk4_work) != 0) {
+            if (mg_rk4(stage_derivative, &stage, (size_t)S, x, h, rk4_work) != 0) {
                 return -1;
             }
         }

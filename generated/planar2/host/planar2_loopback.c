@@ -256,7 +256,7 @@ int planar2_loopback_with(planar2_loopback_step_t step, void *context, const pla
         stage.ext = e;
         stage.contact = contact;
         for (s = 0; s < plant->substeps; ++s) {
-            if (mg_rk4(stage_derivative, &stage, S, x, h, rk4_work) != 0) {
+            if (mg_rk4(stage_derivative, &stage, (size_t)S, x, h, rk4_work) != 0) {
                 return -1;
             }
         }
