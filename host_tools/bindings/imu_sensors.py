@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import butter, lfilter, lfilter_zi
 
 from codegen.blocks.imu import ACC_RANGE, DEG, G0, GYRO_RANGE
 
@@ -48,6 +47,8 @@ class ImuSensors:
 
     def filters(self, ts: float) -> np.ndarray:
         """(2, 5): b0 b1 b2 a1 a2 of the gyroscopes' and the accelerometers' low-pass at 1 / ts."""
+        from scipy.signal import butter  # here: scipy.signal takes 1.2 s to import, most commands never use it
+
         out = np.zeros((2, 5))
         for i, fc in enumerate((self.gyro_cutoff, self.acc_cutoff)):
             b, a = butter(2, min(fc, NYQUIST_SHARE / ts), fs=1 / ts)
@@ -71,6 +72,8 @@ class ImuSensors:
         """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the
         loopback's chain (templates/loopback.c.j2) in numpy, for simulators that run in Python (the
         PyBullet harness); tests/codegen/blocks/test_imu_fusion.py holds the two together."""
+        from scipy.signal import lfilter, lfilter_zi  # here: see filters
+
         k, width = exact.shape
         m = width // 6
         v = exact + self.biases(m) + self.noise(k, m, ts)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.signal
 
 from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
 from host_tools.bindings.source import RobotSource
@@ -48,6 +47,8 @@ SETTLE_S = 1.0
 
 def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
     """Seed 000's offline reference velocity of positions ``q`` (K, n)."""
+    import scipy.signal  # here: 1.2 s to import, which every command importing this module would pay
+
     b = scipy.signal.firwin(FIR_ORDER + 1, CUTOFF_HZ, fs=1.0 / sample_period, window="hamming")
     smooth = scipy.signal.filtfilt(b, [1.0], q, axis=0, padlen=3 * FIR_ORDER)
     return np.gradient(smooth, sample_period, axis=0)

@@ -51,7 +51,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
 
 from codegen.blocks import kalman
 from codegen.model.robot import Robot
@@ -375,6 +374,8 @@ def _model_bounds(
         + U * i_max / ts
         + 2 * U * (k_o * (sens["p"] + i_max) + sens["tau"] + sens["beta"])
     )
+    from scipy.signal import lfilter  # here: scipy.signal takes 1.2 s to import (see imu_sensors)
+
     kick = np.zeros_like(amb, dtype=float)  # the flips' worst case, decaying
     for j in range(len(fc)):
         kick[:, j], _ = lfilter(
