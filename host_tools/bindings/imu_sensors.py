@@ -3,7 +3,8 @@ codegen.blocks.imu says why), the part of the sensor
 model the C does not hold: the noise sequence, the biases and the internal filters' coefficients.
 
 Per axis the loopback reads exact + bias + white noise, through the sensor's second-order
-Butterworth low-pass, then a 12-bit converter over +-full scale (templates/loopback.c.j2). White
+Butterworth low-pass, then a 12-bit converter over +-full scale (runtime/manipgen_loopback.h, which
+the loopback and :meth:`ImuSensors.read` both call). White
 noise of density d (per sqrt(Hz)) sampled at f_s has the standard deviation d sqrt(f_s / 2).
 
 The biases are what a standstill calibration leaves (its estimate goes into the estimator's
@@ -14,10 +15,12 @@ The biases are what a standstill calibration leaves (its estimate goes into the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
 from codegen.blocks.imu import ACC_RANGE, DEG, G0, GYRO_RANGE
+from host_tools.bindings.build import build_runtime
 
 NYQUIST_SHARE = 0.45  # a filter cut-off at or above the Nyquist frequency is moved down to this share of f_s
 
@@ -70,20 +73,26 @@ class ImuSensors:
 
     def read(self, exact: np.ndarray, ts: float) -> np.ndarray:
         """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the
-        loopback's chain (templates/loopback.c.j2) in numpy, for simulators that run in Python (the
-        PyBullet harness); tests/codegen/blocks/test_imu_fusion.py holds the two together."""
-        from scipy.signal import lfilter, lfilter_zi  # here: see filters
-
+        loopback's chain (runtime/manipgen_loopback.h: filter settled at the first value, converter,
+        clipping) over the whole run, for simulators that run in Python (the PyBullet harness)."""
         k, width = exact.shape
         m = width // 6
-        v = exact + self.biases(m) + self.noise(k, m, ts)
+        v = np.ascontiguousarray(exact + self.biases(m) + self.noise(k, m, ts), dtype=np.float64)
         out = np.empty_like(v)
+        chain = _chain()
+        u, y = chain.ffi.cast("double *", v.ctypes.data), chain.ffi.cast("double *", out.ctypes.data)
         for half, (coef, lsb, full) in enumerate(zip(self.filters(ts), self.lsb(), (self.gyro_range, self.acc_range))):
-            cols = slice(3 * m * half, 3 * m * (half + 1))
-            b, a = coef[:3], np.array([1.0, coef[3], coef[4]])
-            y, _ = lfilter(
-                b, a, v[:, cols], axis=0, zi=np.outer(lfilter_zi(b, a), v[0, cols])
-            )  # at rest at the first value
-            top = full / lsb
-            out[:, cols] = np.clip(np.floor(y / lsb + 0.5), -top, top - 1) * lsb
+            f = chain.ffi.new("double[5]", [float(c) for c in coef])
+            for col in range(3 * m * half, 3 * m * (half + 1)):
+                chain.lib.mg_imu_column(k, f, u + col, width, lsb, full, y + col)
         return out
+
+
+def _chain() -> ModuleType:
+    """runtime/manipgen_loopback.h's IMU chain on the host (compiled once, cached)."""
+    return build_runtime(
+        "manipgen_loopback.h",
+        "void mg_imu_column(long k, const double f[5], const double *u, long stride, double lsb, double range,"
+        " double *y);",
+        "#include <math.h>\n#define MG_REAL double\n#define MG_FLOOR floor\n",
+    )

@@ -169,11 +169,13 @@ def test_the_loopbacks_gyroscopes_read_the_plant() -> None:
 
 
 def test_the_python_sensor_chain_is_the_loopbacks() -> None:
-    """ImuSensors.read (numpy; the PyBullet harness's sensors) against the loopback's C chain on the
-    same run: the gyroscopes' exact values depend on q, qd only, so they are rebuilt from the logged
-    plant state (codegen.symbolic.imu); both chains add the same bias and noise, filter, quantise
-    and clip. Equal to the step, except where the filtered value falls within rounding (1e-12 of a
-    step) of a half step: there the two may round apart by one step."""
+    """ImuSensors.read (the PyBullet harness's sensors: runtime/manipgen_loopback.h over a whole run)
+    against the loopback's reading inside its closed loop on the same run: the gyroscopes' exact
+    values depend on q, qd only, so they are rebuilt from the logged plant state
+    (codegen.symbolic.imu); both add the same bias and noise, filter, quantise and clip. Equal to
+    the step, except where the rebuilt exact value differs in its last bits and the filtered value
+    falls within that rounding (1e-12 of a step) of a half step: there the two may round apart by
+    one step."""
     from codegen.symbolic.dynamics import Dynamics
     from codegen.symbolic.imu import readings_function
     from host_tools.bindings.imu_sensors import ImuSensors
