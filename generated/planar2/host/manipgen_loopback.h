@@ -72,4 +72,21 @@ static inline MG_REAL mg_imu_axis(const MG_REAL f[5], MG_REAL z[2], MG_REAL u, M
     return c * lsb;
 }
 
+/* A whole sampled signal through one IMU axis (mg_imu_axis), its filter settled at the first
+ * value: k values of u read into y, each stride values apart (a column of a row-major array). For
+ * a host that simulates the plant elsewhere (host_tools.bindings.imu_sensors: the PyBullet peer)
+ * and reads its sensors afterwards through the same chain as the loopback. */
+static inline void mg_imu_column(long k, const MG_REAL f[5], const MG_REAL *u, long stride, MG_REAL lsb,
+                                 MG_REAL range, MG_REAL *y)
+{
+    MG_REAL z[2];
+    long i;
+    if (k > 0) {
+        mg_imu_settle(f, z, u[0]);
+        for (i = 0; i < k; ++i) {
+            y[i * stride] = mg_imu_axis(f, z, u[i * stride], lsb, range);
+        }
+    }
+}
+
 #endif /* MANIPGEN_LOOPBACK_H */
