@@ -79,9 +79,9 @@ static inline MG_REAL mg_imu_axis(const MG_REAL f[5], MG_REAL z[2], MG_REAL u, M
 static inline void mg_imu_column(long k, const MG_REAL f[5], const MG_REAL *u, long stride, MG_REAL lsb,
                                  MG_REAL range, MG_REAL *y)
 {
-    MG_REAL z[2];
-    long i;
     if (k > 0) {
+        MG_REAL z[2];
+        long i;
         mg_imu_settle(f, z, u[0]);
         for (i = 0; i < k; ++i) {
             y[i * stride] = mg_imu_axis(f, z, u[i * stride], lsb, range);
