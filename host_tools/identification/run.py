@@ -51,7 +51,6 @@ if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 
 
 T = TypeVar("T")
 Stage = Callable[[str], None]
-Observation = tuple[np.ndarray, np.ndarray, np.ndarray]  # Y stacked (K' n, nb), tau (K', n), qd (K', n)
 
 
 @dataclass(frozen=True)
