@@ -106,15 +106,20 @@ VARIANTS = {
 }
 
 
+def c_sources(folder: Path, skip_committed: bool) -> list[Path]:
+    """The .c files of folder and its host/; with ``skip_committed`` those the committed generated/
+    holds with the same headers (committed_twin) left out."""
+    sources = sorted(folder.glob("*.c")) + sorted(folder.glob("host/*.c"))
+    assert sources, folder
+    return [s for s in sources if not committed_twin(s)] if skip_committed else sources
+
+
 def cppcheck(folder: Path, skip_committed: bool = False) -> None:
     """cppcheck on each .c of folder and host/ (and the headers they include); with
     ``skip_committed``, a .c the committed generated/ holds with the same headers is left to that
     folder's test (a variant's dynamics: most of the C, and of the analysis' time)."""
     tool = require_tool("cppcheck")
-    sources = sorted(folder.glob("*.c")) + sorted(folder.glob("host/*.c"))
-    assert sources, folder
-    if skip_committed:
-        sources = [s for s in sources if not committed_twin(s)]
+    sources = c_sources(folder, skip_committed)
     if not sources:
         return
     # each finding the other's headers
@@ -151,10 +156,7 @@ def clang_tidy(folder: Path, skip_committed: bool = True) -> None:
     generated/ holds with the same headers is left to that folder's test: clang-tidy costs
     seconds a file (about 80 s of CPU for this module), the suite is near its budget."""
     tool = require_tool("clang-tidy")
-    sources = sorted(folder.glob("*.c")) + sorted(folder.glob("host/*.c"))
-    assert sources, folder
-    if skip_committed:
-        sources = [s for s in sources if not committed_twin(s)]
+    sources = c_sources(folder, skip_committed)
     if not sources:
         return
     r = subprocess.run(
