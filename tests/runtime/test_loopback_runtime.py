@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -134,16 +135,16 @@ def test_imu_settle_starts_the_filter_at_rest(lib: ModuleType) -> None:
     assert np.max(np.abs(np.array(reads) - 0.75)) <= lsb
 
 
-def _ffi() -> object:
+def _ffi() -> Any:
     return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE).ffi
 
 
 def _ptr(a: np.ndarray) -> object:
-    return _ffi().cast("double *", a.ctypes.data)  # type: ignore[attr-defined]
+    return _ffi().cast("double *", a.ctypes.data)
 
 
 def _int_ptr(a: np.ndarray) -> object:
-    return _ffi().cast("int *", a.ctypes.data)  # type: ignore[attr-defined]
+    return _ffi().cast("int *", a.ctypes.data)
 
 
 def test_imu_column_is_scipys_filter_at_rest_then_the_converter(lib: ModuleType) -> None:
