@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from codegen.model.description import load_robot
+from host_tools.bindings.source import RobotSource
 from host_tools.identification.closed_loop import ClosedLoopModel
 from host_tools.identification.closed_loop_run import OESynthetic, oe_data, synthetic_run
 from host_tools.identification.output_error import Identification, OESettings, description_start
@@ -31,10 +31,11 @@ from tests.peers.pinocchio_closed_loop import simulate_ur5  # noqa: E402
 
 def main() -> None:
     opts = OESynthetic()
-    robot = load_robot("ur5")
+    source = RobotSource.of("ur5")
+    robot = source.robot()
     log, loop = synthetic_run(robot, opts)
     data = oe_data(robot, log)
-    model = ClosedLoopModel(robot)
+    model = ClosedLoopModel(source)
     beta = model.ident.true_base()
     t0 = time.perf_counter()
     ours = model.simulate(beta, loop, data.q_des, data.qd_des, data.q[0], data.qd_des[0])

@@ -21,7 +21,7 @@ import numpy as np
 
 from codegen.blocks import kalman
 from codegen.blocks.base import Field
-from codegen.blocks.options import RtOptions, parse_estimator, parse_label, realtime_defaults
+from codegen.blocks.options import EstimatorChoice, RtOptions, parse_estimator, parse_label, realtime_defaults
 from codegen.emit.cprint import Precision
 from codegen.emit.files import write_file
 from codegen.model.robot import Robot
@@ -371,7 +371,7 @@ def fill_inputs(a: np.ndarray, values: Mapping[str, Any]) -> None:
 
 
 def rt_options(
-    estimator: str | None = None,
+    estimator: str | EstimatorChoice | None = None,
     observer: str | None = None,
     controller: str | None = None,
     constant_params: bool | None = None,
@@ -379,8 +379,10 @@ def rt_options(
     sample_period: float | None = None,
 ) -> RtOptions:
     b = base or RtOptions()
+    if isinstance(estimator, str):  # a user's text (load_rt's); the studies pass it parsed
+        estimator = parse_estimator(estimator)
     return RtOptions(
-        estimator=parse_estimator(estimator) if estimator else b.estimator,
+        estimator=estimator or b.estimator,
         observer=observer if observer is not None else b.observer,
         controller=controller if controller is not None else b.controller,
         constant_params=constant_params if constant_params is not None else b.constant_params,

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen.blocks.options import realtime_defaults, rt_options_from_dict
+from codegen.blocks.options import EstimatorChoice, realtime_defaults, rt_options_from_dict
 from codegen.emit.cprint import Precision
 from codegen.model.description import load_robot
 from codegen.model.robot import Robot
@@ -95,7 +95,7 @@ class PipelineSource:
     @staticmethod
     def of(
         robot: RobotSource | str | Path,
-        estimator: str | None = None,
+        estimator: str | EstimatorChoice | None = None,
         observer: str | None = None,
         controller: str | None = None,
         sample_period: float | None = None,

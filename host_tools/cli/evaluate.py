@@ -86,23 +86,16 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from codegen.blocks import registry
+    from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
     from host_tools.bindings.source import RobotSource
     from host_tools.studies.cluster import open_executor
-    from host_tools.studies.evaluate import SEED000_SETUPS, Setup, own_setup
+    from host_tools.studies.evaluate import SEED000_SETUPS, EstimatorRequest, Setup, own_setup
 
     console = Console(stderr=True, soft_wrap=True)
-    from codegen.blocks.options import OptionError, parse_estimator
 
-    known = registry.estimators()
-    unknown = [e for e in args.estimators if e.partition(":")[0] not in known]
-    if unknown:
-        console.print(f"manipgen: error: unknown estimator(s) {', '.join(unknown)}; choose from {', '.join(known)}")
-        return 2
-    try:
-        for e in args.estimators:
-            parse_estimator(e)
+    try:  # parsed once, here: the studies and the generator take them parsed
+        args.requests = tuple(EstimatorRequest.parse(e) for e in args.estimators)
     except OptionError as exc:
         console.print(f"manipgen: error: --estimators: {exc}")
         return 2
@@ -141,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     setups = [
         Setup(
-            robot=args.robot,
+            source,
             resolution_mdeg=r,
             rate_hz=f,
             faults=args.faults,
@@ -151,7 +144,6 @@ def run(args: argparse.Namespace) -> int:
             generations=args.generations,
             model_error=args.model_error,
             gains=args.gains,
-            source=source,
         )
         for r, f in pairs
     ]
@@ -186,12 +178,12 @@ def _evaluate_setups(
             out.mkdir(parents=True, exist_ok=True)
         with Bars(console) as bar:
             console.print(f"{setup.robot}: {resolution:g} mdeg, {rate:g} Hz")
-            tasks = {name: bar.add_task(name, total=None, info="waiting") for name in args.estimators}
+            tasks = {r.label: bar.add_task(r.label, total=None, info="waiting") for r in args.requests}
 
             def progress(name: str, done: int, total: int, info: str) -> None:
                 bar.update(tasks[name], completed=done, total=total, info=info)  # noqa: B023 (called within this iteration)
 
-            evaluation = evaluate(setup, tuple(args.estimators), progress=progress, executor=executor)
+            evaluation = evaluate(setup, args.requests, progress=progress, executor=executor)
         if out is not None:
             write_reports(evaluation, setup, out)
         docs.append(evaluation.doc)
@@ -206,8 +198,8 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     from pathlib import Path
 
     from codegen.errors import DescriptionError
-    from codegen.model.description import load_robot
     from host_tools.bindings.rt import ConfigError
+    from host_tools.bindings.source import RobotSource
     from host_tools.data.checks import check_log
     from host_tools.data.logs import LogError
     from host_tools.data.mat_logs import load_log
@@ -223,7 +215,8 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
             )
             return 2
     try:
-        robot = load_robot(args.robot)
+        source = RobotSource.of(args.robot)
+        robot = source.robot()
         runs = {Path(p).stem: load_log(p, robot) for p in args.log}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
         checks = {run: check_log(log, robot, path) for (run, log), path in zip(runs.items(), args.log)}
@@ -231,7 +224,7 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
             for line in c.lines():
                 console.print(f"manipgen: check: {line}", markup=False, highlight=False)
         with stage(console, "running the estimators over the logs ..."):
-            doc, estimates = report(runs, gains, tuple(args.estimators))
+            doc, estimates = report(runs, source, gains, args.requests)
         for run, c in checks.items():
             doc["runs"][run]["checks"] = c.as_json()
         written = write_log_reports(doc, runs, estimates, gains[-1], Path(args.out)) if args.out else []

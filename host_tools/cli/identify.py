@@ -326,7 +326,7 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
     from pathlib import Path
 
     from codegen.errors import DescriptionError
-    from codegen.model.description import load_robot
+    from host_tools.bindings.source import RobotSource
     from host_tools.data.logs import LogError
     from host_tools.identification.closed_loop_run import (
         OESynthetic,
@@ -350,7 +350,8 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
         if args.synthetic and args.gains:
             raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
-        robot = load_robot(args.robot)
+        description = RobotSource.of(args.robot)  # read once: output error's work items carry its text
+        robot = description.robot()
         found: LogChecks | None = None
         with out.status("identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
@@ -366,7 +367,7 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
             try:
                 rigid_only(robot, args.robot)
                 result = identify_closed_loop(
-                    robot,
+                    description,
                     oe_data(robot, log, loop.drive_gain, source),
                     loop,
                     methods,

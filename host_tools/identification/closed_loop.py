@@ -1,9 +1,9 @@
 """The closed-loop model of output-error identification, in C (``<robot>_oesim``, see
 codegen.blocks.closed_loop): the plant with a candidate base-parameter vector under the known controller.
 
-    robot = load_robot("ur5")
-    model = ClosedLoopModel(robot)
-    loop = Loop.from_rt(load_rt(robot, observer="none", controller=controllers.PID.name))
+    source = RobotSource.of("ur5")
+    model = ClosedLoopModel(source)
+    loop = Loop.from_rt(load_rt(source.robot(), observer="none", controller=controllers.PID.name))
     sim = model.simulate(beta, loop, q_des, qd_des, q0, qd0, cols=range(model.n_base))
     sim.tau, sim.dtau        # (K, n), (K, n, len(cols)): d tau_k / d beta
 """
@@ -118,12 +118,11 @@ def oesim_folder(robot: Robot, sample_period: float | None = None) -> Path:
 class ClosedLoopModel:
     """The generated closed-loop simulation of one robot, parameterised by base parameters."""
 
-    def __init__(self, robot: Robot | RobotSource, sample_period: float | None = None) -> None:
-        """``robot``: the description loaded, or its text (a work item's, host_tools.bindings.source:
-        loaded from this machine's cache). The work items of output error carry the description's
-        file as text (RobotSource.of)."""
-        self.source = robot if isinstance(robot, RobotSource) else RobotSource.of(robot.file)
-        self.robot = robot.robot() if isinstance(robot, RobotSource) else robot
+    def __init__(self, source: RobotSource, sample_period: float | None = None) -> None:
+        """``source``: the description as read once (RobotSource.of; a work item's text is loaded
+        from this machine's cache). The work items of output error carry it to workers."""
+        self.source = source
+        self.robot = source.robot()
         self.ident = model(self.robot)
         mod, manifest = build(oesim_folder(self.robot, sample_period))
         self._ffi, self._lib = mod.ffi, mod.lib

@@ -19,6 +19,7 @@ from codegen.model.robot import Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
+from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop
@@ -135,7 +136,7 @@ class ClosedLoopResult:
 
 
 def identify_closed_loop(
-    robot: Robot,
+    source: RobotSource,
     data: OEData,
     loop: Loop,
     methods: Sequence[Method],
@@ -153,7 +154,7 @@ def identify_closed_loop(
     (default: threads here)."""
     t0 = time.perf_counter()
     stage("building the closed-loop model")
-    model = ClosedLoopModel(robot, data.sample_period)
+    model = ClosedLoopModel(source, data.sample_period)
     ident = Identification(model, loop, data, settings, executor)
     stage("IDIM-LS (band-pass, parallel filter, decimation)")
     ref, essential = ident.idim_ls()

@@ -19,7 +19,7 @@ import numpy as np
 
 from codegen.blocks import controllers, kalman, registry
 from codegen.blocks.encoder import link_counts_per_turn
-from codegen.blocks.options import estimator_choice, parse_estimator
+from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
 from codegen.model.robot import Robot
 from codegen.model.yamlio import load_yaml
 from codegen.resources import resource_dir
@@ -32,12 +32,34 @@ from host_tools.studies.tune import GaSettings, Problem, TuneResult, apply_genom
 
 Progress = Callable[[str, int, int, str], None]  # (estimator, done, total, what is happening)
 
-ESTIMATORS = registry.study_estimators()  # seed 000's seven (any registered estimator may be evaluated)
+
+@dataclass(frozen=True)
+class EstimatorRequest:
+    """An estimator to evaluate, parsed once (``EstimatorRequest.parse``): a registered name (its
+    default, paper or tuned variant, ``given`` None) or a variant with its options (``lsf:n=8,p=3``,
+    evaluated as given, seed 000 Table 5; no grid search)."""
+
+    name: str
+    given: EstimatorChoice | None = None
+
+    @staticmethod
+    def parse(text: str) -> EstimatorRequest:
+        """Raises OptionError for an unknown estimator or option."""
+        choice = parse_estimator(text)
+        return EstimatorRequest(choice.name, choice if ":" in text else None)
+
+    @property
+    def label(self) -> str:
+        return self.given.label if self.given is not None else self.name
 
 
-def default_spec(name: str) -> str:
+# seed 000's seven (any registered estimator may be evaluated)
+ESTIMATORS = tuple(EstimatorRequest(name) for name in registry.study_estimators())
+
+
+def default_spec(name: str) -> EstimatorChoice:
     """The estimator with its default options (seed 000 Tables 4, 7, 8), e.g. ``lsf:n=4,p=1``."""
-    return estimator_choice(name, {}).label
+    return estimator_choice(name, {})
 
 
 def tuned(name: str) -> bool:
@@ -50,7 +72,8 @@ PAPER_GAINS = "gains/schunk_lwa4p_seed000.yaml"  # seed 000 Tables 4, 7, 8, per 
 
 @dataclass
 class Setup:
-    robot: str = "schunk_lwa4p"
+    # the description, read once (RobotSource.of): its text is what work items carry to workers
+    source: RobotSource = field(repr=False)
     resolution_mdeg: float = 10.0
     rate_hz: float = 125.0
     faults: float = 0.1
@@ -63,14 +86,14 @@ class Setup:
     generations: int = 20
     model_error: float = 0.0  # the simulated robot's parameters = the model's x (1 + model_error)
     gains: str = "default"  # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
-    # the description's text, which work items carry to workers (evaluate() reads it once from robot)
-    source: RobotSource | None = field(default=None, repr=False)
 
-    def description(self) -> RobotSource:
-        return self.source if self.source is not None else RobotSource.of(self.robot)
+    @property
+    def robot(self) -> str:
+        """The robot's name (its description's)."""
+        return self.model().name
 
     def model(self) -> Robot:
-        return self.description().robot()
+        return self.source.robot()
 
     def problems(self) -> list[str]:
         """What is wrong with this set-up (empty: fine)."""
@@ -174,20 +197,18 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
     return valid
 
 
-def pipeline_source(setup: Setup, estimator: str) -> PipelineSource:
+def pipeline_source(setup: Setup, estimator: EstimatorChoice) -> PipelineSource:
     """The generated pipeline of seed 000's loop with this estimator, as work items carry it."""
-    return PipelineSource.of(
-        setup.description(), estimator, "none", controllers.COMPUTED_TORQUE.name, setup.sample_period
-    )
+    return PipelineSource.of(setup.source, estimator, "none", controllers.COMPUTED_TORQUE.name, setup.sample_period)
 
 
-def pipeline(setup: Setup, estimator: str) -> Realtime:
+def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
     """The estimator's pipeline in seed 000's loop (computed torque, Kp = 100, Kd = 13) with the
     set-up's encoder, its default gains (or, with setup.gains == "paper", seed 000's)."""
     rt = pipeline_source(setup, estimator).realtime()
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
     rt.config["ctl.kp"], rt.config["ctl.kd"] = 100.0, 13.0
-    name = estimator.split(":")[0]
+    name = estimator.name
     if "est.eps" in rt.config.keys():  # the high-gain observers' epsilon
         rt.config["est.eps"] = setup.eps
     paper = paper_gains(setup) if setup.gains == "paper" else None
@@ -213,14 +234,14 @@ def kalman_q_var(setup: Setup, rt: Realtime) -> list[float]:
 PAPER_FORMS = {kalman.SPEC.name: {"tustin": 1}}
 
 
-def variant(setup: Setup, name: str) -> str:
+def variant(setup: Setup, name: str) -> EstimatorChoice:
     """The estimator spec (integer gains, generation options) to evaluate when no grid search picks
     one: with seed 000's gains also its form of the estimator (PAPER_FORMS)."""
     paper = paper_gains(setup) if setup.gains == "paper" else None
     if paper and registry.estimators()[name].grid:
-        return f"{name}:" + ",".join(f"{k}={v}" for k, v in paper[name].items())
+        return estimator_choice(name, dict(paper[name]))
     if paper and name in PAPER_FORMS:
-        return estimator_choice(name, dict(PAPER_FORMS[name])).label
+        return estimator_choice(name, dict(PAPER_FORMS[name]))
     return default_spec(name)
 
 
@@ -258,7 +279,7 @@ def tuning_faults(setup: Setup, trajectory: Trajectory) -> np.ndarray | None:
     return fault_mask(replace(setup, seed=setup.seed + 1), trajectory.q.shape) if setup.tune_faults else None
 
 
-def grid_score(setup: Setup, spec: str) -> float:
+def grid_score(setup: Setup, spec: EstimatorChoice) -> float:
     """The tuning run's ISE of one integer-gain variant (inf if the loop diverges); for executors."""
     rt = pipeline(setup, spec)
     motion = tuning_trajectory(setup)
@@ -270,10 +291,10 @@ def grid_score(setup: Setup, spec: str) -> float:
     return value if np.isfinite(value) else float("inf")
 
 
-def grid_search(setup: Setup, name: str, executor: Executor, progress: Progress) -> tuple[str, list[float]]:
+def grid_search(setup: Setup, name: str, executor: Executor, progress: Progress) -> tuple[EstimatorChoice, list[float]]:
     """seed 000's grid search of an integer-gain filter: every variant of its registered grid (each its own
     generated pipeline) on the tuning motion, in parallel through ``executor``."""
-    specs = list(registry.estimators()[name].grid)
+    specs = [parse_estimator(text) for text in registry.estimators()[name].grid]
     futures = {executor.submit(grid_score, setup, s): k for k, s in enumerate(specs)}
     scores = [float("inf")] * len(specs)
     for done, fu in enumerate(as_completed(futures), 1):
@@ -284,24 +305,17 @@ def grid_search(setup: Setup, name: str, executor: Executor, progress: Progress)
     return specs[int(np.argmin(scores))], scores
 
 
-def split_spec(text: str) -> tuple[str, str | None]:
-    """(registered name, the variant when options are given): ``lsf:n=8,p=3`` -> ("lsf",
-    "lsf:n=8,p=3"), ``lsf`` -> ("lsf", None). Raises OptionError for an unknown estimator or option."""
-    base = text.partition(":")[0].strip()
-    return base, parse_estimator(text).label if ":" in text else None
-
-
-def evaluate_one(setup: Setup, name: str, progress: Progress, executor: Executor) -> Result:
+def evaluate_one(setup: Setup, request: EstimatorRequest, progress: Progress, executor: Executor) -> Result:
     """One estimator: a registered name (its default, paper or tuned variant) or a variant with its
-    options (``lsf:n=8,p=3``: evaluated as given, seed 000 Table 5; no grid search)."""
+    options (evaluated as given)."""
     test = test_trajectory(setup)
     history: list[float] = []
-    base, given = split_spec(name)
+    name, base, given = request.label, request.name, request.given
     spec = given or variant(setup, base)
     if setup.tune and given is None and registry.estimators()[base].grid:  # integer gains: grid search
         spec, history = grid_search(setup, base, executor, progress)
     rt = pipeline(setup, spec)
-    gains: dict[str, Any] = {"estimator": spec}
+    gains: dict[str, Any] = {"estimator": spec.label}
     if setup.tune and tuned(base):
         genes = gain_space(base, rt.dof)
         motion = tuning_trajectory(setup)
@@ -367,7 +381,9 @@ def evaluate_one(setup: Setup, name: str, progress: Progress, executor: Executor
         conv = None
     progress(name, total, total, "done")
     file = (
-        f"{spec.replace(':', '_').replace(',', '_').replace('=', '')}.config.json" if given else f"{name}.config.json"
+        f"{spec.label.replace(':', '_').replace(',', '_').replace('=', '')}.config.json"
+        if given
+        else f"{name}.config.json"
     )
     return Result(name, ise_v, ise_t, conv, faulty, gains, history, curves, per_axis, rt.config, file)
 
@@ -382,7 +398,7 @@ class Evaluation:
 
 def evaluate(
     setup: Setup,
-    estimators: tuple[str, ...] = ESTIMATORS,
+    estimators: tuple[EstimatorRequest, ...] = ESTIMATORS,
     progress: Progress | None = None,
     executor: Executor | None = None,
 ) -> Evaluation:
@@ -390,7 +406,6 @@ def evaluate(
     generations and grid variants go through ``executor`` (default: a process pool on every core).
     ``progress(estimator, done, total, info)`` is called as work completes. Infinite costs (a diverged
     loop) are reported as null."""
-    setup = replace(setup, source=setup.description())  # read once; the items carry its text
     problems = setup.problems()
     if problems:
         raise ValueError("; ".join(problems))
@@ -399,7 +414,7 @@ def evaluate(
     own = executor is None
     ex = executor or ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
     try:
-        results = [evaluate_one(setup, name, report, ex) for name in estimators]
+        results = [evaluate_one(setup, request, report, ex) for request in estimators]
     finally:
         if own:
             ex.shutdown()

@@ -19,14 +19,18 @@ from typing import Any
 import numpy as np
 
 from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
+from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
 from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log
-from host_tools.studies.evaluate import ESTIMATORS, Setup, default_spec, pipeline, split_spec, variant
+from host_tools.studies.evaluate import ESTIMATORS, EstimatorRequest, Setup, default_spec, pipeline, variant
 
 FIR_ORDER = 7
 CUTOFF_HZ = 26.0
 # the recording controllers' own estimators: seed 000's runs are named for them
-RECORDED = {"FinDiff": findiff.FINDIFF.name, "MovAv": f"{findiff.MOVAV.name}:p=3"}  # seed 000's logged ones
+RECORDED = {  # seed 000's logged ones
+    "FinDiff": estimator_choice(findiff.FINDIFF.name, {}),
+    "MovAv": estimator_choice(findiff.MOVAV.name, {"p": 3}),
+}
 # Experiment 1's recorded outputs of the paper's estimators (host_tools.data.mat_logs keeps dq_<Name>
 # as qd_recorded_<name>): which estimator each one is
 RECORDED_OUTPUTS = {
@@ -54,19 +58,20 @@ def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
     return np.gradient(smooth, sample_period, axis=0)
 
 
-def setup_of(log: Log, gains: str) -> Setup:
-    """The evaluation set-up the log was recorded in (encoder resolution, rate)."""
-    source = RobotSource.of(log.robot)
+def setup_of(log: Log, gains: str, source: RobotSource) -> Setup:
+    """The evaluation set-up the log was recorded in (encoder resolution, rate) on the robot
+    ``source`` describes."""
     robot = source.robot()
+    if robot.c_name != log.robot:
+        raise ValueError(f"the log is of robot {log.robot!r}, the description is of {robot.c_name!r}")
     cpr = {j.encoder.cpr for j in robot.joints if j.encoder is not None}
     if len(cpr) != 1:
         raise ValueError(f"{robot.name}: the joints' encoders differ ({sorted(cpr)} cpr): one resolution is needed")
     return Setup(
-        robot=log.robot,
+        source,
         resolution_mdeg=360000.0 / cpr.pop(),
         rate_hz=1.0 / log.sample_period,
         gains="paper" if gains == "paper" else "default",
-        source=source,
     )
 
 
@@ -119,7 +124,7 @@ def from_zero_state(log: Log, k: int) -> Log:
     )
 
 
-def tuned(folder: Path, name: str) -> tuple[str, Path | None]:
+def tuned(folder: Path, name: str) -> tuple[EstimatorChoice, Path | None]:
     """The estimator variant and config file a `manipgen evaluate --tune --out FOLDER` chose."""
     doc = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
     entry = doc["estimators"].get(name)
@@ -129,17 +134,18 @@ def tuned(folder: Path, name: str) -> tuple[str, Path | None]:
         raise ValueError(f"{folder / 'evaluation.json'}: setup.tuned: not a --tune run")
     gains = entry["gains"]
     config = folder / gains["config_file"] if "config_file" in gains else None
-    return str(gains["estimator"]), config
+    return parse_estimator(str(gains["estimator"])), config
 
 
-def estimate(log: Log, name: str, gains: str = "default") -> Estimate:
-    """One estimator over the log: ``gains`` default (the description's / design defaults), paper
-    (seed 000's Table 4/7/8 gains for the set-up) or a folder of `manipgen evaluate --tune --out`."""
-    setup = setup_of(log, gains)
+def estimate(log: Log, request: EstimatorRequest, source: RobotSource, gains: str = "default") -> Estimate:
+    """One estimator over the log of the robot ``source`` describes: ``gains`` default (the
+    description's / design defaults), paper (seed 000's Table 4/7/8 gains for the set-up) or a folder
+    of `manipgen evaluate --tune --out`."""
+    setup = setup_of(log, gains, source)
     config = None
-    given = split_spec(name)[1]
-    if given is not None:  # a variant with its options, as given
-        spec = given
+    name = request.label
+    if request.given is not None:  # a variant with its options, as given
+        spec = request.given
     elif gains in ("default", "paper"):
         spec = variant(setup, name) if gains == "paper" else default_spec(name)
     else:
@@ -157,7 +163,7 @@ def estimate(log: Log, name: str, gains: str = "default") -> Estimate:
         qd_hat[start:] = rt.run(from_zero_state(log, start))["qd_hat"][1:]
     scored = start + int(round(SETTLE_S / log.sample_period)) if start else 0
     err = (qd_hat - truth)[scored:]
-    return Estimate(name, spec, qd_hat, np.sum(err * err, axis=0) * log.sample_period, start, scored, truth)
+    return Estimate(name, spec.label, qd_hat, np.sum(err * err, axis=0) * log.sample_period, start, scored, truth)
 
 
 def recorded_comparison(log: Log, e: Estimate) -> dict[str, Any] | None:
@@ -177,41 +183,46 @@ def recorded_comparison(log: Log, e: Estimate) -> dict[str, Any] | None:
     }
 
 
-def estimate_all(log: Log, gains: str = "default", names: tuple[str, ...] = ESTIMATORS) -> list[Estimate]:
-    return [estimate(log, n, gains) for n in names]
+def estimate_all(
+    log: Log, source: RobotSource, gains: str = "default", requests: tuple[EstimatorRequest, ...] = ESTIMATORS
+) -> list[Estimate]:
+    return [estimate(log, r, source, gains) for r in requests]
 
 
-def recorded_match(log: Log, spec: str, skip: int = 3) -> dict[str, Any]:
+def recorded_match(log: Log, spec: EstimatorChoice, source: RobotSource, skip: int = 3) -> dict[str, Any]:
     """How the generated ``spec`` compares with the estimate the recording controller logged
     (``qd_hat_logged``), after ``skip`` start-up samples: equal samples and the largest difference."""
     if "qd_hat_logged" not in log.extra:
         raise ValueError("the log has no qd_hat_logged (import a seed 000 run with manipgen import-log)")
-    setup = setup_of(log, "default")
+    setup = setup_of(log, "default", source)
     rt = pipeline(setup, spec)
     mine = rt.run(log)["qd_hat"][skip:]
     theirs = np.asarray(log.extra["qd_hat_logged"])[skip:]
     return {
-        "estimator": spec,
+        "estimator": spec.label,
         "samples": int(mine.size),
         "equal": int(np.sum(mine == theirs)),
         "max_abs_difference": float(np.max(np.abs(mine - theirs))),
     }
 
 
-def recorded_estimator(log: Log) -> dict[str, Any] | None:
+def recorded_estimator(log: Log, source: RobotSource) -> dict[str, Any] | None:
     """Which of seed 000's recording estimators (findiff, movav p = 3) the log's qd_hat_logged is:
     the one the generated C reproduces sample for sample, with the comparison; None if neither."""
     if "qd_hat_logged" not in log.extra:
         return None
     for spec in RECORDED.values():
-        match = recorded_match(log, spec)
+        match = recorded_match(log, spec, source)
         if match["equal"] == match["samples"]:
             return match
     return None
 
 
 def report(
-    runs: dict[str, Log], gains: tuple[str, ...] = ("default",), names: tuple[str, ...] = ESTIMATORS
+    runs: dict[str, Log],
+    source: RobotSource,
+    gains: tuple[str, ...] = ("default",),
+    requests: tuple[EstimatorRequest, ...] = ESTIMATORS,
 ) -> tuple[dict[str, Any], dict[str, dict[str, list[Estimate]]]]:
     """The JSON document (ISE per run, gain set and estimator; the recorded estimator reproduced)
     and the estimates themselves (for figures)."""
@@ -227,12 +238,12 @@ def report(
             "robot": log.robot,
             "samples": len(log.time),
             "sample_period": log.sample_period,
-            "recorded_estimator": recorded_estimator(log),
+            "recorded_estimator": recorded_estimator(log, source),
             "gains": {},
         }
         estimates[run] = {}
         for g in gains:
-            est = estimate_all(log, g, names)
+            est = estimate_all(log, source, g, requests)
             estimates[run][g] = est
             entry["gains"][g] = {}
             for e in est:

@@ -40,7 +40,7 @@ from host_tools.bindings.compiled import generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
-from host_tools.studies.evaluate import SEED000_SETUPS, Setup, evaluate
+from host_tools.studies.evaluate import SEED000_SETUPS, EstimatorRequest, Setup, evaluate
 
 SPEC_KEYS = {
     "robots",
@@ -99,7 +99,7 @@ class StudyItem:
 
     def setup(self, source: RobotSource) -> Setup:
         return Setup(
-            robot=self.robot,
+            source,
             resolution_mdeg=self.resolution_mdeg,
             rate_hz=self.rate_hz,
             faults=self.faults,
@@ -109,7 +109,6 @@ class StudyItem:
             generations=self.generations,
             model_error=self.model_error,
             gains=self.gains,
-            source=source,
         )
 
 
@@ -241,7 +240,7 @@ def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], floa
         )
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        doc = evaluate(item.setup(source), (item.estimator,), executor=InlineExecutor()).doc
+        doc = evaluate(item.setup(source), (EstimatorRequest(item.estimator),), executor=InlineExecutor()).doc
         result = doc["estimators"][item.estimator]
     except (SimulationError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}

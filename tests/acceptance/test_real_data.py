@@ -14,13 +14,17 @@ import scipy.interpolate
 import scipy.io
 import scipy.signal
 
+from codegen.blocks.options import parse_estimator
 from codegen.model.description import load_robot
+from host_tools.bindings.source import RobotSource
 from host_tools.cli import main
 from host_tools.data.logs import Log
+from host_tools.studies.evaluate import EstimatorRequest
 from tests.tooling import ROOT
 
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "lwa4p"
 RUNS = {"FinDiff": DATA / "4ms_FinDiff_run1.mat", "MovAv": DATA / "4ms_MovAv_run1.mat"}
+LWA4P = RobotSource.of("schunk_lwa4p")
 RUNS_EXPERIMENT1 = DATA / "Experiment1_data.mat"  # clipped drives from t = 31 s: the input checks flag them
 
 
@@ -93,9 +97,9 @@ def test_generated_estimator_reproduces_the_recording_exactly(run: str, spec: st
     from host_tools.studies.log_estimation import recorded_estimator, recorded_match
 
     log = Log.load(logs[run])
-    match = recorded_match(log, spec)
+    match = recorded_match(log, parse_estimator(spec), LWA4P)
     assert match["equal"] == match["samples"] == (len(log.time) - 3) * 6, match
-    assert recorded_estimator(log) == match
+    assert recorded_estimator(log, LWA4P) == match
 
 
 def test_ground_truth_is_seed000s_filter() -> None:
@@ -128,9 +132,9 @@ def test_ise_of_the_recorded_estimate_equals_the_generated_ones(logs: dict[str, 
     log = Log.load(logs["FinDiff"])
     truth = ground_truth_velocity(positions(load_robot("schunk_lwa4p"), log), log.sample_period)
     by_hand = np.sum((log.extra["qd_hat_logged"][3:] - truth[3:]) ** 2, axis=0) * 0.004
-    fd = estimate(log, "findiff", "paper")
+    fd = estimate(log, EstimatorRequest("findiff"), LWA4P, "paper")
     assert np.allclose(fd.ise, by_hand, rtol=1e-6)
-    lin = estimate(log, "linhg", "paper")
+    lin = estimate(log, EstimatorRequest("linhg"), LWA4P, "paper")
     assert lin.ise.sum() < 0.7 * fd.ise.sum()
 
 
@@ -168,7 +172,7 @@ def test_experiment1_recorded_outputs_are_reproduced(capsys: pytest.CaptureFixtu
     from host_tools.studies.log_estimation import estimate, recorded_outputs
 
     log = load_log(RUNS_EXPERIMENT1, load_robot("schunk_lwa4p"))
-    fd = estimate(log, "findiff", "paper")
+    fd = estimate(log, EstimatorRequest("findiff"), LWA4P, "paper")
     assert np.array_equal(fd.qd_hat[fd.start :], recorded_outputs(log)["findiff"][fd.start :])
     for name, bound in (("findiff", 0.0), ("movav", 0.0), ("linhg", 1e-4), ("kalman", 1e-4)):
         rec = gains[name]["recorded"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
+from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop
 
@@ -17,9 +17,10 @@ from .pinocchio_closed_loop import simulate_ur5
 def test_closed_loop_model_against_pinocchio() -> None:
     rt = load_rt("ur5", estimator="findiff", observer="none", controller="pid")
     loop = Loop.from_rt(rt)
-    robot = load_robot("ur5")
+    source = RobotSource.of("ur5")
+    robot = source.robot()
     traj = generated_trajectory(robot, 3.0, rt.sample_period, seed=4)
-    model = ClosedLoopModel(robot)
+    model = ClosedLoopModel(source)
     ours = model.simulate(model.ident.true_base(), loop, traj.q, traj.qd, traj.q[0], traj.qd[0])
     q, tau, _ = simulate_ur5(robot, loop, traj.q, traj.qd, traj.q[0], traj.qd[0], rt.sample_period)
     assert np.abs(ours.q - traj.q).max() > 1e-3  # a real closed loop, not the reference

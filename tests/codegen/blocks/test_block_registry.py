@@ -108,8 +108,9 @@ def alpha_beta(q: np.ndarray, ts: float, alpha: float, beta: float) -> np.ndarra
 
 def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(registered: None, tmp_path: Path) -> None:
     from host_tools.bindings.rt import load_rt, rt_options
+    from host_tools.bindings.source import RobotSource
     from host_tools.cli import main
-    from host_tools.studies.evaluate import Setup, evaluate
+    from host_tools.studies.evaluate import EstimatorRequest, Setup, evaluate
     from host_tools.studies.tune import gain_space
 
     # the options layer knows it: name:options parsing, choices in errors
@@ -139,7 +140,9 @@ def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(re
     slope = np.array([0.37, 0.61]) * 2 * np.pi / rt.config["enc.cpr"] / rt.sample_period
     assert np.allclose(out["qd_hat"][-1000:].mean(axis=0), slope, rtol=2e-3)  # converges to the ramp's slope
     # a study: seed 000's closed-loop evaluation, and the GA's genes from the registry
-    doc = evaluate(Setup(robot="planar2", rate_hz=250), (NAME,), executor=ThreadPoolExecutor(1)).doc
+    doc = evaluate(
+        Setup(RobotSource.of("planar2"), rate_hz=250), (EstimatorRequest(NAME),), executor=ThreadPoolExecutor(1)
+    ).doc
     result = doc["estimators"][NAME]
     assert result["ise_velocity"] is not None and 0 < result["ise_velocity"] < 1.0
     assert {g.key for g in gain_space(NAME, 2)} == {"est.alpha", "est.beta"}

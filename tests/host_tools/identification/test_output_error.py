@@ -19,6 +19,7 @@ import pytest
 from codegen.model.description import load_robot
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
+from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop, oesim_folder
@@ -35,7 +36,8 @@ from host_tools.reports.output_error import document, tables, write
 from tests.tooling import ROOT, require_tool
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
-UR5 = load_robot("ur5")
+UR5_SOURCE = RobotSource.of("ur5")
+UR5 = UR5_SOURCE.robot()
 
 
 def _identified(*args: Any) -> tuple[dict[str, Any], dict[str, Result]]:
@@ -48,7 +50,7 @@ def _identified(*args: Any) -> tuple[dict[str, Any], dict[str, Result]]:
 def ur5() -> tuple[ClosedLoopModel, Loop, object]:
     rt = load_rt("ur5", estimator="findiff", observer="none", controller="pid")
     traj = generated_trajectory(load_robot("ur5"), 3.0, rt.sample_period, seed=1)
-    return ClosedLoopModel(UR5), Loop.from_rt(rt), traj
+    return ClosedLoopModel(UR5_SOURCE), Loop.from_rt(rt), traj
 
 
 def test_closed_loop_model_matches_the_loopback(ur5: tuple) -> None:
@@ -149,7 +151,7 @@ def test_autocorrelation_and_its_bounds() -> None:
 
 
 def test_description_start_perturbs_links_consistently() -> None:
-    model = ClosedLoopModel(UR5)
+    model = ClosedLoopModel(UR5_SOURCE)
     assert np.allclose(description_start(model), model.ident.true_base())
     b = description_start(model, 0.3, seed=4)
     assert not np.allclose(b, model.ident.true_base())
@@ -177,7 +179,7 @@ def round_trip(run12: tuple) -> tuple[dict, dict]:
     """Every method from a CAD model 30 % off."""
     log, loop, truth, opts = run12
     return _identified(
-        UR5,
+        UR5_SOURCE,
         oe_data(UR5, log),
         loop,
         ["didim", "clie", "cloe"],
@@ -221,7 +223,7 @@ def test_cloe_is_insensitive(round_trip: tuple, run12: tuple) -> None:
     assert cloe.cond > clie.cond
     log, loop, _, _ = run12
     data = oe_data(UR5, log)
-    ident = Identification(ClosedLoopModel(UR5), loop, data)
+    ident = Identification(ClosedLoopModel(UR5_SOURCE), loop, data)
     s_clie, s_cloe = ident.simulate(clie.full(52)), ident.simulate(cloe.full(52))
     assert np.sum((data.tau - s_clie.tau) ** 2) < np.sum((data.tau - s_cloe.tau) ** 2)
     assert np.sum((data.q - s_cloe.q) ** 2) < np.sum((data.q - s_clie.q) ** 2)
@@ -234,7 +236,7 @@ def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> No
     """A DIDIM estimate that cannot be simulated is pulled halfway back and the iteration goes on
     to the same result."""
     log, loop, _, opts = run12
-    ident = Identification(ClosedLoopModel(UR5), loop, oe_data(UR5, log))
+    ident = Identification(ClosedLoopModel(UR5_SOURCE), loop, oe_data(UR5, log))
     _, kept = ident.idim_ls()
     start = description_start(ident.model, opts.init_error, opts.seed)
     plain = ident.didim(start, kept)
@@ -266,7 +268,7 @@ def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     v_loop = replace(
         loop, kp=loop.kp / g, kd=loop.kd / g, tau_max=loop.tau_max / g, ctl_params=loop.ctl_params / g
     ).with_gains(drive_gain=g)
-    model = ClosedLoopModel(UR5)
+    model = ClosedLoopModel(UR5_SOURCE)
     a = Identification(model, loop, oe_data(UR5, log))
     b = Identification(model, v_loop, oe_data(UR5, v_log, v_loop.drive_gain))
     assert np.allclose(b.data.tau, a.data.tau, rtol=1e-12, atol=1e-12)
@@ -296,7 +298,7 @@ def test_decimated_framework() -> None:
     opts = OESynthetic(duration=12.0, seed=2)
     log, loop = synthetic_run(UR5, opts)
     doc, res = _identified(
-        UR5,
+        UR5_SOURCE,
         oe_data(UR5, log),
         loop,
         ["didim", "clie", "cloe"],

@@ -20,13 +20,14 @@ from typing import Any
 
 import pytest
 
+from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import SchedulerError, check_scheduler, open_executor, reach_scheduler
-from host_tools.studies.evaluate import Setup, evaluate
+from host_tools.studies.evaluate import EstimatorRequest, Setup, evaluate
 from tests.tooling import require_module
 
 # a tuned evaluation small enough for a test: the GA (3 generations of 60) and the grid search
-SETUP = Setup(robot="planar2", rate_hz=125.0, tune=True, generations=3)
-ESTIMATORS = ("linhg", "movav")
+SETUP = Setup(RobotSource.of("planar2"), rate_hz=125.0, tune=True, generations=3)
+ESTIMATORS = (EstimatorRequest("linhg"), EstimatorRequest("movav"))
 BIN = Path(sys.executable).parent
 
 

@@ -15,18 +15,22 @@ import pytest
 from codegen.blocks import registry
 from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
-from host_tools.bindings.source import PipelineSource
+from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.studies.evaluate import (
     SWITCH_ON_SPEED,
+    EstimatorRequest,
     Setup,
     convergence_time,
+    default_spec,
     evaluate,
     kalman_q_var,
     pipeline,
     variant,
 )
 from host_tools.studies.tune import GaSettings, Problem, cost, gain_space, tune
+
+PLANAR2, LWA4P = RobotSource.of("planar2"), RobotSource.of("schunk_lwa4p")
 
 
 def _problem(estimator: str) -> tuple[Problem, float]:
@@ -154,12 +158,12 @@ def test_switch_on_convergence_through_the_loop() -> None:
     """Fig. 7's test on the loopback: with a fine encoder finite differences are exact from the second
     sample (the first has no previous position); a slow Kalman filter needs longer; a filter whose
     estimate never reaches 5 % within the 2 s observed reports None."""
-    setup = Setup(robot="planar2", resolution_mdeg=0.01, rate_hz=1000)
-    fd = pipeline(setup, "findiff")
+    setup = Setup(PLANAR2, resolution_mdeg=0.01, rate_hz=1000)
+    fd = pipeline(setup, default_spec("findiff"))
     conv, curve, truth = convergence_time(fd, setup)
     assert conv is not None and conv <= 2 * setup.sample_period, conv
     assert np.allclose(truth, SWITCH_ON_SPEED, atol=0.05 * SWITCH_ON_SPEED) and len(curve) == 2000
-    kf = pipeline(setup, "kalman")
+    kf = pipeline(setup, default_spec("kalman"))
     kf.config.set_kalman(q_var=1e-2)
     slow, _, _ = convergence_time(kf, setup)
     assert slow is not None and slow > 10 * setup.sample_period
@@ -169,21 +173,21 @@ def test_switch_on_convergence_through_the_loop() -> None:
 
 def test_seed000_gains_and_progress() -> None:
     """--gains paper puts seed 000 Table 4 into the config; progress reaches done == total."""
-    setup = Setup(robot="schunk_lwa4p", gains="paper")
+    setup = Setup(LWA4P, gains="paper")
     assert setup.problems() == []
-    rt = pipeline(setup, "linhg")
+    rt = pipeline(setup, default_spec("linhg"))
     assert rt.config["est.eps"] == 0.03 and rt.config["est.h1"][0] == 47.01 and rt.config["est.h2"][5] == 206.9
-    rt = pipeline(setup, "slimod")
+    rt = pipeline(setup, default_spec("slimod"))
     assert rt.config["est.k1"] == 84.46 and rt.config["est.f_plus"][1] == 12.20
-    assert kalman_q_var(setup, pipeline(setup, "kalman"))[2] == 0.010
-    assert variant(setup, "lsf") == "lsf:n=4,p=1"
-    assert any("1@250" in p for p in Setup(robot="schunk_lwa4p", gains="paper", resolution_mdeg=5).problems())
-    assert any("exclude" in p for p in Setup(robot="schunk_lwa4p", gains="paper", tune=True).problems())
-    assert Setup(robot="planar2", gains="paper").problems()
+    assert kalman_q_var(setup, pipeline(setup, default_spec("kalman")))[2] == 0.010
+    assert variant(setup, "lsf").label == "lsf:n=4,p=1"
+    assert any("1@250" in p for p in Setup(LWA4P, gains="paper", resolution_mdeg=5).problems())
+    assert any("exclude" in p for p in Setup(LWA4P, gains="paper", tune=True).problems())
+    assert Setup(PLANAR2, gains="paper").problems()
     seen: list[tuple[str, int, int]] = []
     doc = evaluate(
-        Setup(robot="planar2", rate_hz=250, tune=True, generations=2),
-        ("movav",),
+        Setup(PLANAR2, rate_hz=250, tune=True, generations=2),
+        (EstimatorRequest("movav"),),
         progress=lambda name, done, total, info: seen.append((name, done, total)),
         executor=ThreadPoolExecutor(max_workers=2),
     ).doc
@@ -215,8 +219,8 @@ def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyP
     import host_tools.studies.evaluate as ev
     from host_tools.studies.tune import TuneResult
 
-    setup = Setup(robot="planar2", rate_hz=250, tune=True, tune_faults=True, generations=1)
-    assert setup.problems() == [] and any("--tune" in p for p in Setup(robot="planar2", tune_faults=True).problems())
+    setup = Setup(PLANAR2, rate_hz=250, tune=True, tune_faults=True, generations=1)
+    assert setup.problems() == [] and any("--tune" in p for p in Setup(PLANAR2, tune_faults=True).problems())
     motion = ev.tuning_trajectory(setup)
     mask = ev.tuning_faults(setup, motion)
     assert mask is not None and mask.shape == motion.q.shape
@@ -226,7 +230,7 @@ def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyP
     # binomial: 10 % of k samples lost, within 5 standard deviations
     assert abs(lost - setup.faults) < 5 * np.sqrt(setup.faults * (1 - setup.faults) / k)
     assert not np.array_equal(mask, ev.fault_mask(setup, motion.q.shape))  # not the test's draw
-    assert ev.tuning_faults(Setup(robot="planar2", rate_hz=250, tune=True), motion) is None
+    assert ev.tuning_faults(Setup(PLANAR2, rate_hz=250, tune=True), motion) is None
     seen: list[Problem] = []
 
     def fake_tune(problem: Problem, *args: object, **kwargs: object) -> TuneResult:
@@ -236,7 +240,7 @@ def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyP
         return TuneResult(genome=genome, cost=0.0)
 
     monkeypatch.setattr(ev, "tune", fake_tune)
-    doc = evaluate(setup, ("linhg",), executor=ThreadPoolExecutor(max_workers=1)).doc
+    doc = evaluate(setup, (EstimatorRequest("linhg"),), executor=ThreadPoolExecutor(max_workers=1)).doc
     assert doc["setup"]["tuned_under_faults"] is True
     assert seen and seen[0].valid is not None and np.array_equal(seen[0].valid, mask)
 
