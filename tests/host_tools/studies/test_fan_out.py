@@ -41,7 +41,7 @@ def _same_with_scheduler(args: list[str]) -> dict[str, Any]:
 
 
 def test_excite_starts() -> None:
-    doc = _same_with_scheduler(["excite", "planar2", "--starts", "3"])
+    doc = _same_with_scheduler(["excite", "planar2", "--starts", "3", "--max-iter", "15"])
     assert len(doc["starts"]) == 3
 
 
