@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import controllers, kalman, registry
+from codegen.blocks import kalman, registry
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
 from codegen.model.robot import Robot
@@ -28,6 +28,7 @@ from host_tools.bindings.rt import Realtime, RtConfig
 from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.json_doc import finite
 from host_tools.data.trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
+from host_tools.studies.paper_setups import VELOCITY_ESTIMATORS as PAPER
 from host_tools.studies.tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
 
 Progress = Callable[[str, int, int, str], None]  # (estimator, done, total, what is happening)
@@ -199,15 +200,16 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
 
 def pipeline_source(setup: Setup, estimator: EstimatorChoice) -> PipelineSource:
     """The generated pipeline of seed 000's loop with this estimator, as work items carry it."""
-    return PipelineSource.of(setup.source, estimator, "none", controllers.COMPUTED_TORQUE.name, setup.sample_period)
+    return PipelineSource.of(setup.source, estimator, "none", PAPER.controller, setup.sample_period)
 
 
 def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
-    """The estimator's pipeline in seed 000's loop (computed torque, Kp = 100, Kd = 13) with the
-    set-up's encoder, its default gains (or, with setup.gains == "paper", seed 000's)."""
+    """The estimator's pipeline in seed 000's loop (host_tools.studies.paper_setups.VELOCITY_ESTIMATORS:
+    computed torque with friction at the estimate, Kp = 100, Kd = 13) with the set-up's encoder, its
+    default gains (or, with setup.gains == "paper", seed 000's)."""
     rt = pipeline_source(setup, estimator).realtime()
+    PAPER.apply(rt.config)
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
-    rt.config["ctl.kp"], rt.config["ctl.kd"] = 100.0, 13.0
     name = estimator.name
     if "est.eps" in rt.config.keys():  # the high-gain observers' epsilon
         rt.config["est.eps"] = setup.eps
@@ -431,7 +433,7 @@ def evaluate(
             "tuned": setup.tune,
             "tuned_under_faults": setup.tune_faults,
             "trajectory": test_trajectory(setup).name,
-            "controller": "computed torque Kp = 100, Kd = 13",
+            "controller": f"{PAPER.controller} " + ", ".join(f"{k} = {v:g}" for k, v in PAPER.pinned.items()),
         },
         "estimators": {
             r.name: {
