@@ -166,7 +166,9 @@ def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
         raise SimulationError("movav: every grid variant made the closed loop diverge")
 
     real = st.evaluate
-    monkeypatch.setattr(st, "evaluate", lambda s, names, **kw: (fails if names == ("movav",) else real)(s, names, **kw))
+    monkeypatch.setattr(
+        st, "evaluate", lambda s, asked, **kw: (fails if [r.name for r in asked] == ["movav"] else real)(s, asked, **kw)
+    )
     with st.open_store(tmp_path / "s.sqlite") as db:
         assert st.run_study(study, db, InlineExecutor()) == 2
         assert st.run_study(study, db, InlineExecutor()) == 0  # not retried
