@@ -1,11 +1,11 @@
 """Wall time of the identification stages on the KUKA iiwa 14 (issue #5's figures): excitation
-design (seed 004's settings) and physical-parameter retrieval (5 starts, seed 004's kappa).
+design (Xu et al.'s settings) and physical-parameter retrieval (5 starts, Xu et al.'s kappa).
 
     .venv/bin/python bench/bench_identification.py          # ~3 min on 2 cores
 
 Peer for the retrieval, measured in the same run on the same problem (objective, bounds, total mass,
 eliminated parameters) from the same starts: scipy's SLSQP with finite-difference gradients -- what
-a MATLAB fmincon user (seed 004) would get without exact derivatives. seed 004's own figure: 9854.5 s
+a MATLAB fmincon user (Xu et al. 2020) would get without exact derivatives. Xu et al.'s own figure: 9854.5 s
 for its multi-start in MATLAB.
 """
 
@@ -23,7 +23,7 @@ from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings, bounds, physical_of, retrieve
 from host_tools.identification.pipeline import IdentSettings, identify, synthetic_log
 
-SEED004_RETRIEVAL_S = 9854.5
+XU_RETRIEVAL_S = 9854.5
 
 
 def main() -> None:
@@ -93,18 +93,18 @@ def main() -> None:
 
     print(
         f"excitation design (iiwa, L = 5, 0.05 Hz, 1 start): {t_excite:.1f} s, cond(Y_b) = {res.cond:.1f} "
-        f"(seed 004: 156.3)"
+        f"(Xu et al. 2020: 156.3)"
     )
     print()
     print("| physical retrieval, 5 starts | wall time (s) | best objective (N m) |")
     print("| --- | --: | --: |")
     print(f"| manipgen (CasADi + IPOPT, exact Hessian) | {t_ours:.2f} | {phys.objective:.5g} |")
     print(f"| peer: scipy SLSQP, finite differences | {t_peer:.2f} | {best_peer:.5g} |")
-    print(f"| seed 004 (MATLAB multi-start, its data) | {SEED004_RETRIEVAL_S:.1f} | 75.06 |")
+    print(f"| Xu et al. (2020) (MATLAB multi-start, its data) | {XU_RETRIEVAL_S:.1f} | 75.06 |")
     print()
     print(
         f"least-squares essential objective: {phys.base_objective:.5g} N m; "
-        f"ratio peer / manipgen: {t_peer / t_ours:.0f}x; seed 004 / manipgen: {SEED004_RETRIEVAL_S / t_ours:.0f}x"
+        f"ratio peer / manipgen: {t_peer / t_ours:.0f}x; Xu et al. (2020) / manipgen: {XU_RETRIEVAL_S / t_ours:.0f}x"
     )
 
 

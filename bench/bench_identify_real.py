@@ -1,4 +1,4 @@
-"""Wall time of `manipgen identify` on seed 000's LWA-4P runs (issue #24's goal: <= 3 s on a 2-core
+"""Wall time of `manipgen identify` on Liu et al.'s LWA-4P runs (issue #24's goal: <= 3 s on a 2-core
 machine, otherwise idle, warm build cache), where it goes (`stage_seconds`), and what it buys over
 the peer measured in the same run: plain least squares on the same data (`baseline_ls`: the
 textbook model and method, its own time in the same process).

@@ -1,4 +1,4 @@
-"""Wall time of output-error identification on ur5 with seed 002's data size (34 500 samples at
+"""Wall time of output-error identification on ur5 with Brunot et al.'s data size (34 500 samples at
 1 kHz): IDIM-LS, DIDIM, CLIE (exact and finite-difference sensitivities) and CLOE, on 2 cores.
 Goals (issue #6): DIDIM <= 10 s, CLIE with exact sensitivities <= 60 s (the paper: 1 min and 23 min
 in Simulink + lsqnonlin).
@@ -78,7 +78,7 @@ def main() -> None:
         f"| Python + pinocchio.aba (same loop; max |Δq| against ours {agree:.1e} rad) | {t_peer:.2f} | "
         f"{t_peer / t_sim:.0f} |\n"
     )
-    print("| method | seconds | iterations | μ_min | cond | goal | seed 002 |")
+    print("| method | seconds | iterations | μ_min | cond | goal | Brunot et al. (2019) |")
     print("| --- | --: | --: | --: | --: | --: | --: |")
     goals = {
         "DIDIM": ("<= 10 s", "1 min"),

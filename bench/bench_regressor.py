@@ -5,7 +5,7 @@ inputs, same run; plus their largest difference (both evaluate the same graph: e
 
     .venv/bin/python bench/bench_regressor.py          # ~1 min
 
-Runs: seed 000's LWA-4P FinDiff_run1 (../shared/data/lwa4p, or $MANIPGEN_SHARED_DATA/lwa4p; its
+Runs: Liu et al.'s LWA-4P FinDiff_run1 (../shared/data/lwa4p, or $MANIPGEN_SHARED_DATA/lwa4p; its
 encoder positions, velocities and accelerations by central differences) and the iiwa's synthetic
 identification run (a random Fourier excitation, 6 periods at the description's 1 kHz).
 """

@@ -91,9 +91,9 @@ MAIN = Pipeline("kalman", "kalman")  # the goal's pipeline
 MAIN_CONST = Pipeline("kalman_const", "kalman", constant_params=True)
 EST_ONLY = Pipeline("kalman_noobs", "kalman", observer="none")
 EST_ONLY_CONST = Pipeline("kalman_noobs_const", "kalman", observer="none", constant_params=True)
-ADAPTIVE = Pipeline("kalman_adaptive", "kalman", observer="adaptive")  # seed 001's observer (issue #7)
+ADAPTIVE = Pipeline("kalman_adaptive", "kalman", observer="adaptive")  # Birjandi & Haddadin's observer (issue #7)
 ADAPTIVE_GOAL_NS = 5000.0  # issue #7: <= 5 us per model-adaptive step on a 7-DoF arm
-SEED001_US = 415.0  # seed 001 §V: 415 us per 1 ms step (Simulink on an i7)
+BIRJANDI_US = 415.0  # Birjandi & Haddadin §V: 415 us per 1 ms step (Simulink on an i7)
 
 
 def pipelines(quick: bool) -> list[Pipeline]:
@@ -709,7 +709,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else ""
             )
             + f" -> {'PASS' if a_ns <= ADAPTIVE_GOAL_NS else 'MISS'} (goal {ADAPTIVE_GOAL_NS / 1000:g} us); "
-            f"seed 001 / ours: {fmt_ratio(SEED001_US * 1000, a_ns)}"
+            f"Birjandi & Haddadin / ours: {fmt_ratio(BIRJANDI_US * 1000, a_ns)}"
         )
 
         results["robots"][name] = {
@@ -760,8 +760,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(peer_lines))
     print()
     print(
-        "Model-adaptive collision observer (seed 001 eqs. 9-21; ours = (kalman + adaptive + thresholds) - "
-        "(kalman alone)), seed 001: 415 us per step:"
+        "Model-adaptive collision observer (Birjandi & Haddadin eqs. 9-21; ours = (kalman + adaptive + thresholds) - "
+        "(kalman alone)), Birjandi & Haddadin: 415 us per step:"
     )
     print("\n".join(adaptive_lines))
     print()

@@ -10,7 +10,7 @@ combination: flash (library .text + .rodata in the linked image), RAM (library .
 pipeline instance), stack (static worst case of rt_step's call tree, and the deepest QEMU saw),
 instructions per step (worst and mean, from SysTick under -icount), the largest host-vs-target
 difference relative to each output's range, and the ratio of the worst step to issue 8's goal
-(25 000 instructions: 1 kHz with margin at 168 MHz on an M4F, 400 MHz on an M7) and to seed 001's
+(25 000 instructions: 1 kHz with margin at 168 MHz on an M4F, 400 MHz on an M7) and to Birjandi & Haddadin's
 compute figure (415 µs per 1 ms step on an i7), counting one instruction per cycle at the CPU's
 clock. No other implementation runs on the target: the host build of the same precision is the
 reference for the outputs, and bench_rt.py compares the step with a textbook observer on the host.
@@ -89,7 +89,7 @@ def main() -> int:
                 print(f"{robot} {cpu} {precision}: done ({doc['qemu_seconds']:.1f} s in QEMU)", file=sys.stderr)
     print(
         "| robot | cpu | precision | flash (B) | RAM (B) | stack static / QEMU (B) | static stack / 4 KiB "
-        "| instructions worst / mean | worst / 25 000 | µs at clock (1 IPC) | seed 001's 415 µs / ours "
+        "| instructions worst / mean | worst / 25 000 | µs at clock (1 IPC) | Birjandi & Haddadin's 415 µs / ours "
         "| max error / output range | / joint range | same flag sample |"
     )
     print("| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |")

@@ -4,7 +4,7 @@ run (two of `manipgen collide`'s motions) per variant, ±10 % inertial model err
 |r| after the first second per joint (a threshold before its margin), and the RMS error of the qd,
 qdd the observer was fed. Variants isolate one cause each:
 
-- the observer fed by the encoder-only Kalman filter; the imu estimator with seed 001's BMI055 (at
+- the observer fed by the encoder-only Kalman filter; the imu estimator with Birjandi & Haddadin's BMI055 (at
   +-2 g, at the paper's 1 g, at 16 g: no clipping), with a faster process model (q_var 1e4: the IMUs
   weigh more), with ideal sensors (no noise, no bias, 30 bits, 16 g: only the sensors' low-pass is
   left), with ideal sensors whose low-pass is at 450 Hz and which the filter takes as exact (the
@@ -48,7 +48,7 @@ VARIANTS: dict[str, tuple[str, str, ImuSensors | None, dict[str, float]]] = {
     "momentum (Kalman qd)": ("kalman", "momentum", None, {}),
     "adaptive, Kalman qd, qdd": ("kalman", "adaptive", None, {}),
     "adaptive, IMUs (BMI055, 2 g)": ("imu", "adaptive", ImuSensors(), {}),
-    "adaptive, IMUs at seed 001's 1 g": ("imu", "adaptive", ImuSensors(acc_range=G0), {"est.acc_range": G0}),
+    "adaptive, IMUs at Birjandi & Haddadin's 1 g": ("imu", "adaptive", ImuSensors(acc_range=G0), {"est.acc_range": G0}),
     "adaptive, IMUs, 16 g range": ("imu", "adaptive", ImuSensors(acc_range=G16), {"est.acc_range": G16}),
     "adaptive, IMUs, q_var 1e4": ("imu", "adaptive", ImuSensors(), {"est.q_var": 1e4}),
     "adaptive, ideal IMUs (low-pass only)": ("imu", "adaptive", ImuSensors(**IDEAL), {"est.acc_range": G16}),  # type: ignore[arg-type]

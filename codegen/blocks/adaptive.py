@@ -1,4 +1,4 @@
-"""Model-adaptive collision observer (seed 001 eqs. 9-21), discrete, and the tip wrench (eq. 28).
+"""Model-adaptive collision observer (Birjandi & Haddadin eqs. 9-21), discrete, and the tip wrench (eq. 28).
 
 The model error tau_e = Y_b(q, qd, qdd) dtheta (base regressor, inertial and joint-parameter
 columns; dtheta the parameter error) is absorbed by adapting dtheta_hat. Each sample k, with q, qd,
@@ -26,7 +26,7 @@ other b - n directions; the regressor's change then carries the forgotten part,
 Ydot (I - Y+ Y) dtheta, into the residual at about |Ydot (I - Y+ Y) dtheta| / K. Eq. 10 integrated
 keeps dtheta_hat's memory, and the covariance P points each correction at the directions the
 motion has not yet pinned down, so dtheta_hat -> dtheta on an exciting motion and the residual's
-model error -> 0 (seed 001's claim). Y Y+_P = I as for Y+: eqs. 11-20 (the residual's high-pass
+model error -> 0 (Birjandi & Haddadin's claim). Y Y+_P = I as for Y+: eqs. 11-20 (the residual's high-pass
 s / (s + K_i) on a contact) hold unchanged. lambda is the variance of the torque equations' noise
 (N^2 m^2): small for measured qd, qdd; larger for estimated ones (``manipgen thresholds --tune``
 chooses it on a run).
@@ -36,12 +36,12 @@ with ``freeze`` (default) the adaptation stops while a collision is latched or a
 above its threshold (the detector's state of the last sample; dtheta_hat and P kept): a contact is
 not absorbed into the model error during the detector's debounce either -- with P the correction
 goes where the parameters are least known, so an absorbed contact would come back distorted once
-the regressor changes -- and r keeps showing it. freeze = 0 is seed 001's observer (it adapts
+the regressor changes -- and r keeps showing it. freeze = 0 is Birjandi & Haddadin's observer (it adapts
 through contacts). The first sample, and every in.reset, removes the
 whole residual seen then (g = 1, no covariance update: dtheta_hat absorbs it) and reports r = 0;
 in.reset keeps what was learned (dtheta_hat, P). A non-finite regressor or solve (NaN/inf inputs)
 re-initialises the observer (dtheta_hat = 0, P = P_0) instead of keeping NaN.
-Tip wrench (seed 001 eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
+Tip wrench (Birjandi & Haddadin eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
 (base frame), a 6 x 6 Cholesky solve: the force (N) and moment (N m) at the tip that explain r.
 """
 
@@ -68,7 +68,7 @@ def build(
     integral: bool = False,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
-    seed 001 assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
+    Birjandi & Haddadin assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
     ``integral``: the momentum form (no qdd; see ``integral_predict``)."""
     n, ts = ctx.n, ctx.ts
     base = ctx.base
@@ -123,7 +123,8 @@ def _config(
             "k_o",
             "real",
             (n,),
-            "observer gain K per joint (seed 001's K; the same config key as the momentum observer's K_O), 1/s",
+            "observer gain K per joint (Birjandi & Haddadin's K; the same config key as the momentum "
+            "observer's K_O), 1/s",
             per_joint(k, n),
             low=0.0,
             high=1.0 / ts,
@@ -142,7 +143,8 @@ def _config(
             "freeze",
             "uint8",
             (),
-            "1: hold dtheta_hat while a collision is latched or a joint is above threshold, 0: adapt (seed 001)",
+            "1: hold dtheta_hat while a collision is latched or a joint is above threshold, 0: adapt "
+            "(Birjandi & Haddadin)",
             (1.0,),
             choices=(0.0, 1.0),
         ),
@@ -197,7 +199,7 @@ def _state(n: int, nb: int, integral: bool) -> list[Field]:
 
 
 def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> FunctionSpec:
-    """Seed 001 eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base regressor."""
+    """Birjandi & Haddadin eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base regressor."""
     dyn, base = ctx.dyn, ctx.base
     model, pi = ctx.model_inputs()
     y_fn = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(base.columns))])
@@ -330,7 +332,7 @@ FIELDS = ("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift")
 LAMBDA = registry.Tunable("obs.lam", tuple(10.0**k for k in range(-6, 5)), "the adaptive observer's damping")
 ADAPTIVE = registry.Observer(
     name="adaptive",
-    summary="model-adaptive observer, estimated q-dot and q-ddot (seed 001 eqs. 9-21)",
+    summary="model-adaptive observer, estimated q-dot and q-ddot (Birjandi & Haddadin eqs. 9-21)",
     # estimated qd, qdd: the torque equations carry the estimator's q-ddot noise (about 0.3 N m)
     build=lambda ctx: build(ctx, lam=0.1),
     motion=("qd", "qdd"),
@@ -343,7 +345,7 @@ ADAPTIVE = registry.Observer(
 )
 ADAPTIVE_MEASURED = registry.Observer(
     name="adaptive_measured",
-    summary="model-adaptive observer, measured q-dot and q-ddot as inputs (seed 001's IMU set-up)",
+    summary="model-adaptive observer, measured q-dot and q-ddot as inputs (Birjandi & Haddadin's IMU set-up)",
     build=lambda ctx: build(ctx, measured=True),
     motion=("qd", "qdd"),
     measured=True,

@@ -1,8 +1,8 @@
-"""The closed-loop model output-error identification simulates (seed 002 §2.2, §3.2): the robot's
+"""The closed-loop model output-error identification simulates (Brunot et al. 2019 §2.2, §3.2): the robot's
 rigid dynamics in the parameterised form, driven by the industrial joint controller of the
 real-time pipeline -- the ``pid`` block (PID + gravity compensation from the controller's own, fixed
 model) on a ``findiff`` velocity (q_k - q_{k-1}) / T_s, both the very CasADi functions the generated
-pipeline runs -- and the drive gains G_tau of seed 002 eq. 5 (torque = G_tau x controller output).
+pipeline runs -- and the drive gains G_tau of Brunot et al. (2019) eq. 5 (torque = G_tau x controller output).
 
 Only compositions and derivatives of existing expressions are made here:
 * ``controller``: (q_k, q_{k-1}, integ_k; q_d, qd_d; gains, G_tau, the controller's pi) ->

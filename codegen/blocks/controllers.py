@@ -1,5 +1,5 @@
-"""Controllers (optional): computed torque (seed 000 eqs. 2-3) and PID with gravity compensation
-(the industrial joint controller of seed 002 §2.2), each a block whose doc is its own function's
+"""Controllers (optional): computed torque (Liu et al. eqs. 2-3) and PID with gravity compensation
+(the industrial joint controller of Brunot et al. (2019) §2.2), each a block whose doc is its own function's
 docstring (the generated header carries the one generated), and the elastic arms' state feedback.
 """
 
@@ -22,10 +22,10 @@ def _sat(u: cs.SX, m: cs.SX) -> cs.SX:
 
 
 def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float | tuple[float, ...] = 13.0) -> Block:
-    """Computed torque (seed 000 eqs. 2-3), saturated to +-tau_max per joint:
+    """Computed torque (Liu et al. eqs. 2-3), saturated to +-tau_max per joint:
     u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
       nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
-      (the usual signs; seed 000 prints them for negative gains), evaluated as one Newton-Euler pass
+      (the usual signs; Liu et al. print them for negative gains), evaluated as one Newton-Euler pass
       u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
     f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
     friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
@@ -94,7 +94,7 @@ def pid(
     ki: float | tuple[float, ...] = 0.0,
     i_max: float | tuple[float, ...] = 0.1,
 ) -> Block:
-    """PID with gravity compensation (the industrial joint controller of seed 002 §2.2), saturated
+    """PID with gravity compensation (the industrial joint controller of Brunot et al. (2019) §2.2), saturated
     to +-tau_max per joint: e = q_d - q_hat, I = clamp(I + T e, +-i_max),
     u = Kp e + Kd (qd_d - qd_hat) + Ki I + g(q_hat).
     The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
@@ -147,7 +147,7 @@ def pid(
 
 
 def state_feedback(ctx: Ctx) -> Block:
-    """The elastic arm's joint controller (seed 003 §3.2.4, Fig. 3.9): full state feedback on
+    """The elastic arm's joint controller (Kirchhoff 2011 §3.2.4, Fig. 3.9): full state feedback on
     (q, qd, theta, thetad) around the motor positions that hold q_d against gravity (eq. 3.28; the
     (I + A)^-T is ours, the static balance of our coupled link side), plus the gravity torque at
     the actual position:
@@ -241,14 +241,14 @@ def state_feedback(ctx: Ctx) -> Block:
 
 COMPUTED_TORQUE = registry.Controller(
     name="computed_torque",
-    summary="computed torque on the estimates (seed 000 §IV: Kp = 100, Kd = 13)",
+    summary="computed torque on the estimates (Liu et al. §IV: Kp = 100, Kd = 13)",
     build=computed_torque,
     default=True,
 )
-PID = registry.Controller(name="pid", summary="joint PID with gravity compensation (seed 002's loop)", build=pid)
+PID = registry.Controller(name="pid", summary="joint PID with gravity compensation (Brunot et al.'s loop)", build=pid)
 STATE_FEEDBACK = registry.Controller(
     name="state_feedback",
-    summary="full-state feedback of a series-elastic arm, motor torques (seed 003 §3.2.4)",
+    summary="full-state feedback of a series-elastic arm, motor torques (Kirchhoff 2011 §3.2.4)",
     build=state_feedback,
     rigid=False,
     elastic=True,

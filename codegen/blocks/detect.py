@@ -1,4 +1,4 @@
-"""Collision detection, isolation and reaction on the observer's residual (seed 003 §5.2-5.4).
+"""Collision detection, isolation and reaction on the observer's residual (Kirchhoff 2011 §5.2-5.4).
 
 Per joint the threshold is ``threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs)``: a
 static part, parts growing with the estimated speed and acceleration (model errors of viscous
@@ -13,10 +13,10 @@ until |r| falls below ``release`` x threshold. Debounce: a joint counts consecut
 collision is declared when some joint has been above for ``debounce`` samples. Then, latched until
 ``in.reset`` (which also clears the hysteresis and the counts): ``collision`` = 1, q_col = q_hat,
 and ``link`` = the highest joint (1-based) above its threshold at that sample or any of the next
-``window`` ones (a force on link i moves only r_1..r_i, seed 003 eq. 5.17; the residuals rise at
+``window`` ones (a force on link i moves only r_1..r_i, Kirchhoff (2011) eq. 5.17; the residuals rise at
 different rates, so the first sample may not show all; the adaptive observer's window is short, its
 residual being a high-pass of the contact). Reaction (``reaction``): 0 none (flag only), 1 stop
-(q_d = q_col, qd_d = qdd_d = 0), 2 reflex (seed 003 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+(q_d = q_col, qd_d = qdd_d = 0), 2 reflex (Kirchhoff 2011 §5.4: q_d = q_col + int K_R r, qd_d = K_R r,
 qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd_d``, ``qdd_d``).
 """
 
@@ -129,7 +129,7 @@ def _decision_config(
             "reaction",
             "uint8",
             (),
-            "MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (seed 003 §5.4)",
+            "MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (Kirchhoff 2011 §5.4)",
             (float(reaction),),
             choices=(0.0, 1.0, 2.0),
         ),

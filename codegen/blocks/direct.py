@@ -1,4 +1,4 @@
-"""Direct-method collision residual (the baseline of seed 001 §IV, its Fig. 5 without the
+"""Direct-method collision residual (the baseline of Birjandi & Haddadin §IV, its Fig. 5 without the
 high-pass): r = Y_b theta_hat - tau = rnea(q_hat, qd, qdd; model) + tau_f - tau (tau_f: the friction
 terms beyond viscous + Coulomb, the [fric] block, 0 unless configured), with qd, qdd from the
 estimator (one that gives qdd) or, ``direct_measured``, from ``in.qd_meas``, ``in.qdd_meas``.
@@ -38,7 +38,7 @@ def build(ctx: Ctx, measured: bool = False) -> Block:
 
 DIRECT = registry.Observer(
     name="direct",
-    summary="direct residual tau - (M qdd + n), estimated q-dot and q-ddot (seed 001 §II)",
+    summary="direct residual tau - (M qdd + n), estimated q-dot and q-ddot (Birjandi & Haddadin §II)",
     build=build,
     motion=("qd", "qdd"),
     collide=1,

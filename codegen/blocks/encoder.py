@@ -6,7 +6,7 @@ pipeline has no second channel):
 a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
 ``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
 ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
-once at configuration: this order reproduces real logged positions exactly (seed 000's LWA-4P logs,
+once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
 previous position, increments the joint's fault counter and tells the estimators.
 On an elastic arm, a second encoder with ``motor_cpr = 0`` is absent (its count stays 0, so

@@ -5,8 +5,8 @@ function; model-based ones (nlhg, slimod) also name the state field where the C 
 f = M(q)^-1 (tau - n(q, qd_hat)) (the generated forward dynamics). All read ``loc.q`` (the encoder's
 position, held on a lost sample) and ``loc.valid`` (1.0 or 0.0 per joint) and write
 ``out.q_hat``, ``out.qd_hat`` and, where the method gives it, ``out.qdd_hat``. On a lost sample only
-the Kalman filter changes its update (it predicts); the others see the held position, as in seed
-000's sensor-fault experiment (§IV-C).
+the Kalman filter changes its update (it predicts); the others see the held position, as in
+Liu et al.'s sensor-fault experiment (§IV-C).
 """
 
 from __future__ import annotations

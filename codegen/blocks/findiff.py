@@ -1,8 +1,8 @@
-"""Finite difference and moving average (seed 000 §II-A, eq. 4).
+"""Finite difference and moving average (Liu et al. §II-A, eq. 4).
 
 qd_hat_k = (q_k - q_{k-p}) / (p * T_s): the difference first, then one division by the constant
 p * T_s (a double product made at generation time) -- exactly the operation order that reproduces
-seed 000's recorded real-robot estimates bit for bit (4 ms LWA-4P logs: findiff p = 1, movav p = 3).
+Liu et al.'s recorded real-robot estimates bit for bit (4 ms LWA-4P logs: findiff p = 1, movav p = 3).
 ``findiff`` is p = 1. The first sample fills the history with q (no start-up spike).
 """
 
@@ -51,13 +51,13 @@ def _window(o: Mapping[str, float]) -> str | None:
 
 FINDIFF = registry.Estimator(
     name="findiff",
-    summary="finite difference (seed 000 eq. 4)",
+    summary="finite difference (Liu et al. eq. 4)",
     build=lambda ctx, choice: build(ctx, 1),
     in_study=True,
 )
 MOVAV = registry.Estimator(
     name="movav",
-    summary="moving average over p samples (seed 000 eq. 4)",
+    summary="moving average over p samples (Liu et al. eq. 4)",
     build=lambda ctx, choice: build(ctx, int(choice.get("p"))),
     options={"p": int},
     defaults={"p": 2},

@@ -1,4 +1,4 @@
-"""The FIR derivative family (seed 000 §II-B; Brown et al. 1992): one structure, coefficients
+"""The FIR derivative family (Liu et al. §II-B; Brown et al. 1992): one structure, coefficients
 computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
 
 * ``lsf`` LSF(n, p): least-squares polynomial of order p through the last n samples, its derivative
@@ -9,9 +9,9 @@ computed here at generation time, qd_hat_k = sum_j c_j q_{k-j} (j = 0 .. n-1).
   as backward differences. Exact for degree <= min(n, 2) (the truncated series is not a polynomial
   interpolation beyond that).
 * ``ewlr`` EWLR(n, lam): exponentially weighted linear regression over the last n samples, weight
-  lam^j for q_{k-j}; the slope of the fitted line (seed 003 §5.3). Exact for degree <= 1.
+  lam^j for q_{k-j}; the slope of the fitted line (Kirchhoff 2011 §5.3). Exact for degree <= 1.
 LSF(n=2, p=1), BDE(1) and TSE(1) are the finite difference; LSF(n=3, p=1) is the moving average with
-p = 2 (seed 000 §IV-B writes them LSF1/2 and LSF1/3).
+p = 2 (Liu et al. §IV-B writes them LSF1/2 and LSF1/3).
 LSF, BDE and TSE coefficients are exact rationals (sympy), EWLR's too (Fractions), rounded once.
 """
 
@@ -119,14 +119,14 @@ def _lsf(o: Mapping[str, float]) -> str | None:
 
 
 def _expansion(name: str, summary: str, default_order: int) -> registry.Estimator:
-    """BDE(n) or TSE(n): one option, the order n in 1..8 (seed 000 Table 5)."""
+    """BDE(n) or TSE(n): one option, the order n in 1..8 (Liu et al. Table 5)."""
 
     def check(o: Mapping[str, float]) -> str | None:
         return None if 1 <= o["n"] <= 8 else f"{name}: order n must be in 1..8, got {o['n']:g}"
 
     return registry.Estimator(
         name=name,
-        summary=f"{summary} (seed 000 Table 5)",
+        summary=f"{summary} (Liu et al. Table 5)",
         build=lambda ctx, c: build(ctx, name, int(c.get("n"))),
         options={"n": int},
         defaults={"n": default_order},
@@ -144,7 +144,7 @@ def _ewlr(o: Mapping[str, float]) -> str | None:
 registry.register(
     registry.Estimator(
         name="lsf",
-        summary="least-squares polynomial fit LSF(n, p) (seed 000 §II-B)",
+        summary="least-squares polynomial fit LSF(n, p) (Liu et al. §II-B)",
         build=lambda ctx, c: build(ctx, "lsf", int(c.get("n")), int(c.get("p"))),
         options={"n": int, "p": int},
         defaults={"n": 4, "p": 1},
@@ -157,7 +157,7 @@ registry.register(
     _expansion("tse", "Taylor series expansion TSE(n)", 3),
     registry.Estimator(
         name="ewlr",
-        summary="exponentially weighted linear regression EWLR(n, lam) (seed 003 §5.3)",
+        summary="exponentially weighted linear regression EWLR(n, lam) (Kirchhoff 2011 §5.3)",
         build=lambda ctx, c: build(ctx, "ewlr", int(c.get("n")), lam=c.get("lam")),
         options={"n": int, "lam": float},
         defaults={"n": 10, "lam": 0.8},

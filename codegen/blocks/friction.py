@@ -11,7 +11,7 @@ docs/identification.md):
 - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
   drive holds (load-dependent friction of geared drives). Identification fits FL against the
   description's gravity (``manipgen identify``): an approximation where the
-  identified masses differ from the description's (seed 000's LWA-4P: up to 0.75 N m of FL torque
+  identified masses differ from the description's (Liu et al.'s LWA-4P: up to 0.75 N m of FL torque
   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
   on (docs/real-data.md, "The terms in the generated C");
 - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck

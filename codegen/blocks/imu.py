@@ -1,7 +1,7 @@
-"""IMU-fused joint velocity and acceleration (what seed 001 assumes, §III-c; its refs [1, 2]).
+"""IMU-fused joint velocity and acceleration (what Birjandi & Haddadin assumes, §III-c; its refs [1, 2]).
 
 Each link-mounted IMU (the description's ``imus:``; option ``tip=1``: one IMU at the tip frame
-instead, seed 001's online set-up) gives three gyroscope and three accelerometer readings, linear in
+instead, Birjandi & Haddadin's online set-up) gives three gyroscope and three accelerometer readings, linear in
 qd and in qdd respectively (the rigid-body kinematics of the links carrying them):
 
   y_g = H_g(q) qd + v_g,              H_g = d gyro / d qd
@@ -61,8 +61,8 @@ from .estimator import outputs
 
 G0 = 9.80665  # m/s^2 per g
 DEG = 0.017453292519943295  # rad per degree
-# seed 001 §V's BMI055: gyroscope +-1000 deg/s, 12 bits; accelerometer 12 bits over +-2 g, the
-# BMI055's smallest range (its data sheet: 2, 4, 8, 16 g). Seed 001 writes "1 g": at +-1 g every
+# Birjandi & Haddadin §V's BMI055: gyroscope +-1000 deg/s, 12 bits; accelerometer 12 bits over +-2 g, the
+# BMI055's smallest range (its data sheet: 2, 4, 8, 16 g). Birjandi & Haddadin writes "1 g": at +-1 g every
 # axis near the vertical clips on gravity alone, and where the only axis that sees a joint's
 # acceleration clips, the IMUs lose it (planar2's IMU 1: the IMUs' qdd RMS error 2.8 rad/s^2 at
 # +-1 g, 0.05 at +-2 g; bench/imu_limits.py prints both). The per-sample noise: density
@@ -376,7 +376,7 @@ def build(ctx: Ctx, tip: bool = False) -> Block:
 
 
 def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Design, ts: float) -> None:
-    """r_var from the encoder the block reads, as the kalman block's R (seed 000 §II-C)."""
+    """r_var from the encoder the block reads, as the kalman block's R (Liu et al. §II-C)."""
     enc = next(b for b in blocks if b.kind == "enc")
     by_enc = {f.name: f.default_array() for f in enc.config}
     r_var = tuple(kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"]))
@@ -390,7 +390,7 @@ def _check(opts: Mapping[str, float]) -> str | None:
 
 SPEC = registry.Estimator(
     name="imu",
-    summary="link-mounted IMUs fused with the encoders (seed 001 §III-c, its refs [1, 2])",
+    summary="link-mounted IMUs fused with the encoders (Birjandi & Haddadin §III-c, its refs [1, 2])",
     build=lambda ctx, choice: build(ctx, tip=bool(choice.get("tip"))),
     options={"tip": int},
     defaults={"tip": 0},

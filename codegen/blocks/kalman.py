@@ -1,8 +1,8 @@
-"""Kalman filter on a per-axis triple integrator (seed 000 §II-C, Belanger 1992).
+"""Kalman filter on a per-axis triple integrator (Liu et al. §II-C, Belanger 1992).
 
 z = [q, qd, qdd], dz/dt = A z + Gamma w (w: jerk, zero-mean, variance Q per axis in rad^2/s^6, held
 over a sample as c2d does), y = q + v with
-Var(v) = R = dq^2 / 3 (seed 000's choice; dq = the encoder resolution at the joint). Discretised with zero-order
+Var(v) = R = dq^2 / 3 (Liu et al.'s choice; dq = the encoder resolution at the joint). Discretised with zero-order
 hold as MATLAB's c2d + dlqe do: A_d = exp(A T), Gamma_d = int_0^T exp(A s) ds Gamma, Q_d =
 Gamma_d Q Gamma_d^T. The steady-state gain M = P C^T / (C P C^T + R), P the a-priori covariance from
 the discrete Riccati equation, solved here at generation time (structured doubling) from the
@@ -11,7 +11,7 @@ design (``manipgen evaluate --tune``, then ``manipgen export-config``) replaces 
 Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the current estimate x[k|k]. On a lost sample
 (valid = 0) it predicts without updating.
 
-``kalman:tustin=1`` is seed 000's own filter, the one its recorded Experiment 1 output holds (to
+``kalman:tustin=1`` is Liu et al.'s own filter, the one its recorded Experiment 1 output holds (to
 4e-5 rad/s with Table 8's Q, docs/evaluation.md; ``manipgen evaluate --gains paper`` selects it):
 MATLAB's c2d with the bilinear (Tustin) method, then dlqe with the continuous noise input G =
 [0 0 1]'. Tustin maps A to the same A_d (A is nilpotent) but the measurement to C_d = C (I - A T/2)^-1
@@ -56,7 +56,7 @@ def riccati(ts: float, q: float, r: float, tustin: bool = False) -> Any:
     """A-priori covariance P = A P A' - A P C'(C P C' + R)^-1 C P A' + Qd by the structured doubling
     algorithm (Chu et al. 2004), in mpmath at codegen.model.exact.DIGITS digits from the exact A_d of
     ``ts`` and C = [1 0 0], Qd = Q Gamma_d Gamma_d' (zero-order hold), or with ``tustin`` C_d = [1, T/2,
-    T^2/4], Qd = diag(0, 0, Q) (seed 000's c2d 'tustin' + dlqe): the gain printed into the C is the
+    T^2/4], Qd = diag(0, 0, Q) (Liu et al.'s c2d 'tustin' + dlqe): the gain printed into the C is the
     same on every machine (a double-precision doubling differs in the last bits from one BLAS kernel
     to the next). Written here so that the tests can hold it against scipy's DARE. Returns an mpmath
     3x3 matrix."""
@@ -106,7 +106,7 @@ def _gain(ts: float, q: float, r: float, tustin: bool) -> tuple[float, float, fl
 
 
 def measurement_variance(cpr: float, gear: float) -> float:
-    """R = dq^2 / 3 with dq = 2 pi / (cpr gear) the joint-side resolution (seed 000 §II-C)."""
+    """R = dq^2 / 3 with dq = 2 pi / (cpr gear) the joint-side resolution (Liu et al. §II-C)."""
     return float((2 * exact.MP.pi / (exact.MP.mpf(float(cpr)) * exact.MP.mpf(float(gear)))) ** 2 / 3)
 
 
@@ -180,13 +180,15 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
 
 def _check(opts: Any) -> str | None:
     return (
-        None if opts.get("tustin", 0) in (0, 1) else "tustin must be 0 (zero-order hold) or 1 (seed 000's c2d 'tustin')"
+        None
+        if opts.get("tustin", 0) in (0, 1)
+        else "tustin must be 0 (zero-order hold) or 1 (Liu et al.'s c2d 'tustin')"
     )
 
 
 SPEC = registry.Estimator(
     name="kalman",
-    summary="Kalman filter, constant-jerk model, steady-state gain (seed 000 §II-C)",
+    summary="Kalman filter, constant-jerk model, steady-state gain (Liu et al. §II-C)",
     build=lambda ctx, choice: build(ctx, tustin=bool(dict(choice.params).get("tustin", 0))),
     options={"tustin": int},  # no default: the plain name stays the zero-order-hold filter's label
     check=_check,

@@ -1,11 +1,11 @@
-"""Linear high-gain observer (seed 000 §II-D, [8] eq. 9), per joint, discretised with the bilinear
-(Tustin) transform (seed 000 §II-G):
+"""Linear high-gain observer (Liu et al. §II-D, [8] eq. 9), per joint, discretised with the bilinear
+(Tustin) transform (Liu et al. §II-G):
 
   d/dt [x1; x2] = A [x1; x2] + B y,  A = [-h1/eps 1; -h2/eps^2 0],  B = [h1/eps; h2/eps^2]
   x_k = A_d x_{k-1} + B_d (y_k + y_{k-1}),  A_d = (I - A T/2)^-1 (I + A T/2),  B_d = (I - A T/2)^-1 B T/2
 
 so the discrete poles are (1 + s T/2) / (1 - s T/2) of the continuous ones. eps, h1, h2 are run-time
-config (seed 000 tunes the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
+config (Liu et al. tune the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def build(
 
 SPEC = registry.Estimator(
     name="linhg",
-    summary="linear high-gain observer (seed 000 §II-D)",
+    summary="linear high-gain observer (Liu et al. §II-D)",
     build=lambda ctx, choice: build(ctx),
     genes=(
         registry.Gene("est.h1", 0.5, 300.0),

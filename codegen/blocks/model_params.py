@@ -1,7 +1,7 @@
 """Run-time model parameters: the standard parameter vector and an extra payload on the last link.
 
 The observer, the model-based estimators and the controllers read ``st.model.pi`` = params with the
-payload's 10 parameters (M, MX, ..., ZZ about the last link frame, seed 004 eq. 3) added to the last
+payload's 10 parameters (M, MX, ..., ZZ about the last link frame, Xu et al. (2020) eq. 3) added to the last
 link's, and, for a description with smooth Coulomb friction, ``cfg.model.coulomb_scale`` (its tanh
 scales, run-time so that fitted ones need no regeneration). Absent in a constant-parameter build (the
 robot's own parameters are folded in).

@@ -1,4 +1,4 @@
-"""Generalized momentum observer (De Luca; seed 001 eqs. 24-26, seed 003 eqs. 5.2-5.10), discrete.
+"""Generalized momentum observer (De Luca; Birjandi & Haddadin eqs. 24-26, Kirchhoff (2011) eqs. 5.2-5.10), discrete.
 
   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
@@ -8,7 +8,7 @@ formed; tau_f: the friction terms beyond viscous + Coulomb (``st.fric.tau``, the
 unless configured). q and qd are the estimator's q_hat, qd_hat; tau is ``in.tau``, the link-side actuator torque
 (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
 (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
-the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (seed 003
+the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of ``in.tau`` (Kirchhoff 2011
 §5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
 links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
 both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
@@ -32,7 +32,7 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
     q, qd = ctx.sym("q"), ctx.sym("qd")
     p0, integ, r, k = ctx.sym("p0"), ctx.sym("integ"), ctx.sym("r"), ctx.sym("k_o")
     elastic: list[Field] = []
-    if ctx.robot.elastic:  # seed 003 §5.2: the joint torque is the springs', (I + A)^T tau_el
+    if ctx.robot.elastic:  # Kirchhoff (2011) §5.2: the joint torque is the springs', (I + A)^T tau_el
         th, thd, ke, de = ctx.sym("theta"), ctx.sym("thetad"), ctx.sym("k_e"), ctx.sym("d_e")
         tau = ctx.call_elastic("elastic_joint_torque", q, qd, th, thd, ke, de)
         torque_in = [("out.theta_hat", th), ("out.thetad_hat", thd), ("cfg.obs.k_e", ke), ("cfg.obs.d_e", de)]
@@ -95,7 +95,7 @@ def build(ctx: Ctx, k_o: float | tuple[float, ...] = 25.0) -> Block:
 
 SPEC = registry.Observer(
     name="momentum",
-    summary="generalized-momentum observer (seed 001 eq. 7; seed 003 §5.2 with tau_el)",
+    summary="generalized-momentum observer (Birjandi & Haddadin eq. 7; Kirchhoff (2011) §5.2 with tau_el)",
     build=build,
     elastic=True,
     fields=("k_o",),

@@ -1,4 +1,4 @@
-"""The motor-side velocity estimator of an elastic arm (seed 003 §5.3: the tau_el observer needs the
+"""The motor-side velocity estimator of an elastic arm (Kirchhoff 2011 §5.3: the tau_el observer needs the
 motor velocity as well as the link's): the link estimator's own method, a second instance reading
 the second (motor) encoder channel ``out.theta`` and its validity, writing ``out.theta_hat``,
 ``out.thetad_hat``, ``out.thetadd_hat``. Its config and state are its own (``cfg.mest``,

@@ -1,10 +1,10 @@
-"""Nonlinear high-gain observer (seed 000 §II-E, [20] eq. 9.4), model-based, forward Euler:
+"""Nonlinear high-gain observer (Liu et al. §II-E, [20] eq. 9.4), model-based, forward Euler:
 
   e = q - x1,  x1 += T (x2 + L1/eps e),  x2 += T (f(q, x2, tau) + L2/eps^2 e)
 
 with f = M(q)^-1 (tau - n(q, x2)) the generated forward dynamics (run-time parameters) and tau the
 link-side torque applied over the last sample (``in.tau``). The estimate output is the updated state.
-eps, L1, L2 (diagonals) are run-time config; seed 000 fixes eps = 0.03 and tunes L1, L2.
+eps, L1, L2 (diagonals) are run-time config; Liu et al. fix eps = 0.03 and tunes L1, L2.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def build(
 
 SPEC = registry.Estimator(
     name="nlhg",
-    summary="nonlinear high-gain observer on the rigid model (seed 000 §II-E)",
+    summary="nonlinear high-gain observer on the rigid model (Liu et al. §II-E)",
     build=lambda ctx, choice: build(ctx),
     acceleration="always",
     model_based=True,

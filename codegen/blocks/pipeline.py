@@ -272,7 +272,7 @@ def _check_elastic(robot: Robot, options: RtOptions) -> None:
             robot.file,
             "realtime.observer",
             f"{robot.name} has series-elastic joints: its observer is one of "
-            f"{', '.join(observers)} (driven by tau_el, seed 003 §5.2), not {options.observer}",
+            f"{', '.join(observers)} (driven by tau_el, Kirchhoff (2011) §5.2), not {options.observer}",
         )
     controllers = [n for n, c in registry.controllers().items() if c.elastic]
     if options.controller not in controllers:
@@ -280,5 +280,5 @@ def _check_elastic(robot: Robot, options: RtOptions) -> None:
             robot.file,
             "realtime.controller",
             f"{robot.name} has series-elastic joints: its controller commands motor torques: one of "
-            f"{', '.join(controllers)} (seed 003 §3.2.4), not {options.controller}",
+            f"{', '.join(controllers)} (Kirchhoff 2011 §3.2.4), not {options.controller}",
         )

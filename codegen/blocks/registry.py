@@ -3,7 +3,7 @@
 A block module builds its :class:`~codegen.blocks.base.Block` (CasADi functions, fields, the C
 template it uses) and registers a spec with what the rest of the tool needs to
 know about it: its name, its generation-time options with their defaults and checks, how to build
-it, when it gives an acceleration, its GA genes for tuning and its place in seed 000's study; an
+it, when it gives an acceleration, its GA genes for tuning and its place in Liu et al.'s study; an
 observer also the motion it reads and from where, the sensors the loopback provides for it, the gains
 ``thresholds --tune`` searches and its place in ``collide``; a controller the arms it is for. Every
 list of names (the command line's choices and help, ``evaluate``, ``tune``, ``thresholds``,
@@ -53,7 +53,7 @@ Design = dict[str, tuple[tuple[float, ...], int]]  # realtime.config design valu
 
 @dataclass(frozen=True)
 class Gene:
-    """A run-time gain the GA searches (seed 000 §III), in log space within [low, high]."""
+    """A run-time gain the GA searches (Liu et al. §III), in log space within [low, high]."""
 
     key: str  # config key without ``cfg.``, e.g. est.h1
     low: float
@@ -63,7 +63,7 @@ class Gene:
 
 @dataclass(frozen=True)
 class Estimator:
-    """A velocity estimator (``out.q_hat``, ``out.qd_hat``, ``out.qdd_hat``; seed 000 §II)."""
+    """A velocity estimator (``out.q_hat``, ``out.qd_hat``, ``out.qdd_hat``; Liu et al. §II)."""
 
     name: str
     summary: str  # one line: what it is, which paper and equation
@@ -75,7 +75,7 @@ class Estimator:
     model_based: bool = False  # reads the rigid model (forward dynamics): no motor-side twin on elastic arms
     genes: tuple[Gene, ...] = ()  # continuous gains the GA tunes
     grid: tuple[str, ...] = ()  # integer-option variants the grid search tries instead
-    in_study: bool = False  # one of seed 000's compared estimators (evaluate's default set)
+    in_study: bool = False  # one of Liu et al.'s compared estimators (evaluate's default set)
     design_keys: tuple[str, ...] = ()  # generation-time design values in realtime.config (<name>.<key>)
     # after the config overrides: (its block, all blocks, robot, design values given, sample period)
     finish: Callable[[Block, list[Block], Robot, Design, float], None] | None = None
@@ -102,7 +102,7 @@ class Tunable:
 
 @dataclass(frozen=True)
 class Observer:
-    """A collision observer (residual ``out.r``, seed 001, seed 003 §5) or ``none``."""
+    """A collision observer (residual ``out.r``, Birjandi & Haddadin, Kirchhoff (2011) §5) or ``none``."""
 
     name: str
     summary: str
@@ -114,9 +114,9 @@ class Observer:
     elastic: bool = False  # available on series-elastic arms
     window: int = 1_000_000  # samples within which detection isolates the joint after the flag
     fields: tuple[str, ...] = ()  # its config fields (obs.<field> keys a description may set)
-    adaptive: bool = False  # model-adaptive (seed 001): learns the model error online (obs.k_o, obs.freeze)
+    adaptive: bool = False  # model-adaptive (Birjandi & Haddadin): learns the model error online (obs.k_o, obs.freeze)
     tunables: tuple[Tunable, ...] = ()  # gains `manipgen thresholds --tune` chooses on a log
-    # `manipgen collide`'s default set: 0 not compared; else its series (1: seed 001's residuals,
+    # `manipgen collide`'s default set: 0 not compared; else its series (1: Birjandi & Haddadin's residuals,
     # 2: the adaptive observer's momentum form, issue #25), each listing its observers fed by the
     # estimator, then the measured ones, then the IMU-fed entries
     collide: int = 0
@@ -212,12 +212,12 @@ def default_controller(elastic: bool = False) -> Controller:
 
 
 def study_estimators() -> tuple[str, ...]:
-    """Seed 000's compared estimators, in registration order (evaluate's default set)."""
+    """Liu et al.'s compared estimators, in registration order (evaluate's default set)."""
     return tuple(n for n, e in estimators().items() if e.in_study)
 
 
 def tuned_estimators() -> tuple[str, ...]:
-    """Those with continuous gains the GA tunes (seed 000 §III)."""
+    """Those with continuous gains the GA tunes (Liu et al. §III)."""
     return tuple(n for n, e in estimators().items() if e.genes)
 
 

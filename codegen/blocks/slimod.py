@@ -1,5 +1,5 @@
-"""Third-order sliding-mode observer (seed 000 §II-F, [25] eq. 28) in Levant's recursive form,
-model-based, forward Euler. The text copy of seed 000 lost a dot: the second and third equations use
+"""Third-order sliding-mode observer (Liu et al. §II-F, [25] eq. 28) in Levant's recursive form,
+model-based, forward Euler. The text copy of Liu et al. lost a dot: the second and third equations use
 s = d/dt x1_hat - x2_hat, where d/dt x1_hat is the right-hand side of the first equation:
 
   e = q - x1,   s = alpha3 |e|^(2/3) sgn(e) + k1 e          (so d/dt x1_hat = x2 + s)
@@ -7,7 +7,7 @@ s = d/dt x1_hat - x2_hat, where d/dt x1_hat is the right-hand side of the first 
   x2 += T (f(q, x2, tau) + alpha2 |s|^(1/2) sgn(s) + k2 e + z_eq)
   z_eq += T alpha1 sgn(s)
 
-with alpha1 = 1.1 f+, alpha2 = 1.5 (f+)^(1/2), alpha3 = 1.9 (f+)^(1/3) (seed 000 §III, after [42],
+with alpha1 = 1.1 f+, alpha2 = 1.5 (f+)^(1/2), alpha3 = 1.9 (f+)^(1/3) (Liu et al. §III, after [42],
 [43]; f+ the bound of the model perturbation, per joint) and scalar k1, k2. z_eq estimates the input
 disturbance and is an output. f = M(q)^-1 (tau - n(q, x2)) is the generated forward dynamics.
 """
@@ -96,7 +96,7 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
 
 SPEC = registry.Estimator(
     name="slimod",
-    summary="sliding-mode observer on the rigid model (seed 000 §II-F)",
+    summary="sliding-mode observer on the rigid model (Liu et al. §II-F)",
     build=lambda ctx, choice: build(ctx),
     acceleration="always",
     model_based=True,

@@ -56,7 +56,7 @@ def _elastic_solved(specs: list[FunctionSpec], q: Arg, qd: Arg, qdd: Arg, pi: Ar
     th, thd, tm = {s.name: s for s in specs}["motor_acceleration"].inputs[2:5]
     doc = (
         "Forward dynamics of the series-elastic arm "
-        "(seed 003 eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T tau_el - n(q, qd)) by a Cholesky "
+        "(Kirchhoff 2011 eqs. 3.23-3.25): qdd = M(q)^-1 ((I + A)^T tau_el - n(q, qd)) by a Cholesky "
         "solve of M, and the motors' thetadd."
     )
     return [

@@ -61,7 +61,7 @@ def loopback_files(
     common = dict(ctx, motion_inputs=motion_inputs(observer), imu=_imus(robot, dyn, est, precision))
     contact = FunctionSpec.of(
         contact_function(dyn),
-        "Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact)",
+        "Hunt-Crossley contact of the tip with a plane (Kirchhoff 2011 eq. 5.19; codegen.symbolic.contact)",
     )
     return {
         f"{p}_loopback.h": env.get_template("loopback.h.j2").render(dict(common, max_delay=LOOPBACK_MAX_DELAY)),

@@ -86,7 +86,7 @@ class Encoder:
 
 @dataclass(frozen=True)
 class Elastic:
-    """A series-elastic drive (seed 003 §3.2: eqs. 3.18, 3.21-3.25), reflected to the link side: the
+    """A series-elastic drive (Kirchhoff 2011 §3.2: eqs. 3.18, 3.21-3.25), reflected to the link side: the
     motor position theta is in link units (rotor angle / transmission ratio, eq. 3.13), its torques
     are link-side torques (eq. 3.15).
 
@@ -114,7 +114,7 @@ class Joint:
     limits: Limits = Limits()
     gear_ratio: float = 1.0
     # k_t, N m/A at the motor shaft (0: not given); the link-side torque of an armature current i
-    # is gear_ratio k_t i (seed 003 eq. 4.51)
+    # is gear_ratio k_t i (Kirchhoff 2011 eq. 4.51)
     torque_constant: float = 0.0
     encoder: Encoder | None = None
     IA: float = 0.0
@@ -133,7 +133,7 @@ class Joint:
 
 
 def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
-    """A with alpha_c(q) = A q (seed 003 eq. 3.10): row i holds joint i's coupling factors."""
+    """A with alpha_c(q) = A q (Kirchhoff 2011 eq. 3.10): row i holds joint i's coupling factors."""
     a = np.zeros((len(joints), len(joints)))
     for i, j in enumerate(joints):
         for other, factor in j.elastic.coupling if j.elastic else ():
@@ -143,7 +143,7 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Coulomb:
-    """sign(qd), or tanh(qd_i / velocity_scale_i) (smooth; fits real data better, seed 000 README).
+    """sign(qd), or tanh(qd_i / velocity_scale_i) (smooth; fits real data better, Liu et al. README).
     ``velocity_scale``: one value for every joint, or one per joint (rad/s or m/s)."""
 
     model: Literal["sign", "tanh"] = "sign"

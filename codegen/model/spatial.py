@@ -93,7 +93,7 @@ def z_to_axis(axis: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * k + (1 - c) * exact.matmul(k, k)
 
 
-# --- the 10 inertial parameters of a body (seed 004 eq. 3 order) ------------------------------
+# --- the 10 inertial parameters of a body (Xu et al. 2020 eq. 3 order) ------------------------------
 # p = [M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ]: mass, first moment m*c, inertia about the frame origin.
 
 
@@ -109,7 +109,7 @@ def transform_inertial_cs(m: Any, h: Any, i_b: Any, r: Any, o: Any) -> tuple[Any
     """Inertial parameters (m, first moment h, inertia about the origin) given in frame B,
     re-expressed in frame A, where B's pose in A is (r, o). Works on CasADi SX/DM.
 
-    I_A = R I_B R^T - m S(o)S(o) - S(o)S(Rh) - S(Rh)S(o): the parallel-axis theorem (seed 004
+    I_A = R I_B R^T - m S(o)S(o) - S(o)S(Rh) - S(Rh)S(o): the parallel-axis theorem (Xu et al. 2020
     eq. 14) in its general form. This is the only place it is written: the numeric model building
     (transform_inertial) and the symbolic composite-rigid-body algorithm (codegen.symbolic.dynamics) call it.
     """

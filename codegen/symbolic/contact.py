@@ -1,8 +1,8 @@
-"""Hunt-Crossley contact of the tip with a plane obstacle (seed 003 eq. 5.19), for the loopback's
+"""Hunt-Crossley contact of the tip with a plane obstacle (Kirchhoff 2011 eq. 5.19), for the loopback's
 simulated robot: penetration x = n . (p0 - p_tip) (n the obstacle's outward unit normal, p0 a point
 of its surface), its rate xd = -n . v_tip, the force f = max(0, x^e (k + lambda xd)) for x > 0 (no
 tensile force; continuous at impact and separation) pushing the tip along n, and the joint torque
-J_v^T n f it causes. seed 003: e = 1, k = 10 kN/m, lambda = 3/2 alpha k with alpha = 0.04 s/m
+J_v^T n f it causes. Kirchhoff (2011): e = 1, k = 10 kN/m, lambda = 3/2 alpha k with alpha = 0.04 s/m
 (eq. 5.21: restitution 1 - alpha v_i)."""
 
 from __future__ import annotations

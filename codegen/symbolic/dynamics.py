@@ -5,7 +5,7 @@ through the origin). Link parameters given in the user's link frame (post_i rela
 mapped to J_i by a constant 10x10 matrix (linear in the parameters), so the regressor is still taken
 with respect to the user's parameters, named in the user's frames.
 
-Newton-Euler (seed 003 §3.3 / §4.2.2, Khalil's modified recursion): with the link parameters
+Newton-Euler (Kirchhoff 2011 §3.3 / §4.2.2, Khalil's modified recursion): with the link parameters
 (M, first moment MS = M c, inertia about the frame origin) every force and moment is linear in the
 parameters, so Y = d(tau)/d(pi) is exact.
 """
@@ -254,7 +254,7 @@ class Dynamics:
         """C qd + g + friction(qd): the rnea at zero acceleration (forward dynamics' right side)."""
         return self.rigid_body_torque(self.qd, SX.zeros(self.n), pi) + self.friction(self.qd, pi)
 
-    # --- series-elastic drives (seed 003 §3.2) ---------------------------------------------------
+    # --- series-elastic drives (Kirchhoff 2011 §3.2) ---------------------------------------------------
     @cached_property
     def theta(self) -> SX:
         return SX.sym("theta", self.n)
@@ -278,7 +278,7 @@ class Dynamics:
         return coupling_matrix(self.robot.joints)
 
     def elastic_torque(self, stiffness: SX | cs.DM | None = None, damping: SX | cs.DM | None = None) -> SX:
-        """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (seed 003 eqs. 3.10, 3.25); K, D the
+        """tau_el = K (theta - q - A q) + D (thetad - qd - A qd) (Kirchhoff 2011 eqs. 3.10, 3.25); K, D the
         description's unless given (run-time config of the observer, identified values)."""
         a = cs.DM(self.coupling)
         k = self._elastic("stiffness") if stiffness is None else stiffness
@@ -297,13 +297,13 @@ class Dynamics:
 
     def motor_gravity(self, pi: SX) -> SX:
         """(I + A)^-T g(q): the spring torque tau_el, hence the motor torque, that holds the links
-        still at q (the elastic controller's gravity compensation, seed 003 §3.2.4)."""
+        still at q (the elastic controller's gravity compensation, Kirchhoff (2011) §3.2.4)."""
         return cs.DM(exact.inv(np.eye(self.n) + self.coupling).T) @ self.gravity(pi)
 
     def motor_equilibrium(self, pi: SX, stiffness: SX | cs.DM | None = None) -> tuple[SX, SX]:
         """The motor positions holding the links still at q against gravity, and their rate along qd:
         theta = q + A q + K^-1 (I + A)^-T g(q), theta-dot its time derivative -- the elastic
-        controller's theta_d and a simulation's rest start. Seed 003 eq. 3.28 has K^-1 g(q) + q +
+        controller's theta_d and a simulation's rest start. Kirchhoff (2011) eq. 3.28 has K^-1 g(q) + q +
         alpha_c(q); the (I + A)^-T is ours, the static balance of our link side (I + A)^T tau_el = g.
         K the description's unless given."""
         k = self._elastic("stiffness") if stiffness is None else stiffness
@@ -311,7 +311,7 @@ class Dynamics:
         return theta, cs.jtimes(theta, self.q, self.qd)
 
     def motor_acceleration(self) -> SX:
-        """thetadd = (tau_m - d_vm thetad - d_cm sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23)."""
+        """thetadd = (tau_m - d_vm thetad - d_cm sgn(thetad) - tau_el) / I_m (Kirchhoff 2011 eq. 3.23)."""
         return (
             self.tau_m
             - self._elastic("motor_viscous") * self.thetad
@@ -320,7 +320,7 @@ class Dynamics:
         ) / self._elastic("motor_inertia")
 
     def motor_regressor(self) -> SX:
-        """Y_m with tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4, its
+        """Y_m with tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (Kirchhoff 2011 eq. 4.4, its
         column order; block diagonal, n x 4n; the deflections with the coupling of eq. 3.10)."""
         a = cs.DM(self.coupling)
         defl, rate = self.theta - self.q - a @ self.q, self.thetad - self.qd - a @ self.qd
@@ -333,8 +333,8 @@ class Dynamics:
     def motor_regressor_along(self) -> tuple[SX, SX]:
         """Y_m (eq. 4.4) along a planned link motion (q, qd, qdd, qddd) with the motors where the
         springs must be to drive it: tau_el = (I + A)^-T rnea(q, qd, qdd) (eq. 3.24), theta = q + A q
-        + K^-1 tau_el and its rate (the spring damping neglected, as seed 003 §3.2.3 does for
-        planning). For designing the actuator stage's excitation (seed 003 §4.2.3); returns
+        + K^-1 tau_el and its rate (the spring damping neglected, as Kirchhoff (2011) §3.2.3 does for
+        planning). For designing the actuator stage's excitation (Kirchhoff 2011 §4.2.3); returns
         (Y_m, qddd symbol)."""
         jerk = SX.sym("qddd", self.n)
         inv = cs.DM(exact.inv(np.eye(self.n) + self.coupling).T)

@@ -1,5 +1,5 @@
-"""Excitation trajectories for identification: a finite Fourier series per joint (seed 004 eq. 8,
-seed 003 eq. 4.34) with an offset,
+"""Excitation trajectories for identification: a finite Fourier series per joint (Xu et al. 2020 eq. 8,
+Kirchhoff (2011) eq. 4.34) with an offset,
 
     q_i(t)   = q0_i + sum_l ( a_il / (w l) sin(w l t) - b_il / (w l) cos(w l t) )
     qd_i(t)  =        sum_l (  a_il cos(w l t) + b_il sin(w l t) )
@@ -8,7 +8,7 @@ seed 003 eq. 4.34) with an offset,
 w = 2 pi f_f. The expressions exist once, here, as a CasADi function of (t, a, b, q0); the design
 (host_tools.identification.excitation) evaluates them on its sample grid and the generated C (<robot>_excitation.c)
 prints them. Starting at rest in q0 (and so at every period boundary) derives from eq. 8 itself:
-qd(0) = sum_l a_l = 0, qdd(0) = w sum_l l b_l = 0 and q(0) = q0 needs sum_l b_l / l = 0 (seed 004's
+qd(0) = sum_l a_l = 0, qdd(0) = w sum_l l b_l = 0 and q(0) = q0 needs sum_l b_l / l = 0 (Xu et al.'s
 printed eq. 10 asks sum a_l / l = sum b_l / l = sum l a_l = 0, which does not follow from eq. 8).
 """
 

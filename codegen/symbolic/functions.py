@@ -91,7 +91,7 @@ def _parameterised(dyn: Dynamics, a: dict[str, tuple[cs.SX, Arg]]) -> list[Row]:
         (
             "rnea",
             "Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) "
-            "(Newton-Euler, seed 003 §3.3; linear in pi: tau = Y pi, seed 004 eq. 5).",
+            "(Newton-Euler, Kirchhoff (2011) §3.3; linear in pi: tau = Y pi, Xu et al. (2020) eq. 5).",
             ["q", "qd", "qdd"],
             Arg("tau", n, f"joint torques, {unit}"),
             dyn.rnea(dyn.pi),
@@ -170,7 +170,7 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
         FunctionSpec(
             "regressor",
             "Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta "
-            "(<robot>_base_names; seed 004 eqs. 5-6, Gautier's numeric reduction).",
+            "(<robot>_base_names; Xu et al. (2020) eqs. 5-6, Gautier's numeric reduction).",
             (a["q"][1], a["qd"][1], a["qdd"][1]),
             (Arg("y", n * nb, f"Y_b, row-major n x {nb}"),),
             cs.Function("regressor", [dyn.q, dyn.qd, dyn.qdd], [cs.cse(cs.densify(cs.vec(y.T)))]),
@@ -201,7 +201,7 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
 
 
 def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
-    """The series-elastic drives' functions (constant parameters; seed 003 eqs. 3.10, 3.23-3.25)."""
+    """The series-elastic drives' functions (constant parameters; Kirchhoff (2011) eqs. 3.10, 3.23-3.25)."""
     n = dyn.n
     a = _args(dyn)
     th = Arg("theta", n, "motor positions, link side (rotor angle / transmission ratio; rad or m)")
@@ -219,7 +219,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
             "elastic_torque",
             "Torque of the elastic transmission tau_el = K (theta - q - "
             "alpha_c(q)) + D (thetad - qd - alpha_c'(q, qd)), alpha_c(q) = A q the coupling "
-            "correction (seed 003 eqs. 3.10, 3.25).",
+            "correction (Kirchhoff 2011 eqs. 3.10, 3.25).",
             ins,
             (tel,),
             cs.Function("elastic_torque", syms, [const(dyn.elastic_torque())]),
@@ -227,7 +227,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         FunctionSpec(
             "elastic_joint_torque",
             "Link-side joint torque the drives transmit, (I + A)^T "
-            "tau_el (seed 003 eq. 3.24's right side; the loopback's elastic plant adds it to the "
+            "tau_el (Kirchhoff 2011 eq. 3.24's right side; the loopback's elastic plant adds it to the "
             "external torques).",
             ins,
             (Arg("tau", n, "joint torque (N m or N)"),),
@@ -236,7 +236,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         FunctionSpec(
             "elastic_link_rhs",
             "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
-            "tau_el - n(q, qd) (seed 003 eq. 3.24; n with joint friction).",
+            "tau_el - n(q, qd) (Kirchhoff 2011 eq. 3.24; n with joint friction).",
             ins,
             (Arg("f", n, "link-side force (N m or N)"),),
             cs.Function("elastic_link_rhs", syms, [const(dyn.elastic_link_force(dyn.pi))]),
@@ -244,7 +244,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         FunctionSpec(
             "elastic_link_rhs_p",
             "Right-hand side of the link dynamics M(q) qdd = (I + A)^T "
-            "tau_el - n(q, qd) (seed 003 eq. 3.24). Parameterised form (the links' standard "
+            "tau_el - n(q, qd) (Kirchhoff 2011 eq. 3.24). Parameterised form (the links' standard "
             "parameters; the drives' are the description's).",
             ins + (a["pi"][1],),
             (Arg("f", n, "link-side force (N m or N)"),),
@@ -253,7 +253,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         FunctionSpec(
             "motor_rest",
             "The motor positions holding the links still at q against gravity, theta "
-            "= q + A q + K^-1 (I + A)^-T g(q) (seed 003 eq. 3.28), and their rate along qd (the "
+            "= q + A q + K^-1 (I + A)^-T g(q) (Kirchhoff 2011 eq. 3.28), and their rate along qd (the "
             "state-feedback controller's theta_d; a simulation's rest start).",
             (a["q"][1], a["qd"][1]),
             (th, thd),
@@ -271,7 +271,7 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         FunctionSpec(
             "motor_rest_p",
             "The motor positions holding the links still at q against gravity "
-            "(seed 003 eq. 3.28) and their rate along qd. Parameterised form (the links' standard "
+            "(Kirchhoff 2011 eq. 3.28) and their rate along qd. Parameterised form (the links' standard "
             "parameters; the springs are the description's).",
             (a["q"][1], a["qd"][1], a["pi"][1]),
             (th, thd),
@@ -279,14 +279,15 @@ def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
         ),
         FunctionSpec(
             "motor_acceleration",
-            "Motor dynamics thetadd = (tau_m - D_vm thetad - D_Cm sgn(thetad) - tau_el) / I_m (seed 003 eq. 3.23).",
+            "Motor dynamics thetadd = (tau_m - D_vm thetad - D_Cm sgn(thetad) - tau_el) / I_m "
+            "(Kirchhoff 2011 eq. 3.23).",
             ins + (tm,),
             (Arg("thetadd", n, "motor accelerations, link side"),),
             cs.Function("motor_acceleration", syms + [dyn.tau_m], [const(dyn.motor_acceleration())]),
         ),
         FunctionSpec(
             "motor_regressor",
-            "Actuator-side regressor (seed 003 eq. 4.4): tau_m - I_m thetadd "
+            "Actuator-side regressor (Kirchhoff 2011 eq. 4.4): tau_m - I_m thetadd "
             "= Y_m theta_m, theta_m = [d_e, d_vm, k_e, d_Cm] per joint (<robot>_motor_parameters "
             "order); block diagonal, deflections with the coupling alpha_c.",
             ins,

@@ -1,4 +1,4 @@
-"""What link-mounted IMUs read (seed 001 §III-c and §V, its refs [1, 2]): the gyroscope the angular
+"""What link-mounted IMUs read (Birjandi & Haddadin §III-c and §V, its refs [1, 2]): the gyroscope the angular
 velocity of its link, the accelerometer the specific force a - g at its point, both in the sensor's
 own axes, as CasADi expressions of q, qd, qdd.
 
@@ -25,7 +25,7 @@ from .dynamics import Dynamics
 
 
 def tip_imu(robot: Robot) -> Imu:
-    """One IMU at the tip frame (seed 001's online set-up: one IMU on the end effector)."""
+    """One IMU at the tip frame (Birjandi & Haddadin's online set-up: one IMU on the end effector)."""
     last = robot.joints[-1]
     return Imu("tip", robot.dof - 1, as_tuple(spatial.snapped(last.post_matrix @ robot.tip_matrix)))
 

@@ -1,10 +1,10 @@
-"""Standard <-> base parameters (seed 004 §III, seed 003 §4.2.2; Gautier's numeric method).
+"""Standard <-> base parameters (Xu et al. 2020 §III, Kirchhoff (2011) §4.2.2; Gautier's numeric method).
 
 The full regressor is sampled at random states; a QR decomposition of the stacked, column-normalised
 regressor without pivoting, with the columns in a fixed order of preference, keeps a column when it
 is independent of the columns kept before it. The order puts first what Khalil's regrouping keeps
 (XX, XY, XZ, YZ, ZZ, MX, MY of each link) and last what it eliminates (MZ, YY, M) and the rotor
-inertia (IA1 regroups into ZZ1), so the kept set and the names follow seed 004 Table 4. The
+inertia (IA1 regroups into ZZ1), so the kept set and the names follow Xu et al. (2020) Table 4. The
 regrouping matrix K (base = K . standard) comes from least squares; each coefficient is then made
 exact where it is a small rational times a product of at most two of the robot's lengths
 (1, -1, a^2, d*a, ...). The count is checked against the SVD rank of the same matrix.

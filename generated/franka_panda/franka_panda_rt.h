@@ -40,7 +40,7 @@
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
  * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
- * once at configuration: this order reproduces real logged positions exactly ([S0]'s LWA-4P logs,
+ * once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
  * previous position, increments the joint's fault counter and tells the estimators.
  * On an elastic arm, a second encoder with motor_cpr = 0 is absent (its count stays 0, so
@@ -50,11 +50,11 @@
  * A joint whose description declares no encoder is read as 65536 counts per turn, link side.
  *
  * [est: kalman]
- * Kalman filter on a per-axis triple integrator ([S0] section II-C, Belanger 1992).
+ * Kalman filter on a per-axis triple integrator (Liu et al. section II-C, Belanger 1992).
  * 
  * z = [q, qd, qdd], dz/dt = A z + Gamma w (w: jerk, zero-mean, variance Q per axis in rad^2/s^6, held
  * over a sample as c2d does), y = q + v with
- * Var(v) = R = dq^2 / 3 ([S0]'s choice; dq = the encoder resolution at the joint). Discretised with zero-order
+ * Var(v) = R = dq^2 / 3 (Liu et al.'s choice; dq = the encoder resolution at the joint). Discretised with zero-order
  * hold as MATLAB's c2d + dlqe do: A_d = exp(A T), Gamma_d = int_0^T exp(A s) ds Gamma, Q_d =
  * Gamma_d Q Gamma_d^T. The steady-state gain M = P C^T / (C P C^T + R), P the a-priori covariance from
  * the discrete Riccati equation, solved here at generation time (structured doubling) from the
@@ -63,7 +63,7 @@
  * Each sample: x- = A_d x; x = x- + M (q - x-_1) -- the current estimate x[k|k]. On a lost sample
  * (valid = 0) it predicts without updating.
  * 
- * kalman:tustin=1 is [S0]'s own filter, the one its recorded Experiment 1 output holds (to
+ * kalman:tustin=1 is Liu et al.'s own filter, the one its recorded Experiment 1 output holds (to
  * 4e-5 rad/s with Table 8's Q, docs/evaluation.md; manipgen evaluate --gains paper selects it):
  * MATLAB's c2d with the bilinear (Tustin) method, then dlqe with the continuous noise input G =
  * [0 0 1]'. Tustin maps A to the same A_d (A is nilpotent) but the measurement to C_d = C (I - A T/2)^-1
@@ -87,7 +87,7 @@
  * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
  *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
  *   description's gravity (manipgen identify): an approximation where the
- *   identified masses differ from the description's ([S0]'s LWA-4P: up to 0.75 N m of FL torque
+ *   identified masses differ from the description's (Liu et al.'s LWA-4P: up to 0.75 N m of FL torque
  *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
  *   on (docs/real-data.md, "The terms in the generated C");
  * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
@@ -99,7 +99,7 @@
  * description's model.
  *
  * [obs: momentum]
- * Generalized momentum observer (De Luca; [S1] eqs. 24-26, [S3] eqs. 5.2-5.10), discrete.
+ * Generalized momentum observer (De Luca; Birjandi & Haddadin eqs. 24-26, Kirchhoff (2011) eqs. 5.2-5.10), discrete.
  * 
  *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
@@ -109,7 +109,7 @@
  * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
- * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of in.tau ([S3]
+ * the pole is 1 - K_O T. An elastic arm's torque is the springs' instead of in.tau (Kirchhoff 2011
  * section 5.2, eqs. 5.6-5.10; its tau_el, times (I + A)^T -- ours, the torque the coupled springs put on the
  * links, see docs/robot_yaml.md): (I + A)^T tau_el, tau_el = K (theta - q - A q) + D (thetad - qd - A qd) from
  * both estimators (q_hat, qd_hat, theta_hat, thetad_hat) and the run-time K, D (cfg.obs.k_e, d_e:
@@ -120,7 +120,7 @@
  * the robot, in the joint torque's sign convention.
  *
  * [det: threshold]
- * Collision detection, isolation and reaction on the observer's residual ([S3] section 5.2-5.4).
+ * Collision detection, isolation and reaction on the observer's residual (Kirchhoff 2011 section 5.2-5.4).
  * 
  * Per joint the threshold is threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs): a
  * static part, parts growing with the estimated speed and acceleration (model errors of viscous
@@ -135,17 +135,17 @@
  * collision is declared when some joint has been above for debounce samples. Then, latched until
  * in.reset (which also clears the hysteresis and the counts): collision = 1, q_col = q_hat,
  * and link = the highest joint (1-based) above its threshold at that sample or any of the next
- * window ones (a force on link i moves only r_1..r_i, [S3] eq. 5.17; the residuals rise at
+ * window ones (a force on link i moves only r_1..r_i, Kirchhoff (2011) eq. 5.17; the residuals rise at
  * different rates, so the first sample may not show all; the adaptive observer's window is short, its
  * residual being a high-pass of the contact). Reaction (reaction): 0 none (flag only), 1 stop
- * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex ([S3] section 5.4: q_d = q_col + int K_R r, qd_d = K_R r,
+ * (q_d = q_col, qd_d = qdd_d = 0), 2 reflex (Kirchhoff 2011 section 5.4: q_d = q_col + int K_R r, qd_d = K_R r,
  * qdd_d = 0). The desired trajectory actually used is in the output (q_d, qd_d, qdd_d).
  *
  * [ctl: computed_torque]
- * Computed torque ([S0] eqs. 2-3), saturated to +-tau_max per joint:
+ * Computed torque (Liu et al. eqs. 2-3), saturated to +-tau_max per joint:
  * u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
  *   nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)
- *   (the usual signs; [S0] prints them for negative gains), evaluated as one Newton-Euler pass
+ *   (the usual signs; Liu et al. print them for negative gains), evaluated as one Newton-Euler pass
  *   u = rnea_frictionless(q_hat, qd_hat, nu) + f_ff (rotor inertia included), run-time parameters.
  * f_ff = (1 - w) f(qd_hat) + w f(qd_d), w = ctl.friction_ff (run-time, 0 or 1; default 1): the
  * friction f (viscous + Coulomb, the description's model) fed forward at the desired velocity
@@ -158,9 +158,9 @@
  * The desired trajectory is the reaction's (out.q_d ...), i.e. in.q_des ... unless a collision
  * reaction is active. The output tau_cmd is the link-side torque to command.
  * References:
- *   [S0] S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
- *   [S1] S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".
- *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
+ *   Liu et al.: S. B. Liu, A. Giusti, M. Althoff, "Velocity Estimation of Robot Manipulators: An Experimental Comparison", IEEE Open Journal of Control Systems.
+ *   Birjandi & Haddadin: S. A. Baradaran Birjandi, S. Haddadin, "Model-Adaptive High-Speed Collision Detection for Serial-Chain Robot Manipulators".
+ *   Kirchhoff (2011): J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
  */
 #ifndef FRANKA_PANDA_RT_H
 #define FRANKA_PANDA_RT_H
@@ -195,7 +195,7 @@ extern "C" {
 #define MG_REACTION_NONE 0U
 /** cfg.det.reaction: hold the position where the collision was detected. */
 #define MG_REACTION_STOP 1U
-/** cfg.det.reaction: the reflex, moving along the residual's direction ([S3] section 5.4). */
+/** cfg.det.reaction: the reflex, moving along the residual's direction (Kirchhoff 2011 section 5.4). */
 #define MG_REACTION_REFLEX 2U
 #endif
 
@@ -244,7 +244,7 @@ typedef struct {
     franka_panda_real_t vs[7];  /**< velocity scale of the standstill part (rad/s): it is ks/e at |qd_hat| = vs */
     franka_panda_real_t release;  /**< hysteresis: release below release x threshold (0..1) */
     int32_t debounce[7];  /**< samples above threshold before a detection (>= 1) */
-    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) ([S3] section 5.4) */
+    uint8_t reaction;  /**< MG_REACTION_NONE (0), MG_REACTION_STOP (1), MG_REACTION_REFLEX (2) (Kirchhoff 2011 section 5.4) */
     franka_panda_real_t k_r[7];  /**< reflex gain K_R (rad/s per N m) */
     int32_t window;  /**< samples after the detection during which the isolated link may still rise (a low-pass residual rises slowly; the adaptive observer's high-pass one is best right after the impact) */
 } franka_panda_rt_det_config_t;

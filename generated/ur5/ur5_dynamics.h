@@ -6,8 +6,8 @@
  * Frames: base frame of the description; gravity [0.0, 0.0, -9.81] m/s^2 in it.
  * C99, no heap, no globals but the constant tables below; every function is reentrant.
  * References:
- *   [S3] J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
- *   [S4] T. Xu et al., "Dynamic Identification of the KUKA LBR iiwa Robot With Retrieval of Physical Parameters Using Global Optimization", IEEE Access 8, 2020.
+ *   Kirchhoff (2011): J. Kirchhoff, "Parameter Identification for a Non-modular Elastic Joint Robot Arm for Observer-based Collision Detection", Master thesis, TU Darmstadt, 2011.
+ *   Xu et al. (2020): T. Xu et al., "Dynamic Identification of the KUKA LBR iiwa Robot With Retrieval of Physical Parameters Using Global Optimization", IEEE Access 8, 2020.
  */
 #ifndef UR5_DYNAMICS_H
 #define UR5_DYNAMICS_H
@@ -27,7 +27,7 @@ typedef double ur5_real_t;
 /** Room for the longest parameter name and its terminating NUL (tables are pointer-free: ROM). */
 #define UR5_NAME_LENGTH 5
 
-/** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ ([S4] eq. 3), then
+/** Standard parameter names: per link M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ (Xu et al. 2020 eq. 3), then
  *  the declared joint parameters (IA, FV, FC). Link parameters are in the link frames of
  *  the description's convention (urdf). */
 extern const char ur5_standard_names[UR5_N_STANDARD][UR5_NAME_LENGTH];
@@ -39,7 +39,8 @@ extern const char ur5_base_names[UR5_N_BASE][UR5_NAME_LENGTH];
 extern const ur5_real_t ur5_base_parameters[UR5_N_BASE];
 
 /**
- * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, [S3] section 3.3; linear in pi: tau = Y pi, [S4] eq. 5).
+ * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler,
+ * Kirchhoff (2011) section 3.3; linear in pi: tau = Y pi, Xu et al. (2020) eq. 5).
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
@@ -49,7 +50,8 @@ extern const ur5_real_t ur5_base_parameters[UR5_N_BASE];
 void ur5_rnea(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_real_t qdd[6], ur5_real_t tau[6]);
 
 /**
- * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler, [S3] section 3.3; linear in pi: tau = Y pi, [S4] eq. 5). Parameterised form.
+ * Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) + IA qdd + friction(qd) (Newton-Euler,
+ * Kirchhoff (2011) section 3.3; linear in pi: tau = Y pi, Xu et al. (2020) eq. 5). Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)
@@ -175,7 +177,7 @@ void ur5_nonlinear_effects_p(const ur5_real_t q[6], const ur5_real_t qd[6], cons
 
 /**
  * Base regressor Y_b(q, qd, qdd): tau = Y_b beta for the base parameters beta (<robot>_base_names;
- * [S4] eqs. 5-6, Gautier's numeric reduction).
+ * Xu et al. (2020) eqs. 5-6, Gautier's numeric reduction).
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param qdd [6] joint accelerations (rad/s^2 or m/s^2)

@@ -137,7 +137,7 @@ class CompiledDynamics:
     ) -> np.ndarray:
         return self._call("forward_dynamics", q, qd, tau, params=params)
 
-    # series-elastic arms (seed 003 §3.2): theta, thetad are the motor positions and velocities in
+    # series-elastic arms (Kirchhoff 2011 §3.2): theta, thetad are the motor positions and velocities in
     # link units; tau_m the motor torques, link side
     def elastic_torque(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
         return self._call("elastic_torque", q, qd, theta, thetad)
@@ -165,7 +165,7 @@ class CompiledDynamics:
     def motor_rest(
         self, q: np.ndarray, qd: np.ndarray, params: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(theta, thetad): the motors holding the links at q against gravity (seed 003 eq. 3.28), and
+        """(theta, thetad): the motors holding the links at q against gravity (Kirchhoff 2011 eq. 3.28), and
         their rate along qd."""
         theta, thetad = self._call("motor_rest", q, qd, params=params)
         return theta, thetad
@@ -173,11 +173,11 @@ class CompiledDynamics:
     def elastic_link_force(
         self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray, params: np.ndarray | None = None
     ) -> np.ndarray:
-        """(I + A)^T tau_el - n(q, qd) = M(q) qdd (seed 003 eq. 3.24); C: ``<robot>_elastic_link_rhs``."""
+        """(I + A)^T tau_el - n(q, qd) = M(q) qdd (Kirchhoff 2011 eq. 3.24); C: ``<robot>_elastic_link_rhs``."""
         return self._call("elastic_link_rhs", q, qd, theta, thetad, params=params)
 
     def motor_regressor(self, q: np.ndarray, qd: np.ndarray, theta: np.ndarray, thetad: np.ndarray) -> np.ndarray:
-        """Y_m (n x 4n): tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (seed 003 eq. 4.4)."""
+        """Y_m (n x 4n): tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint (Kirchhoff 2011 eq. 4.4)."""
         return self._matrix(self._call("motor_regressor", q, qd, theta, thetad), 4 * self.dof)
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Simulated IMUs for the loopback (seed 001 §V: Bosch BMI055; the accelerometer at +-2 g, not 1 g:
+"""Simulated IMUs for the loopback (Birjandi & Haddadin §V: Bosch BMI055; the accelerometer at +-2 g, not 1 g:
 codegen.blocks.imu says why), the part of the sensor
 model the C does not hold: the noise sequence, the biases and the internal filters' coefficients.
 
@@ -30,7 +30,7 @@ class ImuSensors:
     gyro_density: float = 0.014 * DEG  # rad/s/sqrt(Hz)
     acc_density: float = 150e-6 * G0  # m/s^2/sqrt(Hz)
     gyro_range: float = GYRO_RANGE  # rad/s, +-1000 deg/s
-    acc_range: float = ACC_RANGE  # m/s^2, +-2 g (codegen.blocks.imu: why not seed 001's 1 g)
+    acc_range: float = ACC_RANGE  # m/s^2, +-2 g (codegen.blocks.imu: why not Birjandi & Haddadin's 1 g)
     bits: int = 12
     gyro_cutoff: float = 64.0  # Hz
     acc_cutoff: float = 250.0  # Hz

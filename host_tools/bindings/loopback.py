@@ -25,8 +25,8 @@ from host_tools.data.trajectories import Trajectory
 
 @dataclass(frozen=True)
 class Contact:
-    """A plane obstacle for the tip, Hunt-Crossley contact (seed 003 eq. 5.19, codegen.symbolic.contact),
-    present from ``start`` to ``stop`` s. Defaults: seed 003 §5.3 (flat surface e = 1, k = 10 kN/m,
+    """A plane obstacle for the tip, Hunt-Crossley contact (Kirchhoff 2011 eq. 5.19, codegen.symbolic.contact),
+    present from ``start`` to ``stop`` s. Defaults: Kirchhoff (2011) §5.3 (flat surface e = 1, k = 10 kN/m,
     alpha = 0.04 s/m, lambda = 3/2 alpha k)."""
 
     point: tuple[float, float, float]  # a point of its surface, base frame (m)
@@ -82,7 +82,7 @@ class Run:
 
     @property
     def ise_velocity(self) -> np.ndarray:
-        """Integral squared velocity-estimation error per joint (seed 000 eq. 5), (rad/s)^2 s."""
+        """Integral squared velocity-estimation error per joint (Liu et al. eq. 5), (rad/s)^2 s."""
         return ise(self.log.extra["qd_true"], self.out["qd_hat"], self.log.sample_period)
 
     @property
@@ -92,7 +92,7 @@ class Run:
 
 
 def ise(x: np.ndarray, x_hat: np.ndarray, ts: float) -> np.ndarray:
-    """sum_k (x_k - x_hat_k)^2 T_s per column: the rectangle rule of seed 000 eq. 5."""
+    """sum_k (x_k - x_hat_k)^2 T_s per column: the rectangle rule of Liu et al. eq. 5."""
     e = np.asarray(x, float) - np.asarray(x_hat, float)
     with np.errstate(over="ignore", invalid="ignore"):  # an unstable run: inf, not a warning
         return np.sum(e * e, axis=0) * ts
@@ -126,13 +126,13 @@ def simulate(
     ``contact``: a plane obstacle the tip may hit (its joint torque at each sample is added to
     extra["tau_ext_true"]).
 
-    An elastic arm (series-elastic drives, seed 003 §3.2): the controller's output is the motor torque;
-    the motors start at theta0, thetad0, by default at rest against gravity at q0 (seed 003 eq. 3.28
+    An elastic arm (series-elastic drives, Kirchhoff (2011) §3.2): the controller's output is the motor torque;
+    the motors start at theta0, thetad0, by default at rest against gravity at q0 (Kirchhoff 2011 eq. 3.28
     with the plant's parameters); the log's ``tau`` is the motor torque, its ``motor_counts`` the motor
     encoders', extra also holds theta_true, thetad_true.
 
-    A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(), seed
-    001's BMI055); the run's ``imu_read`` holds what they read (K, 6 m: the gyroscopes' axes, then the
+    A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(),
+    Birjandi & Haddadin's BMI055); the run's ``imu_read`` holds what they read (K, 6 m: the gyroscopes' axes, then the
     accelerometers').
 
     ``step(in, out)``, if given, runs the pipeline instead of rt's step on this processor: it gets
@@ -299,7 +299,7 @@ def _set_contact(plant: Any, contact: Contact, ts: float) -> None:
 def _motor_start(
     rt: Realtime, a: _Arrays, real: Any, params: Any, theta0: np.ndarray | None, thetad0: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """An elastic arm's motors at the start: theta0, thetad0, or at rest against gravity (seed 003
+    """An elastic arm's motors at the start: theta0, thetad0, or at rest against gravity (Kirchhoff 2011
     eq. 3.28) with the plant's parameters, computed in C."""
     n = a.start_q.shape[0]
     rest = (np.zeros(n, real), np.zeros(n, real))

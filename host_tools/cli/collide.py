@@ -1,4 +1,4 @@
-"""`manipgen collide`: collision detection scenario (seed 001 §IV): thresholds, delays, false alarms."""
+"""`manipgen collide`: collision detection scenario (Birjandi & Haddadin §IV): thresholds, delays, false alarms."""
 
 from __future__ import annotations
 
@@ -12,15 +12,19 @@ from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("collide", help="collision detection scenario (seed 001 §IV): thresholds, delays, false alarms")
+    c = sub.add_parser(
+        "collide", help="collision detection scenario (Birjandi & Haddadin §IV): thresholds, delays, false alarms"
+    )
     c.add_argument("robot", help="bundled name or a .yaml path")
-    c.add_argument("--model-error", type=float, default=0.1, help="model = description x U(1 -+ this) (seed 001: 0.1)")
+    c.add_argument(
+        "--model-error", type=float, default=0.1, help="model = description x U(1 -+ this) (Birjandi & Haddadin: 0.1)"
+    )
     c.add_argument("--amplitude", type=float, default=5.0, help="external torque step, N m")
     c.add_argument(
         "--joint",
         type=int,
         default=1,
-        help="joint the external torque acts on (1-based; seed 001: the first link)",
+        help="joint the external torque acts on (1-based; Birjandi & Haddadin: the first link)",
     )
     c.add_argument(
         "--observers",
@@ -41,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--friction-error",
         action="store_true",
         help="the model error also on the joint parameters (viscous, Coulomb friction); default: inertial only, "
-        "as seed 001's simulations",
+        "as Birjandi & Haddadin's simulations",
     )
     c.add_argument(
         "--shape",

@@ -1,4 +1,4 @@
-"""`manipgen elastic`: elastic arms (seed 003): two-stage identification, tau_el collision test."""
+"""`manipgen elastic`: elastic arms (Kirchhoff 2011): two-stage identification, tau_el collision test."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ from host_tools.cli.progress import stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    el = sub.add_parser("elastic", help="elastic arms (seed 003): two-stage identification, tau_el collision test")
+    el = sub.add_parser(
+        "elastic", help="elastic arms (Kirchhoff 2011): two-stage identification, tau_el collision test"
+    )
     el_actions = el.add_subparsers(dest="action", required=True)
     ei = el_actions.add_parser(
         "identify",
-        help="design both stages' excitations, simulate, identify, validate (seed 003 §4.3.1, Tables 4.2-4.5)",
+        help="design both stages' excitations, simulate, identify, validate (Kirchhoff 2011 §4.3.1, Tables 4.2-4.5)",
     )
     ec = el_actions.add_parser(
-        "collide", help="the tau_el momentum observer and the reflex on seed 003 §5.3's obstacle (Fig. 5.5)"
+        "collide", help="the tau_el momentum observer and the reflex on Kirchhoff (2011) §5.3's obstacle (Fig. 5.5)"
     )
     for a in (ei, ec):
         a.add_argument("robot", help="bundled name (e.g. biorob4) or a .yaml path with elastic joints")
@@ -47,8 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also estimate each motor encoder's offset (incremental encoders referenced imprecisely)",
     )
-    ec.add_argument("--threshold", type=float, default=0.1, help="residual threshold per joint, N m (seed 003: 0.1)")
-    ec.add_argument("--k-r", type=float, default=0.03, help="reflex gain K_R, rad/s per N m (seed 003: 0.03)")
+    ec.add_argument(
+        "--threshold", type=float, default=0.1, help="residual threshold per joint, N m (Kirchhoff 2011: 0.1)"
+    )
+    ec.add_argument("--k-r", type=float, default=0.03, help="reflex gain K_R, rad/s per N m (Kirchhoff 2011: 0.03)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             from host_tools.studies.elastic_collision import ScenarioSettings, scenario
 
             s = ScenarioSettings(threshold=args.threshold, k_r=args.k_r)
-            with stage(console, "seed 003 §5.3 collision scenario ..."):
+            with stage(console, "Kirchhoff (2011) §5.3 collision scenario ..."):
                 doc = scenario(robot, s)
             if out is not None:
                 report.write_collision(doc, s.joint, out)

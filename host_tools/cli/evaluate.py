@@ -1,4 +1,4 @@
-"""`manipgen evaluate`: velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned."""
+"""`manipgen evaluate`: velocity estimators in the closed loop (Liu et al. §IV), optionally GA-tuned."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (seed 000 §IV), optionally GA-tuned")
-    e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: seed 000's for schunk_lwa4p)")
+    e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (Liu et al. §IV), optionally GA-tuned")
+    e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: Liu et al.'s for schunk_lwa4p)")
     e.add_argument(
         "--resolution-mdeg",
         type=float,
@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--setups",
         nargs="+",
         metavar="MDEG@HZ",
-        help="several set-ups in one go, e.g. 10@125 2@125 1@250, or seed000 for seed 000's three (10@125 "
+        help="several set-ups in one go, e.g. 10@125 2@125 1@250, or liu for Liu et al.'s three (10@125 "
         "2@125 1@250) (one sub-folder each + fig9_setups.png; replaces --resolution-mdeg/--rate-hz; "
         "--json then prints a list)",
     )
@@ -43,10 +43,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument(
         "--tune-faults",
         action="store_true",
-        help="with --tune: tune with the fault case's lost samples on the tuning motion (seed 000 Table 6's "
+        help="with --tune: tune with the fault case's lost samples on the tuning motion (Liu et al. Table 6's "
         "retuned columns, Fig. 8B); the ISE is still reported in normal and faulty operation",
     )
-    e.add_argument("--generations", type=int, default=20, help="GA generations (seed 000: 20)")
+    e.add_argument("--generations", type=int, default=20, help="GA generations (Liu et al.: 20)")
     e.add_argument("--seed", type=int, default=0, help="random draw of the motion, noise and GA")
     e.add_argument(
         "--model-error",
@@ -59,20 +59,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         default=list(registry.study_estimators()),
         help="any registered estimator, or a variant with its options (lsf:n=8,p=3 bde:n=2: evaluated as given, "
-        "seed 000 Table 5) (default: seed 000's, " + " ".join(registry.study_estimators()) + ")",
+        "Liu et al. Table 5) (default: Liu et al.'s, " + " ".join(registry.study_estimators()) + ")",
     )
     e.add_argument(
         "--gains",
         default="default",
-        help="default, or paper: seed 000's tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, "
+        help="default, or paper: Liu et al.'s tuned gains (Tables 4, 7, 8; schunk_lwa4p at 10@125, 2@125, "
         "1@250); with --log also the folder of a `--tune --out` run, and several comma-separated",
     )
     e.add_argument(
         "--log",
         nargs="+",
         metavar="RUN",
-        help="recorded runs (.npz logs or seed 000 .mat runs): run the estimators over their encoder "
-        "streams, ISE against seed 000's offline ground truth (instead of the simulation)",
+        help="recorded runs (.npz logs or Liu et al. .mat runs): run the estimators over their encoder "
+        "streams, ISE against Liu et al.'s offline ground truth (instead of the simulation)",
     )
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
     from host_tools.bindings.source import RobotSource
     from host_tools.studies.cluster import open_executor
-    from host_tools.studies.evaluate import SEED000_SETUPS, EstimatorRequest, Setup, own_setup
+    from host_tools.studies.evaluate import LIU_SETUPS, EstimatorRequest, Setup, own_setup
 
     console = Console(stderr=True, soft_wrap=True)
 
@@ -122,15 +122,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             pairs = []
             for item in args.setups:
-                if item == "seed000":
-                    pairs += SEED000_SETUPS
+                if item == "liu":
+                    pairs += LIU_SETUPS
                 else:
                     resolution, rate = item.split("@")
                     pairs.append((float(resolution), float(rate)))
         except ValueError:
-            console.print(
-                f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items or seed000, got {args.setups}"
-            )
+            console.print(f"manipgen: error: --setups takes RESOLUTION_MDEG@RATE_HZ items or liu, got {args.setups}")
             return 2
     setups = [
         Setup(

@@ -1,4 +1,4 @@
-"""`manipgen excite`: optimal Fourier excitation for identification (seed 004 §II-B)."""
+"""`manipgen excite`: optimal Fourier excitation for identification (Xu et al. 2020 §II-B)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from host_tools.cli.scheduler_option import add_scheduler, executor_for, schedul
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    x = sub.add_parser("excite", help="optimal Fourier excitation for identification (seed 004 §II-B)")
+    x = sub.add_parser("excite", help="optimal Fourier excitation for identification (Xu et al. 2020 §II-B)")
     add_robot_arguments(x)  # the robot needs q and qd limits on every joint
-    x.add_argument("--harmonics", type=int, default=5, help="L, harmonics per joint (seed 004: 5)")
-    x.add_argument("--base-frequency", type=float, default=0.05, help="f_f in Hz; the period is 1/f_f (seed 004: 0.05)")
+    x.add_argument("--harmonics", type=int, default=5, help="L, harmonics per joint (Xu et al. 2020: 5)")
+    x.add_argument(
+        "--base-frequency", type=float, default=0.05, help="f_f in Hz; the period is 1/f_f (Xu et al. 2020: 0.05)"
+    )
     x.add_argument(
         "--objective",
         choices=("cond", "logdet"),
@@ -30,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("load", "actuator"),
         default="load",
         help="the regressor to excite: the links' base regressor, or an elastic arm's actuators "
-        "(seed 003 eq. 4.4; manipgen elastic identify --actuator)",
+        "(Kirchhoff 2011 eq. 4.4; manipgen elastic identify --actuator)",
     )
     x.add_argument("--json", action="store_true", help="print the design as JSON")
     x.add_argument("--out", help="folder for excitation.json/.png and <robot>_excitation.{h,c}")

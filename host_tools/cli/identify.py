@@ -1,4 +1,5 @@
-"""`manipgen identify`: base, essential and physical parameters from an excitation log or a recorded run (seed 004)."""
+"""`manipgen identify`: base, essential and physical parameters from an excitation log or a recorded
+run (Xu et al. 2020)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser(
-        "identify", help="base, essential and physical parameters from an excitation log or a recorded run (seed 004)"
+        "identify",
+        help="base, essential and physical parameters from an excitation log or a recorded run (Xu et al. 2020)",
     )
     d.add_argument("robot", help="bundled name or a .yaml path")
     d.add_argument(
         "data",
         nargs="?",
         help="excitation run: a log (.npz, docs/realtime.md), a CSV "
-        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md), a seed 000 .mat run "
+        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md), a Liu et al. .mat run "
         "or a ROS bag with one JointState topic (several: manipgen import-log --topic first)",
     )
     d.add_argument(
@@ -57,9 +59,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _fit_arguments(d: argparse.ArgumentParser) -> None:
     """The inverse-dynamics fit: filter, essential parameters, least squares, friction."""
-    d.add_argument("--band", type=float, default=6.0, help="Hz: the parallel low-pass on tau and Y (seed 004: 6)")
+    d.add_argument("--band", type=float, default=6.0, help="Hz: the parallel low-pass on tau and Y (Xu et al. 2020: 6)")
     d.add_argument("--min-abs", type=float, default=0.01, help="essential: eliminate |value| below this ...")
-    d.add_argument("--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (seed 004: 0.01, 40)")
+    d.add_argument(
+        "--max-rsd", type=float, default=40.0, help="... with an RSD above this, %% (Xu et al. 2020: 0.01, 40)"
+    )
     d.add_argument("--ols", action="store_true", help="ordinary least squares (default: per-joint weighted)")
     d.add_argument(
         "--min-speed",
@@ -89,7 +93,7 @@ def _output_error_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument(
         "--method",
         choices=("idim-ls", "didim", "clie", "cloe", "all"),
-        help="output-error identification of a closed-loop run (seed 002): DATA is a log of the pid "
+        help="output-error identification of a closed-loop run (Brunot et al. 2019): DATA is a log of the pid "
         "pipeline tracking its q_des; IDIM-LS always runs as the reference",
     )
     d.add_argument(
@@ -113,13 +117,13 @@ def _output_error_arguments(d: argparse.ArgumentParser) -> None:
         "--parameters",
         choices=("essential", "base"),
         default="essential",
-        help="estimate IDIM-LS's essential parameters (seed 002) or all base parameters",
+        help="estimate IDIM-LS's essential parameters (Brunot et al. 2019) or all base parameters",
     )
     d.add_argument("--max-iter", type=int, default=30, help="iterations of DIDIM / Jacobians of LM")
     d.add_argument(
         "--decimate",
         action="store_true",
-        help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (seed 002 Tables 4-5)",
+        help="DIDIM/CLIE/CLOE on the parallel-filtered, decimated signals (Brunot et al. 2019 Tables 4-5)",
     )
 
 
@@ -267,7 +271,7 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
                 require_absolute_positions(robot, start)
                 doc, arrays = _synthetic(args, robot, settings, lambda s: status.update(s), start)
             else:
-                # without an excitation: a recorded non-periodic run (e.g. seed 000's LWA-4P runs)
+                # without an excitation: a recorded non-periodic run (e.g. Liu et al.'s LWA-4P runs)
                 exc = Excitation.load(args.excitation) if args.excitation else None
                 log, log_checks = data(args.data)
                 validate, validate_checks = data(args.validate) if args.validate else (None, None)
@@ -321,7 +325,7 @@ def _synthetic(
 
 
 def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
-    """identify --method ...: output-error identification of a closed-loop run (seed 002)."""
+    """identify --method ...: output-error identification of a closed-loop run (Brunot et al. 2019)."""
     import json
     from pathlib import Path
 

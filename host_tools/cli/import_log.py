@@ -1,4 +1,4 @@
-"""`manipgen import-log`: a recorded run (seed 000's LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)."""
+"""`manipgen import-log`: a recorded run (Liu et al.'s LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     im = sub.add_parser(
-        "import-log", help="a recorded run (seed 000's LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)"
+        "import-log", help="a recorded run (Liu et al.'s LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)"
     )
     im.add_argument(
         "file",
-        help="a seed 000 run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat); or a ROS bag: "
+        help="a Liu et al. run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat); or a ROS bag: "
         "a ROS 2 bag folder (metadata.yaml) or a .bag (ROS 1), .db3 or .mcap (ROS 2) file with "
         "sensor_msgs/JointState (joints by name; resampled to the robot's sample period)",
     )

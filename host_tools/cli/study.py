@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 EXAMPLE = """example SPEC.yaml (each list an axis of the grid; one item per combination):
   robots: [schunk_lwa4p]                 # bundled names or description files (next to the spec)
-  setups: [seed000]                      # RESOLUTION_MDEG@RATE_HZ items, or seed000 (its three)
+  setups: [liu]                      # RESOLUTION_MDEG@RATE_HZ items, or liu (its three)
   estimators: [findiff, movav, lsf, kalman, linhg, nlhg, slimod]
   model_errors: [0.0, 0.1]               # plant parameters x (1 + e)
   faults: [0.1]                          # fraction of samples lost on one axis (fault case)
@@ -30,7 +30,7 @@ EXAMPLE = """example SPEC.yaml (each list an axis of the grid; one item per comb
 def add_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "study",
-        help="a resumable grid of tunings and evaluations into an SQLite store (seed 000 §IV)",
+        help="a resumable grid of tunings and evaluations into an SQLite store (Liu et al. §IV)",
         description=__doc__,
         epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_robot_arguments(t)
     t.add_argument(
         "data",
-        help="a collision-free log (.npz, docs/realtime.md), a seed 000 .mat run or a ROS bag with one "
+        help="a collision-free log (.npz, docs/realtime.md), a Liu et al. .mat run or a ROS bag with one "
         "JointState topic (several: manipgen import-log --topic first)",
     )
     t.add_argument(

@@ -1,1 +1,1 @@
-"""Data in and out: the log format (NPZ), seed 000's MATLAB runs, CSV, reference trajectories."""
+"""Data in and out: the log format (NPZ), Liu et al.'s MATLAB runs, CSV, reference trajectories."""

@@ -40,14 +40,14 @@ from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, LogError
 
 GAP = 1.5  # a time step longer than GAP sample periods is a jump
-# saturation: a clipped drive holds its level for many samples (seed 000's Experiment 1: 874-942);
+# saturation: a clipped drive holds its level for many samples (Liu et al.'s Experiment 1: 874-942);
 # on a noisy run a peak can sit in its top quantum for 3 samples by chance (a synthetic run with
 # 0.05 N m steps did), each further sample staying there with a chance of about a half: 5 samples
 MIN_PLATEAU = 5
-# off_trajectory: the tracking error of a working loop follows the desired motion: on seed 000's two
+# off_trajectory: the tracking error of a working loop follows the desired motion: on Liu et al.'s two
 # clean LWA-4P runs its peak is 2.4-6.5x its median over the moving samples, per joint. 20x leaves
 # 3x room for a run with sharper accelerations; a departure (a clipped drive, a push) grows without
-# that bound: 200-260x on joints 1 and 3 of seed 000's Experiment 1. The median over the samples
+# that bound: 200-260x on joints 1 and 3 of Liu et al.'s Experiment 1. The median over the samples
 # where the joint's desired motion moves (|qd_des| over MOVING of its peak) does not shrink on a run
 # that rests most of the time, and holds while under half the run is off its trajectory.
 OFF_FACTOR = 20.0
@@ -57,7 +57,7 @@ OFF_FLOOR_COUNTS = 20  # quantisation alone (<= 1 count) never reaches the bound
 # jitter of an encoder at rest) across a central window of STILL_WINDOW s, or its speed over that
 # window is below STILL_FRACTION of its peak. The window spans a velocity reversal (where the speed
 # passes zero for one sample only), so a reversal is never still; the whole arm must be still for
-# longer than STILL_SECONDS (seed 000's point-to-point motions dwell well under it).
+# longer than STILL_SECONDS (Liu et al.'s point-to-point motions dwell well under it).
 STILL_WINDOW = 0.1
 STILL_COUNTS = 2
 STILL_FRACTION = 0.005

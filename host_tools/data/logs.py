@@ -11,7 +11,7 @@ Arrays (K samples, n joints):
   collision_true (K,) bool ·
   imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
   estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound),
-  qd_recorded_<name> (K, n) other estimators' recorded outputs (seed 000's Experiment 1: zero before
+  qd_recorded_<name> (K, n) other estimators' recorded outputs (Liu et al.'s Experiment 1: zero before
   their switch-on) ·
   start_position (n,) the joint positions at the first sample (rad or m) where the user stated them
   (`import-log --start-position`): an encoder counter that wraps within a joint's travel gives the
@@ -115,7 +115,7 @@ class Log:
         if magic != b"PK\x03\x04":  # an NPZ is a zip archive; numpy's own error would suggest pickles
             raise LogError(
                 f"{path}: not a log: expected the NPZ log format (docs/realtime.md; `manipgen import-log` "
-                "turns a seed 000 .mat run or a ROS bag into one), a .mat run or a ROS bag (.bag, .db3, .mcap, "
+                "turns a Liu et al. .mat run or a ROS bag into one), a .mat run or a ROS bag (.bag, .db3, .mcap, "
                 "or a bag folder with metadata.yaml)"
             )
         try:

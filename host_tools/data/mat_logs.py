@@ -1,4 +1,4 @@
-"""Seed 000's recorded LWA-4P runs (MATLAB, ../shared/data/lwa4p/4ms_*_run1.mat) -> the log format.
+"""Liu et al.'s recorded LWA-4P runs (MATLAB, ../shared/data/lwa4p/4ms_*_run1.mat) -> the log format.
 
 A run holds ``time`` (s), ``q`` (rad, the link encoders at 1 mdeg), ``dq_hat`` (the controller's own
 velocity estimate), ``q_d`` (desired position), ``I_c`` (commanded motor current, mA) and ``I_m``
@@ -15,7 +15,7 @@ velocity estimate), ``q_d`` (desired position), ``I_c`` (commanded motor current
   polynomial/trapezoid sequence sampled at 4 ms);
 - ``qd_hat_logged`` keeps the recorded ``dq_hat`` (to check the generated estimators against);
   ``I_m`` is not used (sign-inverted on joints 5-6, lagging and scaled: README);
-- seed 000's Experiment 1 also holds the outputs of the paper's own estimators, run on the same
+- Liu et al.'s Experiment 1 also holds the outputs of the paper's own estimators, run on the same
   positions from a later switch-on (``dq_FinDiff``, ``dq_MovAv``, ``dq_Kalman``, ``dq_linHG``,
   ``dq_nnlHG``, ``dq_SliMod``; zero before it): kept as ``qd_recorded_<name lower-cased>``.
 """
@@ -36,14 +36,14 @@ RECORDED = ("dq_FinDiff", "dq_MovAv", "dq_Kalman", "dq_linHG", "dq_nnlHG", "dq_S
 
 
 def recorded_key(field: str) -> str:
-    """The log's extra array for one of seed 000's recorded estimator outputs (``dq_Kalman`` ->
+    """The log's extra array for one of Liu et al.'s recorded estimator outputs (``dq_Kalman`` ->
     ``qd_recorded_kalman``)."""
     return RECORDED_PREFIX + field.removeprefix("dq_").lower()
 
 
 def _array(data: dict[str, Any], path: Path, name: str, shape: tuple[int, ...]) -> np.ndarray:
     if name not in data:
-        raise LogError(f"{path}: {name}: missing variable (a seed 000 run has {', '.join(FIELDS)})")
+        raise LogError(f"{path}: {name}: missing variable (a Liu et al. run has {', '.join(FIELDS)})")
     a = np.asarray(data[name], dtype=float)
     if a.shape != shape:
         raise LogError(f"{path}: {name}: expected shape {shape}, got {a.shape}")
@@ -119,7 +119,7 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
 
 
 def load_log(path: str | Path, robot: Robot) -> Log:
-    """A log file the tools accept: the project's NPZ (docs/realtime.md), a seed 000 MATLAB run or a
+    """A log file the tools accept: the project's NPZ (docs/realtime.md), a Liu et al. MATLAB run or a
     ROS bag (a ROS 2 bag folder with metadata.yaml, or a .bag, .db3 or .mcap file; its only
     JointState topic, resampled to the robot's sample period: host_tools.data.ros_bags)."""
     from host_tools.data.ros_bags import import_bag, is_bag

@@ -1,4 +1,4 @@
-"""Desired joint trajectories for closed-loop runs: seed 000's test trajectory and a generator.
+"""Desired joint trajectories for closed-loop runs: Liu et al.'s test trajectory and a generator.
 
 A trajectory is sampled (time, q, qd, qdd); ``resample`` re-evaluates it at another rate through a
 cubic spline of q (derivatives from the spline), as a controller running at that rate would see it.
@@ -33,13 +33,13 @@ class Trajectory:
         return Trajectory(self.name, t, spline(t), spline(t, 1), spline(t, 2))
 
 
-def seed000_test_trajectory() -> Trajectory:
-    """The desired trajectory of seed 000's LWA-4P runs (Fig. 4: sine, 5th-order polynomial and
+def liu_test_trajectory() -> Trajectory:
+    """The desired trajectory of Liu et al.'s LWA-4P runs (Fig. 4: sine, 5th-order polynomial and
     trapezoidal parts; 97 s, recorded every 4 ms; data package doi:10.21227/tse3-h285)."""
-    z = np.load(resource_dir("robots") / "trajectories" / "schunk_lwa4p_seed000_test.npz")
+    z = np.load(resource_dir("robots") / "trajectories" / "schunk_lwa4p_liu_test.npz")
     t, q = z["time"], z["q_d"]
     spline = CubicSpline(t, q, axis=0)
-    return Trajectory("seed000_test", t, q, spline(t, 1), spline(t, 2))
+    return Trajectory("liu_test", t, q, spline(t, 1), spline(t, 2))
 
 
 def quintic(q0: np.ndarray, q1: np.ndarray, t: np.ndarray, duration: float) -> tuple[np.ndarray, ...]:
@@ -53,7 +53,7 @@ def quintic(q0: np.ndarray, q1: np.ndarray, t: np.ndarray, duration: float) -> t
 
 
 DEFAULT_QD = 1.0  # rad/s (or m/s): a joint whose description gives no velocity limit
-DEFAULT_QDD = 2.0  # rad/s^2: no acceleration limit given (seed 000's test motion stays near 2)
+DEFAULT_QDD = 2.0  # rad/s^2: no acceleration limit given (Liu et al.'s test motion stays near 2)
 
 
 def _bounds(robot: Robot, speed: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -69,7 +69,7 @@ def _bounds(robot: Robot, speed: float) -> tuple[np.ndarray, np.ndarray, np.ndar
 def generated_trajectory(
     robot: Robot, duration: float = 20.0, ts: float = 0.001, seed: int = 0, speed: float = 0.5, span: float = 0.3
 ) -> Trajectory:
-    """Seed 000-like test motion for any robot: a sine part, quintic point-to-point moves and a
+    """Liu et al.-like test motion for any robot: a sine part, quintic point-to-point moves and a
     trapezoidal-velocity move, around the middle of each joint's range (span: fraction of the range
     used, at most +-1 rad), scaled so that |qd| <= speed x the joint's velocity limit and
     |qdd| <= speed x its acceleration limit (DEFAULT_QD, DEFAULT_QDD where the description has none)."""
@@ -131,7 +131,7 @@ def generated_trajectory(
 
 def trapezoid_trajectory(robot: Robot, velocity: float, ts: float, cruise: float = 4.0) -> Trajectory:
     """Every joint accelerates from rest to ``velocity`` (at speed 1 x its acceleration limit, at
-    most 1 s), cruises for ``cruise`` s and stops, centred in its range: the motion of seed 000's
+    most 1 s), cruises for ``cruise`` s and stops, centred in its range: the motion of Liu et al.'s
     switch-on test (Fig. 7, estimators activated during the constant-velocity part)."""
     lo, hi, vmax, amax = _bounds(robot, 1.0)
     if np.any(velocity > vmax):

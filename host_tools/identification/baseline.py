@@ -19,7 +19,7 @@ import numpy as np
 
 from codegen.model.robot import Coulomb, Robot, digest_of
 
-BASELINE_COULOMB_SCALE = 0.01  # rad/s (m/s): seed 000's data README finds tanh(qd / 0.01) fits its arm
+BASELINE_COULOMB_SCALE = 0.01  # rad/s (m/s): Liu et al.'s data README finds tanh(qd / 0.01) fits its arm
 COLUMNS = "rigid-body base parameters + per joint IA (rotor), FV (viscous), FC tanh(qd/v) (Coulomb), FO (offset)"
 METHOD = "ordinary least squares, unconstrained, every sample, the identification's filtering and torque delay"
 

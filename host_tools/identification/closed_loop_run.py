@@ -1,4 +1,4 @@
-"""Output-error identification of a closed-loop run (seed 002) on the loaded robot: the pid loop
+"""Output-error identification of a closed-loop run (Brunot et al. 2019) on the loaded robot: the pid loop
 that ran, the log as the methods see it, IDIM-LS then the chosen methods from one start, and the
 synthetic run (the robot on the loopback: the pipeline's pid on a findiff velocity, quantised
 encoders, with measurement noise and an unmodelled disturbance). The report is
@@ -40,7 +40,7 @@ Stage = Callable[[str], None]
 
 @dataclass(frozen=True)
 class OESynthetic:
-    duration: float = 34.5  # s: 34 500 samples at 1 kHz, seed 002's size
+    duration: float = 34.5  # s: 34 500 samples at 1 kHz, Brunot et al.'s size
     bandwidth: float = 5.0  # Hz: PD kp = (2 pi f)^2 M_ii(q0), kd = 2 (2 pi f) M_ii(q0)
     torque_noise: float = 0.2  # N m, white, on the logged torque (current measurement)
     disturbance: float = 0.02  # N m RMS, unmodelled torque on the plant (low-passed noise) ...
@@ -100,7 +100,7 @@ def oe_data(robot: Robot, log: Log, drive_gain: np.ndarray | float = 1.0, source
 
 
 def synthetic_run(robot: Robot, opts: OESynthetic) -> tuple[Log, Loop]:
-    """The robot (its description = the truth) tracking a seed 000-like motion on the loopback with
+    """The robot (its description = the truth) tracking a Liu et al.-like motion on the loopback with
     a well-tuned PD (critically damped at ``bandwidth``), quantised encoders, an unmodelled
     disturbance and noise on the logged torques."""
     rigid_only(robot)

@@ -1,4 +1,4 @@
-"""Two-stage identification of an elastic arm (seed 003 §4.2, Table 4.1).
+"""Two-stage identification of an elastic arm (Kirchhoff 2011 §4.2, Table 4.1).
 
 1. Actuator side (§4.2.1): per joint tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] (eq. 4.4), with
    tau_m the motor torque from the current (eq. 4.51; the log's ``tau``), I_m known (data sheet:
@@ -130,7 +130,7 @@ def check_run(
 
 def motor_torque(robot: Robot, log: Log, current: bool) -> np.ndarray:
     """The motor torque at the sample instants (torque_at_samples), link side: the log's ``tau`` as it
-    is, or with ``current`` the armature currents it holds (A) through tau_m = z k_t i_a (seed 003
+    is, or with ``current`` the armature currents it holds (A) through tau_m = z k_t i_a (Kirchhoff 2011
     eq. 4.51 at the motor shaft, reflected by the joint's gear_ratio z, eq. 3.15)."""
     tau = torque_at_samples(log)
     if not current:
@@ -152,7 +152,7 @@ def average(
     current: bool = False,
     config: str | Path | None = None,
 ) -> Averaged:
-    """Period averaging (eq. 4.45), Fourier derivatives of the averaged positions (seed 004 §II-C)."""
+    """Period averaging (eq. 4.45), Fourier derivatives of the averaged positions (Xu et al. 2020 §II-C)."""
     q, theta = positions(robot, log, config)
     try:
         p = samples_per_period(exc.base_frequency, log.sample_period)
@@ -309,8 +309,8 @@ def validation_rms(
     cutoff: float = 10.0,
     config: str | Path | None = None,
 ) -> dict[str, Any]:
-    """On a validation run (not periodic): the RMS of the motor torque predicted by stage 1 (seed
-    003 Table 4.3) and of (I + A)^T tau_el predicted by Y_b beta against the one computed from the
+    """On a validation run (not periodic): the RMS of the motor torque predicted by stage 1 (
+    Kirchhoff (2011) Table 4.3) and of (I + A)^T tau_el predicted by Y_b beta against the one computed from the
     identified k_e, d_e and the measured positions (Table 4.4's epsilon_RMS, eq. 4.50), and, for a
     simulated log, against the true one. Positions from the encoders, low-passed (zero phase) at
     ``cutoff`` Hz and differentiated; the motor torque low-passed alike."""
@@ -407,7 +407,7 @@ def identify_logs(
     return doc
 
 
-# seed 003 Table 4.2 (simulation): (exact, estimated) per joint, eq. 4.4's order d_e, d_vm, k_e, d_Cm.
+# Kirchhoff (2011) Table 4.2 (simulation): (exact, estimated) per joint, eq. 4.4's order d_e, d_vm, k_e, d_Cm.
 # As printed; joint 2's d_vm "exact 3.630e-3" is likely 3.630e-4 (its error column, 6.00e-4, fits that).
 PAPER_TABLE_4_2 = (
     ((0.20, 0.156), (3.072e-4, 6.901e-4), (17.5, 17.403), (0.016, 0.0189)),
@@ -422,7 +422,7 @@ PAPER_TABLE_4_5_MAX_ERROR = 4.56e-2  # largest |error| of a base parameter
 
 @dataclass(frozen=True)
 class StudySettings:
-    harmonics: int = 5  # seed 003 §4.3.1: Fourier series of degree 5
+    harmonics: int = 5  # Kirchhoff (2011) §4.3.1: Fourier series of degree 5
     base_frequency: float = 0.1  # Hz: a 10 s period
     periods: int = 6  # simulated per stage (the first skipped)
     current_noise: float = 0.02  # N m, on the motor torque from the current
@@ -443,12 +443,12 @@ def _pct(x: float | None, digits: int = 2) -> str:
 
 
 def _at(values: list[Any], i: int, fmt: str) -> str:
-    """Seed 003's column for row i (its arm has 4 joints: '–' beyond)."""
+    """Kirchhoff's column for row i (its arm has 4 joints: '–' beyond)."""
     return format(values[i], fmt) if i < len(values) and values[i] is not None else "–"
 
 
 def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None) -> dict[str, Any]:
-    """Seed 003 §4.3.1 in simulation: design both stages' excitations (D-optimal), run them on the
+    """Kirchhoff (2011) §4.3.1 in simulation: design both stages' excitations (D-optimal), run them on the
     loopback, identify, validate on a random motion; the figures next to the thesis' Tables 4.2-4.5."""
     import time
 
@@ -532,9 +532,9 @@ def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None
 
 
 def markdown(res: dict[str, Any]) -> str:
-    """The study as tables (ours next to seed 003's)."""
+    """The study as tables (ours next to Kirchhoff's)."""
     lines = [
-        f"# Two-stage identification of {res['robot']} (seed 003 §4.3.1, simulation)",
+        f"# Two-stage identification of {res['robot']} (Kirchhoff 2011 §4.3.1, simulation)",
         "",
         f"Excitations (Fourier, {res['settings']['harmonics']} harmonics, {res['settings']['base_frequency']:g} Hz, "
         f"D-optimal): actuator cond {res['excitation']['actuator']['cond']:.1f}, load cond "
@@ -543,7 +543,7 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         "## Actuator side (like Table 4.2)",
         "",
-        "| parameter | exact | estimated | relative error | RSD % | seed 003: relative error |",
+        "| parameter | exact | estimated | relative error | RSD % | Kirchhoff (2011): relative error |",
         "| --- | --: | --: | --: | --: | --: |",
     ]
     paper = [p["relative_error"] for p in res["paper_table_4_2"]]
@@ -565,13 +565,14 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {b['name']} | {b['exact']:.5g} | {b['estimated']:.5g} | {b['error']:.2e} | {rsd} |")
     lines += [
         "",
-        f"Largest error {res['load_max_error']:.2e} (seed 003 Table 4.5: {res['paper_table_4_5_max_error']:.2e}).",
+        f"Largest error {res['load_max_error']:.2e} "
+        f"(Kirchhoff 2011 Table 4.5: {res['paper_table_4_5_max_error']:.2e}).",
         "",
         f"## Validation on a random motion ({res['validation']['seconds']:g} s)",
         "",
-        "| joint | motor torque RMS (N m) | seed 003 Table 4.3 (random motion) | "
+        "| joint | motor torque RMS (N m) | Kirchhoff (2011) Table 4.3 (random motion) | "
         "elastic torque RMS (N m) | vs the true one | "
-        "seed 003 Table 4.4 | std of the true one |",
+        "Kirchhoff (2011) Table 4.4 | std of the true one |",
         "| --- | --: | --: | --: | --: | --: | --: |",
     ]
     v = res["validation"]
@@ -598,7 +599,7 @@ def markdown_logs(res: dict[str, Any]) -> str:
     head = ["| parameter | estimated | RSD % | the description's |", "| --- | --: | --: | --: |"]
     lines = (
         [
-            f"# Two-stage identification of {res['robot']} from recorded runs (seed 003 §4.2)",
+            f"# Two-stage identification of {res['robot']} from recorded runs (Kirchhoff 2011 §4.2)",
             "",
             "Motor torque " + ("from the logged currents, z k_t i_a (eq. 4.51)." if res["current"] else "as logged."),
             "",

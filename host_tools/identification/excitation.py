@@ -1,4 +1,4 @@
-"""Optimal excitation design (seed 004 §II-B, seed 003 §4.2.3): the Fourier coefficients of
+"""Optimal excitation design (Xu et al. 2020 §II-B, Kirchhoff (2011) §4.2.3): the Fourier coefficients of
 codegen.symbolic.excitation that minimise cond(Y_b) (or -log det(Y_b^T Y_b), D-optimality) of the stacked
 base regressor over one period, subject to the joints' position, velocity (and, where given,
 acceleration and optionally torque) limits and a start at rest. The optimisation enforces the limits
@@ -40,15 +40,15 @@ OBJECTIVES = ("cond", "logdet")
 
 @dataclass(frozen=True)
 class ExciteSettings:
-    harmonics: int = 5  # L (seed 004: 5)
-    base_frequency: float = 0.05  # f_f, Hz (seed 004: 0.05 Hz -> a 20 s period)
+    harmonics: int = 5  # L (Xu et al. 2020: 5)
+    base_frequency: float = 0.05  # f_f, Hz (Xu et al. 2020: 0.05 Hz -> a 20 s period)
     objective: str = "cond"  # or logdet (D-optimality)
     grid: int = 100  # samples per period in the optimisation
     starts: int = 4  # random starts
     seed: int = 0
     max_iter: int = 300  # IPOPT iterations per start
     torque_limits: bool = False  # also keep |tau(q, qd, qdd)| within the joints' torque limits
-    report_rate: float = 500.0  # Hz: cond reported on this grid (seed 004: f_s = 500 Hz)
+    report_rate: float = 500.0  # Hz: cond reported on this grid (Xu et al. 2020: f_s = 500 Hz)
 
     def problems(self) -> list[str]:
         out = []
@@ -266,7 +266,7 @@ def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
 def stage_regressor(robot: Robot, stage: str) -> tuple[cs.Function, int]:
     """The regressor an excitation is designed for, as (q, qd, qdd, qddd) -> Y (n x nb), and nb:
     ``load``, the base regressor (link side); ``actuator``, an elastic arm's motor regressor along
-    the motion (seed 003 §4.2.1, eq. 4.4; codegen.symbolic.dynamics.motor_regressor_along)."""
+    the motion (Kirchhoff 2011 §4.2.1, eq. 4.4; codegen.symbolic.dynamics.motor_regressor_along)."""
     dyn = Dynamics(robot)
     if stage == "actuator":
         if not robot.elastic:
@@ -546,7 +546,7 @@ def within_torque_limits(robot: Robot, exc: Excitation, tau_max: np.ndarray, rat
 def regressor_cond(
     robot: Robot, exc: Excitation, rate: float, regressor: cs.Function | None = None, nb: int | None = None
 ) -> float:
-    """cond(Y) of one period sampled at ``rate`` Hz (unscaled SI columns, as seed 004 reports); Y the
+    """cond(Y) of one period sampled at ``rate`` Hz (unscaled SI columns, as Xu et al. (2020) report); Y the
     base regressor unless ``regressor`` (q, qd, qdd, qddd) -> Y (n x nb) is given (stage_regressor)."""
     if regressor is None or nb is None:
         regressor, nb = stage_regressor(robot, "load")
@@ -566,7 +566,7 @@ def random_excitation(
 ) -> Excitation:
     """A smooth Fourier motion with random coefficients (no optimisation): projected onto the start
     conditions (at rest in q0, the middle of each joint's range, every period), then scaled so that
-    q stays within the limits and |qd|, |qdd| within ``speed`` x theirs (seed 001's 20 s
+    q stays within the limits and |qd|, |qdd| within ``speed`` x theirs (Birjandi & Haddadin's 20 s
     "Fourier-like excitation" at the defaults)."""
     lim = _limits(robot, ExciteSettings())
     n = robot.dof

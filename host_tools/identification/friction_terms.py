@@ -7,7 +7,7 @@ blocks of the fitting run (issue #24):
   velocity near zero as tanh(qd / v) does);
 - FL_j |g_j(q)| z_j: friction growing with the load the drive holds (g: the description's gravity
   torque at the filtered position; its own length delta). The whole rigid-body torque at the
-  filtered motion (q-ddot included) did no better on seed 000's runs (validation sums 5.365 / 5.536
+  filtered motion (q-ddot included) did no better on Liu et al.'s runs (validation sums 5.365 / 5.536
   against 5.371 / 5.538 N m both ways) and would need an acceleration the momentum observer does
   not have, and a full inverse dynamics per step in the generated C (the ``fric`` block);
 - FS_j tanh(qd_j / v_c) exp(-(qd_j / v_s)^2): Stribeck friction.
@@ -22,7 +22,7 @@ terms are tried in turn -- Dahl, then load, then Stribeck -- each with the ones 
 validation run plays no part in the choice.
 
 MIN_GAIN is a guard against columns that fit the blocks' particulars, not a tuned value: the terms
-seed 000's runs keep lower each joint's held-out RMS by 31-48 % together (the JSON's cv_rms against
+Liu et al.'s runs keep lower each joint's held-out RMS by 31-48 % together (the JSON's cv_rms against
 cv_rms_description_model), and a planted term on a synthetic run is found while the absent ones
 stay out (tests/host_tools/identification/test_friction_terms.py).
 """
@@ -40,7 +40,7 @@ from codegen.blocks.friction import DAHL_LENGTH, STRIBECK_VELOCITY
 from codegen.symbolic.dynamics import dahl_step, smooth_coulomb, stribeck
 from host_tools.identification.least_squares import Model
 
-# rad (m): Dahl lengths tried; seed 000's LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
+# rad (m): Dahl lengths tried; Liu et al.'s LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
 DAHL_LENGTHS = (3e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3, 3e-3)
 STRIBECK_VELOCITIES = (0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s (m/s)
 FOLDS = 5

@@ -1,5 +1,5 @@
-"""Inverse-dynamics identification (seed 004 §II-A, seed 003 §4.2.4): the stacked base regressor,
-ordinary and weighted least squares with relative standard deviations (seed 004 eq. 7), essential
+"""Inverse-dynamics identification (Xu et al. 2020 §II-A, Kirchhoff (2011) §4.2.4): the stacked base regressor,
+ordinary and weighted least squares with relative standard deviations (Xu et al. 2020 eq. 7), essential
 parameters by iterative elimination.
 
 The regressor of a log is the generated C (``<robot>_regressor_batch``: a loop over the samples in
@@ -61,7 +61,7 @@ class Model:
         return y
 
     def stacked(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-        """Y_b stacked over the samples (seed 004 eq. 5): (K n, nb), sample after sample."""
+        """Y_b stacked over the samples (Xu et al. 2020 eq. 5): (K n, nb), sample after sample."""
         k, n = np.shape(q)
         return self.regressor(q, qd, qdd).reshape(k * n, len(self.names))
 
@@ -127,7 +127,7 @@ class Fit:
 
     names: list[str]
     values: np.ndarray
-    rsd: np.ndarray  # relative standard deviation, % (seed 004 eq. 7)
+    rsd: np.ndarray  # relative standard deviation, % (Xu et al. 2020 eq. 7)
     sigma2: float  # residual variance (of the weighted residual for WLS)
     kept: list[int]  # indices into the base parameters
     rms: np.ndarray  # per-joint RMS of the (unweighted) torque residual
@@ -149,9 +149,9 @@ def least_squares(
     kept: list[int] | None = None,
     rows: np.ndarray | None = None,
 ) -> Fit:
-    """OLS (joint_weights None) or WLS with one weight 1/sigma_j^2 per joint (seed 003 eq. 4.47).
+    """OLS (joint_weights None) or WLS with one weight 1/sigma_j^2 per joint (Kirchhoff 2011 eq. 4.47).
     y: (K n, nb) stacked regressor, tau: (K, n) or (K n,) torques; ``rows`` (K n,) bool selects the
-    equations used (default all). RSD per seed 004 eq. 7 on the weighted problem:
+    equations used (default all). RSD per Xu et al. (2020) eq. 7 on the weighted problem:
     C = sigma^2 (Y^T W Y)^-1, sigma^2 = |W^1/2 r|^2 / (r - b)."""
     kept = list(range(y.shape[1])) if kept is None else list(kept)
     t = np.asarray(tau, float).reshape(-1)
@@ -199,7 +199,7 @@ def essential(
     max_rsd: float = 40.0,
     rows: np.ndarray | None = None,
 ) -> Fit:
-    """seed 004 §II-A: while some parameter is both small (|value| < min_abs) and poorly identified
+    """Xu et al. (2020) §II-A: while some parameter is both small (|value| < min_abs) and poorly identified
     (RSD > max_rsd %), remove the one of those with the largest RSD and re-estimate."""
     kept = list(range(y.shape[1]))
     removed: list[str] = []

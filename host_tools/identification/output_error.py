@@ -1,4 +1,4 @@
-"""Output-error identification on the generated closed-loop model (seed 002): IDIM-LS as the
+"""Output-error identification on the generated closed-loop model (Brunot et al. 2019): IDIM-LS as the
 reference (§3.1), DIDIM (§3.3), CLIE and CLOE (§3.2) by Levenberg-Marquardt with finite-difference
 (b + 1 simulations, in parallel) or exact sensitivities (host_tools.identification.closed_loop), and the
 diagnostics of §5: singular values and condition number of the Jacobian, RSD, relative errors of
@@ -74,7 +74,7 @@ class Result:
     iterations: int
     seconds: float
     singular_values: np.ndarray  # of the Jacobian at the solution
-    rel_error_q: np.ndarray  # per joint ||q_m - q_s|| / ||q_m|| (seed 002 Table 3)
+    rel_error_q: np.ndarray  # per joint ||q_m - q_s|| / ||q_m|| (Brunot et al. 2019 Table 3)
     rel_error_tau: np.ndarray  # per joint ||tau - tau_s|| / ||tau||
     autocorrelation: np.ndarray  # (lags + 1, n) of the method's residual, per joint
     bound: float  # 2 sigma: 2 / sqrt(N) with N the residual's length per joint
@@ -109,7 +109,7 @@ def autocorrelation(r: np.ndarray, lags: int) -> np.ndarray:
 
 
 def _rsd(psi: np.ndarray, residual: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """seed 002 eq. 10 with the residual variance: 100 sqrt(diag(sigma^2 (Psi^T Psi)^-1)) / |theta|."""
+    """Brunot et al. (2019) eq. 10 with the residual variance: 100 sqrt(diag(sigma^2 (Psi^T Psi)^-1)) / |theta|."""
     dof = max(len(residual) - psi.shape[1], 1)
     sigma2 = float(residual @ residual / dof)
     _, r = np.linalg.qr(psi)
@@ -211,7 +211,7 @@ class Identification:
         return np.stack(self._map(column, len(kept)), axis=2)
 
     def filtered(self, a: np.ndarray) -> np.ndarray:
-        """With settings.decimate: seed 002's parallel filter (zero-phase low-pass at 2 omega_dyn) and
+        """With settings.decimate: Brunot et al.'s parallel filter (zero-phase low-pass at 2 omega_dyn) and
         decimation along the samples of a (K, ...); else a itself."""
         if not self.settings.decimate:
             return a

@@ -1,16 +1,16 @@
-"""Physical-parameter retrieval (seed 004 §III, Table 1): the masses, centres of mass, inertia
+"""Physical-parameter retrieval (Xu et al. 2020 §III, Table 1): the masses, centres of mass, inertia
 tensors and joint parameters mu whose essential parameters best reproduce the measured torques,
 
     min_mu |tau - Y_e pi_e(mu)|   s.t.  LB <= mu <= UB,  m_min <= sum m_i <= m_max,
                                        pseudo-inertia of every link positive definite,
 
-pi(mu) by the parallel-axis theorem (codegen.model.spatial.transform_inertial_cs, seed 004 eq. 14),
+pi(mu) by the parallel-axis theorem (codegen.model.spatial.transform_inertial_cs, Xu et al. (2020) eq. 14),
 pi_e = (K pi)[kept]. Physical consistency holds by construction: each link's
 Sigma_C = tr(I_C)/2 E - I_C (its pseudo-inertia about the centre of mass; with m > 0, Sigma_C > 0 is
 equivalent to the pseudo-inertia being positive definite, i.e. to strict triangle inequalities on
 the principal moments) is searched as L L^T with L lower triangular, diagonal >= 1e-4, and
 I_C = tr(Sigma_C) E - Sigma_C. Solved by CasADi + IPOPT (exact Hessian) from several starts drawn
-uniformly within the bounds (seed 004's multi-start). The objective is expanded once into the
+uniformly within the bounds (Xu et al.'s multi-start). The objective is expanded once into the
 Gram form |tau|^2 - 2 b^T pi_e + pi_e^T A pi_e, so its cost does not grow with the data.
 """
 
@@ -40,14 +40,14 @@ def _joint_params(robot: Robot) -> list[str]:
 
 FEASIBLE = 1e-8  # relative slack of the feasibility check: IPOPT's bound_relax_factor
 # starts agree when their objectives differ by this (relative): 100 x the scatter IPOPT's tolerance
-# (1e-10 on the scaled objective) leaves between starts that reach one minimum (6e-10 on seed 000's
+# (1e-10 on the scaled objective) leaves between starts that reach one minimum (6e-10 on Liu et al.'s
 # LWA-4P runs)
 AGREE = 1e-7
 
 
 @dataclass(frozen=True)
 class PhysicalSettings:
-    starts: int = 5  # seed 004: kappa = 5, at most
+    starts: int = 5  # Xu et al. (2020): kappa = 5, at most
     # stop early once this many starts reached the same objective (to AGREE, relative): random
     # starts that land in one minimum from all over the box are what the multi-start is there to see
     agreeing: int = 3
@@ -62,7 +62,7 @@ class PhysicalResult:
     mu: np.ndarray  # per link LINK_MU then its joint parameters
     names: list[str]
     standard: np.ndarray  # pi(mu), the robot's standard parameter order
-    objective: float  # |tau - Y_e pi_e(mu)|, N m (seed 004 eq. 15)
+    objective: float  # |tau - Y_e pi_e(mu)|, N m (Xu et al. 2020 eq. 15)
     base_objective: float  # |tau - Y_e pi_e_hat| of the least-squares essential fit (with the extra columns)
     starts: list[dict[str, float | str]] = field(default_factory=list)
     seconds: float = 0.0
@@ -125,7 +125,7 @@ def _problem(
     kept: tuple[int, ...],
     max_iter: int,
 ) -> tuple[cs.Function, cs.Function]:
-    """IPOPT on seed 004 Table 1's problem for one robot structure and essential set, and x -> (mu,
+    """IPOPT on Xu et al. (2020) Table 1's problem for one robot structure and essential set, and x -> (mu,
     pi): built once per process (0.1 s each) and reused for every fit of the same structure -- the
     description model's and the friction terms' (the data enter as the parameter p = [vec(A), b,
     |tau|^2, scale] of the Gram form scale (|tau|^2 - 2 b'pi_e + pi_e' A pi_e)). Shared: its
@@ -194,7 +194,7 @@ def retrieve(
     start: np.ndarray | None = None,
     executor: Executor | None = None,
 ) -> PhysicalResult:
-    """seed 004 Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
+    """Xu et al. (2020) Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
     least-squares essential parameters (for base_objective). The base parameters the essential set
     eliminated stay within ``eliminated_range`` (low, high per eliminated parameter, in base order;
     default +-0.01): the objective alone would leave them free, but a robot file carries every
@@ -285,14 +285,14 @@ def _multi_start(
     progress: Callable[[int, int, float], None] | None,
     executor: Executor | None,
 ) -> tuple[tuple[float, np.ndarray] | None, list[dict[str, float | str]]]:
-    """seed 004 Table 1 lines 3-9: IPOPT from random starts in the box (or from ``start`` once),
+    """Xu et al. (2020) Table 1 lines 3-9: IPOPT from random starts in the box (or from ``start`` once),
     until ``settings.agreeing`` feasible starts agree; returns (best objective and x, the starts).
     With an executor every start is submitted at once and the results are read in order, stopping
     where the serial loop stops (the starts after it are cancelled or ignored): the same result."""
     scale = float(p[-1])
     lo, hi, lbg, ubg = bounds
     rng = np.random.default_rng(settings.seed)
-    # seed 004 Table 1 line 4, drawn in order
+    # Xu et al. (2020) Table 1 line 4, drawn in order
     x0s = [lo + (hi - lo) * rng.uniform(0, 1, len(lo)) for _ in range(settings.starts)] if start is None else [start]
     if executor is None:
         solved: Iterator[dict[str, Any]] = (physical_start(structure, p, bounds, x0) for x0 in x0s)

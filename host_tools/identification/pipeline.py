@@ -1,4 +1,4 @@
-"""From a log to identified parameters (seed 004 §II, IV-B/C): positions through the robot's own
+"""From a log to identified parameters (Xu et al. 2020 §II, IV-B/C): positions through the robot's own
 encoder read, period averaging, frequency-domain derivatives, a zero-phase low-pass on the
 torques, the stacked base regressor, WLS with per-joint variance weights, essential parameters;
 and the synthetic round trip (the optimised excitation on the loopback with noise) that needs no
@@ -37,17 +37,17 @@ if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 
 @dataclass(frozen=True)
 class IdentSettings:
     skip_periods: int = 1  # transients of the first period(s)
-    derivative_band: float = 20.0  # Hz: frequencies of q kept for qd, qdd (DFT window, seed 004 §II-C)
-    # Hz: the parallel low-pass on tau and on every column of Y (seed 002 §3.1; Butterworth order 4
-    # at seed 004 §IV-B's 6 Hz)
+    derivative_band: float = 20.0  # Hz: frequencies of q kept for qd, qdd (DFT window, Xu et al. (2020) §II-C)
+    # Hz: the parallel low-pass on tau and on every column of Y (Brunot et al. 2019 §3.1; Butterworth order 4
+    # at Xu et al. (2020) §IV-B's 6 Hz)
     band: float = 6.0
     min_abs: float = 0.01  # essential parameters: |value| below ...
-    max_rsd: float = 40.0  # ... and RSD (%) above are eliminated (seed 004 §II-A)
+    max_rsd: float = 40.0  # ... and RSD (%) above are eliminated (Xu et al. 2020 §II-A)
     weighted: bool = True  # WLS with per-joint variance weights (else OLS)
     # rad/s: a joint's equations slower than this are left out -- Coulomb friction sgn(qd) is
     # undefined at rest (stiction)
     min_speed: float = 0.05
-    # Hz: a non-periodic run's zero-phase low-pass on q before the central differences (seed 002 §3.1)
+    # Hz: a non-periodic run's zero-phase low-pass on q before the central differences (Brunot et al. 2019 §3.1)
     cutoff_q: float = 10.0
     # rad/s: candidate tanh scales, one chosen per joint (fit_coulomb_scales); empty: the
     # description's model
@@ -83,7 +83,7 @@ def rigid_only(robot: Robot, spec: str | None = None) -> None:
     if robot.elastic:
         raise ValueError(
             f"{robot.name} has series-elastic joints: its log's torque is the motors', not the links'; "
-            f"identify it in two stages (seed 003 §4.2): manipgen elastic identify {spec or robot.file}"
+            f"identify it in two stages (Kirchhoff 2011 §4.2): manipgen elastic identify {spec or robot.file}"
         )
 
 
@@ -165,7 +165,7 @@ def process(
 
 
 def observation(robot: Robot, data: Processed, settings: IdentSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The regressor at every sample, then seed 002's parallel filter on it and on the torques
+    """The regressor at every sample, then Brunot et al.'s parallel filter on it and on the torques
     (periodic data: no edge effects) and its decimation to twice the band (the residuals stay
     nearly white, so eq. 7's RSDs hold). Returns (Y stacked (K' n, nb), tau (K', n), qd (K', n) at the kept samples)."""
     y = model(robot).regressor(data.q, data.qd, data.qdd)
@@ -381,7 +381,7 @@ class ValidationData:
         return out.reshape(self.tau.shape)
 
     def rms(self, beta: np.ndarray) -> np.ndarray:
-        """RMS torque prediction error per joint over the kept samples (seed 004 Table 8)."""
+        """RMS torque prediction error per joint over the kept samples (Xu et al. 2020 Table 8)."""
         return np.sqrt(np.mean((self.tau - self.predicted(beta))[self.keep] ** 2, axis=0))
 
 

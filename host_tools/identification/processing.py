@@ -1,7 +1,7 @@
-"""Data processing for identification: period averaging with per-sample variance (seed 004 eq. 11,
-seed 003 eqs. 4.45-4.46), zero-phase Butterworth filtering with central differences, frequency-
-domain differentiation of periodic data (seed 004 §II-C) and the parallel low-pass + decimation
-filter of seed 002 §3.1. Arrays are (samples, joints); times in s, frequencies in Hz.
+"""Data processing for identification: period averaging with per-sample variance (Xu et al. 2020 eq. 11,
+Kirchhoff (2011) eqs. 4.45-4.46), zero-phase Butterworth filtering with central differences, frequency-
+domain differentiation of periodic data (Xu et al. 2020 §II-C) and the parallel low-pass + decimation
+filter of Brunot et al. (2019) §3.1. Arrays are (samples, joints); times in s, frequencies in Hz.
 
 scipy.signal does the filter design and the zero-phase filtering (sosfiltfilt): the field's
 standard tools, not re-implemented here.
@@ -18,8 +18,8 @@ from host_tools.identification.zero_phase import butter_sos, sosfiltfilt
 
 @dataclass(frozen=True)
 class Averaged:
-    mean: np.ndarray  # (P, n): the average period (seed 004 eq. 11)
-    variance: np.ndarray  # (P, n): variance of that mean per sample (seed 003 eq. 4.46), 0 if one period
+    mean: np.ndarray  # (P, n): the average period (Xu et al. 2020 eq. 11)
+    variance: np.ndarray  # (P, n): variance of that mean per sample (Kirchhoff 2011 eq. 4.46), 0 if one period
     periods: int  # S, the number of whole periods averaged
 
 
@@ -64,14 +64,14 @@ def central_derivatives(q: np.ndarray, ts: float) -> tuple[np.ndarray, np.ndarra
 
 
 def filtered_derivatives(q: np.ndarray, ts: float, cutoff: float, order: int = 4) -> tuple[np.ndarray, ...]:
-    """seed 002 §3.1: zero-phase Butterworth on q, then central differences: (q_f, qd, qdd)."""
+    """Brunot et al. (2019) §3.1: zero-phase Butterworth on q, then central differences: (q_f, qd, qdd)."""
     qf = lowpass(q, cutoff, 1.0 / ts, order)
     qd, qdd = central_derivatives(qf, ts)
     return qf, qd, qdd
 
 
 def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple[np.ndarray, ...]:
-    """seed 004 §II-C for one period of periodic data q (P, n): DFT, keep the bins up to
+    """Xu et al. (2020) §II-C for one period of periodic data q (P, n): DFT, keep the bins up to
     ``max_frequency`` (a rectangular window: the excitation's harmonics), multiply by j w and -w^2,
     inverse DFT. Returns (q_f, qd, qdd)."""
     q = np.asarray(q, float)
@@ -88,14 +88,14 @@ def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple
 
 
 def decimation(fs: float, cutoff: float) -> int:
-    """seed 002's n_d = floor(f_nyquist / cutoff): one sample in n_d is kept after the parallel filter."""
+    """Brunot et al.'s n_d = floor(f_nyquist / cutoff): one sample in n_d is kept after the parallel filter."""
     return max(1, int(np.floor(fs / 2 / cutoff)))
 
 
 def parallel_decimate(
     arrays: list[np.ndarray], fs: float, cutoff: float, order: int = 4, periodic: bool = False
 ) -> list[np.ndarray]:
-    """seed 002 §3.1's parallel filter: the same zero-phase low-pass at ``cutoff`` on the torques and
+    """Brunot et al. (2019) §3.1's parallel filter: the same zero-phase low-pass at ``cutoff`` on the torques and
     on every column of the observation matrix (the arrays, (K, ...) each), then one sample kept in
     n_d = floor(f_nyquist / cutoff). ``periodic``: the arrays are one period of periodic data
     (filtered as such, no edge effects)."""

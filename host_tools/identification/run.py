@@ -1,4 +1,4 @@
-"""Identification from a log (seed 004): processing, base and essential parameters, the friction
+"""Identification from a log (Xu et al. 2020): processing, base and essential parameters, the friction
 terms of a recorded run, physical retrieval, validation and the plain least-squares baseline, on
 the loaded robot and logs; the result as numbers (host_tools.reports.identification writes it)."""
 

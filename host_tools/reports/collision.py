@@ -38,7 +38,7 @@ def markdown(doc: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "seed 001 (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
+        "Birjandi & Haddadin (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
     ]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
 """`manipgen elastic`'s reports: the two-stage identification's JSON and Markdown, the collision
-scenario's figure, JSON and summary (seed 003)."""
+scenario's figure, JSON and summary (Kirchhoff 2011)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def write_identification(doc: dict[str, Any], markdown: str, out: Path) -> None:
 
 
 def write_collision(doc: dict[str, Any], joint: int, out: Path) -> None:
-    """The figure (like seed 003 Fig. 5.5) and the JSON document without the traces."""
+    """The figure (like Kirchhoff (2011) Fig. 5.5) and the JSON document without the traces."""
     plots.elastic_collision(doc, joint, out / "elastic_collision.png")
     write_file(out / "elastic_collision.json", json.dumps(_without_traces(doc), indent=1) + "\n")
 

@@ -1,5 +1,5 @@
 """Reports of an estimator evaluation (host_tools.studies.evaluate): the table (markdown, CSV, JSON, written
-atomically) and the figures like seed 000 Figs. 3, 5, 7, 8 and 9; and of the estimators over recorded
+atomically) and the figures like Liu et al. Figs. 3, 5, 7, 8 and 9; and of the estimators over recorded
 runs (host_tools.studies.log_estimation)."""
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ def table(doc: dict[str, Any]) -> str:
     gains = (
         (", GA-tuned" + (" under the fault case" if s.get("tuned_under_faults") else ""))
         if s["tuned"]
-        else ", seed 000's tuned gains"
+        else ", Liu et al.'s tuned gains"
         if s.get("gains") == "paper"
         else ""
     )
     lines = [
         f"Estimators on {s['robot']}, {s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz"
-        f"{gains}{error} (ISE: seed 000 eq. 5, summed over joints)",
+        f"{gains}{error} (ISE: Liu et al. eq. 5, summed over joints)",
         "",
         f"| estimator | ISE velocity | ISE tracking | convergence (s) | ISE, {s['faults']:.0%} lost on one axis |",
         "| --- | --: | --: | --: | --: |",
@@ -81,7 +81,7 @@ def summary(doc: dict[str, Any], out: Path | None) -> str:
 
 def write_reports(evaluation: Evaluation, setup: Setup, out: Path) -> None:
     """Each estimator's config (<estimator>.config.json, named in the document's gains), then
-    evaluation.json/.md/.csv, the summary figure and seed 000 Figs. 5, 7, 8."""
+    evaluation.json/.md/.csv, the summary figure and Liu et al. Figs. 5, 7, 8."""
     doc = evaluation.doc
     for r in evaluation.results:
         if r.config is not None:

@@ -1,5 +1,5 @@
-"""`manipgen identify`'s report: the JSON document of an identification, markdown tables like seed
-004 Tables 4, 5, 8, the measured-vs-predicted torque plots like its Fig. 5, the identified robot as
+"""`manipgen identify`'s report: the JSON document of an identification, markdown tables like
+Xu et al. (2020) Tables 4, 5, 8, the measured-vs-predicted torque plots like its Fig. 5, the identified robot as
 YAML and URDF, and the run-time config with the identified parameters."""
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def table(doc: dict[str, Any]) -> str:
         n = len(doc["validation_rms"]["base"])
         lines += [
             "",
-            "Validation RMS torque error per joint, N m (seed 004 Table 8):",
+            "Validation RMS torque error per joint, N m (Xu et al. 2020 Table 8):",
             "",
             "| parameters | " + " | ".join(f"joint {i + 1}" for i in range(n)) + " |",
             "| --- |" + " --: |" * n,

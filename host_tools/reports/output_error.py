@@ -1,5 +1,5 @@
 """`manipgen identify --method ...`'s report: the JSON document of an output-error identification
-(host_tools.identification.closed_loop_run), seed 002's tables (1: estimates and RSD, 2: singular
+(host_tools.identification.closed_loop_run), Brunot et al.'s tables (1: estimates and RSD, 2: singular
 values, condition number and time, 3: relative errors of the simulated q and tau) with the paper's
 values beside ours, and the residual autocorrelation figures (Figs. 1-3)."""
 
@@ -17,14 +17,14 @@ from host_tools.identification.closed_loop_run import ClosedLoopResult
 from host_tools.identification.output_error import Method, Result
 from host_tools.reports import plots
 
-# seed 002 Tables 2 and 3 (Staubli TX40, 34 500 samples, no decimation filter)
+# Brunot et al. (2019) Tables 2 and 3 (Staubli TX40, 34 500 samples, no decimation filter)
 PAPER_TABLE2 = {
     "clie": (2.26e4, 19.3, 1172, "23 min"),
     "cloe": (9.85, 2.6e-3, 3845, "23 min"),
     "didim": (2.23e4, 19.1, 1166, "1 min"),
 }
 PAPER_TABLE3 = {"clie": (0.017, 6.97), "cloe": (0.017, 10.7), "didim": (0.013, 6.95)}
-# seed 002 Table 5 (the same with the decimation filter, N = 276)
+# Brunot et al. (2019) Table 5 (the same with the decimation filter, N = 276)
 PAPER_TABLE5 = {
     "clie": (1589.0, 1.3, 1178, "23 min"),
     "cloe": (1.34, 1.74e-4, 7622, "23 min"),
@@ -82,7 +82,7 @@ def _result_doc(r: Result, truth: np.ndarray | None, reference: Result | None) -
         for n, tv in zip(r.names, t):
             doc["parameters"][n]["truth"] = float(tv)
     if reference is not None and reference.names == r.names:
-        # seed 002 §5.2: do the estimates lie in the 3 sigma confidence intervals of the LS ones?
+        # Brunot et al. (2019) §5.2: do the estimates lie in the 3 sigma confidence intervals of the LS ones?
         sigma = np.abs(reference.values) * reference.rsd / 100
         inside = np.abs(r.values - reference.values) <= 3 * sigma
         doc["within_3sigma_of_idim_ls"] = float(np.mean(inside))
@@ -122,7 +122,7 @@ def _pc(v: float | None, spec: str) -> str:
 
 
 def tables(doc: dict[str, Any]) -> str:
-    """seed 002 Tables 1-3 for our run, the paper's beside Tables 2 and 3."""
+    """Brunot et al. (2019) Tables 1-3 for our run, the paper's beside Tables 2 and 3."""
     methods = list(doc["methods"])
     lines = [
         f"# Output-error identification of {doc['robot']} ({doc['samples']} samples, start: {doc['init']})",
@@ -178,7 +178,7 @@ def tables(doc: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "Estimates within IDIM-LS's 3σ intervals (seed 002 §5.2)"
+        "Estimates within IDIM-LS's 3σ intervals (Brunot et al. 2019 §5.2)"
         + (
             " and errors against the truth (non-zero true values)"
             if "max_rel_param_error" in doc["methods"]["idim-ls"]

@@ -1,4 +1,4 @@
-"""Every figure of the tools, as PNG files (matplotlib, Agg): seed 000 Figs. 3-9, the excitation,
+"""Every figure of the tools, as PNG files (matplotlib, Agg): Liu et al. Figs. 3-9, the excitation,
 thresholds, collision, identification and output-error plots. Written atomically; each figure closed."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def evaluation_summary(doc: dict[str, Any], out: Path) -> None:
     ax[1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax[1].set_ylabel("best ISE, tuning trajectory ((rad/s)² s)")
     ax[1].set_yscale("log")
-    ax[1].set_title("GA convergence (seed 000 Fig. 3)" if doc["setup"]["tuned"] else "not tuned")
+    ax[1].set_title("GA convergence (Liu et al. Fig. 3)" if doc["setup"]["tuned"] else "not tuned")
     if ax[1].lines:
         ax[1].legend()
     fig.tight_layout()
@@ -76,7 +76,7 @@ def evaluation_summary(doc: dict[str, Any], out: Path) -> None:
 
 
 def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
-    """Like seed 000 Figs. 5 (excerpt of axis 6 and the cumulative ISE), 7 (switch-on while moving
+    """Like Liu et al. Figs. 5 (excerpt of axis 6 and the cumulative ISE), 7 (switch-on while moving
     at constant speed, axis 2) and 8 (excerpt with 10 % lost samples)."""
     import matplotlib
 
@@ -103,7 +103,7 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax[1].set_ylabel("cumulative ISE ((rad/s)² s)")
     ax[1].set_yscale("log")
     ax[0].legend(fontsize=7)
-    fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like seed 000 Fig. 5)")
+    fig.suptitle(f"{setup.robot}, {setup.resolution_mdeg:g} mdeg, {setup.rate_hz:g} Hz (like Liu et al. Fig. 5)")
     fig.tight_layout()
     save_figure(fig, out / "fig5_estimates.png")
     plt.close(fig)
@@ -121,7 +121,7 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
     ax.set_ylabel("velocity estimate, axis 2 (rad/s)")
     from host_tools.studies.evaluate import SWITCH_ON_SPEED  # here: every command imports plots
 
-    ax.set_title(f"switched on while moving at {SWITCH_ON_SPEED:g} rad/s (like seed 000 Fig. 7)")
+    ax.set_title(f"switched on while moving at {SWITCH_ON_SPEED:g} rad/s (like Liu et al. Fig. 7)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     save_figure(fig, out / "fig7_switch_on.png")
@@ -133,7 +133,7 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
             ax.plot(t[window], r.curves["qd_hat_faulty"][window], lw=0.9, label=r.name)
     ax.set_xlabel("t (s)")
     ax.set_ylabel("velocity, faulty axis (rad/s)")
-    ax.set_title(f"{setup.faults:.0%} of the samples lost (like seed 000 Fig. 8)")
+    ax.set_title(f"{setup.faults:.0%} of the samples lost (like Liu et al. Fig. 8)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     save_figure(fig, out / "fig8_faults.png")
@@ -141,7 +141,7 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
 
 
 def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
-    """Like seed 000 Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
+    """Like Liu et al. Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,7 +165,7 @@ def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yscale("log")
     ax.set_ylabel("ISE of the velocity estimate ((rad/s)² s)")
-    ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like seed 000 Fig. 9)")
+    ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like Liu et al. Fig. 9)")
     ax.legend()
     fig.tight_layout()
     save_figure(fig, out / "fig9_setups.png")
@@ -195,7 +195,7 @@ def excitation(exc: Excitation, path: Path, robot: Robot | None = None) -> Path:
     ax[0].legend(ncol=4, fontsize=7)
     ax[2].set_xlabel("t (s), one period" + ("; dashed: the joints' limits" if robot is not None else ""))
     ax[0].set_title(
-        f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (seed 004 Fig. 3)"
+        f"{exc.robot}: excitation, {exc.harmonics} harmonics of {exc.base_frequency:g} Hz (Xu et al. 2020 Fig. 3)"
     )
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
@@ -204,7 +204,7 @@ def excitation(exc: Excitation, path: Path, robot: Robot | None = None) -> Path:
 def log_estimation(
     log: Log, estimates: list[Estimate], path: Path, axis: int = 5, window: tuple[float, float] | None = None
 ) -> Path:
-    """Seed 000 Fig. 5-like: an excerpt of each estimate against the ground truth on ``axis`` and the
+    """Liu et al. Fig. 5-like: an excerpt of each estimate against the ground truth on ``axis`` and the
     cumulative ISE (all joints) over the run."""
     import matplotlib
 
@@ -272,7 +272,7 @@ def threshold_residuals(
 def collision_impacts(
     free_ratio: dict[str, np.ndarray], ts: float, skip: float, impacts: list[ImpactTrace], path: Path, truth: str
 ) -> Path:
-    """Like seed 001 Figs. 10 a-b and 8. Top: each observer's threshold ratio over a contact-free
+    """Like Birjandi & Haddadin Figs. 10 a-b and 8. Top: each observer's threshold ratio over a contact-free
     motion (a false alarm crosses 1). Per impact: left, the contact force along the obstacle normal
     (``truth`` names its source) against each observer's tip-force estimate; right, the ratio around
     the contact (the detection is where it crosses 1)."""
@@ -292,7 +292,8 @@ def collision_impacts(
     top.set_xlabel("s (contact-free motion)", fontsize=8)
     top.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
     top.set_title(
-        "contact-free: how far below its thresholds each observer stays (like seed 001 Fig. 10 a-b)", fontsize=9
+        "contact-free: how far below its thresholds each observer stays (like Birjandi & Haddadin Fig. 10 a-b)",
+        fontsize=9,
     )
     top.legend(fontsize=6, ncol=len(free_ratio), loc="lower right")
     for i, imp in enumerate(impacts):
@@ -311,7 +312,9 @@ def collision_impacts(
         b.axvline(0.0, color="k", lw=0.6)
         b.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
         if i == 0:
-            a.set_title("contact force along the obstacle normal, f = (Jᵀ)⁺ r (like seed 001 Fig. 8)", fontsize=9)
+            a.set_title(
+                "contact force along the obstacle normal, f = (Jᵀ)⁺ r (like Birjandi & Haddadin Fig. 8)", fontsize=9
+            )
             b.set_title("around the contact: detection where the ratio crosses 1", fontsize=9)
             a.legend(fontsize=6, loc="upper right")
         if i == len(impacts) - 1:
@@ -322,7 +325,7 @@ def collision_impacts(
 
 
 def collision(arrays: dict[str, Any], path: Path) -> Path:
-    """Like seed 001 Fig. 6: r on the loaded joint against the applied torque, per cut-off and observer."""
+    """Like Birjandi & Haddadin Fig. 6: r on the loaded joint against the applied torque, per cut-off and observer."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -355,7 +358,8 @@ def collision(arrays: dict[str, Any], path: Path) -> Path:
         ax[-1, j].set_xlabel("ms from the event", fontsize=8)
     ax[0, 0].legend(fontsize=6)
     fig.suptitle(
-        f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold (like seed 001 Fig. 6)",
+        f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold "
+        "(like Birjandi & Haddadin Fig. 6)",
         fontsize=9,
     )
     fig.tight_layout()
@@ -363,7 +367,7 @@ def collision(arrays: dict[str, Any], path: Path) -> Path:
 
 
 def elastic_collision(result: dict[str, Any], joint: int, path: Path) -> Path:
-    """Like seed 003 Fig. 5.5: the moving joint's residual and contact torque, without and with the
+    """Like Kirchhoff (2011) Fig. 5.5: the moving joint's residual and contact torque, without and with the
     reaction, and the residual of the obstacle-free motion against the threshold."""
     import matplotlib
 
@@ -385,7 +389,7 @@ def elastic_collision(result: dict[str, Any], joint: int, path: Path) -> Path:
         if k >= 0:
             ax.axvline(t[k], color="tab:red", lw=0.8, label="detection")
         ax.set_ylabel("N m")
-        ax.set_title(f"{title}: seed 003 Fig. 5.5", fontsize=9)
+        ax.set_title(f"{title}: Kirchhoff (2011) Fig. 5.5", fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
     free = np.asarray(tr["free_r"])
     for i in range(free.shape[1]):
@@ -458,13 +462,13 @@ def identification_fit(arrays: dict[str, Any], path: Path) -> Path:
     ax[-1].set_xlabel(
         "t (s), one averaged period" if arrays.get("periodic", True) else "t (s), the fitting run (decimated)"
     )
-    fig.suptitle("measured vs predicted torque (like seed 004 Fig. 5)")
+    fig.suptitle("measured vs predicted torque (like Xu et al. (2020) Fig. 5)")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
 
 
 def output_error_autocorrelation(results: dict[str, OEResult], path: Path) -> Path:
-    """seed 002 Figs. 1-3: the residual autocorrelation per joint (dots) and the 2 sigma bounds."""
+    """Brunot et al. (2019) Figs. 1-3: the residual autocorrelation per joint (dots) and the 2 sigma bounds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -488,6 +492,6 @@ def output_error_autocorrelation(results: dict[str, OEResult], path: Path) -> Pa
                 a.set_ylabel(m.upper(), fontsize=8)
     for j in range(n):
         ax[-1, j].set_xlabel("lag (samples)", fontsize=8)
-    fig.suptitle("residual autocorrelation (red) and 2σ bounds (blue), like seed 002 Figs. 1-3", fontsize=9)
+    fig.suptitle("residual autocorrelation (red) and 2σ bounds (blue), like Brunot et al. (2019) Figs. 1-3", fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)

@@ -1,7 +1,7 @@
-"""`manipgen study --report`: seed 000 §IV's tables and figures from a study's store.
+"""`manipgen study --report`: Liu et al. §IV's tables and figures from a study's store.
 
 One section per robot, model error and fault rate (and tuning); in each, the estimators by set-up:
-the ISE of the velocity estimate (seed 000 eq. 5; Fig. 9), the ISE under lost samples (Table 6),
+the ISE of the velocity estimate (Liu et al. eq. 5; Fig. 9), the ISE under lost samples (Table 6),
 the convergence time after a switch-on (Fig. 7) and the ISE of tracking. With several seeds a
 cell is their median, with the range; every item's time on its worker is summed up too (what a
 study costs per item: docs/cluster.md).
@@ -22,9 +22,9 @@ from host_tools.reports import plots
 from host_tools.studies.study import Stored, StudyItem
 
 QUANTITIES = (
-    ("ise_velocity", "ISE of the velocity estimate ((rad/s)² s; seed 000 eq. 5, Fig. 9)"),
-    ("ise_faulty", "ISE with the fault case's lost samples ((rad/s)² s; seed 000 Table 6)"),
-    ("convergence_s", "convergence after a switch-on while moving (s; seed 000 Fig. 7)"),
+    ("ise_velocity", "ISE of the velocity estimate ((rad/s)² s; Liu et al. eq. 5, Fig. 9)"),
+    ("ise_faulty", "ISE with the fault case's lost samples ((rad/s)² s; Liu et al. Table 6)"),
+    ("convergence_s", "convergence after a switch-on while moving (s; Liu et al. Fig. 7)"),
     ("ise_tracking", "ISE of tracking (rad² s)"),
 )
 Rows = list[Stored]
@@ -39,7 +39,7 @@ def _title(key: tuple[str, float, float, bool, bool, int, str]) -> str:
     how = (
         f"GA-tuned ({generations} generations)" + (" under faults" if tune_faults else "")
         if tune
-        else ("seed 000's gains" if gains == "paper" else "default gains")
+        else ("Liu et al.'s gains" if gains == "paper" else "default gains")
     )
     return f"{robot}, model error {me:g}, {faults:.0%} lost samples, {how}"
 
@@ -110,7 +110,7 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
 
 
 def write_report(rows: Rows, total: int, out: Path) -> list[str]:
-    """report.md, report.json and per section a figure like seed 000 Fig. 9 (median over seeds),
+    """report.md, report.json and per section a figure like Liu et al. Fig. 9 (median over seeds),
     linked from report.md under its section."""
     text, doc = report(rows, total)
     written = ["report.md", "report.json"]

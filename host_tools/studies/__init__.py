@@ -1,2 +1,2 @@
-"""Studies over the loopback: estimator evaluation and GA tuning (seed 000), collision thresholds and
-scenarios (seed 001), precision checks, the demo."""
+"""Studies over the loopback: estimator evaluation and GA tuning (Liu et al.), collision thresholds and
+scenarios (Birjandi & Haddadin), precision checks, the demo."""

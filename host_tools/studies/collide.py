@@ -1,13 +1,13 @@
-"""`manipgen collide`: the collision-detection scenario of seed 001 §IV on the loopback, for every
+"""`manipgen collide`: the collision-detection scenario of Birjandi & Haddadin §IV on the loopback, for every
 residual the pipeline can generate -- the momentum observer, the model-adaptive observer and the
 direct method, the last two once with the Kalman estimator's qd, qdd (encoders only) and once with
-the plant's exact qd, qdd (``*_measured``: seed 001's IMU-fused assumption), and fed by the ``imu``
+the plant's exact qd, qdd (``*_measured``: Birjandi & Haddadin's IMU-fused assumption), and fed by the ``imu``
 estimator reading simulated IMUs (``*_imu``: one BMI055 per link, the description's ``imus:``;
 ``*_imu_tip``: one at the tip frame; host_tools.bindings.imu_sensors: the same sensors throughout,
 a new noise sequence every run).
 
 The controller's (and observers') model is the description's with every inertial (link) parameter
-scaled by U(1 -+ model_error) (seed 001 eq. 22; friction and rotor inertia exact unless
+scaled by U(1 -+ model_error) (Birjandi & Haddadin eq. 22; friction and rotor inertia exact unless
 ``friction_error``: then the joint parameters too); the plant keeps the true ones.
 
 Per observer the thresholds are designed on a collision-free design run -- ``warmup_motions``
@@ -22,13 +22,13 @@ operation):
 - the check motion, another motion without collisions, counts the false alarms the thresholds give
   on a motion they were not designed on (rising edges of "some joint above");
 - the check motion again, now with the collisions (so that no delay is measured on a motion the
-  thresholds were designed on), as in seed 001 §IV: a step of ``amplitude`` on one joint,
-  low-passed at each cut-off frequency (first order, seed 001 Fig. 6), held ``hold`` s, at each
+  thresholds were designed on), as in Birjandi & Haddadin §IV: a step of ``amplitude`` on one joint,
+  low-passed at each cut-off frequency (first order, Birjandi & Haddadin Fig. 6), held ``hold`` s, at each
   event time, one run per event; the delay is from the event to the first sample with a
   joint above its threshold (debounce 1);
 - then impacts: at the instant of that motion whose tip speed is closest to each of
   ``impact_speeds``, a plane appears through the tip, facing its velocity, for ``hold`` s
-  (Hunt-Crossley contact, seed 003 eq. 5.19 with its k = 10 kN/m, alpha = 0.04 s/m, flat surface;
+  (Hunt-Crossley contact, Kirchhoff (2011) eq. 5.19 with its k = 10 kN/m, alpha = 0.04 s/m, flat surface;
   targets above the motion's top tip speed share its fastest instant, which is used once); the
   delay is from the impact.
 """
@@ -62,10 +62,10 @@ SHAPES = ("static", "fitted")
 @dataclass(frozen=True)
 class CollideSettings:
     model_error: float = 0.1
-    duration: float = 20.0  # s per motion (seed 001: 20 s)
+    duration: float = 20.0  # s per motion (Birjandi & Haddadin: 20 s)
     cutoffs: tuple[float, ...] = (1.0, 10.0, 100.0)  # Hz, of the filtered steps
     amplitude: float = 5.0  # N m (N)
-    # 1-based joint the torque acts on: seed 001 §IV applies "the external force to the first link
+    # 1-based joint the torque acts on: Birjandi & Haddadin §IV applies "the external force to the first link
     # only"; on the iiwa joint 2 carries the arm's weight, and 10 % of its gravity torque (8 N m)
     # hides a 5 N m step from every residual that does not adapt (docs/collision.md, --joint 2)
     joint: int = 1
@@ -73,7 +73,7 @@ class CollideSettings:
     events: tuple[float, ...] = (6.0, 12.0, 18.0)  # s from the start
     window: float = 0.5  # s after an event in which a detection counts
     skip: float = 1.0  # s of start-up left out everywhere
-    adaptive_gain: float = 100.0  # seed 001's K (the momentum observer keeps its K_O)
+    adaptive_gain: float = 100.0  # Birjandi & Haddadin's K (the momentum observer keeps its K_O)
     impact_speeds: tuple[float, ...] = (0.1, 0.25, 0.5)  # m/s, Hunt-Crossley impacts of the tip
     seed: int = 0
     observers: tuple[str, ...] = DEFAULT_OBSERVERS
@@ -205,8 +205,8 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
     """One clear error per setting the scenario cannot run with on this robot."""
     if robot.elastic:
         raise ValueError(
-            f"{robot.name} has series-elastic joints: seed 001's scenario needs a link-side torque; "
-            f"run seed 003's with the tau_el observer: manipgen elastic collide {robot.name}"
+            f"{robot.name} has series-elastic joints: Birjandi & Haddadin's scenario needs a link-side torque; "
+            f"run Kirchhoff's with the tau_el observer: manipgen elastic collide {robot.name}"
         )
     if not 1 <= s.joint <= robot.dof:
         raise ValueError(f"--joint must be 1..{robot.dof}, got {s.joint}")
@@ -227,14 +227,14 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
 
 
 def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
-    """The model (seed 001 eq. 22), the motions and the impacts every observer's runs share."""
+    """The model (Birjandi & Haddadin eq. 22), the motions and the impacts every observer's runs share."""
     true = robot.standard_parameters()
     inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
     factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
-    # seed 001 eq. 22: the inertial parameters (and with friction_error the joint parameters too)
+    # Birjandi & Haddadin eq. 22: the inertial parameters (and with friction_error the joint parameters too)
     model = true * np.where(inertial | s.friction_error, factor, 1.0)
     ts = robot.sample_period
-    # smooth 20 s Fourier motions (seed 001 §IV): acceleration steps would make the inertial model error
+    # smooth 20 s Fourier motions (Birjandi & Haddadin §IV): acceleration steps would make the inertial model error
     # a fast signal, which no residual separates from a collision
     # (each starts and ends at rest in the middle of the joints' ranges: they follow one another)
     motions = [
@@ -352,7 +352,7 @@ def tip_force_along(
     q: np.ndarray, tau: np.ndarray, jacobian: Callable[[np.ndarray], np.ndarray], normal: np.ndarray
 ) -> np.ndarray:
     """f·n with f the force part of (Jᵀ)⁺ tau, the tip wrench that explains the joint torques tau
-    (seed 001 eq. 28; exact for a force at the tip when J has rank 6, the least-norm wrench below)."""
+    (Birjandi & Haddadin eq. 28; exact for a force at the tip when J has rank 6, the least-norm wrench below)."""
     return np.array([(np.linalg.pinv(jacobian(qk).T)[:3] @ tk) @ normal for qk, tk in zip(q, tau)])
 
 
@@ -380,7 +380,7 @@ class ObserverResult:
 
 def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray) -> Realtime:
     """The entry's pipeline with the model error, detection without reaction or debounce, and (a
-    model-adaptive observer) seed 001's gain, adapting through contacts; thresholds not designed."""
+    model-adaptive observer) Birjandi & Haddadin's gain, adapting through contacts; thresholds not designed."""
     rt = load_rt(
         robot, estimator=entry.estimator, observer=entry.observer.name, controller=controllers.COMPUTED_TORQUE.name
     )
@@ -389,7 +389,7 @@ def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray)
     rt.config["det.debounce"] = 1
     if entry.observer.adaptive:
         rt.config["obs.k_o"] = s.adaptive_gain
-        rt.config["obs.freeze"] = 0  # seed 001's observer; a start-up flag must not stop it
+        rt.config["obs.freeze"] = 0  # Birjandi & Haddadin's observer; a start-up flag must not stop it
     rt.config["det.threshold"] = 1e30
     return rt
 

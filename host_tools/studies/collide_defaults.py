@@ -66,7 +66,7 @@ def _entries() -> dict[str, Entry]:
 
 
 ENTRIES = _entries()
-# seed 001's observers with each source of qd, qdd (the Kalman filter's, the plant's exact, simulated
+# Birjandi & Haddadin's observers with each source of qd, qdd (the Kalman filter's, the plant's exact, simulated
 # IMUs'), and the adaptive observer's momentum form (qd only; issue #25) with the same three
 DEFAULT_OBSERVERS = tuple(
     e.name

@@ -1,7 +1,7 @@
-"""The collision test of seed 003 §5.3 on an elastic arm: the tau_el momentum observer (eq. 5.10)
+"""The collision test of Kirchhoff (2011) §5.3 on an elastic arm: the tau_el momentum observer (eq. 5.10)
 detects a Hunt-Crossley contact and the admittance reaction (eq. 5.1) moves the arm out of it.
 
-Seed 003: the arm starts vertical, joint 2 is driven to 120 degrees; an obstacle is placed so that
+Kirchhoff (2011): the arm starts vertical, joint 2 is driven to 120 degrees; an obstacle is placed so that
 the tip touches it at the height of l1 (the arm horizontal, its q2 = 90 degrees); Hunt-Crossley
 contact n = 1, k = 10 kN/m, alpha = 0.04 (penetration x = l1 - e_z); threshold 0.1 N m; reaction
 q_d = q_col + int K_R r, K_R = 0.03 I. Fig. 5.5: without reaction the residual rises until the
@@ -9,7 +9,7 @@ motor torque saturates; with it the residual falls back after the detection (abo
 
 Our joint 2 is 0 with the arm horizontal (standard DH of the bundled biorob4), so the same motion is
 q2 from +90 degrees (vertical) by 120 degrees to -30 degrees; the obstacle is the plane z = l1
-(the tip's height with q2 = 0), normal +z. Each joint's threshold is the same 0.1 N m (seed 003
+(the tip's height with q2 = 0), normal +z. Each joint's threshold is the same 0.1 N m (Kirchhoff 2011
 compares the norm; per joint isolates too). The motion without the obstacle shows how far the
 residual stays below it.
 """
@@ -33,12 +33,12 @@ from host_tools.data.trajectories import Trajectory
 class ScenarioSettings:
     joint: int = 2  # 1-based: the joint that moves
     start: float = np.pi / 2  # rad: vertical
-    travel: float = -2 * np.pi / 3  # rad: seed 003's 120 degrees, towards the obstacle
+    travel: float = -2 * np.pi / 3  # rad: Kirchhoff's 120 degrees, towards the obstacle
     rest: float = 0.5  # s still before the move
     duration: float = 2.0  # s of the move (quintic, rest to rest)
     after: float = 3.0  # s after the move
-    threshold: float = 0.1  # N m (seed 003)
-    k_r: float = 0.03  # rad/s per N m (seed 003's K_R)
+    threshold: float = 0.1  # N m (Kirchhoff 2011)
+    k_r: float = 0.03  # rad/s per N m (Kirchhoff's K_R)
 
 
 def trajectory(rt: Realtime, s: ScenarioSettings) -> Trajectory:
@@ -52,7 +52,7 @@ def trajectory(rt: Realtime, s: ScenarioSettings) -> Trajectory:
     q[:, j] = s.start + s.travel * (10 * u**3 - 15 * u**4 + 6 * u**5)
     qd[:, j] = s.travel * (30 * u**2 - 60 * u**3 + 30 * u**4) / s.duration * moving
     qdd[:, j] = s.travel * (60 * u - 180 * u**2 + 120 * u**3) / s.duration**2 * moving
-    return Trajectory("seed 003 §5.3", t, q, qd, qdd)
+    return Trajectory("Kirchhoff (2011) §5.3", t, q, qd, qdd)
 
 
 def obstacle(robot: Robot) -> Contact:

@@ -1,4 +1,4 @@
-"""Estimator evaluation on the loopback (seed 000 §IV): every velocity estimator in the closed loop
+"""Estimator evaluation on the loopback (Liu et al. §IV): every velocity estimator in the closed loop
 with computed torque (Kp = 100, Kd = 13), at a given encoder resolution and sample rate, optionally
 GA-tuned first; ISE of velocity (eq. 5) and of tracking, convergence time of a switch-on while
 moving (Fig. 7), and the sensor-fault case (10 % of one axis's samples lost, §IV-C).
@@ -27,7 +27,7 @@ from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import Realtime, RtConfig
 from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.json_doc import finite
-from host_tools.data.trajectories import Trajectory, generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
+from host_tools.data.trajectories import Trajectory, generated_trajectory, liu_test_trajectory, trapezoid_trajectory
 from host_tools.studies.paper_setups import VELOCITY_ESTIMATORS as PAPER
 from host_tools.studies.tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
 
@@ -38,7 +38,7 @@ Progress = Callable[[str, int, int, str], None]  # (estimator, done, total, what
 class EstimatorRequest:
     """An estimator to evaluate, parsed once (``EstimatorRequest.parse``): a registered name (its
     default, paper or tuned variant, ``given`` None) or a variant with its options (``lsf:n=8,p=3``,
-    evaluated as given, seed 000 Table 5; no grid search)."""
+    evaluated as given, Liu et al. Table 5; no grid search)."""
 
     name: str
     given: EstimatorChoice | None = None
@@ -54,21 +54,21 @@ class EstimatorRequest:
         return self.given.label if self.given is not None else self.name
 
 
-# seed 000's seven (any registered estimator may be evaluated)
+# Liu et al.'s seven (any registered estimator may be evaluated)
 ESTIMATORS = tuple(EstimatorRequest(name) for name in registry.study_estimators())
 
 
 def default_spec(name: str) -> EstimatorChoice:
-    """The estimator with its default options (seed 000 Tables 4, 7, 8), e.g. ``lsf:n=4,p=1``."""
+    """The estimator with its default options (Liu et al. Tables 4, 7, 8), e.g. ``lsf:n=4,p=1``."""
     return estimator_choice(name, {})
 
 
 def tuned(name: str) -> bool:
-    """Whether the GA tunes its continuous gains (seed 000 §III; else a grid search or nothing)."""
+    """Whether the GA tunes its continuous gains (Liu et al. §III; else a grid search or nothing)."""
     return bool(registry.estimators()[name].genes)
 
 
-PAPER_GAINS = "gains/schunk_lwa4p_seed000.yaml"  # seed 000 Tables 4, 7, 8, per set-up
+PAPER_GAINS = "gains/schunk_lwa4p_liu.yaml"  # Liu et al. Tables 4, 7, 8, per set-up
 
 
 @dataclass
@@ -78,15 +78,15 @@ class Setup:
     resolution_mdeg: float = 10.0
     rate_hz: float = 125.0
     faults: float = 0.1
-    fault_axis: int = -1  # seed 000 §IV-C: axis 6
+    fault_axis: int = -1  # Liu et al. §IV-C: axis 6
     seed: int = 0
     tune: bool = False
-    # tune with the fault case's lost samples on the tuning motion (seed 000 Table 6's "retuned"
+    # tune with the fault case's lost samples on the tuning motion (Liu et al. Table 6's "retuned"
     # columns, Fig. 8B): the gains for a sensor known to drop samples
     tune_faults: bool = False
     generations: int = 20
     model_error: float = 0.0  # the simulated robot's parameters = the model's x (1 + model_error)
-    gains: str = "default"  # or "paper": seed 000's tuned gains for this set-up (LWA-4P only)
+    gains: str = "default"  # or "paper": Liu et al.'s tuned gains for this set-up (LWA-4P only)
 
     @property
     def robot(self) -> str:
@@ -101,7 +101,7 @@ class Setup:
         out = []
         if self.model().elastic:
             out.append(
-                f"{self.robot} has series-elastic joints: seed 000's study runs computed torque on a rigid "
+                f"{self.robot} has series-elastic joints: Liu et al.'s study runs computed torque on a rigid "
                 f"arm; the elastic arm's estimators run in its own loop: manipgen elastic collide {self.robot}"
             )
         if self.gains not in ("default", "paper"):
@@ -113,7 +113,7 @@ class Setup:
                 out.append("--gains paper and --tune exclude each other")
             if paper_gains(self) is None:
                 out.append(
-                    f"seed 000 tuned gains exist for schunk_lwa4p at 10@125, 2@125 and 1@250 only, "
+                    f"Liu et al. tuned gains exist for schunk_lwa4p at 10@125, 2@125 and 1@250 only, "
                     f"not {self.robot} at {self.resolution_mdeg:g}@{self.rate_hz:g}"
                 )
         if not (self.resolution_mdeg > 0 and np.isfinite(self.resolution_mdeg)):
@@ -138,7 +138,7 @@ class Setup:
 
     @property
     def eps(self) -> float:
-        """seed 000 fixes epsilon per set-up: 0.03 at 125 Hz (Tables 4, 7), 0.01 at 250 Hz (Table 8)."""
+        """Liu et al. fix epsilon per set-up: 0.03 at 125 Hz (Tables 4, 7), 0.01 at 250 Hz (Table 8)."""
         return 0.01 if self.rate_hz >= 250 else 0.03
 
 
@@ -150,8 +150,8 @@ def own_setup(robot: Robot) -> tuple[float, float]:
     return 360000.0 / min(link_counts_per_turn(robot)), 1.0 / robot.sample_period
 
 
-# seed 000's three set-ups (resolution mdeg @ rate Hz), `manipgen evaluate --setups seed000`
-SEED000_SETUPS = ((10.0, 125.0), (2.0, 125.0), (1.0, 250.0))
+# Liu et al.'s three set-ups (resolution mdeg @ rate Hz), `manipgen evaluate --setups liu`
+LIU_SETUPS = ((10.0, 125.0), (2.0, 125.0), (1.0, 250.0))
 
 
 @dataclass
@@ -172,17 +172,17 @@ class Result:
 
 def test_trajectory(setup: Setup) -> Trajectory:
     if setup.robot == "schunk_lwa4p":
-        return seed000_test_trajectory().resample(setup.sample_period)
+        return liu_test_trajectory().resample(setup.sample_period)
     return generated_trajectory(setup.model(), 60.0, setup.sample_period, seed=setup.seed)
 
 
 def tuning_trajectory(setup: Setup) -> Trajectory:
-    """Like seed 000 Fig. 2: a shorter, different motion (another seed of the generator)."""
+    """Like Liu et al. Fig. 2: a shorter, different motion (another seed of the generator)."""
     return generated_trajectory(setup.model(), 20.0, setup.sample_period, seed=setup.seed + 1)
 
 
 def paper_gains(setup: Setup) -> dict[str, Any] | None:
-    """Seed 000's tuned gains for the set-up (robots/gains/schunk_lwa4p_seed000.yaml), or None."""
+    """Liu et al.'s tuned gains for the set-up (robots/gains/schunk_lwa4p_liu.yaml), or None."""
     if setup.robot != "schunk_lwa4p":
         return None
     doc = load_yaml(resource_dir("robots") / PAPER_GAINS).data
@@ -199,14 +199,14 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
 
 
 def pipeline_source(setup: Setup, estimator: EstimatorChoice) -> PipelineSource:
-    """The generated pipeline of seed 000's loop with this estimator, as work items carry it."""
+    """The generated pipeline of Liu et al.'s loop with this estimator, as work items carry it."""
     return PipelineSource.of(setup.source, estimator, "none", PAPER.controller, setup.sample_period)
 
 
 def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
-    """The estimator's pipeline in seed 000's loop (host_tools.studies.paper_setups.VELOCITY_ESTIMATORS:
+    """The estimator's pipeline in Liu et al.'s loop (host_tools.studies.paper_setups.VELOCITY_ESTIMATORS:
     computed torque with friction at the estimate, Kp = 100, Kd = 13) with the set-up's encoder, its
-    default gains (or, with setup.gains == "paper", seed 000's)."""
+    default gains (or, with setup.gains == "paper", Liu et al.'s)."""
     rt = pipeline_source(setup, estimator).realtime()
     PAPER.apply(rt.config)
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
@@ -223,7 +223,7 @@ def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
 
 
 def kalman_q_var(setup: Setup, rt: Realtime) -> list[float]:
-    """The Kalman filter's process noise per axis: seed 000's (gains "paper") or the design default."""
+    """The Kalman filter's process noise per axis: Liu et al.'s (gains "paper") or the design default."""
     paper = paper_gains(setup) if setup.gains == "paper" else None
     if paper:
         return [float(v) for v in paper[kalman.SPEC.name]["q_var"]]
@@ -231,14 +231,14 @@ def kalman_q_var(setup: Setup, rt: Realtime) -> list[float]:
     return [float(v) for v in np.broadcast_to(design["q_var"], (rt.dof,))]
 
 
-# the form seed 000 ran an estimator in, where it is not the default one: its gains were tuned for it
+# the form Liu et al. ran an estimator in, where it is not the default one: its gains were tuned for it
 # (kalman: MATLAB's c2d 'tustin' + dlqe, found in Experiment 1's recording, codegen/blocks/kalman.py)
 PAPER_FORMS = {kalman.SPEC.name: {"tustin": 1}}
 
 
 def variant(setup: Setup, name: str) -> EstimatorChoice:
     """The estimator spec (integer gains, generation options) to evaluate when no grid search picks
-    one: with seed 000's gains also its form of the estimator (PAPER_FORMS)."""
+    one: with Liu et al.'s gains also its form of the estimator (PAPER_FORMS)."""
     paper = paper_gains(setup) if setup.gains == "paper" else None
     if paper and registry.estimators()[name].grid:
         return estimator_choice(name, dict(paper[name]))
@@ -252,7 +252,7 @@ def plant_params(rt: Realtime, setup: Setup) -> np.ndarray:
 
 
 def convergence_time(rt: Realtime, setup: Setup, tol: float = 0.05) -> tuple[float | None, np.ndarray, np.ndarray]:
-    """Seed 000 Fig. 7: the loop runs a trapezoidal motion (every joint at SWITCH_ON_SPEED in the
+    """Liu et al. Fig. 7: the loop runs a trapezoidal motion (every joint at SWITCH_ON_SPEED in the
     middle); halfway through the constant-velocity part a second, fresh instance of the estimator
     is switched on and fed the same samples. Returns the time after which its |qd_hat - qd| stays
     below tol x SWITCH_ON_SPEED on every joint (None: not within the 2 s observed), and the estimate
@@ -294,7 +294,7 @@ def grid_score(setup: Setup, spec: EstimatorChoice) -> float:
 
 
 def grid_search(setup: Setup, name: str, executor: Executor, progress: Progress) -> tuple[EstimatorChoice, list[float]]:
-    """seed 000's grid search of an integer-gain filter: every variant of its registered grid (each its own
+    """Liu et al.'s grid search of an integer-gain filter: every variant of its registered grid (each its own
     generated pipeline) on the tuning motion, in parallel through ``executor``."""
     specs = [parse_estimator(text) for text in registry.estimators()[name].grid]
     futures = {executor.submit(grid_score, setup, s): k for k, s in enumerate(specs)}

@@ -1,9 +1,9 @@
-"""The generated velocity estimators over a recorded encoder stream (#11 item 3; seed 000 §IV on its
+"""The generated velocity estimators over a recorded encoder stream (#11 item 3; Liu et al. §IV on its
 own LWA-4P runs).
 
 Every estimator's pipeline (the same generated C as the controller's) replays the log's counts,
 validity and torque (model-based observers use it); its q-dot estimate is scored by the ISE
-(seed 000 eq. 5, per joint, (rad/s)^2 s) against seed 000's offline ground truth: the positions
+(Liu et al. eq. 5, per joint, (rad/s)^2 s) against Liu et al.'s offline ground truth: the positions
 low-pass filtered by a 7th-order FIR (window method, Hamming: MATLAB's designfilt 'lowpassfir',
 FilterOrder 7, CutoffFrequency 26 Hz at 250 Hz) forwards and backwards (filtfilt, MATLAB's edge
 padding of 3 x 7 = 21 samples), then central differences.
@@ -26,8 +26,8 @@ from host_tools.studies.evaluate import ESTIMATORS, EstimatorRequest, Setup, def
 
 FIR_ORDER = 7
 CUTOFF_HZ = 26.0
-# the recording controllers' own estimators: seed 000's runs are named for them
-RECORDED = {  # seed 000's logged ones
+# the recording controllers' own estimators: Liu et al.'s runs are named for them
+RECORDED = {  # Liu et al.'s logged ones
     "FinDiff": estimator_choice(findiff.FINDIFF.name, {}),
     "MovAv": estimator_choice(findiff.MOVAV.name, {"p": 3}),
 }
@@ -42,7 +42,7 @@ RECORDED_OUTPUTS = {
     "slimod": slimod.SPEC.name,
 }
 # the recorded estimators started from a zero state at their switch-on (a findiff's first output is
-# q / T), and so do ours here: compared, and scored, from this long after it, as seed 000's own
+# q / T), and so do ours here: compared, and scored, from this long after it, as Liu et al.'s own
 # evaluation of Experiment 1 leaves the start-up out. Within it the 4-digit rounding of Table 8's
 # gains still shows (the Kalman filter's start-up transient, 0.05 rad/s on joint 5, dies out with
 # its slowest pole, e^-1 in about 30 ms at 250 Hz)
@@ -50,7 +50,7 @@ SETTLE_S = 1.0
 
 
 def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
-    """Seed 000's offline reference velocity of positions ``q`` (K, n)."""
+    """Liu et al.'s offline reference velocity of positions ``q`` (K, n)."""
     import scipy.signal  # here: 1.2 s to import, which every command importing this module would pay
 
     b = scipy.signal.firwin(FIR_ORDER + 1, CUTOFF_HZ, fs=1.0 / sample_period, window="hamming")
@@ -139,7 +139,7 @@ def tuned(folder: Path, name: str) -> tuple[EstimatorChoice, Path | None]:
 
 def estimate(log: Log, request: EstimatorRequest, source: RobotSource, gains: str = "default") -> Estimate:
     """One estimator over the log of the robot ``source`` describes: ``gains`` default (the
-    description's / design defaults), paper (seed 000's Table 4/7/8 gains for the set-up) or a folder
+    description's / design defaults), paper (Liu et al.'s Table 4/7/8 gains for the set-up) or a folder
     of `manipgen evaluate --tune --out`."""
     setup = setup_of(log, gains, source)
     config = None
@@ -193,7 +193,7 @@ def recorded_match(log: Log, spec: EstimatorChoice, source: RobotSource, skip: i
     """How the generated ``spec`` compares with the estimate the recording controller logged
     (``qd_hat_logged``), after ``skip`` start-up samples: equal samples and the largest difference."""
     if "qd_hat_logged" not in log.extra:
-        raise ValueError("the log has no qd_hat_logged (import a seed 000 run with manipgen import-log)")
+        raise ValueError("the log has no qd_hat_logged (import a Liu et al. run with manipgen import-log)")
     setup = setup_of(log, "default", source)
     rt = pipeline(setup, spec)
     mine = rt.run(log)["qd_hat"][skip:]
@@ -207,7 +207,7 @@ def recorded_match(log: Log, spec: EstimatorChoice, source: RobotSource, skip: i
 
 
 def recorded_estimator(log: Log, source: RobotSource) -> dict[str, Any] | None:
-    """Which of seed 000's recording estimators (findiff, movav p = 3) the log's qd_hat_logged is:
+    """Which of Liu et al.'s recording estimators (findiff, movav p = 3) the log's qd_hat_logged is:
     the one the generated C reproduces sample for sample, with the comparison; None if neither."""
     if "qd_hat_logged" not in log.extra:
         return None
@@ -228,7 +228,7 @@ def report(
     and the estimates themselves (for figures)."""
     doc: dict[str, Any] = {
         "ground_truth": f"FIR order {FIR_ORDER}, Hamming window, {CUTOFF_HZ:g} Hz, filtfilt, "
-        "central differences (seed 000's offline reference)",
+        "central differences (Liu et al.'s offline reference)",
         "ise_unit": "(rad/s)^2 s",
         "runs": {},
     }

@@ -43,7 +43,7 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
-# Pinocchio's dynamic-parameter order -> this project's order (seed 004 eq. 3):
+# Pinocchio's dynamic-parameter order -> this project's order (Xu et al. 2020 eq. 3):
 # pin: m, MX, MY, MZ, XX, XY, YY, XZ, YZ, ZZ ; project: M, MX, MY, MZ, XX, XY, XZ, YY, YZ, ZZ
 PIN_TO_PROJECT = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
 PROJECT_PARAM_NAMES = ("M", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")

@@ -15,7 +15,7 @@ build stores them), not a different plant. Closing the loop with the float build
 would also integrate the plant in float32 and let the two runs part by an encoder count now and
 then; the comparison would then measure the plant, not the controller.
 
-The motion is periodic (``cycle_trajectory``: the generated seed 000-like motion and back), so
+The motion is periodic (``cycle_trajectory``: the generated Liu et al.-like motion and back), so
 windows of one cycle see the same motion and the error of the last window against the first shows
 drift. Long runs are simulated in chunks that continue exactly (the plant restarts from the state
 the run reached; the generator's C state is replayed to that sample), so 1 h at 1 kHz needs only a

@@ -1,4 +1,4 @@
-"""Resumable studies: a grid of estimator evaluations (seed 000 §IV) written to an SQLite store.
+"""Resumable studies: a grid of estimator evaluations (Liu et al. §IV) written to an SQLite store.
 
     manipgen study SPEC.yaml --store results.sqlite [--scheduler local:4 | tcp://host:8786]
     manipgen study SPEC.yaml --store results.sqlite --report [--out DIR]
@@ -40,7 +40,7 @@ from host_tools.bindings.compiled import generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
-from host_tools.studies.evaluate import SEED000_SETUPS, EstimatorRequest, Setup, evaluate
+from host_tools.studies.evaluate import LIU_SETUPS, EstimatorRequest, Setup, evaluate
 
 SPEC_KEYS = {
     "robots",
@@ -130,14 +130,14 @@ def _list(doc: Located, key: str, default: list[Any] | None = None) -> list[Any]
 
 def _setups(doc: Located) -> list[tuple[float, float]]:
     out: list[tuple[float, float]] = []
-    for i, item in enumerate(_list(doc, "setups", ["seed000"])):
+    for i, item in enumerate(_list(doc, "setups", ["liu"])):
         path: Path_t = ("setups", i)
-        if item == "seed000":
-            out += SEED000_SETUPS
+        if item == "liu":
+            out += LIU_SETUPS
             continue
         parts = str(item).split("@")
         if len(parts) != 2:
-            raise doc.error(path, f"a set-up is RESOLUTION_MDEG@RATE_HZ (e.g. 10@125) or seed000, got {item!r}")
+            raise doc.error(path, f"a set-up is RESOLUTION_MDEG@RATE_HZ (e.g. 10@125) or liu, got {item!r}")
         res, rate = number(doc, path, parts[0]), number(doc, path, parts[1])
         if not (res > 0 and np.isfinite(res)) or not 0 < rate <= 100000:
             raise doc.error(path, f"resolution must be > 0 mdeg and the rate in (0, 100000] Hz, got {item!r}")
@@ -168,7 +168,7 @@ def load_study(path: str | Path) -> Study:
         raise doc.error(("generations",), f"must be an integer >= 1, got {generations!r}")
     gains = doc.data.get("gains", "default")
     if gains not in ("default", "paper"):
-        raise doc.error(("gains",), f"is default or paper (seed 000's tuned gains), got {gains!r}")
+        raise doc.error(("gains",), f"is default or paper (Liu et al.'s tuned gains), got {gains!r}")
     seeds = _list(doc, "seeds", [0])
     for i, s in enumerate(seeds):
         if not isinstance(s, int) or isinstance(s, bool):

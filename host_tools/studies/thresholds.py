@@ -317,7 +317,7 @@ def replay(rt: Realtime, log: Log) -> dict[str, np.ndarray]:
 
 # A log moves when some joint's estimated speed reaches this after the skipped start: thresholds from
 # a robot at (or near) standstill hold only friction-free, Coriolis-free residuals, far below those of
-# any motion (seed 001's thresholds come from the robot's own motions).
+# any motion (Birjandi & Haddadin's thresholds come from the robot's own motions).
 MOVING = {"revolute": 0.1, "prismatic": 0.01}  # rad/s, m/s
 
 

@@ -1,11 +1,11 @@
-"""Genetic-algorithm gain tuning of the velocity estimators (seed 000 §III, Table 3).
+"""Genetic-algorithm gain tuning of the velocity estimators (Liu et al. §III, Table 3).
 
 Every genome is a set of run-time config values (no recompilation): the reduced gain sets of
-seed 000 §III -- Kalman Q per axis; linHG diagonals H1, H2 and nlHG L1, L2 with epsilon fixed;
+Liu et al. §III -- Kalman Q per axis; linHG diagonals H1, H2 and nlHG L1, L2 with epsilon fixed;
 SliMod f+ per axis and scalar k1, k2 -- searched in log space within the bounds below. The cost is
-seed 000's eq. 5: the ISE of the velocity estimate over a closed-loop run on the loopback.
+Liu et al.'s eq. 5: the ISE of the velocity estimate over a closed-loop run on the loopback.
 
-Why our own GA (about 60 lines) rather than a library: seed 000's operators are a handful of lines
+Why our own GA (about 60 lines) rather than a library: Liu et al.'s operators are a handful of lines
 each (Table 3: population 60, 6 elites, tournament selection, uniform crossover for 87.5 % of the
 rest, random mutation), and evaluating each generation as a batch through the caller's
 ``concurrent.futures.Executor`` (DESIGN.md "Parallel and long work") with seeded, order-independent
@@ -32,7 +32,7 @@ from host_tools.data.trajectories import Trajectory
 
 @dataclass(frozen=True)
 class GaSettings:
-    """seed 000 Table 3. The tournament size (4) is MATLAB ga's default, which seed 000 used; the
+    """Liu et al. Table 3. The tournament size (4) is MATLAB ga's default, which Liu et al. used; the
     paper does not print it."""
 
     population: int = 60
@@ -52,7 +52,7 @@ class Gene:
 
 
 def gain_space(estimator: str, n: int) -> list[Gene]:
-    """The reduced gain set of an estimator (seed 000 §III; its registry genes), with search bounds."""
+    """The reduced gain set of an estimator (Liu et al. §III; its registry genes), with search bounds."""
 
     genes = registry.estimators()[estimator].genes
     if not genes:
@@ -100,7 +100,7 @@ def _realtime(pipeline: PipelineSource) -> Realtime:
 
 
 def cost(problem: Problem, genome: np.ndarray) -> float:
-    """ISE of the velocity estimate (seed 000 eq. 5), summed over the joints; inf if unstable."""
+    """ISE of the velocity estimate (Liu et al. eq. 5), summed over the joints; inf if unstable."""
     rt = _realtime(problem.pipeline)
     for key, value in problem.config.items():
         rt.config[key] = value

@@ -1,4 +1,4 @@
-"""Seed 000's own Schunk LWA-4P runs (#11): the drive data, the log import, the generated estimators
+"""Liu et al.'s own Schunk LWA-4P runs (#11): the drive data, the log import, the generated estimators
 on the real encoder stream. The .mat files are not in this repository: they are read from
 ../shared/data/lwa4p/ (or $MANIPGEN_SHARED_DATA/lwa4p); a user without them gets a skip, CI (which
 has them) a failure."""
@@ -31,7 +31,7 @@ RUNS_EXPERIMENT1 = DATA / "Experiment1_data.mat"  # clipped drives from t = 31 s
 @pytest.fixture(scope="module", autouse=True)
 def shared_data() -> None:
     if not all(p.is_file() for p in RUNS.values()):
-        message = f"seed 000's LWA-4P runs are not in {DATA}"
+        message = f"Liu et al.'s LWA-4P runs are not in {DATA}"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -102,7 +102,7 @@ def test_generated_estimator_reproduces_the_recording_exactly(run: str, spec: st
     assert recorded_estimator(log, LWA4P) == match
 
 
-def test_ground_truth_is_seed000s_filter() -> None:
+def test_ground_truth_is_liu_filter() -> None:
     """The FIR is MATLAB's window design: order 7, Hamming, 26 Hz at 250 Hz, unit DC gain; written
     out here from the window method's formula."""
     from host_tools.studies.log_estimation import ground_truth_velocity
@@ -125,7 +125,7 @@ def test_ground_truth_is_seed000s_filter() -> None:
 def test_ise_of_the_recorded_estimate_equals_the_generated_ones(logs: dict[str, Path]) -> None:
     """The ISE plumbing: the recording's own dq_hat, scored by hand against the ground truth, gives
     the generated findiff's ISE; the linear high-gain observer with Table 8's gains beats finite
-    differences on the real encoders (seed 000's finding)."""
+    differences on the real encoders (Liu et al.'s finding)."""
     from host_tools.identification.pipeline import positions
     from host_tools.studies.log_estimation import estimate, ground_truth_velocity
 
@@ -148,7 +148,7 @@ def test_evaluate_and_thresholds_accept_the_mat_runs(tmp_path: Path, capsys: pyt
 
 
 def test_experiment1_recorded_outputs_are_reproduced(capsys: pytest.CaptureFixture[str]) -> None:
-    """Seed 000's Experiment 1 holds its own estimators' outputs, switched on at t = 15 s from a zero
+    """Liu et al.'s Experiment 1 holds its own estimators' outputs, switched on at t = 15 s from a zero
     state. Replayed from there, from the zero state too, with Table 8's gains (chosen from the run's
     1 mdeg at 250 Hz) and the paper's forms, from 1 s after the switch-on: finite differences and
     the moving average are the same arithmetic (0), the linear high-gain observer and the Tustin
@@ -331,7 +331,7 @@ def test_friction_terms_beat_plain_least_squares_on_the_other_run(
 
 def _terms_online(out: Path, doc: dict, other: Path) -> None:
     """config_identified.json carries the physical parameters and the friction terms (run-time
-    fields of the ``fric`` block) into the generated pipeline (seed 004 Table 10): replayed on the
+    fields of the ``fric`` block) into the generated pipeline (Xu et al. 2020 Table 10): replayed on the
     other run, the momentum observer's max |r| (Kalman estimator, after 0.5 s) is lower than the
     nominal model's on every joint, and the terms take its sum to at most 0.75 x the nominal one
     (measured 30.5 against 53.1 N m, 0.57 x; the parameters alone: 45.6, 0.86 x)."""

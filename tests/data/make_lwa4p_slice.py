@@ -1,4 +1,4 @@
-"""Extract the first 3000 samples of seed 000's 4 ms LWA-4P runs (q, dq_hat) into a small fixture.
+"""Extract the first 3000 samples of Liu et al.'s 4 ms LWA-4P runs (q, dq_hat) into a small fixture.
 
 Source: S. B. Liu, A. Giusti, M. Althoff, data package doi:10.21227/tse3-h285
 (../shared/data/lwa4p/4ms_{FinDiff,MovAv}_run1.mat). Run: python tests/data/make_lwa4p_slice.py MAT_DIR

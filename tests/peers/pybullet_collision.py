@@ -12,19 +12,19 @@ revolution through 160:1) and the torque it applied over the previous sample, an
 applied over the next one. The detection reaction is off, so every observer is then replayed over
 the very same data (the logs): ``momentum``, ``adaptive`` and ``direct`` from the encoder counts
 alone, ``adaptive_measured`` and ``direct_measured`` with PyBullet's own joint velocity and the
-acceleration of its last step (seed 001's IMU assumption), ``adaptive_imu`` with the ``imu``
+acceleration of its last step (Birjandi & Haddadin's IMU assumption), ``adaptive_imu`` with the ``imu``
 estimator fed by one simulated BMI055 per link (the overlay's ``imus:``): exact readings from
 PyBullet's own link states (angular velocity; the sensor point's velocity, differenced over the
 step as the joint acceleration is), then the loopback's sensor chain (bias, noise, low-pass,
 12-bit converter, clipping: ``host_tools.bindings.imu_sensors.ImuSensors.read``).
 
-Scenario (seed 001 §IV's set-up: a move at a cruise speed into a plate), all at 1 kHz:
+Scenario (Birjandi & Haddadin §IV's set-up: a move at a cruise speed into a plate), all at 1 kHz:
 - design run: a 20 s random Fourier excitation, then the approach without the box (below) at
   ``design_speed``; thresholds designed on it as ``manipgen thresholds`` designs them (issues #24,
   #25: per joint the constant covering every |r|, times ``margin`` -- or, ``margin`` None, the
   margin that brings the worst of 8 held-out blocks to ``target``) + ``floor``;
 - ``model_error``: the pipelines' model (controller and observers) has every inertial parameter
-  off by U(1 -+ model_error) (seed 001 eq. 22), PyBullet's arm the URDF's;
+  off by U(1 -+ model_error) (Birjandi & Haddadin eq. 22), PyBullet's arm the URDF's;
 - a different 40 s contact-free excitation: false alarms (rising edges of "some joint above");
 - from its end (PyBullet's saveState and the pipeline's snapshot, so the 40 s are simulated once),
   per impact speed: a 20 cm box appears, the arm moves to a bent pose and joint 1 swings it about the
@@ -82,7 +82,7 @@ OBSERVERS = (
 )
 GRAVITY = -9.81
 BOX_HALF = 0.1  # m: a 20 cm cube
-# its face: a spring-damper (PyBullet's contactStiffness, contactDamping), seed 003's Hunt-Crossley
+# its face: a spring-damper (PyBullet's contactStiffness, contactDamping), Kirchhoff's Hunt-Crossley
 # stiffness of 10 kN/m -- a rigid face stops the arm within one step and any residual sees that
 BOX_STIFFNESS, BOX_DAMPING = 1.0e4, 100.0
 PARKED = (0.0, 0.0, -50.0)  # where the box waits, far out of reach
@@ -345,7 +345,7 @@ def swing(
     rest: float = REST,
     ramp: float = 0.3,
 ) -> tuple[Trajectory, int]:
-    """The approach after the contact-free motion (seed 001 §IV: a move at a cruise speed into a
+    """The approach after the contact-free motion (Birjandi & Haddadin §IV: a move at a cruise speed into a
     plate): a quintic move from ``start`` to BENT, a rest, then joint 1 swings the arm about the
     vertical axis, its tip reaching ``speed`` m/s (at ``tip_radius`` m from the axis) through a
     (1 - cos) velocity ramp of ``ramp`` s. Returns the trajectory and the sample at which the tip has
@@ -399,20 +399,20 @@ class PbSettings:
     free_seconds: float = 40.0  # the second contact-free motion (false alarms), then the swing
     travel: float = 0.4  # m of tip arc from the start of the swing to the box
     after: float = 0.3  # s simulated after the tip reaches the box's plane
-    impact_speeds: tuple[float, ...] = (0.2, 0.5, 1.0)  # m/s of the tip (seed 001 §IV: 0.2, 0.5, 2)
+    impact_speeds: tuple[float, ...] = (0.2, 0.5, 1.0)  # m/s of the tip (Birjandi & Haddadin §IV: 0.2, 0.5, 2)
     design_speed: float = 1.2  # m/s of the design run's swing (no box): above every impact speed
     # the design run is an excitation and one swing: held out, the swing's block exceeds the envelope of
     # the rest 50-1000x (measured), a margin no contact passes. None: that held-out margin (to target)
     margin: float | None = 1.5
     target: float = TARGET  # the worst held-out max |r| / threshold the margin gives
     floor: float = 0.01  # N m: below, a threshold would be set by PyBullet's round-off
-    model_error: float = 0.0  # the pipelines' inertial parameters off by U(1 -+ this) (seed 001: 0.1)
+    model_error: float = 0.0  # the pipelines' inertial parameters off by U(1 -+ this) (Birjandi & Haddadin: 0.1)
     # rad: the motions keep this far off every joint's limits. A model error's tracking error (up to
     # 0.08 rad measured) carried the arm into PyBullet's limit stop, an impulse in the design run.
     limit_margin: float = 0.15
     skip: float = 1.0  # s of start-up left out
     isolation: float = 0.01  # s after the detection at which the latched link is read
-    adaptive_gain: float = 100.0  # seed 001's K for the model-adaptive observer
+    adaptive_gain: float = 100.0  # Birjandi & Haddadin's K for the model-adaptive observer
     speed: float = 0.5  # fraction of the velocity/acceleration limits of the motions
     seed: int = 0
     observers: tuple[str, ...] = OBSERVERS
@@ -678,7 +678,8 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def figure(res: PbResult, path: Path) -> Path:
-    """Like seed 001 Figs. 10 a-b and 8 (host_tools.reports.plots.collision_impacts): the contact-free threshold
+    """Like Birjandi & Haddadin Figs. 10 a-b and 8 (host_tools.reports.plots.collision_impacts): the
+    contact-free threshold
     ratios, and per impact PyBullet's contact normal force against each observer's tip-force estimate
     along the box normal, and the ratio around the first contact."""
     from host_tools import load

@@ -1,6 +1,6 @@
 """The closed-loop model of output-error identification (<robot>_oesim) against the same loop built
 on Pinocchio (tests/peers/pinocchio_closed_loop.py): ur5, its description's parameters, the pid
-pipeline's default gains, 3 s of a seed 000-like motion."""
+pipeline's default gains, 3 s of a Liu et al.-like motion."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """biorob4's elastic forward dynamics (generated C) against the same model on Pinocchio: the link
 side by ``pinocchio.aba`` driven by (I + A)^T tau_el minus the joint friction, the motors by
-seed 003 eq. 3.23 in numpy, tau_el by eq. 3.25 with the coupling of eq. 3.10 -- all from the YAML
+Kirchhoff (2011) eq. 3.23 in numpy, tau_el by eq. 3.25 with the coupling of eq. 3.10 -- all from the YAML
 read by the tests' own loader."""
 
 from __future__ import annotations

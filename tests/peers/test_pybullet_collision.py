@@ -119,7 +119,7 @@ def test_every_impact_is_detected_before_the_force_peaks_and_isolated(result: pc
             assert delay is not None and delay < peak[speed], (name, speed, delay, peak[speed])
             if name.endswith("_measured"):
                 assert delay <= 2.0, (name, speed, delay)
-    # isolation (the farthest joint above its threshold = the touched link, seed 003 eq. 5.17) for
+    # isolation (the farthest joint above its threshold = the touched link, Kirchhoff (2011) eq. 5.17) for
     # the residuals without adaptation; the adaptive ones spread r over joints through Y^+ (reported)
     for name in ("momentum", "direct", "direct_measured"):
         assert result.doc["observers"][name]["isolated_link"] == touched, name
@@ -136,7 +136,7 @@ def test_the_direct_residual_with_exact_motion_is_pybullets_contact_torque(resul
 
 
 def test_model_adaptive_residual_is_smaller_with_exact_motion(result: pc.PbResult) -> None:
-    """Seed 001's claim, here with a perfect model (residuals before the threshold's floor): the
+    """Birjandi & Haddadin's claim, here with a perfect model (residuals before the threshold's floor): the
     model-adaptive residual fed with exact q-dot, q-ddot stays far below the momentum observer's;
     fed with encoder-only Kalman estimates of q-ddot it is far larger."""
     worst = {k: max(o["max_design_residual"]) for k, o in result.doc["observers"].items()}
@@ -158,11 +158,11 @@ def with_model_error() -> pc.PbResult:
 
 
 def test_with_model_error_every_impact_is_found_without_false_alarms(with_model_error: pc.PbResult) -> None:
-    """seed 001 eq. 22 against PyBullet: the pipelines' inertial parameters 10 % off, PyBullet's arm
+    """Birjandi & Haddadin eq. 22 against PyBullet: the pipelines' inertial parameters 10 % off, PyBullet's arm
     the URDF's. Thresholds from the design run (1.5 x its largest |r| + 0.01 N m) hold over the
     contact-free motion and find every impact. The model error raises the residuals that do not
     adapt (momentum: 0.21 N m with the perfect model); the exact-motion adaptive observer absorbs
-    it, at least seed 001's 10x below the momentum observer (0.1 vs 1 N m there; measured here
+    it, at least Birjandi & Haddadin's 10x below the momentum observer (0.1 vs 1 N m there; measured here
     0.0030 vs 0.72 N m). The motions keep 0.15 rad off the joint limits: with the model error's
     tracking error they touched joint 6's stop, an impulse in the design run (docs/collision.md)."""
     doc = with_model_error.doc

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * biorob4_regressor: q, qd, qdd are n x BIOROB4_DOF, y is n x BIOROB4_DOF x BIOROB4_N_BASE, row-major
  * (sample k's Y_b at y + k BIOROB4_DOF BIOROB4_N_BASE, as biorob4_regressor writes it). */
 void biorob4_regressor_batch(long n, const biorob4_real_t *q, const biorob4_real_t *qd, const biorob4_real_t *qdd,

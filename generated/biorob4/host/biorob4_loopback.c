@@ -68,7 +68,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[3] = w0;
 }
 
-/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact). Operations: 134. */
+/* Hunt-Crossley contact of the tip with a plane (Kirchhoff 2011 eq. 5.19; codegen.symbolic.contact). Operations: 134. */
 static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
 {
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
@@ -248,7 +248,7 @@ void biorob4_loopback_encoder(const biorob4_rt_config_t *cfg, const real_t q[N],
         motor_counts[i] = cfg->enc.motor_cpr[i] >= 1 ? mg_quantise(m[i]) : 0;
     }
 }
-/* the plant's state: q, qd, theta, thetad (seed 003 eqs. 3.23-3.25); theta and thetad start at
+/* the plant's state: q, qd, theta, thetad (Kirchhoff 2011 eqs. 3.23-3.25); theta and thetad start at
    these offsets (size_t: an index, so the product is not formed in int) */
 #define S (4 * N)
 #define THETA_AT ((size_t)2 * N)

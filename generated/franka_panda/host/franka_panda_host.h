@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * franka_panda_regressor: q, qd, qdd are n x FRANKA_PANDA_DOF, y is n x FRANKA_PANDA_DOF x FRANKA_PANDA_N_BASE, row-major
  * (sample k's Y_b at y + k FRANKA_PANDA_DOF FRANKA_PANDA_N_BASE, as franka_panda_regressor writes it). */
 void franka_panda_regressor_batch(long n, const franka_panda_real_t *q, const franka_panda_real_t *qd, const franka_panda_real_t *qdd,

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * kuka_iiwa14_regressor: q, qd, qdd are n x KUKA_IIWA14_DOF, y is n x KUKA_IIWA14_DOF x KUKA_IIWA14_N_BASE, row-major
  * (sample k's Y_b at y + k KUKA_IIWA14_DOF KUKA_IIWA14_N_BASE, as kuka_iiwa14_regressor writes it). */
 void kuka_iiwa14_regressor_batch(long n, const kuka_iiwa14_real_t *q, const kuka_iiwa14_real_t *qd, const kuka_iiwa14_real_t *qdd,

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * planar2_regressor: q, qd, qdd are n x PLANAR2_DOF, y is n x PLANAR2_DOF x PLANAR2_N_BASE, row-major
  * (sample k's Y_b at y + k PLANAR2_DOF PLANAR2_N_BASE, as planar2_regressor writes it). */
 void planar2_regressor_batch(long n, const planar2_real_t *q, const planar2_real_t *qd, const planar2_real_t *qdd,

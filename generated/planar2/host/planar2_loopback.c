@@ -44,7 +44,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     count[1] = w0;
 }
 
-/* Hunt-Crossley contact of the tip with a plane (seed 003 eq. 5.19; codegen.symbolic.contact). Operations: 44. */
+/* Hunt-Crossley contact of the tip with a plane (Kirchhoff 2011 eq. 5.19; codegen.symbolic.contact). Operations: 44. */
 static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point, const real_t *normal, const real_t *k, const real_t *lam, const real_t *expo, real_t *tau, real_t *force, real_t *depth)
 {
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;

@@ -7,7 +7,7 @@
  * (count = floor((q - offset) * gear * direction / (2 pi / cpr)), raw counter bits as the step
  * expects them); an optional external torque added to the plant's joint torques (zero-order hold per
  * sample: a collision); optional lost samples; an actuation delay (the command of sample k is applied
- * over sample k + delay: drive latency, e.g. 2 samples on seed 000's LWA-4P). Each sample k: record
+ * over sample k + delay: drive latency, e.g. 2 samples on Liu et al.'s LWA-4P). Each sample k: record
  * the true state, read the encoders, call planar2_rt_step with in.tau = the torque applied over the
  * previous sample, then apply the delayed out.tau_cmd (0 without a controller) plus tau_ext[k] for
  * one sample period; the obstacle's contact torque (if any) acts at every integration stage.
@@ -32,7 +32,7 @@ typedef struct {
     planar2_real_t params[PLANAR2_N_STANDARD];  /**< its standard parameters (the truth) */
     int32_t substeps;                        /**< RK4 steps per sample period (>= 1) */
     int32_t delay;                           /**< actuation delay in samples, 0..PLANAR2_LOOPBACK_MAX_DELAY */
-    /* an optional plane obstacle for the tip, Hunt-Crossley contact (seed 003 eq. 5.19) */
+    /* an optional plane obstacle for the tip, Hunt-Crossley contact (Kirchhoff 2011 eq. 5.19) */
     planar2_real_t contact_point[3];         /**< a point of its surface, base frame (m) */
     planar2_real_t contact_normal[3];        /**< its outward unit normal, base frame */
     planar2_real_t contact_k;                /**< stiffness k (N/m^e); 0: no obstacle */

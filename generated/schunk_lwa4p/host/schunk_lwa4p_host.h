@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * schunk_lwa4p_regressor: q, qd, qdd are n x SCHUNK_LWA4P_DOF, y is n x SCHUNK_LWA4P_DOF x SCHUNK_LWA4P_N_BASE, row-major
  * (sample k's Y_b at y + k SCHUNK_LWA4P_DOF SCHUNK_LWA4P_N_BASE, as schunk_lwa4p_regressor writes it). */
 void schunk_lwa4p_regressor_batch(long n, const schunk_lwa4p_real_t *q, const schunk_lwa4p_real_t *qd, const schunk_lwa4p_real_t *qdd,

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* The base regressor over n samples (identification on the host: seed 004 eq. 5), a loop over
+/* The base regressor over n samples (identification on the host: Xu et al. (2020) eq. 5), a loop over
  * ur5_regressor: q, qd, qdd are n x UR5_DOF, y is n x UR5_DOF x UR5_N_BASE, row-major
  * (sample k's Y_b at y + k UR5_DOF UR5_N_BASE, as ur5_regressor writes it). */
 void ur5_regressor_batch(long n, const ur5_real_t *q, const ur5_real_t *qd, const ur5_real_t *qdd,

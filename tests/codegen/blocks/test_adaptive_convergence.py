@@ -1,4 +1,4 @@
-"""The model-adaptive observer's error e_O = Y (dtheta - dtheta_hat) (seed 001 eqs. 10-13) where
+"""The model-adaptive observer's error e_O = Y (dtheta - dtheta_hat) (Birjandi & Haddadin eqs. 10-13) where
 the answer is known in closed form, with the generated C fed exact qd, qdd (adaptive_measured):
 
 - a turntable (one revolute joint, vertical axis: no gravity torque, no friction): one base
@@ -45,7 +45,7 @@ joints:
       inertia_about: com
 """
 
-K_O = 100.0  # 1/s, seed 001's gain
+K_O = 100.0  # 1/s, Birjandi & Haddadin's gain
 
 
 def _inputs(rt: Realtime, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,6 +1,6 @@
-"""The model-adaptive collision observer (seed 001 eqs. 9-21) in the generated pipeline: C against
+"""The model-adaptive collision observer (Birjandi & Haddadin eqs. 9-21) in the generated pipeline: C against
 the numpy reference, the residual with a perfect model, convergence with a 10 % model error
-(seed 001 eq. 22) against the direct residual Y theta_hat - tau, and a step external torque flagged
+(Birjandi & Haddadin eq. 22) against the direct residual Y theta_hat - tau, and a step external torque flagged
 and isolated on its joint. kuka_iiwa14 in the loopback, computed torque, 20 s-class motion."""
 
 from __future__ import annotations
@@ -102,9 +102,9 @@ def iiwa_runs() -> dict[str, object]:
     robot = load_robot(ROBOT)
     traj = generated_trajectory(robot, 10.0, robot.sample_period, seed=1)
     true = robot.standard_parameters()
-    model = true * (1 + np.random.default_rng(0).uniform(-0.1, 0.1, true.shape))  # seed 001 eq. 22
+    model = true * (1 + np.random.default_rng(0).uniform(-0.1, 0.1, true.shape))  # Birjandi & Haddadin eq. 22
     rt = load_rt(ROBOT, estimator="kalman", observer="adaptive_measured", controller="computed_torque")
-    rt.config["obs.k_o"] = 100.0  # seed 001's K
+    rt.config["obs.k_o"] = 100.0  # Birjandi & Haddadin's K
     rt.config["det.threshold"] = 1e6
     # the loop these observer figures were measured in: friction compensated at the estimated
     # velocity (the controller's friction term then is the observer's own model). With the default
@@ -193,7 +193,7 @@ def test_step_is_flagged_and_isolated(iiwa_runs: dict, model_error: bool) -> Non
 
 
 def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
-    """seed 001 eq. 28: f = J+^T r. The tip touches a plane (Hunt-Crossley, seed 003 eq. 5.19); with
+    """Birjandi & Haddadin eq. 28: f = J+^T r. The tip touches a plane (Hunt-Crossley, Kirchhoff (2011) eq. 5.19); with
     the perfect model and exact qd, qdd, once the collision is latched (adaptation frozen) f_tip is
     the contact force n f along the plane's normal, computed here in numpy from the recorded states."""
     from host_tools.bindings.loopback import Contact

@@ -139,7 +139,7 @@ def test_a_registered_estimator_goes_through_generate_build_load_and_evaluate(re
         assert np.allclose(o["qd_hat"], out["qd_hat"][k], rtol=1e-12, atol=0) and np.array_equal(o["q"], out["q"][k])
     slope = np.array([0.37, 0.61]) * 2 * np.pi / rt.config["enc.cpr"] / rt.sample_period
     assert np.allclose(out["qd_hat"][-1000:].mean(axis=0), slope, rtol=2e-3)  # converges to the ramp's slope
-    # a study: seed 000's closed-loop evaluation, and the GA's genes from the registry
+    # a study: Liu et al.'s closed-loop evaluation, and the GA's genes from the registry
     doc = evaluate(
         Setup(RobotSource.of("planar2"), rate_hz=250), (EstimatorRequest(NAME),), executor=ThreadPoolExecutor(1)
     ).doc

@@ -1,7 +1,7 @@
-"""The loopback's Hunt-Crossley obstacle (seed 003 eq. 5.19, §5.3): planar2's tip swings down onto a
+"""The loopback's Hunt-Crossley obstacle (Kirchhoff 2011 eq. 5.19, §5.3): planar2's tip swings down onto a
 horizontal plane. The contact torque the C applies equals eq. 5.19 written here in numpy on the
 recorded states; there is no tensile force; the momentum observer flags the impact, and the reflex
-reaction (seed 003 §5.4) relieves the contact that the stop reaction keeps pressing."""
+reaction (Kirchhoff 2011 §5.4) relieves the contact that the stop reaction keeps pressing."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_impact_is_detected_and_the_reflex_relieves_it() -> None:
         k = np.flatnonzero(run.out["collision"])
         assert k.size and first <= k[0] <= first + 50  # within 50 ms of the first touch
         assert run.out["link"][k[0]] >= 1
-    # after detection, the reflex drives the arm out of the contact (seed 003 Fig. 5.5), the stop holds it
+    # after detection, the reflex drives the arm out of the contact (Kirchhoff 2011 Fig. 5.5), the stop holds it
     late = slice(first + 500, None)
     assert (
         np.abs(reflex.log.extra["tau_ext_true"][late]).max() < 0.2 * np.abs(stop.log.extra["tau_ext_true"][late]).max()

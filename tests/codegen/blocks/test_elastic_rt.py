@@ -1,4 +1,4 @@
-"""Elastic arms in the real-time pipeline and the loopback (issue #9, seed 003 §3.2, §5.2-5.3):
+"""Elastic arms in the real-time pipeline and the loopback (issue #9, Kirchhoff (2011) §3.2, §5.2-5.3):
 the elastic plant against an independent integration, the motor-side estimator, the tau_el momentum
 observer, the state-feedback controller, C = numpy reference, float builds, the §5.3 collision test."""
 
@@ -70,7 +70,7 @@ def test_elastic_plant_matches_an_independent_integration() -> None:
 
 
 def test_rest_state_holds_still_and_the_observer_reads_zero() -> None:
-    """Started at seed 003 eq. 3.28's rest motor positions and held there by the controller (whose
+    """Started at Kirchhoff (2011) eq. 3.28's rest motor positions and held there by the controller (whose
     gravity compensation is the rest torque), the arm stays put and the tau_el residual stays at the
     quantisation level."""
     rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")
@@ -112,9 +112,9 @@ def test_tau_el_observer_recovers_an_external_torque() -> None:
 
 
 def test_motor_estimator_follows_the_motor() -> None:
-    """The motor-side twin of the link estimator (EWLR, seed 003 §5.3) on the motor encoders; lost
+    """The motor-side twin of the link estimator (EWLR, Kirchhoff (2011) §5.3) on the motor encoders; lost
     samples counted per channel. The state-feedback controller tracks a slow motion (no dynamic
-    feed-forward, as in seed 003 §3.2.4: the soft springs let it lag faster ones)."""
+    feed-forward, as in Kirchhoff (2011) §3.2.4: the soft springs let it lag faster ones)."""
     rt = fresh_rt(ROBOT, "ewlr:n=10,lam=0.8", "momentum", "state_feedback")
     rt.config["det.threshold"] = [1e6] * 4  # the burst's held position is no collision to react to
     ts = rt.sample_period

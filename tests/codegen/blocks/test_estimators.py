@@ -1,5 +1,5 @@
 """Each block against what is known independently of our code: known signals, closed forms, scipy,
-the continuous designs, and seed 000's recorded real-robot estimates."""
+the continuous designs, and Liu et al.'s recorded real-robot estimates."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_fir_coefficients_differentiate_polynomials_exactly(
 
 
 def test_lsf_special_cases_are_the_simple_filters() -> None:
-    """seed 000 §IV-B: LSF(2,1) = finite difference, LSF(3,1) = moving average p = 2."""
+    """Liu et al. §IV-B: LSF(2,1) = finite difference, LSF(3,1) = moving average p = 2."""
     assert np.allclose(fir.coefficients("lsf", 2, 1)[0], [1, -1])
     assert np.allclose(fir.coefficients("lsf", 3, 1)[0], [0.5, 0, -0.5])
     assert np.allclose(fir.coefficients("bde", 1)[0], [1, -1])
@@ -140,7 +140,7 @@ def test_kalman_gain_equals_scipy_dare(ts: float, q: float, r: float) -> None:
     ],
 )
 def test_tustin_kalman_gain_is_c2d_tustin_and_dlqe(ts: float, q: float, r: float) -> None:
-    """Seed 000's form: MATLAB's c2d(..., 'tustin') is scipy's cont2discrete(..., 'bilinear') (A_d =
+    """Liu et al.'s form: MATLAB's c2d(..., 'tustin') is scipy's cont2discrete(..., 'bilinear') (A_d =
     expm(A T) as A is nilpotent, C_d = [1, T/2, T^2/4]); dlqe with the continuous G = [0 0 1]' puts
     Q into diag(0, 0, Q); M = P C_d' / (C_d P C_d' + R) from scipy's DARE. The block's gain is M in
     the coordinates z = [C_d x, x_2, x_3]. rtol 1e-8: scipy's DARE against a 60-digit solution is
@@ -181,7 +181,7 @@ def test_linhg_discrete_poles_are_the_tustin_map_of_the_design() -> None:
     ts = rt.sample_period
     eps = float(rt.config["est.eps"])
     h1, h2 = rt.config["est.h1"], rt.config["est.h2"]
-    assert np.isclose(eps, 0.01) and np.isclose(h1[0], 15.63)  # seed 000 Table 8 via the robot YAML
+    assert np.isclose(eps, 0.01) and np.isclose(h1[0], 15.63)  # Liu et al. Table 8 via the robot YAML
     ad = rt.state["est"]["ad"]
     for i in range(rt.dof):
         cont = np.linalg.eigvals(np.array([[-h1[i] / eps, 1.0], [-h2[i] / eps**2, 0.0]]))
@@ -192,7 +192,7 @@ def test_linhg_discrete_poles_are_the_tustin_map_of_the_design() -> None:
 
 def test_momentum_observer_is_a_first_order_lowpass_of_the_external_torque() -> None:
     """Static arm (exact positions), joint torque = g(q) - tau_ext: r tracks the step of tau_ext
-    as 1 - (1 - K_O T)^k, the discrete image of 1 - exp(-K_O t) (seed 001 eq. 26)."""
+    as 1 - (1 - K_O T)^k, the discrete image of 1 - exp(-K_O t) (Birjandi & Haddadin eq. 26)."""
     from host_tools import load
 
     dyn = load("kuka_iiwa14")
@@ -302,8 +302,8 @@ def test_two_instances_do_not_interfere() -> None:
 
 
 @pytest.mark.parametrize("run,estimator,p", [("FinDiff", "findiff", 1), ("MovAv", "movav:p=3", 3)])
-def test_reproduces_seed000_recorded_estimates_bit_for_bit(run: str, estimator: str, p: int) -> None:
-    """seed 000's 4 ms LWA-4P logs (doi:10.21227/tse3-h285): positions at 1 mdeg per count and the
+def test_reproduces_liu_recorded_estimates_bit_for_bit(run: str, estimator: str, p: int) -> None:
+    """Liu et al.'s 4 ms LWA-4P logs (doi:10.21227/tse3-h285): positions at 1 mdeg per count and the
     velocity the controller used. Counts -> q and the estimator reproduce both exactly."""
     d = np.load(DATA)
     q_log, dq_log = d[f"{run}_q"], d[f"{run}_dq_hat"]

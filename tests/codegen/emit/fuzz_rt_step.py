@@ -187,7 +187,7 @@ class Fuzz:
         head, tail = slice(100, 200), slice(RECOVERY - 100, RECOVERY)
         tol = 1e-6 if self.real == np.float64 else 1e-3
         # the model-adaptive observer's parameter estimate is learned state that moves only with
-        # excitation (seed 002): its residual need not return to a fresh instance's on a creep
+        # excitation (Brunot et al. 2019): its residual need not return to a fresh instance's on a creep
         learned = str(self.rt.rt_manifest["observer"]).startswith("adaptive")
         for name, v in ref.items():
             if name in SETTLING and not (learned and name == "r"):

@@ -156,7 +156,7 @@ joints:
 
 def test_overlay_declares_elastic_drives(urdf: Path, tmp_path: Path) -> None:
     """The overlay's elastic blocks (by URDF joint name) give the same drives as a robot YAML: the
-    coupled dynamics is the rigid forward dynamics driven by (I + A)^T tau_el (seed 003 eq. 3.24)
+    coupled dynamics is the rigid forward dynamics driven by (I + A)^T tau_el (Kirchhoff 2011 eq. 3.24)
     and the motors' eq. 3.23; `manipgen convert` keeps them."""
     from host_tools import load
 

@@ -1,5 +1,5 @@
 """Series-elastic joints (issue #9, first part): the description, the elastic dynamics in generated C
-(seed 003 eqs. 3.10, 3.23-3.25) against closed forms, and energy conservation of the coupled model."""
+(Kirchhoff 2011 eqs. 3.10, 3.23-3.25) against closed forms, and energy conservation of the coupled model."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ joints:
 
 
 def test_one_elastic_joint_is_the_textbook_pendulum(tmp_path: Path) -> None:
-    """Seed 003 eqs. 3.21-3.22 for one joint: I qdd + d qd + m g l_c cos q = tau_el,
+    """Kirchhoff (2011) eqs. 3.21-3.22 for one joint: I qdd + d qd + m g l_c cos q = tau_el,
     I_m thetadd + d_vm thetad + d_Cm tanh(thetad / v) + tau_el = tau_m."""
     path = tmp_path / "sea1.yaml"
     path.write_text(PENDULUM)
@@ -178,7 +178,7 @@ def test_the_pipeline_reads_both_encoders_of_an_elastic_arm() -> None:
 
 
 def test_actuator_regressor_reproduces_the_motor_dynamics() -> None:
-    """Seed 003 eq. 4.4: tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint, for the motor
+    """Kirchhoff (2011) eq. 4.4: tau_m - I_m thetadd = Y_m [d_e, d_vm, k_e, d_Cm] per joint, for the motor
     accelerations the forward dynamics gives; and Y_m's entries are the deflection rate, thetad, the
     deflection (with joint 4's coupling to joint 3) and tanh(thetad / v)."""
     dyn = load("biorob4")

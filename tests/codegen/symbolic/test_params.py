@@ -1,4 +1,4 @@
-"""Base parameters: counts (seed 004: 57 for the iiwa), rank, regrouping exactness, names."""
+"""Base parameters: counts (Xu et al. 2020: 57 for the iiwa), rank, regrouping exactness, names."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_iiwa_has_seed_004s_57_base_parameters_and_62_with_rotor_inertia() -> No
 
 
 def test_iiwa_names_follow_khalil() -> None:
-    """Seed 004 Table 4 keeps ZZ1R, XX2R, MY2R, ..., and regroups with the MDH lengths."""
+    """Xu et al. (2020) Table 4 keeps ZZ1R, XX2R, MY2R, ..., and regroups with the MDH lengths."""
     base = base_parameters(load_robot("kuka_iiwa14"))
     expr = dict(zip(base.names, base.expressions))
     assert {"ZZ1R", "XX2R", "ZZ2R", "MY2R", "MX2", "XX7R", "ZZ7", "MY7"} <= set(base.names)

@@ -12,7 +12,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.data.logs import Log
-from host_tools.data.trajectories import generated_trajectory, seed000_test_trajectory, trapezoid_trajectory
+from host_tools.data.trajectories import generated_trajectory, liu_test_trajectory, trapezoid_trajectory
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_model_error_degrades_tracking_and_shows_in_the_residual(lwa) -> None:
     rt = _fine(lwa)
     traj = generated_trajectory(load_robot("schunk_lwa4p"), 6.0, rt.sample_period, seed=1)
     nominal = simulate(rt, traj)
-    true = np.array(rt.manifest["standard_parameters"]) * 1.10  # +10 %: seed 001 eq. 22's study
+    true = np.array(rt.manifest["standard_parameters"]) * 1.10  # +10 %: Birjandi & Haddadin eq. 22's study
     wrong = simulate(rt, traj, true_params=true)
     assert wrong.ise_tracking.sum() > 5 * nominal.ise_tracking.sum()
     assert np.max(np.abs(wrong.out["r"])) > 10 * np.max(np.abs(nominal.out["r"]))
@@ -84,12 +84,12 @@ def test_collision_scenario_detects_and_isolates() -> None:
 
 
 def test_trajectories() -> None:
-    t = seed000_test_trajectory()
+    t = liu_test_trajectory()
     assert t.q.shape == (24250, 6) and abs(t.duration - 96.996) < 1e-9
     assert t.resample(0.008).q.shape == (12125, 6)
     same = t.resample(0.004)  # the spline passes through the recorded samples
     assert np.allclose(same.q, t.q, rtol=0, atol=1e-9)
-    assert np.max(np.abs(t.qd)) < 1.4 and np.max(np.abs(t.qd)) > 1.3  # seed 000 Fig. 4: |qd_d| <= ~1.36 rad/s
+    assert np.max(np.abs(t.qd)) < 1.4 and np.max(np.abs(t.qd)) > 1.3  # Liu et al. Fig. 4: |qd_d| <= ~1.36 rad/s
     for name in ("kuka_iiwa14", "franka_panda", "schunk_lwa4p", "planar2"):
         robot = load_robot(name)
         g = generated_trajectory(robot, 12.0, 0.001, seed=2)

@@ -22,7 +22,7 @@ def test_info_json() -> None:
     first = info["base_parameters"][0]
     assert set(first) == {"name", "expression", "value"}
     assert first["name"] == "ZZ1R" and first["expression"] == "ZZ1 + YY2"
-    # the length symbols of the expressions, with their values (seed 004 Table 2: d3 = 0.42, d5 = 0.4 m)
+    # the length symbols of the expressions, with their values (Xu et al. 2020 Table 2: d3 = 0.42, d5 = 0.4 m)
     assert info["lengths_m"] == {"d3": 0.42, "d5": 0.4}
     assert all(any(n in b["expression"] for b in info["base_parameters"]) for n in info["lengths_m"])
     text = manipgen("info", "kuka_iiwa14").stdout.splitlines()[-1]

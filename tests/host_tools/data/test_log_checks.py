@@ -1,6 +1,6 @@
 """The input checks of a log (host_tools.data.checks, #24): each on a small synthetic log that shows
 the defect (found: the right kind, joint, interval and samples) beside the look-alikes that are not
-one (a rest below the extreme, a velocity reversal, a short dwell, a clean run); seed 000's
+one (a rest below the extreme, a velocity reversal, a short dwell, a clean run); Liu et al.'s
 Experiment 1 as the real case; `import-log --json`."""
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def test_a_csv_is_checked_for_what_it_carries(tmp_path: Path, capsys: pytest.Cap
 
 
 def lwa4p_mat(path: Path, clip: bool, stamps: bool) -> None:
-    """A seed 000-format run of schunk_lwa4p (4 ms, 1 mdeg), 8 s: with ``clip`` joints 1-3's
+    """A Liu et al.-format run of schunk_lwa4p (4 ms, 1 mdeg), 8 s: with ``clip`` joints 1-3's
     current sits at +-9000 mA (below the 11 A limit) from t = 5 s while the arm stops and q_d moves
     on; with ``stamps`` one stamp repeats."""
     ts, k = 0.004, 2000
@@ -325,7 +325,7 @@ def shared_runs() -> dict[str, Path]:
         )
     }
     if not all(p.is_file() for p in runs.values()):
-        message = f"seed 000's LWA-4P runs are not in {DATA}"
+        message = f"Liu et al.'s LWA-4P runs are not in {DATA}"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)

@@ -1,4 +1,4 @@
-"""Two-stage identification of an elastic arm (issue #9, seed 003 §4.2-4.3.1) on the loopback:
+"""Two-stage identification of an elastic arm (issue #9, Kirchhoff (2011) §4.2-4.3.1) on the loopback:
 known parameters, quantised encoders, noise on the motor torque."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ EXCITATIONS = TESTS / "data" / "biorob4_excitations.json"
 
 @pytest.fixture(scope="module")
 def runs() -> dict:
-    """Both stages as seed 003 §4.3.1 runs them: each on its own D-optimal excitation (designed by
+    """Both stages as Kirchhoff (2011) §4.3.1 runs them: each on its own D-optimal excitation (designed by
     `manipgen elastic identify`, stored in tests/data), 6 periods, 0.02 N m current noise."""
     robot = load_robot(ROBOT)
     doc = json.loads(EXCITATIONS.read_text())
@@ -49,9 +49,9 @@ def runs() -> dict:
 
 
 def test_actuator_stage_recovers_the_drives(runs: dict) -> None:
-    """eq. 4.4 by WLS (measured: every parameter within 0.7 %; seed 003 Table 4.2 had up to 137 %):
+    """eq. 4.4 by WLS (measured: every parameter within 0.7 %; Kirchhoff (2011) Table 4.2 had up to 137 %):
     stiffness to 0.1 %, motor friction to 1.5 %, spring damping to 3 % (its column is the smallest,
-    as in seed 003 where d_e is also among the worst-identified)."""
+    as in Kirchhoff (2011) where d_e is also among the worst-identified)."""
     robot, fit = runs["robot"], runs["fit1"]
     true = ei.true_motor_parameters(robot)
     rel = np.abs(fit.values - true) / np.abs(true)
@@ -65,7 +65,7 @@ def test_actuator_stage_recovers_the_drives(runs: dict) -> None:
 
 
 def test_load_stage_recovers_the_base_parameters(runs: dict) -> None:
-    """Measured: the largest error 4.5e-5 (seed 003 Table 4.5: 4.6e-2)."""
+    """Measured: the largest error 4.5e-5 (Kirchhoff 2011 Table 4.5: 4.6e-2)."""
     robot, fit = runs["robot"], runs["fit2"]
     true = model(robot).true_base()
     err = np.abs(fit.values - true)
@@ -85,7 +85,7 @@ def test_wrong_springs_spoil_the_load_stage(runs: dict) -> None:
 
 
 def test_validation_reproduces_the_elastic_torque(runs: dict) -> None:
-    """On a random 20 s motion (seed 003 Table 4.4's epsilon_RMS, eq. 4.50): Y_b beta reproduces
+    """On a random 20 s motion (Kirchhoff 2011 Table 4.4's epsilon_RMS, eq. 4.50): Y_b beta reproduces
     (I + A)^T tau_el to under 1 % of its spread (measured 1.5e-4 .. 4.3e-4 N m against a 3.3 N m
     standard deviation on joint 2)."""
     from host_tools.bindings.loopback import simulate
@@ -130,7 +130,7 @@ def test_motor_regressor_along_a_motion() -> None:
 
 
 def test_actuator_excitation_design_beats_a_random_one() -> None:
-    """D-optimality on the actuator regressor (seed 003 §4.2.3): a small design is better conditioned
+    """D-optimality on the actuator regressor (Kirchhoff 2011 §4.2.3): a small design is better conditioned
     than the median of 20 random Fourier motions with the same limits and harmonics (148 against a
     median of 193, range 109-653: one random draw, as before, could land on either side of a
     60-iteration design, whose end point moves with a machine's last bits)."""
@@ -153,7 +153,7 @@ def test_rigid_arm_has_no_actuator_stage() -> None:
 def test_identification_from_recorded_runs(tmp_path: Path) -> None:
     """`manipgen elastic identify --actuator ... --load ... --current`: the same two stages on logs a
     user recorded. Here the logs hold armature currents (A) of a biorob4 whose joints declare a
-    torque constant: tau_m = z k_t i_a (seed 003 eq. 4.51)."""
+    torque constant: tau_m = z k_t i_a (Kirchhoff 2011 eq. 4.51)."""
     import subprocess
     import sys
 

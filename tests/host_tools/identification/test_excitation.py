@@ -1,5 +1,5 @@
-"""Excitation design (seed 004 §II-B): the objective's exact gradient, the start-at-rest conditions
-derived from eq. 8, the limits, seed 004's condition number on the iiwa, and the generated C."""
+"""Excitation design (Xu et al. 2020 §II-B): the objective's exact gradient, the start-at-rest conditions
+derived from eq. 8, the limits, Xu et al.'s condition number on the iiwa, and the generated C."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
 
 
 def closed_form(exc: Excitation, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """seed 004 eq. 8 (plus the offset) and its derivatives, written out independently."""
+    """Xu et al. (2020) eq. 8 (plus the offset) and its derivatives, written out independently."""
     w = 2 * np.pi * exc.base_frequency
     q = np.tile(exc.q0, (len(t), 1)).astype(float)
     qd, qdd = np.zeros_like(q), np.zeros_like(q)
@@ -115,8 +115,8 @@ def test_design_starts_at_rest_within_limits(planar) -> None:
     assert res.cond < min(rand)
 
 
-def test_iiwa_reaches_seed004_condition_number() -> None:
-    """seed 004 §IV-B: L = 5, f_f = 0.05 Hz, Table 3's q and qd limits: cond(Y_b) = 156.3 with 57
+def test_iiwa_reaches_xu_condition_number() -> None:
+    """Xu et al. (2020) §IV-B: L = 5, f_f = 0.05 Hz, Table 3's q and qd limits: cond(Y_b) = 156.3 with 57
     base parameters. Ours, one start, unscaled SI columns, one 20 s period at 500 Hz."""
     robot = load_robot("kuka_iiwa14")
     res = design(robot, ExciteSettings(harmonics=5, base_frequency=0.05, starts=1, max_iter=150))

@@ -1,4 +1,4 @@
-"""Identification (seed 004 §II-III, seed 003 §4.2.4, seed 002 §3.1): processing against closed
+"""Identification (Xu et al. 2020 §II-III, Kirchhoff 2011 §4.2.4, Brunot et al. 2019 §3.1): processing against closed
 forms, least squares and RSD against Monte Carlo, the regrouping against #2's, and the synthetic
 round trip on the iiwa (base parameters, noise floor, physical retrieval, M(q) > 0)."""
 
@@ -34,7 +34,7 @@ def test_period_average_and_its_variance() -> None:
     blocks = noise.reshape(s, p, 2)
     assert avg.periods == s
     assert np.allclose(avg.mean, base + blocks.mean(axis=0))
-    by_hand = np.sum((blocks - blocks.mean(axis=0)) ** 2, axis=0) / (s - 1) / s  # seed 003 eq. 4.46
+    by_hand = np.sum((blocks - blocks.mean(axis=0)) ** 2, axis=0) / (s - 1) / s  # Kirchhoff (2011) eq. 4.46
     assert np.allclose(avg.variance, by_hand)
     with pytest.raises(ValueError, match="whole periods"):
         period_average(x[: p - 1], p)
@@ -121,7 +121,7 @@ def test_the_stacked_regressor_is_the_generated_c_and_equals_casadi(name: str) -
 
 
 def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
-    """seed 004's chain on the loopback: the optimised excitation (6 periods, 0.2 N m torque noise),
+    """Xu et al.'s chain on the loopback: the optimised excitation (6 periods, 0.2 N m torque noise),
     identify, retrieve physical parameters, compare with the description's own."""
     r = subprocess.run(
         [
@@ -142,7 +142,7 @@ def test_synthetic_round_trip_on_the_iiwa(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["n_base"] == 57 and 45 <= doc["n_essential"] <= 57
     assert len(doc["well_excited"]) >= 10
-    # each well-excited parameter within 4.5 of its own standard deviations (RSD, seed 004 eq. 7):
+    # each well-excited parameter within 4.5 of its own standard deviations (RSD, Xu et al. (2020) eq. 7):
     # over ~15 parameters a pure-noise error passes with probability > 99.9 %; 4.5 rather than 4
     # for the RSD's own accuracy (within 15 %, the Monte-Carlo test below). A fixed 1 % was 2 sigma
     # for a parameter at the 0.5 % RSD cut, i.e. a coin that fails 1 run in 20 per such parameter.

@@ -1,4 +1,4 @@
-"""Output-error identification (seed 002): the closed-loop model against the loopback (a separate C
+"""Output-error identification (Brunot et al. 2019): the closed-loop model against the loopback (a separate C
 path: the pipeline's own rt_step in <robot>_loopback), its integrator's order, the exact
 sensitivities against central differences, the diagnostics against closed forms, and the round trip
 on ur5 (DIDIM and CLIE near IDIM-LS, CLOE's tiny singular values), the CLI and its errors."""
@@ -206,7 +206,7 @@ def test_didim_and_clie_agree_with_idim_ls(round_trip: tuple) -> None:
     for m in ("didim", "clie"):
         r = res[m]
         assert r.names == ref.names
-        inside = np.abs(r.values - ref.values) <= 3 * sigma  # seed 002: within LS's 3 sigma
+        inside = np.abs(r.values - ref.values) <= 3 * sigma  # Brunot et al. (2019): within LS's 3 sigma
         assert np.mean(inside) >= 0.8, (m, [n for n, i in zip(r.names, inside) if not i])
         assert doc["methods"][m]["median_rel_param_error"] < 0.05  # against the truth (measured 0.0055-0.0067)
         assert r.iterations >= 1 and r.history[-1] < 0.1 * r.history[0]
@@ -215,7 +215,7 @@ def test_didim_and_clie_agree_with_idim_ls(round_trip: tuple) -> None:
 
 
 def test_cloe_is_insensitive(round_trip: tuple, run12: tuple) -> None:
-    """seed 002 §4.3 / Table 2: CLOE's Jacobian has singular values orders of magnitude below CLIE's
+    """Brunot et al. (2019) §4.3 / Table 2: CLOE's Jacobian has singular values orders of magnitude below CLIE's
     (CLIE = CLOE weighted by the controller). Each method minimises the error on its own output."""
     doc, res = round_trip
     clie, cloe = res["clie"], res["cloe"]
@@ -258,7 +258,7 @@ def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     """A log of the control signal v = tau / G_tau, with the controller in those units (gains and
-    its gravity model / G_tau), identifies the same robot as the torque log (seed 002 eq. 5)."""
+    its gravity model / G_tau), identifies the same robot as the torque log (Brunot et al. 2019 eq. 5)."""
     log, loop, _, opts = run12
     # N m per unit, e.g. per ampere; a power of two, so that every scaling is exact and the two
     # problems are the same bit for bit (g = 40 left DIDIM's stopping test to the last bits)
@@ -292,7 +292,7 @@ def test_report_files(round_trip: tuple, tmp_path: Path) -> None:
 
 
 def test_decimated_framework() -> None:
-    """seed 002 Tables 4-5, Fig. 3: on the parallel-filtered, decimated signals the singular values
+    """Brunot et al. (2019) Tables 4-5, Fig. 3: on the parallel-filtered, decimated signals the singular values
     shrink with the number of rows, CLOE's stay orders of magnitude below, DIDIM and CLIE keep to
     IDIM-LS, and the torque residuals are nearly white."""
     opts = OESynthetic(duration=12.0, seed=2)

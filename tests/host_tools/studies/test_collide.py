@@ -1,4 +1,4 @@
-"""`manipgen collide` (seed 001 §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
+"""`manipgen collide` (Birjandi & Haddadin §IV on the loopback): planar2, inertial parameters 10 % off, 5 N m
 filtered steps on joint 1 and Hunt-Crossley impacts of the tip. Thresholds designed on a collision-free
 design run (five motions, margin from held-out motions), false alarms counted on another motion. The
 model-adaptive observer with exact qd, qdd needs a far smaller false-alarm-free threshold than the
@@ -44,7 +44,7 @@ def test_collide_cli(tmp_path: Path) -> None:
     }
     assert "design run" in doc["thresholds_from"] and "check motion" in doc["false_alarms_on"]
     # the design leaves a warm-up motion out (the converged observer is what later runs see), and the
-    # collisions act on the first link, as seed 001 §IV applies them
+    # collisions act on the first link, as Birjandi & Haddadin §IV applies them
     assert "1 warm-up motion" in doc["thresholds_from"] and doc["settings"]["joint"] == 1
     for o in obs.values():
         for key in ("threshold", "threshold_mean", "margin", "check_ratio", "delay_ms", "false_alarms", "missed"):
@@ -60,7 +60,7 @@ def test_collide_cli(tmp_path: Path) -> None:
     # m2 lc2 g: its derivatives in q1 and q2). The check motion may cross thresholds of that size
     # (measured: 2 false alarms at 0.0105 N m against 0.0084), its residual stays within the bound
     assert max(ada["max_check_residual"]) < 0.0116
-    # the adaptation absorbs the slow model error (seed 001 eqs. 10-20): a far smaller threshold
+    # the adaptation absorbs the slow model error (Birjandi & Haddadin eqs. 10-20): a far smaller threshold
     assert max(ada["threshold"]) < 0.05 * max(mom["threshold"])
     assert ada["ratio_to_momentum"] < 0.05
     # fast contacts pass the high-pass: within a few samples, before the momentum observer's low-pass
@@ -87,7 +87,7 @@ def test_collide_cli(tmp_path: Path) -> None:
     m_imu, m_kal = obs["adaptive_momentum_imu"], obs["adaptive_momentum"]
     assert 2 * m_imu["delay_ms"]["100"] <= m_kal["delay_ms"]["100"]
     assert (tmp_path / "collide.md").read_text().count("|") > 20 and (tmp_path / "collide.png").stat().st_size > 10_000
-    assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000  # like seed 001 Figs. 8 and 10
+    assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000  # like Birjandi & Haddadin Figs. 8 and 10
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:

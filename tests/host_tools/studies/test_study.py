@@ -111,7 +111,7 @@ def _rows(store: Path) -> list[str]:
         ("robots: [planar2]\nseeds: [1.5]\n", "seeds[0]"),
         ("robots: [planar2]\ngenerations: many\n", "generations"),
         ("robots: [planar2]\nrobot: [x]\n", "robot"),
-        ("setups: [seed000]\n", "robots"),
+        ("setups: [liu]\n", "robots"),
         ("robots: [planar2]\nfaults: [1.5]\n", "faults[0]"),
         ("robots: [planar2]\nsetups: [10@0]\n", "setups[0]"),
         ("robots: [planar2]\nsetups: [-10@125]\n", "setups[0]"),

@@ -1,4 +1,4 @@
-"""GA tuning (seed 000 §III, Table 3) and the evaluation CLI: tuning lowers the ISE, the same seed
+"""GA tuning (Liu et al. §III, Table 3) and the evaluation CLI: tuning lowers the ISE, the same seed
 gives the same result whatever the executor, and the reports are written."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_evaluate_cli_writes_reports(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert set(doc["estimators"]) == {"findiff", "kalman"} and doc["setup"]["rate_hz"] == 250
     k, f = doc["estimators"]["kalman"], doc["estimators"]["findiff"]
-    assert 0 < k["ise_velocity"] < f["ise_velocity"]  # seed 000: the Kalman filter beats findiff
+    assert 0 < k["ise_velocity"] < f["ise_velocity"]  # Liu et al.: the Kalman filter beats findiff
     assert k["ise_faulty"] < f["ise_faulty"]  # and tolerates lost samples far better
     for name in (
         "evaluation.md",
@@ -171,8 +171,8 @@ def test_switch_on_convergence_through_the_loop() -> None:
     assert convergence_time(kf, setup)[0] is None
 
 
-def test_seed000_gains_and_progress() -> None:
-    """--gains paper puts seed 000 Table 4 into the config; progress reaches done == total."""
+def test_liu_gains_and_progress() -> None:
+    """--gains paper puts Liu et al. Table 4 into the config; progress reaches done == total."""
     setup = Setup(LWA4P, gains="paper")
     assert setup.problems() == []
     rt = pipeline(setup, default_spec("linhg"))
@@ -200,20 +200,20 @@ def test_seed000_gains_and_progress() -> None:
 
 def test_evaluate_defaults_to_the_robots_own_setup(tmp_path: Path) -> None:
     """No --resolution-mdeg/--rate-hz: the description's coarsest link-side encoder and its sample
-    period (planar2: 16384 counts per turn on the link, 1 ms); seed000 names seed 000's three."""
+    period (planar2: 16384 counts per turn on the link, 1 ms); liu names Liu et al.'s three."""
     base = [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--estimators", "findiff", "--json"]
     r = subprocess.run(base, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     setup = json.loads(r.stdout)["setup"]
     assert setup["resolution_mdeg"] == 360000 / 16384 and setup["rate_hz"] == 1000
-    r = subprocess.run([*base, "--setups", "seed000", "5@500"], capture_output=True, text=True)
+    r = subprocess.run([*base, "--setups", "liu", "5@500"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     got = [(d["setup"]["resolution_mdeg"], d["setup"]["rate_hz"]) for d in json.loads(r.stdout)]
     assert got == [(10, 125), (2, 125), (1, 250), (5, 500)]
 
 
 def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--tune-faults (seed 000 Table 6's retuned columns): the GA's and the grid search's tuning runs
+    """--tune-faults (Liu et al. Table 6's retuned columns): the GA's and the grid search's tuning runs
     lose the fault case's share of samples on the fault axis (another draw than the test's); without
     it they lose none; and it needs --tune."""
     import host_tools.studies.evaluate as ev
@@ -246,7 +246,7 @@ def test_retuning_under_faults_tunes_on_lost_samples(monkeypatch: pytest.MonkeyP
 
 
 def test_evaluate_takes_variants_with_their_options() -> None:
-    """seed 000 Table 5 in one command: variants with their options are evaluated as given (no grid
+    """Liu et al. Table 5 in one command: variants with their options are evaluated as given (no grid
     search); an unknown option is one line naming it."""
     base = [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", "--json", "--estimators"]
     r = subprocess.run([*base, "lsf:n=8,p=3", "bde:n=2", "findiff"], capture_output=True, text=True)

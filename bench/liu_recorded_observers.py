@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 000's recorded nonlinear observers (issue #27 item 2): the forms that reproduce Experiment 1's
+"""Liu et al.'s recorded nonlinear observers (issue #27 item 2): the forms that reproduce Experiment 1's
 ``dq_nnlHG`` and ``dq_SliMod`` from its positions and drive currents, replayed in numpy.
 
 Not a benchmark: an analysis that prints, per joint, max |replay - recording| over 15-16 s (the
@@ -23,7 +23,7 @@ first 40 (nlHG) and 60 (SliMod) samples after the switch-on and hold to 1e-11 ov
 SliMod's alphas are no function 1.1 f+, 1.5 f+^(1/2), 1.9 f+^(1/3) of any f+ (joints 1 and 4 have
 the same f+ in Table 8, their alpha_1 differ 2x): the run used unpublished ones.
 
-    .venv/bin/python bench/seed000_recorded_observers.py [--data DIR]   # a few seconds
+    .venv/bin/python bench/liu_recorded_observers.py [--data DIR]   # a few seconds
 
 DIR: the folder of Experiment1_data.mat and modelSchunkLWA4P.mat (default: $MANIPGEN_SHARED_DATA/lwa4p,
 else ../shared/data/lwa4p next to the project).
@@ -157,7 +157,7 @@ def main() -> int:
     args = ap.parse_args()
     missing = [f for f in ("Experiment1_data.mat", "modelSchunkLWA4P.mat") if not (Path(args.data) / f).is_file()]
     if missing:
-        print(f"seed000_recorded_observers: {args.data}: {', '.join(missing)} not found (--data)", file=sys.stderr)
+        print(f"liu_recorded_observers: {args.data}: {', '.join(missing)} not found (--data)", file=sys.stderr)
         return 2
     r = Replay(Path(args.data))
     kend = int(np.searchsorted(r.t, 31.05))
@@ -171,7 +171,7 @@ def main() -> int:
     report(r, "SliMod, Table 8 (alphas from f+)", r.slimod(*table_alphas, K1_TABLE, K2_TABLE, kend), rec)
     report(r, "SliMod, fitted alphas, Table 8 k1, k2", r.slimod(A1_FIT, A2_FIT, A3_FIT, K1_TABLE, K2_TABLE, kend), rec)
     report(r, "SliMod, fitted alphas, k1, k2", r.slimod(A1_FIT, A2_FIT, A3_FIT, K1_FIT, K2_FIT, kend), rec)
-    # the ISE over 16-31 s against seed 000's ground truth: Table 8's SliMod in the recording's form
+    # the ISE over 16-31 s against Liu et al.'s ground truth: Table 8's SliMod in the recording's form
     truth = ground_truth_velocity(r.q, T)
     window = (r.t >= 16.0) & (r.t <= 31.0)
 
