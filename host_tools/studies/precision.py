@@ -23,9 +23,19 @@ chunk's memory.
 
 Bounds (u = 2^-24, the float32 unit roundoff), per joint, first order, all worst case:
   q          encoder read: 4 roundings of |q| + |offset| (the count is exact below 2^24).
-  q_hat ...  Kalman: the float error obeys e_k = Phi e_{k-1} + w_k, Phi = (I - M c) A_d (the filter's
-             own error dynamics, stable), so |e| <= sum_k |Phi^k| |w| (the l1 norm of its impulse
-             response), w = the roundings of one step (``kalman_bound``).
+  q_hat ...  Kalman, either variant the block generates: the step is x- = A x, x = x- + M (q - c x-),
+             c = [1 0 0], so the float error obeys e_k = Phi e_{k-1} + w_k, Phi = (I - M c) A (the
+             filter's own error dynamics, stable), and |e| <= sum_k |Phi^k| |w| (the l1 norm of its
+             impulse response), w = the roundings of one step (``kalman_rounding``, read off the
+             nonzero entries of A). A and M are the generated block's (``kalman_step_matrix``: the
+             block's ``kalman.discrete_model`` with its manifest's ``tustin`` option; M: the config's
+             ``est.gain``): zero-order hold, A = A_d = [[1, T, T^2/2], [0, 1, T], [0, 0, 1]]; Liu et
+             al.'s c2d 'tustin' + dlqe (``kalman:tustin=1``), the block steps z = [C_d x, x_2, x_3]
+             with A = A_z = S A_d S^-1 = [[1, T, T^2], [0, 1, T], [0, 0, 1]] and M_z = S M (S = [C_d;
+             0 1 0; 0 0 1], C_d = [1, T/2, T^2/4]): Phi_z = (I - M_z c) A_z = S (I - M C_d) A_d S^-1
+             since c S = C_d -- the dlqe filter's error dynamics (same poles), in the coordinates of
+             its outputs. The zero-order-hold Phi with Tustin's gain is a different, wrong matrix
+             (on the LWA 4P its bound of qd_hat is 4x too wide).
   tau_cmd    computed torque rnea(q_hat, qd_hat, nu): its sensitivities to q_hat and qd_hat (finite
              differences of the double dynamics along the run, plus M (Kp, Kd) through nu) times
              the Kalman bounds, plus the float rule of the dynamics functions (issue 2, held against
@@ -114,17 +124,35 @@ def closed_loop_stream(
         yield ins
 
 
-def kalman_error_l1(gain: np.ndarray, ts: float, tol: float = 1e-14, max_steps: int = 10**6) -> np.ndarray:
-    return _l1(tuple(float(v) for v in np.ravel(gain)), float(ts), tol, max_steps).copy()
+E1 = np.array([1.0, 0.0, 0.0])  # c: the Kalman step's innovation reads the predicted position (both forms)
+
+
+def kalman_step_matrix(ref: Realtime, kind: str = "est") -> np.ndarray | None:
+    """The prediction matrix A of the generated pipeline's Kalman block ``kind`` (``est``; ``mest``: an
+    elastic arm's motor side) as the block builds its step: ``kalman.discrete_model`` with the
+    block's own ``tustin`` option from the manifest (zero-order hold: A_d; Tustin: A_z, in the
+    coordinates whose first entry is C_d x). None when that block is not a Kalman filter."""
+    block = next((b for b in ref.rt_manifest["blocks"] if b["kind"] == kind), None)
+    if block is None or block["name"] != kalman.SPEC.name:
+        return None
+    return kalman.discrete_model(ref.sample_period, bool(block["options"].get("tustin", 0)))[0]
+
+
+def kalman_error_dynamics(gain: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Phi = (I - M c) A: the step x- = A x, x = x- + M (q - c x-) maps a state error e to Phi e."""
+    return (np.eye(3) - np.outer(np.asarray(gain, float), E1)) @ np.asarray(a, float)
+
+
+def kalman_error_l1(gain: np.ndarray, a: np.ndarray, tol: float = 1e-14, max_steps: int = 10**6) -> np.ndarray:
+    """sum_k |Phi^k| (3 x 3, elementwise) of ``kalman_error_dynamics``: the worst-case gain from a
+    per-step error w to the estimate [q, qd, qdd]."""
+    flat = tuple(float(v) for v in np.ravel(gain)) + tuple(float(v) for v in np.ravel(a))
+    return _l1(flat, tol, max_steps).copy()
 
 
 @lru_cache(maxsize=64)
-def _l1(gain: tuple[float, ...], ts: float, tol: float, max_steps: int) -> np.ndarray:
-    """sum_k |Phi^k| (3 x 3, elementwise) for the steady-state Kalman filter's error dynamics
-    Phi = (I - M c) A_d on the triple integrator: the worst-case gain from a per-step error w to
-    the estimate [q, qd, qdd]."""
-    a = np.array([[1.0, ts, ts * ts / 2], [0.0, 1.0, ts], [0.0, 0.0, 1.0]])
-    phi = (np.eye(3) - np.outer(np.asarray(gain, float), [1.0, 0.0, 0.0])) @ a
+def _l1(gain_and_a: tuple[float, ...], tol: float, max_steps: int) -> np.ndarray:
+    phi = kalman_error_dynamics(np.array(gain_and_a[:3]), np.reshape(gain_and_a[3:], (3, 3)))
     if max(abs(np.linalg.eigvals(phi))) >= 1.0:
         raise ValueError("the Kalman gain does not give a stable filter")
     total, power = np.zeros((3, 3)), np.eye(3)
@@ -136,19 +164,27 @@ def _l1(gain: tuple[float, ...], ts: float, tol: float, max_steps: int) -> np.nd
     return total
 
 
-def kalman_bound(gain: np.ndarray, ts: float, q_in: float, scale: np.ndarray, innovation: float) -> np.ndarray:
-    """Worst-case float32 error of one joint's Kalman estimate [q, qd, qdd] (first order).
-    ``q_in``: the bound of the position the filter reads (the encoder's); ``scale``: max |q|, |qd|,
-    |qdd| of the estimate; ``innovation``: max |q - q-|. One step rounds: the prediction
-    q + T qd + T^2/2 qdd (2 sums of size |q|, products of size T|qd|; T itself is rounded, < u),
-    qd + T qdd (1 sum), the update x + M (q - q-) (1 sum per component; the difference is exact by
-    Sterbenz, the product and the stored gain 2 roundings of |M (q - q-)|)."""
-    m = np.abs(np.asarray(gain, float))
-    qs, vs, acc = (float(v) for v in scale)
-    pred = U * np.array([2 * qs + 2 * ts * vs + ts * ts * acc, vs + 2 * ts * acc, 0.0])
-    through = np.array([abs(1 - gain[0]) * pred[0], m[1] * pred[0] + pred[1], m[2] * pred[0] + pred[2]])
-    w = through + m * q_in + U * np.array([qs, vs, acc]) + 2 * U * m * innovation
-    return kalman_error_l1(gain, ts) @ w
+def kalman_rounding(gain: np.ndarray, a: np.ndarray, q_in: float, scale: np.ndarray, innovation: float) -> np.ndarray:
+    """w: the worst-case float32 error one Kalman step adds to [q, qd, qdd] (first order), read off
+    the step's shape x- = A x, x = x- + M (q - x-_1). ``q_in``: the bound of the position the
+    filter reads (the encoder's); ``scale``: max |q|, |qd|, |qdd| of the estimate; ``innovation``:
+    max |q - x-_1|. Prediction row i: per off-diagonal entry A_ij != 0 one product (2 roundings of
+    |A_ij| s_j: the stored constant and the product; a diagonal 1 is no product) and one sum, each
+    partial sum at most |A_i| s; the update carries those through I - M c, reads q_in through M,
+    rounds |M| innovation 3 times (the difference -- exact by Sterbenz where q and x-_1 are within a
+    factor 2 --, the stored gain, the product) and its sum once (u s)."""
+    m, s, a = np.asarray(gain, float), np.asarray(scale, float), np.abs(np.asarray(a, float))
+    products = (a != 0) & ~np.eye(3, dtype=bool)
+    pred = U * (products.sum(axis=1) * (a @ s) + 2 * (a * products) @ s)
+    through = np.abs(np.eye(3) - np.outer(m, E1)) @ pred
+    return through + np.abs(m) * q_in + U * s + 3 * U * np.abs(m) * innovation
+
+
+def kalman_bound(gain: np.ndarray, a: np.ndarray, q_in: float, scale: np.ndarray, innovation: float) -> np.ndarray:
+    """Worst-case float32 error of one joint's Kalman estimate [q, qd, qdd] (first order): sum_k
+    |Phi^k| w (``kalman_error_l1`` @ ``kalman_rounding``) for the step's prediction matrix ``a``
+    (``kalman_step_matrix``)."""
+    return kalman_error_l1(gain, a) @ kalman_rounding(gain, a, q_in, scale, innovation)
 
 
 def _jac(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, h: np.ndarray, shift: bool = False) -> np.ndarray:
@@ -326,23 +362,22 @@ def _encoder_bounds(ref: Realtime, scales: dict[str, np.ndarray], rigid: bool) -
 def _kalman_bounds(
     ref: Realtime, od: dict[str, np.ndarray], scales: dict[str, np.ndarray], rigid: bool
 ) -> dict[str, np.ndarray]:
-    """The Kalman estimates' bounds (``kalman_bound`` per joint), link side and, on an elastic arm,
-    motor side."""
-    ts, n = ref.sample_period, ref.dof
+    """The Kalman estimates' bounds (``kalman_bound`` per joint, with the prediction matrix of the
+    variant generated), link side and, on an elastic arm, motor side; none for another estimator."""
     bounds: dict[str, np.ndarray] = {}
     for pre, pos in (("", "q"), ("theta", "theta")):
-        if pre and (rigid or f"{pre}_hat" not in od):
+        a = kalman_step_matrix(ref, "mest" if pre else "est")
+        if a is None or (pre and (rigid or f"{pre}_hat" not in od)):
             continue
         hat = [f"{pre}_hat", f"{pre}d_hat", f"{pre}dd_hat"] if pre else ["q_hat", "qd_hat", "qdd_hat"]
         x = np.stack([od[h] for h in hat], axis=-1).astype(float)  # (K, n, 3)
-        pred = x[:, :, 0] + ts * x[:, :, 1] + ts * ts / 2 * x[:, :, 2]
-        innovation = np.max(np.abs(od[pos][1:] - pred[:-1]), axis=0)
+        innovation = np.max(np.abs(od[pos][1:] - x[:-1] @ a[0]), axis=0)  # q - x-_1
         gain = np.asarray(ref.config["mest.gain" if pre else "est.gain"], float)
         qin = 4 * U * (scales[pos] + np.abs(np.asarray(ref.config["enc.motor_offset" if pre else "enc.offset"], float)))
         b = np.array(
             [
-                kalman_bound(gain[j], ts, float(qin[j]), np.array([scales[h][j] for h in hat]), float(innovation[j]))
-                for j in range(n)
+                kalman_bound(gain[j], a, float(qin[j]), np.array([scales[h][j] for h in hat]), float(innovation[j]))
+                for j in range(ref.dof)
             ]
         )
         for i, h in enumerate(hat):
@@ -465,8 +500,7 @@ def compare(
         if rigid and sens is None:
             sens = _sensitivities(robot, ref, od, stride, len(cycle.time))
         bounds = _encoder_bounds(ref, scales, rigid)
-        if estimator == kalman.SPEC.name:
-            bounds.update(_kalman_bounds(ref, od, scales, rigid))
+        bounds.update(_kalman_bounds(ref, od, scales, rigid))  # any Kalman variant; others: measured only
         amb = np.zeros_like(od["qd_hat"], dtype=bool)
         if "qd_hat" in bounds:
             amb = np.abs(od["qd_hat"]) <= bounds["qd_hat"]

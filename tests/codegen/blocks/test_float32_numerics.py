@@ -13,6 +13,9 @@ arithmetic. Asserted per output:
   is an extreme value: measured 0.5-2 between cycles); an error growing linearly over the run would
   give last / first ~ the number of windows. The float build's max |r| of the last window stays
   within R_GROWTH x the first's.
+Liu et al.'s Tustin Kalman (``kalman:tustin=1``) is bounded by its own error dynamics: the test
+holds the bound's Phi against the generated step's impulse response and the bound against the
+error it should be close to (10 s of the LWA 4P).
 The default suite runs 60 s of the iiwa (3 windows) and one cycle of a shorter motion (10 s; 5 s for
 the elastic biorob4, whose plant is slower) of the other bundled robots: bounds only there. The 1 h version
 (3.6e6 samples, first vs last minute) is marked slow: `pytest -m slow tests/codegen/blocks/test_float32_numerics.py`.
@@ -27,7 +30,15 @@ import pytest
 
 from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
-from host_tools.studies.precision import Comparison, closed_loop_stream, compare, cycle_trajectory
+from host_tools.studies.precision import (
+    Comparison,
+    closed_loop_stream,
+    compare,
+    cycle_trajectory,
+    kalman_error_dynamics,
+    kalman_error_l1,
+    kalman_step_matrix,
+)
 
 DRIFT_MEDIAN = 2.0
 DRIFT_MAX = 4.0
@@ -113,6 +124,54 @@ def test_the_checks_catch_a_bias_and_a_drift() -> None:
     drifting = compare(load_robot("planar2"), seconds=24.0, window=8.0, half_cycle=4.0, perturb=grow)
     with pytest.raises(AssertionError):
         assert_no_drift(drifting)
+
+
+@pytest.mark.parametrize("estimator", ["kalman", "kalman:tustin=1"])
+def test_the_bound_uses_the_generated_filters_error_dynamics(estimator: str) -> None:
+    """The Phi the bound sums is the generated double step's: a state error e on joint 1 shows in
+    the estimates k steps later as Phi^(k+1) e (same input, a linear step). The LWA 4P at 250 Hz:
+    there the zero-order-hold Phi and Tustin's differ most (poles 0.87 / 0.52)."""
+    rt = load_rt("schunk_lwa4p", estimator=estimator)
+    a = kalman_step_matrix(rt)
+    assert a is not None
+    phi = kalman_error_dynamics(np.asarray(rt.config["est.gain"], float)[0], a)
+    rt.run_inputs(rt.inputs(5))  # past the first sample's initialisation
+    start, steps = rt.snapshot(), 30
+    base = rt.run_inputs(rt.inputs(steps))
+    for i in range(3):
+        rt.restore(start)
+        rt.state["est"]["x"][0, i] += 1.0
+        out = rt.run_inputs(rt.inputs(steps))
+        seen = np.stack([out[h][:, 0] - base[h][:, 0] for h in ("q_hat", "qd_hat", "qdd_hat")], axis=1)
+        want = np.array([np.linalg.matrix_power(phi, k + 1)[:, i] for k in range(steps)])
+        assert np.allclose(seen, want, rtol=1e-9, atol=1e-9 * np.max(np.abs(want), axis=0)), (estimator, i)
+
+
+def test_tustin_kalman_within_a_bound_close_to_the_error() -> None:
+    """Liu et al.'s filter (c2d 'tustin' + dlqe) on the LWA 4P, 10 s: the estimates' float error
+    within the bound, and the bound not vacuous. How far above the error a worst-case bound of
+    random roundings lies: per step it aligns R <= 17 roundings of one sign at their operands'
+    maxima (``kalman_rounding``: 6 in the position prediction, 3 in the velocity's, 4 in the
+    encoder read, 3 in the update's product, 1 in its sum), where independent uniform roundings
+    in [-u s_r, u s_r] have a standard deviation >= sum_r u s_r / sqrt(3 R) (Cauchy-Schwarz); it
+    sums the impulse response's magnitudes, sum_k |Phi^k|, where their random sum grows as
+    sqrt(sum_k |Phi^k|^2) (the ratio l1 / l2 below, from the filter itself: 1.2-1.9 here); the
+    operands' mean size is at least half their maximum over the motion. So the bound is at most
+    l1 / l2 x sqrt(3 R) x 2 standard deviations, and the error's max over 2500 samples is at least
+    one (about 3 in fact: the margin)."""
+    c = compare(load_robot("schunk_lwa4p"), seconds=10.0, window=10.0, half_cycle=5.0, estimator="kalman:tustin=1")
+    assert_within_bounds(c)  # q, q_hat, qd_hat, qdd_hat; tau_cmd and r through them
+    rt = load_rt("schunk_lwa4p", estimator="kalman:tustin=1")
+    a = kalman_step_matrix(rt)
+    assert a is not None
+    for j, gain in enumerate(np.asarray(rt.config["est.gain"], float)):
+        phi, l2, power = kalman_error_dynamics(gain, a), np.zeros((3, 3)), np.eye(3)
+        while np.max(np.abs(power)) > 1e-14:
+            l2, power = l2 + power**2, power @ phi
+        l1_over_l2 = kalman_error_l1(gain, a).sum(axis=1) / np.sqrt(l2.sum(axis=1))
+        for i, name in enumerate(("q_hat", "qd_hat", "qdd_hat")):
+            bound, err = c.channels[name].bound, c.channels[name].max_abs[j]
+            assert bound is not None and bound[j] <= l1_over_l2[i] * np.sqrt(3 * 17) * 2 * err, (name, j, bound, err)
 
 
 @pytest.mark.slow
