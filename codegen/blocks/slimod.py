@@ -9,7 +9,8 @@ s = d/dt x1_hat - x2_hat, where d/dt x1_hat is the right-hand side of the first 
 
 with alpha1 = 1.1 f+, alpha2 = 1.5 (f+)^(1/2), alpha3 = 1.9 (f+)^(1/3) (Liu et al. §III, after [42],
 [43]; f+ the bound of the model perturbation, per joint) and scalar k1, k2. z_eq estimates the input
-disturbance and is an output. f = M(q)^-1 (tau - n(q, x2)) is the generated forward dynamics.
+disturbance and is an output. f = (M(q) + T D)^-1 (tau - n(q, x2)) is the generated forward dynamics
+with the friction's slope D taken semi-implicitly (codegen.blocks.estimator.semi_implicit_dynamics).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import casadi as cs
 from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
-from .estimator import fdyn_torque, outputs
+from .estimator import outputs, semi_implicit_dynamics
 
 
 def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, k2: float = 40.0) -> Block:
@@ -34,7 +35,8 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
     e = q - x1
     s = a[2, :].T * cs.fabs(e) ** (2.0 / 3.0) * cs.sign(e) + c1 * e
     n1 = x1 + ts * (x2 + s)
-    acc = f + a[1, :].T * cs.sqrt(cs.fabs(s)) * cs.sign(s) + c2 * e + z  # d/dt x2_hat
+    injection = a[1, :].T * cs.sqrt(cs.fabs(s)) * cs.sign(s) + c2 * e + z
+    acc = f + injection  # d/dt x2_hat
     n2 = x2 + ts * acc
     nz = z + ts * a[0, :].T * cs.sign(s)
     step = sx_function(
@@ -66,13 +68,21 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
         [("st.est.x1", q), ("st.est.x2", cs.SX.zeros(n)), ("st.est.z", cs.SX.zeros(n))],
         "x1 := q, x2 := z := 0",
     )
-    torque_fns, torque_state = fdyn_torque(ctx, "st.est.x2")
+    reads = [
+        ("out.q", q),
+        ("st.est.x1", x1),
+        ("st.est.z", z),
+        ("st.est.alpha", al),
+        ("cfg.est.k1", c1),
+        ("cfg.est.k2", c2),
+    ]
+    dynamics, workspace = semi_implicit_dynamics(ctx, "st.est.x2", (reads, injection))
     return Block(
         kind="est",
         name="slimod",
         doc=__doc__ or "",
         template="model_based_estimator",
-        options={"fdyn": "st.est.f", "qd": "st.est.x2", "fdyn_torque": bool(torque_fns)},
+        options={},
         config=[
             Field(
                 "f_plus", "real", (n,), "f+, bound of the model perturbation per joint", per_joint(f_plus, n), low=0.0
@@ -85,11 +95,10 @@ def build(ctx: Ctx, f_plus: float | tuple[float, ...] = 25.0, k1: float = 80.0, 
             Field("x2", "real", (n,), "velocity estimate"),
             Field("z", "real", (n,), "disturbance estimate z_eq"),
             Field("alpha", "real", (n, 3), "derived: alpha1, alpha2, alpha3"),
-            Field("f", "real", (n,), "workspace: f(q, x2, tau)"),
-            *torque_state,
+            *workspace,
         ],
         outputs=outputs(n) + [Field("z_eq", "real", (n,), "input disturbance estimate z_eq")],
-        functions=[init, step, *torque_fns],
+        functions=[init, step, dynamics],
         derive=derive,
     )
 

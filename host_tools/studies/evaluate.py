@@ -29,6 +29,7 @@ from host_tools.bindings.source import PipelineSource, RobotSource
 from host_tools.data.json_doc import finite
 from host_tools.data.trajectories import Trajectory, generated_trajectory, liu_test_trajectory, trapezoid_trajectory
 from host_tools.studies.paper_setups import VELOCITY_ESTIMATORS as PAPER
+from host_tools.studies.paper_setups import PaperSetup
 from host_tools.studies.tune import GaSettings, Problem, TuneResult, apply_genome, gain_space, tune
 
 Progress = Callable[[str, int, int, str], None]  # (estimator, done, total, what is happening)
@@ -87,6 +88,9 @@ class Setup:
     generations: int = 20
     model_error: float = 0.0  # the simulated robot's parameters = the model's x (1 + model_error)
     gains: str = "default"  # or "paper": Liu et al.'s tuned gains for this set-up (LWA-4P only)
+    # the loop the estimators run in: Liu et al.'s (paper_setups.VELOCITY_ESTIMATORS); another record
+    # runs them in another loop (bench/model_based_friction.py: friction fed forward, PID)
+    loop: PaperSetup = PAPER
 
     @property
     def robot(self) -> str:
@@ -198,9 +202,16 @@ def fault_mask(setup: Setup, shape: tuple[int, int]) -> np.ndarray:
     return valid
 
 
+def _shown(value: float | list[float]) -> str:
+    """A pinned config value as the JSON's "controller" text shows it: 100, or [1.5, 2]."""
+    if isinstance(value, (int, float)):
+        return f"{value:g}"
+    return "[" + ", ".join(f"{v:g}" for v in value) + "]"
+
+
 def pipeline_source(setup: Setup, estimator: EstimatorChoice) -> PipelineSource:
     """The generated pipeline of Liu et al.'s loop with this estimator, as work items carry it."""
-    return PipelineSource.of(setup.source, estimator, "none", PAPER.controller, setup.sample_period)
+    return PipelineSource.of(setup.source, estimator, "none", setup.loop.controller, setup.sample_period)
 
 
 def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
@@ -208,7 +219,7 @@ def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
     computed torque with friction at the estimate, Kp = 100, Kd = 13) with the set-up's encoder, its
     default gains (or, with setup.gains == "paper", Liu et al.'s)."""
     rt = pipeline_source(setup, estimator).realtime()
-    PAPER.apply(rt.config)
+    setup.loop.apply(rt.config)
     rt.config["enc.cpr"] = setup.cpr * np.ones(rt.dof) / rt.config["enc.gear"]
     name = estimator.name
     if "est.eps" in rt.config.keys():  # the high-gain observers' epsilon
@@ -433,7 +444,8 @@ def evaluate(
             "tuned": setup.tune,
             "tuned_under_faults": setup.tune_faults,
             "trajectory": test_trajectory(setup).name,
-            "controller": f"{PAPER.controller} " + ", ".join(f"{k} = {v:g}" for k, v in PAPER.pinned.items()),
+            "controller": f"{setup.loop.controller} "
+            + ", ".join(f"{k} = {_shown(v)}" for k, v in setup.loop.pinned.items()),
         },
         "estimators": {
             r.name: {

@@ -62,6 +62,34 @@ def test_model_based_estimators_converge_on_a_ramp(estimator: str) -> None:
     assert np.allclose(out["qd_hat"][-2000:].mean(axis=0), v, rtol=5e-3)
 
 
+def test_the_generator_warns_of_an_unstable_high_gain_step() -> None:
+    """nlhg's default gains (eps = 0.03 s, L1 = 1.1, L2 = 2) at planar2's own rate are stable; at
+    T = 0.1 s, T^2 L2 / eps^2 = 22 > T L1 / eps = 3.7 breaks the Jury conditions of the forward-Euler
+    error dynamics (codegen.blocks.nlhg.euler_stable): one warning naming the file, the field and the
+    joints. Closed form beside it: the spectral radius of the 2 x 2 error map."""
+    import warnings
+
+    from codegen.blocks.nlhg import euler_stable
+    from codegen.blocks.options import RtOptions, estimator_choice
+    from codegen.blocks.pipeline import build_pipeline
+    from codegen.errors import DescriptionWarning
+    from codegen.model.description import load_robot
+
+    def radius(ts: float) -> float:
+        a, g = ts * 1.1 / 0.03, ts * 2.0 / 0.03**2
+        return float(max(abs(np.linalg.eigvals([[1 - a, ts], [-g, 1.0]]))))
+
+    robot = load_robot("planar2")
+    choice = estimator_choice("nlhg", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DescriptionWarning)
+        build_pipeline(robot, RtOptions(estimator=choice, observer="none", controller="none"))
+    with pytest.warns(DescriptionWarning, match=r"planar2\.yaml: realtime\.estimator: nlhg.*T = 0\.1 s on joints 1, 2"):
+        build_pipeline(robot, RtOptions(estimator=choice, observer="none", controller="none", sample_period=0.1))
+    for ts in (robot.sample_period, 0.01, 0.05, 0.1):
+        assert euler_stable(ts, 0.03, 1.1, 2.0) == (radius(ts) < 1.0), ts
+
+
 @pytest.mark.parametrize(
     "name,order,exact_degree",
     [
