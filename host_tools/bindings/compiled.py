@@ -8,7 +8,10 @@ tau = dyn.rnea(q, qd, qdd, params=pi)       # any parameter set (standard or bas
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
+import pkgutil
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +34,40 @@ class ForwardDynamicsError(ArithmeticError):
 
 def generator_files() -> list[Path]:
     """The generator itself: codegen's modules, the templates and the runtime files."""
+    return _python_files() + _resource_files()
+
+
+def _python_files() -> list[Path]:
+    return sorted(p for p in Path(codegen.__file__).resolve().parent.rglob("*.py") if p.is_file())
+
+
+def _resource_files() -> list[Path]:
     files: list[Path] = []
-    for folder in (Path(codegen.__file__).resolve().parent, resource_dir("templates"), resource_dir("runtime")):
-        files += [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in (".py", ".j2", ".h", ".c")]
+    for folder in (resource_dir("templates"), resource_dir("runtime")):
+        files += [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in (".j2", ".h", ".c")]
     return files
 
 
+@functools.cache
+def _python_fingerprint() -> str:
+    """codegen's Python as this process runs it, hashed once: every codegen module is imported
+    first, so that a later edit of the files on disk (a long-lived worker while a developer edits)
+    cannot file this process's generated C under the edited generator's key."""
+    for module in pkgutil.walk_packages(codegen.__path__, "codegen."):
+        importlib.import_module(module.name)
+    h = hashlib.sha256()
+    for path in _python_files():
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def generator_fingerprint() -> str:
-    """Hash of the generator itself (generator_files): a changed generator regenerates."""
-    h = hashlib.sha256(__version__.encode())
-    for path in generator_files():
+    """Hash of the generator itself: codegen's Python as this process imported it
+    (``_python_fingerprint``) and the templates and runtime files as they are now (read at every
+    generation): a changed generator regenerates."""
+    h = hashlib.sha256(__version__.encode() + _python_fingerprint().encode())
+    for path in _resource_files():
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()
