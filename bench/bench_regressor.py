@@ -30,7 +30,7 @@ from bench_dynamics import print_table  # noqa: E402
 
 from codegen.model.description import load_robot  # noqa: E402
 from codegen.symbolic.dynamics import Dynamics  # noqa: E402
-from host_tools.data.mat_logs import load_log  # noqa: E402
+from host_tools.data.formats import read_log  # noqa: E402
 from host_tools.identification.excitation import random_excitation  # noqa: E402
 from host_tools.identification.least_squares import model  # noqa: E402
 from host_tools.identification.pipeline import positions, synthetic_log  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
     rows = []
     run = DATA / "4ms_FinDiff_run1.mat"
     if run.is_file():
-        log = load_log(run, load_robot("schunk_lwa4p"))
+        log = read_log(run, load_robot("schunk_lwa4p")).log
         q = positions(load_robot("schunk_lwa4p"), log)
         qd = np.gradient(q, log.sample_period, axis=0)
         qdd = np.gradient(qd, log.sample_period, axis=0)

@@ -71,8 +71,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--log",
         nargs="+",
         metavar="RUN",
-        help="recorded runs (.npz logs or Liu et al. .mat runs): run the estimators over their encoder "
-        "streams, ISE against Liu et al.'s offline ground truth (instead of the simulation)",
+        help="recorded runs (.npz logs, Liu et al. .mat runs, ROS bags or CSVs: the formats identify and "
+        "thresholds take): run the estimators over their encoder streams, ISE against Liu et al.'s offline "
+        "ground truth (instead of the simulation)",
     )
     e.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     e.add_argument("--out", help="folder for evaluation.md/.csv/.json/.png")
@@ -199,8 +200,8 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     from host_tools.bindings.rt import ConfigError
     from host_tools.bindings.source import RobotSource
     from host_tools.data.checks import check_log
+    from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
-    from host_tools.data.mat_logs import load_log
     from host_tools.reports.evaluation import log_table, write_log_reports
     from host_tools.studies.log_estimation import report
 
@@ -215,7 +216,7 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     try:
         source = RobotSource.of(args.robot)
         robot = source.robot()
-        runs = {Path(p).stem: load_log(p, robot) for p in args.log}
+        runs = {Path(p).stem: read_log(p, robot).log for p in args.log}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
         checks = {run: check_log(log, robot, path) for (run, log), path in zip(runs.items(), args.log)}
         for c in checks.values():

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from codegen.model.robot import Robot
     from host_tools.data.checks import LogChecks
+    from host_tools.data.csvdata import Samples
     from host_tools.data.logs import Log
     from host_tools.identification.closed_loop import Loop
     from host_tools.identification.pipeline import IdentSettings
@@ -30,8 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "data",
         nargs="?",
         help="excitation run: a log (.npz, docs/realtime.md), a CSV "
-        "(time s, q1..qn rad, tau1..taun N m; docs/identification.md), a Liu et al. .mat run "
-        "or a ROS bag with one JointState topic (several: manipgen import-log --topic first)",
+        "(time s, q1..qn rad[, qd1..qdn rad/s], tau1..taun N m; irregular stamps resampled; docs/identification.md), "
+        "a Liu et al. .mat run or a ROS bag with one JointState topic (several: manipgen import-log --topic first)",
     )
     d.add_argument(
         "--excitation",
@@ -44,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=10.0,
         help="Hz: a non-periodic run's zero-phase low-pass on q before differentiation",
     )
-    d.add_argument("--validate", help="another log to validate on (RMS torque error per joint)")
+    d.add_argument("--validate", help="another log to validate on, any format DATA takes (RMS torque error per joint)")
     d.add_argument(
         "--synthetic",
         action="store_true",
@@ -133,7 +134,8 @@ def _output_arguments(d: argparse.ArgumentParser) -> None:
         "--keep-flagged",
         action="store_true",
         help="fit and validate on the samples the input checks flag (clipped drives, off-trajectory, "
-        "time-stamp faults, whole-arm standstill: host_tools.data.checks) instead of leaving them out",
+        "time-stamp gaps and faults, repeated samples, whole-arm standstill: host_tools.data.checks) instead "
+        "of leaving them out",
     )
     d.add_argument(
         "--start-position",
@@ -238,16 +240,9 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
     from pathlib import Path
 
     from codegen.errors import DescriptionError
-    from host_tools.data.checks import (
-        check_log,
-        check_samples,
-        parse_start_position,
-        require_absolute_positions,
-        with_start_position,
-    )
-    from host_tools.data.csvdata import CsvError, Samples, read_samples
+    from host_tools.data.checks import check_log, parse_start_position, require_absolute_positions
+    from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
-    from host_tools.data.mat_logs import load_log
     from host_tools.identification.excitation import Excitation
     from host_tools.identification.input_checks import InputChecks
     from host_tools.identification.pipeline import rigid_only
@@ -255,14 +250,9 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
     from host_tools.reports.identification import document, figure_arrays, table, write
 
     def data(path: str) -> tuple[Log | Samples, LogChecks | None]:
-        """The log and its input checks (a CSV's: those it allows, host_tools.data.checks.check_samples)."""
-        if path.lower().endswith(".csv"):
-            samples = read_samples(path, robot.dof)
-            return samples, check_samples(samples, robot, path)
-        log = load_log(path, robot)
-        if start is not None:
-            log = with_start_position(log, robot, start)
-        return log, check_log(log, robot, path)
+        """What to fit (a CSV's own positions and torques, else the log) and the log's input checks."""
+        f = read_log(path, robot, start_position=start)
+        return (f.log if f.samples is None else f.samples), check_log(f.log, robot, path)
 
     try:
         start = parse_start_position(args.start_position, robot) if args.start_position else None
@@ -291,7 +281,7 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
                 )
                 doc, arrays = document(result), figure_arrays(result)
         written = write(doc, arrays, robot, Path(args.out)) if args.out else []
-    except (ValueError, LogError, CsvError, OSError, RuntimeError, DescriptionError) as exc_:
+    except (ValueError, LogError, OSError, RuntimeError, DescriptionError) as exc_:
         console.print(f"manipgen: error: {exc_}")
         return 2
     for warning in doc.get("warnings", []):
@@ -414,7 +404,7 @@ def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tu
     """A DATA log of the closed loop, its input checks (printed) and the loop that ran (--gains)."""
     from codegen.model.yamlio import load_yaml
     from host_tools.data.checks import check_log, parse_start_position, with_start_position
-    from host_tools.data.mat_logs import load_log
+    from host_tools.data.formats import read_log
     from host_tools.identification.closed_loop_run import loop_for
 
     if str(args.data).lower().endswith(".csv"):
@@ -422,7 +412,7 @@ def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tu
             f"{args.data}: output-error methods need the reference trajectory the "
             "controller tracked: give a log (.npz) with q_des and qd_des"
         )
-    log = load_log(args.data, robot)
+    log = read_log(args.data, robot).log
     start = parse_start_position(args.start_position, robot) if args.start_position else None
     found = check_log(log, robot, str(args.data), start)
     for line in found.lines():
@@ -430,7 +420,7 @@ def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tu
     # output error simulates the run whole on its time grid, the controller's own
     # saturation (tau_max) included: stamps that jump or repeat break it; the other
     # findings are reported (a clip the loop does not model shows as its error)
-    stamps = sum(f.samples for f in found.findings if f.kind == "time")
+    stamps = sum(f.samples for f in found.findings if f.kind in ("time", "gap"))
     if stamps and not args.keep_flagged:
         raise ValueError(
             f"{args.data}: {stamps} samples flagged by the time-stamp check; output error "

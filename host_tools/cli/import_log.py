@@ -1,19 +1,29 @@
-"""`manipgen import-log`: a recorded run (Liu et al.'s LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)."""
+"""`manipgen import-log`: a recorded run (an NPZ log, Liu et al.'s LWA-4P .mat, a ROS 1/2 bag or a CSV) ->
+the log format (.npz), with its timing report and input checks."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codegen.model.robot import Robot
+    from host_tools.data.checks import LogChecks
+    from host_tools.data.formats import LogFile
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     im = sub.add_parser(
-        "import-log", help="a recorded run (Liu et al.'s LWA-4P .mat, or a ROS 1/2 bag) -> the log format (.npz)"
+        "import-log",
+        help="a recorded run (an NPZ log, Liu et al.'s LWA-4P .mat, a ROS 1/2 bag or a CSV) -> the log format "
+        "(.npz), with its timing report and input checks",
     )
     im.add_argument(
         "file",
-        help="a Liu et al. run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat); or a ROS bag: "
+        help="a Liu et al. run: time, q, dq_hat, q_d, I_c (../shared/data/lwa4p/4ms_*_run1.mat); a ROS bag: "
         "a ROS 2 bag folder (metadata.yaml) or a .bag (ROS 1), .db3 or .mcap (ROS 2) file with "
-        "sensor_msgs/JointState (joints by name; resampled to the robot's sample period)",
+        "sensor_msgs/JointState (joints by name); a CSV: time, q1..qn[, qd1..qdn], tau1..taun (docs/realtime.md); "
+        "or an NPZ log. Irregular stamps (a bag's, a CSV's) are resampled to the robot's sample period",
     )
     im.add_argument(
         "--robot",
@@ -38,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     im.add_argument(
         "--json",
         action="store_true",
-        help="print the JSON document (robot, samples, sample_period, tau_rms, at_current_limit, checks) "
+        help="print the JSON document (robot, samples, sample_period, timing, tau_rms, at_current_limit, checks) "
         "instead of the summary",
     )
     im.set_defaults(handler=run)
@@ -47,84 +57,78 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     import sys
-    from pathlib import Path
-
-    import numpy as np
 
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
-    from host_tools.data.checks import (
-        check_log,
-        parse_start_position,
-        require_absolute_positions,
-        with_start_position,
-    )
+    from host_tools.data.checks import check_log, parse_start_position
+    from host_tools.data.formats import read_log
     from host_tools.data.json_doc import finite
     from host_tools.data.logs import LogError
-    from host_tools.data.mat_logs import import_mat
-    from host_tools.data.ros_bags import BagReport, is_bag, read_bag
 
-    report: BagReport | None = None
     try:
         robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
         start = None if args.start_position is None else parse_start_position(args.start_position, robot)
-        require_absolute_positions(robot, start)
-        if is_bag(args.file):
-            imported = read_bag(args.file, robot, topic=args.topic, command_topic=args.command_topic)
-            log, report = imported.log, imported.report
-        elif Path(args.file).is_dir():
-            raise ValueError(f"{args.file}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
-        elif args.topic or args.command_topic:
-            raise ValueError(f"{args.file}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
-        else:
-            log = import_mat(args.file, robot)
-        if start is not None:
-            log = with_start_position(log, robot, start)
-        checks = check_log(log, robot, args.file)
-        log.save(args.out)
+        f = read_log(args.file, robot, topic=args.topic, command_topic=args.command_topic, start_position=start)
+        checks = check_log(f.log, robot, args.file)
+        f.log.save(args.out)
     except (ValueError, LogError, DescriptionError, OSError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
-    rms = np.sqrt(np.mean(log.tau**2, axis=0))
-    saturated = np.sum(log.extra.get("tau_saturated", np.zeros(log.tau.shape, bool)), axis=0)
     if args.json:
-        doc = {
-            "file": args.file,
-            "out": args.out,
-            "robot": robot.name,
-            "joints": [j.name for j in robot.joints],
-            "samples": len(log.time),
-            "sample_period": log.sample_period,
-            "tau_rms": rms.tolist(),
-            "at_current_limit": saturated.tolist(),
-            "start_position": None if start is None else list(start),
-            "checks": checks.as_json(),
-            "flagged_samples": int(np.sum(checks.flagged)),
-            "check_bounds": checks.bounds,
-        }
         for line in checks.lines():  # the document on stdout, each finding also as one line on stderr
             print(f"manipgen: check: {line}", file=sys.stderr)
-        print(json.dumps(finite(doc), indent=1))
+        print(json.dumps(finite(_document(args, robot, f, checks, start)), indent=1))
         return 0
-    if report is not None:
-        print(
-            f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
-            f"({log.time[-1] - log.time[0]:.1f} s from the first stamp of {report.topic})"
-        )
-        print("\n".join(report.lines()))
-    else:
-        print(
-            f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
-            f"({log.time[-1] - log.time[0]:.1f} s; the current leads by 2 samples, so it starts at the third)"
-        )
-    print("joint       " + "".join(f"{j.name:>10}" for j in robot.joints))
-    print("tau RMS N m " + "".join(f"{v:>10.3f}" for v in rms))
+    print("\n".join(_summary(args, robot, f, checks)))
+    return 0
+
+
+def _document(
+    args: argparse.Namespace, robot: Robot, f: LogFile, checks: LogChecks, start: tuple[float, ...] | None
+) -> dict[str, Any]:
+    import numpy as np
+
+    log = f.log
+    saturated = np.sum(log.extra.get("tau_saturated", np.zeros(log.tau.shape, bool)), axis=0)
+    return {
+        "file": args.file,
+        "out": args.out,
+        "robot": robot.name,
+        "joints": [j.name for j in robot.joints],
+        "samples": len(log.time),
+        "sample_period": log.sample_period,
+        "timing": f.timing.as_json(),
+        "tau_rms": np.sqrt(np.mean(log.tau**2, axis=0)).tolist(),
+        "at_current_limit": saturated.tolist(),
+        "start_position": None if start is None else list(start),
+        "checks": checks.as_json(),
+        "flagged_samples": int(np.sum(checks.flagged)),
+        "check_bounds": checks.bounds,
+    }
+
+
+def _summary(args: argparse.Namespace, robot: Robot, f: LogFile, checks: LogChecks) -> list[str]:
+    """The text summary: what was read, the timing report, a table per joint (columns two spaces
+    apart at least, wide enough for the joint names), the findings."""
+    import numpy as np
+
+    log = f.log
+    lines = [
+        f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
+        f"({log.time[-1] - log.time[0]:.1f} s)",
+        *f.lines(),
+    ]
+    rows = [("joint", [j.name for j in robot.joints])]
+    rows.append(("tau RMS N m", [f"{v:.3f}" for v in np.sqrt(np.mean(log.tau**2, axis=0))]))
     if "tau_saturated" in log.extra:
-        print("at I limit  " + "".join(f"{int(v):>10d}" for v in saturated))
-    print("\n".join(f"check: {line}" for line in checks.lines()) or "checks: no findings")
+        rows.append(("at I limit", [str(int(v)) for v in np.sum(log.extra["tau_saturated"], axis=0)]))
+    width = max(len(c) for _, cells in rows for c in cells) + 2
+    head = max(len(h) for h, _ in rows) + 1
+    lines += [f"{h:<{head}}" + "".join(f"{c:>{width}}" for c in cells) for h, cells in rows]
+    lines += [f"check: {line}" for line in checks.lines()] or ["checks: no findings"]
     if checks.findings:
-        print(
+        lines.append(
             f"flagged: {int(np.sum(checks.flagged))} of {len(log.time)} samples, left out of identify and "
             "thresholds (--keep-flagged keeps them)"
         )
-    return 0
+    return lines

@@ -21,8 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_robot_arguments(t)
     t.add_argument(
         "data",
-        help="a collision-free log (.npz, docs/realtime.md), a Liu et al. .mat run or a ROS bag with one "
-        "JointState topic (several: manipgen import-log --topic first)",
+        help="a collision-free log: .npz (docs/realtime.md), a Liu et al. .mat run, a ROS bag with one "
+        "JointState topic (several: manipgen import-log --topic first) or a CSV (time, q, [qd,] tau; "
+        "irregular stamps resampled)",
     )
     t.add_argument(
         "--observer",
@@ -69,7 +70,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--check",
         metavar="OTHER",
-        help="another collision-free run: its residual against the thresholds; exit code 1 if it has false alarms",
+        help="another collision-free run (any format DATA takes): its residual against the thresholds; exit code 1 "
+        "if it has false alarms",
     )
     t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
@@ -89,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.bindings.rt import ConfigError, load_rt
     from host_tools.bindings.source import PipelineSource
     from host_tools.data.checks import check_log
+    from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
-    from host_tools.data.mat_logs import load_log
     from host_tools.reports.thresholds import document, plot, text
     from host_tools.studies.thresholds import DesignSettings, Recording, design_on, tunable
 
@@ -120,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         gain = tunable(rt) if args.tune else None
         if args.config:
             rt.config.load(args.config)
-        log = load_log(args.data, robot)
-        other = load_log(args.check, robot) if args.check else None
+        log = read_log(args.data, robot).log
+        other = read_log(args.check, robot).log if args.check else None
         data = Recording(log, check_log(log, robot, args.data))
         checked = Recording(other, check_log(other, robot, args.check)) if other else None
         for r in (data, checked):

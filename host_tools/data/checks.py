@@ -14,7 +14,16 @@ for every joint). Kinds and how their bounds come from the run itself:
   the importer's ``tau_saturated``).
 - ``off_trajectory``: |q_des - q| beyond ``OFF_FACTOR`` times the joint's median tracking error while
   its desired motion moves (floor: ``OFF_FLOOR_COUNTS`` encoder counts).
-- ``time``: stamps that jump (a step over ``GAP`` sample periods), repeat (step 0) or go back.
+- ``gap``: stamps that jump: a step over ``GAP`` times the log's own median step (a steady 500 Hz
+  recording resampled to 1 kHz has none), judged on the stamps as recorded (``recorded_time`` of a
+  resampled bag or CSV, else the log's); flagged: the samples from the stamp before the jump to the
+  one after it (on a resampled log: the grid samples between them, interpolated across the gap).
+- ``time``: stamps that repeat (step 0) or go back (with the jumps next to them), on a log taken
+  row by row (a resampled one has its stamps ordered and its repeated stamps dropped).
+- ``repeat``: repeated samples: recorded rows identical to the one before (every recorded value:
+  positions, velocities and torques where the file has them) at a later stamp
+  (``recorded_repeats`` of an imported log, judged on the file's rows; else the log's own rows);
+  flagged: the samples between the last row before and the first row after that differ.
 - ``standstill``: the whole arm still (every joint's position changing by at most ``STILL_COUNTS``
   counts across a ``STILL_WINDOW`` s window, or by less than ``STILL_FRACTION`` of its peak speed)
   for longer than ``STILL_SECONDS``.
@@ -36,10 +45,9 @@ import numpy as np
 
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
-from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, LogError
+from host_tools.data.timing import GAP, gap_steps, repeated_rows
 
-GAP = 1.5  # a time step longer than GAP sample periods is a jump
 # saturation: a clipped drive holds its level for many samples (Liu et al.'s Experiment 1: 874-942);
 # on a noisy run a peak can sit in its top quantum for 3 samples by chance (a synthetic run with
 # 0.05 N m steps did), each further sample staying there with a chance of about a half: 5 samples
@@ -77,7 +85,7 @@ def with_settling(flagged: np.ndarray, sample_period: float, seconds: float = SE
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # saturation, limit, off_trajectory, time or standstill
+    kind: str  # saturation, limit, off_trajectory, gap, time, repeat or standstill
     joint: int | None  # 1-based; None: the whole arm
     first: int  # index of the first affected sample
     last: int  # of the last (inclusive)
@@ -338,16 +346,73 @@ def _off_trajectory(
     return found, bounds, worst
 
 
-def _time(time: np.ndarray, ts: float) -> list[Finding]:
-    t = np.asarray(time, float)
-    steps = np.diff(t)
-    bad = (steps > GAP * ts) | (steps <= 0)
+def _positions(log: Log) -> tuple[np.ndarray, np.ndarray]:
+    """The stamps as recorded (s) and where each lies on the log's sample axis (samples from the
+    first): a resampled log's recorded_time on its grid; else the log's own time, row by row."""
+    if "recorded_time" in log.extra:
+        stamps = np.asarray(log.extra["recorded_time"], float)
+        return stamps, (stamps - float(log.time[0])) / log.sample_period
+    return np.asarray(log.time, float), np.arange(len(log.time), dtype=float)
+
+
+def _span(pos: np.ndarray, a: int, b: int, k: int, closed: bool) -> tuple[int, int]:
+    """The log's samples between recorded rows a and b (their positions on the sample axis; the
+    ends included if ``closed``); none between them (a grid coarser than the rows): the nearest."""
+    eps = 1e-6  # of a sample: a stamp on a grid point is on it
+    lo, hi = float(pos[a]), float(pos[b]) if b < len(pos) else float(pos[-1]) + 1.0
+    first = int(np.ceil(lo - eps)) if closed else int(np.floor(lo + eps)) + 1
+    last = int(np.floor(hi + eps)) if closed else int(np.ceil(hi - eps)) - 1
+    first, last = max(first, 0), min(last, k - 1)
+    if last < first:
+        first = last = int(np.clip(np.round((lo + hi) / 2), 0, k - 1))
+    return first, last
+
+
+def _time(log: Log) -> list[Finding]:
+    """gap and time findings on the stamps as recorded."""
+    stamps, pos = _positions(log)
+    steps = np.diff(stamps)
+    jump = gap_steps(steps)
+    median = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
     found = []
-    for a, b in _runs(bad):  # steps a..b: between samples a and b + 1
+    for a, b in _runs(jump | (steps <= 0)):  # steps a..b: between recorded rows a and b + 1
         s = steps[a : b + 1]
-        what = [w for w, m in (("jump", s > GAP * ts), ("repeat", s == 0), ("go back", s < 0)) if np.any(m)]
-        detail = f"stamps {' and '.join(what)} (steps {np.min(s):.4g}..{np.max(s):.4g} s; sample period {ts:g} s)"
-        found.append(_finding("time", None, t, a, b + 1, detail))
+        first, last = _span(pos, a, b + 1, len(log.time), closed=True)
+        where = f"t = {stamps[a]:.6g}..{stamps[b + 1]:.6g} s as recorded"
+        if np.all(s > 0):
+            detail = (
+                f"stamps jump: {len(s)} step{'s' * (len(s) > 1)} over {GAP:g} x the median step {median * 1e3:.4g} ms, "
+                f"the longest {np.max(s) * 1e3:.4g} ms ({where})"
+            )
+            found.append(_finding("gap", None, log.time, first, last, detail))
+            continue
+        what = [w for w, m in (("jump", jump[a : b + 1]), ("repeat", s == 0), ("go back", s < 0)) if np.any(m)]
+        detail = f"stamps {' and '.join(what)} (steps {np.min(s):.4g}..{np.max(s):.4g} s; median step {median:.4g} s)"
+        found.append(_finding("time", None, log.time, first, last, detail))
+    return found
+
+
+def recorded_repeats(log: Log) -> np.ndarray:
+    """(R,) bool: the recorded rows identical to the one before at a later stamp: the importer's
+    judgement on the file's rows (``recorded_repeats``), else on the log's own rows (every array
+    with one row per sample)."""
+    if "recorded_repeats" in log.extra:
+        return np.asarray(log.extra["recorded_repeats"], bool)
+    k = len(log.time)
+    rows = [getattr(log, name) for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")]
+    rows += [a for name, a in log.extra.items() if name != "start_position" and np.shape(a)[:1] == (k,)]
+    return repeated_rows(log.time, rows)
+
+
+def _repeats(log: Log) -> list[Finding]:
+    stamps, pos = _positions(log)
+    found = []
+    for a, b in _runs(recorded_repeats(log)):  # rows a..b each equal to row a - 1
+        first, last = _span(pos, a - 1, b + 1, len(log.time), closed=False)
+        when = f"{stamps[a]:.6g}" + (f"..{stamps[b]:.6g}" if b > a else "")
+        rows = f"{b - a + 1} recorded row{'s' * (b > a)}"
+        detail = f"{rows} identical to the one before at a new stamp (t = {when} s as recorded)"
+        found.append(_finding("repeat", None, log.time, first, last, detail))
     return found
 
 
@@ -376,43 +441,11 @@ def check_log(log: Log, robot: Robot, source: str = "log", start_position: Posit
     rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
     unit = ["rad" if j.type == "revolute" else "m" for j in robot.joints]
     off, off_bound, off_worst = _off_trajectory(log, q, rpc, unit)
-    checks = _check(source, robot, log.time, log.sample_period, q, log.tau, log.extra.get("tau_saturated"), off)
-    checks.bounds["off_trajectory_bound"] = off_bound
-    checks.bounds["off_trajectory_worst_ratio"] = off_worst
-    return checks
-
-
-def check_samples(samples: Samples, robot: Robot, source: str = "csv") -> LogChecks:
-    """The checks a CSV of positions and torques allows (identify's DATA.csv): saturation, limits
-    and standstill; its time column was checked on reading (uniform steps), it carries no desired
-    trajectory (off_trajectory) and no counts (encoder wrap). Times in s from the first row."""
-    if samples.q.shape[1] != robot.dof:
-        raise LogError(f"{source}: {samples.q.shape[1]} joints, {robot.name} has {robot.dof}")
-    time = np.arange(len(samples.q)) * samples.sample_period
-    return _check(source, robot, time, samples.sample_period, samples.q, samples.tau, None, [])
-
-
-def _check(
-    source: str,
-    robot: Robot,
-    time: np.ndarray,
-    ts: float,
-    q: np.ndarray,
-    tau: np.ndarray,
-    saturated: np.ndarray | None,
-    off: list[Finding],
-) -> LogChecks:
-    """The checks on positions q and torques tau (K, n) at ``time``, with the off-trajectory findings
-    ``off`` already made (a log's; none for a CSV)."""
-    rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
-    still, still_bound = _still(q, rpc, ts)
-    sat, quanta, lengths = _saturation(np.asarray(tau, float), time, np.array([j.limits.tau for j in robot.joints]))
-    rest = []
-    for a, b in _runs(np.all(still, axis=1)):
-        if (b - a) * ts > STILL_SECONDS:
-            detail = f"every joint's speed under its bound for {(b - a) * ts:.2f} s"
-            rest.append(_finding("standstill", None, time, a, b, detail))
-    findings = sat + _limits(tau, saturated, time, robot) + off + _time(time, ts) + rest
+    tau, time = np.asarray(log.tau, float), log.time
+    sat, quanta, lengths = _saturation(tau, time, np.array([j.limits.tau for j in robot.joints]))
+    rest, still_bound = _standstill(q, rpc, log.sample_period, time)
+    limits = _limits(tau, log.extra.get("tau_saturated"), time, robot)
+    findings = sat + limits + off + _time(log) + _repeats(log) + rest
     flagged = np.zeros(len(time), bool)
     for f in findings:
         flagged[f.first : f.last + 1] = True
@@ -420,5 +453,18 @@ def _check(
         "saturation_quantum": quanta,
         "saturation_min_samples": lengths,
         "standstill_speed": still_bound.tolist(),
+        "off_trajectory_bound": off_bound,
+        "off_trajectory_worst_ratio": off_worst,
     }
     return LogChecks(source, findings, flagged, bounds)
+
+
+def _standstill(q: np.ndarray, rpc: np.ndarray, ts: float, time: np.ndarray) -> tuple[list[Finding], np.ndarray]:
+    """The whole arm still for longer than STILL_SECONDS; and the per-joint speed bounds."""
+    still, bound = _still(q, rpc, ts)
+    rest = []
+    for a, b in _runs(np.all(still, axis=1)):
+        if (b - a) * ts > STILL_SECONDS:
+            detail = f"every joint's speed under its bound for {(b - a) * ts:.2f} s"
+            rest.append(_finding("standstill", None, time, a, b, detail))
+    return rest, bound

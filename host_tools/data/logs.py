@@ -15,7 +15,11 @@ Arrays (K samples, n joints):
   their switch-on) ·
   start_position (n,) the joint positions at the first sample (rad or m) where the user stated them
   (`import-log --start-position`): an encoder counter that wraps within a joint's travel gives the
-  unwrapped count, not the absolute position (host_tools.data.checks.start_offsets).
+  unwrapped count, not the absolute position (host_tools.data.checks.start_offsets) ·
+  what the recording held before it became these samples (host_tools.data.formats), for the input
+  checks: recorded_time (R,) s, the stamps of a resampled recording (a ROS bag's, a CSV's; ordered,
+  distinct) on this log's time axis; recorded_repeats (R,) bool, the recorded rows identical to the
+  one before at a later stamp (R = the samples where no recorded_time is stored).
 Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
 Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
 config turns them into positions (so a log replays through the very same C).
@@ -49,6 +53,8 @@ OPTIONAL = (
     "qd_hat_logged",
     "tau_saturated",
     "start_position",
+    "recorded_time",
+    "recorded_repeats",
 )
 RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
@@ -115,8 +121,8 @@ class Log:
         if magic != b"PK\x03\x04":  # an NPZ is a zip archive; numpy's own error would suggest pickles
             raise LogError(
                 f"{path}: not a log: expected the NPZ log format (docs/realtime.md; `manipgen import-log` "
-                "turns a Liu et al. .mat run or a ROS bag into one), a .mat run or a ROS bag (.bag, .db3, .mcap, "
-                "or a bag folder with metadata.yaml)"
+                "turns the others into one), a Liu et al. .mat run, a ROS bag (.bag, .db3, .mcap, or a bag "
+                "folder with metadata.yaml) or a CSV (.csv)"
             )
         try:
             z = np.load(path, allow_pickle=False)
@@ -143,9 +149,11 @@ class Log:
     def check(self, where: str = "log") -> None:
         k = len(self.time)
         n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
+        r = np.shape(self.extra["recorded_time"])[:1] if "recorded_time" in self.extra else (k,)
+        per_name = {"collision_true": (k,), "start_position": (n,), "recorded_time": r, "recorded_repeats": r}
         for name in REQUIRED[1:] + tuple(self.extra):
             a = getattr(self, name) if name in REQUIRED else self.extra[name]
-            shape = (k,) if name == "collision_true" else (n,) if name == "start_position" else (k, n)
+            shape = per_name.get(name, (k, n))
             if np.shape(a) != shape:
                 raise LogError(f"{where}: {name}: expected shape {shape}, got {np.shape(a)}")
         if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):

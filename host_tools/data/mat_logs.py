@@ -15,6 +15,9 @@ velocity estimate), ``q_d`` (desired position), ``I_c`` (commanded motor current
   polynomial/trapezoid sequence sampled at 4 ms);
 - ``qd_hat_logged`` keeps the recorded ``dq_hat`` (to check the generated estimators against);
   ``I_m`` is not used (sign-inverted on joints 5-6, lagging and scaled: README);
+- ``recorded_repeats``: the samples whose file row (every variable the file records, ``I_m``
+  included) is identical to the row before at a later stamp: a sample recorded twice (the input
+  checks flag them, host_tools.data.checks);
 - Liu et al.'s Experiment 1 also holds the outputs of the paper's own estimators, run on the same
   positions from a later switch-on (``dq_FinDiff``, ``dq_MovAv``, ``dq_Kalman``, ``dq_linHG``,
   ``dq_nnlHG``, ``dq_SliMod``; zero before it): kept as ``qd_recorded_<name lower-cased>``.
@@ -28,7 +31,9 @@ from typing import Any
 import numpy as np
 
 from codegen.model.robot import Robot
+from host_tools.data.formats import LogFile
 from host_tools.data.logs import RECORDED_PREFIX, Log, LogError
+from host_tools.data.timing import Timing, repeated_rows
 
 DELAY = 2  # samples by which I_c leads the encoder (README)
 FIELDS = ("time", "q", "dq_hat", "q_d", "I_c")
@@ -104,6 +109,8 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
     qdd_des = np.gradient(qd_des, ts, axis=0)
     s = slice(DELAY, None)
     recorded = {recorded_key(f): _array(data, path, f, (k, n))[s] for f in RECORDED if f in data}
+    rows = [v for name, v in data.items() if name != "time" and not name.startswith("__") and np.shape(v)[:1] == (k,)]
+    repeats = repeated_rows(time, rows)[s]
     return Log(
         robot=robot.c_name,
         sample_period=ts,
@@ -114,25 +121,14 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
         q_des=q_d[s],
         qd_des=qd_des[s],
         qdd_des=qdd_des[s],
-        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated, **recorded},
+        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated, "recorded_repeats": repeats, **recorded},
     )
 
 
-def load_log(path: str | Path, robot: Robot) -> Log:
-    """A log file the tools accept: the project's NPZ (docs/realtime.md), a Liu et al. MATLAB run or a
-    ROS bag (a ROS 2 bag folder with metadata.yaml, or a .bag, .db3 or .mcap file; its only
-    JointState topic, resampled to the robot's sample period: host_tools.data.ros_bags)."""
-    from host_tools.data.ros_bags import import_bag, is_bag
-
-    if Path(path).suffix.lower() == ".mat":
-        return import_mat(path, robot)
-    if is_bag(path):
-        return import_bag(path, robot)
-    log = Log.load(path)
-    if log.robot != robot.c_name:
-        raise LogError(f"{path}: robot: the log is of {log.robot}, not {robot.c_name}")
-    if "start_position" in log.extra:  # import-log --start-position: the read's offsets follow it
-        from host_tools.data.checks import with_start_position
-
-        log = with_start_position(log, robot, log.extra["start_position"])
-    return log
+def read_mat(path: str | Path, robot: Robot) -> LogFile:
+    """A recorded run as a Log of ``robot`` (import_mat) with the timing report of its samples."""
+    log = import_mat(path, robot)
+    repeated = int(np.sum(log.extra["recorded_repeats"]))
+    timing = Timing.of(f"samples of {Path(path).name}", log.time, repeated, log.sample_period, len(log), False)
+    note = f"I_c leads the encoder by {DELAY} samples: the log starts at the file's sample {DELAY + 1}"
+    return LogFile(str(path), log, timing, (note,))

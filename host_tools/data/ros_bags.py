@@ -9,21 +9,18 @@ What a bag gives and how it becomes a Log of ``robot``:
 - time: each message's header stamp (the bag's receive time where the stamp is zero), made
   relative to the first stamp; out-of-order stamps are sorted, duplicated stamps dropped (the first
   received kept); then resampled to ``robot.sample_period`` on a uniform grid from the first stamp
-  by linear interpolation (a bag at 500 Hz resampled to 1 kHz is legitimate: the timing report says
-  what the bag had, nothing is refused for it);
-- position -> counts through the robot's encoder as the generated read takes them,
-  ``round((q - offset) * direction * gear / (2 pi / cpr))`` (gear: the gear ratio of a motor-side
-  encoder, 1 on the link side; no encoder declared: 65536 counts per turn), after the
-  interpolation: the log's quantisation is the encoder's, whatever the bag recorded (positions need
-  not lie on the encoder grid; the report gives the largest rounding);
-- effort -> ``tau`` (the measured joint torque, N m or N, linearly interpolated); velocity, when
-  every message has one per name -> the extra ``qd_hat_logged``;
+  by linear interpolation (host_tools.data.timing: a bag at 500 Hz resampled to 1 kHz is
+  legitimate: the timing report says what the bag had, nothing is refused for it); the stamps kept
+  and the messages identical to the one before (position, velocity, effort) stay in the log
+  (``recorded_time``, ``recorded_repeats``) for the input checks;
+- position -> counts, effort -> ``tau`` (the measured joint torque, N m or N), velocity, when every
+  message has one per name -> the extra ``qd_hat_logged``, all interpolated, then as
+  host_tools.data.measured makes a Log of measured positions (counts rounded after the
+  interpolation; ``q_des`` the measured position: a bag has no desired trajectory);
 - ``command_topic`` (optional): the commanded torque, ``JointState`` effort (by name, header stamps)
   or ``std_msgs/msg/Float64MultiArray`` (n values in the description's joint order, the bag's
   receive times) -> the extra ``tau_cmd``, held from one command to the next (zero-order hold; the
-  first command before it arrives). ``tau`` stays the measured effort;
-- no desired trajectory is in a bag: ``q_des`` is the measured position (interpolated, before the
-  rounding), ``qd_des`` and ``qdd_des`` its central differences (``np.gradient``).
+  first command before it arrives). ``tau`` stays the measured effort.
 """
 
 from __future__ import annotations
@@ -35,16 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
-from host_tools.data.logs import Log, LogError
+from host_tools.data.formats import LogFile
+from host_tools.data.logs import LogError
+from host_tools.data.measured import encoders, measured_log
+from host_tools.data.timing import Timing, interpolate, ordered, repeated_rows, uniform_grid
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 STORAGE_SUFFIXES = (".db3", ".mcap")  # ROS 2 storage files (rosbags spells the suffixes this way)
 BAG_SUFFIXES = (".bag",) + STORAGE_SUFFIXES
-GAP = 1.5  # a stamp step longer than GAP sample periods is a gap
-MAX_VALUES = 30_000_000  # samples x joints of one resampled log (about 240 MB per array)
 NAMES_SHOWN = 12  # of a message's joint names in an error
 
 
@@ -62,59 +59,6 @@ def _reader_path(path: Path) -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class BagTiming:
-    """The stamps of the JointState topic as recorded (before resampling). Times in s."""
-
-    messages: int  # JointState messages on the topic
-    receive_time: int  # of them stamped with the bag's receive time (header stamp zero)
-    duplicates: int  # dropped: the same stamp as an earlier message (the first received is kept)
-    out_of_order: int  # steps back in time in the order received (the stamps are sorted)
-    mean_period: float  # (last - first) / (kept messages - 1)
-    jitter_std: float  # standard deviation of the stamp steps
-    jitter_max: float  # max |step - sample_period|
-    gaps: int  # steps longer than GAP sample periods
-    longest_step: float
-
-
-@dataclass(frozen=True)
-class BagReport:
-    path: Path  # what was read (a storage file's bag folder when it has one)
-    topic: str
-    command_topic: str | None
-    timing: BagTiming
-    sample_period: float
-    samples: int  # of the resampled log
-    start_stamp: int  # ns: the first stamp, the log's time 0
-    resolution: np.ndarray  # (n,) rad (m) per count: the log's quantisation, the encoder's
-    rounding: float  # largest |position in counts - nearest count| before the rounding
-    velocity: bool  # qd_hat_logged kept
-
-    def lines(self) -> list[str]:
-        """The timing report, one line each (messages, rate, jitter, gaps, duplicates)."""
-        t, ts = self.timing, self.sample_period
-        resolution = ", ".join(f"{r:.4g}" for r in dict.fromkeys(self.resolution.tolist()))
-        received = (
-            f"; {t.receive_time} stamped with the bag's receive time (zero header stamp)" if t.receive_time else ""
-        )
-        return [
-            f"messages    {t.messages} on {self.topic}{received}",
-            f"rate        {1.0 / t.mean_period:.6g} Hz (mean period {t.mean_period * 1e3:.6g} ms); "
-            f"resampled to {self.samples} samples every {ts * 1e3:g} ms",
-            f"jitter      std {t.jitter_std * 1e3:.3g} ms, max |dt - Ts| {t.jitter_max * 1e3:.3g} ms",
-            f"gaps        {t.gaps} (dt > {GAP:g} Ts), longest dt {t.longest_step * 1e3:.6g} ms",
-            f"duplicates  {t.duplicates} dropped (the first kept); {t.out_of_order} out of order (sorted)",
-            f"positions   rounded to the encoders' counts ({resolution} per count; up to {self.rounding:.3g} counts)",
-            "q_des       the measured positions (a bag has no desired trajectory)",
-        ]
-
-
-@dataclass(frozen=True)
-class BagImport:
-    log: Log
-    report: BagReport
-
-
 @dataclass
 class _Stream:
     """One topic's messages in the order received: stamps (ns) and values (N, n) per field."""
@@ -124,89 +68,48 @@ class _Stream:
     values: dict[str, np.ndarray]
 
 
-def import_bag(path: str | Path, robot: Robot, *, topic: str | None = None, command_topic: str | None = None) -> Log:
-    """A ROS bag as a Log of ``robot`` (see the module's docstring); read_bag also gives the report."""
-    return read_bag(path, robot, topic=topic, command_topic=command_topic).log
-
-
-def read_bag(
-    path: str | Path, robot: Robot, *, topic: str | None = None, command_topic: str | None = None
-) -> BagImport:
-    """A ROS bag as a Log of ``robot`` and the report of its timing (see the module's docstring)."""
+def read_bag(path: str | Path, robot: Robot, *, topic: str | None = None, command_topic: str | None = None) -> LogFile:
+    """A ROS bag as a Log of ``robot`` and the timing report of its stamps (see the module's docstring)."""
     path = Path(path)
-    rpc, offset, direction = _encoders(robot)
     names = [j.name for j in robot.joints]
     joint_states, commands, chosen = _read(path, names, topic, command_topic)
-    ts = robot.sample_period
-    keep, timing = _clean(joint_states.stamps, ts, joint_states.receive_time)
+    where = f"{path}: {chosen}"
+    keep = ordered(joint_states.stamps)
     if len(keep) < 3:
-        raise LogError(f"{path}: {chosen}: {len(keep)} distinct stamps; at least 3 are needed")
+        raise LogError(f"{where}: {len(keep)} distinct stamps; at least 3 are needed")
     stamps = joint_states.stamps[keep]
     start = int(stamps[0])
     rel = (stamps - start).astype(np.float64)  # exact: integer ns below 2**53 (104 days)
-    period = ts * 1e9
-    if abs(period - round(period)) < 1e-6:
-        period = float(round(period))  # integer ns: grid points that fall on stamps hit them exactly
-    k = int(np.floor(rel[-1] / period + 1e-9)) + 1
-    n = robot.dof
-    if k < 3:
-        raise LogError(f"{path}: {chosen}: the stamps span {rel[-1] / 1e9:g} s: fewer than 3 samples of {ts:g} s")
-    if k * n > MAX_VALUES:
-        raise LogError(
-            f"{path}: {chosen}: the stamps span {rel[-1] / 1e9:g} s: {k} samples of {ts:g} s, more than "
-            f"{MAX_VALUES // n} (cut the bag first)"
-        )
-    grid = np.arange(k) * period
-
-    def resample(a: np.ndarray) -> np.ndarray:
-        return np.stack([np.interp(grid, rel, a[keep, j]) for j in range(n)], axis=1)
-
-    q = resample(joint_states.values["position"])
-    raw = (q - offset) * direction / rpc
-    if not np.all(np.abs(raw) < 2.0**62):
-        raise LogError(f"{path}: {chosen}: positions beyond the encoders' int64 counts")
-    counts = np.round(raw)
-    qd_des = np.gradient(q, ts, axis=0)
-    extra: dict[str, np.ndarray] = {}
-    if "velocity" in joint_states.values:
-        extra["qd_hat_logged"] = resample(joint_states.values["velocity"])
+    grid = uniform_grid(rel, robot.sample_period, robot.dof, where)
+    values = {f: v[keep] for f, v in joint_states.values.items()}
+    extra = {
+        "recorded_time": rel / 1e9,
+        "recorded_repeats": repeated_rows(rel, list(values.values())),
+    }
+    if "velocity" in values:
+        extra["qd_hat_logged"] = interpolate(grid, rel, values["velocity"])
     if commands is not None:
         extra["tau_cmd"] = _hold(commands, start, grid)
-    log = Log(
-        robot=robot.c_name,
-        sample_period=ts,
-        time=grid / 1e9,
-        counts=counts.astype(np.int64),
-        valid=np.ones((k, n), dtype=bool),
-        tau=resample(joint_states.values["effort"]),
-        q_des=q,
-        qd_des=qd_des,
-        qdd_des=np.gradient(qd_des, ts, axis=0),
-        extra=extra,
+    q = interpolate(grid, rel, values["position"])
+    log, rounding = measured_log(robot, grid / 1e9, q, interpolate(grid, rel, values["effort"]), where, extra)
+    timing = Timing.of(
+        f"messages on {chosen}",
+        joint_states.stamps,
+        int(np.sum(extra["recorded_repeats"])),
+        robot.sample_period,
+        len(log),
+        True,
+        1e-9,
+        joint_states.receive_time,
     )
-    log.check(str(path))
-    report = BagReport(
-        path=_reader_path(path),
-        topic=chosen,
-        command_topic=command_topic,
-        timing=timing,
-        sample_period=ts,
-        samples=k,
-        start_stamp=start,
-        resolution=rpc,
-        rounding=float(np.max(np.abs(raw - counts))),
-        velocity="velocity" in joint_states.values,
+    resolution = ", ".join(f"{r:.4g}" for r in dict.fromkeys(encoders(robot)[0].tolist()))
+    notes = (
+        f"read        {_reader_path(path)}: time 0 at stamp {start // 10**9}.{start % 10**9:09d} s"
+        + (f"; commands from {command_topic} (tau_cmd)" if command_topic else ""),
+        f"positions   rounded to the encoders' counts ({resolution} per count; up to {rounding:.3g} counts)",
+        "q_des       the measured positions (a bag has no desired trajectory)",
     )
-    return BagImport(log, report)
-
-
-def _encoders(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per joint: the joint's rad (m) per count, offset and direction of its encoder as the generated
-    read takes it (q = count 2 pi / cpr direction / gear + offset; gear 1 on the link side; no
-    encoder declared: 65536 counts per turn on the link side)."""
-    offset = [j.encoder.offset if j.encoder is not None else 0.0 for j in robot.joints]
-    direction = [float(j.encoder.direction) if j.encoder is not None else 1.0 for j in robot.joints]
-    return 2 * np.pi / np.array(link_counts_per_turn(robot)), np.array(offset), np.array(direction)
+    return LogFile(str(path), log, timing, notes)
 
 
 def _shown(names: Iterable[str]) -> str:
@@ -344,34 +247,10 @@ class _Topic:
         return _Stream(np.where(zero, self.received[:k], self.stamps[:k]), int(np.sum(zero)), values)
 
 
-def _clean(stamps: np.ndarray, ts: float, receive_time: int) -> tuple[np.ndarray, BagTiming]:
-    """Indices of the messages to use, in time order (sorted; of equal stamps the first received),
-    and the timing report of what was recorded."""
-    out_of_order = int(np.sum(np.diff(stamps) < 0))
-    order = np.argsort(stamps, kind="stable")
-    first = np.concatenate([[True], np.diff(stamps[order]) > 0])
-    keep = order[first]
-    steps = np.diff(stamps[keep]) / 1e9
-    if len(steps) == 0:
-        steps = np.zeros(1)
-    timing = BagTiming(
-        messages=len(stamps),
-        receive_time=receive_time,
-        duplicates=int(np.sum(~first)),
-        out_of_order=out_of_order,
-        mean_period=float(np.mean(steps)) if np.any(steps) else float("inf"),
-        jitter_std=float(np.std(steps)),
-        jitter_max=float(np.max(np.abs(steps - ts))),
-        gaps=int(np.sum(steps > GAP * ts)),
-        longest_step=float(np.max(steps)),
-    )
-    return keep, timing
-
-
 def _hold(commands: _Stream, start: int, grid: np.ndarray) -> np.ndarray:
     """The command in force at each grid point (ns from ``start``): the last one stamped at or
     before it (the first before any)."""
-    keep, _ = _clean(commands.stamps, 1.0, 0)
+    keep = ordered(commands.stamps)
     rel = (commands.stamps[keep] - start).astype(np.float64)
     at = np.clip(np.searchsorted(rel, grid, side="right") - 1, 0, None)
     return np.asarray(commands.values["effort"][keep][at], dtype=float)

@@ -168,10 +168,10 @@ def test_experiment1_recorded_outputs_are_reproduced(capsys: pytest.CaptureFixtu
     gains = run["gains"]["paper"]
     assert gains["kalman"]["estimator"] == "kalman:tustin=1" and gains["movav"]["estimator"] == "movav:p=3"
     # the zero-state start: the first output of a finite difference is q / T, as recorded
-    from host_tools.data.mat_logs import load_log
+    from host_tools.data.formats import read_log
     from host_tools.studies.log_estimation import estimate, recorded_outputs
 
-    log = load_log(RUNS_EXPERIMENT1, load_robot("schunk_lwa4p"))
+    log = read_log(RUNS_EXPERIMENT1, load_robot("schunk_lwa4p")).log
     fd = estimate(log, EstimatorRequest("findiff"), LWA4P, "paper")
     assert np.array_equal(fd.qd_hat[fd.start :], recorded_outputs(log)["findiff"][fd.start :])
     for name, bound in (("findiff", 0.0), ("movav", 0.0), ("linhg", 1e-4), ("kalman", 1e-4)):
@@ -260,10 +260,10 @@ def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys
     # identified model explains the torque better, so the momentum residual on the fitting run drops
     # on the inertia-dominated joints 1-3 (joints 4-6: friction, unchanged within noise)
     from host_tools.bindings.rt import load_rt
-    from host_tools.data.mat_logs import load_log
+    from host_tools.data.formats import read_log
     from host_tools.studies.thresholds import design_thresholds
 
-    log = load_log(RUNS["FinDiff"], load_robot("schunk_lwa4p"))
+    log = read_log(RUNS["FinDiff"], load_robot("schunk_lwa4p")).log
     rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
     nominal = design_thresholds(rt, log).max_residual
     rt.config.load(tmp_path / "config_identified.json")
@@ -338,12 +338,12 @@ def _terms_online(out: Path, doc: dict, other: Path) -> None:
     import json
 
     from host_tools.bindings.rt import load_rt
-    from host_tools.data.mat_logs import load_log
+    from host_tools.data.formats import read_log
     from host_tools.studies.thresholds import replay
 
     config = json.loads((out / "config_identified.json").read_text())["config"]
     assert {k: config[k] for k in config if k.startswith("fric.")} == doc["friction_terms"]["runtime_config"]
-    log = load_log(other, load_robot("schunk_lwa4p"))
+    log = read_log(other, load_robot("schunk_lwa4p")).log
     rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
     k0 = int(round(0.5 / rt.sample_period))
 

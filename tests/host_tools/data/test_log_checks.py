@@ -134,8 +134,9 @@ def test_time_stamps_that_jump_repeat_or_go_back() -> None:
     log.time = t
     checks = check_log(log, PLANAR2, "stamps.npz")
     found = [(f.kind, f.joint, f.first, f.last, f.samples) for f in checks.findings]
-    # the step after a repeat or a step back is longer: one finding each, over both steps
-    assert found == [("time", None, 499, 500, 2), ("time", None, 999, 1001, 3), ("time", None, 1499, 1501, 3)]
+    # a jump alone is a gap; the step after a repeat or a step back is longer: one finding each,
+    # over both steps
+    assert found == [("gap", None, 499, 500, 2), ("time", None, 999, 1001, 3), ("time", None, 1499, 1501, 3)]
     assert "jump" in checks.findings[0].detail and "repeat" in checks.findings[1].detail
     assert "go back" in checks.findings[2].detail
     assert int(np.sum(checks.flagged)) == 8
@@ -216,34 +217,33 @@ def test_a_wrapping_counter_is_refused_unless_the_start_is_stated(tmp_path: Path
     assert np.all(rt.config["enc.offset"] == 0)
     assert check_log(log, robot).findings == []
     # import-log's NPZ keeps the start position; loading it restores the offsets
-    from host_tools.data.mat_logs import load_log
+    from host_tools.data.formats import read_log
 
     log.save(tmp_path / "started.npz")
-    loaded = load_log(tmp_path / "started.npz", robot)
+    loaded = read_log(tmp_path / "started.npz", robot).log
     assert loaded.encoder_offset is not None and loaded.encoder_offset == pytest.approx(offsets, abs=0)
     rt.reset()
     assert rt.run(loaded)["q"] == pytest.approx(q, abs=2 * np.pi / 409600)
 
 
-def test_a_csv_is_checked_for_what_it_carries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """identify's DATA.csv (time, q, tau): saturation, limits and standstill are checked (time steps
-    on reading; no desired trajectory, no counts); the findings are in identify's JSON and left out."""
-    from host_tools.data.checks import check_samples
-    from host_tools.data.csvdata import Samples
+def test_a_csv_is_checked_as_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """identify's DATA.csv (time, q, tau) is checked as any log (its positions are the measured ones:
+    no departure from them); the findings are in identify's JSON and left out."""
+    from host_tools.data.formats import read_log
 
     log, q = fabricate(PLANAR2, 12.0, seed=3)
     tau = log.tau.copy()
-    ts = log.sample_period
     clip = (log.time >= 6.0) & (log.time < 7.0)
     tau[clip, 0] = np.max(tau[:, 0]) + 1.0  # held at its new extreme for 1 s
-    found = check_samples(Samples(ts, q, tau), PLANAR2, "run.csv")
+    path, clean = tmp_path / "run.csv", tmp_path / "clean.csv"
+    header = "t," + ",".join(f"q{i + 1}" for i in range(2)) + "," + ",".join(f"tau{i + 1}" for i in range(2))
+    np.savetxt(path, np.column_stack([log.time, q, tau]), delimiter=",", header=header, comments="")
+    np.savetxt(clean, np.column_stack([log.time, q, log.tau]), delimiter=",", header=header, comments="")
+    found = check_log(read_log(path, PLANAR2).log, PLANAR2, "run.csv")
     kinds = [(f.kind, f.joint) for f in found.findings]
     assert kinds == [("saturation", 1)], kinds
     assert found.findings[0].t0 == pytest.approx(6.0) and found.findings[0].samples == int(np.sum(clip))
-    assert check_samples(Samples(ts, q, log.tau), PLANAR2, "run.csv").findings == []
-    path = tmp_path / "run.csv"
-    header = "t," + ",".join(f"q{i + 1}" for i in range(2)) + "," + ",".join(f"tau{i + 1}" for i in range(2))
-    np.savetxt(path, np.column_stack([log.time, q, tau]), delimiter=",", header=header, comments="")
+    assert check_log(read_log(clean, PLANAR2).log, PLANAR2).findings == []
     assert main(["identify", "planar2", str(path), "--json"]) == 0
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
@@ -305,13 +305,25 @@ def test_import_log_json_reports_the_checks(tmp_path: Path, capsys: pytest.Captu
 def test_import_log_refuses_a_wrapping_counter_without_start_position(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    robot = str(planar2_16(tmp_path))
-    assert main(["import-log", str(tmp_path / "x.mat"), "--robot", robot, "--out", str(tmp_path / "x.npz")]) == 2
+    """Counts that wrap need the start stated; a CSV's (or a bag's) positions are absolute: they state it."""
+    path = planar2_16(tmp_path)
+    robot = load_robot(path)
+    log, q = fabricate(robot, 3.0)
+    log.save(tmp_path / "x.npz")
+    args = ["import-log", str(tmp_path / "x.npz"), "--robot", str(path), "--out", str(tmp_path / "y.npz")]
+    assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "joint 1 (shoulder)" in err and "--start-position" in err
-    args = ["import-log", str(tmp_path / "x.mat"), "--robot", robot, "--out", str(tmp_path / "x.npz")]
+    assert not (tmp_path / "y.npz").exists()
     assert main([*args, "--start-position", "0.1"]) == 2
     assert "--start-position" in capsys.readouterr().err
+    csv = tmp_path / "x.csv"
+    np.savetxt(csv, np.column_stack([log.time, q + 1.2, log.tau]), delimiter=",", header="t,q1,q2,t1,t2", comments="")
+    assert main(["import-log", str(csv), "--robot", str(path), "--out", str(tmp_path / "y.npz")]) == 0, (
+        capsys.readouterr().err
+    )
+    imported = Log.load(tmp_path / "y.npz")
+    assert imported.extra["start_position"] == pytest.approx(q[0] + 1.2, abs=0)
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import main
+from host_tools.data.formats import read_log
 from host_tools.data.logs import Log, LogError
-from host_tools.data.mat_logs import load_log
-from host_tools.data.ros_bags import import_bag, read_bag
+from host_tools.data.ros_bags import read_bag
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.pipeline import IdentSettings, identify
 
@@ -154,18 +154,18 @@ def test_a_bag_on_the_sample_grid_is_the_npz_log(
     assert np.array_equal(b.extra["qd_hat_logged"], log.extra["qd_true"])
     assert np.array_equal(b.extra["tau_cmd"], log.extra["tau_cmd"])
     assert np.array_equal(b.q_des, positions(log))
-    t = got.report.timing
-    assert (t.messages, t.duplicates, t.out_of_order, t.gaps, t.receive_time) == (len(log), 0, 0, 0, 0)
+    t = got.timing
+    assert (t.stamps, t.duplicates, t.out_of_order, t.gaps, t.receive_time, t.repeated) == (len(log), 0, 0, 0, 0, 0)
     assert t.mean_period == pytest.approx(1e-3, rel=1e-12) and t.jitter_max < 1e-12
 
     # identify and thresholds take the bag itself: a ROS 2 storage file too (its folder is read)
     for path in [bag] + (
         [] if fmt == "ros1" else [next(bag.glob("*.db3")) if fmt == "sqlite3" else next(bag.glob("*.mcap"))]
     ):
-        assert np.array_equal(load_log(path, robot).counts, log.counts)
+        assert np.array_equal(read_log(path, robot).log.counts, log.counts)
     settings = IdentSettings()
     from_npz, _, _ = identify(robot, log, None, settings)
-    from_bag, _, _ = identify(robot, load_log(bag, robot), None, settings)
+    from_bag, _, _ = identify(robot, read_log(bag, robot).log, None, settings)
     a, c = from_npz.base.values, from_bag.base.values
     assert np.max(np.abs(a - c)) <= 1e-12 * np.max(np.abs(a))
     if fmt == "ros1":  # the whole CLI path once: the same thresholds from the bag as from the NPZ
@@ -198,7 +198,7 @@ def test_jittered_stamps_stay_within_the_interpolation_bound(run: tuple[Log, Pat
     rng = np.random.default_rng(7)
     e = np.round(rng.uniform(-TS_NS / 10, TS_NS / 10, len(log))).astype(np.int64)
     bag = write_bag(tmp_path / "jitter", "mcap", states(log, nominal(log) + e))
-    b = import_bag(bag, load_robot("planar2"))
+    b = read_bag(bag, load_robot("planar2")).log
     k = len(b)
     assert k in (len(log) - 1, len(log))
     big_e = np.max(np.abs(e)) / 1e9
@@ -250,8 +250,8 @@ def test_duplicates_gaps_out_of_order_and_zero_stamps_are_counted(tmp_path: Path
     records[index(70)] = (topic, received, dataclasses.replace(state, stamp=0))  # no stamp: the receive time
     bag = write_bag(tmp_path / "holes", "sqlite3", records)
     got = read_bag(bag, load_robot("planar2"))
-    t = got.report.timing
-    assert t.messages == 96 + 2
+    t = got.timing
+    assert t.stamps == 96 + 2
     assert (t.duplicates, t.out_of_order, t.gaps, t.receive_time) == (2, 1, 1, 1)
     assert t.longest_step == pytest.approx(5e-3)
     assert len(got.log) == 100
@@ -261,8 +261,9 @@ def test_duplicates_gaps_out_of_order_and_zero_stamps_are_counted(tmp_path: Path
     assert np.allclose(got.log.q_des[:, 0], 0.001 * np.arange(100), atol=1e-12)
     assert np.array_equal(got.log.counts[:, 0], np.round(0.001 * np.arange(100) / rpc))
     assert np.allclose(got.log.tau[:, 0], 0.002 * np.arange(100), atol=1e-12)
-    lines = got.report.lines()
-    assert [x.split()[0] for x in lines[:5]] == ["messages", "rate", "jitter", "gaps", "duplicates"]
+    lines = got.lines()
+    assert [x.split()[0] for x in lines[:6]] == ["stamps", "rate", "jitter", "gaps", "duplicates", "repeats"]
+    assert "98 messages on /joint_states; 1 stamped with the bag's receive time" in lines[0]
     assert "2 dropped" in lines[4] and "1 out of order" in lines[4] and lines[3].startswith("gaps        1 ")
 
 
@@ -270,7 +271,7 @@ def test_missing_joint_names_the_bag_topic_and_the_names(tmp_path: Path) -> None
     msg = State(START, ["shoulder", "wrist"], np.zeros(2), np.zeros(0), np.zeros(2))
     bag = write_bag(tmp_path / "wrong", "mcap", [("/arm/joint_states", START + k, msg) for k in range(3)])
     with pytest.raises(LogError) as err:
-        import_bag(bag, load_robot("planar2"))
+        read_bag(bag, load_robot("planar2"))
     text = str(err.value)
     assert str(bag) in text and "/arm/joint_states" in text and "'elbow'" in text
     assert "present: 'shoulder', 'wrist'" in text
@@ -286,8 +287,8 @@ def test_two_joint_state_topics_need_a_choice(tmp_path: Path, capsys: pytest.Cap
     bag = write_bag(tmp_path / "two", "ros1", records)
     robot = load_robot("planar2")
     with pytest.raises(LogError, match="JointState topics .*: 2: /left/joint_states, /right/joint_states; choose"):
-        import_bag(bag, robot)
-    assert import_bag(bag, robot, topic="/right/joint_states").q_des[-1, 0] == pytest.approx(-0.4)
+        read_bag(bag, robot)
+    assert read_bag(bag, robot, topic="/right/joint_states").log.q_des[-1, 0] == pytest.approx(-0.4)
     out = tmp_path / "two.npz"
     assert main(["import-log", str(bag), "--robot", "planar2", "--out", str(out)]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -310,9 +311,9 @@ def test_import_log_prints_the_timing_report(
     assert main(args + ["--command-topic", "/effort_cmd"]) == 0
     lines = capsys.readouterr().out.splitlines()
     heads = [x.split()[0] for x in lines]
-    for head in ("messages", "rate", "jitter", "gaps", "duplicates", "joint", "tau"):
+    for head in ("stamps", "rate", "jitter", "gaps", "duplicates", "repeats", "joint", "tau"):
         assert head in heads, lines
-    assert "3001 on /joint_states" in lines[1] and "1000 Hz" in lines[2]
+    assert "3001 messages on /joint_states" in lines[1] and "1000 Hz" in lines[2]
     saved = Log.load(out)
     assert np.array_equal(saved.counts, log.counts) and "tau_cmd" in saved.extra
 
@@ -323,13 +324,13 @@ def test_too_few_messages_and_nan_effort_are_refused(fmt: str, tmp_path: Path) -
     two = [("/js", START + k, State(START + k, names, np.zeros(2), np.zeros(0), np.zeros(2))) for k in range(2)]
     robot = load_robot("planar2")
     with pytest.raises(LogError, match="2 distinct stamps; at least 3"):
-        import_bag(write_bag(tmp_path / "two", fmt, list(two)), robot)
+        read_bag(write_bag(tmp_path / "two", fmt, list(two)), robot)
     nan = [
         ("/js", START + k * TS_NS, State(START + k * TS_NS, names, np.zeros(2), np.zeros(0), np.array([0.0, np.nan])))
         for k in range(5)
     ]
     with pytest.raises(LogError, match="effort: NaN or inf for joints elbow"):
-        import_bag(write_bag(tmp_path / "nan", fmt, nan), robot)
+        read_bag(write_bag(tmp_path / "nan", fmt, nan), robot)
 
 
 def test_motor_side_encoders_read_back_within_half_a_count(tmp_path: Path) -> None:
@@ -351,7 +352,10 @@ def test_motor_side_encoders_read_back_within_half_a_count(tmp_path: Path) -> No
     ]
     got = read_bag(write_bag(tmp_path / "ur5", "mcap", records), robot)
     resolution = 2 * np.pi / (65536 * 101)
-    assert np.allclose(got.report.resolution, resolution, rtol=1e-12)
+    from host_tools.data.measured import encoders
+
+    assert np.allclose(encoders(robot)[0], resolution, rtol=1e-12)
+    assert f"{resolution:.4g} per count" in got.lines()[-2]
     assert np.max(np.abs(read_positions(robot, got.log) - q)) <= resolution / 2 * (1 + 1e-9)
 
 

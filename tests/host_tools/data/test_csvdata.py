@@ -1,0 +1,189 @@
+"""CSV logs (host_tools.data.csvdata, #44 item 3): a hand-built CSV of planar2 with jittered stamps,
+one 8 ms gap and 5 rows recorded twice is resampled like a bag -- the timing report's rate, jitter
+and gap against figures computed here from the written stamps, the gap and the repeats found by the
+input checks with the samples they spoil, the same arrays from the CSV, from its NPZ and from a ROS
+bag of the same messages; a steady 500 Hz CSV for the 1 kHz robot has no gaps; errors in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.model.description import load_robot
+from host_tools.data.checks import check_log
+from host_tools.data.csvdata import read_csv
+from host_tools.data.formats import LogFile, read_log
+from host_tools.data.logs import Log, LogError
+from host_tools.data.timing import GAP
+
+PLANAR2 = load_robot("planar2")  # 1 ms, link-side encoders of 16384 counts per turn
+GAP_AT = 1000  # the row after which 7 rows are lost: one step of 8 ms
+REPEATED = (300, 700, 1500, 2000, 2500)  # rows (of the file) that repeat the row before
+
+
+def hand_built(seed: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stamps (integer us: what the CSV states exactly), positions and torques (R, 2) of a 3 s run:
+    1 kHz with stamps off their nominal instants by up to +-0.1 ms (the first, the last and those either
+    side of the gap, on them), rows 1001-1007 lost, the rows REPEATED copies of the row before."""
+    rng = np.random.default_rng(seed)
+    k = np.arange(3000)
+    jitter = rng.integers(-100, 101, len(k))
+    jitter[[0, GAP_AT, GAP_AT + 8, -1]] = 0
+    stamps_us = k * 1000 + jitter
+    t = stamps_us / 1e6
+    q = np.column_stack([0.8 * np.sin(2 * np.pi * 0.5 * t), 0.5 * np.cos(2 * np.pi * 0.7 * t)])
+    tau = np.column_stack([3 * np.sin(2 * np.pi * 0.5 * t + 1), np.cos(2 * np.pi * 0.3 * t)])
+    tau += rng.normal(0, 0.01, tau.shape)
+    kept = (k <= GAP_AT) | (k >= GAP_AT + 8)
+    stamps_us, q, tau = stamps_us[kept], q[kept], tau[kept]
+    for r in REPEATED:
+        q[r], tau[r] = q[r - 1], tau[r - 1]
+    return stamps_us, q, tau
+
+
+def write_csv(path: Path, stamps_us: np.ndarray, *columns: np.ndarray) -> Path:
+    table = np.column_stack([stamps_us / 1e6, *columns])
+    np.savetxt(path, table, delimiter=",", header="time,q1,q2,tau1,tau2", comments="", fmt="%.17g")
+    return path
+
+
+@pytest.fixture(scope="module")
+def irregular(tmp_path_factory: pytest.TempPathFactory) -> tuple[LogFile, np.ndarray, np.ndarray, np.ndarray]:
+    stamps_us, q, tau = hand_built()
+    path = write_csv(tmp_path_factory.mktemp("csv") / "irregular.csv", stamps_us, q, tau)
+    return read_csv(path, PLANAR2), stamps_us, q, tau
+
+
+def test_the_timing_report_of_a_jittered_csv(irregular: tuple[LogFile, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    f, stamps_us, _, _ = irregular
+    steps = np.diff(stamps_us) / 1e6  # s; the rows are in order, every stamp distinct
+    median = float(np.median(steps))
+    regular = np.delete(steps, GAP_AT)  # the jitter: of the steps that are not the gap
+    t = f.timing
+    assert (t.stamps, t.duplicates, t.out_of_order, t.repeated) == (2993, 0, 0, 5)
+    assert t.resampled and t.samples == int(stamps_us[-1] // 1000) + 1 == len(f.log)
+    assert t.mean_period == pytest.approx((stamps_us[-1] - stamps_us[0]) / 1e6 / 2992, rel=1e-12)
+    assert 1.0 / t.mean_period == pytest.approx(1000 * 2992 / 2999, rel=1e-3)  # 7 rows lost in 3 s
+    assert t.median_period == pytest.approx(median, rel=1e-12)
+    assert median == 1e-3 and t.jitter_std == pytest.approx(float(np.std(regular)), rel=1e-9)
+    assert t.jitter_max == pytest.approx(float(np.max(np.abs(regular - median))), rel=1e-9)
+    assert 0.15e-3 < t.jitter_max <= 0.2e-3  # two stamps off by up to 0.1 ms each
+    assert t.gaps == int(np.sum(steps > GAP * median)) == 1
+    assert t.longest_step == pytest.approx(0.008, abs=1e-12)
+    lines = f.lines()
+    assert lines[3].startswith("gaps        1 ") and "longest dt 8 ms" in lines[3]
+    assert lines[5].startswith("repeats     5 ") and "resampled to 3000 samples every 1 ms" in lines[1]
+    doc = t.as_json()
+    assert doc["gaps"] == 1 and doc["repeated"] == 5 and doc["rate_hz"] == pytest.approx(1.0 / t.mean_period)
+
+
+def test_the_gap_and_the_repeats_are_found_where_they_spoil_the_log(
+    irregular: tuple[LogFile, np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """The gap flags the grid samples from the stamp before it to the one after (interpolated across
+    it); a repeated row, those between the rows either side of it (interpolated from a stale value)."""
+    f, stamps_us, _, _ = irregular
+    grid_us = np.arange(len(f.log)) * 1000  # the first stamp is on its nominal instant: t = 0
+    assert np.allclose(f.log.time, grid_us / 1e6, rtol=0, atol=1e-12)
+    checks = check_log(f.log, PLANAR2, "irregular.csv")
+    found = [(c.kind, c.first, c.last) for c in checks.findings]
+    before, after = stamps_us[GAP_AT], stamps_us[GAP_AT + 1]
+    gap = np.flatnonzero((grid_us >= before) & (grid_us <= after))
+    assert (before, after, gap[0], gap[-1]) == (1_000_000, 1_008_000, 1000, 1008)
+    want = [("gap", 1000, 1008)]
+    for r in REPEATED:
+        between = np.flatnonzero((grid_us > stamps_us[r - 1]) & (grid_us < stamps_us[r + 1]))
+        want.append(("repeat", int(between[0]), int(between[-1])))
+    assert found == want
+    g = checks.findings[0]
+    assert (g.t0, g.t1, g.samples) == (pytest.approx(1.0), pytest.approx(1.008), 9)
+    assert "8 ms" in g.detail and "t = 1..1.008 s as recorded" in g.detail
+    assert all("1 recorded row identical" in c.detail for c in checks.findings[1:])
+    assert int(np.sum(checks.flagged)) == sum(b - a + 1 for _, a, b in want)
+
+
+def test_csv_npz_and_bag_give_the_same_resampled_log(
+    irregular: tuple[LogFile, np.ndarray, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    """The CSV's columns interpolated here onto the grid, rounded to the encoder's counts; its NPZ
+    read back (the stamps as recorded kept: the same findings); a ROS bag of the same messages."""
+    from tests.host_tools.data.test_ros_bags import START, State, write_bag
+
+    f, stamps_us, q, tau = irregular
+    grid = np.arange(len(f.log)) * 1e-3
+    t = stamps_us / 1e6
+    q_grid = np.column_stack([np.interp(grid, t, q[:, j]) for j in range(2)])
+    tau_grid = np.column_stack([np.interp(grid, t, tau[:, j]) for j in range(2)])
+    assert np.allclose(f.log.q_des, q_grid, rtol=0, atol=1e-12)
+    assert np.allclose(f.log.tau, tau_grid, rtol=0, atol=1e-12)
+    assert np.array_equal(f.log.counts, np.round(q_grid / (2 * np.pi / 16384)).astype(np.int64))
+    assert f.samples is not None and np.array_equal(f.samples.q, f.log.q_des)
+    npz = read_log(f.log.save(tmp_path / "irregular.npz"), PLANAR2)
+    bag = write_bag(
+        tmp_path / "irregular",
+        "mcap",
+        [
+            (
+                "/joint_states",
+                START + int(s) * 1000,
+                State(START + int(s) * 1000, ["shoulder", "elbow"], a, np.zeros(0), b),
+            )
+            for s, a, b in zip(stamps_us, q, tau)
+        ],
+    )
+    from_bag = read_log(bag, PLANAR2)
+    for other in (npz, from_bag):
+        for name in ("time", "counts", "tau", "q_des", "qd_des", "qdd_des"):
+            assert np.array_equal(getattr(other.log, name), getattr(f.log, name)), name
+        for name in ("recorded_time", "recorded_repeats"):
+            assert np.array_equal(other.log.extra[name], f.log.extra[name]), name
+        a, b = check_log(other.log, PLANAR2, "x"), check_log(f.log, PLANAR2, "x")
+        assert a.as_json() == b.as_json() and np.array_equal(a.flagged, b.flagged)
+    assert (npz.timing.gaps, npz.timing.repeated, from_bag.timing.gaps, from_bag.timing.repeated) == (1, 5, 1, 5)
+    assert from_bag.timing.as_json()["jitter_max"] == pytest.approx(f.timing.jitter_max, rel=1e-9)
+
+
+def test_a_steady_500_hz_csv_for_a_1_khz_robot_has_no_gaps(tmp_path: Path) -> None:
+    stamps_us = np.arange(1500) * 2000  # 3 s at 500 Hz, planar2 runs at 1 kHz
+    t = stamps_us / 1e6
+    q = np.column_stack([np.sin(t), np.cos(t)])
+    tau = np.column_stack([np.sin(3 * t), np.cos(2 * t)])
+    f = read_log(write_csv(tmp_path / "500hz.csv", stamps_us, q, tau), PLANAR2)
+    assert (f.timing.gaps, f.timing.median_period, f.timing.jitter_max) == (0, pytest.approx(2e-3), pytest.approx(0))
+    assert f.timing.resampled and len(f.log) == 2999 and f.log.sample_period == 1e-3
+    assert [c.kind for c in check_log(f.log, PLANAR2).findings] == []
+    # the same CSV at 1 kHz on the robot's grid is taken as it is
+    uniform = read_log(
+        write_csv(tmp_path / "1khz.csv", np.arange(3000) * 1000, q.repeat(2, 0), tau.repeat(2, 0)), PLANAR2
+    )
+    assert not uniform.timing.resampled and "recorded_time" not in uniform.log.extra
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("t,q1,q2\n0,1,2\n", "3 columns; a 2-joint robot needs 1 + 2 x 2 = 5"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,2,3,4\n", "2 samples; need at least 3"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,nan,3,4\n0.002,1,2,3,4\n", "data row 2: a NaN or inf"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0,1,2,3,4\n0,1,2,3,5\n", "time: 1 distinct stamps; at least 3"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,x\n", "not numeric CSV"),
+    ],
+)
+def test_csv_errors_name_the_file_in_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(LogError) as err:
+        read_log(path, PLANAR2)
+    assert str(path) in str(err.value) and needle in str(err.value) and "\n" not in str(err.value), err.value
+
+
+def test_a_recorded_velocity_column_is_kept(tmp_path: Path) -> None:
+    t = np.arange(100) * 1e-3
+    q = np.column_stack([np.sin(t), t])
+    qd = np.column_stack([np.cos(t), np.ones_like(t)])
+    path = tmp_path / "qd.csv"
+    np.savetxt(path, np.column_stack([t, q, qd, q]), delimiter=",", header="t,q1,q2,qd1,qd2,tau1,tau2", comments="")
+    log: Log = read_log(path, PLANAR2).log
+    assert np.array_equal(log.extra["qd_hat_logged"], qd) and np.array_equal(log.tau, q)

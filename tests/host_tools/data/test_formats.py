@@ -1,0 +1,96 @@
+"""One loader for every command (host_tools.data.formats, #44 item 3): import-log, identify, thresholds
+and evaluate --log each take a CSV with jittered stamps (a loopback run of planar2, its values at
+the nominal instants), resampled as a bag; import-log's JSON carries the timing report and its text
+summary keeps the joint names apart; a file of no known format is one line naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt
+from host_tools.cli import main
+from host_tools.data.formats import read_log
+from host_tools.data.logs import LogError
+from host_tools.data.trajectories import generated_trajectory
+
+
+@pytest.fixture(scope="module")
+def jittered_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 6 s collision-free loopback run of planar2 (a fifth of its speed limits: no drive clips) as
+    a CSV (time, q, tau), the stamps off the 1 ms grid by up to +-0.1 ms and one row lost (a 2 ms
+    step: a gap)."""
+    rt = load_rt("planar2")
+    robot = load_robot("planar2")
+    log = simulate(rt, generated_trajectory(robot, 6.0, rt.sample_period, seed=3, speed=0.2)).log
+    q = log.counts * (2 * np.pi / 16384)
+    rng = np.random.default_rng(5)
+    t = log.time + np.round(rng.uniform(-1e-4, 1e-4, len(log.time)), 7)
+    t[0] = 0.0
+    kept = np.arange(len(t)) != 3000
+    path = tmp_path_factory.mktemp("csv") / "run.csv"
+    table = np.column_stack([t, q, log.tau])[kept]
+    np.savetxt(path, table, delimiter=",", header="time,q1,q2,tau1,tau2", comments="", fmt="%.17g")
+    return path
+
+
+def test_import_log_takes_a_csv_and_reports_its_timing(
+    jittered_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run.npz"
+    assert main(["import-log", str(jittered_csv), "--robot", "planar2", "--out", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    timing = doc["timing"]
+    assert timing["stamps"] == 6000 and timing["resampled"] and timing["gaps"] == 1
+    assert timing["samples"] == doc["samples"] == len(read_log(out, load_robot("planar2")).log)
+    assert 0.9e-3 < timing["median_period"] < 1.1e-3 and timing["jitter_max"] <= 2e-4
+    gap = doc["checks"]
+    assert len(gap) == 1 and gap[0]["kind"] == "gap" and gap[0]["samples"] == doc["flagged_samples"]
+    assert gap[0]["samples"] in (2, 3)
+    assert 2.9985 <= gap[0]["t0"] < gap[0]["t1"] <= 3.0015
+    assert f"manipgen: check: {jittered_csv}: gap: whole arm" in captured.err
+
+
+def test_identify_thresholds_and_evaluate_take_a_csv(jittered_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv = str(jittered_csv)
+    assert main(["identify", "planar2", csv, "--validate", csv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["kind"] for c in doc["checks"]] == ["gap", "gap"] and doc["flagged_left_out"]
+    assert main(["thresholds", "planar2", csv, "--check", csv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["threshold"]) == 2 and [c["kind"] for c in doc["checks"]] == ["gap", "gap"]
+    assert main(["evaluate", "planar2", "--log", csv, "--estimators", "findiff", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["kind"] for c in doc["runs"]["run"]["checks"]] == ["gap"]
+
+
+def test_the_summary_keeps_long_joint_names_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    robot = load_robot("ur5")  # shoulder_pan_joint, shoulder_lift_joint, ...: 11-19 characters
+    t = np.arange(200) * 1e-3
+    q = 0.3 * np.sin(np.outer(t, np.arange(1, 7)))
+    path = tmp_path / "ur5.csv"
+    np.savetxt(path, np.column_stack([t, q, 10 * q]), delimiter=",", header="h", comments="")
+    assert main(["import-log", str(path), "--robot", "ur5", "--out", str(tmp_path / "ur5.npz")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    joint = next(ln for ln in lines if ln.startswith("joint "))
+    assert joint.split()[1:] == [j.name for j in robot.joints]
+    rms = next(ln for ln in lines if ln.startswith("tau RMS N m "))
+    assert len(rms.removeprefix("tau RMS N m").split()) == 6 and len(rms) == len(joint)
+    assert any(ln.startswith("stamps      200 rows of ur5.csv") for ln in lines)
+
+
+def test_a_file_of_no_known_format_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.txt"
+    path.write_text("not a log\n")
+    with pytest.raises(LogError, match=r"run.txt: not a log: .* or a CSV \(.csv\)"):
+        read_log(path, load_robot("planar2"))
+    for args in (["thresholds", "planar2", str(path)], ["evaluate", "planar2", "--log", str(path)]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(path.name) in err[0] and "Traceback" not in err[0], err
