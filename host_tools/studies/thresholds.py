@@ -16,8 +16,13 @@ only (kv = ka = ks = 0: the max |r| of before).
 The margin, from the run itself (leave-part-out): the used samples are split into ``blocks``
 contiguous blocks; for each, the envelope is fitted on the others and the held-out block's worst
 |r| / envelope is measured. The margin makes the worst of these (or of the run itself, >= 1) equal
-``target``: margin = max(1, worst held-out ratio) / target. The scale vs is the one whose margined
-envelopes have the lowest sum of means. ``check_thresholds`` replays another run against them.
+``target``: margin = max(1, worst held-out ratio) / target. With ``exceedance`` (issue #44, opt-in)
+the margin is per joint instead: a Gumbel law fitted to each joint's held-out maxima, the level a run
+of the design's length exceeds with its share of the probability ``exceedance`` (shared among the
+joints where margin costs least), never below the joint's worst held-out ratio, over ``target``
+(extreme_value_margins). ``design_across`` designs on several runs, each held out in turn. The scale
+vs is the one whose margined envelopes have the lowest sum of means. ``check_thresholds`` replays
+another run against them.
 
     rt = load_rt("kuka_iiwa14", observer="momentum")
     design = design_thresholds(rt, Log.load("free.npz"))
@@ -56,10 +61,11 @@ class Thresholds:
     ka: np.ndarray  # N m s^2/rad (0 where the estimator gives no q-ddot)
     ks: np.ndarray  # N m, the standstill part
     vs: np.ndarray  # rad/s, its velocity scale
-    margin: float  # the factor on the fitted envelope
+    margins: np.ndarray  # (n,) the factor on each joint's fitted envelope
     margin_given: bool  # True: the caller's; False: derived from the held-out blocks
     target: float  # the worst held-out ratio the derived margin gives
-    held_out: np.ndarray  # (blocks, n): max |r| / envelope on each block, envelope fitted on the others
+    exceedance: float | None  # the extreme-value margins' probability per run (None: one worst-block margin)
+    held_out: np.ndarray  # (units, n): max |r| / envelope on each held-out block, envelope fitted without it
     acceleration: bool  # whether the estimator gives a q-ddot estimate (else ka is moot, 0)
     threshold_mean: np.ndarray  # per joint, the whole threshold's mean over the used samples
     level: np.ndarray  # (K, n) the whole threshold along the log
@@ -69,6 +75,11 @@ class Thresholds:
     excluded: int  # samples after the skipped start left out (flagged by the input checks)
     residual: np.ndarray  # r (K, n) over the whole log, N m (or N)
     skipped: int  # samples left out at the start
+
+    @property
+    def margin(self) -> float:
+        """The largest of the joints' margins."""
+        return float(self.margins.max())
 
     def config(self) -> dict[str, np.ndarray]:
         """The detect block's run-time config fields of this design."""
@@ -148,15 +159,48 @@ FEASIBLE = 1e-6  # the cutting planes' violation tolerance, a fraction of max |r
 CUTS = 256  # samples added to the linear programme per round
 
 
-def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int) -> np.ndarray:
-    """(blocks,) max |r| / envelope on each contiguous block, the envelope fitted on the others."""
-    out = np.zeros(blocks)
-    for b, idx in enumerate(np.array_split(np.arange(len(r)), blocks)):
+def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None = None) -> np.ndarray:
+    """max |r| / envelope on contiguous blocks, the envelope fitted without them. One run (``run``
+    None, or one label): (blocks,), each block held out in turn. Several (``run``: (K,) labels, the
+    samples of a run contiguous): (runs x blocks,), each run held out in turn, the envelope fitted on
+    the other runs, and the held-out run's maxima taken on ``blocks`` contiguous blocks of it."""
+    labels = np.zeros(len(r), int) if run is None else np.asarray(run)
+    runs = np.unique(labels)
+    out = []
+    for held in (
+        np.array_split(np.arange(len(r)), blocks) if len(runs) == 1 else [np.flatnonzero(labels == u) for u in runs]
+    ):
         rest = np.ones(len(r), bool)
-        rest[idx] = False
+        rest[held] = False
         c = envelope(r[rest], x[rest], low)
-        out[b] = np.max(r[idx] / (x[idx] @ c))
-    return out
+        parts = [held] if len(runs) == 1 else np.array_split(held, blocks)
+        out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
+    return np.array(out)
+
+
+def extreme_value_margins(
+    held_out: np.ndarray, cost: np.ndarray, blocks: int, target: float, exceedance: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-joint margins from held-out maxima ``held_out`` (units, n) and the joints' envelope means
+    ``cost`` (n,): (margins (n,), the Gumbel fits (n, 2): location, scale).
+
+    Each joint's held-out maxima are fitted a Gumbel law (scipy.stats.gumbel_r, maximum likelihood;
+    the GEV's shape is not identifiable from a few maxima, and a fitted bounded tail would cap the
+    level at the largest seen). The largest ratio over a run of the design's length -- ``blocks``
+    maxima -- is then Gumbel with location mu + sigma ln(blocks), so it exceeds q with the hazard
+    lambda = blocks exp(-(q - mu) / sigma). The run's total hazard -ln(1 - exceedance) (the
+    probability that some joint of a run reaches ``target``) is shared among the joints where it
+    costs least: the sum of cost_j q_j is smallest for lambda_j proportional to cost_j sigma_j
+    (Lagrange). The fit's uncertainty is met conservatively: q_j is never below the joint's
+    largest held-out ratio (the fit cannot argue away a maximum that was seen), nor below 1 (the
+    envelope covers the design run). margin_j = q_j / target."""
+    from scipy.stats import gumbel_r  # here: every command's parser imports this module
+
+    fits = np.array([gumbel_r.fit(held_out[:, j]) for j in range(held_out.shape[1])])
+    weight = np.maximum(cost * fits[:, 1], np.finfo(float).tiny)
+    hazard = -np.log1p(-exceedance) * weight / weight.sum()
+    q = fits[:, 0] + fits[:, 1] * np.log(blocks / hazard)
+    return np.maximum.reduce([q, held_out.max(axis=0), np.ones(len(q))]) / target, fits
 
 
 def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.ndarray], int]:
@@ -216,18 +260,95 @@ def design_thresholds(
     blocks: int = BLOCKS,
     static: bool = False,
     exclude: np.ndarray | None = None,
+    exceedance: float | None = None,
 ) -> Thresholds:
     """Thresholds from a collision-free log (see the module docstring). ``skip`` seconds at the
     start are left out (observer start-up), and the samples where ``exclude`` (K,) is True (flagged
-    by the input checks). ``margin`` None: derived from ``blocks`` held-out blocks to ``target``."""
-    check_design_options(margin, target, floor, blocks)
-    outs, k0 = replay_residual(rt, log, skip)
-    static_vs = float(rt.config["det.vs"][0])
-    return design_from_outputs(outs, k0, rt.sample_period, margin, floor, target, blocks, static, exclude, static_vs)
+    by the input checks). ``margin`` None: derived from ``blocks`` held-out blocks -- one margin
+    bringing the worst to ``target``, or with ``exceedance`` per joint (extreme_value_margins: a
+    run of the log's length reaches ``target`` with that probability)."""
+    return design_across(
+        rt,
+        [log],
+        margin,
+        skip,
+        floor,
+        target=target,
+        blocks=blocks,
+        static=static,
+        exclude=[exclude],
+        exceedance=exceedance,
+    )
 
 
-def check_design_options(margin: float | None, target: float, floor: float, blocks: int) -> None:
+def design_across(
+    rt: Realtime,
+    logs: list[Log],
+    margin: float | None = None,
+    skip: float = 0.5,
+    floor: float = 0.0,
+    *,
+    target: float = TARGET,
+    blocks: int = BLOCKS,
+    static: bool = False,
+    exclude: list[np.ndarray | None] | None = None,
+    exceedance: float | None = None,
+) -> Thresholds:
+    """Thresholds from one or several collision-free runs of the same pipeline: the envelope covers
+    every run; with several, the margins come from each run held out in turn (the envelope fitted on
+    the others, the held-out run's maxima on ``blocks`` blocks of it) -- the spread between runs, not
+    only within one. ``exclude``: per run, as in design_thresholds. The result's residual, level and
+    times run along the runs one after the other."""
+    check_design_options(margin, target, floor, blocks, exceedance)
+    if not logs:
+        raise ValueError("no run to design from")
+    parts, left_out, k0s = [], [], []
+    for i, log in enumerate(logs):
+        outs, k0 = replay_residual(rt, log, skip)
+        parts.append(outs)
+        k0s.append(k0)
+        left_out.append(~_used(len(log), k0, None if exclude is None else exclude[i]))
+    left_out[0][: k0s[0]] = False  # the first run's start is design_from_outputs' k0; the others' are left out
+    return design_from_outputs(
+        {key: np.concatenate([o[key] for o in parts]) for key in ("r", "qd_hat", "qdd_hat")},
+        k0s[0],
+        rt.sample_period,
+        margin,
+        floor,
+        target,
+        blocks,
+        static,
+        np.concatenate(left_out),
+        float(rt.config["det.vs"][0]),
+        exceedance=exceedance,
+        run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
+    )
+
+
+def _fit_scale(
+    r: np.ndarray, qd: np.ndarray, qdd: np.ndarray, vs: float, static: bool, blocks: int, run: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At standstill scale ``vs``, per joint: the envelope's coefficients (n, 4) at margin 1, the
+    held-out ratios (units, n) and the envelope's mean over the samples (n,)."""
+    n = r.shape[1]
+    coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), [], np.zeros(n)
+    low = MIN_STATIC * r.max(axis=0)
+    for j in range(n):
+        x = regressor(qd[:, j], qdd[:, j], vs)
+        if static:
+            x[:, 1:] = 0.0
+        coef[j] = envelope(r[:, j], x, low[j])
+        ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
+        means[j] = float(np.mean(x @ coef[j]))
+    return coef, np.column_stack(ratios), means
+
+
+def check_design_options(
+    margin: float | None, target: float, floor: float, blocks: int, exceedance: float | None = None
+) -> None:
     """One clear error per bad design option (design_thresholds, design_from_outputs)."""
+    if exceedance is not None and not 0 < exceedance < 1:
+        raise ValueError(f"exceedance must be in (0, 1) (a probability per run), got {exceedance!r}")
     if margin is not None and not margin >= 1.0:
         raise ValueError(f"margin must be >= 1 (a factor on the fitted envelope), got {margin!r}")
     if not 0 < target <= 1:
@@ -249,36 +370,38 @@ def design_from_outputs(
     static: bool = False,
     exclude: np.ndarray | None = None,
     static_vs: float = 0.01,
+    *,
+    exceedance: float | None = None,
+    run: np.ndarray | None = None,
 ) -> Thresholds:
     """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
     (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
-    standstill scale kept by a static design."""
-    check_design_options(margin, target, floor, blocks)
+    standstill scale kept by a static design. ``exceedance``: the per-joint extreme-value margins
+    (extreme_value_margins); None: one margin for all joints, the worst held-out ratio brought to
+    ``target`` (collide's design motions). ``run``: (K,) labels of the runs concatenated in
+    ``outs`` (each held out in turn, held_out_ratios)."""
+    check_design_options(margin, target, floor, blocks, exceedance)
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
-    if use.sum() < 2 * blocks:
+    if use.sum() < 2 * blocks * (1 if run is None else len(np.unique(run))):
         raise ValueError(f"{int(use.sum())} samples left to design from (after the skipped start and the flagged ones)")
     r = np.abs(residual[use])
     qd, qdd = np.asarray(outs["qd_hat"], float)[use], np.asarray(outs["qdd_hat"], float)[use]
-    acceleration = bool(np.any(qdd != 0))
+    labels = None if run is None else np.asarray(run)[use]
     n = r.shape[1]
     worst = r.max(axis=0)
-    low = MIN_STATIC * worst
-    scales = (static_vs,) if static else STANDSTILL_SCALES
-    fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (blocks, n))
-    for vs in scales:
-        coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), np.zeros((blocks, n)), np.zeros(n)
-        for j in range(n):
-            x = regressor(qd[:, j], qdd[:, j], vs)
-            if static:
-                x[:, 1:] = 0.0
-            coef[j] = envelope(r[:, j], x, low[j])
-            ratios[:, j] = held_out_ratios(r[:, j], x, low[j], blocks)
-            means[j] = float(np.mean(x @ coef[j]))
-        fits.append((float(means.sum() * max(1.0, ratios.max())), vs, coef, ratios))
-    _, vs, coef, ratios = min(fits, key=lambda f: f[0])
-    m = margin if margin is not None else max(1.0, float(ratios.max())) / target
-    coef = m * coef
+    fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (units, n), margins)
+    for vs in (static_vs,) if static else STANDSTILL_SCALES:
+        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels)
+        if margin is not None:
+            m = np.full(n, margin)
+        elif exceedance is None:
+            m = np.full(n, max(1.0, float(ratios.max())) / target)
+        else:
+            m = extreme_value_margins(ratios, means, blocks, target, exceedance)[0]
+        fits.append((float(np.sum(m * means)), vs, coef, ratios, m))
+    _, vs, coef, ratios, m = min(fits, key=lambda f: f[0])
+    coef = m[:, None] * coef
     coef[:, 0] += floor
     draft = Thresholds(
         coef[:, 0],
@@ -289,8 +412,9 @@ def design_from_outputs(
         m,
         margin is not None,
         target,
+        exceedance,
         ratios,
-        acceleration,
+        bool(np.any(qdd != 0)),
         np.zeros(n),
         np.zeros_like(residual),
         worst,
@@ -465,7 +589,7 @@ class Recording:
 class DesignSettings:
     """`manipgen thresholds`' choices (design_thresholds' arguments, and --tune, --keep-flagged)."""
 
-    margin: float | None = None  # None: derived from the held-out blocks
+    margin: float | None = None  # None: derived per joint from the held-out blocks (extreme_value_margins)
     target: float = TARGET
     blocks: int = BLOCKS
     static: bool = False
@@ -473,6 +597,9 @@ class DesignSettings:
     skip: float = 0.5
     keep_flagged: bool = False  # design from the samples the input checks flag too
     tune: bool = False  # first choose the observer's tunable gain on the data (tune_observer)
+    exceedance: float | None = (
+        None  # per-joint margins: a run of the design's length reaches target with this probability
+    )
 
 
 @dataclass(frozen=True)
@@ -527,6 +654,7 @@ def design_on(
             blocks=s.blocks,
             static=s.static,
             exclude=leave_out[0],
+            exceedance=s.exceedance,
         )
     except ValueError as err:
         raise ValueError(f"{data.checks.source}: {err}") from None

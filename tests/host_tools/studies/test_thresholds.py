@@ -251,3 +251,33 @@ def test_a_urdf_chain_through_record_and_thresholds(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert len(doc["threshold"]) == 6 and min(doc["threshold"]) > 0
     assert sum(doc["check"]["false_alarm_samples"]) == 0 and max(doc["check"]["ratio"]) <= doc["margin_from"]["target"]
+
+
+def test_extreme_value_margins_recover_a_known_gumbel_quantile() -> None:
+    """Held-out maxima drawn from known Gumbel laws (two joints, equal cost x scale): each joint's
+    share of the run's hazard is half of -ln(1 - p), so its level is mu + sigma ln(blocks / share);
+    the fitted one is within 4 standard errors of the Gumbel MLE quantile (Var = sigma^2 / N
+    (1.1087 + 0.5140 y + 0.6079 y^2), y the reduced variate), and the margin is level / target. A
+    run of 1e5 blocks puts the level (y = 12.5) above the largest of the 2000 maxima (about
+    ln 2000 = 7.6 scales above mu), which is the level's floor."""
+    from host_tools.studies.thresholds import extreme_value_margins
+
+    rng = np.random.default_rng(11)
+    mu, sigma, units, blocks, p, target = np.array([0.8, 0.9]), np.array([0.1, 0.05]), 2000, 100_000, 0.5, 0.85
+    held_out = mu + sigma * rng.gumbel(size=(units, 2))
+    margins, fits = extreme_value_margins(held_out, 1 / sigma, blocks, target, p)
+    y = np.log(blocks / (-np.log1p(-p) / 2))
+    known = mu + sigma * y
+    tolerance = 4 * sigma * np.sqrt((1.1087 + 0.5140 * y + 0.6079 * y**2) / units)
+    assert np.all(np.abs(margins * target - known) <= tolerance), (margins * target, known, tolerance)
+    np.testing.assert_allclose(fits[:, 1], sigma, rtol=0.1)
+
+
+def test_several_runs_are_held_out_in_turn() -> None:
+    """Two runs of a constant threshold, the second twice as loud: each held out in turn against
+    the envelope of the other, its maxima taken on two blocks of it."""
+    r = np.concatenate([np.ones(100), 2 * np.ones(100)])
+    x = np.zeros((200, 4))
+    x[:, 0] = 1.0
+    run = np.repeat([0, 1], 100)
+    np.testing.assert_allclose(held_out_ratios(r, x, 0.0, 2, run), [0.5, 0.5, 2.0, 2.0])
