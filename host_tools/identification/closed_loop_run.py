@@ -32,6 +32,7 @@ from host_tools.identification.output_error import (
     Result,
     description_start,
 )
+from host_tools.identification.paper_setups import BRUNOT_OUTPUT_ERROR
 from host_tools.identification.pipeline import positions, rigid_only
 from host_tools.identification.processing import lowpass
 
@@ -49,6 +50,8 @@ class OESynthetic:
     seed: int = 0
 
 
+# the (estimator, observer, controller) of the synthetic run: finite differences, no observer
+SYNTHETIC = (findiff.FINDIFF.name, "none", BRUNOT_OUTPUT_ERROR.controller)
 GAIN_KEYS = ("kp", "kd", "ki", "i_max", "tau_max", "drive_gain")
 POSITIVE = ("tau_max", "drive_gain")  # > 0; the others >= 0
 
@@ -101,10 +104,12 @@ def oe_data(robot: Robot, log: Log, drive_gain: np.ndarray | float = 1.0, source
 
 def synthetic_run(robot: Robot, opts: OESynthetic) -> tuple[Log, Loop]:
     """The robot (its description = the truth) tracking a Liu et al.-like motion on the loopback with
-    a well-tuned PD (critically damped at ``bandwidth``), quantised encoders, an unmodelled
-    disturbance and noise on the logged torques."""
+    a well-tuned PD (critically damped at ``bandwidth``: the study's set-up,
+    paper_setups.BRUNOT_OUTPUT_ERROR), quantised encoders, an unmodelled disturbance and noise on the
+    logged torques."""
     rigid_only(robot)
-    rt = load_rt(robot, estimator=findiff.FINDIFF.name, observer="none", controller=controllers.PID.name)
+    rt = load_rt(robot, *SYNTHETIC)
+    BRUNOT_OUTPUT_ERROR.apply(rt.config, robot)
     traj = generated_trajectory(robot, opts.duration, rt.sample_period, seed=opts.seed + 3, speed=0.8, span=0.6)
     m0 = np.diag(load(robot).mass_matrix(traj.q[0]))
     w = 2 * np.pi * opts.bandwidth

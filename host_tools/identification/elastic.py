@@ -25,16 +25,16 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
-from codegen.blocks import controllers, findiff
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.loopback import simulate
-from host_tools.bindings.rt import load_rt
+from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.logs import Log
 from host_tools.identification.excitation import Excitation
 from host_tools.identification.least_squares import Fit, least_squares, model
-from host_tools.identification.pipeline import torque_at_samples
+from host_tools.identification.paper_setups import KIRCHHOFF_IDENTIFICATION
+from host_tools.identification.pipeline import ENCODER_READ, torque_at_samples
 from host_tools.identification.processing import fourier_derivatives, period_average
 
 MOTOR_PARAMS = ("d_e", "d_vm", "k_e", "d_Cm")  # eq. 4.4's order
@@ -84,9 +84,7 @@ def positions(robot: Robot, log: Log, config: str | Path | None = None) -> tuple
     logged run's ``config`` JSON, e.g. its enc.motor_offset, if given)."""
     if "motor_counts" not in log.extra:
         raise ValueError("the log has no motor_counts: an elastic arm's identification needs the motor encoders")
-    rt = load_rt(
-        robot, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
-    )
+    rt = load_rt(robot, *ENCODER_READ, sample_period=log.sample_period)
     if config is not None:
         rt.config.load(config)
     out = rt.run(log)
@@ -289,11 +287,24 @@ def load_stage(
     return fit, y, mean
 
 
+# the (estimator, observer, controller) of the simulated runs: the description's velocity
+# estimator (the bundled biorob4's: EWLR), no observer
+SIMULATION = (None, "none", KIRCHHOFF_IDENTIFICATION.controller)
+
+
+def simulation_pipeline(robot: Robot) -> Realtime:
+    """The loop the stages' excitations and the validation motion run in: the study's set-up,
+    paper_setups.KIRCHHOFF_IDENTIFICATION."""
+    rt = load_rt(robot, *SIMULATION)
+    KIRCHHOFF_IDENTIFICATION.apply(rt.config, robot)
+    return rt
+
+
 def simulated_log(robot: Robot, exc: Excitation, periods: int, current_noise: float, seed: int) -> Log:
     """The elastic arm tracking the excitation on the loopback (state-feedback controller, EWLR
     estimates; both encoders quantised as described) with white noise of ``current_noise`` N m
     (standard deviation, link side) on the logged motor torque."""
-    rt = load_rt(robot, observer="none", controller=controllers.STATE_FEEDBACK.name)
+    rt = simulation_pipeline(robot)
     run = simulate(rt, exc.trajectory(rt.sample_period, periods))
     log = run.log
     log.tau = log.tau + np.random.default_rng(seed).normal(0.0, current_noise, log.tau.shape)
@@ -485,7 +496,7 @@ def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None
     fit2, _, _ = load_stage(robot, log2, load.excitation, k_e, d_e, settings)
     say("validating on a random motion ...")
     val_exc = random_excitation(robot, s.seed + 100, speed=0.5, base_frequency=1.0 / s.validation_seconds)
-    rt = load_rt(robot, observer="none", controller=controllers.STATE_FEEDBACK.name)
+    rt = simulation_pipeline(robot)
     val = validation_rms(robot, simulate(rt, val_exc.trajectory(rt.sample_period)).log, fit1, fit2)
     true1 = true_motor_parameters(robot)
     m = model(robot)

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codegen.blocks import findiff
+from codegen.blocks import findiff, kalman
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
-from host_tools.bindings.rt import load_rt
+from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.checks import with_settling, with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.friction_terms import Candidates, FrictionTerms, candidates, columns
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
+from host_tools.identification.paper_setups import XU_IDENTIFICATION
 from host_tools.identification.processing import (
     decimation,
     filtered_derivatives,
@@ -106,12 +107,15 @@ def usable(flagged: np.ndarray, sample_period: float) -> np.ndarray:
     return ~with_settling(flagged, sample_period)
 
 
+# the (estimator, observer, controller) of the pipeline that reads a log's counts: its encoder
+# block alone is used (no config field but the description's encoders)
+ENCODER_READ = (findiff.FINDIFF.name, "none", "none")
+
+
 def positions(robot: Robot, log: Log) -> np.ndarray:
     """Joint positions from the log's counts through the robot's generated encoder read; with the
     log's stated start position (host_tools.data.checks.with_start_position) where it states one."""
-    rt = load_rt(
-        robot, estimator=findiff.FINDIFF.name, observer="none", controller="none", sample_period=log.sample_period
-    )
+    rt = load_rt(robot, *ENCODER_READ, sample_period=log.sample_period)
     if "start_position" in log.extra and log.encoder_offset is None:
         log = with_start_position(log, robot, log.extra["start_position"])
     return np.asarray(rt.run(log)["q"], float)  # the stated start's offsets apply (Realtime.run)
@@ -329,25 +333,29 @@ def synthetic_log(
     """The robot (true_params; default its description's) tracking the excitation in the loopback
     (computed torque on its own model with a Kalman velocity estimate, its encoders as described),
     with white noise of ``torque_noise`` N m (standard deviation) on the logged torques, as a
-    joint-torque sensor would add. The controller feeds the friction forward at the desired
-    velocity (ctl.friction_ff = 1): compensated at the estimate, sgn(qd_hat) chatters at every
-    velocity reversal and puts motion beyond the derivative band into the run (the iiwa's fit RMS
-    then sat at 3x its noise floor)."""
-    from codegen.blocks import controllers, kalman  # here: a recorded run's identification needs no loopback
-    from host_tools.bindings.loopback import simulate
+    joint-torque sensor would add. The loop is the study's set-up (paper_setups.XU_IDENTIFICATION):
+    the controller feeds the friction forward at the desired velocity (ctl.friction_ff = 1):
+    compensated at the estimate, sgn(qd_hat) chatters at every velocity reversal and puts motion
+    beyond the derivative band into the run (the iiwa's fit RMS then sat at 3x its noise floor)."""
+    from host_tools.bindings.loopback import simulate  # here: a recorded run's identification needs no loopback
 
-    rt = load_rt(
-        robot,
-        estimator=kalman.SPEC.name,
-        observer="none",
-        controller=controllers.COMPUTED_TORQUE.name,
-        sample_period=sample_period,
-    )
-    rt.config["ctl.friction_ff"] = 1.0
+    rt = synthetic_pipeline(robot, sample_period)
     run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params)
     log = run.log
     log.tau = log.tau + np.random.default_rng(seed).normal(0.0, torque_noise, log.tau.shape)
     return log
+
+
+# the (estimator, observer, controller) of the synthetic runs: a Kalman estimate, no observer
+SYNTHETIC = (kalman.SPEC.name, "none", XU_IDENTIFICATION.controller)
+
+
+def synthetic_pipeline(robot: Robot, sample_period: float | None = None) -> Realtime:
+    """The loop the synthetic runs (the excitation and the validation motion) track their motion in:
+    the study's set-up, paper_setups.XU_IDENTIFICATION."""
+    rt = load_rt(robot, *SYNTHETIC, sample_period=sample_period)
+    XU_IDENTIFICATION.apply(rt.config, robot)
+    return rt
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,13 @@ from host_tools.data.checks import counter_span, with_start_position
 from host_tools.data.logs import Log
 from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings
-from host_tools.identification.pipeline import IdentSettings, rigid_only, synthetic_log, validation_data
+from host_tools.identification.pipeline import (
+    IdentSettings,
+    rigid_only,
+    synthetic_log,
+    synthetic_pipeline,
+    validation_data,
+)
 from host_tools.identification.run import IdentificationResult, Stage, identify_run
 
 if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
@@ -69,9 +75,7 @@ def synthetic(
     (rad or m) for encoders whose counters wrap within a joint's travel (the validation motion's
     start is the simulation's own)."""
     # here, not at the top: a recorded run's identification needs none of them (identify <= 3 s)
-    from codegen.blocks import controllers, kalman
     from host_tools.bindings.loopback import simulate
-    from host_tools.bindings.rt import load_rt
     from host_tools.data.trajectories import generated_trajectory
     from host_tools.identification.excitation import ExciteSettings, design
 
@@ -86,8 +90,7 @@ def synthetic(
     stage("simulating the excitation and a validation motion")
     t1 = time.perf_counter()
     log = synthetic_log(robot, exc, options.periods, options.torque_noise, options.seed)
-    rt = load_rt(robot, estimator=kalman.SPEC.name, observer="none", controller=controllers.COMPUTED_TORQUE.name)
-    rt.config["ctl.friction_ff"] = 1.0  # as synthetic_log: no friction chatter in the run
+    rt = synthetic_pipeline(robot)  # as synthetic_log's
     other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
     if start is not None:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import controllers, kalman, momentum
+from codegen.blocks import kalman, momentum
 from codegen.model.robot import LINK_PARAMS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
@@ -53,6 +53,7 @@ from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
+from host_tools.studies.paper_setups import COLLISION
 from host_tools.studies.thresholds import TARGET, Thresholds, design_from_outputs, threshold_along
 
 Progress = Callable[[str], None]
@@ -170,7 +171,8 @@ def _impacts(
 ) -> list[tuple[float, Contact]]:
     """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
-    rt = load_rt(robot, estimator=kalman.SPEC.name, observer="none", controller=controllers.COMPUTED_TORQUE.name)
+    rt = load_rt(robot, *choices(None))
+    COLLISION.apply(rt.config, robot)
     rt.config["model.params"] = model
     run = simulate(rt, motion, true_params=true)
     dyn = load(robot)
@@ -378,18 +380,23 @@ class ObserverResult:
     impacts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # time, force, estimate, ratio
 
 
+def choices(entry: Entry | None) -> tuple[str, str, str]:
+    """The (estimator, observer, controller) of the pipeline the scenario runs for ``entry``; for
+    None, the impacts' collision-free run (no observer)."""
+    if entry is None:
+        return kalman.SPEC.name, "none", COLLISION.controller
+    return entry.estimator, entry.observer.name, COLLISION.controller
+
+
 def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray) -> Realtime:
-    """The entry's pipeline with the model error, detection without reaction or debounce, and (a
-    model-adaptive observer) Birjandi & Haddadin's gain, adapting through contacts; thresholds not designed."""
-    rt = load_rt(
-        robot, estimator=entry.estimator, observer=entry.observer.name, controller=controllers.COMPUTED_TORQUE.name
-    )
+    """The entry's pipeline in Birjandi & Haddadin's set-up (paper_setups.COLLISION: detection
+    without reaction or debounce, a model-adaptive observer adapting through contacts) with the
+    model error and (a model-adaptive observer) the gain ``s.adaptive_gain``; thresholds not designed."""
+    rt = load_rt(robot, *choices(entry))
+    COLLISION.apply(rt.config, robot)
     rt.config["model.params"] = model
-    rt.config["det.reaction"] = 0
-    rt.config["det.debounce"] = 1
     if entry.observer.adaptive:
         rt.config["obs.k_o"] = s.adaptive_gain
-        rt.config["obs.freeze"] = 0  # Birjandi & Haddadin's observer; a start-up flag must not stop it
     rt.config["det.threshold"] = 1e30
     return rt
 

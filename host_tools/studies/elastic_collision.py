@@ -27,6 +27,7 @@ from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import Contact, Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory
+from host_tools.studies.paper_setups import ELASTIC_COLLISION
 
 
 @dataclass(frozen=True)
@@ -65,19 +66,24 @@ def obstacle(robot: Robot) -> Contact:
 
 def _run(rt: Realtime, traj: Trajectory, contact: Contact | None, reaction: int, s: ScenarioSettings) -> Run:
     rt.config["det.threshold"] = [s.threshold] * rt.dof
-    rt.config["det.debounce"] = [1] * rt.dof
     rt.config["det.reaction"] = reaction
     rt.config["det.k_r"] = [s.k_r] * rt.dof
     return simulate(rt, traj, contact=contact)
 
 
-def scenario(robot: Robot, s: ScenarioSettings = ScenarioSettings(), rt: Realtime | None = None) -> dict[str, Any]:
-    """Three runs on ``robot`` (its pipeline ``rt``, default: the description's): without the
+# the pipeline's (estimator, observer, controller): the description's velocity estimator (the
+# bundled biorob4's: EWLR, Kirchhoff's weighted linear regression), the tau_el momentum observer
+CHOICES = (None, momentum.SPEC.name, ELASTIC_COLLISION.controller)
+
+
+def scenario(robot: Robot, s: ScenarioSettings = ScenarioSettings()) -> dict[str, Any]:
+    """Three runs on ``robot`` in Kirchhoff's set-up (paper_setups.ELASTIC_COLLISION): without the
     obstacle, into it without reaction, into it with the reflex. Returns the figures (JSON-ready)
     and the traces (``traces``: numpy, for the plot)."""
-    rt = rt if rt is not None else load_rt(robot)
-    if not rt.manifest.get("elastic") or rt.rt_manifest["observer"] != momentum.SPEC.name:
-        raise ValueError(f"{rt.name}: the scenario needs an elastic arm with the momentum observer (got {rt.label})")
+    if not robot.elastic:
+        raise ValueError(f"{robot.name}: the scenario needs an elastic arm (the tau_el momentum observer)")
+    rt = load_rt(robot, *CHOICES)
+    ELASTIC_COLLISION.apply(rt.config, robot)
     if not 1 <= s.joint <= rt.dof:
         raise ValueError(f"{rt.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
     if not (s.threshold > 0 and s.k_r >= 0 and np.isfinite(s.threshold) and np.isfinite(s.k_r)):

@@ -1,47 +1,38 @@
-"""Each study's paper set-up as one explicit record: the controller it runs and every real-time
-config field it uses, each either pinned to the paper's value, set per set-up by the study (with
-how), or the robot description's own. Nothing a study runs comes from a block's design default:
-a default changed for the demo or a user's arm (``ctl.friction_ff`` went 0 -> 1 for the iiwa demo
-and silently took the estimator study off the paper's controller) cannot move a reproduction.
+"""Each study's paper set-up as one explicit record (host_tools.identification.paper_setups.PaperSetup):
+the controller it runs and every real-time config field it uses, each pinned to the paper's value
+(or, where the paper states none, the study's own choice: the block's default of the day the record
+was written), pinned to a design rule, set per set-up by the study (with how), or the robot
+description's own. Nothing a study runs comes from a block's design default: a default changed for
+the demo or a user's arm (``ctl.friction_ff`` went 0 -> 1 for the iiwa demo and silently took the
+estimator study off the paper's controller) cannot move a reproduction.
+
+Here the records of the studies in this layer: the velocity estimators (Liu et al.), collision
+detection (Birjandi & Haddadin) and the elastic arm's collision test (Kirchhoff 2011 §5.3);
+the identification studies' records (Xu et al. 2020, Brunot et al. 2019, Kirchhoff 2011 §4) live
+with them in host_tools.identification.paper_setups. ``RECORDS`` lists every study's record.
 ``tests/host_tools/studies/test_paper_setups.py`` generates each study's pipelines and fails,
-naming the study and the field, for any config field the record does not state.
+naming the study and the field, for any config field its record does not state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from codegen.blocks import controllers
+from codegen.blocks import adaptive, controllers, direct, imu, kalman, momentum
+from host_tools.identification.paper_setups import (
+    AS_DESCRIBED,
+    BRUNOT_OUTPUT_ERROR,
+    ELASTIC_FIELDS,
+    KIRCHHOFF_IDENTIFICATION,
+    QUANTISATION,
+    STATE_FEEDBACK,
+    XU_IDENTIFICATION,
+    PaperSetup,
+    kalman_gain,
+)
 
-# the robot description's own fields: its parameters, encoders and torque limits
-DESCRIPTION_FIELDS = ("model.", "enc.gear", "enc.bits", "enc.direction", "enc.is_signed", "enc.offset", "ctl.tau_max")
-
-
-@dataclass(frozen=True)
-class PaperSetup:
-    """A study's set-up from its paper. Field names are the pipeline's config keys; a name ending
-    in "." stands for every field of that block."""
-
-    study: str  # the study (and the command that runs it)
-    paper: str  # its authors, as docs/references.md lists the paper
-    controller: str  # the registered controller the study runs
-    pinned: Mapping[str, Any]  # config fields set to the paper's values
-    per_setup: Mapping[str, str]  # config fields the study sets from each set-up: how
-    description: tuple[str, ...] = DESCRIPTION_FIELDS
-
-    def unstated(self, keys: Iterable[str]) -> list[str]:
-        """The config fields among ``keys`` this record does not state: they would come from a
-        block default."""
-        stated = (*self.pinned, *self.per_setup, *self.description)
-        return [k for k in keys if not any(k == s or (s.endswith(".") and k.startswith(s)) for s in stated)]
-
-    def apply(self, config: Any) -> None:
-        """Set the pinned fields in a pipeline's config (``Realtime.config``)."""
-        for key, value in self.pinned.items():
-            config[key] = value
-
+__all__ = ["COLLISION", "ELASTIC_COLLISION", "RECORDS", "VELOCITY_ESTIMATORS", "PaperSetup"]
 
 # Liu, Giusti & Althoff §IV: every estimator in the same loop, computed torque (eq. 2-3)
 #   u = M(x1_hat) nu + n(x1_hat, x2_hat),  nu = qdd_d + Kp (q_d - x1_hat) + Kd (qd_d - x2_hat),
@@ -58,4 +49,135 @@ VELOCITY_ESTIMATORS = PaperSetup(
         "est.": "the estimator's gains: its design's (--gains default), the paper's (--gains paper) "
         "or the GA's (--tune)",
     },
+)
+
+# No friction terms beyond the description's viscous and Coulomb friction (no Dahl, load-dependent
+# or Stribeck part: fd = fl = fs = 0; their lengths and velocity, then without effect, as the
+# friction block's defaults when these records were written): the studies' own choice (Birjandi &
+# Haddadin neglect friction in simulation, Kirchhoff's model has viscous and Coulomb friction).
+FRICTION_TERMS: Mapping[str, Any] = {
+    "fric.fd": 0.0,
+    "fric.fl": 0.0,
+    "fric.fs": 0.0,
+    "fric.dahl_length": 0.001,
+    "fric.load_dahl_length": 0.001,
+    "fric.stribeck_velocity": 0.1,
+}
+# Static thresholds (no velocity, acceleration or standstill part) before a study designs or sets
+# them, hysteresis release at half the threshold: the detect block's defaults when these records
+# were written (the studies' own choice; det.vs is the standstill scale a fitted design starts from)
+STATIC_THRESHOLDS: Mapping[str, Any] = {"det.kv": 0.0, "det.ka": 0.0, "det.ks": 0.0, "det.vs": 0.01, "det.release": 0.5}
+# det.window: the samples after a detection in which the isolated link may still change (isolation
+# only: the studies time the detection); 1e6 for a low-pass residual, 10 for the model-adaptive
+# observer's high-pass one (the observers' registered windows when these records were written)
+LOW_PASS_WINDOW = 1e6
+# The model-adaptive observers (Birjandi & Haddadin eqs. 9-21): adapting through contacts (freeze =
+# 0, the paper's observer); the covariance's prior 0.1 of each base parameter, floored at 1e-3 of the
+# largest, regrowing at 1/60 per second, the tip wrench's damping 1e-6 m^2 (the study's own choices,
+# the adaptive block's defaults when this record was written); lambda per observer below
+_ADAPTIVE: Mapping[str, Any] = {
+    "obs.freeze": 0,
+    "obs.prior": 0.1,
+    "obs.floor": 0.001,
+    "obs.drift": 0.016666666666666666,
+    "obs.lam_f": 1e-06,
+}
+
+# Birjandi & Haddadin §IV: the model error of eq. 22, 20 s Fourier motions, filtered steps on the
+# first link (Fig. 6), one BMI055 per link; their controller is not stated. The study's loop is
+# computed torque with Kp = 100, Kd = 13 and the friction fed forward at the desired velocity (the
+# study's choice: the computed-torque block's defaults when this record was written, and the iiwa
+# description's gains). Detection without debounce (the delay to the first sample above) or reaction
+# (the arm does not stop: every event is timed on the same motion): the study's choice. K_O = 25
+# (§V); K = 100 I (§IV) is the study's setting. Encoders only: a Kalman estimate with Q = 10
+# rad^2/s^6 (the study's choice, the kalman block's default when this record was written). The IMU
+# estimator: BMI055 noise from the data sheet's densities (150 ug/sqrt(Hz), 0.014 deg/s/sqrt(Hz)
+# over the internal filters' bandwidths), 1000 deg/s (§V) and 2 g (not §V's 1 g: codegen.blocks.imu
+# says why) full scale, no calibrated bias, Q = 10 rad^2/s^6, R the encoder's quantisation, weak
+# priors (1 rad/s, 100 rad/s^2), crossovers 2 and 0.5 rad/s (the study's choices, the imu block's
+# defaults when this record was written).
+COLLISION = PaperSetup(
+    study="collision detection on the loopback (manipgen collide)",
+    paper="Birjandi & Haddadin",
+    controller=controllers.COMPUTED_TORQUE.name,
+    pinned={
+        "ctl.kp": 100.0,
+        "ctl.kd": 13.0,
+        "ctl.friction_ff": 1.0,
+        "det.debounce": 1,
+        "det.reaction": 0,
+        "det.k_r": 0.03,  # without reaction, no effect
+        **STATIC_THRESHOLDS,
+        **FRICTION_TERMS,
+    },
+    per_setup={
+        "model.params": "the description's, every inertial parameter x U(1 -+ model_error) (eq. 22)",
+        "det.threshold": "1e30 (no detection) until designed on the collision-free design run, "
+        "then per joint (with shape fitted also det.kv, ka, ks, vs)",
+        "obs.k_o": "the model-adaptive observers' K: CollideSettings.adaptive_gain (Birjandi & Haddadin's "
+        "K = 100 I); the momentum observer's K_O is pinned",
+    },
+    blocks={
+        kalman.SPEC.name: {"est.gain": kalman_gain(10.0)},
+        imu.SPEC.name: {
+            "est.noise_acc": 0.025,
+            "est.noise_gyro": 0.0032,
+            "est.acc_range": 19.6133,
+            "est.gyro_range": 17.453292519943297,
+            "est.acc_bias": 0.0,
+            "est.gyro_bias": 0.0,
+            "est.q_var": 10.0,
+            "est.r_var": QUANTISATION,
+            "est.prior_qd": 1.0,
+            "est.prior_qdd": 100.0,
+            "est.wv": 2.0,
+            "est.wa": 0.5,
+        },
+        momentum.SPEC.name: {"obs.k_o": 25.0, "det.window": LOW_PASS_WINDOW},
+        direct.DIRECT.name: {"det.window": LOW_PASS_WINDOW},
+        direct.DIRECT_MEASURED.name: {"det.window": LOW_PASS_WINDOW},
+        # lambda, the torque equations' noise variance (N^2 m^2): with the estimator's qdd 0.1, with
+        # exact qd, qdd 1e-6, in momentum form 1e-3 (the adaptive observers' registered values)
+        adaptive.ADAPTIVE.name: {**_ADAPTIVE, "obs.lam": 0.1, "det.window": 10},
+        adaptive.ADAPTIVE_MEASURED.name: {**_ADAPTIVE, "obs.lam": 1e-06, "det.window": 10},
+        adaptive.ADAPTIVE_MOMENTUM.name: {**_ADAPTIVE, "obs.lam": 0.001, "det.window": LOW_PASS_WINDOW},
+        adaptive.ADAPTIVE_MOMENTUM_MEASURED.name: {**_ADAPTIVE, "obs.lam": 0.001, "det.window": LOW_PASS_WINDOW},
+    },
+    description=AS_DESCRIBED,
+)
+
+# Kirchhoff (2011) §5.3: the arm's second joint driven from vertical by 120 degrees into a
+# Hunt-Crossley obstacle, the tau_el momentum observer (eq. 5.10), threshold 0.1 N m, the reaction
+# of eq. 5.1 with K_R = 0.03 I, once without and once with it. His controller is the state feedback
+# of host_tools.identification.paper_setups.STATE_FEEDBACK (no gains stated: the study's own rule);
+# his observer's K_I is not given: K_O = 25 (the momentum block's default when this record was
+# written); detection at the first sample above (no debounce: the study's choice).
+ELASTIC_COLLISION = PaperSetup(
+    study="the elastic arm's collision test on the loopback (manipgen elastic collide)",
+    paper="Kirchhoff (2011)",
+    controller=controllers.STATE_FEEDBACK.name,
+    pinned={
+        **STATE_FEEDBACK,
+        "obs.k_o": 25.0,
+        "det.debounce": 1,
+        "det.window": LOW_PASS_WINDOW,
+        **STATIC_THRESHOLDS,
+        **FRICTION_TERMS,
+    },
+    per_setup={
+        "det.threshold": "ScenarioSettings.threshold (Kirchhoff's 0.1 N m), every joint",
+        "det.k_r": "ScenarioSettings.k_r (Kirchhoff's K_R = 0.03 I)",
+        "det.reaction": "0 (the free run and the collision without reaction), then 2 (the reflex of eq. 5.1)",
+    },
+    description=ELASTIC_FIELDS,
+)
+
+# every study's record, by the command that runs it
+RECORDS = (
+    VELOCITY_ESTIMATORS,
+    COLLISION,
+    ELASTIC_COLLISION,
+    XU_IDENTIFICATION,
+    BRUNOT_OUTPUT_ERROR,
+    KIRCHHOFF_IDENTIFICATION,
 )

@@ -1,17 +1,28 @@
-"""Each study runs its paper's set-up, stated in full (host_tools.studies.paper_setups): every config
-field of every pipeline the study builds is pinned, set per set-up or the description's own; a
-field left to a block default fails, naming the study and the field."""
+"""Each study runs its paper's set-up, stated in full (host_tools.studies.paper_setups,
+host_tools.identification.paper_setups): every config field of every pipeline the study builds is
+pinned, set per set-up or the description's own; a field left to a block default fails, naming the
+study and the field."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from codegen.blocks import registry
-from host_tools.bindings.source import RobotSource
+from host_tools.bindings.source import PipelineSource, RobotSource
+from host_tools.identification import closed_loop_run, elastic
+from host_tools.identification import pipeline as identification
+from host_tools.identification.paper_setups import (
+    BRUNOT_OUTPUT_ERROR,
+    KIRCHHOFF_IDENTIFICATION,
+    XU_IDENTIFICATION,
+    blocks_of,
+)
+from host_tools.studies import collide, elastic_collision
+from host_tools.studies.collide_defaults import ENTRIES
 from host_tools.studies.evaluate import (
     ESTIMATORS,
     EstimatorRequest,
@@ -21,22 +32,90 @@ from host_tools.studies.evaluate import (
     pipeline_source,
     variant,
 )
-from host_tools.studies.paper_setups import VELOCITY_ESTIMATORS, PaperSetup
+from host_tools.studies.paper_setups import (
+    COLLISION,
+    ELASTIC_COLLISION,
+    RECORDS,
+    VELOCITY_ESTIMATORS,
+    PaperSetup,
+)
 
 
-def config_keys(folder_manifest: dict[str, Any]) -> list[str]:
-    return sorted(folder_manifest["rt"]["default_config"])
-
-
-@pytest.mark.parametrize("request_", ESTIMATORS, ids=lambda r: r.name)
-def test_the_estimator_study_states_every_field_it_runs(request_: EstimatorRequest) -> None:
-    """Every registered study estimator's pipeline (generated only: the fields are the manifest's),
-    on the paper's robot with the paper's gains where it has them."""
+def _estimators() -> Iterator[PipelineSource]:
+    """Every registered study estimator's pipeline, on the paper's robot with the paper's gains
+    where it has them, and on planar2."""
     for setup in (Setup(RobotSource.of("schunk_lwa4p"), gains="paper"), Setup(RobotSource.of("planar2"))):
-        folder = pipeline_source(setup, variant(setup, request_.name)).folder()
-        keys = config_keys(json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
-        left = VELOCITY_ESTIMATORS.unstated(keys)
-        assert not left, f"{VELOCITY_ESTIMATORS.study}: {', '.join(left)} would come from a block default"
+        for request in ESTIMATORS:
+            yield pipeline_source(setup, variant(setup, request.name))
+
+
+def _collision() -> Iterator[PipelineSource]:
+    """Every residual collide compares (planar2 has IMUs: every entry generates) and the impacts' run."""
+    yield PipelineSource.of("planar2", *collide.choices(None))
+    for entry in ENTRIES.values():
+        yield PipelineSource.of("planar2", *collide.choices(entry))
+
+
+def _on(robot: str, *choices: tuple[str | None, str, str]) -> Callable[[], Iterator[PipelineSource]]:
+    return lambda: (PipelineSource.of(robot, *c) for c in choices)
+
+
+# each study's record and the pipelines the study builds (as the study names their blocks)
+STUDIES: dict[str, tuple[PaperSetup, Callable[[], Iterator[PipelineSource]]]] = {
+    "evaluate": (VELOCITY_ESTIMATORS, _estimators),
+    "collide": (COLLISION, _collision),
+    "elastic_collide": (ELASTIC_COLLISION, _on("biorob4", elastic_collision.CHOICES)),
+    "identify_synthetic": (
+        XU_IDENTIFICATION,
+        _on("kuka_iiwa14", identification.SYNTHETIC, identification.ENCODER_READ),
+    ),
+    "output_error_synthetic": (BRUNOT_OUTPUT_ERROR, _on("ur5", closed_loop_run.SYNTHETIC, identification.ENCODER_READ)),
+    "elastic_identify": (KIRCHHOFF_IDENTIFICATION, _on("biorob4", elastic.SIMULATION, identification.ENCODER_READ)),
+}
+
+
+def test_every_record_is_a_studys() -> None:
+    assert sorted(id(r) for r, _ in STUDIES.values()) == sorted(id(r) for r in RECORDS)
+    for record in RECORDS:
+        assert registry.controllers()[record.controller], record.study
+
+
+def _without(record: PaperSetup, key: str, block: str | None) -> PaperSetup:
+    """The record without one pinned field (the record's own, or one of a block's)."""
+    if block is None:
+        return dataclasses.replace(record, pinned={k: v for k, v in record.pinned.items() if k != key})
+    pins = {k: v for k, v in record.blocks[block].items() if k != key}
+    return dataclasses.replace(record, blocks={**record.blocks, block: pins})
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_each_study_states_every_field_it_runs(study: str) -> None:
+    """Generated only (the fields are the manifests'): every config field of every pipeline the
+    study builds is stated by its record; every field and block the record states is one some
+    pipeline has (nothing pinned in vain: ``PaperSetup.apply`` sets the fields a pipeline has); and
+    the record without any one of its pinned fields names that field (the check can fail)."""
+    record, pipelines = STUDIES[study]
+    used: dict[str, list[str]] = {}  # pipeline label -> its config fields
+    for source in pipelines():
+        rt = json.loads((source.folder() / "manifest.json").read_text(encoding="utf-8"))["rt"]
+        keys = sorted(rt["default_config"])
+        left = record.unstated(keys, *blocks_of(rt["label"]))
+        assert not left, f"{record.study} ({rt['label']}): {', '.join(left)} would come from a block default"
+        used[rt["label"]] = keys
+    fields = {k for keys in used.values() for k in keys}
+    blocks = {b for label in used for b in blocks_of(label)}
+    own = [k for pins in record.blocks.values() for k in pins]
+    stated = (*record.pinned, *own, *record.per_setup)
+    stale = [k for k in stated if not any(f == k or (k.endswith(".") and f.startswith(k)) for f in fields)]
+    stale += [f"the {b} block" for b in record.blocks if b not in blocks]
+    assert not stale, f"{record.study}: {', '.join(stale)} stated, but no pipeline of the study has it"
+    pins = [(k, None) for k in record.pinned] + [(k, b) for b, p in record.blocks.items() for k in p]
+    for key, block in pins:
+        if key in record.per_setup:
+            continue  # also set per set-up: dropping the pin leaves it stated
+        partial = _without(record, key, block)
+        named = {k for label, keys in used.items() for k in partial.unstated(keys, *blocks_of(label))}
+        assert named == {key}, (study, key, block, named)
 
 
 def test_the_estimator_study_runs_the_papers_controller() -> None:
