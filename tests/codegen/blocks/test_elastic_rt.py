@@ -197,7 +197,7 @@ def test_elastic_pipeline_choices_are_checked() -> None:
     assert realtime_defaults(robot).options.controller == "state_feedback"
 
 
-def test_seed_003_collision_scenario() -> None:
+def test_kirchhoffs_collision_scenario() -> None:
     """§5.3: joint 2 swung 120 degrees from vertical onto an obstacle at the height of l1; threshold
     0.1 N m. The motion alone stays below it; the contact is detected within a few samples at the
     tip's link; without reaction the residual stays at the pressing torque (Fig. 5.5 a), with the

@@ -48,7 +48,7 @@ def test_base_count_is_the_rank_and_regrouping_is_exact(name: str) -> None:
     assert np.array_equal(recorded.k, base.k)  # JSON keeps every double exactly
 
 
-def test_iiwa_has_seed_004s_57_base_parameters_and_62_with_rotor_inertia() -> None:
+def test_iiwa_has_xu_et_als_57_base_parameters_and_62_with_rotor_inertia() -> None:
     robot = load_robot("kuka_iiwa14")
     base = base_parameters(robot)
     assert (base.n_base, base.n_inertial) == (57, 43)
