@@ -16,6 +16,7 @@ COMMANDS = {
     "verify": "verify",
     "evaluate": "evaluate",
     "study": "study",
+    "reproduce": "reproduce",
     "excite": "excite",
     "identify": "identify",
     "import-log": "import_log",

@@ -1,0 +1,191 @@
+"""`manipgen reproduce`: the docs' generated tables against a fresh run of Liu et al.'s quick tier
+(they cannot drift from the code), a changed default caught by that comparison, the comparison's
+tolerance, and the command (its errors, its JSON). The quick tier's computation runs once for the
+module (about 40 s); it needs Liu et al.'s Experiment 1 (../shared/data/lwa4p or
+$MANIPGEN_SHARED_DATA/lwa4p): without it a skip, in CI a failure, as tests/acceptance/test_real_data.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host_tools.bindings.source import RobotSource
+from host_tools.cli import main
+from host_tools.reports.docs_blocks import close, drift, find_blocks
+from host_tools.reports.reproduce import number
+from host_tools.studies import paper_setups
+from host_tools.studies.cluster import InlineExecutor
+from host_tools.studies.reproduce import liu, liu_runs, papers
+from host_tools.studies.reproduce.liu_paper import LABELS, TABLE6, registered
+from host_tools.studies.reproduce.records import Inputs, Paper, Reproduction
+from tests.tooling import ROOT
+
+DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DOCS = ROOT / "docs"
+FIRST = liu_runs.LIU_SETUPS[0]  # 10 mdeg, 125 Hz
+
+
+@pytest.fixture(scope="module")
+def results() -> liu_runs.LiuResults:
+    if not (DATA / liu_runs.EXPERIMENT1).is_file():
+        message = f"Liu et al.'s Experiment 1 is not in {DATA / liu_runs.EXPERIMENT1}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return liu_runs.compute("quick", Inputs(DATA, InlineExecutor(), lambda _: None))
+
+
+def quick(r: liu_runs.LiuResults) -> Reproduction:
+    return papers.judged(liu.PAPER, "quick", r, 0.0)
+
+
+def test_the_docs_tables_are_a_fresh_quick_run(results: liu_runs.LiuResults) -> None:
+    """Every block of docs/ that `manipgen reproduce liu --quick --write-docs` writes, value by value
+    (docs_blocks.close: within half a unit of the printed last digit), and every table has one."""
+    problems = drift(DOCS, [quick(results)])
+    assert not problems, "\n".join(problems) + "\n(rewrite them: manipgen reproduce liu --quick --write-docs)"
+    assert {b for b in find_blocks(DOCS) if b.startswith("liu quick ")} == {
+        "liu quick simulated",
+        "liu quick filters",
+        "liu quick experiment1",
+        "liu quick claims",
+    }
+
+
+def test_a_changed_default_is_caught_naming_the_study_and_the_row(
+    results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #43's regression: computed torque feeding friction forward (ctl.friction_ff = 1) instead
+    of the paper's eq. 2. Set in the study's set-up record, it moves the model-based observers'
+    figures at 10 mdeg, 125 Hz (the one set-up rerun here), and the comparison names the block and
+    the rows."""
+    record = paper_setups.VELOCITY_ESTIMATORS
+    monkeypatch.setattr(
+        paper_setups, "VELOCITY_ESTIMATORS", replace(record, pinned={**record.pinned, "ctl.friction_ff": 1.0})
+    )
+    inputs = Inputs(DATA, InlineExecutor(), lambda _: None)
+    rerun = liu_runs.simulated(RobotSource.of(liu_runs.ROBOT), inputs, "paper", setups=(FIRST,))
+    assert rerun[FIRST]["setup"]["controller"].endswith("ctl.friction_ff = 1")
+    changed = replace(results, simulated={"paper": {**results.simulated["paper"], **rerun}})
+    problems = drift(DOCS, [quick(changed)])
+    moved = [
+        p for p in problems if "block 'liu quick simulated'" in p and "column '10 mdeg, 125 Hz: Table 4 gains'" in p
+    ]
+    rows = {p.split(": row ")[1].split(",")[0] for p in moved}
+    assert {"nlHG", "SliMod"} <= rows, problems
+    assert all(p.startswith("evaluation.md, block 'liu quick ") for p in problems), problems
+
+
+def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
+    """The full tier's tables and claims (its GA runs take 20 min: here the quick tier's figures stand
+    in for them): every claim of both tiers judged, the GA's and the retuned tables filled."""
+    stand_in = replace(
+        results,
+        simulated={**results.simulated, "ga": results.simulated["paper"]},
+        retuned=results.simulated["paper"][FIRST],
+    )
+    rep = papers.judged(liu.PAPER, "full", stand_in, 0.0)
+    assert [t.key for t in rep.tables] == ["simulated", "filters", "experiment1", "tuned", "retuned"]
+    assert len(rep.claims) == len(liu.CLAIMS) and all(j.verdict.holds is not None for j in rep.claims)
+    retuning = {j.claim.key: j.verdict.holds for j in rep.claims if "retuning" in j.claim.key}
+    assert retuning == {"ga.retuning-trades-accuracy": False, "ga.retuning-helps": False}  # the same gains: ratio 1
+
+
+def test_without_the_data_experiment1_is_reported_not_checked(results: liu_runs.LiuResults, tmp_path: Path) -> None:
+    """A user without Liu et al.'s data package gets the simulated tables, a note, and Experiment 1's
+    claims "not checked" (not a verdict)."""
+    inputs = Inputs(tmp_path, InlineExecutor(), lambda _: None)
+    replayed, missing = liu_runs.experiment1(RobotSource.of(liu_runs.ROBOT), inputs)
+    assert replayed == {} and str(tmp_path / liu_runs.EXPERIMENT1) in missing
+    rep = quick(replace(results, experiment1=replayed, missing=missing))
+    assert rep.notes == (missing,) and "experiment1" not in [t.key for t in rep.tables]
+    assert {j.claim.key for j in rep.claims if j.verdict.holds is None} == {
+        c.key for c in liu.CLAIMS if c.key.startswith("exp1.")
+    }
+
+
+@pytest.mark.parametrize(
+    "value", [0.00776, 0.0077649999, 7.7e-3, 3.654e-5, 1268.65, 9.96, 99.96, 0.1, 1.0, 123456.7, -0.0153]
+)
+@pytest.mark.parametrize("digits", [2, 3])
+def test_a_printed_value_matches_the_value_it_was_printed_from(value: float, digits: int) -> None:
+    printed = number(value, digits)
+    assert close(printed, value), printed
+    assert abs(value) < 10**digits or printed == f"{value:.0f}"  # no integer digit rounded away
+
+
+def test_the_tolerance_is_half_a_unit_of_the_last_printed_digit() -> None:
+    assert close("0.00776", 0.007765) and close("0.00776", 0.007755)  # the ties: either way
+    assert not close("0.00776", 0.0077651) and not close("0.00776", 0.0077549)
+    assert close("0.00776", 0.007765 * (1 + 1e-15))  # another machine's last bits at a tie
+    assert close("3.7e-5", 3.65e-5) and not close("3.7e-5", 3.64e-5)
+    assert close("1269", 1268.65) and not close("1269", 1268.4)
+    assert close("0.00290", 0.0029049) and not close("0.00290", 0.002906)  # trailing zeros count
+    assert close("0", 0.0) and not close("0", 1e-300)  # a printed 0 is an exact zero
+    assert number(0.0029, 3) == "0.00290" and number(3.654e-5, 2) == "3.7e-5" and number(1268.65, 3) == "1269"
+
+
+def test_the_names_are_the_registered_estimators() -> None:
+    """Liu et al.'s names lower-cased are the registry's (a renamed block fails here, not in a run)."""
+    from codegen.blocks import registry
+
+    assert sorted(registered(label) for label in LABELS) == sorted(registry.study_estimators())
+    with pytest.raises(KeyError):
+        registered("Tachometer")
+
+
+def test_every_key_names_its_paper_as_docs_references_cites_it() -> None:
+    references = (ROOT / "docs" / "references.md").read_text(encoding="utf-8")
+    for key, (citation, _) in papers.PAPERS.items():
+        assert f"| {citation} |" in references, citation
+        record = papers.paper(key)
+        assert record.key == key and record.citation == citation
+    assert papers.resolve("xu") == ["xu2020"] and papers.resolve("all") == list(papers.PAPERS)
+
+
+def test_an_unknown_paper_is_one_line_naming_the_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "smith", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("manipgen: error: unknown paper 'smith'")
+    assert all(k in err for k in ("liu", "birjandi", "brunot2019", "kirchhoff2011", "xu2020", "all"))
+    assert main(["reproduce", "xu", "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "manipgen: error: Xu et al. (2020) (xu2020): not yet reproduced by this command"
+
+
+def _computed(results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command runs the module's computation instead of its own (the same code after it)."""
+    real = papers.paper
+
+    def paper(key: str) -> Any:
+        record = real(key)
+        return replace(record, compute=lambda tier, inputs: results) if isinstance(record, Paper) else record
+
+    monkeypatch.setattr(papers, "paper", paper)
+
+
+def test_all_prints_json_and_says_what_is_not_yet_reproduced(
+    results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _computed(results, monkeypatch)
+    assert main(["reproduce", "all", "--quick", "--json", "--check-docs", "--docs", str(DOCS)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["not_yet_reproduced"] == {
+        "birjandi": "Birjandi & Haddadin",
+        "brunot2019": "Brunot et al. (2019)",
+        "kirchhoff2011": "Kirchhoff (2011)",
+        "xu2020": "Xu et al. (2020)",
+    }
+    rows = doc["papers"]["liu"]["tables"][0]["rows"]
+    for name in ("nlHG", "SliMod"):  # ours beside the paper's
+        assert rows[name]["Liu et al. Table 6"]["values"] == [TABLE6[name].normal]
+        assert rows[name]["10 mdeg, 125 Hz: Table 4 gains"]["values"][0] > 0
+    verdicts = {c["claim"]: c["verdict"] for c in doc["papers"]["liu"]["claims"]}
+    assert verdicts["exp1.recorded-outputs"] == "holds" and set(verdicts.values()) <= {"holds", "does not hold"}
+    assert main(["reproduce", "liu", "--quick"]) == 0
+    assert "not yet reproduced" not in capsys.readouterr().out
