@@ -100,7 +100,7 @@ def summary(rep: Reproduction) -> str:
     counts = {
         w: sum(verdict_word(j.verdict) == w for j in rep.claims) for w in ("holds", "does not hold", "not checked")
     }
-    return f"{rep.citation}: {len(rep.claims)} claims: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+    return f"{rep.citation}, {len(rep.claims)} claims: " + ", ".join(f"{w} {n}" for w, n in counts.items() if n)
 
 
 def markdown(reps: Sequence[Reproduction], pending: Sequence[Pending] = ()) -> str:
