@@ -138,9 +138,9 @@ def test_an_unstated_field_is_named() -> None:
 def test_model_based_estimators_hold_with_friction_fed_forward() -> None:
     """Issue 43 item 3, Liu et al.'s Table 4 gains at 10 mdeg, 125 Hz. In the paper's loop (friction
     at the estimate) nlHG's and SliMod's velocity ISE meet the issue's goals, 0.02 and 0.05 (measured
-    0.0078 and 0.027); with the friction fed forward at the desired velocity instead (``Setup.loop``),
+    0.0078 and 0.030); with the friction fed forward at the desired velocity instead (``Setup.loop``),
     which the observers' torque no longer cancels, within 1.5x of the paper's loop (measured 0.91x and
-    0.92x; with the explicit friction step they were 10.5x and 4.1x: bench/model_based_friction.py).
+    0.87x; with the explicit friction step they were 10.5x and 4.1x: bench/model_based_friction.py).
     The same seed, motion and plant in both loops; ``ctl.friction_ff`` is a run-time field, so the
     two loops share one compiled pipeline."""
     from concurrent.futures import ThreadPoolExecutor
