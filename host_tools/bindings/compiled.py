@@ -19,6 +19,7 @@ import numpy as np
 
 import codegen
 from codegen import __version__
+from codegen.blocks import registry
 from codegen.blocks.options import RtOptions, realtime_defaults
 from codegen.emit.cprint import Precision
 from codegen.emit.generate import generate
@@ -53,6 +54,7 @@ def _python_fingerprint() -> str:
     """codegen's Python as this process runs it, hashed once: every codegen module is imported
     first, so that a later edit of the files on disk (a long-lived worker while a developer edits)
     cannot file this process's generated C under the edited generator's key."""
+    registry.observers()  # the blocks register in the registry's own order (BUILTIN), not the walk's
     for module in pkgutil.walk_packages(codegen.__path__, "codegen."):
         importlib.import_module(module.name)
     h = hashlib.sha256()

@@ -31,3 +31,33 @@ def test_python_is_hashed_once_and_templates_every_time(tmp_path: Path, monkeypa
     # codegen's Python is not re-read: the cached hash is what this process runs
     assert compiled._python_fingerprint() is python
     assert compiled._python_fingerprint.cache_info().hits >= 1
+
+
+def test_hashing_first_keeps_the_registrys_order() -> None:
+    """Hashing imports every codegen module; the blocks must still register in the registry's own
+        order, as in a process that never hashed (the registry's BUILTIN order, after what importing the
+    bindings imports): a fresh interpreter hashes first, another does not hash at all."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json\n"
+        "from host_tools.bindings import compiled\n"
+        "compiled.generator_fingerprint()\n"
+        "from codegen.blocks import registry\n"
+        "print(json.dumps([list(registry.observers()), list(registry.estimators()), list(registry.controllers())]))\n"
+    )
+    hashed_first = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
+    plain = (
+        "import json\n"
+        "from host_tools.bindings import compiled\n"
+        "from codegen.blocks import registry\n"
+        "print(json.dumps([list(registry.observers()), list(registry.estimators()), list(registry.controllers())]))\n"
+    )
+    assert hashed_first == json.loads(
+        subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, check=True).stdout
+    )
+    assert hashed_first[0].index("momentum") < hashed_first[0].index("adaptive")  # what the walk had swapped
