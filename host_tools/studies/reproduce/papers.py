@@ -17,7 +17,7 @@ from host_tools.studies.reproduce.records import Inputs, Judged, Paper, Pending,
 # key -> (citation, the module of host_tools.studies.reproduce that reproduces it, or None: not yet)
 PAPERS: dict[str, tuple[str, str | None]] = {
     "liu": ("Liu et al.", "liu"),
-    "birjandi": ("Birjandi & Haddadin", None),
+    "birjandi": ("Birjandi & Haddadin", "birjandi"),
     "brunot2019": ("Brunot et al. (2019)", None),
     "kirchhoff2011": ("Kirchhoff (2011)", None),
     "xu2020": ("Xu et al. (2020)", None),

@@ -6,6 +6,7 @@ $MANIPGEN_SHARED_DATA/lwa4p): without it a skip, in CI a failure, as tests/accep
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import replace
@@ -20,7 +21,8 @@ from host_tools.reports.docs_blocks import close, drift, find_blocks
 from host_tools.reports.reproduce import number
 from host_tools.studies import paper_setups
 from host_tools.studies.cluster import InlineExecutor
-from host_tools.studies.reproduce import liu, liu_runs, papers
+from host_tools.studies.reproduce import birjandi, liu, liu_runs, papers
+from host_tools.studies.reproduce.birjandi_paper import BirjandiResults
 from host_tools.studies.reproduce.liu_paper import LABELS, TABLE6, registered
 from host_tools.studies.reproduce.records import Inputs, Paper, Reproduction
 from tests.tooling import ROOT
@@ -38,6 +40,12 @@ def results() -> liu_runs.LiuResults:
             pytest.fail(message)
         pytest.skip(message)
     return liu_runs.compute("quick", Inputs(DATA, InlineExecutor(), lambda _: None))
+
+
+@pytest.fixture(scope="module")
+def birjandi_results() -> BirjandiResults:
+    """Birjandi & Haddadin's quick tier: one collide run on planar2 with four observers (about 40 s)."""
+    return birjandi.compute("quick", Inputs(DATA, InlineExecutor(), lambda _: None))
 
 
 def quick(r: liu_runs.LiuResults) -> Reproduction:
@@ -148,35 +156,44 @@ def test_every_key_names_its_paper_as_docs_references_cites_it() -> None:
     assert papers.resolve("xu") == ["xu2020"] and papers.resolve("all") == list(papers.PAPERS)
 
 
-def test_an_unknown_paper_is_one_line_naming_the_keys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_paper_is_one_line_naming_the_keys(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert main(["reproduce", "smith", "--quick"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("manipgen: error: unknown paper 'smith'")
     assert all(k in err for k in ("liu", "birjandi", "brunot2019", "kirchhoff2011", "xu2020", "all"))
+    monkeypatch.setitem(papers.PAPERS, "xu2020", ("Xu et al. (2020)", None))  # as a paper not yet reproduced
     assert main(["reproduce", "xu", "--quick"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "manipgen: error: Xu et al. (2020) (xu2020): not yet reproduced by this command"
 
 
-def _computed(results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command runs the module's computation instead of its own (the same code after it)."""
+def _computed(results: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command runs the module's computations (by paper key) instead of its own (the same code
+    after them)."""
     real = papers.paper
 
     def paper(key: str) -> Any:
         record = real(key)
-        return replace(record, compute=lambda tier, inputs: results) if isinstance(record, Paper) else record
+        if isinstance(record, Paper) and key in results:
+            return replace(record, compute=lambda tier, inputs: results[key])
+        return record
 
     monkeypatch.setattr(papers, "paper", paper)
 
 
 def test_all_prints_json_and_says_what_is_not_yet_reproduced(
-    results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    results: liu_runs.LiuResults,
+    birjandi_results: BirjandiResults,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _computed(results, monkeypatch)
+    _computed({"liu": results, "birjandi": birjandi_results}, monkeypatch)
+    monkeypatch.setitem(papers.PAPERS, "xu2020", ("Xu et al. (2020)", None))  # its run: test_reproduce_xu.py
     assert main(["reproduce", "all", "--quick", "--json", "--check-docs", "--docs", str(DOCS)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["not_yet_reproduced"] == {
-        "birjandi": "Birjandi & Haddadin",
         "brunot2019": "Brunot et al. (2019)",
         "kirchhoff2011": "Kirchhoff (2011)",
         "xu2020": "Xu et al. (2020)",
@@ -189,3 +206,54 @@ def test_all_prints_json_and_says_what_is_not_yet_reproduced(
     assert verdicts["exp1.recorded-outputs"] == "holds" and set(verdicts.values()) <= {"holds", "does not hold"}
     assert main(["reproduce", "liu", "--quick"]) == 0
     assert "not yet reproduced" not in capsys.readouterr().out
+
+
+def birjandi_quick(r: BirjandiResults) -> Reproduction:
+    return papers.judged(birjandi.PAPER, "quick", r, 0.0)
+
+
+def test_birjandi_docs_tables_are_a_fresh_quick_run(birjandi_results: BirjandiResults) -> None:
+    """docs/collision.md's blocks that `manipgen reproduce birjandi --quick --write-docs` writes, value
+    by value, and every table of the quick tier has one."""
+    problems = drift(DOCS, [birjandi_quick(birjandi_results)])
+    assert not problems, "\n".join(problems) + "\n(rewrite them: manipgen reproduce birjandi --quick --write-docs)"
+    blocks = find_blocks(DOCS)
+    assert {b for b in blocks if b.startswith("birjandi quick ")} == {
+        "birjandi quick observers",
+        "birjandi quick claims",
+    }
+    assert blocks["birjandi quick observers"].path.name == "collision.md"
+
+
+def test_birjandi_a_moved_threshold_is_caught_naming_the_block_row_and_column(
+    birjandi_results: BirjandiResults,
+) -> None:
+    """The momentum observer's designed thresholds 2 % higher (as a changed default of the collision
+    study would move them): the comparison names the observers' block, the momentum row and the
+    threshold column, and the claims that quote it."""
+    doc = copy.deepcopy(birjandi_results.quick)
+    momentum = doc["observers"]["momentum"]
+    momentum["threshold_mean"] = [1.02 * t for t in momentum["threshold_mean"]]
+    problems = drift(DOCS, [birjandi_quick(replace(birjandi_results, quick=doc))])
+    assert any(
+        p.startswith("collision.md, block 'birjandi quick observers': row momentum, column 'largest threshold (N m)'")
+        for p in problems
+    ), problems
+    assert any(p.startswith("collision.md, block 'birjandi quick claims': row sim.ten-times-lower,") for p in problems)
+
+
+def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults) -> None:
+    """The full tier's tables and claims (its franka_panda runs take many minutes: the quick run
+    stands in for its draws): every claim judged; the step's cost against the paper's 1 ms period."""
+    draws = {0: birjandi_results.quick, 1: birjandi_results.quick}
+    for step, holds in ((500.0, True), (1500.0, False)):  # µs per step of the adaptive pipeline
+        stand_in = replace(birjandi_results, draws=draws, step_us={"momentum": 50.0, "adaptive_imu": step})
+        rep = papers.judged(birjandi.PAPER, "full", stand_in, 0.0)
+        assert [t.key for t in rep.tables] == ["observers", "panda", "draws", "compute"]
+        assert len(rep.claims) == len(birjandi.PAPER.claims)
+        assert all(j.verdict.holds is not None for j in rep.claims)
+        verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
+        assert verdicts["compute"] is holds
+        for name, verdict in verdicts.items():  # the same runs at each draw: each full claim as its quick one
+            if name.startswith("panda."):
+                assert verdict == verdicts["sim." + name.removeprefix("panda.")], name
