@@ -256,12 +256,47 @@ def _overlay_joint(ov: _Overlay, name: str, limits: Limits) -> tuple[dict[str, A
     return extra, limits
 
 
-def _chain_joint(j: Any, pending: np.ndarray, ov: _Overlay, file: str) -> tuple[Joint, Any]:
-    """A movable chain joint (``pending``: the fixed joints' transform since the last movable one) and
-    its overlay's ``elastic:`` block (None where absent)."""
+# URDF <dynamics> attribute -> the joint parameter it states: damping is viscous friction (N m s/rad,
+# N s/m for a prismatic joint), friction is Coulomb friction (N m, N), as Pinocchio reads them
+# (Model.damping, Model.friction) and Gazebo applies them.
+URDF_FRICTION = (("damping", "FV"), ("friction", "FC"))
+
+
+def _urdf_friction(j: Any, ov: _Overlay, extra: dict[str, Any], file: str) -> dict[str, float]:
+    """The joint's ``<dynamics damping friction>`` as FV, FC where the overlay does not state them
+    (the overlay wins): the non-zero ones, checked."""
+    dyn = getattr(j, "dynamics", None)
+    out: dict[str, float] = {}
+    for attr, key in URDF_FRICTION:
+        raw = getattr(dyn, attr, None) if dyn is not None else None
+        if raw is None or key in extra:
+            continue
+        v = float(raw)
+        field_name = f"joint[{j.name}].dynamics.{attr}"
+        if not np.isfinite(v) or v < 0:
+            raise DescriptionError(file, field_name, f"must be a finite number >= 0, got {raw}")
+        if v == 0:
+            continue
+        if key not in ov.declared:
+            raise DescriptionError(
+                file,
+                field_name,
+                f"is {v:g} but {key} is not in the overlay's joint_parameters ({', '.join(ov.declared)}): "
+                f"declare {key}, or state {key}: 0 for joint {j.name} in the overlay",
+            )
+        out[key] = v
+    return out
+
+
+def _chain_joint(j: Any, pending: np.ndarray, ov: _Overlay, file: str) -> tuple[Joint, Any, dict[str, float]]:
+    """A movable chain joint (``pending``: the fixed joints' transform since the last movable one),
+    its overlay's ``elastic:`` block (None where absent) and the friction taken from its URDF
+    ``<dynamics>`` (FV, FC; empty where none or where the overlay states them)."""
     axis = _chain_axis(j, file)
     pre, post = urdf_transforms(exact.matmul(pending, _origin(j)), axis)
     extra, limits = _overlay_joint(ov, j.name, _urdf_limits(j))
+    from_urdf = _urdf_friction(j, ov, extra, file)
+    extra.update(from_urdf)
     if j.type != "prismatic":
         check_revolute_limits(limits, functools.partial(warn, file, f"joint[{j.name}].limit"))
     raw = ov.joints.get(j.name)
@@ -276,7 +311,7 @@ def _chain_joint(j: Any, pending: np.ndarray, ov: _Overlay, file: str) -> tuple[
         limits=limits,
         **extra,
     )
-    return joint, drive
+    return joint, drive, from_urdf
 
 
 def _check_c_names(out_joints: list[Joint], movable_names: list[str], file: str) -> None:
@@ -322,6 +357,7 @@ def robot_from_urdf(
     out_joints: list[Joint] = []
     out_links: list[np.ndarray] = []
     drives: list[Any] = []
+    friction_taken: dict[str, dict[str, float]] = {}
     pending = np.eye(4)
     for j in chain:
         if j.type == "fixed":
@@ -329,7 +365,9 @@ def robot_from_urdf(
             if out_links:
                 out_links[-1] = out_links[-1] + merger.subtree(j.child, pending)
             continue
-        joint, drive = _chain_joint(j, pending, ov, file)
+        joint, drive, from_urdf = _chain_joint(j, pending, ov, file)
+        if from_urdf:
+            friction_taken[j.name] = from_urdf
         drives.append(drive)
         out_joints.append(joint)
         out_links.append(merger.subtree(j.child, np.eye(4)))
@@ -345,6 +383,14 @@ def robot_from_urdf(
             "tip_link",
             f"movable joints off the chain from {base!r} to {tip_link!r} are locked at their reference "
             f"position (0, or the overlay's locked:) and their links merged: {', '.join(sorted(locked_off_chain))}",
+        )
+    if friction_taken:
+        listed = "; ".join(f"{n}: " + ", ".join(f"{k} {v:g}" for k, v in f.items()) for n, f in friction_taken.items())
+        warn(
+            file,
+            f"joint[{', '.join(friction_taken)}].dynamics",
+            f"<dynamics damping friction> taken as viscous FV (N m s/rad) and Coulomb FC (N m) friction -- {listed} "
+            "(an overlay's FV/FC per joint override them)",
         )
     chain_joints = elastic_drives(
         ov.doc, tuple(out_joints), drives, [("joints", n) for n in movable_names], [j.name for j in out_joints], kw

@@ -66,11 +66,20 @@ class Model:
         return self.regressor(q, qd, qdd).reshape(k * n, len(self.names))
 
     def coulomb_columns(self) -> list[int]:
-        """The base column of each joint's Coulomb parameter FC_j (one per joint)."""
-        missing = [j + 1 for j in range(self.robot.dof) if f"FC{j + 1}" not in self.names]
+        """The base column of each joint's Coulomb parameter FC_j (one per joint): the column whose
+        kept standard parameter is FC_j, whatever else regrouped into it -- an ordinary URDF's
+        rounded angles (1.57079632679) regroup 1e-11 x IA2 into FC1 and name it FC1R; the column
+        is still FC1's own (Y_b = Y[:, kept]). FC_j is never regrouped away where it is declared:
+        its column, coul(qd_j) in joint j's equation only, is independent of every other."""
+        standard = list(self.robot.standard_parameter_names)
+        columns = {standard[i]: b for b, i in enumerate(self.base.columns)}
+        missing = [j + 1 for j in range(self.robot.dof) if f"FC{j + 1}" not in columns]
         if missing:
-            raise ValueError(f"{self.robot.name}: FC{missing[0]} is not a base parameter: no Coulomb scale to fit")
-        return [self.names.index(f"FC{j + 1}") for j in range(self.robot.dof)]
+            raise ValueError(
+                f"{self.robot.name}: FC{missing[0]} is not among the base parameters' columns "
+                "(no Coulomb friction declared for that joint): no Coulomb scale to fit"
+            )
+        return [columns[f"FC{j + 1}"] for j in range(self.robot.dof)]
 
     def coulomb_shape(self, qd: np.ndarray) -> np.ndarray:
         """tanh(qd_j / scale_j) with this robot's scales, (K, n) (the generated C's expression)."""

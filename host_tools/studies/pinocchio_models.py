@@ -416,9 +416,18 @@ def pin_model_from_urdf(
     if ov.get("tip"):
         model.addFrame(pin.Frame("tip", n, 0, origin_se3(ov["tip"]), pin.FrameType.OP_FRAME))
         tip_frame = "tip"
+    # each chain joint's friction: the overlay's FV/FC, else the URDF's <dynamics damping friction>
+    # as Pinocchio's parser reads them (Model.damping: viscous, Model.friction: Coulomb)
+    joints = []
+    for k, name in enumerate(chain):
+        joint = dict(ov_joints.get(name, {}))
+        v = model.joints[k + 1].idx_v
+        joint.setdefault("FV", float(model.damping[v]))
+        joint.setdefault("FC", float(model.friction[v]))
+        joints.append(joint)
     return UrdfChainModel(
         model,
-        [dict(ov_joints.get(name, {})) for name in chain],
+        joints,
         dict(ov.get("coulomb") or {}),
         tip_frame,
         None if base == (roots[0] if len(roots) == 1 else None) else base,

@@ -82,8 +82,12 @@ class PeerCase:
     def reference(self, model: pin.Model, friction: Friction) -> PinReference:
         return PinReference(model, friction, self.tip_frame, self.base_frame, self.id)
 
-    def friction(self, n: int) -> Friction:
-        return Friction.zero(n) if self.yaml_path is None else Friction.from_yaml(self.yaml_path)
+    def friction(self, model: pin.Model) -> Friction:
+        """A URDF's friction is its ``<dynamics damping friction>`` as Pinocchio's parser reads them
+        (Model.damping: viscous, Model.friction: Coulomb); a YAML's its FV, FC, FO."""
+        if self.yaml_path is not None:
+            return Friction.from_yaml(self.yaml_path)
+        return Friction(np.array(model.damping, float), np.array(model.friction, float), np.zeros(model.nv))
 
     def declared_joint_parameters(self) -> tuple[str, ...]:
         if self.yaml_path is None:
@@ -191,9 +195,8 @@ class PhysicalParameters:
 
 
 def own_parameters(case: PeerCase, model: pin.Model) -> PhysicalParameters:
-    n = model.njoints - 1
     links = [X.actInv(model.inertias[i]) for i, X in enumerate(case.link_in_joint(model), start=1)]
-    return PhysicalParameters(links, np.array(model.armature, dtype=float), case.friction(n))
+    return PhysicalParameters(links, np.array(model.armature, dtype=float), case.friction(model))
 
 
 def perturbed_parameters(

@@ -34,7 +34,7 @@ def setup(case: PeerCase):
     dyn = compiled(case.id)
     model = pin_model(case.id)
     assert dyn.dof == model.nv, f"{case.id}: dof {dyn.dof} but Pinocchio has nv = {model.nv}"
-    ref = case.reference(model, case.friction(model.nv))
+    ref = case.reference(model, case.friction(model))
     return dyn, ref, random_states(dyn.dof, N_STATES, case.seed)
 
 

@@ -25,7 +25,7 @@ def test_float_build_matches_pinocchio(case, record_comparison) -> None:
     """rnea, crba, C qd, g, Y_b beta, nonlinear effects, aba, tip pose and Jacobian in float."""
     dyn, model = compiled(case.id, "float"), pin_model(case.id)
     assert dyn.dtype == np.float32
-    ref = case.reference(model, case.friction(model.nv))
+    ref = case.reference(model, case.friction(model))
     s = random_states(dyn.dof, N_STATES, case.seed + 5).astype(np.float32)
     beta32 = dyn.base_parameters.astype(np.float32).astype(float)
     rows: dict[str, tuple[list, list]] = {}

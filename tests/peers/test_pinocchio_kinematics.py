@@ -20,7 +20,7 @@ pytestmark = pytest.mark.parametrize("case", case_params())
 
 def test_frame_placement_matches_pinocchio(case, record_comparison) -> None:
     dyn, model = compiled(case.id), pin_model(case.id)
-    ref = case.reference(model, case.friction(model.nv))
+    ref = case.reference(model, case.friction(model))
     s = random_states(dyn.dof, N_STATES, case.seed + 1)
     ours = np.array([dyn.tip_pose(q) for q in s.q])
     pins = np.array([ref.tip_pose(q) for q in s.q])
@@ -42,7 +42,7 @@ def test_frame_placement_matches_pinocchio(case, record_comparison) -> None:
 
 def test_frame_jacobian_matches_pinocchio(case, record_comparison) -> None:
     dyn, model = compiled(case.id), pin_model(case.id)
-    ref = case.reference(model, case.friction(model.nv))
+    ref = case.reference(model, case.friction(model))
     s = random_states(dyn.dof, N_STATES, case.seed + 2)
     ours = np.array([dyn.tip_jacobian(q) for q in s.q])
     pins = np.array([ref.tip_jacobian(q) for q in s.q])

@@ -210,3 +210,45 @@ def test_overlay_couplings_accept_urdf_joint_names(tmp_path: Path) -> None:
     )
     robot = load_robot(urdf, base_link="base", tip_link="tool", overlay=overlay)
     assert robot.joints[1].elastic is not None and robot.joints[1].elastic.coupling == ((0, 0.3),)
+
+
+DYNAMICS_URDF = """<robot name="damped">
+  <link name="base"/>
+  <link name="l1"><inertial><origin xyz="0.2 0 0" rpy="0 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+  <link name="l2"><inertial><origin xyz="0.1 0 0" rpy="0 0 0"/><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+  <joint name="a" type="revolute"><parent link="base"/><child link="l1"/><origin xyz="0 0 0.3" rpy="0 0 0"/>
+    <axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="50" velocity="3"/>
+    <dynamics damping="{damping}" friction="1.25"/></joint>
+  <joint name="b" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.4 0 0" rpy="0 0 0"/>
+    <axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="20" velocity="3"/>
+    <dynamics damping="0" friction="0"/></joint>
+</robot>"""
+
+
+def test_urdf_dynamics_become_viscous_and_coulomb_friction(tmp_path: Path) -> None:
+    """<dynamics damping friction> are the joint's viscous FV and Coulomb FC (as Pinocchio reads them:
+    Model.damping, Model.friction), with one notice naming them; an overlay's FV/FC win; a negative
+    value is one error naming the field; a non-zero one the overlay does not declare is refused."""
+    p = tmp_path / "damped.urdf"
+    p.write_text(DYNAMICS_URDF.format(damping=0.75))
+    with pytest.warns(Warning) as caught:
+        robot = load_robot(p)
+    notices = [str(w.message) for w in caught if "dynamics" in str(w.message)]
+    assert len(notices) == 1 and "a: FV 0.75, FC 1.25" in notices[0], notices
+    assert (robot.joints[0].FV, robot.joints[0].FC) == (0.75, 1.25)
+    assert (robot.joints[1].FV, robot.joints[1].FC) == (0.0, 0.0)
+
+    overlay = tmp_path / "ov.yaml"
+    overlay.write_text("joints:\n  a: {FV: 0.1}\n")
+    robot = load_robot(p, overlay=overlay)
+    assert (robot.joints[0].FV, robot.joints[0].FC) == (0.1, 1.25)
+
+    overlay.write_text("joint_parameters: [IA, FC]\n")
+    with pytest.raises(DescriptionError, match=r"joint\[a\]\.dynamics\.damping.*FV is not in"):
+        load_robot(p, overlay=overlay)
+
+    p.write_text(DYNAMICS_URDF.format(damping=-0.5))
+    with pytest.raises(DescriptionError, match=r"damped\.urdf.*joint\[a\]\.dynamics\.damping.*>= 0"):
+        load_robot(p)
