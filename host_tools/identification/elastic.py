@@ -444,6 +444,14 @@ class StudySettings:
     validation_seconds: float = 20.0
 
 
+def stored_cond(robot: Robot, exc: Excitation, rate: float) -> float:
+    """cond(Y) of a stored excitation for its stage's regressor, sampled at ``rate`` Hz (a design's
+    report grid)."""
+    from host_tools.identification.excitation import regressor_cond, stage_regressor
+
+    return regressor_cond(robot, exc, rate, *stage_regressor(robot, exc.stage))
+
+
 def _finite(x: float) -> float | None:
     """A JSON-safe number: None for inf or NaN (an RSD of a parameter estimated as 0)."""
     return float(x) if np.isfinite(x) else None
@@ -458,12 +466,19 @@ def _at(values: list[Any], i: int, fmt: str) -> str:
     return format(values[i], fmt) if i < len(values) and values[i] is not None else "–"
 
 
-def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None) -> dict[str, Any]:
+def study(
+    robot: Robot,
+    s: StudySettings = StudySettings(),
+    progress: Any = None,
+    designs: tuple[Excitation, Excitation] | None = None,
+) -> dict[str, Any]:
     """Kirchhoff (2011) §4.3.1 in simulation: design both stages' excitations (D-optimal), run them on the
-    loopback, identify, validate on a random motion; the figures next to the thesis' Tables 4.2-4.5."""
+    loopback, identify, validate on a random motion; the figures next to the thesis' Tables 4.2-4.5.
+    ``designs``: the (actuator, load) excitations to run instead of designing them (their objective
+    then NaN: not computed; their cond on the design's report grid)."""
     import time
 
-    from host_tools.identification.excitation import ExciteSettings, design, random_excitation
+    from host_tools.identification.excitation import DesignResult, ExciteSettings, design, random_excitation
 
     def say(text: str) -> None:
         if progress is not None:
@@ -482,10 +497,13 @@ def study(robot: Robot, s: StudySettings = StudySettings(), progress: Any = None
         max_iter=s.max_iter,
     )
     t0 = time.perf_counter()
-    say("designing the actuator stage's excitation (D-optimal, eq. 4.4) ...")
-    act = design(robot, es, stage="actuator")
-    say("designing the load stage's excitation (D-optimal, base regressor) ...")
-    load = design(robot, es, stage="load")
+    if designs is None:
+        say("designing the actuator stage's excitation (D-optimal, eq. 4.4) ...")
+        act = design(robot, es, stage="actuator")
+        say("designing the load stage's excitation (D-optimal, base regressor) ...")
+        load = design(robot, es, stage="load")
+    else:
+        act, load = (DesignResult(e, stored_cond(robot, e, es.report_rate), float("nan"), 0.0) for e in designs)
     t_design = time.perf_counter() - t0
     say("stage 1: simulating and identifying the actuators ...")
     log1 = simulated_log(robot, act.excitation, s.periods, s.current_noise, s.seed)

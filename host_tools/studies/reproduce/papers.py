@@ -19,7 +19,7 @@ PAPERS: dict[str, tuple[str, str | None]] = {
     "liu": ("Liu et al.", "liu"),
     "birjandi": ("Birjandi & Haddadin", "birjandi"),
     "brunot2019": ("Brunot et al. (2019)", None),
-    "kirchhoff2011": ("Kirchhoff (2011)", None),
+    "kirchhoff2011": ("Kirchhoff (2011)", "kirchhoff"),
     "xu2020": ("Xu et al. (2020)", None),
 }
 ALL = "all"

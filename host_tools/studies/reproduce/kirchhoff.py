@@ -1,0 +1,123 @@
+"""Kirchhoff (2011) (two-stage identification of an elastic arm) as `manipgen reproduce kirchhoff2011`:
+its claims, each with the thesis' values it rests on (kirchhoff_paper), what is compared and how ours
+are judged -- on the stored designs' runs (quick) and on fresh designs' (full, keys ``full.``). The
+runs and tables are kirchhoff_runs'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from host_tools.studies.reproduce.kirchhoff_paper import (
+    ACTUATOR_PARAMETERS,
+    PAPER_TABLE_4_3_RANDOM,
+    PAPER_TABLE_4_4_D_OPT,
+    PAPER_TABLE_4_5_MAX_ERROR,
+    table_4_2_errors,
+)
+from host_tools.studies.reproduce.kirchhoff_runs import KirchhoffResults, compute, notes, paper, tables
+from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Tier, Verdict, text
+
+Doc = dict[str, Any]
+Judge = Callable[[Doc], Verdict]
+
+K_E_ERRORS = table_4_2_errors("k_e")  # 0.55 %, 0.20 %, 0.25 %, 0.22 %
+K_E_BOUND = max(K_E_ERRORS)
+
+
+def _listing(values: Sequence[float | None], digits: int | None = 2) -> Text:
+    return text(*(text(", " if k else "", Num(v, digits)) for k, v in enumerate(values)))
+
+
+def _actuators(d: Doc) -> Verdict:
+    """Every k_e within the thesis' largest k_e error, and eq. 4.4's 16 parameters."""
+    k_e = [a["relative_error"] for a in d["actuator"] if a["name"].startswith("k_e")]
+    holds = len(d["actuator"]) == ACTUATOR_PARAMETERS and all(e <= K_E_BOUND for e in k_e)
+    return Verdict(
+        holds,
+        text(Num(len(d["actuator"]), None), " parameters; k_e relative errors (%): ", _listing([100 * e for e in k_e])),
+    )
+
+
+def _per_joint_at_most(key: str, bound: Sequence[float]) -> Judge:
+    def judge(d: Doc) -> Verdict:
+        ours = d["validation"][key]
+        return Verdict(
+            all(o <= b for o, b in zip(ours, bound)) and len(ours) == len(bound),
+            text("ours (N m): ", _listing(ours)),
+        )
+
+    return judge
+
+
+def _load(d: Doc) -> Verdict:
+    worst = d["load_max_error"]
+    name = max(d["load"], key=lambda b: b["error"])["name"]
+    return Verdict(worst <= PAPER_TABLE_4_5_MAX_ERROR, text("largest |error| ", Num(worst, 2), f" ({name})"))
+
+
+# (name, the thesis' statement, its values, the criterion, the judge of one study document)
+CLAIMED: tuple[tuple[str, str, Text, str, Judge], ...] = (
+    (
+        "actuator-stage",
+        "the actuator side identified on its own (§4.2.1, eq. 4.4: “a 4 × 16 regressor matrix, a 16 × 1 base "
+        "parameter vector”), the spring stiffness to within a percent (§4.3.1, Table 4.2)",
+        text("16 parameters; Table 4.2's k_e relative errors (%): ", _listing([100 * e for e in K_E_ERRORS], 2)),
+        f"16 parameters, and each of our k_e at most the thesis' largest k_e error ({100 * K_E_BOUND:.2f} %)",
+        _actuators,
+    ),
+    (
+        "actuator-generalises",
+        "the actuator model, identified on the excitation, “nearly produces the same accurate torque estimation” "
+        "on a random trajectory (§4.3.1, Table 4.3)",
+        text("Table 4.3, random (N m): ", _listing(PAPER_TABLE_4_3_RANDOM, None)),
+        "our motor-torque RMS on a random motion at most Table 4.3's, joint by joint",
+        _per_joint_at_most("motor_torque_rms", PAPER_TABLE_4_3_RANDOM),
+    ),
+    (
+        "load-stage",
+        "“the base parameter estimation error is very small for most of them” (§4.3.1, Table 4.5: the load "
+        "side identified with the stage-1 springs)",
+        text("Table 4.5's largest |error| ", paper(PAPER_TABLE_4_5_MAX_ERROR)),
+        "our largest |error| of a load side base parameter at most Table 4.5's",
+        _load,
+    ),
+    (
+        "elastic-torque",
+        "the elastic transmission torque predicted by the load side model on an evaluation trajectory "
+        "(§4.3.1, Table 4.4, D-optimal, ε_RMS)",
+        text("Table 4.4 (N m): ", _listing(PAPER_TABLE_4_4_D_OPT, None)),
+        "our RMS of Y_b β̂ against the true (I + A)ᵀ τ_el at most Table 4.4's, joint by joint",
+        _per_joint_at_most("elastic_torque_vs_true_rms", PAPER_TABLE_4_4_D_OPT),
+    ),
+)
+
+
+def _claims(tier: Tier) -> tuple[Claim[KirchhoffResults], ...]:
+    where = {
+        "quick": "simulated biorob4, the stored designs",
+        "full": "simulated biorob4, fresh designs",
+    }[tier]
+    prefix = "" if tier == "quick" else "full."
+
+    def on(judge: Judge) -> Callable[[KirchhoffResults], Verdict]:
+        return lambda r: judge(r.doc(tier))
+
+    return tuple(
+        Claim(prefix + name, tier, where, statement, values, criterion, on(judge))
+        for name, statement, values, criterion, judge in CLAIMED
+    )
+
+
+CLAIMS = _claims("quick") + _claims("full")
+
+PAPER: Paper[KirchhoffResults] = Paper(
+    key="kirchhoff2011",
+    citation="Kirchhoff (2011)",
+    subject="two-stage identification of an elastic arm (simulated BioRob)",
+    compute=compute,
+    tables=tables,
+    claims=CLAIMS,
+    notes=notes,
+)

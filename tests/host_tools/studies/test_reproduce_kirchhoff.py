@@ -1,0 +1,63 @@
+"""`manipgen reproduce kirchhoff2011`: the docs' generated tables (docs/elastic.md) against a fresh run of
+Kirchhoff (2011)'s quick tier -- the two stages on the stored designs, run once for the module (about 15 s
+of CPU) -- and a moved value named by its block, row and column."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+
+from host_tools.reports.docs_blocks import drift, find_blocks
+from host_tools.studies.cluster import InlineExecutor
+from host_tools.studies.reproduce import kirchhoff, kirchhoff_runs, papers
+from host_tools.studies.reproduce.records import Inputs, Reproduction
+from tests.tooling import ROOT
+
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def results() -> kirchhoff_runs.KirchhoffResults:
+    return kirchhoff_runs.compute("quick", Inputs(ROOT, InlineExecutor(), lambda _: None))
+
+
+def quick(r: kirchhoff_runs.KirchhoffResults) -> Reproduction:
+    return papers.judged(kirchhoff.PAPER, "quick", r, 0.0)
+
+
+def test_the_docs_tables_are_a_fresh_quick_run(results: kirchhoff_runs.KirchhoffResults) -> None:
+    """Every block of docs/ that `manipgen reproduce kirchhoff2011 --quick --write-docs` writes, value by
+    value, and every table has one."""
+    problems = drift(DOCS, [quick(results)])
+    assert not problems, "\n".join(problems) + "\n(rewrite them: manipgen reproduce kirchhoff2011 --quick --write-docs)"
+    assert {b for b in find_blocks(DOCS) if b.startswith("kirchhoff2011 quick ")} == {
+        "kirchhoff2011 quick figures",
+        "kirchhoff2011 quick actuator",
+        "kirchhoff2011 quick validation",
+        "kirchhoff2011 quick claims",
+    }
+
+
+def test_a_moved_value_is_named_by_block_row_and_column(results: kirchhoff_runs.KirchhoffResults) -> None:
+    """Joint 3's identified stiffness 0.1 % off (a change the 4-digit table shows): the comparison names
+    the actuator block, the row and the column, and the claim that quotes the k_e errors."""
+    doc = copy.deepcopy(results.quick)
+    k_e3 = next(a for a in doc["actuator"] if a["name"] == "k_e3")
+    k_e3["estimated"] *= 1.001
+    k_e3["relative_error"] = abs(k_e3["estimated"] - k_e3["exact"]) / k_e3["exact"]
+    problems = drift(DOCS, [quick(replace(results, quick=doc))])
+    assert any(
+        p.startswith("elastic.md, block 'kirchhoff2011 quick actuator': row k_e3, column 'estimated'") for p in problems
+    ), problems
+    assert any(
+        p.startswith("elastic.md, block 'kirchhoff2011 quick claims': row actuator-stage, column 'ours'")
+        for p in problems
+    ), problems
+
+
+def test_every_quick_claim_is_judged(results: kirchhoff_runs.KirchhoffResults) -> None:
+    rep = quick(results)
+    assert [j.claim.key for j in rep.claims] == [c.key for c in kirchhoff.CLAIMS if c.tier == "quick"]
+    assert all(j.verdict.holds is not None for j in rep.claims)
