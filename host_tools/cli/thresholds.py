@@ -11,6 +11,8 @@ from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
 from host_tools.studies.thresholds import BLOCKS, TARGET
 
+HOUR = 3600.0  # s: --false-alarm-rate is a probability per hour of motion
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     t = sub.add_parser(
@@ -21,9 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_robot_arguments(t)
     t.add_argument(
         "data",
-        help="a collision-free log: .npz (docs/realtime.md), a Liu et al. .mat run, a ROS bag with one "
+        nargs="+",
+        help="collision-free logs: .npz (docs/realtime.md), a Liu et al. .mat run, a ROS bag with one "
         "JointState topic (several: manipgen import-log --topic first) or a CSV (time, q, [qd,] tau; "
-        "irregular stamps resampled)",
+        "irregular stamps resampled); several runs: the thresholds cover them all and the margin comes from "
+        "each run held out in turn (the spread between runs)",
     )
     t.add_argument(
         "--observer",
@@ -44,6 +48,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=TARGET,
         help="the worst held-out max |r| / threshold the derived margin gives (default %(default)g)",
+    )
+    t.add_argument(
+        "--false-alarm-rate",
+        type=float,
+        metavar="P",
+        help="per-joint margins instead: an extreme-value (Gumbel) fit to each joint's held-out block maxima, "
+        "designed so that an hour of motion reaches --target with probability P (--target 1: P is the false-alarm "
+        "probability per hour)",
     )
     t.add_argument(
         "--blocks", type=int, default=BLOCKS, help="held-out blocks the run is split into (default %(default)d)"
@@ -70,8 +82,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--check",
         metavar="OTHER",
-        help="another collision-free run (any format DATA takes): its residual against the thresholds; exit code 1 "
-        "if it has false alarms",
+        nargs="+",
+        help="other collision-free runs (any format DATA takes): their residual against the thresholds; exit code 1 "
+        "if one has false alarms",
     )
     t.add_argument("--plot", metavar="PNG", help="r(t) per joint with the thresholds (and --check's run)")
     t.add_argument("--json", action="store_true", help="print the JSON document")
@@ -105,16 +118,30 @@ def run(args: argparse.Namespace) -> int:
         and args.blocks >= 2
         and args.floor >= 0
         and args.skip >= 0
+        and (args.false_alarm_rate is None or 0 < args.false_alarm_rate < 1)
     ):
         console.print(
-            "manipgen: error: --margin must be >= 1, --target in (0, 1], --blocks >= 2, --floor and --skip >= 0"
+            "manipgen: error: --margin must be >= 1, --target in (0, 1], --blocks >= 2, --floor and --skip >= 0, "
+            "--false-alarm-rate in (0, 1)"
         )
         return 2
     if args.plot and not args.plot.lower().endswith(".png"):
         console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
         return 2
+    if args.margin is not None and args.false_alarm_rate is not None:
+        console.print("manipgen: error: --margin gives the margin; --false-alarm-rate derives it: give one")
+        return 2
     settings = DesignSettings(
-        args.margin, args.target, args.blocks, args.static, args.floor, args.skip, args.keep_flagged, args.tune
+        args.margin,
+        args.target,
+        args.blocks,
+        args.static,
+        args.floor,
+        args.skip,
+        args.keep_flagged,
+        args.tune,
+        args.false_alarm_rate,
+        None if args.false_alarm_rate is None else HOUR,
     )
     try:
         robot = robot_of(args)
@@ -122,12 +149,13 @@ def run(args: argparse.Namespace) -> int:
         gain = tunable(rt) if args.tune else None
         if args.config:
             rt.config.load(args.config)
-        log = read_log(args.data, robot).log
-        other = read_log(args.check, robot).log if args.check else None
-        data = Recording(log, check_log(log, robot, args.data))
-        checked = Recording(other, check_log(other, robot, args.check)) if other else None
-        for r in (data, checked):
-            for line in r.checks.lines() if r else ():
+        recordings = []
+        for path in [*args.data, *(args.check or ())]:
+            log = read_log(path, robot).log
+            recordings.append(Recording(log, check_log(log, robot, path)))
+        data, checked = recordings[: len(args.data)], recordings[len(args.data) :]
+        for r in recordings:
+            for line in r.checks.lines():
                 console.print(f"manipgen: check: {line}")
         with (
             stage(console, f"tuning {gain.what} on the run ...") if gain else nullcontext(),
@@ -142,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
-    # --check: false alarms on the other run make the exit code 1 (the thresholds do not hold there)
+    # --check: false alarms on another run make the exit code 1 (the thresholds do not hold there)
     failed = 1 if result.false_alarms > 0 else 0
     if args.json:
         print(json.dumps(document(result), indent=1))

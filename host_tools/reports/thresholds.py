@@ -3,10 +3,13 @@ thresholds designed on a collision-free run (host_tools.studies.thresholds.desig
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from host_tools.reports import plots
-from host_tools.studies.thresholds import Designed
+from host_tools.studies.thresholds import Check, Designed
 
 
 def shape(margin: float, static: bool) -> str:
@@ -17,34 +20,97 @@ def shape(margin: float, static: bool) -> str:
 
 
 def plot(result: Designed, path: Path) -> Path:
-    """r(t) per joint with the thresholds (and the other run's, if checked)."""
-    s, other = result.settings, result.other
+    """r(t) per joint with the thresholds (and the first other run's, if checked)."""
+    s = result.settings
+    other = (Path(result.others[0].checks.source).name, result.checks[0]) if result.checks else None
     return plots.threshold_residuals(
         result.design,
         result.sample_period,
         path,
-        f"{result.robot} ({result.pipeline})\nr on {Path(result.data.checks.source).name}, "
+        f"{result.robot} ({result.pipeline})\nr on {', '.join(Path(r.checks.source).name for r in result.data)}, "
         f"{shape(result.design.margin, s.static)}"
         + (f" + {s.floor:g}" if s.floor else "")
-        + (f"; blue: {Path(other.checks.source).name}" if other is not None else ""),
-        (Path(other.checks.source).name, result.check) if other is not None and result.check is not None else None,
+        + (f"; blue: {other[0]}" if other is not None else ""),
+        other,
     )
+
+
+def designed_for(result: Designed) -> dict[str, object]:
+    """What the margin was designed for: the event, its probability and the motion it refers to.
+
+    The worst-block rule fits no tail: the worst of U held-out block maxima (exchangeable blocks)
+    is exceeded by a new block's with probability 1 / (U + 1) (the rank of one more draw among
+    U + 1), and the margin puts that worst at ``target`` -- a false alarm needs 1 / target times it,
+    a probability the rule does not model. The extreme-value rule states its probability per
+    ``horizon`` of motion (extreme_value_margins)."""
+    d = result.design
+    runs = len(result.data)
+    units = int(d.held_out.shape[0])
+    if d.margin_given:
+        return {"method": "given (--margin)", "event": None, "probability": None, "per_s": None}
+    if d.exceedance is None:
+        return {
+            "method": "worst held-out block"
+            + (f" ({runs} runs, each held out in turn, on {units // runs} blocks each)" if runs > 1 else ""),
+            "event": f"a block's max |r| / threshold above the worst held-out one ({d.target:g})",
+            "probability": 1.0 / (units + 1),
+            "per_s": d.block_seconds,
+            "false_alarm_probability_modelled": False,
+        }
+    return {
+        "method": "extreme-value (Gumbel) fit per joint of the held-out block maxima"
+        + (f" ({runs} runs, each held out in turn)" if runs > 1 else ""),
+        "event": "some joint's max |r| / threshold reaches "
+        + ("1 (a false alarm)" if d.target == 1 else f"{d.target:g}"),
+        "probability": d.exceedance,
+        "per_s": d.horizon,
+        "false_alarm_probability_modelled": d.target == 1,
+    }
+
+
+def _check_doc(result: Designed) -> dict[str, object]:
+    """One checked run's figures, or the worst over several (their own under ``runs``)."""
+    runs = [
+        {
+            "data": r.checks.source,
+            "max_residual": c.max_residual.tolist(),
+            "ratio": c.ratio.tolist(),
+            "false_alarm_samples": c.false_alarm_samples.tolist(),
+            "threshold_mean": c.threshold_mean.tolist(),
+        }
+        for r, c in zip(result.others, result.checks)
+    ]
+    if len(runs) == 1:
+        return runs[0]
+    cs = result.checks
+    return {
+        "data": [r["data"] for r in runs],
+        "max_residual": np.max([c.max_residual for c in cs], axis=0).tolist(),
+        "ratio": np.max([c.ratio for c in cs], axis=0).tolist(),
+        "false_alarm_samples": np.sum([c.false_alarm_samples for c in cs], axis=0).tolist(),
+        "threshold_mean": np.mean([c.threshold_mean for c in cs], axis=0).tolist(),
+        "runs": runs,
+    }
 
 
 def document(result: Designed) -> dict[str, object]:
     """The JSON document."""
     design, s = result.design, result.settings
-    runs = [result.data] + ([result.other] if result.other is not None else [])
+    runs = [*result.data, *result.others]
     doc: dict[str, object] = {
         "robot": result.robot,
         "pipeline": result.pipeline,
+        "data": [r.checks.source for r in result.data],
         "shape": "static" if s.static else "fitted",
         "margin": design.margin,
+        "margins": design.margins.tolist(),
         "margin_from": {
             "derived": not design.margin_given,
-            "rule": "given (--margin)" if design.margin_given else "max(1, worst held-out max |r| / envelope) / target",
+            "rule": _rule(result),
+            "designed_for": designed_for(result),
             "target": design.target,
             "blocks": int(design.held_out.shape[0]),
+            "block_s": design.block_seconds,
             "held_out_worst": float(design.held_out.max()),
             "held_out_ratio": design.held_out.tolist(),
         },
@@ -71,20 +137,27 @@ def document(result: Designed) -> dict[str, object]:
             "default_objective": t.default_objective,
             "candidates": [{t.key: value, "objective": obj} for value, obj in t.table],
         }
-    if result.other is not None and result.check is not None:
-        check = result.check
-        doc["check"] = {
-            "data": result.other.checks.source,
-            "max_residual": check.max_residual.tolist(),
-            "ratio": check.ratio.tolist(),
-            "false_alarm_samples": check.false_alarm_samples.tolist(),
-            "threshold_mean": check.threshold_mean.tolist(),
-        }
+    if result.checks:
+        doc["check"] = _check_doc(result)
     return doc
 
 
+def _rule(result: Designed) -> str:
+    d = result.design
+    if d.margin_given:
+        return "given (--margin)"
+    held = "each run held out in turn" if len(result.data) > 1 else "held-out blocks"
+    if d.exceedance is None:
+        return f"max(1, worst held-out max |r| / envelope) / target ({held})"
+    return (
+        f"per joint: max(1, worst held-out ratio, Gumbel level of its held-out maxima at its share of the "
+        f"probability {d.exceedance:g} per {d.horizon:g} s of motion) / target ({held})"
+    )
+
+
 def _table(result: Designed) -> str:
-    design, check = result.design, result.check
+    design = result.design
+    check = None if not result.checks else result.checks[0] if len(result.checks) == 1 else _worst(result)
     head = "| joint | max abs(r) | at (s) | threshold | kv | ka | ks | vs | mean threshold |" + (
         " check: max abs(r) | ratio | samples above | mean threshold |" if check is not None else ""
     )
@@ -104,21 +177,53 @@ def _table(result: Designed) -> str:
     return "\n".join(lines)
 
 
+def _worst(result: Designed) -> Check:
+    """The worst over several checked runs, per joint (their threshold means averaged)."""
+    cs = result.checks
+    return replace(
+        cs[0],
+        max_residual=np.max([c.max_residual for c in cs], axis=0),
+        false_alarm_samples=np.sum([c.false_alarm_samples for c in cs], axis=0),
+        ratio=np.max([c.ratio for c in cs], axis=0),
+        threshold_mean=np.mean([c.threshold_mean for c in cs], axis=0),
+    )
+
+
+def _designed_line(result: Designed) -> str:
+    f = designed_for(result)
+    if f["probability"] is None:
+        return "designed for: no stated probability (the margin is given)"
+    per = float(str(f["per_s"]))
+    span = f"{per / 3600:g} h" if per >= 3600 else f"{per:.3g} s"
+    how = str(f["method"])
+    return f"designed for: {f['event']} with probability {float(str(f['probability'])):.3g} per {span} of motion " + (
+        "(rank bound over exchangeable blocks; the false-alarm rate is not modelled)"
+        if how.startswith("worst")
+        else f"({how})"
+    )
+
+
 def text(result: Designed, written: list[tuple[str, str]]) -> str:
     """The summary, the table per joint and the other run's verdict; ``written``: (path, what)."""
     design, s = result.design, result.settings
-    derived = (
-        "given (--margin)"
-        if design.margin_given
-        else f"max(1, worst held-out ratio {design.held_out.max():.3f} of {design.held_out.shape[0]} blocks) / "
-        f"target {design.target:g}"
-    )
+    if design.margin_given:
+        derived = "given (--margin)"
+    elif design.exceedance is None:
+        derived = (
+            f"max(1, worst held-out ratio {design.held_out.max():.3f} of {design.held_out.shape[0]} blocks"
+            + (f", each of {len(result.data)} runs held out in turn" if len(result.data) > 1 else "")
+            + f") / target {design.target:g}"
+        )
+    else:
+        derived = f"per joint {' '.join(f'{m:.3f}' for m in design.margins)}: {_rule(result)}"
     parts = [
-        f"{result.robot} ({result.pipeline}), {design.samples} samples after {s.skip:g} s"
+        f"{result.robot} ({result.pipeline}), "
+        + (f"{len(result.data)} runs, " if len(result.data) > 1 else "")
+        + f"{design.samples} samples after {s.skip:g} s"
         + (f" ({design.excluded} flagged left out)" if design.excluded else "")
         + f"; {shape(design.margin, s.static)} + {s.floor:g}\nmargin {design.margin:.3f}: {derived}"
         + ("" if design.acceleration or s.static else "; the estimator gives no q-ddot: ka is moot (0)")
-        + "\n"
+        + f"\n{_designed_line(result)}\n"
     ]
     if result.tuned is not None:
         t = result.tuned
@@ -127,12 +232,14 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
             f"{t.default_objective:.3g})\n"
         )
     parts += [_table(result), f"\nsum of the mean thresholds: {design.threshold_mean.sum():.4g}"]
-    if result.other is not None:
-        alarms = result.false_alarms
+    if len(result.checks) > 1:
+        parts.append("\nthe check columns: the worst over the checked runs (the mean threshold: their average)")
+    for other, c in zip(result.others, result.checks):
+        alarms = int(c.false_alarm_samples.sum())
         parts.append(
-            f"\n{result.other.checks.source}: "
+            f"\n{other.checks.source}: "
             + (
-                "no false alarm"
+                f"no false alarm (worst max |r| / threshold {c.ratio.max():.3f})"
                 if alarms == 0
                 else f"{alarms} samples above a threshold (false alarms: lower --target, or raise --margin or --floor)"
             )

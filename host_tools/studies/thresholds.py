@@ -64,7 +64,9 @@ class Thresholds:
     margins: np.ndarray  # (n,) the factor on each joint's fitted envelope
     margin_given: bool  # True: the caller's; False: derived from the held-out blocks
     target: float  # the worst held-out ratio the derived margin gives
-    exceedance: float | None  # the extreme-value margins' probability per run (None: one worst-block margin)
+    exceedance: float | None  # the extreme-value margins' probability per horizon (None: one worst-block margin)
+    horizon: float  # s of motion the exceedance refers to (the design run's length unless given)
+    block_seconds: float  # the held-out blocks' length, s (the maxima's span)
     held_out: np.ndarray  # (units, n): max |r| / envelope on each held-out block, envelope fitted without it
     acceleration: bool  # whether the estimator gives a q-ddot estimate (else ka is moot, 0)
     threshold_mean: np.ndarray  # per joint, the whole threshold's mean over the used samples
@@ -179,17 +181,19 @@ def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: 
 
 
 def extreme_value_margins(
-    held_out: np.ndarray, cost: np.ndarray, blocks: int, target: float, exceedance: float
+    held_out: np.ndarray, cost: np.ndarray, blocks: float, target: float, exceedance: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-joint margins from held-out maxima ``held_out`` (units, n) and the joints' envelope means
     ``cost`` (n,): (margins (n,), the Gumbel fits (n, 2): location, scale).
 
     Each joint's held-out maxima are fitted a Gumbel law (scipy.stats.gumbel_r, maximum likelihood;
     the GEV's shape is not identifiable from a few maxima, and a fitted bounded tail would cap the
-    level at the largest seen). The largest ratio over a run of the design's length -- ``blocks``
-    maxima -- is then Gumbel with location mu + sigma ln(blocks), so it exceeds q with the hazard
-    lambda = blocks exp(-(q - mu) / sigma). The run's total hazard -ln(1 - exceedance) (the
-    probability that some joint of a run reaches ``target``) is shared among the joints where it
+    level at the largest seen). The largest ratio over the motion the probability refers to --
+    ``blocks`` maxima, the held-out blocks that fit in it (a run of the design's length: the number
+    of blocks; an hour: 3600 s / the block's length) -- is then Gumbel with location
+    mu + sigma ln(blocks), so it exceeds q with the hazard lambda = blocks exp(-(q - mu) / sigma).
+    That motion's total hazard -ln(1 - exceedance) (the probability that some joint reaches
+    ``target`` in it) is shared among the joints where it
     costs least: the sum of cost_j q_j is smallest for lambda_j proportional to cost_j sigma_j
     (Lagrange). The fit's uncertainty is met conservatively: q_j is never below the joint's
     largest held-out ratio (the fit cannot argue away a maximum that was seen), nor below 1 (the
@@ -261,12 +265,14 @@ def design_thresholds(
     static: bool = False,
     exclude: np.ndarray | None = None,
     exceedance: float | None = None,
+    horizon: float | None = None,
 ) -> Thresholds:
     """Thresholds from a collision-free log (see the module docstring). ``skip`` seconds at the
     start are left out (observer start-up), and the samples where ``exclude`` (K,) is True (flagged
     by the input checks). ``margin`` None: derived from ``blocks`` held-out blocks -- one margin
     bringing the worst to ``target``, or with ``exceedance`` per joint (extreme_value_margins: a
-    run of the log's length reaches ``target`` with that probability)."""
+    run of the log's length, or of ``horizon`` seconds of motion, reaches ``target`` with that
+    probability)."""
     return design_across(
         rt,
         [log],
@@ -278,6 +284,7 @@ def design_thresholds(
         static=static,
         exclude=[exclude],
         exceedance=exceedance,
+        horizon=horizon,
     )
 
 
@@ -293,13 +300,14 @@ def design_across(
     static: bool = False,
     exclude: list[np.ndarray | None] | None = None,
     exceedance: float | None = None,
+    horizon: float | None = None,
 ) -> Thresholds:
     """Thresholds from one or several collision-free runs of the same pipeline: the envelope covers
     every run; with several, the margins come from each run held out in turn (the envelope fitted on
     the others, the held-out run's maxima on ``blocks`` blocks of it) -- the spread between runs, not
     only within one. ``exclude``: per run, as in design_thresholds. The result's residual, level and
     times run along the runs one after the other."""
-    check_design_options(margin, target, floor, blocks, exceedance)
+    check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not logs:
         raise ValueError("no run to design from")
     parts, left_out, k0s = [], [], []
@@ -321,6 +329,7 @@ def design_across(
         np.concatenate(left_out),
         float(rt.config["det.vs"][0]),
         exceedance=exceedance,
+        horizon=horizon,
         run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
     )
 
@@ -344,11 +353,18 @@ def _fit_scale(
 
 
 def check_design_options(
-    margin: float | None, target: float, floor: float, blocks: int, exceedance: float | None = None
+    margin: float | None,
+    target: float,
+    floor: float,
+    blocks: int,
+    exceedance: float | None = None,
+    horizon: float | None = None,
 ) -> None:
     """One clear error per bad design option (design_thresholds, design_from_outputs)."""
     if exceedance is not None and not 0 < exceedance < 1:
-        raise ValueError(f"exceedance must be in (0, 1) (a probability per run), got {exceedance!r}")
+        raise ValueError(f"exceedance must be in (0, 1) (a probability per run or horizon), got {exceedance!r}")
+    if horizon is not None and not horizon > 0:
+        raise ValueError(f"horizon must be > 0 (seconds of motion), got {horizon!r}")
     if margin is not None and not margin >= 1.0:
         raise ValueError(f"margin must be >= 1 (a factor on the fitted envelope), got {margin!r}")
     if not 0 < target <= 1:
@@ -372,15 +388,17 @@ def design_from_outputs(
     static_vs: float = 0.01,
     *,
     exceedance: float | None = None,
+    horizon: float | None = None,
     run: np.ndarray | None = None,
 ) -> Thresholds:
     """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
     (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
     standstill scale kept by a static design. ``exceedance``: the per-joint extreme-value margins
     (extreme_value_margins); None: one margin for all joints, the worst held-out ratio brought to
-    ``target`` (collide's design motions). ``run``: (K,) labels of the runs concatenated in
-    ``outs`` (each held out in turn, held_out_ratios)."""
-    check_design_options(margin, target, floor, blocks, exceedance)
+    ``target`` (collide's design motions); ``horizon``: the seconds of motion ``exceedance`` refers
+    to (default: the design run's length; with several runs, one run's). ``run``: (K,) labels of the
+    runs concatenated in ``outs`` (each held out in turn, held_out_ratios)."""
+    check_design_options(margin, target, floor, blocks, exceedance, horizon)
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
     if use.sum() < 2 * blocks * (1 if run is None else len(np.unique(run))):
@@ -390,6 +408,8 @@ def design_from_outputs(
     labels = None if run is None else np.asarray(run)[use]
     n = r.shape[1]
     worst = r.max(axis=0)
+    block_seconds = len(r) / (blocks * (1 if labels is None else len(np.unique(labels)))) * sample_period
+    span = blocks * block_seconds if horizon is None else horizon
     fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (units, n), margins)
     for vs in (static_vs,) if static else STANDSTILL_SCALES:
         coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels)
@@ -398,7 +418,7 @@ def design_from_outputs(
         elif exceedance is None:
             m = np.full(n, max(1.0, float(ratios.max())) / target)
         else:
-            m = extreme_value_margins(ratios, means, blocks, target, exceedance)[0]
+            m = extreme_value_margins(ratios, means, span / block_seconds, target, exceedance)[0]
         fits.append((float(np.sum(m * means)), vs, coef, ratios, m))
     _, vs, coef, ratios, m = min(fits, key=lambda f: f[0])
     coef = m[:, None] * coef
@@ -413,6 +433,8 @@ def design_from_outputs(
         margin is not None,
         target,
         exceedance,
+        span,
+        block_seconds,
         ratios,
         bool(np.any(qdd != 0)),
         np.zeros(n),
@@ -589,7 +611,7 @@ class Recording:
 class DesignSettings:
     """`manipgen thresholds`' choices (design_thresholds' arguments, and --tune, --keep-flagged)."""
 
-    margin: float | None = None  # None: derived per joint from the held-out blocks (extreme_value_margins)
+    margin: float | None = None  # None: derived from the held-out blocks
     target: float = TARGET
     blocks: int = BLOCKS
     static: bool = False
@@ -597,73 +619,76 @@ class DesignSettings:
     skip: float = 0.5
     keep_flagged: bool = False  # design from the samples the input checks flag too
     tune: bool = False  # first choose the observer's tunable gain on the data (tune_observer)
-    exceedance: float | None = (
-        None  # per-joint margins: a run of the design's length reaches target with this probability
-    )
+    # per-joint margins (extreme_value_margins): ``horizon`` seconds of motion (None: a run of the
+    # design's length) reach target with this probability; None: one margin, the worst block's
+    exceedance: float | None = None
+    horizon: float | None = None
 
 
 @dataclass(frozen=True)
 class Designed:
-    """Thresholds designed on a run, with the tuned gain and another run's check if asked for."""
+    """Thresholds designed on one run or several, with the tuned gain and other runs' checks if asked for."""
 
     robot: str
     pipeline: str  # the pipeline's label
     sample_period: float
     settings: DesignSettings
-    data: Recording
+    data: tuple[Recording, ...]  # the design runs (several: each held out in turn, design_across)
     design: Thresholds
-    tuned: Tuned | None = None
-    other: Recording | None = None
-    check: Check | None = None
+    tuned: Tuned | None = None  # tuned on the first design run
+    others: tuple[Recording, ...] = ()
+    checks: tuple[Check, ...] = ()  # one per run of ``others``
 
     @property
     def false_alarms(self) -> int:
-        """Samples of the other run above a threshold (0 without one)."""
-        return 0 if self.check is None else int(self.check.false_alarm_samples.sum())
+        """Samples of the other runs above a threshold (0 without one)."""
+        return sum(int(c.false_alarm_samples.sum()) for c in self.checks)
 
 
 def design_on(
     rt: Realtime,
-    data: Recording,
+    data: Recording | list[Recording],
     settings: DesignSettings = DesignSettings(),
-    other: Recording | None = None,
+    other: Recording | list[Recording] | None = None,
     executor: Executor | None = None,
     pipeline: PipelineSource | None = None,
 ) -> Designed:
-    """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain, tune_observer) the
-    thresholds of ``data`` (design_thresholds), checked on ``other`` (check_thresholds); the flagged
+    """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain on the first run,
+    tune_observer) the thresholds of ``data`` (one run: design_thresholds; several: design_across,
+    each held out in turn), checked on each run of ``other`` (check_thresholds); the flagged
     samples and 0.5 s around them left out (the residual and the estimator carry them on) unless
     ``keep_flagged``. The design (and the tuned gain) is left in ``rt.config``; errors name the run."""
     s = settings
+    runs = [data] if isinstance(data, Recording) else list(data)
+    others = [] if other is None else [other] if isinstance(other, Recording) else list(other)
     leave_out = [
-        None if s.keep_flagged else with_settling(r.checks.flagged, data.log.sample_period)
-        for r in (data, other)
-        if r is not None
+        None if s.keep_flagged else with_settling(r.checks.flagged, r.log.sample_period) for r in runs + others
     ]
     tuned = None
     try:
         if s.tune:
-            tuned = tune_observer(rt, data.log, s.skip, leave_out[0], executor, pipeline)
-        design = design_thresholds(
+            tuned = tune_observer(rt, runs[0].log, s.skip, leave_out[0], executor, pipeline)
+        design = design_across(
             rt,
-            data.log,
+            [r.log for r in runs],
             s.margin,
             s.skip,
             s.floor,
             target=s.target,
             blocks=s.blocks,
             static=s.static,
-            exclude=leave_out[0],
+            exclude=leave_out[: len(runs)],
             exceedance=s.exceedance,
+            horizon=s.horizon,
         )
     except ValueError as err:
-        raise ValueError(f"{data.checks.source}: {err}") from None
-    check = None
-    if other is not None:
+        raise ValueError(f"{', '.join(r.checks.source for r in runs)}: {err}") from None
+    checks = []
+    for r, left in zip(others, leave_out[len(runs) :]):
         try:
-            check = check_thresholds(rt, other.log, design, s.skip, leave_out[1])
+            checks.append(check_thresholds(rt, r.log, design, s.skip, left))
         except ValueError as err:
-            raise ValueError(f"{other.checks.source}: {err}") from None
+            raise ValueError(f"{r.checks.source}: {err}") from None
     for key, value in design.config().items():
         rt.config[key] = value
-    return Designed(rt.name, rt.label, rt.sample_period, s, data, design, tuned, other, check)
+    return Designed(rt.name, rt.label, rt.sample_period, s, tuple(runs), design, tuned, tuple(others), tuple(checks))

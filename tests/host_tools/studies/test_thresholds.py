@@ -281,3 +281,48 @@ def test_several_runs_are_held_out_in_turn() -> None:
     x[:, 0] = 1.0
     run = np.repeat([0, 1], 100)
     np.testing.assert_allclose(held_out_ratios(r, x, 0.0, 2, run), [0.5, 0.5, 2.0, 2.0])
+
+
+def test_thresholds_across_runs_and_the_stated_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`thresholds RUN1 RUN2 --check RUN3 RUN1`: the margin comes from each run held out in turn (2 x
+    blocks held-out maxima, the worst brought to the target); the report states what it was designed
+    for (the rank bound 1 / (units + 1) per block); the checks are listed per run and the first
+    design run holds. `--false-alarm-rate P --target 1`: per-joint margins never below the joint's
+    worst held-out ratio (nor 1), stated as P per hour of motion, and no lower than the same P per
+    run of the design's length (an hour holds more blocks than the run, so its level is higher)."""
+    from host_tools.cli import main
+    from host_tools.studies.thresholds import extreme_value_margins
+
+    robot = load_robot("planar2")
+    rt, _, _, _ = _runs(tmp_path)
+    true = robot.standard_parameters()
+    paths = []
+    for seed in (4, 5, 6):
+        traj = generated_trajectory(robot, 4.0, rt.sample_period, seed=seed, speed=0.2)
+        paths.append(str(simulate(rt, traj, true_params=true).log.save(tmp_path / f"run{seed}.npz")))
+    pipeline = ["--estimator", "kalman", "--observer", "momentum", "--config", str(tmp_path / "base.json")]
+    assert main(["thresholds", "planar2", *paths[:2], *pipeline, "--check", paths[2], paths[0], "--json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    held = np.array(doc["margin_from"]["held_out_ratio"])
+    assert doc["data"] == paths[:2] and held.shape == (2 * 8, 2)
+    assert doc["margin"] == pytest.approx(max(1.0, held.max()) / 0.85)
+    assert doc["margin_from"]["designed_for"]["probability"] == pytest.approx(1 / 17)
+    assert [run["data"] for run in doc["check"]["runs"]] == [paths[2], paths[0]]
+    assert doc["check"]["runs"][1]["false_alarm_samples"] == [0, 0]  # a design run is covered
+    ratio = np.max([run["ratio"] for run in doc["check"]["runs"]], axis=0)
+    np.testing.assert_array_equal(doc["check"]["ratio"], ratio)
+
+    assert (
+        main(["thresholds", "planar2", paths[0], *pipeline, "--false-alarm-rate", "0.01", "--target", "1", "--json"])
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    stated = doc["margin_from"]["designed_for"]
+    assert stated["probability"] == 0.01 and stated["per_s"] == 3600.0 and stated["false_alarm_probability_modelled"]
+    held = np.array(doc["margin_from"]["held_out_ratio"])
+    margins = np.array(doc["margins"])
+    assert np.all(margins >= np.maximum(held.max(axis=0), 1.0))
+    cost = np.array(doc["threshold_mean"]) / margins  # the envelopes' means
+    per_hour = extreme_value_margins(held, cost, 3600.0 / doc["margin_from"]["block_s"], 1.0, 0.01)[0]
+    np.testing.assert_allclose(per_hour, margins, rtol=1e-9)
+    assert np.all(per_hour >= extreme_value_margins(held, cost, 8, 1.0, 0.01)[0])  # a run holds 8 blocks
