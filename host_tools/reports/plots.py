@@ -247,7 +247,15 @@ def threshold_residuals(
     runs = [("this run", design.residual, design.level, "k", "r")]
     if other:
         runs.append((other[0], other[1].residual, other[1].level, "tab:blue", "tab:purple"))
+    spans = [  # left-out samples after the start (flagged by the input checks): (start, end) in s
+        (a * sample_period, b * sample_period, shade)
+        for mask, shade in ((design.left_out, "mistyrose"), (other[1].left_out if other else None, "lavender"))
+        if mask is not None
+        for a, b in _runs_of(mask)
+    ]
     for i in range(n):
+        for a, b, shade in spans:
+            ax[i].axvspan(a, b, color=shade, lw=0)
         for label, r, level, colour, line in runs:
             t = np.arange(len(r)) * sample_period
             ax[i].plot(t, r[:, i], color=colour, lw=0.5, label=label, alpha=0.7 if colour != "k" else 1.0)
@@ -263,10 +271,19 @@ def threshold_residuals(
         ax[i].axvspan(0, design.skipped * sample_period, color="0.9")
         ax[i].set_ylabel(f"r{i + 1} (N m)")
     ax[0].legend(ncol=3, fontsize=7, loc="upper right")
-    ax[-1].set_xlabel("t (s); grey: start-up left out")
+    ax[-1].set_xlabel(
+        "t (s); grey: start-up left out"
+        + ("; pink (this run), lavender (the other): flagged, left out" if spans else "")
+    )
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
+
+
+def _runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
+    """The [start, end) index spans where ``mask`` is True."""
+    edges = np.diff(np.concatenate([[0], np.asarray(mask, int), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
 
 
 def collision_impacts(

@@ -77,6 +77,7 @@ class Thresholds:
     excluded: int  # samples after the skipped start left out (flagged by the input checks)
     residual: np.ndarray  # r (K, n) over the whole log, N m (or N)
     skipped: int  # samples left out at the start
+    left_out: np.ndarray | None = None  # (K,) samples after the start left out (flagged; a later run's start-up)
 
     @property
     def margin(self) -> float:
@@ -447,7 +448,9 @@ def design_from_outputs(
         k0,
     )
     along = threshold_along(outs, draft)
-    return replace(draft, threshold_mean=along[use].mean(axis=0), level=along)
+    left_out = ~use
+    left_out[:k0] = False
+    return replace(draft, threshold_mean=along[use].mean(axis=0), level=along, left_out=left_out)
 
 
 def replay(rt: Realtime, log: Log) -> dict[str, np.ndarray]:
@@ -478,6 +481,7 @@ class Check:
     level: np.ndarray  # (K, n) the whole threshold along this run
     residual: np.ndarray
     skipped: int
+    left_out: np.ndarray | None = None  # (K,) samples after the start left out (flagged)
 
 
 def check_thresholds(
@@ -495,7 +499,9 @@ def check_thresholds(
     r, th = np.abs(residual[use]), along[use]
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero threshold: ratio inf (or 0 for r = 0)
         ratio = np.max(np.where(r > 0, r / th, 0.0), axis=0)
-    return Check(r.max(axis=0), np.sum(r > th, axis=0), ratio, th.mean(axis=0), along, residual, k0)
+    left_out = ~use
+    left_out[:k0] = False
+    return Check(r.max(axis=0), np.sum(r > th, axis=0), ratio, th.mean(axis=0), along, residual, k0, left_out)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.data.trajectories import generated_trajectory
+from host_tools.reports import plots
 from host_tools.studies.thresholds import (
     check_thresholds,
     design_thresholds,
@@ -131,6 +132,13 @@ def test_held_out_blocks_and_the_margin(tmp_path: Path) -> None:
     assert design.margin == pytest.approx(max(1.0, design.held_out.max()) / 0.8)
     check = check_thresholds(rt, free, design)  # the design run itself
     assert check.false_alarm_samples.sum() == 0
+    flagged = np.zeros(len(free), bool)
+    flagged[[*range(2000, 2300), *range(4000, 4010)]] = True  # as the input checks would flag them
+    flagged[:100] = True  # inside the skipped start: shaded as the start-up, not as left out
+    left = design_thresholds(rt, free, blocks=4, target=0.8, exclude=flagged)
+    assert left.samples == design.samples - 310 and left.left_out is not None
+    assert plots._runs_of(left.left_out) == [(2000, 2300), (4000, 4010)]  # the spans the plot shades
+    assert plots.threshold_residuals(left, rt.sample_period, tmp_path / "r.png", "t").stat().st_size > 0
     assert check.ratio.max() == pytest.approx(1 / design.margin, rel=1e-6)
     np.testing.assert_allclose(check.threshold_mean, design.threshold_mean, rtol=1e-12)
     for key, value in design.config().items():
