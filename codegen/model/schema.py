@@ -212,6 +212,23 @@ def check_triangle(p: np.ndarray, warn: Callable[[str], None]) -> None:
 
 
 MIN_SAMPLE_PERIOD, MAX_SAMPLE_PERIOD = 1e-5, 0.1  # s: the controllers this tool is made for
+
+
+def sample_period_problems(ts: float) -> tuple[str | None, str | None]:
+    """(error, notice) of a sample period in seconds, the description's or a command's: an error
+    beyond any digital joint controller (0.1 x MIN to 10 x MAX), a notice outside the usual range."""
+    if not ts > 0:
+        return f"must be positive, got {ts:g}", None
+    if not 0.1 * MIN_SAMPLE_PERIOD <= ts <= 10 * MAX_SAMPLE_PERIOD:
+        return f"must be in seconds, {0.1 * MIN_SAMPLE_PERIOD:g} to {10 * MAX_SAMPLE_PERIOD:g} s, got {ts:g}", None
+    if not MIN_SAMPLE_PERIOD <= ts <= MAX_SAMPLE_PERIOD:
+        return None, (
+            f"{ts:g} s is outside the usual {MIN_SAMPLE_PERIOD:g} to {MAX_SAMPLE_PERIOD:g} s of a joint controller "
+            "(seconds, not milliseconds?)"
+        )
+    return None, None
+
+
 TURN = 2 * np.pi + 1e-6  # rad: beyond a turn by more than a written-out 2 pi's rounding (6.28318530718)
 
 
@@ -247,19 +264,11 @@ def read_common(doc: Located, top: dict[str, Any]) -> dict[str, Any]:
         kw["gravity"] = vector(doc, ("gravity",), top["gravity"], 3)
     if "sample_period" in top:
         ts = number(doc, ("sample_period",), top["sample_period"])
-        if ts <= 0:
-            raise doc.error(("sample_period",), f"must be positive, got {ts:g}")
-        if not 0.1 * MIN_SAMPLE_PERIOD <= ts <= 10 * MAX_SAMPLE_PERIOD:  # beyond any digital joint controller
-            raise doc.error(
-                ("sample_period",),
-                f"must be in seconds, {0.1 * MIN_SAMPLE_PERIOD:g} to {10 * MAX_SAMPLE_PERIOD:g} s, got {ts:g}",
-            )
-        if not MIN_SAMPLE_PERIOD <= ts <= MAX_SAMPLE_PERIOD:
-            doc.warn(
-                ("sample_period",),
-                f"{ts:g} s is outside the usual {MIN_SAMPLE_PERIOD:g} to {MAX_SAMPLE_PERIOD:g} s of a joint controller "
-                "(seconds, not milliseconds?)",
-            )
+        problem, notice = sample_period_problems(ts)
+        if problem:
+            raise doc.error(("sample_period",), problem)
+        if notice:
+            doc.warn(("sample_period",), notice)
         kw["sample_period"] = ts
     if "joint_parameters" in top:
         jp = top["joint_parameters"]

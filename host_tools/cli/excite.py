@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from host_tools.cli.generate import add_robot_arguments, robot_of
+from host_tools.cli.generate import add_robot_arguments, robot_of, sample_period_argument
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_problem, source_of
 
 
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     x.add_argument("--grid", type=int, default=100, help="samples per period in the objective")
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--torque-limits", action="store_true", help="keep |tau| within the joints' torque limits too")
-    x.add_argument("--sample-period", type=float, help="s, of the generated C (default: the robot's)")
+    x.add_argument("--sample-period", type=sample_period_argument, help="s, of the generated C (default: the robot's)")
     x.add_argument(
         "--stage",
         choices=("load", "actuator"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from host_tools.cli.generate import sample_period_argument
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser(
@@ -36,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pipe.add_argument("--observer", help="as manipgen generate --observer")
     pipe.add_argument("--controller", help="as manipgen generate --controller")
     pipe.add_argument("--constant-params", action="store_true", default=None, help="as manipgen generate")
-    pipe.add_argument("--sample-period", type=float, metavar="SECONDS", help="as manipgen generate")
+    pipe.add_argument("--sample-period", type=sample_period_argument, metavar="SECONDS", help="as manipgen generate")
     e.set_defaults(handler=run)
 
 

@@ -18,9 +18,10 @@ import numpy as np
 from codegen.blocks import registry
 from codegen.blocks.options import OptionError, RtOptions, parse_estimator, realtime_defaults
 from codegen.emit.files import OverwriteError, overwriting, write_file
-from codegen.errors import DescriptionError, ManipgenWarning
+from codegen.errors import DescriptionError, ManipgenWarning, warn
 from codegen.model.description import load_robot
 from codegen.model.robot import Robot
+from codegen.model.schema import sample_period_problems
 from codegen.resources import bundled_robots
 
 DESCRIPTION = "manipgen: a manipulator's description -> verified, allocation-free C, and the same C on the host"
@@ -33,6 +34,21 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-link", help="URDF: first link of the chain (default: the root)")
     p.add_argument("--tip-link", help="URDF: last link of the chain (default: the only leaf)")
     p.add_argument("--overlay", help="URDF: YAML with what URDF cannot say (friction, encoders, ...)")
+
+
+def sample_period_argument(text: str) -> float:
+    """``--sample-period SECONDS``, checked as the description's ``sample_period`` is: one usage error
+    beyond any joint controller, one warning outside the usual range (milliseconds typed as seconds)."""
+    try:
+        ts = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    problem, notice = sample_period_problems(ts)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    if notice:
+        warn("command line", "--sample-period", notice)
+    return ts
 
 
 def chain_flags(args: argparse.Namespace) -> str:
@@ -179,7 +195,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
     )
     g.add_argument(
         "--sample-period",
-        type=float,
+        type=sample_period_argument,
         metavar="SECONDS",
         help="real-time sample period (default: the description's sample_period)",
     )
@@ -253,13 +269,16 @@ def _one_line(original: Callable[..., None]) -> Callable[..., None]:
 
 
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
-    args = parser.parse_args(argv)
-    handler: Handler = args.handler
     try:
-        with overwriting(bool(getattr(args, "force", False))), warnings.catch_warnings():
-            warnings.simplefilter("default", ManipgenWarning)  # each distinct warning once
+        with warnings.catch_warnings():
+            # each distinct warning once, wherever it is raised from (a description loaded twice
+            # warns once); set before parsing: an option's check warns as the description's does
+            warnings.simplefilter("once", ManipgenWarning)
             warnings.showwarning = _one_line(warnings.showwarning)
-            return handler(args)
+            args = parser.parse_args(argv)
+            handler: Handler = args.handler
+            with overwriting(bool(getattr(args, "force", False))):
+                return handler(args)
     except (DescriptionError, OptionError, OverwriteError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2

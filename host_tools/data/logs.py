@@ -28,6 +28,8 @@ config turns them into positions (so a log replays through the very same C).
 from __future__ import annotations
 
 import io
+import zipfile
+import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -124,25 +126,21 @@ class Log:
                 "turns the others into one), a Liu et al. .mat run, a ROS bag (.bag, .db3, .mcap, or a bag "
                 "folder with metadata.yaml) or a CSV (.csv)"
             )
+        z = _read_npz(path)
+        if "format" not in z or str(z["format"]) != FORMAT:
+            raise LogError(f"{path}: format: not a {FORMAT} file")
         try:
-            z = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise LogError(f"{path}: cannot read as NPZ ({exc})") from None
-        with z:
-            if "format" not in z or str(z["format"]) != FORMAT:
-                raise LogError(f"{path}: format: not a {FORMAT} file")
-            try:
-                version = int(z["version"])
-            except (KeyError, TypeError, ValueError):
-                raise LogError(f"{path}: version: missing or not an integer") from None
-            if version != VERSION:
-                raise LogError(f"{path}: version: {version} not supported (expected {VERSION})")
-            missing = [k for k in REQUIRED + ("robot", "sample_period") if k not in z]
-            if missing:
-                raise LogError(f"{path}: {missing[0]}: missing array")
-            data = {k: z[k] for k in REQUIRED}
-            extra = {k: z[k] for k in z.files if k in OPTIONAL or k.startswith(RECORDED_PREFIX)}
-            log = cls(robot=str(z["robot"]), sample_period=float(z["sample_period"]), extra=extra, **data)
+            version = int(z["version"])
+        except (KeyError, TypeError, ValueError):
+            raise LogError(f"{path}: version: missing or not an integer") from None
+        if version != VERSION:
+            raise LogError(f"{path}: version: {version} not supported (expected {VERSION})")
+        missing = [k for k in REQUIRED + ("robot", "sample_period") if k not in z]
+        if missing:
+            raise LogError(f"{path}: {missing[0]}: missing array")
+        data = {k: z[k] for k in REQUIRED}
+        extra = {k: v for k, v in z.items() if k in OPTIONAL or k.startswith(RECORDED_PREFIX)}
+        log = cls(robot=str(z["robot"]), sample_period=float(z["sample_period"]), extra=extra, **data)
         log.check(str(path))
         return log
 
@@ -160,3 +158,13 @@ class Log:
             raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
         if not np.all(np.isfinite(self.tau)):
             raise LogError(f"{where}: tau: contains NaN or inf")
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of an NPZ file, read now: a truncated or damaged archive (a copy cut short, a full
+    disk) fails here with one line naming the file, not in the middle of a command."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise LogError(f"{path}: cannot read as NPZ, the file is damaged or cut short ({exc})") from None

@@ -112,3 +112,32 @@ def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
     # the reported cond is the actuator regressor's, not the links'
     assert doc["cond"] == regressor_cond(robot, exc, 500.0, *stage_regressor(robot, "actuator"))
     assert doc["cond"] != regressor_cond(robot, exc, 500.0)
+
+
+def test_sample_period_option_is_checked_like_the_descriptions(tmp_path: Path) -> None:
+    """--sample-period in milliseconds by mistake: 5 is refused in one usage line, 0.5 generates with
+    one warning (the description's own sample_period gets the same two checks)."""
+    r = manipgen("generate", "planar2", "--sample-period", "5", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert (
+        r.stderr.strip().splitlines()[-1].endswith("argument --sample-period: must be in seconds, 1e-06 to 1 s, got 5")
+    )
+    assert not (tmp_path / "a").exists()
+    r = manipgen("generate", "planar2", "--sample-period", "0.5", "--out", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "manipgen: warning: command line: --sample-period: 0.5 s is outside the usual 1e-05 to 0.1 s of a joint "
+        "controller (seconds, not milliseconds?)"
+    ]
+
+
+def test_a_warning_of_the_description_is_printed_once(tmp_path: Path) -> None:
+    """`info` loads the description more than once; its notice (a finger off the chain locked) shows once."""
+    from tests.codegen.model.test_urdf import tree_urdf
+
+    urdf = tmp_path / "tree.urdf"
+    urdf.write_text(tree_urdf())
+    r = manipgen("info", str(urdf), "--base-link", "base", "--tip-link", "tool")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("manipgen: warning: ") and "locked" in lines[0], lines

@@ -94,3 +94,25 @@ def test_a_file_of_no_known_format_is_one_line(tmp_path: Path, capsys: pytest.Ca
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and str(path.name) in err[0] and "Traceback" not in err[0], err
+
+
+@pytest.mark.parametrize("cut", ["directory", "member"])
+def test_a_damaged_npz_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], cut: str) -> None:
+    """An NPZ cut short (a copy interrupted: the zip directory at its end is gone) or with a damaged
+    member (a byte of compressed data changed: zlib or the CRC refuses it) is one line naming the file."""
+    t = np.arange(50) * 1e-3
+    path = tmp_path / "good.npz"
+    np.savez_compressed(path, time=t, q=np.sin(t))
+    data = bytearray(path.read_bytes())
+    if cut == "directory":
+        data = data[: len(data) // 2]
+    else:
+        data[60] ^= 0xFF  # inside the first member's compressed data (its local header is 30 + name bytes)
+    bad = tmp_path / "run.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LogError, match=r"run.npz: cannot read as NPZ"):
+        read_log(bad, load_robot("planar2"))
+    for args in (["thresholds", "planar2", str(bad)], ["import-log", str(bad), "--robot", "planar2"]):
+        assert main(args + ["--out", str(tmp_path / "o")] if args[0] == "import-log" else args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and bad.name in err[0] and "Traceback" not in err[0], err
