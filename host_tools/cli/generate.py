@@ -63,11 +63,31 @@ def robot_of(args: argparse.Namespace) -> Robot:
     return robot
 
 
+def _refuse_another_robots_folder(out: Path, robot: Robot) -> None:
+    """The default folder out/<name> is named after the robot's name only, which two descriptions
+    may share (a URDF's left and right arm are both "talos"): refuse to replace the C of another
+    description -- another file or other joints -- with this one's. The same description edited
+    (a mass, a limit) regenerates its folder as before."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+        theirs = (str(manifest["description"]), [str(j) for j in manifest["joints"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no folder yet, or not a manipgen folder (write_files refuses foreign files itself)
+    ours = (Path(robot.file).name, [j.name for j in robot.joints])
+    if theirs != ours:
+        raise OverwriteError(
+            f"{out}: holds the C of another description ({theirs[0]}, joints {', '.join(theirs[1])}), "
+            f"not of {ours[0]} (joints {', '.join(ours[1])}): give --out, or --force to replace it"
+        )
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from codegen.emit.generate import generate
 
     robot = robot_of(args)
     out = Path(args.out) if args.out else Path("out") / robot.c_name  # the repo's generated/: `make generated`
+    if not args.out and not args.force:
+        _refuse_another_robots_folder(out, robot)
     base = realtime_defaults(robot).options
     rt = RtOptions(
         estimator=parse_estimator(args.estimator) if args.estimator else base.estimator,

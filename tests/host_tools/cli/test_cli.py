@@ -141,3 +141,24 @@ def test_a_warning_of_the_description_is_printed_once(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("manipgen: warning: ") and "locked" in lines[0], lines
+
+
+def test_the_default_folder_is_not_taken_from_another_description(tmp_path: Path) -> None:
+    """out/<name> is named after the robot's name only: a second description of the same name (a URDF's
+    right arm after its left) is refused in one line naming both; the same description edited
+    regenerates; --force replaces."""
+    planar = (ROOT / "robots" / "planar2.yaml").read_text()
+    (tmp_path / "planar2.yaml").write_text(planar)
+    (tmp_path / "other.yaml").write_text(planar)  # name: planar2, the same joints, another file
+    assert manipgen("generate", "planar2.yaml", cwd=tmp_path).returncode == 0
+    first = (tmp_path / "out" / "planar2" / "manifest.json").read_bytes()
+    r = manipgen("generate", "other.yaml", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "out/planar2: holds the C of another description (planar2.yaml" in lines[0], lines
+    assert "not of other.yaml" in lines[0] and "--force" in lines[0]
+    assert (tmp_path / "out" / "planar2" / "manifest.json").read_bytes() == first
+    (tmp_path / "planar2.yaml").write_text(planar.replace("sample_period: 0.001", "sample_period: 0.002"))
+    assert manipgen("generate", "planar2.yaml", cwd=tmp_path).returncode == 0
+    assert manipgen("generate", "other.yaml", "--force", cwd=tmp_path).returncode == 0
+    assert json.loads((tmp_path / "out" / "planar2" / "manifest.json").read_text())["description"] == "other.yaml"
