@@ -70,10 +70,12 @@ def synthetic(
     physical: PhysicalSettings = PhysicalSettings(),
     stage: Stage = lambda _: None,
     start: tuple[float, ...] | None = None,
+    excitation: Excitation | None = None,
 ) -> SyntheticResult:
     """The round trip for ``robot``. ``start``: the stated start position of the excitation run
     (rad or m) for encoders whose counters wrap within a joint's travel (the validation motion's
-    start is the simulation's own)."""
+    start is the simulation's own); ``excitation``: run this one instead of designing it (the
+    options' excite_starts and excite_max_iter then unused)."""
     # here, not at the top: a recorded run's identification needs none of them (identify <= 3 s)
     from host_tools.bindings.loopback import simulate
     from host_tools.data.trajectories import generated_trajectory
@@ -81,11 +83,12 @@ def synthetic(
 
     t0 = time.perf_counter()
     rigid_only(robot)
-    stage("excitation design (IPOPT)")
     t1 = time.perf_counter()
-    exc = design(
-        robot, ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter, seed=options.seed)
-    ).excitation
+    exc = excitation
+    if exc is None:
+        stage("excitation design (IPOPT)")
+        settings_ = ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter, seed=options.seed)
+        exc = design(robot, settings_).excitation
     excite_s = time.perf_counter() - t1
     stage("simulating the excitation and a validation motion")
     t1 = time.perf_counter()

@@ -16,20 +16,7 @@ from codegen.emit.files import write_file
 from host_tools.identification.closed_loop_run import ClosedLoopResult
 from host_tools.identification.output_error import Method, Result
 from host_tools.reports import plots
-
-# Brunot et al. (2019) Tables 2 and 3 (Staubli TX40, 34 500 samples, no decimation filter)
-PAPER_TABLE2 = {
-    "clie": (2.26e4, 19.3, 1172, "23 min"),
-    "cloe": (9.85, 2.6e-3, 3845, "23 min"),
-    "didim": (2.23e4, 19.1, 1166, "1 min"),
-}
-PAPER_TABLE3 = {"clie": (0.017, 6.97), "cloe": (0.017, 10.7), "didim": (0.013, 6.95)}
-# Brunot et al. (2019) Table 5 (the same with the decimation filter, N = 276)
-PAPER_TABLE5 = {
-    "clie": (1589.0, 1.3, 1178, "23 min"),
-    "cloe": (1.34, 1.74e-4, 7622, "23 min"),
-    "didim": (1571.0, 1.3, 1165, "1 min"),
-}
+from host_tools.studies.reproduce.brunot_paper import PAPER_TABLE2, PAPER_TABLE3, PAPER_TABLE5
 
 
 def document(c: ClosedLoopResult) -> dict[str, Any]:

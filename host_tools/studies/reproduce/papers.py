@@ -18,9 +18,9 @@ from host_tools.studies.reproduce.records import Inputs, Judged, Paper, Pending,
 PAPERS: dict[str, tuple[str, str | None]] = {
     "liu": ("Liu et al.", "liu"),
     "birjandi": ("Birjandi & Haddadin", "birjandi"),
-    "brunot2019": ("Brunot et al. (2019)", None),
+    "brunot2019": ("Brunot et al. (2019)", "brunot"),
     "kirchhoff2011": ("Kirchhoff (2011)", "kirchhoff"),
-    "xu2020": ("Xu et al. (2020)", None),
+    "xu2020": ("Xu et al. (2020)", "xu"),
 }
 ALL = "all"
 

@@ -61,3 +61,12 @@ def test_every_quick_claim_is_judged(results: kirchhoff_runs.KirchhoffResults) -
     rep = quick(results)
     assert [j.claim.key for j in rep.claims] == [c.key for c in kirchhoff.CLAIMS if c.tier == "quick"]
     assert all(j.verdict.holds is not None for j in rep.claims)
+
+
+def test_the_full_tier_reads_its_results(results: kirchhoff_runs.KirchhoffResults) -> None:
+    """The full tier's tables and claims (its fresh designs take minutes: the quick run stands in)."""
+    rep = papers.judged(kirchhoff.PAPER, "full", replace(results, full=results.quick), 0.0)
+    assert [t.tier for t in rep.tables] == ["quick"] * 3 + ["full"] * 3
+    verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
+    assert len(verdicts) == len(kirchhoff.CLAIMS) and None not in verdicts.values()
+    assert all(verdicts["full." + k] == v for k, v in verdicts.items() if not k.startswith("full."))
