@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
@@ -15,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "collide", help="collision detection scenario (Birjandi & Haddadin §IV): thresholds, delays, false alarms"
     )
-    c.add_argument("robot", help="bundled name or a .yaml path")
+    add_robot_arguments(c)
     c.add_argument(
         "--model-error", type=float, default=0.1, help="model = description x U(1 -+ this) (Birjandi & Haddadin: 0.1)"
     )
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         shape=args.shape,
     )
     try:
-        source = RobotSource.of(args.robot)
+        source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
         written = write(result, Path(args.out)) if args.out else []

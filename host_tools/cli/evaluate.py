@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
+from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
 from host_tools.reports import plots
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (Liu et al. §IV), optionally GA-tuned")
-    e.add_argument("robot", help="bundled name or a .yaml path (default trajectory: Liu et al.'s for schunk_lwa4p)")
+    add_robot_arguments(e)  # the default trajectory: Liu et al.'s for schunk_lwa4p
     e.add_argument(
         "--resolution-mdeg",
         type=float,
@@ -108,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         console.print("manipgen: error: --gains is default or paper (a tuned folder goes with --log)")
         return 2
     try:
-        source = RobotSource.of(args.robot)  # read once; the set-ups' work items carry its text
+        # read once; the set-ups' work items carry its text
+        source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         own = own_setup(source.robot())
     except DescriptionError as exc:
         console.print(f"manipgen: error: {exc}")
@@ -214,7 +216,7 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
             )
             return 2
     try:
-        source = RobotSource.of(args.robot)
+        source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         robot = source.robot()
         runs = {Path(p).stem: read_log(p, robot).log for p in args.log}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)

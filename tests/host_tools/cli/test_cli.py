@@ -162,3 +162,20 @@ def test_the_default_folder_is_not_taken_from_another_description(tmp_path: Path
     assert manipgen("generate", "planar2.yaml", cwd=tmp_path).returncode == 0
     assert manipgen("generate", "other.yaml", "--force", cwd=tmp_path).returncode == 0
     assert json.loads((tmp_path / "out" / "planar2" / "manifest.json").read_text())["description"] == "other.yaml"
+
+
+def test_evaluate_takes_a_urdf_chain(tmp_path: Path) -> None:
+    """evaluate (like collide and the other commands) takes the URDF chain flags: a URDF with a finger
+    off the arm has two leaves, so the tip is chosen with --tip-link."""
+    from tests.codegen.model.test_urdf import tree_urdf
+
+    urdf = tmp_path / "tree.urdf"
+    urdf.write_text(tree_urdf())
+    r = manipgen("evaluate", str(urdf), "--estimators", "findiff", "--json")
+    assert r.returncode == 2 and "tip" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = manipgen(
+        "evaluate", str(urdf), "--base-link", "base", "--tip-link", "tool", "--estimators", "findiff", "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["setup"]["robot"] == "tree" and len(doc["estimators"]["findiff"]["per_axis"]["ise_velocity"]) == 2
