@@ -12,11 +12,12 @@ from host_tools.reports import plots
 from host_tools.studies.thresholds import Check, Designed
 
 
-def shape(margin: float, static: bool) -> str:
-    """The threshold's formula in words."""
+def shape(margin: float | str, static: bool) -> str:
+    """The threshold's formula in words (``margin``: the factor, or its words)."""
+    margin = f"{margin:.3g}" if isinstance(margin, float) else margin
     if static:
-        return f"threshold = {margin:.3g} x max |r|"
-    return f"threshold = {margin:.3g} x (the least-mean envelope of |r|: c0 + kv |qd| + ka |qdd| + ks exp(-|qd|/vs))"
+        return f"threshold = {margin} x max |r|"
+    return f"threshold = {margin} x (the least-mean envelope of |r|: c0 + kv |qd| + ka |qdd| + ks exp(-|qd|/vs))"
 
 
 def plot(result: Designed, path: Path) -> Path:
@@ -28,11 +29,17 @@ def plot(result: Designed, path: Path) -> Path:
         result.sample_period,
         path,
         f"{result.robot} ({result.pipeline})\nr on {', '.join(Path(r.checks.source).name for r in result.data)}, "
-        f"{shape(result.design.margin, s.static)}"
+        f"{shape(_factor(result), s.static)}"
         + (f" + {s.floor:g}" if s.floor else "")
         + (f"; blue: {other[0]}" if other is not None else ""),
         other,
     )
+
+
+def _factor(result: Designed) -> float | str:
+    """The margin, or "margin_j" where the joints' differ."""
+    m = result.design.margins
+    return float(m[0]) if np.all(m == m[0]) else "margin_j"
 
 
 def designed_for(result: Designed) -> dict[str, object]:
@@ -215,13 +222,19 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
             + f") / target {design.target:g}"
         )
     else:
-        derived = f"per joint {' '.join(f'{m:.3f}' for m in design.margins)}: {_rule(result)}"
+        derived = _rule(result)
     parts = [
         f"{result.robot} ({result.pipeline}), "
         + (f"{len(result.data)} runs, " if len(result.data) > 1 else "")
         + f"{design.samples} samples after {s.skip:g} s"
         + (f" ({design.excluded} flagged left out)" if design.excluded else "")
-        + f"; {shape(design.margin, s.static)} + {s.floor:g}\nmargin {design.margin:.3f}: {derived}"
+        + f"; {shape(_factor(result), s.static)} + {s.floor:g}\n"
+        + (
+            f"margin {design.margin:.3f}"
+            if isinstance(_factor(result), float)
+            else "margin_j " + " ".join(f"{m:.3f}" for m in design.margins)
+        )
+        + f": {derived}"
         + ("" if design.acceleration or s.static else "; the estimator gives no q-ddot: ka is moot (0)")
         + f"\n{_designed_line(result)}\n"
     ]
