@@ -83,9 +83,19 @@ def _fit_arguments(d: argparse.ArgumentParser) -> None:
     d.add_argument(
         "--friction-terms",
         action=argparse.BooleanOptionalAction,
-        help="a recorded run: choose per joint, on held-out blocks of DATA, Dahl (position-domain), "
-        "load-dependent and Stribeck friction terms beyond viscous + Coulomb (docs/identification.md). "
-        "Default: on for a recorded run (no --excitation) of a description with tanh Coulomb friction",
+        help="a recorded run: choose per joint, on held-out blocks of DATA, an offset, Dahl (position-domain), "
+        "load-dependent and Stribeck friction terms beyond the description's viscous + Coulomb, each kept only "
+        "where it lowers the joint's held-out error (docs/identification.md). Default: on for a recorded run "
+        "(no --excitation), whatever the description's Coulomb shape",
+    )
+    d.add_argument(
+        "--velocity",
+        choices=("recorded", "estimate", "auto"),
+        default="auto",
+        help="a recorded run's joint velocity: the log's recorded (measured or drive-estimated) velocity "
+        "low-passed at --cutoff-q, or the estimate from the low-passed positions (central differences); "
+        "auto (default): the one with the lower held-out error on blocks of DATA (estimate if the log "
+        "carries no velocity); docs/identification.md",
     )
 
 
@@ -174,9 +184,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     if args.method:
-        if args.fit_coulomb_scale or args.friction_terms or args.min_speed is not None:
+        if args.fit_coulomb_scale or args.friction_terms or args.min_speed is not None or args.velocity != "auto":
             console.print(
-                "manipgen: error: --fit-coulomb-scale, --friction-terms and --min-speed belong to the "
+                "manipgen: error: --fit-coulomb-scale, --friction-terms, --velocity and --min-speed belong to the "
                 "inverse-dynamics identification (without --method)"
             )
             return 2
@@ -202,23 +212,24 @@ def _settings(args: argparse.Namespace, robot: Robot, console: Console) -> Ident
     if terms is None:
         terms = fits_friction_terms(robot, recorded)
     elif terms and not fits_friction_terms(robot, recorded):
-        console.print(
-            "manipgen: error: --friction-terms: for a recorded run (no --excitation, not --synthetic) of a "
-            "description with smooth Coulomb friction it identifies (coulomb: {model: tanh}, FC in joint_parameters)"
-        )
+        console.print("manipgen: error: --friction-terms: for a recorded run (no --excitation, not --synthetic)")
         return None
+    if args.velocity == "recorded" and not recorded:
+        console.print("manipgen: error: --velocity recorded: for a recorded run (no --excitation, not --synthetic)")
+        return None
+    # a fitted tanh scale and the friction terms need the samples near rest, where they differ;
+    # a sign Coulomb column flips with the noise there, so it keeps the default
+    near_rest = fit_scales or (terms and robot.coulomb.model == "tanh")
     settings = IdentSettings(
         band=args.band,
         min_abs=args.min_abs,
         max_rsd=args.max_rsd,
         weighted=not args.ols,
         cutoff_q=args.cutoff_q,
-        # a fitted tanh scale and the friction terms need the samples near rest, where they differ
-        min_speed=(0.0 if fit_scales or terms else IdentSettings.min_speed)
-        if args.min_speed is None
-        else args.min_speed,
+        min_speed=(0.0 if near_rest else IdentSettings.min_speed) if args.min_speed is None else args.min_speed,
         coulomb_scales=COULOMB_SCALE_GRID if fit_scales else (),
         friction_terms=terms,
+        velocity=args.velocity if recorded else "estimate",
     )
     if not (
         settings.band > 0

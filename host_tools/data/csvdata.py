@@ -36,6 +36,7 @@ class Samples:
     sample_period: float
     q: np.ndarray  # (K, n)
     tau: np.ndarray  # (K, n), at the same instants
+    qd: np.ndarray | None = None  # (K, n): a recorded velocity (rad/s or m/s), if the data carry one
 
 
 def _table(path: Path, dof: int) -> np.ndarray:
@@ -93,4 +94,4 @@ def read_csv(path: str | Path, robot: Robot) -> LogFile:
         f"positions   rounded to the encoders' counts (up to {rounding:.3g} counts); identify fits the CSV's own",
         "q_des       the measured positions (a CSV has no desired trajectory)",
     )
-    return LogFile(str(path), log, timing, notes, Samples(ts, values["q"], values["tau"]))
+    return LogFile(str(path), log, timing, notes, Samples(ts, values["q"], values["tau"], values.get("qd")))

@@ -29,6 +29,7 @@ from host_tools.identification.processing import (
     lowpass,
     parallel_decimate,
     period_average,
+    recorded_derivatives,
 )
 
 if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
@@ -56,6 +57,10 @@ class IdentSettings:
     # a recorded run: choose Dahl, load-dependent and Stribeck friction terms per joint on held-out
     # blocks (host_tools.identification.friction_terms)
     friction_terms: bool = False
+    # a recorded run's velocity: "estimate" (central differences of the low-passed positions),
+    # "recorded" (the log's own, low-passed alike; the estimate where it has none) or "auto"
+    # (host_tools.identification.run chooses on held-out blocks)
+    velocity: str = "estimate"
 
 
 COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)  # rad/s: manipgen identify --fit-coulomb-scale
@@ -63,10 +68,10 @@ COULOMB_SCALE_GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)  # rad/s: manipgen 
 
 def fits_friction_terms(robot: Robot, recorded: bool) -> bool:
     """manipgen identify's default: choose friction terms (friction_terms) on a recorded run (a
-    real arm, whose slow joints' torque is mostly friction) of a description with smooth Coulomb
-    friction it identifies; never on an excitation run (the identification of the description as
-    it is)."""
-    return recorded and robot.coulomb.model == "tanh" and "FC" in robot.joint_parameters
+    real arm, whose slow joints' torque is mostly friction) whatever the description's Coulomb
+    shape (issue #44: the data choose, the description is the starting point); never on an
+    excitation run (the identification of the description as it is)."""
+    return recorded
 
 
 def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
@@ -133,7 +138,17 @@ def samples_of(robot: Robot, data: Log | Samples) -> Samples:
     the robot's encoder read and its torques by torque_at_samples."""
     if isinstance(data, Samples):
         return data
-    return Samples(data.sample_period, positions(robot, data), torque_at_samples(data))
+    qd = data.extra.get("qd_hat_logged")
+    qd = None if qd is None else np.asarray(qd, float)
+    return Samples(data.sample_period, positions(robot, data), torque_at_samples(data), qd)
+
+
+def derivatives(s: Samples, cutoff: float, velocity: str) -> tuple[np.ndarray, ...]:
+    """(q_f, qd, qdd) of a non-periodic run: the recorded velocity if ``velocity`` is "recorded" and
+    the samples carry one, else the estimate from the positions (processing's two filters)."""
+    if velocity == "recorded" and s.qd is not None:
+        return recorded_derivatives(s.q, s.qd, s.sample_period, cutoff)
+    return filtered_derivatives(s.q, s.sample_period, cutoff)
 
 
 def process(
@@ -150,7 +165,7 @@ def process(
     whole: flagged samples there are an error."""
     s = samples_of(robot, data)
     if exc is None:
-        qf, qd, qdd = filtered_derivatives(s.q, s.sample_period, settings.cutoff_q)
+        qf, qd, qdd = derivatives(s, settings.cutoff_q, settings.velocity)
         keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
         return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period, keep)
     if flagged is not None and np.any(flagged):
@@ -415,7 +430,7 @@ def validation_data(
     edge = int(round(0.5 / ts))  # filter edge effects
     if len(s.q) < 4 * edge:
         raise ValueError(f"the validation run has {len(s.q) * ts:g} s; it needs at least {4 * edge * ts:g} s")
-    q, qd, qdd = filtered_derivatives(s.q, ts, cutoff_q)
+    q, qd, qdd = derivatives(s, cutoff_q, settings.velocity)
     tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
     keep = np.ones(len(q), bool) if flagged is None else usable(flagged, ts)

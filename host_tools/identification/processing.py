@@ -70,6 +70,17 @@ def filtered_derivatives(q: np.ndarray, ts: float, cutoff: float, order: int = 4
     return qf, qd, qdd
 
 
+def recorded_derivatives(
+    q: np.ndarray, qd: np.ndarray, ts: float, cutoff: float, order: int = 4
+) -> tuple[np.ndarray, ...]:
+    """A recorded velocity's counterpart of filtered_derivatives: q and the recorded qd through the
+    same zero-phase Butterworth (the positions and velocities stay in step), qdd by central
+    differences of the filtered velocity: (q_f, qd_f, qdd)."""
+    qf = lowpass(q, cutoff, 1.0 / ts, order)
+    qdf = lowpass(qd, cutoff, 1.0 / ts, order)
+    return qf, qdf, np.gradient(qdf, ts, axis=0)
+
+
 def fourier_derivatives(q: np.ndarray, ts: float, max_frequency: float) -> tuple[np.ndarray, ...]:
     """Xu et al. (2020) §II-C for one period of periodic data q (P, n): DFT, keep the bins up to
     ``max_frequency`` (a rectangular window: the excitation's harmonics), multiply by j w and -w^2,

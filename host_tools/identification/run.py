@@ -16,7 +16,15 @@ from codegen.model.robot import Robot
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.baseline import baseline_doc, baseline_robot, missing_joint_columns, offset_columns
-from host_tools.identification.friction_terms import Candidates, FrictionTerms, Selection, candidates, columns, select
+from host_tools.identification.friction_terms import (
+    Candidates,
+    FrictionTerms,
+    Selection,
+    candidates,
+    columns,
+    held_out_rms,
+    select,
+)
 from host_tools.identification.input_checks import InputChecks, check_inputs
 from host_tools.identification.least_squares import (
     Fit,
@@ -121,6 +129,8 @@ class IdentificationResult:
     checks: InputChecks
     stage_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # which velocity a recorded run used and why (choose_velocity), with the held-out figures
+    velocity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -196,9 +206,9 @@ def identify_run(
     # positions through the generated encoder read once per run (every stage below shares them)
     log = samples_of(described, log)
     validate = samples_of(described, validate) if validate is not None else None
-    data = process(described, log, exc, settings, checks.left_out(checks.data))
+    settings, velocity, data, obs = choose_velocity(described, log, exc, settings, checks.left_out(checks.data))
     processing = time.perf_counter() - t0
-    robot, scale_fit, obs = described, {}, None
+    robot, scale_fit = described, {}
     if settings.coulomb_scales:
         stage(f"Coulomb scales ({len(settings.coulomb_scales)} candidates)")
         robot, scale_fit, obs = fit_coulomb_scales(robot, data, settings)
@@ -247,7 +257,58 @@ def identify_run(
     result = _result(fitting, rep, phys, val, scale_fit, baseline, checks, exc is not None)
     result.stage_seconds = stages
     result.seconds = time.perf_counter() - t0
+    result.velocity = velocity
     return result
+
+
+Observed = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def choose_velocity(
+    described: Robot, log: Samples, exc: Excitation | None, settings: IdentSettings, flagged: np.ndarray | None
+) -> tuple[IdentSettings, dict[str, Any], Processed, Observed | None]:
+    """The velocity a run is fitted with (settings.velocity: recorded, estimate or auto), the
+    settings with it resolved, a report of the choice, the processed run and (auto) its observation
+    for the description's model. auto compares the description's model fitted with each velocity
+    on the same held-out blocks of the fitting run (friction_terms.held_out_folds) and takes the
+    lower sum of the joints' held-out RMS; the validation run plays no part."""
+    requested = settings.velocity
+    if exc is not None or log.qd is None:
+        why = (
+            "an excitation run: Fourier derivatives of the averaged period"
+            if exc is not None
+            else "no velocity in the log"
+        )
+        settings = replace(settings, velocity="estimate")
+        return (
+            settings,
+            {"requested": requested, "used": "estimate", "reason": why},
+            process(described, log, exc, settings, flagged),
+            None,
+        )
+    if requested != "auto":
+        asked = {"requested": requested, "used": requested, "reason": "as requested"}
+        return settings, asked, process(described, log, exc, settings, flagged), None
+    runs = {}
+    for v in ("estimate", "recorded"):
+        s = replace(settings, velocity=v)
+        data = process(described, log, exc, s, flagged)
+        y, tau, qd = observation(described, data, s)
+        k, n = tau.shape
+        keep = equation_rows(data, replace(s, min_speed=0.0), qd).reshape(k, n)[:, 0]
+        nd = decimation(1.0 / data.sample_period, s.band)
+        rms = held_out_rms(y.reshape(k, n, -1), tau, nd * data.sample_period, keep)
+        runs[v] = (s, data, (y, tau, qd), rms)
+    used = min(runs, key=lambda v: float(np.sum(runs[v][3])))
+    doc: dict[str, Any] = {
+        "requested": "auto",
+        "used": used,
+        "reason": "the lower held-out RMS sum of the description's model on blocks of the fitting run",
+        "held_out_rms": {v: r[3].tolist() for v, r in runs.items()},
+        "held_out_rms_sum": {v: float(np.sum(r[3])) for v, r in runs.items()},
+    }
+    s, data, obs, _ = runs[used]
+    return s, doc, data, obs
 
 
 def _with_friction_terms(
@@ -354,8 +415,14 @@ def _friction_terms(
     dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
     keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
     nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation
+    # an offset per joint where the description does not identify FO (filtered: a constant stays one)
+    offset = np.broadcast_to(np.array([f"FO{j + 1}" not in m.names for j in range(n)], float)[:, None], (k, n, 1))
     sel = select(
-        y.reshape(k, n, nb), tau, {"dahl": dahl, "load": load, "stribeck": shapes}, nd * data.sample_period, keep
+        y.reshape(k, n, nb),
+        tau,
+        {"dahl": dahl, "load": load, "stribeck": shapes, "offset": offset},
+        nd * data.sample_period,
+        keep,
     )
     x = columns(sel.terms, Candidates(dahl, load, shapes, c.lengths, c.velocities))
     y_ext = np.concatenate([y.reshape(k, n, nb), x], axis=2).reshape(k * n, -1)

@@ -65,6 +65,8 @@ def document(r: IdentificationResult) -> dict[str, Any]:
         doc["flagged_left_out"] = not r.checks.keep_flagged
     if rep.selection is not None:
         doc["friction_terms"] = _friction_terms(r)
+    if r.velocity:
+        doc["velocity"] = r.velocity
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = r.stage_seconds
     doc["seconds"] = r.seconds
@@ -81,6 +83,12 @@ def _friction_terms(r: IdentificationResult) -> dict[str, Any]:
         "grids": {"dahl_length": list(DAHL_LENGTHS), "stribeck_velocity": list(STRIBECK_VELOCITIES)},
         "folds": FOLDS,
         "min_gain": MIN_GAIN,
+        "margin": "a term stays for a joint if the mean of its relative gains on the held-out blocks exceeds "
+        "one standard error of that mean and min_gain (the one-standard-error rule of cross-validation)",
+        "structure": [
+            {"joint": j + 1, "form": form, "trials": trials}
+            for j, (form, trials) in enumerate(zip(sel.forms(r.reported.names), sel.trials))
+        ],
         "physical": "the physical parameters fitted with the terms' coefficients (from the description "
         "model's solution): what config_identified.json gives the generated C",
     }
@@ -153,6 +161,7 @@ def table(doc: dict[str, Any]) -> str:
         if "truth" in doc:
             row += f" {doc['truth']['base'][n]:.5g} |"
         lines.append(row)
+    lines += _structure_lines(doc)
     if "validation_rms" in doc:
         n = len(doc["validation_rms"]["base"])
         lines += [
@@ -166,6 +175,36 @@ def table(doc: dict[str, Any]) -> str:
             f"| {k} | " + " | ".join(f"{v:.4f}" for v in vals) + " |" for k, vals in doc["validation_rms"].items()
         ]
     return "\n".join(lines) + "\n"
+
+
+def _structure_lines(doc: dict[str, Any]) -> list[str]:
+    """The velocity used and the friction form chosen per joint with its held-out figures."""
+    lines: list[str] = []
+    v = doc.get("velocity")
+    if v:
+        sums = v.get("held_out_rms_sum")
+        figures = f" (held-out RMS sum {', '.join(f'{k} {x:.4f}' for k, x in sums.items())} N m)" if sums else ""
+        lines += ["", f"Velocity: {v['used']} ({v['requested']} requested: {v['reason']}){figures}."]
+    ft = doc.get("friction_terms")
+    if not ft or "structure" not in ft:
+        return lines
+    lines += [
+        "",
+        "Friction per joint, chosen on held-out blocks of the fitting run (RMS N m without -> with each "
+        f"term tried; kept if its mean gain over the {ft['folds']} blocks exceeds one standard error of it "
+        f"and {100 * ft['min_gain']:g} %):",
+        "",
+        "| joint | form | trials |",
+        "| --- | --- | --- |",
+    ]
+    for row in ft["structure"]:
+        tried = "; ".join(
+            f"{t['kind']} {t['shape']:g}: {t['held_out_rms_without']:.4f} -> {t['held_out_rms_with']:.4f} "
+            f"(mean gain {100 * t['mean_gain']:.1f} % vs {100 * t['margin']:.1f} %{', kept' if t['kept'] else ''})"
+            for t in row["trials"]
+        )
+        lines.append(f"| {row['joint']} | {row['form']} | {tried or '—'} |")
+    return lines
 
 
 def write(doc: dict[str, Any], arrays: dict[str, Any], robot: Robot, out: Path) -> list[Path]:
