@@ -9,7 +9,7 @@ from pathlib import Path
 from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
-from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, lacking_sensors
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,10 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--observers",
         nargs="+",
-        default=list(DEFAULT_OBSERVERS),
         help="residuals to compare (*_measured: exact qd, qdd from the simulator; *_imu: qd, qdd from simulated IMUs, "
         "one per link (the description's imus:), *_imu_tip: one at the tip; adaptive_momentum*: the adaptive "
-        "observer in momentum form, qd only; also direct_imu and every registered observer)",
+        "observer in momentum form, qd only; also direct_imu and every registered observer). Default: "
+        f"{' '.join(DEFAULT_OBSERVERS)}, less those that need sensors the description lacks (one notice)",
     )
     c.add_argument(
         "--seed",
@@ -74,24 +74,32 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if scheduler_refused(args, console):
         return 2
-    unknown = [o for o in args.observers if o not in ENTRIES]
+    unknown = [o for o in args.observers or () if o not in ENTRIES]
     if unknown:
         console.print(f"manipgen: error: unknown observer(s) {', '.join(unknown)}; choose from {', '.join(ENTRIES)}")
         return 2
     if not (args.amplitude > 0 and np.isfinite(args.amplitude) and args.seed >= 0):
         console.print("manipgen: error: --amplitude must be a positive number of N m, --seed >= 0")
         return 2
-    settings = CollideSettings(
-        model_error=args.model_error,
-        amplitude=args.amplitude,
-        joint=args.joint,
-        seed=args.seed,
-        observers=tuple(args.observers),
-        friction_error=args.friction_error,
-        shape=args.shape,
-    )
     try:
         source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
+        robot = source.robot()
+        missing = {o: why for o in args.observers or DEFAULT_OBSERVERS if (why := lacking_sensors(ENTRIES[o], robot))}
+        if missing and args.observers:  # asked for by name: refused before any work
+            name, why = next(iter(missing.items()))
+            raise ValueError(f"{robot.file}: observer {name}: {why}")
+        if missing:
+            reasons = sorted(set(missing.values()))
+            console.print(f"manipgen: note: left out {', '.join(missing)}: {'; '.join(reasons)}")
+        settings = CollideSettings(
+            model_error=args.model_error,
+            amplitude=args.amplitude,
+            joint=args.joint,
+            seed=args.seed,
+            observers=tuple(o for o in args.observers or DEFAULT_OBSERVERS if o not in missing),
+            friction_error=args.friction_error,
+            shape=args.shape,
+        )
         with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
         written = write(result, Path(args.out)) if args.out else []

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from codegen.blocks import imu as imu_block
 from codegen.blocks import kalman, registry
+from codegen.model.robot import Robot
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,17 @@ def _entries() -> dict[str, Entry]:
         for s in e.observer.imu
     }
     return own | fed
+
+
+def lacking_sensors(entry: Entry, robot: Robot) -> str | None:
+    """Why ``robot`` cannot run ``entry`` (None: it can): an entry fed by one IMU per link reads the
+    description's IMUs (the tip set-up simulates its own at the tip frame)."""
+    if entry.imu == "links" and not robot.imus:
+        return (
+            "one IMU per link needs the description's imus: list (docs/collision.md, IMU-fused q̇, q̈); "
+            "*_imu_tip needs none"
+        )
+    return None
 
 
 ENTRIES = _entries()

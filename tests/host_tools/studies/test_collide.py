@@ -141,3 +141,42 @@ def test_collide_rejects_an_unknown_observer_before_it_starts() -> None:
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "unknown observer(s) adaptive_nope" in r.stderr
     assert "adaptive_momentum_imu" in r.stderr  # the choices, the collide entries included
+
+
+def test_observers_a_description_cannot_feed_are_left_out_before_the_work(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A description without imus: (most of them) runs collide with the defaults: the entries fed by
+    one IMU per link are left out with one notice before anything is simulated; asked for by name they
+    are refused in one line, also before any work."""
+    import host_tools.studies.collide as collide_study
+    from host_tools.cli import main
+    from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
+
+    text = (ROOT / "robots" / "planar2.yaml").read_text()
+    start = text.index("\nimus:")
+    end = text.index("\njoints:")
+    path = tmp_path / "planar2_no_imus.yaml"
+    path.write_text(text[:start] + text[end:])
+    seen: list[CollideSettings] = []
+
+    class Stop(Exception):
+        pass
+
+    def no_work(source, settings, **kwargs):
+        seen.append(settings)
+        raise Stop
+
+    monkeypatch.setattr(collide_study, "scenario", no_work)
+    assert main(["collide", str(path), "--observers", "momentum", "adaptive_imu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "observer adaptive_imu" in err[0] and "imus:" in err[0], err
+    assert not seen
+    per_link = [o for o in DEFAULT_OBSERVERS if ENTRIES[o].imu == "links"]
+    assert per_link  # the defaults do include them (planar2 and the iiwa declare IMUs)
+    try:
+        main(["collide", str(path)])
+    except Stop:
+        pass
+    (settings,) = seen
+    assert settings.observers == tuple(o for o in DEFAULT_OBSERVERS if o not in per_link)
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if "left out" in ln]
+    assert len(notes) == 1 and all(o in notes[0] for o in per_link), notes
