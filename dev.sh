@@ -49,6 +49,8 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
   demo) exec "$VENV/bin/manipgen" demo kuka_iiwa14 "$@" ;;
-  test) exec "$VENV/bin/python" -m pytest -n 2 "$@" ;;
+  # loadgroup: the tests of one xdist_group (those sharing an expensive module fixture) run in one
+  # worker, which builds the fixture once; the other tests are spread as by the default (load)
+  test) exec "$VENV/bin/python" -m pytest -n 2 --dist loadgroup "$@" ;;
   *) echo "usage: bash dev.sh demo|test|lock [args]" >&2; exit 2 ;;
 esac

@@ -219,6 +219,12 @@ def clang_tidy(folder: Path, skip_committed: bool = True) -> None:
     )
 
 
+# both analysers of a variant, or of the excitation C, in one xdist worker (dev.sh's --dist
+# loadgroup): it generates the folder once (spread over two workers, each generated it)
+GROUPED_VARIANTS = [pytest.param(v, marks=pytest.mark.xdist_group(f"static-analysis-{v}")) for v in sorted(VARIANTS)]
+ON_EXCITATION = pytest.mark.xdist_group("static-analysis-excitation")
+
+
 @pytest.fixture(scope="module")
 def variant_folder(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """The folder of a variant, generated once per worker for both analysers."""
@@ -265,11 +271,12 @@ def test_committed_folders_are_clean(name: str, tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", GROUPED_VARIANTS)
 def test_other_pipelines_are_clean(variant: str, variant_folder: Callable[[str], Path]) -> None:
     cppcheck_and_misra(variant_folder(variant), skip_committed=True)
 
 
+@ON_EXCITATION
 def test_excitation_and_output_error_c_are_clean(excitation_folder: Path) -> None:
     cppcheck_and_misra(excitation_folder, misra=False)
     cppcheck_and_misra(oesim(), misra=False)
@@ -280,11 +287,12 @@ def test_committed_folders_pass_clang_tidy(name: str) -> None:
     clang_tidy(ROOT / "generated" / name, skip_committed=False)
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", GROUPED_VARIANTS)
 def test_other_pipelines_pass_clang_tidy(variant: str, variant_folder: Callable[[str], Path]) -> None:
     clang_tidy(variant_folder(variant))
 
 
+@ON_EXCITATION
 def test_excitation_and_output_error_c_pass_clang_tidy(excitation_folder: Path) -> None:
     clang_tidy(excitation_folder)
     clang_tidy(oesim())
