@@ -97,6 +97,10 @@ def test_non_finite_inputs_and_reset_restart_the_observer(observer: str) -> None
     assert np.all(out["r"][300] == 0) and np.abs(out["r"][299]).max() > 1.0
 
 
+# the tests of the iiwa runs in one xdist worker (dev.sh's --dist loadgroup), which simulates them once
+ON_IIWA_RUNS = pytest.mark.xdist_group("adaptive-observer-iiwa-runs")
+
+
 @pytest.fixture(scope="module")
 def iiwa_runs() -> dict[str, object]:
     robot = load_robot(ROBOT)
@@ -126,6 +130,7 @@ def _measured_acceleration(run: object, params: np.ndarray) -> np.ndarray:
     return np.array([dyn.forward_dynamics(q[k], qd[k], tau[k], params=params) for k in range(len(q))])
 
 
+@ON_IIWA_RUNS
 def test_perfect_model_residual_is_small(iiwa_runs: dict) -> None:
     """Exact qd, qdd and the model = the plant: Y(q) theta = tau, so what is left is the position
     estimate, d = Y(q_hat) theta - Y(q) theta, through the observer's high-pass s / (s + K), whose
@@ -150,6 +155,7 @@ def test_perfect_model_residual_is_small(iiwa_runs: dict) -> None:
     assert np.abs(r).max() < 0.05  # N m (measured 1e-3)
 
 
+@ON_IIWA_RUNS
 def test_model_error_is_observed_and_rejected(iiwa_runs: dict) -> None:
     """10 % parameter error: the direct residual Y theta_hat - tau carries it all (with computed torque
     on the same wrong model it is M_hat (qdd - nu)); the adaptive observer's error
@@ -169,6 +175,7 @@ def test_model_error_is_observed_and_rejected(iiwa_runs: dict) -> None:
     assert np.abs(r[after]).max() < 0.5 * np.abs(direct[after]).max()
 
 
+@ON_IIWA_RUNS
 @pytest.mark.parametrize("model_error", [False, True])
 def test_step_is_flagged_and_isolated(iiwa_runs: dict, model_error: bool) -> None:
     """An unfiltered step of 8 N m on one joint, at the false-alarm-free threshold of the run without
@@ -192,6 +199,7 @@ def test_step_is_flagged_and_isolated(iiwa_runs: dict, model_error: bool) -> Non
         assert run.out["link"][hit[0] + 50] == joint + 1  # isolation (1-based)
 
 
+@ON_IIWA_RUNS
 def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
     """Birjandi & Haddadin eq. 28: f = J+^T r. The tip touches a plane (Hunt-Crossley, Kirchhoff (2011) eq. 5.19); with
     the perfect model and exact qd, qdd, once the collision is latched (adaptation frozen) f_tip is

@@ -38,6 +38,10 @@ DOUBLE_MATH = {
 }
 
 
+# the float iiwa's tests in one xdist worker (dev.sh's --dist loadgroup), which generates it once
+ON_FLOAT_IIWA = pytest.mark.xdist_group("generated-c-float-iiwa")
+
+
 @pytest.fixture(scope="module")
 def float_iiwa(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("float") / "kuka_iiwa14"
@@ -120,6 +124,7 @@ def test_stack_is_static_and_there_is_no_recursion(tmp_path: Path) -> None:
     assert not [f for f in edges if reaches(f, f, {f})]
 
 
+@ON_FLOAT_IIWA
 def test_float_build_has_no_double_math(float_iiwa: Path, tmp_path: Path) -> None:
     for cc in ("gcc", "clang"):
         require_tool(cc)
@@ -131,6 +136,7 @@ def test_float_build_has_no_double_math(float_iiwa: Path, tmp_path: Path) -> Non
         assert {"sinf", "cosf"} & used or "sincosf" in used
 
 
+@ON_FLOAT_IIWA
 def test_float_build_on_cortex_m4f_has_no_double_arithmetic(float_iiwa: Path, tmp_path: Path) -> None:
     cc = require_tool("arm-none-eabi-gcc")
     nm = require_tool("arm-none-eabi-nm")
