@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from host_tools.studies.reproduce.criteria import Values, cost, listing, lowest, within_factor
+from host_tools.studies.reproduce.criteria import Values, cost, every, listing, lowest, within_factor
 from host_tools.studies.reproduce.records import Claim, Num, Text, Tier, Verdict, text
 
 # §IV: "The observer gain is set to K = 100 I_7"; §V online: "K = 100 rad is chosen empirically"
@@ -104,25 +104,17 @@ def median_delay(delays: Sequence[float | None]) -> float:
     return float(statistics.median(cost(d) for d in delays))
 
 
-def _all(verdicts: Mapping[str, Verdict]) -> Verdict:
-    """Several verdicts (by where they were judged) as one: holds when each does."""
-    holds = all(v.holds for v in verdicts.values())
-    return Verdict(
-        holds, text(*(text("; " if k else "", f"{w}: ", v.ours) for k, (w, v) in enumerate(verdicts.items())))
-    )
-
-
 Judge = Callable[[Observers], Verdict]
 
 
 def at_seeds(judge: Judge, tier: Tier) -> Callable[[BirjandiResults], Verdict]:
-    """``judge`` on the quick tier's run, or (full) on every draw on the paper's arm: holds when it
-    holds at each."""
+    """``judge`` on the quick tier's run, or (full) on every draw on the 7-DoF arm: holds when it holds
+    at each."""
 
     def run(r: BirjandiResults) -> Verdict:
         if tier == "quick":
             return judge(r.quick["observers"])
-        return _all({f"seed {s}": judge(d["observers"]) for s, d in r.draws.items()})
+        return every({f"seed {s}": judge(d["observers"]) for s, d in r.draws.items()})
 
     return run
 
@@ -330,7 +322,7 @@ def run_claims(tier: Tier) -> tuple[Claim[BirjandiResults], ...]:
     key, where = (
         ("sim", "simulation, planar2, seed 0 (the quick tier's run)")
         if tier == "quick"
-        else ("panda", "simulation, franka_panda (the paper's arm), seeds 0, 1, 2: each must hold")
+        else ("iiwa", "simulation, kuka_iiwa14 (7 DoF, one IMU per link), seeds 0, 1, 2: each must hold")
     )
     return tuple(
         Claim(f"{key}.{name}", tier, where, statement, values, criterion, at_seeds(judge, tier))

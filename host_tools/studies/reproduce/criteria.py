@@ -91,3 +91,11 @@ def within_factor(ours: Values, paper: Mapping[str, float], factor: float) -> Ve
     ratios = {n: None if cost(ours[n]) == math.inf else cost(ours[n]) / p for n, p in paper.items()}
     inside = [n for n, q in ratios.items() if q is not None and 1 / factor <= q <= factor]
     return Verdict(len(inside) == len(ratios), text("ours / the paper's: ", listing(ratios)))
+
+
+def every(verdicts: Mapping[str, Verdict]) -> Verdict:
+    """Several verdicts (by where they were judged) as one: holds when each does; ours, each's joined."""
+    holds = all(v.holds for v in verdicts.values())
+    return Verdict(
+        holds, text(*(text("; " if k else "", f"{w}: ", v.ours) for k, (w, v) in enumerate(verdicts.items())))
+    )

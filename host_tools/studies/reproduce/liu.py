@@ -15,6 +15,7 @@ from host_tools.studies.reproduce.criteria import (
     Values,
     among_lowest,
     cost,
+    every,
     in_order,
     listing,
     lowest,
@@ -45,14 +46,6 @@ def _ratio(x: float | None, y: float | None) -> float | None:
 
 def _ratios(a: Mapping[str, float | None], b: Mapping[str, float | None], names: Sequence[str]) -> Values:
     return {n: _ratio(a[n], b[n]) for n in names}
-
-
-def _all(verdicts: Mapping[str, Verdict]) -> Verdict:
-    """Several verdicts (by where they were judged) as one: holds when each does."""
-    holds = all(v.holds for v in verdicts.values())
-    return Verdict(
-        holds, text(*(text("; " if k else "", f"{w}: ", v.ours) for k, (w, v) in enumerate(verdicts.items())))
-    )
 
 
 def _without(values: Values, *names: str) -> Values:
@@ -89,14 +82,14 @@ def _ise(r: LiuResults, gains: str, what: str = "ise_velocity", setup: tuple[flo
 
 def _at_setups(gains: str, judge: Callable[[Values], Verdict]) -> Judge:
     """``judge`` at each of the three set-ups; holds when it holds at each."""
-    return lambda r: _all({setup_name(s): judge(_ise(r, gains, setup=s)) for s in LIU_SETUPS})
+    return lambda r: every({setup_name(s): judge(_ise(r, gains, setup=s)) for s in LIU_SETUPS})
 
 
 def _same_order(gains: str) -> Judge:
     def judge(r: LiuResults) -> Verdict:
         orders = {setup_name(s): {n: _ise(r, gains, setup=s)[n] for n in OBSERVERS} for s in LIU_SETUPS}
         same = len({tuple(ranked(v)) for v in orders.values()}) == 1
-        return Verdict(same, _all({w: Verdict(same, in_order(v)) for w, v in orders.items()}).ours)
+        return Verdict(same, every({w: Verdict(same, in_order(v)) for w, v in orders.items()}).ours)
 
     return judge
 
@@ -105,7 +98,7 @@ def _filters_vary(gains: str) -> Judge:
     second, third = LIU_SETUPS[1:]
 
     def judge(r: LiuResults) -> Verdict:
-        return _all(
+        return every(
             {
                 setup_name(second): worst({n: _ise(r, gains, setup=second)[n] for n in FILTERS}, "MovAv"),
                 setup_name(third): lowest({n: _ise(r, gains, setup=third)[n] for n in FILTERS}, "MovAv"),

@@ -244,17 +244,17 @@ def test_birjandi_a_moved_threshold_is_caught_naming_the_block_row_and_column(
 
 
 def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults) -> None:
-    """The full tier's tables and claims (its franka_panda runs take many minutes: the quick run
+    """The full tier's tables and claims (its kuka_iiwa14 runs take many minutes: the quick run
     stands in for its draws): every claim judged; the step's cost against the paper's 1 ms period."""
     draws = {0: birjandi_results.quick, 1: birjandi_results.quick}
     for step, holds in ((500.0, True), (1500.0, False)):  # µs per step of the adaptive pipeline
         stand_in = replace(birjandi_results, draws=draws, step_us={"momentum": 50.0, "adaptive_imu": step})
         rep = papers.judged(birjandi.PAPER, "full", stand_in, 0.0)
-        assert [t.key for t in rep.tables] == ["observers", "panda", "draws", "compute"]
+        assert [t.key for t in rep.tables] == ["observers", "iiwa", "draws", "compute"]
         assert len(rep.claims) == len(birjandi.PAPER.claims)
         assert all(j.verdict.holds is not None for j in rep.claims)
         verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
         assert verdicts["compute"] is holds
         for name, verdict in verdicts.items():  # the same runs at each draw: each full claim as its quick one
-            if name.startswith("panda."):
-                assert verdict == verdicts["sim." + name.removeprefix("panda.")], name
+            if name.startswith("iiwa."):
+                assert verdict == verdicts["sim." + name.removeprefix("iiwa.")], name
