@@ -68,7 +68,8 @@ def test_one_pybullet_step_is_semi_implicit_euler_on_manipgen_forward_dynamics()
 
 def test_a_run_resumed_from_its_end_continues_it_exactly() -> None:
     """The impact runs branch from the end of the contact-free run (PyBullet's saveState and the
-    pipeline's snapshot): branching must not change anything."""
+    pipeline's snapshot): branching must not change anything, nor replaying a branch from the
+    pipeline's state at the end of the run it continues (replay_after)."""
     robot = load_robot(pc.urdf_path(), **pc.spec())
     rt = load_rt(pc.urdf_path(), **pc.spec())
     rt.config["det.reaction"] = 0
@@ -80,6 +81,13 @@ def test_a_run_resumed_from_its_end_continues_it_exactly() -> None:
         rest = pc.closed_loop(arm, rt, traj, after=half)
     finally:
         arm.close()
+    threshold, skip = np.full(7, 0.05), 100
+    before = pc.replay(rt, half, threshold, skip)
+    branched = pc.replay_after(rt, rest, before, rt.snapshot())
+    replayed = pc.replay(rt, rest, threshold, skip)
+    assert set(branched) == set(replayed) and np.abs(replayed["r"][skip:]).max() > 0
+    for key, value in replayed.items():
+        assert np.array_equal(branched[key], value), key
     assert np.abs(whole.log.extra["q_true"] - traj.q).max() > 1e-7  # a real closed loop
     for key in ("q_true", "qd_true", "qdd_true", "tau_cmd", "tau_ext_true"):
         assert np.array_equal(rest.log.extra[key], whole.log.extra[key])
@@ -87,11 +95,18 @@ def test_a_run_resumed_from_its_end_continues_it_exactly() -> None:
     assert np.array_equal(rest.normal_force, whole.normal_force) and np.array_equal(rest.tip, whole.tip)
 
 
+# The tests of one scenario run in one xdist worker (dev.sh's --dist loadgroup), which runs it once:
+# spread over two, each ran the whole scenario.
+ON_RESULT = pytest.mark.xdist_group("pybullet_result")
+ON_MODEL_ERROR = pytest.mark.xdist_group("pybullet_with_model_error")
+
+
 @pytest.fixture(scope="module")
 def result() -> pc.PbResult:
     return pc.scenario()
 
 
+@ON_RESULT
 def test_no_false_alarm_over_the_contact_free_motion(result: pc.PbResult) -> None:
     assert result.doc["contact_free_s"] >= 30.0
     for name, o in result.doc["observers"].items():
@@ -107,6 +122,7 @@ def test_no_false_alarm_over_the_contact_free_motion(result: pc.PbResult) -> Non
     assert result.doc["observers"]["adaptive"]["false_alarms_excitation_design"] > 0
 
 
+@ON_RESULT
 def test_every_impact_is_detected_before_the_force_peaks_and_isolated(result: pc.PbResult) -> None:
     """The face is a 10 kN/m spring: from the second step of contact on, the force is at least
     k v dt = 10e3 x 0.2 x 1e-3 = 2 N, about 1 N m on joint 1, 30x the exact-motion thresholds: those
@@ -125,6 +141,7 @@ def test_every_impact_is_detected_before_the_force_peaks_and_isolated(result: pc
         assert result.doc["observers"][name]["isolated_link"] == touched, name
 
 
+@ON_RESULT
 def test_the_direct_residual_with_exact_motion_is_pybullets_contact_torque(result: pc.PbResult) -> None:
     """tau_ext = Y_b theta - tau with PyBullet's own q-dot, q-ddot against J_c^T f_c summed over
     PyBullet's contact points: manipgen's model and PyBullet's dynamics agree under contact."""
@@ -135,6 +152,7 @@ def test_the_direct_residual_with_exact_motion_is_pybullets_contact_torque(resul
         assert imp["direct_measured_rel_error"] < 0.02, imp
 
 
+@ON_RESULT
 def test_model_adaptive_residual_is_smaller_with_exact_motion(result: pc.PbResult) -> None:
     """Birjandi & Haddadin's claim, here with a perfect model (residuals before the threshold's floor): the
     model-adaptive residual fed with exact q-dot, q-ddot stays far below the momentum observer's;
@@ -144,6 +162,7 @@ def test_model_adaptive_residual_is_smaller_with_exact_motion(result: pc.PbResul
     assert worst["adaptive"] > 3 * worst["momentum"]
 
 
+@ON_RESULT
 def test_report_and_figure(result: pc.PbResult, tmp_path: Path) -> None:
     text = pc.table(result.doc)
     for name in result.doc["observers"]:
@@ -157,6 +176,7 @@ def with_model_error() -> pc.PbResult:
     return pc.scenario(pc.PbSettings(model_error=0.1))
 
 
+@ON_MODEL_ERROR
 def test_with_model_error_every_impact_is_found_without_false_alarms(with_model_error: pc.PbResult) -> None:
     """Birjandi & Haddadin eq. 22 against PyBullet: the pipelines' inertial parameters 10 % off, PyBullet's arm
     the URDF's. Thresholds from the design run (1.5 x its largest |r| + 0.01 N m) hold over the
@@ -175,6 +195,7 @@ def test_with_model_error_every_impact_is_found_without_false_alarms(with_model_
     assert worst["adaptive_measured"] < worst["direct_measured"] / 10
 
 
+@ON_MODEL_ERROR
 def test_the_momentum_form_needs_no_acceleration(with_model_error: pc.PbResult) -> None:
     """The adaptive observer in momentum form (issue #25) against PyBullet with the model 10 % off: fed
     PyBullet's q-dot alone it absorbs the model error as eq. 16's form does with q-dot and q-ddot
@@ -216,7 +237,9 @@ def test_pybullets_link_states_read_as_manipgens_imu_model() -> None:
         arm.close()
 
 
-@pytest.mark.parametrize("fixture", ["result", "with_model_error"])
+@pytest.mark.parametrize(
+    "fixture", [pytest.param("result", marks=ON_RESULT), pytest.param("with_model_error", marks=ON_MODEL_ERROR)]
+)
 def test_the_imu_fed_observer_finds_every_impact_within_the_imus_bandwidth(
     fixture: str, request: pytest.FixtureRequest
 ) -> None:
