@@ -365,6 +365,7 @@ def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool) -> Run
         )
     # the log's tau[k] is what the step saw: the torque applied over the sample before k
     seen = np.vstack([np.zeros((1, n), a.tau.dtype), a.tau[:-1]])
+    extra["joint_names"] = np.array(rt.manifest["joints"], dtype=str)
     log = Log(
         robot=rt.name,
         sample_period=rt.sample_period,

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
-from host_tools.cli.generate import add_robot_arguments
+from host_tools.cli.generate import add_beyond_limits, add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
 from host_tools.reports import plots
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("evaluate", help="velocity estimators in the closed loop (Liu et al. §IV), optionally GA-tuned")
     add_robot_arguments(e)  # the default trajectory: Liu et al.'s for schunk_lwa4p
+    add_beyond_limits(e)
     e.add_argument(
         "--resolution-mdeg",
         type=float,
@@ -220,7 +221,10 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
         robot = source.robot()
         runs = {Path(p).stem: read_log(p, robot).log for p in args.log}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
-        checks = {run: check_log(log, robot, path) for (run, log), path in zip(runs.items(), args.log)}
+        checks = {
+            run: check_log(log, robot, path, beyond_limits=args.beyond_limits)
+            for (run, log), path in zip(runs.items(), args.log)
+        }
         for c in checks.values():
             for line in c.lines():
                 console.print(f"manipgen: check: {line}", markup=False, highlight=False)

@@ -51,6 +51,17 @@ def sample_period_argument(text: str) -> float:
     return ts
 
 
+def add_beyond_limits(p: argparse.ArgumentParser) -> None:
+    """``--beyond-limits``, on the commands that read a log (its positions are checked against the
+    description's limits: a log in degrees, or another arm's, stops them in one line)."""
+    p.add_argument(
+        "--beyond-limits",
+        action="store_true",
+        help="take a log's joint positions (and --start-position) as they are where they lie outside the "
+        "description's limits by more than 5 %% of the range (checked by default: degrees, another arm's log)",
+    )
+
+
 def chain_flags(args: argparse.Namespace) -> str:
     """The URDF chain arguments as typed on a command line (for the next command a tool suggests)."""
     given = (("--base-link", args.base_link), ("--tip-link", args.tip_link), ("--overlay", args.overlay))

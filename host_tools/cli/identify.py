@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from host_tools.cli.generate import add_beyond_limits, add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 
@@ -26,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "identify",
         help="base, essential and physical parameters from an excitation log or a recorded run (Xu et al. 2020)",
     )
-    d.add_argument("robot", help="bundled name or a .yaml path")
+    add_robot_arguments(d)
+    add_beyond_limits(d)
     d.add_argument(
         "data",
         nargs="?",
@@ -192,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         return _identify_closed_loop(args, console)
     try:
-        robot = load_robot(args.robot)
+        robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
     except DescriptionError as err:
         console.print(f"manipgen: error: {err}")
         return 2
@@ -260,13 +262,15 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
     from host_tools.identification.run import identify_run
     from host_tools.reports.identification import document, figure_arrays, table, write
 
+    beyond = args.beyond_limits
+
     def data(path: str) -> tuple[Log | Samples, LogChecks | None]:
         """What to fit (a CSV's own positions and torques, else the log) and the log's input checks."""
         f = read_log(path, robot, start_position=start)
-        return (f.log if f.samples is None else f.samples), check_log(f.log, robot, path)
+        return (f.log if f.samples is None else f.samples), check_log(f.log, robot, path, beyond_limits=beyond)
 
     try:
-        start = parse_start_position(args.start_position, robot) if args.start_position else None
+        start = parse_start_position(args.start_position, robot, beyond) if args.start_position else None
         with stage(console, "identifying ...") as status, executor_for(args.scheduler) as executor:
             if args.synthetic:
                 require_absolute_positions(robot, start)
@@ -355,7 +359,8 @@ def _identify_closed_loop(args: argparse.Namespace, out: Console) -> int:
         if args.synthetic and args.gains:
             raise ValueError("--gains describes the controller of a DATA log; --synthetic sets its own PD")
         settings = OESettings(sensitivities=args.sensitivities, max_iterations=args.max_iter, decimate=args.decimate)
-        description = RobotSource.of(args.robot)  # read once: output error's work items carry its text
+        # read once: output error's work items carry its text
+        description = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         robot = description.robot()
         found: LogChecks | None = None
         with out.status("identifying ...") as status, executor_for(args.scheduler) as executor:
@@ -424,8 +429,9 @@ def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tu
             "controller tracked: give a log (.npz) with q_des and qd_des"
         )
     log = read_log(args.data, robot).log
-    start = parse_start_position(args.start_position, robot) if args.start_position else None
-    found = check_log(log, robot, str(args.data), start)
+    beyond = args.beyond_limits
+    start = parse_start_position(args.start_position, robot, beyond) if args.start_position else None
+    found = check_log(log, robot, str(args.data), start, beyond_limits=beyond)
     for line in found.lines():
         out.print(f"manipgen: check: {line}")
     # output error simulates the run whole on its time grid, the controller's own

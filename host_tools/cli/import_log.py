@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from host_tools.cli.generate import add_beyond_limits
+
 if TYPE_CHECKING:
     from codegen.model.robot import Robot
     from host_tools.data.checks import LogChecks
@@ -45,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="q1,q2,... (rad or m): the joint positions at the run's first sample, needed where an encoder "
         "counter wraps within a joint's travel (e.g. 16 bits on the motor side); stored in the log",
     )
+    add_beyond_limits(im)
     im.add_argument(
         "--json",
         action="store_true",
@@ -67,9 +70,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
-        start = None if args.start_position is None else parse_start_position(args.start_position, robot)
+        beyond = args.beyond_limits
+        start = None if args.start_position is None else parse_start_position(args.start_position, robot, beyond)
         f = read_log(args.file, robot, topic=args.topic, command_topic=args.command_topic, start_position=start)
-        checks = check_log(f.log, robot, args.file)
+        checks = check_log(f.log, robot, args.file, beyond_limits=beyond)
         f.log.save(args.out)
     except (ValueError, LogError, DescriptionError, OSError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)

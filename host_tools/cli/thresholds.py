@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from codegen.blocks import registry
-from host_tools.cli.generate import add_robot_arguments, robot_of
+from host_tools.cli.generate import add_beyond_limits, add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
 from host_tools.studies.thresholds import BLOCKS, TARGET
@@ -21,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "part), with a margin from held-out parts of the run",
     )
     add_robot_arguments(t)
+    add_beyond_limits(t)
     t.add_argument(
         "data",
         nargs="+",
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         recordings = []
         for path in [*args.data, *(args.check or ())]:
             log = read_log(path, robot).log
-            recordings.append(Recording(log, check_log(log, robot, path)))
+            recordings.append(Recording(log, check_log(log, robot, path, beyond_limits=args.beyond_limits)))
         data, checked = recordings[: len(args.data)], recordings[len(args.data) :]
         for r in recordings:
             for line in r.checks.lines():

@@ -186,15 +186,55 @@ def require_absolute_positions(robot: Robot, start_position: Positions | None) -
     )
 
 
-def parse_start_position(text: str, robot: Robot) -> tuple[float, ...]:
-    """``--start-position q1,q2,...``: one value per joint (rad or m)."""
+def parse_start_position(text: str, robot: Robot, beyond_limits: bool = False) -> tuple[float, ...]:
+    """``--start-position q1,q2,...``: one value per joint (rad or m), within the joints' limits
+    (plausible_positions; ``beyond_limits`` accepts them as they are)."""
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
         raise LogError(f"--start-position: {text!r}: expected {robot.dof} comma-separated numbers (rad or m)") from None
     if len(values) != robot.dof or not all(np.isfinite(values)):
         raise LogError(f"--start-position: {text!r}: expected {robot.dof} finite numbers (rad or m), one per joint")
+    if not beyond_limits:
+        plausible_positions(robot, np.array([values]), "--start-position")
     return values
+
+
+# positions: a log's joint positions (or a stated start position) further outside the description's
+# limits than LIMIT_MARGIN of the joint's range are not the arm's: the limits are software limits a
+# few degrees inside the mechanical stops (1-5 deg on the arms bundled here), and 5 % of a range is
+# 9-17 deg on their 3-6 rad ranges -- beyond any stop. A joint without position limits (a continuous
+# one) is checked against FREE_TURNS turns either way: a continuous wrist of a logged run turns once
+# or twice, a degree value read as radians reaches 57 rad (9 turns) at 1 rad.
+LIMIT_MARGIN = 0.05
+FREE_TURNS = 2.0
+
+
+def plausible_positions(robot: Robot, q: np.ndarray, source: str) -> None:
+    """Raise LogError (one line, with the hint "degrees?" where the values in degrees would fit)
+    where positions ``q`` (K, n; rad or m) lie outside a joint's limits by more than LIMIT_MARGIN
+    of its range (revolute joints without limits: beyond FREE_TURNS turns)."""
+    for i, j in enumerate(robot.joints):
+        lo, hi = j.limits.q_min, j.limits.q_max
+        if np.isfinite(lo) and np.isfinite(hi):
+            margin = LIMIT_MARGIN * (hi - lo)
+        elif j.type == "revolute":
+            lo, hi, margin = -FREE_TURNS * 2 * np.pi, FREE_TURNS * 2 * np.pi, 0.0
+        else:
+            continue
+        qj = np.asarray(q, float)[:, i]
+        if qj.min() >= lo - margin and qj.max() <= hi + margin:
+            continue
+        unit = "rad" if j.type == "revolute" else "m"
+        in_degrees = (
+            j.type == "revolute" and np.radians(qj.min()) >= lo - margin and np.radians(qj.max()) <= hi + margin
+        )
+        raise LogError(
+            f"{source}: joint {i + 1} ({j.name}): positions {qj.min():.4g} to {qj.max():.4g} {unit} lie outside its "
+            f"{'limits' if margin else 'plausible turns'} [{lo:.4g}, {hi:.4g}] {unit} by more than "
+            f"{margin:.3g} {unit}{' -- degrees? positions are in rad' if in_degrees else ''} "
+            "(the log or the description of another arm? --beyond-limits takes them as they are)"
+        )
 
 
 def _first_read(robot: Robot, first_counts: np.ndarray) -> np.ndarray:
@@ -428,16 +468,26 @@ def _still(q: np.ndarray, rpc: np.ndarray, ts: float) -> tuple[np.ndarray, np.nd
     return speed <= bound, bound
 
 
-def check_log(log: Log, robot: Robot, source: str = "log", start_position: Positions | None = None) -> LogChecks:
+def check_log(
+    log: Log,
+    robot: Robot,
+    source: str = "log",
+    start_position: Positions | None = None,
+    beyond_limits: bool = False,
+) -> LogChecks:
     """Every input check on a log of ``robot``; ``source`` names the file in the lines. Raises
     LogError (one line) where an encoder wraps within a joint's travel and no ``start_position``
-    (rad or m, per joint, at the log's first sample; default: the log's stored one) is stated."""
+    (rad or m, per joint, at the log's first sample; default: the log's stored one) is stated, and
+    where the positions lie outside the joints' limits (plausible_positions: degrees, or another
+    arm's log), unless ``beyond_limits``."""
     if np.shape(log.counts)[1] != robot.dof:
         raise LogError(f"{source}: counts: {np.shape(log.counts)[1]} joints, {robot.name} has {robot.dof}")
     if start_position is not None:
         log = with_start_position(log, robot, start_position)
     require_absolute_positions(robot, log.extra.get("start_position"))
     q = log_positions(robot, log, encoder_offsets(robot, log))
+    if not beyond_limits:
+        plausible_positions(robot, q, source)
     rpc = 2 * np.pi / np.array(link_counts_per_turn(robot))
     unit = ["rad" if j.type == "revolute" else "m" for j in robot.joints]
     off, off_bound, off_worst = _off_trajectory(log, q, rpc, unit)

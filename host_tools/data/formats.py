@@ -25,7 +25,7 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.data.checks import recorded_repeats, with_start_position
-from host_tools.data.logs import Log, LogError
+from host_tools.data.logs import Log, LogError, check_chain
 from host_tools.data.timing import Timing
 
 if TYPE_CHECKING:
@@ -83,8 +83,7 @@ def read_log(
 
 def _read_npz(path: Path, robot: Robot) -> LogFile:
     log = Log.load(path)
-    if log.robot != robot.c_name:
-        raise LogError(f"{path}: robot: the log is of {log.robot}, not {robot.c_name}")
+    check_chain(log, robot, str(path))
     if "start_position" in log.extra:  # import-log --start-position: the read's offsets follow it
         log = with_start_position(log, robot, log.extra["start_position"])
     resampled = "recorded_time" in log.extra  # an imported bag's or CSV's: its stamps before resampling

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from codegen.emit.files import write_file
+from codegen.model.robot import Robot
 
 FORMAT = "manipgen-log"
 VERSION = 1
@@ -57,12 +58,32 @@ OPTIONAL = (
     "start_position",
     "recorded_time",
     "recorded_repeats",
+    "joint_names",  # (n,) str: the chain the log was recorded for (its fingerprint, checked on reading)
 )
 RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
 
+def joint_names(robot: Robot) -> np.ndarray:
+    """The ``joint_names`` array of a log of ``robot``: its chain's joints, in order."""
+    return np.array([j.name for j in robot.joints], dtype=str)
+
+
 class LogError(ValueError):
     """A log file that does not follow the format (names the file and the array)."""
+
+
+def check_chain(log: Log, robot: Robot, where: str) -> None:
+    """Refuse (one line) a log of another robot: by name, and by its chain's joints where the log
+    records them (two descriptions may share a name: a URDF's left and right arm are both "talos")."""
+    if log.robot != robot.c_name:
+        raise LogError(f"{where}: robot: the log is of {log.robot}, not {robot.c_name}")
+    ours = [j.name for j in robot.joints]
+    theirs = [str(v) for v in log.extra.get("joint_names", ours)]
+    if theirs != ours:
+        raise LogError(
+            f"{where}: joint_names: the log was recorded for the joints {', '.join(theirs)}, "
+            f"{robot.file} has {', '.join(ours)} (another chain of {robot.c_name}?)"
+        )
 
 
 @dataclass
@@ -148,7 +169,13 @@ class Log:
         k = len(self.time)
         n = np.shape(self.counts)[1] if np.ndim(self.counts) == 2 else -1
         r = np.shape(self.extra["recorded_time"])[:1] if "recorded_time" in self.extra else (k,)
-        per_name = {"collision_true": (k,), "start_position": (n,), "recorded_time": r, "recorded_repeats": r}
+        per_name = {
+            "collision_true": (k,),
+            "start_position": (n,),
+            "joint_names": (n,),
+            "recorded_time": r,
+            "recorded_repeats": r,
+        }
         for name in REQUIRED[1:] + tuple(self.extra):
             a = getattr(self, name) if name in REQUIRED else self.extra[name]
             shape = per_name.get(name, (k, n))

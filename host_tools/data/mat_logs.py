@@ -32,7 +32,7 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.data.formats import LogFile
-from host_tools.data.logs import RECORDED_PREFIX, Log, LogError
+from host_tools.data.logs import RECORDED_PREFIX, Log, LogError, joint_names
 from host_tools.data.timing import Timing, repeated_rows
 
 DELAY = 2  # samples by which I_c leads the encoder (README)
@@ -121,7 +121,13 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
         q_des=q_d[s],
         qd_des=qd_des[s],
         qdd_des=qdd_des[s],
-        extra={"qd_hat_logged": dq_hat[s], "tau_saturated": saturated, "recorded_repeats": repeats, **recorded},
+        extra={
+            "qd_hat_logged": dq_hat[s],
+            "tau_saturated": saturated,
+            "recorded_repeats": repeats,
+            "joint_names": joint_names(robot),
+            **recorded,
+        },
     )
 
 

@@ -235,7 +235,12 @@ def retrieve(
     p = np.r_[a.ravel(order="F"), b, tt, scale]
     best, starts = _multi_start(structure, p, (lo, hi, lbg, ubg), settings, start, progress, executor)
     if best is None:
-        raise RuntimeError("no start found physically consistent parameters within the bounds; widen them")
+        raise RuntimeError(
+            f"{robot.name}: no start found physically consistent parameters within the bounds around the "
+            f"description (each link's mass 0.1-3x its own + 0.5 kg, the total {settings.mass_range[0]:g}-"
+            f"{settings.mass_range[1]:g}x, centres of mass within +-{settings.com_box:g} m, joint parameters up to "
+            "3x + 1): do the data belong to this description (positions in rad, torques in N m, this arm's chain)?"
+        )
     x_best = np.clip(best[1], lo, hi)
     mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
     r_base = t - y_e @ beta_e

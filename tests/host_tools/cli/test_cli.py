@@ -179,3 +179,6 @@ def test_evaluate_takes_a_urdf_chain(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["setup"]["robot"] == "tree" and len(doc["estimators"]["findiff"]["per_axis"]["ise_velocity"]) == 2
+    # identify takes them too: past the chain, to the (missing) log
+    r = manipgen("identify", str(urdf), str(tmp_path / "run.npz"), "--tip-link", "tool")
+    assert r.returncode == 2 and "run.npz: cannot read" in r.stderr and "--tip-link" not in r.stderr, r.stderr

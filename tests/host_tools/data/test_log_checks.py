@@ -368,3 +368,78 @@ def test_experiment1_clipping_and_departure(shared_runs: dict[str, Path]) -> Non
         clean = check_log(import_mat(shared_runs[run], robot), robot, run)
         assert clean.findings == []
         assert max(clean.bounds["off_trajectory_worst_ratio"]) < 0.35  # 0.31 / 0.33 measured
+
+
+def test_positions_in_degrees_stop_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log whose positions were written in degrees (0.8 rad -> 46 'rad', planar2's limits are +-pi)
+    stops the commands in one line naming the joint, its range and the limits, with "degrees?";
+    --beyond-limits takes it as it is; a stated start position in degrees is refused the same way.
+    A run inside its limits (by any margin under 5 % of the range) passes."""
+    log, _ = fabricate(PLANAR2, 3.0)
+    ok = tmp_path / "rad.npz"
+    log.save(ok)
+    assert check_log(log, PLANAR2, "rad.npz").findings == []
+    deg = Log(
+        PLANAR2.c_name,
+        log.sample_period,
+        log.time,
+        np.round(np.degrees(log.counts)).astype(np.int64),
+        log.valid,
+        log.tau,
+        np.degrees(log.q_des),
+        np.degrees(log.qd_des),
+        np.degrees(log.qdd_des),
+    )
+    bad = tmp_path / "deg.npz"
+    deg.save(bad)
+    with pytest.raises(LogError, match=r"deg.npz: joint 1 \(shoulder\): positions .* outside its limits .* degrees\?"):
+        check_log(deg, PLANAR2, "deg.npz")
+    assert check_log(deg, PLANAR2, "deg.npz", beyond_limits=True).source == "deg.npz"
+    for args in (
+        ["import-log", str(bad), "--robot", "planar2", "--out", str(tmp_path / "x.npz")],
+        ["thresholds", "planar2", str(bad)],
+        ["evaluate", "planar2", "--log", str(bad)],
+        ["identify", "planar2", str(bad)],
+        ["import-log", str(ok), "--robot", "planar2", "--out", str(tmp_path / "y.npz"), "--start-position", "90,10"],
+    ):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        errors = [ln for ln in err.splitlines() if ln.startswith("manipgen: error:")]  # beside progress lines
+        assert len(errors) == 1 and "degrees?" in errors[0] and "Traceback" not in err, err
+    assert (
+        main(["import-log", str(bad), "--robot", "planar2", "--out", str(tmp_path / "z.npz"), "--beyond-limits"]) == 0
+    )
+
+
+def test_a_log_of_another_chain_of_the_same_name_is_refused(tmp_path: Path) -> None:
+    """A log records the joints of the chain it was recorded for; a description of the same name with
+    other joints (a URDF's right arm after its left: both "talos") refuses it in one line."""
+    from host_tools.data.formats import read_log
+
+    log, _ = fabricate(PLANAR2, 1.0)
+    log.extra["joint_names"] = np.array(["shoulder", "elbow"])
+    log.save(tmp_path / "ours.npz")
+    assert read_log(tmp_path / "ours.npz", PLANAR2).log.robot == "planar2"
+    log.extra["joint_names"] = np.array(["right_shoulder", "right_elbow"])
+    log.save(tmp_path / "right.npz")
+    with pytest.raises(LogError, match=r"right.npz: joint_names: .*right_shoulder, right_elbow.* has shoulder, elbow"):
+        read_log(tmp_path / "right.npz", PLANAR2)
+
+
+def test_imported_and_recorded_logs_carry_their_chain(tmp_path: Path) -> None:
+    robot = load_robot("schunk_lwa4p")
+    assert (
+        main(
+            [
+                "import-log",
+                str(DATA / "4ms_MovAv_run1.mat"),
+                "--robot",
+                "schunk_lwa4p",
+                "--out",
+                str(tmp_path / "a.npz"),
+            ]
+        )
+        == 0
+    )
+    saved = Log.load(tmp_path / "a.npz")
+    assert [str(v) for v in saved.extra["joint_names"]] == [j.name for j in robot.joints]

@@ -175,9 +175,10 @@ def test_a_bag_on_the_sample_grid_is_the_npz_log(
         want = json.loads(capsys.readouterr().out)
         assert main(["thresholds", "planar2", str(bag), "--json"]) == 0
         have = json.loads(capsys.readouterr().out)
-        # the same findings, each naming its own file
+        # the same findings and design, each naming its own file
         for doc, path in ((want, npz), (have, bag)):
             assert all(c.pop("source") == str(path) for c in doc["checks"])
+            assert doc.pop("data") == [str(path)]
         assert have == want and have["samples"] > 0
 
 
