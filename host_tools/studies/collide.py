@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
 
 from codegen.blocks import kalman, momentum
 from codegen.model.robot import LINK_PARAMS, Robot
@@ -142,10 +143,10 @@ def filtered_step(
     s, through a first-order low-pass at ``cutoff`` Hz (exact for the held input)."""
     t = np.arange(k) * ts
     u = np.where((t >= start) & (t < start + hold), amplitude, 0.0)
+    u[0] = 0.0  # the filter starts at rest: x[0] = 0
     a = np.exp(-2 * np.pi * cutoff * ts)
-    x = np.zeros(k)
-    for i in range(1, k):
-        x[i] = a * x[i - 1] + (1 - a) * u[i]
+    # x[i] = a x[i-1] + (1 - a) u[i] (lfilter's transposed direct form computes exactly these products and sum)
+    x = lfilter([1 - a], [1.0, -a], u)
     out = np.zeros((k, n))
     out[:, joint] = x
     return out
@@ -355,7 +356,9 @@ def tip_force_along(
 ) -> np.ndarray:
     """f·n with f the force part of (Jᵀ)⁺ tau, the tip wrench that explains the joint torques tau
     (Birjandi & Haddadin eq. 28; exact for a force at the tip when J has rank 6, the least-norm wrench below)."""
-    return np.array([(np.linalg.pinv(jacobian(qk).T)[:3] @ tk) @ normal for qk, tk in zip(q, tau)])
+    # one stacked pseudo-inverse (the same LAPACK call per sample as one at a time)
+    inverse = np.linalg.pinv(np.transpose(np.array([jacobian(qk) for qk in q]), (0, 2, 1)))
+    return np.array([(ik[:3] @ tk) @ normal for ik, tk in zip(inverse, tau)])
 
 
 @dataclass(frozen=True)
@@ -430,6 +433,11 @@ def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None) -
     return Designed(learned, th, np.abs(free_out["r"])[runs.k_design :])
 
 
+def window(out: dict[str, np.ndarray], sl: slice) -> dict[str, np.ndarray]:
+    """A run's outputs on the samples ``sl`` (the threshold along them: per sample, so only where a trace is kept)."""
+    return {key: value[sl] for key, value in out.items()}
+
+
 def _first_hit(out: dict[str, np.ndarray], ke: int, s: CollideSettings, ts: float) -> float | None:
     """ms from sample ``ke`` to the first with a joint above its threshold, within the window."""
     hits = np.flatnonzero(any_above(out)[ke : ke + int(round(s.window / ts))])
@@ -455,7 +463,7 @@ def _collisions(
                 result.runs[(obs, cutoff)] = (
                     run.out["r"][sl, s.joint - 1],
                     ext[sl, s.joint - 1],
-                    threshold_along(run.out, d.thresholds)[sl, s.joint - 1],
+                    threshold_along(window(run.out, sl), d.thresholds)[:, s.joint - 1],
                 )
         delays[f"{cutoff:g}"] = found
     return delays
@@ -479,7 +487,7 @@ def _impact_delays(
             (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
             tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
             tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),
-            threshold_ratio(run.out["r"][sl], threshold_along(run.out, d.thresholds)[sl]),
+            threshold_ratio(run.out["r"][sl], threshold_along(window(run.out, sl), d.thresholds)),
         )
     return out
 

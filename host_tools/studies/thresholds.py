@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import casadi as cs
@@ -107,9 +107,16 @@ def _level_functions() -> tuple[cs.Function, cs.Function]:
     return cs.Function("level", [qd, qdd, coef, vs], [lv]), cs.Function("regressor", [qd, qdd, vs], [regressor])
 
 
+@lru_cache(maxsize=32)
+def _mapped(which: int, samples: int) -> cs.Function:
+    """_level_functions()[which] mapped over ``samples`` samples (made once per length: making the map
+    costs as much as evaluating it; a design and its replays reuse a few lengths)."""
+    return _level_functions()[which].map(samples)
+
+
 def regressor(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
     """(K, len(COEFFICIENTS)) the threshold's regressor of one joint along a run."""
-    f = _level_functions()[1].map(len(qd))  # one 1 x 4 row per sample, side by side
+    f = _mapped(1, len(qd))  # one 1 x 4 row per sample, side by side
     x = np.asarray(f(np.asarray(qd, float)[None, :], np.asarray(qdd, float)[None, :], vs))
     return x.reshape(len(qd), len(COEFFICIENTS))
 
@@ -117,7 +124,7 @@ def regressor(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
 def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarray:
     """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat."""
     qd, qdd = np.asarray(outs["qd_hat"], float), np.asarray(outs["qdd_hat"], float)
-    f = _level_functions()[0].map(len(qd))
+    f = _mapped(0, len(qd))
     cols = []
     for j in range(qd.shape[1]):
         c = np.array([[design.threshold[j]], [design.kv[j]], [design.ka[j]], [design.ks[j]]])

@@ -15,7 +15,7 @@ import numpy as np
 
 from host_tools import load
 from host_tools.bindings.source import RobotSource
-from host_tools.studies.collide import CollideSettings, scenario, threshold_ratio, tip_force_along
+from host_tools.studies.collide import CollideSettings, filtered_step, scenario, threshold_ratio, tip_force_along
 from tests.tooling import ROOT
 
 
@@ -117,6 +117,21 @@ def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:
     assert np.allclose(tip_force_along(q, tau, dyn.tip_jacobian, n), forces @ n, rtol=1e-9, atol=1e-9)
     r = np.array([[0.5, -2.0], [3.0, 1.0]])
     assert np.allclose(threshold_ratio(r, np.array([1.0, 4.0])), [0.5, 3.0])
+
+
+def test_filtered_step_is_the_first_order_low_pass_of_the_held_step() -> None:
+    """x[i] = a x[i-1] + (1 - a) u[i] from rest, a = exp(-2 pi f T): the recurrence written out here, sample
+    by sample, gives the same bits (the same products and sum in the same order), on the joint the step acts on
+    only; a step of 0.3 s at 10 Hz settles to the amplitude (1 - a^300 ~ 1 - 6e-9)."""
+    ts, cutoff, k = 0.001, 10.0, 2000
+    out = filtered_step(k, 3, ts, 1, 0.5, 0.3, 5.0, cutoff)
+    a = np.exp(-2 * np.pi * cutoff * ts)
+    x = np.zeros(k)
+    for i in range(1, k):
+        u = 5.0 if 0.5 <= i * ts < 0.8 else 0.0
+        x[i] = a * x[i - 1] + (1 - a) * u
+    assert np.array_equal(out[:, 1], x) and not out[:, [0, 2]].any()
+    assert abs(out[799, 1] - 5.0) < 1e-7 and out[499, 1] == 0.0 and out[500, 1] > 0
 
 
 def test_collide_rejects_a_joint_out_of_range() -> None:
