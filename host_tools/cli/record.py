@@ -20,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--trajectory",
         default="generated",
         help="generated: a smooth test motion within the joints' limits (sine, point-to-point and "
-        "trapezoidal moves at half the velocity and acceleration limits); or an excitation.json of "
-        "`manipgen excite`",
+        "trapezoidal moves at half the velocity and acceleration limits, slower, smaller and around a "
+        "posture that needs less torque where the inverse dynamics would need more than half a torque "
+        "limit, as in `manipgen demo`); or an excitation.json of `manipgen excite`",
     )
     r.add_argument("--duration", type=float, default=20.0, help="seconds (generated motion)")
     r.add_argument("--periods", type=int, default=2, help="periods of an excitation.json")
@@ -44,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     from host_tools.bindings.loopback import SimulationError, simulate
     from host_tools.bindings.rt import ConfigError, load_rt
-    from host_tools.data.trajectories import generated_trajectory
     from host_tools.identification.excitation import Excitation
+    from host_tools.studies.scenarios import fit_to_limits, saturated
 
     if not (args.duration > 0 and args.periods >= 1 and args.model_error > -1):
         print("manipgen: error: --duration must be > 0, --periods >= 1, --model-error > -1", file=sys.stderr)
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         if args.config:
             rt.config.load(args.config)
         if args.trajectory == "generated":
-            traj = generated_trajectory(robot, args.duration, rt.sample_period, seed=args.seed)
+            motion = fit_to_limits(robot, rt.sample_period, args.duration).motion
+            traj = motion.trajectory(robot, args.duration, rt.sample_period, args.seed)
         else:
             traj = Excitation.load(args.trajectory).trajectory(rt.sample_period, args.periods)
     except (ConfigError, ValueError, OSError, KeyError) as exc:
@@ -71,6 +73,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"manipgen: error: the simulation failed: {exc}", file=sys.stderr)
         return 1
     result.log.save(args.out)
+    tau_max = rt.config["ctl.tau_max"] if "ctl.tau_max" in rt.config.keys() else [j.limits.tau for j in robot.joints]
+    at_limit = saturated(result.log.extra["tau_cmd"], np.asarray(tau_max, float))
+    if at_limit.any():
+        joints = ", ".join(f"joint {i + 1}: {int(c)} at {tau_max[i]:.3g} N m" for i, c in enumerate(at_limit) if c)
+        print(
+            f"manipgen: error: wrote {args.out}, but tau_cmd reached the torque limit in {int(at_limit.sum())} "
+            f"samples ({joints}): a saturated run is no collision-free reference for thresholds; the motion "
+            "needs more torque than the description's limits (check them: the URDF's effort, an overlay's tau)",
+            file=sys.stderr,
+        )
+        return 1
     speed = np.max(np.abs(result.log.extra["qd_true"]), axis=0)
     print(
         f"wrote {args.out}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) of {rt.name} "

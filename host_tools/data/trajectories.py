@@ -67,16 +67,24 @@ def _bounds(robot: Robot, speed: float) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def generated_trajectory(
-    robot: Robot, duration: float = 20.0, ts: float = 0.001, seed: int = 0, speed: float = 0.5, span: float = 0.3
+    robot: Robot,
+    duration: float = 20.0,
+    ts: float = 0.001,
+    seed: int = 0,
+    speed: float = 0.5,
+    span: float = 0.3,
+    centre: np.ndarray | None = None,
 ) -> Trajectory:
     """Liu et al.-like test motion for any robot: a sine part, quintic point-to-point moves and a
-    trapezoidal-velocity move, around the middle of each joint's range (span: fraction of the range
-    used, at most +-1 rad), scaled so that |qd| <= speed x the joint's velocity limit and
-    |qdd| <= speed x its acceleration limit (DEFAULT_QD, DEFAULT_QDD where the description has none)."""
+    trapezoidal-velocity move, around the middle of each joint's range or ``centre`` (span: fraction
+    of the range used, at most +-1 rad and within the range), scaled so that |qd| <= speed x the
+    joint's velocity limit and |qdd| <= speed x its acceleration limit (DEFAULT_QD, DEFAULT_QDD where
+    the description has none)."""
     rng = np.random.default_rng(seed)
     n = robot.dof
     lo, hi, vmax, amax = _bounds(robot, speed)
-    mid, amp = (lo + hi) / 2, np.minimum(span * (hi - lo) / 2, 1.0)
+    mid = (lo + hi) / 2 if centre is None else np.clip(np.asarray(centre, float), lo, hi)
+    amp = np.minimum(np.minimum(span * (hi - lo) / 2, 1.0), np.minimum(hi - mid, mid - lo))
     t = np.arange(0.0, duration + 1e-12, ts)
     q, qd, qdd = (np.zeros((len(t), n)) for _ in range(3))
     third = duration / 3

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from host_tools.studies.scenarios import HELD_S, MOTION_SHARE, PUSH_N, PUSH_TRIES
+
 if TYPE_CHECKING:
     from codegen.model.robot import Robot
     from host_tools.studies.demo import Build, Generation, Loopback
@@ -45,6 +47,34 @@ def save_collision(loop: Loopback, folder: Path) -> tuple[Path, Path]:
     return log, config
 
 
+def _fitted(loop: Loopback) -> list[str]:
+    """The motion and push fitted to the limits (host_tools.studies.scenarios.fit_to_limits), and
+    the samples with tau_cmd at the limit."""
+    f = loop.fit
+    share = f.motion_peak / f.tau_max
+    j = int(np.argmax(share))
+    load = (
+        f"peak |tau| of the motion {share[j]:.2f} x the torque limit (joint {j + 1}), <= {MOTION_SHARE:g}"
+        if np.isfinite(f.tau_max).any()
+        else "no torque limits in the description"
+    )
+    centre = "the middle" if f.motion.centre is None else _values(f.motion.centre) + " rad"
+
+    def sat(counts: np.ndarray) -> str:
+        joints = ", ".join(f"joint {i + 1}: {int(c)}" for i, c in enumerate(counts) if c)
+        return f"{int(counts.sum())}" + (f" ({joints})" if joints else "")
+
+    return [
+        f"      fitted to the description's limits: motion at {f.motion.speed:.2g} x the velocity and "
+        f"acceleration limits, {f.motion.span:.2g} of each range around {centre} ({load});",
+        f"      push {f.force:.3g} N ({PUSH_N:g} N, halved while tau_cmd stays at a limit from {HELD_S:g} s after "
+        f"the push: {PUSH_TRIES} runs at most)",
+        f"      samples with |tau_cmd| at the torque limit: {sat(loop.saturated_free)} contact-free, "
+        f"{sat(loop.saturated_hit)} with the push and the stop ({sat(loop.saturated_held)} from {HELD_S:g} s "
+        "after the push)",
+    ]
+
+
 def collided(loop: Loopback, saved: tuple[Path, Path], spec: str) -> str:
     """Step 4 (``spec``: the robot as `manipgen target run` takes it, name or path and chain flags)."""
     r = loop.result
@@ -54,9 +84,10 @@ def collided(loop: Loopback, saved: tuple[Path, Path], spec: str) -> str:
             f"[4/5] closed loop in C ({r.hit.log.robot}: {r.free.log.time[-1]:.0f} s at "
             f"{1 / r.free.log.sample_period:.0f} Hz, RK4 plant, kalman + momentum observer + computed torque), "
             f"{loop.seconds:.1f} s:",
+            *_fitted(loop),
             "      thresholds from a contact-free run of another motion (1.5 x max |r| + 0.2 N m): "
             f"{_values(r.thresholds)}",
-            f"      tip force of 30 N (for 0.3 s) from t = {r.onset_s:.2f} s: "
+            f"      tip force of {loop.fit.force:.3g} N (for 0.3 s) from t = {r.onset_s:.2f} s: "
             + (
                 f"detected at t = {r.detected_s:.3f} s ({r.delay_ms:.0f} ms), isolated link {r.link} "
                 f"(expected {loop.expected}: the highest joint the force loads), reaction: stop"

@@ -18,7 +18,18 @@ from codegen.emit.generate import generate
 from codegen.model.robot import Robot
 from host_tools.bindings.compiled import CompiledDynamics
 from host_tools.bindings.rt import Realtime, load_rt
-from host_tools.studies.scenarios import CollisionResult, collision, estimator_table
+from host_tools.studies.identities import Check
+from host_tools.studies.scenarios import (
+    HELD_S,
+    MOTION_SHARE,
+    CollisionResult,
+    Fit,
+    Motion,
+    estimator_table,
+    fit_push,
+    fit_to_limits,
+    saturated,
+)
 
 STRICT = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Werror")
 ESTIMATORS = (findiff.FINDIFF.name, f"{findiff.MOVAV.name}:p=3", kalman.SPEC.name, linhg.SPEC.name)
@@ -74,31 +85,80 @@ class Loopback:
 
     result: CollisionResult
     rt: Realtime  # its pipeline (config: the run's)
+    fit: Fit  # the motion's speed and the push, fitted to the limits
     expected: int  # the highest joint the force loads (1-based)
     tracking: np.ndarray  # max |q_d - q| per joint before the push, from 0.5 s
+    saturated_free: np.ndarray  # samples per joint with tau_cmd at the limit, contact-free run
+    saturated_hit: np.ndarray  # the same in the run with the push and the stop
+    saturated_held: np.ndarray  # the same from HELD_S after the push's end (the stop holds the arm)
     seconds: float
+
+    def failures(self) -> list[str]:
+        """Each failed check with its figure and its limit (empty: all passed)."""
+        r, fit, out = self.result, self.fit, []
+        if not fit.motion_fits:
+            j = int(np.argmax(fit.motion_peak / fit.tau_max))
+            out.append(
+                f"motion within the torque limits: joint {j + 1} needs {fit.motion_peak[j]:.3g} N m at "
+                f"{fit.motion.speed:.2g} x the velocity limits, limit {MOTION_SHARE:g} x {fit.tau_max[j]:.3g} N m"
+            )
+        if self.saturated_free.any():
+            j = int(np.argmax(self.saturated_free))
+            out.append(
+                f"contact-free run unsaturated: {int(self.saturated_free.sum())} samples with tau_cmd at the "
+                f"limit (joint {j + 1}: {int(self.saturated_free[j])} at {fit.tau_max[j]:.3g} N m), limit 0"
+            )
+        if self.saturated_held.any():
+            j = int(np.argmax(self.saturated_held))
+            out.append(
+                f"the stop holds the arm after the push: {int(self.saturated_held.sum())} samples with tau_cmd "
+                f"at the limit from {HELD_S:g} s after a {fit.force:.3g} N push (joint {j + 1}: "
+                f"{int(self.saturated_held[j])} at {fit.tau_max[j]:.3g} N m), limit 0"
+            )
+        if self.expected == 0:
+            out.append(
+                f"push loads a joint above its threshold: peak |J^T F| / threshold "
+                f"{np.max(np.max(np.abs(r.hit.log.extra['tau_ext_true']), axis=0) / r.thresholds):.2f} (> 1)"
+            )
+        if r.detected_s is None:
+            out.append(f"push detected: not detected, peak |r| / threshold {np.max(r.peak_r / r.thresholds):.2f} (> 1)")
+        if r.false_alarm:
+            out.append(f"no false alarm: flagged at t = {r.detected_s:.3f} s, before the push at {r.onset_s:.2f} s")
+        if r.detected_s is not None and r.link != self.expected:
+            out.append(f"isolated link: {r.link}, expected {self.expected} (the highest joint the force loads)")
+        return out
 
     @property
     def ok(self) -> bool:
-        r = self.result
-        return r.detected_s is not None and not r.false_alarm and r.link == self.expected
+        return not self.failures()
 
 
 def loopback(robot: Robot) -> Loopback:
-    """Step 4: a tip force during a closed-loop run (kalman + momentum observer + computed torque)."""
+    """Step 4: a tip force during a closed-loop run (kalman + momentum observer + computed torque),
+    motion and push fitted to the description's limits (scenarios.fit_to_limits)."""
     t0 = time.perf_counter()
     rt = load_rt(robot)
-    r = collision(robot, rt=rt)
-    expected = 1 + int(np.flatnonzero(np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds)[-1])
+    fit = fit_to_limits(robot, rt.sample_period)
+    r, fit, hit, held = fit_push(robot, rt, fit)
+    loaded = np.flatnonzero(np.max(np.abs(r.hit.log.extra["tau_ext_true"]), axis=0) > r.thresholds)
+    expected = 1 + int(loaded[-1]) if len(loaded) else 0
     t = r.free.log.time
     window = (t >= 0.5) & (t < r.onset_s)
     err = np.abs(r.free.log.q_des - r.free.log.extra["q_true"])[window].max(axis=0)
-    return Loopback(r, rt, expected, err, time.perf_counter() - t0)
+    tau_max = np.asarray(rt.config["ctl.tau_max"], float) if "ctl.tau_max" in rt.config.keys() else fit.tau_max
+    free = saturated(r.free.log.extra["tau_cmd"], tau_max)
+    return Loopback(r, rt, fit, expected, err, free, hit, held, time.perf_counter() - t0)
 
 
-def estimators(robot: Robot) -> tuple[list[tuple[str, float, float]], float]:
+def failures(checks: list[Check], loop: Loopback) -> list[str]:
+    """The demo's failed checks, each with its figure and its limit."""
+    out = [f"{c.name}: {c.figure:.3g}, limit {c.relation} {c.bound:.3g}" for c in checks if not c.ok]
+    return out + loop.failures()
+
+
+def estimators(robot: Robot, motion: Motion) -> tuple[list[tuple[str, float, float]], float]:
     """Step 5: (estimator, ISE velocity, ISE tracking) of a few estimators in the same loop without
-    contact, and the seconds it took."""
+    contact (the motion scaled as ``motion``, step 4's), and the seconds it took."""
     t0 = time.perf_counter()
-    rows = estimator_table(robot, ESTIMATORS)
+    rows = estimator_table(robot, ESTIMATORS, motion=motion)
     return rows, time.perf_counter() - t0
