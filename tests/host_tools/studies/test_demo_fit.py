@@ -4,6 +4,10 @@ motion made for a big arm pins tau_cmd at its limits."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 from codegen.model.description import load_robot
@@ -31,3 +35,21 @@ def test_a_weak_arm_gets_a_motion_it_can_follow() -> None:
     default = simulate(rt, Motion().trajectory(robot, duration, ts)).log.extra["tau_cmd"]
     assert saturated(default, weak).sum() > 100  # the test can fail: unfitted, the shoulder is pinned
     assert saturated(fitted, weak).sum() == 0
+
+
+def test_record_refuses_a_saturated_run(tmp_path: Path) -> None:
+    """`manipgen record` with drives of 1 N m (a config's ctl.tau_max; planar2's shoulder needs ~25 N m
+    for the motion fitted to its 60 N m): the log is written, but the run is not called collision-free,
+    exit 1, the saturated samples named per joint."""
+    rt = load_rt("planar2")
+    rt.config["ctl.tau_max"] = np.array([1.0, 1.0])
+    config, log = tmp_path / "weak.json", tmp_path / "free.npz"
+    rt.config.save(config)
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "record", "planar2", "--duration", "2", "--config", str(config)]
+        + ["--out", str(log)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 1 and "collision-free" not in r.stdout, r.stdout + r.stderr
+    assert "reached the torque limit" in r.stderr and "joint 1:" in r.stderr and log.is_file(), r.stderr
