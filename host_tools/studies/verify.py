@@ -185,7 +185,11 @@ def pinocchio_checks(
     params: np.ndarray | None = None
     if reference is not None:
         chain = models.pin_model_from_urdf(reference.spec, reference.base_link, reference.tip_link, reference.overlay)
-        friction = ref_mod.Friction.from_doc({"joints": chain.joints, "coulomb": chain.coulomb})
+        friction = (
+            ref_mod.Friction.from_doc({"joints": chain.joints, "coulomb": chain.coulomb})
+            if reference.overlay is not None
+            else ref_mod.Friction.zero(chain.model.nv)  # rigid bodies on both sides (below)
+        )
         ref = ref_mod.PinReference(chain.model, friction, chain.tip_frame, chain.base_frame, robot.name)
         what = f"Pinocchio's URDF parser on {reference.spec}"
         if reference.overlay is None:
