@@ -12,7 +12,7 @@ from typing import Any
 from host_tools.studies.reproduce.brunot_paper import MINUTES, PAPER_TABLE2, PAPER_TABLE3
 from host_tools.studies.reproduce.brunot_runs import BrunotResults, compute, notes, paper, tables, where
 from host_tools.studies.reproduce.criteria import listing, ranked
-from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Tier, Verdict, text
+from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Verdict, text, tiered_claims
 
 Doc = dict[str, Any]
 Judge = Callable[[Doc], Verdict]
@@ -135,20 +135,7 @@ CLAIMED: tuple[tuple[str, str, Text, str, Judge], ...] = (
 TIMED = ("didim-faster",)
 
 
-def _claims(tier: Tier) -> tuple[Claim[BrunotResults], ...]:
-    prefix = "" if tier == "quick" else "full."
-
-    def on(judge: Judge) -> Callable[[BrunotResults], Verdict]:
-        return lambda r: judge(r.doc(tier))
-
-    return tuple(
-        Claim(prefix + name, tier, where(tier), statement, values, criterion, on(judge))
-        for name, statement, values, criterion, judge in CLAIMED
-        if tier == "full" or name not in TIMED
-    )
-
-
-CLAIMS = _claims("quick") + _claims("full")
+CLAIMS: tuple[Claim[BrunotResults], ...] = tiered_claims(CLAIMED, where, BrunotResults.doc, full_only=TIMED)
 
 PAPER: Paper[BrunotResults] = Paper(
     key="brunot2019",

@@ -17,7 +17,7 @@ from host_tools.studies.reproduce.kirchhoff_paper import (
     table_4_2_errors,
 )
 from host_tools.studies.reproduce.kirchhoff_runs import KirchhoffResults, compute, notes, paper, tables
-from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Tier, Verdict, text
+from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Verdict, text, tiered_claims
 
 Doc = dict[str, Any]
 Judge = Callable[[Doc], Verdict]
@@ -94,23 +94,8 @@ CLAIMED: tuple[tuple[str, str, Text, str, Judge], ...] = (
 )
 
 
-def _claims(tier: Tier) -> tuple[Claim[KirchhoffResults], ...]:
-    where = {
-        "quick": "simulated biorob4, the stored designs",
-        "full": "simulated biorob4, fresh designs",
-    }[tier]
-    prefix = "" if tier == "quick" else "full."
-
-    def on(judge: Judge) -> Callable[[KirchhoffResults], Verdict]:
-        return lambda r: judge(r.doc(tier))
-
-    return tuple(
-        Claim(prefix + name, tier, where, statement, values, criterion, on(judge))
-        for name, statement, values, criterion, judge in CLAIMED
-    )
-
-
-CLAIMS = _claims("quick") + _claims("full")
+WHERE = {"quick": "simulated biorob4, the stored designs", "full": "simulated biorob4, fresh designs"}
+CLAIMS: tuple[Claim[KirchhoffResults], ...] = tiered_claims(CLAIMED, WHERE.__getitem__, KirchhoffResults.doc)
 
 PAPER: Paper[KirchhoffResults] = Paper(
     key="kirchhoff2011",

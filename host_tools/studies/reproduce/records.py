@@ -77,6 +77,31 @@ class Claim(Generic[R]):
     judge: Callable[[R], Verdict]
 
 
+D = TypeVar("D")
+# a claim as a paper's module types it: key, the paper's words, the paper's values, criterion, judge
+Claimed = tuple[str, str, Text, str, Callable[[D], Verdict]]
+
+
+def tiered_claims(
+    claimed: tuple[Claimed[D], ...],
+    where: Callable[[Tier], str],
+    results_of: Callable[[R, Tier], D],
+    full_only: tuple[str, ...] = (),
+) -> tuple[Claim[R], ...]:
+    """Each claim judged on both tiers' results (the full tier's keys prefixed ``full.``): its judge
+    reads ``results_of(results, tier)``; the claims of ``full_only`` on the full tier alone."""
+
+    def at(tier: Tier, judge: Callable[[D], Verdict]) -> Callable[[R], Verdict]:
+        return lambda r: judge(results_of(r, tier))
+
+    return tuple(
+        Claim(("" if tier == "quick" else "full.") + key, tier, where(tier), statement, values, criterion, at(tier, j))
+        for tier in TIERS
+        for key, statement, values, criterion, j in claimed
+        if tier == "full" or key not in full_only
+    )
+
+
 @dataclass(frozen=True)
 class Judged:
     claim: Claim[Any]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from host_tools.studies.reproduce.criteria import spread
-from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Tier, Verdict, text
+from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Verdict, text, tiered_claims
 from host_tools.studies.reproduce.xu_paper import (
     BASE_PARAMETERS,
     COND,
@@ -145,23 +145,11 @@ CLAIMED: tuple[tuple[str, str, Text, str, Judge], ...] = (
 )
 
 
-def _claims(tier: Tier) -> tuple[Claim[XuResults], ...]:
-    where = {
-        "quick": "simulated iiwa, the stored excitation's round trip",
-        "full": "simulated iiwa, a freshly designed excitation's round trip",
-    }[tier]
-    prefix = "" if tier == "quick" else "full."
-
-    def on(judge: Judge) -> Callable[[XuResults], Verdict]:
-        return lambda r: judge(r.round(tier))
-
-    return tuple(
-        Claim(prefix + name, tier, where, statement, values, criterion, on(judge))
-        for name, statement, values, criterion, judge in CLAIMED
-    )
-
-
-CLAIMS = _claims("quick") + _claims("full")
+WHERE = {
+    "quick": "simulated iiwa, the stored excitation's round trip",
+    "full": "simulated iiwa, a freshly designed excitation's round trip",
+}
+CLAIMS: tuple[Claim[XuResults], ...] = tiered_claims(CLAIMED, WHERE.__getitem__, XuResults.round)
 
 PAPER: Paper[XuResults] = Paper(
     key="xu2020",
