@@ -136,6 +136,14 @@ def concatenated(motions: list[Trajectory]) -> Trajectory:
     return Trajectory("+".join(m.name for m in motions), np.arange(len(q)) * ts, q, qd, qdd)
 
 
+def until(motion: Trajectory, last: int) -> Trajectory:
+    """``motion`` up to sample ``last`` (included): a closed-loop run of it is the first samples of the
+    whole motion's run, bit for bit (the loopback is causal, the IMU noise drawn sample after sample),
+    so a collision run stops after the last sample its delay and traces read."""
+    k = min(last + 1, len(motion.time))
+    return Trajectory(motion.name, motion.time[:k], motion.q[:k], motion.qd[:k], motion.qdd[:k])
+
+
 def filtered_step(
     k: int, n: int, ts: float, joint: int, start: float, hold: float, amplitude: float, cutoff: float
 ) -> np.ndarray:
@@ -455,8 +463,9 @@ def _collisions(
         found: list[float | None] = []
         for e in s.events:
             ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
-            run = _after(rt, d.learned, runs.collided, runs.true, tau_ext=ext)
             ke = int(round(e / ts))
+            end = ke + max(int(round(s.window / ts)), int(s.window / ts))  # the last sample read
+            run = _after(rt, d.learned, until(runs.collided, end), runs.true, tau_ext=ext[: end + 1])
             found.append(_first_hit(run.out, ke, s, ts))
             if e == s.events[0]:
                 sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
@@ -477,8 +486,9 @@ def _impact_delays(
     dyn = load(robot)
     out: dict[str, float | None] = {}
     for speed, contact in runs.impacts:
-        run = _after(rt, d.learned, runs.collided, runs.true, contact=contact)
         ke = int(round(contact.start / ts))
+        end = ke + max(int(round(s.window / ts)), int(round(0.15 / ts)))  # the last sample read
+        run = _after(rt, d.learned, until(runs.collided, end), runs.true, contact=contact)
         out[f"{speed:.3g}"] = _first_hit(run.out, ke, s, ts)
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
