@@ -14,8 +14,20 @@ from pathlib import Path
 import numpy as np
 
 from host_tools import load
+from host_tools.bindings.imu_sensors import ImuSensors
+from host_tools.bindings.loopback import simulate
 from host_tools.bindings.source import RobotSource
-from host_tools.studies.collide import CollideSettings, filtered_step, scenario, threshold_ratio, tip_force_along
+from host_tools.identification.excitation import random_excitation
+from host_tools.studies.collide import (
+    CollideSettings,
+    _pipeline,
+    filtered_step,
+    scenario,
+    threshold_ratio,
+    tip_force_along,
+    until,
+)
+from host_tools.studies.collide_defaults import ENTRIES
 from tests.tooling import ROOT
 
 
@@ -132,6 +144,25 @@ def test_filtered_step_is_the_first_order_low_pass_of_the_held_step() -> None:
         x[i] = a * x[i - 1] + (1 - a) * u
     assert np.array_equal(out[:, 1], x) and not out[:, [0, 2]].any()
     assert abs(out[799, 1] - 5.0) < 1e-7 and out[499, 1] == 0.0 and out[500, 1] > 0
+
+
+def test_a_run_cut_short_is_the_first_samples_of_the_whole_run() -> None:
+    """collide stops each collision run after the last sample it reads: the loopback is causal and the
+    simulated IMUs' noise is drawn sample after sample, so the cut run is the whole run's first samples,
+    bit for bit (the tip IMU's pipeline, a step on joint 1 before the cut)."""
+    source = RobotSource.of("planar2")
+    robot = source.robot()
+    ts = robot.sample_period
+    motion = random_excitation(robot, 3, base_frequency=0.5, rate=1 / ts).trajectory(ts)
+    rt = _pipeline(robot, ENTRIES["adaptive_imu_tip"], CollideSettings(), robot.standard_parameters() * 1.05)
+    ext = filtered_step(len(motion.time), robot.dof, ts, 0, 0.5, 0.3, 5.0, 100.0)
+    whole = simulate(rt, motion, tau_ext=ext, imu=ImuSensors(seed=1))
+    cut = simulate(rt, until(motion, 999), tau_ext=ext[:1000], imu=ImuSensors(seed=1))
+    assert len(cut.out["r"]) == 1000 < len(whole.out["r"]) and np.any(cut.out["r"][500:] != 0)
+    for key in ("r", "qd_hat", "tau_cmd"):
+        assert np.array_equal(cut.out[key], whole.out[key][:1000])
+    assert cut.imu_read is not None and whole.imu_read is not None
+    assert np.array_equal(cut.imu_read, whole.imu_read[:1000])
 
 
 def test_collide_rejects_a_joint_out_of_range() -> None:
