@@ -21,6 +21,7 @@ Modules outside the project register the same way before they generate
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,7 @@ _ESTIMATORS: dict[str, Estimator] = {}
 _OBSERVERS: dict[str, Observer] = {"none": Observer("none", "no collision observer", None, elastic=True)}
 _CONTROLLERS: dict[str, Controller] = {"none": Controller("none", "no controller", None, elastic=True)}
 _loaded = False
+_ORIGIN: dict[str, tuple[int, int]] = {}  # block name -> (its module's place in BUILTIN, registration count)
 
 
 def register(*specs: Estimator | Observer | Controller) -> None:
@@ -172,15 +174,27 @@ def register(*specs: Estimator | Observer | Controller) -> None:
             raise ValueError(f"a block named {spec.name!r} is already registered")
         if not spec.name.isidentifier():
             raise ValueError(f"block names are C identifiers, got {spec.name!r}")
+        if spec.name not in table:
+            # where it was registered from (the calling module), for the registry's order (_load)
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            _ORIGIN[spec.name] = (BUILTIN.index(caller) if caller in BUILTIN else len(BUILTIN), len(_ORIGIN))
         table[spec.name] = spec
 
 
 def _load() -> None:
+    """Import the built-in block modules; the tables then list their blocks in BUILTIN's order (a
+    module's blocks in the order it registers them), then the others in registration order --
+    whichever module an import chain happened to load first (a test module, a walk over the package)."""
     global _loaded
     if not _loaded:
         _loaded = True
         for module in BUILTIN:
             importlib.import_module(module)
+        tables: tuple[dict[str, Any], ...] = (_ESTIMATORS, _OBSERVERS, _CONTROLLERS)
+        for table in tables:
+            ordered = sorted(table.items(), key=lambda item: _ORIGIN.get(item[0], (-1, -1)))
+            table.clear()
+            table.update(ordered)
 
 
 def estimators() -> Mapping[str, Estimator]:

@@ -229,3 +229,27 @@ def test_the_observer_and_controller_lists_read_their_specs() -> None:
         "adaptive_momentum_imu",
     )
     assert not controllers["state_feedback"].rigid and controllers["pid"].build is not None
+
+
+def test_the_registry_order_does_not_depend_on_what_was_imported_first() -> None:
+    """A process that imports the block modules in reverse (as a test module or an import chain may,
+    before anything asks the registry) lists the blocks as a process that only asks the registry:
+    BUILTIN's order, not the import order (a collection that imported adaptive first had put it
+    before momentum)."""
+    import json
+    import subprocess
+    import sys
+
+    ask = (
+        "from codegen.blocks import registry\n"
+        "print(json.dumps([list(registry.observers()), list(registry.estimators()), list(registry.controllers())]))\n"
+    )
+    reverse = "".join(f"import {m}\n" for m in reversed(registry.BUILTIN))
+
+    def lists(code: str) -> list[list[str]]:
+        run = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, check=True)
+        return json.loads(run.stdout)
+
+    plain = lists(ask)
+    assert lists(reverse + ask) == plain
+    assert plain[0].index("momentum") < plain[0].index("adaptive") and plain[2][1] == "computed_torque"
