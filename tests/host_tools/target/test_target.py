@@ -375,3 +375,18 @@ def test_a_build_folder_reused_for_another_pipeline_is_rebuilt(tmp_path: Path) -
     run = tg.run_firmware(b, other, other.config_bytes(), inputs)
     assert same_layout_but_the_pointer(run.state_bytes, other, "planar2") and "planar2_rt_step" in defined
     assert tg.report(b, other, inputs, run)["max_rel_error"] <= 1e-12
+
+
+def test_the_target_makefile_reads_the_robot_from_the_folder(tmp_path: Path) -> None:
+    """runtime/target/Makefile takes the robot's C prefix from the generated folder's files, so a folder
+    named anything builds without ROBOT=; a folder that is not manipgen's is one clear make error."""
+    require_tool("arm-none-eabi-gcc")
+    folder = tmp_path / "my_arm_build"
+    shutil.copytree(ROOT / "generated" / "planar2", folder)
+    makefile = str(ROOT / "runtime" / "target" / "Makefile")
+    args = ["make", "-s", "-f", makefile, "CPU=cortex-m4f", "PRECISION=double"]
+    r = subprocess.run([*args, f"GEN={folder}", f"OUT={tmp_path / 'out'}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "libplanar2.a").is_file()
+    r = subprocess.run([*args, f"GEN={tmp_path}", f"OUT={tmp_path / 'out2'}"], capture_output=True, text=True)
+    assert r.returncode != 0 and "no <robot>_dynamics.h" in r.stderr, r.stderr
