@@ -46,7 +46,7 @@ import scipy.io
 DEFAULT_MAT = Path("/work/shared/data/lwa4p/modelSchunkLWA4P.mat")
 DEFAULT_OUT = Path(__file__).resolve().parent / "schunk_lwa4p.yaml"
 
-SAMPLE_PERIOD = 0.004  # s, the 250 Hz loop of the seed-000 experiments
+SAMPLE_PERIOD = 0.004  # s, the 250 Hz loop of Liu et al.'s experiments
 COULOMB_VELOCITY_SCALE = 0.01  # rad/s, tanh(qd / 0.01) fits the data better than sign(qd)
 ENCODER_CPR = 360000  # 1 mdeg resolution on the link side
 GRAVITY = (0.0, 0.0, -9.81)

@@ -42,9 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--quick",
         action="store_true",
-        help="the quick tier: no tuning (Liu et al.: its own gains, Table 5, Experiment 1; ~1 min; Birjandi & "
-        "Haddadin: collide on planar2, four observers; ~1 min); without it the full tier (Liu et al.: also the "
-        "GA tuning, 20+ min on 2 cores; Birjandi & Haddadin: also kuka_iiwa14 at three seeds, the step timed)",
+        help="the quick tier, a few minutes for all: no tuning, no design (Liu et al.: its own gains, Table 5, "
+        "Experiment 1; Birjandi & Haddadin: collide on planar2, four observers; Xu et al.: the iiwa round trip on a "
+        "stored excitation; Kirchhoff: the two stages on stored designs; Brunot et al.: a short ur5 closed loop); "
+        "without it the full tier (Liu et al.: also the GA tuning, 20+ min on 2 cores; Birjandi & Haddadin: "
+        "also kuka_iiwa14 at three seeds, the step timed; Xu et al., Kirchhoff: fresh designs; Brunot et al.: "
+        "a longer run, timed)",
     )
     r.add_argument("--json", action="store_true", help="print the JSON document instead of the tables")
     r.add_argument(
@@ -135,4 +138,6 @@ def _docs(reps: list[Reproduction], args: argparse.Namespace, console: Console) 
         return 2
     for line in problems:
         console.print(f"manipgen: docs drifted: {line}", markup=False, highlight=False)
+    if args.check_docs and not problems:
+        console.print(f"docs match: every block of {', '.join(r.key for r in reps)} in {args.docs}", markup=False)
     return 1 if problems else 0
