@@ -10,7 +10,9 @@ birjandi_paper judged on them.
 - full: also collide on kuka_iiwa14 (a 7-DoF arm with one IMU per link, as the paper's simulation;
   the bundled franka_panda, the paper's arm, declares no IMUs) at three draws of the model error and
   the motions (seeds 0-2), the same observers and the model-adaptive one on encoders alone, and the
-  generated step timed on this machine against the paper's 415 µs.
+  generated step timed on this machine against the paper's 415 µs; beside them, for the docs (no claim
+  reads them): collide's other observers on both arms (seed 0: the iiwa's first draw runs them all)
+  and the iiwa with the model error on the friction too (``--friction-error``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from host_tools.bindings.rt import fill_inputs, load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide import CollideSettings, choices, scenario
-from host_tools.studies.collide_defaults import ENTRIES
+from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
 from host_tools.studies.paper_setups import COLLISION
 from host_tools.studies.reproduce.birjandi_paper import (
     ADAPTIVE,
@@ -50,15 +52,22 @@ QUICK_OBSERVERS = (MOMENTUM, DIRECT, ADAPTIVE, ADAPTIVE_EXACT)
 # the quick tier's four, and the model-adaptive observer on encoders alone (the Kalman filter's q̇, q̈)
 FULL_OBSERVERS = (*QUICK_OBSERVERS, "adaptive")
 FULL_SEEDS = (0, 1, 2)
+# the docs' other runs (full tier): at the first draw the iiwa runs collide's whole default set too, and
+# planar2 the default set's observers the quick run leaves out, with momentum (each observer's run is
+# its own: the same figures in any set); the model error on the friction too with the paper's five
+ALL_IIWA = (*FULL_OBSERVERS, *(o for o in DEFAULT_OBSERVERS if o not in FULL_OBSERVERS))
+OTHER_PLANAR2 = (MOMENTUM, *(o for o in DEFAULT_OBSERVERS if o not in QUICK_OBSERVERS))
 TIMED = (MOMENTUM, ADAPTIVE)  # the pipelines whose step is timed (full tier)
 STEPS = 2000  # samples per timing (2 s of a 20 s motion), best of REPEATS
 REPEATS = 5
 
 
-def collide(robot: str, observers: tuple[str, ...], seed: int, inputs: Inputs, what: str) -> dict[str, Any]:
+def collide(
+    robot: str, observers: tuple[str, ...], seed: int, inputs: Inputs, what: str, friction_error: bool = False
+) -> dict[str, Any]:
     """collide's JSON document for ``robot``: its default settings (Birjandi & Haddadin's scenario)
-    with these observers and draw."""
-    settings = CollideSettings(observers=observers, seed=seed)
+    with these observers and draw (``friction_error``: the model error on the joint parameters too)."""
+    settings = CollideSettings(observers=observers, seed=seed, friction_error=friction_error)
     source = RobotSource.of(robot)
     executor = None if what == "quick" else inputs.executor
     result = scenario(source, settings, lambda line: inputs.progress(f"Birjandi & Haddadin: {robot}: {line}"), executor)
@@ -98,10 +107,14 @@ def compute(tier: Tier, inputs: Inputs) -> BirjandiResults:
     quick = collide(QUICK_ROBOT, QUICK_OBSERVERS, 0, inputs, "quick")
     if tier == "quick":
         return BirjandiResults(quick, {}, {})
-    draws = {s: collide(FULL_ROBOT, FULL_OBSERVERS, s, inputs, "full") for s in FULL_SEEDS}
+    draws = {s: collide(FULL_ROBOT, ALL_IIWA if s == 0 else FULL_OBSERVERS, s, inputs, "full") for s in FULL_SEEDS}
+    others = {
+        "friction": collide(FULL_ROBOT, FULL_OBSERVERS, 0, inputs, "full", friction_error=True),
+        "planar2": collide(QUICK_ROBOT, OTHER_PLANAR2, 0, inputs, "full"),
+    }
     inputs.progress(f"Birjandi & Haddadin: timing the generated step on {FULL_ROBOT}")
     robot = RobotSource.of(FULL_ROBOT).robot()
-    return BirjandiResults(quick, draws, {o: step_us(robot, o) for o in TIMED})
+    return BirjandiResults(quick, draws, {o: step_us(robot, o) for o in TIMED}, others)
 
 
 def _median(delays: list[float | None]) -> Num:
@@ -150,10 +163,12 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
             )
         )
     settings = doc["settings"]
+    friction = (" --friction-error", " and joint parameter (FV, FC, ...)") if settings["friction_error"] else ("", "")
     title = (
         f"{doc['robot']}, seed {settings['seed']}: `manipgen collide {doc['robot']} --seed {settings['seed']} "
-        f"--observers {' '.join(observers)}` (every inertial parameter ±{settings['model_error'] * 100:g} %, "
-        f"eq. 22; {settings['amplitude']:g} N m steps on joint {settings['joint']}). Largest threshold: over the "
+        f"--observers {' '.join(observers)}{friction[0]}` (every inertial parameter{friction[1]} "
+        f"±{settings['model_error'] * 100:g} %, eq. 22; {settings['amplitude']:g} N m steps on joint "
+        f"{settings['joint']}). Largest threshold: over the "
         f"joints, designed on {settings['design_motions']} collision-free motions for each observer alike; "
         "delays: the median of the three steps, a missed one infinitely late (— : the median missed); "
         "Birjandi & Haddadin's thresholds are §V's, on the real Panda's joint 6."
@@ -164,7 +179,7 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
 def draws_table(r: BirjandiResults) -> Table:
     """Every observer's largest threshold (and its ratio to momentum's) at each draw of the full tier."""
     seeds = list(r.draws)
-    names = list(r.draws[seeds[0]]["observers"])
+    names = [n for n in r.draws[seeds[0]]["observers"] if all(n in d["observers"] for d in r.draws.values())]
     columns = ("observer", *(f"seed {s}: N m (/ momentum's)" for s in seeds), "false alarms", "missed")
     rows = []
     for name in names:
@@ -209,6 +224,7 @@ def tables(r: BirjandiResults, tier: Tier) -> tuple[Table, ...]:
     out = [observers_table(r.quick, "observers", "quick")]
     if tier == "full":
         out += [observers_table(r.draws[0], "iiwa", "full"), draws_table(r), compute_table(r)]
+        out += [observers_table(doc, key, "full") for key, doc in r.others.items()]
     return tuple(out)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from host_tools.studies.reproduce.criteria import Values, cost, every, listing, lowest, within_factor
@@ -77,11 +77,13 @@ def paper(value: float) -> Num:
 class BirjandiResults:
     """What the claims are judged on: `manipgen collide`'s JSON documents (the quick tier's run; the
     full tier's draws of the model error and the motions on the paper's arm, by seed) and (full) the
-    generated step's time per pipeline."""
+    generated step's time per pipeline; (full) the runs the docs show beside them, judged by no
+    claim (collide's other observers, the model error on the friction too), by table key."""
 
     quick: dict[str, Any]
     draws: Mapping[int, dict[str, Any]]  # seed -> collide's document; empty: the quick tier
     step_us: Mapping[str, float]  # observer entry -> µs per step; empty: not timed
+    others: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # table key -> collide's document
 
 
 Observers = Mapping[str, Mapping[str, Any]]  # one run's observers: name -> collide's entry
