@@ -30,6 +30,9 @@ from tests.tooling import ROOT
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 DOCS = ROOT / "docs"
 FIRST = liu_runs.LIU_SETUPS[0]  # 10 mdeg, 125 Hz
+# The tests of the quick runs (the module fixtures below) run in one xdist worker (dev.sh's --dist
+# loadgroup), which computes each once: spread over two, each worker computed them again
+ON_QUICK_RUNS = pytest.mark.xdist_group("reproduce-quick-runs")
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,7 @@ def quick(r: liu_runs.LiuResults) -> Reproduction:
     return papers.judged(liu.PAPER, "quick", r, 0.0)
 
 
+@ON_QUICK_RUNS
 def test_the_docs_tables_are_a_fresh_quick_run(results: liu_runs.LiuResults) -> None:
     """Every block of docs/ that `manipgen reproduce liu --quick --write-docs` writes, value by value
     (docs_blocks.close: within half a unit of the printed last digit), and every table has one."""
@@ -65,6 +69,7 @@ def test_the_docs_tables_are_a_fresh_quick_run(results: liu_runs.LiuResults) -> 
     }
 
 
+@ON_QUICK_RUNS
 def test_a_changed_default_is_caught_naming_the_study_and_the_row(
     results: liu_runs.LiuResults, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,6 +94,7 @@ def test_a_changed_default_is_caught_naming_the_study_and_the_row(
     assert all(p.startswith("evaluation.md, block 'liu quick ") for p in problems), problems
 
 
+@ON_QUICK_RUNS
 def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
     """The full tier's tables and claims (its GA runs take 20 min: here the quick tier's figures stand
     in for them): every claim of both tiers judged, the GA's and the retuned tables filled."""
@@ -104,6 +110,7 @@ def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
     assert retuning == {"ga.retuning-trades-accuracy": False, "ga.retuning-helps": False}  # the same gains: ratio 1
 
 
+@ON_QUICK_RUNS
 def test_without_the_data_experiment1_is_reported_not_checked(results: liu_runs.LiuResults, tmp_path: Path) -> None:
     """A user without Liu et al.'s data package gets the simulated tables, a note, and Experiment 1's
     claims "not checked" (not a verdict)."""
@@ -183,6 +190,7 @@ def _computed(results: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(papers, "paper", paper)
 
 
+@ON_QUICK_RUNS
 def test_all_prints_json_and_says_what_is_not_yet_reproduced(
     results: liu_runs.LiuResults,
     birjandi_results: BirjandiResults,
@@ -213,6 +221,7 @@ def birjandi_quick(r: BirjandiResults) -> Reproduction:
     return papers.judged(birjandi.PAPER, "quick", r, 0.0)
 
 
+@ON_QUICK_RUNS
 def test_birjandi_docs_tables_are_a_fresh_quick_run(birjandi_results: BirjandiResults) -> None:
     """docs/collision.md's blocks that `manipgen reproduce birjandi --quick --write-docs` writes, value
     by value, and every table of the quick tier has one."""
@@ -226,6 +235,7 @@ def test_birjandi_docs_tables_are_a_fresh_quick_run(birjandi_results: BirjandiRe
     assert blocks["birjandi quick observers"].path.name == "collision.md"
 
 
+@ON_QUICK_RUNS
 def test_birjandi_a_moved_threshold_is_caught_naming_the_block_row_and_column(
     birjandi_results: BirjandiResults,
 ) -> None:
@@ -243,6 +253,7 @@ def test_birjandi_a_moved_threshold_is_caught_naming_the_block_row_and_column(
     assert any(p.startswith("collision.md, block 'birjandi quick claims': row sim.ten-times-lower,") for p in problems)
 
 
+@ON_QUICK_RUNS
 def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults) -> None:
     """The full tier's tables and claims (its kuka_iiwa14 runs take many minutes: the quick run
     stands in for its draws): every claim judged; the step's cost against the paper's 1 ms period."""
