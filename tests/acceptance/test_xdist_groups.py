@@ -55,10 +55,34 @@ def test_c(request, built, k):
 """
 
 
+_UNMARKED = """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def shared():
+    with open(os.environ["BUILT_LOG"], "a") as fh:
+        fh.write(f"unmarked {os.getpid()}\\n")
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_d(shared, k):
+    pass
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_free(k):
+    pass
+"""
+
+
 def test_a_groups_tests_run_in_one_worker_that_builds_its_fixture_once(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tmp_path / "test_grouped.py").write_text(_MODULE)
+    (tmp_path / "test_unmarked.py").write_text(_UNMARKED)  # a module fixture, no group named
     for i in range(4):  # other work for the second worker
         (tmp_path / f"test_other_{i}.py").write_text(f"def test_other_{i}():\n    pass\n")
     built, ran = tmp_path / "built.log", tmp_path / "ran.log"
@@ -76,4 +100,6 @@ def test_a_groups_tests_run_in_one_worker_that_builds_its_fixture_once(tmp_path:
     # the scheduler reads a test's group from its node id's suffix: each grouped test carries it
     assert all(nodeid.endswith("@expensive") for nodeid, _, _ in rows), rows
     assert len({pid for _, pid, _ in rows}) == 1, rows  # one worker
-    assert len(built.read_text().splitlines()) == 1  # one build
+    builds = built.read_text().splitlines()
+    assert len([b for b in builds if not b.startswith("unmarked")]) == 1  # one build
+    assert len([b for b in builds if b.startswith("unmarked")]) == 1  # the unmarked module's, once too
