@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from host_tools.cli.progress import Bars
+    from host_tools.cli.progress import IterationsBar
     from host_tools.identification.excitation import ExciteSettings, design
     from host_tools.reports.excitation import write
 
@@ -68,15 +68,16 @@ def run(args: argparse.Namespace) -> int:
     robot = robot_of(args)
     ts = args.sample_period or robot.sample_period
     try:
-        with Bars(console) as bar, executor_for(args.scheduler) as executor:
-            task = bar.add_task("random starts", total=settings.starts)
+        bar = IterationsBar(console, "excitation design (IPOPT)", settings.starts, settings.max_iter)
+        with bar, executor_for(args.scheduler) as executor:
             result = design(
                 robot,
                 settings,
-                progress=lambda k, n, best: bar.update(task, completed=k, info=f"best {settings.objective} {best:.4g}"),
+                progress=lambda k, n, best: bar.ended(k, f"best {settings.objective} {best:.4g}"),
                 stage=args.stage,
                 executor=executor,
                 source=source_of(args) if executor is not None else None,
+                iteration=bar.iteration,
             )
         written = write(result, robot, ts, Path(args.out)) if args.out else []
     except (ValueError, RuntimeError, OSError) as exc:

@@ -1,16 +1,18 @@
 """Progress of long work, on a terminal and off it.
 
-On a terminal: rich's spinner (:func:`stage`) and live bars (:class:`Bars`). Anywhere else (a CI
-log, a pipe, nohup): one plain line on stderr per stage and per finished step, with the elapsed
-time -- so a half-hour `excite` is never silent, and a log shows where the time went.
+On a terminal: rich's spinner (:func:`stage`) and live bars (:class:`Bars`, :class:`IterationsBar`).
+Anywhere else (a CI log, a pipe, nohup): one plain line on stderr per stage and per finished step,
+with the elapsed time -- so a half-hour `excite` is never silent, and a log shows where the time
+went -- and, inside a step, a line of its progress at most every LINE_INTERVAL s.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -23,21 +25,41 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+if TYPE_CHECKING:
+    from host_tools.identification.ipopt_progress import Iterations
+
+# off a terminal, a step's progress (a message that differs from the last line only in its figures)
+# prints at most this often: 30 lines for a 5-minute step, none of them carriage returns
+LINE_INTERVAL = 10.0  # s
+
+
+def _shape(text: str) -> str:
+    """The message without its figures: two progress lines of one step have the same shape."""
+    return re.sub(r"\d+(\.\d+)?", "#", text)
+
 
 class StageUpdate(Protocol):
     def update(self, text: str) -> None: ...
 
 
 class _Lines:
-    """The off-terminal stand-in: a line per distinct message, with the time since the start."""
+    """The off-terminal stand-in: a line per distinct message, with the time since the start; a
+    message of the last line's shape (new figures of the same step) at most every LINE_INTERVAL s."""
 
     def __init__(self, console: Console) -> None:
         self.console, self.start, self.last = console, time.perf_counter(), ""
+        self.printed = -LINE_INTERVAL
 
     def update(self, text: str) -> None:
-        if text != self.last:
-            self.last = text
-            self.console.print(f"{text} ({time.perf_counter() - self.start:.0f} s)", markup=False, highlight=False)
+        now = time.perf_counter()
+        if text == self.last or (_shape(text) == _shape(self.last) and now - self.printed < LINE_INTERVAL):
+            return
+        self.emit(text)
+
+    def emit(self, text: str) -> None:
+        """A line now, whatever came before."""
+        self.last, self.printed = text, time.perf_counter()
+        self.console.print(f"{text} ({self.printed - self.start:.0f} s)", markup=False, highlight=False)
 
 
 @contextmanager
@@ -93,7 +115,57 @@ class Bars:
         if not self.terminal and completed != self._done[task]:
             self._done[task] = completed
             of = f"/{self._totals[task]}" if self._totals[task] is not None else ""
-            self._lines.update(f"{self._names[task]}: {completed}{of} {info}".rstrip())
+            self._lines.emit(f"{self._names[task]}: {completed}{of} {info}".rstrip())
+
+
+class IterationsBar:
+    """IPOPT's iterations in a multi-start (ipopt_progress.Iterations: the time left): on a terminal a
+    bar over the iterations (each start counted at IPOPT's limit until it ends); off it a line of
+    the progress at most every LINE_INTERVAL s and a line per ended start."""
+
+    def __init__(self, console: Console, label: str, starts: int, max_iter: int) -> None:
+        from host_tools.identification.ipopt_progress import Iterations
+
+        self.label, self.terminal = label, console.is_terminal
+        self.its: Iterations = Iterations(starts, max_iter)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            disable=not self.terminal,
+        )
+        self._task = self._progress.add_task(label, total=starts * max_iter, info="")
+        self._lines = _Lines(console)
+        self.best = ""
+
+    def __enter__(self) -> IterationsBar:
+        self._progress.__enter__()
+        self._lines.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.__exit__(*exc)
+
+    def iteration(self, start: int, iteration: int) -> None:
+        """Start ``start`` (from 0) has done ``iteration`` IPOPT iterations."""
+        self.its.at(start, iteration)
+        self._show(self._lines.update)
+
+    def ended(self, starts_done: int, best: str) -> None:
+        """``starts_done`` starts have ended; ``best``: the best objective so far, as text."""
+        self.its.at(starts_done, 0)
+        self.best = best
+        self._show(self._lines.emit, f"{self.label}: {starts_done}/{self.its.starts} ended, {best}")
+
+    def _show(self, line: Any, text: str | None = None) -> None:
+        its = self.its
+        total = sum(its.ended) + (its.starts - len(its.ended)) * its.max_iter
+        info = ", ".join(x for x in (its.text(), self.best) if x)
+        self._progress.update(self._task, completed=its.done(), total=total, info=info)
+        if not self.terminal:
+            line(text or f"{self.label}: {info}")
 
 
 class ItemsBar:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from codegen.symbolic.excitation import fourier_function, jerk_function, samples
 from codegen.symbolic.params import base_parameters
 from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
+from host_tools.identification.ipopt_progress import Report, callback_options, reporting
 from host_tools.identification.least_squares import one_blas_thread
 
 OBJECTIVES = ("cond", "logdet")
@@ -349,21 +351,25 @@ def _nlp(robot: Robot, settings: ExciteSettings, stage: str) -> Nlp:
             "ipopt.sb": "yes",
             "print_time": False,
             "ipopt.tol": 1e-8,
+            # the objective is a Python callback already: a report per iteration costs no GIL hand-over more
+            **callback_options(x.numel(), g.numel()),
         },
     )
     return solver, lbg, ubg, objective
 
 
 @one_blas_thread
-def _solve(nlp: Nlp, x0: np.ndarray) -> dict[str, Any]:
-    """One start: the solution x, the objective, IPOPT's status, the largest constraint violation.
+def _solve(nlp: Nlp, x0: np.ndarray, report: Report | None = None) -> dict[str, Any]:
+    """One start: the solution x, the objective, IPOPT's status, the largest constraint violation;
+    ``report(iteration)`` after each IPOPT iteration (ipopt_progress).
     On one BLAS thread: the objective's Gram matrix and eigh are 57 x 57 for the iiwa, where OpenBLAS's
     second thread made each call 100-300x slower while the other core was busy (0.29 s against 1 ms
     for eigh, this machine), and a thread count that depends on the machine changed the rounding and
     so the design (the iiwa's objective after 60 iterations: 81.5 on one thread, 84.3 on two)."""
     t0 = time.perf_counter()
     solver, lbg, ubg, _ = nlp
-    sol = solver(x0=x0, lbg=lbg, ubg=ubg)
+    with reporting(report):
+        sol = solver(x0=x0, lbg=lbg, ubg=ubg)
     gv = np.array(sol["g"]).ravel()
     return {
         "x": np.array(sol["x"]).ravel(),
@@ -412,8 +418,11 @@ def design(
     stage: str = "load",
     executor: Executor | None = None,
     source: RobotSource | None = None,
+    iteration: Callable[[int, int], None] | None = None,
 ) -> DesignResult:
-    """Optimise the excitation (see the module docstring); progress(start, starts, best cond).
+    """Optimise the excitation (see the module docstring); progress(start, starts, best cond) after
+    each start, iteration(start from 0, IPOPT iteration) inside the starts run here (not with an
+    executor: its workers do not report back).
     ``stage``: the regressor it excites (stage_regressor: load, or an elastic arm's actuator).
     ``executor``: runs the starts as pure items (excite_start) carrying ``source``, the robot's
     description (required with it); without one they run here one after the other. The same seed
@@ -435,7 +444,9 @@ def design(
     x0s = start_points(robot, settings)
     if executor is None:
         nlp = _nlp(robot, settings, stage)
-        solved: Iterator[dict[str, Any]] = (_solve(nlp, x0) for x0 in x0s)
+        solved: Iterator[dict[str, Any]] = (
+            _solve(nlp, x0, None if iteration is None else partial(iteration, k)) for k, x0 in enumerate(x0s)
+        )
     else:
         assert source is not None
         futures = [executor.submit(excite_start, source, settings, stage, x0) for x0 in x0s]

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import casadi as cs
@@ -29,6 +29,7 @@ import numpy as np
 
 from codegen.model.robot import JOINT_PARAMS, Robot
 from codegen.model.spatial import inertia_about_com, transform_inertial_cs
+from host_tools.identification.ipopt_progress import Report, callback_options, reporting
 
 LINK_MU = ("m", "cx", "cy", "cz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 
@@ -152,6 +153,8 @@ def _problem(
             "ipopt.sb": "yes",
             "print_time": False,
             "ipopt.tol": 1e-10,
+            # every 10th iteration: each report takes the GIL (ipopt_progress)
+            **callback_options(x.numel(), g.numel(), p.numel(), step=10),
         },
     )
     return solver, cs.Function("mu_pi", [x], [mu, pi])
@@ -193,6 +196,7 @@ def retrieve(
     extra: np.ndarray | None = None,
     start: np.ndarray | None = None,
     executor: Executor | None = None,
+    iteration: Callable[[int, int], None] | None = None,
 ) -> PhysicalResult:
     """Xu et al. (2020) Table 1. y_e (r, n_e) and tau (r,) are the identification's equations, beta_e the
     least-squares essential parameters (for base_objective). The base parameters the essential set
@@ -203,7 +207,8 @@ def retrieve(
     objective is |P (tau - Y_e pi_e(mu))| with P the projection off their span, so IPOPT's problem keeps
     its size -- and recovered after; ``start``: one start from this decision vector (a previous
     solution, e.g. without the extra columns) instead of the random multi-start; ``executor``: runs
-    the starts as pure items (physical_start; default: one after the other, here)."""
+    the starts as pure items (physical_start; default: one after the other, here); ``iteration(start
+    from 0, IPOPT iteration)``: every 10th iteration of the starts run here (not an executor's)."""
     t_start = time.perf_counter()
     names, lo, hi = bounds(robot, settings)
     t = np.asarray(tau, float).reshape(-1)
@@ -233,7 +238,7 @@ def retrieve(
     )
     _, evaluate = _problem(*structure)
     p = np.r_[a.ravel(order="F"), b, tt, scale]
-    best, starts = _multi_start(structure, p, (lo, hi, lbg, ubg), settings, start, progress, executor)
+    best, starts = _multi_start(structure, p, (lo, hi, lbg, ubg), settings, start, (progress, iteration), executor)
     if best is None:
         raise RuntimeError(
             f"{robot.name}: no start found physically consistent parameters within the bounds around the "
@@ -263,13 +268,16 @@ def retrieve(
     )
 
 
-def physical_start(structure: Structure, p: np.ndarray, bounds: Bounds, x0: np.ndarray) -> dict[str, Any]:
+def physical_start(
+    structure: Structure, p: np.ndarray, bounds: Bounds, x0: np.ndarray, report: Report | None = None
+) -> dict[str, Any]:
     """One IPOPT start as a pure work item (any executor, any machine): the solver is built from
-    the problem's structure once per process. ``bounds``: (lo, hi, lbg, ubg)."""
+    the problem's structure once per process. ``bounds``: (lo, hi, lbg, ubg); ``report(iteration)``:
+    IPOPT's progress (ipopt_progress), here only."""
     solver, _ = _problem(*structure)
     lo, hi, lbg, ubg = bounds
     t0 = time.perf_counter()
-    with _SOLVING:
+    with _SOLVING, reporting(report):
         sol = solver(x0=x0, p=p, lbx=lo, ubx=hi, lbg=lbg, ubg=ubg)
         status = solver.stats()["return_status"]
     return {
@@ -287,20 +295,26 @@ def _multi_start(
     bounds: Bounds,
     settings: PhysicalSettings,
     start: np.ndarray | None,
-    progress: Callable[[int, int, float], None] | None,
+    reports: tuple[Callable[[int, int, float], None] | None, Callable[[int, int], None] | None],
     executor: Executor | None,
 ) -> tuple[tuple[float, np.ndarray] | None, list[dict[str, float | str]]]:
     """Xu et al. (2020) Table 1 lines 3-9: IPOPT from random starts in the box (or from ``start`` once),
     until ``settings.agreeing`` feasible starts agree; returns (best objective and x, the starts).
     With an executor every start is submitted at once and the results are read in order, stopping
-    where the serial loop stops (the starts after it are cancelled or ignored): the same result."""
+    where the serial loop stops (the starts after it are cancelled or ignored): the same result.
+    ``reports``: progress(start, starts, best objective) after each start, iteration(start from 0,
+    IPOPT iteration) inside the starts run here."""
+    progress, iteration = reports
     scale = float(p[-1])
     lo, hi, lbg, ubg = bounds
     rng = np.random.default_rng(settings.seed)
     # Xu et al. (2020) Table 1 line 4, drawn in order
     x0s = [lo + (hi - lo) * rng.uniform(0, 1, len(lo)) for _ in range(settings.starts)] if start is None else [start]
     if executor is None:
-        solved: Iterator[dict[str, Any]] = (physical_start(structure, p, bounds, x0) for x0 in x0s)
+        solved: Iterator[dict[str, Any]] = (
+            physical_start(structure, p, bounds, x0, None if iteration is None else partial(iteration, k))
+            for k, x0 in enumerate(x0s)
+        )
         futures: list[Future[dict[str, Any]]] = []
     else:
         futures = [executor.submit(physical_start, structure, p, bounds, x0) for x0 in x0s]

@@ -26,6 +26,7 @@ from host_tools.identification.friction_terms import (
     select,
 )
 from host_tools.identification.input_checks import InputChecks, check_inputs
+from host_tools.identification.ipopt_progress import stage_lines
 from host_tools.identification.least_squares import (
     Fit,
     Model,
@@ -149,6 +150,7 @@ class _Fitting:
     settings: IdentSettings
     physical: PhysicalSettings
     executor: Executor | None
+    stage: Stage = lambda _: None
 
     def physical_fit(
         self, extra: np.ndarray | None = None, start: PhysicalResult | None = None
@@ -176,6 +178,14 @@ class _Fitting:
             extra=extra,
             start=None if start is None else start.x,
             executor=self.executor,
+            iteration=stage_lines(
+                self.stage,
+                "physical parameters (IPOPT)"
+                if extra is None
+                else "physical parameters with the friction terms (IPOPT)",
+                self.physical.starts if start is None else 1,
+                self.physical.max_iter,
+            ),
         )
         if start is not None:
             result.starts = start.starts + result.starts
@@ -238,7 +248,9 @@ def identify_run(
             stages["coulomb_scales"] = scales_s
         rows = equation_rows(data, settings, qd)
         checked = equation_rows(data, replace(settings, min_speed=0.0), qd)  # the input checks' rows only
-        fitting = _Fitting(robot, model(robot), data, ident, y, tau, qd, rows, checked, settings, physical, executor)
+        fitting = _Fitting(
+            robot, model(robot), data, ident, y, tau, qd, rows, checked, settings, physical, executor, stage
+        )
         stage("physical parameters (multi-start IPOPT), friction terms, validation, baseline")
         physical_job = pool.submit(fitting.physical_fit)
         rep, physical_job = _with_friction_terms(fitting, settings, log, pool, physical_job, stages)

@@ -12,6 +12,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.data.checks import counter_span, with_start_position
 from host_tools.data.logs import Log
+from host_tools.identification.ipopt_progress import stage_lines
 from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings
 from host_tools.identification.pipeline import (
@@ -88,7 +89,8 @@ def synthetic(
     if exc is None:
         stage("excitation design (IPOPT)")
         settings_ = ExciteSettings(starts=options.excite_starts, max_iter=options.excite_max_iter, seed=options.seed)
-        exc = design(robot, settings_).excitation
+        lines = stage_lines(stage, "excitation design (IPOPT)", settings_.starts, settings_.max_iter)
+        exc = design(robot, settings_, iteration=lines).excitation
     excite_s = time.perf_counter() - t1
     stage("simulating the excitation and a validation motion")
     t1 = time.perf_counter()

@@ -1,0 +1,43 @@
+"""Progress off a terminal (host_tools.cli.progress): plain lines at a modest rate, no carriage
+returns, and the JSON on stdout untouched."""
+
+from __future__ import annotations
+
+import io
+import json
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+
+from host_tools.cli import progress
+from tests.host_tools.cli.test_cli import manipgen
+
+
+def test_a_steps_figures_print_at_most_every_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    out = io.StringIO()
+    lines = progress._Lines(Console(file=out, force_terminal=False, width=200))
+    for t, text in [
+        (0.0, "design: iteration 1/300"),
+        (1.0, "design: iteration 2/300"),  # the same step's new figures, within the interval: held
+        (2.0, "simulating"),  # another message: at once
+        (3.0, "simulating: 10 %"),  # another shape: at once
+        (3.0 + progress.LINE_INTERVAL - 0.5, "simulating: 20 %"),  # held
+        (3.0 + progress.LINE_INTERVAL, "simulating: 30 %"),  # the interval has passed
+    ]:
+        now[0] = t
+        lines.update(text)
+    printed = [line.rsplit(" (", 1)[0] for line in out.getvalue().splitlines()]
+    assert printed == ["design: iteration 1/300", "simulating", "simulating: 10 %", "simulating: 30 %"]
+
+
+def test_excite_reports_ipopts_iterations_off_a_terminal() -> None:
+    r = manipgen("excite", "planar2", "--starts", "2", "--max-iter", "20", "--harmonics", "2", "--grid", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    json.loads(r.stdout)  # stdout is the document alone
+    assert "\r" not in r.stderr and "\x1b" not in r.stderr  # plain lines: no bar redrawn, no colour
+    lines = r.stderr.splitlines()
+    assert any("excitation design (IPOPT): start 1/2, iteration " in line and "left" in line for line in lines), lines
+    assert any(line.startswith("excitation design (IPOPT): 2/2 ended, best cond ") for line in lines), lines
