@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from codegen.emit.files import write_file
+from host_tools.cli import target_linux
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 
@@ -67,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             )
             a.add_argument("--json", action="store_true", help="print the JSON document")
         a.set_defaults(handler=run)
+    target_linux.add_parser(actions)
 
 
 def run(args: argparse.Namespace) -> int:
