@@ -56,5 +56,11 @@ def write(result: CollideResult, out: Path) -> list[Path]:
         list(arrays["impacts"].values()),
         out / "collide_impacts.png",
         "Hunt-Crossley contact, (Jᵀ)⁺ τ_ext",
+        doc["robot"],
     )
-    return [out / "collide.json", out / "collide.md", plots.collision(arrays, out / "collide.png"), impacts]
+    return [
+        out / "collide.json",
+        out / "collide.md",
+        plots.collision(arrays, out / "collide.png", doc["robot"]),
+        impacts,
+    ]

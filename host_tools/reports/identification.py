@@ -230,12 +230,14 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], robot: Robot, out: Path) 
     written = [
         out / "identification.json",
         out / "identification.md",
-        plots.identification_fit(arrays, out / "identification.png"),
+        plots.identification_fit(arrays, out / "identification.png", robot.name),
         yaml_path,
         urdf_path,
     ]
     if "validation" in arrays:
-        written.append(plots.identification_validation(arrays["validation"], out / "identification_validation.png"))
+        written.append(
+            plots.identification_validation(arrays["validation"], out / "identification_validation.png", robot.name)
+        )
     # the description's generated C takes the identified model at run time: the parameters, the
     # Coulomb scales (fitted or the description's) and the friction terms
     extra: dict[str, list[float]] = {}

@@ -23,6 +23,18 @@ if TYPE_CHECKING:
     from host_tools.studies.thresholds import Check, Thresholds
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, as a figure's label should read it whatever the
+    arm's size: 0.00457, 4.57, 457, 1.5e-5 (a fixed number of decimals printed 0.00 on a small arm)."""
+    if not np.isfinite(value):
+        return str(value)
+    text = f"{value:.{digits}g}"
+    if "e" in text:  # 1.5e-05 -> 1.5e-5
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
     """A matplotlib figure as a PNG, written atomically; the figure is closed."""
     import matplotlib.pyplot as plt
@@ -70,6 +82,7 @@ def evaluation_summary(doc: dict[str, Any], out: Path) -> None:
     ax[1].set_title("GA convergence (Liu et al. Fig. 3)" if doc["setup"]["tuned"] else "not tuned")
     if ax[1].lines:
         ax[1].legend()
+    fig.suptitle(f"{doc['setup']['robot']}: the estimators' ISE", fontsize=10)
     fig.tight_layout()
     save_figure(fig, out / "evaluation.png")
     plt.close(fig)
@@ -141,7 +154,9 @@ def evaluation_figures(results: list[Result], setup: Setup, out: Path) -> None:
 
 
 def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
-    """Like Liu et al. Fig. 9: the ISE of every estimator at each set-up (resolution, rate)."""
+    """Like Liu et al. Fig. 9: the ISE of every estimator at each set-up (resolution, rate); where an
+    estimator's entry gives ``ise_velocity_range`` (a study's seeds: [min, max]), the bar is the
+    median and a whisker spans the range."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,15 +171,22 @@ def evaluation_setups(docs: list[dict[str, Any]], out: Path) -> None:
             np.nan if doc["estimators"][n]["ise_velocity"] is None else doc["estimators"][n]["ise_velocity"]
             for n in names
         ]
+        spread = [doc["estimators"][n].get("ise_velocity_range") for n in names]
+        below = [np.nan if r is None or v is None else v - r[0] for r, v in zip(spread, vals)]
+        above = [np.nan if r is None or v is None else r[1] - v for r, v in zip(spread, vals)]
         ax.bar(
             np.arange(len(names)) + (i - (len(docs) - 1) / 2) * width,
             vals,
             width,
+            yerr=None if all(r is None for r in spread) else np.array([below, above], float),
+            capsize=3,
+            error_kw={"lw": 0.8},
             label=f"{s['resolution_mdeg']:g} mdeg, {s['rate_hz']:g} Hz",
         )
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_yscale("log")
-    ax.set_ylabel("ISE of the velocity estimate ((rad/s)² s)")
+    ranged = any(e.get("ise_velocity_range") for d in docs for e in d["estimators"].values())
+    ax.set_ylabel("ISE of the velocity estimate ((rad/s)² s)" + ("\nbar: median; whisker: min-max" if ranged else ""))
     ax.set_title(f"{docs[0]['setup']['robot']}: resolution and sample rate (like Liu et al. Fig. 9)")
     ax.legend()
     fig.tight_layout()
@@ -287,7 +309,13 @@ def _runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
 
 
 def collision_impacts(
-    free_ratio: dict[str, np.ndarray], ts: float, skip: float, impacts: list[ImpactTrace], path: Path, truth: str
+    free_ratio: dict[str, np.ndarray],
+    ts: float,
+    skip: float,
+    impacts: list[ImpactTrace],
+    path: Path,
+    truth: str,
+    robot: str,
 ) -> Path:
     """Like Birjandi & Haddadin Figs. 10 a-b and 8. Top: each observer's threshold ratio over a contact-free
     motion (a false alarm crosses 1). Per impact: left, the contact force along the obstacle normal
@@ -309,7 +337,8 @@ def collision_impacts(
     top.set_xlabel("s (contact-free motion)", fontsize=8)
     top.set_ylabel("max_j |r_j| / threshold_j", fontsize=8)
     top.set_title(
-        "contact-free: how far below its thresholds each observer stays (like Birjandi & Haddadin Fig. 10 a-b)",
+        f"{robot}, contact-free: how far below its thresholds each observer stays "
+        "(like Birjandi & Haddadin Fig. 10 a-b)",
         fontsize=9,
     )
     top.legend(fontsize=6, ncol=len(free_ratio), loc="lower right")
@@ -341,7 +370,7 @@ def collision_impacts(
     return save_figure(fig, path, dpi=100)
 
 
-def collision(arrays: dict[str, Any], path: Path) -> Path:
+def collision(arrays: dict[str, Any], path: Path, robot: str) -> Path:
     """Like Birjandi & Haddadin Fig. 6: r on the loaded joint against the applied torque, per cut-off and observer."""
     import matplotlib
 
@@ -375,7 +404,7 @@ def collision(arrays: dict[str, Any], path: Path) -> Path:
         ax[-1, j].set_xlabel("ms from the event", fontsize=8)
     ax[0, 0].legend(fontsize=6)
     fig.suptitle(
-        f"residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold "
+        f"{robot}: residual on joint {arrays['joint'] + 1} vs the applied torque; dashed: threshold "
         "(like Birjandi & Haddadin Fig. 6)",
         fontsize=9,
     )
@@ -421,7 +450,7 @@ def elastic_collision(result: dict[str, Any], joint: int, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def identification_validation(v: dict[str, np.ndarray], path: Path) -> Path:
+def identification_validation(v: dict[str, np.ndarray], path: Path, robot: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -450,16 +479,22 @@ def identification_validation(v: dict[str, np.ndarray], path: Path) -> Path:
         rms = np.sqrt(np.mean((tau[keep, i] - v["physical"][keep, i]) ** 2))
         ax[i].set_ylabel(f"τ{i + 1} (N m)")
         ax[i].text(
-            0.99, 0.9, f"physical: RMS error {rms:.2f} N m", transform=ax[i].transAxes, ha="right", va="top", fontsize=7
+            0.99,
+            0.9,
+            f"physical: RMS error {significant(rms)} N m",
+            transform=ax[i].transAxes,
+            ha="right",
+            va="top",
+            fontsize=7,
         )
     ax[0].legend(ncol=3, fontsize=7)
     ax[-1].set_xlabel("t (s), the validation run")
-    fig.suptitle("validation: measured vs predicted torque")
+    fig.suptitle(f"{robot}: validation, measured vs predicted torque")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
 
 
-def identification_fit(arrays: dict[str, Any], path: Path) -> Path:
+def identification_fit(arrays: dict[str, Any], path: Path, robot: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -479,7 +514,7 @@ def identification_fit(arrays: dict[str, Any], path: Path) -> Path:
     ax[-1].set_xlabel(
         "t (s), one averaged period" if arrays.get("periodic", True) else "t (s), the fitting run (decimated)"
     )
-    fig.suptitle("measured vs predicted torque (like Xu et al. (2020) Fig. 5)")
+    fig.suptitle(f"{robot}: measured vs predicted torque (like Xu et al. (2020) Fig. 5)")
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
 

@@ -110,8 +110,8 @@ def report(rows: Rows, total: int) -> tuple[str, dict[str, Any]]:
 
 
 def write_report(rows: Rows, total: int, out: Path) -> list[str]:
-    """report.md, report.json and per section a figure like Liu et al. Fig. 9 (median over seeds),
-    linked from report.md under its section."""
+    """report.md, report.json and per section a figure like Liu et al. Fig. 9 (median over seeds, a
+    whisker over their range), linked from report.md under its section."""
     text, doc = report(rows, total)
     written = ["report.md", "report.json"]
     for entry in doc["sections"]:
@@ -119,7 +119,10 @@ def write_report(rows: Rows, total: int, out: Path) -> list[str]:
         docs = []
         for col in entry["setups"]:
             res, rate = (float(x.split()[0]) for x in col.split(", "))
-            ise = {n: {"ise_velocity": _median(v.get(col))} for n, v in entry["tables"]["ise_velocity"].items()}
+            ise = {
+                n: {"ise_velocity": _median(v.get(col)), "ise_velocity_range": _range(v.get(col))}
+                for n, v in entry["tables"]["ise_velocity"].items()
+            }
             setup = {"robot": entry["robot"], "resolution_mdeg": res, "rate_hz": rate}
             docs.append({"setup": setup, "estimators": ise})
         (out / slug).mkdir(parents=True, exist_ok=True)
@@ -128,12 +131,20 @@ def write_report(rows: Rows, total: int, out: Path) -> list[str]:
         written.append(figure)
         heading = f"## {entry['title']}\n"
         caption = "ISE of the velocity estimate by set-up" + (
-            ", median over the seeds" if len(entry["seeds"]) > 1 else ""
+            ", median over the seeds, whiskers from the lowest to the highest" if len(entry["seeds"]) > 1 else ""
         )
         text = text.replace(heading, f"{heading}\n![{caption}]({figure})\n", 1)
     write_file(out / "report.md", text)
     write_file(out / "report.json", json.dumps(doc, indent=1) + "\n")
     return written
+
+
+def _range(values: list[float | None] | None) -> list[float] | None:
+    """[min, max] over the seeds (the figure's whisker; the table's [min, max]), None for one seed or a diverged one."""
+    if not values or len(values) < 2 or any(v is None for v in values):
+        return None
+    arr = np.asarray(values, float)
+    return [float(arr.min()), float(arr.max())]
 
 
 def _median(values: list[float | None] | None) -> float | None:

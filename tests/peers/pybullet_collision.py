@@ -745,7 +745,7 @@ def figure(res: PbResult, path: Path) -> Path:
         )
     free = {o: threshold_ratio(res.outputs[(o, "free")]["r"][k0:], thresholds[o]) for o in observers}
     return plots.collision_impacts(
-        free, ts, res.doc["settings"]["skip"], traces, path, "PyBullet contact (normal force)"
+        free, ts, res.doc["settings"]["skip"], traces, path, "PyBullet contact (normal force)", res.doc["robot"]
     )
 
 
