@@ -36,6 +36,7 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from codegen.resources import resource_dir
+from host_tools.bindings.build import cache_root, locked
 from host_tools.bindings.loopback import Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory
@@ -75,23 +76,26 @@ def _compile(cmd: list[str], what: str) -> None:
         raise TargetError(f"compiling {what} failed:\n{(done.stdout + done.stderr).strip()[-3000:]}")
 
 
-def _object(cc: str, source: Path, flags: list[str], headers: list[Path], out: Path) -> tuple[Path, list[str]]:
-    """``source`` compiled into ``out``, again only when the command, the source or a header changed."""
-    obj = out / f"{source.stem}.o"
-    cmd = [cc, *CFLAGS, *flags, "-c", str(source), "-o", str(obj)]
-    digest = hashlib.sha256("\0".join(cmd).encode())
+def _object(cc: str, source: Path, flags: list[str], headers: list[Path]) -> tuple[Path, list[str]]:
+    """``source`` compiled with the program's flags into the cache's ``objects/``, once per content
+    (the command, the source, the headers): the dynamics of a robot is compiled once, whatever the
+    config or the build folder."""
+    digest = hashlib.sha256("\0".join([cc, *CFLAGS, *flags]).encode())
     for path in [source, *headers]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = obj.with_suffix(".stamp")
-    if not (obj.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest()):
-        _compile(cmd, source.name)
-        stamp.write_text(digest.hexdigest())
+    obj = cache_root() / "objects" / f"{source.stem}_linux_{digest.hexdigest()[:16]}.o"
+    partial = obj.with_suffix(f".{os.getpid()}.part")
+    cmd = [cc, *CFLAGS, *flags, "-c", str(source), "-o", str(obj)]
+    with locked(cache_root() / "locks" / f"{obj.stem}.lock"):
+        if not obj.is_file():
+            _compile([*cmd[:-1], str(partial)], source.name)
+            partial.replace(obj)  # whole or absent
     return obj, cmd
 
 
 def build_linux(rt: Realtime, out: Path, cc: str = "cc") -> tuple[Path, list[str]]:
-    """``<robot>_rt_linux`` in ``out``, rt's current config exported into it as a const; each object
-    compiled again only when it changed (a new config recompiles two small files, not the dynamics).
+    """``<robot>_rt_linux`` in ``out``, rt's current config exported into it as a const (``_object``: a
+    new config recompiles two small files, not the dynamics).
     Returns (the program, the command that compiled the program's own file)."""
     if shutil.which(cc) is None:
         raise TargetError(f"no C compiler {cc!r} on PATH")
@@ -113,11 +117,13 @@ def build_linux(rt: Realtime, out: Path, cc: str = "cc") -> tuple[Path, list[str
         f"-DMG_CONFIG={CONFIG_NAME}",
         f'-DMG_CONFIG_HEADER="{CONFIG_NAME}.h"',
     ]
-    main, cmd = _object(cc, resource_dir("runtime") / "linux" / "rt_linux.c", includes + program, headers, out)
-    objects = [main] + [
-        _object(cc, source, includes, headers, out)[0]
-        for source in (folder / f"{name}_rt.c", folder / f"{name}_dynamics.c", out / f"{CONFIG_NAME}.c")
+    main, cmd = _object(cc, resource_dir("runtime") / "linux" / "rt_linux.c", includes + program, headers)
+    config = _object(cc, out / f"{CONFIG_NAME}.c", includes, headers)[0]
+    # the generated folder's own files see only the folder: one object whatever the build folder
+    generated = [
+        _object(cc, folder / f"{name}_{part}.c", [f"-I{folder}"], headers[:-2])[0] for part in ("rt", "dynamics")
     ]
+    objects = [main, config, *generated]
     exe = out / f"{name}_rt_linux"
     _compile([cc, *(str(o) for o in objects), "-o", str(exe), "-lm"], exe.name)
     return exe, cmd
