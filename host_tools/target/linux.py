@@ -322,6 +322,9 @@ def linux(
     run, udp, final, said, wall = run_linux(exe, rt, traj, tau_ext, drop, plant)
     same_losses = simulate(rt, traj, tau_ext=tau_ext, step=HeldReplay(rt, frozenset(udp.held)))
     latency = np.asarray(udp.latency_ns, float) / 1e3
+    first = udp.held[0] if udp.held else None
+    end = len(traj.time) - 1 if first is None else first
+    q_run, q_host = run.log.extra["q_true"], host.log.extra["q_true"]
     steps, missed, held, late, corrupted, max_latency, max_busy, skipped, fifo, locked, _, _ = final
     return {
         "robot": rt.name,
@@ -332,6 +335,9 @@ def linux(
         "period_s": rt.sample_period,
         "push_onset_s": onset,
         **compare(host, run),
+        # sample h held changes the torques of h, so q up to h is the host loopback's whatever the load
+        "first_held_sample": first,
+        "max_q_difference_to_first_held": float(np.max(np.abs(q_run[: end + 1] - q_host[: end + 1]))),
         "same_losses": compare(same_losses, run),
         "missed_deadlines": missed,
         "periods_skipped": skipped,
@@ -375,6 +381,8 @@ def table(doc: dict[str, Any]) -> str:
         f"{doc['datagrams_corrupted']}\n"
         f"- against the host loopback: max |q difference| {doc['max_q_difference']:.3g} rad, collision at sample "
         f"{doc['collision_sample_target']} (host {doc['collision_sample_host']}; push at {doc['push_onset_s']:g} s)\n"
+        f"- up to the first sample held ({doc['first_held_sample']}): max |q difference| "
+        f"{doc['max_q_difference_to_first_held']:.3g} rad\n"
         f"- against the host loopback with the same samples held: max |q difference| "
         f"{same['max_q_difference']:.3g} rad, same collision sample: {same['same_collision_sample']}\n"
         f"- load average (1 min) {doc['load_average_1min']:.2f}\n"
