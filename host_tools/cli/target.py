@@ -27,10 +27,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         add_robot_arguments(a)
         a.add_argument(
             "--cpu",
-            required=True,
+            required=action == "run",
             help="cortex-m4f (mps2-an386) or cortex-m33 (mps2-an505), single-precision FPU; cortex-m7 (mps2-an500), "
             "double-precision FPU",
         )
+        if action in ("build", "pil"):
+            a.add_argument(
+                "--board",
+                choices=("stm32f405",),
+                help="a board port instead of QEMU's MPS2 board of --cpu: stm32f405 (Cortex-M4F, 168 MHz; QEMU's "
+                "netduinoplus2 for pil; build writes .elf, .bin, .hex, the flash map and the flash commands)",
+            )
         a.add_argument(
             "--precision",
             choices=("float", "double"),
@@ -41,6 +48,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         a.add_argument("--observer", help="collision observer (default: the description's)")
         a.add_argument("--controller", help="controller (default: the description's)")
         a.add_argument("--out", help="build folder (default out/target/<robot>-<cpu>-<precision>)")
+        if action == "build":
+            a.add_argument(
+                "--config", help="with --board: a config JSON to flash (thresholds, gains; default: the generated one)"
+            )
+            a.add_argument(
+                "--hse-hz",
+                type=int,
+                default=8_000_000,
+                help="with --board stm32f405: the external crystal in Hz (8000000: ST's Discovery boards; 25000000: "
+                "the Netduino Plus 2)",
+            )
         if action == "run":
             a.add_argument(
                 "--input",
@@ -84,14 +102,24 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.target import cortex_m as tg
 
     console = Console(stderr=True, soft_wrap=True)
+    board = getattr(args, "board", None)
+    if board is not None:
+        from host_tools.target import stm32
+
+        if args.cpu not in (None, stm32.CPU):
+            console.print(f"manipgen: error: --board {board} is a {stm32.CPU}, not --cpu {args.cpu}")
+            return 2
+        args.cpu = stm32.CPU
     if args.cpu not in tg.CPUS:
-        console.print(f"manipgen: error: --cpu must be one of {', '.join(tg.CPUS)}, got {args.cpu!r}")
+        console.print(f"manipgen: error: --cpu (or --board) must be one of {', '.join(tg.CPUS)}, got {args.cpu!r}")
         return 2
     if args.precision is None:
         args.precision = tg.NATIVE_PRECISION[args.cpu]
     options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
     if args.action == "pil":
         return _pil(args, options, console)
+    if board is not None:
+        return _board_build(args, options, console)
     try:
         robot = robot_of(args)
         rt = load_rt(robot, precision=args.precision, **options)
@@ -142,9 +170,12 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
     try:
         robot = robot_of(args)
         name = robot.c_name
-        out = Path(args.out) if args.out else Path(f"{tg.default_out(name, args.cpu, args.precision)}-pil")
-        with stage(console, f"{name} in the loop on {args.cpu} ({args.precision}): design, build, run ..."):
-            doc = pil.pil(robot, args.cpu, args.precision, out, options, frozenset(args.corrupt), args.seconds)
+        where = args.board or args.cpu
+        out = Path(args.out) if args.out else Path(f"{tg.default_out(name, where, args.precision)}-pil")
+        with stage(console, f"{name} in the loop on {where} ({args.precision}): design, build, run ..."):
+            doc = pil.pil(
+                robot, args.cpu, args.precision, out, options, frozenset(args.corrupt), args.seconds, args.board
+            )
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
@@ -155,4 +186,43 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
         print(text, end="")
     else:
         print(pil.table(doc) + f"\nwrote {out / 'pil.json'}, {out / 'pil.md'}")
+    return 0
+
+
+def _board_build(args: argparse.Namespace, options: dict[str, str | None], console: Any) -> int:
+    """`target build --board stm32f405`: the images, the flash map, the commands that flash them."""
+    import json
+    from pathlib import Path
+
+    from codegen.blocks.options import OptionError
+    from codegen.errors import DescriptionError
+    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.target import cortex_m as tg
+    from host_tools.target import stm32
+
+    try:
+        robot = robot_of(args)
+        rt = load_rt(robot, precision=args.precision, **options)  # type: ignore[arg-type]
+        out = Path(args.out) if args.out else tg.default_out(rt.name, args.board, args.precision)
+        config = None
+        if args.config:
+            rt.config.load(Path(args.config))
+            files = rt.config_sources("mg_flashed_config", "mg_flashed_config", f"manipgen target build: {args.config}")
+            out.mkdir(parents=True, exist_ok=True)
+            for file, text in files.items():
+                write_file(out / file, text)
+            config = (out.resolve() / "mg_flashed_config.c", "mg_flashed_config")
+        with stage(console, f"building {rt.name} for the {args.board} ({args.precision}) ..."):
+            image = stm32.build(rt, out, config=config, hse_hz=args.hse_hz)
+            doc = stm32.flash_map(image)
+    except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
+        console.print(f"manipgen: error: {exc}")
+        return 2
+    doc["config"] = args.config or f"{rt.name}_rt_default_config (generated)"
+    doc["flash_commands"] = stm32.flash_commands(image)
+    write_file(out / "flash_map.json", json.dumps(doc, indent=1) + "\n")
+    write_file(out / "flash_map.md", stm32.map_table(doc))
+    print(stm32.map_table(doc))
+    print("wrote " + ", ".join(doc["files"].values()) + f", {out / 'flash_map.json'}, {out / 'flash_map.md'}")
+    print("to flash a board (not run here):\n  " + "\n  ".join(doc["flash_commands"]))
     return 0

@@ -107,9 +107,11 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 90
     return done.stdout
 
 
-def build(rt: Realtime, cpu: str, out: Path, cflags: str = "") -> TargetBuild:
-    """Cross-compile ``rt``'s generated folder (its precision) for ``cpu``: library + firmware;
-    ``cflags``: the Makefile's CFLAGS (e.g. -DMANIPGEN_PORTABLE_MATH)."""
+def build(
+    rt: Realtime, cpu: str, out: Path, cflags: str = "", goals: tuple[str, ...] = ("all", "firmware")
+) -> TargetBuild:
+    """Cross-compile ``rt``'s generated folder (its precision) for ``cpu``: the Makefile's ``goals``
+    (library + QEMU test firmware); ``cflags``: the Makefile's CFLAGS (e.g. -DMANIPGEN_PORTABLE_MATH)."""
     if cpu not in CPUS:
         raise TargetError(f"--cpu must be one of {', '.join(CPUS)}, got {cpu!r}")
     require(CROSS + "gcc", "make")
@@ -129,7 +131,7 @@ def build(rt: Realtime, cpu: str, out: Path, cflags: str = "") -> TargetBuild:
             *b.out.glob("*.elf"),
         ]:
             old.unlink(missing_ok=True)
-    make(b, "all", "firmware", **({"CFLAGS": cflags} if cflags else {}))
+    make(b, *goals, **({"CFLAGS": cflags} if cflags else {}))
     stamp.write_text(key, encoding="utf-8")
     probe = b.out / "mg_layout_probe.c"
     probe.write_text(layout_probe(rt), encoding="utf-8")

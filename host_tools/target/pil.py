@@ -36,6 +36,7 @@ from host_tools.bindings.loopback import Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.trajectories import Trajectory
 from host_tools.target import cortex_m as tg
+from host_tools.target import stm32
 
 SYNC = b"\xa5\x5a"
 HEAD = struct.Struct("<BBHI")  # type, 0, payload length, sample counter
@@ -162,21 +163,39 @@ def tick_per_instruction(cpu: tg.Cpu) -> float:
     return cpu.systick_hz * 2.0**tg.ICOUNT_SHIFT * 1e-9
 
 
+def export_config(rt: Realtime, out: Path) -> tuple[Path, str]:
+    """rt's current config as C in ``out`` (``manipgen export-config``'s files, rewritten only when
+    they change): (the .c file, the config's name)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = rt.config_sources(CONFIG_NAME, CONFIG_NAME, "manipgen target pil: the demo's designed config")
+    for name, text in files.items():
+        path = out / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    return out.resolve() / f"{CONFIG_NAME}.c", CONFIG_NAME
+
+
 def build_pil(rt: Realtime, cpu: str, out: Path) -> tg.TargetBuild:
     """The library (with cortex_m.build's layout probe) and the PIL image, rt's current config
     exported into it as a const (flash)."""
     b = tg.build(rt, cpu, out, PORTABLE)
-    files = rt.config_sources(CONFIG_NAME, CONFIG_NAME, "manipgen target pil: the demo's designed config")
-    for name, text in files.items():
-        path = b.out / name
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-    tg.make(b, "pil", CFLAGS=PORTABLE, CONFIG_C=str(b.out / f"{CONFIG_NAME}.c"), CONFIG_NAME=CONFIG_NAME)
+    config_c, name = export_config(rt, b.out)
+    tg.make(b, "pil", CFLAGS=PORTABLE, CONFIG_C=str(config_c), CONFIG_NAME=name)
     return b
 
 
-def _qemu(b: tg.TargetBuild, sock_path: Path) -> list[str]:
-    cpu = tg.CPUS[b.cpu]
+@dataclass(frozen=True)
+class PilImage:
+    """A PIL firmware and how QEMU runs it: its machine, and whether it exits after the final frame
+    (the MPS2 images through semihosting; the STM32F405's, which a board runs too, idles)."""
+
+    elf: Path
+    cpu: tg.Cpu
+    exits: bool = True
+
+
+def _qemu(image: PilImage, sock_path: Path) -> list[str]:
+    cpu = image.cpu
     return [
         "qemu-system-arm",
         "-M",
@@ -196,18 +215,22 @@ def _qemu(b: tg.TargetBuild, sock_path: Path) -> list[str]:
         "-serial",
         "chardev:mg",
         "-kernel",
-        str(b.out / "pil.elf"),
+        str(image.elf),
     ]
 
 
 def run_pil(
-    b: tg.TargetBuild, rt: Realtime, trajectory: Trajectory, tau_ext: np.ndarray, corrupt: frozenset[int] = frozenset()
+    image: PilImage,
+    rt: Realtime,
+    trajectory: Trajectory,
+    tau_ext: np.ndarray,
+    corrupt: frozenset[int] = frozenset(),
 ) -> tuple[Run, PilLink, tuple[int, ...], float]:
     """The closed loop with the step on the board: (the run, the link's record, the board's final
     counts (the last sample's ticks to its frame and to its step's end, missed, corrupted, lost,
-    steps), wall seconds)."""
+    steps, then the port's report words), wall seconds)."""
     tg.require("qemu-system-arm")
-    cpu = tg.CPUS[b.cpu]
+    cpu = image.cpu
     with tempfile.TemporaryDirectory(prefix="mgpil") as tmp:  # a short path: sockets allow ~100 bytes
         sock_path = Path(tmp) / "uart0"
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -216,7 +239,7 @@ def run_pil(
         server.settimeout(60)
         t0 = time.perf_counter()
         qemu = subprocess.Popen(
-            _qemu(b, sock_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)
+            _qemu(image, sock_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)
         )
         try:
             try:
@@ -224,17 +247,22 @@ def run_pil(
             except TimeoutError:
                 raise tg.TargetError("QEMU did not connect to the serial socket within 60 s") from None
             link = SerialLink(conn)
+            hello = link.receive()  # the board is ready: a UART drops what comes before it is enabled
+            if not hello.intact or hello.kind != "H":
+                raise tg.TargetError(f"the board's first frame is {hello.kind!r}, not its hello ('H')")
             link.send(frame("S", 0, struct.pack("<I", reload_ticks(cpu, rt.sample_period))))
             pil_link = PilLink(link, rt, corrupt)
             run = simulate(rt, trajectory, tau_ext=tau_ext, step=pil_link)
             link.send(frame("E", pil_link.sample, b""))
             final = link.receive()
-            if not final.intact or final.kind != "F":
+            if not final.intact or final.kind != "F" or len(final.payload) < 24 or len(final.payload) % 4:
                 raise tg.TargetError("the board's final frame did not arrive intact")
-            counts = struct.unpack("<IIIIII", final.payload)
+            counts = struct.unpack(f"<{len(final.payload) // 4}I", final.payload)
             pil_link.ticks.append((counts[0], counts[1]))
+            if not image.exits:  # the board idles after its final frame, as on a bench
+                qemu.terminate()
             code = qemu.wait(timeout=60)
-            if code != 0:
+            if image.exits and code != 0:
                 said = qemu.stderr.read().decode(errors="replace")[-500:] if qemu.stderr else ""
                 raise tg.TargetError(f"QEMU exited with {code}: {said}")
         finally:
@@ -267,20 +295,38 @@ def pil(
     options: dict[str, str | None] | None = None,
     corrupt: frozenset[int] = frozenset(),
     seconds: float = 8.0,
+    board_name: str | None = None,
 ) -> dict[str, Any]:
     """The JSON document of `manipgen target pil` (``corrupt``: samples whose input frame gets a
-    byte flipped on the wire; ``seconds``: the scenario's length)."""
+    byte flipped on the wire; ``seconds``: the scenario's length; ``board_name``: a board port
+    (stm32f405) instead of QEMU's MPS2 board of ``cpu``)."""
     if cpu not in tg.CPUS:
         raise tg.TargetError(f"--cpu must be one of {', '.join(tg.CPUS)}, got {cpu!r}")
+    if board_name is not None and (board_name not in stm32.BOARDS or cpu != stm32.CPU):
+        raise tg.TargetError(f"--board: one of {', '.join(stm32.BOARDS)} (a {stm32.CPU}), got {board_name!r} on {cpu}")
     rt = load_rt(robot, precision=precision, portable_math=True, **(options or {}))  # type: ignore[arg-type]
     if "tau_cmd" not in (rt.output_dtype.names or ()):
         raise ValueError(f"{rt.label}: no controller (out.tau_cmd): processor-in-the-loop needs a closed loop")
     traj, tau_ext, host, onset = scenario(robot, rt, seconds)
     if any(not 0 <= k < len(traj.time) for k in corrupt):
         raise ValueError(f"--corrupt: sample numbers 0..{len(traj.time) - 1}")
-    b = build_pil(rt, cpu, out)
-    run, link, final, seconds = run_pil(b, rt, traj, tau_ext, corrupt)
-    board = tg.CPUS[cpu]
+    extra: dict[str, Any] = {}
+    if board_name is None:
+        image = PilImage(build_pil(rt, cpu, out).out / "pil.elf", tg.CPUS[cpu])
+    else:
+        ccm = stm32.qemu_maps_ccm()
+        built = stm32.build(rt, out, PORTABLE, config=export_config(rt, out), ccm=ccm)
+        image = PilImage(built.path(".elf"), stm32.QEMU_CPU, exits=False)
+        extra = {
+            "board": board_name,
+            "machine": stm32.MACHINE,
+            "state_and_stack_in": "CCM" if ccm else "SRAM (this QEMU maps no CCM: before 8.0)",
+            "image": str(built.path(".elf")),
+        }
+    run, link, final, seconds = run_pil(image, rt, traj, tau_ext, corrupt)
+    if board_name is not None:
+        extra.update(stm32.decode_report(final[6:]))
+    board = image.cpu
     per = tick_per_instruction(board)
     ticks = np.asarray(link.ticks, float)
     isr, step = ticks[:, 0] / per, ticks[:, 1] / per  # instructions: to the frame sent, to the step's end
@@ -322,6 +368,7 @@ def pil(
         },
         "flags": {"cpu": board.flags, "icount": f"shift={tg.ICOUNT_SHIFT},sleep=off", "config": CONFIG_NAME},
         "qemu_seconds": seconds,
+        **extra,
     }
 
 
