@@ -19,6 +19,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -72,6 +73,65 @@ def stage(console: Console, text: str) -> Iterator[StageUpdate]:
         lines = _Lines(console)
         lines.update(text)
         yield lines
+
+
+def time_left(elapsed: float, done: int, total: int) -> str:
+    """``, about 40 s left`` at the rate so far (nothing before the first step is done)."""
+    from host_tools.identification.ipopt_progress import duration
+
+    return f", about {duration(elapsed / done * (total - done))} left" if done > 0 else ""
+
+
+class StageBar:
+    """A stage (text) whose steps can be counted: on a terminal rich's spinner, the text and, while
+    counting, a bar with the time left; off it, a line per stage and the count at most every
+    LINE_INTERVAL s (:class:`_Lines`)."""
+
+    def __init__(self, console: Console, text: str) -> None:
+        self.terminal, self.text = console.is_terminal, text
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=console,
+            disable=not self.terminal,
+        )
+        self._task = self._progress.add_task(text, total=None)
+        self._lines = _Lines(console)
+        self._counting = (0, 0.0)  # the count and the time it started from
+
+    def __enter__(self) -> StageBar:
+        self._progress.__enter__()
+        self.update(self.text)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.__exit__(*exc)
+
+    def update(self, text: str) -> None:
+        """A new stage: its text, nothing counted."""
+        self.text = text
+        self._progress.reset(self._task, total=None, description=text)
+        if not self.terminal:
+            self._lines.update(text)
+
+    def count(self, done: int, total: int) -> None:
+        """``done`` of the stage's ``total`` steps."""
+        if done <= 1 or done < self._counting[0]:
+            self._counting = (done, time.perf_counter())
+        self._progress.update(self._task, completed=done, total=total)
+        if not self.terminal:
+            ran = done - self._counting[0]
+            left = time_left(time.perf_counter() - self._counting[1], ran, total - self._counting[0])
+            line = f"{self.text}: {done}/{total}{left}"
+            if done == total:  # the last count always
+                self._lines.emit(line)
+            else:
+                self._lines.update(line)
 
 
 class Bars:

@@ -8,7 +8,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.cli import target_linux
 from host_tools.cli.generate import add_robot_arguments, robot_of
-from host_tools.cli.progress import stage
+from host_tools.cli.progress import StageBar, stage
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         robot = robot_of(args)
         rt = load_rt(robot, precision=args.precision, **options)
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
-        with stage(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
+        with StageBar(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
             b = tg.build(rt, args.cpu, out)
             if args.action == "build":
                 console.print(f"built {b.lib} and {b.elf}")
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 out,
             )
             status.update(f"{len(inputs)} samples through {rt.name}_rt_step in QEMU ({args.cpu}) ...")
-            run = tg.run_firmware(b, rt, rt.config_bytes(), inputs, timeout=args.timeout)
+            run = tg.run_firmware(b, rt, rt.config_bytes(), inputs, timeout=args.timeout, progress=status.count)
             status.update("comparing with the host build, footprint ...")
             doc = tg.report(b, rt, inputs, run)
     except (ValueError, LogError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
@@ -172,9 +172,18 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
         name = robot.c_name
         where = args.board or args.cpu
         out = Path(args.out) if args.out else Path(f"{tg.default_out(name, where, args.precision)}-pil")
-        with stage(console, f"{name} in the loop on {where} ({args.precision}): design, build, run ..."):
+        with StageBar(console, f"{name} in the loop on {where} ({args.precision})") as bar:
             doc = pil.pil(
-                robot, args.cpu, args.precision, out, options, frozenset(args.corrupt), args.seconds, args.board
+                robot,
+                args.cpu,
+                args.precision,
+                out,
+                options,
+                frozenset(args.corrupt),
+                args.seconds,
+                args.board,
+                stage=lambda text: bar.update(f"{name} in the loop on {where}: {text}"),
+                samples=bar.count,
             )
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
         console.print(f"manipgen: error: {exc}")

@@ -100,10 +100,11 @@ def duration(seconds: float) -> str:
 class Iterations:
     """The iterations of a multi-start of ``starts`` IPOPT solves of at most ``max_iter`` iterations
     each, and the time left. The rate is the iterations done per second since the first report
-    (iteration 0 of the first start: building the problem is not an iteration). Upper bound: the
-    running start and each start to come take max_iter (IPOPT's limit: it cannot take more); once
-    starts have ended, the estimate takes their mean count instead (IPOPT usually converges before
-    its limit). A multi-start that stops early (the physical fit's agreeing starts) ends sooner."""
+    (iteration 0 of the first start: building the problem is not an iteration). At IPOPT's limit:
+    the running start and each start to come take max_iter (IPOPT takes no more; the time is at the
+    rate so far, so it is no strict bound); once starts have ended, the estimate takes their mean
+    count instead (IPOPT usually converges before its limit). A multi-start that stops early (the
+    physical fit's agreeing starts) ends sooner."""
 
     starts: int
     max_iter: int
@@ -126,7 +127,7 @@ class Iterations:
         return sum(self.ended) + self.iteration
 
     def seconds_left(self) -> tuple[float, float] | None:
-        """(estimate, upper bound) in seconds, or None before the first iteration."""
+        """(estimate, at IPOPT's limit) in seconds, or None before the first iteration."""
         done = self.done()
         if done == 0 or self.t0 is None:
             return None
@@ -141,7 +142,7 @@ class Iterations:
         return (max(mean - self.iteration, 0.0) + after * mean) * per, bound
 
     def text(self) -> str:
-        """``start 2/4, iteration 120/300, about 40 s left (at most 90 s)``."""
+        """``start 2/4, iteration 120/300, about 40 s left (90 s at IPOPT's limit)``."""
         if self.start >= self.starts:
             return f"{self.starts} starts ended" if self.starts > 1 else "ended"
         where = f"start {self.start + 1}/{self.starts}, " if self.starts > 1 else ""
@@ -150,8 +151,8 @@ class Iterations:
         if left is None:
             return where
         if not self.ended:
-            return f"{where}, at most {duration(left[1])} left"
-        return f"{where}, about {duration(left[0])} left (at most {duration(left[1])})"
+            return f"{where}, {duration(left[1])} left at IPOPT's limit"
+        return f"{where}, about {duration(left[0])} left ({duration(left[1])} at IPOPT's limit)"
 
 
 def stage_lines(stage: Callable[[str], None], head: str, starts: int, max_iter: int) -> Callable[[int, int], None]:

@@ -28,6 +28,7 @@ import shutil
 import struct
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,8 +232,40 @@ class TargetRun:
         return (self.ticks - self.overhead_ticks) / self.ticks_per_instruction
 
 
-def run_firmware(b: TargetBuild, rt: Realtime, config: bytes, inputs: np.ndarray, timeout: float = 600) -> TargetRun:
-    """Run the inputs (a structured array of ``rt.input_dtype``) through the firmware in QEMU."""
+POLL_SECONDS = 0.5  # how often a running QEMU's output is looked at for progress
+
+
+def _run_polled(
+    cmd: list[str], cwd: Path, timeout: float, poll: Callable[[], None]
+) -> subprocess.CompletedProcess[bytes]:
+    """subprocess.run(cmd, capture_output=True, timeout=timeout), calling ``poll()`` every POLL_SECONDS
+    while it runs and once when it has ended (communicate keeps what the process wrote across its
+    timeouts)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.perf_counter() + timeout
+    while True:
+        try:
+            out, err = proc.communicate(timeout=POLL_SECONDS)
+            poll()
+            return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() > deadline:
+                proc.kill()
+                proc.communicate()
+                raise
+            poll()
+
+
+def run_firmware(
+    b: TargetBuild,
+    rt: Realtime,
+    config: bytes,
+    inputs: np.ndarray,
+    timeout: float = 600,
+    progress: Callable[[int, int], None] | None = None,
+) -> TargetRun:
+    """Run the inputs (a structured array of ``rt.input_dtype``) through the firmware in QEMU;
+    ``progress(samples done, samples)`` while it runs (from the records it has written so far)."""
     require("qemu-system-arm")
     cpu = CPUS[b.cpu]
     p = rt.name
@@ -260,9 +293,16 @@ def run_firmware(b: TargetBuild, rt: Realtime, config: bytes, inputs: np.ndarray
         "-kernel",
         str(b.elf),
     ]
+    record = np.dtype([("out", rt.output_dtype), ("ticks", "<u4"), ("stack", "<u4")])
+    written = work / "mg_out.bin"
+
+    def poll() -> None:
+        if progress is not None and written.exists():
+            progress(max(written.stat().st_size - 32, 0) // record.itemsize, len(data))
+
     t0 = time.perf_counter()
     try:
-        done = subprocess.run(cmd, cwd=work, capture_output=True, timeout=timeout)
+        done = _run_polled(cmd, work, timeout, poll)
     except subprocess.TimeoutExpired:
         raise TargetError(f"QEMU ({b.cpu}) did not finish within {timeout:g} s (a hung guest?)") from None
     seconds = time.perf_counter() - t0
@@ -279,7 +319,6 @@ def run_firmware(b: TargetBuild, rt: Realtime, config: bytes, inputs: np.ndarray
     if len(raw) < 32:
         raise TargetError(f"{work / 'mg_out.bin'}: {len(raw)} bytes, not even the firmware's header")
     info = np.frombuffer(raw[:32], "<u4")
-    record = np.dtype([("out", rt.output_dtype), ("ticks", "<u4"), ("stack", "<u4")])
     body = raw[32:]
     if info[0] != MAGIC or len(body) != len(data) * record.itemsize:
         raise TargetError(

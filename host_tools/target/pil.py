@@ -25,6 +25,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,10 +121,13 @@ class PilLink:
     host_lost: int = 0  # output frames whose counter skipped
     sample: int = 0
     last: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the torques of the last good frame
+    progress: Callable[[int], None] | None = None  # called with the samples exchanged so far
 
     def __call__(self, c_in: Any, c_out: Any) -> None:
         k = self.sample
         self.sample += 1
+        if self.progress is not None:
+            self.progress(k)
         data = frame("I", k, bytes(self.rt.ffi.buffer(c_in)))
         if k in self.corrupt:  # one payload byte flipped on the wire: the CRC must catch it
             at = 2 + HEAD.size + 1
@@ -225,10 +229,11 @@ def run_pil(
     trajectory: Trajectory,
     tau_ext: np.ndarray,
     corrupt: frozenset[int] = frozenset(),
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[Run, PilLink, tuple[int, ...], float]:
     """The closed loop with the step on the board: (the run, the link's record, the board's final
     counts (the last sample's ticks to its frame and to its step's end, missed, corrupted, lost,
-    steps, then the port's report words), wall seconds)."""
+    steps, then the port's report words), wall seconds); ``progress(samples exchanged)`` before each sample."""
     tg.require("qemu-system-arm")
     cpu = image.cpu
     with tempfile.TemporaryDirectory(prefix="mgpil") as tmp:  # a short path: sockets allow ~100 bytes
@@ -251,7 +256,7 @@ def run_pil(
             if not hello.intact or hello.kind != "H":
                 raise tg.TargetError(f"the board's first frame is {hello.kind!r}, not its hello ('H')")
             link.send(frame("S", 0, struct.pack("<I", reload_ticks(cpu, rt.sample_period))))
-            pil_link = PilLink(link, rt, corrupt)
+            pil_link = PilLink(link, rt, corrupt, progress=progress)
             run = simulate(rt, trajectory, tau_ext=tau_ext, step=pil_link)
             link.send(frame("E", pil_link.sample, b""))
             final = link.receive()
@@ -296,9 +301,12 @@ def pil(
     corrupt: frozenset[int] = frozenset(),
     seconds: float = 8.0,
     board_name: str | None = None,
+    stage: Callable[[str], None] = lambda _: None,
+    samples: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """The JSON document of `manipgen target pil` (``corrupt``: samples whose input frame gets a
-    byte flipped on the wire; ``seconds``: the scenario's length; ``board_name``: a board port
+    byte flipped on the wire; ``seconds``: the scenario's length; ``stage(text)``: each stage;
+    ``samples(exchanged, total)``: the samples through the board so far; ``board_name``: a board port
     (stm32f405) instead of QEMU's MPS2 board of ``cpu``)."""
     if cpu not in tg.CPUS:
         raise tg.TargetError(f"--cpu must be one of {', '.join(tg.CPUS)}, got {cpu!r}")
@@ -307,9 +315,11 @@ def pil(
     rt = load_rt(robot, precision=precision, portable_math=True, **(options or {}))  # type: ignore[arg-type]
     if "tau_cmd" not in (rt.output_dtype.names or ()):
         raise ValueError(f"{rt.label}: no controller (out.tau_cmd): processor-in-the-loop needs a closed loop")
+    stage("the demo's collision run on the host (design, loopback)")
     traj, tau_ext, host, onset = scenario(robot, rt, seconds)
     if any(not 0 <= k < len(traj.time) for k in corrupt):
         raise ValueError(f"--corrupt: sample numbers 0..{len(traj.time) - 1}")
+    stage("building the PIL firmware")
     extra: dict[str, Any] = {}
     if board_name is None:
         image = PilImage(build_pil(rt, cpu, out).out / "pil.elf", tg.CPUS[cpu])
@@ -323,7 +333,9 @@ def pil(
             "state_and_stack_in": "CCM" if ccm else "SRAM (this QEMU maps no CCM: before 8.0)",
             "image": str(built.path(".elf")),
         }
-    run, link, final, seconds = run_pil(image, rt, traj, tau_ext, corrupt)
+    stage("samples through the board (QEMU)")
+    exchanged = None if samples is None else (lambda k: samples(k, len(traj.time)))
+    run, link, final, seconds = run_pil(image, rt, traj, tau_ext, corrupt, exchanged)
     if board_name is not None:
         extra.update(stm32.decode_report(final[6:]))
     board = image.cpu

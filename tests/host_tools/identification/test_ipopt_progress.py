@@ -49,15 +49,15 @@ def test_time_left_from_the_iterations_done() -> None:
     assert its.seconds_left() is None and "left" not in its.text()
     now[0] = 101.0
     its.at(0, 10)  # 10 iterations in 1 s: 0.1 s each
-    # upper bound: 90 more of this start and 100 of the next, at 0.1 s
+    # at IPOPT's limit: 90 more of this start and 100 of the next, at 0.1 s
     assert its.seconds_left() == pytest.approx((19.0, 19.0))
-    assert its.text() == "start 1/2, iteration 10/100, at most 19 s left"
+    assert its.text() == "start 1/2, iteration 10/100, 19 s left at IPOPT's limit"
     now[0] = 104.0
     its.at(0, 40)
     its.at(1, 0)  # the first start ended at 40 iterations, in 4 s
-    # estimate: the next start as long as the first (40 x 0.1 s); bound: IPOPT's limit (100 x 0.1 s)
+    # estimate: the next start as long as the first (40 x 0.1 s); at IPOPT's limit: 100 x 0.1 s
     assert its.seconds_left() == pytest.approx((4.0, 10.0))
-    assert its.text() == "start 2/2, iteration 0/100, about 4 s left (at most 10 s)"
+    assert its.text() == "start 2/2, iteration 0/100, about 4 s left (10 s at IPOPT's limit)"
     its.at(2, 0)
     assert its.text() == "2 starts ended"
 

@@ -55,7 +55,21 @@ def test_a_corrupted_input_frame_is_counted_and_the_board_runs_on(tmp_path: Path
     """One payload byte flipped on the wire at sample 500: the board's CRC check counts it, the
     sample still runs (encoders marked lost), the loop completes."""
     tools()
-    doc = pil.pil(load_robot("kuka_iiwa14"), "cortex-m33", "float", tmp_path, corrupt=frozenset({500}), seconds=2.0)
+    counted: list[tuple[int, int]] = []
+    stages: list[str] = []
+    doc = pil.pil(
+        load_robot("kuka_iiwa14"),
+        "cortex-m33",
+        "float",
+        tmp_path,
+        corrupt=frozenset({500}),
+        seconds=2.0,
+        stage=stages.append,
+        samples=lambda k, n: counted.append((k, n)),
+    )
+    # the progress: each stage named, then every sample exchanged counted against the run's length
+    assert stages[-1] == "samples through the board (QEMU)" and len(stages) == 3
+    assert counted == [(k, doc["samples"]) for k in range(doc["samples"])]
     assert doc["frames_corrupted"] == 1 and doc["frames_lost"] == 0
     assert doc["steps_on_board"] == doc["samples"]
     assert doc["max_q_difference"] > 0  # the lost sample changed the run: it was not silently used

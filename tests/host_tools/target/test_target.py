@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -304,6 +305,10 @@ def test_cli_target_run_json_and_errors(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["robot"] == "planar2" and doc["cpu"] == "cortex-m7" and doc["precision"] == "double"
     assert doc["max_rel_error"] <= 1e-12 and doc["same_collision_sample"] is True
+    # off a terminal, QEMU's samples are counted in plain lines (the JSON above is stdout alone); the
+    # last count always: every sample of the run written
+    counted = re.search(r"samples through planar2_rt_step in QEMU .*: (\d+)/\1\b", r.stderr)
+    assert "\r" not in r.stderr and counted, r.stderr
     # a single-precision FPU builds float unless told otherwise (double there is soft-float)
     for cpu in ("cortex-m4f", "cortex-m33"):
         built = subprocess.run(
