@@ -43,12 +43,22 @@ class Field:
     high: float | None = None
     low_open: bool = False  # low itself excluded
     choices: tuple[float, ...] = ()  # or one of these values
+    # config fields: elements (per joint: joints, 0-based) the generated code does not read, which
+    # must stay 0 (a coefficient of a term not generated there), and why: a text with {joints}
+    # ("joint 3", "joints 1, 4") and {value} (the first non-zero one)
+    unused: tuple[int, ...] = ()
+    unused_why: str = ""
 
     def problem(self, values: np.ndarray) -> str | None:
         """Why these values are not valid for this field, or None."""
         v = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(v)):
             return "must be finite numbers"
+        flat = v.ravel()
+        bad = [i for i in self.unused if flat[0 if flat.size == 1 else i] != 0]
+        if bad:
+            joints = ("joint " if len(bad) == 1 else "joints ") + ", ".join(str(i + 1) for i in bad)
+            return self.unused_why.format(joints=joints, value=flat[0 if flat.size == 1 else bad[0]])
         if self.ctype != "real" and not np.all(v == np.round(v)):
             return "must be integers"
         if self.choices and not np.all(np.isin(v, self.choices)):

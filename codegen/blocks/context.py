@@ -57,10 +57,16 @@ class Ctx:
             return None
         return cs.SX.sym("coulomb_scale", self.n)
 
+    @property
+    def has_friction_terms(self) -> bool:
+        """Whether the pipeline has the ``fric`` block (codegen.blocks.friction): with run-time
+        parameters, where the description declares a friction term on some joint."""
+        return not self.constant and any(self.robot.friction_terms)
+
     def friction_terms(self) -> tuple[list[tuple[str, cs.SX]], cs.SX]:
         """Bindings an observer takes for the friction terms beyond viscous + Coulomb (the ``fric``
-        block, codegen.blocks.friction: present with run-time parameters), and their torque."""
-        if self.constant:
+        block: has_friction_terms), and their torque (0 without the block)."""
+        if not self.has_friction_terms:
             return [], cs.SX.zeros(self.n)
         tau = cs.SX.sym("fric_tau", self.n)
         return [("st.fric.tau", tau)], tau

@@ -17,6 +17,13 @@ docs/identification.md):
 - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
   decay with velocity ``stribeck_velocity``.
 
+Generated per joint for the terms the description declares (``friction:``, Robot.friction_terms;
+``manipgen generate --friction-from CONFIG`` adds those an identified config sets): a joint's
+other terms are not in the C, and a non-zero coefficient for them is refused (Field.unused) rather
+than ignored; without any term the pipeline has no such block. The coefficients and shape
+parameters of the generated terms are run-time config: identification's fitted lengths and
+velocities reach the firmware without regenerating where the form is the same.
+
 The observers add tau_f to their model's friction; the controllers compensate the description's
 friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
 ask for). With the coefficients at 0 (the default) the terms vanish and the pipeline is the
@@ -25,8 +32,11 @@ description's model.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import casadi as cs
 
+from codegen.model.robot import FRICTION_TERMS
 from codegen.symbolic.dynamics import dahl_step, stribeck
 
 from .base import Block, Field, sx_function
@@ -34,77 +44,151 @@ from .context import Ctx
 
 DAHL_LENGTH = 1e-3  # rad (m): the lengths' default (no effect while their coefficient is 0)
 STRIBECK_VELOCITY = 0.1  # rad/s (m/s): likewise
+UNIT = "N m or N per joint"
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term's run-time fields: its coefficient and shape parameter (and Dahl state, if any)."""
+
+    name: str  # as the description's friction: section names it (FRICTION_TERMS)
+    title: str
+    coefficient: str
+    shape: str
+    shape_doc: str
+    shape_default: float
+    state: str = ""  # its Dahl state ('' = none)
+    coefficient_doc: str = ""
+    state_doc: str = ""
+
+
+TERMS = {
+    t.name: t
+    for t in (
+        Term(
+            "dahl",
+            "Dahl",
+            "fd",
+            "dahl_length",
+            "Dahl length of z (rad or m)",
+            DAHL_LENGTH,
+            "z",
+            f"FD: Dahl friction's coefficient ({UNIT})",
+            "Dahl state z",
+        ),
+        Term(
+            "load",
+            "load-dependent",
+            "fl",
+            "load_dahl_length",
+            "Dahl length of z_L (rad or m)",
+            DAHL_LENGTH,
+            "z_load",
+            "FL: load-dependent friction's coefficient (per N m of |g(q)|)",
+            "Dahl state z_L of the load-dependent term",
+        ),
+        Term(
+            "stribeck",
+            "Stribeck",
+            "fs",
+            "stribeck_velocity",
+            "Stribeck velocity v_s (rad/s or m/s)",
+            STRIBECK_VELOCITY,
+            coefficient_doc=f"FS: Stribeck friction's coefficient ({UNIT})",
+        ),
+    )
+}
+assert tuple(TERMS) == FRICTION_TERMS
+FIELDS = frozenset(f"fric.{k}" for t in TERMS.values() for k in (t.coefficient, t.shape))  # every term's
+
+
+def missing(term: str) -> str:
+    """Why a non-zero coefficient of a term the generated code lacks is refused (Field.unused_why,
+    with {joints} and {value})."""
+    return (
+        f"the generated code has no {TERMS[term].title} term on {{joints}} (it would ignore {{value:g}}): "
+        "declare it in the description (friction: {{terms: ...}} or {{model: general}}) or generate with "
+        "--friction-from <config JSON>"
+    )
+
+
+def coefficient_term(key: str) -> str | None:
+    """The term whose coefficient the config key ``fric.<field>`` is, or None (a shape parameter)."""
+    return next((t.name for t in TERMS.values() if key == "fric." + t.coefficient), None)
+
+
+def _torque(ctx: Ctx, syms: dict[str, cs.SX], dq: cs.SX, pi: cs.SX) -> tuple[cs.SX, dict[str, cs.SX]]:
+    """tau_f per joint of the joint's terms only, and the Dahl states' update (a joint without the
+    term keeps its state, 0)."""
+    n, robot = ctx.n, ctx.robot
+    q, qd = syms["q_hat"], syms["qd_hat"]
+    updated = {t.state: [syms[t.state][j] for j in range(n)] for t in TERMS.values() if t.state in syms}
+    used = {t for j in range(n) for t in robot.terms_of(j)}
+    load = cs.fabs(ctx.call("gravity", q, pi)) if "load" in used else cs.SX.zeros(n)
+    coulomb = ctx.dyn.coulomb(qd, ctx.coulomb_scale) if "stribeck" in used else cs.SX.zeros(n)
+    tau = []
+    for j in range(n):
+        tau_j = cs.SX(0)
+        for name in robot.terms_of(j):
+            t = TERMS[name]
+            coef, shape = syms[t.coefficient][j], syms[t.shape][j]
+            if t.state:
+                updated[t.state][j] = dahl_step(syms[t.state][j], dq[j], shape)
+                tau_j += coef * updated[t.state][j] * (load[j] if name == "load" else 1)
+            else:
+                tau_j += coef * stribeck(coulomb[j], qd[j], shape)
+        tau.append(tau_j)
+    return cs.vertcat(*tau), {k: cs.vertcat(*v) for k, v in updated.items()}
 
 
 def build(ctx: Ctx) -> Block:
-    n = ctx.n
+    n, robot = ctx.n, ctx.robot
     model, pi = ctx.model_inputs()
-    q_enc, q, qd = ctx.sym("q"), ctx.sym("q_hat"), ctx.sym("qd_hat")
-    last, z, z_load = ctx.sym("q_last"), ctx.sym("z"), ctx.sym("z_load")
-    fd, length, fl, load_length = ctx.sym("fd"), ctx.sym("dahl_length"), ctx.sym("fl"), ctx.sym("load_dahl_length")
-    fs, v_s = ctx.sym("fs"), ctx.sym("stribeck_velocity")
-    dq = q_enc - last
-    z_n, z_load_n = dahl_step(z, dq, length), dahl_step(z_load, dq, load_length)
-    load = cs.fabs(ctx.call("gravity", q, pi))
-    coulomb = ctx.dyn.coulomb(qd, ctx.coulomb_scale)
-    tau = fd * z_n + fl * load * z_load_n + fs * stribeck(coulomb, qd, v_s)
+    used = [t for t in TERMS.values() if any(t.name in robot.terms_of(j) for j in range(n))]
+    states = [t.state for t in used if t.state]
+    syms = {k: ctx.sym(k) for k in ("q", "q_hat", "qd_hat", "q_last", *states)}
+    syms |= {k: ctx.sym(k) for t in used for k in (t.coefficient, t.shape)}
+    tau, updated = _torque(ctx, syms, syms["q"] - syms["q_last"], pi)
+    position = [("out.q", syms["q"])] if states else []
+    last = [("st.fric.q_last", syms["q_last"])] if states else []
     step = sx_function(
         "step",
         [
-            ("out.q", q_enc),
-            ("out.q_hat", q),
-            ("out.qd_hat", qd),
-            ("st.fric.q_last", last),
-            ("st.fric.z", z),
-            ("st.fric.z_load", z_load),
-            ("cfg.fric.fd", fd),
-            ("cfg.fric.dahl_length", length),
-            ("cfg.fric.fl", fl),
-            ("cfg.fric.load_dahl_length", load_length),
-            ("cfg.fric.fs", fs),
-            ("cfg.fric.stribeck_velocity", v_s),
+            *position,
+            ("out.q_hat", syms["q_hat"]),
+            ("out.qd_hat", syms["qd_hat"]),
+            *last,
+            *((f"st.fric.{s}", syms[s]) for s in states),
+            *(
+                b
+                for t in used
+                for b in ((f"cfg.fric.{t.coefficient}", syms[t.coefficient]), (f"cfg.fric.{t.shape}", syms[t.shape]))
+            ),
             *model,
         ],
-        [("st.fric.z", z_n), ("st.fric.z_load", z_load_n), ("st.fric.q_last", q_enc), ("st.fric.tau", tau)],
+        [
+            *((f"st.fric.{s}", updated[s]) for s in states),
+            *(("st.fric.q_last", syms["q"]),) * bool(states),
+            ("st.fric.tau", tau),
+        ],
         "Dahl states and the terms' torque",
     )
-    unit = "N m or N per joint"
+    config: list[Field] = []
+    for t in used:
+        unused = tuple(j for j in range(n) if t.name not in robot.terms_of(j))
+        config.append(
+            Field(t.coefficient, "real", (n,), t.coefficient_doc, (0.0,) * n, unused=unused, unused_why=missing(t.name))
+        )
+        config.append(Field(t.shape, "real", (n,), t.shape_doc, (t.shape_default,) * n, low=0.0, low_open=True))
+    state = [Field("q_last", "real", (n,), "encoder position of the last sample")] if states else []
+    state += [Field(t.state, "real", (n,), t.state_doc) for t in used if t.state]
     return Block(
         kind="fric",
         name="terms",
         doc=__doc__ or "",
         template="friction",
-        config=[
-            Field("fd", "real", (n,), f"FD: Dahl friction's coefficient ({unit})", (0.0,) * n),
-            Field(
-                "dahl_length", "real", (n,), "Dahl length of z (rad or m)", (DAHL_LENGTH,) * n, low=0.0, low_open=True
-            ),
-            Field("fl", "real", (n,), "FL: load-dependent friction's coefficient (per N m of |g(q)|)", (0.0,) * n),
-            Field(
-                "load_dahl_length",
-                "real",
-                (n,),
-                "Dahl length of z_L (rad or m)",
-                (DAHL_LENGTH,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-            Field("fs", "real", (n,), f"FS: Stribeck friction's coefficient ({unit})", (0.0,) * n),
-            Field(
-                "stribeck_velocity",
-                "real",
-                (n,),
-                "Stribeck velocity v_s (rad/s or m/s)",
-                (STRIBECK_VELOCITY,) * n,
-                low=0.0,
-                low_open=True,
-            ),
-        ],
-        state=[
-            Field("q_last", "real", (n,), "encoder position of the last sample"),
-            Field("z", "real", (n,), "Dahl state z"),
-            Field("z_load", "real", (n,), "Dahl state z_L of the load-dependent term"),
-            Field("tau", "real", (n,), "the terms' torque tau_f this sample (N m or N)"),
-        ],
+        config=config,
+        state=[*state, Field("tau", "real", (n,), "the terms' torque tau_f this sample (N m or N)")],
         functions=[step],
+        options={"terms": tuple(robot.terms_of(j) for j in range(n)), "position": bool(states)},
     )

@@ -233,7 +233,7 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
             "as inputs)",
         )
     if observer.build is not None:
-        if not options.constant_params:  # the friction terms the observer's model adds (ctx.friction_terms)
+        if ctx.has_friction_terms:  # the friction terms the observer's model adds (ctx.friction_terms)
             blocks.append(friction.build(ctx))
         blocks.append(observer.build(ctx))
         blocks.append(detect.build(ctx, window=observer.window))

@@ -251,6 +251,7 @@ class RtEmitter:
                     "state": fl(b.state),
                     "ranges": {
                         f.name: {"low": f.low, "high": f.high, "low_open": f.low_open, "choices": list(f.choices)}
+                        | ({"unused": list(f.unused), "unused_why": f.unused_why} if f.unused else {})
                         for f in b.config
                     },
                     "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in b.options.items()},

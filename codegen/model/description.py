@@ -33,6 +33,7 @@ from codegen.model.schema import (
     elastic_drives,
     read_common,
     read_encoder,
+    read_friction,
     read_imus,
     read_inertial,
     read_joint_params,
@@ -145,6 +146,8 @@ def robot_from_yaml(path: str | Path) -> Robot:
     )
     if "imus" in top:
         kw["imus"] = read_imus(doc, top["imus"], tuple(joints))
+    if "friction" in top:
+        kw["friction_terms"] = read_friction(doc, top["friction"], tuple(joints))
     return Robot(
         file=str(path),
         convention=convention,

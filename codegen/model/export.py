@@ -241,6 +241,9 @@ def _header(robot: Robot, header: str, convention: str) -> list[str]:
     c = robot.coulomb
     scales = _num(c.velocity_scale[0]) if len(set(c.velocity_scale)) == 1 else _vec(c.velocity_scale)
     out.append("coulomb: {model: sign}" if c.model == "sign" else f"coulomb: {{model: tanh, velocity_scale: {scales}}}")
+    if robot.friction_terms:  # per joint by name (schema.read_friction)
+        terms = (f"{json.dumps(j.name)}: [{', '.join(robot.terms_of(i))}]" for i, j in enumerate(robot.joints))
+        out.append(f"friction: {{terms: {{{', '.join(terms)}}}}}")
     return out
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -141,6 +141,12 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
     return a
 
 
+# Friction terms beyond viscous + Coulomb a joint may declare (the description's ``friction:``;
+# codegen.blocks.friction generates each with run-time coefficients): position-domain (Dahl),
+# load-dependent (Dahl times the gravity torque) and Stribeck friction
+FRICTION_TERMS = ("dahl", "load", "stribeck")
+
+
 @dataclass(frozen=True)
 class Coulomb:
     """sign(qd), or tanh(qd_i / velocity_scale_i) (smooth; fits real data better, Liu et al. README).
@@ -197,11 +203,17 @@ class Robot:
     source: str = ""
     realtime: RealtimeSection = RealtimeSection()  # the realtime: section, read by codegen.blocks.options
     imus: tuple[Imu, ...] = ()  # link-mounted IMUs (the imus: section), for the imu estimator
+    # per joint, the FRICTION_TERMS its generated code has (the friction: section; () = none on any joint)
+    friction_terms: tuple[tuple[str, ...], ...] = ()
     digest: str = field(default="", compare=False)  # hash of the description (file bytes + options)
 
     @property
     def dof(self) -> int:
         return len(self.joints)
+
+    def terms_of(self, joint: int) -> tuple[str, ...]:
+        """The friction terms beyond viscous + Coulomb joint ``joint`` (0-based) declares."""
+        return self.friction_terms[joint] if self.friction_terms else ()
 
     @property
     def elastic(self) -> bool:
@@ -247,6 +259,18 @@ class Robot:
     @property
     def tip_matrix(self) -> np.ndarray:
         return np.array(self.tip)
+
+
+def with_friction_terms(robot: Robot, extra: Sequence[Iterable[str]]) -> Robot:
+    """The robot with the friction terms ``extra`` (per joint) besides its own, e.g. those an
+    identified config sets (host_tools.bindings.rt.config_friction_terms); itself if none is new."""
+    merged = tuple(
+        tuple(t for t in FRICTION_TERMS if t in robot.terms_of(j) or t in set(extra[j])) for j in range(robot.dof)
+    )
+    if all(m == robot.terms_of(j) for j, m in enumerate(merged)):
+        return robot
+    terms = merged if any(merged) else ()
+    return replace(robot, friction_terms=terms, digest=digest_of(robot.digest.encode(), repr(terms).encode()))
 
 
 def digest_of(*parts: bytes) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 
 from codegen.model import spatial
 from codegen.model.robot import (
+    FRICTION_TERMS,
     JOINT_PARAMS,
     LINK_PARAMS,
     Coulomb,
@@ -41,6 +42,7 @@ TOP_KEYS = {
     "joints",
     "realtime",
     "imus",
+    "friction",
 }
 JOINT_KEYS = {
     "name",
@@ -331,17 +333,7 @@ def read_imus(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[Imu,
     for i, raw in enumerate(value):
         where = path + (i,)
         m = check_keys(doc, where, raw, {"link", "xyz", "rpy", "name"}, "IMU placement")
-        link = require(doc, where, m, "link")
-        if isinstance(link, bool) or not isinstance(link, (int, str)):
-            raise doc.error(where + ("link",), f"expected a joint name or a number 1..{len(joints)}, got {link!r}")
-        if isinstance(link, int):
-            if not 1 <= link <= len(joints):
-                raise doc.error(where + ("link",), f"joint number must be 1..{len(joints)}, got {link}")
-            index = link - 1
-        elif link in names:
-            index = names.index(link)
-        else:
-            raise doc.error(where + ("link",), f"no joint named {link!r}; joints: {', '.join(names)}")
+        index = _joint_index(doc, where + ("link",), require(doc, where, m, "link"), names)
         xyz = vector(doc, where + ("xyz",), m.get("xyz", [0, 0, 0]), 3)
         rot = spatial.rpy(*vector(doc, where + ("rpy",), m.get("rpy", [0, 0, 0]), 3))
         if np.linalg.norm(xyz) > 10.0:
@@ -352,6 +344,52 @@ def read_imus(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[Imu,
         placed = joints[index].post_matrix @ spatial.homogeneous(rot, xyz)
         out.append(Imu(name, index, as_tuple(placed)))
     return tuple(out)
+
+
+def _joint_index(doc: Located, path: Path_t, key: Any, names: list[str]) -> int:
+    """A joint named by its name or its 1-based number."""
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise doc.error(path, f"expected a joint name or a number 1..{len(names)}, got {key!r}")
+    if isinstance(key, str) and key not in names and key.isdigit():  # a mapping's key read as text
+        key = int(key)
+    if isinstance(key, int):
+        if not 1 <= key <= len(names):
+            raise doc.error(path, f"joint number must be 1..{len(names)}, got {key}")
+        return key - 1
+    if key not in names:
+        raise doc.error(path, f"no joint named {key!r}; joints: {', '.join(names)}")
+    return names.index(key)
+
+
+def _terms(doc: Located, path: Path_t, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or any(t not in FRICTION_TERMS for t in value):
+        raise doc.error(path, f"expected a list of terms from {', '.join(FRICTION_TERMS)}, got {value!r}")
+    return tuple(t for t in FRICTION_TERMS if t in value)
+
+
+def read_friction(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[tuple[str, ...], ...]:
+    """``friction: {model: general}`` (every term on every joint) or ``friction: {terms: [stribeck]}``
+    (these on every joint) or ``friction: {terms: {<joint name or 1-based number>: [dahl, load]}}``:
+    the friction terms beyond viscous + Coulomb (FRICTION_TERMS) the generated code has per joint,
+    their coefficients and shape parameters run-time config (codegen.blocks.friction). Without
+    the section: none."""
+    path: Path_t = ("friction",)
+    m = check_keys(doc, path, value, {"model", "terms"}, "friction terms")
+    if ("model" in m) == ("terms" in m):
+        raise doc.error(path, "give either model: general (every term on every joint) or terms: (which terms)")
+    if "model" in m:
+        if m["model"] not in ("general", "description"):
+            raise doc.error(path + ("model",), f"must be 'general' or 'description', got {m['model']!r}")
+        every = FRICTION_TERMS if m["model"] == "general" else ()
+        out: list[tuple[str, ...]] = [every] * len(joints)
+    elif isinstance(m["terms"], dict):
+        names = [j.name for j in joints]
+        out = [()] * len(joints)
+        for key, terms in m["terms"].items():
+            out[_joint_index(doc, path + ("terms", key), key, names)] = _terms(doc, path + ("terms", key), terms)
+    else:
+        out = [_terms(doc, path + ("terms",), m["terms"])] * len(joints)
+    return tuple(out) if any(out) else ()
 
 
 def read_realtime(doc: Located, value: Any) -> RealtimeSection:

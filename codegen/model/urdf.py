@@ -38,6 +38,7 @@ from codegen.model.schema import (
     elastic_drives,
     read_common,
     read_encoder,
+    read_friction,
     read_imus,
     read_joint_params,
     read_limits,
@@ -400,6 +401,8 @@ def robot_from_urdf(
     check_coulomb_scales(ov.doc, kw, len(chain_joints))
     if "imus" in ov.top:
         kw["imus"] = read_imus(ov.doc, ov.top["imus"], chain_joints)
+    if "friction" in ov.top:
+        kw["friction_terms"] = read_friction(ov.doc, ov.top["friction"], chain_joints)
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
     return Robot(
         file=file,

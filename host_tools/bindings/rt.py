@@ -19,20 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import kalman
+from codegen.blocks import friction, kalman
 from codegen.blocks.base import Field
 from codegen.blocks.options import EstimatorChoice, RtOptions, parse_estimator, parse_label, realtime_defaults
 from codegen.emit.cprint import Precision
 from codegen.emit.files import write_file
-from codegen.model.robot import Robot
+from codegen.model.robot import Robot, with_friction_terms
 from host_tools.bindings.build import build
 from host_tools.bindings.compiled import generated_folder
 
 CONFIG_FORMAT = "manipgen-rt-config"
 CONFIG_VERSION = 1
 ANY_PIPELINE = "any"  # a config's "pipeline" when it holds only fields of the robot's model
-# blocks a config for ANY_PIPELINE may set that a pipeline need not have: their fields are skipped there
-OPTIONAL_KINDS = frozenset({"fric"})
 _PRIMITIVE = {"double": "f8", "float": "f4", "int32_t": "i4", "uint32_t": "u4", "int64_t": "i8", "uint8_t": "u1"}
 
 
@@ -77,8 +75,51 @@ def manifest_fields(rt: dict[str, Any]) -> dict[str, Field]:
                 high=r["high"],
                 low_open=r["low_open"],
                 choices=tuple(r["choices"]),
+                unused=tuple(r.get("unused", ())),
+                unused_why=r.get("unused_why", ""),
             )
     return out
+
+
+def missing_term(key: str, values: np.ndarray) -> None:
+    """A config value for a friction term (``fric.*``) the generated code has on no joint: accepted
+    (and without effect) where the term's coefficient is 0, refused in one line where it is not."""
+    term = friction.coefficient_term(key)
+    if not np.all(np.isfinite(values)):
+        raise ConfigError(f"{key}: must be finite numbers")
+    nonzero = np.flatnonzero(np.ravel(values))
+    if term is not None and nonzero.size:
+        joints = (
+            "any joint"
+            if np.size(values) == 1
+            else f"joint{'s' * (nonzero.size > 1)} " + ", ".join(str(j + 1) for j in nonzero)
+        )
+        raise ConfigError(f"{key}: " + friction.missing(term).format(joints=joints, value=np.ravel(values)[nonzero[0]]))
+
+
+def with_config_terms(robot: Robot, path: str | Path) -> Robot:
+    """The robot with the friction terms (codegen.blocks.friction) a config JSON sets a non-zero
+    coefficient for on some joint (identify's config_identified.json: the terms it chose), besides
+    the description's: the description to generate a pipeline that takes that config."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        values = doc["config"]
+        if not isinstance(values, dict):
+            raise TypeError
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: cannot read the friction terms of a {CONFIG_FORMAT} JSON ({exc!r})") from None
+    extra: list[list[str]] = [[] for _ in range(robot.dof)]
+    for term in friction.TERMS.values():
+        key = f"fric.{term.coefficient}"
+        if key not in values:
+            continue
+        try:
+            v = np.broadcast_to(np.asarray(values[key], dtype=float), (robot.dof,))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{path}: config.{key}: expected 1 or {robot.dof} numbers, got {values[key]!r}") from None
+        for j in np.flatnonzero(v):
+            extra[j].append(term.name)
+    return with_friction_terms(robot, extra)
 
 
 class RtConfig:
@@ -104,12 +145,15 @@ class RtConfig:
         return self._s[kind][name]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        kind, name = self._split(key)
-        target = self._s[kind][name]
         try:
             v = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise ConfigError(f"{key}: expected numbers, got {value!r}") from None
+        if key in friction.FIELDS and key not in self._fields and key not in self.keys():
+            missing_term(key, v)  # a term the generated code lacks: zeros (and its shape) change nothing
+            return
+        kind, name = self._split(key)
+        target = self._s[kind][name]
         problem = self._fields[key].problem(v) if key in self._fields else None
         if problem:
             raise ConfigError(f"{key}: {problem}")
@@ -170,10 +214,7 @@ class RtConfig:
         values = doc.get("config")
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: config: expected a mapping of block.field values")
-        kinds = {k.partition(".")[0] for k in self.keys()}
-        for key, value in values.items():
-            if doc.get("pipeline") == ANY_PIPELINE and key.partition(".")[0] in OPTIONAL_KINDS - kinds:
-                continue  # e.g. an identified model's friction terms, in a pipeline without an observer
+        for key, value in values.items():  # friction terms the pipeline lacks: refused unless 0 (__setitem__)
             try:
                 self[key] = value
             except ConfigError as exc:

@@ -39,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pipe.add_argument("--controller", help="as manipgen generate --controller")
     pipe.add_argument("--constant-params", action="store_true", default=None, help="as manipgen generate")
     pipe.add_argument("--sample-period", type=sample_period_argument, metavar="SECONDS", help="as manipgen generate")
+    pipe.add_argument("--friction-from", metavar="CONFIG", help="as manipgen generate (the config itself, typically)")
     e.set_defaults(handler=run)
 
 
@@ -53,7 +54,14 @@ def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
     from host_tools.bindings.compiled import generated_folder
-    from host_tools.bindings.rt import ANY_PIPELINE, CONFIG_FORMAT, ConfigError, Realtime, rt_options
+    from host_tools.bindings.rt import (
+        ANY_PIPELINE,
+        CONFIG_FORMAT,
+        ConfigError,
+        Realtime,
+        rt_options,
+        with_config_terms,
+    )
 
     def fail(message: str) -> int:
         print(f"manipgen: error: {message}", file=sys.stderr)
@@ -75,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc}{hint}")
     if robot.c_name != doc["robot"]:
         return fail(f"{path}: robot: written for {doc['robot']!r}, --robot gives {robot.c_name!r}")
+    if args.friction_from:
+        try:
+            robot = with_config_terms(robot, args.friction_from)
+        except ConfigError as exc:
+            return fail(f"--friction-from {exc}")
     try:
         base = realtime_defaults(robot).options
         given = rt_options(

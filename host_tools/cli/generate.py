@@ -96,6 +96,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from codegen.emit.generate import generate
 
     robot = robot_of(args)
+    if args.friction_from:
+        from host_tools.bindings.rt import ConfigError, with_config_terms
+
+        try:
+            robot = with_config_terms(robot, args.friction_from)
+        except ConfigError as exc:
+            print(f"manipgen: error: --friction-from {exc}", file=sys.stderr)
+            return 2
     out = Path(args.out) if args.out else Path("out") / robot.c_name  # the repo's generated/: `make generated`
     if not args.out and not args.force:
         _refuse_another_robots_folder(out, robot)
@@ -118,6 +126,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         if f["ops"] is not None:
             print(f"  {f['name']:<22} {f['ops']:>6} ops")
     print(f"real-time pipeline ({robot.c_name}_rt.h): {rt.label}")
+    if robot.friction_terms:
+        terms = (f"{j.name}: {', '.join(robot.terms_of(i))}" for i, j in enumerate(robot.joints) if robot.terms_of(i))
+        print(f"  friction terms (run-time coefficients fric.*): {'; '.join(terms)}")
     for name, ops in manifest["rt"]["ops"].items():
         print(f"  {name:<34} {ops:>6} ops")
     return 0
@@ -229,6 +240,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
         type=sample_period_argument,
         metavar="SECONDS",
         help="real-time sample period (default: the description's sample_period)",
+    )
+    g.add_argument(
+        "--friction-from",
+        metavar="CONFIG",
+        help="a config JSON (identify's config_identified.json): generate the friction terms (Dahl, load-dependent, "
+        "Stribeck) it sets on each joint, besides those the description's friction: section declares",
     )
     g.set_defaults(handler=cmd_generate)
     i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.bindings.rt import ConfigError, load_rt, with_config_terms
     from host_tools.bindings.source import PipelineSource
     from host_tools.data.checks import check_log
     from host_tools.data.formats import read_log
@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         robot = robot_of(args)
+        if args.config:  # the friction terms it sets (identify's choice) are generated
+            robot = with_config_terms(robot, args.config)
         rt = load_rt(robot, estimator=args.estimator, observer=args.observer)
         gain = tunable(rt) if args.tune else None
         if args.config:

@@ -253,8 +253,9 @@ def write_params_config(
 ) -> Path:
     """A config JSON (docs/realtime.md) setting ``model.params`` and the ``extra`` fields (the Coulomb
     scales, the friction terms' ``fric.*``): it loads into any pipeline of the robot with run-time
-    parameters (``rt.config.load``, ``--config``; a pipeline without the ``fric`` block, i.e.
-    without an observer, skips its fields)."""
+    parameters (``rt.config.load``, ``--config``) generated with the friction terms it sets (the
+    description's ``friction:``, ``manipgen generate --friction-from``): a non-zero ``fric.*``
+    coefficient of a term a pipeline lacks is refused there, a zero one skipped)."""
     from host_tools.bindings.rt import ANY_PIPELINE, CONFIG_FORMAT, CONFIG_VERSION
 
     doc = {

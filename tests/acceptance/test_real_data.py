@@ -259,12 +259,14 @@ def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys
     # config_identified.json carries model.params into the description's generated pipelines: the
     # identified model explains the torque better, so the momentum residual on the fitting run drops
     # on the inertia-dominated joints 1-3 (joints 4-6: friction, unchanged within noise)
-    from host_tools.bindings.rt import load_rt
+    from host_tools.bindings.rt import load_rt, with_config_terms
     from host_tools.data.formats import read_log
     from host_tools.studies.thresholds import design_thresholds
 
     log = read_log(RUNS["FinDiff"], load_robot("schunk_lwa4p")).log
-    rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
+    # generated with the friction terms the config sets (identify's choice; 0 until it is loaded)
+    robot = with_config_terms(load_robot("schunk_lwa4p"), tmp_path / "config_identified.json")
+    rt = load_rt(robot, estimator="kalman", observer="momentum")
     nominal = design_thresholds(rt, log).max_residual
     rt.config.load(tmp_path / "config_identified.json")
     np.testing.assert_array_equal(rt.config["model.params"], pi)
@@ -345,14 +347,16 @@ def _terms_online(out: Path, doc: dict, other: Path) -> None:
     (measured 30.5 against 53.1 N m, 0.57 x; the parameters alone: 45.6, 0.86 x)."""
     import json
 
-    from host_tools.bindings.rt import load_rt
+    from host_tools.bindings.rt import load_rt, with_config_terms
     from host_tools.data.formats import read_log
     from host_tools.studies.thresholds import replay
 
     config = json.loads((out / "config_identified.json").read_text())["config"]
     assert {k: config[k] for k in config if k.startswith("fric.")} == doc["friction_terms"]["runtime_config"]
     log = read_log(other, load_robot("schunk_lwa4p")).log
-    rt = load_rt("schunk_lwa4p", estimator="kalman", observer="momentum")
+    robot = with_config_terms(load_robot("schunk_lwa4p"), out / "config_identified.json")  # identify's terms
+    assert robot.friction_terms  # the description declares none: the config's are generated
+    rt = load_rt(robot, estimator="kalman", observer="momentum")
     k0 = int(round(0.5 / rt.sample_period))
 
     def max_r() -> np.ndarray:

@@ -25,6 +25,6 @@ def step_only(d: Data, block: Block, ctx: Ctx) -> None:
 
 @register("terms")
 def friction_terms(d: Data, block: Block, ctx: Ctx) -> None:
-    if d["loc.first"]:
+    if d["loc.first"] and block.options["position"]:
         d["st.fric.q_last"] = d["out.q"].copy()
     evaluate(block.fn("step"), d)

@@ -1,5 +1,6 @@
 """The identified model online (#24): the friction terms' block (codegen.blocks.friction) and the
-Coulomb scales as run-time fields of the generated pipeline.
+Coulomb scales as run-time fields of the generated pipeline (the terms generated as the description
+asks: here the LWA-4P with ``friction: {model: general}``, every term on every joint; #47).
 
 Against the numpy reference (same CasADi expressions, plumbing written twice) and against closed
 forms: the direct observer has no state (r = rnea + tau_f - tau), so two runs that differ only in the
@@ -21,6 +22,19 @@ from tests.codegen.blocks.helpers import at, fresh_rt, only_steps, reference, re
 from tests.codegen.blocks.signals import inputs
 
 ROBOT = "schunk_lwa4p"  # smooth (tanh) Coulomb friction: its scales are run-time fields
+
+
+@pytest.fixture(scope="module")
+def general(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The LWA-4P's description asking for the general friction model (same name, so configs of
+    schunk_lwa4p load into it)."""
+    from codegen.resources import bundled_robot_path
+
+    path = tmp_path_factory.mktemp("general") / "schunk_lwa4p.yaml"
+    path.write_text(bundled_robot_path(ROBOT).read_text() + "\nfriction: {model: general}\n")
+    return str(path)
+
+
 TERMS = {
     "fric.fd": [2.0, 1.5, 0.5, 0.8, 0.3, 0.2],
     "fric.dahl_length": [1e-4, 3e-4, 1e-3, 1e-4, 5e-4, 5e-4],
@@ -33,10 +47,10 @@ TERMS = {
 }
 
 
-def test_c_matches_the_reference_with_terms_and_scales() -> None:
+def test_c_matches_the_reference_with_terms_and_scales(general: str) -> None:
     """3000 samples of plausible motion with every term on: C and reference agree to 1e-9."""
-    rt = fresh_rt(ROBOT, "kalman", "momentum", "computed_torque")
-    ref = reference(ROBOT, "kalman", "momentum", "computed_torque")
+    rt = fresh_rt(general, "kalman", "momentum", "computed_torque")
+    ref = reference(general, "kalman", "momentum", "computed_torque")
     for key, value in TERMS.items():
         rt.config[key] = value
     ref.set_config(TERMS)
@@ -51,12 +65,12 @@ def test_c_matches_the_reference_with_terms_and_scales() -> None:
 
 
 @pytest.mark.parametrize("estimator", ["nlhg", "slimod"])
-def test_model_based_estimators_take_the_runtime_coulomb_scales(estimator: str) -> None:
+def test_model_based_estimators_take_the_runtime_coulomb_scales(estimator: str, general: str) -> None:
     """nlhg and slimod call the dynamics library's forward dynamics, which has the description's
     scales compiled in: their torque is corrected by the run-time scales' friction change. C and
     reference agree from identical states, and the scales change the estimate."""
-    rt = fresh_rt(ROBOT, estimator, "momentum", "computed_torque")
-    ref = reference(ROBOT, estimator, "momentum", "computed_torque")
+    rt = fresh_rt(general, estimator, "momentum", "computed_torque")
+    ref = reference(general, estimator, "momentum", "computed_torque")
     ins = inputs(1500, 6, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=4, tau_scale=3.0)
     described = rt.run(only_steps(ins))["qd_hat"]
     rt.reset()
@@ -88,9 +102,9 @@ def _ramp_inputs(rt, k: int) -> dict[str, np.ndarray]:
     }
 
 
-def test_terms_in_closed_form() -> None:
+def test_terms_in_closed_form(general: str) -> None:
     """r(with a term) - r(without) = the term's torque, computed independently (module docstring)."""
-    rt = fresh_rt(ROBOT, "kalman", "direct", "none")
+    rt = fresh_rt(general, "kalman", "direct", "none")
     rt.config["det.threshold"] = 1e6
     k = 600
     ins = _ramp_inputs(rt, k)
@@ -151,12 +165,14 @@ def test_terms_in_closed_form() -> None:
     np.testing.assert_allclose(d[:, 1], 0.2 * np.abs(g_load) * z_l, rtol=0, atol=1e-9 * np.max(np.abs(g_load)))
 
 
-def test_terms_config_is_checked_and_skipped_where_no_observer(tmp_path) -> None:
+def test_terms_config_is_checked_and_refused_where_not_generated(general: str, tmp_path) -> None:
     """A Dahl length or Stribeck velocity of 0 is refused; an identified config (pipeline "any")
-    with fric fields loads into a pipeline without an observer (no fric block) and sets the rest."""
+    loads into a pipeline without the terms (the description's: none declared; or without an
+    observer) where their coefficients are 0, and is refused in one line naming the field, the
+    term and the joints where one is not (#47: never silently ignored)."""
     import json
 
-    rt = fresh_rt(ROBOT, "kalman", "momentum", "computed_torque")
+    rt = fresh_rt(general, "kalman", "momentum", "computed_torque")
     for key in ("fric.dahl_length", "fric.load_dahl_length", "fric.stribeck_velocity", "model.coulomb_scale"):
         with pytest.raises(ConfigError):
             rt.config[key] = 0.0
@@ -167,19 +183,66 @@ def test_terms_config_is_checked_and_skipped_where_no_observer(tmp_path) -> None
         "version": 1,
         "robot": ROBOT,
         "pipeline": "any",
-        "config": {"model.params": params, "fric.fd": [1.0] * 6},
+        "config": {"model.params": params, "fric.fd": [0.0] * 6, "fric.dahl_length": [1e-4] * 6},
     }
     path.write_text(json.dumps(doc))
     bare = fresh_rt(ROBOT, "kalman", "none", "computed_torque")
-    assert not any(key.startswith("fric.") for key in bare.config.keys())
-    bare.config.load(path)
-    np.testing.assert_array_equal(bare.config["model.params"], params)
-    rt.config.load(path)
-    np.testing.assert_array_equal(rt.config["fric.fd"], [1.0] * 6)
-    doc["pipeline"] = rt.label  # a config written for one pipeline names every field it sets
+    described = fresh_rt(ROBOT, "kalman", "momentum", "computed_torque")
+    for pipe in (bare, described):
+        assert not any(key.startswith("fric.") for key in pipe.config.keys())
+        pipe.config.load(path)
+        np.testing.assert_array_equal(pipe.config["model.params"], params)
+    doc["config"]["fric.fd"] = [0.0, 0.0, 1.5, 0.0, 0.0, 0.3]
     path.write_text(json.dumps(doc))
-    with pytest.raises(ConfigError, match="fric"):
-        bare.config.load(path)
+    rt.config.load(path)
+    np.testing.assert_array_equal(rt.config["fric.fd"], [0.0, 0.0, 1.5, 0.0, 0.0, 0.3])
+    for pipe in (bare, described):
+        with pytest.raises(
+            ConfigError,
+            match=r"config\.fric\.fd: the generated code has no Dahl term on joints 3, 6 "
+            r"\(it would ignore 1\.5\).*--friction-from",
+        ) as err:
+            pipe.config.load(path)
+        assert "\n" not in str(err.value)
+
+
+def test_terms_generated_per_joint_as_asked(tmp_path) -> None:
+    """Only the terms a joint declares are generated (the rest of the general model is absent from
+    the C, not multiplied by 0), and the same C as the general model's with the others' coefficients
+    at 0: a Stribeck term on joint 2 of planar2 alone gives the general pipeline's residual (the
+    terms left out contribute exactly 0 there: 0 * a finite z, added to the Stribeck torque,
+    changes no bit). An identified config's terms generate the same pipeline (with_config_terms),
+    and where the description has no term the pipeline has no fric block at all."""
+    import json
+
+    from codegen.model.description import load_robot
+    from codegen.model.robot import FRICTION_TERMS, with_friction_terms
+    from host_tools.bindings.rt import load_rt, with_config_terms
+
+    robot = load_robot("planar2")
+    assert not any(b["kind"] == "fric" for b in load_rt(robot, "kalman", "momentum", "none").rt_manifest["blocks"])
+    path = tmp_path / "identified.json"
+    config = {"fric.fs": [0.0, 0.8], "fric.stribeck_velocity": [0.1, 0.05], "fric.fd": [0.0, 0.0]}
+    doc = {"format": "manipgen-rt-config", "version": 1, "robot": "planar2", "pipeline": "any", "config": config}
+    path.write_text(json.dumps(doc))
+    ident = with_config_terms(robot, path)
+    assert ident.friction_terms == ((), ("stribeck",)) and ident.digest != robot.digest
+    one = load_rt(ident, "kalman", "direct", "none")
+    full = load_rt(with_friction_terms(robot, [FRICTION_TERMS] * 2), "kalman", "direct", "none")
+    assert [k for k in one.config.keys() if k.startswith("fric.")] == ["fric.fs", "fric.stribeck_velocity"]
+    one.config.load(path)
+    for key, value in config.items():
+        full.config[key] = value
+    full.config["fric.fl"] = 0.0
+    one.config["det.threshold"] = full.config["det.threshold"] = 1e6
+    ins = inputs(800, 2, one.sample_period, float(one.config["enc.cpr"][0]), seed=5, tau_scale=3.0)
+    r_one, r_full = one.run(only_steps(ins))["r"], full.run(only_steps(ins))["r"]
+    np.testing.assert_array_equal(r_one, r_full)
+    plain = load_rt(robot, "kalman", "direct", "none")
+    plain.config["det.threshold"] = 1e6
+    assert np.ptp(np.asarray(r_one)[:, 1] - np.asarray(plain.run(only_steps(ins))["r"])[:, 1]) > 0  # the term acts
+    with pytest.raises(ConfigError, match=r"fric\.fs: the generated code has no Stribeck term on joint 1 "):
+        one.config["fric.fs"] = [0.2, 0.8]
 
 
 @pytest.mark.parametrize("estimator", ["nlhg", "slimod"])

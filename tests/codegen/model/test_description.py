@@ -224,3 +224,42 @@ def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, sc
     again = robot_from_yaml(write(tmp_path, robot_to_yaml(robot), "again.yaml"))
     assert again.coulomb == robot.coulomb
     assert f"velocity_scale: {written}" in robot_to_yaml(robot)
+
+
+@pytest.mark.parametrize(
+    "section, terms",
+    [
+        ("friction: {model: general}", (("dahl", "load", "stribeck"),) * 2),
+        ("friction: {terms: [stribeck, dahl]}", (("dahl", "stribeck"),) * 2),
+        ("friction: {terms: {j2: [load]}}", ((), ("load",))),
+        ("friction: {terms: {1: [stribeck]}}", (("stribeck",), ())),
+        ("friction: {model: description}", ()),
+    ],
+)
+def test_friction_terms_per_joint(tmp_path: Path, section: str, terms: tuple[tuple[str, ...], ...]) -> None:
+    """friction: the terms beyond viscous + Coulomb the generated code has, per joint (#47), kept by
+    the exported YAML."""
+    from codegen.model.export import robot_to_yaml
+
+    robot = robot_from_yaml(write(tmp_path, two_joint(top=section)))
+    assert robot.friction_terms == terms
+    assert robot_from_yaml(write(tmp_path, robot_to_yaml(robot), "again.yaml")).friction_terms == terms
+
+
+@pytest.mark.parametrize(
+    "section, field, message",
+    [
+        ("friction: {terms: [coulomb]}", "friction.terms", "expected a list of terms from dahl, load, stribeck"),
+        ("friction: {terms: {j3: [dahl]}}", "friction.terms.j3", "no joint named 'j3'; joints: j1, j2"),
+        ("friction: {terms: {3: [dahl]}}", "friction.terms.3", "joint number must be 1..2, got 3"),
+        ("friction: {model: general, terms: [dahl]}", "friction", "give either model: general"),
+        ("friction: {model: stribeck}", "friction.model", "must be 'general' or 'description'"),
+        ("friction: {stribeck: 1}", "friction.stribeck", "unknown field"),
+    ],
+)
+def test_bad_friction_section_names_file_and_field(tmp_path: Path, section: str, field: str, message: str) -> None:
+    path = write(tmp_path, two_joint(top=section))
+    with pytest.raises(DescriptionError) as err:
+        robot_from_yaml(path)
+    text = str(err.value)
+    assert str(path) in text and field in text and message in text, text

@@ -105,6 +105,38 @@ def test_an_identified_model_config_exports_for_the_chosen_pipeline(
     assert "exported for another planar2_rt_config_t layout" in err.value.stderr.decode()
 
 
+def test_an_identified_configs_friction_terms_are_generated_or_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#47: identify's config sets a Stribeck term on joint 2 of planar2, whose description declares
+    none. Exported for the description's pipeline it is refused in one line naming the field, the
+    term, the joint and the way out; with --friction-from (as manipgen generate takes it) the
+    exported C equals the config bit for bit in the pipeline generated with that term, which
+    manipgen generate --friction-from writes."""
+    from host_tools.bindings.rt import with_config_terms
+
+    robot = load_robot("planar2")
+    path = tmp_path / "config_identified.json"
+    extra = {"fric.fs": [0.0, 0.4], "fric.stribeck_velocity": [0.1, 0.05], "fric.fd": [0.0, 0.0]}
+    write_params_config(robot, list(robot.standard_parameters()), path, extra)
+    out = tmp_path / "identified.c"
+    argv = ["export-config", str(path), "--out", str(out), "--name", "arm_model"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists()
+    assert "config.fric.fs: the generated code has no Stribeck term on joint 2 (it would ignore 0.4)" in err
+    assert "--friction-from" in err
+    assert main([*argv, "--friction-from", str(path)]) == 0
+    capsys.readouterr()
+    rt = Realtime(generated_folder(with_config_terms(robot, path)))
+    rt.config.load(path)
+    assert rt.config.keys().count("fric.fs") == 1 and "fric.fd" not in rt.config.keys()
+    _assert_equal_bits(rt, _read_back(rt.folder, out, "arm_model", tmp_path))
+    assert main(["generate", "planar2", "--friction-from", str(path), "--out", str(tmp_path / "gen")]) == 0
+    assert "friction terms (run-time coefficients fric.*): elbow: stribeck" in capsys.readouterr().out
+    assert (tmp_path / "gen" / "planar2_rt.c").read_text() == (rt.folder / "planar2_rt.c").read_text()
+
+
 def test_wrong_robot_pipeline_or_name_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rt = load_rt("planar2")
     rt.config.save(tmp_path / "c.json")
