@@ -338,6 +338,7 @@ def pil(
     run, link, final, seconds = run_pil(image, rt, traj, tau_ext, corrupt, exchanged)
     if board_name is not None:
         extra.update(stm32.decode_report(final[6:]))
+        extra["stack_bound_bytes"] = stm32.flash_map(built)["stack"]["bound_bytes"]  # static: >= the used
     board = image.cpu
     per = tick_per_instruction(board)
     ticks = np.asarray(link.ticks, float)

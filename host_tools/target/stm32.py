@@ -125,6 +125,7 @@ def map_sections(map_text: str) -> dict[str, dict[str, Any]]:
             continue
         out[m.group(1)] = {
             "address": address,
+            "load_address": None if m.group(1) in noload else load,
             "size": size,
             "memory": memory_of(address),
             "load_memory": None if m.group(1) in noload else memory_of(load),
@@ -186,6 +187,7 @@ def flash_map(image: Image) -> dict[str, Any]:
             used["FLASH"] += s["size"]
         if s["memory"] != "FLASH":
             used[s["memory"]] += s["size"]
+    loaded = [s for s in sections.values() if s["load_memory"] == "FLASH"]
     stack = stack_bound(b)
     room = sections[".stack"]["size"]
     if stack["bound_bytes"] > room:
@@ -199,6 +201,8 @@ def flash_map(image: Image) -> dict[str, Any]:
         "state_and_stack_in": "CCM" if image.ccm else "SRAM",
         "sections": sections,
         "used_bytes": used,
+        # what a programmer writes: from the flash's start to the last loaded byte, gaps included
+        "flash_image_bytes": max(s["load_address"] + s["size"] for s in loaded) - MEMORIES["FLASH"][0],
         "size_bytes": {name: n for name, (_, n) in MEMORIES.items()},
         "stack": {**stack, "room_bytes": room, "memory": sections[".stack"]["memory"]},
         "files": {k: str(image.path(k)) for k in (".elf", ".bin", ".hex", ".map")},
@@ -232,6 +236,7 @@ def map_table(doc: dict[str, Any]) -> str:
     lines += ["", "| memory | used (B) | size (B) |", "| --- | --: | --: |"]
     for name, n in doc["used_bytes"].items():
         lines.append(f"| {name} | {n} | {doc['size_bytes'][name]} |")
+    lines += ["", f"The image written to flash: {doc['flash_image_bytes']} B from 0x08000000 (with alignment gaps)."]
     st = doc["stack"]
     worst = max(("SysTick_Handler", "USART1_IRQHandler"), key=lambda r: st["paths"][r]["bytes"])
     lines += [
