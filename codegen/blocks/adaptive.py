@@ -55,6 +55,18 @@ from . import registry
 from .base import Block, Field, per_joint, sx_function
 from .context import Ctx
 
+# the suspect level, a fraction of the detection threshold above which the adaptation holds (with
+# freeze): the detector's hysteresis release (det.release, 0.5), the level below which a residual
+# counts as collision-free again. Lower holds more of the normal motion's residual (the designed
+# thresholds put the worst collision-free |r| at 0.85 of them); it bounds the fastest rate at
+# which a contact can be absorbed, K suspect |threshold| (docs/collision.md, "The slowest contact")
+SUSPECT = 0.5
+# the longest hold at the suspect level (samples, 0.1 s at 1 kHz): held for good, the adaptation
+# stops tracking the model error's slow part and the residual runs away from the thresholds designed
+# without it (planar2's momentum forms: 4-5 false alarms, 1.9-3.1x the thresholds on the check
+# motion); a contact must climb from the suspect level to the threshold within it
+SUSPECT_HOLD = 100
+
 
 def build(
     ctx: Ctx,
@@ -66,6 +78,7 @@ def build(
     floor: float = 1e-3,
     drift: float = 1.0 / 60.0,
     integral: bool = False,
+    suspect: float = SUSPECT,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
     Birjandi & Haddadin assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
@@ -104,7 +117,7 @@ def build(
         template="adaptive",
         options={"integral": integral},
         inputs=extra,
-        config=_config(n, ts, k, lam, lam_f, prior, floor, drift),
+        config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect),
         state=_state(n, nb, integral) + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
@@ -115,7 +128,15 @@ def build(
 
 
 def _config(
-    n: int, ts: float, k: float | tuple[float, ...], lam: float, lam_f: float, prior: float, floor: float, drift: float
+    n: int,
+    ts: float,
+    k: float | tuple[float, ...],
+    lam: float,
+    lam_f: float,
+    prior: float,
+    floor: float,
+    drift: float,
+    suspect: float,
 ) -> list[Field]:
     """The observer's run-time config: gains, the noise's variance, freeze, the prior."""
     return [
@@ -147,6 +168,25 @@ def _config(
             "(Birjandi & Haddadin)",
             (1.0,),
             choices=(0.0, 1.0),
+        ),
+        Field(
+            "suspect",
+            "real",
+            (),
+            "with freeze, hold dtheta_hat also while a joint's |r| is above this fraction of its threshold "
+            "(the suspect level; 1: only above the threshold)",
+            (suspect,),
+            low=0.0,
+            high=1.0,
+        ),
+        Field(
+            "suspect_hold",
+            "int32",
+            (),
+            "the longest hold at the suspect level, samples; then the adaptation runs until r is below it again",
+            (float(SUSPECT_HOLD),),
+            low=0.0,
+            high=1e6,
         ),
         Field(
             "prior",
@@ -195,6 +235,7 @@ def _state(n: int, nb: int, integral: bool) -> list[Field]:
         Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
         Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
         Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
+        Field("held", "int32", (), "samples the adaptation has been held at the suspect level"),
     ]
 
 
@@ -326,7 +367,7 @@ def motion_source(measured: bool) -> tuple[str, str]:
     return ("in.qd_meas", "in.qdd_meas") if measured else ("out.qd_hat", "out.qdd_hat")
 
 
-FIELDS = ("k_o", "lam", "lam_f", "freeze", "prior", "floor", "drift")
+FIELDS = ("k_o", "lam", "lam_f", "freeze", "suspect", "suspect_hold", "prior", "floor", "drift")
 # the damping lambda of Y+ `manipgen thresholds --tune` chooses: 1e-6 adapts to every change, the
 # estimator's q-ddot noise included; 1e4 barely adapts (r -> the direct residual)
 LAMBDA = registry.Tunable("obs.lam", tuple(10.0**k for k in range(-6, 5)), "the adaptive observer's damping")

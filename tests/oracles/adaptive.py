@@ -70,7 +70,15 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
         d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
         if integral:  # the low-passes start at 0 (G = 0: the correction is 0 too)
             d["st.obs.y"] = np.zeros_like(d["st.obs.y"])
-    if not (d["cfg.obs.freeze"] and (d["st.det.collision"] or np.any(d["st.det.above"]))):
+    level = d["st.det.level"]  # the last sample's thresholds (0: not detecting)
+    suspect = bool(np.any((level > 0) & (np.abs(d["out.r"]) > float(d["cfg.obs.suspect"]) * level)))
+    hold = bool(d["st.det.collision"] or np.any(d["st.det.above"]))
+    if not suspect or d["in.reset"]:  # below the suspect level: the hold is armed again
+        d["st.obs.held"] = np.array(0, np.int32)
+    elif int(d["st.obs.held"]) < int(d["cfg.obs.suspect_hold"]):  # held at most suspect_hold samples a time
+        d["st.obs.held"] = np.array(int(d["st.obs.held"]) + 1, np.int32)
+        hold = True
+    if not (d["cfg.obs.freeze"] and hold):
         ok = rls_gain(d)
         if ok:
             rls_correct(d)

@@ -239,9 +239,9 @@ def test_tip_wrench_of_a_hunt_crossley_contact(iiwa_runs: dict) -> None:
 
 
 def test_step_by_step_through_detection_and_reaction() -> None:
-    """The thresholded parts (detection, isolation window, freeze, reflex, reset) of the adaptive
-    pipeline, C against the reference from identical states at every sample (planar2, a static arm
-    and torque mismatch pulses that cross the thresholds up and down)."""
+    """The thresholded parts (detection, isolation window, freeze, the suspect level's hold, reflex,
+    reset) of the adaptive pipeline, C against the reference from identical states at every sample
+    (planar2, a static arm and torque mismatch pulses that cross the thresholds up and down)."""
     from host_tools import load as load_dyn
 
     rt = fresh_rt("planar2", "kalman", "adaptive", "computed_torque")
@@ -253,6 +253,7 @@ def test_step_by_step_through_detection_and_reaction() -> None:
         "det.reaction": 2,
         "det.k_r": [0.05, 0.02],
         "obs.k_o": [50.0, 80.0],
+        "obs.suspect_hold": 20,  # the hold at the suspect level expires within the first pulse
     }
     for key, v in cfg.items():
         rt.config[key] = v
@@ -262,6 +263,7 @@ def test_step_by_step_through_detection_and_reaction() -> None:
     ins = inputs(k_total, 2, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=9, loss=0.0, tau_scale=0.0)
     ins["counts"][:] = ins["counts"][0]
     ext = np.zeros((k_total, 2))
+    ext[200:400, 0] = 0.35  # between the suspect level (0.25) and the threshold (0.5): held, then adapting
     ext[500:900, 1] = 0.8
     ext[1500:1520, 0] = 2.0
     q0 = np.array(rt.step(**at(ins, 0))["q"])
