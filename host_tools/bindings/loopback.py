@@ -118,13 +118,16 @@ def simulate(
     thetad0: np.ndarray | None = None,
     imu: ImuSensors | None = None,
     step: Callable[[Any, Any], None] | None = None,
+    tau0: np.ndarray | None = None,
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
     qd0 = qd_d(0) unless given; ``tau_ext`` (K, n) is added to its joint torques; ``valid`` (K, n)
     drops encoder samples; the command of sample k acts over sample k + ``delay`` (drive latency);
     ``contact``: a plane obstacle the tip may hit (its joint torque at each sample is added to
-    extra["tau_ext_true"]).
+    extra["tau_ext_true"]); ``tau0``: the torque applied over the sample before the first (0: from
+    rest; a run that continues another passes that run's last command, extra["tau_cmd"][-1], or the
+    pipeline sees the torque drop to 0 at its first sample: issue #46).
 
     An elastic arm (series-elastic drives, Kirchhoff (2011) §3.2): the controller's output is the motor torque;
     the motors start at theta0, thetad0, by default at rest against gravity at q0 (Kirchhoff 2011 eq. 3.28
@@ -147,6 +150,10 @@ def simulate(
     plant.params = [float(v) for v in np.asarray(params, float).ravel()]
     plant.substeps = substeps
     plant.delay = delay
+    # the torque applied over the sample before the first (in.tau at sample 0, and until the first
+    # command acts after a delay): 0 from rest; a run continuing another one passes its last command
+    start_tau = np.zeros(trajectory.q.shape[1]) if tau0 is None else np.asarray(tau0, float).reshape(-1)
+    plant.tau0 = [float(v) for v in start_tau]
     if contact is not None:
         _set_contact(plant, contact, rt.sample_period)
     q_des, qd_des, qdd_des = (_arr(x, (k, n), real) for x in (trajectory.q, trajectory.qd, trajectory.qdd))
@@ -192,7 +199,7 @@ def simulate(
         )
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
-    run = _run(rt, trajectory, a, elastic)
+    run = _run(rt, trajectory, a, elastic, plant)
     _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
     return run
 
@@ -342,7 +349,7 @@ def _runner(rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[
     return (getattr(lib, f"{p}_loopback_with"), callback, ffi.NULL, rt._rt.cfg)
 
 
-def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool) -> Run:
+def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool, plant: Any) -> Run:
     """The outputs and the log (the inputs the pipeline saw, the ground truth in extra)."""
     k, n = a.q_des.shape
     outs = {name: a.out[name].copy() for name in a.out.dtype.names or ()}
@@ -364,7 +371,7 @@ def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool) -> Run
             0 if a.tau_contact is None else a.tau_contact
         )
     # the log's tau[k] is what the step saw: the torque applied over the sample before k
-    seen = np.vstack([np.zeros((1, n), a.tau.dtype), a.tau[:-1]])
+    seen = np.vstack([np.array([list(plant.tau0)], a.tau.dtype), a.tau[:-1]])
     extra["joint_names"] = np.array(rt.manifest["joints"], dtype=str)
     log = Log(
         robot=rt.name,

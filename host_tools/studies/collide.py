@@ -23,7 +23,8 @@ operation):
   on a motion they were not designed on (rising edges of "some joint above");
 - the check motion again, now with the collisions (so that no delay is measured on a motion the
   thresholds were designed on), as in Birjandi & Haddadin §IV: a step of ``amplitude`` on one joint,
-  low-passed at each cut-off frequency (first order, Birjandi & Haddadin Fig. 6), held ``hold`` s, at each
+  low-passed at each cut-off frequency (first order, Birjandi & Haddadin Fig. 6), held ``hold`` s (or
+  until it has reached 95 % of its amplitude: step_hold), at each
   event time, one run per event; the delay is from the event to the first sample with a
   joint above its threshold (debounce 1);
 - then impacts: at the instant of that motion whose tip speed is closest to each of
@@ -101,6 +102,7 @@ class Learned:
     state: bytes
     q: np.ndarray
     qd: np.ndarray
+    tau: np.ndarray  # the last command: it acts over the sample before the next run's first
     imu: Sensors | None = None
 
 
@@ -124,7 +126,7 @@ def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray,
     rt.restore(learned.state)
     if learned.imu is not None:
         kw["imu"] = learned.imu.next()
-    return simulate(rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, **kw)
+    return simulate(rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, tau0=learned.tau, **kw)
 
 
 def concatenated(motions: list[Trajectory]) -> Trajectory:
@@ -142,6 +144,15 @@ def until(motion: Trajectory, last: int) -> Trajectory:
     so a collision run stops after the last sample its delay and traces read."""
     k = min(last + 1, len(motion.time))
     return Trajectory(motion.name, motion.time[:k], motion.q[:k], motion.qd[:k], motion.qdd[:k])
+
+
+def step_hold(hold: float, cutoff: float) -> float:
+    """How long a step low-passed at ``cutoff`` Hz is held: ``hold``, or until the low-pass has reached
+    95 % of the step (three time constants, 3 / (2 pi cutoff): 0.48 s at 1 Hz). Held 0.3 s, the 1 Hz
+    step reached 85 % of its amplitude (4.24 of 5 N m) when it was released: a smaller contact than
+    the one stated, which on planar2 fell below the momentum observer's threshold plus its model-error
+    residual at that instant (2.85 N m + 1.3 N m; issue #46)."""
+    return max(hold, 3.0 / (2 * np.pi * cutoff))
 
 
 def filtered_step(
@@ -231,7 +242,8 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
     unknown = [o for o in s.observers if o not in ENTRIES]
     if unknown:
         raise ValueError(f"unknown observer(s) {', '.join(unknown)}; choose from {', '.join(ENTRIES)}")
-    if any(e + s.hold + s.window > s.duration for e in s.events) or min(s.events) < s.skip:
+    longest = max([step_hold(s.hold, c) for c in s.cutoffs] + [s.hold])
+    if any(e + longest + s.window > s.duration for e in s.events) or min(s.events) < s.skip:
         raise ValueError("every event (and its window) must lie inside the motion, after the skipped start")
     if s.shape not in SHAPES:
         raise ValueError(f"unknown threshold shape {s.shape!r}; choose from {', '.join(SHAPES)}")
@@ -426,7 +438,8 @@ def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None) -
     free_run = simulate(rt, runs.design, true_params=runs.true, imu=None if imu is None else imu.next())
     free_out = free_run.out
     # every later run continues from here: a robot in operation
-    learned = Learned(rt.snapshot(), free_run.log.extra["q_true"][-1], free_run.log.extra["qd_true"][-1], imu)
+    extra = free_run.log.extra
+    learned = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
     th = design_from_outputs(
         free_out,
         runs.k_design,
@@ -462,7 +475,8 @@ def _collisions(
         progress(f"{obs}: collisions low-passed at {cutoff:g} Hz")
         found: list[float | None] = []
         for e in s.events:
-            ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, s.hold, s.amplitude, cutoff)
+            held = step_hold(s.hold, cutoff)
+            ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, held, s.amplitude, cutoff)
             ke = int(round(e / ts))
             end = ke + max(int(round(s.window / ts)), int(s.window / ts))  # the last sample read
             run = _after(rt, d.learned, until(runs.collided, end), runs.true, tau_ext=ext[: end + 1])
@@ -503,10 +517,17 @@ def _impact_delays(
 
 
 def observer_item(
-    source: RobotSource, s: CollideSettings, obs: str, runs: Runs, progress: Progress = lambda _: None
+    source: RobotSource,
+    s: CollideSettings,
+    obs: str,
+    runs: Runs,
+    progress: Progress = lambda _: None,
+    more: Callable[[Realtime, Designed], dict[str, Any]] | None = None,
 ) -> ObserverResult:
     """One observer's threshold design, false alarms, collisions and impacts: a pure work item (any
-    executor, any machine; the pipeline is built from the description's text)."""
+    executor, any machine; the pipeline is built from the description's text). ``more``: further
+    runs on the designed pipeline (the study's pushes, host_tools.studies.collide_study), its keys
+    added to the entry after the others (which it leaves as they are)."""
     entry = ENTRIES[obs]
     result = ObserverResult({}, np.zeros(0), {}, {})
     progress(f"{obs}: collision-free motion (threshold design)")
@@ -548,4 +569,6 @@ def observer_item(
         "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),
         "qd_qdd": entry.qd_qdd,
     }
+    if more is not None:
+        result.entry.update(more(rt, d))
     return result
