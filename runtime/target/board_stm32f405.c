@@ -181,9 +181,11 @@ static void clock_init(void)
     if (wait_for(&RCC_CR, RCC_CR_HSERDY, RCC_CR_HSERDY, 100u) == 0u) {
         clock_status |= CLOCK_HSE_LATE;
         pll_source = 0u;
+        RCC_CR &= ~RCC_CR_HSEON;
         RCC_PLLCFGR = pll_config(HSI_HZ, 0u);                   /* the PLL from HSI instead */
     }
     RCC_APB1ENR |= RCC_APB1ENR_PWREN;
+    (void)RCC_APB1ENR;                  /* read back: the clock is on before PWR is written (RM0090) */
     PWR_CR |= PWR_CR_VOS;
     RCC_CR |= RCC_CR_PLLON;
     if (wait_for(&RCC_CR, RCC_CR_PLLRDY, RCC_CR_PLLRDY, 2u) == 0u) {
@@ -220,6 +222,7 @@ static void board_init(void)
     clock_init();
     RCC_AHB1ENR |= (one << GPIO_B) | (one << MG_FAULT_GPIO);
     RCC_APB2ENR |= RCC_APB2ENR_USART1EN;
+    (void)RCC_APB2ENR;                  /* read back: both clocks are on before the ports are written */
     /* the fault pin: low, then an output (MODER = 01) */
     GPIO_BSRR(MG_FAULT_GPIO) = one << (MG_FAULT_PIN + 16u);
     GPIO_MODER(MG_FAULT_GPIO) = (GPIO_MODER(MG_FAULT_GPIO) & ~((uint32_t)3u << mode_shift)) | (one << mode_shift);
