@@ -218,15 +218,17 @@ def collision(
     )
 
 
-def fit_push(robot: Robot, rt: Realtime, fit: Fit) -> tuple[CollisionResult, Fit, np.ndarray, np.ndarray]:
-    """The collision run with the push halved while the stop does not hold the arm after it (module
-    notes): the result, the fit with the push used, and the saturated samples per joint of the last
-    run, all and from HELD_S after the push."""
+def fit_push(
+    robot: Robot, rt: Realtime, fit: Fit, duration: float = 8.0
+) -> tuple[CollisionResult, Fit, np.ndarray, np.ndarray]:
+    """The collision run (``duration`` s, the push at half time) with the push halved while the stop
+    does not hold the arm after it (module notes): the result, the fit with the push used, and the
+    saturated samples per joint of the last run, all and from HELD_S after the push."""
     tau_max = np.asarray(rt.config["ctl.tau_max"], float) if "ctl.tau_max" in rt.config.keys() else fit.tau_max
     force = PUSH_N
     for tries in range(PUSH_TRIES):
         force = PUSH_N / 2**tries
-        r = collision(robot, rt=rt, motion=fit.motion, force=force)
+        r = collision(robot, duration, duration / 2, rt=rt, motion=fit.motion, force=force)
         tau_cmd = r.hit.log.extra["tau_cmd"]
         pushed = np.flatnonzero(np.any(r.hit.log.extra["tau_ext_true"] != 0, axis=1))
         held = int(pushed[-1]) + 1 + int(round(HELD_S / rt.sample_period)) if len(pushed) else 0

@@ -280,13 +280,16 @@ def run_pil(
 
 def scenario(robot: Robot, rt: Realtime, seconds: float = 8.0) -> tuple[Trajectory, np.ndarray, Run, float]:
     """The demo's collision scenario designed on rt (thresholds, stop reaction: rt's config is set),
-    ``seconds`` long with the push at half time (the demo's: 8 s): (trajectory, external torque, the
-    host loopback's run, the push's onset in s)."""
-    from host_tools.studies.scenarios import collision
+    ``seconds`` long with the push at half time (the demo's: 8 s), its motion and push fitted to the
+    description's limits as the demo's (scenarios.fit_to_limits, fit_push): (trajectory, external
+    torque, the host loopback's run, the push's onset in s)."""
+    from host_tools.studies.scenarios import fit_push, fit_to_limits
 
     if not seconds >= 1.0:
         raise ValueError(f"--seconds: at least 1 s (the push comes at half time and lasts 0.3 s), got {seconds:g}")
-    result = collision(robot, duration=seconds, onset=seconds / 2, rt=rt)
+    tau_max = np.asarray(rt.config["ctl.tau_max"], float) if "ctl.tau_max" in rt.config.keys() else None
+    fit = fit_to_limits(robot, rt.sample_period, seconds, tau_max)  # the drives rt's controller clamps at
+    result, _, _, _ = fit_push(robot, rt, fit, seconds)
     log = result.hit.log
     traj = Trajectory("demo", np.asarray(log.time, float), log.q_des, log.qd_des, log.qdd_des)
     return traj, np.asarray(log.extra["tau_ext_true"], float), result.hit, result.onset_s

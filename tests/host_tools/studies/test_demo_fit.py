@@ -13,7 +13,7 @@ import numpy as np
 from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
-from host_tools.studies.scenarios import MOTION_SHARE, Motion, fit_to_limits, saturated
+from host_tools.studies.scenarios import HELD_S, MOTION_SHARE, Motion, fit_to_limits, saturated
 
 
 def test_a_weak_arm_gets_a_motion_it_can_follow() -> None:
@@ -35,6 +35,30 @@ def test_a_weak_arm_gets_a_motion_it_can_follow() -> None:
     default = simulate(rt, Motion().trajectory(robot, duration, ts)).log.extra["tau_cmd"]
     assert saturated(default, weak).sum() > 100  # the test can fail: unfitted, the shoulder is pinned
     assert saturated(fitted, weak).sum() == 0
+
+
+def test_pil_runs_the_motion_and_push_fitted_to_the_drives() -> None:
+    """`manipgen target pil`'s scenario (the host side, no QEMU) on planar2 with the 20 / 8 N m drives
+    above: the demo's unfitted collision run pins tau_cmd at the limits, the PIL scenario's (motion
+    and push fitted as the demo's) has no sample at a limit before the push nor from HELD_S after it
+    (the stop's braking at the limits right after the detection is a real arm's too: scenarios'
+    notes), and still flags the push."""
+    from host_tools.studies.scenarios import collision
+    from host_tools.target import pil
+
+    robot = load_robot("planar2")
+    weak = np.array([20.0, 8.0])
+    rt = load_rt(robot)
+    rt.config["ctl.tau_max"] = weak
+    unfitted = collision(robot, 4.0, 2.0, rt=rt).hit.log.extra["tau_cmd"]
+    assert saturated(unfitted, weak).sum() > 100  # the test can fail: what target pil ran before
+    _, tau_ext, host, onset = pil.scenario(robot, rt, 4.0)  # 2 s: the start-up transient sets high thresholds
+    pushed = np.flatnonzero(np.any(tau_ext != 0, axis=1))
+    held = int(pushed[-1]) + 1 + round(HELD_S / rt.sample_period)
+    tau_cmd = host.log.extra["tau_cmd"]
+    assert saturated(tau_cmd[: pushed[0]], weak).sum() == 0 and saturated(tau_cmd[held:], weak).sum() == 0
+    flagged = np.flatnonzero(host.out["collision"])
+    assert len(flagged) and flagged[0] * rt.sample_period >= onset
 
 
 def test_record_refuses_a_saturated_run(tmp_path: Path) -> None:
