@@ -151,6 +151,30 @@ def derivatives(s: Samples, cutoff: float, velocity: str) -> tuple[np.ndarray, .
     return filtered_derivatives(s.q, s.sample_period, cutoff)
 
 
+def flagged_excitation(flagged: np.ndarray, exc: Excitation, sample_period: float) -> str:
+    """Why an excitation run with flagged samples is refused, and what to do. Flagged at the same
+    phase of every period (at least half of each period's flagged samples flagged in every period),
+    the run repeats them -- the loop's own tracking of this motion, e.g. an off-trajectory error in
+    a light direction of the arm -- and a new recording repeats them too; else they are a one-off."""
+    n = int(np.sum(flagged))
+    whole = f"{n} samples of the excitation run are flagged by the input checks; its periods are averaged whole"
+    try:
+        p = samples_per_period(exc.base_frequency, sample_period)
+    except ValueError:
+        p = 0
+    periods = len(flagged) // p if p else 0
+    if periods >= 2:
+        per = np.asarray(flagged[: periods * p], bool).reshape(periods, p)
+        common = np.all(per, axis=0).sum()
+        if np.all(per.any(axis=1)) and 2 * common >= per.sum(axis=1).max():
+            return (
+                f"{whole}: they lie at the same phase of every period, the loop's own tracking of this motion, "
+                "which a new recording repeats: --keep-flagged uses them as they are, or design a gentler "
+                "excitation"
+            )
+    return f"{whole}: record it again (or --keep-flagged to use them as they are)"
+
+
 def process(
     robot: Robot,
     data: Log | Samples,
@@ -169,10 +193,7 @@ def process(
         keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
         return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period, keep)
     if flagged is not None and np.any(flagged):
-        raise ValueError(
-            f"{int(np.sum(flagged))} samples of the excitation run are flagged by the input checks; its periods "
-            "are averaged whole: record it again (or --keep-flagged to use them as they are)"
-        )
+        raise ValueError(flagged_excitation(flagged, exc, s.sample_period))
     try:
         p = samples_per_period(exc.base_frequency, s.sample_period)
     except ValueError as err:

@@ -115,3 +115,25 @@ def test_a_counter_that_wraps_within_the_travel_is_refused_without_a_start_posit
     stated = truth[0] + 0.25 * span * np.array([1.0, -1.0])
     q = positions(robot, with_start_position(log, robot, stated))
     assert np.max(np.abs(q - truth)) <= count
+
+
+def test_flagged_samples_of_every_period_are_not_a_reason_to_record_again() -> None:
+    """An excitation run flagged at the same phase of every period (the loop's own tracking, e.g. the
+    Kinova Jaco2's light wrist direction) is refused with --keep-flagged, not "record it again" (a new
+    recording repeats it); flagged in one period only, it is a one-off to record again."""
+    from host_tools.identification.excitation import Excitation
+    from host_tools.identification.pipeline import flagged_excitation
+
+    exc = Excitation("arm", 1, 0.5, np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1))  # 2 s periods
+    ts, p = 0.001, 2000
+    every = np.zeros(3 * p, bool)
+    for k in range(3):
+        every[k * p + 500 : k * p + 700] = True
+    every[2 * p + 700 : 2 * p + 760] = True  # a little wider in the last period: still the same phase
+    once = np.zeros(3 * p, bool)
+    once[p + 500 : p + 700] = True
+    shifted = every.copy()
+    shifted[2 * p : 3 * p] = np.roll(every[2 * p : 3 * p], 400)  # another phase in one period
+    assert "same phase of every period" in flagged_excitation(every, exc, ts)
+    for mask in (once, shifted):
+        assert flagged_excitation(mask, exc, ts).endswith("record it again (or --keep-flagged to use them as they are)")
