@@ -333,8 +333,8 @@ int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const bio
     memcpy(&x[N], qd0, N * sizeof(real_t));
     memcpy(&x[THETA_AT], theta0, N * sizeof(real_t));
     memcpy(&x[THETAD_AT], thetad0, N * sizeof(real_t));
-    memset(applied, 0, sizeof applied);
-    memset(u, 0, sizeof u);
+    memcpy(applied, plant->tau0, sizeof applied);  /* what acted before the first sample */
+    memcpy(u, plant->tau0, sizeof u);              /* (the first sample's qdd is under it) */
     memset(e, 0, sizeof e);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
@@ -377,8 +377,9 @@ int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const bio
         }
         for (i = 0; i < N; ++i) {
             pending[k % (BIOROB4_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
-            /* the command of sample k - delay (zero before the first one) */
-            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (BIOROB4_LOOPBACK_MAX_DELAY + 1)][i] : 0;
+            /* the command of sample k - delay (tau0 before the first one) */
+            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (BIOROB4_LOOPBACK_MAX_DELAY + 1)][i]
+                                           : plant->tau0[i];
             u[i] = applied[i];                          /* the motor torque */
             e[i] = tau_ext ? tau_ext[k * N + i] : 0;    /* on the link side */
             tau[k * N + i] = applied[i];

@@ -524,8 +524,8 @@ int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context,
     memcpy(&x[N], qd0, N * sizeof(real_t));
     (void)theta0;
     (void)thetad0;
-    memset(applied, 0, sizeof applied);
-    memset(u, 0, sizeof u);
+    memcpy(applied, plant->tau0, sizeof applied);  /* what acted before the first sample */
+    memcpy(u, plant->tau0, sizeof u);              /* (the first sample's qdd is under it) */
     memset(e, 0, sizeof e);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
@@ -562,8 +562,9 @@ int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context,
         }
         for (i = 0; i < N; ++i) {
             pending[k % (FRANKA_PANDA_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
-            /* the command of sample k - delay (zero before the first one) */
-            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (FRANKA_PANDA_LOOPBACK_MAX_DELAY + 1)][i] : 0;
+            /* the command of sample k - delay (tau0 before the first one) */
+            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (FRANKA_PANDA_LOOPBACK_MAX_DELAY + 1)][i]
+                                           : plant->tau0[i];
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }

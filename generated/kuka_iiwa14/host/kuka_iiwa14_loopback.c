@@ -488,8 +488,8 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
     memcpy(&x[N], qd0, N * sizeof(real_t));
     (void)theta0;
     (void)thetad0;
-    memset(applied, 0, sizeof applied);
-    memset(u, 0, sizeof u);
+    memcpy(applied, plant->tau0, sizeof applied);  /* what acted before the first sample */
+    memcpy(u, plant->tau0, sizeof u);              /* (the first sample's qdd is under it) */
     memset(e, 0, sizeof e);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
@@ -526,8 +526,9 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
         }
         for (i = 0; i < N; ++i) {
             pending[k % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
-            /* the command of sample k - delay (zero before the first one) */
-            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i] : 0;
+            /* the command of sample k - delay (tau0 before the first one) */
+            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i]
+                                           : plant->tau0[i];
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }

@@ -32,6 +32,7 @@ typedef struct {
     planar2_real_t params[PLANAR2_N_STANDARD];  /**< its standard parameters (the truth) */
     int32_t substeps;                        /**< RK4 steps per sample period (>= 1) */
     int32_t delay;                           /**< actuation delay in samples, 0..PLANAR2_LOOPBACK_MAX_DELAY */
+    planar2_real_t tau0[PLANAR2_DOF];           /**< the torque applied before the first sample (in.tau there): 0 from rest, a continued run's last command */
     /* an optional plane obstacle for the tip, Hunt-Crossley contact (Kirchhoff 2011 eq. 5.19) */
     planar2_real_t contact_point[3];         /**< a point of its surface, base frame (m) */
     planar2_real_t contact_normal[3];        /**< its outward unit normal, base frame */

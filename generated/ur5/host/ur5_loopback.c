@@ -469,8 +469,8 @@ int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_conf
     memcpy(&x[N], qd0, N * sizeof(real_t));
     (void)theta0;
     (void)thetad0;
-    memset(applied, 0, sizeof applied);
-    memset(u, 0, sizeof u);
+    memcpy(applied, plant->tau0, sizeof applied);  /* what acted before the first sample */
+    memcpy(u, plant->tau0, sizeof u);              /* (the first sample's qdd is under it) */
     memset(e, 0, sizeof e);
     memset(pending, 0, sizeof pending);
     memset(&in, 0, sizeof in);
@@ -507,8 +507,9 @@ int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_conf
         }
         for (i = 0; i < N; ++i) {
             pending[k % (UR5_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
-            /* the command of sample k - delay (zero before the first one) */
-            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (UR5_LOOPBACK_MAX_DELAY + 1)][i] : 0;
+            /* the command of sample k - delay (tau0 before the first one) */
+            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (UR5_LOOPBACK_MAX_DELAY + 1)][i]
+                                           : plant->tau0[i];
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }

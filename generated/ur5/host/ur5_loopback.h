@@ -32,6 +32,7 @@ typedef struct {
     ur5_real_t params[UR5_N_STANDARD];  /**< its standard parameters (the truth) */
     int32_t substeps;                        /**< RK4 steps per sample period (>= 1) */
     int32_t delay;                           /**< actuation delay in samples, 0..UR5_LOOPBACK_MAX_DELAY */
+    ur5_real_t tau0[UR5_DOF];           /**< the torque applied before the first sample (in.tau there): 0 from rest, a continued run's last command */
     /* an optional plane obstacle for the tip, Hunt-Crossley contact (Kirchhoff 2011 eq. 5.19) */
     ur5_real_t contact_point[3];         /**< a point of its surface, base frame (m) */
     ur5_real_t contact_normal[3];        /**< its outward unit normal, base frame */
