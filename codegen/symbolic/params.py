@@ -196,10 +196,32 @@ def exact_coefficient(value: float, lens: list[tuple[str, float, int]], link: in
     return None if best is None else (best[1], best[2])
 
 
+# base_parameters' results in this process, by description: a pipeline with the model-adaptive
+# observer derives them again for its regressor (codegen.blocks.context), a description's dynamics
+# for its own; each PyBullet scenario of the tests built one robot's six times (3-9 s each)
+_BASE_CACHE: dict[tuple[Robot, int | None], BaseParameters] = {}
+_BASE_CACHE_SIZE = 32
+
+
 def base_parameters(robot: Robot, dyn: Dynamics | None = None, n_samples: int | None = None) -> BaseParameters:
+    """Gautier's numeric reduction of ``robot``'s standard parameters to base parameters. A function
+    of the description alone (``dyn``, when given, is ``Dynamics(robot)``: passed to save building
+    it), so computed once per description in a process (the returned ``k`` is read-only)."""
+    if dyn is not None and dyn.robot != robot:
+        raise ValueError(f"{robot.name}: base_parameters was given the dynamics of another description")
+    key = (robot, n_samples)
+    if key not in _BASE_CACHE:
+        if len(_BASE_CACHE) >= _BASE_CACHE_SIZE:
+            del _BASE_CACHE[next(iter(_BASE_CACHE))]  # the oldest
+        base = _derive_base_parameters(robot, dyn or Dynamics(robot), n_samples)
+        base.k.flags.writeable = False
+        _BASE_CACHE[key] = base
+    return _BASE_CACHE[key]
+
+
+def _derive_base_parameters(robot: Robot, dyn: Dynamics, n_samples: int | None) -> BaseParameters:
     import sympy as sp  # here: only generation needs it (a 0.2 s import)
 
-    dyn = dyn or Dynamics(robot)
     names = robot.standard_parameter_names
     n_std = len(names)
     w = sample_regressor(dyn, n_samples or max(40, 3 * n_std // dyn.n + 10))

@@ -77,3 +77,30 @@ def test_planar2_base_parameters_in_closed_form() -> None:
     zz1 = m1 / 12 + m1 * lc1**2
     assert beta["ZZ1R"] == pytest.approx(zz1 + 0.01 + l1**2 * m2)
     assert base.n_base == 11
+
+
+def test_base_parameters_are_derived_once_per_description() -> None:
+    """The same description (equal, not only the same object) gets the very result of its first
+    derivation, which equals a fresh one (params._derive_base_parameters) field by field and cannot be
+    changed in place; a changed description is derived anew; another description's dynamics refused."""
+    from codegen.symbolic import params
+
+    robot = load_robot("planar2")
+    first = base_parameters(robot)
+    assert base_parameters(load_robot("planar2"), Dynamics(load_robot("planar2"))) is first
+    fresh = params._derive_base_parameters(robot, Dynamics(robot), None)
+    assert (fresh.names, fresh.columns, fresh.expressions, fresh.n_inertial, fresh.rank) == (
+        first.names,
+        first.columns,
+        first.expressions,
+        first.n_inertial,
+        first.rank,
+    )
+    assert np.array_equal(fresh.k, first.k)
+    with pytest.raises(ValueError):
+        first.k[0, 0] = 2.0
+    without_ia = dataclasses.replace(robot, joint_parameters=("FV", "FC"))
+    # IA2 is a base parameter of its own (IA1 regroups into ZZ1R): without rotor inertias it is gone
+    assert "IA2" in first.names and "IA2" not in base_parameters(without_ia).names
+    with pytest.raises(ValueError, match="another description"):
+        base_parameters(robot, Dynamics(without_ia))
