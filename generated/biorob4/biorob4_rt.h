@@ -76,31 +76,6 @@
  * st.mest); a Kalman filter's gain is designed for the motor encoders' resolution.
  * Model-based estimators (nlhg, slimod) have no motor-side form: their model is the rigid link's.
  *
- * [fric: terms]
- * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
- * shape parameters (chosen per joint and fitted by manipgen identify on a recorded run, issue #24;
- * docs/identification.md):
- * 
- *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
- * 
- * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
- *   load_dahl_length: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
- *   the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
- *   (out.q, as identification drives them), 0 at the first sample;
- * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
- *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
- *   description's gravity (manipgen identify): an approximation where the
- *   identified masses differ from the description's (Liu et al.'s LWA-4P: up to 0.75 N m of FL torque
- *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
- *   on (docs/real-data.md, "The terms in the generated C");
- * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
- *   decay with velocity stribeck_velocity.
- * 
- * The observers add tau_f to their model's friction; the controllers compensate the description's
- * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
- * ask for). With the coefficients at 0 (the default) the terms vanish and the pipeline is the
- * description's model.
- *
  * [obs: momentum]
  * Generalized momentum observer (De Luca; Birjandi & Haddadin eqs. 24-26, Kirchhoff (2011) eqs. 5.2-5.10), discrete.
  * 
@@ -176,7 +151,7 @@ extern "C" {
 #define BIOROB4_RT_INPUT_LIMIT 1000000.0
 /** Identifies the layout of biorob4_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
-#define BIOROB4_RT_CONFIG_LAYOUT 0x104EF1A8UL
+#define BIOROB4_RT_CONFIG_LAYOUT 0x3193B246UL
 /** 1 if the pipeline reads a second (motor) encoder per joint (in.motor_counts; elastic arms), else 0. */
 #define BIOROB4_RT_MOTOR_CHANNEL 1U
 
@@ -219,16 +194,6 @@ typedef struct {
     uint8_t motor_is_signed[4];  /**< second (motor) encoder: counter is two's complement (1) or unsigned (0) */
 } biorob4_rt_enc_config_t;
 
-/** Run-time config of the terms block. */
-typedef struct {
-    biorob4_real_t fd[4];  /**< FD: Dahl friction's coefficient (N m or N per joint) */
-    biorob4_real_t dahl_length[4];  /**< Dahl length of z (rad or m) */
-    biorob4_real_t fl[4];  /**< FL: load-dependent friction's coefficient (per N m of |g(q)|) */
-    biorob4_real_t load_dahl_length[4];  /**< Dahl length of z_L (rad or m) */
-    biorob4_real_t fs[4];  /**< FS: Stribeck friction's coefficient (N m or N per joint) */
-    biorob4_real_t stribeck_velocity[4];  /**< Stribeck velocity v_s (rad/s or m/s) */
-} biorob4_rt_fric_config_t;
-
 /** Run-time config of the momentum block. */
 typedef struct {
     biorob4_real_t k_o[4];  /**< observer gain K_O per joint (1/s) */
@@ -266,7 +231,6 @@ typedef struct {
 typedef struct {
     biorob4_rt_model_config_t model;  /**< params */
     biorob4_rt_enc_config_t enc;  /**< encoder */
-    biorob4_rt_fric_config_t fric;  /**< terms */
     biorob4_rt_obs_config_t obs;  /**< momentum */
     biorob4_rt_det_config_t det;  /**< threshold */
     biorob4_rt_ctl_config_t ctl;  /**< state_feedback */
@@ -301,14 +265,6 @@ typedef struct {
     biorob4_real_t hist[4][9];  /**< q_{k-1} ... q_{k-n+1} per joint */
 } biorob4_rt_mest_state_t;
 
-/** State of the terms block. */
-typedef struct {
-    biorob4_real_t q_last[4];  /**< encoder position of the last sample */
-    biorob4_real_t z[4];  /**< Dahl state z */
-    biorob4_real_t z_load[4];  /**< Dahl state z_L of the load-dependent term */
-    biorob4_real_t tau[4];  /**< the terms' torque tau_f this sample (N m or N) */
-} biorob4_rt_fric_state_t;
-
 /** State of the momentum block. */
 typedef struct {
     biorob4_real_t p0[4];  /**< momentum at the first sample */
@@ -341,7 +297,6 @@ typedef struct {
     biorob4_rt_enc_state_t enc;  /**< encoder */
     biorob4_rt_est_state_t est;  /**< ewlr */
     biorob4_rt_mest_state_t mest;  /**< ewlr */
-    biorob4_rt_fric_state_t fric;  /**< terms */
     biorob4_rt_obs_state_t obs;  /**< momentum */
     biorob4_rt_det_state_t det;  /**< threshold */
     biorob4_rt_ctl_state_t ctl;  /**< state_feedback */

@@ -28,14 +28,6 @@ const planar2_rt_config_t planar2_rt_default_config = {
     .est = {
         .gain = {{0.04736607687630389, 1.1491531254047131, 13.940030359490654}, {0.04736607687630389, 1.1491531254047131, 13.940030359490654}}
     },
-    .fric = {
-        .fd = {0.0, 0.0},
-        .dahl_length = {0.001, 0.001},
-        .fl = {0.0, 0.0},
-        .load_dahl_length = {0.001, 0.001},
-        .fs = {0.0, 0.0},
-        .stribeck_velocity = {0.1, 0.1}
-    },
     .obs = {
         .k_o = {25.0, 25.0}
     },
@@ -258,154 +250,12 @@ static void planar2_rt_est_step(const real_t *out_q, const real_t *loc_valid, co
     st_est_x_next[5] = w8;
 }
 
-/* Dahl states and the terms' torque: out.q, out.q_hat, out.qd_hat, st.fric.q_last, st.fric.z, st.fric.z_load, cfg.fric.fd, cfg.fric.dahl_length, cfg.fric.fl, cfg.fric.load_dahl_length, cfg.fric.fs, cfg.fric.stribeck_velocity, st.model.pi -> st.fric.z, st.fric.z_load, st.fric.q_last, st.fric.tau. Operations: 97. */
-static void planar2_rt_fric_step(const real_t *out_q, const real_t *out_q_hat, const real_t *out_qd_hat, const real_t *st_fric_q_last, const real_t *st_fric_z, const real_t *st_fric_z_load, const real_t *cfg_fric_fd, const real_t *cfg_fric_dahl_length, const real_t *cfg_fric_fl, const real_t *cfg_fric_load_dahl_length, const real_t *cfg_fric_fs, const real_t *cfg_fric_stribeck_velocity, const real_t *st_model_pi, real_t *st_fric_z_next, real_t *st_fric_z_load_next, real_t *st_fric_q_last_next, real_t *st_fric_tau)
-{
-    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
-    real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18;
-    w0 = out_q[0];
-    w1 = st_fric_q_last[0];
-    w1 = w0 - w1;
-    w2 = (w1 > 0.0) ? 1.0 : ((w1 < 0.0) ? -1.0 : 0.0);
-    w3 = st_fric_z[0];
-    w3 = w2 - w3;
-    w4 = fabs(w1);
-    w5 = cfg_fric_dahl_length[0];
-    w5 = w4 / w5;
-    w5 = -w5;
-    w5 = MG_EXP(w5);
-    w3 = w3 * w5;
-    w3 = w2 - w3;
-    st_fric_z_next[0] = w3;
-    w5 = out_q[1];
-    w6 = st_fric_q_last[1];
-    w6 = w5 - w6;
-    w7 = (w6 > 0.0) ? 1.0 : ((w6 < 0.0) ? -1.0 : 0.0);
-    w8 = st_fric_z[1];
-    w8 = w7 - w8;
-    w9 = fabs(w6);
-    w10 = cfg_fric_dahl_length[1];
-    w10 = w9 / w10;
-    w10 = -w10;
-    w10 = MG_EXP(w10);
-    w8 = w8 * w10;
-    w8 = w7 - w8;
-    st_fric_z_next[1] = w8;
-    w10 = (w1 > 0.0) ? 1.0 : ((w1 < 0.0) ? -1.0 : 0.0);
-    w11 = st_fric_z_load[0];
-    w12 = w10 - w11;
-    w1 = fabs(w1);
-    w13 = cfg_fric_load_dahl_length[0];
-    w1 = w1 / w13;
-    w1 = -w1;
-    w1 = MG_EXP(w1);
-    w12 = w12 * w1;
-    w10 = w10 - w12;
-    st_fric_z_load_next[0] = w10;
-    w10 = (w6 > 0.0) ? 1.0 : ((w6 < 0.0) ? -1.0 : 0.0);
-    w12 = st_fric_z_load[1];
-    w1 = w10 - w12;
-    w6 = fabs(w6);
-    w14 = cfg_fric_load_dahl_length[1];
-    w6 = w6 / w14;
-    w6 = -w6;
-    w6 = MG_EXP(w6);
-    w1 = w1 * w6;
-    w10 = w10 - w1;
-    st_fric_z_load_next[1] = w10;
-    st_fric_q_last_next[0] = w0;
-    st_fric_q_last_next[1] = w5;
-    w5 = cfg_fric_fd[0];
-    w5 = w5 * w3;
-    w3 = cfg_fric_fl[0];
-    w0 = st_model_pi[1];
-    w10 = 9.81;
-    w1 = out_q_hat[0];
-    w6 = MG_COS(w1);
-    w6 = w10 * w6;
-    w0 = w0 * w6;
-    w15 = st_model_pi[2];
-    w1 = MG_SIN(w1);
-    w10 = w10 * w1;
-    w15 = w15 * w10;
-    w0 = w0 - w15;
-    w15 = st_model_pi[14];
-    w1 = out_q_hat[1];
-    w16 = MG_COS(w1);
-    w17 = w16 * w6;
-    w1 = MG_SIN(w1);
-    w18 = w1 * w10;
-    w17 = w17 - w18;
-    w15 = w15 * w17;
-    w18 = st_model_pi[15];
-    w10 = w16 * w10;
-    w6 = w1 * w6;
-    w10 = w10 + w6;
-    w18 = w18 * w10;
-    w15 = w15 - w18;
-    w0 = w0 + w15;
-    w18 = st_model_pi[13];
-    w10 = w18 * w10;
-    w1 = w1 * w10;
-    w18 = w18 * w17;
-    w16 = w16 * w18;
-    w1 = w1 + w16;
-    w0 = w0 + w1;
-    w0 = fabs(w0);
-    w3 = w3 * w0;
-    w11 = w2 - w11;
-    w4 = w4 / w13;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
-    w11 = w11 * w4;
-    w2 = w2 - w11;
-    w3 = w3 * w2;
-    w5 = w5 + w3;
-    w3 = cfg_fric_fs[0];
-    w2 = out_qd_hat[0];
-    w11 = (w2 > 0.0) ? 1.0 : ((w2 < 0.0) ? -1.0 : 0.0);
-    w4 = cfg_fric_stribeck_velocity[0];
-    w2 = w2 / w4;
-    w2 = w2 * w2;
-    w2 = -w2;
-    w2 = MG_EXP(w2);
-    w11 = w11 * w2;
-    w3 = w3 * w11;
-    w5 = w5 + w3;
-    st_fric_tau[0] = w5;
-    w5 = cfg_fric_fd[1];
-    w5 = w5 * w8;
-    w8 = cfg_fric_fl[1];
-    w15 = fabs(w15);
-    w8 = w8 * w15;
-    w12 = w7 - w12;
-    w9 = w9 / w14;
-    w9 = -w9;
-    w9 = MG_EXP(w9);
-    w12 = w12 * w9;
-    w7 = w7 - w12;
-    w8 = w8 * w7;
-    w5 = w5 + w8;
-    w8 = cfg_fric_fs[1];
-    w7 = out_qd_hat[1];
-    w12 = (w7 > 0.0) ? 1.0 : ((w7 < 0.0) ? -1.0 : 0.0);
-    w9 = cfg_fric_stribeck_velocity[1];
-    w7 = w7 / w9;
-    w7 = w7 * w7;
-    w7 = -w7;
-    w7 = MG_EXP(w7);
-    w12 = w12 * w7;
-    w8 = w8 * w12;
-    w5 = w5 + w8;
-    st_fric_tau[1] = w5;
-}
-
-/* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi, st.fric.tau -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 182. */
-static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_hat, const real_t *in_tau, const real_t *st_obs_p0, const real_t *st_obs_integ, const real_t *st_obs_r, const real_t *cfg_obs_k_o, const real_t *st_model_pi, const real_t *st_fric_tau, real_t *st_obs_p, real_t *st_obs_integ_next, real_t *st_obs_r_next, real_t *out_r)
+/* momentum, integral and residual: out.q_hat, out.qd_hat, in.tau, st.obs.p0, st.obs.integ, st.obs.r, cfg.obs.k_o, st.model.pi -> st.obs.p, st.obs.integ, st.obs.r, out.r. Operations: 176. */
+static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_hat, const real_t *in_tau, const real_t *st_obs_p0, const real_t *st_obs_integ, const real_t *st_obs_r, const real_t *cfg_obs_k_o, const real_t *st_model_pi, real_t *st_obs_p, real_t *st_obs_integ_next, real_t *st_obs_r_next, real_t *out_r)
 {
     real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
     real_t w12; real_t w13; real_t w14; real_t w15; real_t w16; real_t w17; real_t w18; real_t w19; real_t w20; real_t w21; real_t w22; real_t w23;
-    real_t w24; real_t w25; real_t w26; real_t w27; real_t w28;
+    real_t w24; real_t w25; real_t w26; real_t w27;
     w0 = out_qd_hat[0];
     w1 = w0 + w0;
     w2 = 0.5;
@@ -499,99 +349,93 @@ static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_ha
     w18 = w18 * w24;
     w22 = w22 + w18;
     w23 = w23 + w22;
-    w18 = st_fric_tau[0];
-    w23 = w23 + w18;
     w23 = w12 - w23;
-    w24 = st_obs_r[0];
-    w23 = w23 + w24;
+    w18 = st_obs_r[0];
+    w23 = w23 + w18;
     w23 = w15 * w23;
     w23 = w6 + w23;
     st_obs_integ_next[0] = w23;
     w23 = st_obs_integ[1];
-    w25 = in_tau[1];
-    w26 = w7 * w0;
-    w26 = w26 + w26;
+    w24 = in_tau[1];
+    w25 = w7 * w0;
+    w25 = w25 + w25;
     w2 = w2 * w14;
-    w26 = w26 * w2;
-    w27 = w0 + w4;
-    w28 = w27 * w3;
-    w26 = w26 - w28;
-    w26 = w0 * w26;
-    w26 = w20 * w26;
-    w27 = w27 * w10;
+    w25 = w25 * w2;
+    w26 = w0 + w4;
+    w27 = w26 * w3;
+    w25 = w25 - w27;
+    w25 = w0 * w25;
+    w25 = w20 * w25;
+    w26 = w26 * w10;
     w20 = w20 * w0;
     w20 = w20 + w20;
     w20 = w20 * w2;
-    w27 = w27 + w20;
-    w27 = w0 * w27;
-    w7 = w7 * w27;
-    w26 = w26 - w7;
-    w21 = w21 - w26;
-    w26 = st_model_pi[24];
-    w26 = w26 * w4;
+    w26 = w26 + w20;
+    w26 = w0 * w26;
+    w7 = w7 * w26;
+    w25 = w25 - w7;
+    w21 = w21 - w25;
+    w25 = st_model_pi[24];
+    w25 = w25 * w4;
     w7 = st_model_pi[25];
     w4 = (w4 > 0.0) ? 1.0 : ((w4 < 0.0) ? -1.0 : 0.0);
     w7 = w7 * w4;
-    w26 = w26 + w7;
-    w21 = w21 + w26;
-    w7 = st_fric_tau[1];
+    w25 = w25 + w7;
+    w21 = w21 + w25;
+    w21 = w24 - w21;
+    w7 = st_obs_r[1];
     w21 = w21 + w7;
-    w21 = w25 - w21;
-    w4 = st_obs_r[1];
-    w21 = w21 + w4;
     w21 = w15 * w21;
     w21 = w23 + w21;
     st_obs_integ_next[1] = w21;
     w21 = cfg_obs_k_o[0];
-    w27 = st_obs_p0[0];
-    w1 = w1 - w27;
-    w27 = w11 * w19;
-    w20 = w8 * w17;
-    w27 = w27 - w20;
-    w20 = w10 * w27;
-    w2 = w11 * w17;
-    w28 = w8 * w19;
-    w2 = w2 + w28;
-    w28 = w3 * w2;
-    w20 = w20 - w28;
-    w28 = w16 + w20;
-    w2 = w14 * w2;
-    w2 = w8 * w2;
-    w27 = w14 * w27;
-    w27 = w11 * w27;
-    w2 = w2 + w27;
-    w28 = w28 + w2;
-    w28 = w28 + w22;
-    w28 = w28 + w18;
-    w28 = w12 - w28;
-    w28 = w28 + w24;
-    w28 = w15 * w28;
-    w28 = w6 + w28;
-    w28 = w1 - w28;
-    w28 = w21 * w28;
-    st_obs_r_next[0] = w28;
-    w28 = cfg_obs_k_o[1];
-    w2 = st_obs_p0[1];
-    w5 = w5 - w2;
-    w2 = w0 * w9;
-    w2 = w11 * w2;
-    w27 = w0 * w13;
-    w27 = w8 * w27;
-    w2 = w2 - w27;
-    w20 = w20 - w2;
-    w20 = w20 + w26;
-    w20 = w20 + w7;
-    w20 = w25 - w20;
+    w4 = st_obs_p0[0];
+    w1 = w1 - w4;
+    w4 = w11 * w19;
+    w26 = w8 * w17;
+    w4 = w4 - w26;
+    w26 = w10 * w4;
+    w20 = w11 * w17;
+    w2 = w8 * w19;
+    w20 = w20 + w2;
+    w2 = w3 * w20;
+    w26 = w26 - w2;
+    w2 = w16 + w26;
+    w20 = w14 * w20;
+    w20 = w8 * w20;
+    w4 = w14 * w4;
+    w4 = w11 * w4;
     w20 = w20 + w4;
-    w20 = w15 * w20;
-    w20 = w23 + w20;
-    w20 = w5 - w20;
-    w20 = w28 * w20;
-    st_obs_r_next[1] = w20;
-    w20 = w11 * w19;
-    w2 = w8 * w17;
-    w20 = w20 - w2;
-    w10 = w10 * w20;
+    w2 = w2 + w20;
+    w2 = w2 + w22;
+    w2 = w12 - w2;
+    w2 = w2 + w18;
+    w2 = w15 * w2;
+    w2 = w6 + w2;
+    w2 = w1 - w2;
+    w2 = w21 * w2;
+    st_obs_r_next[0] = w2;
+    w2 = cfg_obs_k_o[1];
+    w20 = st_obs_p0[1];
+    w5 = w5 - w20;
+    w20 = w0 * w9;
+    w20 = w11 * w20;
+    w4 = w0 * w13;
+    w4 = w8 * w4;
+    w20 = w20 - w4;
+    w26 = w26 - w20;
+    w26 = w26 + w25;
+    w26 = w24 - w26;
+    w26 = w26 + w7;
+    w26 = w15 * w26;
+    w26 = w23 + w26;
+    w26 = w5 - w26;
+    w26 = w2 * w26;
+    st_obs_r_next[1] = w26;
+    w26 = w11 * w19;
+    w20 = w8 * w17;
+    w26 = w26 - w20;
+    w10 = w10 * w26;
     w17 = w11 * w17;
     w19 = w8 * w19;
     w17 = w17 + w19;
@@ -600,14 +444,13 @@ static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_ha
     w16 = w16 + w10;
     w17 = w14 * w17;
     w17 = w8 * w17;
-    w14 = w14 * w20;
+    w14 = w14 * w26;
     w14 = w11 * w14;
     w17 = w17 + w14;
     w16 = w16 + w17;
     w16 = w16 + w22;
-    w16 = w16 + w18;
     w12 = w12 - w16;
-    w12 = w12 + w24;
+    w12 = w12 + w18;
     w12 = w15 * w12;
     w6 = w6 + w12;
     w1 = w1 - w6;
@@ -619,15 +462,14 @@ static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_ha
     w8 = w8 * w0;
     w11 = w11 - w8;
     w10 = w10 - w11;
-    w10 = w10 + w26;
-    w10 = w10 + w7;
-    w25 = w25 - w10;
-    w25 = w25 + w4;
-    w15 = w15 * w25;
+    w10 = w10 + w25;
+    w24 = w24 - w10;
+    w24 = w24 + w7;
+    w15 = w15 * w24;
     w23 = w23 + w15;
     w5 = w5 - w23;
-    w28 = w28 * w5;
-    out_r[1] = w28;
+    w2 = w2 * w5;
+    out_r[1] = w2;
 }
 
 /* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 26. */
@@ -852,12 +694,6 @@ static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
         && mg_bounded(cfg->enc.offset, 2, DBL_MAX)
         && mg_bounded(cfg->enc.direction, 2, DBL_MAX)
         && mg_bounded(&cfg->est.gain[0][0], 6, DBL_MAX)
-        && mg_bounded(cfg->fric.fd, 2, DBL_MAX)
-        && mg_bounded(cfg->fric.dahl_length, 2, DBL_MAX)
-        && mg_bounded(cfg->fric.fl, 2, DBL_MAX)
-        && mg_bounded(cfg->fric.load_dahl_length, 2, DBL_MAX)
-        && mg_bounded(cfg->fric.fs, 2, DBL_MAX)
-        && mg_bounded(cfg->fric.stribeck_velocity, 2, DBL_MAX)
         && mg_bounded(cfg->obs.k_o, 2, DBL_MAX)
         && mg_bounded(cfg->det.threshold, 2, DBL_MAX)
         && mg_bounded(cfg->det.kv, 2, DBL_MAX)
@@ -893,7 +729,6 @@ static void planar2_rt_restart(planar2_rt_t *rt)
 {
     (void)memset(&rt->model, 0, sizeof rt->model);
     (void)memset(&rt->est, 0, sizeof rt->est);
-    (void)memset(&rt->fric, 0, sizeof rt->fric);
     (void)memset(&rt->obs, 0, sizeof rt->obs);
     (void)memset(&rt->det, 0, sizeof rt->det);
     rt->first = 1u;
@@ -991,26 +826,11 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
     (void)memcpy(out->qd_d, in->qd_des, sizeof out->qd_d);
     (void)memcpy(out->qdd_d, in->qdd_des, sizeof out->qdd_d);
 
-    /* --- fric: terms --- */
-    if (rt->first != 0u) {  /* the Dahl states start at 0 from the first position */
-        (void)memcpy(rt->fric.q_last, out->q, sizeof rt->fric.q_last);
-    }
-    {
-        real_t tmp0[2];
-        real_t tmp1[2];
-        real_t tmp2[2];
-        planar2_rt_fric_step(out->q, out->q_hat, out->qd_hat, rt->fric.q_last, rt->fric.z, rt->fric.z_load, rt->cfg->fric.fd, rt->cfg->fric.dahl_length, rt->cfg->fric.fl, rt->cfg->fric.load_dahl_length, rt->cfg->fric.fs, rt->cfg->fric.stribeck_velocity, rt->model.pi, tmp0, tmp1, tmp2, rt->fric.tau);
-        (void)memcpy(rt->fric.z, tmp0, sizeof tmp0);
-        (void)memcpy(rt->fric.z_load, tmp1, sizeof tmp1);
-        (void)memcpy(rt->fric.q_last, tmp2, sizeof tmp2);
-    }
-
-
     /* --- obs: momentum --- */
     {
         real_t tmp1[2];
         real_t tmp2[2];
-        planar2_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->fric.tau, rt->obs.p, tmp1, tmp2, out->r);
+        planar2_rt_obs_step(out->q_hat, out->qd_hat, in->tau, rt->obs.p0, rt->obs.integ, rt->obs.r, rt->cfg->obs.k_o, rt->model.pi, rt->obs.p, tmp1, tmp2, out->r);
         (void)memcpy(rt->obs.integ, tmp1, sizeof tmp1);
         (void)memcpy(rt->obs.r, tmp2, sizeof tmp2);
     }

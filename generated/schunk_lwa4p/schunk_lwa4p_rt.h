@@ -59,31 +59,6 @@
  * so the discrete poles are (1 + s T/2) / (1 - s T/2) of the continuous ones. eps, h1, h2 are run-time
  * config (Liu et al. tune the diagonals h1, h2 with eps = 0.03 fixed); A_d, B_d are derived from them.
  *
- * [fric: terms]
- * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
- * shape parameters (chosen per joint and fitted by manipgen identify on a recorded run, issue #24;
- * docs/identification.md):
- * 
- *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
- * 
- * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
- *   load_dahl_length: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
- *   the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
- *   (out.q, as identification drives them), 0 at the first sample;
- * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
- *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
- *   description's gravity (manipgen identify): an approximation where the
- *   identified masses differ from the description's (Liu et al.'s LWA-4P: up to 0.75 N m of FL torque
- *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
- *   on (docs/real-data.md, "The terms in the generated C");
- * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
- *   decay with velocity stribeck_velocity.
- * 
- * The observers add tau_f to their model's friction; the controllers compensate the description's
- * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
- * ask for). With the coefficients at 0 (the default) the terms vanish and the pipeline is the
- * description's model.
- *
  * [obs: momentum]
  * Generalized momentum observer (De Luca; Birjandi & Haddadin eqs. 24-26, Kirchhoff (2011) eqs. 5.2-5.10), discrete.
  * 
@@ -165,7 +140,7 @@ extern "C" {
 #define SCHUNK_LWA4P_RT_INPUT_LIMIT 1000000.0
 /** Identifies the layout of schunk_lwa4p_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
-#define SCHUNK_LWA4P_RT_CONFIG_LAYOUT 0x049AB1A7UL
+#define SCHUNK_LWA4P_RT_CONFIG_LAYOUT 0xAA55D4A8UL
 /** 1 if the pipeline reads a second (motor) encoder per joint (in.motor_counts; elastic arms), else 0. */
 #define SCHUNK_LWA4P_RT_MOTOR_CHANNEL 0U
 
@@ -209,16 +184,6 @@ typedef struct {
     schunk_lwa4p_real_t h2[6];  /**< diagonal of H2 */
 } schunk_lwa4p_rt_est_config_t;
 
-/** Run-time config of the terms block. */
-typedef struct {
-    schunk_lwa4p_real_t fd[6];  /**< FD: Dahl friction's coefficient (N m or N per joint) */
-    schunk_lwa4p_real_t dahl_length[6];  /**< Dahl length of z (rad or m) */
-    schunk_lwa4p_real_t fl[6];  /**< FL: load-dependent friction's coefficient (per N m of |g(q)|) */
-    schunk_lwa4p_real_t load_dahl_length[6];  /**< Dahl length of z_L (rad or m) */
-    schunk_lwa4p_real_t fs[6];  /**< FS: Stribeck friction's coefficient (N m or N per joint) */
-    schunk_lwa4p_real_t stribeck_velocity[6];  /**< Stribeck velocity v_s (rad/s or m/s) */
-} schunk_lwa4p_rt_fric_config_t;
-
 /** Run-time config of the momentum block. */
 typedef struct {
     schunk_lwa4p_real_t k_o[6];  /**< observer gain K_O per joint (1/s) */
@@ -251,7 +216,6 @@ typedef struct {
     schunk_lwa4p_rt_model_config_t model;  /**< params */
     schunk_lwa4p_rt_enc_config_t enc;  /**< encoder */
     schunk_lwa4p_rt_est_config_t est;  /**< linhg */
-    schunk_lwa4p_rt_fric_config_t fric;  /**< terms */
     schunk_lwa4p_rt_obs_config_t obs;  /**< momentum */
     schunk_lwa4p_rt_det_config_t det;  /**< threshold */
     schunk_lwa4p_rt_ctl_config_t ctl;  /**< computed_torque */
@@ -279,14 +243,6 @@ typedef struct {
     schunk_lwa4p_real_t bd[6][2];  /**< derived: B_d per joint */
 } schunk_lwa4p_rt_est_state_t;
 
-/** State of the terms block. */
-typedef struct {
-    schunk_lwa4p_real_t q_last[6];  /**< encoder position of the last sample */
-    schunk_lwa4p_real_t z[6];  /**< Dahl state z */
-    schunk_lwa4p_real_t z_load[6];  /**< Dahl state z_L of the load-dependent term */
-    schunk_lwa4p_real_t tau[6];  /**< the terms' torque tau_f this sample (N m or N) */
-} schunk_lwa4p_rt_fric_state_t;
-
 /** State of the momentum block. */
 typedef struct {
     schunk_lwa4p_real_t p0[6];  /**< momentum at the first sample */
@@ -313,7 +269,6 @@ typedef struct {
     schunk_lwa4p_rt_model_state_t model;  /**< params */
     schunk_lwa4p_rt_enc_state_t enc;  /**< encoder */
     schunk_lwa4p_rt_est_state_t est;  /**< linhg */
-    schunk_lwa4p_rt_fric_state_t fric;  /**< terms */
     schunk_lwa4p_rt_obs_state_t obs;  /**< momentum */
     schunk_lwa4p_rt_det_state_t det;  /**< threshold */
     uint8_t first;  /**< 1 until the first step has initialised the blocks */

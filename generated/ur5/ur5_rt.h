@@ -73,31 +73,6 @@
  * shape: z- = A_z z with A_z = [[1, T, T^2], [0, 1, T], [0, 0, 1]], z = z- + M_z (q - z-_1), M_z =
  * [C_d M, M_2, M_3].
  *
- * [fric: terms]
- * Friction terms beyond the description's viscous + Coulomb model, with run-time coefficients and
- * shape parameters (chosen per joint and fitted by manipgen identify on a recorded run, issue #24;
- * docs/identification.md):
- * 
- *   tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
- * 
- * - z, z_L: position-domain (Dahl) states per joint with lengths dahl_length,
- *   load_dahl_length: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
- *   the exact solution of dz/dq = (sgn(dq) - z) / length; driven by the encoder's position steps
- *   (out.q, as identification drives them), 0 at the first sample;
- * - g(q_hat): the gravity torque with the run-time parameters (payload included), the load the
- *   drive holds (load-dependent friction of geared drives). Identification fits FL against the
- *   description's gravity (manipgen identify): an approximation where the
- *   identified masses differ from the description's (Liu et al.'s LWA-4P: up to 0.75 N m of FL torque
- *   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
- *   on (docs/real-data.md, "The terms in the generated C");
- * - c: the Coulomb shape (tanh(qd / v_c) with model.coulomb_scale, or sgn), times the Stribeck
- *   decay with velocity stribeck_velocity.
- * 
- * The observers add tau_f to their model's friction; the controllers compensate the description's
- * friction only (a Dahl state fed forward acts as stiction compensation, which a tuned loop did not
- * ask for). With the coefficients at 0 (the default) the terms vanish and the pipeline is the
- * description's model.
- *
  * [obs: momentum]
  * Generalized momentum observer (De Luca; Birjandi & Haddadin eqs. 24-26, Kirchhoff (2011) eqs. 5.2-5.10), discrete.
  * 
@@ -179,7 +154,7 @@ extern "C" {
 #define UR5_RT_INPUT_LIMIT 1000000.0
 /** Identifies the layout of ur5_rt_config_t (blocks, fields, types, real type): a config
  *  exported by manipgen export-config checks it at compile time. */
-#define UR5_RT_CONFIG_LAYOUT 0x63714327UL
+#define UR5_RT_CONFIG_LAYOUT 0xEDFF3799UL
 /** 1 if the pipeline reads a second (motor) encoder per joint (in.motor_counts; elastic arms), else 0. */
 #define UR5_RT_MOTOR_CHANNEL 0U
 
@@ -221,16 +196,6 @@ typedef struct {
     ur5_real_t gain[6][3];  /**< steady-state gain M per joint (a new design replaces it: manipgen evaluate --tune, export-config) */
 } ur5_rt_est_config_t;
 
-/** Run-time config of the terms block. */
-typedef struct {
-    ur5_real_t fd[6];  /**< FD: Dahl friction's coefficient (N m or N per joint) */
-    ur5_real_t dahl_length[6];  /**< Dahl length of z (rad or m) */
-    ur5_real_t fl[6];  /**< FL: load-dependent friction's coefficient (per N m of |g(q)|) */
-    ur5_real_t load_dahl_length[6];  /**< Dahl length of z_L (rad or m) */
-    ur5_real_t fs[6];  /**< FS: Stribeck friction's coefficient (N m or N per joint) */
-    ur5_real_t stribeck_velocity[6];  /**< Stribeck velocity v_s (rad/s or m/s) */
-} ur5_rt_fric_config_t;
-
 /** Run-time config of the momentum block. */
 typedef struct {
     ur5_real_t k_o[6];  /**< observer gain K_O per joint (1/s) */
@@ -263,7 +228,6 @@ typedef struct {
     ur5_rt_model_config_t model;  /**< params */
     ur5_rt_enc_config_t enc;  /**< encoder */
     ur5_rt_est_config_t est;  /**< kalman */
-    ur5_rt_fric_config_t fric;  /**< terms */
     ur5_rt_obs_config_t obs;  /**< momentum */
     ur5_rt_det_config_t det;  /**< threshold */
     ur5_rt_ctl_config_t ctl;  /**< computed_torque */
@@ -287,14 +251,6 @@ typedef struct {
 typedef struct {
     ur5_real_t x[6][3];  /**< [q, qd, qdd] per joint */
 } ur5_rt_est_state_t;
-
-/** State of the terms block. */
-typedef struct {
-    ur5_real_t q_last[6];  /**< encoder position of the last sample */
-    ur5_real_t z[6];  /**< Dahl state z */
-    ur5_real_t z_load[6];  /**< Dahl state z_L of the load-dependent term */
-    ur5_real_t tau[6];  /**< the terms' torque tau_f this sample (N m or N) */
-} ur5_rt_fric_state_t;
 
 /** State of the momentum block. */
 typedef struct {
@@ -322,7 +278,6 @@ typedef struct {
     ur5_rt_model_state_t model;  /**< params */
     ur5_rt_enc_state_t enc;  /**< encoder */
     ur5_rt_est_state_t est;  /**< kalman */
-    ur5_rt_fric_state_t fric;  /**< terms */
     ur5_rt_obs_state_t obs;  /**< momentum */
     ur5_rt_det_state_t det;  /**< threshold */
     uint8_t first;  /**< 1 until the first step has initialised the blocks */
