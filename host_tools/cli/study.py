@@ -24,6 +24,17 @@ EXAMPLE = """example SPEC.yaml (each list an axis of the grid; one item per comb
   seeds: [0, 1, 2]
   tune: true                             # GA / grid search per item (else default or paper gains)
   generations: 20
+
+collision items (a Monte-Carlo of manipgen collide; one item per observer and draw):
+  collide:
+    robots: [planar2]
+    seeds: 100                           # draws 0..99: model-error factors and motions
+    model_errors: [0.1]
+    friction_error: [false, true]
+    observers: [momentum, adaptive]      # default: collide's (less those needing absent IMUs)
+    cutoffs: [1, 10, 100]                # steps' low-pass (Hz); impact_speeds, amplitude, ...
+    push: {hz: 0.2, seconds: 1.5}        # the constant push, or none
+  (docs/collision.md; examples/studies/collide.yaml)
 """
 
 
@@ -78,13 +89,19 @@ def _run(args: argparse.Namespace, study: Study, store: Path, console: Console) 
 
     from host_tools.cli.progress import ItemsBar
     from host_tools.studies.cluster import open_executor
+    from host_tools.studies.collide_study import CollideItem, stored_collisions
     from host_tools.studies.study import StudyItem, open_store, run_study, stored
 
     t0 = time.perf_counter()
     with open_store(store) as db, ItemsBar(console, "items") as bar:
 
-        def progress(done: int, total: int, item: StudyItem | None) -> None:
-            what = "" if item is None else f"{item.robot} {item.resolution_mdeg:g}@{item.rate_hz:g} {item.estimator}"
+        def progress(done: int, total: int, item: StudyItem | CollideItem | None) -> None:
+            if isinstance(item, CollideItem):
+                what = f"{item.robot} seed {item.seed} {item.observer}"
+            else:
+                what = (
+                    "" if item is None else f"{item.robot} {item.resolution_mdeg:g}@{item.rate_hz:g} {item.estimator}"
+                )
             bar.update(done, total, what)
 
         try:
@@ -92,26 +109,37 @@ def _run(args: argparse.Namespace, study: Study, store: Path, console: Console) 
                 ran = run_study(study, db, executor, progress)
         except KeyboardInterrupt:
             bar.stop()
-            kept = len(stored(db, study))
+            kept = len(stored(db, study)) + len(stored_collisions(db, study.collisions))
             console.print(
-                f"manipgen: interrupted; {kept} of {len(study.items)} items are in {store}: "
+                f"manipgen: interrupted; {kept} of {len(study.every_item)} items are in {store}: "
                 "the same command continues from there"
             )
             return 130
     console.print(
-        f"{ran} items run in {time.perf_counter() - t0:.0f} s, {len(study.items)} in {store}; "
+        f"{ran} items run in {time.perf_counter() - t0:.0f} s, {len(study.every_item)} in {store}; "
         f"tables: manipgen study {args.spec} --store {store} --report"
     )
     return 0
 
 
 def _report(study: Study, store: Path, out: Path, console: Console) -> int:
+    """report.md/.json of the evaluations; of the collision items, report.* when the spec has no
+    evaluation, else collide_report.*."""
+    from host_tools.reports.collide_study import markdown, summary, write_collide_report
     from host_tools.reports.study import report, write_report
+    from host_tools.studies.collide_study import stored_collisions
     from host_tools.studies.study import open_store, stored
 
     with open_store(store, create=False) as db:
         rows = stored(db, study)
-    written = write_report(rows, len(study.items), out)
-    print(report(rows, len(study.items))[0], end="")
+        collisions = stored_collisions(db, study.collisions)
+    written = []
+    if study.items:
+        written += write_report(rows, len(study.items), out)
+        print(report(rows, len(study.items))[0], end="")
+    if study.collisions:
+        total = len(study.collisions)
+        written += write_collide_report(collisions, total, out, "collide_report" if study.items else "report")
+        print(markdown(summary(collisions, total)), end="")
     console.print(f"wrote {', '.join(written)} in {out}/")
     return 0

@@ -40,6 +40,7 @@ from host_tools.bindings.compiled import generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
+from host_tools.studies.collide_study import TABLE, CollideItem, load_grids, run_collide_item, write_collide_item
 from host_tools.studies.evaluate import LIU_SETUPS, EstimatorRequest, Setup, evaluate
 
 SPEC_KEYS = {
@@ -53,6 +54,7 @@ SPEC_KEYS = {
     "tune_faults",
     "generations",
     "gains",
+    "collide",  # collision items (host_tools.studies.collide_study)
 }
 # PRAGMA user_version of a store this code writes; a store of another version is refused (one line)
 STORE_VERSION = 2
@@ -116,7 +118,12 @@ class StudyItem:
 class Study:
     file: str
     items: tuple[StudyItem, ...]
-    sources: dict[str, RobotSource]  # by StudyItem.description
+    sources: dict[str, RobotSource]  # by StudyItem.description (and CollideItem.description)
+    collisions: tuple[CollideItem, ...] = ()
+
+    @property
+    def every_item(self) -> tuple[StudyItem | CollideItem, ...]:
+        return self.items + self.collisions
 
 
 def _list(doc: Located, key: str, default: list[Any] | None = None) -> list[Any]:
@@ -153,6 +160,9 @@ def load_study(path: str | Path) -> Study:
     unknown = sorted(set(doc.data) - SPEC_KEYS)
     if unknown:
         raise doc.error((unknown[0],), f"unknown key; the spec's keys are {', '.join(sorted(SPEC_KEYS))}")
+    collisions, sources = load_grids(doc, Path(path).parent, code_fingerprint()) if "collide" in doc.data else ([], {})
+    if collisions and set(doc.data) == {"collide"}:  # no estimator evaluations
+        return Study(str(path), (), sources, tuple(collisions))
     known = registry.estimators()
     estimators = _list(doc, "estimators", list(registry.study_estimators()))
     for i, e in enumerate(estimators):
@@ -182,7 +192,6 @@ def load_study(path: str | Path) -> Study:
         if not 0 <= v < 1:
             raise doc.error(("faults", i), f"a fault rate is the fraction of samples lost, in [0, 1), got {v:g}")
     setups = _setups(doc)
-    sources: dict[str, RobotSource] = {}
     items = []
     for i, name in enumerate(_list(doc, "robots")):
         spec = str(name)
@@ -213,7 +222,7 @@ def load_study(path: str | Path) -> Study:
             if problems:
                 raise doc.error(("robots", i), "; ".join(dict.fromkeys(problems)))
             items.append(item)
-    return Study(str(path), tuple(dict.fromkeys(items)), sources)
+    return Study(str(path), tuple(dict.fromkeys(items)), sources, tuple(collisions))
 
 
 @cache
@@ -229,15 +238,18 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def run_item(item: StudyItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
+def run_item(item: StudyItem | CollideItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
     """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
     entry, wall seconds, CPU seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
     with its ``error``: the same on every rerun, so it is not retried."""
     if item.code != code_fingerprint():
         raise WorkerMismatch(
-            "this worker runs another manipgen than the client (code fingerprints differ): install the same "
+            f"this worker runs another manipgen than the client (code fingerprints differ: {code_fingerprint()} "
+            f"here, {item.code} there): install the same "
             "commit and constraints.txt on every node (docs/cluster.md)"
         )
+    if isinstance(item, CollideItem):
+        return run_collide_item(item, source)
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         doc = evaluate(item.setup(source), (EstimatorRequest(item.estimator),), executor=InlineExecutor()).doc
@@ -272,6 +284,7 @@ def open_store(path: str | Path, create: bool = True) -> Iterator[sqlite3.Connec
                 )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(SCHEMA)
+            db.execute(TABLE)  # added to version 2: older stores gain the (empty) table
             db.execute(f"PRAGMA user_version = {STORE_VERSION}")
             yield db
     except sqlite3.Error as exc:
@@ -279,13 +292,16 @@ def open_store(path: str | Path, create: bool = True) -> Iterator[sqlite3.Connec
 
 
 def done_keys(db: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in db.execute("SELECT key FROM items")}
+    return {row[0] for table in ("items", "collide_items") for row in db.execute(f"SELECT key FROM {table}")}
 
 
 def write_item(
-    db: sqlite3.Connection, item: StudyItem, result: dict[str, Any], seconds: float, cpu_seconds: float
+    db: sqlite3.Connection, item: StudyItem | CollideItem, result: dict[str, Any], seconds: float, cpu_seconds: float
 ) -> None:
     """One finished item, in its own transaction (committed before the next item is looked at)."""
+    if isinstance(item, CollideItem):
+        write_collide_item(db, item, result, seconds, cpu_seconds)
+        return
     with db:
         db.execute("BEGIN IMMEDIATE")
         db.execute(
@@ -311,16 +327,16 @@ def run_study(
     study: Study,
     db: sqlite3.Connection,
     executor: Executor,
-    progress: Callable[[int, int, StudyItem | None], None] | None = None,
+    progress: Callable[[int, int, StudyItem | CollideItem | None], None] | None = None,
 ) -> int:
     """Run the items not yet in the store through ``executor``, writing each as it completes;
     ``progress(done, total, item just finished)``. Returns the number of items run now."""
     done = done_keys(db)
-    todo = [it for it in study.items if it.key not in done]
-    total, finished = len(study.items), len(study.items) - len(todo)
+    todo = [it for it in study.every_item if it.key not in done]
+    total, finished = len(study.every_item), len(study.every_item) - len(todo)
     if progress is not None:
         progress(finished, total, None)
-    futures: dict[Future[tuple[dict[str, Any], float, float]], StudyItem] = {
+    futures: dict[Future[tuple[dict[str, Any], float, float]], StudyItem | CollideItem] = {
         executor.submit(run_item, it, study.sources[it.description]): it for it in todo
     }
     try:
