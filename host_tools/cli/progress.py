@@ -215,9 +215,15 @@ class IterationsBar:
 
     def ended(self, starts_done: int, best: str) -> None:
         """``starts_done`` starts have ended; ``best``: the best objective so far, as text."""
-        self.its.at(starts_done, 0)
         self.best = best
-        self._show(self._lines.emit, f"{self.label}: {starts_done}/{self.its.starts} ended, {best}")
+        text = f"{self.label}: {starts_done}/{self.its.starts} ended, {best}"
+        if self.its.t0 is None:  # no iteration reported: the starts ran elsewhere (an executor's), counted whole
+            self._progress.update(self._task, completed=starts_done * self.its.max_iter, info=best)
+            if not self.terminal:
+                self._lines.emit(text)
+            return
+        self.its.at(starts_done, 0)
+        self._show(self._lines.emit, text)
 
     def _show(self, line: Any, text: str | None = None) -> None:
         its = self.its

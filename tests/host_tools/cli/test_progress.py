@@ -41,3 +41,19 @@ def test_excite_reports_ipopts_iterations_off_a_terminal() -> None:
     lines = r.stderr.splitlines()
     assert any("excitation design (IPOPT): start 1/2, iteration " in line and "left" in line for line in lines), lines
     assert any(line.startswith("excitation design (IPOPT): 2/2 ended, best cond ") for line in lines), lines
+
+
+def test_ipopts_bar_off_a_terminal_with_and_without_iterations() -> None:
+    """Starts run here report their iterations (a line with the time left, then one per ended start);
+    starts run by an executor's workers report none: a line per ended start all the same."""
+    for reported in (True, False):
+        out = io.StringIO()
+        with progress.IterationsBar(Console(file=out, force_terminal=False, width=200), "design", 2, 50) as bar:
+            for start in range(2):
+                if reported:
+                    bar.iteration(start, 0)
+                    bar.iteration(start, 1)
+                bar.ended(start + 1, f"best cond {9 - start}")
+        lines = [line.rsplit(" (", 1)[0] for line in out.getvalue().splitlines()]
+        assert lines[-1] == "design: 2/2 ended, best cond 8" and "design: 1/2 ended, best cond 9" in lines, lines
+        assert any(line.startswith("design: start 1/2, iteration 1/50, ") for line in lines) == reported, lines
