@@ -9,7 +9,7 @@ import threading
 import casadi as cs
 import pytest
 
-from host_tools.identification.ipopt_progress import Iterations, callback_options, duration, reporting
+from host_tools.identification.ipopt_progress import Iterations, callback_options, duration, reporting, stage_lines
 
 
 def _rosenbrock(step: int) -> cs.Function:
@@ -64,3 +64,15 @@ def test_time_left_from_the_iterations_done() -> None:
 
 def test_durations_read_as_a_person_reads_them() -> None:
     assert [duration(s) for s in (4.4, 99.4, 420.0, 5400.0, 9000.0)] == ["4 s", "99 s", "7 min", "90 min", "2.5 h"]
+
+
+def test_a_multi_start_as_stage_texts() -> None:
+    """identify's stages (a spinner's text, or lines off a terminal) carry the multi-start's progress."""
+    texts: list[str] = []
+    iteration = stage_lines(texts.append, "physical parameters (IPOPT)", 5, 1000)
+    iteration(0, 0)
+    iteration(0, 10)
+    iteration(1, 0)
+    assert texts[0] == "physical parameters (IPOPT): start 1/5, iteration 0/1000"
+    assert texts[1].startswith("physical parameters (IPOPT): start 1/5, iteration 10/1000, ")
+    assert texts[2].startswith("physical parameters (IPOPT): start 2/5, iteration 0/1000, about ")
