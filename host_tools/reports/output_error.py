@@ -196,5 +196,5 @@ def write(doc: dict[str, Any], results: dict[str, Result], out: Path) -> list[Pa
     return [
         out / "output_error.json",
         out / "output_error.md",
-        plots.output_error_autocorrelation(results, out / "output_error_autocorrelation.png"),
+        plots.output_error_autocorrelation(results, out / "output_error_autocorrelation.png", doc["robot"]),
     ]

@@ -519,7 +519,7 @@ def identification_fit(arrays: dict[str, Any], path: Path, robot: str) -> Path:
     return save_figure(fig, path, dpi=100)
 
 
-def output_error_autocorrelation(results: dict[str, OEResult], path: Path) -> Path:
+def output_error_autocorrelation(results: dict[str, OEResult], path: Path, robot: str) -> Path:
     """Brunot et al. (2019) Figs. 1-3: the residual autocorrelation per joint (dots) and the 2 sigma bounds."""
     import matplotlib
 
@@ -544,6 +544,9 @@ def output_error_autocorrelation(results: dict[str, OEResult], path: Path) -> Pa
                 a.set_ylabel(m.upper(), fontsize=8)
     for j in range(n):
         ax[-1, j].set_xlabel("lag (samples)", fontsize=8)
-    fig.suptitle("residual autocorrelation (red) and 2σ bounds (blue), like Brunot et al. (2019) Figs. 1-3", fontsize=9)
+    fig.suptitle(
+        f"{robot}: residual autocorrelation (red) and 2σ bounds (blue), like Brunot et al. (2019) Figs. 1-3",
+        fontsize=9,
+    )
     fig.tight_layout()
     return save_figure(fig, path, dpi=100)
