@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from host_tools.cli.generate import add_robot_arguments, chain_flags, robot_of
 
@@ -15,7 +16,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a collision-free closed-loop run on the loopback, saved as a log (.npz) for `manipgen thresholds`",
     )
     add_robot_arguments(r)
-    r.add_argument("--out", required=True, help="the log to write (.npz, docs/realtime.md)")
+    r.add_argument(
+        "--out",
+        required=True,
+        action="append",
+        help="the log to write (.npz, docs/realtime.md); with --hostile also .csv, and --out may be given "
+        "more than once (the same rows in each: the NPZ taken row by row, the CSV resampled on reading)",
+    )
     r.add_argument(
         "--trajectory",
         default="generated",
@@ -37,7 +44,47 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0.0,
         help="the simulated robot's parameters = the model's x (1 + this): residuals as with a model error",
     )
+    add_hostile_arguments(r)
     r.set_defaults(handler=run)
+
+
+def add_hostile_arguments(r: argparse.ArgumentParser) -> None:
+    h = r.add_argument_group(
+        "hostile log (development data that looks like a real arm's log: host_tools.data.hostile, docs/realtime.md)"
+    )
+    h.add_argument(
+        "--hostile",
+        action="store_true",
+        help="write the run as a field logger would: jittered stamps, gaps, repeated samples, the drive's "
+        "filtered velocity, torque offsets and noise, a plant friction of another shape than the "
+        "description's (each below, stated in --planted)",
+    )
+    h.add_argument("--planted", help="JSON of what was planted (gap and repeat stamps, offsets, friction)")
+    h.add_argument("--jitter", type=float, help="s: std of the sampling instants (default: the sample period / 20)")
+    h.add_argument("--gaps", type=int, default=4, help="gaps (runs of rows left out) (default: 4)")
+    h.add_argument("--gap-samples", default="3-9", help="rows left out per gap, FIRST-LAST (default: 3-9)")
+    h.add_argument("--repeats", type=int, default=5, help="rows repeating the one before at a new stamp (default: 5)")
+    h.add_argument(
+        "--drive-filter",
+        type=float,
+        default=0.005,
+        help="s: time constant of the drive's first-order filter on its encoder's finite difference, the "
+        "recorded velocity (default: 0.005)",
+    )
+    h.add_argument("--torque-noise", type=float, help="N m: std of the torque noise (default: 1e-3 x the torque limit)")
+    h.add_argument(
+        "--offset",
+        help="J:V[,J:V...]: constant torque offsets, N m, joints 1-based (default: +FC/2 on the first joint)",
+    )
+    h.add_argument(
+        "--stribeck",
+        help="J:FS:VS[,...]: the plant's Stribeck terms (N m, rad/s) (default: joint 2, FS = its FC, VS = 0.07)",
+    )
+    h.add_argument(
+        "--coulomb-scale",
+        type=float,
+        help="rad/s: the plant's Coulomb shape tanh(qd / this) instead of the description's (sgn or its tanh)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,28 +115,116 @@ def run(args: argparse.Namespace) -> int:
         rt.config["det.threshold"] = 0.0  # detection off: the run is the thresholds' input
     params = np.asarray(rt.manifest["standard_parameters"], float) * (1.0 + args.model_error)
     try:
+        spec = _hostile_settings(args)
+    except ValueError as exc:
+        print(f"manipgen: error: {exc}", file=sys.stderr)
+        return 2
+    if spec is not None:
+        from host_tools.data.hostile import plant_parameters
+
+        # the plant's friction is the hostile log's own, added along the motion; the controller's model
+        # is the frictionless plant's (a friction feed-forward against a frictionless light joint
+        # throws it about: M kp is its stiffness)
+        params = plant_parameters(robot, params)
+        if "model.params" in rt.config.keys():
+            rt.config["model.params"] = plant_parameters(robot, np.asarray(rt.config["model.params"], float))
+    try:
         result = simulate(rt, traj, true_params=params)
     except SimulationError as exc:
         print(f"manipgen: error: the simulation failed: {exc}", file=sys.stderr)
         return 1
-    result.log.save(args.out)
+    if spec is None:
+        result.log.save(args.out[0])
+    else:
+        _write_hostile(robot, result.log, spec, args)
     tau_max = rt.config["ctl.tau_max"] if "ctl.tau_max" in rt.config.keys() else [j.limits.tau for j in robot.joints]
     at_limit = saturated(result.log.extra["tau_cmd"], np.asarray(tau_max, float))
     if at_limit.any():
         joints = ", ".join(f"joint {i + 1}: {int(c)} at {tau_max[i]:.3g} N m" for i, c in enumerate(at_limit) if c)
         print(
-            f"manipgen: error: wrote {args.out}, but tau_cmd reached the torque limit in {int(at_limit.sum())} "
-            f"samples ({joints}): a saturated run is no collision-free reference for thresholds; the motion "
-            "needs more torque than the description's limits (check them: the URDF's effort, an overlay's tau)",
+            f"manipgen: error: wrote {', '.join(args.out)}, but tau_cmd reached the torque limit in "
+            f"{int(at_limit.sum())} samples ({joints}): a saturated run is no collision-free reference for "
+            "thresholds; the motion needs more torque than the description's limits (check them: the URDF's "
+            "effort, an overlay's tau)",
             file=sys.stderr,
         )
         return 1
     speed = np.max(np.abs(result.log.extra["qd_true"]), axis=0)
     print(
-        f"wrote {args.out}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) of {rt.name} "
-        f"({rt.label}), collision-free; peak joint speeds "
+        f"wrote {', '.join(args.out)}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) "
+        f"of {rt.name} ({rt.label}), collision-free; peak joint speeds "
         + ", ".join(f"{v:.2f}" for v in speed)
         + " rad/s (or m/s). Next: manipgen thresholds "
-        + f"{args.robot}{chain_flags(args)} {args.out} --out config.json"
+        + f"{args.robot}{chain_flags(args)} {args.out[0]} --out config.json"
     )
     return 0
+
+
+def _pairs(text: str | None, width: int, flag: str) -> dict[int, tuple[float, ...]] | None:
+    """``J:V[:W],...`` -> {joint 0-based: (V[, W])}; None if not given."""
+    if text is None:
+        return None
+    out = {}
+    for item in text.split(","):
+        parts = item.split(":")
+        try:
+            if len(parts) != width + 1:
+                raise ValueError
+            out[int(parts[0]) - 1] = tuple(float(v) for v in parts[1:])
+        except ValueError:
+            form = "J:V" if width == 1 else "J:FS:VS"
+            raise ValueError(f"{flag}: {item!r}: expected {form} (joint 1-based, numbers), comma-separated") from None
+    return out
+
+
+def _hostile_settings(args: argparse.Namespace) -> Any:
+    """The Hostile settings of the flags, or None without --hostile (then none of its flags may be given)."""
+    from host_tools.data.hostile import Hostile
+
+    flags = ("planted", "jitter", "offset", "stribeck", "torque_noise", "coulomb_scale")
+    given = [f for f in flags if getattr(args, f) is not None]
+    if not args.hostile:
+        if given or any(not str(o).lower().endswith(".npz") for o in args.out) or len(args.out) > 1:
+            raise ValueError(
+                "--planted, --jitter, --offset, --stribeck, --torque-noise, --coulomb-scale, a .csv --out and "
+                "several --out belong to --hostile"
+            )
+        return None
+    bad = [o for o in args.out if not str(o).lower().endswith((".npz", ".csv"))]
+    if bad:
+        raise ValueError(f"--out {bad[0]}: a hostile log is written as .npz or .csv")
+    try:
+        lo, hi = (int(v) for v in args.gap_samples.split("-"))
+    except ValueError:
+        raise ValueError(f"--gap-samples: {args.gap_samples!r}: expected FIRST-LAST (rows, e.g. 3-9)") from None
+    offsets = _pairs(args.offset, 1, "--offset")
+    h = Hostile(
+        jitter=args.jitter,
+        gaps=args.gaps,
+        gap_samples=(lo, hi),
+        repeats=args.repeats,
+        drive_filter=args.drive_filter,
+        torque_noise=args.torque_noise,
+        offsets=None if offsets is None else {j: v[0] for j, v in offsets.items()},
+        stribeck=_pairs(args.stribeck, 2, "--stribeck"),  # type: ignore[arg-type]
+        coulomb_scale=args.coulomb_scale,
+        seed=args.seed,
+    )
+    h.check()
+    return h
+
+
+def _write_hostile(robot: Any, log: Any, spec: Any, args: argparse.Namespace) -> None:
+    from host_tools.data.hostile import as_log, hostile, write_csv
+
+    rec = hostile(robot, log, spec)
+    for out in args.out:
+        if str(out).lower().endswith(".csv"):
+            write_csv(rec, out, robot)
+        else:
+            as_log(rec, robot).save(out)
+    if args.planted:
+        rec.write_planted(args.planted)
+    gaps = ", ".join(f"{a:.3f}..{b:.3f}" for a, b in rec.gaps) or "none"
+    repeats = ", ".join(f"{t:.3f}" for t in rec.repeats) or "none"
+    print(f"hostile: {len(rec.time)} rows; gaps (stamps before..after, s): {gaps}; repeated rows at {repeats} s")

@@ -1,0 +1,200 @@
+"""Issue #44 item 5: hostile synthetic logs (`manipgen record ROBOT --hostile`, host_tools.data.hostile)
+and what the tools make of them on robots the choices of items 1-4 were not developed on (the
+iiwa: sign Coulomb, no rotor inertia identified; the UR5: tanh Coulomb; items 1-4 were developed on
+the LWA-4P's real runs and checked on closed-form UR5/Panda runs, never on loopback logs with
+jitter, gaps, repeats, a drive's velocity and a plant friction other than the description's).
+
+Every tolerance is derived next to it; no figure is taken from the tools' own output."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from codegen.model.description import load_robot
+from host_tools.cli import main
+from host_tools.data.checks import check_log
+from host_tools.data.formats import read_log
+from host_tools.data.hostile import JITTER_CLIP, STRIBECK_VELOCITY
+from host_tools.identification.friction_terms import STRIBECK_VELOCITIES
+
+ROBOTS = ("kuka_iiwa14", "ur5")
+FIT_SECONDS, VAL_SECONDS = 30.0, 20.0
+EPS = 1e-9  # s: the CSV's stamps are written to 12 significant digits (1e-10 s at 30 s) and read to 1 ns
+
+
+@cache
+def _record(name: str, seed: int, seconds: float, folder: str, *extra: str) -> tuple[Path, Path, dict[str, Any]]:
+    """`manipgen record NAME --hostile` (the documented command): the CSV, the NPZ and the planted JSON."""
+    out = Path(folder) / f"{name}_{seed}_{'_'.join(extra) or 'default'}"
+    csv, npz, planted = out.with_suffix(".csv"), out.with_suffix(".npz"), out.with_suffix(".json")
+    args = ["record", name, "--hostile", "--duration", str(seconds), "--seed", str(seed)]
+    args += ["--out", str(csv), "--out", str(npz), "--planted", str(planted), *extra]
+    assert main(args) == 0
+    return csv, npz, json.loads(planted.read_text())
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_checks_find_the_planted_gaps_and_repeats(name: str, folder: str) -> None:
+    """Both routes (the CSV, resampled on reading; the NPZ, taken row by row) report every planted gap
+    and repeated row where it was planted, and nothing else; the timing report counts them and
+    measures the planted jitter.
+
+    Where: a gap is flagged from the stamp before it to the stamp after it (host_tools.data.checks):
+    row by row those very stamps; on the resampled grid (time 0 = the first stamp, which the
+    generator puts at 0) the first grid sample at or after the stamp before and the last at or before
+    the stamp after, so within one sample period inside them. A repeated row is flagged between the
+    row before it and the row after it, exclusive: row by row the repeated row alone; on the grid the
+    samples strictly between its neighbours, which lie within (1 + 2 JITTER_CLIP) Ts of it (a step
+    is at most that long: the jitter's clip).
+
+    Jitter: the steps between rows are Ts + e_(k+1) - e_k with e independent, so their standard
+    deviation is sqrt(2) sigma (the clip at 4 sigma removes 0.1 % of the variance); over N ~ 3e4
+    steps of this MA(1) sequence (lag-one correlation -1/2) the sample variance's relative standard
+    error is sqrt(2 (1 + 2 x 0.25) / N) = 1 %, the std's 0.5 %: 3 % is six of them."""
+    robot = load_robot(name)
+    ts = robot.sample_period
+    csv, npz, planted = _record(name, 1, FIT_SECONDS, folder)
+    step = (1 + 2 * JITTER_CLIP) * ts
+    for path, resampled in ((csv, True), (npz, False)):
+        f = read_log(path, robot)
+        checks = check_log(f.log, robot, path.name)
+        assert {x.kind for x in checks.findings} <= {"gap", "repeat"}, checks.lines()
+        gaps = [x for x in checks.findings if x.kind == "gap"]
+        repeats = [x for x in checks.findings if x.kind == "repeat"]
+        assert len(gaps) == len(planted["gaps"]) and len(repeats) == len(planted["repeats"]), checks.lines()
+        for g, (before, after) in zip(gaps, planted["gaps"]):
+            if resampled:
+                assert before - EPS <= g.t0 < before + ts and after - ts < g.t1 <= after + EPS, (g, before, after)
+            else:
+                assert abs(g.t0 - before) <= EPS and abs(g.t1 - after) <= EPS, (g, before, after)
+        for r, at in zip(repeats, planted["repeats"]):
+            if resampled:
+                assert at - step < r.t0 <= r.t1 < at + step, (r, at)
+            else:
+                assert abs(r.t0 - at) <= EPS and abs(r.t1 - at) <= EPS, (r, at)
+        timing = f.timing
+        assert timing.gaps == len(planted["gaps"]) and timing.repeated == len(planted["repeats"])
+        assert abs(timing.longest_step - max(b - a for a, b in planted["gaps"])) <= 2 * EPS
+        sigma = planted["jitter_std"]
+        assert abs(timing.jitter_std / (np.sqrt(2) * sigma) - 1) <= 0.03, (timing.jitter_std, sigma)
+
+
+def _cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip().startswith("{") else {}
+
+
+UR5_FALSE_ALARMS = (
+    "issue #44 item 4, open: on the hostile UR5 the default design on seed 1 gives false alarms on seed 2 "
+    "at fast reversals of joints 3-5 (ratios 8.6, 11.5, 5.2; with --static joint 5 still 2.1), where the "
+    "description's steep tanh(qd / 0.02) Coulomb meets the Kalman estimate's lag; docs/realtime.md, 'Hostile logs'"
+)
+
+
+@pytest.mark.parametrize(
+    "name", ["kuka_iiwa14", pytest.param("ur5", marks=pytest.mark.xfail(strict=True, reason=UR5_FALSE_ALARMS))]
+)
+def test_thresholds_designed_on_one_hostile_run_hold_on_another(
+    name: str, folder: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`manipgen thresholds R FIT --check VAL` with the defaults, FIT and VAL hostile runs of two seeds
+    (another motion, other gaps, repeats, jitter and noise; the same plant): no false alarm on VAL.
+    The NPZ route (taken row by row: the gaps and repeats are flagged and left out, docs/real-data.md)
+    for the design, the CSV route (resampled) for the check."""
+    csv_fit, npz_fit, _ = _record(name, 1, FIT_SECONDS, folder)
+    csv_val, _, _ = _record(name, 2, VAL_SECONDS, folder)
+    code, doc = _cli_json(capsys, "thresholds", name, str(npz_fit), "--check", str(csv_val), "--json")
+    assert code == 0, doc
+    assert sum(doc["check"]["false_alarm_samples"]) == 0, doc["check"]
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_identify_chooses_the_planted_structure(name: str, folder: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`manipgen identify R FIT.csv --validate VAL.csv --json` (the documented command, defaults):
+
+    The default hostile plant: an offset on joint 1 (FC_1 / 2; joint 1 of both arms turns about the
+    vertical: no gravity column, a constant there can only be the offset) and a Stribeck term on
+    joint 2 (FS = FC_2 at 0.07 rad/s, between identify's grid values 0.05 and 0.1).
+
+    - joint 1's first pick is an offset, its value within 3 standard errors (the fit's RSD) of the
+      planted one; joint 2's first pick is a Stribeck term with a grid velocity next to the planted
+      0.07 rad/s (0.05 or 0.1: the grid has no 0.07);
+    - on the other joints a kept term is not significant: its value within 3 standard errors of 0. The
+      one-standard-error rule keeps a term whose mean gain on the 5 blocks is above one standard error
+      of it; with no term to find that happens by chance about one time in six per trial, and such a
+      term then fits the blocks' noise, not a torque (a planted joint may take a small second term:
+      test_structure.py's reason, the filtered velocity's shape near reversals);
+    - where the plain least-squares baseline runs (the UR5: the iiwa's description identifies no rotor
+      inertia, which the baseline's columns need), the validation RMS sum on VAL is at most 0.95 x the
+      baseline's: the issue's goal for another arm's real run."""
+    robot = load_robot(name)
+    fit, _, planted = _record(name, 1, FIT_SECONDS, folder)
+    val, _, _ = _record(name, 2, VAL_SECONDS, folder)
+    offset = planted["offsets"][0]
+    assert offset > 0 and not any(planted["offsets"][1:])
+    assert planted["friction"]["stribeck_velocity"][1] == STRIBECK_VELOCITY
+    code, doc = _cli_json(capsys, "identify", name, str(fit), "--validate", str(val), "--json")
+    assert code == 0, doc
+    trials = {s["joint"]: s["trials"] for s in doc["friction_terms"]["structure"]}
+    base = doc["base"]
+    first = trials[1][0]
+    assert first["kind"] == "FO" and first["kept"], trials[1]
+    fo = base["FO1"]
+    assert abs(fo["value"] - offset) <= 3 * fo["rsd"] * abs(fo["value"]), (fo, offset)
+    first = trials[2][0]
+    assert first["kind"] == "FS" and first["kept"], trials[2]
+    grid = STRIBECK_VELOCITIES
+    assert first["shape"] in (
+        max(v for v in grid if v < STRIBECK_VELOCITY),
+        min(v for v in grid if v > STRIBECK_VELOCITY),
+    )
+    for j in range(3, robot.dof + 1):
+        for t in trials[j]:
+            if t["kept"]:
+                key = t["kind"] + str(j)
+                assert key in base and abs(base[key]["value"]) <= 3 * base[key]["rsd"] * abs(base[key]["value"]), (
+                    key,
+                    base.get(key),
+                )
+    baseline = doc["baseline_ls"]
+    if name == "ur5":
+        assert "skipped" not in baseline, baseline
+        assert sum(doc["validation_rms"]["base"]) <= 0.95 * baseline["validation_rms_sum"], baseline
+    else:
+        assert "skipped" in baseline and "IA" in baseline["skipped"], baseline
+
+
+@pytest.mark.parametrize("name", ROBOTS)
+def test_auto_velocity_rejects_a_sluggish_drive_velocity(name: str, folder: str) -> None:
+    """A drive whose velocity filter has a 50 ms time constant: its recorded velocity lags the motion by
+    about 50.5 ms (T + Ts / 2), so at every reversal its sign is wrong for that long and the Coulomb
+    torque it predicts is off by 2 FC (the UR5: 10-12 N m on joints 1-3; the iiwa: 0.5-1 N m on joints
+    1, 2) for 50 ms, against the estimate from the positions, zero-phase filtered (no lag), whose
+    error is the encoders' quantisation through the 10 Hz differentiator (below 1e-3 rad/s here).
+    auto must keep the estimate, on the fitting run and alike on another run (seed 2): the choice is
+    a property of the velocity, not of one run's blocks."""
+    from host_tools.identification.pipeline import IdentSettings
+    from host_tools.identification.run import choose_velocity
+
+    robot = load_robot(name)
+    settings = IdentSettings(velocity="auto")
+    for seed, seconds in ((1, FIT_SECONDS), (2, VAL_SECONDS)):
+        csv, _, planted = _record(name, seed, seconds, folder, "--drive-filter", "0.05")
+        assert planted["drive_filter"] == 0.05
+        f = read_log(csv, robot)
+        assert f.samples is not None and f.samples.qd is not None
+        _, doc, _, _ = choose_velocity(robot, f.samples, None, settings, None)
+        assert doc["used"] == "estimate", doc["held_out_rms_sum"]
