@@ -97,6 +97,13 @@ class Result:
         out[self.kept] = self.values
         return out
 
+    def truth_errors(self, truth: np.ndarray) -> np.ndarray:
+        """|estimate - truth| / |truth| of each estimate whose true value (a synthetic run's, over all
+        base parameters) is not zero."""
+        t = truth[self.kept]
+        nz = np.abs(t) > 1e-9
+        return np.abs(self.values - t)[nz] / np.abs(t[nz])
+
 
 def autocorrelation(r: np.ndarray, lags: int) -> np.ndarray:
     """Normalised autocorrelation per column of r (K, n), lags 0..min(lags, K - 1) (1 at lag 0)."""

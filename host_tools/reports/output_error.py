@@ -62,8 +62,7 @@ def _result_doc(r: Result, truth: np.ndarray | None, reference: Result | None) -
     }
     if truth is not None:
         t = truth[r.kept]
-        nz = np.abs(t) > 1e-9
-        rel = np.abs(r.values - t)[nz] / np.abs(t[nz])
+        rel = r.truth_errors(truth)
         doc["max_rel_param_error"] = float(rel.max()) if rel.size else 0.0
         doc["median_rel_param_error"] = float(np.median(rel)) if rel.size else 0.0
         for n, tv in zip(r.names, t):

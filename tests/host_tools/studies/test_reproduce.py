@@ -65,6 +65,7 @@ def test_the_docs_tables_are_a_fresh_quick_run(results: liu_runs.LiuResults) -> 
         "liu quick simulated",
         "liu quick filters",
         "liu quick experiment1",
+        "liu quick model_error",
         "liu quick claims",
     }
 
@@ -104,7 +105,7 @@ def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
         retuned=results.simulated["paper"][FIRST],
     )
     rep = papers.judged(liu.PAPER, "full", stand_in, 0.0)
-    assert [t.key for t in rep.tables] == ["simulated", "filters", "experiment1", "tuned", "retuned"]
+    assert [t.key for t in rep.tables] == ["simulated", "filters", "experiment1", "model_error", "tuned", "retuned"]
     assert len(rep.claims) == len(liu.CLAIMS) and all(j.verdict.holds is not None for j in rep.claims)
     retuning = {j.claim.key: j.verdict.holds for j in rep.claims if "retuning" in j.claim.key}
     assert retuning == {"ga.retuning-trades-accuracy": False, "ga.retuning-helps": False}  # the same gains: ratio 1
@@ -258,10 +259,13 @@ def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults)
     """The full tier's tables and claims (its kuka_iiwa14 runs take many minutes: the quick run
     stands in for its draws): every claim judged; the step's cost against the paper's 1 ms period."""
     draws = {0: birjandi_results.quick, 1: birjandi_results.quick}
+    others = {"friction": birjandi_results.quick, "planar2": birjandi_results.quick}
     for step, holds in ((500.0, True), (1500.0, False)):  # µs per step of the adaptive pipeline
-        stand_in = replace(birjandi_results, draws=draws, step_us={"momentum": 50.0, "adaptive_imu": step})
+        stand_in = replace(
+            birjandi_results, draws=draws, step_us={"momentum": 50.0, "adaptive_imu": step}, others=others
+        )
         rep = papers.judged(birjandi.PAPER, "full", stand_in, 0.0)
-        assert [t.key for t in rep.tables] == ["observers", "iiwa", "draws", "compute"]
+        assert [t.key for t in rep.tables] == ["observers", "iiwa", "draws", "compute", "friction", "planar2"]
         assert len(rep.claims) == len(birjandi.PAPER.claims)
         assert all(j.verdict.holds is not None for j in rep.claims)
         verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
