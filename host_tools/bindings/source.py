@@ -20,7 +20,7 @@ from pathlib import Path
 from codegen.blocks.options import EstimatorChoice, realtime_defaults, rt_options_from_dict
 from codegen.emit.cprint import Precision
 from codegen.model.description import load_robot
-from codegen.model.robot import Robot
+from codegen.model.robot import Robot, with_friction_terms
 from host_tools.bindings.build import cache_root, locked
 from host_tools.bindings.compiled import generated_folder
 from host_tools.bindings.rt import Realtime, rt_options
@@ -37,6 +37,8 @@ class RobotSource:
     base_link: str | None = None
     tip_link: str | None = None
     overlay: bytes | None = None  # a URDF's YAML overlay
+    # friction terms per joint besides the description's (a config's: with_config_terms)
+    friction_terms: tuple[tuple[str, ...], ...] = ()
 
     @staticmethod
     def of(
@@ -54,6 +56,8 @@ class RobotSource:
     def key(self) -> str:
         h = hashlib.sha256(self.filename.encode() + b"\0" + self.text)
         h.update(b"\0" + (self.overlay or b"") + f"\0{self.base_link}\0{self.tip_link}".encode())
+        if self.friction_terms:
+            h.update(repr(self.friction_terms).encode())
         return h.hexdigest()[:16]
 
     def robot(self) -> Robot:
@@ -61,7 +65,9 @@ class RobotSource:
         with _MEMO_LOCK:
             if self.key not in _ROBOTS:
                 path, overlay = self._materialised()
-                _ROBOTS[self.key] = load_robot(path, base_link=self.base_link, tip_link=self.tip_link, overlay=overlay)
+                robot = load_robot(path, base_link=self.base_link, tip_link=self.tip_link, overlay=overlay)
+                terms = self.friction_terms
+                _ROBOTS[self.key] = with_friction_terms(robot, terms) if terms else robot
             return _ROBOTS[self.key]
 
     def _materialised(self) -> tuple[Path, Path | None]:

@@ -96,6 +96,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
     from contextlib import nullcontext
+    from dataclasses import replace
     from pathlib import Path
 
     from rich.console import Console
@@ -164,7 +165,13 @@ def run(args: argparse.Namespace) -> int:
             stage(console, f"tuning {gain.what} on the run ...") if gain else nullcontext(),
             executor_for(args.scheduler if gain else None) as executor,
         ):
-            pipeline = None if executor is None else PipelineSource.of(source_of(args), args.estimator, args.observer)
+            pipeline = (  # the workers' pipelines with the config's friction terms too
+                None
+                if executor is None
+                else PipelineSource.of(
+                    replace(source_of(args), friction_terms=robot.friction_terms), args.estimator, args.observer
+                )
+            )
             result = design_on(rt, data, settings, checked, executor, pipeline)
         if args.plot:
             plot(result, Path(args.plot))

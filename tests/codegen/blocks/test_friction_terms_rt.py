@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from host_tools import load
-from host_tools.bindings.rt import ConfigError, Realtime
+from host_tools.bindings.rt import ConfigError, Realtime, rt_options
 from tests.codegen.blocks.helpers import at, fresh_rt, only_steps, reference, rel_err, worst_from_identical_states
 from tests.codegen.blocks.signals import inputs
 
@@ -278,3 +278,25 @@ def test_model_based_estimators_stay_stable_under_steep_friction(estimator: str)
     assert np.all(f_c > 0), f_c
     late = np.max(np.abs(out["qd_hat"][350:]), axis=0)
     assert np.all(late < 1e-3 * chatter), (late, chatter)
+
+
+def test_work_items_carry_a_configs_friction_terms() -> None:
+    """thresholds --config --scheduler: the workers regenerate the pipeline from the work item, which
+    carries the config's terms besides the description's text (RobotSource.friction_terms): the
+    same generated folder as the sender's, and another key than the description's alone."""
+    import pickle
+    from dataclasses import replace
+
+    from codegen.model.description import load_robot
+    from codegen.model.robot import with_friction_terms
+    from host_tools.bindings.compiled import generated_folder
+    from host_tools.bindings.source import PipelineSource, RobotSource
+
+    terms = ((), ("stribeck",))
+    plain = RobotSource.of("planar2")
+    carried = pickle.loads(pickle.dumps(replace(plain, friction_terms=terms)))
+    assert carried.key != plain.key and carried.robot().friction_terms == terms
+    sender = with_friction_terms(load_robot("planar2"), terms)
+    item = PipelineSource.of(carried, "kalman", "direct")
+    assert item.folder() == generated_folder(sender, rt=rt_options("kalman", "direct", None, None))
+    assert "planar2_rt_fric_config_t" in (item.folder() / "planar2_rt.h").read_text()
