@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.bindings.rt import ConfigError, load_rt, with_config_terms
     from host_tools.data.logs import LogError
     from host_tools.target import cortex_m as tg
 
@@ -122,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         return _board_build(args, options, console)
     try:
         robot = robot_of(args)
+        if args.config:  # the friction terms it sets are generated (an identified config's, #47)
+            robot = with_config_terms(robot, args.config)
         rt = load_rt(robot, precision=args.precision, **options)
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
         with StageBar(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
@@ -205,12 +207,14 @@ def _board_build(args: argparse.Namespace, options: dict[str, str | None], conso
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.bindings.rt import ConfigError, load_rt, with_config_terms
     from host_tools.target import cortex_m as tg
     from host_tools.target import stm32
 
     try:
         robot = robot_of(args)
+        if args.config:  # the friction terms it sets are generated (an identified config's, #47)
+            robot = with_config_terms(robot, args.config)
         rt = load_rt(robot, precision=args.precision, **options)  # type: ignore[arg-type]
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.board, args.precision)
         config = None
