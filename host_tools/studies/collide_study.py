@@ -267,6 +267,20 @@ def _push_delays(
     return more
 
 
+_SHARED: dict[tuple[str, collide.CollideSettings], collide.Runs] = {}
+
+
+def shared_runs(item: CollideItem, source: RobotSource, s: collide.CollideSettings) -> collide.Runs:
+    """collide.shared_runs of the item's draw, kept for the draw's next observer on this worker
+    (the items come draw after draw; the motions and the impacts' run cost about one observer's
+    work on planar2). A pure function's value: the items' results are the same however they are spread."""
+    key = (item.description, replace(s, observers=()))
+    if key not in _SHARED:
+        _SHARED.clear()  # one draw at a time: the last one's
+        _SHARED[key] = collide.shared_runs(source.robot(), s)
+    return _SHARED[key]
+
+
 def run_collide_item(item: CollideItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
     """One observer on one draw (the caller checked the code fingerprint): (its entry, wall s, CPU s).
     An item whose closed loop diverges is stored with its ``error`` (the same on every rerun)."""
@@ -274,7 +288,7 @@ def run_collide_item(item: CollideItem, source: RobotSource) -> tuple[dict[str, 
     try:
         robot = source.robot()
         s = item.collide_settings()
-        runs = collide.shared_runs(robot, s)
+        runs = shared_runs(item, source, s)
         more = _push_delays(item, s, runs) if item.push_hz else None
         result = collide.observer_item(source, s, item.observer, runs, more=more).entry
         ts = robot.sample_period

@@ -6,7 +6,9 @@
 The spec (YAML) spans robots x set-ups (resolution, rate) x estimators x model errors x fault
 rates x seeds; each combination is one item: the estimator tuned on its set-up's tuning motion (the
 GA or the grid search, ``tune: true``) or with its default/paper gains, then evaluated on the test
-motion, under lost samples and at a switch-on (host_tools.studies.evaluate). Items are pure: an
+motion, under lost samples and at a switch-on (host_tools.studies.evaluate). A ``collide:`` grid
+adds collision items: collide's scenario, one observer on one draw (host_tools.studies.collide_study,
+its own table in the store). Items are pure: an
 item's result depends only on its fields and the description's text, so it is the same on any worker
 (with the same pinned numpy, CasADi and libm: docs/cluster.md) and may be retried after a lost node.
 
