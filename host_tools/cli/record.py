@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         rt.config["det.threshold"] = 0.0  # detection off: the run is the thresholds' input
     params = np.asarray(rt.manifest["standard_parameters"], float) * (1.0 + args.model_error)
     try:
-        spec = _hostile_settings(args)
+        spec = _hostile_settings(args, robot.dof)
     except ValueError as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)
         return 2
@@ -136,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
     if spec is None:
         result.log.save(args.out[0])
     else:
-        _write_hostile(robot, result.log, spec, args)
+        try:
+            _write_hostile(robot, result.log, spec, args)
+        except ValueError as exc:  # a run too short for the defects asked for
+            print(f"manipgen: error: {exc}", file=sys.stderr)
+            return 2
     tau_max = rt.config["ctl.tau_max"] if "ctl.tau_max" in rt.config.keys() else [j.limits.tau for j in robot.joints]
     at_limit = saturated(result.log.extra["tau_cmd"], np.asarray(tau_max, float))
     if at_limit.any():
@@ -177,7 +181,7 @@ def _pairs(text: str | None, width: int, flag: str) -> dict[int, tuple[float, ..
     return out
 
 
-def _hostile_settings(args: argparse.Namespace) -> Any:
+def _hostile_settings(args: argparse.Namespace, dof: int) -> Any:
     """The Hostile settings of the flags, or None without --hostile (then none of its flags may be given)."""
     from host_tools.data.hostile import Hostile
 
@@ -211,6 +215,10 @@ def _hostile_settings(args: argparse.Namespace) -> Any:
         seed=args.seed,
     )
     h.check()
+    for flag, spec in (("--offset", h.offsets), ("--stribeck", h.stribeck)):
+        bad = [j + 1 for j in spec or {} if not 0 <= j < dof]
+        if bad:
+            raise ValueError(f"{flag}: joint {bad[0]}: {args.robot} has joints 1..{dof}")
     return h
 
 

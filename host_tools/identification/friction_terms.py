@@ -244,7 +244,10 @@ class Selection:
         label = {"FV": "viscous", "FC": "Coulomb", "FO": "offset"}
         out = []
         for j, kinds in enumerate(base_kinds_per_joint(base, len(self.trials))):
-            words = [label[k] for k in kinds]
+            # a kept offset term is named FO like the description's own (offered only where the
+            # description has none): named once, as the kept term
+            taken = any(t["kept"] and t["kind"] == "FO" for t in self.trials[j])
+            words = [label[k] for k in kinds if not (taken and k == "FO")]
             for t in self.trials[j]:
                 if t["kept"]:
                     words.append(_FORM[t["kind"]].format(t["shape"]))
