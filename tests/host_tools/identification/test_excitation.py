@@ -202,8 +202,9 @@ def test_excite_cli(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)  # --json: stdout is JSON only
     assert doc["cond"] > 1 and doc["seconds"] > 0 and "objective" in doc
     # not on a terminal: a line per finished start, with the elapsed time (host_tools.cli.progress)
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("random starts: ")]
-    assert [ln.split()[2] for ln in lines] == ["1/1"], r.stderr
+    head = "excitation design (IPOPT): "
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith(head) and " ended" in ln]
+    assert [ln[len(head) :].split()[0] for ln in lines] == ["1/1"], r.stderr
     assert all(ln.endswith(" s)") for ln in lines)
     saved = Excitation.load(tmp_path / "excitation.json")  # what identify --excitation reads
     t = np.linspace(0, saved.period, 7)
