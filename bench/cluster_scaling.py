@@ -26,6 +26,7 @@ from typing import Any
 
 from host_tools.bindings.build import cache_root
 from host_tools.studies.cluster import open_executor
+from host_tools.studies.collide_study import CollideItem
 from host_tools.studies.study import Stored, StudyItem, load_study, open_store, run_study, stored
 
 FULL: dict[str, Any] = {
@@ -57,8 +58,8 @@ def built() -> set[str]:
     return {f"{d}/{p.name}" for d in ("modules", "generated") if (root / d).is_dir() for p in (root / d).iterdir()}
 
 
-def progress(label: str) -> Callable[[int, int, StudyItem | None], None]:
-    def report(done: int, total: int, item: StudyItem | None) -> None:
+def progress(label: str) -> Callable[[int, int, StudyItem | CollideItem | None], None]:
+    def report(done: int, total: int, item: StudyItem | CollideItem | None) -> None:
         print(f"\r  {label}: {done}/{total} items", end="\n" if done == total else "", file=sys.stderr, flush=True)
 
     return report
