@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mg_port.h" /* the pipeline header, MG(name), the config to run */
+#include "mg_crc16.h"
 
 #define SYNC0 0xA5u
 #define SYNC1 0x5Au
@@ -73,23 +74,6 @@ static uint8_t tx[HEAD + MAX_PAYLOAD + 2u];
 static int sock = -1;
 static uint32_t missed, skipped, held_samples, late, corrupted, max_latency, max_busy;
 static uint8_t fifo, locked;
-
-/* CRC-16/CCITT-FALSE (polynomial 0x1021, initial 0xFFFF), four bits at a time, as board_qemu.c */
-static const uint16_t NIBBLE[16] = {
-    0x0000u, 0x1021u, 0x2042u, 0x3063u, 0x4084u, 0x50A5u, 0x60C6u, 0x70E7u,
-    0x8108u, 0x9129u, 0xA14Au, 0xB16Bu, 0xC18Cu, 0xD1ADu, 0xE1CEu, 0xF1EFu,
-};
-
-static uint16_t crc16(uint16_t crc, const uint8_t *p, size_t n)
-{
-    size_t i;
-    for (i = 0u; i < n; ++i) {
-        crc = (uint16_t)(crc ^ (uint16_t)((uint16_t)p[i] << 8));
-        crc = (uint16_t)((uint16_t)(crc << 4) ^ NIBBLE[crc >> 12]);
-        crc = (uint16_t)((uint16_t)(crc << 4) ^ NIBBLE[crc >> 12]);
-    }
-    return crc;
-}
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -149,7 +133,7 @@ static void send_frame(uint8_t type, uint32_t counter, size_t n)
     tx[4] = (uint8_t)n;
     tx[5] = (uint8_t)(n >> 8);
     put_u32(&tx[6], counter);
-    crc = crc16(0xFFFFu, &tx[2], HEAD - 2u + n);
+    crc = mg_crc16(0xFFFFu, &tx[2], HEAD - 2u + n);
     tx[HEAD + n] = (uint8_t)crc;
     tx[HEAD + n + 1u] = (uint8_t)(crc >> 8);
     (void)send(sock, tx, HEAD + n + 2u, 0);
@@ -169,7 +153,7 @@ static int receive(uint8_t *type, uint32_t *counter, size_t *n)
     if (len >= HEAD + 2u && rx[0] == SYNC0 && rx[1] == SYNC1) {
         *n = (size_t)rx[4] | ((size_t)rx[5] << 8);
         if (len == HEAD + *n + 2u &&
-            crc16(0xFFFFu, &rx[2], HEAD - 2u + *n) == (uint16_t)(rx[HEAD + *n] | (rx[HEAD + *n + 1u] << 8))) {
+            mg_crc16(0xFFFFu, &rx[2], HEAD - 2u + *n) == (uint16_t)(rx[HEAD + *n] | (rx[HEAD + *n + 1u] << 8))) {
             *type = rx[2];
             *counter = get_u32(&rx[6]);
             return 1;

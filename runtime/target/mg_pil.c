@@ -32,6 +32,7 @@
  * The receive interrupt and SysTick's must not preempt each other (give them one priority). */
 #include <stdint.h>
 #include "mg_pil.h"
+#include "mg_crc16.h"
 
 #define SYST_COUNTFLAG (1u << 16)
 #define SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
@@ -64,24 +65,6 @@ static volatile uint32_t done;
 /* the payload of a frame without one */
 #define NO_PAYLOAD ((const uint8_t *)0)
 
-/* CRC-16/CCITT-FALSE (polynomial 0x1021), four bits at a time: NIBBLE[v] is the CRC register's
- * update for the top nibble v, v * x^16 mod the polynomial (a 32-byte table instead of 512) */
-static uint16_t crc16(uint16_t start, const uint8_t *p, uint32_t n)
-{
-    static const uint16_t NIBBLE[16] = {
-        0x0000u, 0x1021u, 0x2042u, 0x3063u, 0x4084u, 0x50A5u, 0x60C6u, 0x70E7u,
-        0x8108u, 0x9129u, 0xA14Au, 0xB16Bu, 0xC18Cu, 0xD1ADu, 0xE1CEu, 0xF1EFu,
-    };
-    uint16_t crc = start;
-    uint32_t i;
-    for (i = 0u; i < n; ++i) {
-        crc = (uint16_t)(crc ^ (uint16_t)((uint16_t)p[i] << 8));
-        crc = (uint16_t)((uint16_t)(crc << 4) ^ NIBBLE[crc >> 12]);
-        crc = (uint16_t)((uint16_t)(crc << 4) ^ NIBBLE[crc >> 12]);
-    }
-    return crc;
-}
-
 static void put_u32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -107,8 +90,8 @@ static void send_frame(uint8_t type, uint32_t counter, const uint8_t *payload, u
     head[4] = (uint8_t)n;
     head[5] = (uint8_t)(n >> 8);
     put_u32(&head[6], counter);
-    crc = crc16(0xFFFFu, &head[2], HEADER);
-    crc = crc16(crc, payload, n);
+    crc = mg_crc16(0xFFFFu, &head[2], HEADER);
+    crc = mg_crc16(crc, payload, n);
     tail[0] = (uint8_t)crc;
     tail[1] = (uint8_t)(crc >> 8);
     mg_board_put(head, (uint32_t)sizeof head);
@@ -231,7 +214,7 @@ static void on_frame(void)
     const uint32_t n = (uint32_t)frame[2] | ((uint32_t)frame[3] << 8);
     const uint32_t counter = get_u32(&frame[4]);
     const uint16_t crc = (uint16_t)((uint16_t)frame[HEADER + n] | (uint16_t)((uint16_t)frame[HEADER + n + 1u] << 8));
-    if (crc16(0xFFFFu, frame, HEADER + n) != crc) {
+    if (mg_crc16(0xFFFFu, frame, HEADER + n) != crc) {
         bad_frame();
     } else if ((type == (uint8_t)'I') && (n == (uint32_t)sizeof in)) {
         if (counter != expected) {
