@@ -16,7 +16,7 @@ from codegen.emit.references import with_references
 from codegen.emit.templates import template_environment
 from codegen.model.robot import Robot, c_comment_text
 from codegen.symbolic.dynamics import Dynamics
-from codegen.symbolic.functions import Arg, FunctionSpec, dynamics_functions
+from codegen.symbolic.functions import Arg, FunctionSpec, dynamics_functions, forward_dynamics_bodies
 from codegen.symbolic.params import BaseParameters, base_parameters
 
 RETURNS_PD = "0, or -1 if M(q) is not positive definite (qdd unspecified)"
@@ -35,8 +35,9 @@ def _solved(q: Arg, qd: Arg, tau: Arg, qdd: Arg, pi: Arg) -> list[FunctionSpec]:
     """The functions whose body is template structure (a Cholesky solve of M): forward dynamics and,
     on series-elastic arms, the coupled link and motor dynamics; each in both forms."""
     doc = (
-        "Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an "
-        "explicit inverse); M includes rotor inertia, n friction."
+        "Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL "
+        "factorisation M = L^T D L, unrolled with M and n in one expression (never an explicit "
+        "inverse, no square root); M includes rotor inertia, n friction."
     )
     return [
         FunctionSpec(
@@ -117,12 +118,21 @@ def _part(robot: Robot, digest: str, precision: Precision) -> DynamicsPart:
     tau = Arg("tau", n, "joint torques (N m or N), link side")
     qdd = Arg("qdd", n, "joint accelerations (rad/s^2 or m/s^2)")
     pi = Arg("pi", robot.n_standard, "standard parameters, order of <robot>_standard_names")
-    fdyn = [view(s, precision) for s in _solved(q, qd, tau, qdd, pi)]
+    solved = _solved(q, qd, tau, qdd, pi)
+    fdyn = [view(s, precision) for s in solved]
+    pivots = Arg("d", n, "pivots of M = L^T D L")
+    fbody = {
+        form: view(FunctionSpec(s.name, s.doc, s.inputs, (qdd, pivots), f), precision)
+        for s, (form, f) in zip(solved, forward_dynamics_bodies(dyn).items(), strict=True)
+    }
+    for v in fdyn:  # the public views: the signature without the pivots, the body's count
+        v["ops"] = fbody["_p" if v["name"].endswith("_p") else ""]["ops"]
     efdyn = [view(s, precision) for s in _elastic_solved(specs, q, qd, qdd, pi)] if robot.elastic else []
     functions = [view(s, precision) for s in specs] + fdyn + efdyn
     ctx = _context(robot, base, precision) | {
         "functions": functions,
         "fdyn": {"": fdyn[0], "_p": fdyn[1]},
+        "fbody": fbody,
         "efdyn": efdyn,
     }
     env = template_environment()

@@ -56,6 +56,46 @@ def stribeck(coulomb: SX, qd: SX, velocity: SX | cs.DM) -> SX:
     return coulomb * cs.exp(-((qd / velocity) ** 2))
 
 
+def ltdl_solve(m: SX, b: SX, parent: list[int]) -> tuple[SX, SX]:
+    """x = M^-1 b and the pivots d of M = L^T D L (L unit lower triangular), unrolled in the graph.
+
+    Featherstone's LTDL factorisation ("Efficient factorization of the joint-space inertia matrix
+    for branched kinematic trees", 2005, Table 1 and the back-substitutions of Table 2): it runs
+    from the tip, and L has non-zeros only where j is an ancestor of i (``parent[i]``: the parent
+    joint of i, -1 at the base; i - 1 on a serial chain, where M is dense), so a branched tree's
+    zeros are never touched. No square root, one reciprocal per pivot. M is positive definite
+    exactly when every pivot d_k > 0 (the caller checks); for a positive definite M the pivots are
+    its Schur complements, so no division is by a quantity that can vanish for valid inputs.
+    """
+    n = m.shape[0]
+    h = [[m[i, j] for j in range(n)] for i in range(n)]
+    inv = [SX(0)] * n
+    for k in reversed(range(n)):
+        inv[k] = 1 / h[k][k]
+        i = parent[k]
+        while i >= 0:
+            a = h[k][i] * inv[k]
+            j = i
+            while j >= 0:
+                h[i][j] = h[i][j] - a * h[k][j]
+                j = parent[j]
+            h[k][i] = a
+            i = parent[i]
+    x = [b[i] for i in range(n)]
+    for i in reversed(range(n)):  # L^T y = b
+        j = parent[i]
+        while j >= 0:
+            x[j] = x[j] - h[i][j] * x[i]
+            j = parent[j]
+    x = [x[i] * inv[i] for i in range(n)]  # D z = y
+    for i in range(n):  # L x = z
+        j = parent[i]
+        while j >= 0:
+            x[i] = x[i] - h[i][j] * x[j]
+            j = parent[j]
+    return cs.vertcat(*x), cs.vertcat(*[h[k][k] for k in range(n)])
+
+
 class Dynamics:
     """Symbolic model of one robot. Expressions are built once (lazily) and shared."""
 
@@ -253,6 +293,13 @@ class Dynamics:
     def nonlinear_effects(self, pi: SX) -> SX:
         """C qd + g + friction(qd): the rnea at zero acceleration (forward dynamics' right side)."""
         return self.rigid_body_torque(self.qd, SX.zeros(self.n), pi) + self.friction(self.qd, pi)
+
+    def forward_dynamics(self, pi: SX) -> tuple[SX, SX]:
+        """(qdd, d): qdd = M(q)^-1 (tau - n(q, qd)) by ltdl_solve on the serial chain's parent
+        array, M and n in one graph (their kinematics shared), and the pivots d of M (all > 0 exactly
+        when M is positive definite)."""
+        parent = list(range(-1, self.n - 1))
+        return ltdl_solve(self.mass_matrix(pi), self.tau - self.nonlinear_effects(pi), parent)
 
     # --- series-elastic drives (Kirchhoff 2011 §3.2) ---------------------------------------------------
     @cached_property

@@ -200,6 +200,22 @@ def dynamics_functions(dyn: Dynamics, base: BaseParameters) -> list[FunctionSpec
     return out
 
 
+def forward_dynamics_bodies(dyn: Dynamics) -> dict[str, cs.Function]:
+    """The bodies of forward_dynamics ("") and forward_dynamics_p ("_p"): (q, qd, tau[, pi]) ->
+    (qdd, d), Dynamics.forward_dynamics in one graph, d the pivots the C function checks (> 0)."""
+    qdd, d = dyn.forward_dynamics(dyn.pi)
+    syms = [dyn.q, dyn.qd, dyn.tau]
+    n = dyn.n
+    # one cse over both outputs: the pivots are nodes of qdd's graph, not a second copy of M
+    both = cs.cse(cs.vertcat(qdd, d))
+    param = cs.Function("forward_dynamics_p", syms + [dyn.pi], [both[:n], both[n:]])
+    const = cs.cse(cs.vertcat(*param(*syms, cs.DM(dyn.robot.standard_parameters()))))
+    return {
+        "": cs.Function("forward_dynamics", syms, [const[:n], const[n:]]),
+        "_p": param,
+    }
+
+
 def elastic_functions(dyn: Dynamics, pi_value: cs.DM) -> list[FunctionSpec]:
     """The series-elastic drives' functions (constant parameters; Kirchhoff (2011) eqs. 3.10, 3.23-3.25)."""
     n = dyn.n

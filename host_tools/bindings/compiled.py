@@ -30,7 +30,7 @@ from host_tools.bindings.build import build, cache_root, locked
 
 
 class ForwardDynamicsError(ArithmeticError):
-    """M(q) was not positive definite (Cholesky failed)."""
+    """M(q) was not positive definite (a pivot of its factorisation was not positive)."""
 
 
 def generator_files() -> list[Path]:
