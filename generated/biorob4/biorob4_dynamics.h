@@ -304,27 +304,29 @@ void biorob4_motor_acceleration(const biorob4_real_t q[4], const biorob4_real_t 
 void biorob4_motor_regressor(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t theta[4], const biorob4_real_t thetad[4], biorob4_real_t y[64]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction.
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param tau [4] joint torques (N m or N), link side
  * @param[out] qdd [4] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 344.
  */
 int biorob4_forward_dynamics(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t tau[4], biorob4_real_t qdd[4]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction. Parameterised form.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction. Parameterised form.
  * @param q [4] joint positions (rad or m)
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param tau [4] joint torques (N m or N), link side
  * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [4] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 578.
  */
 int biorob4_forward_dynamics_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t tau[4], const biorob4_real_t pi[44], biorob4_real_t qdd[4]);
 

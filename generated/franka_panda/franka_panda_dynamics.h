@@ -204,27 +204,29 @@ void franka_panda_tip_pose(const franka_panda_real_t q[7], franka_panda_real_t t
 void franka_panda_tip_jacobian(const franka_panda_real_t q[7], franka_panda_real_t j[42]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param tau [7] joint torques (N m or N), link side
  * @param[out] qdd [7] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 1557.
  */
 int franka_panda_forward_dynamics(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t tau[7], franka_panda_real_t qdd[7]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction. Parameterised form.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction. Parameterised form.
  * @param q [7] joint positions (rad or m)
  * @param qd [7] joint velocities (rad/s or m/s)
  * @param tau [7] joint torques (N m or N), link side
  * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [7] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 1610.
  */
 int franka_panda_forward_dynamics_p(const franka_panda_real_t q[7], const franka_panda_real_t qd[7], const franka_panda_real_t tau[7], const franka_panda_real_t pi[91], franka_panda_real_t qdd[7]);
 

@@ -734,27 +734,194 @@ void planar2_tip_jacobian(const planar2_real_t q[2], planar2_real_t j[12])
 
 int planar2_forward_dynamics(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t tau[2], planar2_real_t qdd[2])
 {
-    real_t m[PLANAR2_DOF * PLANAR2_DOF];
-    real_t n[PLANAR2_DOF];
+    real_t d[PLANAR2_DOF]; /* the pivots of M = L^T D L: M is positive definite iff all are > 0 */
     int i;
-    planar2_mass_matrix(q, m);
-    planar2_nonlinear_effects(q, qd, n);
+    int status = 0;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12;
+    w0 = tau[0];
+    w1 = 9.81;
+    w2 = q[0];
+    w3 = MG_COS(w2);
+    w3 = w1 * w3;
+    w4 = 0.6000000000000001;
+    w5 = q[1];
+    w6 = MG_COS(w5);
+    w7 = w6 * w3;
+    w5 = MG_SIN(w5);
+    w2 = MG_SIN(w2);
+    w1 = w1 * w2;
+    w2 = qd[0];
+    w8 = w2 * w2;
+    w1 = w1 - w8;
+    w8 = w5 * w1;
+    w7 = w7 - w8;
+    w8 = w4 * w7;
+    w9 = w3 + w8;
+    w10 = 1.5;
+    w1 = w6 * w1;
+    w3 = w5 * w3;
+    w1 = w1 + w3;
+    w1 = w10 * w1;
+    w3 = qd[1];
+    w11 = w2 + w3;
+    w12 = w4 * w11;
+    w11 = w11 * w12;
+    w1 = w1 - w11;
+    w5 = w5 * w1;
+    w10 = w10 * w7;
+    w10 = w6 * w10;
+    w5 = w5 + w10;
+    w9 = w9 + w5;
+    w5 = 0.1;
+    w10 = w5 * w2;
+    w7 = 0.2;
+    w2 = (w2 > 0.0) ? 1.0 : ((w2 < 0.0) ? -1.0 : 0.0);
+    w7 = w7 * w2;
+    w10 = w10 + w7;
+    w9 = w9 + w10;
+    w0 = w0 - w9;
+    w9 = 0.32;
+    w4 = w4 * w6;
+    w9 = w9 + w4;
+    w6 = 0.325;
+    w10 = w9 / w6;
+    w7 = tau[1];
+    w2 = 0.05;
+    w2 = w2 * w3;
+    w3 = (w3 > 0.0) ? 1.0 : ((w3 < 0.0) ? -1.0 : 0.0);
+    w5 = w5 * w3;
+    w2 = w2 + w5;
+    w8 = w8 + w2;
+    w7 = w7 - w8;
+    w8 = w10 * w7;
+    w0 = w0 - w8;
+    w8 = 0.6666666666666666;
+    w2 = 1.82;
+    w2 = w2 + w4;
+    w2 = w2 + w4;
+    w8 = w8 + w2;
+    w2 = 0.01;
+    w8 = w8 + w2;
+    w9 = w10 * w9;
+    w8 = w8 - w9;
+    w0 = w0 / w8;
+    qdd[0] = w0;
+    w7 = w7 / w6;
+    w10 = w10 * w0;
+    w7 = w7 - w10;
+    qdd[1] = w7;
+    d[0] = w8;
+    d[1] = w6;
     for (i = 0; i < PLANAR2_DOF; ++i) {
-        qdd[i] = tau[i] - n[i];
+        if (!(d[i] > (real_t)0)) {
+            status = -1;
+        }
     }
-    return mg_cholesky_solve(PLANAR2_DOF, m, qdd);
+    return status;
 }
 
 int planar2_forward_dynamics_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t tau[2], const planar2_real_t pi[26], planar2_real_t qdd[2])
 {
-    real_t m[PLANAR2_DOF * PLANAR2_DOF];
-    real_t n[PLANAR2_DOF];
+    real_t d[PLANAR2_DOF]; /* the pivots of M = L^T D L: M is positive definite iff all are > 0 */
     int i;
-    planar2_mass_matrix_p(q, pi, m);
-    planar2_nonlinear_effects_p(q, qd, pi, n);
+    int status = 0;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5; real_t w6; real_t w7; real_t w8; real_t w9; real_t w10; real_t w11;
+    real_t w12; real_t w13;
+    w0 = tau[0];
+    w1 = pi[1];
+    w2 = 9.81;
+    w3 = q[0];
+    w4 = MG_COS(w3);
+    w4 = w2 * w4;
+    w1 = w1 * w4;
+    w5 = pi[2];
+    w3 = MG_SIN(w3);
+    w2 = w2 * w3;
+    w5 = w5 * w2;
+    w1 = w1 - w5;
+    w5 = pi[14];
+    w3 = q[1];
+    w6 = MG_COS(w3);
+    w7 = w6 * w4;
+    w3 = MG_SIN(w3);
+    w8 = qd[0];
+    w9 = w8 * w8;
+    w2 = w2 - w9;
+    w9 = w3 * w2;
+    w7 = w7 - w9;
+    w9 = w5 * w7;
+    w10 = pi[15];
+    w2 = w6 * w2;
+    w4 = w3 * w4;
+    w2 = w2 + w4;
+    w4 = w10 * w2;
+    w9 = w9 - w4;
+    w1 = w1 + w9;
+    w4 = pi[13];
+    w2 = w4 * w2;
+    w11 = qd[1];
+    w12 = w8 + w11;
+    w13 = w12 * w5;
+    w13 = w12 * w13;
+    w2 = w2 - w13;
+    w2 = w3 * w2;
+    w7 = w4 * w7;
+    w13 = w12 * w10;
+    w12 = w12 * w13;
+    w7 = w7 - w12;
+    w7 = w6 * w7;
+    w2 = w2 + w7;
+    w1 = w1 + w2;
+    w2 = pi[11];
+    w2 = w2 * w8;
+    w7 = pi[12];
+    w8 = (w8 > 0.0) ? 1.0 : ((w8 < 0.0) ? -1.0 : 0.0);
+    w7 = w7 * w8;
+    w2 = w2 + w7;
+    w1 = w1 + w2;
+    w0 = w0 - w1;
+    w1 = pi[22];
+    w6 = w6 * w5;
+    w3 = w3 * w10;
+    w6 = w6 - w3;
+    w3 = w1 + w6;
+    w10 = pi[23];
+    w10 = w1 + w10;
+    w5 = w3 / w10;
+    w2 = tau[1];
+    w7 = pi[24];
+    w7 = w7 * w11;
+    w8 = pi[25];
+    w11 = (w11 > 0.0) ? 1.0 : ((w11 < 0.0) ? -1.0 : 0.0);
+    w8 = w8 * w11;
+    w7 = w7 + w8;
+    w9 = w9 + w7;
+    w2 = w2 - w9;
+    w9 = w5 * w2;
+    w0 = w0 - w9;
+    w9 = pi[9];
+    w1 = w1 + w4;
+    w1 = w1 + w6;
+    w1 = w1 + w6;
+    w9 = w9 + w1;
+    w1 = pi[10];
+    w9 = w9 + w1;
+    w3 = w5 * w3;
+    w9 = w9 - w3;
+    w0 = w0 / w9;
+    qdd[0] = w0;
+    w2 = w2 / w10;
+    w5 = w5 * w0;
+    w2 = w2 - w5;
+    qdd[1] = w2;
+    d[0] = w9;
+    d[1] = w10;
     for (i = 0; i < PLANAR2_DOF; ++i) {
-        qdd[i] = tau[i] - n[i];
+        if (!(d[i] > (real_t)0)) {
+            status = -1;
+        }
     }
-    return mg_cholesky_solve(PLANAR2_DOF, m, qdd);
+    return status;
 }
 

@@ -204,27 +204,29 @@ void planar2_tip_pose(const planar2_real_t q[2], planar2_real_t t[16]);
 void planar2_tip_jacobian(const planar2_real_t q[2], planar2_real_t j[12]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param tau [2] joint torques (N m or N), link side
  * @param[out] qdd [2] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 53.
  */
 int planar2_forward_dynamics(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t tau[2], planar2_real_t qdd[2]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction. Parameterised form.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction. Parameterised form.
  * @param q [2] joint positions (rad or m)
  * @param qd [2] joint velocities (rad/s or m/s)
  * @param tau [2] joint torques (N m or N), link side
  * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [2] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 65.
  */
 int planar2_forward_dynamics_p(const planar2_real_t q[2], const planar2_real_t qd[2], const planar2_real_t tau[2], const planar2_real_t pi[26], planar2_real_t qdd[2]);
 

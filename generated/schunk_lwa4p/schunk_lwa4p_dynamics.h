@@ -205,27 +205,29 @@ void schunk_lwa4p_tip_pose(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t t
 void schunk_lwa4p_tip_jacobian(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t j[36]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 996.
  */
 int schunk_lwa4p_forward_dynamics(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t tau[6], schunk_lwa4p_real_t qdd[6]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction. Parameterised form.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction. Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
  * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 1293.
  */
 int schunk_lwa4p_forward_dynamics_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t qd[6], const schunk_lwa4p_real_t tau[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t qdd[6]);
 

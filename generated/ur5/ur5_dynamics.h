@@ -204,27 +204,29 @@ void ur5_tip_pose(const ur5_real_t q[6], ur5_real_t t[16]);
 void ur5_tip_jacobian(const ur5_real_t q[6], ur5_real_t j[36]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 808.
  */
 int ur5_forward_dynamics(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_real_t tau[6], ur5_real_t qdd[6]);
 
 /**
- * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by a Cholesky solve of M (never an explicit
- * inverse); M includes rotor inertia, n friction. Parameterised form.
+ * Forward dynamics qdd = M(q)^-1 (tau - n(q, qd)) by Featherstone's (2005) LTDL factorisation M =
+ * L^T D L, unrolled with M and n in one expression (never an explicit inverse, no square root); M
+ * includes rotor inertia, n friction. Parameterised form.
  * @param q [6] joint positions (rad or m)
  * @param qd [6] joint velocities (rad/s or m/s)
  * @param tau [6] joint torques (N m or N), link side
  * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] qdd [6] joint accelerations (rad/s^2 or m/s^2)
  * @return 0, or -1 if M(q) is not positive definite (qdd unspecified)
- * Operations: see the functions it calls.
+ * Operations: 1345.
  */
 int ur5_forward_dynamics_p(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_real_t tau[6], const ur5_real_t pi[78], ur5_real_t qdd[6]);
 
