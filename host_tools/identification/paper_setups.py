@@ -29,11 +29,22 @@ from codegen.model.robot import Robot
 from host_tools.bindings.rt import RtConfig
 
 # the robot description's own fields: its parameters, encoders (but their resolution, which a
-# study that varies it states) and torque limits
-DESCRIPTION_FIELDS = ("model.", "enc.gear", "enc.bits", "enc.direction", "enc.is_signed", "enc.offset", "ctl.tau_max")
+# study that varies it states), torque limits, and the friction terms beyond viscous and Coulomb it
+# declares with their coefficients (fric.: generated only where the description or an identified
+# config declares them, issue #47; no bundled robot declares any)
+DESCRIPTION_FIELDS = (
+    "model.",
+    "fric.",
+    "enc.gear",
+    "enc.bits",
+    "enc.direction",
+    "enc.is_signed",
+    "enc.offset",
+    "ctl.tau_max",
+)
 # the description's fields of a study that runs the encoders as described: all of theirs (the
 # motor channels' too)
-AS_DESCRIBED = ("model.", "enc.", "ctl.tau_max")
+AS_DESCRIBED = ("model.", "fric.", "enc.", "ctl.tau_max")
 # an elastic arm's too: its springs (stiffness k_e, damping d_e), which the controller and the
 # tau_el momentum observer read
 ELASTIC_FIELDS = (*AS_DESCRIBED, "ctl.k_e", "obs.k_e", "obs.d_e")

@@ -51,18 +51,6 @@ VELOCITY_ESTIMATORS = PaperSetup(
     },
 )
 
-# No friction terms beyond the description's viscous and Coulomb friction (no Dahl, load-dependent
-# or Stribeck part: fd = fl = fs = 0; their lengths and velocity, then without effect, as the
-# friction block's defaults when these records were written): the studies' own choice (Birjandi &
-# Haddadin neglect friction in simulation, Kirchhoff's model has viscous and Coulomb friction).
-FRICTION_TERMS: Mapping[str, Any] = {
-    "fric.fd": 0.0,
-    "fric.fl": 0.0,
-    "fric.fs": 0.0,
-    "fric.dahl_length": 0.001,
-    "fric.load_dahl_length": 0.001,
-    "fric.stribeck_velocity": 0.1,
-}
 # Static thresholds (no velocity, acceleration or standstill part) before a study designs or sets
 # them, hysteresis release at half the threshold: the detect block's defaults when these records
 # were written (the studies' own choice; det.vs is the standstill scale a fitted design starts from)
@@ -114,7 +102,6 @@ COLLISION = PaperSetup(
         "det.reaction": 0,
         "det.k_r": 0.03,  # without reaction, no effect
         **STATIC_THRESHOLDS,
-        **FRICTION_TERMS,
     },
     per_setup={
         "model.params": "the description's, every inertial parameter x U(1 -+ model_error) (eq. 22)",
@@ -168,7 +155,6 @@ ELASTIC_COLLISION = PaperSetup(
         "det.debounce": 1,
         "det.window": LOW_PASS_WINDOW,
         **STATIC_THRESHOLDS,
-        **FRICTION_TERMS,
     },
     per_setup={
         "det.threshold": "ScenarioSettings.threshold (Kirchhoff's 0.1 N m), every joint",

@@ -13,6 +13,8 @@ Stribeck and Coulomb shapes from numpy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -30,8 +32,10 @@ def general(tmp_path_factory: pytest.TempPathFactory) -> str:
     schunk_lwa4p load into it)."""
     from codegen.resources import bundled_robot_path
 
+    bundled = bundled_robot_path(ROBOT)
+    assert bundled is not None
     path = tmp_path_factory.mktemp("general") / "schunk_lwa4p.yaml"
-    path.write_text(bundled_robot_path(ROBOT).read_text() + "\nfriction: {model: general}\n")
+    path.write_text(bundled.read_text() + "\nfriction: {model: general}\n")
     return str(path)
 
 
@@ -178,7 +182,7 @@ def test_terms_config_is_checked_and_refused_where_not_generated(general: str, t
             rt.config[key] = 0.0
     path = tmp_path / "config.json"
     params = list(np.asarray(rt.config["model.params"], float) * 1.01)
-    doc = {
+    doc: dict[str, Any] = {
         "format": "manipgen-rt-config",
         "version": 1,
         "robot": ROBOT,
