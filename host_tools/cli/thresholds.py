@@ -4,12 +4,16 @@ from held-out parts of the run (host_tools.studies.thresholds)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from codegen.blocks import registry
 from host_tools.cli.generate import add_beyond_limits, add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
 from host_tools.studies.thresholds import BLOCKS, TARGET
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 HOUR = 3600.0  # s: --false-alarm-rate is a probability per hour of motion
 
@@ -93,6 +97,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(handler=run)
 
 
+def _options_refused(args: argparse.Namespace, console: Console) -> bool:
+    """The options' values checked together (one line naming them); True: refused (exit 2)."""
+    if not (
+        (args.margin is None or args.margin >= 1)
+        and 0 < args.target <= 1
+        and args.blocks >= 2
+        and args.floor >= 0
+        and args.skip >= 0
+        and (args.false_alarm_rate is None or 0 < args.false_alarm_rate < 1)
+    ):
+        console.print(
+            "manipgen: error: --margin must be >= 1, --target in (0, 1], --blocks >= 2, --floor and --skip >= 0, "
+            "--false-alarm-rate in (0, 1)"
+        )
+        return True
+    if args.plot and not args.plot.lower().endswith(".png"):
+        console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
+        return True
+    if args.margin is not None and args.false_alarm_rate is not None:
+        console.print("manipgen: error: --margin gives the margin; --false-alarm-rate derives it: give one")
+        return True
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     from contextlib import nullcontext
@@ -112,26 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.thresholds import DesignSettings, Recording, design_on, tunable
 
     console = Console(stderr=True, soft_wrap=True)
-    if scheduler_refused(args, console):
-        return 2
-    if not (
-        (args.margin is None or args.margin >= 1)
-        and 0 < args.target <= 1
-        and args.blocks >= 2
-        and args.floor >= 0
-        and args.skip >= 0
-        and (args.false_alarm_rate is None or 0 < args.false_alarm_rate < 1)
-    ):
-        console.print(
-            "manipgen: error: --margin must be >= 1, --target in (0, 1], --blocks >= 2, --floor and --skip >= 0, "
-            "--false-alarm-rate in (0, 1)"
-        )
-        return 2
-    if args.plot and not args.plot.lower().endswith(".png"):
-        console.print(f"manipgen: error: --plot {args.plot}: the residual plot is a PNG (name it .png)")
-        return 2
-    if args.margin is not None and args.false_alarm_rate is not None:
-        console.print("manipgen: error: --margin gives the margin; --false-alarm-rate derives it: give one")
+    if scheduler_refused(args, console) or _options_refused(args, console):
         return 2
     settings = DesignSettings(
         args.margin,

@@ -334,3 +334,25 @@ def test_thresholds_across_runs_and_the_stated_rate(tmp_path: Path, capsys: pyte
     per_hour = extreme_value_margins(held, cost, 3600.0 / doc["margin_from"]["block_s"], 1.0, 0.01)[0]
     np.testing.assert_allclose(per_hour, margins, rtol=1e-9)
     assert np.all(per_hour >= extreme_value_margins(held, cost, 8, 1.0, 0.01)[0])  # a run holds 8 blocks
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        (["--margin", "0.5"], "--margin must be >= 1"),
+        (["--blocks", "1"], "--blocks >= 2"),
+        (["--plot", "r.jpg"], "name it .png"),
+        (["--margin", "2", "--false-alarm-rate", "0.01"], "give one"),
+    ],
+)
+def test_thresholds_cli_refuses_bad_options_before_reading_the_log(options: list[str], needle: str) -> None:
+    """Each bad option value is one line and exit 2, before any log is read (the log does not exist)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "host_tools.cli", "thresholds", "planar2", "no_such_log.npz", *options],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+    assert "no_such_log" not in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
