@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codegen.emit.files import write_file
 from host_tools.cli import target_linux
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import StageBar, stage
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -90,7 +93,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from rich.console import Console
@@ -149,18 +151,25 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"manipgen: error: {exc}")
         return 2
     doc["input"] = source
+    return write_report(out, "target", doc, tg.table(doc), args.json, f"input: {source}\n")
+
+
+def write_report(out: Path, stem: str, doc: dict[str, Any], table: str, as_json: bool, note: str = "") -> int:
+    """A target command's result: ``out/<stem>.json`` and ``.md``; the JSON on stdout with --json,
+    else the table, ``note`` and the files written. Returns the exit code (0)."""
+    import json
+
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    write_file(out / "target.json", text)
-    write_file(out / "target.md", tg.table(doc))
-    if args.json:
+    write_file(out / f"{stem}.json", text)
+    write_file(out / f"{stem}.md", table)
+    if as_json:
         print(text, end="")
     else:
-        print(tg.table(doc) + f"\ninput: {source}\nwrote {out / 'target.json'}, {out / 'target.md'}")
+        print(table + f"\n{note}wrote {out / (stem + '.json')}, {out / (stem + '.md')}")
     return 0
 
 
 def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any) -> int:
-    import json
     from pathlib import Path
 
     from codegen.blocks.options import OptionError
@@ -190,14 +199,7 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
-    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    write_file(out / "pil.json", text)
-    write_file(out / "pil.md", pil.table(doc))
-    if args.json:
-        print(text, end="")
-    else:
-        print(pil.table(doc) + f"\nwrote {out / 'pil.json'}, {out / 'pil.md'}")
-    return 0
+    return write_report(out, "pil", doc, pil.table(doc), args.json)
 
 
 def _board_build(args: argparse.Namespace, options: dict[str, str | None], console: Any) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from codegen.emit.files import write_file
 from host_tools.cli.generate import add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 
@@ -48,7 +47,6 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from rich.console import Console
@@ -69,11 +67,6 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, TargetError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
-    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    write_file(out / "linux.json", text)
-    write_file(out / "linux.md", linux.table(doc))
-    if args.json:
-        print(text, end="")
-    else:
-        print(linux.table(doc) + f"\nwrote {out / 'linux.json'}, {out / 'linux.md'}")
-    return 0
+    from host_tools.cli.target import write_report  # target's parser registers this command
+
+    return write_report(out, "linux", doc, linux.table(doc), args.json)

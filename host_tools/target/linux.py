@@ -118,7 +118,7 @@ def build_linux(rt: Realtime, out: Path, cc: str = "cc") -> tuple[Path, list[str
         f'-DMG_CONFIG_HEADER="{CONFIG_NAME}.h"',
     ]
     main, cmd = _object(
-        cc, resource_dir("runtime") / "linux" / "rt_linux.c", includes + program, [*headers, port / "mg_crc16.h"]
+        cc, resource_dir("runtime") / "linux" / "rt_linux.c", includes + program, [*headers, port / "mg_frame.h"]
     )
     config = _object(cc, out / f"{CONFIG_NAME}.c", includes, headers)[0]
     # the generated folder's own files see only the folder: one object whatever the build folder

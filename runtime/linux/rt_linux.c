@@ -54,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mg_port.h" /* the pipeline header, MG(name), the config to run */
-#include "mg_crc16.h"
+#include "mg_frame.h"
 
 #define SYNC0 0xA5u
 #define SYNC1 0x5Au
@@ -74,19 +74,6 @@ static uint8_t tx[HEAD + MAX_PAYLOAD + 2u];
 static int sock = -1;
 static uint32_t missed, skipped, held_samples, late, corrupted, max_latency, max_busy;
 static uint8_t fifo, locked;
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 static void say(const char *text)
 {
@@ -132,7 +119,7 @@ static void send_frame(uint8_t type, uint32_t counter, size_t n)
     tx[3] = 0u;
     tx[4] = (uint8_t)n;
     tx[5] = (uint8_t)(n >> 8);
-    put_u32(&tx[6], counter);
+    mg_put_u32(&tx[6], counter);
     crc = mg_crc16(0xFFFFu, &tx[2], HEAD - 2u + n);
     tx[HEAD + n] = (uint8_t)crc;
     tx[HEAD + n + 1u] = (uint8_t)(crc >> 8);
@@ -155,7 +142,7 @@ static int receive(uint8_t *type, uint32_t *counter, size_t *n)
         if (len == HEAD + *n + 2u &&
             mg_crc16(0xFFFFu, &rx[2], HEAD - 2u + *n) == (uint16_t)(rx[HEAD + *n] | (rx[HEAD + *n + 1u] << 8))) {
             *type = rx[2];
-            *counter = get_u32(&rx[6]);
+            *counter = mg_get_u32(&rx[6]);
             return 1;
         }
     }
@@ -165,8 +152,8 @@ static int receive(uint8_t *type, uint32_t *counter, size_t *n)
 
 static void hello(void)
 {
-    put_u32(&tx[HEAD], (uint32_t)sizeof in);
-    put_u32(&tx[HEAD + 4u], (uint32_t)PERIOD_NS);
+    mg_put_u32(&tx[HEAD], (uint32_t)sizeof in);
+    mg_put_u32(&tx[HEAD + 4u], (uint32_t)PERIOD_NS);
     tx[HEAD + 8u] = fifo;
     tx[HEAD + 9u] = locked;
     tx[HEAD + 10u] = 0u;
@@ -194,7 +181,7 @@ static int64_t handshake(void)
         }
         while (receive(&type, &counter, &n) != 0) {
             if (type == (uint8_t)'S' && n == 4u) {
-                samples = (int64_t)get_u32(&rx[HEAD]);
+                samples = (int64_t)mg_get_u32(&rx[HEAD]);
             } else if (type == (uint8_t)'I' && counter == 0u && n == sizeof in && samples >= 0) {
                 memcpy(&in, &rx[HEAD], sizeof in);
                 return samples;
@@ -248,11 +235,11 @@ static int take_inputs(uint32_t k, int *end)
 static void send_output(uint32_t k, uint32_t latency, uint32_t step, uint8_t held)
 {
     uint8_t *p = &tx[HEAD];
-    put_u32(&p[0], latency);
-    put_u32(&p[4], step);
-    put_u32(&p[8], missed);
-    put_u32(&p[12], corrupted);
-    put_u32(&p[16], held_samples);
+    mg_put_u32(&p[0], latency);
+    mg_put_u32(&p[4], step);
+    mg_put_u32(&p[8], missed);
+    mg_put_u32(&p[12], corrupted);
+    mg_put_u32(&p[16], held_samples);
     p[20] = out.collision;
     p[21] = out.fault;
     p[22] = out.ready;
@@ -264,14 +251,14 @@ static void send_output(uint32_t k, uint32_t latency, uint32_t step, uint8_t hel
 static void send_final(uint32_t steps)
 {
     uint8_t *p = &tx[HEAD];
-    put_u32(&p[0], steps);
-    put_u32(&p[4], missed);
-    put_u32(&p[8], held_samples);
-    put_u32(&p[12], late);
-    put_u32(&p[16], corrupted);
-    put_u32(&p[20], max_latency);
-    put_u32(&p[24], max_busy);
-    put_u32(&p[28], skipped);
+    mg_put_u32(&p[0], steps);
+    mg_put_u32(&p[4], missed);
+    mg_put_u32(&p[8], held_samples);
+    mg_put_u32(&p[12], late);
+    mg_put_u32(&p[16], corrupted);
+    mg_put_u32(&p[20], max_latency);
+    mg_put_u32(&p[24], max_busy);
+    mg_put_u32(&p[28], skipped);
     p[32] = fifo;
     p[33] = locked;
     p[34] = 0u;

@@ -32,7 +32,7 @@
  * The receive interrupt and SysTick's must not preempt each other (give them one priority). */
 #include <stdint.h>
 #include "mg_pil.h"
-#include "mg_crc16.h"
+#include "mg_frame.h"
 
 #define SYST_COUNTFLAG (1u << 16)
 #define SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
@@ -65,19 +65,6 @@ static volatile uint32_t done;
 /* the payload of a frame without one */
 #define NO_PAYLOAD ((const uint8_t *)0)
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 static void send_frame(uint8_t type, uint32_t counter, const uint8_t *payload, uint32_t n)
 {
     uint8_t head[2u + HEADER];
@@ -89,7 +76,7 @@ static void send_frame(uint8_t type, uint32_t counter, const uint8_t *payload, u
     head[3] = 0u;
     head[4] = (uint8_t)n;
     head[5] = (uint8_t)(n >> 8);
-    put_u32(&head[6], counter);
+    mg_put_u32(&head[6], counter);
     crc = mg_crc16(0xFFFFu, &head[2], HEADER);
     crc = mg_crc16(crc, payload, n);
     tail[0] = (uint8_t)crc;
@@ -110,11 +97,11 @@ static void copy_bytes(uint8_t *dst, const uint8_t *src, uint32_t n)
 
 static void counts(uint8_t *p)
 {
-    put_u32(&p[0], last_ticks);
-    put_u32(&p[4], step_ticks);
-    put_u32(&p[8], missed);
-    put_u32(&p[12], corrupted);
-    put_u32(&p[16], lost);
+    mg_put_u32(&p[0], last_ticks);
+    mg_put_u32(&p[4], step_ticks);
+    mg_put_u32(&p[8], missed);
+    mg_put_u32(&p[12], corrupted);
+    mg_put_u32(&p[16], lost);
 }
 
 static void write_output(void)
@@ -199,7 +186,7 @@ static void end_of_run(void)
     uint8_t p[COUNTS + 4u + MG_PIL_REPORT_MAX];
     uint32_t n;
     counts(p);
-    put_u32(&p[COUNTS], steps);
+    mg_put_u32(&p[COUNTS], steps);
     n = mg_board_report(&p[COUNTS + 4u]);
     if (n > MG_PIL_REPORT_MAX) {
         n = MG_PIL_REPORT_MAX;
@@ -212,7 +199,7 @@ static void on_frame(void)
 {
     const uint8_t type = frame[0];
     const uint32_t n = (uint32_t)frame[2] | ((uint32_t)frame[3] << 8);
-    const uint32_t counter = get_u32(&frame[4]);
+    const uint32_t counter = mg_get_u32(&frame[4]);
     const uint16_t crc = (uint16_t)((uint16_t)frame[HEADER + n] | (uint16_t)((uint16_t)frame[HEADER + n + 1u] << 8));
     if (mg_crc16(0xFFFFu, frame, HEADER + n) != crc) {
         bad_frame();
@@ -225,7 +212,7 @@ static void on_frame(void)
         sample = counter;
         start_sample();
     } else if ((type == (uint8_t)'S') && (n == 4u)) {
-        SYST_RVR = get_u32(&frame[HEADER]) - 1u;
+        SYST_RVR = mg_get_u32(&frame[HEADER]) - 1u;
         SYST_CVR = 0u;                  /* the count starts from the reload value */
     } else if (type == (uint8_t)'E') {
         end_of_run();

@@ -1,8 +1,9 @@
-/* CRC-16/CCITT-FALSE (polynomial 0x1021; start with 0xFFFF), the check of manipgen's frames: the
- * processor-in-the-loop link (mg_pil.c) and the real-time Linux program (runtime/linux/rt_linux.c).
- * The host computes the same CRC with Python's binascii.crc_hqx. */
-#ifndef MG_CRC16_H
-#define MG_CRC16_H
+/* What manipgen's frames are made of, shared by the processor-in-the-loop link (mg_pil.c) and the
+ * real-time Linux program (runtime/linux/rt_linux.c): little-endian uint32 fields and the
+ * CRC-16/CCITT-FALSE (polynomial 0x1021; start with 0xFFFF) that checks a frame. The host computes
+ * the same CRC with Python's binascii.crc_hqx. */
+#ifndef MG_FRAME_H
+#define MG_FRAME_H
 
 #include <stdint.h>
 
@@ -22,6 +23,19 @@ static uint16_t mg_crc16(uint16_t start, const uint8_t *p, uint32_t n)
         crc = (uint16_t)((uint16_t)(crc << 4) ^ NIBBLE[crc >> 12]);
     }
     return crc;
+}
+
+static void mg_put_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t mg_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 #endif
