@@ -236,7 +236,12 @@ def map_table(doc: dict[str, Any]) -> str:
     lines += ["", "| memory | used (B) | size (B) |", "| --- | --: | --: |"]
     for name, n in doc["used_bytes"].items():
         lines.append(f"| {name} | {n} | {doc['size_bytes'][name]} |")
-    lines += ["", f"The image written to flash: {doc['flash_image_bytes']} B from 0x08000000 (with alignment gaps)."]
+    gap = doc["flash_image_bytes"] - doc["used_bytes"]["FLASH"]
+    lines += [
+        "",
+        f"The image written to flash: {doc['flash_image_bytes']} B from 0x08000000"
+        + (f" ({gap} B of alignment gaps between the loaded sections)." if gap else " (no gap between the sections)."),
+    ]
     st = doc["stack"]
     worst = max(("SysTick_Handler", "USART1_IRQHandler"), key=lambda r: st["paths"][r]["bytes"])
     lines += [

@@ -126,6 +126,8 @@ def test_the_build_writes_the_images_a_flash_map_that_size_agrees_with_and_the_f
     # the .bin spans the flash from its start, the gap before .data's 8-byte aligned copy included
     assert (out / "stm32f405.bin").stat().st_size == doc["flash_image_bytes"] < doc["used_bytes"]["FLASH"] + 8
     assert hex_bytes(out / "stm32f405.hex") == (0x0800_0000, doc["used_bytes"]["FLASH"])
+    gap = doc["flash_image_bytes"] - doc["used_bytes"]["FLASH"]  # the printed map names the gap only if there is one
+    assert (f"({gap} B of alignment gaps" if gap else "(no gap between the sections)") in printed
     assert doc["state_and_stack_in"] == "CCM" and doc["sections"][".state"]["memory"] == "CCM"
     assert doc["sections"][".stack"]["memory"] == "CCM" and doc["sections"][".bss"]["memory"] == "SRAM"
     stack = doc["stack"]
