@@ -55,6 +55,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="thresholds: a constant per joint, or with velocity, acceleration and standstill parts (manipgen "
         "thresholds' fit); both designed on the design motion with a held-out margin",
     )
+    c.add_argument(
+        "--setup",
+        default="collide",
+        help="the set-up record the pipelines run (host_tools.studies.paper_setups): collide (default: the "
+        "model-adaptive observers hold their adaptation near the threshold) or birjandi (Birjandi & Haddadin's: "
+        "they adapt through contacts)",
+    )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
     add_scheduler(c, "observers' runs", "here, one observer after the other")
@@ -99,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             observers=tuple(o for o in args.observers or DEFAULT_OBSERVERS if o not in missing),
             friction_error=args.friction_error,
             shape=args.shape,
+            setup=args.setup,
         )
         with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)

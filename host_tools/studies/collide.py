@@ -55,7 +55,7 @@ from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
-from host_tools.studies.paper_setups import COLLISION
+from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
 from host_tools.studies.thresholds import TARGET, Thresholds, design_from_outputs, threshold_along
 
 Progress = Callable[[str], None]
@@ -92,6 +92,10 @@ class CollideSettings:
     # observer's learning transient (its first seconds) set a held-out margin of 7.6 where the later
     # blocks need 1.1 (kuka_iiwa14 seed 1, docs/collision.md)
     warmup_motions: int = 1
+    # the set-up record the pipelines run (paper_setups.COLLISION_SETUPS): "collide", the product's
+    # (the model-adaptive observers hold their adaptation near the threshold), or "birjandi",
+    # Birjandi & Haddadin's (their observer adapts through contacts)
+    setup: str = "collide"
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,7 @@ def _impacts(
     """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
     rt = load_rt(robot, *choices(None))
-    COLLISION.apply(rt.config, robot)
+    COLLISION_SETUPS[s.setup].apply(rt.config, robot)
     rt.config["model.params"] = model
     run = simulate(rt, motion, true_params=true)
     dyn = load(robot)
@@ -247,6 +251,8 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
         raise ValueError("every event (and its window) must lie inside the motion, after the skipped start")
     if s.shape not in SHAPES:
         raise ValueError(f"unknown threshold shape {s.shape!r}; choose from {', '.join(SHAPES)}")
+    if s.setup not in COLLISION_SETUPS:
+        raise ValueError(f"unknown set-up {s.setup!r}; choose from {', '.join(COLLISION_SETUPS)}")
 
 
 def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
@@ -412,11 +418,12 @@ def choices(entry: Entry | None) -> tuple[str, str, str]:
 
 
 def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray) -> Realtime:
-    """The entry's pipeline in Birjandi & Haddadin's set-up (paper_setups.COLLISION: detection
-    without reaction or debounce, a model-adaptive observer adapting through contacts) with the
-    model error and (a model-adaptive observer) the gain ``s.adaptive_gain``; thresholds not designed."""
+    """The entry's pipeline in the set-up ``s.setup`` (paper_setups.COLLISION_SETUPS: detection
+    without reaction or debounce; collide's model-adaptive observers hold their adaptation near the
+    threshold, Birjandi & Haddadin's adapt through contacts) with the model error and (a
+    model-adaptive observer) the gain ``s.adaptive_gain``; thresholds not designed."""
     rt = load_rt(robot, *choices(entry))
-    COLLISION.apply(rt.config, robot)
+    COLLISION_SETUPS[s.setup].apply(rt.config, robot)
     rt.config["model.params"] = model
     if entry.observer.adaptive:
         rt.config["obs.k_o"] = s.adaptive_gain

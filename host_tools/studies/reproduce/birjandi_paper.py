@@ -78,12 +78,16 @@ class BirjandiResults:
     """What the claims are judged on: `manipgen collide`'s JSON documents (the quick tier's run; the
     full tier's draws of the model error and the motions on the paper's arm, by seed) and (full) the
     generated step's time per pipeline; (full) the runs the docs show beside them, judged by no
-    claim (collide's other observers, the model error on the friction too), by table key."""
+    claim (collide's other observers, the model error on the friction too, by table key; collide's
+    own set-up). Every run but ``product`` is in Birjandi & Haddadin's set-up (paper_setups.BIRJANDI)."""
 
     quick: dict[str, Any]
     draws: Mapping[int, dict[str, Any]]  # seed -> collide's document; empty: the quick tier
     step_us: Mapping[str, float]  # observer entry -> µs per step; empty: not timed
     others: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # table key -> collide's document
+    # (full) the model-adaptive observers in collide's own set-up (paper_setups.COLLISION, the
+    # product's) at the draws' seeds, beside the paper's: seed -> collide's document
+    product: Mapping[int, dict[str, Any]] = field(default_factory=dict)
 
 
 Observers = Mapping[str, Mapping[str, Any]]  # one run's observers: name -> collide's entry

@@ -9,6 +9,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pytest
 
 from codegen.blocks import registry
@@ -33,11 +34,14 @@ from host_tools.studies.evaluate import (
     variant,
 )
 from host_tools.studies.paper_setups import (
+    BIRJANDI,
+    BIRJANDI_DIFFERS,
     COLLISION,
     ELASTIC_COLLISION,
     RECORDS,
     VELOCITY_ESTIMATORS,
     PaperSetup,
+    differences,
 )
 
 
@@ -64,6 +68,7 @@ def _on(robot: str, *choices: tuple[str | None, str, str]) -> Callable[[], Itera
 STUDIES: dict[str, tuple[PaperSetup, Callable[[], Iterator[PipelineSource]]]] = {
     "evaluate": (VELOCITY_ESTIMATORS, _estimators),
     "collide": (COLLISION, _collision),
+    "reproduce_birjandi": (BIRJANDI, _collision),
     "elastic_collide": (ELASTIC_COLLISION, _on("biorob4", elastic_collision.CHOICES)),
     "identify_synthetic": (
         XU_IDENTIFICATION,
@@ -159,3 +164,21 @@ def test_model_based_estimators_hold_with_friction_fed_forward() -> None:
     assert ise["paper"]["nlhg"] < 0.02 and ise["paper"]["slimod"] < 0.05, ise
     for e in ("nlhg", "slimod"):
         assert ise["fed"][e] < 1.5 * ise["paper"][e], (e, ise)
+
+
+def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
+    """Birjandi & Haddadin's observer adapts through contacts (eqs. 10-11 every sample: obs.freeze = 0);
+    collide's product set-up holds the adaptation near the threshold (freeze = 1, issue #46). The two
+    records differ in the fields BIRJANDI_DIFFERS explains and nowhere else, and each collide
+    pipeline runs the record its settings name."""
+    assert differences(COLLISION, BIRJANDI) == {"obs.freeze": (1, 0)}
+    assert set(differences(COLLISION, BIRJANDI)) == set(BIRJANDI_DIFFERS)
+    robot = RobotSource.of("planar2").robot()
+    model = robot.standard_parameters()
+    for setup, freeze in (("birjandi", 0), ("collide", 1)):
+        settings = collide.CollideSettings(setup=setup)
+        for name in ("adaptive_imu", "adaptive_measured", "adaptive_momentum"):
+            rt = collide._pipeline(robot, ENTRIES[name], settings, model)
+            assert float(np.asarray(rt.config["obs.freeze"])) == freeze, (setup, name)
+    with pytest.raises(ValueError, match="unknown set-up 'paper'; choose from collide, birjandi"):
+        collide.check_settings(robot, collide.CollideSettings(setup="paper"))

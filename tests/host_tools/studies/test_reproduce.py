@@ -228,6 +228,7 @@ def test_birjandi_docs_tables_are_a_fresh_quick_run(birjandi_results: BirjandiRe
     by value, and every table of the quick tier has one."""
     problems = drift(DOCS, [birjandi_quick(birjandi_results)])
     assert not problems, "\n".join(problems) + "\n(rewrite them: manipgen reproduce birjandi --quick --write-docs)"
+    assert birjandi_results.quick["settings"]["setup"] == "birjandi"  # the paper's set-up, not collide's
     blocks = find_blocks(DOCS)
     assert {b for b in blocks if b.startswith("birjandi quick ")} == {
         "birjandi quick observers",
@@ -260,12 +261,18 @@ def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults)
     stands in for its draws): every claim judged; the step's cost against the paper's 1 ms period."""
     draws = {0: birjandi_results.quick, 1: birjandi_results.quick}
     others = {"friction": birjandi_results.quick, "planar2": birjandi_results.quick}
+    product = {0: birjandi_results.quick, 1: birjandi_results.quick}  # collide's set-up, beside the paper's
     for step, holds in ((500.0, True), (1500.0, False)):  # µs per step of the adaptive pipeline
         stand_in = replace(
-            birjandi_results, draws=draws, step_us={"momentum": 50.0, "adaptive_imu": step}, others=others
+            birjandi_results,
+            draws=draws,
+            step_us={"momentum": 50.0, "adaptive_imu": step},
+            others=others,
+            product=product,
         )
         rep = papers.judged(birjandi.PAPER, "full", stand_in, 0.0)
-        assert [t.key for t in rep.tables] == ["observers", "iiwa", "draws", "compute", "friction", "planar2"]
+        keys = ["observers", "iiwa", "draws", "setups", "compute", "friction", "planar2"]
+        assert [t.key for t in rep.tables] == keys
         assert len(rep.claims) == len(birjandi.PAPER.claims)
         assert all(j.verdict.holds is not None for j in rep.claims)
         verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
