@@ -130,8 +130,12 @@ def bound(name: str, f: cs.Function, inputs: tuple[str, ...], outputs: tuple[str
 
 
 def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> FunctionSpec:
-    """A block function from (binding, symbol) pairs; outputs are densified and CSE'd."""
-    f = cs.Function(name, [s for _, s in inputs], [cs.cse(cs.densify(cs.vec(e))) for _, e in outputs])
+    """A block function from (binding, symbol) pairs; outputs are densified and CSE'd together: a
+    subexpression that several outputs share (the momentum observer's p in st.obs.p and in the
+    residual written to both st.obs.r and out.r) is computed once. CSE merges structurally equal
+    nodes only (no reassociation): every output has the same arithmetic, and bits, as CSE'd alone."""
+    together = cs.cse([cs.densify(cs.vec(e)) for _, e in outputs])
+    f = cs.Function(name, [s for _, s in inputs], together)
     return bound(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
 
 

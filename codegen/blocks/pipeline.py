@@ -14,11 +14,13 @@ import numpy as np
 from codegen.blocks import detect, encoder, friction, model_params, motor, registry
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
+from codegen.symbolic.functions import FunctionSpec
 
 from ..errors import DescriptionError
 from .base import Block, Field
 from .context import Ctx
 from .options import RtOptions
+from .shared import share_trig
 
 
 def _estimator(ctx: Ctx) -> Block:
@@ -68,6 +70,9 @@ class Pipeline:
     options: RtOptions
     blocks: list[Block]
     ctx: Ctx
+    # cos and sin of q_hat for the blocks' functions that share them (codegen.blocks.shared), computed
+    # by the step after the estimator; None: no function shares them
+    shared: FunctionSpec | None = None
 
     @property
     def n(self) -> int:
@@ -132,6 +137,7 @@ class Pipeline:
         f.update({f"in.{x.name}": x for x in self.inputs})
         f.update({f"out.{x.name}": x for x in self.outputs})
         names = LOCALS + (MOTOR_LOCALS if self.robot.elastic else ())
+        names += tuple(b.partition(".")[2] for b in self.shared.writes) if self.shared is not None else ()
         f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in names})
         return f
 
@@ -250,7 +256,7 @@ def build_pipeline(robot: Robot, options: RtOptions, dyn: Dynamics | None = None
         )
         if spec is not None and spec.finish is not None and not given:
             spec.finish(b, blocks, robot, design, ctx.ts)
-    return Pipeline(robot, options, blocks, ctx)
+    return Pipeline(robot, options, blocks, ctx, share_trig(blocks, robot.dof))
 
 
 def _check_elastic(robot: Robot, options: RtOptions) -> None:

@@ -76,6 +76,14 @@ class RtEmitter:
         """C statement(s) calling a block function; outputs that alias inputs go through a local."""
         block = next(b for b in self.pipe.blocks if b.kind == kind)
         fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
+        return self._call(self.fn_name(block, fn), fn)
+
+    def shared_call(self) -> str:
+        """The call computing the locals the blocks' functions share (Pipeline.shared), or ''."""
+        fn = self.pipe.shared
+        return "" if fn is None else self._call(f"{self.p}_rt_{fn.name}", fn)
+
+    def _call(self, c_name: str, fn: FunctionSpec) -> str:
         args = [self.c_ref(b) for b in fn.reads]
         lines, copies = [], []
         for k, b in enumerate(fn.writes):
@@ -86,7 +94,7 @@ class RtEmitter:
                 copies.append(f"(void)memcpy({self.c_ref(b)}, tmp{k}, sizeof tmp{k});")
             else:
                 args.append(self.c_ref(b))
-        call = f"{self.fn_name(block, fn)}({', '.join(args)});"
+        call = f"{c_name}({', '.join(args)});"
         if not lines:
             return call
         return "{\n" + textwrap.indent("\n".join(lines + [call] + copies), "    ") + "\n}"
@@ -99,6 +107,11 @@ class RtEmitter:
                 v = view(replace(fn, name=self.fn_name(b, fn)), self.precision)
                 self.ops[v["name"]] = int(v["ops"])
                 out.append(v | {"bindings": ", ".join(fn.reads) + " -> " + ", ".join(fn.writes)})
+        if self.pipe.shared is not None:
+            fn = self.pipe.shared
+            v = view(replace(fn, name=f"{self.p}_rt_{fn.name}"), self.precision)
+            self.ops[v["name"]] = int(v["ops"])
+            out.append(v | {"bindings": ", ".join(fn.reads) + " -> " + ", ".join(fn.writes)})
         return out
 
     def structs(self, real: str) -> list[Struct]:
@@ -207,6 +220,8 @@ class RtEmitter:
             default_config=config_initializer(self.config_blocks(), self.precision),
             config_layout=layout_id(self.config_blocks(), self.precision),
             call=self.call,
+            shared_call=self.shared_call(),
+            shared_locals=[b.partition(".")[2] for b in self.pipe.shared.writes] if self.pipe.shared else [],
             options=self.pipe.options,
             label=self.pipe.options.label,
             ts=repr(self.pipe.ctx.ts),

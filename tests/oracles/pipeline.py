@@ -49,6 +49,8 @@ def step(pipe: Pipeline, d: Data) -> None:
         run = oracle(b)
         if run is not None:
             run(d, b, pipe.ctx)
+        if b.kind == "est" and pipe.shared is not None:  # cos and sin of q_hat, shared by the blocks after it
+            evaluate(pipe.shared, d)
         if b.kind == "enc":
             started = d["st.enc.started"] != 0
             if pipe.block("mest") is not None:  # the motor-side estimator reads theta
