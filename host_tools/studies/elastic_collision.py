@@ -110,9 +110,14 @@ def scenario(robot: Robot, s: ScenarioSettings = ScenarioSettings()) -> dict[str
         kd = int(fired[0]) if len(fired) else -1
         r = run.out["r"]
         one_s = slice(kd, kd + int(round(1.0 / ts))) if kd >= 0 else slice(0, 0)
+        # the last sample of the run with some joint's |r| above its threshold: how long after the
+        # detection the contact's torque took to dissipate (Kirchhoff 2011 §5.3: about one second)
+        above = np.flatnonzero(np.any(np.abs(r) > s.threshold, axis=1)) if kd >= 0 else np.zeros(0, int)
         out[name] = {
             "contact_sample": k0,
+            "contact_s": k0 * ts if k0 >= 0 else None,
             "detection_sample": kd,
+            "above_threshold_s": (int(above[-1]) - kd) * ts if len(above) else None,
             "delay_ms": (kd - k0) * ts * 1e3 if kd >= 0 and k0 >= 0 else None,
             "link": int(run.out["link"][-1]),
             "max_contact_torque": float(np.abs(tau_c[:, j]).max()),

@@ -15,6 +15,7 @@ from host_tools.identification.elastic import (
 
 __all__ = [
     "ACTUATOR_PARAMETERS",
+    "DISSIPATION_S",
     "LOAD_BASE_PARAMETERS",
     "MOTOR_PARAMS",
     "PAPER_TABLE_4_2",
@@ -35,3 +36,9 @@ def table_4_2_errors(parameter: str) -> list[float]:
     """Table 4.2's relative errors |estimated - exact| / |exact| of one of eq. 4.4's parameters, per joint."""
     k = MOTOR_PARAMS.index(parameter)
     return [abs(row[k][1] - row[k][0]) / abs(row[k][0]) for row in PAPER_TABLE_4_2]
+
+
+# §5.3, Fig. 5.5 (b): with the reaction strategy "the time till the collision is dissipated takes
+# approximately one second" (the threshold 0.1 N m and K_R = 0.03 I are the collision study's
+# settings: host_tools.studies.elastic_collision.ScenarioSettings)
+DISSIPATION_S = 1.0

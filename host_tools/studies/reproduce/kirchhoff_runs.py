@@ -6,19 +6,23 @@ runs it (host_tools.identification.elastic.study): each stage's excitation track
 identified springs, validated on a random 20 s motion.
 
 - quick: the stored designs (kirchhoff_excitations), their cond recomputed, the two stages on them;
+  and the collision test of §5.3 (Fig. 5.5: host_tools.studies.elastic_collision, three short runs);
 - full: both excitations designed afresh (D-optimal, 2 starts each) and the two stages on them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.elastic import StudySettings, study
 from host_tools.identification.excitation import Excitation
+from host_tools.studies import elastic_collision
 from host_tools.studies.reproduce.kirchhoff_excitations import ACTUATOR, LOAD, STORED
 from host_tools.studies.reproduce.kirchhoff_paper import (
+    DISSIPATION_S,
     LOAD_BASE_PARAMETERS,
     PAPER_TABLE_4_2,
     PAPER_TABLE_4_3_RANDOM,
@@ -35,6 +39,9 @@ SETTINGS = StudySettings()  # the study's: 5 harmonics, 0.1 Hz, 6 periods, 0.02 
 class KirchhoffResults:
     quick: dict[str, Any]  # elastic.study's document on the stored designs
     full: dict[str, Any] | None = None  # on fresh designs (the full tier)
+    # the collision test of §5.3 (elastic_collision.scenario's figures, without the traces); the same
+    # runs in both tiers (no design enters them)
+    collision: dict[str, Any] | None = None
 
     def doc(self, tier: Tier) -> dict[str, Any]:
         d = self.quick if tier == "quick" else self.full
@@ -50,9 +57,11 @@ def compute(tier: Tier, inputs: Inputs) -> KirchhoffResults:
 
     stored = (Excitation.from_dict(ACTUATOR), Excitation.from_dict(LOAD))
     quick = study(robot, SETTINGS, progress("the stored designs"), designs=stored)
+    progress("§5.3")("the collision test (Fig. 5.5)")
+    collision = {k: v for k, v in elastic_collision.scenario(robot).items() if k != "traces"}
     if tier == "quick":
-        return KirchhoffResults(quick)
-    return KirchhoffResults(quick, study(robot, SETTINGS, progress("fresh designs")))
+        return KirchhoffResults(quick, None, collision)
+    return KirchhoffResults(quick, study(robot, SETTINGS, progress("fresh designs")), collision)
 
 
 def paper(value: float) -> Num:
@@ -153,8 +162,66 @@ def figures_table(d: dict[str, Any], tier: Tier) -> Table:
     return Table("figures", tier, title, ("figure", "ours", "Kirchhoff (2011)"), rows)
 
 
+RUNS = {"no_reaction": "without reaction", "reaction": "with the reflex (eq. 5.1)"}
+
+
+def _seconds(value: float | None) -> Text:
+    return text(Num(value, 4), " s") if value is not None else text("not detected")
+
+
+def collision_table(c: dict[str, Any]) -> Table:
+    """§5.3's collision test (Fig. 5.5), without and with the reaction, beside what the thesis says."""
+    j = c["settings"]["joint"]
+    rows: list[tuple[str, tuple[Text, ...]]] = [
+        ("contact at", (*(_seconds(c[k]["contact_s"]) for k in RUNS), text("—"))),
+        ("detected after (ms)", (*(text(Num(c[k]["delay_ms"], 3)) for k in RUNS), text("—"))),
+        ("isolated link", (*(text(Num(c[k]["link"], None)) for k in RUNS), text("—"))),
+        (
+            f"peak contact torque on joint {j} (N m)",
+            (*(text(Num(c[k]["max_contact_torque"])) for k in RUNS), text("—")),
+        ),
+        (
+            f"|r{j}| 1 s after the detection (N m)",
+            (
+                *(text(Num(c[k]["r_1s_after_detection"])) for k in RUNS),
+                text("(a) rising until the motor torque saturates; (b) reduced"),
+            ),
+        ),
+        (
+            f"|r{j}| at the end (N m) / the contact torque then",
+            (
+                *(text(Num(abs(c[k]["r_end"])), " / ", Num(c[k]["contact_torque_end"])) for k in RUNS),
+                text("—"),
+            ),
+        ),
+        (
+            "some |r| above the threshold until (s after the detection)",
+            (
+                *(text(Num(c[k]["above_threshold_s"], 3)) for k in RUNS),
+                text("(b) “approximately one second” (", Num(DISSIPATION_S, None), " s)"),
+            ),
+        ),
+        ("in contact at the end", (*(text("yes" if c[k]["in_contact_at_end"] else "no") for k in RUNS), text("—"))),
+        (
+            "largest |r| without the obstacle (N m)",
+            (text(Num(max(c["free_max_abs_r"])), " (one run, no reaction needed)"), text("—"), text("—")),
+        ),
+    ]
+    s = c["settings"]
+    title = (
+        f"Kirchhoff (2011) §5.3's collision test on biorob4 (`manipgen elastic collide biorob4 --json`): joint {j} "
+        f"driven {math.degrees(abs(s['travel'])):g}° from vertical in {s['duration']:g} s into a Hunt-Crossley "
+        f"obstacle at the height l₁ ({c['obstacle_height_m']:g} m), threshold {s['threshold']:g} N m on every joint, "
+        f"K_R = {s['k_r']:g} I; once without reaction and once with the reflex of eq. 5.1; Kirchhoff's column is "
+        "Fig. 5.5 (a) and (b) as §5.3 describes it (the figure has no numbers to compare)."
+    )
+    return Table("collision", "quick", title, ("", *RUNS.values(), "Kirchhoff (2011) Fig. 5.5"), tuple(rows))
+
+
 def tables(r: KirchhoffResults, tier: Tier) -> tuple[Table, ...]:
     out = [figures_table(r.quick, "quick"), actuator_table(r.quick, "quick"), validation_table(r.quick, "quick")]
+    if r.collision is not None:
+        out.append(collision_table(r.collision))
     if tier == "full" and r.full is not None:
         out += [figures_table(r.full, "full"), actuator_table(r.full, "full"), validation_table(r.full, "full")]
     return tuple(out)

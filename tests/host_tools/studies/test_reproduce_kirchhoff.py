@@ -36,6 +36,7 @@ def test_the_docs_tables_are_a_fresh_quick_run(results: kirchhoff_runs.Kirchhoff
         "kirchhoff2011 quick figures",
         "kirchhoff2011 quick actuator",
         "kirchhoff2011 quick validation",
+        "kirchhoff2011 quick collision",
         "kirchhoff2011 quick claims",
     }
 
@@ -66,7 +67,32 @@ def test_every_quick_claim_is_judged(results: kirchhoff_runs.KirchhoffResults) -
 def test_the_full_tier_reads_its_results(results: kirchhoff_runs.KirchhoffResults) -> None:
     """The full tier's tables and claims (its fresh designs take minutes: the quick run stands in)."""
     rep = papers.judged(kirchhoff.PAPER, "full", replace(results, full=results.quick), 0.0)
-    assert [t.tier for t in rep.tables] == ["quick"] * 3 + ["full"] * 3
+    assert [t.tier for t in rep.tables] == ["quick"] * 4 + ["full"] * 3
     verdicts = {j.claim.key: j.verdict.holds for j in rep.claims}
     assert len(verdicts) == len(kirchhoff.CLAIMS) and None not in verdicts.values()
-    assert all(verdicts["full." + k] == v for k, v in verdicts.items() if not k.startswith("full."))
+    collision = {c.key for c in kirchhoff.COLLISION_CLAIMS}  # the same runs in both tiers: judged once
+    assert collision <= set(verdicts) and not any("full." + k in verdicts for k in collision)
+    assert all(
+        verdicts["full." + k] == v for k, v in verdicts.items() if not k.startswith("full.") and k not in collision
+    )
+
+
+def test_the_collision_test_is_judged_and_a_moved_figure_named(results: kirchhoff_runs.KirchhoffResults) -> None:
+    """Kirchhoff (2011) Fig. 5.5 in the quick tier: each of its claims judged; with the reflex's residual
+    above the threshold 3 s after the detection (three times the thesis' "approximately one second")
+    the claim fails, and the comparison names the collision block's row and the claim."""
+    assert results.collision is not None
+    rep = quick(results)
+    assert {j.claim.key for j in rep.claims if j.claim.key.startswith("collision.")} == {
+        c.key for c in kirchhoff.COLLISION_CLAIMS
+    }
+    doc = copy.deepcopy(results.collision)
+    doc["reaction"]["above_threshold_s"] = 3.0
+    moved = quick(replace(results, collision=doc))
+    assert {j.claim.key: j.verdict.holds for j in moved.claims}["collision.reaction"] is False
+    problems = drift(DOCS, [moved])
+    row = "row some |r| above the threshold until (s after the detection), column 'with the reflex (eq. 5.1)'"
+    assert any(p.startswith(f"elastic.md, block 'kirchhoff2011 quick collision': {row}") for p in problems), problems
+    assert any(
+        p.startswith("elastic.md, block 'kirchhoff2011 quick claims': row collision.reaction,") for p in problems
+    )
