@@ -21,7 +21,11 @@ def _sat(u: cs.SX, m: cs.SX) -> cs.SX:
     return cs.fmin(cs.fmax(u, -m), m)
 
 
-def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = 100.0, kd: float | tuple[float, ...] = 13.0) -> Block:
+# the computed-torque loop's default stiffness Kp (1/s^2): a 10 rad/s bandwidth for every joint
+CT_KP = 100.0
+
+
+def computed_torque(ctx: Ctx, kp: float | tuple[float, ...] = CT_KP, kd: float | tuple[float, ...] = 13.0) -> Block:
     """Computed torque (Liu et al. eqs. 2-3), saturated to +-tau_max per joint:
     u = M(q_hat) nu + c(q_hat, qd_hat) + g(q_hat) + f_ff,
       nu = qdd_d + Kp (q_d - q_hat) + Kd (qd_d - qd_hat)

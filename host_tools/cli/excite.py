@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from host_tools.cli.progress import IterationsBar
+    from host_tools.data.light_joints import warn_light_joints
     from host_tools.identification.excitation import ExciteSettings, design
     from host_tools.reports.excitation import write
 
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         console.print("manipgen: error: " + "; ".join(problems))
         return 2
     robot = robot_of(args)
+    warn_light_joints(robot)  # its recording would be flagged off-trajectory on these joints (one notice)
     ts = args.sample_period or robot.sample_period
     try:
         bar = IterationsBar(console, "excitation design (IPOPT)", settings.starts, settings.max_iter)

@@ -94,8 +94,10 @@ def _refuse_another_robots_folder(out: Path, robot: Robot) -> None:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from codegen.emit.generate import generate
+    from host_tools.data.light_joints import warn_light_joints
 
     robot = robot_of(args)
+    warn_light_joints(robot)  # joints whose own tracking the input checks would flag (one notice)
     if args.friction_from:
         from host_tools.bindings.rt import ConfigError, with_config_terms
 

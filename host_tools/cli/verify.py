@@ -45,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
+    from host_tools.data.light_joints import warn_light_joints
     from host_tools.reports.verify import text
     from host_tools.studies.verify import Reference, VerifyError, verify
 
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if not urdf and not args.reference and any(chain):
             raise VerifyError("--base-link, --tip-link and --overlay apply to a URDF (the description or --reference)")
         robot = load_robot(spec, *chain) if urdf else load_robot(spec)
+        warn_light_joints(robot)  # joints whose own tracking the input checks would flag (one notice)
         reference = Reference(args.reference or spec, *chain) if args.reference or urdf else None
         report = verify(robot, folder, reference, args.states, progress=progress)
     except (DescriptionError, VerifyError, OSError, ValueError) as exc:

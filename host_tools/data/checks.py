@@ -365,6 +365,12 @@ def _limits(tau: np.ndarray, saturated: np.ndarray | None, time: np.ndarray, rob
     return found
 
 
+def off_trajectory_bound(typical: float, count: float) -> float:
+    """The largest tracking error of a joint the off_trajectory check leaves alone: OFF_FACTOR x its
+    typical (median) error, at least OFF_FLOOR_COUNTS counts of ``count`` (its encoder's step)."""
+    return max(OFF_FACTOR * typical, OFF_FLOOR_COUNTS * count)
+
+
 def _off_trajectory(
     log: Log, q: np.ndarray, rpc: np.ndarray, unit: list[str]
 ) -> tuple[list[Finding], list[float], list[float]]:
@@ -374,7 +380,7 @@ def _off_trajectory(
         speed = np.abs(log.qd_des[:, i])
         moving = speed > MOVING * np.max(speed)
         typical = float(np.median(err[moving, i] if np.sum(moving) >= len(speed) / 10 else err[:, i]))
-        bound = max(OFF_FACTOR * typical, OFF_FLOOR_COUNTS * rpc[i])
+        bound = off_trajectory_bound(typical, float(rpc[i]))
         bounds.append(bound)
         worst.append(float(np.max(err[:, i])) / bound)
         for a, b in _runs(err[:, i] > bound):
