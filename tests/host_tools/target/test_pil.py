@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,46 @@ def tools() -> None:
         require_tool(tool)
 
 
-@pytest.mark.parametrize("cpu,precision", [("cortex-m7", "double"), ("cortex-m4f", "float"), ("cortex-m33", "float")])
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], Path]:
+    """One build folder (--out) per CPU and precision in this module: the tests that build the same
+    image (the cortex-m33 float loop and the corrupted frame) compile its library -- the iiwa's
+    dynamics and step, 9 CPU-s of arm-none-eabi-gcc -- once. What differs between them, the exported
+    config and the objects that include it, make rebuilds (export_config rewrites it when it changes;
+    cortex_m.build's stamp starts clean on another folder, Makefile or flags). The tests of one folder
+    share an xdist group (on_build), so they run in the worker holding it."""
+    root = tmp_path_factory.mktemp("pil-builds")
+
+    def folder(cpu: str, precision: str) -> Path:
+        path = root / f"{cpu}-{precision}"
+        path.mkdir(exist_ok=True)
+        return path
+
+    return folder
+
+
+def on_build(cpu: str, precision: str) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(f"pil-build-{cpu}-{precision}")
+
+
+@pytest.mark.parametrize(
+    "cpu,precision",
+    [
+        pytest.param(c, p, marks=on_build(c, p))
+        for c, p in (("cortex-m7", "double"), ("cortex-m4f", "float"), ("cortex-m33", "float"))
+    ],
+)
 def test_the_board_in_the_loop_follows_the_host_loopback(
-    cpu: str, precision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cpu: str, precision: str, build_dir: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Both sides compute with manipgen_linalg.h's portable sin, cos, exp and tanh, so the step on the
     board returns the host's torques bit for bit and the trajectories agree exactly; 1e-9 rad is the
     issue's goal (a last-bit difference in one torque is amplified by the encoders' quantisation to
     ~1e-5 rad: the test cannot pass by a near miss)."""
     tools()
+    tmp_path = build_dir(cpu, precision)
+    for report in ("pil.json", "pil.md"):  # written by this run, not left by another test's
+        (tmp_path / report).unlink(missing_ok=True)
     argv = ["target", "pil", "kuka_iiwa14", "--cpu", cpu, "--seconds", str(SECONDS), "--out", str(tmp_path), "--json"]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -51,7 +83,8 @@ def test_the_board_in_the_loop_follows_the_host_loopback(
     assert "const kuka_iiwa14_rt_config_t mg_pil_config" in (tmp_path / "mg_pil_config.c").read_text()
 
 
-def test_a_corrupted_input_frame_is_counted_and_the_board_runs_on(tmp_path: Path) -> None:
+@on_build("cortex-m33", "float")
+def test_a_corrupted_input_frame_is_counted_and_the_board_runs_on(build_dir: Callable[[str, str], Path]) -> None:
     """One payload byte flipped on the wire at sample 500: the board's CRC check counts it, the
     sample still runs (encoders marked lost), the loop completes."""
     tools()
@@ -61,7 +94,7 @@ def test_a_corrupted_input_frame_is_counted_and_the_board_runs_on(tmp_path: Path
         load_robot("kuka_iiwa14"),
         "cortex-m33",
         "float",
-        tmp_path,
+        build_dir("cortex-m33", "float"),
         corrupt=frozenset({500}),
         seconds=2.0,
         stage=stages.append,
