@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.tooling import ROOT
+import pytest
+
+from tests.tooling import ROOT, cli_in_process
 
 
 def manipgen(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -37,12 +39,12 @@ def test_generate_float_into_a_folder(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "p2" / "manifest.json").read_text())["options"]["precision"] == "float"
 
 
-def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
+def test_bad_input_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "name: x\njoints:\n  - {type: revolute, mdh: {alpha: 0, a: 0, theta: 0, d: 0},\n     link: {mass: -2}}\n"
     )
-    r = manipgen("generate", str(bad), "--out", str(tmp_path / "o"))
+    r = cli_in_process(capsys, "generate", str(bad), "--out", str(tmp_path / "o"))
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert r.stderr.strip() == f"manipgen: error: {bad}:4: joints[0].link.mass: mass must be positive, got -2"
@@ -55,7 +57,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "PASS" in r.stdout and (tmp_path / "libplanar2.a").is_file()  # --out: the folder itself
 
 
-def test_elastic_commands(tmp_path: Path) -> None:
+def test_elastic_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`manipgen elastic collide` writes its JSON and figure; the rigid commands send an elastic arm
     there, and the elastic ones refuse a rigid arm -- one line each, exit 2."""
     r = manipgen("elastic", "collide", "biorob4", "--out", str(tmp_path / "el"), "--json")
@@ -76,7 +78,7 @@ def test_elastic_commands(tmp_path: Path) -> None:
         (("elastic", "identify", "biorob4", "--load", "x.npz"), "need all four"),
         (("excite", "planar2", "--stage", "actuator"), "no series-elastic drives"),
     ):
-        r = manipgen(*args)
+        r = cli_in_process(capsys, *args)  # the refusals in this process: 7 interpreters' start-up saved
         assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
@@ -114,10 +116,12 @@ def test_excite_designs_the_actuator_stage(tmp_path: Path) -> None:
     assert doc["cond"] != regressor_cond(robot, exc, 500.0)
 
 
-def test_sample_period_option_is_checked_like_the_descriptions(tmp_path: Path) -> None:
+def test_sample_period_option_is_checked_like_the_descriptions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--sample-period in milliseconds by mistake: 5 is refused in one usage line, 0.5 generates with
     one warning (the description's own sample_period gets the same two checks)."""
-    r = manipgen("generate", "planar2", "--sample-period", "5", "--out", str(tmp_path / "a"))
+    r = cli_in_process(capsys, "generate", "planar2", "--sample-period", "5", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert (
         r.stderr.strip().splitlines()[-1].endswith("argument --sample-period: must be in seconds, 1e-06 to 1 s, got 5")
@@ -164,14 +168,14 @@ def test_the_default_folder_is_not_taken_from_another_description(tmp_path: Path
     assert json.loads((tmp_path / "out" / "planar2" / "manifest.json").read_text())["description"] == "other.yaml"
 
 
-def test_evaluate_takes_a_urdf_chain(tmp_path: Path) -> None:
+def test_evaluate_takes_a_urdf_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """evaluate (like collide and the other commands) takes the URDF chain flags: a URDF with a finger
     off the arm has two leaves, so the tip is chosen with --tip-link."""
     from tests.codegen.model.test_urdf import tree_urdf
 
     urdf = tmp_path / "tree.urdf"
     urdf.write_text(tree_urdf())
-    r = manipgen("evaluate", str(urdf), "--estimators", "findiff", "--json")
+    r = cli_in_process(capsys, "evaluate", str(urdf), "--estimators", "findiff", "--json")
     assert r.returncode == 2 and "tip" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = manipgen(
         "evaluate", str(urdf), "--base-link", "base", "--tip-link", "tool", "--estimators", "findiff", "--json"
@@ -180,5 +184,5 @@ def test_evaluate_takes_a_urdf_chain(tmp_path: Path) -> None:
     doc = json.loads(r.stdout)
     assert doc["setup"]["robot"] == "tree" and len(doc["estimators"]["findiff"]["per_axis"]["ise_velocity"]) == 2
     # identify takes them too: past the chain, to the (missing) log
-    r = manipgen("identify", str(urdf), str(tmp_path / "run.npz"), "--tip-link", "tool")
+    r = cli_in_process(capsys, "identify", str(urdf), str(tmp_path / "run.npz"), "--tip-link", "tool")
     assert r.returncode == 2 and "run.npz: cannot read" in r.stderr and "--tip-link" not in r.stderr, r.stderr

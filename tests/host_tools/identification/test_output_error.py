@@ -33,7 +33,7 @@ from host_tools.identification.output_error import (
     description_start,
 )
 from host_tools.reports.output_error import document, tables, write
-from tests.tooling import ROOT, require_tool
+from tests.tooling import ROOT, cli_in_process, require_tool
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 UR5_SOURCE = RobotSource.of("ur5")
@@ -346,25 +346,9 @@ def test_cli_synthetic_json() -> None:
     assert doc["idim_ls"]["method"] == "idim-ls" and doc["within_3sigma_of_idim_ls"] >= 0.8
 
 
-def _cli_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
-    """The command in this process: host_tools.cli.main, what `python -m host_tools.cli` (_cli) calls,
-    with its exit code (argparse's own errors exit by SystemExit) and its captured output. The same
-    code and stderr without a fresh interpreter's start-up (about 2 CPU-s of imports a call: 19 calls
-    below took 42 s in CI, issue 42); an exception escaping main fails the test here, where a
-    subprocess would print a traceback."""
-    from host_tools.cli import main
-
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(list(args), code, out, err)
-
-
 def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def fails(*args: str, says: tuple[str, ...]) -> None:
-        r = _cli_here(capsys, "identify", *args)
+        r = cli_in_process(capsys, "identify", *args)
         assert r.returncode == 2, (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.count("manipgen: error") == 1, r.stderr
         for text in says:
