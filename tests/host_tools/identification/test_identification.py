@@ -22,6 +22,7 @@ from host_tools.identification.least_squares import essential, least_squares, mo
 from host_tools.identification.pipeline import IdentSettings, synthetic_log
 from host_tools.identification.processing import fourier_derivatives, lowpass, parallel_decimate, period_average
 from host_tools.identification.synthetic import NOISE_FLOOR_FACTOR
+from tests.tooling import cli_in_process
 
 
 def test_period_average_and_its_variance() -> None:
@@ -213,7 +214,7 @@ def test_identify_warns_when_the_fit_is_above_its_noise_floor(
     assert len(lines) == 1 and "noise floor" in lines[0]
 
 
-def test_identify_from_a_log_file(tmp_path: Path) -> None:
+def test_identify_from_a_log_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The DATA path: a saved log and excitation.json, validated on another log; bad calls exit 2."""
     robot = load_robot("planar2")
     res = design(robot, ExciteSettings(harmonics=3, base_frequency=0.25, starts=1, max_iter=80))
@@ -295,7 +296,5 @@ def test_identify_from_a_log_file(tmp_path: Path) -> None:
             "validation run has",
         ),
     ):
-        bad = subprocess.run(
-            [sys.executable, "-m", "host_tools.cli", "identify", "planar2", *args], capture_output=True, text=True
-        )
+        bad = cli_in_process(capsys, "identify", "planar2", *args)  # the refusals: no interpreter each
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

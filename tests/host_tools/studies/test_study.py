@@ -17,7 +17,7 @@ import pytest
 
 from codegen.errors import DescriptionError
 from host_tools.studies.study import load_study
-from tests.tooling import ROOT, popen_interruptible, require_module
+from tests.tooling import ROOT, cli_in_process, popen_interruptible, require_module
 
 BIN = Path(sys.executable).parent
 # 2 set-ups x 3 estimators x 2 model errors x 2 seeds = 24 items of ~0.1-4 s on planar2
@@ -185,7 +185,9 @@ def test_an_item_that_cannot_be_evaluated_is_stored_with_its_error(
     assert doc["sections"][0]["tables"]["ise_velocity"]["movav"]["10 mdeg, 125 Hz"] is None  # no value
 
 
-def test_a_store_that_is_not_this_versions_study_store_is_refused(tmp_path: Path) -> None:
+def test_a_store_that_is_not_this_versions_study_store_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--store: a file that is no SQLite database, another SQLite database, a store of another
     version or a folder that does not exist: one line, exit 2, nothing written into the file."""
     spec = tmp_path / "a.yaml"
@@ -206,7 +208,7 @@ def test_a_store_that_is_not_this_versions_study_store_is_refused(tmp_path: Path
     ):
         before = store.read_bytes() if store.exists() else None
         for extra in ([], ["--report"]):
-            r = subprocess.run(_study(spec, store, *extra), capture_output=True, text=True, timeout=120)
+            r = cli_in_process(capsys, *_study(spec, store, *extra)[1:])  # 8 refusals: no interpreter each
             assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
             assert says in r.stderr or (extra and "no such store" in r.stderr), r.stderr
             assert (store.read_bytes() if store.exists() else None) == before

@@ -29,6 +29,7 @@ from host_tools.studies.evaluate import (
     variant,
 )
 from host_tools.studies.tune import GaSettings, Problem, cost, gain_space, tune
+from tests.tooling import cli_in_process
 
 PLANAR2, LWA4P = RobotSource.of("planar2"), RobotSource.of("schunk_lwa4p")
 
@@ -139,7 +140,7 @@ def test_evaluate_several_setups_makes_the_comparison_figure(tmp_path: Path) -> 
     assert (tmp_path / "fig9_setups.png").stat().st_size > 1000
 
 
-def test_evaluate_rejects_bad_setups() -> None:
+def test_evaluate_rejects_bad_setups(capsys: pytest.CaptureFixture[str]) -> None:
     for args, needle in (
         (["--rate-hz", "0"], "--rate-hz"),
         (["--resolution-mdeg", "-1"], "--resolution-mdeg"),
@@ -148,9 +149,7 @@ def test_evaluate_rejects_bad_setups() -> None:
         (["--setups", "10x125"], "--setups"),
         (["--tune", "--generations", "0"], "--generations"),
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", "host_tools.cli", "evaluate", "planar2", *args], capture_output=True, text=True
-        )
+        r = cli_in_process(capsys, "evaluate", "planar2", *args)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
 
 
