@@ -16,6 +16,7 @@ The pipelines' replays are cached in DIR (default out/threshold_margins) as .npz
 from __future__ import annotations
 
 import argparse
+import itertools
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -97,13 +98,43 @@ def _check(run: Outputs, design: T.Thresholds) -> tuple[int, float]:
     return int(np.sum(r > th)), float(np.max(r / th))
 
 
+SHAPE_PER_JOINT = "shape per joint by held-out ratio"  # not a design_from_outputs option: shape_per_joint
+
+
+def shape_per_joint(outs: dict[str, np.ndarray], k0: int, ts: float, exclude: np.ndarray) -> T.Thresholds:
+    """The default rule (one margin, the worst held-out ratio over target), each joint's shape chosen
+    between the constant (--static) and the fitted one, with vs, for the least margined sum."""
+    use = (np.arange(len(outs["r"])) >= k0) & ~exclude
+    r, qd, qdd = np.abs(outs["r"])[use], outs["qd_hat"][use], outs["qdd_hat"][use]
+    flat, flat_ratios, flat_means = T._fit_scale(r, qd, qdd, 0.01, True, T.BLOCKS, None)
+    best: tuple[float, float, np.ndarray, float] | None = None
+    for vs in T.STANDSTILL_SCALES:
+        coef, ratios, means = T._fit_scale(r, qd, qdd, vs, False, T.BLOCKS, None)
+        for pick in itertools.product((False, True), repeat=r.shape[1]):  # True: the constant
+            chosen = np.array(pick)
+            worst = np.where(chosen, flat_ratios.max(axis=0), ratios.max(axis=0)).max()
+            margin = max(1.0, float(worst)) / T.TARGET
+            total = margin * float(np.where(chosen, flat_means, means).sum())
+            if best is None or total < best[0]:
+                best = (total, vs, np.where(chosen[:, None], flat, coef), margin)
+    assert best is not None
+    _, vs, coef, margin = best
+    c = margin * coef
+    draft = T.design_from_outputs(outs, k0, ts, exclude=exclude, static=True)
+    design = replace(draft, threshold=c[:, 0], kv=c[:, 1], ka=c[:, 2], ks=c[:, 3], vs=np.full(len(c), vs))
+    return replace(design, threshold_mean=T.threshold_along(outs, design)[use].mean(axis=0))
+
+
 def compare(label: str, paths: list[Path], designs: int) -> None:
     runs = [_load(p) for p in paths]
-    for rule, options in RULES.items():
+    for rule, options in [*RULES.items(), (SHAPE_PER_JOINT, {})]:
         sums, worst, alarms, checked = [], 0.0, 0, 0
         for i in range(designs):
             outs, k0, ts, exclude = runs[i]
-            design = T.design_from_outputs(outs, k0, ts, exclude=exclude, **options)
+            if rule == SHAPE_PER_JOINT:
+                design = shape_per_joint(outs, k0, ts, exclude)
+            else:
+                design = T.design_from_outputs(outs, k0, ts, exclude=exclude, **options)
             sums.append(float(design.threshold_mean.sum()))
             for run in runs[:i] + runs[i + 1 :]:
                 samples, ratio = _check(run, design)
