@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +12,7 @@ import yaml
 from codegen.errors import DescriptionError
 from codegen.model.description import load_robot
 from host_tools import load
-from tests.tooling import ROOT
+from tests.tooling import ROOT, cli_in_process
 
 PENDULUM = """
 name: sea1
@@ -142,7 +140,9 @@ def test_the_coupled_model_conserves_energy(lossless: bool, tmp_path: Path) -> N
         (lambda d: d["joints"][1].update(torque_constant="strong"), "torque_constant"),
     ],
 )
-def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Path) -> None:
+def test_bad_elastic_descriptions_name_the_field(
+    edit, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = yaml.safe_load((ROOT / "robots" / "biorob4.yaml").read_text())
     edit(doc)
     path = tmp_path / "bad.yaml"
@@ -150,9 +150,7 @@ def test_bad_elastic_descriptions_name_the_field(edit, field: str, tmp_path: Pat
     with pytest.raises(DescriptionError) as err:
         load_robot(str(path))
     assert str(path) in str(err.value) and field in str(err.value)
-    r = subprocess.run(
-        [sys.executable, "-m", "host_tools.cli", "info", str(path)], capture_output=True, text=True, cwd=ROOT
-    )
+    r = cli_in_process(capsys, "info", str(path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 

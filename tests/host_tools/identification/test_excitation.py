@@ -14,7 +14,7 @@ import pytest
 from codegen.emit.excitation import excitation_files
 from codegen.model.description import load_robot
 from host_tools.identification.excitation import Excitation, ExciteSettings, _SvdObjective, design, regressor_cond
-from tests.tooling import require_tool
+from tests.tooling import cli_in_process, require_tool
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Werror"]
 HEAP = {"malloc", "calloc", "realloc", "free", "aligned_alloc", "alloca"}
@@ -175,7 +175,7 @@ def test_generated_excitation_c(planar, precision: str, tmp_path: Path) -> None:
         assert np.array_equal(got[1], got[3])  # the phase wraps exactly
 
 
-def test_excite_cli(tmp_path: Path) -> None:
+def test_excite_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     r = subprocess.run(
         [
             sys.executable,
@@ -218,7 +218,7 @@ def test_excite_cli(tmp_path: Path) -> None:
         (["planar2", "--harmonics", "0"], "--harmonics"),
         (["schunk_lwa4p"], "no position or velocity limit"),
     ):
-        bad = subprocess.run([sys.executable, "-m", "host_tools.cli", "excite", *args], capture_output=True, text=True)
+        bad = cli_in_process(capsys, "excite", *args)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from host_tools import load
 from host_tools.bindings.imu_sensors import ImuSensors
@@ -28,7 +29,7 @@ from host_tools.studies.collide import (
     until,
 )
 from host_tools.studies.collide_defaults import ENTRIES
-from tests.tooling import ROOT
+from tests.tooling import ROOT, cli_in_process
 
 
 def test_collide_cli(tmp_path: Path) -> None:
@@ -165,25 +166,13 @@ def test_a_run_cut_short_is_the_first_samples_of_the_whole_run() -> None:
     assert np.array_equal(cut.imu_read, whole.imu_read[:1000])
 
 
-def test_collide_rejects_a_joint_out_of_range() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--joint", "5"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+def test_collide_rejects_a_joint_out_of_range(capsys: pytest.CaptureFixture[str]) -> None:
+    r = cli_in_process(capsys, "collide", "planar2", "--joint", "5")
     assert r.returncode == 2 and "--joint must be 1..2" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_collide_rejects_an_unknown_observer_before_it_starts() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "host_tools.cli", "collide", "planar2", "--observers", "momentum", "adaptive_nope"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+def test_collide_rejects_an_unknown_observer_before_it_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    r = cli_in_process(capsys, "collide", "planar2", "--observers", "momentum", "adaptive_nope")
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "unknown observer(s) adaptive_nope" in r.stderr
     assert "adaptive_momentum_imu" in r.stderr  # the choices, the collide entries included

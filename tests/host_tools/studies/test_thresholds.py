@@ -28,7 +28,7 @@ from host_tools.studies.thresholds import (
     regressor,
     threshold_along,
 )
-from tests.tooling import ROOT
+from tests.tooling import ROOT, cli_in_process
 
 
 def _runs(tmp_path: Path) -> tuple:
@@ -345,14 +345,11 @@ def test_thresholds_across_runs_and_the_stated_rate(tmp_path: Path, capsys: pyte
         (["--margin", "2", "--false-alarm-rate", "0.01"], "give one"),
     ],
 )
-def test_thresholds_cli_refuses_bad_options_before_reading_the_log(options: list[str], needle: str) -> None:
+def test_thresholds_cli_refuses_bad_options_before_reading_the_log(
+    options: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Each bad option value is one line and exit 2, before any log is read (the log does not exist)."""
-    r = subprocess.run(
-        [sys.executable, "-m", "host_tools.cli", "thresholds", "planar2", "no_such_log.npz", *options],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
+    r = cli_in_process(capsys, "thresholds", "planar2", "no_such_log.npz", *options)
     assert r.returncode == 2 and needle in r.stderr, r.stderr
     assert "no_such_log" not in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
