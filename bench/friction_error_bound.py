@@ -13,6 +13,7 @@ error passed through a filter with a positive impulse response bounds the filter
 envelope is designed (the defaults) on max(0, |r| - b), and another run raises a false alarm where
 |r| > level + b. Hostile runs (`manipgen record R --hostile`): seed 1 (30 s, NPZ route) designs,
 seeds 2-4 (20 s, CSV route) are checked, as in tests/host_tools/data/test_hostile_logs.py.
+The same runs also take threshold_margins.py's shape-per-joint rule (docs/real-data.md).
 
     .venv/bin/python bench/friction_error_bound.py [--robots ur5 franka_panda kuka_iiwa14] [--cache DIR]
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.signal import butter, filtfilt
+from threshold_margins import SHAPE_PER_JOINT, shape_per_joint
 
 from codegen.model.description import Robot, load_robot
 from host_tools.bindings.rt import Realtime, load_rt
@@ -91,11 +93,14 @@ def run(name: str, cache: Path) -> None:
         return low_pass(step, k, rt.sample_period)
 
     print(f"{name}: e = {', '.join(f'{v:.4f}' for v in e)} rad/s")
-    for label, with_bound in (("default", False), ("with the bound", True)):
+    for label, with_bound in (("default", False), ("with the bound", True), (SHAPE_PER_JOINT, False)):
         o = dict(outs)
         if with_bound:
             o["r"] = np.maximum(0.0, np.abs(np.asarray(outs["r"], float)) - bound(outs))
-        design = T.design_from_outputs(o, k0, rt.sample_period, exclude=left_out)
+        if label == SHAPE_PER_JOINT:  # threshold_margins' rule, on these runs too (docs/real-data.md)
+            design = shape_per_joint(o, k0, rt.sample_period, left_out)
+        else:
+            design = T.design_from_outputs(o, k0, rt.sample_period, exclude=left_out)
         total = design.threshold_mean.sum() + (bound(outs)[use].mean(axis=0).sum() if with_bound else 0.0)
         alarms, worst = 0, 0.0
         for _, other, _, _, other_use in data[1:]:
@@ -104,7 +109,7 @@ def run(name: str, cache: Path) -> None:
             alarms += int(np.sum(r > level))
             worst = max(worst, float(np.max(r / level)))
         print(
-            f"  {label:15s} sum of mean thresholds {total:7.2f} N m, on seeds 2-4: worst {worst:.3f}, {alarms} samples"
+            f"  {label:33s} sum of mean thresholds {total:7.2f} N m, on seeds 2-4: worst {worst:.3f}, {alarms} samples"
         )
 
 
