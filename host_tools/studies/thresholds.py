@@ -121,13 +121,52 @@ def regressor(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
     return x.reshape(len(qd), len(COEFFICIENTS))
 
 
+@cache
+def _static_entry() -> float | None:
+    """The regressor's first entry (d level / d threshold) when no input moves it (its value, 1: the
+    level is linear in the static part), else None."""
+    f = _level_functions()[1]
+    inputs = f.sx_in()
+    entry = f(*inputs)[0]
+    return None if cs.depends_on(entry, cs.vertcat(*inputs)) else float(cs.evalf(entry))
+
+
+def static_regressor(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
+    """``regressor`` with only its static column (the others 0: ``shape="static"``'s fit), without
+    evaluating the columns it drops: the static column is a constant (_static_entry), the same
+    number at every sample as the mapped function gives (issue #46: the design's largest cost)."""
+    constant = _static_entry()
+    if constant is None:
+        x = regressor(qd, qdd, vs)
+    else:
+        x = np.zeros((len(qd), len(COEFFICIENTS)))
+        x[:, 0] = constant
+    x[:, 1:] = 0.0
+    return x
+
+
 def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarray:
-    """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat."""
+    """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat. A joint with a static
+    threshold only (kv = ka = ks = 0, vs > 0) and finite qd_hat, qdd_hat has the level ``threshold``
+    (0 where it is not > 0) at every sample: each other part is 0 times a finite number, and
+    threshold + 0 is threshold, so the constant is the mapped function's value bit for bit without
+    evaluating it sample by sample (the static design's largest cost, issue #46)."""
     qd, qdd = np.asarray(outs["qd_hat"], float), np.asarray(outs["qdd_hat"], float)
-    f = _mapped(0, len(qd))
     cols = []
     for j in range(qd.shape[1]):
+        th = float(design.threshold[j])
+        if (
+            design.kv[j] == 0
+            and design.ka[j] == 0
+            and design.ks[j] == 0
+            and design.vs[j] > 0
+            and np.isfinite(qd[:, j]).all()
+            and np.isfinite(qdd[:, j]).all()
+        ):
+            cols.append(np.full(len(qd), th if th > 0 else 0.0))
+            continue
         c = np.array([[design.threshold[j]], [design.kv[j]], [design.ka[j]], [design.ks[j]]])
+        f = _mapped(0, len(qd))
         cols.append(np.asarray(f(qd[None, :, j], qdd[None, :, j], c, design.vs[j])).ravel())
     return np.column_stack(cols)
 
@@ -351,9 +390,7 @@ def _fit_scale(
     coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), [], np.zeros(n)
     low = MIN_STATIC * r.max(axis=0)
     for j in range(n):
-        x = regressor(qd[:, j], qdd[:, j], vs)
-        if static:
-            x[:, 1:] = 0.0
+        x = static_regressor(qd[:, j], qdd[:, j], vs) if static else regressor(qd[:, j], qdd[:, j], vs)
         coef[j] = envelope(r[:, j], x, low[j])
         ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
         means[j] = float(np.mean(x @ coef[j]))

@@ -1,0 +1,53 @@
+"""The static threshold's shortcuts (issue #46: collide's threshold design evaluated detect.level and
+its regressor sample by sample through CasADi, a third of a planar2 collide's CPU): threshold_along
+and static_regressor give the mapped CasADi functions' values bit for bit, and take the mapped path
+where the shortcut's premise (a static part only, finite motion) does not hold."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from host_tools.studies.thresholds import Thresholds, _mapped, regressor, static_regressor, threshold_along
+
+
+def _static(threshold: np.ndarray) -> Thresholds:
+    n = len(threshold)
+    zero = np.zeros(n)
+    # the fields threshold_along reads; the design's record (margins, held-out ratios, ...) is not read
+    return Thresholds(threshold, zero, zero, zero, np.full(n, 0.01), *([None] * 16))  # type: ignore[arg-type]
+
+
+def _mapped_level(d: Thresholds, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """detect.level per joint through the mapped CasADi function (threshold_along before issue #46)."""
+    f = _mapped(0, len(qd))
+    cols = []
+    for j in range(qd.shape[1]):
+        c = np.array([[d.threshold[j]], [d.kv[j]], [d.ka[j]], [d.ks[j]]])
+        cols.append(np.asarray(f(qd[None, :, j], qdd[None, :, j], c, d.vs[j])).ravel())
+    return np.column_stack(cols)
+
+
+def test_the_static_shortcuts_are_the_mapped_functions_bit_for_bit() -> None:
+    """Joint motions with standstill (qd 0 and -0.0), tiny and large values; thresholds > 0, 0 and < 0
+    (a joint that does not detect: level 0); then a NaN qd_hat on one joint and a speed part on
+    another, which take the mapped path (NaN stays NaN)."""
+    rng = np.random.default_rng(11)
+    k = 3000
+    qd = rng.standard_normal((k, 4)) * np.array([1e-3, 1.0, 30.0, 1e3])
+    qdd = rng.standard_normal((k, 4)) * np.array([1e-6, 10.0, 1e3, 1e5])
+    qd[::7, 0], qd[1::7, 1], qdd[::5, 2] = 0.0, -0.0, -0.0
+    design = _static(np.array([0.37, 0.0, -0.5, 2.1e-3]))
+    got = threshold_along({"qd_hat": qd, "qdd_hat": qdd}, design)
+    assert got.tobytes() == _mapped_level(design, qd, qdd).tobytes()
+    assert np.array_equal(got[0], [0.37, 0.0, 0.0, 2.1e-3])
+    qd[5, 3] = np.nan
+    speed = replace(design, kv=np.array([0.2, 0.0, 0.0, 0.0]))
+    got = threshold_along({"qd_hat": qd, "qdd_hat": qdd}, speed)
+    assert got.tobytes() == _mapped_level(speed, qd, qdd).tobytes() and np.isnan(got[5, 3])
+    assert np.ptp(got[:, 0]) > 0  # the speed part acts
+    for j in range(3):
+        x = regressor(qd[:, j], qdd[:, j], 0.01)
+        x[:, 1:] = 0.0
+        assert static_regressor(qd[:, j], qdd[:, j], 0.01).tobytes() == x.tobytes()
