@@ -2008,38 +2008,40 @@ static void biorob4_rt_trig(const real_t *out_q_hat, real_t *loc_cos_q, real_t *
     loc_sin_q[3] = w3;
 }
 
-/* 1 if every real value of the config is finite */
+/* 1 if every real value of the config is finite (mg_finite_sum) */
 static int biorob4_rt_config_finite(const biorob4_rt_config_t *cfg)
 {
-    return mg_bounded(cfg->model.params, 44, DBL_MAX)
-        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
-        && mg_bounded(cfg->model.coulomb_scale, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.cpr, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.gear, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.offset, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.direction, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_cpr, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_gear, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_offset, 4, DBL_MAX)
-        && mg_bounded(cfg->enc.motor_direction, 4, DBL_MAX)
-        && mg_bounded(cfg->obs.k_o, 4, DBL_MAX)
-        && mg_bounded(cfg->obs.k_e, 4, DBL_MAX)
-        && mg_bounded(cfg->obs.d_e, 4, DBL_MAX)
-        && mg_bounded(cfg->det.threshold, 4, DBL_MAX)
-        && mg_bounded(cfg->det.kv, 4, DBL_MAX)
-        && mg_bounded(cfg->det.ka, 4, DBL_MAX)
-        && mg_bounded(cfg->det.ks, 4, DBL_MAX)
-        && mg_bounded(cfg->det.vs, 4, DBL_MAX)
-        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
-        && mg_bounded(cfg->det.k_r, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.k_theta, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.d_theta, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.k_q, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.k_i, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.d_q, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.i_max, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 4, DBL_MAX)
-        && mg_bounded(cfg->ctl.k_e, 4, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(cfg->model.params, 44, sum);
+    sum = mg_finite_sum(cfg->model.payload, 10, sum);
+    sum = mg_finite_sum(cfg->model.coulomb_scale, 4, sum);
+    sum = mg_finite_sum(cfg->enc.cpr, 4, sum);
+    sum = mg_finite_sum(cfg->enc.gear, 4, sum);
+    sum = mg_finite_sum(cfg->enc.offset, 4, sum);
+    sum = mg_finite_sum(cfg->enc.direction, 4, sum);
+    sum = mg_finite_sum(cfg->enc.motor_cpr, 4, sum);
+    sum = mg_finite_sum(cfg->enc.motor_gear, 4, sum);
+    sum = mg_finite_sum(cfg->enc.motor_offset, 4, sum);
+    sum = mg_finite_sum(cfg->enc.motor_direction, 4, sum);
+    sum = mg_finite_sum(cfg->obs.k_o, 4, sum);
+    sum = mg_finite_sum(cfg->obs.k_e, 4, sum);
+    sum = mg_finite_sum(cfg->obs.d_e, 4, sum);
+    sum = mg_finite_sum(cfg->det.threshold, 4, sum);
+    sum = mg_finite_sum(cfg->det.kv, 4, sum);
+    sum = mg_finite_sum(cfg->det.ka, 4, sum);
+    sum = mg_finite_sum(cfg->det.ks, 4, sum);
+    sum = mg_finite_sum(cfg->det.vs, 4, sum);
+    sum = mg_finite_sum(&cfg->det.release, 1, sum);
+    sum = mg_finite_sum(cfg->det.k_r, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.k_theta, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.d_theta, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.k_q, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.k_i, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.d_q, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.i_max, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.tau_max, 4, sum);
+    sum = mg_finite_sum(cfg->ctl.k_e, 4, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
@@ -2074,28 +2076,38 @@ static void biorob4_rt_restart(biorob4_rt_t *rt)
 /* 1 if the step's real inputs are all finite and within +-BIOROB4_RT_INPUT_LIMIT */
 static int biorob4_rt_inputs_finite(const biorob4_rt_input_t *in)
 {
-    return mg_bounded(in->tau, 4, BIOROB4_RT_INPUT_LIMIT)
-        && mg_bounded(in->q_des, 4, BIOROB4_RT_INPUT_LIMIT)
-        && mg_bounded(in->qd_des, 4, BIOROB4_RT_INPUT_LIMIT)
-        && mg_bounded(in->qdd_des, 4, BIOROB4_RT_INPUT_LIMIT);
+    unsigned ok = 1u;
+    ok = mg_bounded(in->tau, 4, BIOROB4_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->q_des, 4, BIOROB4_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qd_des, 4, BIOROB4_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qdd_des, 4, BIOROB4_RT_INPUT_LIMIT, ok);
+    return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite */
+/* 1 if the step's real outputs are all finite (mg_finite_sum) */
 static int biorob4_rt_outputs_finite(const biorob4_rt_output_t *out)
 {
-    return mg_bounded(out->q, 4, DBL_MAX)
-        && mg_bounded(out->theta, 4, DBL_MAX)
-        && mg_bounded(out->q_hat, 4, DBL_MAX)
-        && mg_bounded(out->qd_hat, 4, DBL_MAX)
-        && mg_bounded(out->qdd_hat, 4, DBL_MAX)
-        && mg_bounded(out->q_d, 4, DBL_MAX)
-        && mg_bounded(out->qd_d, 4, DBL_MAX)
-        && mg_bounded(out->qdd_d, 4, DBL_MAX)
-        && mg_bounded(out->theta_hat, 4, DBL_MAX)
-        && mg_bounded(out->thetad_hat, 4, DBL_MAX)
-        && mg_bounded(out->thetadd_hat, 4, DBL_MAX)
-        && mg_bounded(out->r, 4, DBL_MAX)
-        && mg_bounded(out->tau_cmd, 4, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 4, sum);
+    sum = mg_finite_sum(out->theta, 4, sum);
+    sum = mg_finite_sum(out->q_hat, 4, sum);
+    sum = mg_finite_sum(out->qd_hat, 4, sum);
+    sum = mg_finite_sum(out->qdd_hat, 4, sum);
+    sum = mg_finite_sum(out->q_d, 4, sum);
+    sum = mg_finite_sum(out->qd_d, 4, sum);
+    sum = mg_finite_sum(out->qdd_d, 4, sum);
+    sum = mg_finite_sum(out->theta_hat, 4, sum);
+    sum = mg_finite_sum(out->thetad_hat, 4, sum);
+    sum = mg_finite_sum(out->thetadd_hat, 4, sum);
+    sum = mg_finite_sum(out->r, 4, sum);
+    sum = mg_finite_sum(out->tau_cmd, 4, sum);
+    return (sum == (real_t)0) ? 1 : 0;
+}
+
+/* 1 if the encoder positions (out.q, out.theta) are finite (mg_finite_sum) */
+static int biorob4_rt_position_finite(const biorob4_rt_output_t *out)
+{
+    return (mg_finite_sum(out->q, BIOROB4_DOF, mg_finite_sum(out->theta, BIOROB4_DOF, (real_t)0)) == (real_t)0) ? 1 : 0;
 }
 
 void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
@@ -2143,14 +2155,13 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         }
     }
     out->fault = biorob4_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, BIOROB4_DOF, DBL_MAX)
-                                              && mg_bounded(out->theta, BIOROB4_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (biorob4_rt_position_finite(out) == 0))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         biorob4_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, BIOROB4_DOF, DBL_MAX) && mg_bounded(out->theta, BIOROB4_DOF, DBL_MAX))) {
+        if (biorob4_rt_position_finite(out) == 0) {
             (void)memset(out->q, 0, sizeof out->q);
             (void)memset(out->theta, 0, sizeof out->theta);
         }

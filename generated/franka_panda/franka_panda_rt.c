@@ -3214,28 +3214,30 @@ static void franka_panda_rt_trig(const real_t *out_q_hat, real_t *loc_cos_q, rea
     loc_sin_q[6] = w6;
 }
 
-/* 1 if every real value of the config is finite */
+/* 1 if every real value of the config is finite (mg_finite_sum) */
 static int franka_panda_rt_config_finite(const franka_panda_rt_config_t *cfg)
 {
-    return mg_bounded(cfg->model.params, 91, DBL_MAX)
-        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
-        && mg_bounded(cfg->enc.cpr, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.gear, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.offset, 7, DBL_MAX)
-        && mg_bounded(cfg->enc.direction, 7, DBL_MAX)
-        && mg_bounded(&cfg->est.gain[0][0], 21, DBL_MAX)
-        && mg_bounded(cfg->obs.k_o, 7, DBL_MAX)
-        && mg_bounded(cfg->det.threshold, 7, DBL_MAX)
-        && mg_bounded(cfg->det.kv, 7, DBL_MAX)
-        && mg_bounded(cfg->det.ka, 7, DBL_MAX)
-        && mg_bounded(cfg->det.ks, 7, DBL_MAX)
-        && mg_bounded(cfg->det.vs, 7, DBL_MAX)
-        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
-        && mg_bounded(cfg->det.k_r, 7, DBL_MAX)
-        && mg_bounded(cfg->ctl.kp, 7, DBL_MAX)
-        && mg_bounded(cfg->ctl.kd, 7, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 7, DBL_MAX)
-        && mg_bounded(&cfg->ctl.friction_ff, 1, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(cfg->model.params, 91, sum);
+    sum = mg_finite_sum(cfg->model.payload, 10, sum);
+    sum = mg_finite_sum(cfg->enc.cpr, 7, sum);
+    sum = mg_finite_sum(cfg->enc.gear, 7, sum);
+    sum = mg_finite_sum(cfg->enc.offset, 7, sum);
+    sum = mg_finite_sum(cfg->enc.direction, 7, sum);
+    sum = mg_finite_sum(&cfg->est.gain[0][0], 21, sum);
+    sum = mg_finite_sum(cfg->obs.k_o, 7, sum);
+    sum = mg_finite_sum(cfg->det.threshold, 7, sum);
+    sum = mg_finite_sum(cfg->det.kv, 7, sum);
+    sum = mg_finite_sum(cfg->det.ka, 7, sum);
+    sum = mg_finite_sum(cfg->det.ks, 7, sum);
+    sum = mg_finite_sum(cfg->det.vs, 7, sum);
+    sum = mg_finite_sum(&cfg->det.release, 1, sum);
+    sum = mg_finite_sum(cfg->det.k_r, 7, sum);
+    sum = mg_finite_sum(cfg->ctl.kp, 7, sum);
+    sum = mg_finite_sum(cfg->ctl.kd, 7, sum);
+    sum = mg_finite_sum(cfg->ctl.tau_max, 7, sum);
+    sum = mg_finite_sum(&cfg->ctl.friction_ff, 1, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
@@ -3268,24 +3270,34 @@ static void franka_panda_rt_restart(franka_panda_rt_t *rt)
 /* 1 if the step's real inputs are all finite and within +-FRANKA_PANDA_RT_INPUT_LIMIT */
 static int franka_panda_rt_inputs_finite(const franka_panda_rt_input_t *in)
 {
-    return mg_bounded(in->tau, 7, FRANKA_PANDA_RT_INPUT_LIMIT)
-        && mg_bounded(in->q_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT)
-        && mg_bounded(in->qd_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT)
-        && mg_bounded(in->qdd_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT);
+    unsigned ok = 1u;
+    ok = mg_bounded(in->tau, 7, FRANKA_PANDA_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->q_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qd_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qdd_des, 7, FRANKA_PANDA_RT_INPUT_LIMIT, ok);
+    return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite */
+/* 1 if the step's real outputs are all finite (mg_finite_sum) */
 static int franka_panda_rt_outputs_finite(const franka_panda_rt_output_t *out)
 {
-    return mg_bounded(out->q, 7, DBL_MAX)
-        && mg_bounded(out->q_hat, 7, DBL_MAX)
-        && mg_bounded(out->qd_hat, 7, DBL_MAX)
-        && mg_bounded(out->qdd_hat, 7, DBL_MAX)
-        && mg_bounded(out->q_d, 7, DBL_MAX)
-        && mg_bounded(out->qd_d, 7, DBL_MAX)
-        && mg_bounded(out->qdd_d, 7, DBL_MAX)
-        && mg_bounded(out->r, 7, DBL_MAX)
-        && mg_bounded(out->tau_cmd, 7, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 7, sum);
+    sum = mg_finite_sum(out->q_hat, 7, sum);
+    sum = mg_finite_sum(out->qd_hat, 7, sum);
+    sum = mg_finite_sum(out->qdd_hat, 7, sum);
+    sum = mg_finite_sum(out->q_d, 7, sum);
+    sum = mg_finite_sum(out->qd_d, 7, sum);
+    sum = mg_finite_sum(out->qdd_d, 7, sum);
+    sum = mg_finite_sum(out->r, 7, sum);
+    sum = mg_finite_sum(out->tau_cmd, 7, sum);
+    return (sum == (real_t)0) ? 1 : 0;
+}
+
+/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+static int franka_panda_rt_position_finite(const franka_panda_rt_output_t *out)
+{
+    return (mg_finite_sum(out->q, FRANKA_PANDA_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
 }
 
 void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
@@ -3318,13 +3330,13 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
         }
     }
     out->fault = franka_panda_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (franka_panda_rt_position_finite(out) == 0))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         franka_panda_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, FRANKA_PANDA_DOF, DBL_MAX))) {
+        if (franka_panda_rt_position_finite(out) == 0) {
             (void)memset(out->q, 0, sizeof out->q);
         }
     }

@@ -30,17 +30,33 @@ static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, ui
     *last = value;
 }
 
-/* 1 if x[0..n) are all finite and within +-limit (a NaN fails every comparison). */
-static inline int mg_bounded(const MG_REAL *x, int n, MG_REAL limit)
+/* ok if x[0..n) are all finite and within +-limit (a NaN fails every comparison), else 0: one
+ * check of several arrays is mg_bounded(c, nc, limit, mg_bounded(b, nb, limit, mg_bounded(a, ...,
+ * 1u))). Branch-free: every element is read (no early exit), which costs less than a branch each. */
+static inline unsigned mg_bounded(const MG_REAL *x, int n, MG_REAL limit, unsigned ok)
 {
     int k;
-    int ok = 1;
-    for (k = 0; (k < n) && (ok != 0); ++k) {
-        if (!(MG_FABS(x[k]) <= limit)) {
-            ok = 0;
-        }
+    unsigned all = ok;
+    for (k = 0; k < n; ++k) {
+        all &= (MG_FABS(x[k]) <= limit) ? 1u : 0u;
     }
-    return ok;
+    return all;
+}
+
+/* acc + sum of (x[k] - x[k]) over x[0..n): x - x is exactly +0 for a finite x and NaN for an
+ * infinity or a NaN (IEEE 754: inf - inf and NaN - NaN are NaN); a sum of +0 is +0, and a NaN
+ * term makes every later sum NaN. So a chain mg_finite_sum(b, nb, mg_finite_sum(a, na, 0)) is 0
+ * if and only if every element of a and b is finite (no finite value can overflow it, unlike a
+ * plain sum). Needs IEEE arithmetic: no -ffast-math or -ffinite-math-only, which would fold x - x
+ * (and, as well, any NaN comparison of the checks above). */
+static inline MG_REAL mg_finite_sum(const MG_REAL *x, int n, MG_REAL acc)
+{
+    int k;
+    MG_REAL sum = acc;
+    for (k = 0; k < n; ++k) {
+        sum += x[k] - x[k];
+    }
+    return sum;
 }
 
 /* Per joint: above[i] (hysteresis: enter when |r| > level, leave when |r| <= release * level; a

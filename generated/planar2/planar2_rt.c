@@ -616,28 +616,30 @@ static void planar2_rt_trig(const real_t *out_q_hat, real_t *loc_cos_q, real_t *
     loc_sin_q[1] = w1;
 }
 
-/* 1 if every real value of the config is finite */
+/* 1 if every real value of the config is finite (mg_finite_sum) */
 static int planar2_rt_config_finite(const planar2_rt_config_t *cfg)
 {
-    return mg_bounded(cfg->model.params, 26, DBL_MAX)
-        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
-        && mg_bounded(cfg->enc.cpr, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.gear, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.offset, 2, DBL_MAX)
-        && mg_bounded(cfg->enc.direction, 2, DBL_MAX)
-        && mg_bounded(&cfg->est.gain[0][0], 6, DBL_MAX)
-        && mg_bounded(cfg->obs.k_o, 2, DBL_MAX)
-        && mg_bounded(cfg->det.threshold, 2, DBL_MAX)
-        && mg_bounded(cfg->det.kv, 2, DBL_MAX)
-        && mg_bounded(cfg->det.ka, 2, DBL_MAX)
-        && mg_bounded(cfg->det.ks, 2, DBL_MAX)
-        && mg_bounded(cfg->det.vs, 2, DBL_MAX)
-        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
-        && mg_bounded(cfg->det.k_r, 2, DBL_MAX)
-        && mg_bounded(cfg->ctl.kp, 2, DBL_MAX)
-        && mg_bounded(cfg->ctl.kd, 2, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 2, DBL_MAX)
-        && mg_bounded(&cfg->ctl.friction_ff, 1, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(cfg->model.params, 26, sum);
+    sum = mg_finite_sum(cfg->model.payload, 10, sum);
+    sum = mg_finite_sum(cfg->enc.cpr, 2, sum);
+    sum = mg_finite_sum(cfg->enc.gear, 2, sum);
+    sum = mg_finite_sum(cfg->enc.offset, 2, sum);
+    sum = mg_finite_sum(cfg->enc.direction, 2, sum);
+    sum = mg_finite_sum(&cfg->est.gain[0][0], 6, sum);
+    sum = mg_finite_sum(cfg->obs.k_o, 2, sum);
+    sum = mg_finite_sum(cfg->det.threshold, 2, sum);
+    sum = mg_finite_sum(cfg->det.kv, 2, sum);
+    sum = mg_finite_sum(cfg->det.ka, 2, sum);
+    sum = mg_finite_sum(cfg->det.ks, 2, sum);
+    sum = mg_finite_sum(cfg->det.vs, 2, sum);
+    sum = mg_finite_sum(&cfg->det.release, 1, sum);
+    sum = mg_finite_sum(cfg->det.k_r, 2, sum);
+    sum = mg_finite_sum(cfg->ctl.kp, 2, sum);
+    sum = mg_finite_sum(cfg->ctl.kd, 2, sum);
+    sum = mg_finite_sum(cfg->ctl.tau_max, 2, sum);
+    sum = mg_finite_sum(&cfg->ctl.friction_ff, 1, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void planar2_rt_configure(planar2_rt_t *rt, const planar2_rt_config_t *cfg)
@@ -670,24 +672,34 @@ static void planar2_rt_restart(planar2_rt_t *rt)
 /* 1 if the step's real inputs are all finite and within +-PLANAR2_RT_INPUT_LIMIT */
 static int planar2_rt_inputs_finite(const planar2_rt_input_t *in)
 {
-    return mg_bounded(in->tau, 2, PLANAR2_RT_INPUT_LIMIT)
-        && mg_bounded(in->q_des, 2, PLANAR2_RT_INPUT_LIMIT)
-        && mg_bounded(in->qd_des, 2, PLANAR2_RT_INPUT_LIMIT)
-        && mg_bounded(in->qdd_des, 2, PLANAR2_RT_INPUT_LIMIT);
+    unsigned ok = 1u;
+    ok = mg_bounded(in->tau, 2, PLANAR2_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->q_des, 2, PLANAR2_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qd_des, 2, PLANAR2_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qdd_des, 2, PLANAR2_RT_INPUT_LIMIT, ok);
+    return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite */
+/* 1 if the step's real outputs are all finite (mg_finite_sum) */
 static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
 {
-    return mg_bounded(out->q, 2, DBL_MAX)
-        && mg_bounded(out->q_hat, 2, DBL_MAX)
-        && mg_bounded(out->qd_hat, 2, DBL_MAX)
-        && mg_bounded(out->qdd_hat, 2, DBL_MAX)
-        && mg_bounded(out->q_d, 2, DBL_MAX)
-        && mg_bounded(out->qd_d, 2, DBL_MAX)
-        && mg_bounded(out->qdd_d, 2, DBL_MAX)
-        && mg_bounded(out->r, 2, DBL_MAX)
-        && mg_bounded(out->tau_cmd, 2, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 2, sum);
+    sum = mg_finite_sum(out->q_hat, 2, sum);
+    sum = mg_finite_sum(out->qd_hat, 2, sum);
+    sum = mg_finite_sum(out->qdd_hat, 2, sum);
+    sum = mg_finite_sum(out->q_d, 2, sum);
+    sum = mg_finite_sum(out->qd_d, 2, sum);
+    sum = mg_finite_sum(out->qdd_d, 2, sum);
+    sum = mg_finite_sum(out->r, 2, sum);
+    sum = mg_finite_sum(out->tau_cmd, 2, sum);
+    return (sum == (real_t)0) ? 1 : 0;
+}
+
+/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+static int planar2_rt_position_finite(const planar2_rt_output_t *out)
+{
+    return (mg_finite_sum(out->q, PLANAR2_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
 }
 
 void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_output_t *out)
@@ -720,13 +732,13 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
         }
     }
     out->fault = planar2_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (planar2_rt_position_finite(out) == 0))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         planar2_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, PLANAR2_DOF, DBL_MAX))) {
+        if (planar2_rt_position_finite(out) == 0) {
             (void)memset(out->q, 0, sizeof out->q);
         }
     }

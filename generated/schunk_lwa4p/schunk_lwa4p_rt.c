@@ -3120,31 +3120,33 @@ static void schunk_lwa4p_rt_trig(const real_t *out_q_hat, real_t *loc_cos_q, rea
     loc_sin_q[5] = w5;
 }
 
-/* 1 if every real value of the config is finite */
+/* 1 if every real value of the config is finite (mg_finite_sum) */
 static int schunk_lwa4p_rt_config_finite(const schunk_lwa4p_rt_config_t *cfg)
 {
-    return mg_bounded(cfg->model.params, 78, DBL_MAX)
-        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
-        && mg_bounded(cfg->model.coulomb_scale, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.cpr, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.gear, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.offset, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.direction, 6, DBL_MAX)
-        && mg_bounded(&cfg->est.eps, 1, DBL_MAX)
-        && mg_bounded(cfg->est.h1, 6, DBL_MAX)
-        && mg_bounded(cfg->est.h2, 6, DBL_MAX)
-        && mg_bounded(cfg->obs.k_o, 6, DBL_MAX)
-        && mg_bounded(cfg->det.threshold, 6, DBL_MAX)
-        && mg_bounded(cfg->det.kv, 6, DBL_MAX)
-        && mg_bounded(cfg->det.ka, 6, DBL_MAX)
-        && mg_bounded(cfg->det.ks, 6, DBL_MAX)
-        && mg_bounded(cfg->det.vs, 6, DBL_MAX)
-        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
-        && mg_bounded(cfg->det.k_r, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.kp, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.kd, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 6, DBL_MAX)
-        && mg_bounded(&cfg->ctl.friction_ff, 1, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(cfg->model.params, 78, sum);
+    sum = mg_finite_sum(cfg->model.payload, 10, sum);
+    sum = mg_finite_sum(cfg->model.coulomb_scale, 6, sum);
+    sum = mg_finite_sum(cfg->enc.cpr, 6, sum);
+    sum = mg_finite_sum(cfg->enc.gear, 6, sum);
+    sum = mg_finite_sum(cfg->enc.offset, 6, sum);
+    sum = mg_finite_sum(cfg->enc.direction, 6, sum);
+    sum = mg_finite_sum(&cfg->est.eps, 1, sum);
+    sum = mg_finite_sum(cfg->est.h1, 6, sum);
+    sum = mg_finite_sum(cfg->est.h2, 6, sum);
+    sum = mg_finite_sum(cfg->obs.k_o, 6, sum);
+    sum = mg_finite_sum(cfg->det.threshold, 6, sum);
+    sum = mg_finite_sum(cfg->det.kv, 6, sum);
+    sum = mg_finite_sum(cfg->det.ka, 6, sum);
+    sum = mg_finite_sum(cfg->det.ks, 6, sum);
+    sum = mg_finite_sum(cfg->det.vs, 6, sum);
+    sum = mg_finite_sum(&cfg->det.release, 1, sum);
+    sum = mg_finite_sum(cfg->det.k_r, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.kp, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.kd, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.tau_max, 6, sum);
+    sum = mg_finite_sum(&cfg->ctl.friction_ff, 1, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
@@ -3178,24 +3180,34 @@ static void schunk_lwa4p_rt_restart(schunk_lwa4p_rt_t *rt)
 /* 1 if the step's real inputs are all finite and within +-SCHUNK_LWA4P_RT_INPUT_LIMIT */
 static int schunk_lwa4p_rt_inputs_finite(const schunk_lwa4p_rt_input_t *in)
 {
-    return mg_bounded(in->tau, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT)
-        && mg_bounded(in->q_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT)
-        && mg_bounded(in->qd_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT)
-        && mg_bounded(in->qdd_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT);
+    unsigned ok = 1u;
+    ok = mg_bounded(in->tau, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->q_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qd_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qdd_des, 6, SCHUNK_LWA4P_RT_INPUT_LIMIT, ok);
+    return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite */
+/* 1 if the step's real outputs are all finite (mg_finite_sum) */
 static int schunk_lwa4p_rt_outputs_finite(const schunk_lwa4p_rt_output_t *out)
 {
-    return mg_bounded(out->q, 6, DBL_MAX)
-        && mg_bounded(out->q_hat, 6, DBL_MAX)
-        && mg_bounded(out->qd_hat, 6, DBL_MAX)
-        && mg_bounded(out->qdd_hat, 6, DBL_MAX)
-        && mg_bounded(out->q_d, 6, DBL_MAX)
-        && mg_bounded(out->qd_d, 6, DBL_MAX)
-        && mg_bounded(out->qdd_d, 6, DBL_MAX)
-        && mg_bounded(out->r, 6, DBL_MAX)
-        && mg_bounded(out->tau_cmd, 6, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 6, sum);
+    sum = mg_finite_sum(out->q_hat, 6, sum);
+    sum = mg_finite_sum(out->qd_hat, 6, sum);
+    sum = mg_finite_sum(out->qdd_hat, 6, sum);
+    sum = mg_finite_sum(out->q_d, 6, sum);
+    sum = mg_finite_sum(out->qd_d, 6, sum);
+    sum = mg_finite_sum(out->qdd_d, 6, sum);
+    sum = mg_finite_sum(out->r, 6, sum);
+    sum = mg_finite_sum(out->tau_cmd, 6, sum);
+    return (sum == (real_t)0) ? 1 : 0;
+}
+
+/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+static int schunk_lwa4p_rt_position_finite(const schunk_lwa4p_rt_output_t *out)
+{
+    return (mg_finite_sum(out->q, SCHUNK_LWA4P_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
 }
 
 void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
@@ -3228,13 +3240,13 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
         }
     }
     out->fault = schunk_lwa4p_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (schunk_lwa4p_rt_position_finite(out) == 0))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         schunk_lwa4p_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, SCHUNK_LWA4P_DOF, DBL_MAX))) {
+        if (schunk_lwa4p_rt_position_finite(out) == 0) {
             (void)memset(out->q, 0, sizeof out->q);
         }
     }

@@ -2912,29 +2912,31 @@ static void ur5_rt_trig(const real_t *out_q_hat, real_t *loc_cos_q, real_t *loc_
     loc_sin_q[5] = w5;
 }
 
-/* 1 if every real value of the config is finite */
+/* 1 if every real value of the config is finite (mg_finite_sum) */
 static int ur5_rt_config_finite(const ur5_rt_config_t *cfg)
 {
-    return mg_bounded(cfg->model.params, 78, DBL_MAX)
-        && mg_bounded(cfg->model.payload, 10, DBL_MAX)
-        && mg_bounded(cfg->model.coulomb_scale, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.cpr, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.gear, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.offset, 6, DBL_MAX)
-        && mg_bounded(cfg->enc.direction, 6, DBL_MAX)
-        && mg_bounded(&cfg->est.gain[0][0], 18, DBL_MAX)
-        && mg_bounded(cfg->obs.k_o, 6, DBL_MAX)
-        && mg_bounded(cfg->det.threshold, 6, DBL_MAX)
-        && mg_bounded(cfg->det.kv, 6, DBL_MAX)
-        && mg_bounded(cfg->det.ka, 6, DBL_MAX)
-        && mg_bounded(cfg->det.ks, 6, DBL_MAX)
-        && mg_bounded(cfg->det.vs, 6, DBL_MAX)
-        && mg_bounded(&cfg->det.release, 1, DBL_MAX)
-        && mg_bounded(cfg->det.k_r, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.kp, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.kd, 6, DBL_MAX)
-        && mg_bounded(cfg->ctl.tau_max, 6, DBL_MAX)
-        && mg_bounded(&cfg->ctl.friction_ff, 1, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(cfg->model.params, 78, sum);
+    sum = mg_finite_sum(cfg->model.payload, 10, sum);
+    sum = mg_finite_sum(cfg->model.coulomb_scale, 6, sum);
+    sum = mg_finite_sum(cfg->enc.cpr, 6, sum);
+    sum = mg_finite_sum(cfg->enc.gear, 6, sum);
+    sum = mg_finite_sum(cfg->enc.offset, 6, sum);
+    sum = mg_finite_sum(cfg->enc.direction, 6, sum);
+    sum = mg_finite_sum(&cfg->est.gain[0][0], 18, sum);
+    sum = mg_finite_sum(cfg->obs.k_o, 6, sum);
+    sum = mg_finite_sum(cfg->det.threshold, 6, sum);
+    sum = mg_finite_sum(cfg->det.kv, 6, sum);
+    sum = mg_finite_sum(cfg->det.ka, 6, sum);
+    sum = mg_finite_sum(cfg->det.ks, 6, sum);
+    sum = mg_finite_sum(cfg->det.vs, 6, sum);
+    sum = mg_finite_sum(&cfg->det.release, 1, sum);
+    sum = mg_finite_sum(cfg->det.k_r, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.kp, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.kd, 6, sum);
+    sum = mg_finite_sum(cfg->ctl.tau_max, 6, sum);
+    sum = mg_finite_sum(&cfg->ctl.friction_ff, 1, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void ur5_rt_configure(ur5_rt_t *rt, const ur5_rt_config_t *cfg)
@@ -2967,24 +2969,34 @@ static void ur5_rt_restart(ur5_rt_t *rt)
 /* 1 if the step's real inputs are all finite and within +-UR5_RT_INPUT_LIMIT */
 static int ur5_rt_inputs_finite(const ur5_rt_input_t *in)
 {
-    return mg_bounded(in->tau, 6, UR5_RT_INPUT_LIMIT)
-        && mg_bounded(in->q_des, 6, UR5_RT_INPUT_LIMIT)
-        && mg_bounded(in->qd_des, 6, UR5_RT_INPUT_LIMIT)
-        && mg_bounded(in->qdd_des, 6, UR5_RT_INPUT_LIMIT);
+    unsigned ok = 1u;
+    ok = mg_bounded(in->tau, 6, UR5_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->q_des, 6, UR5_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qd_des, 6, UR5_RT_INPUT_LIMIT, ok);
+    ok = mg_bounded(in->qdd_des, 6, UR5_RT_INPUT_LIMIT, ok);
+    return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite */
+/* 1 if the step's real outputs are all finite (mg_finite_sum) */
 static int ur5_rt_outputs_finite(const ur5_rt_output_t *out)
 {
-    return mg_bounded(out->q, 6, DBL_MAX)
-        && mg_bounded(out->q_hat, 6, DBL_MAX)
-        && mg_bounded(out->qd_hat, 6, DBL_MAX)
-        && mg_bounded(out->qdd_hat, 6, DBL_MAX)
-        && mg_bounded(out->q_d, 6, DBL_MAX)
-        && mg_bounded(out->qd_d, 6, DBL_MAX)
-        && mg_bounded(out->qdd_d, 6, DBL_MAX)
-        && mg_bounded(out->r, 6, DBL_MAX)
-        && mg_bounded(out->tau_cmd, 6, DBL_MAX);
+    real_t sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 6, sum);
+    sum = mg_finite_sum(out->q_hat, 6, sum);
+    sum = mg_finite_sum(out->qd_hat, 6, sum);
+    sum = mg_finite_sum(out->qdd_hat, 6, sum);
+    sum = mg_finite_sum(out->q_d, 6, sum);
+    sum = mg_finite_sum(out->qd_d, 6, sum);
+    sum = mg_finite_sum(out->qdd_d, 6, sum);
+    sum = mg_finite_sum(out->r, 6, sum);
+    sum = mg_finite_sum(out->tau_cmd, 6, sum);
+    return (sum == (real_t)0) ? 1 : 0;
+}
+
+/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+static int ur5_rt_position_finite(const ur5_rt_output_t *out)
+{
+    return (mg_finite_sum(out->q, UR5_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
 }
 
 void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
@@ -3017,13 +3029,13 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
         }
     }
     out->fault = ur5_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || !(mg_bounded(out->q, UR5_DOF, DBL_MAX)))) {
+    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (ur5_rt_position_finite(out) == 0))) {
         out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
     }
     if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
         ur5_rt_restart(rt);
         out->ready = 0u;
-        if (!(mg_bounded(out->q, UR5_DOF, DBL_MAX))) {
+        if (ur5_rt_position_finite(out) == 0) {
             (void)memset(out->q, 0, sizeof out->q);
         }
     }
