@@ -13,10 +13,10 @@ qdd from the estimator (``kalman`` gives qdd) or measured (``adaptive_measured``
      (Y dtheta_hat moves by g_j r_j in joint j), with the weighted pseudo-inverse
      Y+_P = P Y^T (Y P Y^T + lambda I)^-1 (an n x n Cholesky solve);
   3. P_k = P_{k-1} - g_min P Y^T (Y P Y^T + lambda I)^-1 Y P + Q: recursive least squares' parameter
-     covariance (runtime mg_rls_gain, then mg_rls_correct for step 2), P_0 = diag((prior
+     covariance (templates/rt/adaptive.c.j2), P_0 = diag((prior
      max(|beta_hat_i|, floor max_j |beta_hat_j|))^2) from the model's own base parameters beta_hat,
-     Q = drift T P_0. O(n b^2) a sample (the iiwa: 13 us on the host, against 2 us for eq. 21's
-     memoryless observer). Refreshing the gain less often was tried and left out: between refreshes
+     Q = drift T P_0; O(n b^2) a sample, or with P kept block-diagonal O(sum_l (l + 1) b_l^2)
+     (COVARIANCE_DOC). Refreshing the gain less often was tried and left out: between refreshes
      the old gain over-corrects where the regressor changes fast (a contact's onset: 42 % of r
      removed in one sample instead of 9.5 %).
 Why P and not the paper's Y+ = Y^T (Y Y^T)^-1: with more parameters than joints (b > n) one sample
@@ -47,7 +47,10 @@ Tip wrench (Birjandi & Haddadin eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J 
 
 from __future__ import annotations
 
+from typing import TypedDict, cast
+
 import casadi as cs
+import numpy as np
 
 from codegen.symbolic.functions import FunctionSpec
 
@@ -66,6 +69,66 @@ SUSPECT = 0.5
 # without it (planar2's momentum forms: 4-5 false alarms, 1.9-3.1x the thresholds on the check
 # motion); a contact must climb from the suspect level to the threshold within it
 SUSPECT_HOLD = 100
+# P's structure (COVARIANCE_DOC): "dense" (one block: the full covariance), "link" (a block per
+# group of parameters with the same regressor rows) or "diagonal"
+COVARIANCE = "dense"
+COVARIANCES = ("dense", "link", "diagonal")
+COVARIANCE_DOC = """The covariance's structure (issue #47: the dense update of the iiwa's 57 base parameters is
+about 250,000 instructions a sample on a Cortex-M4F). P is stored as diagonal blocks, row-major one
+after another: one block (``dense``, the default: the full P), a block per group of base parameters
+whose regressor column has the same last non-zero row (``link``: on a serial chain joint j's torque
+reads only the parameters of links j and beyond, so the group of row l is link l's inertial
+parameters with its joint's friction), or one per parameter (``diagonal``). A sample's update is the
+dense one (step 3) followed by keeping P's diagonal blocks: W = Y P, S and the correction of
+dtheta_hat are those of the dense update from the same block-diagonal P exactly, and each kept block
+is a principal block of a positive semi-definite matrix plus Q, so P stays positive definite. With
+the rows reversed (J the n x n reversal), S = J L L^T J and V = L^-1 J W keeps W's zero rows: a
+column of group l is non-zero in its l + 1 last reversed rows only, so the cost is sum_l (l + 1) b_l^2
+rather than n b^2. ``link`` costs the iiwa's M4F step 77,000 instructions instead of 247,000 but
+forgets the links' correlations: planar2's model error then converges less far
+(tests/codegen/blocks/test_adaptive_convergence.py fails with it), so it is not the default
+(docs/target.md, "The model-adaptive observer on the M4F")."""
+
+
+def nonzero_pattern(m: cs.SX) -> np.ndarray:
+    """Which entries of a symbolic matrix can be non-zero (not a structural or a literal 0)."""
+    return np.array([[not m[i, j].is_zero() for j in range(m.size2())] for i in range(m.size1())], dtype=bool)
+
+
+class Covariance(TypedDict):
+    """P's blocks (covariance_blocks), the block's option ``cov``."""
+
+    col: list[int]
+    blocks: list[tuple[int, int, int, int]]
+    size: int
+
+
+def covariance_of(block: Block) -> Covariance:
+    """An adaptive block's covariance blocks."""
+    return cast(Covariance, block.options["cov"])
+
+
+def covariance_blocks(pattern: np.ndarray, structure: str) -> Covariance:
+    """P's blocks for the regressor's non-zero ``pattern`` (n x b): ``col`` the base column at each
+    position, ``blocks`` (first position, size, first reversed row n - 1 - last, offset in the packed
+    P) and ``size`` the packed P's length (COVARIANCE_DOC)."""
+    if structure not in COVARIANCES:
+        raise ValueError(f"covariance: {structure!r} is not one of {', '.join(COVARIANCES)}")
+    n, nb = pattern.shape
+    rows = [np.nonzero(pattern[:, c])[0] for c in range(nb)]
+    last = [int(r.max()) if r.size else 0 for r in rows]
+    if structure == "dense":
+        groups = [list(range(nb))]
+    elif structure == "diagonal":
+        groups = [[c] for c in sorted(range(nb), key=lambda c: last[c])]
+    else:
+        groups = [[c for c in range(nb) if last[c] == row] for row in sorted(set(last))]
+    col = [c for g in groups for c in g]
+    blocks, start, off = [], 0, 0
+    for g in groups:
+        blocks.append((start, len(g), n - 1 - max(last[c] for c in g), off))
+        start, off = start + len(g), off + len(g) ** 2
+    return {"col": col, "blocks": blocks, "size": off}
 
 
 def build(
@@ -79,10 +142,12 @@ def build(
     drift: float = 1.0 / 60.0,
     integral: bool = False,
     suspect: float = SUSPECT,
+    covariance: str = COVARIANCE,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
     Birjandi & Haddadin assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
-    ``integral``: the momentum form (no qdd; see ``integral_predict``)."""
+    ``integral``: the momentum form (no qdd; see ``integral_predict``). ``covariance``: P's structure
+    (COVARIANCE_DOC)."""
     n, ts = ctx.n, ctx.ts
     base = ctx.base
     nb = base.n_base
@@ -90,7 +155,8 @@ def build(
     dth = cs.SX.sym("dtheta", nb)
     laf = cs.SX.sym("lam_f")
     src = motion_source(measured)
-    predict, own_state = integral_predict(ctx, src[0], dth) if integral else (direct_predict(ctx, src, dth), [])
+    predict, own_state, pattern = integral_predict(ctx, src[0], dth) if integral else direct_predict(ctx, src, dth)
+    cov = covariance_blocks(pattern, covariance)
     pr, fl, dr = cs.SX.sym("prior"), cs.SX.sym("floor"), cs.SX.sym("drift")
     beta = cs.fabs(cs.DM(base.k) @ pi)  # the model's base parameters, |K pi|
     p0 = (pr * cs.fmax(beta, fl * cs.mmax(beta))) ** 2
@@ -113,12 +179,12 @@ def build(
     return Block(
         kind="obs",
         name=("adaptive_momentum" if integral else "adaptive") + ("_measured" if measured else ""),
-        doc=(__doc__ or "") + ("\n" + INTEGRAL_DOC if integral else ""),
+        doc=(__doc__ or "") + "\n" + COVARIANCE_DOC + ("\n" + INTEGRAL_DOC if integral else ""),
         template="adaptive",
-        options={"integral": integral},
+        options={"integral": integral, "cov": cov},
         inputs=extra,
         config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect),
-        state=_state(n, nb, integral) + own_state,
+        state=_state(n, nb, integral, cov["size"]) + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
@@ -216,11 +282,11 @@ def _config(
     ]
 
 
-def _state(n: int, nb: int, integral: bool) -> list[Field]:
-    """The RLS state and the workspaces of the runtime's mg_rls_gain / mg_rls_correct."""
+def _state(n: int, nb: int, integral: bool, packed: int) -> list[Field]:
+    """The RLS state and its workspaces (templates/rt/adaptive.c.j2)."""
     return [
         Field("dtheta", "real", (nb,), "dtheta_hat: base-parameter error estimate"),
-        Field("p", "real", (nb, nb), "P: dtheta_hat's covariance (symmetric, both triangles)"),
+        Field("p", "real", (packed,), "P: dtheta_hat's covariance, its diagonal blocks row-major one after another"),
         Field("p0", "real", (nb,), "P_0's diagonal: the prior's variances"),
         Field("drift", "real", (nb,), "Q's diagonal: the covariance's growth per sample"),
         Field("gain", "real", (n,), "workspace: per joint the fraction of r the correction removes"),
@@ -231,16 +297,17 @@ def _state(n: int, nb: int, integral: bool) -> list[Field]:
             (nb, n),
             "workspace: " + ("G^T, the low-passed regressor" if integral else "Y_b^T") + " of this sample",
         ),
-        Field("w", "real", (n, nb), "workspace: Y P, then the gain V = L^-1 Y P"),
-        Field("s", "real", (n, n), "workspace: Y P Y^T + lambda I, then L (= its Cholesky factor) below"),
-        Field("u", "real", (n,), "workspace: L^-1 (gain .* r)"),
+        Field("w", "real", (n, nb), "workspace: J Y P (rows reversed), then the gain V = L^-1 J Y P"),
+        Field("s", "real", (n, n), "workspace: J (Y P Y^T + lambda I) J, then L (its Cholesky factor) below"),
+        Field("u", "real", (n,), "workspace: L^-1 J (gain .* r)"),
         Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
         Field("held", "int32", (), "samples the adaptation has been held at the suspect level"),
     ]
 
 
-def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> FunctionSpec:
-    """Birjandi & Haddadin eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base regressor."""
+def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> tuple[FunctionSpec, list[Field], np.ndarray]:
+    """Birjandi & Haddadin eq. 16: r = Y_b(q, qd, qdd) (theta_hat + dtheta_hat) - tau, with the base
+    regressor; no state of its own; Y_b's non-zero pattern."""
     dyn, base = ctx.dyn, ctx.base
     model, pi = ctx.model_inputs()
     y_fn = cs.Function("y", [dyn.q, dyn.qd, dyn.qdd], [dyn.regressor(list(base.columns))])
@@ -249,7 +316,7 @@ def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> FunctionSpec:
     terms, tau_f = ctx.friction_terms()
     r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
     gain = 1 - cs.exp(-kk * ctx.ts)
-    return sx_function(
+    fn = sx_function(
         "predict",
         [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk)]
         + model
@@ -257,6 +324,7 @@ def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> FunctionSpec:
         [("st.obs.y", y), ("out.r", r), ("st.obs.gain", gain), ("st.obs.gain_p", cs.mmin(gain))],
         "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
     )
+    return fn, [], nonzero_pattern(y)
 
 
 def momentum_regressors(ctx: Ctx) -> cs.Function:
@@ -296,7 +364,7 @@ sample and every in.reset start the low-passes at 0 (r = 0); non-finite inputs r
 """
 
 
-def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpec, list[Field]]:
+def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpec, list[Field], np.ndarray]:
     """The momentum form's r and its filtered regressor G (INTEGRAL_DOC). Of the last sample only
     what this one needs is kept: D = a G - (1 - a) (Y_p / T - Y_beta / 2) (n x b) and
     e = a r0 - (1 - a) (p / T - beta / 2) (n), so that G_k = D_{k-1} + (1 - a) (Y_p,k / T + Y_beta,k / 2)
@@ -314,8 +382,12 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpe
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
     a = cs.exp(-kk * ts)
     b = 1 - a
+    # G's non-zero pattern: Y_p's and Y_beta's (D starts at 0 and each sample adds their entries only,
+    # so D is exactly 0 elsewhere: those entries are not read, and G, D and G dtheta_hat skip them)
+    pattern = nonzero_pattern(yp) | nonzero_pattern(yb)
+    carry_nz = carry * cs.DM(pattern.astype(float))
     # restart: the low-passes start at 0 (a selection, so a non-finite carry does not pass through)
-    g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry + cs.diag(b) @ (yp / ts + yb / 2))
+    g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry_nz + cs.diag(b) @ (yp / ts + yb / 2))
     r0 = cs.if_else(fresh, cs.SX.zeros(n), carry_r + b * (p / ts + beta / 2 - tau))
     fn = sx_function(
         "predict",
@@ -346,7 +418,7 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpe
         Field("e", "real", (n,), "e: the low-passed residual's part known from the last sample"),
         Field("restart", "real", (), "1: the low-passes start again at the next predict (first, reset, non-finite r)"),
     ]
-    return fn, state
+    return fn, state, pattern
 
 
 def motion_inputs(n: int) -> list[Field]:
