@@ -236,7 +236,6 @@ class RtEmitter:
                 for k, f in self.fields.items()
                 if k.startswith("cfg.") and f.ctype == "real"
             ],
-            real_max="DBL_MAX" if self.precision == "double" else "FLT_MAX",
             input_limit=literal(INPUT_LIMIT, self.precision),
         )
         own = {_template_name(b): b.template_text for b in self.pipe.blocks if b.template_text}
