@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.reports.collision import markdown, write
     from host_tools.studies.collide import CollideSettings, scenario
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):
         return 2
     unknown = [o for o in args.observers or () if o not in ENTRIES]

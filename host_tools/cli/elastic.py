@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.model.description import load_robot
     from host_tools.reports import elastic as report
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     out = Path(args.out) if args.out else None
     if args.action == "identify":
         given = [args.actuator, args.actuator_excitation, args.load, args.load_excitation]

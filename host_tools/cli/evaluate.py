@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.cluster import open_executor
     from host_tools.studies.evaluate import LIU_SETUPS, EstimatorRequest, Setup, own_setup
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
 
     try:  # parsed once, here: the studies and the generator take them parsed
         args.requests = tuple(EstimatorRequest.parse(e) for e in args.estimators)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.identification.excitation import ExciteSettings, design
     from host_tools.reports.excitation import write
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     settings = ExciteSettings(
         harmonics=args.harmonics,
         base_frequency=args.base_frequency,

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
     from codegen.model.description import load_robot
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):
         return 2
     if args.synthetic == bool(args.data):

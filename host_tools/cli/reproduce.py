@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.studies.reproduce.papers import paper, resolve
     from host_tools.studies.reproduce.records import Paper, Pending
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     try:
         records = [paper(k) for k in resolve(args.paper)]
     except KeyError as exc:

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         load_study,
     )
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):
         return 2
     try:

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.data.logs import LogError
     from host_tools.target import cortex_m as tg
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     board = getattr(args, "board", None)
     if board is not None:
         from host_tools.target import stm32

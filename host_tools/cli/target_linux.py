@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.target import linux
     from host_tools.target.cortex_m import TargetError
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     options = {"estimator": args.estimator, "observer": args.observer, "controller": args.controller}
     try:
         robot = robot_of(args)

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.reports.thresholds import document, plot, text
     from host_tools.studies.thresholds import DesignSettings, Recording, design_on, tunable
 
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console) or _options_refused(args, console):
         return 2
     settings = DesignSettings(

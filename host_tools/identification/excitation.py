@@ -277,15 +277,15 @@ def condition_number(y: np.ndarray) -> float:
 
 
 def _limits(robot: Robot, settings: ExciteSettings) -> dict[str, np.ndarray]:
-    missing = [
-        j.name
-        for j in robot.joints
-        if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max) and np.isfinite(j.limits.qd))
-    ]
-    if missing:
+    no_q = [j.name for j in robot.joints if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max))]
+    no_qd = [j.name for j in robot.joints if not np.isfinite(j.limits.qd)]
+    if no_q or no_qd:
+        lacks = [f"no position limit (continuous?): {', '.join(no_q)}"] if no_q else []
+        lacks += [f"no velocity limit: {', '.join(no_qd)}"] if no_qd else []
         raise ValueError(
-            f"{robot.name}: joints {', '.join(missing)} have no position or velocity "
-            "limit (limits.q, limits.qd): the excitation design needs both"
+            f"{robot.name}: {'; '.join(lacks)} -- the motion needs both to stay bounded: give each joint "
+            "limits.q (lo, hi; rad) and limits.qd (rad/s) in the robot YAML or, for a URDF, an overlay "
+            "(--overlay FILE; README, 'Overlays: what a URDF cannot say')"
         )
     out = {
         "q_min": np.array([j.limits.q_min for j in robot.joints]),

@@ -216,7 +216,8 @@ def test_excite_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert (tmp_path / name).stat().st_size > 200
     for args, needle in (
         (["planar2", "--harmonics", "0"], "--harmonics"),
-        (["schunk_lwa4p"], "no position or velocity limit"),
+        (["schunk_lwa4p"], "limit: j1, j2, j3, j4, j5, j6 -- "),  # the joints that lack it, and the fix:
+        (["schunk_lwa4p"], "limits.q (lo, hi; rad) and limits.qd (rad/s) in the robot YAML or, for a URDF, an overlay"),
     ):
         bad = cli_in_process(capsys, "excite", *args)
         assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

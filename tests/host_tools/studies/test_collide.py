@@ -172,9 +172,11 @@ def test_collide_rejects_a_joint_out_of_range(capsys: pytest.CaptureFixture[str]
 
 
 def test_collide_rejects_an_unknown_observer_before_it_starts(capsys: pytest.CaptureFixture[str]) -> None:
-    r = cli_in_process(capsys, "collide", "planar2", "--observers", "momentum", "adaptive_nope")
+    r = cli_in_process(capsys, "collide", "planar2", "--observers", "momentum", "adaptive_nope", "[momentum]")
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "unknown observer(s) adaptive_nope" in r.stderr
+    # printed as given: text in brackets is no console markup (it once vanished from such lines)
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()]
+    assert "unknown observer(s) adaptive_nope, [momentum]" in r.stderr
     assert "adaptive_momentum_imu" in r.stderr  # the choices, the collide entries included
 
 
