@@ -318,6 +318,24 @@ def _one_line(original: Callable[..., None]) -> Callable[..., None]:
     return show
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """parse_args, but an optional positional (``identify ROBOT [DATA]``) may also follow the
+    options (``identify arm.urdf --tip-link X run.npz``): argparse fills such a positional at its
+    place or never, and the subcommands rule out ``parse_intermixed_args``."""
+    args, extra = parser.parse_known_args(argv)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    empty = [
+        a.dest
+        for a in sub.choices[args.command]._actions
+        if not a.option_strings and a.nargs == "?" and getattr(args, a.dest, None) is None
+    ]
+    while extra and empty and not extra[0].startswith("-"):
+        setattr(args, empty.pop(0), extra.pop(0))
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
@@ -325,7 +343,7 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> i
             # warns once); set before parsing: an option's check warns as the description's does
             warnings.simplefilter("once", ManipgenWarning)
             warnings.showwarning = _one_line(warnings.showwarning)
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
             handler: Handler = args.handler
             with overwriting(bool(getattr(args, "force", False))):
                 return handler(args)
