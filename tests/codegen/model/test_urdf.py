@@ -252,3 +252,23 @@ def test_urdf_dynamics_become_viscous_and_coulomb_friction(tmp_path: Path) -> No
     p.write_text(DYNAMICS_URDF.format(damping=-0.5))
     with pytest.raises(DescriptionError, match=r"damped\.urdf.*joint\[a\]\.dynamics\.damping.*>= 0"):
         load_robot(p)
+
+
+def test_angles_rounded_by_the_file_are_quarter_turns(tmp_path: Path) -> None:
+    """A URDF's 1.57079632679 (pi/2 rounded at 1e-11 by its writer) is pi/2: the same model as the
+    exact angle, with one notice naming the joint; 1.5708 (3.7e-6 off, beyond the 1e-10 rad the
+    snapping allows) is taken as written."""
+    exact_file, rounded_file, coarse_file = (tmp_path / f"{n}.urdf" for n in ("exact", "rounded", "coarse"))
+    exact_file.write_text(tree_urdf())
+    rounded_file.write_text(tree_urdf().replace('rpy="1.5707963267948966 0 0"', 'rpy="1.57079632679 0 0"'))
+    coarse_file.write_text(tree_urdf().replace('rpy="1.5707963267948966 0 0"', 'rpy="1.5708 0 0"'))
+    assert "1.57079632679 0 0" in rounded_file.read_text() and "1.5708 0 0" in coarse_file.read_text()
+    exact = load_robot(exact_file, base_link="base", tip_link="tool")
+    with pytest.warns(Warning) as caught:
+        rounded = load_robot(rounded_file, base_link="base", tip_link="tool")
+    notices = [str(w.message) for w in caught if "pi/2" in str(w.message)]
+    assert len(notices) == 1 and "joint[fix1] (4.9e-12 rad off)" in notices[0], notices
+    assert [(j.pre, j.post) for j in rounded.joints] == [(j.pre, j.post) for j in exact.joints]
+    assert rounded.links == exact.links
+    coarse = load_robot(coarse_file, base_link="base", tip_link="tool")
+    assert [j.pre for j in coarse.joints] != [j.pre for j in exact.joints]
