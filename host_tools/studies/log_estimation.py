@@ -22,7 +22,15 @@ from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
 from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
 from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log
-from host_tools.studies.evaluate import ESTIMATORS, EstimatorRequest, Setup, default_spec, pipeline, variant
+from host_tools.studies.evaluate import (
+    ESTIMATORS,
+    EstimatorRequest,
+    Setup,
+    default_spec,
+    own_setup,
+    pipeline,
+    variant,
+)
 
 FIR_ORDER = 7
 CUTOFF_HZ = 26.0
@@ -60,16 +68,15 @@ def ground_truth_velocity(q: np.ndarray, sample_period: float) -> np.ndarray:
 
 def setup_of(log: Log, gains: str, source: RobotSource) -> Setup:
     """The evaluation set-up the log was recorded in (encoder resolution, rate) on the robot
-    ``source`` describes."""
+    ``source`` describes: its coarsest link-side resolution (a motor encoder counts gear_ratio
+    times finer at the link; a joint without an encoder, as in most URDFs, has the generated C's
+    default), not one cpr that every joint must share."""
     robot = source.robot()
     if robot.c_name != log.robot:
         raise ValueError(f"the log is of robot {log.robot!r}, the description is of {robot.c_name!r}")
-    cpr = {j.encoder.cpr for j in robot.joints if j.encoder is not None}
-    if len(cpr) != 1:
-        raise ValueError(f"{robot.name}: the joints' encoders differ ({sorted(cpr)} cpr): one resolution is needed")
     return Setup(
         source,
-        resolution_mdeg=360000.0 / cpr.pop(),
+        resolution_mdeg=own_setup(robot)[0],  # the coarsest link-side resolution, as evaluate without --log
         rate_hz=1.0 / log.sample_period,
         gains="paper" if gains == "paper" else "default",
     )

@@ -116,3 +116,30 @@ def test_a_damaged_npz_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
         assert main(args + ["--out", str(tmp_path / "o")] if args[0] == "import-log" else args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and bad.name in err[0] and "Traceback" not in err[0], err
+
+
+def test_a_logs_set_up_takes_the_link_side_resolution(tmp_path: Path) -> None:
+    """evaluate --log's set-up reads the arm's coarsest link-side encoder resolution, as evaluate
+    without --log does: a URDF without encoders (the generated C's default cpr; it was refused as
+    'the joints' encoders differ ([] cpr)') and the iiwa's motor encoders (65536 cpr x gear 160 at
+    the link, not 65536 at the link)."""
+    from codegen.blocks.encoder import DEFAULT_CPR
+    from host_tools.bindings.source import RobotSource
+    from host_tools.data.logs import Log
+    from host_tools.studies.log_estimation import setup_of
+    from tests.codegen.model.test_urdf import tree_urdf
+
+    urdf = tmp_path / "tree.urdf"
+    urdf.write_text(tree_urdf())
+    for spec, tip, counts_per_link_turn in (
+        (str(urdf), "tool", DEFAULT_CPR),
+        ("kuka_iiwa14", None, 65536 * load_robot("kuka_iiwa14").joints[0].gear_ratio),
+    ):
+        source = RobotSource.of(spec, base_link="base" if tip else None, tip_link=tip)
+        robot = source.robot()
+        n = len(robot.joints)
+        zeros = np.zeros((1, n))
+        log = Log(robot.c_name, 0.002, np.zeros(1), zeros, zeros, zeros, zeros, zeros, zeros)
+        setup = setup_of(log, "default", source)
+        assert setup.resolution_mdeg == pytest.approx(360000.0 / counts_per_link_turn, rel=1e-15), spec
+        assert setup.rate_hz == 500.0
