@@ -158,8 +158,12 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {', '.join(args.out)}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) "
         f"of {rt.name} ({rt.label}), collision-free; peak joint speeds "
         + ", ".join(f"{v:.2f}" for v in speed)
-        + " rad/s (or m/s). Next: manipgen thresholds "
-        + f"{args.robot}{chain_flags(args)} {args.out[0]} --out config.json"
+        + " rad/s (or m/s). Next: "
+        + (
+            f"manipgen thresholds {args.robot}{chain_flags(args)} {args.out[0]} --out config.json"
+            if args.trajectory == "generated"
+            else f"manipgen identify {args.robot}{chain_flags(args)} {args.out[0]} --excitation {args.trajectory}"
+        )
     )
     return 0
 

@@ -18,6 +18,7 @@ from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.data.checks import with_settling, with_start_position
 from host_tools.data.csvdata import Samples
+from host_tools.data.light_joints import light_joints
 from host_tools.data.logs import Log
 from host_tools.identification.friction_terms import Candidates, FrictionTerms, candidates, columns
 from host_tools.identification.least_squares import Fit, Model, essential, least_squares, model, one_blas_thread
@@ -151,7 +152,7 @@ def derivatives(s: Samples, cutoff: float, velocity: str) -> tuple[np.ndarray, .
     return filtered_derivatives(s.q, s.sample_period, cutoff)
 
 
-def flagged_excitation(flagged: np.ndarray, exc: Excitation, sample_period: float) -> str:
+def flagged_excitation(flagged: np.ndarray, exc: Excitation, sample_period: float, robot: Robot | None = None) -> str:
     """Why an excitation run with flagged samples is refused, and what to do. Flagged at the same
     phase of every period (at least half of each period's flagged samples flagged in every period),
     the run repeats them -- the loop's own tracking of this motion, e.g. an off-trajectory error in
@@ -167,10 +168,19 @@ def flagged_excitation(flagged: np.ndarray, exc: Excitation, sample_period: floa
         per = np.asarray(flagged[: periods * p], bool).reshape(periods, p)
         common = np.all(per, axis=0).sum()
         if np.all(per.any(axis=1)) and 2 * common >= per.sum(axis=1).max():
+            light = light_joints(robot) if robot is not None else []
+            without = [f.joint for f in light if f.rotor_inertia == 0.0]
+            fix = (
+                f"; the description gives {', '.join(without)} no rotor inertia, with which a loop on this model "
+                "tracks them poorly (generate names the figures): if the drives have one, give their IA in an "
+                "overlay (README: overlays)"
+                if without
+                else ""
+            )
             return (
                 f"{whole}: they lie at the same phase of every period, the loop's own tracking of this motion, "
                 "which a new recording repeats: --keep-flagged uses them as they are, or design a gentler "
-                "excitation"
+                f"excitation{fix}"
             )
     return f"{whole}: record it again (or --keep-flagged to use them as they are)"
 
@@ -193,7 +203,7 @@ def process(
         keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
         return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period, keep)
     if flagged is not None and np.any(flagged):
-        raise ValueError(flagged_excitation(flagged, exc, s.sample_period))
+        raise ValueError(flagged_excitation(flagged, exc, s.sample_period, robot))
     try:
         p = samples_per_period(exc.base_frequency, s.sample_period)
     except ValueError as err:

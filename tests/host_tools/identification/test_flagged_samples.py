@@ -135,5 +135,27 @@ def test_flagged_samples_of_every_period_are_not_a_reason_to_record_again() -> N
     shifted = every.copy()
     shifted[2 * p : 3 * p] = np.roll(every[2 * p : 3 * p], 400)  # another phase in one period
     assert "same phase of every period" in flagged_excitation(every, exc, ts)
+    # on an arm whose description leaves a light wrist without rotor inertia, the refusal says so
+    from tests.host_tools.data.test_light_joints import TIP, kinova
+
+    said = flagged_excitation(every, exc, ts, load_robot(kinova(), tip_link=TIP))
+    assert "gives j2s6s200_joint_4, j2s6s200_joint_6 no rotor inertia" in said and "IA in an overlay" in said
+    assert "rotor inertia" not in flagged_excitation(every, exc, ts, load_robot("planar2"))
     for mask in (once, shifted):
         assert flagged_excitation(mask, exc, ts).endswith("record it again (or --keep-flagged to use them as they are)")
+
+
+def test_recording_an_excitation_points_to_identify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`record --trajectory excitation.json` ends with the next step of an excitation run, identify
+    with that excitation (a test motion's next step is thresholds)."""
+    from host_tools.cli import main
+    from host_tools.identification.excitation import Excitation
+
+    exc = tmp_path / "excitation.json"
+    a = np.array([[0.2], [0.1]])  # one harmonic per joint, rad/s: a gentle 0.5 Hz swing of planar2
+    Excitation("planar2", 1, 0.5, a, np.zeros((2, 1)), np.array([0.1, 0.2])).save(exc)
+    out = tmp_path / "run.npz"
+    assert main(["record", "planar2", "--trajectory", str(exc), "--periods", "1", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"Next: manipgen identify planar2 {out} --excitation {exc}" in said, said
+    assert "manipgen thresholds" not in said
