@@ -249,12 +249,19 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
         parts.append("\nthe check columns: the worst over the checked runs (the mean threshold: their average)")
     for other, c in zip(result.others, result.checks):
         alarms = int(c.false_alarm_samples.sum())
+        skipped = 0 if c.left_out is None else int(np.sum(c.left_out))
         parts.append(
             f"\n{other.checks.source}: "
             + (
                 f"no false alarm (worst max |r| / threshold {c.ratio.max():.3f})"
                 if alarms == 0
                 else f"{alarms} samples above a threshold (false alarms: lower --target, or raise --margin or --floor)"
+            )
+            + (
+                f", over the samples left after {skipped} flagged ones (and their surroundings) were left out "
+                "(--keep-flagged checks them too)"
+                if skipped
+                else ""
             )
         )
     parts += [f"wrote {path}: {what}" for path, what in written]

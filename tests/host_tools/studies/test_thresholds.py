@@ -353,3 +353,24 @@ def test_thresholds_cli_refuses_bad_options_before_reading_the_log(
     assert r.returncode == 2 and needle in r.stderr, r.stderr
     assert "no_such_log" not in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_check_line_says_what_was_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A checked run with flagged samples (here logger-repeated rows) says on its line that they were
+    left out, and how to check them too; a run without any says nothing of it."""
+    _, free_path, _, free = _runs(tmp_path)
+    k = len(free.time)
+    per_sample = {n: getattr(free, n).copy() for n in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")}
+    extra = {n: a.copy() for n, a in free.extra.items() if np.shape(a)[:1] == (k,)}
+    for a in [*per_sample.values(), *extra.values()]:
+        a[2001:2006] = a[2000]  # the logger wrote row 2000 again, at five new stamps
+    repeated = replace(free, **per_sample, extra={**free.extra, **extra})
+    other = repeated.save(tmp_path / "other.npz")
+    flags = ["--estimator", "kalman", "--observer", "momentum", "--config", str(tmp_path / "base.json")]
+    r = cli_in_process(capsys, "thresholds", "planar2", str(free_path), "--check", str(other), *flags)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{other}: "))
+    assert "flagged ones (and their surroundings) were left out (--keep-flagged checks them too)" in line, line
+    r = cli_in_process(capsys, "thresholds", "planar2", str(free_path), "--check", str(free_path), *flags)
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{free_path}: "))
+    assert r.returncode == 0 and "left out" not in line, line
