@@ -19,11 +19,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from codegen.model.description import load_robot
+    from host_tools.data.light_joints import warn_light_joints
     from host_tools.reports import demo as report
     from host_tools.studies import demo
     from host_tools.studies.identities import identity_checks
 
     robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
+    warn_light_joints(robot)  # joints whose own tracking the input checks would flag (one notice)
     folder = Path(args.out) if args.out else Path("out") / robot.c_name
     print(report.generated(robot, demo.generate_into(robot, folder), folder))
     built = demo.build(robot, folder)

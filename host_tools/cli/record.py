@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     from host_tools.bindings.loopback import SimulationError, simulate
     from host_tools.bindings.rt import ConfigError, load_rt
+    from host_tools.data.light_joints import warn_light_joints
     from host_tools.identification.excitation import Excitation
     from host_tools.studies.scenarios import fit_to_limits, saturated
 
@@ -99,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print("manipgen: error: --duration must be > 0, --periods >= 1, --model-error > -1", file=sys.stderr)
         return 2
     robot = robot_of(args)
+    warn_light_joints(robot)  # the run's own tracking of these joints would be flagged (one notice)
     rt = load_rt(robot, estimator=args.estimator, observer=args.observer, controller=args.controller)
     try:
         if args.config:

@@ -55,3 +55,24 @@ def test_arms_with_rotor_inertia_on_every_joint_say_nothing(name: str) -> None:
     robot = load_robot(name)
     assert all(j.IA > 0 for j in robot.joints)
     assert light_joints(robot) == []
+
+
+@pytest.mark.parametrize("command", ["demo", "record"])
+def test_demo_and_record_give_the_notice_before_their_work(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """demo and record (like generate, verify and excite) name the light joints before any work: the
+    work is stopped at its first step here (a refusal in its place), the notice is already out."""
+    from codegen.errors import DescriptionError
+    from tests.tooling import cli_in_process
+
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise DescriptionError("test", "", "stopped before the work")
+
+    target = "host_tools.studies.demo.generate_into" if command == "demo" else "host_tools.bindings.rt.load_rt"
+    monkeypatch.setattr(target, stop)
+    out = ["--out", str(tmp_path / "run.npz")] if command == "record" else ["--out", str(tmp_path / "demo")]
+    r = cli_in_process(capsys, command, str(kinova()), "--tip-link", TIP, *out)
+    assert r.returncode == 2 and "stopped before the work" in r.stderr, r.stderr
+    notices = [ln for ln in r.stderr.splitlines() if "nearly singular" in ln]
+    assert len(notices) == 1 and "j2s6s200_joint_4, j2s6s200_joint_6" in notices[0], r.stderr
