@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.data.checks import check_log, parse_start_position
     from host_tools.data.formats import read_log
     from host_tools.data.json_doc import finite
-    from host_tools.data.logs import LogError
+    from host_tools.data.logs import LogError, fingerprint
 
     try:
         robot = load_robot(args.robot, base_link=args.base_link, tip_link=args.tip_link, overlay=args.overlay)
@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         start = None if args.start_position is None else parse_start_position(args.start_position, robot, beyond)
         f = read_log(args.file, robot, topic=args.topic, command_topic=args.command_topic, start_position=start)
         checks = check_log(f.log, robot, args.file, beyond_limits=beyond)
+        for key, value in fingerprint(robot).items():  # an NPZ of before the fingerprint: this description's
+            f.log.extra.setdefault(key, value)
         f.log.save(args.out)
     except (ValueError, LogError, DescriptionError, OSError) as exc:
         print(f"manipgen: error: {exc}", file=sys.stderr)

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.bindings.loopback import SimulationError, simulate
     from host_tools.bindings.rt import ConfigError, load_rt
     from host_tools.data.light_joints import warn_light_joints
+    from host_tools.data.logs import fingerprint
     from host_tools.identification.excitation import Excitation
     from host_tools.studies.scenarios import fit_to_limits, saturated
 
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"manipgen: error: the simulation failed: {exc}", file=sys.stderr)
         return 1
     if spec is None:
+        result.log.extra.update(fingerprint(robot))  # the chain and the description hash it ran on
         result.log.save(args.out[0])
     else:
         try:

@@ -55,7 +55,7 @@ import numpy as np
 from codegen.emit.files import write_file
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import smooth_coulomb, stribeck
-from host_tools.data.logs import Log, joint_names
+from host_tools.data.logs import Log, fingerprint
 from host_tools.data.measured import encoders
 
 JITTER_CLIP = 0.2  # x Ts: the largest |e_k| (module docstring: steps stay under the gap bound)
@@ -357,7 +357,7 @@ def as_log(rec: Recording, robot: Robot) -> Log:
         q_des=rec.q,
         qd_des=np.zeros_like(rec.q),
         qdd_des=np.zeros_like(rec.q),
-        extra={"qd_hat_logged": rec.qd, "joint_names": joint_names(robot)},
+        extra={"qd_hat_logged": rec.qd, **fingerprint(robot)},
     )
     log.check("hostile log")
     return log

@@ -8,7 +8,8 @@ Arrays (K samples, n joints):
   optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
   ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n),
   theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
-  collision_true (K,) bool ·
+  collision_true (K,) bool · joint_names (n,) str and description_hash () str: the description it was
+  recorded for (fingerprint; another chain is refused, another hash of the same chain one notice) ·
   imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
   estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound),
   qd_recorded_<name> (K, n) other estimators' recorded outputs (Liu et al.'s Experiment 1: zero before
@@ -27,6 +28,7 @@ config turns them into positions (so a log replays through the very same C).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import zipfile
 import zlib
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from codegen.emit.files import write_file
+from codegen.errors import warn
 from codegen.model.robot import Robot
 
 FORMAT = "manipgen-log"
@@ -59,6 +62,7 @@ OPTIONAL = (
     "recorded_time",
     "recorded_repeats",
     "joint_names",  # (n,) str: the chain the log was recorded for (its fingerprint, checked on reading)
+    "description_hash",  # () str: description_hash of the description it was recorded for (a notice if it differs)
 )
 RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
@@ -68,13 +72,54 @@ def joint_names(robot: Robot) -> np.ndarray:
     return np.array([j.name for j in robot.joints], dtype=str)
 
 
+# Values whose magnitude is below this are 0 in the description hash's text: the residues of a
+# quarter-turn rotation (cos(pi/2) = 6.1e-17) and of a frame change of the inertias (~1e-16 of the
+# largest entry) are zeros of the model, and another libm may leave another sign or ulp there. A real
+# kinematic length or inertia is many orders above it (a 1 mm offset, a 1e-6 kg m^2 link).
+HASH_ZERO = 1e-12
+# Significant digits of the description hash's text: a libm that differs in the last bit (2.2e-16
+# relative) changes a 10-digit rendering only where the value lies within 1e-16 of a rounding boundary
+# (about 1 value in 1e6), while an identified parameter moves far more than 1e-10 of itself.
+HASH_DIGITS = 10
+
+
+def _numbers(values: Any) -> str:
+    return " ".join(
+        format(0.0 if abs(v) < HASH_ZERO else float(v), f".{HASH_DIGITS}g") for v in np.ravel(np.asarray(values, float))
+    )
+
+
+def description_hash(robot: Robot) -> str:
+    """A hash of the model ``robot`` loads to, as text: each joint's type and frames, each link's and
+    joint's dynamic parameters, the payload, tip, gravity and Coulomb model (not the file's bytes: an
+    edited comment is the same model; not float bits: the text rounds to HASH_DIGITS)."""
+    lines = [
+        f"gravity {_numbers(robot.gravity)}",
+        f"payload {_numbers(robot.payload)}",
+        f"tip {_numbers(robot.tip)}",
+        f"coulomb {robot.coulomb.model} {_numbers(robot.coulomb.velocity_scale)}",
+    ]
+    for j, link in zip(robot.joints, robot.links):
+        lines.append(
+            f"{j.name} {j.type} pre {_numbers(j.pre)} post {_numbers(j.post)} link {_numbers(link)} "
+            f"IA FV FC FO {_numbers((j.IA, j.FV, j.FC, j.FO))}"
+        )
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def fingerprint(robot: Robot) -> dict[str, np.ndarray]:
+    """What a log records of the description it was recorded for (check_chain reads it back)."""
+    return {"joint_names": joint_names(robot), "description_hash": np.array(description_hash(robot))}
+
+
 class LogError(ValueError):
     """A log file that does not follow the format (names the file and the array)."""
 
 
 def check_chain(log: Log, robot: Robot, where: str) -> None:
     """Refuse (one line) a log of another robot: by name, and by its chain's joints where the log
-    records them (two descriptions may share a name: a URDF's left and right arm are both "talos")."""
+    records them (two descriptions may share a name: a URDF's left and right arm are both "talos");
+    one notice if the log records another description hash of the same chain."""
     if log.robot != robot.c_name:
         raise LogError(f"{where}: robot: the log is of {log.robot}, not {robot.c_name}")
     ours = [j.name for j in robot.joints]
@@ -83,6 +128,15 @@ def check_chain(log: Log, robot: Robot, where: str) -> None:
         raise LogError(
             f"{where}: joint_names: the log was recorded for the joints {', '.join(theirs)}, "
             f"{robot.file} has {', '.join(ours)} (another chain of {robot.c_name}?)"
+        )
+    if "description_hash" in log.extra and str(log.extra["description_hash"]) != description_hash(robot):
+        # a notice, not a refusal: a description re-identified from its own logs must still read them
+        warn(
+            where,
+            "description_hash",
+            f"the log was recorded with other parameters or kinematics of this chain than {robot.file} "
+            f"gives (hash {log.extra['description_hash']} then, {description_hash(robot)} now; an edited or "
+            "re-identified description?); read with this one",
         )
 
 
@@ -173,6 +227,7 @@ class Log:
             "collision_true": (k,),
             "start_position": (n,),
             "joint_names": (n,),
+            "description_hash": (),
             "recorded_time": r,
             "recorded_repeats": r,
         }

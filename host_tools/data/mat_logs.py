@@ -32,7 +32,7 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.data.formats import LogFile
-from host_tools.data.logs import RECORDED_PREFIX, Log, LogError, joint_names
+from host_tools.data.logs import RECORDED_PREFIX, Log, LogError, fingerprint
 from host_tools.data.timing import Timing, repeated_rows
 
 DELAY = 2  # samples by which I_c leads the encoder (README)
@@ -125,7 +125,7 @@ def import_mat(path: str | Path, robot: Robot) -> Log:
             "qd_hat_logged": dq_hat[s],
             "tau_saturated": saturated,
             "recorded_repeats": repeats,
-            "joint_names": joint_names(robot),
+            **fingerprint(robot),
             **recorded,
         },
     )

@@ -19,7 +19,7 @@ import numpy as np
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
 from host_tools.data.checks import with_start_position, wrapping_joints
-from host_tools.data.logs import Log, LogError, joint_names
+from host_tools.data.logs import Log, LogError, fingerprint
 
 
 def encoders(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,7 +53,7 @@ def measured_log(
         q_des=q,
         qd_des=qd_des,
         qdd_des=np.gradient(qd_des, ts, axis=0),
-        extra={**extra, "joint_names": joint_names(robot)},
+        extra={**extra, **fingerprint(robot)},
     )
     log.check(where)
     if wrapping_joints(robot):

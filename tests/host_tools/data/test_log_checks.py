@@ -426,6 +426,50 @@ def test_a_log_of_another_chain_of_the_same_name_is_refused(tmp_path: Path) -> N
         read_log(tmp_path / "right.npz", PLANAR2)
 
 
+def test_a_log_of_another_version_of_the_description_is_one_notice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log records its description's hash (the model as text, not the file's bytes): read with the
+    same model (even from a file with other bytes) it says nothing, read with a re-identified one (FV1
+    changed) one notice line naming the log, not a refusal; a log of before the hash says nothing; a
+    log of another chain stays a one-line refusal."""
+    from host_tools.data.logs import description_hash, fingerprint
+
+    text = (ROOT / "robots" / "planar2.yaml").read_text()
+    (tmp_path / "same.yaml").write_text("# the same model, other bytes\n" + text)
+    assert text.count("FV: 0.1\n") == 1
+    (tmp_path / "reidentified.yaml").write_text(text.replace("FV: 0.1\n", "FV: 0.12\n"))
+    same, reidentified = load_robot(str(tmp_path / "same.yaml")), load_robot(str(tmp_path / "reidentified.yaml"))
+    assert same.digest != PLANAR2.digest and description_hash(same) == description_hash(PLANAR2)
+    log, _ = fabricate(PLANAR2, 1.0)
+    old = Log(
+        **{f: getattr(log, f) for f in ("robot", "sample_period", "time", "counts", "valid", "tau")},
+        q_des=log.q_des,
+        qd_des=log.qd_des,
+        qdd_des=log.qdd_des,
+    )
+    old.save(tmp_path / "old.npz")
+    log.extra.update(fingerprint(PLANAR2))
+    log.save(tmp_path / "run.npz")
+
+    def notices(robot: str, name: str) -> list[str]:
+        assert main(["import-log", str(tmp_path / name), "--robot", robot, "--out", str(tmp_path / "x.npz")]) == 0
+        return [ln for ln in capsys.readouterr().err.splitlines() if "description_hash" in ln]
+
+    assert notices("planar2", "run.npz") == [] and notices(str(tmp_path / "same.yaml"), "run.npz") == []
+    assert notices(str(tmp_path / "reidentified.yaml"), "old.npz") == []
+    found = notices(str(tmp_path / "reidentified.yaml"), "run.npz")
+    assert len(found) == 1 and "run.npz" in found[0] and "warning" in found[0], found
+    assert description_hash(reidentified) in found[0]
+    log.extra["joint_names"] = np.array(["right_shoulder", "right_elbow"])
+    log.save(tmp_path / "right.npz")
+    assert (
+        main(["import-log", str(tmp_path / "right.npz"), "--robot", "planar2", "--out", str(tmp_path / "y.npz")]) == 2
+    )
+    errors = capsys.readouterr().err.splitlines()
+    assert len(errors) == 1 and "right.npz: joint_names:" in errors[0], errors
+
+
 def test_imported_and_recorded_logs_carry_their_chain(tmp_path: Path) -> None:
     robot = load_robot("schunk_lwa4p")
     assert (
