@@ -34,21 +34,45 @@ from .context import Ctx
 COEFFICIENTS = ("threshold", "kv", "ka", "ks")
 
 
+def _moving(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX) -> cs.SX:
+    """threshold + kv |qd| + ka |qdd|: the level without its standstill part."""
+    return th + kv * cs.fabs(qd) + ka * cs.fabs(qdd)
+
+
+def _standstill(qd: cs.SX, ks: cs.SX, vs: cs.SX) -> cs.SX:
+    """ks exp(-|qd| / vs): the standstill part."""
+    return ks * cs.exp(-cs.fabs(qd) / vs)
+
+
 def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs: cs.SX) -> cs.SX:
     """The detection threshold per joint (elementwise; 0 where ``th`` is 0: not detecting)."""
-    speed = cs.fabs(qd)
-    return cs.if_else(th > 0, th + kv * speed + ka * cs.fabs(qdd) + ks * cs.exp(-speed / vs), 0)
+    return cs.if_else(th > 0, _moving(qd, qdd, th, kv, ka) + _standstill(qd, ks, vs), 0)
 
 
-def _level(ctx: Ctx) -> FunctionSpec:
+def _level(ctx: Ctx) -> tuple[FunctionSpec, FunctionSpec]:
+    """The level in two functions, so that the step evaluates the standstill part's exp only on the
+    joints whose ks is not 0 (templates/rt/detect.c.j2): ``level``, all joints' level without it
+    (``level`` at ks = 0: its ks exp term is +0 there, so the bits are the same), and ``standstill``,
+    one joint's: that level plus the standstill part where it detects. The sum's order is
+    ``level``'s, so a joint with ks != 0 gets the bits of ``level`` too."""
     qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
-    coef = {name: ctx.sym(name) for name in (*COEFFICIENTS, "vs")}
-    return sx_function(
+    th, kv, ka = ctx.sym("threshold"), ctx.sym("kv"), ctx.sym("ka")
+    moving = sx_function(
         "level",
-        [("out.qd_hat", qd), ("out.qdd_hat", qdd)] + [(f"cfg.det.{name}", s) for name, s in coef.items()],
-        [("st.det.level", level(qd, qdd, *coef.values()))],
-        "threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect)",
+        [("out.qd_hat", qd), ("out.qdd_hat", qdd), ("cfg.det.threshold", th), ("cfg.det.kv", kv), ("cfg.det.ka", ka)],
+        [("st.det.level", cs.if_else(th > 0, _moving(qd, qdd, th, kv, ka), 0))],
+        "threshold + kv |qd_hat| + ka |qdd_hat| (0: the joint does not detect); + ks exp(-|qd_hat| / vs): standstill",
     )
+    keys = ("st.det.level", "cfg.det.threshold", "out.qd_hat", "cfg.det.ks", "cfg.det.vs")
+    one_joint = {k: cs.SX.sym(k) for k in keys}
+    lv, th1, qd1, ks1, vs1 = one_joint.values()
+    one = sx_function(  # one joint's: called with its elements (scalar bindings)
+        "standstill",
+        list(one_joint.items()),
+        [("st.det.level", cs.if_else(th1 > 0, lv + _standstill(qd1, ks1, vs1), 0))],
+        "one joint's level + ks exp(-|qd_hat| / vs) where it detects (called where ks != 0)",
+    )
+    return moving, one
 
 
 def _reflex(ctx: Ctx) -> FunctionSpec:
@@ -175,7 +199,7 @@ def build(
     window: int = 1_000_000,
 ) -> Block:
     n = ctx.n
-    thresholds = _level(ctx)
+    moving, standstill = _level(ctx)
     reflex = _reflex(ctx)
     return Block(
         kind="det",
@@ -190,5 +214,5 @@ def build(
             Field("link", "int32", (), "isolated link, 1-based (0: none)"),
             Field("above", "uint8", (n,), "joints above their threshold this sample"),
         ],
-        functions=[thresholds, reflex],
+        functions=[moving, standstill, reflex],
     )

@@ -16,6 +16,10 @@ def detect(d: Data, block: Block, ctx: Ctx) -> None:
         for key in ("st.det.collision", "st.det.link", "st.det.above", "st.det.count", "st.det.since"):
             d[key] = d[key] * 0
     evaluate(block.fn("level"), d)
+    standstill = block.fn("standstill")  # one joint's, where its ks is not 0 (as the template calls it)
+    for j in np.flatnonzero(d["cfg.det.ks"] != 0):
+        args = [float(np.ravel(d[b])[j]) for b in standstill.reads]
+        d["st.det.level"][j] = float(standstill.casadi(*args))
     r, lv = d["out.r"], d["st.det.level"]
     above, count = d["st.det.above"], d["st.det.count"]
     rel = float(d["cfg.det.release"])
