@@ -322,6 +322,44 @@ EXPERIMENT1_CLAIMS: tuple[Claim[LiuResults], ...] = (
 )
 
 
+def _on_runs(judge: Callable[[Values], Verdict]) -> Judge:
+    """A judge of ours with Table 8's gains on each recorded run (not checked without the runs)."""
+
+    def run(r: LiuResults) -> Verdict:
+        if not r.recorded_runs:
+            return Verdict(None, text("not replayed: the recorded runs are absent"))
+        return every({name: judge({n: v[1] for n, v in by["paper"].items()}) for name, by in r.recorded_runs.items()})
+
+    return run
+
+
+RUNS = f"the two recorded runs ({setup_name(liu_runs.RUNS_SETUP)}), ours with Table 8's gains"
+SECOND_CASE = (
+    "“in the second case [1 mdeg, 250 Hz], MovAv is the best of the filters” (§IV-D, Fig. 9); "
+    "“The linear high-gain observer is consistently amongst the best in terms of accuracy in all experiments”"
+)
+RUNS_CLAIMS: tuple[Claim[LiuResults], ...] = (
+    Claim(
+        "runs.movav-best-filter",
+        "quick",
+        RUNS,
+        SECOND_CASE.partition("; ")[0],
+        text("Fig. 9: cumulative ISE curves, no values"),
+        "ranking: MovAv's ISE the lowest of FinDiff, MovAv and LSF1/4 on each run",
+        _on_runs(lambda v: lowest({n: v[n] for n in FILTERS}, "MovAv")),
+    ),
+    Claim(
+        "runs.linhg-among-best",
+        "quick",
+        RUNS,
+        SECOND_CASE.partition("; ")[2] + " (§IV-D)",
+        text("Fig. 9: cumulative ISE curves, no values"),
+        "ranking: linHG among the three lowest ISEs of the seven on each run",
+        _on_runs(lambda v: among_lowest(v, ("linHG",), 3)),
+    ),
+)
+
+
 def _retuned(r: LiuResults, over: str, under: str, names: Sequence[str]) -> Values:
     """Ratios of our figures: ``over``/``under`` each "ga" or "retuned" + the figure."""
 
@@ -382,6 +420,7 @@ CLAIMS = (
     *simulated_claims("paper", "quick"),
     *FILTER_CLAIMS,
     *EXPERIMENT1_CLAIMS,
+    *RUNS_CLAIMS,
     *simulated_claims("ga", "full"),
     *RETUNED_CLAIMS,
 )
