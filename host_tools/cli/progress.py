@@ -76,10 +76,10 @@ def stage(console: Console, text: str) -> Iterator[StageUpdate]:
 
 
 def time_left(elapsed: float, done: int, total: int) -> str:
-    """``, about 40 s left`` at the rate so far (nothing before the first step is done)."""
-    from host_tools.identification.ipopt_progress import duration
+    """``, about 40 s left`` at the rate so far (ipopt_progress.time_left, imported when first used)."""
+    from host_tools.identification.ipopt_progress import time_left as left
 
-    return f", about {duration(elapsed / done * (total - done))} left" if done > 0 else ""
+    return left(elapsed, done, total)
 
 
 class StageBar:

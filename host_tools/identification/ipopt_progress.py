@@ -96,6 +96,30 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def time_left(elapsed: float, done: int, total: int) -> str:
+    """``, about 40 s left`` at the rate so far (nothing before the first step is done)."""
+    return f", about {duration(elapsed / done * (total - done))} left" if done > 0 else ""
+
+
+def sample_lines(
+    stage: Callable[[str], None], head: str, sample_period: float, clock: Callable[[], float] = time.perf_counter
+) -> Callable[[int, int], None]:
+    """A simulation's ``progress(done, total)`` (samples; host_tools.bindings.loopback.simulate) as
+    stage texts ``head: 30/120 s of the run, about 40 s left``, the time left at the rate since the
+    first report (what ran before the simulation, e.g. loading its module, is no part of its rate; a
+    spinner's text on a terminal; off it, lines at the progress rate)."""
+    first: list[tuple[float, int]] = []  # (time, samples done) of the first report
+
+    def progress(done: int, total: int) -> None:
+        if not first:
+            first.append((clock(), done))
+        t0, done0 = first[0]
+        left = time_left(clock() - t0, done - done0, total - done0) if done < total else ""
+        stage(f"{head}: {done * sample_period:.0f}/{total * sample_period:.0f} s of the run{left}")
+
+    return progress
+
+
 @dataclass
 class Iterations:
     """The iterations of a multi-start of ``starts`` IPOPT solves of at most ``max_iter`` iterations

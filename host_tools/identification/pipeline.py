@@ -7,6 +7,7 @@ robot."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -375,6 +376,7 @@ def synthetic_log(
     seed: int,
     sample_period: float | None = None,
     true_params: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Log:
     """The robot (true_params; default its description's) tracking the excitation in the loopback
     (computed torque on its own model with a Kalman velocity estimate, its encoders as described),
@@ -382,11 +384,12 @@ def synthetic_log(
     joint-torque sensor would add. The loop is the study's set-up (paper_setups.XU_IDENTIFICATION):
     the controller feeds the friction forward at the desired velocity (ctl.friction_ff = 1):
     compensated at the estimate, sgn(qd_hat) chatters at every velocity reversal and puts motion
-    beyond the derivative band into the run (the iiwa's fit RMS then sat at 3x its noise floor)."""
+    beyond the derivative band into the run (the iiwa's fit RMS then sat at 3x its noise floor).
+    ``progress``: simulate's."""
     from host_tools.bindings.loopback import simulate  # here: a recorded run's identification needs no loopback
 
     rt = synthetic_pipeline(robot, sample_period)
-    run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params)
+    run = simulate(rt, exc.trajectory(rt.sample_period, periods), true_params=true_params, progress=progress)
     log = run.log
     log.tau = log.tau + np.random.default_rng(seed).normal(0.0, torque_noise, log.tau.shape)
     return log

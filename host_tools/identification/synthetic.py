@@ -12,7 +12,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.data.checks import counter_span, with_start_position
 from host_tools.data.logs import Log
-from host_tools.identification.ipopt_progress import stage_lines
+from host_tools.identification.ipopt_progress import sample_lines, stage_lines
 from host_tools.identification.least_squares import model
 from host_tools.identification.physical import PhysicalSettings
 from host_tools.identification.pipeline import (
@@ -92,11 +92,27 @@ def synthetic(
         lines = stage_lines(stage, "excitation design (IPOPT)", settings_.starts, settings_.max_iter)
         exc = design(robot, settings_, iteration=lines).excitation
     excite_s = time.perf_counter() - t1
-    stage("simulating the excitation and a validation motion")
     t1 = time.perf_counter()
-    log = synthetic_log(robot, exc, options.periods, options.torque_noise, options.seed)
+    # the loop's C is generated and compiled once per description and generator (cached): tens of
+    # seconds for a 6-7 joint arm the first time, nothing to count inside
+    stage(f"simulating the excitation: generating and compiling {robot.c_name}'s loop (once, then cached)")
     rt = synthetic_pipeline(robot)  # as synthetic_log's
-    other = simulate(rt, generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1)).log
+    head = f"simulating the excitation ({options.periods} periods)"
+    stage(head)
+    log = synthetic_log(
+        robot,
+        exc,
+        options.periods,
+        options.torque_noise,
+        options.seed,
+        progress=sample_lines(stage, head, rt.sample_period),
+    )
+    stage("simulating a validation motion")
+    other = simulate(
+        rt,
+        generated_trajectory(robot, 20.0, rt.sample_period, seed=options.seed + 1),
+        progress=sample_lines(stage, "simulating a validation motion", rt.sample_period),
+    ).log
     other.tau = other.tau + np.random.default_rng(options.seed + 1).normal(0.0, options.torque_noise, other.tau.shape)
     if start is not None:
         log = _started(robot, log, start)

@@ -201,3 +201,25 @@ def test_a_step_given_from_outside_runs_the_same_loop() -> None:
 
     with pytest.raises(ConnectionError, match="went away"):
         simulate(rt, traj, step=broken)
+
+
+def test_a_run_reports_its_progress_and_stays_the_same_run() -> None:
+    """simulate(progress=...) (identify --synthetic's simulation lines) is told (done, total) every
+    PROGRESS_SAMPLES samples and at the last, and the run is the one without it, bit for bit."""
+    from host_tools.bindings.loopback import PROGRESS_SAMPLES
+
+    rt = load_rt("planar2")
+    traj = generated_trajectory(load_robot("planar2"), 2.5, rt.sample_period)
+    k = len(traj.time)
+    here = simulate(rt, traj)
+    seen: list[tuple[int, int]] = []
+    counted = simulate(rt, traj, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(d, k) for d in range(PROGRESS_SAMPLES, k, PROGRESS_SAMPLES)] + [(k, k)]
+    for name in ("counts", "tau", "q_des"):
+        assert np.array_equal(getattr(counted.log, name), getattr(here.log, name)), name
+    assert set(counted.log.extra) == set(here.log.extra)
+    for name, values in here.log.extra.items():
+        assert np.array_equal(counted.log.extra[name], values), name
+    assert set(counted.out) == set(here.out)
+    for name, values in here.out.items():
+        assert np.array_equal(counted.out[name], values), name

@@ -9,7 +9,14 @@ import threading
 import casadi as cs
 import pytest
 
-from host_tools.identification.ipopt_progress import Iterations, callback_options, duration, reporting, stage_lines
+from host_tools.identification.ipopt_progress import (
+    Iterations,
+    callback_options,
+    duration,
+    reporting,
+    sample_lines,
+    stage_lines,
+)
 
 
 def _rosenbrock(step: int) -> cs.Function:
@@ -76,3 +83,22 @@ def test_a_multi_start_as_stage_texts() -> None:
     assert texts[0] == "physical parameters (IPOPT): start 1/5, iteration 0/1000"
     assert texts[1].startswith("physical parameters (IPOPT): start 1/5, iteration 10/1000, ")
     assert texts[2].startswith("physical parameters (IPOPT): start 2/5, iteration 0/1000, about ")
+
+
+def test_a_simulation_as_stage_texts() -> None:
+    """identify --synthetic's simulations (issue 45: a silent ~50 s stage) report the seconds of the
+    run done and the time left at the rate so far."""
+    now = [50.0]
+    texts: list[str] = []
+    progress = sample_lines(texts.append, "simulating the excitation", 0.001, clock=lambda: now[0])
+    now[0] = 52.0  # what ran before the first report (loading the loop) is no part of the rate
+    progress(1_000, 60_000)
+    now[0] = 54.0
+    progress(11_000, 60_000)  # 10 s of the run in 2 s: the 49 s of the run left take 9.8 s
+    now[0] = 64.0
+    progress(60_000, 60_000)
+    assert texts == [
+        "simulating the excitation: 1/60 s of the run",
+        "simulating the excitation: 11/60 s of the run, about 10 s left",
+        "simulating the excitation: 60/60 s of the run",
+    ]
