@@ -22,6 +22,9 @@ from codegen.symbolic.functions import FunctionSpec
 CTYPES = {"real": "real_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint8": "uint8_t"}
 
 LOOPBACK_MAX_DELAY = 16  # longest actuation delay <robot>_loopback models, samples
+# out.q and out.theta: the encoders' positions, tested right after the encoder block (which alone
+# writes them: _position_outputs checks), so the end-of-step test leaves them out
+POSITION_OUTPUTS = ("q", "theta")
 
 
 def _decl(f: Field, real: str) -> str:
@@ -52,6 +55,14 @@ class RtEmitter:
 
     # --- bindings -----------------------------------------------------------------------------
     def c_ref(self, binding: str) -> str:
+        """A binding as a C pointer to its first element."""
+        expr, shape = self.c_expr(binding), self.fields[binding].shape
+        if not shape:
+            return "&" + expr
+        return expr if len(shape) == 1 else f"&{expr}[0][0]"
+
+    def c_expr(self, binding: str) -> str:
+        """A binding as its C lvalue (rt->cfg->det.ks, out->r)."""
         space, _, rest = binding.partition(".")
         if space == "cfg":
             expr = f"rt->cfg->{rest}"
@@ -63,10 +74,7 @@ class RtEmitter:
             expr = f"out->{rest}"
         else:
             expr = rest
-        shape = self.fields[binding].shape
-        if not shape:
-            return "&" + expr
-        return expr if len(shape) == 1 else f"&{expr}[0][0]"
+        return expr
 
     def fn_name(self, block: Block, fn: FunctionSpec) -> str:
         """<robot>_rt_<kind>_<function>; a block's derive function is <robot>_rt_<kind>_derive."""
@@ -193,8 +201,34 @@ class RtEmitter:
         return [(b.kind, list(b.config)) for b in self.pipe.blocks]
 
     def finite_checks(self, space: str, fields: list[Field]) -> list[dict[str, Any]]:
-        """The real fields of in/out as (C pointer, count) for mg_finite (the numeric-fault test)."""
-        return [{"ref": self.c_ref(f"{space}.{f.name}"), "size": f.size} for f in fields if f.ctype == "real"]
+        """The real fields of in/out for the numeric-fault tests: C pointer and count (mg_finite_sum,
+        mg_bounded), and the sum of their elements (``sum``) and of their magnitudes (``abs_sum``) as
+        straight-line C (one load and add per element: no loop to pay for)."""
+        out = []
+        for f in fields:
+            if f.ctype == "real":
+                expr = self.c_expr(f"{space}.{f.name}")
+                cells = [expr + "".join(f"[{i}]" for i in ix) for ix in np.ndindex(*f.shape)]
+                out.append(
+                    {
+                        "ref": self.c_ref(f"{space}.{f.name}"),
+                        "size": f.size,
+                        "sum": " + ".join(cells),
+                        "abs_sum": " + ".join(f"MG_FABS({c})" for c in cells),
+                    }
+                )
+        return out
+
+    def _position_outputs(self) -> tuple[list[Field], list[Field]]:
+        """(the encoders' position outputs, the other outputs). No function of a block after the
+        encoder may write the positions: the step tests them once, after the encoder block."""
+        later = [blk for blk in self.pipe.blocks if blk.kind != "enc"]
+        written = {b for blk in later for fn in blk.functions for b in fn.writes}
+        written |= {b for blk in later if blk.derive is not None for b in blk.derive.writes}
+        position = [f for f in self.pipe.outputs if f.name in POSITION_OUTPUTS]
+        if any(f"out.{f.name}" in written for f in position):
+            raise AssertionError(f"a block function writes an encoder position ({written & {'out.q', 'out.theta'}})")
+        return position, [f for f in self.pipe.outputs if f.name not in POSITION_OUTPUTS]
 
     def render(self, env: jinja2.Environment, ctx: dict[str, Any]) -> tuple[str, str]:
         real = f"{self.p}_real_t"
@@ -230,7 +264,8 @@ class RtEmitter:
             waiting=self.pipe.waiting_outputs,
             motor_channel=self.pipe.robot.elastic,  # a second (motor) encoder channel: elastic arms only
             finite_inputs=self.finite_checks("in", self.pipe.inputs),
-            finite_outputs=self.finite_checks("out", self.pipe.outputs),
+            finite_outputs=self.finite_checks("out", self._position_outputs()[1]),
+            finite_position=self.finite_checks("out", self._position_outputs()[0]),
             finite_config=[
                 {"ref": self.c_ref(k).replace("rt->cfg->", "cfg->"), "size": f.size}
                 for k, f in self.fields.items()
