@@ -35,6 +35,11 @@ def significant(value: float, digits: int = 3) -> str:
     return text
 
 
+def outside_legend(ax: Any, ncol: int) -> None:
+    """The legend above the axes, left (their title row), never over the curves whatever their shape."""
+    ax.legend(ncol=ncol, fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, borderaxespad=0.1)
+
+
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
     """A matplotlib figure as a PNG, written atomically; the figure is closed."""
     import matplotlib.pyplot as plt
@@ -478,16 +483,9 @@ def identification_validation(v: dict[str, np.ndarray], path: Path, robot: str) 
         ax[i].plot(v["t"], v["physical"][:, i], "g--", lw=0.8, label="physical")
         rms = np.sqrt(np.mean((tau[keep, i] - v["physical"][keep, i]) ** 2))
         ax[i].set_ylabel(f"τ{i + 1} (N m)")
-        ax[i].text(
-            0.99,
-            0.9,
-            f"physical: RMS error {significant(rms)} N m",
-            transform=ax[i].transAxes,
-            ha="right",
-            va="top",
-            fontsize=7,
-        )
-    ax[0].legend(ncol=3, fontsize=7)
+        # in the panel's title row, not over the curves (whatever an arm's torques look like)
+        ax[i].set_title(f"physical: RMS error {significant(rms)} N m", loc="right", fontsize=7, pad=2)
+    outside_legend(ax[0], 4)
     ax[-1].set_xlabel("t (s), the validation run")
     fig.suptitle(f"{robot}: validation, measured vs predicted torque")
     fig.tight_layout()
@@ -510,7 +508,7 @@ def identification_fit(arrays: dict[str, Any], path: Path, robot: str) -> Path:
         ax[i].plot(t, arrays["base"][:, i], "b--", lw=1, label="base")
         ax[i].plot(t, arrays["physical"][:, i], "g--", lw=1, label="physical")
         ax[i].set_ylabel(f"τ{i + 1} (N m)")
-    ax[0].legend(ncol=4, fontsize=7)
+    outside_legend(ax[0], 4)
     ax[-1].set_xlabel(
         "t (s), one averaged period" if arrays.get("periodic", True) else "t (s), the fitting run (decimated)"
     )
