@@ -53,7 +53,12 @@ def test_the_identification_figures_labels_stay_off_the_curves(tmp_path: Path, m
     import numpy as np
 
     drawn: list[Any] = []
-    monkeypatch.setattr(plots, "save_figure", lambda fig, path, dpi=110: drawn.append(fig) or path)
+
+    def keep(fig: Any, path: Path, dpi: int = 110) -> Path:  # the figure, drawn, instead of a PNG
+        drawn.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "save_figure", keep)
     t = np.linspace(0.0, 20.0, 2000)
     tau = np.stack([np.sin((j + 1) * t) * 10.0 ** (1 - j) for j in range(6)], axis=1)
     noisy = tau + 0.1 * np.cos(37 * t)[:, None] * np.abs(tau).max(axis=0)
