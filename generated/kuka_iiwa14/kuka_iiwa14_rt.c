@@ -1682,10 +1682,10 @@ static void kuka_iiwa14_rt_obs_step(const real_t *out_q_hat, const real_t *out_q
     out_r[6] = w43;
 }
 
-/* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 91. */
-static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd_hat, const real_t *cfg_det_threshold, const real_t *cfg_det_kv, const real_t *cfg_det_ka, const real_t *cfg_det_ks, const real_t *cfg_det_vs, real_t *st_det_level)
+/* threshold + kv |qd_hat| + ka |qdd_hat| (0: the joint does not detect); + ks exp(-|qd_hat| / vs): standstill: out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka -> st.det.level. Operations: 56. */
+static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd_hat, const real_t *cfg_det_threshold, const real_t *cfg_det_kv, const real_t *cfg_det_ka, real_t *st_det_level)
 {
-    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4;
     w0 = 0.0;
     w1 = cfg_det_threshold[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
@@ -1695,15 +1695,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w1 = w1 + w3;
     w3 = cfg_det_ka[0];
-    w5 = out_qdd_hat[0];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w1 = w1 + w3;
-    w3 = cfg_det_ks[0];
-    w5 = cfg_det_vs[0];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[0];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
@@ -1716,15 +1709,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w2 = w2 + w3;
     w3 = cfg_det_ka[1];
-    w5 = out_qdd_hat[1];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w2 = w2 + w3;
-    w3 = cfg_det_ks[1];
-    w5 = cfg_det_vs[1];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[1];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w2 = w2 + w3;
     w1 = (w1 != 0.0) ? w2 : 0.0;
@@ -1737,15 +1723,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w1 = w1 + w3;
     w3 = cfg_det_ka[2];
-    w5 = out_qdd_hat[2];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w1 = w1 + w3;
-    w3 = cfg_det_ks[2];
-    w5 = cfg_det_vs[2];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[2];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
@@ -1758,15 +1737,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w2 = w2 + w3;
     w3 = cfg_det_ka[3];
-    w5 = out_qdd_hat[3];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w2 = w2 + w3;
-    w3 = cfg_det_ks[3];
-    w5 = cfg_det_vs[3];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[3];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w2 = w2 + w3;
     w1 = (w1 != 0.0) ? w2 : 0.0;
@@ -1779,15 +1751,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w1 = w1 + w3;
     w3 = cfg_det_ka[4];
-    w5 = out_qdd_hat[4];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w1 = w1 + w3;
-    w3 = cfg_det_ks[4];
-    w5 = cfg_det_vs[4];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[4];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
@@ -1800,15 +1765,8 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w3 = w3 * w4;
     w2 = w2 + w3;
     w3 = cfg_det_ka[5];
-    w5 = out_qdd_hat[5];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w2 = w2 + w3;
-    w3 = cfg_det_ks[5];
-    w5 = cfg_det_vs[5];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[5];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w2 = w2 + w3;
     w1 = (w1 != 0.0) ? w2 : 0.0;
@@ -1821,19 +1779,33 @@ static void kuka_iiwa14_rt_det_level(const real_t *out_qd_hat, const real_t *out
     w2 = w2 * w3;
     w1 = w1 + w2;
     w2 = cfg_det_ka[6];
-    w4 = out_qdd_hat[6];
-    w4 = fabs(w4);
-    w2 = w2 * w4;
+    w3 = out_qdd_hat[6];
+    w3 = fabs(w3);
+    w2 = w2 * w3;
     w1 = w1 + w2;
-    w2 = cfg_det_ks[6];
-    w4 = cfg_det_vs[6];
+    w0 = (w0 != 0.0) ? w1 : 0.0;
+    st_det_level[6] = w0;
+}
+
+/* one joint's level + ks exp(-|qd_hat| / vs) where it detects (called where ks != 0): st.det.level, cfg.det.threshold, out.qd_hat, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 8. */
+static void kuka_iiwa14_rt_det_standstill(const real_t *st_det_level, const real_t *cfg_det_threshold, const real_t *out_qd_hat, const real_t *cfg_det_ks, const real_t *cfg_det_vs, real_t *st_det_level_next)
+{
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4;
+    w0 = 0.0;
+    w1 = cfg_det_threshold[0];
+    w0 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = st_det_level[0];
+    w2 = cfg_det_ks[0];
+    w3 = out_qd_hat[0];
+    w3 = fabs(w3);
+    w4 = cfg_det_vs[0];
     w3 = w3 / w4;
     w3 = -w3;
     w3 = MG_EXP(w3);
     w2 = w2 * w3;
     w1 = w1 + w2;
     w0 = (w0 != 0.0) ? w1 : 0.0;
-    st_det_level[6] = w0;
+    st_det_level_next[0] = w0;
 }
 
 /* q_d = q_col + int K_R r, qd_d = K_R r: st.det.q_col, st.det.integ, out.r, cfg.det.k_r -> st.det.integ, out.q_d, out.qd_d. Operations: 35. */
@@ -3084,10 +3056,21 @@ static void kuka_iiwa14_rt_restart(kuka_iiwa14_rt_t *rt)
     kuka_iiwa14_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
-/* 1 if the step's real inputs are all finite and within +-KUKA_IIWA14_RT_INPUT_LIMIT */
+/* 1 if the step's real inputs are all finite and within +-KUKA_IIWA14_RT_INPUT_LIMIT. The sum of their
+ * magnitudes first: rounding is monotonic, so a sum of non-negative terms is at least each term, and
+ * a sum within the limit (not NaN) puts every input within it; only a larger sum needs mg_bounded's
+ * test of each element. */
 static int kuka_iiwa14_rt_inputs_finite(const kuka_iiwa14_rt_input_t *in)
 {
+    real_t total = (real_t)0;
     unsigned ok = 1u;
+    total += MG_FABS(in->tau[0]) + MG_FABS(in->tau[1]) + MG_FABS(in->tau[2]) + MG_FABS(in->tau[3]) + MG_FABS(in->tau[4]) + MG_FABS(in->tau[5]) + MG_FABS(in->tau[6]);
+    total += MG_FABS(in->q_des[0]) + MG_FABS(in->q_des[1]) + MG_FABS(in->q_des[2]) + MG_FABS(in->q_des[3]) + MG_FABS(in->q_des[4]) + MG_FABS(in->q_des[5]) + MG_FABS(in->q_des[6]);
+    total += MG_FABS(in->qd_des[0]) + MG_FABS(in->qd_des[1]) + MG_FABS(in->qd_des[2]) + MG_FABS(in->qd_des[3]) + MG_FABS(in->qd_des[4]) + MG_FABS(in->qd_des[5]) + MG_FABS(in->qd_des[6]);
+    total += MG_FABS(in->qdd_des[0]) + MG_FABS(in->qdd_des[1]) + MG_FABS(in->qdd_des[2]) + MG_FABS(in->qdd_des[3]) + MG_FABS(in->qdd_des[4]) + MG_FABS(in->qdd_des[5]) + MG_FABS(in->qdd_des[6]);
+    if (total <= KUKA_IIWA14_RT_INPUT_LIMIT) {
+        return 1;
+    }
     ok = mg_bounded(in->tau, 7, KUKA_IIWA14_RT_INPUT_LIMIT, ok);
     ok = mg_bounded(in->q_des, 7, KUKA_IIWA14_RT_INPUT_LIMIT, ok);
     ok = mg_bounded(in->qd_des, 7, KUKA_IIWA14_RT_INPUT_LIMIT, ok);
@@ -3095,11 +3078,25 @@ static int kuka_iiwa14_rt_inputs_finite(const kuka_iiwa14_rt_input_t *in)
     return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite (mg_finite_sum) */
+/* 1 if the step's real outputs but the encoders' positions (tested after the encoder block, which
+ * alone writes them) are all finite. Their plain sum first: it is finite if every element is (an
+ * infinite or NaN element makes any sum infinite or NaN), so only a non-finite sum -- a non-finite
+ * element, or finite ones whose sum overflows -- needs mg_finite_sum's test of each element. */
 static int kuka_iiwa14_rt_outputs_finite(const kuka_iiwa14_rt_output_t *out)
 {
     real_t sum = (real_t)0;
-    sum = mg_finite_sum(out->q, 7, sum);
+    sum += out->q_hat[0] + out->q_hat[1] + out->q_hat[2] + out->q_hat[3] + out->q_hat[4] + out->q_hat[5] + out->q_hat[6];
+    sum += out->qd_hat[0] + out->qd_hat[1] + out->qd_hat[2] + out->qd_hat[3] + out->qd_hat[4] + out->qd_hat[5] + out->qd_hat[6];
+    sum += out->qdd_hat[0] + out->qdd_hat[1] + out->qdd_hat[2] + out->qdd_hat[3] + out->qdd_hat[4] + out->qdd_hat[5] + out->qdd_hat[6];
+    sum += out->q_d[0] + out->q_d[1] + out->q_d[2] + out->q_d[3] + out->q_d[4] + out->q_d[5] + out->q_d[6];
+    sum += out->qd_d[0] + out->qd_d[1] + out->qd_d[2] + out->qd_d[3] + out->qd_d[4] + out->qd_d[5] + out->qd_d[6];
+    sum += out->qdd_d[0] + out->qdd_d[1] + out->qdd_d[2] + out->qdd_d[3] + out->qdd_d[4] + out->qdd_d[5] + out->qdd_d[6];
+    sum += out->r[0] + out->r[1] + out->r[2] + out->r[3] + out->r[4] + out->r[5] + out->r[6];
+    sum += out->tau_cmd[0] + out->tau_cmd[1] + out->tau_cmd[2] + out->tau_cmd[3] + out->tau_cmd[4] + out->tau_cmd[5] + out->tau_cmd[6];
+    if ((sum - sum) == (real_t)0) {
+        return 1;
+    }
+    sum = (real_t)0;
     sum = mg_finite_sum(out->q_hat, 7, sum);
     sum = mg_finite_sum(out->qd_hat, 7, sum);
     sum = mg_finite_sum(out->qdd_hat, 7, sum);
@@ -3111,10 +3108,17 @@ static int kuka_iiwa14_rt_outputs_finite(const kuka_iiwa14_rt_output_t *out)
     return (sum == (real_t)0) ? 1 : 0;
 }
 
-/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+/* 1 if the encoder positions (out->q) are finite: their sum first, as _rt_outputs_finite */
 static int kuka_iiwa14_rt_position_finite(const kuka_iiwa14_rt_output_t *out)
 {
-    return (mg_finite_sum(out->q, KUKA_IIWA14_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
+    real_t sum = (real_t)0;
+    sum += out->q[0] + out->q[1] + out->q[2] + out->q[3] + out->q[4] + out->q[5] + out->q[6];
+    if ((sum - sum) == (real_t)0) {
+        return 1;
+    }
+    sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 7, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out)
@@ -3215,7 +3219,15 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        kuka_iiwa14_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        kuka_iiwa14_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
+        for (i = 0; i < KUKA_IIWA14_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
+            if (rt->cfg->det.ks[i] != (real_t)0) {
+                real_t with_ks;
+                kuka_iiwa14_rt_det_standstill(&rt->det.level[i], &rt->cfg->det.threshold[i], &out->qd_hat[i],
+                                          &rt->cfg->det.ks[i], &rt->cfg->det.vs[i], &with_ks);
+                rt->det.level[i] = with_ks;
+            }
+        }
         fired = mg_detect(KUKA_IIWA14_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if ((fired != 0) && (rt->det.collision == 0u)) {

@@ -388,10 +388,10 @@ static void planar2_rt_obs_step(const real_t *out_q_hat, const real_t *out_qd_ha
     out_r[1] = w1;
 }
 
-/* threshold + kv |qd_hat| + ka |qdd_hat| + ks exp(-|qd_hat| / vs) (0: the joint does not detect): out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 26. */
-static void planar2_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd_hat, const real_t *cfg_det_threshold, const real_t *cfg_det_kv, const real_t *cfg_det_ka, const real_t *cfg_det_ks, const real_t *cfg_det_vs, real_t *st_det_level)
+/* threshold + kv |qd_hat| + ka |qdd_hat| (0: the joint does not detect); + ks exp(-|qd_hat| / vs): standstill: out.qd_hat, out.qdd_hat, cfg.det.threshold, cfg.det.kv, cfg.det.ka -> st.det.level. Operations: 16. */
+static void planar2_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd_hat, const real_t *cfg_det_threshold, const real_t *cfg_det_kv, const real_t *cfg_det_ka, real_t *st_det_level)
 {
-    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4; real_t w5;
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4;
     w0 = 0.0;
     w1 = cfg_det_threshold[0];
     w2 = (w0 < w1) ? 1.0 : 0.0;
@@ -401,15 +401,8 @@ static void planar2_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd
     w3 = w3 * w4;
     w1 = w1 + w3;
     w3 = cfg_det_ka[0];
-    w5 = out_qdd_hat[0];
-    w5 = fabs(w5);
-    w3 = w3 * w5;
-    w1 = w1 + w3;
-    w3 = cfg_det_ks[0];
-    w5 = cfg_det_vs[0];
-    w4 = w4 / w5;
-    w4 = -w4;
-    w4 = MG_EXP(w4);
+    w4 = out_qdd_hat[0];
+    w4 = fabs(w4);
     w3 = w3 * w4;
     w1 = w1 + w3;
     w2 = (w2 != 0.0) ? w1 : 0.0;
@@ -422,19 +415,33 @@ static void planar2_rt_det_level(const real_t *out_qd_hat, const real_t *out_qdd
     w1 = w1 * w3;
     w2 = w2 + w1;
     w1 = cfg_det_ka[1];
-    w4 = out_qdd_hat[1];
-    w4 = fabs(w4);
-    w1 = w1 * w4;
-    w2 = w2 + w1;
-    w1 = cfg_det_ks[1];
-    w4 = cfg_det_vs[1];
-    w3 = w3 / w4;
-    w3 = -w3;
-    w3 = MG_EXP(w3);
+    w3 = out_qdd_hat[1];
+    w3 = fabs(w3);
     w1 = w1 * w3;
     w2 = w2 + w1;
     w0 = (w0 != 0.0) ? w2 : 0.0;
     st_det_level[1] = w0;
+}
+
+/* one joint's level + ks exp(-|qd_hat| / vs) where it detects (called where ks != 0): st.det.level, cfg.det.threshold, out.qd_hat, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 8. */
+static void planar2_rt_det_standstill(const real_t *st_det_level, const real_t *cfg_det_threshold, const real_t *out_qd_hat, const real_t *cfg_det_ks, const real_t *cfg_det_vs, real_t *st_det_level_next)
+{
+    real_t w0; real_t w1; real_t w2; real_t w3; real_t w4;
+    w0 = 0.0;
+    w1 = cfg_det_threshold[0];
+    w0 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = st_det_level[0];
+    w2 = cfg_det_ks[0];
+    w3 = out_qd_hat[0];
+    w3 = fabs(w3);
+    w4 = cfg_det_vs[0];
+    w3 = w3 / w4;
+    w3 = -w3;
+    w3 = MG_EXP(w3);
+    w2 = w2 * w3;
+    w1 = w1 + w2;
+    w0 = (w0 != 0.0) ? w1 : 0.0;
+    st_det_level_next[0] = w0;
 }
 
 /* q_d = q_col + int K_R r, qd_d = K_R r: st.det.q_col, st.det.integ, out.r, cfg.det.k_r -> st.det.integ, out.q_d, out.qd_d. Operations: 10. */
@@ -669,10 +676,21 @@ static void planar2_rt_restart(planar2_rt_t *rt)
     planar2_rt_configure(rt, rt->cfg);  /* the derived values, as _rt_init computes them */
 }
 
-/* 1 if the step's real inputs are all finite and within +-PLANAR2_RT_INPUT_LIMIT */
+/* 1 if the step's real inputs are all finite and within +-PLANAR2_RT_INPUT_LIMIT. The sum of their
+ * magnitudes first: rounding is monotonic, so a sum of non-negative terms is at least each term, and
+ * a sum within the limit (not NaN) puts every input within it; only a larger sum needs mg_bounded's
+ * test of each element. */
 static int planar2_rt_inputs_finite(const planar2_rt_input_t *in)
 {
+    real_t total = (real_t)0;
     unsigned ok = 1u;
+    total += MG_FABS(in->tau[0]) + MG_FABS(in->tau[1]);
+    total += MG_FABS(in->q_des[0]) + MG_FABS(in->q_des[1]);
+    total += MG_FABS(in->qd_des[0]) + MG_FABS(in->qd_des[1]);
+    total += MG_FABS(in->qdd_des[0]) + MG_FABS(in->qdd_des[1]);
+    if (total <= PLANAR2_RT_INPUT_LIMIT) {
+        return 1;
+    }
     ok = mg_bounded(in->tau, 2, PLANAR2_RT_INPUT_LIMIT, ok);
     ok = mg_bounded(in->q_des, 2, PLANAR2_RT_INPUT_LIMIT, ok);
     ok = mg_bounded(in->qd_des, 2, PLANAR2_RT_INPUT_LIMIT, ok);
@@ -680,11 +698,25 @@ static int planar2_rt_inputs_finite(const planar2_rt_input_t *in)
     return (ok != 0u) ? 1 : 0;
 }
 
-/* 1 if the step's real outputs are all finite (mg_finite_sum) */
+/* 1 if the step's real outputs but the encoders' positions (tested after the encoder block, which
+ * alone writes them) are all finite. Their plain sum first: it is finite if every element is (an
+ * infinite or NaN element makes any sum infinite or NaN), so only a non-finite sum -- a non-finite
+ * element, or finite ones whose sum overflows -- needs mg_finite_sum's test of each element. */
 static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
 {
     real_t sum = (real_t)0;
-    sum = mg_finite_sum(out->q, 2, sum);
+    sum += out->q_hat[0] + out->q_hat[1];
+    sum += out->qd_hat[0] + out->qd_hat[1];
+    sum += out->qdd_hat[0] + out->qdd_hat[1];
+    sum += out->q_d[0] + out->q_d[1];
+    sum += out->qd_d[0] + out->qd_d[1];
+    sum += out->qdd_d[0] + out->qdd_d[1];
+    sum += out->r[0] + out->r[1];
+    sum += out->tau_cmd[0] + out->tau_cmd[1];
+    if ((sum - sum) == (real_t)0) {
+        return 1;
+    }
+    sum = (real_t)0;
     sum = mg_finite_sum(out->q_hat, 2, sum);
     sum = mg_finite_sum(out->qd_hat, 2, sum);
     sum = mg_finite_sum(out->qdd_hat, 2, sum);
@@ -696,10 +728,17 @@ static int planar2_rt_outputs_finite(const planar2_rt_output_t *out)
     return (sum == (real_t)0) ? 1 : 0;
 }
 
-/* 1 if the encoder positions (out.q) are finite (mg_finite_sum) */
+/* 1 if the encoder positions (out->q) are finite: their sum first, as _rt_outputs_finite */
 static int planar2_rt_position_finite(const planar2_rt_output_t *out)
 {
-    return (mg_finite_sum(out->q, PLANAR2_DOF, (real_t)0) == (real_t)0) ? 1 : 0;
+    real_t sum = (real_t)0;
+    sum += out->q[0] + out->q[1];
+    if ((sum - sum) == (real_t)0) {
+        return 1;
+    }
+    sum = (real_t)0;
+    sum = mg_finite_sum(out->q, 2, sum);
+    return (sum == (real_t)0) ? 1 : 0;
 }
 
 void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_output_t *out)
@@ -800,7 +839,15 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        planar2_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->cfg->det.ks, rt->cfg->det.vs, rt->det.level);
+        planar2_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
+        for (i = 0; i < PLANAR2_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
+            if (rt->cfg->det.ks[i] != (real_t)0) {
+                real_t with_ks;
+                planar2_rt_det_standstill(&rt->det.level[i], &rt->cfg->det.threshold[i], &out->qd_hat[i],
+                                          &rt->cfg->det.ks[i], &rt->cfg->det.vs[i], &with_ks);
+                rt->det.level[i] = with_ks;
+            }
+        }
         fired = mg_detect(PLANAR2_DOF, out->r, rt->det.level, rt->cfg->det.release, rt->cfg->det.debounce,
                           rt->det.above, rt->det.count, &highest);
         if ((fired != 0) && (rt->det.collision == 0u)) {
