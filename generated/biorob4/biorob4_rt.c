@@ -2169,9 +2169,9 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         } else {
             /* no second encoder on this joint */
         }
-        motor_total_r[i] = (real_t)rt->enc.motor_total[i];
+        motor_total_r[i] = mg_count_real(rt->enc.motor_total[i]);
         out->motor_faults[i] = rt->enc.motor_faults[i];
-        total_r[i] = (real_t)rt->enc.total[i];
+        total_r[i] = mg_count_real(rt->enc.total[i]);
         out->faults[i] = rt->enc.faults[i];
     }
     biorob4_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);

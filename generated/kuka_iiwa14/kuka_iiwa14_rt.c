@@ -3139,7 +3139,7 @@ void kuka_iiwa14_rt_step(kuka_iiwa14_rt_t *rt, const kuka_iiwa14_rt_input_t *in,
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        total_r[i] = (real_t)rt->enc.total[i];
+        total_r[i] = mg_count_real(rt->enc.total[i]);
         out->faults[i] = rt->enc.faults[i];
     }
     kuka_iiwa14_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);

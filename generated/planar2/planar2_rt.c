@@ -759,7 +759,7 @@ void planar2_rt_step(planar2_rt_t *rt, const planar2_rt_input_t *in, planar2_rt_
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        total_r[i] = (real_t)rt->enc.total[i];
+        total_r[i] = mg_count_real(rt->enc.total[i]);
         out->faults[i] = rt->enc.faults[i];
     }
     planar2_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);

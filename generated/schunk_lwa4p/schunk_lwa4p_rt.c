@@ -3239,7 +3239,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        total_r[i] = (real_t)rt->enc.total[i];
+        total_r[i] = mg_count_real(rt->enc.total[i]);
         out->faults[i] = rt->enc.faults[i];
     }
     schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);

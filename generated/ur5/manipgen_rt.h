@@ -30,6 +30,30 @@ static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, ui
     *last = value;
 }
 
+/* An unwrapped count as a real. A 64-bit integer's conversion is a library call on a 32-bit core
+ * (__aeabi_l2f: ~20 instructions on a Cortex-M4F), a 32-bit one a single instruction; both round the
+ * same integer to the nearest real (IEEE 754, the default rounding mode), so where the count fits in
+ * 32 bits they give the same bits. MG_COUNT_32: take that path (default: on 32-bit targets). */
+#ifndef MG_COUNT_32
+#ifdef UINTPTR_MAX
+#if UINTPTR_MAX <= 0xFFFFFFFFu
+#define MG_COUNT_32 1
+#endif
+#endif
+#endif
+#ifndef MG_COUNT_32
+#define MG_COUNT_32 0
+#endif
+static inline MG_REAL mg_count_real(int64_t count)
+{
+#if MG_COUNT_32
+    return ((count >= (int64_t)INT32_MIN) && (count <= (int64_t)INT32_MAX)) ? (MG_REAL)(int32_t)count
+                                                                            : (MG_REAL)count;
+#else
+    return (MG_REAL)count;
+#endif
+}
+
 /* ok if x[0..n) are all finite and within +-limit (a NaN fails every comparison), else 0: one
  * check of several arrays is mg_bounded(c, nc, limit, mg_bounded(b, nb, limit, mg_bounded(a, ...,
  * 1u))). Branch-free: every element is read (no early exit), which costs less than a branch each. */

@@ -2983,7 +2983,7 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
             valid[i] = 0;
             rt->enc.faults[i]++;
         }
-        total_r[i] = (real_t)rt->enc.total[i];
+        total_r[i] = mg_count_real(rt->enc.total[i]);
         out->faults[i] = rt->enc.faults[i];
     }
     ur5_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
