@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 def off_trajectory_notes(robot: Any, log: Any, friction_ff: bool, out: str) -> list[str]:
     """What the input checks will say of the run just recorded when it leaves its desired motion
-    (the off_trajectory check, host_tools.data.checks): a line per finding, and where the joint's
+    (the off_trajectory check, host_tools.data.checks): a line per joint, and where the joint's
     desired motion only crept there (under MOVING of its peak speed: rest to the checks) while the
     controller fed its Coulomb friction forward at sgn(qd_d), why: the feed-forward leaves the plant's
     friction nothing to meet in the direction of the creep, and a joint that M_jj Kp holds only
@@ -188,13 +188,14 @@ def off_trajectory_notes(robot: Any, log: Any, friction_ff: bool, out: str) -> l
 
     from host_tools.data.checks import MOVING, check_log
 
+    checks = check_log(log, robot, out)
     notes = []
-    for f in check_log(log, robot, out).findings:
-        if f.kind != "off_trajectory" or f.joint is None:
+    for j in range(robot.dof):
+        spans = [f for f in checks.findings if f.kind == "off_trajectory" and f.joint == j + 1]
+        if not spans:
             continue
-        j = f.joint - 1
         speed = np.abs(np.asarray(log.qd_des)[:, j])
-        creep = float(np.max(speed[f.first : f.last + 1]))
+        creep = max(float(np.max(speed[f.first : f.last + 1])) for f in spans)
         why = ""
         if friction_ff and robot.joints[j].FC > 0.0 and creep < MOVING * float(np.max(speed)):
             why = (
@@ -203,9 +204,13 @@ def off_trajectory_notes(robot: Any, log: Any, friction_ff: bool, out: str) -> l
                 f"sgn(qd_d) (FC {robot.joints[j].FC:g}): nothing holds the joint back in the creep's direction "
                 "but M_jj Kp, which a light joint lacks; another --seed moves differently"
             )
+        err = np.abs(np.asarray(log.q_des)[:, j] - np.asarray(log.extra["q_true"])[:, j])
+        worst = max(float(np.max(err[f.first : f.last + 1])) for f in spans)
         notes.append(
-            f"{out}: joint {f.joint} leaves its desired motion at t = {f.t0:.3f}..{f.t1:.3f} s ({f.detail})"
-            f"{why}; thresholds and identify leave these samples out (--keep-flagged keeps them)"
+            f"{out}: joint {j + 1} leaves its desired motion in {len(spans)} span(s) from t = {spans[0].t0:.3f} "
+            f"to {spans[-1].t1:.3f} s ({sum(f.samples for f in spans)} samples), |q_des - q| up to {worst:.3g} "
+            f"(the input checks' bound {checks.bounds['off_trajectory_bound'][j]:.3g}){why}; thresholds and "
+            "identify leave these samples out (--keep-flagged keeps them)"
         )
     return notes
 
