@@ -48,11 +48,13 @@ def literal(value: float, precision: Precision) -> str:
 # math the generated code calls through manipgen_linalg.h's MG_SIN, MG_SINF, ...: the C library's, or
 # its portable versions when MANIPGEN_PORTABLE_MATH is defined (the same bits on host and target)
 PORTABLE = frozenset({"sin", "cos", "exp", "tanh"})
+# math manipgen_linalg.h always defines inline (MG_FMAX, ...): C99's results without a library call
+INLINE = frozenset({"fmin", "fmax"})
 
 
 def math_fn(name: str, precision: Precision, portable: bool = True) -> str:
     c_name = name + ("f" if precision == "float" else "")
-    return f"MG_{c_name.upper()}" if portable and name in PORTABLE else c_name
+    return f"MG_{c_name.upper()}" if portable and name in PORTABLE | INLINE else c_name
 
 
 @dataclass(frozen=True)
