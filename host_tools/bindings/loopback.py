@@ -9,9 +9,10 @@ prepares arrays and packs the result into the log format (host_tools.data.logs) 
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -80,6 +81,7 @@ class Run:
     log: Log  # inputs the pipeline saw + ground truth (q_true, qd_true, ...)
     out: dict[str, np.ndarray]  # the pipeline's outputs per sample
     imu_read: np.ndarray | None = None  # what simulated IMUs read (K, 6 m), if the pipeline has any
+    inputs: np.ndarray | None = None  # what the pipeline read at each sample (simulate(record=True))
 
     @property
     def ise_velocity(self) -> np.ndarray:
@@ -121,6 +123,7 @@ def simulate(
     step: Callable[[Any, Any], None] | None = None,
     tau0: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
+    record: bool = False,
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
@@ -147,7 +150,8 @@ def simulate(
 
     ``progress(done, total)``, if given, is called every PROGRESS_SAMPLES samples and after the last
     one; the loop then calls the step (rt's own C step, or ``step``) through a Python callback, a few
-    microseconds a sample beside the plant's RK4 sub-steps, with the same computation as without it."""
+    microseconds a sample beside the plant's RK4 sub-steps, with the same computation as without it;
+    so does ``record``, which keeps what the step read at each sample in the run's ``inputs`` (replay)."""
     _check(rt, trajectory, true_params, tau_ext, substeps, delay)
     k, n = trajectory.q.shape
     real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
@@ -194,8 +198,19 @@ def simulate(
         a.noise, a.read = _set_imus(rt, plant, ImuSensors() if imu is None else imu, k, real)
     elif imu is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
+    inputs: list[bytes] | None = [] if record else None
+    _call(rt, _recording(rt, _counted(rt, step, progress, k), inputs), plant, k, a)
+    run = _run(rt, trajectory, a, elastic, plant)
+    if inputs is not None:
+        run.inputs = np.frombuffer(b"".join(inputs), dtype=rt.input_dtype)
+    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
+    return run
+
+
+def _call(rt: Realtime, step: Callable[[Any, Any], None] | None, plant: Any, k: int, a: _Arrays) -> None:
+    """The loopback's C call around rt's step or ``step``; its failures raised."""
     failed: list[BaseException] = []
-    run_with = _runner(rt, _counted(rt, step, progress, k), failed)  # referenced until the call returns
+    run_with = _runner(rt, step, failed)  # the callback stays referenced until the call returns
     status = run_with[0](*run_with[1:], plant, k, *a.pointers(rt))
     if failed:
         raise failed[0]
@@ -205,9 +220,6 @@ def simulate(
         )
     if status != 0:
         raise SimulationError("the simulated robot's inertia matrix is not positive definite")
-    run = _run(rt, trajectory, a, elastic, plant)
-    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
-    return run
 
 
 def _check(
@@ -361,6 +373,22 @@ def _counted(
     return counted
 
 
+def _recording(
+    rt: Realtime, step: Callable[[Any, Any], None] | None, inputs: list[bytes] | None
+) -> Callable[[Any, Any], None] | None:
+    """``step`` (default: rt's C step) keeping each sample's input in ``inputs``; ``step`` if None."""
+    if inputs is None:
+        return step
+    inner = step if step is not None else partial(getattr(rt.lib, f"{rt.name}_rt_step"), rt._rt)
+    size = rt.ffi.sizeof(f"{rt.name}_rt_input_t")
+
+    def recorded(c_in: Any, c_out: Any) -> None:
+        inner(c_in, c_out)
+        inputs.append(bytes(rt.ffi.buffer(c_in, size)))
+
+    return recorded
+
+
 def _runner(rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[BaseException]) -> tuple[Any, ...]:
     """The C function to call and its first arguments: the loopback around rt's step, or around
     ``step`` (a cffi callback; what it raises is appended to ``failed``)."""
@@ -417,3 +445,74 @@ def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool, plant:
         extra=extra,
     )
     return Run(log, outs, a.read)
+
+
+def replay(rt: Realtime, run: Run, reset: bool = True) -> Run | None:
+    """``run`` (recorded: simulate(record=True)) with ``rt`` in the loop instead of the pipeline that ran
+    it, without simulating the plant again: rt's step on the inputs the run read, from rt's state now
+    (reset first if ``reset``, as simulate). The plant reads nothing of a pipeline but its commands,
+    so where rt's tau_cmd equals the run's at every sample, rt's closed loop of the same plant (same
+    simulate arguments, same encoder config) is this run bit for bit: by induction over the samples,
+    equal commands before sample k give the same plant state, hence the same inputs, at k. A pipeline
+    whose commands differ anywhere (a reaction to a detection, another estimator or controller) gives
+    None, its state left as it was before the replay, for a closed-loop run."""
+    names = rt.output_dtype.names or ()
+    if run.inputs is None or "tau_cmd" not in names or "tau_cmd" not in run.out:
+        return None
+    if reset:
+        rt.reset()
+    rt._sync()
+    before = rt.snapshot()
+    out = rt.run_inputs(run.inputs)
+    if out["tau_cmd"].tobytes() != run.out["tau_cmd"].tobytes():
+        rt.ffi.buffer(rt._rt)[:] = before  # the bytes, not restore(): no configure a closed loop would not do
+        return None
+    log = replace(run.log, extra={**run.log.extra, "tau_cmd": out["tau_cmd"]})
+    _warn_early_latch(rt, out, log.extra.get("tau_ext_true"), None)
+    return Run(log, out, run.imu_read, run.inputs)
+
+
+class Replays:
+    """simulate, each distinct plant run once: a run of the same plant (every simulate argument, the
+    trajectory and rt's encoder config equal) as one recorded before is replayed through rt's step
+    (``replay``) where rt's commands are the recorded ones, else simulated in closed loop. ``record``:
+    keep the runs to replay (off: every run closed-loop, nothing kept)."""
+
+    def __init__(self, record: bool = True) -> None:
+        self.record = record
+        self.runs: dict[bytes, Run] = {}
+        self.replayed = 0  # runs replayed
+        self.simulated = 0  # runs in closed loop
+
+    def simulate(self, rt: Realtime, trajectory: Trajectory, **kw: Any) -> Run:
+        key = _plant_key(rt, trajectory, kw) if self.record and "step" not in kw else None
+        known = None if key is None else self.runs.get(key)
+        if known is not None:
+            run = replay(rt, known, reset=bool(kw.get("reset", True)))
+            if run is not None:
+                self.replayed += 1
+                return run
+        self.simulated += 1
+        run = simulate(rt, trajectory, record=key is not None and known is None, **kw)
+        if key is not None and known is None:
+            self.runs[key] = run
+        return run
+
+
+def _plant_key(rt: Realtime, trajectory: Trajectory, kw: dict[str, Any]) -> bytes:
+    """A digest of everything the plant side of a simulate call reads: the robot and its input layout,
+    the encoder config, the description's parameters, the trajectory and every argument."""
+    h = hashlib.sha256(repr((rt.name, rt.sample_period, rt.input_dtype.descr, sorted(kw))).encode())
+    arrays = [np.asarray(rt.manifest["standard_parameters"], float), trajectory.time, trajectory.q]
+    arrays += [trajectory.qd, trajectory.qdd] + [rt.config[key] for key in rt.config.keys() if key.startswith("enc.")]
+    for name in sorted(kw):
+        value = kw[name]
+        if isinstance(value, np.ndarray):
+            arrays.append(value)
+        else:
+            h.update(repr((name, value)).encode())  # scalars and frozen dataclasses (Contact, ImuSensors)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(repr((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.digest()
