@@ -266,31 +266,31 @@ static void franka_panda_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc
     w0 = 6.283185307179586;
     w1 = cfg_enc_cpr[0];
     w2 = 1.0;
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[1] = w1;
     w1 = cfg_enc_cpr[2];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[2] = w1;
     w1 = cfg_enc_cpr[3];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[3] = w1;
     w1 = cfg_enc_cpr[4];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[4] = w1;
     w1 = cfg_enc_cpr[5];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[5] = w1;
     w1 = cfg_enc_cpr[6];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w0 = w0 / w1;
     st_enc_rpc[6] = w0;
 }
@@ -2986,8 +2986,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w0 = w0 + w9;
     w9 = cfg_ctl_tau_max[0];
     w73 = -w9;
-    w0 = fmax(w0, w73);
-    w0 = fmin(w0, w9);
+    w0 = MG_FMAX(w0, w73);
+    w0 = MG_FMIN(w0, w9);
     out_tau_cmd[0] = w0;
     w20 = w20 * w8;
     w14 = w14 * w12;
@@ -3032,8 +3032,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w20 = w20 + w46;
     w46 = cfg_ctl_tau_max[1];
     w25 = -w46;
-    w20 = fmax(w20, w25);
-    w20 = fmin(w20, w46);
+    w20 = MG_FMAX(w20, w25);
+    w20 = MG_FMIN(w20, w46);
     out_tau_cmd[1] = w20;
     w20 = st_model_pi[36];
     w20 = w20 * w36;
@@ -3054,8 +3054,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w35 = w35 + w20;
     w20 = cfg_ctl_tau_max[2];
     w46 = -w20;
-    w35 = fmax(w35, w46);
-    w35 = fmin(w35, w20);
+    w35 = MG_FMAX(w35, w46);
+    w35 = MG_FMIN(w35, w20);
     out_tau_cmd[2] = w35;
     w35 = st_model_pi[49];
     w35 = w35 * w63;
@@ -3076,8 +3076,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w62 = w62 + w35;
     w35 = cfg_ctl_tau_max[3];
     w20 = -w35;
-    w62 = fmax(w62, w20);
-    w62 = fmin(w62, w35);
+    w62 = MG_FMAX(w62, w20);
+    w62 = MG_FMIN(w62, w35);
     out_tau_cmd[3] = w62;
     w62 = st_model_pi[62];
     w62 = w62 * w89;
@@ -3098,8 +3098,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w88 = w88 + w62;
     w62 = cfg_ctl_tau_max[4];
     w35 = -w62;
-    w88 = fmax(w88, w35);
-    w88 = fmin(w88, w62);
+    w88 = MG_FMAX(w88, w35);
+    w88 = MG_FMIN(w88, w62);
     out_tau_cmd[4] = w88;
     w88 = st_model_pi[75];
     w88 = w88 * w116;
@@ -3120,8 +3120,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w115 = w115 + w88;
     w88 = cfg_ctl_tau_max[5];
     w62 = -w88;
-    w115 = fmax(w115, w62);
-    w115 = fmin(w115, w88);
+    w115 = MG_FMAX(w115, w62);
+    w115 = MG_FMIN(w115, w88);
     out_tau_cmd[5] = w115;
     w115 = st_model_pi[88];
     w115 = w115 * w138;
@@ -3142,8 +3142,8 @@ static void franka_panda_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w137 = w137 + w1;
     w1 = cfg_ctl_tau_max[6];
     w115 = -w1;
-    w137 = fmax(w137, w115);
-    w137 = fmin(w137, w1);
+    w137 = MG_FMAX(w137, w115);
+    w137 = MG_FMIN(w137, w1);
     out_tau_cmd[6] = w137;
 }
 

@@ -393,4 +393,33 @@ static inline float mg_tanhf(float x)
 #define MG_TANHF tanhf
 #endif
 
+/* fmax and fmin of the generated code (saturations), MG_FMAX, MG_FMIN (double), MG_FMAXF, MG_FMINF
+ * (float): C99's (a NaN argument gives the other argument), and for a tie the second argument (as
+ * glibc's x86-64 and newlib's: +0 and -0 compare equal), inline: the C library's is a call where the
+ * FPU has no max instruction (a Cortex-M4F's), and on other hosts may order the zeros. */
+static inline double mg_fmax(double x, double y)
+{
+    return (isnan(x) != 0) ? y : (((isnan(y) != 0) || (x > y)) ? x : y);
+}
+
+static inline double mg_fmin(double x, double y)
+{
+    return (isnan(x) != 0) ? y : (((isnan(y) != 0) || (x < y)) ? x : y);
+}
+
+static inline float mg_fmaxf(float x, float y)
+{
+    return (isnan(x) != 0) ? y : (((isnan(y) != 0) || (x > y)) ? x : y);
+}
+
+static inline float mg_fminf(float x, float y)
+{
+    return (isnan(x) != 0) ? y : (((isnan(y) != 0) || (x < y)) ? x : y);
+}
+
+#define MG_FMAX mg_fmax
+#define MG_FMIN mg_fmin
+#define MG_FMAXF mg_fmaxf
+#define MG_FMINF mg_fminf
+
 #endif /* MANIPGEN_LINALG_H */

@@ -252,31 +252,31 @@ static void kuka_iiwa14_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_
     w0 = 6.283185307179586;
     w1 = cfg_enc_cpr[0];
     w2 = 1.0;
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[1] = w1;
     w1 = cfg_enc_cpr[2];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[2] = w1;
     w1 = cfg_enc_cpr[3];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[3] = w1;
     w1 = cfg_enc_cpr[4];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[4] = w1;
     w1 = cfg_enc_cpr[5];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[5] = w1;
     w1 = cfg_enc_cpr[6];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w0 = w0 / w1;
     st_enc_rpc[6] = w0;
 }
@@ -2821,8 +2821,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w0 = w0 + w10;
     w10 = cfg_ctl_tau_max[0];
     w48 = -w10;
-    w0 = fmax(w0, w48);
-    w0 = fmin(w0, w10);
+    w0 = MG_FMAX(w0, w48);
+    w0 = MG_FMIN(w0, w10);
     out_tau_cmd[0] = w0;
     w13 = w13 * w6;
     w17 = w17 * w1;
@@ -2864,8 +2864,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w13 = w13 + w44;
     w44 = cfg_ctl_tau_max[1];
     w27 = -w44;
-    w13 = fmax(w13, w27);
-    w13 = fmin(w13, w44);
+    w13 = MG_FMAX(w13, w27);
+    w13 = MG_FMIN(w13, w44);
     out_tau_cmd[1] = w13;
     w13 = st_model_pi[34];
     w44 = w13 * w29;
@@ -2883,8 +2883,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w34 = w34 + w13;
     w13 = cfg_ctl_tau_max[2];
     w27 = -w13;
-    w34 = fmax(w34, w27);
-    w34 = fmin(w34, w13);
+    w34 = MG_FMAX(w34, w27);
+    w34 = MG_FMIN(w34, w13);
     out_tau_cmd[2] = w34;
     w34 = st_model_pi[46];
     w13 = w34 * w55;
@@ -2902,8 +2902,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w60 = w60 + w34;
     w34 = cfg_ctl_tau_max[3];
     w27 = -w34;
-    w60 = fmax(w60, w27);
-    w60 = fmin(w60, w34);
+    w60 = MG_FMAX(w60, w27);
+    w60 = MG_FMIN(w60, w34);
     out_tau_cmd[3] = w60;
     w60 = st_model_pi[58];
     w34 = w60 * w76;
@@ -2921,8 +2921,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w81 = w81 + w60;
     w60 = cfg_ctl_tau_max[4];
     w27 = -w60;
-    w81 = fmax(w81, w27);
-    w81 = fmin(w81, w60);
+    w81 = MG_FMAX(w81, w27);
+    w81 = MG_FMIN(w81, w60);
     out_tau_cmd[4] = w81;
     w81 = st_model_pi[70];
     w60 = w81 * w103;
@@ -2940,8 +2940,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w108 = w108 + w81;
     w81 = cfg_ctl_tau_max[5];
     w27 = -w81;
-    w108 = fmax(w108, w27);
-    w108 = fmin(w108, w81);
+    w108 = MG_FMAX(w108, w27);
+    w108 = MG_FMIN(w108, w81);
     out_tau_cmd[5] = w108;
     w108 = st_model_pi[82];
     w81 = w108 * w124;
@@ -2959,8 +2959,8 @@ static void kuka_iiwa14_rt_ctl_step(const real_t *out_q_hat, const real_t *out_q
     w129 = w129 + w7;
     w7 = cfg_ctl_tau_max[6];
     w108 = -w7;
-    w129 = fmax(w129, w108);
-    w129 = fmin(w129, w7);
+    w129 = MG_FMAX(w129, w108);
+    w129 = MG_FMIN(w129, w7);
     out_tau_cmd[6] = w129;
 }
 

@@ -136,11 +136,11 @@ static void planar2_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_rpc)
     w0 = 6.283185307179586;
     w1 = cfg_enc_cpr[0];
     w2 = 1.0;
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w0 = w0 / w1;
     st_enc_rpc[1] = w0;
 }
@@ -580,8 +580,8 @@ static void planar2_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_ha
     w0 = w0 + w12;
     w12 = cfg_ctl_tau_max[0];
     w6 = -w12;
-    w0 = fmax(w0, w6);
-    w0 = fmin(w0, w12);
+    w0 = MG_FMAX(w0, w6);
+    w0 = MG_FMIN(w0, w12);
     out_tau_cmd[0] = w0;
     w0 = st_model_pi[23];
     w0 = w0 * w7;
@@ -602,8 +602,8 @@ static void planar2_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_ha
     w2 = w2 + w1;
     w1 = cfg_ctl_tau_max[1];
     w0 = -w1;
-    w2 = fmax(w2, w0);
-    w2 = fmin(w2, w1);
+    w2 = MG_FMAX(w2, w0);
+    w2 = MG_FMIN(w2, w1);
     out_tau_cmd[1] = w2;
 }
 

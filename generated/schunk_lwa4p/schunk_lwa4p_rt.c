@@ -243,27 +243,27 @@ static void schunk_lwa4p_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc
     w0 = 6.283185307179586;
     w1 = cfg_enc_cpr[0];
     w2 = 1.0;
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[1] = w1;
     w1 = cfg_enc_cpr[2];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[2] = w1;
     w1 = cfg_enc_cpr[3];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[3] = w1;
     w1 = cfg_enc_cpr[4];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[4] = w1;
     w1 = cfg_enc_cpr[5];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w0 = w0 / w1;
     st_enc_rpc[5] = w0;
 }
@@ -2900,8 +2900,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w0 = w0 + w11;
     w11 = cfg_ctl_tau_max[0];
     w22 = -w11;
-    w0 = fmax(w0, w22);
-    w0 = fmin(w0, w11);
+    w0 = MG_FMAX(w0, w22);
+    w0 = MG_FMIN(w0, w11);
     out_tau_cmd[0] = w0;
     w28 = w28 * w10;
     w23 = w23 * w20;
@@ -2960,8 +2960,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w28 = w28 + w5;
     w5 = cfg_ctl_tau_max[1];
     w19 = -w5;
-    w28 = fmax(w28, w19);
-    w28 = fmin(w28, w5);
+    w28 = MG_FMAX(w28, w19);
+    w28 = MG_FMIN(w28, w5);
     out_tau_cmd[1] = w28;
     w28 = st_model_pi[36];
     w28 = w28 * w45;
@@ -2985,8 +2985,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w43 = w43 + w28;
     w28 = cfg_ctl_tau_max[2];
     w5 = -w28;
-    w43 = fmax(w43, w5);
-    w43 = fmin(w43, w28);
+    w43 = MG_FMAX(w43, w5);
+    w43 = MG_FMIN(w43, w28);
     out_tau_cmd[2] = w43;
     w43 = st_model_pi[49];
     w43 = w43 * w72;
@@ -3010,8 +3010,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w65 = w65 + w43;
     w43 = cfg_ctl_tau_max[3];
     w28 = -w43;
-    w65 = fmax(w65, w28);
-    w65 = fmin(w65, w43);
+    w65 = MG_FMAX(w65, w28);
+    w65 = MG_FMIN(w65, w43);
     out_tau_cmd[3] = w65;
     w65 = st_model_pi[62];
     w65 = w65 * w97;
@@ -3035,8 +3035,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w100 = w100 + w65;
     w65 = cfg_ctl_tau_max[4];
     w43 = -w65;
-    w100 = fmax(w100, w43);
-    w100 = fmin(w100, w65);
+    w100 = MG_FMAX(w100, w43);
+    w100 = MG_FMIN(w100, w65);
     out_tau_cmd[4] = w100;
     w100 = st_model_pi[75];
     w100 = w100 * w127;
@@ -3060,8 +3060,8 @@ static void schunk_lwa4p_rt_ctl_step(const real_t *out_q_hat, const real_t *out_
     w126 = w126 + w1;
     w1 = cfg_ctl_tau_max[5];
     w100 = -w1;
-    w126 = fmax(w126, w100);
-    w126 = fmin(w126, w1);
+    w126 = MG_FMAX(w126, w100);
+    w126 = MG_FMIN(w126, w1);
     out_tau_cmd[5] = w126;
 }
 

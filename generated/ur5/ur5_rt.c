@@ -241,27 +241,27 @@ static void ur5_rt_enc_derive(const real_t *cfg_enc_cpr, real_t *st_enc_rpc)
     w0 = 6.283185307179586;
     w1 = cfg_enc_cpr[0];
     w2 = 1.0;
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[0] = w1;
     w1 = cfg_enc_cpr[1];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[1] = w1;
     w1 = cfg_enc_cpr[2];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[2] = w1;
     w1 = cfg_enc_cpr[3];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[3] = w1;
     w1 = cfg_enc_cpr[4];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w1 = w0 / w1;
     st_enc_rpc[4] = w1;
     w1 = cfg_enc_cpr[5];
-    w1 = fmax(w1, w2);
+    w1 = MG_FMAX(w1, w2);
     w0 = w0 / w1;
     st_enc_rpc[5] = w0;
 }
@@ -2633,8 +2633,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w0 = w0 + w2;
     w2 = cfg_ctl_tau_max[0];
     w10 = -w2;
-    w0 = fmax(w0, w10);
-    w0 = fmin(w0, w2);
+    w0 = MG_FMAX(w0, w10);
+    w0 = MG_FMIN(w0, w2);
     out_tau_cmd[0] = w0;
     w16 = w16 * w13;
     w14 = w14 * w6;
@@ -2707,8 +2707,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w16 = w16 + w50;
     w50 = cfg_ctl_tau_max[1];
     w104 = -w50;
-    w16 = fmax(w16, w104);
-    w16 = fmin(w16, w50);
+    w16 = MG_FMAX(w16, w104);
+    w16 = MG_FMIN(w16, w50);
     out_tau_cmd[1] = w16;
     w16 = st_model_pi[36];
     w16 = w16 * w40;
@@ -2732,8 +2732,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w39 = w39 + w16;
     w16 = cfg_ctl_tau_max[2];
     w50 = -w16;
-    w39 = fmax(w39, w50);
-    w39 = fmin(w39, w16);
+    w39 = MG_FMAX(w39, w50);
+    w39 = MG_FMIN(w39, w16);
     out_tau_cmd[2] = w39;
     w39 = st_model_pi[49];
     w39 = w39 * w67;
@@ -2757,8 +2757,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w66 = w66 + w39;
     w39 = cfg_ctl_tau_max[3];
     w16 = -w39;
-    w66 = fmax(w66, w16);
-    w66 = fmin(w66, w39);
+    w66 = MG_FMAX(w66, w16);
+    w66 = MG_FMIN(w66, w39);
     out_tau_cmd[3] = w66;
     w66 = st_model_pi[62];
     w66 = w66 * w93;
@@ -2782,8 +2782,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w92 = w92 + w66;
     w66 = cfg_ctl_tau_max[4];
     w39 = -w66;
-    w92 = fmax(w92, w39);
-    w92 = fmin(w92, w66);
+    w92 = MG_FMAX(w92, w39);
+    w92 = MG_FMIN(w92, w66);
     out_tau_cmd[4] = w92;
     w92 = st_model_pi[75];
     w92 = w92 * w119;
@@ -2807,8 +2807,8 @@ static void ur5_rt_ctl_step(const real_t *out_q_hat, const real_t *out_qd_hat, c
     w118 = w118 + w1;
     w1 = cfg_ctl_tau_max[5];
     w92 = -w1;
-    w118 = fmax(w118, w92);
-    w118 = fmin(w118, w1);
+    w118 = MG_FMAX(w118, w92);
+    w118 = MG_FMIN(w118, w1);
     out_tau_cmd[5] = w118;
 }
 

@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[1] = w0;
@@ -50,7 +50,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[2];
     w0 = w0 * w2;
     w2 = cpr[2];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[2] = w0;
@@ -62,7 +62,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[3];
     w0 = w0 * w2;
     w2 = cpr[3];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[3] = w0;
@@ -153,7 +153,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w22 = w22 - w25;
     w22 = w21 * w22;
     w20 = w20 + w22;
-    w22 = fmax(w20, w18);
+    w22 = MG_FMAX(w20, w18);
     w24 = expo[0];
     w22 = pow(w22, w24);
     w24 = k[0];
@@ -208,7 +208,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w4 = w4 * w3;
     w24 = w24 - w4;
     w22 = w22 * w24;
-    w18 = fmax(w18, w22);
+    w18 = MG_FMAX(w18, w22);
     w10 = w10 * w18;
     tau[0] = w10;
     w13 = w13 * w21;

@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[1] = w0;
@@ -50,7 +50,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[2];
     w0 = w0 * w2;
     w2 = cpr[2];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[2] = w0;
@@ -62,7 +62,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[3];
     w0 = w0 * w2;
     w2 = cpr[3];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[3] = w0;
@@ -74,7 +74,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[4];
     w0 = w0 * w2;
     w2 = cpr[4];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[4] = w0;
@@ -86,7 +86,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[5];
     w0 = w0 * w2;
     w2 = cpr[5];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[5] = w0;
@@ -98,7 +98,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[6];
     w0 = w0 * w2;
     w2 = cpr[6];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[6] = w0;
@@ -252,7 +252,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w44 = w44 - w26;
     w44 = w43 * w44;
     w42 = w42 + w44;
-    w44 = fmax(w42, w41);
+    w44 = MG_FMAX(w42, w41);
     w18 = expo[0];
     w44 = pow(w44, w18);
     w18 = k[0];
@@ -384,7 +384,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w23 = w23 * w14;
     w18 = w18 - w23;
     w44 = w44 * w18;
-    w41 = fmax(w41, w44);
+    w41 = MG_FMAX(w41, w44);
     w29 = w29 * w41;
     tau[0] = w29;
     w6 = w6 * w40;

@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[1] = w0;
@@ -50,7 +50,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[2];
     w0 = w0 * w2;
     w2 = cpr[2];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[2] = w0;
@@ -62,7 +62,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[3];
     w0 = w0 * w2;
     w2 = cpr[3];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[3] = w0;
@@ -74,7 +74,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[4];
     w0 = w0 * w2;
     w2 = cpr[4];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[4] = w0;
@@ -86,7 +86,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[5];
     w0 = w0 * w2;
     w2 = cpr[5];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[5] = w0;
@@ -98,7 +98,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[6];
     w0 = w0 * w2;
     w2 = cpr[6];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[6] = w0;
@@ -220,7 +220,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w37 = w37 - w0;
     w37 = w36 * w37;
     w35 = w35 + w37;
-    w37 = fmax(w35, w34);
+    w37 = MG_FMAX(w35, w34);
     w6 = expo[0];
     w37 = pow(w37, w6);
     w6 = k[0];
@@ -348,7 +348,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w21 = w21 * w41;
     w6 = w6 - w21;
     w37 = w37 * w6;
-    w34 = fmax(w34, w37);
+    w34 = MG_FMAX(w34, w37);
     w24 = w24 * w34;
     tau[0] = w24;
     w1 = w1 * w36;

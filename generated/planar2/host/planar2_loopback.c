@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[1] = w0;
@@ -83,7 +83,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w10 = point[2];
     w9 = w9 * w10;
     w3 = w3 + w9;
-    w9 = fmax(w3, w1);
+    w9 = MG_FMAX(w3, w1);
     w10 = expo[0];
     w9 = pow(w9, w10);
     w10 = k[0];
@@ -102,7 +102,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w11 = w11 * w6;
     w10 = w10 - w11;
     w9 = w9 * w10;
-    w1 = fmax(w1, w9);
+    w1 = MG_FMAX(w1, w9);
     w8 = w8 * w1;
     tau[0] = w8;
     w5 = w5 * w7;

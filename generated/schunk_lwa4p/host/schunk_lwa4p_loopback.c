@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[1] = w0;
@@ -50,7 +50,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[2];
     w0 = w0 * w2;
     w2 = cpr[2];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[2] = w0;
@@ -62,7 +62,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[3];
     w0 = w0 * w2;
     w2 = cpr[3];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[3] = w0;
@@ -74,7 +74,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[4];
     w0 = w0 * w2;
     w2 = cpr[4];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[4] = w0;
@@ -86,7 +86,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[5];
     w0 = w0 * w2;
     w2 = cpr[5];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[5] = w0;
@@ -194,7 +194,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w33 = w33 - w0;
     w33 = w32 * w33;
     w31 = w31 + w33;
-    w33 = fmax(w31, w30);
+    w33 = MG_FMAX(w31, w30);
     w15 = expo[0];
     w33 = pow(w33, w15);
     w15 = k[0];
@@ -297,7 +297,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w14 = w14 * w36;
     w15 = w15 - w14;
     w33 = w33 * w15;
-    w30 = fmax(w30, w33);
+    w30 = MG_FMAX(w30, w33);
     w20 = w20 * w30;
     tau[0] = w20;
     w7 = w7 * w29;

@@ -26,7 +26,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w1 = 6.283185307179586;
     w2 = cpr[0];
     w3 = 1.0;
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[0] = w0;
@@ -38,7 +38,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[1];
     w0 = w0 * w2;
     w2 = cpr[1];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[1] = w0;
@@ -50,7 +50,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[2];
     w0 = w0 * w2;
     w2 = cpr[2];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[2] = w0;
@@ -62,7 +62,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[3];
     w0 = w0 * w2;
     w2 = cpr[3];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[3] = w0;
@@ -74,7 +74,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[4];
     w0 = w0 * w2;
     w2 = cpr[4];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w2 = w1 / w2;
     w0 = w0 / w2;
     count[4] = w0;
@@ -86,7 +86,7 @@ static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear,
     w2 = direction[5];
     w0 = w0 * w2;
     w2 = cpr[5];
-    w2 = fmax(w2, w3);
+    w2 = MG_FMAX(w2, w3);
     w1 = w1 / w2;
     w0 = w0 / w1;
     count[5] = w0;
@@ -221,7 +221,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w35 = w35 - w22;
     w35 = w34 * w35;
     w33 = w33 + w35;
-    w35 = fmax(w33, w32);
+    w35 = MG_FMAX(w33, w32);
     w23 = expo[0];
     w35 = pow(w35, w23);
     w23 = k[0];
@@ -318,7 +318,7 @@ static void hunt_crossley(const real_t *q, const real_t *qd, const real_t *point
     w4 = w4 * w6;
     w23 = w23 - w4;
     w35 = w35 * w23;
-    w32 = fmax(w32, w35);
+    w32 = MG_FMAX(w32, w35);
     w26 = w26 * w32;
     tau[0] = w26;
     w9 = w9 * w29;
