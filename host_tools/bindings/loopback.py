@@ -448,35 +448,51 @@ def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool, plant:
 
 
 def replay(rt: Realtime, run: Run, reset: bool = True) -> Run | None:
-    """``run`` (recorded: simulate(record=True)) with ``rt`` in the loop instead of the pipeline that ran
-    it, without simulating the plant again: rt's step on the inputs the run read, from rt's state now
-    (reset first if ``reset``, as simulate). The plant reads nothing of a pipeline but its commands,
-    so where rt's tau_cmd equals the run's at every sample, rt's closed loop of the same plant (same
-    simulate arguments, same encoder config) is this run bit for bit: by induction over the samples,
-    equal commands before sample k give the same plant state, hence the same inputs, at k. A pipeline
-    whose commands differ anywhere (a reaction to a detection, another estimator or controller) gives
-    None, its state left as it was before the replay, for a closed-loop run."""
-    names = rt.output_dtype.names or ()
-    if run.inputs is None or "tau_cmd" not in names or "tau_cmd" not in run.out:
+    """``run`` (recorded: simulate(record=True)) with ``rt`` in the loop instead of the pipeline that
+    ran it, without simulating the plant again: rt's step on the inputs the run read (those rt reads:
+    a subset of them), from rt's state now (reset first if ``reset``, as simulate). The plant reads
+    nothing of a pipeline but its commands, so where rt's tau_cmd equals the run's at every sample,
+    rt's closed loop of the same plant (same simulate arguments, same encoder config) is this run bit
+    for bit: by induction over the samples, equal commands before sample k give the same plant state,
+    hence the same inputs, at k. A pipeline whose commands differ anywhere (a reaction to a
+    detection, another estimator or controller) gives None, its state left as it was before the
+    replay, for a closed-loop run."""
+    inputs = None if run.inputs is None else _inputs_for(rt, run.inputs)
+    if inputs is None or "tau_cmd" not in (rt.output_dtype.names or ()) or "tau_cmd" not in run.out:
         return None
     if reset:
         rt.reset()
     rt._sync()
     before = rt.snapshot()
-    out = rt.run_inputs(run.inputs)
+    out = rt.run_inputs(inputs)
     if out["tau_cmd"].tobytes() != run.out["tau_cmd"].tobytes():
         rt.ffi.buffer(rt._rt)[:] = before  # the bytes, not restore(): no configure a closed loop would not do
         return None
     log = replace(run.log, extra={**run.log.extra, "tau_cmd": out["tau_cmd"]})
     _warn_early_latch(rt, out, log.extra.get("tau_ext_true"), None)
-    return Run(log, out, run.imu_read, run.inputs)
+    return Run(log, out, run.imu_read, inputs)
+
+
+def _inputs_for(rt: Realtime, recorded: np.ndarray) -> np.ndarray | None:
+    """Recorded inputs in rt's layout (a pipeline that reads fewer of them: no measured motion, say);
+    None if rt reads one they lack."""
+    ours, theirs = rt.input_dtype, recorded.dtype
+    if ours == theirs:
+        return recorded
+    names = ours.names or ()
+    if any(name not in (theirs.names or ()) or theirs[name] != ours[name] for name in names):
+        return None
+    a = np.zeros(len(recorded), ours)
+    for name in names:
+        a[name] = recorded[name]
+    return a
 
 
 class Replays:
-    """simulate, each distinct plant run once: a run of the same plant (every simulate argument, the
-    trajectory and rt's encoder config equal) as one recorded before is replayed through rt's step
-    (``replay``) where rt's commands are the recorded ones, else simulated in closed loop. ``record``:
-    keep the runs to replay (off: every run closed-loop, nothing kept)."""
+    """simulate, each distinct plant run once: a run of the same plant as one recorded before (every
+    simulate argument, the trajectory and rt's encoder config equal; the pipeline may read fewer
+    inputs) is replayed through rt's step (``replay``) where rt's commands are the recorded ones, else
+    simulated in closed loop. ``record``: keep the runs to replay (off: every run closed-loop)."""
 
     def __init__(self, record: bool = True) -> None:
         self.record = record
@@ -500,9 +516,9 @@ class Replays:
 
 
 def _plant_key(rt: Realtime, trajectory: Trajectory, kw: dict[str, Any]) -> bytes:
-    """A digest of everything the plant side of a simulate call reads: the robot and its input layout,
-    the encoder config, the description's parameters, the trajectory and every argument."""
-    h = hashlib.sha256(repr((rt.name, rt.sample_period, rt.input_dtype.descr, sorted(kw))).encode())
+    """A digest of everything the plant side of a simulate call reads: the robot, the encoder config,
+    the description's parameters, the trajectory and every argument."""
+    h = hashlib.sha256(repr((rt.name, rt.sample_period, sorted(kw))).encode())
     arrays = [np.asarray(rt.manifest["standard_parameters"], float), trajectory.time, trajectory.q]
     arrays += [trajectory.qd, trajectory.qdd] + [rt.config[key] for key in rt.config.keys() if key.startswith("enc.")]
     for name in sorted(kw):

@@ -37,7 +37,7 @@ operation):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -49,7 +49,7 @@ from codegen.blocks import kalman, momentum
 from codegen.model.robot import LINK_PARAMS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
-from host_tools.bindings.loopback import Contact, Run, simulate
+from host_tools.bindings.loopback import Contact, Replays, Run, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.data.trajectories import Trajectory
@@ -123,14 +123,16 @@ class Sensors:
         return replace(self.sensors, noise_seed=self.runs)
 
 
-def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray, **kw: Any) -> Run:
+def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray, plants: Replays, **kw: Any) -> Run:
     """A closed-loop run of ``motion`` continuing the design run (pipeline and plant where it
     ended: no jump a real arm would not make) under the config set now; the IMUs (if the pipeline
     reads any) with their biases of the design run and a noise sequence of their own."""
     rt.restore(learned.state)
     if learned.imu is not None:
         kw["imu"] = learned.imu.next()
-    return simulate(rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, tau0=learned.tau, **kw)
+    return plants.simulate(
+        rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, tau0=learned.tau, **kw
+    )
 
 
 def concatenated(motions: list[Trajectory]) -> Trajectory:
@@ -320,8 +322,8 @@ def scenario(
     progress: Progress = lambda _: None,
     executor: Executor | None = None,
 ) -> CollideResult:
-    """The scenario on ``source``'s robot. ``executor``: runs the observers as pure items
-    (observer_item; default: here, one after the other, with progress inside each)."""
+    """The scenario on ``source``'s robot. ``executor``: runs the observers fed alike as pure items
+    (feed_item; default: here, one after the other, with progress inside each)."""
     s = settings
     robot = source.robot()
     check_settings(robot, s)
@@ -335,12 +337,16 @@ def scenario(
         "free_ratio": {},
         "impacts": {},
     }
+    found: dict[str, ObserverResult] = {}
     if executor is None:
-        found: Iterator[ObserverResult] = (observer_item(source, s, obs, runs, progress) for obs in s.observers)
+        for group in feeds(s.observers):
+            found.update(zip(group, feed_item(source, s, group, runs, progress)))
     else:
-        futures = [executor.submit(observer_item, source, s, obs, runs) for obs in s.observers]
-        found = (fu.result() for fu in futures)
-    for obs, got in zip(s.observers, found):
+        futures = {group: executor.submit(feed_item, source, s, group, runs) for group in feeds(s.observers)}
+        for group, fu in futures.items():
+            found.update(zip(group, fu.result()))
+    for obs in s.observers:
+        got = found[obs]
         progress(f"{obs}: done")
         doc["observers"][obs] = got.entry
         arrays["free_ratio"][obs] = got.free_ratio
@@ -357,6 +363,29 @@ def scenario(
             o["ratio_to_momentum"] = max(o["threshold_mean"]) / largest
     doc["seconds"] = time.perf_counter() - t0
     return CollideResult(doc, arrays)
+
+
+def feeds(observers: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The observers by their feed (the estimator of their pipeline), in order, those that read the
+    plant's motion first (the most of it first: their runs record every input the others read)."""
+    groups: dict[str, list[str]] = {}
+    for obs in observers:
+        groups.setdefault(ENTRIES[obs].estimator, []).append(obs)
+    measured = {obs: -len(ENTRIES[obs].observer.motion) if ENTRIES[obs].observer.measured else 0 for obs in observers}
+    return [tuple(sorted(g, key=measured.__getitem__)) for g in groups.values()]
+
+
+def feed_item(
+    source: RobotSource, s: CollideSettings, observers: tuple[str, ...], runs: Runs, progress: Progress = lambda _: None
+) -> list[ObserverResult]:
+    """observer_item for observers fed alike, one after the other (a pure work item). Each plant run
+    is simulated once: with reaction 0 (COLLISION_SETUPS) an observer moves nothing, so the
+    pipelines of one feed send the same commands and each later observer's runs are the first one's
+    replayed through its pipeline (host_tools.bindings.loopback.replay: bit for bit the closed loop
+    wherever its commands equal the recorded ones, checked at every sample; a run where they differ,
+    e.g. under a reaction, is simulated in closed loop)."""
+    plants = Replays(record=len(observers) > 1)
+    return [observer_item(source, s, obs, runs, progress, plants=plants) for obs in observers]
 
 
 @dataclass
@@ -440,7 +469,9 @@ class Designed:
     free: np.ndarray  # |r| of the design samples
 
 
-def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, holds: bool = False) -> Designed:
+def _design(
+    rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, plants: Replays, holds: bool = False
+) -> Designed:
     """The collision-free design run and its thresholds (set in ``rt.config``). ``holds``: a
     model-adaptive observer whose adaptation holds on its thresholds (``obs.freeze``: above them, and
     for a while above ``obs.suspect`` of them) is designed twice: the second time on the same run
@@ -448,7 +479,7 @@ def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, h
     than the run), so that the thresholds are for the observer as it runs. Designed once, without
     the hold, the exact-motion observers' thresholds sat at residual peaks the adaptation removes
     within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46)."""
-    first = _design_pass(rt, s, runs, imu, runs.design, runs.k_design)
+    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design)
     if not holds:
         return first
     # the second pass: the warm-up motions without detection (the learning transient is not what
@@ -457,7 +488,7 @@ def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, h
     designed = {key: np.array(value, copy=True) for key, value in first.thresholds.config().items()}
     debounce = np.array(rt.config["det.debounce"], copy=True)
     rt.config["det.threshold"] = 1e30
-    warmup = simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
+    warmup = plants.simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
     for key, value in designed.items():
         rt.config[key] = value
     rt.config["det.debounce"] = 1e6  # the hold acts, no collision latches
@@ -465,7 +496,7 @@ def _design(rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, h
     start = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
     design = after_sample(runs.design, runs.k_design)
     try:
-        return _design_pass(rt, s, runs, imu, design, 0, start)
+        return _design_pass(rt, s, runs, imu, plants, design, 0, start)
     finally:
         rt.config["det.debounce"] = debounce
 
@@ -484,6 +515,7 @@ def _design_pass(
     s: CollideSettings,
     runs: Runs,
     imu: Sensors | None,
+    plants: Replays,
     motion: Trajectory,
     k_design: int,
     start: Learned | None = None,
@@ -491,9 +523,9 @@ def _design_pass(
     """One run of ``motion`` (from rest, or continuing ``start``) and the thresholds designed on its
     samples from ``k_design`` on (set in ``rt.config``)."""
     if start is None:
-        free_run = simulate(rt, motion, true_params=runs.true, imu=_noise(imu))
+        free_run = plants.simulate(rt, motion, true_params=runs.true, imu=_noise(imu))
     else:
-        free_run = _after(rt, start, motion, runs.true)
+        free_run = _after(rt, start, motion, runs.true, plants)
     free_out = free_run.out
     # every later run continues from here: a robot in operation
     extra = free_run.log.extra
@@ -524,7 +556,14 @@ def _first_hit(out: dict[str, np.ndarray], ke: int, s: CollideSettings, ts: floa
 
 
 def _collisions(
-    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, obs: str, result: ObserverResult, progress: Progress
+    rt: Realtime,
+    d: Designed,
+    s: CollideSettings,
+    runs: Runs,
+    obs: str,
+    result: ObserverResult,
+    progress: Progress,
+    plants: Replays,
 ) -> dict[str, list[float | None]]:
     """The delays of the filtered steps per cut-off (the first event's traces kept for the figure)."""
     n, ts = rt.dof, rt.sample_period
@@ -537,7 +576,7 @@ def _collisions(
             ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, held, s.amplitude, cutoff)
             ke = int(round(e / ts))
             end = ke + max(int(round(s.window / ts)), int(s.window / ts))  # the last sample read
-            run = _after(rt, d.learned, until(runs.collided, end), runs.true, tau_ext=ext[: end + 1])
+            run = _after(rt, d.learned, until(runs.collided, end), runs.true, plants, tau_ext=ext[: end + 1])
             found.append(_first_hit(run.out, ke, s, ts))
             if e == s.events[0]:
                 sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
@@ -551,7 +590,7 @@ def _collisions(
 
 
 def _impact_delays(
-    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, robot: Robot, result: ObserverResult
+    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, robot: Robot, result: ObserverResult, plants: Replays
 ) -> dict[str, float | None]:
     """The delays of the Hunt-Crossley impacts (their traces kept for the figure)."""
     ts = rt.sample_period
@@ -560,7 +599,7 @@ def _impact_delays(
     for speed, contact in runs.impacts:
         ke = int(round(contact.start / ts))
         end = ke + max(int(round(s.window / ts)), int(round(0.15 / ts)))  # the last sample read
-        run = _after(rt, d.learned, until(runs.collided, end), runs.true, contact=contact)
+        run = _after(rt, d.learned, until(runs.collided, end), runs.true, plants, contact=contact)
         out[f"{speed:.3g}"] = _first_hit(run.out, ke, s, ts)
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
@@ -581,27 +620,31 @@ def observer_item(
     runs: Runs,
     progress: Progress = lambda _: None,
     more: Callable[[Realtime, Designed], dict[str, Any]] | None = None,
+    plants: Replays | None = None,
 ) -> ObserverResult:
     """One observer's threshold design, false alarms, collisions and impacts: a pure work item (any
     executor, any machine; the pipeline is built from the description's text). ``more``: further
     runs on the designed pipeline (the study's pushes, host_tools.studies.collide_study), its keys
-    added to the entry after the others (which it leaves as they are)."""
+    added to the entry after the others (which it leaves as they are). ``plants``: the runs of
+    observers fed alike before it, replayed where its commands are theirs (feed_item; default: every
+    run in closed loop)."""
+    plants = Replays(record=False) if plants is None else plants
     entry = ENTRIES[obs]
     result = ObserverResult({}, np.zeros(0), {}, {})
     progress(f"{obs}: collision-free motion (threshold design)")
     robot = source.robot()
     rt = _pipeline(robot, entry, s, runs.model)
     holds = entry.observer.adaptive and bool(rt.config["obs.freeze"])
-    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, holds)
+    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
-    out_test = _after(rt, d.learned, runs.test, runs.true).out
+    out_test = _after(rt, d.learned, runs.test, runs.true, plants).out
     level = threshold_along(out_test, th)
     result.free_ratio = threshold_ratio(out_test["r"][k0:], level[k0:])
     false_alarms = rising_edges(any_above(out_test)[k0:])
-    delays = _collisions(rt, d, s, runs, obs, result, progress)
+    delays = _collisions(rt, d, s, runs, obs, result, progress, plants)
     progress(f"{obs}: Hunt-Crossley impacts")
-    impact_delays = _impact_delays(rt, d, s, runs, robot, result)
+    impact_delays = _impact_delays(rt, d, s, runs, robot, result, plants)
     detected = [x for v in delays.values() for x in v if x is not None]
     check = np.abs(out_test["r"][k0:]) / level[k0:]
     result.entry = {

@@ -1,0 +1,123 @@
+"""collide's plant runs simulated once per feed and replayed through the other observers' pipelines
+(host_tools.bindings.loopback.replay, Replays; issue #46): bit for bit the closed loop where the
+observer does not feed back, the closed loop itself where it does. planar2, short settings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from host_tools.bindings.loopback import Replays, replay, simulate
+from host_tools.bindings.source import RobotSource
+from host_tools.studies import collide
+from host_tools.studies.collide import (
+    CollideSettings,
+    Runs,
+    _pipeline,
+    feed_item,
+    feeds,
+    filtered_step,
+    observer_item,
+    shared_runs,
+)
+from host_tools.studies.collide_defaults import ENTRIES
+
+SOURCE = RobotSource.of("planar2")
+# one collision per kind, two design motions: every kind of run collide makes, few of them
+SETTINGS = CollideSettings(design_motions=2, cutoffs=(10.0,), events=(6.0,), impact_speeds=(0.25,))
+
+
+@pytest.fixture(scope="module")
+def runs() -> Runs:
+    return shared_runs(SOURCE.robot(), SETTINGS)
+
+
+def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """The same fields, bit for bit (tobytes: NaN equal to NaN, -0 not equal to +0)."""
+    return a.keys() == b.keys() and all(
+        np.asarray(a[k]).dtype == np.asarray(b[k]).dtype and np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes()
+        for k in a
+    )
+
+
+def test_an_observer_replayed_on_another_ones_run_is_its_closed_loop_bit_for_bit(runs: Runs) -> None:
+    """The momentum pipeline records a run with a collision; the adaptive observer (Kalman-fed, its
+    adaptation held on its thresholds) and the direct method with exact motion replay it: their
+    outputs (residual, detections, state after) are those of their own closed loops, bit for bit."""
+    robot = SOURCE.robot()
+    ts = robot.sample_period
+    ext = filtered_step(len(runs.test.time), robot.dof, ts, 0, 6.0, 0.3, 5.0, 10.0)
+    kw: dict[str, Any] = {"true_params": runs.true, "tau_ext": ext}
+    # the recorder reads the plant's exact motion too (qd_meas, qdd_meas): the others read a subset
+    recorder = _pipeline(robot, ENTRIES["direct_measured"], SETTINGS, runs.model)
+    recorded = simulate(recorder, runs.test, record=True, **kw)
+    assert recorded.inputs is not None and len(recorded.inputs) == len(runs.test.time)
+    for name in ("adaptive", "momentum", "adaptive_measured"):
+        rt = _pipeline(robot, ENTRIES[name], SETTINGS, runs.model)
+        rt.config["det.threshold"] = 0.2  # detections happen (and must be the same)
+        closed = simulate(rt, runs.test, **kw)
+        state = rt.snapshot()
+        again = replay(rt, recorded)
+        assert again is not None, name
+        assert same(again.out, closed.out) and rt.snapshot() == state, name
+        assert np.any(closed.out["above"]), name  # the comparison covers detections
+        assert same(again.log.extra, closed.log.extra) and same(again.log.inputs(), closed.log.inputs()), name
+
+
+def test_a_reaction_to_the_detection_is_not_replayed(runs: Runs) -> None:
+    """With a stop reaction the detection changes the commands: replay refuses (its state left as it
+    was), and Replays runs that observer in closed loop, as simulate would."""
+    robot = SOURCE.robot()
+    ext = filtered_step(len(runs.test.time), robot.dof, robot.sample_period, 0, 6.0, 0.3, 5.0, 10.0)
+    kw: dict[str, Any] = {"true_params": runs.true, "tau_ext": ext}
+    plants = Replays()
+    plants.simulate(_pipeline(robot, ENTRIES["adaptive"], SETTINGS, runs.model), runs.test, **kw)
+    rt = _pipeline(robot, ENTRIES["momentum"], SETTINGS, runs.model)
+    # above the momentum residual of the motion (its designed threshold is 2.7 N m on joint 1), below
+    # the 5 N m collision's
+    rt.config["det.threshold"] = 3.0
+    rt.config["det.reaction"] = 1  # MG_REACTION_STOP
+    rt.reset()
+    state = rt.snapshot()
+    assert replay(rt, next(iter(plants.runs.values()))) is None and rt.snapshot() == state
+    got = plants.simulate(rt, runs.test, **kw)
+    assert plants.replayed == 0 and plants.simulated == 2
+    assert np.argmax(got.out["collision"] != 0) * robot.sample_period >= 6.0  # it reacted to the collision
+    assert same(got.out, simulate(rt, runs.test, **kw).out)
+
+
+def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """feed_item (one plant run per feed, the rest replayed) gives every observer's entry, traces and
+    impact traces exactly as observer_item in closed loop; the replays did happen."""
+    names = ("momentum", "adaptive", "direct_measured", "adaptive_measured")
+    s = replace(SETTINGS, observers=names)
+    # one feed (the Kalman filter's), the observers reading the plant's exact motion first
+    group = ("direct_measured", "adaptive_measured", "momentum", "adaptive")
+    assert feeds(names) == [group]
+    made: list[Replays] = []
+
+    class Counted(Replays):
+        def __init__(self, record: bool = True) -> None:
+            super().__init__(record)
+            made.append(self)
+
+    monkeypatch.setattr(collide, "Replays", Counted)
+    replayed = dict(zip(group, feed_item(SOURCE, s, group, runs)))
+    monkeypatch.undo()
+    # per observer: the design run (a model-adaptive one, which holds its adaptation, twice more:
+    # the warm-up from rest and the design continuing it), the check motion, one collision, one
+    # impact. The observers that do not hold share one plant, those that hold another (their design
+    # ends elsewhere), and both the first design run: 4 + 5 runs simulated, the rest (1 + 4 + 6) replayed
+    assert len(made) == 1 and (made[0].simulated, made[0].replayed) == (9, 11)
+    for name in names:
+        closed = observer_item(SOURCE, s, name, runs)
+        got = replayed[name]
+        assert got.entry == closed.entry, name
+        assert same({"r": got.free_ratio}, {"r": closed.free_ratio}), name
+        for run, traces in closed.runs.items():
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(got.runs[run], traces)), (name, run)
+        for label, impact in closed.impacts.items():
+            assert all(a.tobytes() == b.tobytes() for a, b in zip(got.impacts[label], impact)), (name, label)
