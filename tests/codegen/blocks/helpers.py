@@ -62,6 +62,23 @@ def rel_err(c: Any, r: Any) -> float:
     return float(np.max(np.abs(c - r)) / max(1.0, float(np.max(np.abs(r)))))
 
 
+def worst_rel_err(c: Any, r: Any) -> float:
+    """The largest rel_err(c[k], r[k]) over the samples k (the first axis), in one pass: the same
+    figures as rel_err sample by sample (max and abs are exact), except that a NaN error is the
+    result here (Python's max() of a running float dropped it)."""
+    c, r = np.asarray(c, float), np.asarray(r, float)
+    k = len(r)
+    diff = np.abs(c.reshape(k, -1) - r.reshape(k, -1)).max(axis=1)
+    return float(np.max(diff / np.maximum(1.0, np.abs(r.reshape(k, -1)).max(axis=1))))
+
+
+def reference_outputs(ref: RtReference, steps: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The reference stepped through ``steps`` (one dict of inputs per sample): each output stacked
+    over the samples."""
+    outs = [ref.step(s) for s in steps]
+    return {name: np.array([o[name] for o in outs]) for name in outs[0]}
+
+
 def at(inputs: dict[str, np.ndarray], k: int) -> dict[str, Any]:
     return {key: inputs[key][k] for key in STEP_KEYS if key in inputs}
 
