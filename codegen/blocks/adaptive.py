@@ -69,6 +69,27 @@ SUSPECT = 0.5
 # without it (planar2's momentum forms: 4-5 false alarms, 1.9-3.1x the thresholds on the check
 # motion); a contact must climb from the suspect level to the threshold within it
 SUSPECT_HOLD = 100
+# the fastest the adaptation may move the torque it explains, N m/s (N/s) on any joint (RATE_DOC):
+# a contact rising to F within t_r keeps at least F - RATE t_r of itself in r. 1 N m/s keeps 80 % of
+# the smallest contact collide applies (Birjandi & Haddadin's 5 N m step) over the slowest rise it must
+# catch (1 s, issue #46): 0.2 x 5 N m / 1 s; not fitted to any run
+RATE = 1.0
+# the direct form's default: no limit (RATE_DOC says why)
+NO_RATE = 1e30
+RATE_DOC = """The adaptation's rate limit (issue #46, ``rate``): each sample the per-joint fractions g_j
+are scaled by min(1, rate T / |g .* r|_2). One sample's correction moves the torque the adaptation
+explains (Y dtheta_hat, G dtheta_hat in momentum form) by S (S + lambda I)^-1 (g .* r), S = Y P Y^T,
+whose eigenvalues are in [0, 1): the move's 2-norm is at most |g .* r|_2 <= rate T whatever P and
+lambda are. The adaptation therefore absorbs a contact at most at ``rate`` on any joint, held or not,
+whatever the thresholds, so a contact that ramps at rho > rate to F keeps F (1 - rate / rho) in r
+(docs/collision.md, "The slowest contact a model-adaptive observer catches"). A residual below
+rate T / g (the model error's routine part) is still removed at the full rate g a sample.
+The momentum form (``integral``) has the limit by default (RATE). The direct form does not (NO_RATE):
+fed the estimator's q-ddot its residual carries that q-ddot's noise (about 0.3 N m on planar2), so
+|g .* r| is 30x rate T every sample, the limit slows all its adaptation to about 3/s, and the model
+error's part that moves with q-ddot is no longer followed (planar2, collide: adaptive's threshold
+1.69 -> 39 N m, 14x momentum's, 10 of 12 contacts missed; issue #46). Its r is the high-pass of a
+contact, and its slowest contact is the hold's bound (docs/collision.md)."""
 # P's structure (COVARIANCE_DOC): "dense" (one block: the full covariance), "link" (a block per
 # group of parameters with the same regressor rows) or "diagonal"
 COVARIANCE = "dense"
@@ -143,6 +164,7 @@ def build(
     integral: bool = False,
     suspect: float = SUSPECT,
     covariance: str = COVARIANCE,
+    rate: float | None = None,
 ) -> Block:
     """``measured``: qd and qdd from the inputs ``in.qd_meas``, ``in.qdd_meas`` (IMU-fused estimates as
     Birjandi & Haddadin assumes, or a simulator's truth) instead of the estimator's qd_hat, qdd_hat.
@@ -179,11 +201,12 @@ def build(
     return Block(
         kind="obs",
         name=("adaptive_momentum" if integral else "adaptive") + ("_measured" if measured else ""),
-        doc=(__doc__ or "") + "\n" + COVARIANCE_DOC + ("\n" + INTEGRAL_DOC if integral else ""),
+        doc=(__doc__ or "") + "\n" + COVARIANCE_DOC + "\n" + RATE_DOC + ("\n" + INTEGRAL_DOC if integral else ""),
         template="adaptive",
         options={"integral": integral, "cov": cov},
         inputs=extra,
-        config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect),
+        config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect)
+        + [_rate_field((RATE if integral else NO_RATE) if rate is None else rate)],
         state=_state(n, nb, integral, cov["size"]) + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
@@ -282,6 +305,20 @@ def _config(
     ]
 
 
+def _rate_field(rate: float) -> Field:
+    """The adaptation's rate limit (RATE_DOC; NO_RATE: none)."""
+    return Field(
+        "rate",
+        "real",
+        (),
+        "the fastest the adaptation moves the torque it explains on any joint, N m/s (N/s): a contact "
+        "rising faster is not absorbed faster than this (1e30: no limit, Birjandi & Haddadin)",
+        (rate,),
+        low=0.0,
+        low_open=True,
+    )
+
+
 def _state(n: int, nb: int, integral: bool, packed: int) -> list[Field]:
     """The RLS state and its workspaces (templates/rt/adaptive.c.j2)."""
     return [
@@ -315,16 +352,33 @@ def direct_predict(ctx: Ctx, src: tuple[str, str], dth: cs.SX) -> tuple[Function
     y = y_fn(q, qd, qdd)
     terms, tau_f = ctx.friction_terms()
     r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
+    rate = cs.SX.sym("rate")
     gain = 1 - cs.exp(-kk * ctx.ts)
     fn = sx_function(
         "predict",
         [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk)]
+        + [("cfg.obs.rate", rate)]
         + model
         + terms,
-        [("st.obs.y", y), ("out.r", r), ("st.obs.gain", gain), ("st.obs.gain_p", cs.mmin(gain))],
+        [
+            ("st.obs.y", y),
+            ("out.r", r),
+            ("st.obs.gain", rate_limited(gain, r, rate, ctx.ts)),
+            ("st.obs.gain_p", cs.mmin(gain)),
+        ],
         "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
     )
     return fn, [], nonzero_pattern(y)
+
+
+def rate_limited(gain: cs.SX, r: cs.SX, rate: cs.SX, ts: float) -> cs.SX:
+    """The adaptation's per-joint fractions ``gain`` scaled so that |gain .* r|_2 <= rate T: one
+    sample's correction moves the torque the adaptation explains by S (S + lambda I)^-1 (gain .* r),
+    whose 2-norm is at most |gain .* r|_2 (RATE_DOC), so the absorbed torque moves by at most ``rate``
+    (N m/s or N/s) on any joint; a residual smaller than rate T / g is removed at the full g. (No
+    division by 0: the denominator is at least rate T, and rate > 0.)"""
+    step = rate * ts
+    return gain * (step / cs.fmax(cs.norm_2(gain * r), step))
 
 
 def momentum_regressors(ctx: Ctx) -> cs.Function:
@@ -373,6 +427,7 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpe
     n, ts, nb = ctx.n, ctx.ts, ctx.base.n_base
     model, pi = ctx.model_inputs()
     q, qd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "tau", "k_o"))
+    rate = cs.SX.sym("rate")
     # stored (b, n) row-major: an n x b matrix column by column, as CasADi reads it
     carry = cs.reshape(cs.SX.sym("d", n * nb), n, nb)
     carry_r, fresh = cs.SX.sym("e", n), cs.SX.sym("restart")
@@ -397,6 +452,7 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpe
             ("in.tau", tau),
             ("st.obs.dtheta", dth),
             ("cfg.obs.k_o", kk),
+            ("cfg.obs.rate", rate),
             ("st.obs.d", cs.vec(carry)),
             ("st.obs.e", carry_r),
             ("st.obs.restart", fresh),
@@ -408,7 +464,7 @@ def integral_predict(ctx: Ctx, qd_binding: str, dth: cs.SX) -> tuple[FunctionSpe
             ("st.obs.w", cs.diag(a) @ g - cs.diag(b) @ (yp / ts - yb / 2)),
             ("st.obs.e", a * r0 - b * (p / ts - beta / 2)),
             ("out.r", r0 + g @ dth),
-            ("st.obs.gain", b),
+            ("st.obs.gain", rate_limited(b, r0 + g @ dth, rate, ts)),
             ("st.obs.gain_p", cs.mmin(b)),
         ],
         "G (stored as G^T), the next sample's D (in w) and e, r and the adaptation's fractions",
@@ -439,7 +495,7 @@ def motion_source(measured: bool) -> tuple[str, str]:
     return ("in.qd_meas", "in.qdd_meas") if measured else ("out.qd_hat", "out.qdd_hat")
 
 
-FIELDS = ("k_o", "lam", "lam_f", "freeze", "suspect", "suspect_hold", "prior", "floor", "drift")
+FIELDS = ("k_o", "lam", "lam_f", "freeze", "suspect", "suspect_hold", "prior", "floor", "drift", "rate")
 # the damping lambda of Y+ `manipgen thresholds --tune` chooses: 1e-6 adapts to every change, the
 # estimator's q-ddot noise included; 1e4 barely adapts (r -> the direct residual)
 LAMBDA = registry.Tunable("obs.lam", tuple(10.0**k for k in range(-6, 5)), "the adaptive observer's damping")

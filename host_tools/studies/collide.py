@@ -56,7 +56,7 @@ from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
 from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
-from host_tools.studies.thresholds import TARGET, Thresholds, design_from_outputs, threshold_along
+from host_tools.studies.thresholds import TARGET, Thresholds, count_floor, design_from_outputs, threshold_along
 
 Progress = Callable[[str], None]
 SHAPES = ("static", "fitted")
@@ -470,7 +470,13 @@ class Designed:
 
 
 def _design(
-    rt: Realtime, s: CollideSettings, runs: Runs, imu: Sensors | None, plants: Replays, holds: bool = False
+    rt: Realtime,
+    s: CollideSettings,
+    runs: Runs,
+    imu: Sensors | None,
+    plants: Replays,
+    holds: bool = False,
+    least: np.ndarray | None = None,
 ) -> Designed:
     """The collision-free design run and its thresholds (set in ``rt.config``). ``holds``: a
     model-adaptive observer whose adaptation holds on its thresholds (``obs.freeze``: above them, and
@@ -478,8 +484,9 @@ def _design(
     with the first thresholds acting on the hold (detection without its latch: a debounce longer
     than the run), so that the thresholds are for the observer as it runs. Designed once, without
     the hold, the exact-motion observers' thresholds sat at residual peaks the adaptation removes
-    within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46)."""
-    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design)
+    within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46).
+    ``least``: the static thresholds' floor per joint (thresholds.count_floor)."""
+    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design, least=least)
     if not holds:
         return first
     # the second pass: the warm-up motions without detection (the learning transient is not what
@@ -496,7 +503,7 @@ def _design(
     start = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
     design = after_sample(runs.design, runs.k_design)
     try:
-        return _design_pass(rt, s, runs, imu, plants, design, 0, start)
+        return _design_pass(rt, s, runs, imu, plants, design, 0, start, least)
     finally:
         rt.config["det.debounce"] = debounce
 
@@ -519,6 +526,7 @@ def _design_pass(
     motion: Trajectory,
     k_design: int,
     start: Learned | None = None,
+    least: np.ndarray | None = None,
 ) -> Designed:
     """One run of ``motion`` (from rest, or continuing ``start``) and the thresholds designed on its
     samples from ``k_design`` on (set in ``rt.config``)."""
@@ -538,6 +546,7 @@ def _design_pass(
         blocks=max(2, s.design_motions),
         static=s.shape == "static",
         static_vs=float(rt.config["det.vs"][0]),
+        least=least,
     )
     for key, value in th.config().items():
         rt.config[key] = value
@@ -635,7 +644,12 @@ def observer_item(
     robot = source.robot()
     rt = _pipeline(robot, entry, s, runs.model)
     holds = entry.observer.adaptive and bool(rt.config["obs.freeze"])
-    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds)
+    # no threshold below what a count's flip moves the residual by (issue #46): the exact-motion
+    # observers' thresholds otherwise sit at the design motion's count steps, and a stiffer place on
+    # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
+    design = runs.design.q[runs.k_design :], runs.design.qd[runs.k_design :], runs.design.qdd[runs.k_design :]
+    least = count_floor(robot, runs.model, design, s.target)
+    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
     out_test = _after(rt, d.learned, runs.test, runs.true, plants).out

@@ -75,7 +75,10 @@ LOW_PASS_WINDOW = 1e6
 # held while a collision is latched, a joint is above its threshold, or (at most 100 samples a time)
 # above half of it (freeze = 1, suspect = 0.5, suspect_hold = 100: collide's choice since issue #46,
 # the adaptive block's defaults; the paper's observer adapts through contacts, freeze = 0: the
-# record BIRJANDI below); the covariance's
+# record BIRJANDI below), and in momentum form the torque the adaptation explains moving at most
+# 1 N m/s on any joint (obs.rate: a fifth of the scenario's 5 N m step over the slowest rise it must
+# catch, 1 s; the block's RATE, issue #46; the direct form has no limit, the block's NO_RATE; the
+# paper's adapts at K whatever r is: rate 1e30 below); the covariance's
 # prior 0.1 of each base parameter, floored at 1e-3 of the largest, regrowing at 1/60 per second,
 # the tip wrench's damping 1e-6 m^2 (the study's own choices, the adaptive block's defaults when
 # this record was written); lambda per observer below
@@ -143,10 +146,20 @@ COLLISION = PaperSetup(
         direct.DIRECT_MEASURED.name: {"det.window": LOW_PASS_WINDOW},
         # lambda, the torque equations' noise variance (N^2 m^2): with the estimator's qdd 0.1, with
         # exact qd, qdd 1e-6, in momentum form 1e-3 (the adaptive observers' registered values)
-        adaptive.ADAPTIVE.name: {**_ADAPTIVE, "obs.lam": 0.1, "det.window": 10},
-        adaptive.ADAPTIVE_MEASURED.name: {**_ADAPTIVE, "obs.lam": 1e-06, "det.window": 10},
-        adaptive.ADAPTIVE_MOMENTUM.name: {**_ADAPTIVE, "obs.lam": 0.001, "det.window": LOW_PASS_WINDOW},
-        adaptive.ADAPTIVE_MOMENTUM_MEASURED.name: {**_ADAPTIVE, "obs.lam": 0.001, "det.window": LOW_PASS_WINDOW},
+        adaptive.ADAPTIVE.name: {**_ADAPTIVE, "obs.lam": 0.1, "obs.rate": 1e30, "det.window": 10},
+        adaptive.ADAPTIVE_MEASURED.name: {**_ADAPTIVE, "obs.lam": 1e-06, "obs.rate": 1e30, "det.window": 10},
+        adaptive.ADAPTIVE_MOMENTUM.name: {
+            **_ADAPTIVE,
+            "obs.lam": 0.001,
+            "obs.rate": 1.0,
+            "det.window": LOW_PASS_WINDOW,
+        },
+        adaptive.ADAPTIVE_MOMENTUM_MEASURED.name: {
+            **_ADAPTIVE,
+            "obs.lam": 0.001,
+            "obs.rate": 1.0,
+            "det.window": LOW_PASS_WINDOW,
+        },
     },
     description=AS_DESCRIBED,
 )
@@ -160,7 +173,7 @@ COLLISION = PaperSetup(
 # encoders are the description's (the paper's simulated ones: 12 bits, 3 LSB noise), q and the
 # torque are not low-passed to 100 Hz, friction is in the plant and exactly in the model (the paper
 # neglects it), the IMUs' accelerometers have 2 g full scale (§V: 1 g; codegen.blocks.imu says why).
-_PAPERS_ADAPTATION: Mapping[str, Any] = {"obs.freeze": 0}
+_PAPERS_ADAPTATION: Mapping[str, Any] = {"obs.freeze": 0, "obs.rate": 1e30}
 BIRJANDI = replace(
     COLLISION,
     study="Birjandi & Haddadin's simulation (manipgen reproduce birjandi; manipgen collide --setup birjandi)",
@@ -172,7 +185,10 @@ BIRJANDI = replace(
 BIRJANDI_DIFFERS: Mapping[str, str] = {
     "obs.freeze": "collide holds the model-adaptive observers' adaptation on a latched collision, above the "
     "threshold and (100 samples at most) above half of it (issue #46), so a contact that rises slower than the "
-    "observer adapts is not absorbed into the model error; the paper's observer adapts through contacts"
+    "observer adapts is not absorbed into the model error; the paper's observer adapts through contacts",
+    "obs.rate": "collide's momentum-form adaptation moves the torque it explains at most 1 N m/s, so a contact "
+    "rising over 1 s keeps 80 % of a 5 N m step in the residual (issue #46); the paper's adapts at K whatever "
+    "the residual",
 }
 # collide's set-ups by the name `manipgen collide --setup` takes
 COLLISION_SETUPS: Mapping[str, PaperSetup] = {"collide": COLLISION, "birjandi": BIRJANDI}

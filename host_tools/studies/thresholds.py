@@ -43,10 +43,13 @@ import numpy as np
 
 from codegen.blocks import registry
 from codegen.blocks.detect import COEFFICIENTS, level
+from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
 from host_tools.data.checks import LogChecks, with_settling
 from host_tools.data.logs import Log
+from host_tools.data.measured import encoders
+from host_tools.identification.least_squares import model as identification_model
 
 STANDSTILL_SCALES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)  # candidate vs, rad/s (m/s if prismatic)
 MIN_STATIC = 1e-3  # the static part's floor, a fraction of the joint's max |r| (so that it detects)
@@ -420,6 +423,43 @@ def check_design_options(
         raise ValueError(f"blocks must be >= 2 (held-out parts of the run), got {blocks!r}")
 
 
+def count_floor(
+    robot: Robot,
+    params: np.ndarray,
+    motion: tuple[np.ndarray, np.ndarray, np.ndarray],
+    target: float = TARGET,
+    draws: int = 1024,
+    every: int = 50,
+) -> np.ndarray:
+    """The static threshold's floor the encoders set (issue #46), per joint: a residual computed from
+    the encoder's q is off by what a position error of one count changes in the model's torque,
+    sum_i |tau_j(q + c_i e_i, qd, qdd) - tau_j(q, qd, qdd)| (c_i: joint i's rad or m per count; the
+    torque of ``params``, standard parameters). Its largest value is taken over the design motion
+    ``motion`` = (q, qd, qdd) (every ``every``-th sample) and over ``draws`` configurations at rest
+    drawn uniformly (seed 0) in the box of positions it visits, where gravity's part is largest off
+    the motion's own path; divided by ``target`` as the design's margin divides the worst residual.
+    A threshold under it can be crossed by a count's flip alone wherever the check motion meets a
+    stiffer configuration than the design motion did: planar2's adaptive_measured, designed at
+    0.0085 N m, met 0.0103 N m on its check motion (6 false alarms), a count through gravity there
+    (up to 0.0139 N m on joint 1 of planar2)."""
+    q, qd, qdd = (np.asarray(x, float)[::every] for x in motion)
+    m = identification_model(robot)
+    beta = m.base.values(np.asarray(params, float))
+    counts = encoders(robot)[0]
+    rng = np.random.default_rng(0)
+    rest = q.min(axis=0) + (q.max(axis=0) - q.min(axis=0)) * rng.random((draws, q.shape[1]))
+    worst = np.zeros(q.shape[1])
+    for at, vel, acc in ((q, qd, qdd), (rest, np.zeros_like(rest), np.zeros_like(rest))):
+        tau = m.regressor(at, vel, acc) @ beta
+        step = np.zeros_like(tau)
+        for i, c in enumerate(counts):
+            moved = at.copy()
+            moved[:, i] += c
+            step += np.abs(m.regressor(moved, vel, acc) @ beta - tau)
+        worst = np.maximum(worst, step.max(axis=0))
+    return worst / target
+
+
 def design_from_outputs(
     outs: dict[str, np.ndarray],
     k0: int,
@@ -435,6 +475,7 @@ def design_from_outputs(
     exceedance: float | None = None,
     horizon: float | None = None,
     run: np.ndarray | None = None,
+    least: np.ndarray | None = None,
 ) -> Thresholds:
     """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
     (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
@@ -442,7 +483,8 @@ def design_from_outputs(
     (extreme_value_margins); None: one margin for all joints, the worst held-out ratio brought to
     ``target`` (collide's design motions); ``horizon``: the seconds of motion ``exceedance`` refers
     to (default: the design run's length; with several runs, one run's). ``run``: (K,) labels of the
-    runs concatenated in ``outs`` (each held out in turn, held_out_ratios)."""
+    runs concatenated in ``outs`` (each held out in turn, held_out_ratios). ``least``: (n,) the
+    static part's lowest value per joint (count_floor), after the margin and ``floor``."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
@@ -468,6 +510,8 @@ def design_from_outputs(
     _, vs, coef, ratios, m = min(fits, key=lambda f: f[0])
     coef = m[:, None] * coef
     coef[:, 0] += floor
+    if least is not None:
+        coef[:, 0] = np.maximum(coef[:, 0], least)
     draft = Thresholds(
         coef[:, 0],
         coef[:, 1],

@@ -10,7 +10,16 @@ contact). docs/collision.md, "The slowest contact a model-adaptive observer catc
 Checked where the bound is nearly tight (exact q-dot, q-ddot, lambda = 1e-6: S >> lambda, so a sample
 removes almost g of r): planar2 along a two-frequency motion, a ramp on joint 1 at 1.2 rho_min is caught
 with the suspect level, and the same ramp is absorbed by Birjandi & Haddadin's observer (freeze = 0),
-which shows that the hold is what catches it.
+which shows that the hold is what catches it (both with the rate limit off, rate = 1e30).
+
+The rate limit (the block's RATE_DOC): the adaptation moves the torque it explains by at most ``rate``
+N m/s on any joint, held or not, so a ramp at rho > rate to F is caught if F (1 - rate / rho) >
+threshold_j + max |e_j|. Checked without the hold (freeze = 0, the paper's adaptation otherwise) at
+rate 10 N m/s: a ramp at 1.2 rate is caught, and without the limit the same ramp is absorbed. (What was
+absorbed, ext - (r - e), ran up to 2 % above rate t here: the bound is on Y dtheta_hat's move through
+dtheta_hat, and the motion moves Y under what was absorbed, the bound's stated assumption.) A contact
+slower than rate may be absorbed: the bound says nothing there (at rate 1 N m/s a ramp at 0.8 N m/s
+was still caught: it was absorbed at 0.55 N m/s).
 """
 
 from __future__ import annotations
@@ -27,9 +36,9 @@ SUSPECT = 0.5
 LEARN = 2000  # samples
 
 
-def _run(freeze: int, ext: np.ndarray) -> dict[str, np.ndarray]:
+def _run(freeze: int, ext: np.ndarray, rate: float = 1e30) -> dict[str, np.ndarray]:
     """planar2's adaptive_measured fed the plant's exact motion along a two-frequency motion, the model
-    right, the external torque ``ext`` (K, 2) on the plant."""
+    right, the external torque ``ext`` (K, 2) on the plant, the adaptation's rate limit ``rate``."""
     robot = load_robot("planar2")
     rt = load_rt("planar2", estimator="kalman", observer="adaptive_measured", controller="none")
     ts = rt.sample_period
@@ -44,6 +53,7 @@ def _run(freeze: int, ext: np.ndarray) -> dict[str, np.ndarray]:
     rt.config["obs.lam"] = 1e-6
     rt.config["obs.freeze"] = freeze
     rt.config["obs.suspect"] = SUSPECT
+    rt.config["obs.rate"] = rate
     rt.config["det.debounce"] = 1
     cpr = float(rt.config["enc.cpr"][0])
     counts = np.round(q / (2 * np.pi / cpr)).astype(np.int64)
@@ -79,5 +89,24 @@ def test_a_contact_faster_than_the_bound_is_caught() -> None:
     assert not np.any(held["above"][LEARN:start])  # the same run as free's up to the contact
     assert np.any(held["above"][start:, 0]), np.abs(held["r"][start:, 0]).max()
     # Birjandi & Haddadin's observer absorbs it: its r settles near rho / (g / T) = 0.85 N m + |e| < 1
+    paper = _run(0, ext)
+    assert not np.any(paper["above"][start:]), np.abs(paper["r"][start:, 0]).max()
+
+
+def test_a_contact_faster_than_the_rate_limit_is_caught() -> None:
+    ts, start, rate = 1e-3, 3000, 10.0  # N m/s: 10 x the block's RATE, so that the ramp is short
+    force = 8.0  # N m: F (1 - 1 / 1.2) = 1.33 N m > threshold + max |e| (below 1.1 N m, checked below)
+    k = start + int(force / (1.2 * rate) / ts) + 300  # the ramp's rise (0.67 s) and 0.3 s more
+    ext = np.zeros((k, 2))
+    ext[start:, 0] = np.minimum(1.2 * rate * ts * np.arange(k - start), force)
+    free = _run(0, np.zeros((k, 2)), rate)
+    e_max = float(np.abs(free["r"][LEARN:]).max())
+    assert e_max < 0.1 * THRESHOLD
+    assert not np.any(free["above"][LEARN:])
+    assert force * (1 - 1 / 1.2) > THRESHOLD + e_max  # the bound's condition holds at 1.2 rate
+    inside = _run(0, ext, rate)
+    assert not np.any(inside["above"][LEARN:start])
+    assert np.any(inside["above"][start:, 0]), np.abs(inside["r"][start:, 0]).max()
+    # without the limit (Birjandi & Haddadin) the same ramp is absorbed
     paper = _run(0, ext)
     assert not np.any(paper["above"][start:]), np.abs(paper["r"][start:, 0]).max()
