@@ -39,9 +39,11 @@ def evaluate(f: FunctionSpec, data: Data) -> None:
 class _Numeric:
     """A CasADi function evaluated on numpy buffers (``Function.buffer``): the same numeric evaluation
     as ``f(*args)``, bit for bit, without CasADi's per-argument numpy -> DM -> numpy conversions (about
-    0.3 ms a call, nine tenths of the oracle's time). Inputs are dense vectors (SX symbols), read in
-    their column-major order, which is a vector's order; an output comes back as the dense row-major
-    array ``np.array(DM)`` gives (its nonzeros scattered where its sparsity puts them)."""
+    0.3 ms a call, nine tenths of the oracle's time). The function reads its inputs from slices of one
+    array and writes its outputs' nonzeros into slices of another, both bound once. Inputs are dense
+    vectors (SX symbols), read in their column-major order, which is a vector's order; an output
+    comes back as the dense row-major array ``np.array(DM)`` gives (its nonzeros scattered where its
+    sparsity puts them)."""
 
     def __init__(self, f: FunctionSpec) -> None:
         self.spec = f  # kept: the cache is keyed by its id
@@ -51,18 +53,27 @@ class _Numeric:
         self.sizes = [int(fn.nnz_in(i)) for i in range(fn.n_in())]
         self.sparsity = [fn.sparsity_out(i) for i in range(fn.n_out())]
         self.dense = [sp.is_dense() and sp.is_column() for sp in self.sparsity]
+        self.x, self.y = np.zeros(sum(self.sizes)), np.zeros(sum(sp.nnz() for sp in self.sparsity))
+        self.ins, self.outs = _slices(self.x, self.sizes), _slices(self.y, [sp.nnz() for sp in self.sparsity])
+        for i, a in enumerate(self.ins):
+            self.buffer.set_arg(i, a.data)  # type: ignore[call-arg]  # the buffer gives its size
+        for i, nz in enumerate(self.outs):
+            self.buffer.set_res(i, nz.data)  # type: ignore[call-arg]
 
     def __call__(self, values: list[np.ndarray]) -> list[np.ndarray]:
-        self.args = [np.ascontiguousarray(v, dtype=float).ravel() for v in values]  # alive until run()
-        for i, (a, size) in enumerate(zip(self.args, self.sizes)):
-            if a.size != size:
-                raise ValueError(f"{self.name}: input {i} ({self.reads[i]}) has {a.size} values, not {size}")
-            self.buffer.set_arg(i, a.data)  # type: ignore[call-arg]  # the buffer gives its size
-        nonzeros = [np.zeros(sp.nnz()) for sp in self.sparsity]
-        for i, nz in enumerate(nonzeros):
-            self.buffer.set_res(i, nz.data)  # type: ignore[call-arg]
+        flat = [np.ravel(v) for v in values]
+        if [v.size for v in flat] != self.sizes:
+            raise ValueError(f"{self.name}: inputs {self.reads} have {[v.size for v in flat]} values, not {self.sizes}")
+        if flat:
+            np.concatenate(flat, out=self.x, casting="unsafe")  # bools, counts: as np.asarray(dtype=float)
         self.run()
-        return [nz if dense else _dense(sp, nz) for sp, dense, nz in zip(self.sparsity, self.dense, nonzeros)]
+        return [nz.copy() if dense else _dense(sp, nz) for sp, dense, nz in zip(self.sparsity, self.dense, self.outs)]
+
+
+def _slices(whole: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """Consecutive views of ``whole`` of ``sizes`` elements (contiguous, so a buffer can be bound)."""
+    ends = np.cumsum([0, *sizes])
+    return [whole[a:b] for a, b in zip(ends[:-1], ends[1:])]
 
 
 def _dense(sp: cs.Sparsity, nonzeros: np.ndarray) -> np.ndarray:
