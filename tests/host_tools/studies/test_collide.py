@@ -63,16 +63,17 @@ def test_collide_cli(tmp_path: Path) -> None:
         for key in ("threshold", "threshold_mean", "margin", "check_ratio", "delay_ms", "false_alarms", "missed"):
             assert key in o
         assert all(t > 0 for t in o["threshold"]) and o["events"] == 12 and o["margin"] >= 1 / 0.85
-    designed_elsewhere = ("momentum", "adaptive", "direct", "direct_measured", "adaptive_imu")
-    for name in designed_elsewhere + ("adaptive_momentum", "adaptive_momentum_measured", "adaptive_momentum_imu"):
-        assert obs[name]["false_alarms"] == 0 and max(obs[name]["check_ratio"]) < 1, name
+    # issue #46 item 1: every observer finds every contact (slow 1 Hz steps included) without a false
+    # alarm; the momentum forms through their adaptation's rate limit, adaptive_measured through the
+    # count floor under its thresholds (docs/collision.md, "The slowest contact ...")
+    for name, o in obs.items():
+        assert o["false_alarms"] == 0 and max(o["check_ratio"]) < 1 and o["missed"] == 0, name
     mom, ada = obs["momentum"], obs["adaptive_measured"]
-    # adaptive_measured's thresholds sit at the encoder's resolution: the Kalman q_hat from the counts
+    # adaptive_measured's residual sits at the encoder's resolution: the Kalman q_hat from the counts
     # is off by up to about one count, 2 pi / 16384 = 3.8e-4 rad, which moves joint 1's gravity
     # torque by at most (24.5 + 5.9) N m/rad x 3.8e-4 rad = 0.0116 N m ((m1 lc1 + m2 l1) g and
-    # m2 lc2 g: its derivatives in q1 and q2). The check motion may cross thresholds of that size
-    # (measured: 2 false alarms at 0.0105 N m against 0.0084), its residual stays within the bound
-    assert max(ada["max_check_residual"]) < 0.0116
+    # m2 lc2 g: its derivatives in q1 and q2); its thresholds are kept above that floor (count_floor)
+    assert max(ada["max_check_residual"]) < 0.0116 < max(ada["threshold"])
     # the adaptation absorbs the slow model error (Birjandi & Haddadin eqs. 10-20): a far smaller threshold
     assert max(ada["threshold"]) < 0.05 * max(mom["threshold"])
     assert ada["ratio_to_momentum"] < 0.05
