@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from host_tools.bindings.rt import ConfigError, load_rt
     from host_tools.data.light_joints import warn_light_joints
     from host_tools.data.logs import fingerprint
+    from host_tools.data.loop_response import step_response_of
     from host_tools.identification.excitation import Excitation
     from host_tools.studies.scenarios import fit_to_limits, saturated
 
@@ -136,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
     except SimulationError as exc:
         print(f"manipgen: error: the simulation failed: {exc}", file=sys.stderr)
         return 1
+    h = step_response_of(rt)  # the loop's answer to the motion's acceleration steps: the checks allow for it
+    if h is not None:
+        result.log.extra["qdd_step_response"] = h
     if spec is None:
         result.log.extra.update(fingerprint(robot))  # the chain and the description hash it ran on
         result.log.save(args.out[0])

@@ -13,7 +13,10 @@ for every joint). Kinds and how their bounds come from the run itself:
 - ``limit``: samples at or over the description's limits (``limits.tau``; ``limits.current`` through
   the importer's ``tau_saturated``).
 - ``off_trajectory``: |q_des - q| beyond ``OFF_FACTOR`` times the joint's median tracking error while
-  its desired motion moves (floor: ``OFF_FLOOR_COUNTS`` encoder counts).
+  its desired motion moves (floor: ``OFF_FLOOR_COUNTS`` encoder counts), plus, where the log carries
+  its recording loop's response to a step of the desired acceleration (``qdd_step_response``: manipgen
+  record's computed torque with the Kalman estimator), the transient that the desired acceleration's
+  steps cause (host_tools.data.loop_response.step_allowance): a working loop's own answer to them.
 - ``gap``: stamps that jump: a step over ``GAP`` times the log's own median step (a steady 500 Hz
   recording resampled to 1 kHz has none), judged on the stamps as recorded (``recorded_time`` of a
   resampled bag or CSV, else the log's); flagged: the samples from the stamp before the jump to the
@@ -46,6 +49,7 @@ import numpy as np
 from codegen.blocks.encoder import link_counts_per_turn
 from codegen.model.robot import Robot
 from host_tools.data.logs import Log, LogError
+from host_tools.data.loop_response import step_allowance
 from host_tools.data.timing import GAP, gap_steps, repeated_rows
 
 # saturation: a clipped drive holds its level for many samples (Liu et al.'s Experiment 1: 874-942);
@@ -375,6 +379,8 @@ def _off_trajectory(
     log: Log, q: np.ndarray, rpc: np.ndarray, unit: list[str]
 ) -> tuple[list[Finding], list[float], list[float]]:
     err = np.abs(log.q_des - q)
+    h = log.extra.get("qdd_step_response")  # the recording loop's, where it says (host_tools.data.loop_response)
+    steps = np.zeros(err.shape) if h is None else step_allowance(log.qdd_des, np.asarray(h, float))
     found, bounds, worst = [], [], []
     for i in range(q.shape[1]):
         speed = np.abs(log.qd_des[:, i])
@@ -382,11 +388,13 @@ def _off_trajectory(
         typical = float(np.median(err[moving, i] if np.sum(moving) >= len(speed) / 10 else err[:, i]))
         bound = off_trajectory_bound(typical, float(rpc[i]))
         bounds.append(bound)
-        worst.append(float(np.max(err[:, i])) / bound)
-        for a, b in _runs(err[:, i] > bound):
+        worst.append(float(np.max(err[:, i] / (bound + steps[:, i]))))
+        for a, b in _runs(err[:, i] > bound + steps[:, i]):
+            step = float(np.max(steps[a : b + 1, i]))
+            loop = f", + up to {step:.3g} there: the loop's answer to the acceleration's steps" if step else ""
             detail = (
                 f"|q_des - q| up to {np.max(err[a : b + 1, i]):.4g} {unit[i]} (bound {bound:.4g} = the larger of "
-                f"{OFF_FACTOR:g} x its median {typical:.3g} and {OFF_FLOOR_COUNTS} counts)"
+                f"{OFF_FACTOR:g} x its median {typical:.3g} and {OFF_FLOOR_COUNTS} counts{loop})"
             )
             found.append(_finding("off_trajectory", i + 1, log.time, a, b, detail))
     return found, bounds, worst
@@ -446,7 +454,11 @@ def recorded_repeats(log: Log) -> np.ndarray:
         return np.asarray(log.extra["recorded_repeats"], bool)
     k = len(log.time)
     rows = [getattr(log, name) for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")]
-    rows += [a for name, a in log.extra.items() if name != "start_position" and np.shape(a)[:1] == (k,)]
+    rows += [
+        a
+        for name, a in log.extra.items()
+        if name not in ("start_position", "qdd_step_response") and np.shape(a)[:1] == (k,)
+    ]
     return repeated_rows(log.time, rows)
 
 

@@ -63,6 +63,10 @@ OPTIONAL = (
     "recorded_repeats",
     "joint_names",  # (n,) str: the chain the log was recorded for (its fingerprint, checked on reading)
     "description_hash",  # () str: description_hash of the description it was recorded for (a notice if it differs)
+    # (K, n) s^2: the recording loop's tracking error after a unit step of the desired acceleration
+    # (host_tools.data.loop_response; manipgen record's computed torque + Kalman): the off_trajectory check
+    # allows for its transients
+    "qdd_step_response",
 )
 RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
@@ -230,6 +234,7 @@ class Log:
             "description_hash": (),
             "recorded_time": r,
             "recorded_repeats": r,
+            "qdd_step_response": np.shape(self.extra.get("qdd_step_response", np.zeros((0, n))))[:1] + (n,),
         }
         for name in REQUIRED[1:] + tuple(self.extra):
             a = getattr(self, name) if name in REQUIRED else self.extra[name]
@@ -240,6 +245,8 @@ class Log:
             raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
         if not np.all(np.isfinite(self.tau)):
             raise LogError(f"{where}: tau: contains NaN or inf")
+        if not np.all(np.isfinite(self.extra.get("qdd_step_response", 0.0))):
+            raise LogError(f"{where}: qdd_step_response: contains NaN or inf")
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
