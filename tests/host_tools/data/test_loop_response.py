@@ -40,7 +40,7 @@ def _plain_loop(gain: np.ndarray, samples: int) -> np.ndarray:
 def test_the_step_response_is_the_loops() -> None:
     step = 2 * np.pi / 16384  # planar2's encoders; R = step^2 / 3 as the Kalman block designs it
     gain = np.asarray(kalman_gain(TS, 10.0, step * step / 3))
-    h = computed_torque_kalman(np.array([KP]), np.array([KD]), gain[None, :], TS, False)
+    h = computed_torque_kalman(np.array([KP]), np.array([KD]), gain[None, :], TS)
     assert h is not None
     k = 3000
     # the same linear recursion in other coordinates: the plain loop subtracts q_d (up to 4.5 rad over
@@ -49,6 +49,9 @@ def test_the_step_response_is_the_loops() -> None:
     np.testing.assert_allclose(h[:k, 0], _plain_loop(gain, k), rtol=0, atol=1e-11)
     # it rings at the estimator-controller mode and has decayed to 1% of its peak at its end (TAIL)
     assert np.max(np.abs(h[-200:, 0])) <= 0.011 * np.max(np.abs(h[:, 0]))
+    # a loop that does not settle has no transient to allow for: a negative stiffness, or none at all
+    assert computed_torque_kalman(np.array([-KP]), np.array([KD]), gain[None, :], TS) is None
+    assert computed_torque_kalman(np.array([0.0]), np.array([0.0]), gain[None, :], TS) is None
 
 
 def test_jumps_are_the_steps_not_the_smooth_change() -> None:
