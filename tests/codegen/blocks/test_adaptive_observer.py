@@ -14,7 +14,16 @@ from host_tools import load
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.data.trajectories import generated_trajectory
-from tests.codegen.blocks.helpers import at, fresh_rt, only_steps, reference, rel_err, step_by_step
+from tests.codegen.blocks.helpers import (
+    at,
+    fresh_rt,
+    only_steps,
+    reference,
+    reference_outputs,
+    rel_err,
+    step_by_step,
+    worst_rel_err,
+)
 from tests.codegen.blocks.signals import inputs
 
 ROBOT = "kuka_iiwa14"
@@ -39,12 +48,8 @@ def test_regressor_observers_match_reference(observer: str) -> None:
     keys = only_steps(ins)
     keys.update({n: ins[n] for n in ("qd_meas", "qdd_meas") if n in ins})
     out = rt.run(keys)
-    worst: dict[str, float] = {}
-    for j in range(k):
-        step_in = at(ins, j)
-        step_in.update({n: ins[n][j] for n in ("qd_meas", "qdd_meas") if n in ins})
-        for name, v in ref.step(step_in).items():
-            worst[name] = max(worst.get(name, 0.0), rel_err(out[name][j], v))
+    steps = [dict(at(ins, j), **{n: ins[n][j] for n in ("qd_meas", "qdd_meas") if n in ins}) for j in range(k)]
+    worst = {name: worst_rel_err(out[name], v) for name, v in reference_outputs(ref, steps).items()}
     assert max(worst.values()) <= 1e-9, worst
     assert np.abs(out["r"]).max() > 1.0  # not trivially zero
     if observer.startswith("adaptive"):
