@@ -3,6 +3,7 @@ the table of oracles by block name."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import casadi as cs
@@ -46,7 +47,6 @@ class _Numeric:
     sparsity puts them)."""
 
     def __init__(self, f: FunctionSpec) -> None:
-        self.spec = f  # kept: the cache is keyed by its id
         fn = f.casadi
         self.name, self.reads, self.writes = fn.name(), f.reads, f.writes
         self.buffer, self.run = fn.buffer()
@@ -82,11 +82,12 @@ def _dense(sp: cs.Sparsity, nonzeros: np.ndarray) -> np.ndarray:
     return full.reshape(sp.size2(), sp.size1()).T  # as np.array(DM): rows x columns
 
 
-_NUMERIC: dict[int, _Numeric] = {}
+_NUMERIC: dict[int, _Numeric] = {}  # by the spec's id, while the spec lives (a pipeline is built per reference)
 
 
 def _numeric(f: FunctionSpec) -> _Numeric:
     key = id(f)
-    if key not in _NUMERIC or _NUMERIC[key].spec is not f:
+    if key not in _NUMERIC:
         _NUMERIC[key] = _Numeric(f)
+        weakref.finalize(f, _NUMERIC.pop, key, None)
     return _NUMERIC[key]
