@@ -511,7 +511,9 @@ class Replays:
         self.simulated += 1
         run = simulate(rt, trajectory, record=key is not None and known is None, **kw)
         if key is not None and known is None:
-            self.runs[key] = run
+            # what a replay reads: the log, the inputs and the commands (not the recorder's other outputs)
+            commands = {k: v for k, v in run.out.items() if k == "tau_cmd"}
+            self.runs[key] = Run(run.log, commands, run.imu_read, run.inputs)
         return run
 
 
