@@ -572,9 +572,11 @@ def _collisions(
     obs: str,
     result: ObserverResult,
     progress: Progress,
-    plants: Replays,
+    plants: Replays | None = None,
 ) -> dict[str, list[float | None]]:
-    """The delays of the filtered steps per cut-off (the first event's traces kept for the figure)."""
+    """The delays of the filtered steps per cut-off (the first event's traces kept for the figure);
+    ``plants``: as observer_item's (default: every run in closed loop, as the study's pushes)."""
+    plants = Replays(record=False) if plants is None else plants
     n, ts = rt.dof, rt.sample_period
     delays: dict[str, list[float | None]] = {}
     for cutoff in s.cutoffs:
