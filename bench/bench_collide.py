@@ -76,8 +76,12 @@ def main() -> None:
     robot = source.robot()
     observers = tuple(args.observers or (o for o in DEFAULT_OBSERVERS if not lacking_sensors(ENTRIES[o], robot)))
     _wrap_runner()
-    for name in ("load_rt", "load", "simulate", "design_from_outputs", "threshold_along", "filtered_step"):
+    for name in ("load_rt", "load", "design_from_outputs", "threshold_along", "filtered_step"):
         setattr(collide, name, timed(name, getattr(collide, name)))
+    # the closed loops (collide's own and the feeds' first observers', through loopback.Replays) and
+    # the other observers' replays of them (rt_run on the recorded inputs)
+    collide.simulate = loopback.simulate = timed("simulate", loopback.simulate)
+    loopback.replay = timed("replay", loopback.replay)
     collide.tip_force_along = timed("tip_force_along", collide.tip_force_along)
     w, c = time.perf_counter(), _cpu()
     collide.scenario(source, collide.CollideSettings(seed=args.seed, observers=observers))
