@@ -114,14 +114,14 @@ def cell_problem(printed: str, fresh: Text) -> str | None:
     for p in fresh:
         if isinstance(p, Num) and p.value is not None and math.isfinite(p.value):
             pattern += NUMBER
-            values.append(p.value)
+            values.append(None if p.measured else p.value)
         else:
             pattern += re.escape(part(p))
     m = re.fullmatch(pattern, printed)
     if m is None:
         return f"docs {printed!r}, fresh {render(fresh)!r}"
     for s, v in zip(m.groups(), values):
-        if not close(s, v):
+        if v is not None and not close(s, v):
             return f"docs {s}, fresh {number(v, 6)} (more than half a unit of the printed last digit off)"
     return None
 

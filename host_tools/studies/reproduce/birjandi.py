@@ -278,7 +278,11 @@ def compute_table(r: BirjandiResults) -> Table:
     rows = tuple(
         (
             name,
-            (text(Num(us)), text(Num(us / STEP_US)), text(Num(STEP_US, None) if name == ADAPTIVE else Num(None))),
+            (
+                text(Num(us, measured=True)),
+                text(Num(us / STEP_US, measured=True)),
+                text(Num(STEP_US, None) if name == ADAPTIVE else Num(None)),
+            ),
         )
         for name, us in r.step_us.items()
     )

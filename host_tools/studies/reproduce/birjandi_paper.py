@@ -344,11 +344,11 @@ def _compute(r: BirjandiResults) -> Verdict:
         us < PERIOD_US,
         text(
             f"{ADAPTIVE}'s step ",
-            Num(us),
+            Num(us, measured=True),
             " µs (",
-            Num(us / STEP_US),
+            Num(us / STEP_US, measured=True),
             "× the paper's), ",
-            Num(us / PERIOD_US),
+            Num(us / PERIOD_US, measured=True),
             " of the 1 ms period",
         ),
     )

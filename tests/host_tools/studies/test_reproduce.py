@@ -17,14 +17,14 @@ import pytest
 
 from host_tools.bindings.source import RobotSource
 from host_tools.cli import main
-from host_tools.reports.docs_blocks import close, drift, find_blocks
+from host_tools.reports.docs_blocks import cell_problem, close, drift, find_blocks
 from host_tools.reports.reproduce import number
 from host_tools.studies import paper_setups
 from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.reproduce import birjandi, liu, liu_runs, papers
 from host_tools.studies.reproduce.birjandi_paper import BirjandiResults
 from host_tools.studies.reproduce.liu_paper import LABELS, TABLE6, registered
-from host_tools.studies.reproduce.records import Inputs, Paper, Reproduction
+from host_tools.studies.reproduce.records import Inputs, Num, Paper, Reproduction, text
 from tests.tooling import ROOT
 
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -66,6 +66,7 @@ def test_the_docs_tables_are_a_fresh_quick_run(results: liu_runs.LiuResults) -> 
         "liu quick filters",
         "liu quick experiment1",
         "liu quick model_error",
+        "liu quick recorded_runs",
         "liu quick claims",
     }
 
@@ -103,9 +104,12 @@ def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
         results,
         simulated={**results.simulated, "ga": results.simulated["paper"]},
         retuned=results.simulated["paper"][FIRST],
+        recorded_runs={run: {**by, "ga": by["paper"]} for run, by in results.recorded_runs.items()},
     )
     rep = papers.judged(liu.PAPER, "full", stand_in, 0.0)
-    assert [t.key for t in rep.tables] == ["simulated", "filters", "experiment1", "model_error", "tuned", "retuned"]
+    keys = ["simulated", "filters", "experiment1", "model_error", "recorded_runs", "tuned", "retuned", "recorded_runs"]
+    assert [t.key for t in rep.tables] == keys
+    assert [t.tier for t in rep.tables if t.key == "recorded_runs"] == ["quick", "full"]
     assert len(rep.claims) == len(liu.CLAIMS) and all(j.verdict.holds is not None for j in rep.claims)
     retuning = {j.claim.key: j.verdict.holds for j in rep.claims if "retuning" in j.claim.key}
     assert retuning == {"ga.retuning-trades-accuracy": False, "ga.retuning-helps": False}  # the same gains: ratio 1
@@ -144,6 +148,21 @@ def test_the_tolerance_is_half_a_unit_of_the_last_printed_digit() -> None:
     assert close("0.00290", 0.0029049) and not close("0.00290", 0.002906)  # trailing zeros count
     assert close("0", 0.0) and not close("0", 1e-300)  # a printed 0 is an exact zero
     assert number(0.0029, 3) == "0.00290" and number(3.654e-5, 2) == "3.7e-5" and number(1268.65, 3) == "1269"
+
+
+def test_a_measured_time_is_checked_for_its_place_not_its_value() -> None:
+    """A time measured on the machine that ran it (Num.measured) moves with the load: the docs'
+    check wants a number where it stands, any number; every other figure is compared as above."""
+    timed = text("step ", Num(276.8, measured=True), " µs, ", Num(0.0337), " of the period")
+    assert cell_problem("step 170 µs, 0.0337 of the period", timed) is None
+    assert cell_problem("step — µs, 0.0337 of the period", timed) is not None  # no number where one stands
+    assert cell_problem("step 170 µs, 0.0205 of the period", timed) is not None  # an unmeasured figure moved
+    assert (
+        cell_problem(
+            "step 170 µs, 0.0337 of the period", text("step ", Num(276.8), " µs, ", Num(0.0337), " of the period")
+        )
+        is not None
+    )
 
 
 def test_the_names_are_the_registered_estimators() -> None:
