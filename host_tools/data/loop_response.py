@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.signal import fftconvolve
 
+from codegen.blocks import controllers, kalman
 from codegen.blocks.kalman import discrete_model
 
 # h is computed until the loop's slowest mode has decayed to TAIL of its start: a jump's response is then
@@ -79,7 +80,7 @@ def step_response_of(rt: Any) -> np.ndarray | None:
     estimator in its zero-order-hold form (from its config's gains); None for any other pipeline (its
     response is not modelled: the check keeps its bound alone)."""
     opts = rt.manifest["options"]["rt_options"]
-    if opts["controller"] != "computed_torque" or opts["estimator"] != "kalman":
+    if opts["controller"] != controllers.COMPUTED_TORQUE.name or opts["estimator"] != kalman.SPEC.name:
         return None
     if dict(opts.get("estimator_params") or {}).get("tustin", 0):
         # Liu et al.'s Tustin form: its step A_z does not carry a constant acceleration exactly (its
