@@ -12,7 +12,6 @@ padding of 3 x 7 = 21 samples), then central differences.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -145,17 +144,10 @@ def tuned(folder: Path, name: str) -> tuple[EstimatorChoice, Path | None]:
     return parse_estimator(str(gains["estimator"])), config
 
 
-def estimate(
-    log: Log,
-    request: EstimatorRequest,
-    source: RobotSource,
-    gains: str = "default",
-    overrides: Mapping[str, Any] | None = None,
-) -> Estimate:
+def estimate(log: Log, request: EstimatorRequest, source: RobotSource, gains: str = "default") -> Estimate:
     """One estimator over the log of the robot ``source`` describes: ``gains`` default (the
     description's / design defaults), paper (Liu et al.'s Table 4/7/8 gains for the set-up) or a folder
-    of `manipgen evaluate --tune --out`; ``overrides``: run-time config values set over those (the
-    gains an evaluation's JSON document holds for a tuned estimator)."""
+    of `manipgen evaluate --tune --out`."""
     setup = setup_of(log, gains, source)
     config = None
     name = request.label
@@ -168,8 +160,6 @@ def estimate(
     rt = pipeline(setup, spec)
     if config is not None:
         rt.config.load(config)
-    for key, value in (overrides or {}).items():
-        rt.config[key] = value
     out = rt.run(log)
     truth = ground_truth_velocity(out["q"], log.sample_period)  # the generated encoder read's q
     start = switch_on(log)

@@ -10,8 +10,7 @@ VELOCITY_ESTIMATORS) on the simulated LWA-4P.
   data package's two runs of the test trajectory recorded with FinDiff and with MovAv in the loop,
   every estimator replayed over their counts with the description's defaults and with Table 8's gains
   (Liu et al. have no table of them: ours beside Fig. 9's ranking);
-- full: also our GA tuning at the three set-ups, and under the fault case (Table 6's "retuned"); the
-  two recorded runs with the GA's gains of 1 mdeg, 250 Hz (the runs' set-up) too.
+- full: also our GA tuning at the three set-ups, and under the fault case (Table 6's "retuned").
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks.options import estimator_choice, parse_estimator
+from codegen.blocks.options import estimator_choice
 from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import Log
 from host_tools.data.mat_logs import import_mat
@@ -30,7 +29,6 @@ from host_tools.studies import paper_setups
 from host_tools.studies.evaluate import ESTIMATORS, LIU_SETUPS, EstimatorRequest, Setup, evaluate
 from host_tools.studies.log_estimation import (
     Estimate,
-    estimate,
     estimate_all,
     recorded_comparison,
     recorded_outputs,
@@ -46,8 +44,8 @@ WINDOW = (16.0, 31.0)
 # in the shared data folder: the test trajectory recorded at 1 mdeg, 250 Hz with FinDiff and with MovAv
 # in the loop (its README), by the name the tables give them
 RECORDED_RUNS = {"FinDiff run": "lwa4p/4ms_FinDiff_run1.mat", "MovAv run": "lwa4p/4ms_MovAv_run1.mat"}
-RUNS_SETUP = LIU_SETUPS[2]  # the runs' 1 mdeg, 250 Hz: Table 8's gains, the GA's of that set-up
-RUN_GAINS = {"default": "default", "paper": "T8", "ga": "GA"}  # the gain sets replayed, as the table heads them
+RUNS_SETUP = LIU_SETUPS[2]  # the runs' 1 mdeg, 250 Hz: Table 8's gains
+RUN_GAINS = {"default": "default", "paper": "T8"}  # the gain sets replayed, as the table heads them
 # Table 5's filters as generated variants (Table 5's MovAv n = 2 samples is the block's p)
 FILTER_OPTIONS: dict[str, dict[str, float]] = {
     "MovAv": {"p": 2},
@@ -207,38 +205,25 @@ def experiment1(source: RobotSource, inputs: Inputs) -> tuple[dict[str, Replayed
     return out, ""
 
 
-def _ga_gains(doc: dict[str, Any], label: str) -> tuple[EstimatorRequest, dict[str, Any]]:
-    """The variant and the run-time gains the GA chose for ``label`` (its evaluation document's)."""
-    gains = doc["estimators"][registered(label)]["gains"]
-    request = EstimatorRequest(registered(label), parse_estimator(str(gains["estimator"])))
-    return request, {k: v for k, v in gains.items() if k.startswith("est.")}
+ByRun = dict[str, dict[str, dict[str, tuple[str, float]]]]  # run -> gain set -> label -> (variant, ISE)
 
 
-def recorded_runs(
-    source: RobotSource, inputs: Inputs, ga: dict[str, Any] | None
-) -> tuple[dict[str, dict[str, dict[str, tuple[str, float]]]], str]:
+def recorded_runs(source: RobotSource, inputs: Inputs) -> tuple[ByRun, str]:
     """Every estimator replayed over RECORDED_RUNS' counts (the generated encoder read, computed torque
     and the model-based observers fed the logged torque, as `manipgen evaluate --log`) with the
-    default and Table 8's gains, and with ``ga`` (the GA's document at RUNS_SETUP) when given; ISE
-    against Liu et al.'s offline ground truth. ({}, why) when a run is absent."""
+    default and Table 8's gains; ISE against Liu et al.'s offline ground truth. ({}, why) when a run
+    is absent."""
     absent = [str(inputs.data / f) for f in RECORDED_RUNS.values() if not (inputs.data / f).is_file()]
     if absent:
         return {}, f"the recorded runs not replayed: {', '.join(absent)} absent (Liu et al.'s data package)"
-    out: dict[str, dict[str, dict[str, tuple[str, float]]]] = {}
+    out: ByRun = {}
     for name, file in RECORDED_RUNS.items():
         inputs.progress(f"Liu et al.: the {name}, replaying the estimators")
         log = import_mat(inputs.data / file, source.robot())
-        by_gains = {
+        out[name] = {
             gains: {label: (e.spec, float(e.ise.sum())) for label, e in zip(LABELS, _replay(log, source, gains))}
-            for gains in ("default", "paper")
+            for gains in RUN_GAINS
         }
-        if ga is not None:
-            by_gains["ga"] = {}
-            for label in LABELS:
-                request, overrides = _ga_gains(ga, label)
-                e = estimate(log, request, source, overrides=overrides)
-                by_gains["ga"][label] = (e.spec, float(e.ise.sum()))
-        out[name] = by_gains
     return out, ""
 
 
@@ -259,7 +244,7 @@ def compute(tier: Tier, inputs: Inputs) -> LiuResults:
         setup = Setup(source, resolution_mdeg=FIRST[0], rate_hz=FIRST[1], tune=True, tune_faults=True, loop=loop)
         retuned = _evaluate(setup, inputs, "10 mdeg, 125 Hz, GA under the fault case")
     errors = with_model_error(source, inputs)
-    on_runs, runs_missing = recorded_runs(source, inputs, runs["ga"][RUNS_SETUP] if tier == "full" else None)
+    on_runs, runs_missing = recorded_runs(source, inputs)
     missing = "; ".join(m for m in (missing, runs_missing) if m)
     return LiuResults(runs, filters(source, inputs), replayed, missing, retuned, errors, on_runs)
 
@@ -445,26 +430,20 @@ def _spec_cell(run: tuple[str, float]) -> Text:
     return _with_variant(ise, options)
 
 
-def recorded_runs_table(r: LiuResults, tier: Tier) -> Table:
-    """quick: the default and Table 8's gains on each recorded run; full: the GA's beside Table 8's."""
-    sets = ("default", "paper") if tier == "quick" else ("paper", "ga")
+def recorded_runs_table(r: LiuResults) -> Table:
+    """The default and Table 8's gains on each recorded run."""
     rows = tuple(
-        (label, tuple(_spec_cell(r.recorded_runs[run][g][label]) for run in RECORDED_RUNS for g in sets))
+        (label, tuple(_spec_cell(r.recorded_runs[run][g][label]) for run in RECORDED_RUNS for g in RUN_GAINS))
         for label in LABELS
     )
-    columns = ("estimator", *(f"{run}: {RUN_GAINS[g]}" for run in RECORDED_RUNS for g in sets))
-    which = (
-        "with the description's defaults (default) and Liu et al.'s Table 8 gains (T8)"
-        if tier == "quick"
-        else f"with Table 8's gains (T8) and our GA's, tuned in simulation at {setup_name(RUNS_SETUP)} (GA)"
-    )
+    columns = ("estimator", *(f"{run}: {RUN_GAINS[g]}" for run in RECORDED_RUNS for g in RUN_GAINS))
     title = (
         f"Liu et al.'s two recorded runs of the test trajectory ({setup_name(RUNS_SETUP)}, recorded with FinDiff "
-        f"and with MovAv in the loop), every estimator replayed over the recorded counts {which}: ISE (rad/s)² s "
-        "summed over the six joints against Liu et al.'s offline ground truth (ours: the paper has no table "
-        "of these runs)."
+        "and with MovAv in the loop), every estimator replayed over the recorded counts with the description's "
+        "defaults (default) and Liu et al.'s Table 8 gains (T8): ISE (rad/s)² s summed over the six joints against "
+        "Liu et al.'s offline ground truth (ours: the paper has no table of these runs)."
     )
-    return Table("recorded_runs", tier, title, columns, rows)
+    return Table("recorded_runs", "quick", title, columns, rows)
 
 
 def tables(r: LiuResults, tier: Tier) -> tuple[Table, ...]:
@@ -474,11 +453,9 @@ def tables(r: LiuResults, tier: Tier) -> tuple[Table, ...]:
     if r.model_error is not None:
         out.append(model_error_table(r))
     if r.recorded_runs:
-        out.append(recorded_runs_table(r, "quick"))
+        out.append(recorded_runs_table(r))
     if tier == "full":
         out += [setups_table(r, "ga", "full"), retuned_table(r)]
-        if r.recorded_runs:
-            out.append(recorded_runs_table(r, "full"))
     return tuple(out)
 
 
