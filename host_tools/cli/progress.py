@@ -102,7 +102,9 @@ class StageBar:
         )
         self._task = self._progress.add_task(text, total=None)
         self._lines = _Lines(console)
-        self._counting = (0, 0.0)  # the count and the time it started from
+        # the count and the time counting started from: the first report of a stage (its count may be
+        # above 1 already, e.g. a batch of QEMU samples), so that the rate is the counting's own
+        self._counting: tuple[int, float] | None = None
 
     def __enter__(self) -> StageBar:
         self._progress.__enter__()
@@ -115,18 +117,19 @@ class StageBar:
     def update(self, text: str) -> None:
         """A new stage: its text, nothing counted."""
         self.text = text
+        self._counting = None
         self._progress.reset(self._task, total=None, description=text)
         if not self.terminal:
             self._lines.update(text)
 
     def count(self, done: int, total: int) -> None:
         """``done`` of the stage's ``total`` steps."""
-        if done <= 1 or done < self._counting[0]:
+        if self._counting is None or done <= 1 or done < self._counting[0]:
             self._counting = (done, time.perf_counter())
+        start, since = self._counting
         self._progress.update(self._task, completed=done, total=total)
         if not self.terminal:
-            ran = done - self._counting[0]
-            left = time_left(time.perf_counter() - self._counting[1], ran, total - self._counting[0])
+            left = time_left(time.perf_counter() - since, done - start, total - start)
             line = f"{self.text}: {done}/{total}{left}"
             if done == total:  # the last count always
                 self._lines.emit(line)

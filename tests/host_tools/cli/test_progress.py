@@ -57,3 +57,22 @@ def test_ipopts_bar_off_a_terminal_with_and_without_iterations() -> None:
         lines = [line.rsplit(" (", 1)[0] for line in out.getvalue().splitlines()]
         assert lines[-1] == "design: 2/2 ended, best cond 8" and "design: 1/2 ended, best cond 9" in lines, lines
         assert any(line.startswith("design: start 1/2, iteration 1/50, ") for line in lines) == reported, lines
+
+
+def test_a_stage_counted_from_a_batch_estimates_from_its_first_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count whose first report is already past 1 (QEMU's batches of samples) takes its rate from
+    that report: 2000 samples a second from 2146 of 10001 leaves about 4 s, not the clock's epoch
+    (an absurd "66.9 h left", the machine's uptime, before)."""
+    now = [64_800.0]  # the clock's own epoch lies 18 h back, as perf_counter's may
+    monkeypatch.setattr(progress, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    out = io.StringIO()
+    bar = progress.StageBar(Console(file=out, force_terminal=False, width=200), "samples in QEMU")
+    with bar:
+        bar.count(2146, 10001)  # the first report: no rate yet
+        now[0] += 1.0
+        bar.count(4146, 10001)  # 2000 samples in 1 s: 5855 left, about 2.9 s
+        now[0] += progress.LINE_INTERVAL
+        bar.count(10001, 10001)
+    lines = out.getvalue().splitlines()
+    assert not any(" h left" in line or " min left" in line for line in lines), lines
+    assert any(line.startswith("samples in QEMU: 2146/10001") and "left" not in line for line in lines), lines
