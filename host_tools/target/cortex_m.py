@@ -670,7 +670,7 @@ def recorded_inputs(
     the host loopback of ``host`` (the same pipeline in double; thresholds from a contact-free run,
     stop reaction; saved to ``out`` as collision_log.npz and collision_config.json). Sets ``rt``'s
     config; returns the inputs and where they came from."""
-    from host_tools.data.logs import Log
+    from host_tools.data.logs import Log, check_chain
     from host_tools.studies.scenarios import collision
 
     if log_path is None:
@@ -689,8 +689,7 @@ def recorded_inputs(
         )
     else:
         log = Log.load(log_path)
-        if log.robot != rt.name:
-            raise ValueError(f"{log_path}: robot: the log is of {log.robot!r}, the pipeline is {rt.name!r}")
+        check_chain(log, robot, str(log_path))  # another robot, or another chain of the same name: refused
         if abs(log.sample_period - rt.sample_period) > 1e-9 * rt.sample_period:
             raise ValueError(
                 f"{log_path}: sample_period: {log.sample_period:g} s, the pipeline runs every {rt.sample_period:g} s"

@@ -426,6 +426,25 @@ def test_a_log_of_another_chain_of_the_same_name_is_refused(tmp_path: Path) -> N
         read_log(tmp_path / "right.npz", PLANAR2)
 
 
+def test_target_replays_no_log_of_another_chain(tmp_path: Path) -> None:
+    """`target run --input` reads a log through the same chain check as the other tools: another
+    chain of the same name is refused in one line before anything is replayed (it ran through the
+    left arm's C without a word)."""
+    from host_tools.bindings.rt import load_rt
+    from host_tools.target.cortex_m import recorded_inputs
+
+    rt = load_rt("planar2")
+    log, _ = fabricate(PLANAR2, 1.0)
+    log.extra["joint_names"] = np.array(["shoulder", "elbow"])
+    log.save(tmp_path / "ours.npz")
+    inputs, source = recorded_inputs(PLANAR2, rt, rt, tmp_path / "ours.npz", None, tmp_path)
+    assert len(inputs) == len(log) and source == str(tmp_path / "ours.npz")
+    log.extra["joint_names"] = np.array(["right_shoulder", "right_elbow"])
+    log.save(tmp_path / "right.npz")
+    with pytest.raises(LogError, match=r"right.npz: joint_names: .*right_shoulder, right_elbow.* has shoulder, elbow"):
+        recorded_inputs(PLANAR2, rt, rt, tmp_path / "right.npz", None, tmp_path)
+
+
 def test_a_log_of_another_version_of_the_description_is_one_notice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
