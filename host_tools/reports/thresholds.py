@@ -258,7 +258,7 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
                 else f"{alarms} samples above a threshold (false alarms: lower --target, or raise --margin or --floor)"
             )
             + (
-                f", over the samples left after {skipped} flagged ones (and their surroundings) were left out "
+                f", over the samples kept: {skipped}, flagged or next to a flagged one, were left out "
                 "(--keep-flagged checks them too)"
                 if skipped
                 else ""
