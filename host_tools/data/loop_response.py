@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 from codegen.blocks import controllers, kalman
 from codegen.blocks.kalman import discrete_model
@@ -112,6 +111,10 @@ def jumps(qdd_des: np.ndarray) -> np.ndarray:
 def step_allowance(qdd_des: np.ndarray, h: np.ndarray) -> np.ndarray:
     """sum_i |jump_i| |h_(k-i)| (K, n), rad or m: a bound on the loop's tracking error caused by the
     desired acceleration's steps (module docstring)."""
+    # here, not at the top: scipy.signal costs every command that reads a log 1.2 s to import
+    # (tests/host_tools/identification/test_zero_phase.py keeps it out of identify's imports)
+    from scipy.signal import fftconvolve
+
     jump = np.abs(jumps(qdd_des))
     k = len(jump)
     out = np.zeros(jump.shape)

@@ -78,7 +78,7 @@ LOW_PASS_WINDOW = 1e6
 # record BIRJANDI below), and in momentum form fed estimates (adaptive_momentum, also with the IMUs)
 # the torque the adaptation explains moving at most 1 N m/s on any joint (obs.rate: a fifth of the
 # scenario's 5 N m step over the slowest rise it must catch, 1 s; the block's RATE, issue #46; the
-# direct form and the exact-q-dot momentum form have no limit, the block's NO_RATE; the paper's
+# direct form and the exact-q-dot momentum form have no limit, the block's default NO_RATE; the paper's
 # adapts at K whatever r is: rate 1e30 below); the covariance's
 # prior 0.1 of each base parameter, floored at 1e-3 of the largest, regrowing at 1/60 per second,
 # the tip wrench's damping 1e-6 m^2 (the study's own choices, the adaptive block's defaults when
@@ -152,7 +152,7 @@ COLLISION = PaperSetup(
         adaptive.ADAPTIVE_MOMENTUM.name: {
             **_ADAPTIVE,
             "obs.lam": 0.001,
-            "obs.rate": 1.0,
+            "obs.rate": adaptive.RATE,
             "det.window": LOW_PASS_WINDOW,
         },
         # exact q-dot: no rate limit (the block's; codegen.blocks.adaptive RATE_DOC says why)
