@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from codegen.blocks import registry
@@ -218,7 +219,9 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
             return 2
     try:
         source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
-        robot = source.robot()
+        robot = source.robot()  # loaded from the cache's copy of the description
+        if Path(args.robot).is_file():  # the user's file, not the cache's copy, in what the checks say
+            robot = dataclasses.replace(robot, file=args.robot)
         runs = {Path(p).stem: read_log(p, robot).log for p in args.log}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
         checks = {

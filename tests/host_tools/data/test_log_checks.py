@@ -445,6 +445,22 @@ def test_target_replays_no_log_of_another_chain(tmp_path: Path) -> None:
         recorded_inputs(PLANAR2, rt, rt, tmp_path / "right.npz", None, tmp_path)
 
 
+def test_evaluate_names_the_users_description_not_the_caches_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """evaluate --log loads the description through the cache (RobotSource); a log of another chain
+    is refused naming the file the user gave, not the cache's copy of it."""
+    mine = tmp_path / "arm.yaml"
+    mine.write_text((ROOT / "robots" / "planar2.yaml").read_text())
+    log, _ = fabricate(PLANAR2, 1.0)
+    log.extra["joint_names"] = np.array(["right_shoulder", "right_elbow"])
+    log.save(tmp_path / "right.npz")
+    assert main(["evaluate", str(mine), "--log", str(tmp_path / "right.npz")]) == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("manipgen: error:")]
+    assert len(errors) == 1 and f"{mine} has shoulder, elbow" in errors[0], errors
+    assert "descriptions" not in errors[0], errors
+
+
 def test_a_log_of_another_version_of_the_description_is_one_notice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
