@@ -80,7 +80,7 @@ class Ctx:
     def _fns(self) -> dict[str, cs.Function]:
         d = self.dyn
         pi = d.pi
-        t = d.kinetic_energy(pi)
+        momentum, dtdq = d.momentum_terms(pi)
         vc = [] if self.coulomb_scale is None else [self.coulomb_scale]  # run-time scales: the last argument
         scale = self.coulomb_scale
         return {
@@ -93,8 +93,8 @@ class Ctx:
             "friction_correction": cs.Function(
                 "friction_correction", [d.qd, pi, *vc], [d.friction(d.qd, pi, scale) - d.friction(d.qd, pi)]
             ),
-            "generalized_momentum": cs.Function("generalized_momentum", [d.q, d.qd, pi], [cs.gradient(t, d.qd)]),
-            "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [cs.gradient(t, d.q)]),
+            "generalized_momentum": cs.Function("generalized_momentum", [d.q, d.qd, pi], [momentum]),
+            "ctqd": cs.Function("ctqd", [d.q, d.qd, pi], [dtdq]),
             "mass_matrix": cs.Function("mass_matrix", [d.q, pi], [d.mass_matrix(pi)]),
         }
 

@@ -225,17 +225,13 @@ class Dynamics:
             tau[i] = nm[2] if self.robot.joints[i].type == "revolute" else f[2]
         return cs.vertcat(*tau)
 
-    def kinetic_energy(self, pi: SX) -> SX:
-        """T(q, qd) = sum over links of 1/2 m v.v + v.(w x h) + 1/2 w' I w, plus 1/2 IA qd^2.
-
-        Velocities propagate outward in body frames (v: the link frame origin, h = m c the first
-        moment, I about the origin). p = dT/dqd = M qd and dT/dq = C(q, qd)' qd (Christoffel C):
-        the momentum observer's ingredients without M-dot (DESIGN.md, measured hints).
-        """
-        links = self.links(pi)
+    @cached_property
+    def velocities(self) -> list[tuple[SX, SX]]:
+        """Per link (w_i, v_i): its angular velocity and its J_i origin's velocity, in J_i,
+        propagated outward from the base at rest."""
         z = cs.DM([0, 0, 1])
         w, v = SX.zeros(3), SX.zeros(3)
-        energy = SX(0)
+        out = []
         for i, joint in enumerate(self.robot.joints):
             r, p = self.joint_transform(i)
             rt = r.T
@@ -244,13 +240,60 @@ class Dynamics:
                 w = w + z * self.qd[i]
             else:
                 v = v + z * self.qd[i]
-            lk = links[i]
+            out.append((w, v))
+        return out
+
+    def kinetic_energy(self, pi: SX) -> SX:
+        """T(q, qd) = sum over links of 1/2 m v.v + v.(w x h) + 1/2 w' I w, plus 1/2 IA qd^2.
+
+        Velocities propagate outward in body frames (v: the link frame origin, h = m c the first
+        moment, I about the origin). p = dT/dqd = M qd and dT/dq = C(q, qd)' qd (Christoffel C):
+        momentum_terms computes both by a recursion (DESIGN.md, measured hints).
+        """
+        links = self.links(pi)
+        energy = SX(0)
+        for (w, v), lk in zip(self.velocities, links):
             energy += (
                 0.5 * lk.m * cs.dot(v, v) + cs.dot(v, cs.cross(w, lk.h)) + 0.5 * cs.dot(w, cs.mtimes(lk.inertia, w))
             )
         for i in range(self.n):
             energy += 0.5 * self.joint_param(pi, i, "IA") * self.qd[i] ** 2
         return energy
+
+    def momentum_terms(self, pi: SX) -> tuple[SX, SX]:
+        """(p, dT/dq): the generalized momentum p = M(q) qd (rotor inertia included) and
+        dT/dq = C(q, qd)' qd (Christoffel C), the momentum observer's ingredients, by one outward
+        and one inward recursion (no M, no C, no gradient of T).
+
+        Body i's momentum about the J_i origin, in J_i: l_i = m v + w x h, k_i = I w + h x v
+        (dT_i/dv, dT_i/dw). The subtree's composite (L_j, K_j) is carried inward like Newton-Euler's
+        forces. p_j = S_j . (K_j, L_j) + IA_j qd_j (S_j: joint j's axis, z of J_j). Moving joint j
+        moves its subtree rigidly by S_j: a descendant's velocity changes by S_j x (V_i - V_j) and its
+        inertia rotates with it, which adds -(S_j x V_i) . h_i to dT_i/dq_j (T_i = V_i . h_i / 2 is
+        frame-invariant), so dT/dq_j = -(S_j x V_j) . H_j = -S_j . (V_j x* H_j) (Featherstone's
+        spatial cross products):
+        the z part of -(w_j x K_j + v_j x L_j) for a revolute joint, of -(w_j x L_j) for a
+        prismatic one. Equal to the gradients of kinetic_energy to rounding (tested)."""
+        links = self.links(pi)
+        n = self.n
+        p_out, dt_out = [SX(0)] * n, [SX(0)] * n
+        kc, lc = SX.zeros(3), SX.zeros(3)
+        for i in reversed(range(n)):
+            (w, v), lk = self.velocities[i], links[i]
+            k, lin = cs.mtimes(lk.inertia, w) + cs.cross(lk.h, v), lk.m * v + cs.cross(w, lk.h)
+            if i + 1 < n:
+                r, p = self.joint_transform(i + 1)
+                rl = cs.mtimes(r, lc)
+                k, lin = k + cs.mtimes(r, kc) + cs.cross(p, rl), lin + rl
+            kc, lc = k, lin
+            rotor = self.joint_param(pi, i, "IA") * self.qd[i]
+            if self.robot.joints[i].type == "revolute":
+                p_out[i] = k[2] + rotor
+                dt_out[i] = -(w[0] * k[1] - w[1] * k[0] + v[0] * lin[1] - v[1] * lin[0])
+            else:
+                p_out[i] = lin[2] + rotor
+                dt_out[i] = -(w[0] * lin[1] - w[1] * lin[0])
+        return cs.vertcat(*p_out), cs.vertcat(*dt_out)
 
     def coulomb(self, qd: SX, scale: SX | None = None) -> SX:
         """The Coulomb shape: sgn(qd), or tanh(qd / scale) with the description's scales or, given,
@@ -284,7 +327,28 @@ class Dynamics:
         return self.rnea_frictionless(pi) + self.friction(self.qd, pi, scale)
 
     def gravity(self, pi: SX) -> SX:
-        return self.rigid_body_torque(SX.zeros(self.n), SX.zeros(self.n), pi)
+        """g(q) from the subtrees' composite mass and first moment (carried inward by
+        spatial.transform_inertial_cs): uniform gravity acts on a subtree as its whole mass at its
+        centre, so g_j = z . (H_j x a_j) for a revolute joint and z . (m_j a_j) for a prismatic one,
+        a_j = -gravity in J_j. The rnea at qd = qdd = 0 to rounding (tested), with fewer operations."""
+        links = self.links(pi)
+        acc: list[SX] = []
+        a = SX(-cs.DM(self.robot.gravity))
+        for i in range(self.n):
+            a = cs.mtimes(self.joint_transform(i)[0].T, a)
+            acc.append(a)
+        out = [SX(0)] * self.n
+        mc, hc = SX(0), SX.zeros(3)
+        for i in reversed(range(self.n)):
+            m, h = links[i].m, links[i].h
+            if i + 1 < self.n:
+                r, p = self.joint_transform(i + 1)
+                cm, ch, _ = spatial.transform_inertial_cs(mc, hc, SX.zeros(3, 3), r, p)
+                m, h = m + cm, h + ch
+            mc, hc = m, h
+            a = acc[i]
+            out[i] = h[0] * a[1] - h[1] * a[0] if self.robot.joints[i].type == "revolute" else m * a[2]
+        return cs.vertcat(*out)
 
     def coriolis(self, pi: SX) -> SX:
         """C(q, qd) qd by Newton-Euler with zero acceleration and no gravity."""
