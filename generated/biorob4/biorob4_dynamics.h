@@ -124,7 +124,7 @@ void biorob4_coriolis_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], c
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [4] joint positions (rad or m)
  * @param[out] g [4] N m (revolute) or N (prismatic), link side
- * Operations: 44.
+ * Operations: 36.
  */
 void biorob4_gravity(const biorob4_real_t q[4], biorob4_real_t g[4]);
 
@@ -133,7 +133,7 @@ void biorob4_gravity(const biorob4_real_t q[4], biorob4_real_t g[4]);
  * @param q [4] joint positions (rad or m)
  * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] g [4] N m (revolute) or N (prismatic), link side
- * Operations: 81.
+ * Operations: 56.
  */
 void biorob4_gravity_p(const biorob4_real_t q[4], const biorob4_real_t pi[44], biorob4_real_t g[4]);
 
@@ -260,7 +260,7 @@ void biorob4_elastic_link_rhs_p(const biorob4_real_t q[4], const biorob4_real_t 
  * @param qd [4] joint velocities (rad/s or m/s)
  * @param[out] theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
  * @param[out] thetad [4] motor velocities, link side
- * Operations: 136.
+ * Operations: 132.
  */
 void biorob4_motor_rest(const biorob4_real_t q[4], const biorob4_real_t qd[4], biorob4_real_t theta[4], biorob4_real_t thetad[4]);
 
@@ -273,7 +273,7 @@ void biorob4_motor_rest(const biorob4_real_t q[4], const biorob4_real_t qd[4], b
  * @param pi [44] standard parameters, order of <robot>_standard_names
  * @param[out] theta [4] motor positions, link side (rotor angle / transmission ratio; rad or m)
  * @param[out] thetad [4] motor velocities, link side
- * Operations: 272.
+ * Operations: 164.
  */
 void biorob4_motor_rest_p(const biorob4_real_t q[4], const biorob4_real_t qd[4], const biorob4_real_t pi[44], biorob4_real_t theta[4], biorob4_real_t thetad[4]);
 

@@ -124,7 +124,7 @@ void franka_panda_coriolis_p(const franka_panda_real_t q[7], const franka_panda_
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [7] joint positions (rad or m)
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
- * Operations: 214.
+ * Operations: 104.
  */
 void franka_panda_gravity(const franka_panda_real_t q[7], franka_panda_real_t g[7]);
 
@@ -133,7 +133,7 @@ void franka_panda_gravity(const franka_panda_real_t q[7], franka_panda_real_t g[
  * @param q [7] joint positions (rad or m)
  * @param pi [91] standard parameters, order of <robot>_standard_names
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
- * Operations: 214.
+ * Operations: 114.
  */
 void franka_panda_gravity_p(const franka_panda_real_t q[7], const franka_panda_real_t pi[91], franka_panda_real_t g[7]);
 

@@ -124,7 +124,7 @@ void kuka_iiwa14_coriolis_p(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_rea
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [7] joint positions (rad or m)
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
- * Operations: 197.
+ * Operations: 104.
  */
 void kuka_iiwa14_gravity(const kuka_iiwa14_real_t q[7], kuka_iiwa14_real_t g[7]);
 
@@ -133,7 +133,7 @@ void kuka_iiwa14_gravity(const kuka_iiwa14_real_t q[7], kuka_iiwa14_real_t g[7])
  * @param q [7] joint positions (rad or m)
  * @param pi [84] standard parameters, order of <robot>_standard_names
  * @param[out] g [7] N m (revolute) or N (prismatic), link side
- * Operations: 200.
+ * Operations: 111.
  */
 void kuka_iiwa14_gravity_p(const kuka_iiwa14_real_t q[7], const kuka_iiwa14_real_t pi[84], kuka_iiwa14_real_t g[7]);
 

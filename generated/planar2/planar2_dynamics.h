@@ -124,7 +124,7 @@ void planar2_coriolis_p(const planar2_real_t q[2], const planar2_real_t qd[2], c
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [2] joint positions (rad or m)
  * @param[out] g [2] N m (revolute) or N (prismatic), link side
- * Operations: 20.
+ * Operations: 17.
  */
 void planar2_gravity(const planar2_real_t q[2], planar2_real_t g[2]);
 
@@ -133,7 +133,7 @@ void planar2_gravity(const planar2_real_t q[2], planar2_real_t g[2]);
  * @param q [2] joint positions (rad or m)
  * @param pi [26] standard parameters, order of <robot>_standard_names
  * @param[out] g [2] N m (revolute) or N (prismatic), link side
- * Operations: 25.
+ * Operations: 27.
  */
 void planar2_gravity_p(const planar2_real_t q[2], const planar2_real_t pi[26], planar2_real_t g[2]);
 

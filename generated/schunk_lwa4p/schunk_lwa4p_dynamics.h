@@ -125,7 +125,7 @@ void schunk_lwa4p_coriolis_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [6] joint positions (rad or m)
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
- * Operations: 152.
+ * Operations: 50.
  */
 void schunk_lwa4p_gravity(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t g[6]);
 
@@ -134,7 +134,7 @@ void schunk_lwa4p_gravity(const schunk_lwa4p_real_t q[6], schunk_lwa4p_real_t g[
  * @param q [6] joint positions (rad or m)
  * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
- * Operations: 178.
+ * Operations: 91.
  */
 void schunk_lwa4p_gravity_p(const schunk_lwa4p_real_t q[6], const schunk_lwa4p_real_t pi[78], schunk_lwa4p_real_t g[6]);
 

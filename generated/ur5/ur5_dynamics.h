@@ -124,7 +124,7 @@ void ur5_coriolis_p(const ur5_real_t q[6], const ur5_real_t qd[6], const ur5_rea
  * Gravity torque g(q) for the robot's gravity vector (base frame).
  * @param q [6] joint positions (rad or m)
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
- * Operations: 123.
+ * Operations: 36.
  */
 void ur5_gravity(const ur5_real_t q[6], ur5_real_t g[6]);
 
@@ -133,7 +133,7 @@ void ur5_gravity(const ur5_real_t q[6], ur5_real_t g[6]);
  * @param q [6] joint positions (rad or m)
  * @param pi [78] standard parameters, order of <robot>_standard_names
  * @param[out] g [6] N m (revolute) or N (prismatic), link side
- * Operations: 175.
+ * Operations: 87.
  */
 void ur5_gravity_p(const ur5_real_t q[6], const ur5_real_t pi[78], ur5_real_t g[6]);
 
