@@ -132,11 +132,22 @@ def transform_inertial(p: np.ndarray, t_ab: np.ndarray) -> np.ndarray:
     """Numeric form of transform_inertial_cs on the 10-vector p, with t_ab the pose of B in A
     (the same CasADi expression, evaluated exactly enough to round once: codegen.model.exact)."""
     p, t_ab = np.asarray(p, dtype=float), np.asarray(t_ab, dtype=float)
+    return np.array(_transform_inertial_bits(p.shape, p.tobytes(), t_ab.shape, t_ab.tobytes()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _transform_inertial_bits(
+    p_shape: tuple[int, ...], p_bytes: bytes, t_shape: tuple[int, ...], t_bytes: bytes
+) -> tuple[float, ...]:
+    """transform_inertial by the bits of its inputs: the exact evaluation (3 ms) runs once per input,
+    not once per call (Dynamics.links maps each joint's ten unit vectors at every symbolic build,
+    about 500 calls per generated pipeline of a 7-joint arm; the suite generates hundreds)."""
+    p, t_ab = np.frombuffer(p_bytes).reshape(p_shape), np.frombuffer(t_bytes).reshape(t_shape)
     m, h, i_a = (
         exact.from_mp(x)
         for x in _transform_inertial_exact()([p[0]], p[1:4], inertia_matrix(p), t_ab[:3, :3], t_ab[:3, 3])
     )
-    return pack(float(m[0, 0]), h.ravel(), i_a)
+    return tuple(float(v) for v in pack(float(m[0, 0]), h.ravel(), i_a))
 
 
 def from_com(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
