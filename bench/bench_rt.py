@@ -749,7 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(goal_lines))
     print()
     print(
-        "Momentum observer via kinetic-energy gradients (our rt step obs part) vs M + Christoffel C + g "
+        "Momentum observer via momentum recursions (our rt step obs part) vs M + Christoffel C + g "
         "(the textbook way, same program):"
     )
     print("  ours = (kalman + momentum + thresholds) - (kalman alone): observer and collision thresholds;")
