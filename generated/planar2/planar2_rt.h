@@ -79,8 +79,9 @@
  *   p = M(q) qd = dT/dqd,  beta = g(q) - C(q, qd)^T qd + friction(qd) + tau_f,  C^T qd = dT/dq
  *   I_k = I_{k-1} + T (tau_k - beta_k + r_{k-1}),   r_k = K_O (p_k - p_0 - I_k)
  * 
- * T(q, qd) is the kinetic energy (rotor inertia included), so neither M-dot nor the Coriolis matrix is
- * formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, the [fric] block; 0
+ * T(q, qd) is the kinetic energy (rotor inertia included); p and dT/dq come from one outward (link
+ * velocities) and one inward (composite momenta) recursion, so neither M, M-dot nor the Coriolis
+ * matrix is formed; tau_f: the friction terms beyond viscous + Coulomb (st.fric.tau, the [fric] block; 0
  * unless configured). q and qd are the estimator's q_hat, qd_hat; tau is in.tau, the link-side actuator torque
  * (measured or commanded) over the last sample. With a perfect model r obeys dr/dt = K_O (tau_ext - r)
  * (eq. 26): a first-order low-pass of the external torque with time constant 1/K_O; in discrete time
