@@ -385,17 +385,25 @@ def design_across(
 
 
 def _fit_scale(
-    r: np.ndarray, qd: np.ndarray, qdd: np.ndarray, vs: float, static: bool, blocks: int, run: np.ndarray | None
+    r: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    vs: float,
+    static: bool,
+    blocks: int,
+    run: np.ndarray | None,
+    held_out: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At standstill scale ``vs``, per joint: the envelope's coefficients (n, 4) at margin 1, the
-    held-out ratios (units, n) and the envelope's mean over the samples (n,)."""
+    held-out ratios (units, n; ``held_out`` False: none, (0, n)) and the envelope's mean over the
+    samples (n,)."""
     n = r.shape[1]
     coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), [], np.zeros(n)
     low = MIN_STATIC * r.max(axis=0)
     for j in range(n):
         x = static_regressor(qd[:, j], qdd[:, j], vs) if static else regressor(qd[:, j], qdd[:, j], vs)
         coef[j] = envelope(r[:, j], x, low[j])
-        ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
+        ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run) if held_out else np.zeros(0))
         means[j] = float(np.mean(x @ coef[j]))
     return coef, np.column_stack(ratios), means
 
@@ -476,6 +484,7 @@ def design_from_outputs(
     horizon: float | None = None,
     run: np.ndarray | None = None,
     least: np.ndarray | None = None,
+    held_out: bool = True,
 ) -> Thresholds:
     """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
     (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
@@ -484,8 +493,12 @@ def design_from_outputs(
     ``target`` (collide's design motions); ``horizon``: the seconds of motion ``exceedance`` refers
     to (default: the design run's length; with several runs, one run's). ``run``: (K,) labels of the
     runs concatenated in ``outs`` (each held out in turn, held_out_ratios). ``least``: (n,) the
-    static part's lowest value per joint (count_floor), after the margin and ``floor``."""
+    static part's lowest value per joint (count_floor), after the margin and ``floor``. ``held_out``
+    False, with a ``margin`` given: the held-out ratios, which only report then, are not computed
+    (eight envelope fits per joint; Thresholds.held_out is (0, n))."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
+    if not held_out and margin is None:
+        raise ValueError("held_out=False needs a margin: a derived margin comes from the held-out ratios")
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
     if use.sum() < 2 * blocks * (1 if run is None else len(np.unique(run))):
@@ -499,7 +512,7 @@ def design_from_outputs(
     span = blocks * block_seconds if horizon is None else horizon
     fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (units, n), margins)
     for vs in (static_vs,) if static else STANDSTILL_SCALES:
-        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels)
+        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels, held_out)
         if margin is not None:
             m = np.full(n, margin)
         elif exceedance is None:

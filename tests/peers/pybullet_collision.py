@@ -602,7 +602,15 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
 
         def designed(outs: dict[str, np.ndarray]) -> Any:
             return design_from_outputs(
-                outs, k0, ts, margin=s.margin, floor=s.floor, target=s.target, static=True, static_vs=0.01
+                outs,
+                k0,
+                ts,
+                margin=s.margin,
+                floor=s.floor,
+                target=s.target,
+                static=True,
+                static_vs=0.01,
+                held_out=s.margin is None,  # with a margin given, the held-out ratios would only report
             )
 
         th_all = designed(design_out)

@@ -22,6 +22,7 @@ from host_tools.data.trajectories import generated_trajectory
 from host_tools.reports import plots
 from host_tools.studies.thresholds import (
     check_thresholds,
+    design_from_outputs,
     design_thresholds,
     envelope,
     held_out_ratios,
@@ -114,6 +115,29 @@ def test_the_fit_recovers_a_known_envelope() -> None:
     np.testing.assert_allclose(envelope(r, x, 0.0), true, rtol=1e-6)
     x[:, 2] = 0.0  # no q-ddot estimate: ka is moot, fitted 0
     assert envelope(scale * (x @ true), x, 0.0)[2] == 0.0
+
+
+def test_a_given_margin_designs_the_same_without_the_held_out_ratios() -> None:
+    """design_from_outputs(held_out=False), for callers that give the margin (the PyBullet peer): the
+    held-out fits (eight envelopes per joint) only report then, so every designed figure is the
+    same bit for bit and the held-out ratios are absent; without a margin it is refused (the
+    derived margin is made of them)."""
+    rng = np.random.default_rng(3)
+    k, ts = 3000, 0.001
+    qd = np.column_stack([np.sin(np.arange(k) * ts * w) for w in (2.0, 5.0)])
+    outs = {"r": rng.normal(0.0, 1.0, (k, 2)) * (1 + np.abs(qd)), "qd_hat": qd, "qdd_hat": np.gradient(qd, ts, axis=0)}
+    both = [
+        design_from_outputs(outs, 100, ts, margin=1.5, static=static, held_out=h)
+        for static in (True, False)
+        for h in (True, False)
+    ]
+    for full, light in (both[:2], both[2:]):
+        assert full.held_out.shape == (8, 2) and light.held_out.shape == (0, 2)
+        for name in ("threshold", "kv", "ka", "ks", "vs", "margins", "threshold_mean", "level"):
+            assert np.array_equal(getattr(full, name), getattr(light, name)), name
+    assert both[0].threshold.tolist() != both[2].threshold.tolist()  # the two designs differ: a real comparison
+    with pytest.raises(ValueError, match="held_out=False needs a margin"):
+        design_from_outputs(outs, 100, ts, held_out=False)
 
 
 def test_held_out_blocks_and_the_margin(tmp_path: Path) -> None:
