@@ -155,6 +155,13 @@ COLLISION = PaperSetup(
             "obs.rate": adaptive.RATE,
             "det.window": LOW_PASS_WINDOW,
         },
+        # the same observer adapting the essential parameters only (issue #47): adaptive_momentum's set-up
+        adaptive.ADAPTIVE_MOMENTUM_ESSENTIAL.name: {
+            **_ADAPTIVE,
+            "obs.lam": 0.001,
+            "obs.rate": adaptive.RATE,
+            "det.window": LOW_PASS_WINDOW,
+        },
         # exact q-dot: no rate limit (the block's; codegen.blocks.adaptive RATE_DOC says why)
         adaptive.ADAPTIVE_MOMENTUM_MEASURED.name: {
             **_ADAPTIVE,

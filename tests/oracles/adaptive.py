@@ -67,7 +67,9 @@ def rls_update(d: Data, cov: Covariance) -> bool:
     return True
 
 
-@register("adaptive", "adaptive_measured", "adaptive_momentum", "adaptive_momentum_measured")
+@register(
+    "adaptive", "adaptive_measured", "adaptive_momentum", "adaptive_momentum_measured", "adaptive_momentum_essential"
+)
 def observe(d: Data, block: Block, ctx: Ctx) -> None:
     integral = bool(block.options.get("integral"))
     restart = bool(d["loc.first"] or d["in.reset"])

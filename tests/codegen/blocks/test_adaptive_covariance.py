@@ -58,7 +58,7 @@ def link_observer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize("observer", [LINK, "adaptive_momentum", "adaptive"])
+@pytest.mark.parametrize("observer", [LINK, "adaptive_momentum", "adaptive", "adaptive_momentum_essential"])
 def test_structured_update_equals_the_dense_one_kept_to_the_blocks(observer: str, link_observer: None) -> None:
     rt = fresh_rt(ROBOT, "kalman", observer, "computed_torque")
     rt.config["det.threshold"] = 1e6  # never held: the adaptation runs every sample

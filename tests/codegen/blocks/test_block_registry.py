@@ -208,6 +208,7 @@ def test_the_observer_and_controller_lists_read_their_specs() -> None:
         "momentum",
         "adaptive",
         "adaptive_momentum",
+        "adaptive_momentum_essential",
         "direct",
     ]
     assert [n for n, o in observers.items() if o.needs_acceleration] == ["adaptive", "direct"]
