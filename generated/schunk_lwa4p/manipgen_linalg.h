@@ -92,7 +92,8 @@ static inline int mg_cholesky_solve(int n, MG_REAL *a, MG_REAL *b)
  * parameters, in two parts. mg_rls_gain computes the gain from the regressor Y (n x m), given as
  * yt = Y^T (m x n row-major), and the parameter covariance p (m x m row-major, symmetric positive
  * definite, both triangles kept), then updates p:
- *   S = Y P Y^T + lam I = L L^T (s: L in its lower triangle),  V = L^-1 Y P (w, n x m),
+ *   S = Y P Y^T + lam I = L L^T (s: L in its lower triangle; the upper one is not written),
+ *   V = L^-1 Y P (w, n x m),
  *   P -= gain_p V^T V (the information of the step, scaled by gain_p in 0..1; 0: none),
  *   P_ii += drift[i] (the parameters' random walk over the step).
  * Returns 0, or -1 if S is not positive definite (p then unchanged). */
@@ -119,8 +120,8 @@ static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_RE
             }
         }
     }
-    for (j = 0; j < n; ++j) { /* s = w Y^T + lam I */
-        for (k = 0; k < n; ++k) {
+    for (j = 0; j < n; ++j) { /* s = w Y^T + lam I, the lower triangle: all mg_cholesky_factor reads */
+        for (k = 0; k <= j; ++k) {
             MG_REAL acc = (j == k) ? lam : (MG_REAL)0;
             for (c = 0; c < m; ++c) {
                 acc += w[(j * m) + c] * yt[(c * n) + k];
