@@ -5,8 +5,13 @@ has them) a failure."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,6 +57,34 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         paths[run] = out / f"{run}.npz"
         assert main(["import-log", str(mat), "--robot", "schunk_lwa4p", "--out", str(paths[run])]) == 0
     return paths
+
+
+# Today's (#11) identification options: the description's one Coulomb scale, every sample kept
+TODAY = ["--band", "15", "--min-speed", "0", "--no-fit-coulomb-scale"]
+
+
+@pytest.fixture(scope="module")
+def identified(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[dict[str, Any], Path]]:
+    """``manipgen identify`` with TODAY's options on a run, validated on the other, --json: (its
+    JSON, its --out folder), once per run for the module (two tests read the FinDiff run's; a
+    validation run does not enter the fit: config_identified.json is byte-identical without it)."""
+    done: dict[str, tuple[dict[str, Any], Path]] = {}
+
+    def get(run: str) -> tuple[dict[str, Any], Path]:
+        if run not in done:
+            other = "FinDiff" if run == "MovAv" else "MovAv"
+            out = tmp_path_factory.mktemp(f"identified_{run}")
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                code = main(
+                    ["identify", "schunk_lwa4p", str(RUNS[run]), "--validate", str(RUNS[other]), *TODAY]
+                    + ["--json", "--out", str(out)]
+                )
+            assert code == 0
+            done[run] = (json.loads(printed.getvalue()), out)
+        return done[run]
+
+    return get
 
 
 def test_description_has_the_drives_of_the_data(drives: list[dict[str, float]]) -> None:
@@ -204,37 +237,17 @@ def test_experiment1_recorded_outputs_survive_the_log_format(tmp_path: Path) -> 
 REFERENCE_VALIDATION_RMS = np.array([1.65, 2.78, 1.78, 1.42, 0.83, 0.89])
 
 
-def test_identification_on_one_run_validates_on_the_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_identification_on_one_run_validates_on_the_other(
+    identified: Callable[[str], tuple[dict[str, Any], Path]],
+) -> None:
     """#5's pipeline on the recorded (non-periodic) run, with the description's one Coulomb scale
     (the parameters docs/real-data.md's observer table uses): base, essential and physically
     consistent parameters from the FinDiff run, validated on the MovAv run's measured torque. The
     physical parameters are within 10 % of the reference per joint and give a positive definite
     M(q); the base parameters do better than the reference in total and on five joints of six."""
-    import json
-
     from host_tools import load
 
-    assert (
-        main(
-            [
-                "identify",
-                "schunk_lwa4p",
-                str(RUNS["FinDiff"]),
-                "--validate",
-                str(RUNS["MovAv"]),
-                "--band",
-                "15",
-                "--min-speed",
-                "0",
-                "--no-fit-coulomb-scale",
-                "--json",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
-    doc = json.loads(capsys.readouterr().out)
+    doc, tmp_path = identified("FinDiff")
     base, phys = np.array(doc["validation_rms"]["base"]), np.array(doc["validation_rms"]["physical"])
     assert doc["validation_torque"] == "measured, unfiltered"
     assert np.all(phys <= 1.10 * REFERENCE_VALIDATION_RMS), phys  # the issue's goal for them
@@ -434,19 +447,14 @@ STATIC_SUM = {"MovAv": 53.7, "FinDiff": 54.4}
 
 @pytest.mark.parametrize("design_run", ["MovAv", "FinDiff"])
 def test_fitted_thresholds_hold_on_the_other_run(
-    design_run: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    design_run: str, identified: Callable[[str], tuple[dict[str, Any], Path]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """#24's goal: the config identified on one run, thresholds designed on it with the defaults
     (fitted envelope, margin from held-out blocks) and the Kalman estimator, checked on the other
     run: no false alarm, max |r| / threshold <= 0.85, and the thresholds' mean summed over the
     joints no higher than today's 1.2 x max |r| (on both runs)."""
-    import json
-
     other = "FinDiff" if design_run == "MovAv" else "MovAv"
-    args = ["--band", "15", "--min-speed", "0", "--no-fit-coulomb-scale", "--out", str(tmp_path)]
-    assert main(["identify", "schunk_lwa4p", str(RUNS[design_run]), *args]) == 0
-    capsys.readouterr()
-    config = ["--config", str(tmp_path / "config_identified.json")]
+    config = ["--config", str(identified(design_run)[1] / "config_identified.json")]
     command = ["thresholds", "schunk_lwa4p", str(RUNS[design_run]), "--check", str(RUNS[other]), "--json"]
     assert main([*command, "--estimator", "kalman", "--observer", "momentum", *config]) == 0
     doc = json.loads(capsys.readouterr().out)
