@@ -256,8 +256,8 @@ def test_identification_on_one_run_validates_on_the_other(
     assert np.all(base[better] <= REFERENCE_VALIDATION_RMS[better]), base
     # ... joint 5 needs its own Coulomb scale (the next test); within 10 % here
     assert base[4] <= 1.10 * REFERENCE_VALIDATION_RMS[4], base
-    identified = load_robot(tmp_path / "schunk_lwa4p_identified.yaml")  # IA >= 0 and so on: it loads
-    assert all(j.IA >= 0 for j in identified.joints)
+    fitted = load_robot(tmp_path / "schunk_lwa4p_identified.yaml")  # IA >= 0 and so on: it loads
+    assert all(j.IA >= 0 for j in fitted.joints)
     dyn = load("schunk_lwa4p")
     pi = np.array(doc["identified_standard"])
     rng = np.random.default_rng(0)
