@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -82,6 +82,8 @@ class Run:
     out: dict[str, np.ndarray]  # the pipeline's outputs per sample
     imu_read: np.ndarray | None = None  # what simulated IMUs read (K, 6 m), if the pipeline has any
     inputs: np.ndarray | None = None  # what the pipeline read at each sample (simulate(record=True))
+    # the pipeline's state before sample k's step, for each k of simulate's ``keep`` (resume)
+    states: dict[int, bytes] = field(default_factory=dict)
 
     @property
     def ise_velocity(self) -> np.ndarray:
@@ -124,6 +126,7 @@ def simulate(
     tau0: np.ndarray | None = None,
     progress: Callable[[int, int], None] | None = None,
     record: bool = False,
+    keep: Sequence[int] = (),
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
@@ -151,9 +154,13 @@ def simulate(
     ``progress(done, total)``, if given, is called every PROGRESS_SAMPLES samples and after the last
     one; the loop then calls the step (rt's own C step, or ``step``) through a Python callback, a few
     microseconds a sample beside the plant's RK4 sub-steps, with the same computation as without it;
-    so does ``record``, which keeps what the step read at each sample in the run's ``inputs`` (replay)."""
+    so does ``record``, which keeps what the step read at each sample in the run's ``inputs`` (replay),
+    and ``keep``, which keeps rt's state before the step of each of those samples in the run's
+    ``states`` (``resume`` continues from one: a run that leaves this one there, bit for bit)."""
     _check(rt, trajectory, true_params, tau_ext, substeps, delay)
     k, n = trajectory.q.shape
+    if keep and (step is not None or not all(0 <= at < k for at in keep)):
+        raise ValueError(f"keep: samples 0..{k - 1} of rt's own step, got {sorted(keep)}")
     real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
     plant = rt.ffi.new(f"{rt.name}_plant_t *")
     params = rt.manifest["standard_parameters"] if true_params is None else true_params
@@ -199,8 +206,10 @@ def simulate(
     elif imu is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
     inputs: list[bytes] | None = [] if record else None
-    _call(rt, _recording(rt, _counted(rt, step, progress, k), inputs), plant, k, a)
+    states: dict[int, bytes] = {}
+    _call(rt, _keeping(rt, _recording(rt, _counted(rt, step, progress, k), inputs), keep, states), plant, k, a)
     run = _run(rt, trajectory, a, elastic, plant)
+    run.states = states
     if inputs is not None:
         run.inputs = np.frombuffer(b"".join(inputs), dtype=rt.input_dtype)
     _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
@@ -316,9 +325,26 @@ def _set_contact(plant: Any, contact: Contact, ts: float) -> None:
     plant.contact_normal = [float(v) for v in nrm / np.linalg.norm(nrm)]
     plant.contact_k, plant.contact_lambda = contact.stiffness, contact.damping
     plant.contact_exponent = contact.exponent
+    plant.contact_start, plant.contact_stop = contact_samples(contact, ts)
+
+
+def contact_samples(contact: Contact, ts: float) -> tuple[int, int]:
+    """The samples the obstacle exists for, start .. stop - 1 (the first at or after its times)."""
     limit = float(2**31 - 1)
-    plant.contact_start = int(min(max(np.ceil(contact.start / ts - 1e-9), 0), limit))
-    plant.contact_stop = int(min(max(np.ceil(contact.stop / ts - 1e-9), 0), limit))
+    start = int(min(max(np.ceil(contact.start / ts - 1e-9), 0), limit))
+    return start, int(min(max(np.ceil(contact.stop / ts - 1e-9), 0), limit))
+
+
+def contact_from(contact: Contact, k: int, ts: float) -> Contact:
+    """``contact`` for a run that starts at sample ``k`` of the run it was set for (k at most its first
+    sample): the same samples, counted from k."""
+    start, stop = contact_samples(contact, ts)
+    if not 0 <= k <= start:
+        raise ValueError(f"a run from sample {k} starts after the contact (sample {start})")
+    moved = replace(contact, start=(start - k) * ts, stop=contact.stop if np.isinf(contact.stop) else (stop - k) * ts)
+    if contact_samples(moved, ts) != (start - k, stop - k if not np.isinf(contact.stop) else stop):
+        raise ValueError(f"the contact's samples do not move by {k} whole samples")  # (rounding: never seen)
+    return moved
 
 
 def _motor_start(
@@ -389,6 +415,34 @@ def _recording(
     return recorded
 
 
+def _keeping(
+    rt: Realtime, step: Callable[[Any, Any], None] | None, keep: Sequence[int], states: dict[int, bytes]
+) -> Callable[[Any, Any], None] | None:
+    """``step`` (default: rt's C step) keeping rt's state before the step of each sample in ``keep``
+    in ``states``; ``step`` if there is nothing to keep."""
+    if not keep:
+        return step
+    inner = step if step is not None else partial(getattr(rt.lib, f"{rt.name}_rt_step"), rt._rt)
+    wanted, done = set(keep), 0
+
+    def kept(c_in: Any, c_out: Any) -> None:
+        nonlocal done
+        if done in wanted:
+            states[done] = rt.snapshot()
+        inner(c_in, c_out)
+        done += 1
+
+    return kept
+
+
+def resume(rt: Realtime, state: bytes) -> None:
+    """rt back to a state a run kept (simulate's ``keep``), its bytes as they were: the config is the
+    one that run had (unchanged since, or rt's next run re-takes it), so nothing is re-derived."""
+    if len(state) != rt.ffi.sizeof(f"{rt.name}_rt_t"):
+        raise ValueError(f"not a state of this pipeline ({len(state)} bytes)")
+    rt.ffi.buffer(rt._rt)[:] = state
+
+
 def _runner(rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[BaseException]) -> tuple[Any, ...]:
     """The C function to call and its first arguments: the loopback around rt's step, or around
     ``step`` (a cffi callback; what it raises is appended to ``failed``)."""
@@ -447,7 +501,7 @@ def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool, plant:
     return Run(log, outs, a.read)
 
 
-def replay(rt: Realtime, run: Run, reset: bool = True) -> Run | None:
+def replay(rt: Realtime, run: Run, reset: bool = True, keep: Sequence[int] = ()) -> Run | None:
     """``run`` (recorded: simulate(record=True)) with ``rt`` in the loop instead of the pipeline that
     ran it, without simulating the plant again: rt's step on the inputs the run read (those rt reads:
     a subset of them), from rt's state now (reset first if ``reset``, as simulate). The plant reads
@@ -456,21 +510,31 @@ def replay(rt: Realtime, run: Run, reset: bool = True) -> Run | None:
     for bit: by induction over the samples, equal commands before sample k give the same plant state,
     hence the same inputs, at k. A pipeline whose commands differ anywhere (a reaction to a
     detection, another estimator or controller) gives None, its state left as it was before the
-    replay, for a closed-loop run."""
+    replay, for a closed-loop run. ``keep``: as simulate's (the states in the run's ``states``)."""
     inputs = None if run.inputs is None else _inputs_for(rt, run.inputs)
     if inputs is None or "tau_cmd" not in (rt.output_dtype.names or ()) or "tau_cmd" not in run.out:
         return None
+    if not all(0 <= k < len(inputs) for k in keep):
+        raise ValueError(f"keep: samples 0..{len(inputs) - 1}, got {sorted(keep)}")
     if reset:
         rt.reset()
     rt._sync()
     before = rt.snapshot()
-    out = rt.run_inputs(inputs)
+    states: dict[int, bytes] = {}
+    parts, at = [], 0
+    for k in sorted(set(keep)) + [len(inputs)]:  # the same steps, stopped where a state is kept
+        if k > at:
+            parts.append(rt.run_inputs(inputs[at:k]))
+            at = k
+        if k < len(inputs):
+            states[k] = rt.snapshot()
+    out = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     if out["tau_cmd"].tobytes() != run.out["tau_cmd"].tobytes():
-        rt.ffi.buffer(rt._rt)[:] = before  # the bytes, not restore(): no configure a closed loop would not do
+        resume(rt, before)  # the bytes, not restore(): no configure a closed loop would not do
         return None
     log = replace(run.log, extra={**run.log.extra, "tau_cmd": out["tau_cmd"]})
     _warn_early_latch(rt, out, log.extra.get("tau_ext_true"), None)
-    return Run(log, out, run.imu_read, inputs)
+    return Run(log, out, run.imu_read, inputs, states)
 
 
 def _inputs_for(rt: Realtime, recorded: np.ndarray) -> np.ndarray | None:
@@ -500,16 +564,17 @@ class Replays:
         self.replayed = 0  # runs replayed
         self.simulated = 0  # runs in closed loop
 
-    def simulate(self, rt: Realtime, trajectory: Trajectory, **kw: Any) -> Run:
+    def simulate(self, rt: Realtime, trajectory: Trajectory, keep: Sequence[int] = (), **kw: Any) -> Run:
+        """simulate(rt, trajectory, keep=keep, **kw), or its replay."""
         key = _plant_key(rt, trajectory, kw) if self.record and "step" not in kw else None
         known = None if key is None else self.runs.get(key)
         if known is not None:
-            run = replay(rt, known, reset=bool(kw.get("reset", True)))
+            run = replay(rt, known, reset=bool(kw.get("reset", True)), keep=keep)
             if run is not None:
                 self.replayed += 1
                 return run
         self.simulated += 1
-        run = simulate(rt, trajectory, record=key is not None and known is None, **kw)
+        run = simulate(rt, trajectory, record=key is not None and known is None, keep=keep, **kw)
         if key is not None and known is None:
             # what a replay reads: the log, the inputs and the commands (not the recorder's other outputs)
             commands = {k: v for k, v in run.out.items() if k == "tau_cmd"}

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, lacking_sensors
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from host_tools.studies.collide import CollideSettings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -64,8 +73,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
-    add_scheduler(c, "observers' runs", "here, one observer after the other")
+    add_scheduler(
+        c,
+        "observers' runs",
+        "a process pool on this machine's cores, one feed (the observers fed by one estimator) per process; "
+        "one feed: here, one observer after the other",
+    )
     c.set_defaults(handler=run)
+
+
+@contextmanager
+def _executor(scheduler: str | None, settings: CollideSettings) -> Iterator[Executor | None]:
+    """--scheduler's executor; without it a process pool of a process per feed (collide.feeds: each
+    simulates its plant runs once and replays them through its other observers), at most one per
+    core, or none (here, with the progress of each observer) for one feed or one core."""
+    from host_tools.studies.cluster import open_executor
+    from host_tools.studies.collide import feeds
+
+    workers = min(os.cpu_count() or 1, len(feeds(settings.observers)))
+    if scheduler is not None:
+        with executor_for(scheduler) as executor:
+            yield executor
+    elif workers > 1:
+        with open_executor(None, workers) as pool:
+            yield pool
+    else:
+        yield None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             shape=args.shape,
             setup=args.setup,
         )
-        with stage(console, "collision scenario ...") as status, executor_for(args.scheduler) as executor:
+        with stage(console, "collision scenario ...") as status, _executor(args.scheduler, settings) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
         written = write(result, Path(args.out)) if args.out else []
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:

@@ -49,9 +49,10 @@ from codegen.blocks import kalman, momentum
 from codegen.model.robot import LINK_PARAMS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
-from host_tools.bindings.loopback import Contact, Replays, Run, simulate
+from host_tools.bindings.loopback import Contact, Replays, Run, contact_from, contact_samples, resume, simulate
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.bindings.source import RobotSource
+from host_tools.data.logs import Log
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
@@ -133,6 +134,75 @@ def _after(rt: Realtime, learned: Learned, motion: Trajectory, true: np.ndarray,
     return plants.simulate(
         rt, motion, true_params=true, reset=False, q0=learned.q, qd0=learned.qd, tau0=learned.tau, **kw
     )
+
+
+def _from_check(
+    rt: Realtime,
+    learned: Learned,
+    check: Run | None,
+    motion: Trajectory,
+    k: int,
+    runs: Runs,
+    plants: Replays,
+    **kw: Any,
+) -> Run:
+    """_after's run of ``motion`` (the check motion up to some sample) pushed from sample ``k`` on
+    (kw's ``tau_ext`` 0 before k, or its ``contact`` from k): up to k it is the check run ``check``
+    (the same plant and pipeline from the same state, the loopback causal), so it is that run's first k
+    samples, then a run from rt's and the plant's state there, bit for bit the whole run. Without
+    ``check``'s state at k (an IMU-fed pipeline: every run draws its own noise sequence) the whole
+    run from the design run's end."""
+    if check is None or k not in check.states:
+        return _after(rt, learned, motion, runs.true, plants, **kw)
+    if "tau_ext" in kw:
+        if np.any(kw["tau_ext"][:k] != 0):
+            raise ValueError(f"the push starts before sample {k}, where the run leaves the check run")
+        kw["tau_ext"] = kw["tau_ext"][k:]
+    if "contact" in kw:
+        kw["contact"] = contact_from(kw["contact"], k, rt.sample_period)
+    resume(rt, check.states[k])
+    extra = check.log.extra
+    q0, qd0, tau0 = extra["q_true"][k], extra["qd_true"][k], check.log.tau[k]
+    tail = plants.simulate(
+        rt, after_sample(motion, k), true_params=runs.true, reset=False, q0=q0, qd0=qd0, tau0=tau0, **kw
+    )
+    return joined(check, k, tail)
+
+
+def joined(head: Run, k: int, tail: Run) -> Run:
+    """``head``'s first ``k`` samples, then ``tail``, a run that continued it from sample k: the
+    outputs and the log of the whole run (an array the head lacks, the external torque, is 0 there)."""
+
+    def cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a[:k], b])
+
+    def before(name: str, value: np.ndarray) -> np.ndarray:
+        return head.log.extra[name] if name in head.log.extra else np.zeros((k, *value.shape[1:]), value.dtype)
+
+    log = tail.log
+    extra = {
+        name: cat(before(name, value), value) if isinstance(value, np.ndarray) and len(value) == len(log) else value
+        for name, value in log.extra.items()
+    }
+    whole = Log(
+        robot=log.robot,
+        sample_period=log.sample_period,
+        time=head.log.time[: k + len(log)],
+        counts=cat(head.log.counts, log.counts),
+        valid=cat(head.log.valid, log.valid),
+        tau=cat(head.log.tau, log.tau),
+        q_des=cat(head.log.q_des, log.q_des),
+        qd_des=cat(head.log.qd_des, log.qd_des),
+        qdd_des=cat(head.log.qdd_des, log.qdd_des),
+        extra=extra,
+    )
+    return Run(whole, {name: cat(head.out[name], value) for name, value in tail.out.items()})
+
+
+def pushed_from(ext: np.ndarray) -> int:
+    """The first sample of an external torque (K, n) that is not 0 on every joint (K: none)."""
+    pushed = np.flatnonzero(np.any(ext != 0, axis=1))
+    return int(pushed[0]) if pushed.size else len(ext)
 
 
 def concatenated(motions: list[Trajectory]) -> Trajectory:
@@ -573,9 +643,12 @@ def _collisions(
     result: ObserverResult,
     progress: Progress,
     plants: Replays | None = None,
+    check: Run | None = None,
 ) -> dict[str, list[float | None]]:
     """The delays of the filtered steps per cut-off (the first event's traces kept for the figure);
-    ``plants``: as observer_item's (default: every run in closed loop, as the study's pushes)."""
+    ``plants``: as observer_item's (default: every run in closed loop, as the study's pushes);
+    ``check``: the check run, with rt's states where the steps start (_from_check; default: every
+    run from the design run's end)."""
     plants = Replays(record=False) if plants is None else plants
     n, ts = rt.dof, rt.sample_period
     delays: dict[str, list[float | None]] = {}
@@ -587,7 +660,8 @@ def _collisions(
             ext = filtered_step(len(runs.collided.time), n, ts, s.joint - 1, e, held, s.amplitude, cutoff)
             ke = int(round(e / ts))
             end = ke + max(int(round(s.window / ts)), int(s.window / ts))  # the last sample read
-            run = _after(rt, d.learned, until(runs.collided, end), runs.true, plants, tau_ext=ext[: end + 1])
+            motion = until(runs.collided, end)
+            run = _from_check(rt, d.learned, check, motion, pushed_from(ext), runs, plants, tau_ext=ext[: end + 1])
             found.append(_first_hit(run.out, ke, s, ts))
             if e == s.events[0]:
                 sl = slice(ke - int(0.1 / ts), ke + int(s.window / ts))
@@ -600,17 +674,38 @@ def _collisions(
     return delays
 
 
+def _leaves(s: CollideSettings, runs: Runs, n: int, ts: float) -> tuple[int, ...]:
+    """The samples where the collision runs (_collisions) and the impacts leave the check run."""
+    k = len(runs.collided.time)
+    steps = {
+        pushed_from(filtered_step(k, n, ts, s.joint - 1, e, step_hold(s.hold, c), s.amplitude, c))
+        for c in s.cutoffs
+        for e in s.events
+    }
+    contacts = {contact_samples(contact, ts)[0] for _, contact in runs.impacts}
+    return tuple(sorted(at for at in steps | contacts if at < k))
+
+
 def _impact_delays(
-    rt: Realtime, d: Designed, s: CollideSettings, runs: Runs, robot: Robot, result: ObserverResult, plants: Replays
+    rt: Realtime,
+    d: Designed,
+    s: CollideSettings,
+    runs: Runs,
+    robot: Robot,
+    result: ObserverResult,
+    plants: Replays,
+    check: Run | None = None,
 ) -> dict[str, float | None]:
-    """The delays of the Hunt-Crossley impacts (their traces kept for the figure)."""
+    """The delays of the Hunt-Crossley impacts (their traces kept for the figure); ``check``: as
+    _collisions'."""
     ts = rt.sample_period
     dyn = load(robot)
     out: dict[str, float | None] = {}
     for speed, contact in runs.impacts:
         ke = int(round(contact.start / ts))
         end = ke + max(int(round(s.window / ts)), int(round(0.15 / ts)))  # the last sample read
-        run = _after(rt, d.learned, until(runs.collided, end), runs.true, plants, contact=contact)
+        at = contact_samples(contact, ts)[0]
+        run = _from_check(rt, d.learned, check, until(runs.collided, end), at, runs, plants, contact=contact)
         out[f"{speed:.3g}"] = _first_hit(run.out, ke, s, ts)
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
@@ -654,13 +749,17 @@ def observer_item(
     d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
-    out_test = _after(rt, d.learned, runs.test, runs.true, plants).out
+    # rt's states where the collision runs leave the check run (none for an IMU-fed pipeline: every
+    # run draws its own noise sequence, so they share no samples)
+    leave = () if d.learned.imu is not None else _leaves(s, runs, rt.dof, rt.sample_period)
+    check = _after(rt, d.learned, runs.test, runs.true, plants, keep=leave)
+    out_test = check.out
     level = threshold_along(out_test, th)
     result.free_ratio = threshold_ratio(out_test["r"][k0:], level[k0:])
     false_alarms = rising_edges(any_above(out_test)[k0:])
-    delays = _collisions(rt, d, s, runs, obs, result, progress, plants)
+    delays = _collisions(rt, d, s, runs, obs, result, progress, plants, check)
     progress(f"{obs}: Hunt-Crossley impacts")
-    impact_delays = _impact_delays(rt, d, s, runs, robot, result, plants)
+    impact_delays = _impact_delays(rt, d, s, runs, robot, result, plants, check)
     detected = [x for v in delays.values() for x in v if x is not None]
     check = np.abs(out_test["r"][k0:]) / level[k0:]
     result.entry = {

@@ -10,17 +10,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from host_tools.bindings.loopback import Replays, replay, simulate
+from host_tools.bindings.loopback import Replays, contact_samples, replay, simulate
 from host_tools.bindings.source import RobotSource
 from host_tools.studies import collide
 from host_tools.studies.collide import (
     CollideSettings,
+    Learned,
     Runs,
     _pipeline,
     feed_item,
     feeds,
     filtered_step,
     observer_item,
+    pushed_from,
     shared_runs,
 )
 from host_tools.studies.collide_defaults import ENTRIES
@@ -121,3 +123,53 @@ def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch:
             assert all(a.tobytes() == b.tobytes() for a, b in zip(got.runs[run], traces)), (name, run)
         for label, impact in closed.impacts.items():
             assert all(a.tobytes() == b.tobytes() for a, b in zip(got.impacts[label], impact)), (name, label)
+
+
+def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Runs) -> None:
+    """A collision run leaves the check run where its push starts (collide._from_check): the check
+    run's first samples, then a run from the pipeline's and the plant's state there, is the whole run
+    from the design run's end bit for bit -- outputs, log, the pipeline's state after -- for a
+    filtered step and an impact, in closed loop and replayed through another observer's run (the
+    exact-motion recorder reads q-ddot under the last sample's torque: the continued run's tau0)."""
+    robot = SOURCE.robot()
+    n, ts = robot.dof, robot.sample_period
+    ext = filtered_step(len(runs.test.time), n, ts, 0, 6.0, 0.3, 5.0, 10.0)
+    end = int(round(6.5 / ts))
+    contact = runs.impacts[0][1]
+    cases: dict[str, tuple[dict[str, Any], int | None]] = {
+        "step": ({"tau_ext": ext[: end + 1]}, pushed_from(ext)),
+        "impact": ({"contact": contact}, None),
+    }
+    plants = Replays()
+    for name in ("direct_measured", "adaptive_measured", "adaptive"):  # the first records, the others replay
+        rt = _pipeline(robot, ENTRIES[name], SETTINGS, runs.model)
+        rt.config["det.threshold"] = 0.2  # detections happen (and must be the same)
+        warm = simulate(rt, collide.until(runs.design, 2000), true_params=runs.true)
+        extra = warm.log.extra
+        learned = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1])
+        leave = collide._leaves(SETTINGS, runs, n, ts)
+        check = collide._after(rt, learned, runs.test, runs.true, plants, keep=leave)
+        for kind, (kw, at) in cases.items():
+            at = contact_samples(contact, ts)[0] if at is None else at
+            assert at in check.states and at > 0, (name, kind)
+            motion = collide.until(runs.test, end if kind == "step" else at + 500)
+            branched = collide._from_check(rt, learned, check, motion, at, runs, plants, **kw)
+            after = rt.snapshot()
+            whole = collide._after(rt, learned, motion, runs.true, Replays(record=False), **kw)
+            assert same(branched.out, whole.out) and rt.snapshot() == after, (name, kind)
+            assert same(branched.log.extra, whole.log.extra), (name, kind)
+            assert same(branched.log.inputs(), whole.log.inputs()), (name, kind)
+            assert np.array_equal(branched.log.time, whole.log.time), (name, kind)
+            assert np.any(whole.out["above"][at:]), (name, kind)  # the push is seen: the tail is compared
+    assert plants.replayed >= 6  # the check runs and the continued runs of the two later observers
+
+
+def test_a_push_before_the_sample_the_run_leaves_at_is_refused(runs: Runs) -> None:
+    """The check run holds no push: a run that pushes before it leaves it cannot be continued from it."""
+    robot = SOURCE.robot()
+    rt = _pipeline(robot, ENTRIES["momentum"], SETTINGS, runs.model)
+    learned = Learned(rt.snapshot(), runs.test.q[0], runs.test.qd[0], np.zeros(robot.dof))
+    check = collide._after(rt, learned, runs.test, runs.true, Replays(record=False), keep=(3000,))
+    ext = filtered_step(len(runs.test.time), robot.dof, robot.sample_period, 0, 2.0, 0.3, 5.0, 10.0)
+    with pytest.raises(ValueError, match="before sample 3000"):
+        collide._from_check(rt, learned, check, runs.test, 3000, runs, Replays(record=False), tau_ext=ext)
