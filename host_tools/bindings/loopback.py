@@ -157,10 +157,8 @@ def simulate(
     so does ``record``, which keeps what the step read at each sample in the run's ``inputs`` (replay),
     and ``keep``, which keeps rt's state before the step of each of those samples in the run's
     ``states`` (``resume`` continues from one: a run that leaves this one there, bit for bit)."""
-    _check(rt, trajectory, true_params, tau_ext, substeps, delay)
+    _check(rt, trajectory, true_params, tau_ext, substeps, delay, keep, step is None)
     k, n = trajectory.q.shape
-    if keep and (step is not None or not all(0 <= at < k for at in keep)):
-        raise ValueError(f"keep: samples 0..{k - 1} of rt's own step, got {sorted(keep)}")
     real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
     plant = rt.ffi.new(f"{rt.name}_plant_t *")
     params = rt.manifest["standard_parameters"] if true_params is None else true_params
@@ -205,6 +203,24 @@ def simulate(
         a.noise, a.read = _set_imus(rt, plant, ImuSensors() if imu is None else imu, k, real)
     elif imu is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
+    run = _looped(rt, trajectory, plant, a, elastic, step, progress, record, keep)
+    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
+    return run
+
+
+def _looped(
+    rt: Realtime,
+    trajectory: Trajectory,
+    plant: Any,
+    a: _Arrays,
+    elastic: bool,
+    step: Callable[[Any, Any], None] | None,
+    progress: Callable[[int, int], None] | None,
+    record: bool,
+    keep: Sequence[int],
+) -> Run:
+    """simulate's one loopback call (the step wrapped for ``progress``, ``record`` and ``keep``) and its run."""
+    k = len(trajectory.time)
     inputs: list[bytes] | None = [] if record else None
     states: dict[int, bytes] = {}
     _call(rt, _keeping(rt, _recording(rt, _counted(rt, step, progress, k), inputs), keep, states), plant, k, a)
@@ -212,7 +228,6 @@ def simulate(
     run.states = states
     if inputs is not None:
         run.inputs = np.frombuffer(b"".join(inputs), dtype=rt.input_dtype)
-    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
     return run
 
 
@@ -238,8 +253,13 @@ def _check(
     tau_ext: np.ndarray | None,
     substeps: int,
     delay: int,
+    keep: Sequence[int] = (),
+    own_step: bool = True,
 ) -> None:
     """simulate's arguments, checked before anything runs (ValueError)."""
+    k = len(trajectory.time)
+    if keep and (not own_step or not all(0 <= at < k for at in keep)):
+        raise ValueError(f"keep: samples 0..{k - 1} of rt's own step, got {sorted(keep)}")
     if (
         len(trajectory.time) >= 2
         and abs(float(trajectory.time[1] - trajectory.time[0]) - rt.sample_period) > 1e-9 * rt.sample_period
