@@ -8,8 +8,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
-from host_tools.studies.thresholds import Thresholds, _mapped, regressor, static_regressor, threshold_along
+from host_tools.studies.thresholds import (
+    Thresholds,
+    _cutting_planes,
+    _mapped,
+    envelope,
+    regressor,
+    static_regressor,
+    threshold_along,
+)
 
 
 def _static(threshold: np.ndarray) -> Thresholds:
@@ -51,3 +60,29 @@ def test_the_static_shortcuts_are_the_mapped_functions_bit_for_bit() -> None:
         x = regressor(qd[:, j], qdd[:, j], 0.01)
         x[:, 1:] = 0.0
         assert static_regressor(qd[:, j], qdd[:, j], 0.01).tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_static_envelope_is_the_linear_programmes_solution_bit_for_bit(seed: int) -> None:
+    """envelope's static design (one constant column) takes its programme's tightest bound without
+    the solver: the same coefficients, bit for bit, as the cutting planes through HiGHS give, for
+    residuals of every scale and shape (ties at the top, a floor above them, held-out parts)."""
+    rng = np.random.default_rng(seed)
+    k = 5000
+    shapes = [
+        np.abs(rng.standard_normal(k)),
+        rng.pareto(1.5, k),  # a heavy tail
+        np.round(np.abs(rng.standard_normal(k)) * 8) / 8,  # many ties, the largest among them
+        np.abs(rng.standard_normal(k)) * np.exp(rng.uniform(-20, 10)),
+    ]
+    x = static_regressor(np.zeros(k), np.zeros(k), 0.01)
+    for r in shapes:
+        for low in (0.0, 0.01 * r.max(), 1.7 * r.max()):
+            for part in (slice(None), slice(0, k // 3), slice(k // 5, k)):
+                rp, xp = r[part], x[part]
+                scale = float(rp.max())
+                solved = _cutting_planes(xp[:, :1], rp, rp / scale, xp[:, :1].mean(axis=0), low / scale)
+                want = np.zeros(x.shape[1])
+                want[0] = solved[0] * scale
+                want[0] += max(0.0, float(np.max(rp - xp[:, 0] * want[0])))
+                assert envelope(rp, xp, low).tobytes() == want.tobytes(), (seed, low, part)
