@@ -71,13 +71,19 @@ class ImuSensors:
         scale = np.concatenate([np.full(3 * m, self.gyro_density), np.full(3 * m, self.acc_density)])
         return rng.standard_normal((k, 6 * m)) * scale * np.sqrt(0.5 / ts)
 
-    def read(self, exact: np.ndarray, ts: float) -> np.ndarray:
+    def read(self, exact: np.ndarray, ts: float, noise: np.ndarray | None = None) -> np.ndarray:
         """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the
         loopback's chain (runtime/manipgen_loopback.h: filter settled at the first value, converter,
-        clipping) over the whole run, for simulators that run in Python (the PyBullet harness)."""
+        clipping) over the whole run, for simulators that run in Python (the PyBullet harness).
+        ``noise``: the white noise (K, 6 m) instead of this noise_seed's (e.g. a run that continues
+        another keeps that run's noise up to where it branched)."""
         k, width = exact.shape
         m = width // 6
-        v = np.ascontiguousarray(exact + self.biases(m) + self.noise(k, m, ts), dtype=np.float64)
+        if noise is None:
+            noise = self.noise(k, m, ts)
+        elif noise.shape != exact.shape:
+            raise ValueError(f"noise must have the shape of the exact values {exact.shape}, got {noise.shape}")
+        v = np.ascontiguousarray(exact + self.biases(m) + noise, dtype=np.float64)
         out = np.empty_like(v)
         chain = _chain()
         u, y = chain.ffi.cast("double *", v.ctypes.data), chain.ffi.cast("double *", out.ctypes.data)

@@ -477,27 +477,36 @@ def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int 
     return {k: np.concatenate([start[k], rest[k]]) for k in rest}
 
 
-def replay_after(rt: Realtime, run: PbRun, before: dict[str, np.ndarray], state: bytes) -> dict[str, np.ndarray]:
-    """replay of ``run`` (the same threshold, skip) where ``run`` continues a run whose replay gave
-    ``before`` and left pipeline ``rt`` in ``state`` (rt.snapshot()): the samples they share are not
-    run again, their outputs are ``before``'s. The same outputs (the C step is a function of its state
-    and inputs: test_a_run_resumed_from_its_end_continues_it_exactly) for a pipeline without IMUs;
-    the imu estimator's noise sequence differs between runs, there replay runs it all."""
+def replay_after(
+    rt: Realtime, run: PbRun, before: dict[str, np.ndarray], state: bytes, noise_seed: int = 0, before_seed: int = 0
+) -> dict[str, np.ndarray]:
+    """replay of ``run`` (the same threshold, skip) where ``run`` continues a run whose replay (IMU
+    noise sequence ``before_seed``) gave ``before`` and left pipeline ``rt`` in ``state``
+    (rt.snapshot()): the samples they share are not run again, their outputs are ``before``'s. The
+    same outputs as replaying it all with the IMUs' noise ``before_seed``'s on the shared samples and
+    ``noise_seed``'s after them (the C step is a function of its state and inputs:
+    test_a_run_resumed_from_its_end_continues_it_exactly; the sensor chain is causal)."""
     k = len(next(iter(before.values())))
     rt.restore(state)
-    rest = rt.run_inputs(replay_inputs(rt, run, 0)[k:])
+    rest = rt.run_inputs(replay_inputs(rt, run, noise_seed, (k, before_seed))[k:])
     return {name: np.concatenate([before[name], rest[name]]) for name in rest}
 
 
-def replay_inputs(rt: Realtime, run: PbRun, noise_seed: int) -> np.ndarray:
-    """The input array of ``run`` for replay."""
+def replay_inputs(rt: Realtime, run: PbRun, noise_seed: int, branch: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The input array of ``run`` for replay; ``branch`` (k, seed): the IMUs' noise of the first k
+    samples is sequence ``seed``'s (the run this one continues from its sample k), the rest
+    ``noise_seed``'s."""
     a = rt.inputs(len(run.log))
     fill_inputs(a, run.log.inputs())
     if "qd_meas" in (a.dtype.names or ()):
         exact = {"qd_meas": run.log.extra["qd_true"], "qdd_meas": run.log.extra["qdd_true"]}
         fill_inputs(a, {name: v for name, v in exact.items() if name in (a.dtype.names or ())})
     if "imu_gyro" in (a.dtype.names or ()):
-        read = ImuSensors(noise_seed=noise_seed).read(run.imu_exact, rt.sample_period)
+        sensors, (k, seed) = ImuSensors(noise_seed=noise_seed), branch
+        m = run.imu_exact.shape[1] // 6
+        noise = sensors.noise(len(a), m, rt.sample_period)
+        noise[:k] = ImuSensors(noise_seed=seed).noise(k, m, rt.sample_period)
+        read = sensors.read(run.imu_exact, rt.sample_period, noise)
         half = read.shape[1] // 2
         a["imu_gyro"] = read[:, :half].reshape(len(a), -1, 3)
         a["imu_acc"] = read[:, half:].reshape(len(a), -1, 3)
@@ -633,10 +642,9 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
             for i, (imp, first) in enumerate(zip(res.doc["impacts"], firsts)):
                 key = imp["key"]
                 run = res.runs[key]
-                if "imu_gyro" in (rt_o.input_dtype.names or ()):
-                    out = replay(rt_o, run, th, k0, noise_seed=2 + i)
-                else:  # the free run's samples once, not once per impact
-                    out = replay_after(rt_o, run, free_out, free_state)
+                # the free run's samples once, not once per impact (its IMU noise up to the branch,
+                # the impact's own after it)
+                out = replay_after(rt_o, run, free_out, free_state, noise_seed=2 + i, before_seed=1)
                 # the move to BENT once (identical in every run), each swing up to its contact
                 start = k_free if key == res.doc["impacts"][0]["key"] else k_swing
                 false_alarms += rising_edges(any_above(out)[start:first])

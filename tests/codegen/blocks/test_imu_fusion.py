@@ -214,6 +214,27 @@ def test_the_python_sensor_chain_is_the_loopbacks() -> None:
     assert np.max(np.abs(other - run.imu_read[:, 6:])[50:]) > 10 * lsb
 
 
+def test_a_run_that_continues_another_reads_what_it_read_up_to_the_branch() -> None:
+    """ImuSensors.read with a given noise (the PyBullet peer's impact runs, which branch from the end
+    of its contact-free run): the noise of one sequence's first k samples, another's after them,
+    reads on those k samples bit for bit what the first sequence read over them alone (the chain is
+    causal and a sequence's first k rows do not depend on its length), and after them differs."""
+    from host_tools.bindings.imu_sensors import ImuSensors
+
+    ts, k, total, m = 1e-3, 700, 2000, 2
+    t = np.arange(total)[:, None] * ts
+    exact = np.hstack([np.sin(3 * t + j) for j in range(3 * m)] + [9.81 * np.cos(2 * t + j) for j in range(3 * m)])
+    first, second = ImuSensors(noise_seed=1), ImuSensors(noise_seed=5)
+    noise = second.noise(total, m, ts)
+    assert np.array_equal(second.read(exact, ts, noise), second.read(exact, ts))  # its own noise: the default
+    noise[:k] = first.noise(k, m, ts)
+    branched = second.read(exact, ts, noise)
+    assert np.array_equal(branched[:k], first.read(exact[:k], ts))
+    assert np.mean(branched[k:] != first.read(exact, ts)[k:]) > 0.5
+    with pytest.raises(ValueError, match="noise must have the shape"):
+        second.read(exact, ts, noise[:-1])
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_fusion_beats_the_encoders_alone_where_they_are_coarse(seed: int) -> None:
     """planar2's 14-bit link encoders (3.8e-4 rad) against its two simulated BMI055s, closed loop on a
