@@ -13,7 +13,8 @@ error passed through a filter with a positive impulse response bounds the filter
 
 How b meets the level designed from the data (MODES): added (the envelope designed on
 max(0, |r| - b), a false alarm where |r| > level + b) or the larger (the envelope designed on the
-samples where |r| > b, a false alarm where |r| > max(level, b)); each with three margin rules
+samples where |r| > b, a false alarm where |r| > max(level, b); or of level and b / 0.85, b brought
+to the target the margin brings the envelope to); each with three margin rules
 (DESIGNS): the default (one margin, the worst held-out block / 0.85), the per-joint extreme-value
 margins of `thresholds --false-alarm-rate 0.1` (per hour, target 1) and threshold_margins.py's
 shape per joint by held-out ratio. Hostile runs (`manipgen record R --hostile`): seed 1 (30 s, NPZ
@@ -111,6 +112,7 @@ MODES = {  # how the bound b meets the level designed from the data
     "": "none: the level alone",
     "bound + ": "added: the envelope designed on max(0, |r| - b), the check against level + b",
     "max(bound, ": "the larger: the envelope designed on the samples where |r| > b, the check against max(level, b)",
+    "max(bound / target, ": "the same with b / TARGET: b brought to the envelope's target, as the margin brings it",
 }
 
 
@@ -153,9 +155,9 @@ def run(name: str, cache: Path) -> None:
     print(f"{name}: e = {', '.join(f'{v:.4f}' for v in e)} rad/s", flush=True)
     for mode in MODES:
         for label, design_with in DESIGNS.items():
-            o, r, b = dict(outs), np.abs(outs["r"]), bound(outs)
+            o, r, b = dict(outs), np.abs(outs["r"]), bound(outs) / (T.TARGET if "target" in mode else 1.0)
             floor = 1e-6 * r.max(axis=0)  # a joint wholly covered by b stays fittable
-            o["r"] = {"": r, "bound + ": np.maximum(r - b, floor), "max(bound, ": np.where(r > b, r, floor)}[mode]
+            o["r"] = np.maximum(r - b, floor) if mode == "bound + " else np.where(r > b, r, floor) if mode else r
             try:
                 design = design_with(o, k0, ts, ~use)
             except (ValueError, OverflowError) as err:  # a wholly covered joint: all held-out maxima alike
@@ -164,7 +166,8 @@ def run(name: str, cache: Path) -> None:
             total = _level(mode, T.threshold_along(outs, design), b)[use].mean(axis=0)
             alarms, worst = np.zeros(robot.dof, int), np.zeros(robot.dof)
             for other, _, other_use in runs[1:]:
-                level = _level(mode, T.threshold_along(other, design), bound(other))[other_use]
+                b_other = bound(other) / (T.TARGET if "target" in mode else 1.0)
+                level = _level(mode, T.threshold_along(other, design), b_other)[other_use]
                 r_other = np.abs(other["r"])[other_use]
                 alarms += np.sum(r_other > level, axis=0)
                 worst = np.maximum(worst, np.max(r_other / level, axis=0))
@@ -177,7 +180,7 @@ def run(name: str, cache: Path) -> None:
 
 
 def _level(mode: str, level: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return {"": level, "bound + ": level + b, "max(bound, ": np.maximum(level, b)}[mode]
+    return level + b if mode == "bound + " else np.maximum(level, b) if mode else level
 
 
 def main() -> None:
