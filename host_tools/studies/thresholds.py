@@ -263,11 +263,25 @@ def extreme_value_margins(
     envelope covers the design run). margin_j = q_j / target."""
     from scipy.stats import gumbel_r  # here: every command's parser imports this module
 
-    fits = np.array([gumbel_r.fit(held_out[:, j]) for j in range(held_out.shape[1])])
+    fits = np.array([_gumbel_fit(gumbel_r, held_out[:, j]) for j in range(held_out.shape[1])])
     weight = np.maximum(cost * fits[:, 1], np.finfo(float).tiny)
     hazard = -np.log1p(-exceedance) * weight / weight.sum()
-    q = fits[:, 0] + fits[:, 1] * np.log(blocks / hazard)
+    spread = fits[:, 1] > 0  # a point law's level is its value (its hazard share underflows to 0)
+    q = fits[:, 0] + np.where(spread, fits[:, 1] * np.log(blocks / np.where(spread, hazard, 1.0)), 0.0)
     return np.maximum.reduce([q, held_out.max(axis=0), np.ones(len(q))]) / target, fits
+
+
+def _gumbel_fit(gumbel_r: Any, maxima: np.ndarray) -> tuple[float, float]:
+    """(location, scale) of one joint's held-out maxima. Maxima without spread (equal to the last
+    bits: an envelope that a bound covers wholly, every block's maximum the same) have no scale to
+    fit -- scipy's likelihood overflows -- and are a point law: location the value, scale 0, so the
+    joint's level is the maximum that was seen."""
+    if not np.all(np.isfinite(maxima)):
+        raise ValueError("the held-out ratios are not finite (a joint's envelope is 0 where its residual is not)")
+    if np.ptp(maxima) <= 4 * np.finfo(float).eps * np.max(np.abs(maxima)):
+        return float(np.max(maxima)), 0.0
+    location, scale = gumbel_r.fit(maxima)
+    return float(location), float(scale)
 
 
 def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.ndarray], int]:

@@ -398,3 +398,19 @@ def test_the_check_line_says_what_was_left_out(tmp_path: Path, capsys: pytest.Ca
     r = cli_in_process(capsys, "thresholds", "planar2", str(free_path), "--check", str(free_path), *flags)
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{free_path}: "))
     assert r.returncode == 0 and "left out" not in line, line
+
+
+def test_extreme_value_margins_of_maxima_without_spread() -> None:
+    """A joint whose held-out maxima are all equal (a bound covers its residual wholly) has no Gumbel
+    scale to fit (scipy's likelihood overflows): it is a point law, its level the maximum seen, and
+    the other joint keeps its fit. Non-finite maxima are refused with a sentence, not a traceback."""
+    from host_tools.studies.thresholds import extreme_value_margins
+
+    rng = np.random.default_rng(3)
+    held_out = np.column_stack([np.full(40, 0.7), 0.8 + 0.05 * rng.gumbel(size=40)])
+    margins, fits = extreme_value_margins(held_out, np.ones(2), 10.0, 0.85, 0.1)
+    assert fits[0, 1] == 0.0 and margins[0] == pytest.approx(1.0 / 0.85)  # max(0.7, floor 1) / target
+    assert fits[1, 1] > 0 and np.isfinite(margins[1]) and margins[1] * 0.85 >= held_out[:, 1].max()
+    held_out[3, 0] = np.nan
+    with pytest.raises(ValueError, match="not finite"):
+        extreme_value_margins(held_out, np.ones(2), 10.0, 0.85, 0.1)
