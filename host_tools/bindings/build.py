@@ -7,6 +7,8 @@ Cache: $MANIPGEN_CACHE or ~/.cache/manipgen. Concurrent builds (pytest -n) are s
 A robot's dynamics (``<robot>_dynamics.c``: most of a folder's C, and the same for every pipeline
 variant of the robot) is compiled once into an object of its own, cached by its own content hash
 (``dynamics_object``); each pipeline's module links against it instead of compiling it again.
+The folder's other sources are compiled the same way (``unit_object``, side by side on the cores),
+and cffi compiles only its wrapper, at ``WRAPPER_FLAGS``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -51,6 +54,10 @@ SANITIZE = (
     "-fno-omit-frame-pointer",
     "-g",
 )
+# cffi's wrapper (_manipgen_*.c: 3,500 lines for an iiwa pipeline) converts Python objects to C
+# arguments and results back, and does no arithmetic on them: at -O0 (after CFLAGS, so it wins) its
+# compile costs 0.5 CPU-s instead of 1.1 per pipeline, and every generated function is compiled as before
+WRAPPER_FLAGS = ("-O0",)
 _COMPILING = threading.Lock()  # cffi's compile changes the process's working directory: one at a time
 
 
@@ -175,35 +182,42 @@ def _compiler() -> list[str]:
 _LOCAL_INCLUDE = re.compile(r'^#include "([\w.]+)"', re.M)
 
 
-def _local_includes(source: Path) -> list[Path]:
-    """The headers of ``source``'s folder that it includes, directly or through them, in order."""
+def _local_includes(source: Path, dirs: list[Path]) -> list[Path]:
+    """The headers that ``source`` includes with quotes, directly or through them, in order, each
+    found as the compiler finds it: beside its includer first, then in ``dirs`` (the -I folders)."""
     found: list[Path] = []
     todo = [source]
     while todo:
-        for name in _LOCAL_INCLUDE.findall(todo.pop().read_text(encoding="utf-8")):
-            path = source.parent / name
-            if path.is_file() and path not in found:
+        includer = todo.pop()
+        for name in _LOCAL_INCLUDE.findall(includer.read_text(encoding="utf-8")):
+            path = next((d / name for d in [includer.parent, *dirs] if (d / name).is_file()), None)
+            if path is not None and path not in found:
                 found.append(path)
                 todo.append(path)
     return found
 
 
 def dynamics_object(source: Path, flags: list[str]) -> Path:
-    """``source`` (a folder's ``<robot>_dynamics.c``) compiled with ``flags`` into the cache's
-    ``objects/``, once per content: the key is the source, the folder's headers it includes
-    (directly or through them), the compiler command and the flags, so the pipeline variants of
-    one robot share it."""
-    folder = source.parent
+    """``source`` (a folder's ``<robot>_dynamics.c``) compiled with ``flags``, once per content
+    (``unit_object``): the pipeline variants of one robot share it."""
+    return unit_object(source, flags, [source.parent])
+
+
+def unit_object(source: Path, flags: list[str], dirs: list[Path]) -> Path:
+    """``source`` compiled with ``flags`` and ``-I dirs`` into the cache's ``objects/``, once per
+    content: the key is the source, the headers it includes (directly or through them, as found in
+    ``dirs``), the compiler command and the flags."""
     command = [*_compiler(), *flags]
     h = hashlib.sha256("\0".join(command).encode())
-    for path in [source, *_local_includes(source)]:
+    for path in [source, *_local_includes(source, dirs)]:
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     out = cache_root() / "objects" / f"{source.stem}_{h.hexdigest()[:16]}.o"
     with locked(cache_root() / "locks" / f"{out.stem}.lock"):
         if not out.is_file():
             out.parent.mkdir(parents=True, exist_ok=True)
-            partial = out.with_suffix(f".{os.getpid()}.part")
-            cmd = [*command, "-I", str(folder), "-c", str(source), "-o", str(partial)]
+            partial = out.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
+            includes = [arg for d in dirs for arg in ("-I", str(d))]
+            cmd = [*command, *includes, "-c", str(source), "-o", str(partial)]
             try:
                 subprocess.run(cmd, capture_output=True, text=True, check=True)
             except FileNotFoundError:
@@ -229,20 +243,18 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
 
     def declare(ffi: cffi.FFI) -> None:
         ffi.cdef(cdef(folder, manifest))
-        # the firmware's sources and the host's own (host/: loopback, glue); the dynamics compiled once
-        dynamics = sorted(folder.glob("*_dynamics.c"))
-        sources = [
-            str(p)
-            for p in [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]
-            if p not in dynamics
-        ]
+        # the firmware's sources and the host's own (host/: loopback, glue), each an object of the
+        # cache (the dynamics shared by a robot's pipelines), compiled side by side
+        dirs = [folder, folder / HOST_FOLDER]
+        sources = [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]
+        with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
+            objects = list(pool.map(lambda p: unit_object(p, flags, dirs), sources))
         ffi.set_source(
             name,
             host_source(folder, manifest),
-            sources=sources,
-            extra_objects=[str(dynamics_object(p, flags)) for p in dynamics],
-            include_dirs=[str(folder), str(folder / HOST_FOLDER)],
-            extra_compile_args=flags,
+            extra_objects=[str(p) for p in objects],
+            include_dirs=[str(d) for d in dirs],
+            extra_compile_args=[*flags, *WRAPPER_FLAGS],
             extra_link_args=list(SANITIZE) if sanitize else [],
             libraries=["m"],
         )
