@@ -443,21 +443,34 @@ def rate_limited(gain: cs.SX, r: cs.SX, rate: cs.SX, ts: float) -> cs.SX:
     return gain * (step / cs.fmax(cs.norm_2(gain * r), step))
 
 
-def momentum_regressors(ctx: Ctx, kept: list[int] | None = None) -> cs.Function:
-    """(q, qd) -> (Y_p, Y_beta), the base-column regressors (``kept``: of those base parameters only)
-    of the generalized momentum p = M(q) qd = dT/dqd = Y_p beta and of
-    beta(q, qd) = g(q) - C(q, qd)^T qd + friction(qd) = Y_beta beta (the momentum observer's terms,
-    codegen.blocks.momentum): both are linear in the standard parameters, so their Jacobians with
-    respect to them are free of the parameters, and the base identity Y = Y[:, columns] K holds for
-    them as for the inverse dynamics' regressor (a direction rnea cannot see has M = 0 and g = 0, so
-    p = 0 and C^T qd = Mdot qd - C qd = 0)."""
+def momentum_regressors(
+    ctx: Ctx, kept: list[int] | None = None, mix: tuple[tuple[float, float], ...] = ((1.0, 0.0), (0.0, 1.0))
+) -> cs.Function:
+    """(q, qd) -> the base-column regressors (``kept``: of those base parameters only) of
+    c_p p + c_beta beta for each (c_p, c_beta) of ``mix`` (the default: Y_p and Y_beta), with the
+    generalized momentum p = M(q) qd = Y_p beta and beta(q, qd) = g(q) - C(q, qd)^T qd + friction(qd)
+    = Y_beta beta (the momentum observer's terms, codegen.blocks.momentum): both are linear in the
+    standard parameters, so their Jacobians with respect to them are free of the parameters, and the
+    base identity Y = Y[:, columns] K holds for them as for the inverse dynamics' regressor (a
+    direction rnea cannot see has M = 0 and g = 0, so p = 0 and C^T qd = Mdot qd - C qd = 0).
+
+    The Jacobians are CasADi's reverse mode through the same recursions the observer evaluates p and
+    beta with (Dynamics.momentum_terms, .gravity, .friction; issue #47): each row's sweep carries joint
+    j's axis (and V_j x S_j) outward over links j..n only, the serial chain's triangle, and reads the
+    link velocities the momentum terms compute (CSE shares them in a block's function). On the iiwa
+    this is 1427 operations for Y_p and Y_beta where the kinetic energy's gradients' Jacobians took
+    2226. A scaled row costs about what the unscaled one does (the constant seeds the sweep), so
+    integral_predict asks for p / T and beta / 2 and saves two products per entry of G. Asking for
+    p / T + beta / 2 and p / T - beta / 2 themselves saved no more: their seeds mix the axis with
+    V_j x S_j, so each sweep is denser than either one's."""
     dyn = ctx.dyn
     cols = [ctx.base.columns[i] for i in (range(ctx.base.n_base) if kept is None else kept)]
-    kin = dyn.kinetic_energy(dyn.pi)
-    mom = cs.gradient(kin, dyn.qd)
-    beta = dyn.gravity(dyn.pi) - cs.gradient(kin, dyn.q) + dyn.friction(dyn.qd, dyn.pi)
+    mom, dtdq = dyn.momentum_terms(dyn.pi)
+    beta = dyn.gravity(dyn.pi) - dtdq + dyn.friction(dyn.qd, dyn.pi)
     return cs.Function(
-        "yp_yb", [dyn.q, dyn.qd], [cs.jacobian(mom, dyn.pi)[:, cols], cs.jacobian(beta, dyn.pi)[:, cols]]
+        "momentum_regressors",
+        [dyn.q, dyn.qd],
+        [cs.jacobian(cp * mom + cb * beta, dyn.pi)[:, cols] for cp, cb in mix],
     )
 
 
@@ -497,18 +510,21 @@ def integral_predict(
     # stored (b, n) row-major: an n x b matrix column by column, as CasADi reads it
     carry = cs.reshape(cs.SX.sym("d", n * nb), n, nb)
     carry_r, fresh = cs.SX.sym("e", n), cs.SX.sym("restart")
-    yp, yb = momentum_regressors(ctx, kept)(q, qd)
+    # Y_p / T and Y_beta / 2, the low-passes' two terms
+    yp, yb = momentum_regressors(ctx, kept, ((1 / ts, 0.0), (0.0, 0.5)))(q, qd)
+    y_plus, y_minus = yp + yb, yp - yb
     terms, tau_f = ctx.friction_terms()
     p = ctx.call("generalized_momentum", q, qd, pi)
     beta = ctx.call("gravity", q, pi) - ctx.call("ctqd", q, qd, pi) + ctx.call("friction", qd, pi) + tau_f
     a = cs.exp(-kk * ts)
     b = 1 - a
-    # G's non-zero pattern: Y_p's and Y_beta's (D starts at 0 and each sample adds their entries only,
-    # so D is exactly 0 elsewhere: those entries are not read, and G, D and G dtheta_hat skip them)
-    pattern = nonzero_pattern(yp) | nonzero_pattern(yb)
+    # G's non-zero pattern: Y_p's and Y_beta's, so their combinations' (D starts at 0 and each sample adds
+    # their entries only, so D is exactly 0 elsewhere: those entries are not read, and G, D and
+    # G dtheta_hat skip them)
+    pattern = nonzero_pattern(y_plus) | nonzero_pattern(y_minus)
     carry_nz = carry * cs.DM(pattern.astype(float))
     # restart: the low-passes start at 0 (a selection, so a non-finite carry does not pass through)
-    g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry_nz + cs.diag(b) @ (yp / ts + yb / 2))
+    g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry_nz + cs.diag(b) @ y_plus)
     r0 = cs.if_else(fresh, cs.SX.zeros(n), carry_r + b * (p / ts + beta / 2 - tau))
     fn = sx_function(
         "predict",
@@ -527,7 +543,7 @@ def integral_predict(
         + terms,
         [
             ("st.obs.y", g),
-            ("st.obs.w", cs.diag(a) @ g - cs.diag(b) @ (yp / ts - yb / 2)),
+            ("st.obs.w", cs.diag(a) @ g - cs.diag(b) @ y_minus),
             ("st.obs.e", a * r0 - b * (p / ts - beta / 2)),
             ("out.r", r0 + g @ dth),
             ("st.obs.gain", rate_limited(b, r0 + g @ dth, rate, ts)),
