@@ -153,10 +153,11 @@ def simulate(
 
     ``progress(done, total)``, if given, is called every PROGRESS_SAMPLES samples and after the last
     one; the loop then calls the step (rt's own C step, or ``step``) through a Python callback, a few
-    microseconds a sample beside the plant's RK4 sub-steps, with the same computation as without it;
-    so does ``record``, which keeps what the step read at each sample in the run's ``inputs`` (replay),
-    and ``keep``, which keeps rt's state before the step of each of those samples in the run's
-    ``states`` (``resume`` continues from one: a run that leaves this one there, bit for bit)."""
+    microseconds a sample beside the plant's RK4 sub-steps, with the same computation as without it.
+    ``record`` keeps what the step read at each sample in the run's ``inputs`` (replay), and ``keep``
+    rt's state before the step of each of those samples in the run's ``states`` (``resume`` continues
+    from one: a run that leaves this one there, bit for bit); the loop's C keeper does both
+    (<robot>_loopback_keeping), no Python per sample."""
     _check(rt, trajectory, true_params, tau_ext, substeps, delay, keep, step is None)
     k, n = trajectory.q.shape
     real = np.float32 if rt.input_dtype["tau"].base == np.float32 else np.float64
@@ -219,22 +220,46 @@ def _looped(
     record: bool,
     keep: Sequence[int],
 ) -> Run:
-    """simulate's one loopback call (the step wrapped for ``progress``, ``record`` and ``keep``) and its run."""
+    """simulate's one loopback call (the step wrapped for ``progress``; ``record`` and ``keep`` by the
+    C keeper, no Python per sample) and its run."""
     k = len(trajectory.time)
-    inputs: list[bytes] | None = [] if record else None
-    states: dict[int, bytes] = {}
-    _call(rt, _keeping(rt, _recording(rt, _counted(rt, step, progress, k), inputs), keep, states), plant, k, a)
+    keeper = _Keeper(rt, k, record, keep) if record or keep else None
+    _call(rt, _counted(rt, step, progress, k), plant, k, a, keeper)
     run = _run(rt, trajectory, a, elastic, plant)
-    run.states = states
-    if inputs is not None:
-        run.inputs = np.frombuffer(b"".join(inputs), dtype=rt.input_dtype)
+    if keeper is not None:
+        run.states, run.inputs = keeper.states(), keeper.inputs
     return run
 
 
-def _call(rt: Realtime, step: Callable[[Any, Any], None] | None, plant: Any, k: int, a: _Arrays) -> None:
-    """The loopback's C call around rt's step or ``step``; its failures raised."""
+class _Keeper:
+    """What <robot>_loopback_keeping keeps of a run (simulate's ``record`` and ``keep``): the arrays
+    its C keeper writes, each sample's input and rt's state before the step of each ``keep`` sample."""
+
+    def __init__(self, rt: Realtime, k: int, record: bool, keep: Sequence[int]) -> None:
+        ffi, p = rt.ffi, rt.name
+        self.at = np.array(sorted(set(keep)), np.int64)
+        self.inputs = np.zeros(k, rt.input_dtype) if record else None
+        self.kept = np.zeros((len(self.at), ffi.sizeof(f"{p}_rt_t")), np.uint8)
+        self.c = ffi.new(f"{p}_loopback_keeper_t *")
+        self.callback: Any = ffi.NULL  # the step's cffi callback, if any (the keeper's step)
+        self.c.rt = rt._rt
+        if self.inputs is not None:
+            self.c.inputs = ffi.cast(f"{p}_rt_input_t *", ffi.from_buffer(self.inputs, require_writable=True))
+        if len(self.at):
+            self.c.keep = ffi.cast("int64_t *", ffi.from_buffer(self.at))
+            self.c.n_keep = len(self.at)
+            self.c.states = ffi.cast(f"{p}_rt_t *", ffi.from_buffer(self.kept, require_writable=True))
+
+    def states(self) -> dict[int, bytes]:
+        return {int(at): self.kept[i].tobytes() for i, at in enumerate(self.at)}
+
+
+def _call(
+    rt: Realtime, step: Callable[[Any, Any], None] | None, plant: Any, k: int, a: _Arrays, keeper: _Keeper | None
+) -> None:
+    """The loopback's C call around rt's step or ``step`` (through ``keeper`` if given); its failures raised."""
     failed: list[BaseException] = []
-    run_with = _runner(rt, step, failed)  # the callback stays referenced until the call returns
+    run_with = _runner(rt, step, failed, keeper)  # the callback stays referenced until the call returns
     status = run_with[0](*run_with[1:], plant, k, *a.pointers(rt))
     if failed:
         raise failed[0]
@@ -419,42 +444,6 @@ def _counted(
     return counted
 
 
-def _recording(
-    rt: Realtime, step: Callable[[Any, Any], None] | None, inputs: list[bytes] | None
-) -> Callable[[Any, Any], None] | None:
-    """``step`` (default: rt's C step) keeping each sample's input in ``inputs``; ``step`` if None."""
-    if inputs is None:
-        return step
-    inner = step if step is not None else partial(getattr(rt.lib, f"{rt.name}_rt_step"), rt._rt)
-    size = rt.ffi.sizeof(f"{rt.name}_rt_input_t")
-
-    def recorded(c_in: Any, c_out: Any) -> None:
-        inner(c_in, c_out)
-        inputs.append(bytes(rt.ffi.buffer(c_in, size)))
-
-    return recorded
-
-
-def _keeping(
-    rt: Realtime, step: Callable[[Any, Any], None] | None, keep: Sequence[int], states: dict[int, bytes]
-) -> Callable[[Any, Any], None] | None:
-    """``step`` (default: rt's C step) keeping rt's state before the step of each sample in ``keep``
-    in ``states``; ``step`` if there is nothing to keep."""
-    if not keep:
-        return step
-    inner = step if step is not None else partial(getattr(rt.lib, f"{rt.name}_rt_step"), rt._rt)
-    wanted, done = set(keep), 0
-
-    def kept(c_in: Any, c_out: Any) -> None:
-        nonlocal done
-        if done in wanted:
-            states[done] = rt.snapshot()
-        inner(c_in, c_out)
-        done += 1
-
-    return kept
-
-
 def resume(rt: Realtime, state: bytes) -> None:
     """rt back to a state a run kept (simulate's ``keep``), its bytes as they were: the config is the
     one that run had (unchanged since, or rt's next run re-takes it), so nothing is re-derived."""
@@ -463,23 +452,32 @@ def resume(rt: Realtime, state: bytes) -> None:
     rt.ffi.buffer(rt._rt)[:] = state
 
 
-def _runner(rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[BaseException]) -> tuple[Any, ...]:
+def _runner(
+    rt: Realtime, step: Callable[[Any, Any], None] | None, failed: list[BaseException], keeper: _Keeper | None = None
+) -> tuple[Any, ...]:
     """The C function to call and its first arguments: the loopback around rt's step, or around
-    ``step`` (a cffi callback; what it raises is appended to ``failed``)."""
+    ``step`` (a cffi callback; what it raises is appended to ``failed``), either one through
+    ``keeper``'s C step (<robot>_loopback_keeping) if given."""
     ffi, lib, p = rt.ffi, rt.lib, rt.name
+    callback = ffi.NULL
+    if step is not None:
+
+        def call(_context: Any, c_in: Any, c_out: Any) -> int:
+            step(c_in, c_out)
+            return 0
+
+        def error(kind: Any, value: BaseException, _tb: Any) -> int:
+            failed.append(value)
+            return -1
+
+        callback = ffi.callback(f"{p}_loopback_step_t", call, onerror=error)
+    with_step = getattr(lib, f"{p}_loopback_with")
+    if keeper is not None:
+        keeper.c.step, keeper.callback = callback, callback  # referenced until the call returns
+        return (with_step, ffi.addressof(lib, f"{p}_loopback_keeping"), keeper.c, rt._rt.cfg)
     if step is None:
         return (getattr(lib, f"{p}_loopback"), rt._rt)
-
-    def call(_context: Any, c_in: Any, c_out: Any) -> int:
-        step(c_in, c_out)
-        return 0
-
-    def error(kind: Any, value: BaseException, _tb: Any) -> int:
-        failed.append(value)
-        return -1
-
-    callback = ffi.callback(f"{p}_loopback_step_t", call, onerror=error)
-    return (getattr(lib, f"{p}_loopback_with"), callback, ffi.NULL, rt._rt.cfg)
+    return (with_step, callback, ffi.NULL, rt._rt.cfg)
 
 
 def _run(rt: Realtime, trajectory: Trajectory, a: _Arrays, elastic: bool, plant: Any) -> Run:

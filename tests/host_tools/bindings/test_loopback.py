@@ -223,3 +223,33 @@ def test_a_run_reports_its_progress_and_stays_the_same_run() -> None:
     assert set(counted.out) == set(here.out)
     for name, values in here.out.items():
         assert np.array_equal(counted.out[name], values), name
+
+
+def test_the_c_keeper_keeps_what_the_step_read_and_the_states_before_it() -> None:
+    """simulate's ``record`` and ``keep`` (<robot>_loopback_keeping, in C) keep the bytes a Python
+    step sees: each sample's input after the step and rt's state before the step of the kept samples
+    (given twice and out of order: each once); the run is the one without them, bit for bit; around a
+    step given from outside, the keeper records what that step read."""
+    rt = load_rt("planar2")
+    traj = generated_trajectory(load_robot("planar2"), 0.5, rt.sample_period)
+    size = rt.ffi.sizeof("planar2_rt_input_t")
+    keep = (200, 0, 7, 200, len(traj.time) - 1)
+    seen: list[bytes] = []
+    states: dict[int, bytes] = {}
+
+    def step(c_in, c_out) -> None:  # rt's own step through Python, kept as the keeper keeps it
+        if len(seen) in keep:
+            states[len(seen)] = rt.snapshot()
+        rt.lib.planar2_rt_step(rt._rt, c_in, c_out)
+        seen.append(bytes(rt.ffi.buffer(c_in, size)))
+
+    here = simulate(rt, traj, step=step)
+    kept = simulate(rt, traj, record=True, keep=keep)
+    assert kept.inputs is not None and kept.inputs.tobytes() == b"".join(seen)
+    assert kept.states == states and sorted(states) == sorted(set(keep))
+    for name, values in here.out.items():
+        assert np.array_equal(kept.out[name], values), name
+    assert np.array_equal(kept.log.extra["q_true"], here.log.extra["q_true"])
+    seen.clear()
+    around = simulate(rt, traj, step=step, record=True)
+    assert around.inputs is not None and around.inputs.tobytes() == b"".join(seen) == kept.inputs.tobytes()
