@@ -400,6 +400,26 @@ int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const bio
     return 0;
 }
 
+int biorob4_loopback_keeping(void *context, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
+{
+    biorob4_loopback_keeper_t *keeper = (biorob4_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        biorob4_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const biorob4_rt_input_t *in, biorob4_rt_output_t *out)
 {

@@ -584,6 +584,26 @@ int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context,
     return 0;
 }
 
+int franka_panda_loopback_keeping(void *context, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
+{
+    franka_panda_loopback_keeper_t *keeper = (franka_panda_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        franka_panda_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out)
 {

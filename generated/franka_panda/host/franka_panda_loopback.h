@@ -103,6 +103,31 @@ int franka_panda_loopback_with(franka_panda_loopback_step_t step, void *context,
                           franka_panda_real_t *tau, int64_t *counts, int64_t *motor_counts, franka_panda_real_t *tau_contact,
                           const franka_panda_real_t *imu_noise, franka_panda_real_t *imu_read, franka_panda_rt_output_t *out);
 
+/**
+ * What franka_panda_loopback_keeping keeps of a run, besides calling a step: each sample's input (what a
+ * replay steps a pipeline on) and rt's state before the step of chosen samples (where a run that
+ * leaves this one resumes). Caller-owned; next and done start at 0.
+ */
+typedef struct {
+    franka_panda_loopback_step_t step;         /**< the step, or NULL: franka_panda_rt_step on rt */
+    void *context;                        /**< step's context */
+    franka_panda_rt_t *rt;                     /**< the pipeline whose state is kept (and stepped without step) */
+    franka_panda_rt_input_t *inputs;           /**< [out] each sample's input (as many as the run's samples), or NULL */
+    const int64_t *keep;                  /**< samples, strictly increasing, before whose step *rt is copied */
+    int64_t n_keep;                       /**< how many */
+    franka_panda_rt_t *states;                 /**< [out] n_keep copies of *rt (NULL if n_keep is 0) */
+    int64_t next;                         /**< the next of keep to copy at */
+    int64_t done;                         /**< samples stepped */
+} franka_panda_loopback_keeper_t;
+
+/**
+ * A franka_panda_loopback_step_t whose context is a franka_panda_loopback_keeper_t: the keeper's step (or
+ * franka_panda_rt_step), *rt copied before it at the keeper's samples, the input copied after it: a run
+ * through franka_panda_loopback_with(step = this) is the run through the keeper's step, bit for bit.
+ * @return the keeper's step's result (0 for franka_panda_rt_step)
+ */
+int franka_panda_loopback_keeping(void *context, const franka_panda_rt_input_t *in, franka_panda_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -548,6 +548,26 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
     return 0;
 }
 
+int kuka_iiwa14_loopback_keeping(void *context, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out)
+{
+    kuka_iiwa14_loopback_keeper_t *keeper = (kuka_iiwa14_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        kuka_iiwa14_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const kuka_iiwa14_rt_input_t *in, kuka_iiwa14_rt_output_t *out)
 {

@@ -265,6 +265,26 @@ int planar2_loopback_with(planar2_loopback_step_t step, void *context, const pla
     return 0;
 }
 
+int planar2_loopback_keeping(void *context, const planar2_rt_input_t *in, planar2_rt_output_t *out)
+{
+    planar2_loopback_keeper_t *keeper = (planar2_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        planar2_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const planar2_rt_input_t *in, planar2_rt_output_t *out)
 {

@@ -490,6 +490,26 @@ int schunk_lwa4p_loopback_with(schunk_lwa4p_loopback_step_t step, void *context,
     return 0;
 }
 
+int schunk_lwa4p_loopback_keeping(void *context, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
+{
+    schunk_lwa4p_loopback_keeper_t *keeper = (schunk_lwa4p_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        schunk_lwa4p_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const schunk_lwa4p_rt_input_t *in, schunk_lwa4p_rt_output_t *out)
 {

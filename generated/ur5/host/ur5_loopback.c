@@ -511,6 +511,26 @@ int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_conf
     return 0;
 }
 
+int ur5_loopback_keeping(void *context, const ur5_rt_input_t *in, ur5_rt_output_t *out)
+{
+    ur5_loopback_keeper_t *keeper = (ur5_loopback_keeper_t *)context;
+    int status = 0;
+    if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
+        memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        ++keeper->next;
+    }
+    if (keeper->step != NULL) {
+        status = keeper->step(keeper->context, in, out);
+    } else {
+        ur5_rt_step(keeper->rt, in, out);
+    }
+    if (keeper->inputs != NULL) {
+        memcpy(&keeper->inputs[keeper->done], in, sizeof *in);
+    }
+    ++keeper->done;
+    return status;
+}
+
 /* the loopback's own step: the pipeline on this processor */
 static int step_here(void *context, const ur5_rt_input_t *in, ur5_rt_output_t *out)
 {

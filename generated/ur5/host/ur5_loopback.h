@@ -103,6 +103,31 @@ int ur5_loopback_with(ur5_loopback_step_t step, void *context, const ur5_rt_conf
                           ur5_real_t *tau, int64_t *counts, int64_t *motor_counts, ur5_real_t *tau_contact,
                           const ur5_real_t *imu_noise, ur5_real_t *imu_read, ur5_rt_output_t *out);
 
+/**
+ * What ur5_loopback_keeping keeps of a run, besides calling a step: each sample's input (what a
+ * replay steps a pipeline on) and rt's state before the step of chosen samples (where a run that
+ * leaves this one resumes). Caller-owned; next and done start at 0.
+ */
+typedef struct {
+    ur5_loopback_step_t step;         /**< the step, or NULL: ur5_rt_step on rt */
+    void *context;                        /**< step's context */
+    ur5_rt_t *rt;                     /**< the pipeline whose state is kept (and stepped without step) */
+    ur5_rt_input_t *inputs;           /**< [out] each sample's input (as many as the run's samples), or NULL */
+    const int64_t *keep;                  /**< samples, strictly increasing, before whose step *rt is copied */
+    int64_t n_keep;                       /**< how many */
+    ur5_rt_t *states;                 /**< [out] n_keep copies of *rt (NULL if n_keep is 0) */
+    int64_t next;                         /**< the next of keep to copy at */
+    int64_t done;                         /**< samples stepped */
+} ur5_loopback_keeper_t;
+
+/**
+ * A ur5_loopback_step_t whose context is a ur5_loopback_keeper_t: the keeper's step (or
+ * ur5_rt_step), *rt copied before it at the keeper's samples, the input copied after it: a run
+ * through ur5_loopback_with(step = this) is the run through the keeper's step, bit for bit.
+ * @return the keeper's step's result (0 for ur5_rt_step)
+ */
+int ur5_loopback_keeping(void *context, const ur5_rt_input_t *in, ur5_rt_output_t *out);
+
 #ifdef __cplusplus
 }
 #endif
