@@ -25,11 +25,12 @@ def unused_inputs(function: cs.Function) -> set[int]:
     return set(range(function.n_in())) - used
 
 
-def view(spec: FunctionSpec, precision: Precision, portable: bool = True) -> dict[str, Any]:
+def view(spec: FunctionSpec, precision: Precision, portable: bool = True, scheduled: bool = False) -> dict[str, Any]:
     """The template's view of ``spec``: name, doc (and doc_lines wrapped for a header comment),
     inputs/outputs (the Args), lines and ops of the body (none when the template writes it),
     unused input names, return type and meaning, and ``params``: the pointer parameter list of a
-    static function (``const real_t *in..., real_t *out...``). ``portable``: see cprint.body."""
+    static function (``const real_t *in..., real_t *out...``). ``portable``, ``scheduled``: see
+    cprint.body."""
     lines: tuple[str, ...] = ()
     ops = "see the functions it calls"
     unused: list[str] = []
@@ -41,6 +42,7 @@ def view(spec: FunctionSpec, precision: Precision, portable: bool = True) -> dic
             precision,
             indent="    ",
             portable=portable,
+            scheduled=scheduled,
         )
         lines, ops = b.lines, str(b.ops)
         skipped = unused_inputs(spec.function)

@@ -3,14 +3,18 @@
 Why not CasADi's CodeGenerator: its output carries a runtime API (sparsity, work, incref, ...) per
 function as exported symbols, and prints every constant as a double literal and math calls as
 ``sin``/``sqrt`` even for a float ``casadi_real``, which the float build must not contain. Walking the
-instruction list of the very same SX function gives the same arithmetic in the same order, with
-typed literals (``2.5f``), the float math functions, work variables as C locals and an exact
-operation count.
+instruction list of the very same SX function gives the same arithmetic, with typed literals
+(``2.5f``), the float math functions, work variables as C locals and an exact operation count; in
+CasADi's order, or (the real-time step's functions) in :func:`schedule`'s, which keeps fewer values
+alive: the same operations on the same operands, so the same bits.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,6 +67,145 @@ class Body:
     ops: int
 
 
+# operations that read one work variable (instruction_input's further entries are not operands)
+_ONE_OPERAND = frozenset({cs.OP_ASSIGN, cs.OP_NOT, cs.OP_NEG, cs.OP_SQ, cs.OP_TWICE, cs.OP_INV, cs.OP_SIGN, *_UNARY})
+_LEAF = frozenset({cs.OP_INPUT, cs.OP_CONST})
+# operations printed as a C library call (a call clobbers every caller-saved floating-point register)
+_CALLS = frozenset(
+    {op for op, name in _UNARY.items() if name not in ("fabs", "sqrt")}  # both inline instructions
+    | {op for op, name in _FUNC_BINARY.items() if name not in INLINE}
+)
+
+
+def _operands(f: cs.Function) -> list[list[int]]:
+    """Per instruction, the instructions whose results it reads (CasADi reuses work variables, so a
+    variable's reader reads the last instruction that wrote it before the reader)."""
+    last: dict[int, int] = {}
+    deps: list[list[int]] = []
+    for k in range(f.n_instructions()):
+        op, ins = f.instruction_id(k), f.instruction_input(k)
+        if op in _LEAF:
+            reads: list[int] = []
+        elif op == cs.OP_OUTPUT or op in _ONE_OPERAND:
+            reads = [int(ins[0])]
+        else:
+            reads = [int(ins[0]), int(ins[1])]
+        deps.append([last[w] for w in reads])
+        if op != cs.OP_OUTPUT:
+            last[int(f.instruction_output(k)[0])] = k
+    return deps
+
+
+@functools.lru_cache(maxsize=32)  # the pipeline's call plumbing asks again for the order body printed
+def schedule(f: cs.Function) -> tuple[int, ...]:
+    """The order in which to print f's instructions: the same operations on the same operands (so
+    the same results, bit for bit), ordered to keep few values alive at once. CasADi's own order
+    computes each output vector in turn, depth first: the momentum observer finishes all of p before
+    it starts the integral, so the link velocities of the outward pass stay alive (spilled to the
+    stack) across p's whole inward pass. Here the next output element is the one with the fewest
+    operations still to compute (its cone, minus what is done), printed depth first, its loads and
+    constants right before their first reader: the iiwa's observer and residual finish link by link
+    as the inward pass reaches them. Ties keep CasADi's output order. Loads may move past stores:
+    the caller passes outputs that alias no input (pipeline.RtEmitter._call checks in-place calls
+    against this order)."""
+    deps = _operands(f)
+    n = len(deps)
+    is_leaf = [f.instruction_id(k) in _LEAF for k in range(n)]
+    outputs = [k for k in range(n) if f.instruction_id(k) == cs.OP_OUTPUT]
+    readers: list[list[int]] = [[] for _ in range(n)]  # instruction -> the outputs whose cone holds it
+    for o in outputs:
+        seen, todo = {o}, [o]
+        while todo:
+            k = todo.pop()
+            readers[k].append(o)
+            for d in deps[k]:
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+    left = {o: 0 for o in outputs}
+    for k in range(n):
+        for o in readers[k]:
+            left[o] += 1
+    done = [False] * n
+    order: list[int] = []
+
+    heap = [(left[o], o) for o in outputs]  # (operations left, output); stale entries skipped
+    heapq.heapify(heap)
+
+    def emit(k: int) -> None:
+        done[k] = True
+        order.append(k)
+        for o in readers[k]:
+            left[o] -= 1
+            heapq.heappush(heap, (left[o], o))
+
+    def cheapest() -> int:
+        while True:
+            count, o = heapq.heappop(heap)
+            if not done[o] and count == left[o]:
+                return o
+
+    calls = [k for k in range(n) if f.instruction_id(k) in _CALLS]
+    for t in range(len(calls) + len(outputs)):
+        target = calls[t] if t < len(calls) else cheapest()
+        stack: list[tuple[int, bool]] = [(target, False)]
+        while stack:  # depth first, without recursion (cones can be deep)
+            k, expanded = stack.pop()
+            if done[k]:
+                continue
+            if expanded:
+                for d in deps[k]:
+                    if is_leaf[d] and not done[d]:
+                        emit(d)
+                emit(k)
+                continue
+            stack.append((k, True))
+            stack.extend((d, False) for d in reversed(deps[k]) if not done[d] and not is_leaf[d])
+    order += [k for k in range(n) if not done[k]]  # nothing reaches an output: CasADi's order
+    return tuple(order)
+
+
+def reads_first(f: cs.Function, order: Sequence[int], i_in: int, i_out: int) -> bool:
+    """True if, printed in ``order``, every element of input ``i_in`` is read before the same element
+    of output ``i_out`` is written: then both may be one array (the call writes its result in place)."""
+    pos = {k: n for n, k in enumerate(order)}
+    last_read: dict[int, int] = {}
+    written: dict[int, int] = {}
+    for k in range(f.n_instructions()):
+        op = f.instruction_id(k)
+        if op == cs.OP_INPUT and int(f.instruction_input(k)[0]) == i_in:
+            j = int(f.instruction_input(k)[1])
+            last_read[j] = max(last_read.get(j, -1), pos[k])
+        elif op == cs.OP_OUTPUT and int(f.instruction_output(k)[0]) == i_out:
+            written[int(f.instruction_output(k)[1])] = pos[k]
+    return all(last_read.get(j, -1) < at for j, at in written.items())
+
+
+def _rename(f: cs.Function, order: Sequence[int], deps: list[list[int]]) -> tuple[dict[int, int], int]:
+    """Work variable per value-producing instruction in ``order``: a variable is free again after its
+    value's last reader (as CasADi's live variables). Returns (instruction -> variable, count)."""
+    last_use: dict[int, int] = {}
+    for pos, k in enumerate(order):
+        for d in deps[k]:
+            last_use[d] = pos
+    var: dict[int, int] = {}
+    free: list[int] = []
+    count = 0
+    for pos, k in enumerate(order):
+        for d in dict.fromkeys(deps[k]):
+            if last_use.get(d) == pos:
+                free.append(var[d])
+        if f.instruction_id(k) != cs.OP_OUTPUT:
+            if free:
+                var[k] = free.pop()
+            else:
+                var[k] = count
+                count += 1
+            if k not in last_use:  # never read: free at once
+                free.append(var[k])
+    return var, count
+
+
 def body(
     f: cs.Function,
     in_names: list[str],
@@ -70,17 +213,37 @@ def body(
     precision: Precision,
     indent: str = "  ",
     portable: bool = True,
+    scheduled: bool = False,
 ) -> Body:
     """Statements computing f's (dense) outputs from pointer arguments named in/out_names;
-    ``portable``: sin, cos, exp, tanh through manipgen_linalg.h's MG_SIN, ... (else the C library's)."""
-    n_work = int(f.sz_w())
+    ``portable``: sin, cos, exp, tanh through manipgen_linalg.h's MG_SIN, ... (else the C library's);
+    ``scheduled``: in :func:`schedule`'s order (else CasADi's), the same operations."""
+    if scheduled:
+        deps = _operands(f)
+        order = schedule(f)
+        var, n_work = _rename(f, order, deps)
+
+        def operands(k: int) -> list[int]:
+            return [var[d] for d in deps[k]] + [0, 0]
+
+        def result(k: int) -> int:
+            return var[k]
+    else:
+        order, n_work = tuple(range(f.n_instructions())), int(f.sz_w())
+
+        def operands(k: int) -> list[int]:
+            return [int(i) for i in f.instruction_input(k)]
+
+        def result(k: int) -> int:
+            return int(f.instruction_output(k)[0])
+
     lines: list[str] = []
     counts: Counter[str] = Counter()
     one, zero = literal(1.0, precision), literal(0.0, precision)
-    for k in range(f.n_instructions()):
+    for k in order:
         op = f.instruction_id(k)
-        ins = f.instruction_input(k)
-        outs = f.instruction_output(k)
+        ins = f.instruction_input(k) if op in _LEAF else operands(k)
+        outs = f.instruction_output(k) if op == cs.OP_OUTPUT else [result(k)]
         if op == cs.OP_INPUT:
             lines.append(f"w{outs[0]} = {in_names[ins[0]]}[{ins[1]}];")
         elif op == cs.OP_OUTPUT:

@@ -15,7 +15,7 @@ from codegen.blocks.base import Block, Field
 from codegen.blocks.pipeline import INPUT_LIMIT, Pipeline
 from codegen.emit.cfunction import view
 from codegen.emit.config import config_initializer, layout_id
-from codegen.emit.cprint import Precision, literal
+from codegen.emit.cprint import Precision, literal, reads_first, schedule
 from codegen.emit.references import with_references
 from codegen.symbolic.functions import FunctionSpec
 
@@ -81,7 +81,7 @@ class RtEmitter:
         return f"{self.p}_rt_{block.kind}_{'derive' if fn is block.derive else fn.name}"
 
     def call(self, kind: str, name: str) -> str:
-        """C statement(s) calling a block function; outputs that alias inputs go through a local."""
+        """C statement(s) calling a block function (see _call)."""
         block = next(b for b in self.pipe.blocks if b.kind == kind)
         fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
         return self._call(self.fn_name(block, fn), fn)
@@ -92,10 +92,16 @@ class RtEmitter:
         return "" if fn is None else self._call(f"{self.p}_rt_{fn.name}", fn)
 
     def _call(self, c_name: str, fn: FunctionSpec) -> str:
+        """The call; an output that is also an input is written in place where the function, printed
+        in schedule's order, reads each of its elements before writing it (no copy), else through a
+        local copied back."""
         args = [self.c_ref(b) for b in fn.reads]
         lines, copies = [], []
+        order = schedule(fn.function) if fn.function is not None else ()
         for k, b in enumerate(fn.writes):
-            if b in fn.reads:
+            if b in fn.reads and fn.function is not None and reads_first(fn.function, order, fn.reads.index(b), k):
+                args.append(self.c_ref(b))
+            elif b in fn.reads:
                 size = self.fields[b].size
                 lines.append(f"real_t tmp{k}[{size}];")
                 args.append(f"tmp{k}")
@@ -112,12 +118,12 @@ class RtEmitter:
         out = []
         for b in self.pipe.blocks:
             for fn in ([b.derive] if b.derive is not None else []) + list(b.functions):
-                v = view(replace(fn, name=self.fn_name(b, fn)), self.precision)
+                v = view(replace(fn, name=self.fn_name(b, fn)), self.precision, scheduled=True)
                 self.ops[v["name"]] = int(v["ops"])
                 out.append(v | {"bindings": ", ".join(fn.reads) + " -> " + ", ".join(fn.writes)})
         if self.pipe.shared is not None:
             fn = self.pipe.shared
-            v = view(replace(fn, name=f"{self.p}_rt_{fn.name}"), self.precision)
+            v = view(replace(fn, name=f"{self.p}_rt_{fn.name}"), self.precision, scheduled=True)
             self.ops[v["name"]] = int(v["ops"])
             out.append(v | {"bindings": ", ".join(fn.reads) + " -> " + ", ".join(fn.writes)})
         return out
