@@ -84,6 +84,8 @@ class Run:
     inputs: np.ndarray | None = None  # what the pipeline read at each sample (simulate(record=True))
     # the pipeline's state before sample k's step, for each k of simulate's ``keep`` (resume)
     states: dict[int, bytes] = field(default_factory=dict)
+    # the simulated IMUs' chain there (the plant's imu_chain: simulate's ``imu_chain`` continues it)
+    imu_states: dict[int, np.ndarray] = field(default_factory=dict)
 
     @property
     def ise_velocity(self) -> np.ndarray:
@@ -127,6 +129,8 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     record: bool = False,
     keep: Sequence[int] = (),
+    imu_noise: np.ndarray | None = None,
+    imu_chain: np.ndarray | None = None,
 ) -> Run:
     """Run the closed loop along ``trajectory`` (sampled at the pipeline's period). The plant has
     ``true_params`` (standard vector; default the description's) and starts at q0 = q_d(0),
@@ -144,7 +148,9 @@ def simulate(
 
     A pipeline with the ``imu`` estimator reads simulated IMUs: ``imu`` (default: ImuSensors(),
     Birjandi & Haddadin's BMI055); the run's ``imu_read`` holds what they read (K, 6 m: the gyroscopes' axes, then the
-    accelerometers').
+    accelerometers'). ``imu_noise`` (K, 6 m): their white noise instead of ``imu``'s noise_seed's;
+    ``imu_chain``: their chain (filter states, joint rates a sample before) where a run this one
+    continues left it, its ``imu_states`` at a ``keep`` sample (default: settled at the first reading).
 
     ``step(in, out)``, if given, runs the pipeline instead of rt's step on this processor: it gets
     each sample's input and fills its output (cffi pointers to <robot>_rt_input_t and _output_t),
@@ -201,8 +207,10 @@ def simulate(
         a.start_th, a.start_thd = _motor_start(rt, a, real, params, theta0, thetad0)
         a.theta_true, a.thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
     if "imu_gyro" in (rt.input_dtype.names or ()):
-        a.noise, a.read = _set_imus(rt, plant, ImuSensors() if imu is None else imu, k, real)
-    elif imu is not None:
+        a.noise, a.read, a.chain = _set_imus(
+            rt, plant, ImuSensors() if imu is None else imu, k, real, imu_noise, imu_chain
+        )
+    elif imu is not None or imu_noise is not None or imu_chain is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
     run = _looped(rt, trajectory, plant, a, elastic, step, progress, record, keep)
     _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
@@ -223,11 +231,11 @@ def _looped(
     """simulate's one loopback call (the step wrapped for ``progress``; ``record`` and ``keep`` by the
     C keeper, no Python per sample) and its run."""
     k = len(trajectory.time)
-    keeper = _Keeper(rt, k, record, keep) if record or keep else None
+    keeper = _Keeper(rt, k, record, keep, a.chain) if record or keep else None
     _call(rt, _counted(rt, step, progress, k), plant, k, a, keeper)
     run = _run(rt, trajectory, a, elastic, plant)
     if keeper is not None:
-        run.states, run.inputs = keeper.states(), keeper.inputs
+        run.states, run.inputs, run.imu_states = keeper.states(), keeper.inputs, keeper.chains()
     return run
 
 
@@ -235,7 +243,9 @@ class _Keeper:
     """What <robot>_loopback_keeping keeps of a run (simulate's ``record`` and ``keep``): the arrays
     its C keeper writes, each sample's input and rt's state before the step of each ``keep`` sample."""
 
-    def __init__(self, rt: Realtime, k: int, record: bool, keep: Sequence[int]) -> None:
+    def __init__(
+        self, rt: Realtime, k: int, record: bool, keep: Sequence[int], chain: np.ndarray | None = None
+    ) -> None:
         ffi, p = rt.ffi, rt.name
         self.at = np.array(sorted(set(keep)), np.int64)
         self.inputs = np.zeros(k, rt.input_dtype) if record else None
@@ -249,9 +259,21 @@ class _Keeper:
             self.c.keep = ffi.cast("int64_t *", ffi.from_buffer(self.at))
             self.c.n_keep = len(self.at)
             self.c.states = ffi.cast(f"{p}_rt_t *", ffi.from_buffer(self.kept, require_writable=True))
+        # the plant's IMU chain with each state (a run that continues this one there reads it)
+        self.chain = None if chain is None else np.zeros((len(self.at), len(chain)), chain.dtype)
+        if chain is not None and self.chain is not None and len(self.at):
+            self.c.chain = ffi.cast(f"{p}_real_t *", ffi.from_buffer(chain))
+            self.c.chain_size = len(chain)
+            self.c.chains = ffi.cast(f"{p}_real_t *", ffi.from_buffer(self.chain, require_writable=True))
 
     def states(self) -> dict[int, bytes]:
         return {int(at): self.kept[i].tobytes() for i, at in enumerate(self.at)}
+
+    def chains(self) -> dict[int, np.ndarray]:
+        """The IMU chain at each kept sample after the first (at sample 0 it is where the run started)."""
+        if self.chain is None:
+            return {}
+        return {int(at): self.chain[i].copy() for i, at in enumerate(self.at) if at > 0}
 
 
 def _call(
@@ -339,6 +361,7 @@ class _Arrays:
     thetad_true: np.ndarray | None = None
     noise: np.ndarray | None = None  # the simulated IMUs'
     read: np.ndarray | None = None
+    chain: np.ndarray | None = None  # their chain (the plant's imu_chain)
 
     def pointers(self, rt: Realtime) -> list[Any]:
         """The loopback's arguments after the plant and the sample count."""
@@ -409,14 +432,33 @@ def _motor_start(
     )
 
 
-def _set_imus(rt: Realtime, plant: Any, sensors: ImuSensors, k: int, real: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The simulated IMUs' parameters into the plant; their noise (K, 6 m) and what they will read."""
+def _set_imus(
+    rt: Realtime,
+    plant: Any,
+    sensors: ImuSensors,
+    k: int,
+    real: Any,
+    noise: np.ndarray | None = None,
+    chain: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The simulated IMUs' parameters into the plant; their noise (K, 6 m: ``noise``, or the
+    sensors' noise_seed's), what they will read, and their chain (the plant's imu_chain: ``chain``
+    where the run starts, if given)."""
     m = rt.input_dtype["imu_gyro"].shape[0]
     plant.imu_bias = [float(v) for v in sensors.biases(m)]
     plant.imu_filter = [[float(v) for v in row] for row in sensors.filters(rt.sample_period)]
     plant.imu_lsb = list(sensors.lsb())
     plant.imu_range = [sensors.gyro_range, sensors.acc_range]
-    return _arr(sensors.noise(k, m, rt.sample_period), (k, 6 * m), real), np.zeros((k, 6 * m), real)
+    size = 2 * 6 * m + rt.dof  # <ROBOT>_LOOPBACK_IMU_CHAIN: 2 filter states per IMU axis, the joint rates
+    if noise is not None and np.shape(noise) != (k, 6 * m):
+        raise ValueError(f"imu_noise must be ({k}, {6 * m}): a value per sample and IMU axis, got {np.shape(noise)}")
+    if chain is not None and np.shape(chain) != (size,):
+        raise ValueError(f"imu_chain must hold {size} values (a run's imu_states), got {np.shape(chain)}")
+    kept = np.zeros(size, real) if chain is None else np.array(chain, real)
+    plant.imu_chain = rt.ffi.cast(f"{rt.name}_real_t *", rt.ffi.from_buffer(kept))
+    plant.imu_resume = int(chain is not None)
+    w = sensors.noise(k, m, rt.sample_period) if noise is None else noise
+    return _arr(w, (k, 6 * m), real), np.zeros((k, 6 * m), real), kept
 
 
 # samples between two progress reports of simulate: a second of a 1 kHz run, a report every few ms to
@@ -528,7 +570,8 @@ def replay(rt: Realtime, run: Run, reset: bool = True, keep: Sequence[int] = ())
     for bit: by induction over the samples, equal commands before sample k give the same plant state,
     hence the same inputs, at k. A pipeline whose commands differ anywhere (a reaction to a
     detection, another estimator or controller) gives None, its state left as it was before the
-    replay, for a closed-loop run. ``keep``: as simulate's (the states in the run's ``states``)."""
+    replay, for a closed-loop run. ``keep``: as simulate's (the states in the run's ``states``; the
+    IMU chain in its ``imu_states`` where the recorded run kept it too)."""
     inputs = None if run.inputs is None else _inputs_for(rt, run.inputs)
     if inputs is None or "tau_cmd" not in (rt.output_dtype.names or ()) or "tau_cmd" not in run.out:
         return None
@@ -552,7 +595,9 @@ def replay(rt: Realtime, run: Run, reset: bool = True, keep: Sequence[int] = ())
         return None
     log = replace(run.log, extra={**run.log.extra, "tau_cmd": out["tau_cmd"]})
     _warn_early_latch(rt, out, log.extra.get("tau_ext_true"), None)
-    return Run(log, out, run.imu_read, inputs, states)
+    # the plant's run is the recorded one: its IMU chain where that run kept it
+    chains = {k: v for k, v in run.imu_states.items() if k in states}
+    return Run(log, out, run.imu_read, inputs, states, chains)
 
 
 def _inputs_for(rt: Realtime, recorded: np.ndarray) -> np.ndarray | None:
@@ -596,7 +641,7 @@ class Replays:
         if key is not None and known is None:
             # what a replay reads: the log, the inputs and the commands (not the recorder's other outputs)
             commands = {k: v for k, v in run.out.items() if k == "tau_cmd"}
-            self.runs[key] = Run(run.log, commands, run.imu_read, run.inputs)
+            self.runs[key] = Run(run.log, commands, run.imu_read, run.inputs, imu_states=run.imu_states)
         return run
 
 

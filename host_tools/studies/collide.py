@@ -4,7 +4,7 @@ direct method, the last two once with the Kalman estimator's qd, qdd (encoders o
 the plant's exact qd, qdd (``*_measured``: Birjandi & Haddadin's IMU-fused assumption), and fed by the ``imu``
 estimator reading simulated IMUs (``*_imu``: one BMI055 per link, the description's ``imus:``;
 ``*_imu_tip``: one at the tip frame; host_tools.bindings.imu_sensors: the same sensors throughout,
-a new noise sequence every run).
+a new noise sequence every run, a collision run keeping the check run's up to its push: _from_check).
 
 The controller's (and observers') model is the description's with every inertial (link) parameter
 scaled by U(1 -+ model_error) (Birjandi & Haddadin eq. 22; friction and rotor inertia exact unless
@@ -149,10 +149,12 @@ def _from_check(
     """_after's run of ``motion`` (the check motion up to some sample) pushed from sample ``k`` on
     (kw's ``tau_ext`` 0 before k, or its ``contact`` from k): up to k it is the check run ``check``
     (the same plant and pipeline from the same state, the loopback causal), so it is that run's first k
-    samples, then a run from rt's and the plant's state there, bit for bit the whole run. Without
-    ``check``'s state at k (an IMU-fed pipeline: every run draws its own noise sequence) the whole
-    run from the design run's end."""
-    if check is None or k not in check.states:
+    samples, then a run from rt's and the plant's state there, bit for bit the whole run. An IMU-fed
+    pipeline's run keeps the check run's IMU noise up to k and draws its own after it (its noise
+    sequence's samples from k on), the sensors' chain continued from the check run's at k: bit for
+    bit the whole run with that noise. Without ``check``'s state at k the whole run from the design
+    run's end (with a noise sequence of its own)."""
+    if check is None or k not in check.states or (learned.imu is not None and k not in check.imu_states):
         return _after(rt, learned, motion, runs.true, plants, **kw)
     if "tau_ext" in kw:
         if np.any(kw["tau_ext"][:k] != 0):
@@ -161,6 +163,11 @@ def _from_check(
     if "contact" in kw:
         kw["contact"] = contact_from(kw["contact"], k, rt.sample_period)
     resume(rt, check.states[k])
+    if learned.imu is not None:
+        own, m = learned.imu.next(), rt.input_dtype["imu_gyro"].shape[0]
+        kw.update(
+            imu=own, imu_noise=own.noise(len(motion.time), m, rt.sample_period)[k:], imu_chain=check.imu_states[k]
+        )
     extra = check.log.extra
     q0, qd0, tau0 = extra["q_true"][k], extra["qd_true"][k], check.log.tau[k]
     tail = plants.simulate(
@@ -749,9 +756,8 @@ def observer_item(
     d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
-    # rt's states where the collision runs leave the check run (none for an IMU-fed pipeline: every
-    # run draws its own noise sequence, so they share no samples)
-    leave = () if d.learned.imu is not None else _leaves(s, runs, rt.dof, rt.sample_period)
+    # rt's states (and the IMUs' chain) where the collision runs leave the check run
+    leave = _leaves(s, runs, rt.dof, rt.sample_period)
     check = _after(rt, d.learned, runs.test, runs.true, plants, keep=leave)
     out_test = check.out
     level = threshold_along(out_test, th)

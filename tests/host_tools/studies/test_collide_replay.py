@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import Replays, contact_samples, replay, simulate
 from host_tools.bindings.source import RobotSource
 from host_tools.studies import collide
@@ -162,6 +163,59 @@ def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Run
             assert np.array_equal(branched.log.time, whole.log.time), (name, kind)
             assert np.any(whole.out["above"][at:]), (name, kind)  # the push is seen: the tail is compared
     assert plants.replayed >= 6  # the check runs and the continued runs of the two later observers
+
+
+def test_an_imu_fed_collision_run_continued_from_the_check_run_is_the_whole_run_with_its_noise(runs: Runs) -> None:
+    """An IMU-fed observer's collision run leaves the check run where its push starts, keeping the
+    check run's IMU noise up to there and drawing its own after it (the sensors' filters and the
+    joint rates they difference continued from the check run's): it is the whole run from the design
+    run's end with that noise sequence, bit for bit -- outputs, log, inputs, the pipeline's state
+    after -- for a filtered step and an impact."""
+    robot = SOURCE.robot()
+    n, ts = robot.dof, robot.sample_period
+    ext = filtered_step(len(runs.test.time), n, ts, 0, 6.0, 0.3, 5.0, 10.0)
+    end = int(round(6.5 / ts))
+    contact = runs.impacts[0][1]
+    rt = _pipeline(robot, ENTRIES["adaptive_imu"], SETTINGS, runs.model)
+    rt.config["det.threshold"] = 0.2  # detections happen (and must be the same)
+    sensors = collide.Sensors(ImuSensors(seed=3))
+    warm = simulate(rt, collide.until(runs.design, 2000), true_params=runs.true, imu=sensors.next())
+    extra = warm.log.extra
+    learned = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], sensors)
+    check = collide._after(
+        rt, learned, runs.test, runs.true, Replays(record=False), keep=collide._leaves(SETTINGS, runs, n, ts)
+    )
+    seen = ImuSensors(seed=3, noise_seed=sensors.runs)  # the check run's noise sequence
+    m = rt.input_dtype["imu_gyro"].shape[0]
+    for kind, kw, at in (
+        ("step", {"tau_ext": ext[: end + 1]}, pushed_from(ext)),
+        ("impact", {"contact": contact}, contact_samples(contact, ts)[0]),
+    ):
+        assert at in check.imu_states and at > 0, kind
+        motion = collide.until(runs.test, end if kind == "step" else at + 500)
+        branched = collide._from_check(rt, learned, check, motion, at, runs, Replays(record=False), **kw)
+        after = rt.snapshot()
+        own = ImuSensors(seed=3, noise_seed=sensors.runs)  # the run's own sequence (drawn by _from_check)
+        assert own != seen, kind
+        k = len(motion.time)
+        noise = np.concatenate([seen.noise(k, m, ts)[:at], own.noise(k, m, ts)[at:]])
+        rt.restore(learned.state)
+        whole = simulate(
+            rt,
+            motion,
+            true_params=runs.true,
+            reset=False,
+            q0=learned.q,
+            qd0=learned.qd,
+            tau0=learned.tau,
+            imu=own,
+            imu_noise=noise,
+            **kw,
+        )
+        assert same(branched.out, whole.out) and rt.snapshot() == after, kind
+        assert same(branched.log.extra, whole.log.extra), kind
+        assert same(branched.log.inputs(), whole.log.inputs()), kind
+        assert np.any(whole.out["above"][at:]), kind  # the push is seen: the tail is compared
 
 
 def test_a_push_before_the_sample_the_run_leaves_at_is_refused(runs: Runs) -> None:
