@@ -109,7 +109,7 @@ int biorob4_loopback_with(biorob4_loopback_step_t step, void *context, const bio
 /**
  * What biorob4_loopback_keeping keeps of a run, besides calling a step: each sample's input (what a
  * replay steps a pipeline on) and rt's state before the step of chosen samples (where a run that
- * leaves this one resumes). Caller-owned; next and done start at 0.
+ * leaves this one resumes), with the plant's IMU chain there if asked. Caller-owned; next and done start at 0.
  */
 typedef struct {
     biorob4_loopback_step_t step;         /**< the step, or NULL: biorob4_rt_step on rt */
@@ -119,6 +119,9 @@ typedef struct {
     const int64_t *keep;                  /**< samples, strictly increasing, before whose step *rt is copied */
     int64_t n_keep;                       /**< how many */
     biorob4_rt_t *states;                 /**< [out] n_keep copies of *rt (NULL if n_keep is 0) */
+    const biorob4_real_t *chain;          /**< a plant's imu_chain to copy with *rt, or NULL */
+    int64_t chain_size;                   /**< its values */
+    biorob4_real_t *chains;               /**< [out] n_keep copies of chain (NULL if chain is) */
     int64_t next;                         /**< the next of keep to copy at */
     int64_t done;                         /**< samples stepped */
 } biorob4_loopback_keeper_t;

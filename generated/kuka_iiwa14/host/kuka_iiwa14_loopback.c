@@ -554,6 +554,10 @@ int kuka_iiwa14_loopback_keeping(void *context, const kuka_iiwa14_rt_input_t *in
     int status = 0;
     if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
         memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        if (keeper->chain != NULL && keeper->chains != NULL) {
+            memcpy(&keeper->chains[keeper->next * keeper->chain_size], keeper->chain,
+                   (size_t)keeper->chain_size * sizeof *keeper->chain);
+        }
         ++keeper->next;
     }
     if (keeper->step != NULL) {

@@ -271,6 +271,10 @@ int planar2_loopback_keeping(void *context, const planar2_rt_input_t *in, planar
     int status = 0;
     if (keeper->next < keeper->n_keep && keeper->keep[keeper->next] == keeper->done) {
         memcpy(&keeper->states[keeper->next], keeper->rt, sizeof *keeper->rt);
+        if (keeper->chain != NULL && keeper->chains != NULL) {
+            memcpy(&keeper->chains[keeper->next * keeper->chain_size], keeper->chain,
+                   (size_t)keeper->chain_size * sizeof *keeper->chain);
+        }
         ++keeper->next;
     }
     if (keeper->step != NULL) {
