@@ -96,6 +96,21 @@ def _operands(f: cs.Function) -> list[list[int]]:
     return deps
 
 
+# Functions with more instructions keep CasADi's order (schedule returns it, body prints CasADi's
+# own work variables): cppcheck's value flow, which the static-analysis tests and the MISRA check run
+# on every pipeline, took over 200 s on the iiwa adaptive observer's 3,222-instruction predict in
+# schedule's order against 35 s for the whole file in CasADi's (2026-11-29, cppcheck 2.10). The step's
+# small functions, where the order pays (the momentum observer, the controller: at most 1,124 on the
+# bundled robots), lie far below; a model-adaptive predict (3,222-5,231 on the iiwa) is dominated by
+# its covariance update, which the order does not touch.
+SCHEDULE_LIMIT = 2500
+
+
+def scheduling(f: cs.Function) -> bool:
+    """Whether f is printed in schedule's order (else CasADi's): at most SCHEDULE_LIMIT instructions."""
+    return f.n_instructions() <= SCHEDULE_LIMIT
+
+
 @functools.lru_cache(maxsize=32)  # the pipeline's call plumbing asks again for the order body printed
 def schedule(f: cs.Function) -> tuple[int, ...]:
     """The order in which to print f's instructions: the same operations on the same operands (so
@@ -107,7 +122,9 @@ def schedule(f: cs.Function) -> tuple[int, ...]:
     constants right before their first reader: the iiwa's observer and residual finish link by link
     as the inward pass reaches them. Ties keep CasADi's output order. Loads may move past stores:
     the caller passes outputs that alias no input (pipeline.RtEmitter._call checks in-place calls
-    against this order)."""
+    against this order). Over SCHEDULE_LIMIT instructions: CasADi's order."""
+    if not scheduling(f):
+        return tuple(range(f.n_instructions()))
     deps = _operands(f)
     n = len(deps)
     is_leaf = [f.instruction_id(k) in _LEAF for k in range(n)]
@@ -217,8 +234,9 @@ def body(
 ) -> Body:
     """Statements computing f's (dense) outputs from pointer arguments named in/out_names;
     ``portable``: sin, cos, exp, tanh through manipgen_linalg.h's MG_SIN, ... (else the C library's);
-    ``scheduled``: in :func:`schedule`'s order (else CasADi's), the same operations."""
-    if scheduled:
+    ``scheduled``: in :func:`schedule`'s order where :func:`scheduling` (else CasADi's), the same
+    operations."""
+    if scheduled and scheduling(f):
         deps = _operands(f)
         order = schedule(f)
         var, n_work = _rename(f, order, deps)

@@ -172,8 +172,7 @@ def simulate(
     plant.params = [float(v) for v in np.asarray(params, float).ravel()]
     plant.substeps = substeps
     plant.delay = delay
-    # the torque applied over the sample before the first (in.tau at sample 0, and until the first
-    # command acts after a delay): 0 from rest; a run continuing another one passes its last command
+    # the torque over the sample before the first (in.tau at 0, and until a delayed command acts): tau0
     start_tau = np.zeros(trajectory.q.shape[1]) if tau0 is None else np.asarray(tau0, float).reshape(-1)
     plant.tau0 = [float(v) for v in start_tau]
     if contact is not None:
@@ -206,15 +205,29 @@ def simulate(
     if elastic:
         a.start_th, a.start_thd = _motor_start(rt, a, real, params, theta0, thetad0)
         a.theta_true, a.thetad_true = np.zeros((k, n), real), np.zeros((k, n), real)
+    _imus(rt, plant, a, imu, imu_noise, imu_chain)
+    run = _looped(rt, trajectory, plant, a, elastic, step, progress, record, keep)
+    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
+    return run
+
+
+def _imus(
+    rt: Realtime,
+    plant: Any,
+    a: _Arrays,
+    imu: ImuSensors | None,
+    imu_noise: np.ndarray | None,
+    imu_chain: np.ndarray | None,
+) -> None:
+    """simulate's IMUs (default ImuSensors()) set on ``plant`` and their arrays in ``a``, for a
+    pipeline that reads them; for one that does not, none may be given."""
     if "imu_gyro" in (rt.input_dtype.names or ()):
+        k, real = a.q_des.shape[0], a.q_des.dtype.type
         a.noise, a.read, a.chain = _set_imus(
             rt, plant, ImuSensors() if imu is None else imu, k, real, imu_noise, imu_chain
         )
     elif imu is not None or imu_noise is not None or imu_chain is not None:
         raise ValueError("this pipeline reads no IMU, so it takes no imu sensors (generate it with the imu estimator)")
-    run = _looped(rt, trajectory, plant, a, elastic, step, progress, record, keep)
-    _warn_early_latch(rt, run.out, a.ext, a.tau_contact)
-    return run
 
 
 def _looped(

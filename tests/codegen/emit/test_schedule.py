@@ -13,7 +13,7 @@ import numpy as np
 
 from codegen.blocks.options import RtOptions, parse_estimator
 from codegen.blocks.pipeline import build_pipeline
-from codegen.emit.cprint import _operands, body, reads_first, schedule
+from codegen.emit.cprint import SCHEDULE_LIMIT, _operands, body, reads_first, schedule
 from codegen.model.description import load_robot
 from tests.tooling import require_tool
 
@@ -90,3 +90,19 @@ def test_in_place_only_where_each_element_is_read_before_it_is_written(tmp_path:
         assert reads_first(f, schedule(f), 0, 0) == (v.tolist() == expected)
     assert reads_first(scaled, schedule(scaled), 0, 0)
     assert not reads_first(rotated, schedule(rotated), 0, 0)
+
+
+def test_a_function_over_the_limit_is_printed_in_casadis_order() -> None:
+    """Over SCHEDULE_LIMIT instructions (cppcheck's value flow on a large function in schedule's
+    order: cprint's comment) the printed body and the order reads_first judges are CasADi's; the
+    iiwa observer, under it, is reordered (test above)."""
+    x = cs.SX.sym("x", 2)
+    acc = x
+    for _ in range(SCHEDULE_LIMIT // 2):  # three instructions a round (*, +, sin): over the limit
+        acc = cs.vertcat(acc[1] * acc[0] + 1.0, cs.sin(acc[0]))
+    big = cs.Function("big", [x], [acc, 2.0 * x])
+    assert big.n_instructions() > SCHEDULE_LIMIT
+    assert schedule(big) == tuple(range(big.n_instructions()))
+    assert body(big, ["in0"], ["out0", "out1"], "double", scheduled=True).lines == (
+        body(big, ["in0"], ["out0", "out1"], "double", scheduled=False).lines
+    )
