@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -59,16 +60,39 @@ SANITIZE = (
 # compile costs 0.5 CPU-s instead of 1.1 per pipeline, and every generated function is compiled as before
 WRAPPER_FLAGS = ("-O0",)
 # a pipeline's step, <robot>_rt.c (straight-line generated code, 3,000 lines for an iiwa pipeline, a
-# new one for every variant), at -O1: 0.6 CPU-s instead of 1.0 for an iiwa momentum pipeline, 4.1
-# instead of 6.0 for adaptive_momentum, and its closed loop as fast (a 10 s iiwa run 0.20 CPU-s
-# both). The same bits: x86-64's SSE2 arithmetic with -ffp-contract=off is IEEE's at any -O (no
-# -ffast-math); tests/target/test_linux.py checks it, the -O2 program against this build bit for bit.
-# -ftree-vectorize: the loops over a vector's elements in two lanes (SSE2), each element's arithmetic
-# as before (gcc vectorises no floating-point sum whose order that would change, without
-# -fassociative-math): the model-adaptive observers' covariance update (runtime/manipgen_linalg.h's
-# mg_rls_gain, 57 iiwa parameters) 42 -> 19-23 us a sample that adapts, outputs bitwise equal over
-# 60,000 samples of collide's design motion; compile +0.4 CPU-s (iiwa adaptive_momentum 4.1 -> 4.5)
-STEP_FLAGS = ("-O1", "-ftree-vectorize")
+# new one for every variant), at its own -O. The same bits at any -O: x86-64's SSE2 (and AVX2:
+# HOST_ISA) arithmetic with -ffp-contract=off is IEEE's (no -ffast-math), and gcc vectorises no
+# floating-point sum whose order that would change (no -fassociative-math);
+# tests/target/test_linux.py checks it, the -O2 program against this build bit for bit, and
+# tests/host_tools/bindings/test_step_flags.py the plain -O2 host build. History: -O1 (0.6 CPU-s
+# instead of 1.0 to compile an iiwa momentum pipeline, 4.1 instead of 6.0 adaptive_momentum), then
+# -O1 -ftree-vectorize (mg_rls_gain's covariance update, 57 iiwa parameters, 42 -> 19-23 us a
+# sample that adapts); now -O3 with AVX2 (HOST_ISA), where the step is what collide's runs cost:
+# the iiwa model-adaptive observers' step 14.4 -> 8.9 us a sample (replayed; 25.3 -> 18.8 in the
+# closed loop), compile +0.5-1.0 CPU-s per model-adaptive pipeline (iiwa adaptive 3.7 -> 4.2,
+# adaptive_momentum 2.0 -> 3.0), outputs bitwise equal (iiwa adaptive, adaptive_momentum,
+# adaptive_measured, momentum: 20 s closed loops, every output; collide's JSON; issue 46 item 3)
+STEP_FLAGS = ("-O3",)
+
+
+def _host_isa() -> tuple[str, ...]:
+    """-mavx2 on an x86-64 host whose processor has AVX2 (its /proc/cpuinfo flags), else nothing: the
+    host build's every unit (one instruction set: the loopback's SSE code between AVX steps ran at
+    half speed, 50 instead of 19 us a sample). The same bits as SSE2: each lane's arithmetic is
+    IEEE's, -ffp-contract=off keeps a * b + c two roundings (no FMA), and no sum is reordered (no
+    -fassociative-math); test_step_flags compares it with the plain -O2 build. The module's and the
+    objects' keys name it, so a cache shared with a host without AVX2 builds that host its own."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    return ("-mavx2",) if "avx2" in flags else ()
+
+
+HOST_ISA = _host_isa()
 _COMPILING = threading.Lock()  # cffi's compile changes the process's working directory: one at a time
 
 
@@ -252,7 +276,9 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     flags = (
-        list(CFLAGS) + (list(SANITIZE) if sanitize else []) + (["-DMANIPGEN_PORTABLE_MATH"] if portable_math else [])
+        [*CFLAGS, *HOST_ISA]
+        + (list(SANITIZE) if sanitize else [])
+        + (["-DMANIPGEN_PORTABLE_MATH"] if portable_math else [])
     )
     digest = content_hash(folder, " ".join([*flags, *STEP_FLAGS, *WRAPPER_FLAGS]) + sys.version)[:16]
     name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}{'_pm' if portable_math else ''}_{digest}"

@@ -1,6 +1,7 @@
-"""The host compiles a pipeline's step with its own flags (host_tools.bindings.build.STEP_FLAGS: -O1
-with the vectoriser, chosen for compile and run time); the arithmetic must stay the -O2 build's
-(the target's and the suite's reference), bit for bit."""
+"""The host compiles a pipeline's step with its own flags (host_tools.bindings.build.STEP_FLAGS: -O3,
+chosen for run time) and every unit for the host's instruction set (HOST_ISA: AVX2 where the
+processor has it); the arithmetic must stay the plain -O2 build's (SSE2: the target's and the
+suite's reference), bit for bit."""
 
 from __future__ import annotations
 
@@ -24,12 +25,14 @@ def _adapting(robot):
 
 def test_the_host_step_flags_keep_the_o2_bits_of_an_adapting_observer(monkeypatch: pytest.MonkeyPatch) -> None:
     """planar2's adaptive_momentum (mg_rls_gain's covariance update, the vectorised loops) over a 2 s
-    closed loop with model error: every output of the host build equals the -O2 build's, bit for bit."""
+    closed loop with model error: every output of the host build (its step flags, its instruction
+    set) equals the plain -O2 build's, bit for bit."""
     robot = load_robot("planar2")
     rt = _adapting(robot)
     run = simulate(rt, generated_trajectory(robot, 2.0, rt.sample_period), record=True)
     assert np.any(np.frombuffer(rt.ffi.buffer(rt._rt.obs.dtheta), np.float64) != 0)  # it adapted
     monkeypatch.setattr(build, "STEP_FLAGS", ("-O2",))
+    monkeypatch.setattr(build, "HOST_ISA", ())
     o2 = _adapting(robot)
     o2.reset()
     assert run.inputs is not None
@@ -37,3 +40,9 @@ def test_the_host_step_flags_keep_the_o2_bits_of_an_adapting_observer(monkeypatc
     assert set(out) == set(run.out)
     for name, values in run.out.items():
         assert out[name].tobytes() == values.tobytes(), name
+    # the closed loop too: the plant's units (loopback, dynamics) are compiled for HOST_ISA as well
+    closed = simulate(o2, generated_trajectory(robot, 2.0, o2.sample_period))
+    for name, values in run.out.items():
+        assert closed.out[name].tobytes() == values.tobytes(), name
+    for name in ("q_true", "qd_true", "qdd_true"):
+        assert closed.log.extra[name].tobytes() == run.log.extra[name].tobytes(), name
