@@ -182,6 +182,7 @@ def _state(n: int) -> list[Field]:
         Field("q_col", "real", (n,), "q_hat at detection"),
         Field("integ", "real", (n,), "reflex integral of K_R r"),
         Field("since", "int32", (), "samples since the detection (saturates)"),
+        Field("standstill", "uint8", (), "derived: 1 if some joint's ks is not 0 (the standstill part runs)"),
     ]
 
 

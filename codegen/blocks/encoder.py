@@ -4,7 +4,8 @@ Per joint, the encoder the description declares (``counts``; link or motor side,
 ratio then) and, on an elastic arm only, a second, motor-side one (``motor_counts``; a rigid arm's
 pipeline has no second channel):
 a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
-``mg_unwrap``: differences modulo 2^bits, so any number of turns either way). Then
+``mg_unwrap``: differences modulo 2^bits, so any number of turns either way; the counter's mask
+2^bits - 1 computed once at configuration, ``mg_counter_mask``). Then
 ``q = (count * rad_per_count) * direction / gear + offset`` with rad_per_count = 2 pi / cpr computed
 once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
 1 mdeg = 2 pi / 360000 per count). A sample with ``valid = 0`` (communication loss) keeps the
@@ -112,6 +113,7 @@ def build(ctx: Ctx) -> Block:
     for prefix in sides:
         state += [
             Field(prefix + "rpc", "real", (n,), "derived: rad (or m) per count = 2 pi / cpr"),
+            Field(prefix + "mask", "uint32", (n,), "derived: counter mask 2^bits - 1 (runtime mg_counter_mask)"),
             Field(prefix + "started", "uint8", (n,), "a valid sample has been read"),
             Field(prefix + "last", "uint32", (n,), "last raw counter value"),
             Field(prefix + "total", "int64", (n,), "unwrapped count"),

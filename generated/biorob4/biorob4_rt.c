@@ -1795,10 +1795,17 @@ static int biorob4_rt_config_finite(const biorob4_rt_config_t *cfg)
 
 void biorob4_rt_configure(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
 {
+    int i;
     rt->cfg = cfg;
     rt->config_fault = biorob4_rt_config_finite(cfg) ? 0u : 1u;
     biorob4_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
     biorob4_rt_enc_derive(rt->cfg->enc.cpr, rt->cfg->enc.motor_cpr, rt->enc.rpc, rt->enc.motor_rpc);
+    for (i = 0; i < BIOROB4_DOF; ++i) {  /* the counters' masks, once per configuration */
+        rt->enc.mask[i] = mg_counter_mask(cfg->enc.bits[i]);
+        rt->enc.motor_mask[i] = mg_counter_mask(cfg->enc.motor_bits[i]);
+    }
+    /* the standstill part of the thresholds runs only if some ks is not 0 */
+    rt->det.standstill = ((cfg->det.ks[0] != (real_t)0) || (cfg->det.ks[1] != (real_t)0) || (cfg->det.ks[2] != (real_t)0) || (cfg->det.ks[3] != (real_t)0)) ? 1u : 0u;
 }
 
 void biorob4_rt_init(biorob4_rt_t *rt, const biorob4_rt_config_t *cfg)
@@ -1908,7 +1915,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     /* --- enc: encoder --- */
     for (i = 0; i < BIOROB4_DOF; ++i) {
         if (in->valid[i] != 0u) {
-            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->enc.mask[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -1917,7 +1924,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
         }
         motor_valid[i] = 0;
         if ((rt->cfg->enc.motor_cpr[i] >= 1) && (in->motor_valid[i] != 0u)) {
-            mg_unwrap(in->motor_counts[i], rt->cfg->enc.motor_bits[i], rt->cfg->enc.motor_is_signed[i],
+            mg_unwrap(in->motor_counts[i], rt->enc.motor_mask[i], rt->cfg->enc.motor_is_signed[i],
                       &rt->enc.motor_started[i], &rt->enc.motor_last[i], &rt->enc.motor_total[i]);
             motor_valid[i] = 1;
         } else if (rt->cfg->enc.motor_cpr[i] >= 1) {
@@ -2014,7 +2021,7 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
             rt->det.since = 0;
         }
         biorob4_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
-        if ((rt->cfg->det.ks[0] != (real_t)0) || (rt->cfg->det.ks[1] != (real_t)0) || (rt->cfg->det.ks[2] != (real_t)0) || (rt->cfg->det.ks[3] != (real_t)0)) {
+        if (rt->det.standstill != 0u) {  /* some ks is not 0 (_rt_configure) */
             for (i = 0; i < BIOROB4_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
                 if (rt->cfg->det.ks[i] != (real_t)0) {
                     real_t with_ks;

@@ -38,7 +38,8 @@
  * ratio then) and, on an elastic arm only, a second, motor-side one (motor_counts; a rigid arm's
  * pipeline has no second channel):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
- * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
+ * mg_unwrap: differences modulo 2^bits, so any number of turns either way; the counter's mask
+ * 2^bits - 1 computed once at configuration, mg_counter_mask). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
@@ -245,10 +246,12 @@ typedef struct {
 /** State of the encoder block. */
 typedef struct {
     biorob4_real_t rpc[4];  /**< derived: rad (or m) per count = 2 pi / cpr */
+    uint32_t mask[4];  /**< derived: counter mask 2^bits - 1 (runtime mg_counter_mask) */
     uint8_t started[4];  /**< a valid sample has been read */
     uint32_t last[4];  /**< last raw counter value */
     int64_t total[4];  /**< unwrapped count */
     biorob4_real_t motor_rpc[4];  /**< derived: rad (or m) per count = 2 pi / cpr */
+    uint32_t motor_mask[4];  /**< derived: counter mask 2^bits - 1 (runtime mg_counter_mask) */
     uint8_t motor_started[4];  /**< a valid sample has been read */
     uint32_t motor_last[4];  /**< last raw counter value */
     int64_t motor_total[4];  /**< unwrapped count */
@@ -284,6 +287,7 @@ typedef struct {
     biorob4_real_t q_col[4];  /**< q_hat at detection */
     biorob4_real_t integ[4];  /**< reflex integral of K_R r */
     int32_t since;  /**< samples since the detection (saturates) */
+    uint8_t standstill;  /**< derived: 1 if some joint's ks is not 0 (the standstill part runs) */
 } biorob4_rt_det_state_t;
 
 /** State of the state_feedback block. */

@@ -9,16 +9,22 @@
 
 #include <stdint.h>
 
-/* Unwrap a free-running counter of `bits` bits (2..32, else 32) into a 64-bit count.
+/* The mask of a free-running counter of `bits` bits (2..32, else 32): 2^bits - 1. The pipeline
+ * computes it once per configuration (_rt_configure), not at every sample. */
+static inline uint32_t mg_counter_mask(unsigned bits)
+{
+    const unsigned width = ((bits < 2u) || (bits > 32u)) ? 32u : bits;
+    return (width == 32u) ? 0xFFFFFFFFu : (((uint32_t)1u << width) - 1u);
+}
+
+/* Unwrap a free-running counter whose mask (mg_counter_mask) is `mask` into a 64-bit count.
  * The first call takes the raw value as the absolute count (two's complement if is_signed);
  * later calls add the difference to the previous raw value modulo 2^bits, read as signed: any
  * number of wraps either way is followed as long as one sample moves less than half a counter range. */
-static inline void mg_unwrap(uint32_t raw, unsigned bits, unsigned is_signed, uint8_t *started,
+static inline void mg_unwrap(uint32_t raw, uint32_t mask, unsigned is_signed, uint8_t *started,
                              uint32_t *last, int64_t *total)
 {
-    const unsigned width = ((bits < 2u) || (bits > 32u)) ? 32u : bits;
-    const uint32_t mask = (width == 32u) ? 0xFFFFFFFFu : (((uint32_t)1u << width) - 1u);
-    const uint32_t half = (uint32_t)1u << (width - 1u);  /* width - 1 is 1..31 */
+    const uint32_t half = (mask >> 1) + 1u;  /* 2^(bits - 1) */
     const uint32_t value = raw & mask;
     if (*started == 0u) {
         *total = ((is_signed != 0u) && (value >= half)) ? ((int64_t)value - ((int64_t)mask + 1)) : (int64_t)value;

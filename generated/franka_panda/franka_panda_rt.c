@@ -2869,10 +2869,16 @@ static int franka_panda_rt_config_finite(const franka_panda_rt_config_t *cfg)
 
 void franka_panda_rt_configure(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
 {
+    int i;
     rt->cfg = cfg;
     rt->config_fault = franka_panda_rt_config_finite(cfg) ? 0u : 1u;
     franka_panda_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
     franka_panda_rt_enc_derive(rt->cfg->enc.cpr, rt->enc.rpc);
+    for (i = 0; i < FRANKA_PANDA_DOF; ++i) {  /* the counters' masks, once per configuration */
+        rt->enc.mask[i] = mg_counter_mask(cfg->enc.bits[i]);
+    }
+    /* the standstill part of the thresholds runs only if some ks is not 0 */
+    rt->det.standstill = ((cfg->det.ks[0] != (real_t)0) || (cfg->det.ks[1] != (real_t)0) || (cfg->det.ks[2] != (real_t)0) || (cfg->det.ks[3] != (real_t)0) || (cfg->det.ks[4] != (real_t)0) || (cfg->det.ks[5] != (real_t)0) || (cfg->det.ks[6] != (real_t)0)) ? 1u : 0u;
 }
 
 void franka_panda_rt_init(franka_panda_rt_t *rt, const franka_panda_rt_config_t *cfg)
@@ -2970,7 +2976,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
     /* --- enc: encoder --- */
     for (i = 0; i < FRANKA_PANDA_DOF; ++i) {
         if (in->valid[i] != 0u) {
-            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->enc.mask[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -3044,7 +3050,7 @@ void franka_panda_rt_step(franka_panda_rt_t *rt, const franka_panda_rt_input_t *
             rt->det.since = 0;
         }
         franka_panda_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
-        if ((rt->cfg->det.ks[0] != (real_t)0) || (rt->cfg->det.ks[1] != (real_t)0) || (rt->cfg->det.ks[2] != (real_t)0) || (rt->cfg->det.ks[3] != (real_t)0) || (rt->cfg->det.ks[4] != (real_t)0) || (rt->cfg->det.ks[5] != (real_t)0) || (rt->cfg->det.ks[6] != (real_t)0)) {
+        if (rt->det.standstill != 0u) {  /* some ks is not 0 (_rt_configure) */
             for (i = 0; i < FRANKA_PANDA_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
                 if (rt->cfg->det.ks[i] != (real_t)0) {
                     real_t with_ks;

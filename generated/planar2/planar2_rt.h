@@ -38,7 +38,8 @@
  * ratio then) and, on an elastic arm only, a second, motor-side one (motor_counts; a rigid arm's
  * pipeline has no second channel):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
- * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
+ * mg_unwrap: differences modulo 2^bits, so any number of turns either way; the counter's mask
+ * 2^bits - 1 computed once at configuration, mg_counter_mask). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
@@ -241,6 +242,7 @@ typedef struct {
 /** State of the encoder block. */
 typedef struct {
     planar2_real_t rpc[2];  /**< derived: rad (or m) per count = 2 pi / cpr */
+    uint32_t mask[2];  /**< derived: counter mask 2^bits - 1 (runtime mg_counter_mask) */
     uint8_t started[2];  /**< a valid sample has been read */
     uint32_t last[2];  /**< last raw counter value */
     int64_t total[2];  /**< unwrapped count */
@@ -270,6 +272,7 @@ typedef struct {
     planar2_real_t q_col[2];  /**< q_hat at detection */
     planar2_real_t integ[2];  /**< reflex integral of K_R r */
     int32_t since;  /**< samples since the detection (saturates) */
+    uint8_t standstill;  /**< derived: 1 if some joint's ks is not 0 (the standstill part runs) */
 } planar2_rt_det_state_t;
 
 /** One pipeline instance: a pointer to its configuration, state and workspaces. Caller-owned; read-only for the caller (outputs come in _rt_output_t); a copy is an independent instance with the same configuration. */

@@ -2841,11 +2841,17 @@ static int schunk_lwa4p_rt_config_finite(const schunk_lwa4p_rt_config_t *cfg)
 
 void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
 {
+    int i;
     rt->cfg = cfg;
     rt->config_fault = schunk_lwa4p_rt_config_finite(cfg) ? 0u : 1u;
     schunk_lwa4p_rt_model_derive(rt->cfg->model.params, rt->cfg->model.payload, rt->model.pi);
     schunk_lwa4p_rt_enc_derive(rt->cfg->enc.cpr, rt->enc.rpc);
     schunk_lwa4p_rt_est_derive(&rt->cfg->est.eps, rt->cfg->est.h1, rt->cfg->est.h2, &rt->est.ad[0][0], &rt->est.bd[0][0]);
+    for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {  /* the counters' masks, once per configuration */
+        rt->enc.mask[i] = mg_counter_mask(cfg->enc.bits[i]);
+    }
+    /* the standstill part of the thresholds runs only if some ks is not 0 */
+    rt->det.standstill = ((cfg->det.ks[0] != (real_t)0) || (cfg->det.ks[1] != (real_t)0) || (cfg->det.ks[2] != (real_t)0) || (cfg->det.ks[3] != (real_t)0) || (cfg->det.ks[4] != (real_t)0) || (cfg->det.ks[5] != (real_t)0)) ? 1u : 0u;
 }
 
 void schunk_lwa4p_rt_init(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
@@ -2943,7 +2949,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     /* --- enc: encoder --- */
     for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {
         if (in->valid[i] != 0u) {
-            mg_unwrap(in->counts[i], rt->cfg->enc.bits[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
+            mg_unwrap(in->counts[i], rt->enc.mask[i], rt->cfg->enc.is_signed[i], &rt->enc.started[i],
                       &rt->enc.last[i], &rt->enc.total[i]);
             valid[i] = 1;
         } else {
@@ -3021,7 +3027,7 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             rt->det.since = 0;
         }
         schunk_lwa4p_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
-        if ((rt->cfg->det.ks[0] != (real_t)0) || (rt->cfg->det.ks[1] != (real_t)0) || (rt->cfg->det.ks[2] != (real_t)0) || (rt->cfg->det.ks[3] != (real_t)0) || (rt->cfg->det.ks[4] != (real_t)0) || (rt->cfg->det.ks[5] != (real_t)0)) {
+        if (rt->det.standstill != 0u) {  /* some ks is not 0 (_rt_configure) */
             for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
                 if (rt->cfg->det.ks[i] != (real_t)0) {
                     real_t with_ks;

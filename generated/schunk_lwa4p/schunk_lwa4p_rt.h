@@ -38,7 +38,8 @@
  * ratio then) and, on an elastic arm only, a second, motor-side one (motor_counts; a rigid arm's
  * pipeline has no second channel):
  * a 16- or 32-bit counter, signed or unsigned, is unwrapped into a 64-bit count (runtime
- * mg_unwrap: differences modulo 2^bits, so any number of turns either way). Then
+ * mg_unwrap: differences modulo 2^bits, so any number of turns either way; the counter's mask
+ * 2^bits - 1 computed once at configuration, mg_counter_mask). Then
  * q = (count * rad_per_count) * direction / gear + offset with rad_per_count = 2 pi / cpr computed
  * once at configuration: this order reproduces real logged positions exactly (Liu et al.'s LWA-4P logs,
  * 1 mdeg = 2 pi / 360000 per count). A sample with valid = 0 (communication loss) keeps the
@@ -230,6 +231,7 @@ typedef struct {
 /** State of the encoder block. */
 typedef struct {
     schunk_lwa4p_real_t rpc[6];  /**< derived: rad (or m) per count = 2 pi / cpr */
+    uint32_t mask[6];  /**< derived: counter mask 2^bits - 1 (runtime mg_counter_mask) */
     uint8_t started[6];  /**< a valid sample has been read */
     uint32_t last[6];  /**< last raw counter value */
     int64_t total[6];  /**< unwrapped count */
@@ -262,6 +264,7 @@ typedef struct {
     schunk_lwa4p_real_t q_col[6];  /**< q_hat at detection */
     schunk_lwa4p_real_t integ[6];  /**< reflex integral of K_R r */
     int32_t since;  /**< samples since the detection (saturates) */
+    uint8_t standstill;  /**< derived: 1 if some joint's ks is not 0 (the standstill part runs) */
 } schunk_lwa4p_rt_det_state_t;
 
 /** One pipeline instance: a pointer to its configuration, state and workspaces. Caller-owned; read-only for the caller (outputs come in _rt_output_t); a copy is an independent instance with the same configuration. */

@@ -26,10 +26,19 @@ def new_data(pipe: Pipeline, config: Data | None = None) -> Data:
 
 
 def configure(pipe: Pipeline, d: Data) -> None:
-    """``<robot>_rt_configure``: each block's derived state from the config."""
+    """``<robot>_rt_configure``: each block's derived state from the config, the counters' masks
+    (runtime mg_counter_mask: 2^bits - 1, bits outside 2..32 read as 32) and the thresholds'
+    standstill flag (some ks is not 0)."""
     for b in pipe.blocks:
         if b.derive is not None:
             evaluate(b.derive, d)
+    for prefix in ("", "motor_"):
+        if f"st.enc.{prefix}mask" in d:
+            bits = d[f"cfg.enc.{prefix}bits"].astype(np.int64)
+            width = np.where((bits < 2) | (bits > 32), 32, bits)
+            d[f"st.enc.{prefix}mask"] = ((np.int64(1) << width) - 1).astype(np.uint32)
+    if "st.det.standstill" in d:
+        d["st.det.standstill"] = np.array(int(np.any(d["cfg.det.ks"] != 0)), dtype=np.uint8)
 
 
 def oracle(block: Block) -> Oracle | None:
