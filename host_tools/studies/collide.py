@@ -356,7 +356,11 @@ def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
     k0 = int(round(s.skip / ts))
     k_design = sum(len(m.time) for m in warmup) if warmup else k0  # where the design's samples start
     impacts = _impacts(robot, collided, model, true, s)
-    return Runs(design, test, collided, impacts, model, true, k_design, k0)
+    # no threshold below what a count's flip moves the residual by (issue #46): the exact-motion
+    # observers' thresholds otherwise sit at the design motion's count steps, and a stiffer place on
+    # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
+    least = count_floor(robot, model, (design.q[k_design:], design.qd[k_design:], design.qdd[k_design:]), s.target)
+    return Runs(design, test, collided, impacts, model, true, k_design, k0, least)
 
 
 def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Contact]]) -> dict[str, Any]:
@@ -505,6 +509,9 @@ class Runs:
     true: np.ndarray
     k_design: int
     k0: int
+    # no static threshold below what a count's flip moves the residual by on the design motions
+    # (thresholds.count_floor), per joint: the same for every observer of the draw
+    least: np.ndarray
 
 
 @dataclass
@@ -544,6 +551,9 @@ class Designed:
     learned: Learned
     thresholds: Thresholds
     free: np.ndarray  # |r| of the design samples
+    # where the run's warm-up ended (its pipeline before the first design sample's step, the plant at
+    # the warm-up's last sample), if the pass kept it (_design_pass's ``warmed``)
+    warmed: Learned | None = None
 
 
 def _design(
@@ -563,7 +573,10 @@ def _design(
     the hold, the exact-motion observers' thresholds sat at residual peaks the adaptation removes
     within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46).
     ``least``: the static thresholds' floor per joint (thresholds.count_floor)."""
-    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design, least=least)
+    # the second pass's warm-up is the first pass's first k_design samples (the same run from reset
+    # without detection) unless its IMUs draw a noise sequence of their own: kept from the first pass
+    warmed = holds and imu is None and runs.k_design > 0
+    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design, least=least, warmed=warmed)
     if not holds:
         return first
     # the second pass: the warm-up motions without detection (the learning transient is not what
@@ -571,18 +584,23 @@ def _design(
     # first thresholds acting on the hold
     designed = {key: np.array(value, copy=True) for key, value in first.thresholds.config().items()}
     debounce = np.array(rt.config["det.debounce"], copy=True)
-    rt.config["det.threshold"] = 1e30
-    warmup = plants.simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
+    start = first.warmed if first.warmed is not None else _warmup(rt, runs, imu, plants)
     for key, value in designed.items():
         rt.config[key] = value
     rt.config["det.debounce"] = 1e6  # the hold acts, no collision latches
-    extra = warmup.log.extra
-    start = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
     design = after_sample(runs.design, runs.k_design)
     try:
         return _design_pass(rt, s, runs, imu, plants, design, 0, start, least)
     finally:
         rt.config["det.debounce"] = debounce
+
+
+def _warmup(rt: Realtime, runs: Runs, imu: Sensors | None, plants: Replays) -> Learned:
+    """The design run's warm-up motions from reset without detection, and where they ended."""
+    rt.config["det.threshold"] = 1e30
+    warmup = plants.simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
+    extra = warmup.log.extra
+    return Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
 
 
 def _noise(imu: Sensors | None) -> ImuSensors | None:
@@ -604,11 +622,15 @@ def _design_pass(
     k_design: int,
     start: Learned | None = None,
     least: np.ndarray | None = None,
+    warmed: bool = False,
 ) -> Designed:
     """One run of ``motion`` (from rest, or continuing ``start``) and the thresholds designed on its
-    samples from ``k_design`` on (set in ``rt.config``)."""
+    samples from ``k_design`` on (set in ``rt.config``); ``warmed`` (a run from rest): with where
+    its first k_design samples ended (Designed.warmed: bit for bit a run of those samples alone,
+    the loopback causal)."""
     if start is None:
-        free_run = plants.simulate(rt, motion, true_params=runs.true, imu=_noise(imu))
+        keep = (k_design,) if warmed else ()
+        free_run = plants.simulate(rt, motion, true_params=runs.true, imu=_noise(imu), keep=keep)
     else:
         free_run = _after(rt, start, motion, runs.true, plants)
     free_out = free_run.out
@@ -627,7 +649,11 @@ def _design_pass(
     )
     for key, value in th.config().items():
         rt.config[key] = value
-    return Designed(learned, th, np.abs(free_out["r"])[k_design:])
+    warm = None
+    if warmed and start is None:
+        last = k_design - 1
+        warm = Learned(free_run.states[k_design], extra["q_true"][last], extra["qd_true"][last], extra["tau_cmd"][last])
+    return Designed(learned, th, np.abs(free_out["r"])[k_design:], warm)
 
 
 def window(out: dict[str, np.ndarray], sl: slice) -> dict[str, np.ndarray]:
@@ -748,12 +774,7 @@ def observer_item(
     robot = source.robot()
     rt = _pipeline(robot, entry, s, runs.model)
     holds = entry.observer.adaptive and bool(rt.config["obs.freeze"])
-    # no threshold below what a count's flip moves the residual by (issue #46): the exact-motion
-    # observers' thresholds otherwise sit at the design motion's count steps, and a stiffer place on
-    # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
-    design = runs.design.q[runs.k_design :], runs.design.qd[runs.k_design :], runs.design.qdd[runs.k_design :]
-    least = count_floor(robot, runs.model, design, s.target)
-    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, least)
+    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, runs.least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
     # rt's states (and the IMUs' chain) where the collision runs leave the check run

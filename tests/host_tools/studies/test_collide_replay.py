@@ -110,11 +110,11 @@ def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch:
     monkeypatch.setattr(collide, "Replays", Counted)
     replayed = dict(zip(group, feed_item(SOURCE, s, group, runs)))
     monkeypatch.undo()
-    # per observer: the design run (a model-adaptive one, which holds its adaptation, twice more:
-    # the warm-up from rest and the design continuing it), the check motion, one collision, one
-    # impact. The observers that do not hold share one plant, those that hold another (their design
-    # ends elsewhere), and both the first design run: 4 + 5 runs simulated, the rest (1 + 4 + 6) replayed
-    assert len(made) == 1 and (made[0].simulated, made[0].replayed) == (9, 11)
+    # per observer: the design run (a model-adaptive one, which holds its adaptation, once more:
+    # the design continuing the first run's warm-up, kept from it), the check motion, one collision,
+    # one impact. The observers that do not hold share one plant, those that hold another (their
+    # design ends elsewhere), and both the first design run: 4 + 4 runs simulated, the rest (1 + 4 + 5) replayed
+    assert len(made) == 1 and (made[0].simulated, made[0].replayed) == (8, 10)
     for name in names:
         closed = observer_item(SOURCE, s, name, runs)
         got = replayed[name]
@@ -124,6 +124,25 @@ def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch:
             assert all(a.tobytes() == b.tobytes() for a, b in zip(got.runs[run], traces)), (name, run)
         for label, impact in closed.impacts.items():
             assert all(a.tobytes() == b.tobytes() for a, b in zip(got.impacts[label], impact)), (name, label)
+
+
+def test_the_second_design_pass_starts_where_the_first_ones_warm_up_ended(runs: Runs) -> None:
+    """A model-adaptive observer that holds its adaptation is designed twice; the second pass starts
+    where the design run's warm-up motions (from reset, without detection) end. That warm-up is the
+    first pass's first k_design samples, kept from it (collide._design_pass's ``warmed``): the
+    pipeline's state and the plant's equal those of the warm-up run alone (collide._warmup), bit for
+    bit, the first pass in closed loop and replayed."""
+    robot = SOURCE.robot()
+    plants = Replays()
+    for name in ("adaptive_measured", "adaptive"):  # the first recorded in closed loop, the second replayed
+        rt = _pipeline(robot, ENTRIES[name], SETTINGS, runs.model)
+        design = runs.design, runs.k_design
+        first = collide._design_pass(rt, SETTINGS, runs, None, plants, *design, least=runs.least, warmed=True)
+        alone = collide._warmup(rt, runs, None, Replays(record=False))
+        assert first.warmed is not None and first.warmed.state == alone.state, name
+        for kept, run in ((first.warmed.q, alone.q), (first.warmed.qd, alone.qd), (first.warmed.tau, alone.tau)):
+            assert kept.tobytes() == run.tobytes(), name
+    assert (plants.simulated, plants.replayed) == (1, 1)
 
 
 def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Runs) -> None:
