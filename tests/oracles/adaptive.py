@@ -1,12 +1,16 @@
 """The model-adaptive observers' oracle: the RLS restart/freeze of templates/rt/adaptive.c.j2,
-the recursive least squares' update (dense, then P's diagonal blocks kept) and mg_cholesky_solve in
-numpy, around the block's predict, prior and wrench functions (codegen.blocks.adaptive)."""
+the recursive least squares' update (dense, then P's diagonal blocks kept; or sliced over a window,
+SLICED_DOC: each slice's rows or columns of the dense update, with numpy's products and
+factorisation) and mg_cholesky_solve in numpy, around the block's predict, prior and wrench
+functions (codegen.blocks.adaptive)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
-from codegen.blocks.adaptive import Covariance, covariance_of
+from codegen.blocks.adaptive import SLICE_PHASES, Covariance, covariance_of
 from codegen.blocks.base import Block
 from codegen.blocks.context import Ctx
 from tests.oracles.base import Data, evaluate, register
@@ -30,8 +34,18 @@ def packed_blocks(cov: Covariance) -> list[np.ndarray]:
     return [col[start : start + size] for start, size, _, _ in cov["blocks"]]
 
 
+def triangular(cov: Covariance) -> bool:
+    """P stored as its upper triangle (the sliced update) rather than as square diagonal blocks."""
+    return cov["size"] != sum(size**2 for _, size, _, _ in cov["blocks"])
+
+
 def unpack(p: np.ndarray, cov: Covariance, nb: int) -> np.ndarray:
-    """The packed block-diagonal P as a dense b x b matrix in base-column order."""
+    """The packed block-diagonal P as a dense b x b matrix in base-column order (the sliced update's:
+    its upper triangle row by row)."""
+    if triangular(cov):
+        upper = np.zeros((nb, nb))
+        upper[np.triu_indices(nb)] = p
+        return upper + np.triu(upper, 1).T
     full, off = np.zeros((nb, nb)), 0
     for cols in packed_blocks(cov):
         full[np.ix_(cols, cols)] = p[off : off + cols.size**2].reshape(cols.size, cols.size)
@@ -40,7 +54,10 @@ def unpack(p: np.ndarray, cov: Covariance, nb: int) -> np.ndarray:
 
 
 def pack(full: np.ndarray, cov: Covariance) -> np.ndarray:
-    """P's diagonal blocks of a dense b x b matrix, packed (what is off them is dropped)."""
+    """P's diagonal blocks of a dense b x b matrix, packed (what is off them is dropped; the sliced
+    update's: the upper triangle row by row)."""
+    if triangular(cov):
+        return full[np.triu_indices(full.shape[0])]
     return np.concatenate([full[np.ix_(cols, cols)].ravel() for cols in packed_blocks(cov)])
 
 
@@ -65,6 +82,65 @@ def rls_update(d: Data, cov: Covariance) -> bool:
         p = p - float(d["st.obs.gain_p"]) * (v.T @ v)
     d["st.obs.p"] = pack(p + np.diag(d["st.obs.drift"]), cov)
     return True
+
+
+def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
+    """The sliced update's work this sample (SLICED_DOC): an update whose correction is not applied
+    yet is discarded (``discard``: a restart, or frozen by a latched collision or a joint above its
+    threshold); with none in flight a window starts unless discarded or ``held`` (frozen by any hold,
+    the suspect level's included): the snapshot; else the next slice runs its rows or columns."""
+    slices = cast(list[tuple[int, int, int]], block.options["slices"])
+    corrected = [ph for ph, _, _ in slices].index(SLICE_PHASES["correct"]) + 1
+    at = int(d["st.obs.slice"])
+    if 0 < at <= corrected and discard:
+        at = 0
+    if at == 0:
+        if not (discard or held):  # a window starts: this sample's snapshot
+            d["st.obs.gs"] = d["st.obs.y"].copy()
+            d["st.obs.v"] = np.zeros_like(d["st.obs.v"])
+            d["st.obs.u"] = d["st.obs.gain"] * d["out.r"]
+            d["st.obs.gain_w"] = d["st.obs.gain_p"].copy()
+            at = 1
+        d["st.obs.slice"] = np.array(at, np.int32)
+        return
+    phase, lo, hi = slices[at - 1]
+    g, v, s = d["st.obs.gs"].T, d["st.obs.v"].copy(), d["st.obs.s"].copy()
+    cov = covariance_of(block)
+    p = unpack(d["st.obs.p"], cov, g.shape[1])
+    ok = True
+    if phase == SLICE_PHASES["w"]:  # W = G P, P's rows lo..hi - 1: their upper part and its mirror
+        for i in range(lo, hi):
+            v[:, i:] += np.outer(g[:, i], p[i, i:])
+            v[:, i] += g[:, i + 1 :] @ p[i, i + 1 :]
+    elif phase == SLICE_PHASES["s"]:  # S = W G^T + lambda I, rows lo..hi - 1 of the lower triangle
+        full = v @ g.T + float(d["cfg.obs.lam"]) * np.eye(g.shape[0])
+        for j in range(lo, hi):
+            s[j, : j + 1] = full[j, : j + 1]
+    elif phase == SLICE_PHASES["v"]:  # L (first), then V = L^-1 W, columns lo..hi - 1
+        if lo == 0:
+            lower = np.tril(s)
+            try:
+                s = np.triu(s, 1) + np.linalg.cholesky(lower + np.tril(lower, -1).T)
+            except np.linalg.LinAlgError:
+                ok = False
+        if ok:
+            v[:, lo:hi] = np.linalg.solve(np.tril(s), v[:, lo:hi])
+    elif phase == SLICE_PHASES["correct"]:  # dtheta_hat -= V^T L^-1 u
+        d["st.obs.u"] = np.linalg.solve(np.tril(s), d["st.obs.u"])
+        d["st.obs.dtheta"] = d["st.obs.dtheta"] - v.T @ d["st.obs.u"]
+        ok = bool(np.all(np.isfinite(d["st.obs.dtheta"])))
+    else:  # P -= g_min V^T V + Q, P's rows lo..hi - 1
+        for i in range(lo, hi):
+            p[i, i:] -= float(d["st.obs.gain_w"]) * (v[:, i] @ v[:, i:])
+            p[i, i] += d["st.obs.drift"][i]
+        d["st.obs.p"] = pack(p, cov)  # the upper triangle
+    d["st.obs.v"], d["st.obs.s"] = v, s
+    at = at + 1 if at < len(slices) else 0
+    if not ok:  # non-finite inputs or S not positive definite: start the observer again
+        d["st.obs.dtheta"] = np.zeros_like(d["st.obs.dtheta"])
+        d["st.obs.p"] = pack(np.diag(d["st.obs.p0"]), cov)
+        at = 0
+    d["st.obs.slice"] = np.array(at, np.int32)
 
 
 @register(
@@ -95,12 +171,15 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     level = d["st.det.level"]  # the last sample's thresholds (0: not detecting)
     suspect = bool(np.any((level > 0) & (np.abs(d["out.r"]) > float(d["cfg.obs.suspect"]) * level)))
     hold = bool(d["st.det.collision"] or np.any(d["st.det.above"]))
+    firm = hold  # a latched collision or a joint above its threshold: not only suspect
     if not suspect or d["in.reset"]:  # below the suspect level: the hold is armed again
         d["st.obs.held"] = np.array(0, np.int32)
     elif int(d["st.obs.held"]) < int(d["cfg.obs.suspect_hold"]):  # held at most suspect_hold samples a time
         d["st.obs.held"] = np.array(int(d["st.obs.held"]) + 1, np.int32)
         hold = True
-    if not (d["cfg.obs.freeze"] and hold):
+    if "slices" in block.options:
+        sliced_slice(d, block, restart or bool(d["cfg.obs.freeze"] and firm), bool(d["cfg.obs.freeze"] and hold))
+    elif not (d["cfg.obs.freeze"] and hold):
         ok = rls_update(d, cov)
         if not (ok and np.all(np.isfinite(d["st.obs.dtheta"]))):
             d["st.obs.dtheta"] = np.zeros_like(d["st.obs.dtheta"])

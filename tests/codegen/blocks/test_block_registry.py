@@ -209,6 +209,7 @@ def test_the_observer_and_controller_lists_read_their_specs() -> None:
         "adaptive",
         "adaptive_momentum",
         "adaptive_momentum_essential",
+        "adaptive_momentum_sliced",
         "direct",
     ]
     assert [n for n, o in observers.items() if o.needs_acceleration] == ["adaptive", "direct"]

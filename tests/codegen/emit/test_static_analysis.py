@@ -103,6 +103,12 @@ VARIANTS = {
         "float",
         RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum_measured"),
     ),
+    # the momentum form's covariance refresh spread over a window (the sliced update's C)
+    "planar2-momentum-sliced-float": (
+        "planar2",
+        "float",
+        RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum_sliced"),
+    ),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),
     "planar2-lsf-constant": (
