@@ -144,7 +144,12 @@ def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
 
 
 @register(
-    "adaptive", "adaptive_measured", "adaptive_momentum", "adaptive_momentum_measured", "adaptive_momentum_essential"
+    "adaptive",
+    "adaptive_measured",
+    "adaptive_momentum",
+    "adaptive_momentum_measured",
+    "adaptive_momentum_essential",
+    "adaptive_momentum_sliced",
 )
 def observe(d: Data, block: Block, ctx: Ctx) -> None:
     integral = bool(block.options.get("integral"))
