@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+import host_tools  # noqa: F401  (before any test imports numpy: it pins the kernels, README "Reproducible figures")
+
 
 def _groups(item: pytest.Item) -> list[str]:
     """The item's xdist_group names, as xdist reads them (sorted, joined with '_')."""
