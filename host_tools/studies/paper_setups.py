@@ -162,6 +162,13 @@ COLLISION = PaperSetup(
             "obs.rate": adaptive.RATE,
             "det.window": LOW_PASS_WINDOW,
         },
+        # the same observer with the covariance refresh spread over a window (issue #47): its set-up too
+        adaptive.ADAPTIVE_MOMENTUM_SLICED.name: {
+            **_ADAPTIVE,
+            "obs.lam": 0.001,
+            "obs.rate": adaptive.RATE,
+            "det.window": LOW_PASS_WINDOW,
+        },
         # exact q-dot: no rate limit (the block's; codegen.blocks.adaptive RATE_DOC says why)
         adaptive.ADAPTIVE_MOMENTUM_MEASURED.name: {
             **_ADAPTIVE,

@@ -186,3 +186,13 @@ def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
             assert float(np.asarray(rt.config["obs.rate"])) == (1.0 if limited else 1e30), (setup, name)
     with pytest.raises(ValueError, match="unknown set-up 'paper'; choose from collide, birjandi"):
         collide.check_settings(robot, collide.CollideSettings(setup="paper"))
+
+
+def test_collide_sets_up_every_model_adaptive_observer() -> None:
+    """Each registered model-adaptive observer has collide's own set-up (lambda, the rate limit, the
+    detector's window): run with the block's defaults instead, adaptive_momentum_sliced adapted without
+    the rate limit and let two of planar2's three 1 Hz steps through (2026-11-29)."""
+    adaptive = sorted(name for name, spec in registry.observers().items() if spec.adaptive)
+    assert adaptive
+    missing = [name for name in adaptive if not {"obs.lam", "obs.rate"} <= set(COLLISION.blocks.get(name, {}))]
+    assert not missing, f"collide has no set-up for {missing}"
