@@ -99,11 +99,11 @@ def _cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict
 
 UR5_FALSE_ALARMS = (
     "issue #44 item 4, open: on the hostile UR5 the default design on seed 1 gives false alarms on seed 2 on "
-    "joints 3-6 (max |r| / threshold 7.2, 9.9, 4.1, 5.6), all at the sine part's end (duration / 3: every joint "
-    "comes to rest with the sine's full acceleration, which then steps to 0). There the default Kalman "
-    "filter (Q = 10) overshoots through zero, and the steep tanh(qd / 0.02) Coulomb turns that into up to "
-    "FC / 2. Seed 1's own such instant lies within the 0.5 s left out around a planted repeat, so the design "
-    "never sees it; docs/realtime.md, 'Hostile logs'"
+    "joints 3-6 (max |r| / threshold 7.4, 10.4, 8.4, 6.0 on 2026-11-29), all at the sine part's end "
+    "(duration / 3: every joint comes to rest with the sine's full acceleration, which then steps to 0). "
+    "There the default Kalman filter (Q = 10) overshoots through zero, and the steep tanh(qd / 0.02) "
+    "Coulomb turns that into up to FC / 2. Seed 1's own such instant lies within the 0.5 s left out around "
+    "a planted repeat, so the design never sees it; docs/realtime.md, 'Hostile logs'"
 )
 
 
