@@ -328,7 +328,9 @@ def build(
         return 1 + len(cast(list[tuple[int, int, int]], sliced["slices"]))
 
     predict, own_state, pattern, samples = (
-        integral_predict(ctx, src[0], dth, kept, window) if integral else direct_predict(ctx, src, dth, kept, window)
+        integral_predict(ctx, src[0], dth, kept, window, in_place=covariance == "sliced")
+        if integral
+        else direct_predict(ctx, src, dth, kept, window)
     )
     cov = covariance_blocks(pattern, covariance)
     pr, fl, dr = cs.SX.sym("prior"), cs.SX.sym("floor"), cs.SX.sym("drift")
@@ -366,7 +368,9 @@ def build(
         inputs=extra,
         config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect)
         + [_rate_field(NO_RATE if rate is None else rate)],
-        state=_state(n, nb, integral, cov["size"]) + (_sliced_state(n, nb) if sliced else []) + own_state,
+        state=_state(n, nb, integral, cov["size"], workspace=not sliced)
+        + (_sliced_state(n, nb) if sliced else [])
+        + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
@@ -478,9 +482,10 @@ def _rate_field(rate: float) -> Field:
     )
 
 
-def _state(n: int, nb: int, integral: bool, packed: int) -> list[Field]:
-    """The RLS state and its workspaces (templates/rt/adaptive.c.j2)."""
-    return [
+def _state(n: int, nb: int, integral: bool, packed: int, workspace: bool = True) -> list[Field]:
+    """The RLS state and its workspaces (templates/rt/adaptive.c.j2). ``workspace`` False: no w (the
+    sliced update keeps its W in st.obs.v and its predict writes D over itself, SLICED_DOC)."""
+    fields = [
         Field("dtheta", "real", (nb,), "dtheta_hat: the adapted base parameters' error estimate"),
         Field("p", "real", (packed,), "P: dtheta_hat's covariance, its diagonal blocks row-major one after another"),
         Field("p0", "real", (nb,), "P_0's diagonal: the prior's variances"),
@@ -499,6 +504,7 @@ def _state(n: int, nb: int, integral: bool, packed: int) -> list[Field]:
         Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
         Field("held", "int32", (), "samples the adaptation has been held at the suspect level"),
     ]
+    return fields if workspace else [f for f in fields if f.name != "w"]
 
 
 def _sliced_state(n: int, nb: int) -> list[Field]:
@@ -608,13 +614,20 @@ sample and every in.reset start the low-passes at 0 (r = 0); non-finite inputs r
 
 
 def integral_predict(
-    ctx: Ctx, qd_binding: str, dth: cs.SX, kept: list[int], window: Callable[[np.ndarray], int]
+    ctx: Ctx,
+    qd_binding: str,
+    dth: cs.SX,
+    kept: list[int],
+    window: Callable[[np.ndarray], int],
+    in_place: bool = False,
 ) -> tuple[FunctionSpec, list[Field], np.ndarray, int]:
     """The momentum form's r and its filtered regressor G (INTEGRAL_DOC). Of the last sample only
     what this one needs is kept: D = a G - (1 - a) (Y_p / T - Y_beta / 2) (n x b) and
     e = a r0 - (1 - a) (p / T - beta / 2) (n), so that G_k = D_{k-1} + (1 - a) (Y_p,k / T + Y_beta,k / 2)
     and r0_k = e_{k-1} + (1 - a) (p_k / T + beta_k / 2 - tau_k): one n x b matrix carried, and the new
-    D written to the workspace w (copied over D by the template), not over its own input. The
+    D written to the workspace w (copied over D by the template), not over its own input; ``in_place``
+    (the sliced update, which has no w): over D itself (each element is read before it is written, as
+    pipeline.RtEmitter._call checks, else it goes through a local copy). The
     adaptation's fractions are the decay over the samples an update spans (``window`` of G's pattern)."""
     n, ts, nb = ctx.n, ctx.ts, len(kept)
     model, pi = ctx.model_inputs()
@@ -658,7 +671,7 @@ def integral_predict(
         + terms,
         [
             ("st.obs.y", g),
-            ("st.obs.w", cs.diag(a) @ g - cs.diag(b) @ y_minus),
+            ("st.obs.d" if in_place else "st.obs.w", cs.diag(a) @ g - cs.diag(b) @ y_minus),
             ("st.obs.e", a * r0 - b * (p / ts - beta / 2)),
             ("out.r", r0 + g @ dth),
             ("st.obs.gain", rate_limited(bw, r0 + g @ dth, rate, samples * ts)),

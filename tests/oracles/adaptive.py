@@ -158,7 +158,8 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
         d["st.obs.restart"] = np.array(1.0)
     evaluate(block.fn("predict"), d)
     if integral:
-        d["st.obs.d"] = d["st.obs.w"].reshape(d["st.obs.d"].shape)
+        if "slices" not in block.options:  # the sliced update's predict writes D over itself (no w)
+            d["st.obs.d"] = d["st.obs.w"].reshape(d["st.obs.d"].shape)
         # non-finite inputs now (a non-finite G reaches r through G dtheta_hat): no correction, r = 0,
         # and the low-passes start again next sample
         finite = bool(np.all(np.isfinite(d["out.r"])))

@@ -27,6 +27,7 @@ from codegen.blocks import adaptive, registry
 from codegen.blocks.adaptive import SLICE_PHASES, momentum_regressors, nonzero_pattern, slice_costs, slice_schedule
 from codegen.blocks.base import Block
 from codegen.blocks.context import Ctx
+from codegen.emit.cprint import reads_first, schedule
 from codegen.model.description import load_robot
 from codegen.symbolic.dynamics import Dynamics
 from host_tools.bindings.rt import rt_options
@@ -209,3 +210,21 @@ def test_two_link_error_vanishes_with_the_sliced_update(wrong_link: int, sliced_
     of the direct residual after 3 s) with the sliced update: one update a window still takes the
     model error's part of the residual away beyond the regressor's row space."""
     two_link_case(wrong_link, SLICED_MEASURED)
+
+
+@pytest.mark.parametrize("robot", [ROBOT, "kuka_iiwa14"])
+def test_the_sliced_predict_writes_d_over_itself(robot: str) -> None:
+    """The sliced build has no workspace w (its W is st.obs.v): its predict writes the next D over D,
+    and, printed in schedule's order, reads each element of D before writing it, so the call is made
+    in place (pipeline.RtEmitter._call) and not through a local copy of D on the stack."""
+    rb = load_robot(robot)
+    ctx = Ctx(rb, Dynamics(rb), rt_options("kalman", SLICED, "computed_torque", False))
+    build = registry.observers()[SLICED].build
+    assert build is not None
+    block = build(ctx)
+    fn = block.fn("predict")
+    assert fn.function is not None
+    assert "w" not in [f.name for f in block.state]
+    assert "st.obs.d" in fn.writes
+    order = schedule(fn.function)
+    assert reads_first(fn.function, order, fn.reads.index("st.obs.d"), fn.writes.index("st.obs.d"))
