@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 _NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"
 
 
-def _cpu_flags() -> set[str]:
+def cpu_flags() -> set[str]:
+    """The processor's flags in /proc/cpuinfo (empty where there is none)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -36,7 +37,7 @@ def _cpu_flags() -> set[str]:
 def _pin_arithmetic() -> None:
     if os.environ.get("MANIPGEN_NATIVE_ARITHMETIC") == "1" or "numpy" in sys.modules:
         return
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if {"avx2", "fma"} <= flags:
         os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
         if "avx512f" in flags:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from host_tools.bindings.rt import Realtime, load_rt
     from host_tools.data.logs import Log
 
-__all__ = ["CompiledDynamics", "Log", "Realtime", "load", "load_rt"]
+__all__ = ["CompiledDynamics", "Log", "Realtime", "cpu_flags", "load", "load_rt"]
 _HOME = {
     "CompiledDynamics": "bindings.compiled",
     "load": "bindings.compiled",

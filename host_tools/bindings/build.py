@@ -37,6 +37,7 @@ import cffi
 
 from codegen.emit.host import HOST_FOLDER
 from codegen.resources import resource_dir
+from host_tools import cpu_flags
 
 # -fno-var-tracking-assignments: the debug information Python's distutils asks for (-g) on a
 # generated step of thousands of lines makes gcc print a note ("variable tracking size limit
@@ -84,12 +85,7 @@ def _host_isa() -> tuple[str, ...]:
     objects' keys name it, so a cache shared with a host without AVX2 builds that host its own."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return ()
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ()
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    return ("-mavx2",) if "avx2" in flags else ()
+    return ("-mavx2",) if "avx2" in cpu_flags() else ()
 
 
 HOST_ISA = _host_isa()

@@ -29,7 +29,7 @@ def test_the_suite_itself_runs_pinned() -> None:
     AVX-512 machine its AVX-512 tier is off in this very process."""
     from numpy._core._multiarray_umath import __cpu_features__
 
-    flags = host_tools._cpu_flags()
+    flags = host_tools.cpu_flags()
     if {"avx2", "fma", "avx512f"} <= flags and os.environ.get("MANIPGEN_NATIVE_ARITHMETIC") != "1":
         assert not __cpu_features__["X86_V4"]
     assert np.sin(np.float64(1.0)) == np.sin(1.0)  # numpy loaded and usable
@@ -39,7 +39,7 @@ def test_pinned_unless_the_user_says_otherwise() -> None:
     """A fresh interpreter importing host_tools: on an AVX2 + FMA machine OpenBLAS runs Haswell
     kernels and numpy no AVX-512 loop; the user's own variables win; MANIPGEN_NATIVE_ARITHMETIC=1
     leaves the machine's choice."""
-    flags = host_tools._cpu_flags()
+    flags = host_tools.cpu_flags()
     base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
     pinned = _runtime(base)
     if {"avx2", "fma"} <= flags:
