@@ -179,9 +179,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=5000, help="steps per run (default 5000)")
     ap.add_argument("--except", dest="skip", nargs="*", default=[], help="state fields left out (kind.field)")
+    ap.add_argument(
+        "--pipelines",
+        nargs="*",
+        metavar="ROBOT:OBSERVER:CONTROLLER",
+        help="the pipelines to digest (default: the four above)",
+    )
     args = ap.parse_args(argv)
+    pipelines = [tuple(x.split(":")) for x in args.pipelines] if args.pipelines else PIPELINES
+    if any(len(x) != 3 for x in pipelines):
+        ap.error("--pipelines: each as ROBOT:OBSERVER:CONTROLLER, e.g. planar2:momentum:pid")
     with tempfile.TemporaryDirectory(prefix="manipgen_rt_digest_") as tmp:
-        for robot_name, observer, controller in PIPELINES:
+        for robot_name, observer, controller in pipelines:
             print(
                 "\n".join(digest_lines(robot_name, observer, controller, args.steps, Path(tmp), frozenset(args.skip))),
                 flush=True,

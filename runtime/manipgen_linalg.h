@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* In-place Cholesky factorisation A = L L^T of the symmetric positive definite n x n row-major
  * matrix a (lower triangle used and overwritten with L). Returns 0, or -1 if A is not positive
@@ -175,6 +176,295 @@ static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL 
     for (j = 0; j < n; ++j) { /* theta -= V^T u */
         for (c = 0; c < m; ++c) {
             theta[c] -= w[(j * m) + c] * u[j];
+        }
+    }
+}
+
+/* The model-adaptive observer's covariance P in diagonal blocks (codegen.blocks.adaptive,
+ * COVARIANCE_DOC): nb adapted base parameters; col[k] is the base column (the row of the regressor's
+ * yt) at position k; per block l, blk[l] = {its first position, its size sz, its first reversed row
+ * (rows m below it are zero: row m is joint n - 1 - m), its offset in p}, the block stored row-major
+ * (sz x sz, both triangles) at that offset. np: the number of values of p. */
+
+/* P := P_0 = diag(p0) (p0 indexed by base column), block by block */
+static inline void mg_rls_prior_blocks(int nblk, const int (*blk)[4], const int *col, const MG_REAL *p0,
+                                       MG_REAL *p, int np)
+{
+    int k;
+    int l;
+    for (k = 0; k < np; ++k) {
+        p[k] = (MG_REAL)0;
+    }
+    for (l = 0; l < nblk; ++l) {
+        int a;
+        for (a = 0; a < blk[l][1]; ++a) {
+            p[blk[l][3] + (a * (blk[l][1] + 1))] = p0[col[blk[l][0] + a]];
+        }
+    }
+}
+
+/* One recursive-least-squares update (as mg_rls_gain then mg_rls_correct) of a block-diagonal P:
+ * with J the row reversal,
+ *   W = J Y P (w, n x nb, reversed rows), S = J (Y P Y^T + lam I) J = L L^T (s, lower triangle),
+ *   V = L^-1 W (w), u = L^-1 J (gain .* r), dtheta -= V^T u,
+ *   P_l -= gain_p V_l^T V_l + diag(drift) per block (no gain_p term if gain_p is 0).
+ * The regressor yt is the dense m x n (m >= the largest col + 1) Y^T; its zeros are skipped.
+ * Returns 1, or 0 if S is not positive definite (dtheta and P then unchanged). */
+static inline int mg_rls_blocks(int n, int nb, int nblk, const int (*blk)[4], const int *col, const MG_REAL *yt,
+                                MG_REAL *p, MG_REAL lam, MG_REAL gain_p, const MG_REAL *drift, const MG_REAL *gain,
+                                const MG_REAL *r, MG_REAL *dtheta, MG_REAL *w, MG_REAL *s, MG_REAL *u)
+{
+    int l;
+    int a;
+    int c;
+    int e;
+    int m;
+    int ok = 0;
+    for (m = 0; m < (n * nb); ++m) {
+        w[m] = (MG_REAL)0;
+    }
+    for (l = 0; l < nblk; ++l) { /* W = J Y P, block by block */
+        const int st = blk[l][0];
+        const int sz = blk[l][1];
+        for (m = blk[l][2]; m < n; ++m) {
+            for (e = 0; e < sz; ++e) {
+                const MG_REAL y = yt[(col[st + e] * n) + (n - 1 - m)];
+                const MG_REAL *pe = &p[blk[l][3] + (e * sz)];
+                if (y != (MG_REAL)0) { /* the regressor's zeros within the block */
+                    for (a = 0; a < sz; ++a) {
+                        w[(m * nb) + st + a] += y * pe[a];
+                    }
+                }
+            }
+        }
+    }
+    for (m = 0; m < n; ++m) { /* S = J (Y P Y^T + lam I) J, lower triangle */
+        for (c = 0; c <= m; ++c) {
+            MG_REAL acc = (m == c) ? lam : (MG_REAL)0;
+            for (l = 0; l < nblk; ++l) {
+                if (blk[l][2] <= c) { /* Y's columns of block l are zero in reversed rows before blk[l][2] */
+                    for (a = blk[l][0]; a < (blk[l][0] + blk[l][1]); ++a) {
+                        acc += w[(m * nb) + a] * yt[(col[a] * n) + (n - 1 - c)];
+                    }
+                }
+            }
+            s[(m * n) + c] = acc;
+        }
+    }
+    if (mg_cholesky_factor(n, s) == 0) {
+        ok = 1;
+    }
+    if (ok != 0) {
+        for (l = 0; l < nblk; ++l) { /* V = L^-1 W, column by column from the block's first non-zero row */
+            const int lo = blk[l][2];
+            for (a = blk[l][0]; a < (blk[l][0] + blk[l][1]); ++a) {
+                for (m = lo; m < n; ++m) {
+                    MG_REAL acc = w[(m * nb) + a];
+                    for (c = lo; c < m; ++c) {
+                        acc -= s[(m * n) + c] * w[(c * nb) + a];
+                    }
+                    w[(m * nb) + a] = acc / s[(m * n) + m];
+                }
+            }
+        }
+        for (m = 0; m < n; ++m) { /* u = L^-1 J (gain .* r) */
+            u[m] = gain[n - 1 - m] * r[n - 1 - m];
+        }
+        mg_cholesky_forward(n, s, u, 1);
+        for (l = 0; l < nblk; ++l) { /* dtheta -= V^T u; P_l -= gain_p V_l^T V_l + Q_l */
+            const int st = blk[l][0];
+            const int sz = blk[l][1];
+            MG_REAL *pl = &p[blk[l][3]];
+            for (a = 0; a < sz; ++a) {
+                MG_REAL acc = (MG_REAL)0;
+                for (m = blk[l][2]; m < n; ++m) {
+                    acc += w[(m * nb) + st + a] * u[m];
+                }
+                dtheta[col[st + a]] -= acc;
+            }
+            if (gain_p > (MG_REAL)0) {
+                for (m = blk[l][2]; m < n; ++m) { /* the upper triangle, then mirrored */
+                    for (a = 0; a < sz; ++a) {
+                        const MG_REAL va = gain_p * w[(m * nb) + st + a];
+                        for (e = a; e < sz; ++e) {
+                            pl[(a * sz) + e] -= va * w[(m * nb) + st + e];
+                        }
+                    }
+                }
+                for (a = 0; a < sz; ++a) {
+                    for (e = a + 1; e < sz; ++e) {
+                        pl[(e * sz) + a] = pl[(a * sz) + e];
+                    }
+                }
+            }
+            for (a = 0; a < sz; ++a) {
+                pl[(a * sz) + a] += drift[col[st + a]];
+            }
+        }
+    }
+    return ok;
+}
+
+/* ok (1 or 0) and'ed with whether x[0..n) are all finite: 0 tells the caller to start again */
+static inline int mg_all_finite(const MG_REAL *x, int n, int ok)
+{
+    int k;
+    int all = ok;
+    for (k = 0; k < n; ++k) {
+        if (!isfinite(x[k])) {
+            all = 0;
+        }
+    }
+    return all;
+}
+
+/* The sliced form of the covariance update (codegen.blocks.adaptive, SLICED_DOC): P dense, packed
+ * upper triangle (row a at a nb - a (a - 1) / 2), and one sample's update spread over several
+ * samples, one slice a sample, on a snapshot of that sample's regressor and residual. */
+typedef struct {
+    int n;                     /* joints */
+    int nb;                    /* adapted base parameters */
+    const int (*sched)[3];     /* per slice: its phase (1 W = G P, 2 S, 3 L and V, 4 the correction, 5 P), first and last + 1 row or column */
+    int nsched;                /* slices in a window */
+    int corr;                  /* the correction's slice (1-based): until it has run, a window can be discarded */
+    const int *first;          /* per joint, G's first column that can be non-zero (the regressor's structure) */
+    const MG_REAL *p0;         /* P_0's diagonal */
+    const MG_REAL *drift;      /* Q's diagonal */
+    MG_REAL *p;                /* P, packed: nb (nb + 1) / 2 values */
+    MG_REAL *dtheta;           /* the estimate, nb */
+    MG_REAL *gs;               /* the window's snapshot of G^T, nb x n */
+    MG_REAL *v;                /* W = G P, then V = L^-1 W, n x nb */
+    MG_REAL *s;                /* S, then L, n x n */
+    MG_REAL *u;                /* the snapshot's gain .* r, then L^-1 of it, n */
+    MG_REAL *gain_w;           /* the window's covariance fraction */
+    int32_t *slice;            /* the next slice (1-based; 0: none in flight) */
+} mg_rls_sliced_t;
+
+/* P := P_0 in the packed upper triangle */
+static inline void mg_rls_prior_packed(mg_rls_sliced_t *x)
+{
+    int k;
+    int op = 0;
+    for (k = 0; k < ((x->nb * (x->nb + 1)) / 2); ++k) {
+        x->p[k] = (MG_REAL)0;
+    }
+    for (k = 0; k < x->nb; ++k) {
+        x->p[op] = x->p0[k];
+        op += x->nb - k;
+    }
+}
+
+/* One slice: phase ph over rows or columns lo .. hi - 1. Returns 1, or 0 if S is not positive
+ * definite or the correction is not finite. */
+static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_REAL lam)
+{
+    const int n = x->n;
+    const int nb = x->nb;
+    int ok = 1;
+    int a;
+    int c;
+    int j;
+    int k;
+    if (ph == 1) { /* W += G's column a P_a,c>=a (row a of the packed P) and G_j,c>a P_ac into W's column a */
+        for (a = lo; a < hi; ++a) {
+            const MG_REAL *pa = &x->p[(a * nb) - ((a * (a - 1)) / 2)];
+            for (j = 0; j < n; ++j) {
+                const MG_REAL ga = x->gs[(a * n) + j];
+                int from = a + 1;
+                MG_REAL acc = (MG_REAL)0;
+                if (from < x->first[j]) { /* G_jc is 0 before first[j] */
+                    from = x->first[j];
+                }
+                for (c = from; c < nb; ++c) {
+                    acc += x->gs[(c * n) + j] * pa[c - a];
+                }
+                if (ga != (MG_REAL)0) { /* the regressor's zeros */
+                    for (c = a; c < nb; ++c) {
+                        x->v[(j * nb) + c] += ga * pa[c - a];
+                    }
+                }
+                x->v[(j * nb) + a] += acc;
+            }
+        }
+    } else if (ph == 2) { /* S = W G^T + lam I, rows lo .. hi - 1 of the lower triangle */
+        for (j = lo; j < hi; ++j) {
+            for (k = 0; k <= j; ++k) {
+                MG_REAL acc = (j == k) ? lam : (MG_REAL)0;
+                for (c = x->first[k]; c < nb; ++c) {
+                    acc += x->v[(j * nb) + c] * x->gs[(c * n) + k];
+                }
+                x->s[(j * n) + k] = acc;
+            }
+        }
+    } else if (ph == 3) { /* S = L L^T (first), then V = L^-1 W, columns lo .. hi - 1 */
+        if ((lo == 0) && (mg_cholesky_factor(n, x->s) != 0)) {
+            ok = 0;
+        }
+        for (c = lo; (c < hi) && (ok != 0); ++c) {
+            mg_cholesky_forward(n, x->s, &x->v[c], nb);
+        }
+    } else if (ph == 4) { /* dtheta -= V^T L^-1 (gain .* r), the snapshot's */
+        mg_cholesky_forward(n, x->s, x->u, 1);
+        for (c = 0; c < nb; ++c) {
+            MG_REAL acc = (MG_REAL)0;
+            for (j = 0; j < n; ++j) {
+                acc += x->v[(j * nb) + c] * x->u[j];
+            }
+            x->dtheta[c] -= acc;
+            if (!isfinite(x->dtheta[c])) {
+                ok = 0;
+            }
+        }
+    } else { /* P -= g_min V^T V + Q, packed rows lo .. hi - 1 */
+        for (a = lo; a < hi; ++a) {
+            MG_REAL *pa = &x->p[(a * nb) - ((a * (a - 1)) / 2)];
+            for (j = 0; j < n; ++j) {
+                const MG_REAL va = *x->gain_w * x->v[(j * nb) + a];
+                for (c = a; c < nb; ++c) {
+                    pa[c - a] -= va * x->v[(j * nb) + c];
+                }
+            }
+            pa[0] += x->drift[a];
+        }
+    }
+    return ok;
+}
+
+/* One sample of the sliced update. A window in flight whose correction has not run is discarded at
+ * a restart or, with freeze, while firm (a latched collision or a joint above its threshold). With
+ * none in flight a window starts unless restarting or, with freeze, holding: the snapshot of this
+ * sample's G^T (yt, nb x n), gain .* r and gain_p. Else the next slice runs; a failed one (S not
+ * positive definite, a non-finite correction) starts the observer again (dtheta 0, P_0). */
+static inline void mg_rls_sliced(mg_rls_sliced_t *x, const MG_REAL *yt, const MG_REAL *gain,
+                                 const MG_REAL *r, MG_REAL gain_p, MG_REAL lam, int restart, unsigned freeze,
+                                 int hold, int firm)
+{
+    int k;
+    if ((*x->slice > 0) && (*x->slice <= x->corr) && ((restart != 0) || ((freeze != 0u) && (firm != 0)))) {
+        *x->slice = 0; /* discard the update in flight: its correction is not applied yet */
+    }
+    if (*x->slice == 0) {
+        if ((restart == 0) && !((freeze != 0u) && (hold != 0))) { /* a window starts */
+            for (k = 0; k < (x->nb * x->n); ++k) {
+                x->gs[k] = yt[k];
+                x->v[k] = (MG_REAL)0;
+            }
+            for (k = 0; k < x->n; ++k) {
+                x->u[k] = gain[k] * r[k];
+            }
+            *x->gain_w = gain_p;
+            *x->slice = 1;
+        }
+    } else {
+        const int *e = x->sched[*x->slice - 1];
+        const int ok = mg_rls_slice(x, e[0], e[1], e[2], lam);
+        *x->slice = (*x->slice < x->nsched) ? (*x->slice + 1) : 0;
+        if (ok == 0) { /* non-finite inputs or S not positive definite: start the observer again */
+            for (k = 0; k < x->nb; ++k) {
+                x->dtheta[k] = (MG_REAL)0;
+            }
+            mg_rls_prior_packed(x);
+            *x->slice = 0;
         }
     }
 }

@@ -1940,37 +1940,35 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     biorob4_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
     biorob4_rt_enc_motor_position(motor_total_r, rt->enc.motor_rpc, rt->cfg->enc.motor_gear, rt->cfg->enc.motor_direction, rt->cfg->enc.motor_offset, out->theta);
 
-    /* ready once every started flag (0 or 1) is 1: their bitwise and, no loop */
-    out->ready = ((rt->enc.started[0] & rt->enc.motor_started[0] & rt->enc.started[1] & rt->enc.motor_started[1] & rt->enc.started[2] & rt->enc.motor_started[2] & rt->enc.started[3] & rt->enc.motor_started[3]) != 0u) ? 1u : 0u;
-    out->fault = biorob4_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (biorob4_rt_position_finite(out) == 0))) {
-        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
-    }
-    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
-        biorob4_rt_restart(rt);
-        out->ready = 0u;
-        if (biorob4_rt_position_finite(out) == 0) {
+    {  /* readiness and faults: runtime/manipgen_rt.h mg_gate decides, the step does what it says */
+        const unsigned started = mg_all_set(rt->enc.motor_started, BIOROB4_DOF, mg_all_set(rt->enc.started, BIOROB4_DOF, 1u));
+        const int position_ok = biorob4_rt_position_finite(out);
+        const unsigned act = mg_gate(started, biorob4_rt_inputs_finite(in), rt->config_fault, position_ok, &out->fault, &out->ready);
+        if ((act & MG_DO_RESTART) != 0u) {
+            biorob4_rt_restart(rt);
+        }
+        if ((act & MG_DO_ZERO_POSITION) != 0u) {
             (void)memset(out->q, 0, sizeof out->q);
             (void)memset(out->theta, 0, sizeof out->theta);
         }
-    }
-    if (!out->ready) {  /* wait for a first valid sample on every encoder: nothing else runs */
-        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
-        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        (void)memset(&out->q_d, 0, sizeof out->q_d);
-        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
-        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        (void)memset(&out->theta_hat, 0, sizeof out->theta_hat);
-        (void)memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
-        (void)memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
-        (void)memset(&out->r, 0, sizeof out->r);
-        (void)memset(&out->collision, 0, sizeof out->collision);
-        (void)memset(&out->link, 0, sizeof out->link);
-        (void)memset(&out->above, 0, sizeof out->above);
-        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
-        rt->steps++;
-        return;
+        if ((act & MG_DO_WAIT) != 0u) {  /* wait for a first valid sample on every encoder, or for sane inputs: nothing else runs */
+            (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+            (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+            (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+            (void)memset(&out->q_d, 0, sizeof out->q_d);
+            (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(&out->theta_hat, 0, sizeof out->theta_hat);
+            (void)memset(&out->thetad_hat, 0, sizeof out->thetad_hat);
+            (void)memset(&out->thetadd_hat, 0, sizeof out->thetadd_hat);
+            (void)memset(&out->r, 0, sizeof out->r);
+            (void)memset(&out->collision, 0, sizeof out->collision);
+            (void)memset(&out->link, 0, sizeof out->link);
+            (void)memset(&out->above, 0, sizeof out->above);
+            (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+            rt->steps++;
+            return;
+        }
     }
 
     /* --- est: ewlr --- */
@@ -2071,10 +2069,8 @@ void biorob4_rt_step(biorob4_rt_t *rt, const biorob4_rt_input_t *in, biorob4_rt_
     (void)valid;
     (void)motor_valid;
     rt->first = 0u;
-    if (!biorob4_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
+    if (mg_gate_outputs(biorob4_rt_outputs_finite(out), &out->fault, &out->ready) != 0u) {  /* an overflow: restart, report as while waiting */
         biorob4_rt_restart(rt);
-        out->fault = MG_FAULT_NUMERIC;
-        out->ready = 0u;
         (void)memset(&out->q_hat, 0, sizeof out->q_hat);
         (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
         (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);

@@ -1,12 +1,15 @@
 /* manipgen_rt.h - generic helpers of the real-time step (copied into every generated folder).
  *
- * Robot-independent logic only: counter unwrapping and threshold/hysteresis/debounce bookkeeping.
+ * Robot-independent logic only: counter unwrapping, threshold/hysteresis/debounce bookkeeping, the
+ * step's readiness and fault decisions and the adaptive observer's restart and hold.
  * Include after defining MG_REAL (the real type) and MG_FABS (fabs or fabsf).
  * C99, no heap, no globals, no recursion.
  */
 #ifndef MANIPGEN_RT_H
 #define MANIPGEN_RT_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The mask of a free-running counter of `bits` bits (2..32, else 32): 2^bits - 1. The pipeline
@@ -114,6 +117,127 @@ static inline int mg_detect(int n, const MG_REAL *r, const MG_REAL *level, MG_RE
         }
     }
     return fired;
+}
+
+/* 1 if all of flags[0..n) (each 0 or 1) are 1 and all is 1, else 0: a chain mg_all_set(b, nb,
+ * mg_all_set(a, na, 1u)) tests several arrays. Branch-free, as mg_bounded. */
+static inline unsigned mg_all_set(const uint8_t *flags, int n, unsigned all)
+{
+    int k;
+    unsigned acc = all;
+    for (k = 0; k < n; ++k) {
+        acc &= (unsigned)flags[k];
+    }
+    return acc;
+}
+
+/* The step's readiness and numeric faults (<robot>_rt.h: "Numeric faults"), decided here once: the
+ * generated step does what the returned MG_DO_ flags say. Needs MG_FAULT_NONE, MG_FAULT_INPUT and
+ * MG_FAULT_NUMERIC (<robot>_rt.h, included first). */
+#define MG_DO_RESTART 1u       /* restart the blocks as _rt_init does, keeping config, encoders, step count */
+#define MG_DO_ZERO_POSITION 2u /* the encoders' positions are not finite: report them as 0 */
+#define MG_DO_WAIT 4u          /* not ready: zero the outputs but q and fault, count the step, end it */
+
+/* After the encoder block. started: 1 once every encoder channel has read a valid sample (mg_all_set);
+ * inputs_ok: every real input finite and within the limit; config_fault: the config in use has a
+ * non-finite value; position_ok: the encoders' positions are finite. An input beyond the limit is
+ * MG_FAULT_INPUT; else a config or position fault is MG_FAULT_NUMERIC. A fault restarts the blocks and
+ * makes the step wait; so does an encoder without a first valid sample (*fault then MG_FAULT_NONE). */
+static inline unsigned mg_gate(unsigned started, int inputs_ok, unsigned config_fault, int position_ok,
+                               uint8_t *fault, uint8_t *ready)
+{
+    unsigned act = 0u;
+    *fault = (inputs_ok != 0) ? MG_FAULT_NONE : MG_FAULT_INPUT;
+    if ((*fault == MG_FAULT_NONE) && ((config_fault != 0u) || (position_ok == 0))) {
+        *fault = MG_FAULT_NUMERIC;
+    }
+    if (*fault != MG_FAULT_NONE) {
+        act |= MG_DO_RESTART;
+        if (position_ok == 0) {
+            act |= MG_DO_ZERO_POSITION;
+        }
+    }
+    *ready = ((started != 0u) && (*fault == MG_FAULT_NONE)) ? 1u : 0u;
+    if (*ready == 0u) {
+        act |= MG_DO_WAIT;
+    }
+    return act;
+}
+
+/* After the blocks: outputs_ok, every real output finite. A non-finite one (an overflow) is
+ * MG_FAULT_NUMERIC: restart the blocks and report as while waiting (MG_DO_RESTART | MG_DO_WAIT; the
+ * step is counted already). Else nothing to do (0), *fault and *ready as they were. */
+static inline unsigned mg_gate_outputs(int outputs_ok, uint8_t *fault, uint8_t *ready)
+{
+    unsigned act = 0u;
+    if (outputs_ok == 0) {
+        *fault = MG_FAULT_NUMERIC;
+        *ready = 0u;
+        act = MG_DO_RESTART | MG_DO_WAIT;
+    }
+    return act;
+}
+
+/* The model-adaptive observer's restart (Birjandi & Haddadin's observer, codegen.blocks.adaptive):
+ * 1 at the first sample and at in.reset -- the correction removes the whole residual seen and claims
+ * no information from it. With the integral form's low-passes (pending not NULL) also when the last
+ * sample asked for it (*pending != 0), and a non-finite r[0..n) asks for it now and at the next
+ * sample (*pending = 1: the low-passes start again), else *pending = 0. */
+static inline int mg_adapt_restart(int n, unsigned first, unsigned reset, const MG_REAL *r, MG_REAL *pending)
+{
+    int restart = 0;
+    if ((first != 0u) || (reset != 0u)) {
+        restart = 1;
+    }
+    if (pending != NULL) {
+        int i;
+        if (*pending != (MG_REAL)0) {
+            restart = 1;
+        }
+        *pending = (MG_REAL)0;
+        for (i = 0; i < n; ++i) {
+            if (!isfinite(r[i])) {
+                restart = 1;
+                *pending = (MG_REAL)1;
+            }
+        }
+    }
+    return restart;
+}
+
+/* With freeze, whether the adaptation holds this sample: 1 while a collision is latched or a joint is
+ * above its threshold (*firm = 1 then), and for at most suspect_hold samples at a time while some
+ * joint's |r| is above suspect x the last sample's threshold (level 0: that joint is not detecting).
+ * *held counts the samples held at the suspect level; below it (or at in.reset) it starts again at
+ * 0. After suspect_hold samples the adaptation runs until r is below the suspect level again. */
+static inline int mg_adapt_hold(int n, unsigned collision, const uint8_t *above, const MG_REAL *level,
+                                const MG_REAL *r, MG_REAL suspect, int32_t suspect_hold, unsigned reset,
+                                int32_t *held, int *firm)
+{
+    int i;
+    int hold = 0;
+    if (collision != 0u) {
+        hold = 1;
+    }
+    int high = 0;
+    for (i = 0; i < n; ++i) {
+        if (above[i] != 0u) {
+            hold = 1;
+        }
+        if ((level[i] > (MG_REAL)0) && (MG_FABS(r[i]) > (suspect * level[i]))) {
+            high = 1;
+        }
+    }
+    *firm = hold;
+    if ((high == 0) || (reset != 0u)) {
+        *held = 0;
+    } else if (*held < suspect_hold) {
+        *held += 1;
+        hold = 1;
+    } else {
+        /* held long enough: adapt until r is below the suspect level again */
+    }
+    return hold;
 }
 
 #endif /* MANIPGEN_RT_H */

@@ -2961,33 +2961,31 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
     }
     schunk_lwa4p_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
 
-    /* ready once every started flag (0 or 1) is 1: their bitwise and, no loop */
-    out->ready = ((rt->enc.started[0] & rt->enc.started[1] & rt->enc.started[2] & rt->enc.started[3] & rt->enc.started[4] & rt->enc.started[5]) != 0u) ? 1u : 0u;
-    out->fault = schunk_lwa4p_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (schunk_lwa4p_rt_position_finite(out) == 0))) {
-        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
-    }
-    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
-        schunk_lwa4p_rt_restart(rt);
-        out->ready = 0u;
-        if (schunk_lwa4p_rt_position_finite(out) == 0) {
+    {  /* readiness and faults: runtime/manipgen_rt.h mg_gate decides, the step does what it says */
+        const unsigned started = mg_all_set(rt->enc.started, SCHUNK_LWA4P_DOF, 1u);
+        const int position_ok = schunk_lwa4p_rt_position_finite(out);
+        const unsigned act = mg_gate(started, schunk_lwa4p_rt_inputs_finite(in), rt->config_fault, position_ok, &out->fault, &out->ready);
+        if ((act & MG_DO_RESTART) != 0u) {
+            schunk_lwa4p_rt_restart(rt);
+        }
+        if ((act & MG_DO_ZERO_POSITION) != 0u) {
             (void)memset(out->q, 0, sizeof out->q);
         }
-    }
-    if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
-        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
-        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        (void)memset(&out->q_d, 0, sizeof out->q_d);
-        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
-        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        (void)memset(&out->r, 0, sizeof out->r);
-        (void)memset(&out->collision, 0, sizeof out->collision);
-        (void)memset(&out->link, 0, sizeof out->link);
-        (void)memset(&out->above, 0, sizeof out->above);
-        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
-        rt->steps++;
-        return;
+        if ((act & MG_DO_WAIT) != 0u) {  /* wait for a first valid sample on every joint, or for sane inputs: nothing else runs */
+            (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+            (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+            (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+            (void)memset(&out->q_d, 0, sizeof out->q_d);
+            (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(&out->r, 0, sizeof out->r);
+            (void)memset(&out->collision, 0, sizeof out->collision);
+            (void)memset(&out->link, 0, sizeof out->link);
+            (void)memset(&out->above, 0, sizeof out->above);
+            (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+            rt->steps++;
+            return;
+        }
     }
 
     /* --- est: linhg --- */
@@ -3076,10 +3074,8 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
 
     (void)valid;
     rt->first = 0u;
-    if (!schunk_lwa4p_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
+    if (mg_gate_outputs(schunk_lwa4p_rt_outputs_finite(out), &out->fault, &out->ready) != 0u) {  /* an overflow: restart, report as while waiting */
         schunk_lwa4p_rt_restart(rt);
-        out->fault = MG_FAULT_NUMERIC;
-        out->ready = 0u;
         (void)memset(&out->q_hat, 0, sizeof out->q_hat);
         (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
         (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);

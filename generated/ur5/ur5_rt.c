@@ -2699,33 +2699,31 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
     }
     ur5_rt_enc_position(total_r, rt->enc.rpc, rt->cfg->enc.gear, rt->cfg->enc.direction, rt->cfg->enc.offset, out->q);
 
-    /* ready once every started flag (0 or 1) is 1: their bitwise and, no loop */
-    out->ready = ((rt->enc.started[0] & rt->enc.started[1] & rt->enc.started[2] & rt->enc.started[3] & rt->enc.started[4] & rt->enc.started[5]) != 0u) ? 1u : 0u;
-    out->fault = ur5_rt_inputs_finite(in) ? MG_FAULT_NONE : MG_FAULT_INPUT;
-    if ((out->fault == MG_FAULT_NONE) && (rt->config_fault || (ur5_rt_position_finite(out) == 0))) {
-        out->fault = MG_FAULT_NUMERIC;  /* a non-finite config value, or its encoder scaling overflows */
-    }
-    if (out->fault != MG_FAULT_NONE) {  /* restart, wait for finite inputs and results */
-        ur5_rt_restart(rt);
-        out->ready = 0u;
-        if (ur5_rt_position_finite(out) == 0) {
+    {  /* readiness and faults: runtime/manipgen_rt.h mg_gate decides, the step does what it says */
+        const unsigned started = mg_all_set(rt->enc.started, UR5_DOF, 1u);
+        const int position_ok = ur5_rt_position_finite(out);
+        const unsigned act = mg_gate(started, ur5_rt_inputs_finite(in), rt->config_fault, position_ok, &out->fault, &out->ready);
+        if ((act & MG_DO_RESTART) != 0u) {
+            ur5_rt_restart(rt);
+        }
+        if ((act & MG_DO_ZERO_POSITION) != 0u) {
             (void)memset(out->q, 0, sizeof out->q);
         }
-    }
-    if (!out->ready) {  /* wait for a first valid sample on every joint: nothing else runs */
-        (void)memset(&out->q_hat, 0, sizeof out->q_hat);
-        (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
-        (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
-        (void)memset(&out->q_d, 0, sizeof out->q_d);
-        (void)memset(&out->qd_d, 0, sizeof out->qd_d);
-        (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
-        (void)memset(&out->r, 0, sizeof out->r);
-        (void)memset(&out->collision, 0, sizeof out->collision);
-        (void)memset(&out->link, 0, sizeof out->link);
-        (void)memset(&out->above, 0, sizeof out->above);
-        (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
-        rt->steps++;
-        return;
+        if ((act & MG_DO_WAIT) != 0u) {  /* wait for a first valid sample on every joint, or for sane inputs: nothing else runs */
+            (void)memset(&out->q_hat, 0, sizeof out->q_hat);
+            (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
+            (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);
+            (void)memset(&out->q_d, 0, sizeof out->q_d);
+            (void)memset(&out->qd_d, 0, sizeof out->qd_d);
+            (void)memset(&out->qdd_d, 0, sizeof out->qdd_d);
+            (void)memset(&out->r, 0, sizeof out->r);
+            (void)memset(&out->collision, 0, sizeof out->collision);
+            (void)memset(&out->link, 0, sizeof out->link);
+            (void)memset(&out->above, 0, sizeof out->above);
+            (void)memset(&out->tau_cmd, 0, sizeof out->tau_cmd);
+            rt->steps++;
+            return;
+        }
     }
 
     /* --- est: kalman --- */
@@ -2810,10 +2808,8 @@ void ur5_rt_step(ur5_rt_t *rt, const ur5_rt_input_t *in, ur5_rt_output_t *out)
 
     (void)valid;
     rt->first = 0u;
-    if (!ur5_rt_outputs_finite(out)) {  /* overflow: restart, report as while waiting */
+    if (mg_gate_outputs(ur5_rt_outputs_finite(out), &out->fault, &out->ready) != 0u) {  /* an overflow: restart, report as while waiting */
         ur5_rt_restart(rt);
-        out->fault = MG_FAULT_NUMERIC;
-        out->ready = 0u;
         (void)memset(&out->q_hat, 0, sizeof out->q_hat);
         (void)memset(&out->qd_hat, 0, sizeof out->qd_hat);
         (void)memset(&out->qdd_hat, 0, sizeof out->qdd_hat);

@@ -18,6 +18,9 @@ PRELUDE = """
 #define MG_COUNT_32 1
 #define MG_FABS {fabs}
 #define MG_REAL {real}
+#define MG_FAULT_NONE 0U  /* out.fault's codes, as <robot>_rt.h defines them before the runtime */
+#define MG_FAULT_INPUT 1U
+#define MG_FAULT_NUMERIC 2U
 """
 EPILOGUE = """
 {real} count_fast(int64_t c) {{ return mg_count_real(c); }}

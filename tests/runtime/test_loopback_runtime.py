@@ -28,6 +28,9 @@ static int failing(void *context, const double *x, double *dx)
 int rk4_decay(double *x, double h) { double work[5]; return mg_rk4(decay, NULL, 1, x, h, work); }
 int rk4_oscillator(double *x, double h) { double work[10]; return mg_rk4(oscillator, NULL, 2, x, h, work); }
 int rk4_failing(double *x, int *calls) { double work[5]; return mg_rk4(failing, calls, 1, x, 0.1, work); }
+void imu_sample(size_t m, int settle, const double *f, const double *lsb, const double *range, const double *exact,
+                const double *bias, const double *noise, double *z, double *y)
+{ mg_imu_sample(m, settle, (const double (*)[5])f, lsb, range, exact, bias, noise, (double (*)[2])z, y); }
 """
 DECLARATIONS = """
 int rk4_decay(double *x, double h);
@@ -37,6 +40,12 @@ int64_t mg_quantise(double c);
 void mg_imu_settle(const double f[5], double z[2], double u);
 double mg_imu_axis(const double f[5], double z[2], double u, double lsb, double range);
 void mg_imu_column(long k, const double f[5], const double *u, long stride, double lsb, double range, double *y);
+void mg_delay(size_t n, long k, long delay, long ring, double *pending, const double *cmd, const double *tau0,
+              double *applied);
+void mg_mean_acceleration(size_t n, int fresh, const double *qd, const double *qdd, double period, double *qd_last,
+                          double *mean);
+void imu_sample(size_t m, int settle, const double *f, const double *lsb, const double *range, const double *exact,
+                const double *bias, const double *noise, double *z, double *y);
 """
 EPS = np.finfo(float).eps
 
@@ -174,3 +183,59 @@ def test_imu_column_is_scipys_filter_at_rest_then_the_converter(lib: ModuleType)
     assert steps.max() <= 1 and np.mean(steps > 0) < 0.01, (steps.max(), np.mean(steps > 0))
     assert np.all(y[:, [0, 2]] == 0)  # the other columns untouched
     assert np.min(y[:, 1]) == -full or np.max(y[:, 1]) == full - lsb  # it clipped
+
+
+@pytest.mark.parametrize("delay", [0, 1, 3])
+def test_delay_applies_the_command_of_delay_samples_ago_and_tau0_before(lib: ModuleType, delay: int) -> None:
+    """Over 12 samples of commands k + joint / 10 through a ring of 4: sample k feels sample k - delay's
+    command, and tau0 before the first one; a pipeline without a controller (cmd NULL) commands 0."""
+    n, ring = 2, 4
+    pending, applied = np.full(ring * n, np.nan), np.zeros(n)
+    tau0 = np.array([-1.0, -2.0])
+    for k in range(12):
+        cmd = np.array([k + 0.0, k + 0.1])
+        lib.mg_delay(n, k, delay, ring, _ptr(pending), _ptr(cmd), _ptr(tau0), _ptr(applied))
+        want = tau0 if k < delay else np.array([k - delay + 0.0, k - delay + 0.1])
+        assert np.array_equal(applied, want), (k, applied, want)
+    lib.mg_delay(n, 12, delay, ring, _ptr(pending), _ffi().NULL, _ptr(tau0), _ptr(applied))
+    assert np.array_equal(applied, np.zeros(n)) if delay == 0 else np.array_equal(applied, [12 - delay, 12.1 - delay])
+
+
+def test_mean_acceleration_is_the_rate_change_over_the_period_but_at_a_fresh_start(lib: ModuleType) -> None:
+    qd, qdd, last, mean = np.array([1.0, -2.0]), np.array([5.0, 6.0]), np.zeros(2), np.zeros(2)
+    lib.mg_mean_acceleration(2, 1, _ptr(qd), _ptr(qdd), 0.001, _ptr(last), _ptr(mean))
+    assert np.array_equal(mean, qdd) and np.array_equal(last, qd)
+    qd2 = np.array([1.002, -2.003])
+    lib.mg_mean_acceleration(2, 0, _ptr(qd2), _ptr(qdd), 0.001, _ptr(last), _ptr(mean))
+    assert np.array_equal(mean, (qd2 - qd) / 0.001) and np.array_equal(last, qd2)
+
+
+def test_imu_sample_runs_each_axis_through_its_halfs_chain(lib: ModuleType) -> None:
+    """Two IMUs (12 axes): the gyroscope axes through the first filter and converter, the
+    accelerometer axes through the second, each with its bias and noise, settled at the first sample:
+    the same as mg_imu_axis axis by axis (tested above against scipy)."""
+    m, rng = 2, np.random.default_rng(11)
+    f = np.concatenate([_lowpass(), np.array([0.5, 0.5, 0.0, 0.0, 0.0])])  # the accelerometers' a 2-tap mean
+    lsb, full = np.array([2.0**-12, 2.0**-6]), np.array([8.0, 64.0])
+    bias = rng.normal(size=6 * m) * 0.01
+    z, zz = np.zeros(6 * m * 2), np.zeros((6 * m, 2))
+    for k in range(20):
+        exact, noise, y = rng.normal(size=6 * m), rng.normal(size=6 * m) * 1e-3, np.zeros(6 * m)
+        lib.imu_sample(
+            m, k == 0, _ptr(f), _ptr(lsb), _ptr(full), _ptr(exact), _ptr(bias), _ptr(noise), _ptr(z), _ptr(y)
+        )
+        for j in range(6 * m):
+            half = 0 if j < 3 * m else 1
+            fj, zj = np.ascontiguousarray(f[5 * half : 5 * half + 5]), zz[j]
+            v = exact[j] + bias[j] + noise[j]
+            if k == 0:
+                lib.mg_imu_settle(_ptr(fj), _ptr(zj), v)
+            want = lib.mg_imu_axis(_ptr(fj), _ptr(zj), v, lsb[half], full[half])
+            zz[j] = zj
+            assert y[j] == want, (k, j)
+    y0 = np.zeros(6 * m)
+    exact = np.ones(6 * m)
+    lib.imu_sample(
+        m, 1, _ptr(f), _ptr(lsb), _ptr(full), _ptr(exact), _ptr(np.zeros(6 * m)), _ffi().NULL, _ptr(z), _ptr(y0)
+    )
+    assert np.all(np.abs(y0 - 1.0) <= lsb[np.repeat([0, 1], 3 * m)])  # no noise: settled at 1, read within an lsb

@@ -10,7 +10,7 @@ typedef kuka_iiwa14_real_t real_t;
 #define MG_SQRT sqrt
 #include "manipgen_linalg.h"   /* MG_SIN, ...: the same math as the step's */
 #define MG_FLOOR floor
-#include "manipgen_loopback.h"   /* mg_rk4, mg_quantise, mg_imu_axis */
+#include "manipgen_loopback.h"   /* mg_rk4, mg_quantise, mg_delay, mg_mean_acceleration, mg_imu_sample */
 
 /* count before quantisation = (q - offset) * gear * direction / (2 pi / cpr). Operations: 42. */
 static void sensor_count(const real_t *q, const real_t *cpr, const real_t *gear, const real_t *direction, const real_t *offset, real_t *count)
@@ -524,11 +524,10 @@ int kuka_iiwa14_loopback_with(kuka_iiwa14_loopback_step_t step, void *context, c
         if (step(context, &in, &out[k]) != 0) {
             return -3;
         }
+        /* the command of sample k - delay (tau0 before the first one) */
+        mg_delay(N, k, plant->delay, KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1, &pending[0][0], out[k].tau_cmd,
+                 plant->tau0, applied);
         for (i = 0; i < N; ++i) {
-            pending[k % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i] = out[k].tau_cmd[i];
-            /* the command of sample k - delay (tau0 before the first one) */
-            applied[i] = k >= plant->delay ? pending[(k - plant->delay) % (KUKA_IIWA14_LOOPBACK_MAX_DELAY + 1)][i]
-                                           : plant->tau0[i];
             u[i] = applied[i] + (tau_ext ? tau_ext[k * N + i] : 0);
             tau[k * N + i] = applied[i];
         }

@@ -1,6 +1,7 @@
 /* manipgen_loopback.h - generic parts of the host's closed-loop simulation (copied into every
- * generated folder's host/): the classic Runge-Kutta step, the encoder's quantiser and an IMU
- * axis (internal low-pass, then the converter). Robot-independent; the generated
+ * generated folder's host/): the classic Runge-Kutta step, the encoder's quantiser, the actuation
+ * delay, and the IMUs (the accelerometers' mean acceleration; per axis the internal low-pass, then
+ * the converter). Robot-independent; the generated
  * <robot>_loopback.c supplies the plant's derivative and the sensors' geometry.
  * Include after defining MG_REAL (the real type) and MG_FLOOR (floor or floorf).
  * C99, no heap, no globals, no recursion. Host-only: never compiled for the target.
@@ -70,6 +71,56 @@ static inline MG_REAL mg_imu_axis(const MG_REAL f[5], MG_REAL z[2], MG_REAL u, M
         c = -top;
     }
     return c * lsb;
+}
+
+/* The actuation delay: a ring of `ring` commands of n values (pending, ring x n; ring > the largest
+ * delay) receives sample k's command cmd (NULL: a pipeline without a controller commands 0), and
+ * applied = the command of sample k - delay, or tau0 before the first one. */
+static inline void mg_delay(size_t n, long k, long delay, long ring, MG_REAL *pending, const MG_REAL *cmd,
+                            const MG_REAL *tau0, MG_REAL *applied)
+{
+    MG_REAL *slot = &pending[(size_t)(k % ring) * n];
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        slot[i] = cmd != NULL ? cmd[i] : 0;
+    }
+    for (i = 0; i < n; ++i) {
+        applied[i] = k >= delay ? pending[(size_t)((k - delay) % ring) * n + i] : tau0[i];
+    }
+}
+
+/* The accelerometers' front end: the mean joint acceleration over the sample just ended, from the
+ * joint rates qd now and qd_last a period ago (then qd_last = qd); at a run's first sample, with no
+ * rate before it (fresh), the instantaneous qdd. A sensor averages what it sees over its sample: the
+ * value at one instant would alias a sign friction's chattering acceleration (docs/collision.md). */
+static inline void mg_mean_acceleration(size_t n, int fresh, const MG_REAL *qd, const MG_REAL *qdd, MG_REAL period,
+                                        MG_REAL *qd_last, MG_REAL *mean)
+{
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        mean[i] = fresh ? qdd[i] : (qd[i] - qd_last[i]) / period;
+        qd_last[i] = qd[i];
+    }
+}
+
+/* One sample of m IMUs: per axis (the 3 m gyroscope axes, then the 3 m accelerometer axes) the exact
+ * reading + bias + white noise (noise NULL: none) through its half's filter f[half] and converter
+ * (mg_imu_axis: lsb[half], range[half]); settle: start each filter at rest at its input first (a
+ * run's first sample). z: 2 states per axis; y: the 6 m readings. */
+static inline void mg_imu_sample(size_t m, int settle, const MG_REAL f[2][5], const MG_REAL lsb[2],
+                                 const MG_REAL range[2], const MG_REAL *exact, const MG_REAL *bias,
+                                 const MG_REAL *noise, MG_REAL (*z)[2], MG_REAL *y)
+{
+    const size_t gyroscopes = m * 3u; /* axes: the gyroscopes', then as many accelerometers' */
+    size_t j;
+    for (j = 0; j < 2u * gyroscopes; ++j) {
+        const size_t half = j < gyroscopes ? 0 : 1;
+        const MG_REAL v = exact[j] + bias[j] + (noise != NULL ? noise[j] : 0);
+        if (settle) {
+            mg_imu_settle(f[half], z[j], v);
+        }
+        y[j] = mg_imu_axis(f[half], z[j], v, lsb[half], range[half]);
+    }
 }
 
 /* A whole sampled signal through one IMU axis (mg_imu_axis), its filter settled at the first
