@@ -8,7 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +69,13 @@ def cli_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess
         code = exc.code if isinstance(exc.code, int) else 1
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(list(args), code, out, err)
+
+
+def paper_inputs(record: Any, data: Path, progress: Callable[[str], None] = lambda _: None) -> Any:
+    """A reproduced paper's Inputs as `manipgen reproduce` makes them: its descriptions loaded once,
+    fan-out inline (``record``: a host_tools.studies.reproduce.records.Paper)."""
+    from host_tools.bindings.source import RobotSource
+    from host_tools.studies.cluster import InlineExecutor
+    from host_tools.studies.reproduce.records import Inputs
+
+    return Inputs(data, InlineExecutor(), progress, {name: RobotSource.of(name) for name in record.robots})

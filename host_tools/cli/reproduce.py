@@ -103,6 +103,7 @@ def _run(papers: list[Paper[Any]], args: argparse.Namespace, console: Console) -
     """Each paper's tier; the quick tier fans nothing out, the full one through --scheduler."""
     from contextlib import nullcontext
 
+    from host_tools.bindings.source import RobotSource
     from host_tools.cli.progress import stage
     from host_tools.studies.cluster import InlineExecutor, open_executor
     from host_tools.studies.reproduce.papers import reproduce
@@ -116,7 +117,8 @@ def _run(papers: list[Paper[Any]], args: argparse.Namespace, console: Console) -
     with where as executor:
         for paper in papers:
             with stage(console, f"{paper.citation}: {tier} tier ...") as status:
-                inputs = Inputs(args.data or default_data(), executor, status.update)
+                robots = {name: RobotSource.of(name) for name in paper.robots}  # loaded once, here
+                inputs = Inputs(args.data or default_data(), executor, status.update, robots)
                 reps.append(reproduce(paper, tier, inputs))
             console.print(f"{paper.citation}: {tier} tier in {reps[-1].seconds:.0f} s", markup=False, highlight=False)
     return reps

@@ -27,7 +27,6 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import fill_inputs, load_rt
-from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide import CollideSettings, choices, scenario
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
@@ -82,7 +81,7 @@ def collide(
     in the set-up ``setup`` (the paper's unless told) with these observers and draw
     (``friction_error``: the model error on the joint parameters too)."""
     settings = CollideSettings(observers=observers, seed=seed, friction_error=friction_error, setup=setup)
-    source = RobotSource.of(robot)
+    source = inputs.robots[robot]
     executor = None if what == "quick" else inputs.executor
     result = scenario(source, settings, lambda line: inputs.progress(f"Birjandi & Haddadin: {robot}: {line}"), executor)
     return result.doc
@@ -128,7 +127,7 @@ def compute(tier: Tier, inputs: Inputs) -> BirjandiResults:
     }
     product = {s: collide(FULL_ROBOT, PRODUCT_OBSERVERS, s, inputs, "full", setup=PRODUCT_SETUP) for s in FULL_SEEDS}
     inputs.progress(f"Birjandi & Haddadin: timing the generated step on {FULL_ROBOT}")
-    robot = RobotSource.of(FULL_ROBOT).robot()
+    robot = inputs.robots[FULL_ROBOT].robot()
     return BirjandiResults(quick, draws, {o: step_us(robot, o) for o in TIMED}, others, product)
 
 
@@ -319,4 +318,5 @@ PAPER = Paper(
     tables=tables,
     claims=CLAIMS,
     notes=notes,
+    robots=(QUICK_ROBOT, FULL_ROBOT),
 )

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from host_tools.studies.reproduce.brunot_paper import MINUTES, PAPER_TABLE2, PAPER_TABLE3
-from host_tools.studies.reproduce.brunot_runs import BrunotResults, compute, notes, paper, tables, where
+from host_tools.studies.reproduce.brunot_runs import ROBOT, BrunotResults, compute, notes, paper, tables, where
 from host_tools.studies.reproduce.criteria import listing, ranked
 from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Verdict, text, tiered_claims
 
@@ -145,4 +145,5 @@ PAPER: Paper[BrunotResults] = Paper(
     tables=tables,
     claims=CLAIMS,
     notes=notes,
+    robots=(ROBOT,),
 )

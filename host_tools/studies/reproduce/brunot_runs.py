@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from host_tools.bindings.source import RobotSource
 from host_tools.identification.closed_loop_run import OESynthetic, identify_closed_loop, oe_data, synthetic_run
 from host_tools.identification.least_squares import model
 from host_tools.studies.reproduce.brunot_paper import OE_METHODS, PAPER_TABLE2, PAPER_TABLE3
@@ -62,7 +61,7 @@ def _document(result: Any) -> dict[str, Any]:
 
 
 def run(tier: Tier, inputs: Inputs) -> dict[str, Any]:
-    source = RobotSource.of(ROBOT)
+    source = inputs.robots[ROBOT]
     robot = source.robot()
     opts = RUNS[tier]
     inputs.progress(f"Brunot et al. (2019): simulating {opts.duration:g} s of the closed loop")

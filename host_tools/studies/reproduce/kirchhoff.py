@@ -17,7 +17,7 @@ from host_tools.studies.reproduce.kirchhoff_paper import (
     PAPER_TABLE_4_5_MAX_ERROR,
     table_4_2_errors,
 )
-from host_tools.studies.reproduce.kirchhoff_runs import KirchhoffResults, compute, notes, paper, tables
+from host_tools.studies.reproduce.kirchhoff_runs import ROBOT, KirchhoffResults, compute, notes, paper, tables
 from host_tools.studies.reproduce.records import Claim, Num, Paper, Text, Verdict, text, tiered_claims
 
 Doc = dict[str, Any]
@@ -217,4 +217,5 @@ PAPER: Paper[KirchhoffResults] = Paper(
     tables=tables,
     claims=CLAIMS,
     notes=notes,
+    robots=(ROBOT,),
 )

@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from host_tools.bindings.source import RobotSource
 from host_tools.identification.elastic import StudySettings, study
 from host_tools.identification.excitation import Excitation
 from host_tools.studies import elastic_collision
@@ -50,7 +49,7 @@ class KirchhoffResults:
 
 
 def compute(tier: Tier, inputs: Inputs) -> KirchhoffResults:
-    robot = RobotSource.of(ROBOT).robot()
+    robot = inputs.robots[ROBOT].robot()
 
     def progress(origin: str) -> Any:
         return lambda what: inputs.progress(f"Kirchhoff (2011): {origin}: {what}")

@@ -433,4 +433,5 @@ PAPER = Paper(
     tables=liu_runs.tables,
     claims=CLAIMS,
     notes=liu_runs.notes,
+    robots=(liu_runs.ROBOT,),
 )

@@ -234,7 +234,7 @@ def _replay(log: Log, source: RobotSource, gains: str) -> list[Estimate]:
 
 
 def compute(tier: Tier, inputs: Inputs) -> LiuResults:
-    source = RobotSource.of(ROBOT)
+    source = inputs.robots[ROBOT]
     runs = {"paper": simulated(source, inputs, "paper")}
     replayed, missing = experiment1(source, inputs)
     retuned = None

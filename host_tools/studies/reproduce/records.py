@@ -4,11 +4,14 @@ compute it, its tables, its claims, its two tiers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from host_tools.bindings.source import RobotSource
 
 Tier = Literal["quick", "full"]
 TIERS: tuple[Tier, ...] = ("quick", "full")
@@ -115,17 +118,20 @@ class Judged:
 class Inputs:
     """What a paper's computation is handed: where the papers' data packages are (each paper reads
     its own sub-folder), the executor its fan-out goes through, a progress callback (one line of
-    text: what is being computed)."""
+    text: what is being computed), and the descriptions its record names (``Paper.robots``), loaded
+    once by the caller: bundled name -> the description as read."""
 
     data: Path
     executor: Executor
     progress: Callable[[str], None]
+    robots: Mapping[str, RobotSource]
 
 
 @dataclass(frozen=True)
 class Paper(Generic[R]):
     """A reproduced paper: ``compute`` runs its studies for a tier (quick: no tuning; full: all),
-    ``tables`` and ``notes`` (what could not be run and why) read the results, ``claims`` judge them."""
+    ``tables`` and ``notes`` (what could not be run and why) read the results, ``claims`` judge them;
+    ``robots`` the bundled descriptions it runs on, which the caller loads into Inputs."""
 
     key: str  # the command's PAPER: first author, and the year where the paper states it
     citation: str  # as docs/references.md cites it
@@ -134,6 +140,7 @@ class Paper(Generic[R]):
     tables: Callable[[R, Tier], tuple[Table, ...]]
     claims: tuple[Claim[R], ...]
     notes: Callable[[R], tuple[str, ...]]
+    robots: tuple[str, ...]  # the bundled descriptions it runs on (Inputs.robots)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from host_tools.studies.reproduce.xu_paper import (
     TABLE8,
     table8_spread,
 )
-from host_tools.studies.reproduce.xu_runs import Round, XuResults, compute, notes, paper, tables, totals
+from host_tools.studies.reproduce.xu_runs import ROBOT, Round, XuResults, compute, notes, paper, tables, totals
 
 Judge = Callable[[Round], Verdict]
 
@@ -159,4 +159,5 @@ PAPER: Paper[XuResults] = Paper(
     tables=tables,
     claims=CLAIMS,
     notes=notes,
+    robots=(ROBOT,),
 )

@@ -21,7 +21,6 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import Dynamics
-from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import Excitation, ExciteSettings, design, regressor_cond
 from host_tools.identification.physical import LINK_MU
 from host_tools.identification.synthetic import Synthetic, SyntheticResult, synthetic
@@ -104,7 +103,7 @@ FULL_DESIGN = ExciteSettings()  # manipgen excite's defaults: 4 starts, 300 iter
 
 
 def compute(tier: Tier, inputs: Inputs) -> XuResults:
-    source = RobotSource.of(ROBOT)
+    source = inputs.robots[ROBOT]
     robot = source.robot()
     quick = round_trip(robot, Excitation.from_dict(EXCITATION), STORED, None, inputs)
     if tier == "quick":

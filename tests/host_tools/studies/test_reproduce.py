@@ -15,17 +15,15 @@ from typing import Any
 
 import pytest
 
-from host_tools.bindings.source import RobotSource
 from host_tools.cli import main
 from host_tools.reports.docs_blocks import cell_problem, close, drift, find_blocks
 from host_tools.reports.reproduce import number
 from host_tools.studies import paper_setups
-from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.reproduce import birjandi, liu, liu_runs, papers
 from host_tools.studies.reproduce.birjandi_paper import BirjandiResults
 from host_tools.studies.reproduce.liu_paper import LABELS, TABLE6, registered
-from host_tools.studies.reproduce.records import Inputs, Num, Paper, Reproduction, text
-from tests.tooling import ROOT
+from host_tools.studies.reproduce.records import Num, Paper, Reproduction, text
+from tests.tooling import ROOT, paper_inputs
 
 DATA = Path(os.environ.get("MANIPGEN_SHARED_DATA", ROOT.parent / "shared" / "data"))
 DOCS = ROOT / "docs"
@@ -42,13 +40,13 @@ def results() -> liu_runs.LiuResults:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
-    return liu_runs.compute("quick", Inputs(DATA, InlineExecutor(), lambda _: None))
+    return liu_runs.compute("quick", paper_inputs(liu.PAPER, DATA))
 
 
 @pytest.fixture(scope="module")
 def birjandi_results() -> BirjandiResults:
     """Birjandi & Haddadin's quick tier: one collide run on planar2 with four observers (about 40 s)."""
-    return birjandi.compute("quick", Inputs(DATA, InlineExecutor(), lambda _: None))
+    return birjandi.compute("quick", paper_inputs(birjandi.PAPER, DATA))
 
 
 def quick(r: liu_runs.LiuResults) -> Reproduction:
@@ -83,8 +81,8 @@ def test_a_changed_default_is_caught_naming_the_study_and_the_row(
     monkeypatch.setattr(
         paper_setups, "VELOCITY_ESTIMATORS", replace(record, pinned={**record.pinned, "ctl.friction_ff": 1.0})
     )
-    inputs = Inputs(DATA, InlineExecutor(), lambda _: None)
-    rerun = liu_runs.simulated(RobotSource.of(liu_runs.ROBOT), inputs, "paper", setups=(FIRST,))
+    inputs = paper_inputs(liu.PAPER, DATA)
+    rerun = liu_runs.simulated(inputs.robots[liu_runs.ROBOT], inputs, "paper", setups=(FIRST,))
     assert rerun[FIRST]["setup"]["controller"].endswith("ctl.friction_ff = 1")
     changed = replace(results, simulated={"paper": {**results.simulated["paper"], **rerun}})
     problems = drift(DOCS, [quick(changed)])
@@ -117,8 +115,8 @@ def test_the_full_tier_reads_its_results(results: liu_runs.LiuResults) -> None:
 def test_without_the_data_experiment1_is_reported_not_checked(results: liu_runs.LiuResults, tmp_path: Path) -> None:
     """A user without Liu et al.'s data package gets the simulated tables, a note, and Experiment 1's
     claims "not checked" (not a verdict)."""
-    inputs = Inputs(tmp_path, InlineExecutor(), lambda _: None)
-    replayed, missing = liu_runs.experiment1(RobotSource.of(liu_runs.ROBOT), inputs)
+    inputs = paper_inputs(liu.PAPER, tmp_path)
+    replayed, missing = liu_runs.experiment1(inputs.robots[liu_runs.ROBOT], inputs)
     assert replayed == {} and str(tmp_path / liu_runs.EXPERIMENT1) in missing
     rep = quick(replace(results, experiment1=replayed, missing=missing))
     assert rep.notes == (missing,) and "experiment1" not in [t.key for t in rep.tables]

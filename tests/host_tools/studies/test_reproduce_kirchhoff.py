@@ -10,17 +10,16 @@ from dataclasses import replace
 import pytest
 
 from host_tools.reports.docs_blocks import drift, find_blocks
-from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.reproduce import kirchhoff, kirchhoff_runs, papers
-from host_tools.studies.reproduce.records import Inputs, Reproduction
-from tests.tooling import ROOT
+from host_tools.studies.reproduce.records import Reproduction
+from tests.tooling import ROOT, paper_inputs
 
 DOCS = ROOT / "docs"
 
 
 @pytest.fixture(scope="module")
 def results() -> kirchhoff_runs.KirchhoffResults:
-    return kirchhoff_runs.compute("quick", Inputs(ROOT, InlineExecutor(), lambda _: None))
+    return kirchhoff_runs.compute("quick", paper_inputs(kirchhoff.PAPER, ROOT))
 
 
 def quick(r: kirchhoff_runs.KirchhoffResults) -> Reproduction:

@@ -10,18 +10,17 @@ import numpy as np
 import pytest
 
 from host_tools.reports.docs_blocks import drift, find_blocks
-from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.reproduce import papers, xu, xu_runs
-from host_tools.studies.reproduce.records import Inputs, Reproduction
+from host_tools.studies.reproduce.records import Reproduction
 from host_tools.studies.reproduce.xu_paper import TABLE8
-from tests.tooling import ROOT
+from tests.tooling import ROOT, paper_inputs
 
 DOCS = ROOT / "docs"
 
 
 @pytest.fixture(scope="module")
 def results() -> xu_runs.XuResults:
-    return xu_runs.compute("quick", Inputs(ROOT, InlineExecutor(), lambda _: None))
+    return xu_runs.compute("quick", paper_inputs(xu.PAPER, ROOT))
 
 
 def quick(r: xu_runs.XuResults) -> Reproduction:
