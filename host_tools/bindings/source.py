@@ -52,6 +52,13 @@ class RobotSource:
             path.name, path.read_bytes(), base_link, tip_link, Path(overlay).read_bytes() if overlay else None
         )
 
+    @staticmethod
+    def named_in(folder: Path, name: str) -> RobotSource:
+        """The description a spec file in ``folder`` names (a study's ``robots:``): a file next to the
+        spec, else a bundled name or a path from the working directory. Raises DescriptionError."""
+        local = folder / name
+        return RobotSource.of(local if local.suffix and local.is_file() else name)
+
     @property
     def key(self) -> str:
         h = hashlib.sha256(self.filename.encode() + b"\0" + self.text)

@@ -40,7 +40,7 @@ import numpy as np
 
 from codegen.errors import DescriptionError
 from codegen.model.yamlio import Located, Path_t, number
-from host_tools.bindings.loopback import SimulationError
+from host_tools.bindings.loopback import Replays, SimulationError
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import RobotSource
 from host_tools.studies import collide
@@ -245,9 +245,8 @@ def load_grids(doc: Located, spec_dir: Path, code: str) -> tuple[list[CollideIte
 
 
 def _source(doc: Located, where: Path_t, spec_dir: Path, spec: str) -> RobotSource:
-    local = spec_dir / spec
-    try:  # a file is found next to the spec; else a bundled name (or a path from here)
-        return RobotSource.of(local if local.suffix and local.is_file() else spec)
+    try:
+        return RobotSource.named_in(spec_dir, spec)
     except DescriptionError as exc:
         raise doc.error(where, str(exc)) from None
 
@@ -281,22 +280,44 @@ def shared_runs(item: CollideItem, source: RobotSource, s: collide.CollideSettin
     return _SHARED[key]
 
 
-def run_collide_item(item: CollideItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
-    """One observer on one draw (the caller checked the code fingerprint): (its entry, wall s, CPU s).
-    An item whose closed loop diverges is stored with its ``error`` (the same on every rerun)."""
+def run_collide_draw(items: tuple[CollideItem, ...], source: RobotSource) -> list[tuple[dict[str, Any], float, float]]:
+    """Observers of one draw (items of one CollideItem.draw; the caller checked the code fingerprint),
+    as `manipgen collide` runs them: the draw's shared runs once, then the observers fed alike one
+    after the other, each later one's plant runs replayed from the first's where its commands are
+    theirs (collide.feed_item: bit for bit the closed loop, checked at every sample), so an item's
+    entry is the one it gets alone. Per item, in order: (its entry, wall s, CPU s; the shared runs'
+    time counted in the first item's). An item whose closed loop diverges is stored with its
+    ``error`` (the same on every rerun)."""
+    assert len({it.draw for it in items}) == 1, "one draw's items"
     t0, c0 = time.perf_counter(), time.process_time()
+    timed: dict[str, tuple[dict[str, Any], float, float]] = {}
+    runs: collide.Runs | None = None
+    failed: dict[str, Any] = {}
     try:
-        robot = source.robot()
+        runs = shared_runs(items[0], source, items[0].collide_settings())
+    except (SimulationError, ValueError) as exc:
+        failed = {"error": f"{type(exc).__name__}: {exc}"}
+    by_observer = {it.observer: it for it in items}
+    for group in collide.feeds(tuple(by_observer)):
+        plants = Replays(record=len(group) > 1)
+        for obs in group:
+            item = by_observer[obs]
+            result = dict(failed) if runs is None else _observer_entry(item, source, runs, plants)
+            timed[obs] = (result, time.perf_counter() - t0, time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time()
+    return [timed[it.observer] for it in items]
+
+
+def _observer_entry(item: CollideItem, source: RobotSource, runs: collide.Runs, plants: Replays) -> dict[str, Any]:
+    try:
         s = item.collide_settings()
-        runs = shared_runs(item, source, s)
         more = _push_delays(item, s, runs) if item.push_hz else None
-        result = collide.observer_item(source, s, item.observer, runs, more=more).entry
-        ts = robot.sample_period
-        result["check_s"] = (len(runs.test.time) - runs.k0) * ts  # the false alarms' exposure
+        result = collide.observer_item(source, s, item.observer, runs, more=more, plants=plants).entry
+        result["check_s"] = (len(runs.test.time) - runs.k0) * source.robot().sample_period  # the false alarms' exposure
         result["impact_targets"] = {f"{v:.3g}": min(s.impact_speeds, key=lambda t: abs(t - v)) for v, _ in runs.impacts}
     except (SimulationError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    return result, time.perf_counter() - t0, time.process_time() - c0
+    return result
 
 
 def write_collide_item(db: Any, item: CollideItem, result: dict[str, Any], seconds: float, cpu: float) -> None:

@@ -30,7 +30,7 @@ from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from host_tools.bindings.compiled import generator_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
-from host_tools.studies.collide_study import TABLE, CollideItem, load_grids, run_collide_item, write_collide_item
+from host_tools.studies.collide_study import TABLE, CollideItem, load_grids, run_collide_draw, write_collide_item
 from host_tools.studies.evaluate import LIU_SETUPS, EstimatorRequest, Setup, evaluate
 
 SPEC_KEYS = {
@@ -197,9 +197,8 @@ def load_study(path: str | Path) -> Study:
     items = []
     for i, name in enumerate(_list(doc, "robots")):
         spec = str(name)
-        local = Path(path).parent / spec
-        try:  # a file is found next to the spec; else a bundled name (or a path from here)
-            source = RobotSource.of(local if local.suffix and local.is_file() else spec)
+        try:
+            source = RobotSource.named_in(Path(path).parent, spec)
         except DescriptionError as exc:
             raise doc.error(("robots", i), str(exc)) from None
         sources[source.key] = source
@@ -240,25 +239,40 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def run_item(item: StudyItem | CollideItem, source: RobotSource) -> tuple[dict[str, Any], float, float]:
-    """One item on a worker (its own build cache; no nested pool): (the estimator's evaluation
-    entry, wall seconds, CPU seconds). An item that cannot be evaluated (every grid variant diverges, say) is stored
-    with its ``error``: the same on every rerun, so it is not retried."""
-    if item.code != code_fingerprint():
+Task = tuple[StudyItem | CollideItem, ...]  # what one worker runs at a time: an item, or one draw's collision items
+
+
+def tasks(todo: list[StudyItem | CollideItem]) -> list[Task]:
+    """The items to run, as work: an evaluation item alone; the collision items of one draw together
+    (run_task: collide's sharing across the draw's observers), in the order of each task's first item."""
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for it in todo:
+        groups.setdefault(("draw", *it.draw) if isinstance(it, CollideItem) else ("item", it.key), []).append(it)
+    return [tuple(g) for g in groups.values()]
+
+
+def run_task(task: Task, source: RobotSource) -> list[tuple[dict[str, Any], float, float]]:
+    """One task on a worker (its own build cache; no nested pool): per item, (its result: the
+    estimator's evaluation entry or the observer's collide entry; wall seconds; CPU seconds). An item
+    that cannot be evaluated (every grid variant diverges, say) is stored with its ``error``: the same
+    on every rerun, so it is not retried."""
+    code = task[0].code
+    if code != code_fingerprint():
         raise WorkerMismatch(
             f"this worker runs another manipgen than the client (code fingerprints differ: {code_fingerprint()} "
-            f"here, {item.code} there): install the same "
+            f"here, {code} there): install the same "
             "commit and constraints.txt on every node (docs/cluster.md)"
         )
-    if isinstance(item, CollideItem):
-        return run_collide_item(item, source)
+    if isinstance(task[0], CollideItem):
+        return run_collide_draw(cast(tuple[CollideItem, ...], task), source)
+    item = cast(StudyItem, task[0])
     t0, c0 = time.perf_counter(), time.process_time()
     try:
         doc = evaluate(item.setup(source), (EstimatorRequest(item.estimator),), executor=InlineExecutor()).doc
         result = doc["estimators"][item.estimator]
     except (SimulationError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    return result, time.perf_counter() - t0, time.process_time() - c0
+    return [(result, time.perf_counter() - t0, time.process_time() - c0)]
 
 
 class WorkerMismatch(RuntimeError):
@@ -338,17 +352,16 @@ def run_study(
     total, finished = len(study.every_item), len(study.every_item) - len(todo)
     if progress is not None:
         progress(finished, total, None)
-    futures: dict[Future[tuple[dict[str, Any], float, float]], StudyItem | CollideItem] = {
-        executor.submit(run_item, it, study.sources[it.description]): it for it in todo
+    futures: dict[Future[list[tuple[dict[str, Any], float, float]]], Task] = {
+        executor.submit(run_task, task, study.sources[task[0].description]): task for task in tasks(todo)
     }
     try:
         for fu in as_completed(futures):
-            item = futures[fu]
-            result, seconds, cpu_seconds = fu.result()
-            write_item(db, item, result, seconds, cpu_seconds)
-            finished += 1
-            if progress is not None:
-                progress(finished, total, item)
+            for item, (result, seconds, cpu_seconds) in zip(futures[fu], fu.result(), strict=True):
+                write_item(db, item, result, seconds, cpu_seconds)
+                finished += 1
+                if progress is not None:
+                    progress(finished, total, item)
     finally:
         for fu in futures:
             fu.cancel()

@@ -20,7 +20,7 @@ from codegen.errors import DescriptionError
 from host_tools.reports.collide_study import clopper_pearson, poisson_exact, summary
 from host_tools.studies import collide
 from host_tools.studies.cluster import InlineExecutor
-from host_tools.studies.collide_study import CollideItem, stored_collisions
+from host_tools.studies.collide_study import CollideItem, run_collide_draw, stored_collisions
 from host_tools.studies.study import Study, load_study, open_store, run_study
 from tests.tooling import ROOT, require_module
 
@@ -61,6 +61,18 @@ def test_an_item_is_collides_entry_of_its_observer(whole: tuple[Study, Path]) ->
         assert len(row.result["push_delays_ms"]) == len(settings.events)
     adaptive = summary(first, 2)["groups"]["planar2"]["observers"]["adaptive"]["threshold_ratio"]
     assert adaptive["median"] == ratio["adaptive"] and adaptive["draws"] == 1
+
+
+def test_a_draws_observers_run_together_give_each_ones_entry_alone(whole: tuple[Study, Path]) -> None:
+    """A draw's items run as one task (run_collide_draw: adaptive's plant runs replayed from
+    momentum's, fed alike) store what each gets run alone, closed loop, bit for bit."""
+    study, store = whole
+    with open_store(store, create=False) as db:
+        rows = [r for r in stored_collisions(db, study.collisions) if r.item.seed == 1]
+    assert [r.item.observer for r in rows] == ["momentum", "adaptive"]  # one feed: adaptive is replayed
+    assert collide.feeds(("momentum", "adaptive")) == [("momentum", "adaptive")]
+    alone, _, _ = run_collide_draw((rows[1].item,), study.sources[rows[1].item.description])[0]
+    assert json.loads(json.dumps(alone)) == rows[1].result
 
 
 def test_an_interrupted_and_resumed_study_equals_an_uninterrupted_one(

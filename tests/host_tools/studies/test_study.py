@@ -230,7 +230,7 @@ def test_a_worker_with_another_manipgen_refuses_the_item(tmp_path: Path) -> None
     assert item.code == st.code_fingerprint() and len(item.code) == 16
     other = dataclasses.replace(item, code="0" * 16)
     with pytest.raises(st.WorkerMismatch, match="another manipgen"):
-        st.run_item(other, study.sources[item.description])
+        st.run_task((other,), study.sources[item.description])
 
 
 def test_ctrl_c_on_a_local_cluster_prints_one_line(tmp_path: Path) -> None:
