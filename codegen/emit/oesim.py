@@ -1,6 +1,7 @@
 """The C of the closed-loop model for output-error identification (codegen.blocks.closed_loop's functions
-as C bodies, the loop and the RK4 sensitivities as template structure): ``<robot>_oesim.{h,c}``,
-built next to the robot's ``<robot>_dynamics.{h,c}`` (host-side, double precision)."""
+as C bodies, the loop as template structure, the RK4 with sensitivities runtime/manipgen_loopback.h's):
+``<robot>_oesim.{h,c}`` and that header, built next to the robot's ``<robot>_dynamics.{h,c}`` (host-side,
+double precision)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from codegen.emit.cprint import literal
 from codegen.emit.host import host_glue
 from codegen.emit.templates import template_environment
 from codegen.model.robot import Robot
+from codegen.resources import resource_dir
 from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.functions import FunctionSpec
+
+LOOPBACK_RUNTIME = "manipgen_loopback.h"  # mg_rk4_sensitivities, mg_chain3
 
 
 def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, str]:
@@ -39,4 +43,5 @@ def oesim_files(robot: Robot, sample_period: float | None = None) -> dict[str, s
     return {
         f"{p}_oesim.h": env.get_template("oesim.h.j2").render(ctx),
         f"{p}_oesim.c": env.get_template("oesim.c.j2").render(ctx),
+        LOOPBACK_RUNTIME: (resource_dir("runtime") / LOOPBACK_RUNTIME).read_text(encoding="utf-8"),
     } | host_glue(env, ctx, [f"{p}_dynamics.h", f"{p}_oesim.h"], run=False)

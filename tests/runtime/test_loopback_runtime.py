@@ -28,6 +28,15 @@ static int failing(void *context, const double *x, double *dx)
 int rk4_decay(double *x, double h) { double work[5]; return mg_rk4(decay, NULL, 1, x, h, work); }
 int rk4_oscillator(double *x, double h) { double work[10]; return mg_rk4(oscillator, NULL, 2, x, h, work); }
 int rk4_failing(double *x, int *calls) { double work[5]; return mg_rk4(failing, calls, 1, x, 0.1, work); }
+/* q'' = -a q, and the sensitivity to a: d(q'')/da = -q - a dq/da */
+static int spring(void *context, const double *q, const double *qd, const double *sq, const double *sqd,
+                  double *qdd, double *dqdd)
+{ const double a = *(const double *)context; (void)qd; (void)sqd; qdd[0] = -a * q[0];
+  if (dqdd != NULL) { dqdd[0] = -q[0] - a * sq[0]; } return 0; }
+int rk4_spring(double a, double h, int steps, size_t nc, double *q, double *qd, double *sq, double *sqd)
+{ double work[10 * (1 + 1)]; int k;
+  for (k = 0; k < steps; ++k) { if (mg_rk4_sensitivities(spring, &a, 1, nc, q, qd, sq, sqd, h, work) != 0) return -1; }
+  return 0; }
 void imu_sample(size_t m, int settle, const double *f, const double *lsb, const double *range, const double *exact,
                 const double *bias, const double *noise, double *z, double *y)
 { mg_imu_sample(m, settle, (const double (*)[5])f, lsb, range, exact, bias, noise, (double (*)[2])z, y); }
@@ -46,6 +55,9 @@ void mg_mean_acceleration(size_t n, int fresh, const double *qd, const double *q
                           double *mean);
 void imu_sample(size_t m, int settle, const double *f, const double *lsb, const double *range, const double *exact,
                 const double *bias, const double *noise, double *z, double *y);
+int rk4_spring(double a, double h, int steps, size_t nc, double *q, double *qd, double *sq, double *sqd);
+void mg_chain3(size_t n, size_t nc, const double *jac, const double *s1, const double *s2, const double *s3,
+               double *out);
 """
 EPS = np.finfo(float).eps
 
@@ -239,3 +251,35 @@ def test_imu_sample_runs_each_axis_through_its_halfs_chain(lib: ModuleType) -> N
         m, 1, _ptr(f), _ptr(lsb), _ptr(full), _ptr(exact), _ptr(np.zeros(6 * m)), _ffi().NULL, _ptr(z), _ptr(y0)
     )
     assert np.all(np.abs(y0 - 1.0) <= lsb[np.repeat([0, 1], 3 * m)])  # no noise: settled at 1, read within an lsb
+
+
+def _spring(lib: ModuleType, a: float, nc: int) -> tuple[float, float, float, float]:
+    q, qd, sq, sqd = (np.array([v]) for v in (1.0, 0.0, 0.0, 0.0))
+    assert lib.rk4_spring(a, 0.01, 300, nc, _ptr(q), _ptr(qd), _ptr(sq), _ptr(sqd)) == 0
+    return float(q[0]), float(qd[0]), float(sq[0]), float(sqd[0])
+
+
+def test_rk4_sensitivities_are_the_derivative_of_the_discrete_steps(lib: ModuleType) -> None:
+    """q'' = -a q over 300 steps of 10 ms: the carried sensitivity dq/da equals the central difference
+    of two runs at a +- d (the steps' own derivative, not the ODE's). d = 1e-5: the difference's
+    truncation is d^2 / 6 times the third derivative in a (order 10: 2e-10) and its rounding
+    eps |q| / d ~ 2e-11, so 1e-8 relative to |dq/da| (order 1) holds with a margin of fifty. The
+    state does not depend on carrying them."""
+    a, d = 2.0, 1e-5
+    q, qd, sq, sqd = _spring(lib, a, 1)
+    assert (q, qd) == _spring(lib, a, 0)[:2]
+    up, down = _spring(lib, a + d, 0), _spring(lib, a - d, 0)
+    assert sq == pytest.approx((up[0] - down[0]) / (2 * d), rel=1e-8)
+    assert sqd == pytest.approx((up[1] - down[1]) / (2 * d), rel=1e-8)
+    assert abs(sq) > 0.1
+
+
+def test_chain3_applies_a_jacobian_of_three_vectors_to_their_sensitivities(lib: ModuleType) -> None:
+    """out = J[:, :n] s1 + J[:, n:2n] s2 + J[:, 2n:] s3: sums of 3n products of order-1 terms, 1e-14 each."""
+    rng = np.random.default_rng(2)
+    n, nc = 3, 4
+    jac, s1, s2, s3 = rng.normal(size=(n, 3 * n)), *(rng.normal(size=(n, nc)) for _ in range(3))
+    out = np.zeros((n, nc))
+    lib.mg_chain3(n, nc, _ptr(jac), _ptr(s1), _ptr(s2), _ptr(s3), _ptr(out))
+    want = jac[:, :n] @ s1 + jac[:, n : 2 * n] @ s2 + jac[:, 2 * n :] @ s3
+    assert np.max(np.abs(out - want)) < 1e-14 * 3 * n

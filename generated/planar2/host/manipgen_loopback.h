@@ -1,5 +1,6 @@
 /* manipgen_loopback.h - generic parts of the host's closed-loop simulation (copied into every
- * generated folder's host/): the classic Runge-Kutta step, the encoder's quantiser, the actuation
+ * generated folder's host/): the classic Runge-Kutta step (also with output-error identification's
+ * sensitivities), the encoder's quantiser, the actuation
  * delay, and the IMUs (the accelerometers' mean acceleration; per axis the internal low-pass, then
  * the converter). Robot-independent; the generated
  * <robot>_loopback.c supplies the plant's derivative and the sensors' geometry.
@@ -33,6 +34,77 @@ static inline int mg_rk4(mg_derivative_t f, void *context, size_t s, MG_REAL *x,
         x[i] += h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
     }
     return bad;
+}
+
+/* The acceleration of a rigid plant, q'' = f(q, qd) under an input held over the step, and with
+ * nc > 0 its derivative dqdd (n x nc, row-major) from those of q and qd, sq and sqd (n x nc) -- the
+ * sensitivities of output-error identification; 0 on success, else non-zero (the step stops). */
+typedef int (*mg_acceleration_t)(void *context, const MG_REAL *q, const MG_REAL *qd, const MG_REAL *sq,
+                                 const MG_REAL *sqd, MG_REAL *qdd, MG_REAL *dqdd);
+
+/* One classic Runge-Kutta step of length h of q' = qd, qd' = f(q, qd) in place, with the
+ * sensitivities sq, sqd (n x nc) carried through the same stages: the exact derivative of this
+ * discrete step (Brunot et al. 2019). Stage s at t + c_s h, c = (0, 1/2, 1/2, 1); then
+ * x += h/6 w_s k_s, w = (1, 2, 2, 1), added stage by stage. work: 10 (n + n nc) values. Returns 0, or
+ * f's first non-zero result (the state is then part-way). */
+static inline int mg_rk4_sensitivities(mg_acceleration_t f, void *context, size_t n, size_t nc, MG_REAL *q,
+                                       MG_REAL *qd, MG_REAL *sq, MG_REAL *sqd, MG_REAL h, MG_REAL *work)
+{
+    static const MG_REAL c[4] = {0.0, 0.5, 0.5, 1.0};
+    static const MG_REAL w[4] = {1.0, 2.0, 2.0, 1.0};
+    const size_t ns = n * nc;
+    MG_REAL *kq = work, *kv = work + 4 * n, *tq = work + 8 * n, *tv = work + 9 * n;
+    MG_REAL *dkq = work + 10 * n, *dkv = dkq + 4 * ns, *tsq = dkq + 8 * ns, *tsv = dkq + 9 * ns;
+    size_t s, i;
+    for (s = 0; s < 4; ++s) {
+        for (i = 0; i < n; ++i) {
+            tq[i] = s ? q[i] + c[s] * h * kq[(s - 1) * n + i] : q[i];
+            tv[i] = s ? qd[i] + c[s] * h * kv[(s - 1) * n + i] : qd[i];
+            kq[s * n + i] = tv[i];
+        }
+        for (i = 0; i < ns; ++i) {
+            tsq[i] = s ? sq[i] + c[s] * h * dkq[(s - 1) * ns + i] : sq[i];
+            tsv[i] = s ? sqd[i] + c[s] * h * dkv[(s - 1) * ns + i] : sqd[i];
+            dkq[s * ns + i] = tsv[i];
+        }
+        {
+            const int bad = f(context, tq, tv, tsq, tsv, &kv[s * n], &dkv[s * ns]);
+            if (bad != 0) {
+                return bad;
+            }
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        for (s = 0; s < 4; ++s) {
+            q[i] += h / 6 * w[s] * kq[s * n + i];
+            qd[i] += h / 6 * w[s] * kv[s * n + i];
+        }
+    }
+    for (i = 0; i < ns; ++i) {
+        for (s = 0; s < 4; ++s) {
+            sq[i] += h / 6 * w[s] * dkq[s * ns + i];
+            sqd[i] += h / 6 * w[s] * dkv[s * ns + i];
+        }
+    }
+    return 0;
+}
+
+/* out (n x nc) = jac[:, 0:n] s1 + jac[:, n:2n] s2 + jac[:, 2n:3n] s3: a function of three n-vectors'
+ * Jacobian (jac, n x 3n row-major) applied to their sensitivities (each n x nc) */
+static inline void mg_chain3(size_t n, size_t nc, const MG_REAL *jac, const MG_REAL *s1, const MG_REAL *s2,
+                             const MG_REAL *s3, MG_REAL *out)
+{
+    size_t i, j, k;
+    for (i = 0; i < n; ++i) {
+        for (k = 0; k < nc; ++k) {
+            MG_REAL acc = 0;
+            for (j = 0; j < n; ++j) {
+                acc += jac[i * 3 * n + j] * s1[j * nc + k] + jac[i * 3 * n + n + j] * s2[j * nc + k]
+                       + jac[i * 3 * n + 2 * n + j] * s3[j * nc + k];
+            }
+            out[i * nc + k] = acc;
+        }
+    }
 }
 
 /* An encoder's count: the floor of the real-valued count c, saturated at +-4e18, so that a
