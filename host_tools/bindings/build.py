@@ -300,12 +300,16 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
     return _cached(name, digest, declare), manifest
 
 
-def build_runtime(filename: str, declarations: str, prelude: str = "", epilogue: str = "") -> ModuleType:
+def build_runtime(
+    filename: str, declarations: str, prelude: str = "", epilogue: str = "", needs: tuple[str, ...] = ()
+) -> ModuleType:
     """Compile (or reuse) one of runtime/'s host helpers, ``filename``, whose functions
     ``declarations`` declares (a cdef); returns its cffi module (``.ffi``, ``.lib``). Cached like
-    ``build``. A header of runtime/ needs what its includer defines first (``prelude``: MG_REAL, ...)
-    and, for its callbacks, C that calls it (``epilogue``)."""
-    source = prelude + (resource_dir("runtime") / filename).read_text() + epilogue
+    ``build``. A header of runtime/ needs what its includer defines first (``prelude``: MG_REAL, ...),
+    the runtime headers it builds on (``needs``, in order, after the prelude) and, for its callbacks, C
+    that calls it (``epilogue``)."""
+    runtime = resource_dir("runtime")
+    source = prelude + "".join((runtime / name).read_text() for name in (*needs, filename)) + epilogue
     digest = hashlib.sha256("\0".join([source, declarations, " ".join(CFLAGS), sys.version]).encode()).hexdigest()[:16]
     name = f"_manipgen_{Path(filename).stem}_{digest}"
 

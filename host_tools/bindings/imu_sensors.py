@@ -100,5 +100,6 @@ def _chain() -> ModuleType:
         "manipgen_loopback.h",
         "void mg_imu_column(long k, const double f[5], const double *u, long stride, double lsb, double range,"
         " double *y);",
-        "#include <math.h>\n#define MG_REAL double\n#define MG_FLOOR floor\n",
+        "#include <math.h>\n#define MG_REAL double\n#define MG_SQRT sqrt\n#define MG_FLOOR floor\n",
+        needs=("manipgen_linalg.h",),
     )

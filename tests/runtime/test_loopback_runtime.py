@@ -16,8 +16,10 @@ from host_tools.bindings.build import build_runtime
 PRELUDE = """
 #include <math.h>
 #define MG_REAL double
+#define MG_SQRT sqrt
 #define MG_FLOOR floor
 """
+NEEDS = ("manipgen_linalg.h",)  # mg_acceleration_sensitivities solves with its Cholesky factor
 # test drivers: dx/dt = -x (state of 1), and x'' = -x as (x, v) (state of 2); a derivative that fails
 EPILOGUE = """
 static int decay(void *context, const double *x, double *dx) { (void)context; dx[0] = -x[0]; return 0; }
@@ -58,13 +60,17 @@ void imu_sample(size_t m, int settle, const double *f, const double *lsb, const 
 int rk4_spring(double a, double h, int steps, size_t nc, double *q, double *qd, double *sq, double *sqd);
 void mg_chain3(size_t n, size_t nc, const double *jac, const double *s1, const double *s2, const double *s3,
                double *out);
+void mg_acceleration_sensitivities(size_t n, size_t nc, size_t nb, const double *m_factor, const double *a,
+                                   const double *yb, const int32_t *cols, const double *sq, const double *sqd,
+                                   const double *su, double *dqdd);
+int mg_cholesky_factor(int n, double *a);
 """
 EPS = np.finfo(float).eps
 
 
 @pytest.fixture(scope="module")
 def lib() -> ModuleType:
-    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE).lib
+    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE, NEEDS).lib
 
 
 @pytest.mark.parametrize("h", [1e-3, 0.01, 0.1, 0.5])
@@ -157,7 +163,7 @@ def test_imu_settle_starts_the_filter_at_rest(lib: ModuleType) -> None:
 
 
 def _ffi() -> Any:
-    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE).ffi
+    return build_runtime("manipgen_loopback.h", DECLARATIONS, PRELUDE, EPILOGUE, NEEDS).ffi
 
 
 def _ptr(a: np.ndarray) -> object:
@@ -283,3 +289,23 @@ def test_chain3_applies_a_jacobian_of_three_vectors_to_their_sensitivities(lib: 
     lib.mg_chain3(n, nc, _ptr(jac), _ptr(s1), _ptr(s2), _ptr(s3), _ptr(out))
     want = jac[:, :n] @ s1 + jac[:, n : 2 * n] @ s2 + jac[:, 2 * n :] @ s3
     assert np.max(np.abs(out - want)) < 1e-14 * 3 * n
+
+
+def test_acceleration_sensitivities_solve_m_against_the_chain_rule(lib: ModuleType) -> None:
+    """dqdd = M^-1 (su - A [sq; sqd] - Y[:, cols]) with M factored by mg_cholesky_factor, against
+    numpy's solve: M of condition below 10, entries of order 1, so 1e-12 relative holds with margin."""
+    rng = np.random.default_rng(4)
+    n, nc, nb = 3, 2, 5
+    b = rng.normal(size=(n, n))
+    m = b @ b.T / n + np.eye(n)
+    a, yb = rng.normal(size=(n, 2 * n)), rng.normal(size=(n, nb))
+    cols = np.array([4, 1], dtype=np.int32)
+    sq, sqd, su = (rng.normal(size=(n, nc)) for _ in range(3))
+    factor, out = m.copy(), np.zeros((n, nc))
+    assert lib.mg_cholesky_factor(n, _ptr(factor)) == 0
+    lib.mg_acceleration_sensitivities(
+        n, nc, nb, _ptr(factor), _ptr(a), _ptr(yb), _ffi().cast("int32_t *", cols.ctypes.data), _ptr(sq),
+        _ptr(sqd), _ptr(su), _ptr(out),
+    )  # fmt: skip
+    want = np.linalg.solve(m, su - a[:, :n] @ sq - a[:, n:] @ sqd - yb[:, cols])
+    assert np.max(np.abs(out - want)) <= 1e-12 * max(1.0, float(np.max(np.abs(want))))

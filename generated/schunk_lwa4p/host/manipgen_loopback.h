@@ -4,7 +4,8 @@
  * delay, and the IMUs (the accelerometers' mean acceleration; per axis the internal low-pass, then
  * the converter). Robot-independent; the generated
  * <robot>_loopback.c supplies the plant's derivative and the sensors' geometry.
- * Include after defining MG_REAL (the real type) and MG_FLOOR (floor or floorf).
+ * Include after defining MG_REAL (the real type) and MG_FLOOR (floor or floorf), and after
+ * manipgen_linalg.h (mg_acceleration_sensitivities solves with its Cholesky factor).
  * C99, no heap, no globals, no recursion. Host-only: never compiled for the target.
  */
 #ifndef MANIPGEN_LOOPBACK_H
@@ -87,6 +88,31 @@ static inline int mg_rk4_sensitivities(mg_acceleration_t f, void *context, size_
         }
     }
     return 0;
+}
+
+/* The sensitivities of a rigid plant's acceleration qdd = M^-1 (u - n(q, qd)) (output-error
+ * identification, Brunot et al. 2019): dqdd = M^-1 (su - A [sq; sqd] - Y_b[:, cols]) (n x nc,
+ * row-major), with the factor of M (mg_cholesky_factor: manipgen_linalg.h, included first), A = d rnea
+ * / d(q, qd) at fixed qdd (n x 2n), the base regressor yb (n x nb) whose columns cols are the
+ * parameters, and the sensitivities of q, qd and u (sq, sqd, su: n x nc). */
+static inline void mg_acceleration_sensitivities(size_t n, size_t nc, size_t nb, const MG_REAL *m_factor,
+                                                 const MG_REAL *a, const MG_REAL *yb, const int32_t *cols,
+                                                 const MG_REAL *sq, const MG_REAL *sqd, const MG_REAL *su,
+                                                 MG_REAL *dqdd)
+{
+    size_t i, j, c;
+    for (i = 0; i < n; ++i) {
+        for (c = 0; c < nc; ++c) {
+            MG_REAL acc = su[i * nc + c] - yb[i * nb + (size_t)cols[c]];
+            for (j = 0; j < n; ++j) {
+                acc -= a[i * 2 * n + j] * sq[j * nc + c] + a[i * 2 * n + n + j] * sqd[j * nc + c];
+            }
+            dqdd[i * nc + c] = acc;
+        }
+    }
+    for (c = 0; c < nc; ++c) {
+        mg_cholesky_substitute((int)n, m_factor, dqdd + c, (int)nc);
+    }
 }
 
 /* out (n x nc) = jac[:, 0:n] s1 + jac[:, n:2n] s2 + jac[:, 2n:3n] s3: a function of three n-vectors'
