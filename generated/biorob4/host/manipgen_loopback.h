@@ -51,8 +51,8 @@ typedef int (*mg_acceleration_t)(void *context, const MG_REAL *q, const MG_REAL 
 static inline int mg_rk4_sensitivities(mg_acceleration_t f, void *context, size_t n, size_t nc, MG_REAL *q,
                                        MG_REAL *qd, MG_REAL *sq, MG_REAL *sqd, MG_REAL h, MG_REAL *work)
 {
-    static const MG_REAL c[4] = {0.0, 0.5, 0.5, 1.0};
-    static const MG_REAL w[4] = {1.0, 2.0, 2.0, 1.0};
+    static const MG_REAL c[4] = {(MG_REAL)0, (MG_REAL)0.5, (MG_REAL)0.5, (MG_REAL)1};
+    static const MG_REAL w[4] = {(MG_REAL)1, (MG_REAL)2, (MG_REAL)2, (MG_REAL)1};
     const size_t ns = n * nc;
     MG_REAL *kq = work, *kv = work + 4 * n, *tq = work + 8 * n, *tv = work + 9 * n;
     MG_REAL *dkq = work + 10 * n, *dkv = dkq + 4 * ns, *tsq = dkq + 8 * ns, *tsv = dkq + 9 * ns;
