@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import casadi as cs
@@ -178,6 +179,21 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
     block.config[by["gain"]] = dataclasses.replace(block.config[by["gain"]], default=tuple(gain.ravel()))
 
 
+def _redesign(
+    ts: float, options: Mapping[str, float], enc: Mapping[str, Any], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """est.gain for the jerk variance q_var per joint (rad^2/s^6) and the measurement variance r_var
+    (rad^2; default: the quantisation of the config's encoder, (2 pi / (cpr gear))^2 / 3)."""
+    n = len(enc["enc.cpr"])
+    q_var = np.broadcast_to(np.asarray(given["q_var"], float), (n,))
+    r_var = (
+        np.broadcast_to(np.asarray(given["r_var"], float), (n,))
+        if given.get("r_var") is not None
+        else np.array([measurement_variance(c, g) for c, g in zip(enc["enc.cpr"], enc["enc.gear"])])
+    )
+    return {"est.gain": design(ts, q_var, r_var, bool(options.get("tustin", 0)))}
+
+
 def _check(opts: Any) -> str | None:
     return (
         None
@@ -197,6 +213,7 @@ SPEC = registry.Estimator(
     in_study=True,
     design_keys=("q_var", "r_var"),
     finish=_finish,
+    redesign=_redesign,
     default=True,
 )
 registry.register(SPEC)

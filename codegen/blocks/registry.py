@@ -80,6 +80,10 @@ class Estimator:
     design_keys: tuple[str, ...] = ()  # generation-time design values in realtime.config (<name>.<key>)
     # after the config overrides: (its block, all blocks, robot, design values given, sample period)
     finish: Callable[[Block, list[Block], Robot, Design, float], None] | None = None
+    # a new design of its run-time gains from design values, without regenerating (RtConfig.redesign,
+    # the GA's genes among design_keys): (sample period, its options, the config's enc.* fields, the
+    # design values given) -> the config fields it sets; a ValueError says why the values are refused
+    redesign: Callable[[float, Mapping[str, float], Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     template: str | Path | None = None  # C plumbing from outside templates/: jinja text or a .c.j2 file
     default: bool = False  # the pipeline's estimator when nothing else is chosen
     sensors: tuple[str, ...] = ()  # its inputs read from sensors the loopback simulates (in.<name>)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from codegen.blocks import friction, kalman
+from codegen.blocks import friction, registry
 from codegen.blocks.base import Field
 from codegen.blocks.options import EstimatorChoice, RtOptions, parse_estimator, parse_label, realtime_defaults
 from codegen.emit.cprint import Precision
@@ -130,6 +130,7 @@ class RtConfig:
     ) -> None:
         self._s, self.robot, self.label, self.sample_period = struct, robot, label, sample_period
         self._fields = fields or {}
+        self.designed: dict[str, list[float]] = {}  # the design values of the last redesign, per joint
 
     def keys(self) -> list[str]:
         return [f"{k}.{f}" for k in self._s.dtype.names or () for f in self._s.dtype[k].names or ()]
@@ -170,24 +171,30 @@ class RtConfig:
     def to_dict(self) -> dict[str, Any]:
         return {k: np.asarray(self[k]).tolist() for k in self.keys()}
 
-    def set_kalman(self, q_var: Any, r_var: Any = None) -> np.ndarray:
-        """Redesign the Kalman gain (kalman estimator) for jerk variance Q per joint (rad^2/s^6) and
-        measurement variance R (default: (2 pi / (cpr gear))^2 / 3 from this config's encoder);
-        returns the new gain (also written to ``est.gain``)."""
-        n = len(self["enc.cpr"])
-        q = np.broadcast_to(np.asarray(q_var, float), (n,))
-        r = (
-            np.broadcast_to(np.asarray(r_var, float), (n,))
-            if r_var is not None
-            else np.array([kalman.measurement_variance(c, g) for c, g in zip(self["enc.cpr"], self["enc.gear"])])
-        )
-        tustin = bool(dict(parse_label(self.label).estimator.params).get("tustin", 0))
+    def redesign(self, **values: Any) -> None:
+        """A new design of the estimator's run-time gains from its design values (its registry
+        spec's ``design_keys`` and ``redesign``), with this config's encoder; e.g. the kalman
+        estimator's ``redesign(q_var=50.0)``: jerk variance Q per joint (rad^2/s^6), measurement
+        variance ``r_var`` (default: (2 pi / (cpr gear))^2 / 3 from this config's encoder) ->
+        ``est.gain``. ``designed`` keeps the values given, per joint."""
+        choice = parse_label(self.label).estimator
+        spec = registry.estimators()[choice.name]
+        if spec.redesign is None:
+            raise ConfigError(f"{spec.name}: its gains are est.* config fields, not designed from values")
+        unknown = sorted(set(values) - set(spec.design_keys))
+        if unknown:
+            has = ", ".join(spec.design_keys)
+            raise ConfigError(f"{spec.name}: no design value {', '.join(unknown)} (it has {has})")
+        enc = {k: self[k] for k in self.keys() if k.startswith("enc.")}
         try:
-            gain = kalman.design(self.sample_period, q, r, tustin)
+            fields = spec.redesign(self.sample_period, dict(choice.params), enc, values)
         except ValueError as exc:
-            raise ConfigError(f"est.gain: {exc}") from None
-        self["est.gain"] = gain
-        return gain
+            raise ConfigError(f"{', '.join(sorted(values))}: {exc}") from None
+        for key, value in fields.items():
+            self[key] = value
+        n = len(self["enc.cpr"])
+        given = {k: np.broadcast_to(np.asarray(v, float), (n,)) for k, v in values.items() if v is not None}
+        self.designed.update({k: [float(x) for x in v] for k, v in given.items()})
 
     def save(self, path: str | Path) -> None:
         doc = {

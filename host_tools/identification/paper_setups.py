@@ -114,7 +114,8 @@ class PaperSetup:
 
 
 def _kalman_gain(config: RtConfig, robot: Robot | None, q_var: float) -> np.ndarray:
-    return config.set_kalman(q_var)
+    config.redesign(q_var=q_var)
+    return config["est.gain"]
 
 
 def kalman_gain(q_var: float) -> Designed:

@@ -19,7 +19,7 @@ import numpy as np
 
 from codegen.blocks import kalman, registry
 from codegen.blocks.encoder import link_counts_per_turn
-from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
+from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator, parse_label
 from codegen.model.robot import Robot
 from codegen.model.yamlio import load_yaml
 from codegen.resources import resource_dir
@@ -225,21 +225,24 @@ def pipeline(setup: Setup, estimator: EstimatorChoice) -> Realtime:
     if "est.eps" in rt.config.keys():  # the high-gain observers' epsilon
         rt.config["est.eps"] = setup.eps
     paper = paper_gains(setup) if setup.gains == "paper" else None
-    if name == kalman.SPEC.name:
-        rt.config.set_kalman(q_var=kalman_q_var(setup, rt))  # R follows the set-up's resolution
+    if registry.estimators()[name].redesign is not None:  # gains designed from values: R from the set-up's
+        rt.config.redesign(**design_values(setup, rt))  # encoder resolution (design_values: not given)
     elif paper and tuned(name):
         for key, value in paper[name].items():
             rt.config[f"est.{key}"] = value
     return rt
 
 
-def kalman_q_var(setup: Setup, rt: Realtime) -> list[float]:
-    """The Kalman filter's process noise per axis: Liu et al.'s (gains "paper") or the design default."""
+def design_values(setup: Setup, rt: Realtime) -> dict[str, list[float]]:
+    """The design values of the pipeline's estimator the GA tunes (its genes among the registry's
+    design_keys, e.g. kalman's process noise q_var per axis): Liu et al.'s (gains "paper") or the
+    generation's design default."""
+    name = parse_label(rt.label).estimator.name
+    spec = registry.estimators()[name]
     paper = paper_gains(setup) if setup.gains == "paper" else None
-    if paper:
-        return [float(v) for v in paper[kalman.SPEC.name]["q_var"]]
     design = next(b for b in rt.rt_manifest["blocks"] if b["kind"] == "est")["options"]
-    return [float(v) for v in np.broadcast_to(design["q_var"], (rt.dof,))]
+    keys = [g.key.partition(".")[2] for g in spec.genes if g.key.partition(".")[2] in spec.design_keys]
+    return {k: [float(v) for v in np.broadcast_to(paper[name][k] if paper else design[k], (rt.dof,))] for k in keys}
 
 
 # the form Liu et al. ran an estimator in, where it is not the default one: its gains were tuned for it
@@ -351,10 +354,7 @@ def evaluate_one(setup: Setup, request: EstimatorRequest, progress: Progress, ex
         apply_genome(rt, genes, res.genome)
         history = res.best
         gains["evaluations"] = res.evaluations
-        if base == kalman.SPEC.name:
-            gains["est.q_var"] = [float(10**x) for x in res.genome]
-    elif base == kalman.SPEC.name:
-        gains["est.q_var"] = kalman_q_var(setup, rt)
+    gains.update({f"est.{k}": v for k, v in rt.config.designed.items()})  # e.g. kalman's q_var
     total = (setup.generations + 2) if setup.tune and tuned(base) else 2
     if tuned(base):
         for key in rt.config.keys():

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from codegen.blocks import registry
+from codegen.blocks.options import parse_label
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
@@ -61,18 +62,21 @@ def gain_space(estimator: str, n: int) -> list[Gene]:
 
 
 def apply_genome(rt: Realtime, genes: list[Gene], genome: np.ndarray) -> None:
-    """Write a genome (log10 values) into the pipeline's config."""
-    q_var: dict[int, float] = {}
+    """Write a genome (log10 values) into the pipeline's config; a gene of a design value (the
+    estimator's registry ``design_keys``, e.g. kalman's est.q_var) through ``RtConfig.redesign``."""
+    design_keys = registry.estimators()[parse_label(rt.label).estimator.name].design_keys
+    designed: dict[str, dict[int, float]] = {}
     for g, x in zip(genes, genome):
         v = float(10.0**x)
-        if g.key == "est.q_var":  # Kalman: the gain is designed from Q
-            q_var[g.index or 0] = v
+        kind, _, name = g.key.partition(".")
+        if kind == "est" and name in design_keys:
+            designed.setdefault(name, {})[g.index or 0] = v
         elif g.index is None:
             rt.config[g.key] = v
         else:
             rt.config[g.key][g.index] = v
-    if q_var:
-        rt.config.set_kalman(q_var=[q_var[i] for i in sorted(q_var)])
+    if designed:
+        rt.config.redesign(**{k: [v[i] for i in sorted(v)] for k, v in designed.items()})
 
 
 @dataclass

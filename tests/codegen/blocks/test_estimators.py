@@ -9,6 +9,7 @@ import scipy.linalg
 import scipy.signal
 
 from codegen.blocks import fir, kalman
+from host_tools.bindings.rt import ConfigError
 from tests.codegen.blocks.helpers import fresh_rt
 from tests.tooling import TESTS
 
@@ -195,13 +196,23 @@ def test_kalman_config_gain_is_the_design_and_host_redesign_matches() -> None:
     rt = fresh_rt("kuka_iiwa14", "kalman", "momentum", "computed_torque")
     r = (2 * np.pi / (65536 * 160)) ** 2 / 3
     assert np.allclose(rt.config["est.gain"], kalman.kalman_gain(rt.sample_period, 10.0, r), rtol=1e-12)
-    gain = rt.config.set_kalman(q_var=50.0)
-    assert np.allclose(gain[0], kalman.kalman_gain(rt.sample_period, 50.0, r), rtol=1e-12)
+    rt.config.redesign(q_var=50.0)
+    assert np.allclose(rt.config["est.gain"][0], kalman.kalman_gain(rt.sample_period, 50.0, r), rtol=1e-12)
     rt.config["enc.cpr"], rt.config["enc.gear"] = 4096.0, 1.0  # R follows the encoder in the config
-    rt.config.set_kalman(q_var=50.0)
+    rt.config.redesign(q_var=50.0)
     assert np.allclose(
         rt.config["est.gain"][3], kalman.kalman_gain(rt.sample_period, 50.0, (2 * np.pi / 4096) ** 2 / 3)
     )
+    rt.config.redesign(q_var=[1.0, 2, 3, 4, 5, 6, 7], r_var=1e-6)  # per joint, and a given R
+    assert np.allclose(rt.config["est.gain"][6], kalman.kalman_gain(rt.sample_period, 7.0, 1e-6), rtol=1e-12)
+    assert rt.config.designed == {"q_var": [1.0, 2, 3, 4, 5, 6, 7], "r_var": [1e-6] * 7}
+    before = rt.config["est.gain"].copy()
+    for bad, why in (({"q_var": -1.0}, "q_var must be positive"), ({"gain": 1.0}, "no design value gain")):
+        with pytest.raises(ConfigError, match=why):
+            rt.config.redesign(**bad)
+    assert np.array_equal(rt.config["est.gain"], before)  # a refused design leaves the gain as it was
+    with pytest.raises(ConfigError, match="linhg: its gains are est"):
+        fresh_rt("planar2", "linhg", "none", "none").config.redesign(q_var=1.0)
 
 
 def test_linhg_discrete_poles_are_the_tustin_map_of_the_design() -> None:
@@ -255,7 +266,7 @@ def test_momentum_observer_in_motion_with_a_perfect_model() -> None:
     rt = fresh_rt("kuka_iiwa14", "kalman", "momentum", "none")
     rt.config["det.threshold"] = 1e9
     rt.config["obs.k_o"] = 50.0
-    rt.config.set_kalman(q_var=1e6)
+    rt.config.redesign(q_var=1e6)
     rt.config["enc.cpr"] = 2.0**31  # fine encoder: a near-exact velocity estimate
     rt.config["enc.gear"] = 1.0  # on the link side
     rt.reset()

@@ -23,7 +23,7 @@ def lwa():
 def _fine(rt):
     rt.config["det.threshold"] = 1e9
     rt.config["enc.cpr"] = 2.0**30  # near-exact positions
-    rt.config.set_kalman(q_var=1e7)  # fast filter: near-exact velocity
+    rt.config.redesign(q_var=1e7)  # fast filter: near-exact velocity
     return rt
 
 

@@ -23,8 +23,8 @@ from host_tools.studies.evaluate import (
     Setup,
     convergence_time,
     default_spec,
+    design_values,
     evaluate,
-    kalman_q_var,
     pipeline,
     variant,
 )
@@ -163,10 +163,10 @@ def test_switch_on_convergence_through_the_loop() -> None:
     assert conv is not None and conv <= 2 * setup.sample_period, conv
     assert np.allclose(truth, SWITCH_ON_SPEED, atol=0.05 * SWITCH_ON_SPEED) and len(curve) == 2000
     kf = pipeline(setup, default_spec("kalman"))
-    kf.config.set_kalman(q_var=1e-2)
+    kf.config.redesign(q_var=1e-2)
     slow, _, _ = convergence_time(kf, setup)
     assert slow is not None and slow > 10 * setup.sample_period
-    kf.config.set_kalman(q_var=1e-9)
+    kf.config.redesign(q_var=1e-9)
     assert convergence_time(kf, setup)[0] is None
 
 
@@ -178,7 +178,9 @@ def test_liu_gains_and_progress() -> None:
     assert rt.config["est.eps"] == 0.03 and rt.config["est.h1"][0] == 47.01 and rt.config["est.h2"][5] == 206.9
     rt = pipeline(setup, default_spec("slimod"))
     assert rt.config["est.k1"] == 84.46 and rt.config["est.f_plus"][1] == 12.20
-    assert kalman_q_var(setup, pipeline(setup, default_spec("kalman")))[2] == 0.010
+    kf = pipeline(setup, default_spec("kalman"))
+    q_var = [18.55, 17.93, 0.010, 14.62, 0.037, 11.48]  # Liu et al. Table 8, 10 mdeg at 125 Hz
+    assert design_values(setup, kf) == {"q_var": q_var} == kf.config.designed
     assert variant(setup, "lsf").label == "lsf:n=4,p=1"
     assert any("1@250" in p for p in Setup(LWA4P, gains="paper", resolution_mdeg=5).problems())
     assert any("exclude" in p for p in Setup(LWA4P, gains="paper", tune=True).problems())
