@@ -305,19 +305,6 @@ static inline int mg_rls_blocks(int n, int nb, int nblk, const int (*blk)[4], co
     return ok;
 }
 
-/* ok (1 or 0) and'ed with whether x[0..n) are all finite: 0 tells the caller to start again */
-static inline int mg_all_finite(const MG_REAL *x, int n, int ok)
-{
-    int k;
-    int all = ok;
-    for (k = 0; k < n; ++k) {
-        if (!isfinite(x[k])) {
-            all = 0;
-        }
-    }
-    return all;
-}
-
 /* The sliced form of the covariance update (codegen.blocks.adaptive, SLICED_DOC): P dense, packed
  * upper triangle (row a at a nb - a (a - 1) / 2), and one sample's update spread over several
  * samples, one slice a sample, on a snapshot of that sample's regressor and residual. */
