@@ -462,15 +462,17 @@ def observer_rt(obs: str, s: PbSettings) -> Realtime:
     return rt
 
 
-def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int = 0) -> dict[str, np.ndarray]:
+def replay(
+    rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int = 0, memo: InputMemo | None = None
+) -> dict[str, np.ndarray]:
     """The logged samples through pipeline ``rt`` from its initial state (with PyBullet's q-dot and
     q-ddot as the *_measured observers' inputs; its IMUs' readings through the sensor chain with
     noise sequence ``noise_seed`` as the imu estimator's; the same sensors, biases, in every run);
     detection armed with ``threshold`` after the first ``skip`` samples (the observers' start-up),
-    so that nothing latched before counts."""
+    so that nothing latched before counts. ``memo``: where the inputs are kept (replay_inputs_once)."""
     rt.config["det.threshold"] = 1e30
     rt.reset()
-    a = replay_inputs(rt, run, noise_seed)
+    a = replay_inputs_once(memo, rt, run, noise_seed)
     start = rt.run_inputs(a[:skip])
     rt.config["det.threshold"] = threshold
     rest = rt.run_inputs(a[skip:])
@@ -478,7 +480,13 @@ def replay(rt: Realtime, run: PbRun, threshold: Any, skip: int, noise_seed: int 
 
 
 def replay_after(
-    rt: Realtime, run: PbRun, before: dict[str, np.ndarray], state: bytes, noise_seed: int = 0, before_seed: int = 0
+    rt: Realtime,
+    run: PbRun,
+    before: dict[str, np.ndarray],
+    state: bytes,
+    noise_seed: int = 0,
+    before_seed: int = 0,
+    memo: InputMemo | None = None,
 ) -> dict[str, np.ndarray]:
     """replay of ``run`` (the same threshold, skip) where ``run`` continues a run whose replay (IMU
     noise sequence ``before_seed``) gave ``before`` and left pipeline ``rt`` in ``state``
@@ -488,8 +496,24 @@ def replay_after(
     test_a_run_resumed_from_its_end_continues_it_exactly; the sensor chain is causal)."""
     k = len(next(iter(before.values())))
     rt.restore(state)
-    rest = rt.run_inputs(replay_inputs(rt, run, noise_seed, (k, before_seed))[k:])
+    rest = rt.run_inputs(replay_inputs_once(memo, rt, run, noise_seed, (k, before_seed))[k:])
     return {name: np.concatenate([before[name], rest[name]]) for name in rest}
+
+
+InputMemo = dict[tuple[int, int, tuple[int, int]], np.ndarray]
+
+
+def replay_inputs_once(
+    memo: InputMemo | None, rt: Realtime, run: PbRun, noise_seed: int, branch: tuple[int, int] = (0, 0)
+) -> np.ndarray:
+    """replay_inputs, built once per (run, noise_seed, branch) in ``memo`` (one pipeline's: the same
+    input array for every threshold the run is replayed with; the C step only reads it)."""
+    if memo is None:
+        return replay_inputs(rt, run, noise_seed, branch)
+    key = (id(run), noise_seed, branch)
+    if key not in memo:
+        memo[key] = replay_inputs(rt, run, noise_seed, branch)
+    return memo[key]
 
 
 def replay_inputs(rt: Realtime, run: PbRun, noise_seed: int, branch: tuple[int, int] = (0, 0)) -> np.ndarray:
@@ -604,6 +628,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
     for obs in s.observers:
         progress(f"{obs}: replay")
         rt_o = observer_rt(obs, s)
+        memo: InputMemo = {}  # each run's inputs built once for both thresholds
         design_out = replay(rt_o, res.runs["design"], 1e30, k0)
         design_r = np.abs(design_out["r"])
         worst = design_r[k0:].max(axis=0)
@@ -632,7 +657,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
             "max_design_residual_excitation_only": worst_excitation.tolist(),
         }
         for label, th in (("", threshold), ("_excitation_design", th_excitation.threshold)):
-            out = replay(rt_o, res.runs["free"], th, k0, noise_seed=1)
+            out = replay(rt_o, res.runs["free"], th, k0, noise_seed=1, memo=memo)
             free_out, free_state = out, rt_o.snapshot()
             if not label:
                 res.outputs[(obs, "free")] = out
@@ -644,7 +669,7 @@ def scenario(s: PbSettings = PbSettings(), progress: Any = lambda _: None) -> Pb
                 run = res.runs[key]
                 # the free run's samples once, not once per impact (its IMU noise up to the branch,
                 # the impact's own after it)
-                out = replay_after(rt_o, run, free_out, free_state, noise_seed=2 + i, before_seed=1)
+                out = replay_after(rt_o, run, free_out, free_state, noise_seed=2 + i, before_seed=1, memo=memo)
                 # the move to BENT once (identical in every run), each swing up to its contact
                 start = k_free if key == res.doc["impacts"][0]["key"] else k_swing
                 false_alarms += rising_edges(any_above(out)[start:first])
