@@ -266,17 +266,19 @@ def _unit_flags(source: Path, flags: list[str]) -> list[str]:
 
 def build(folder: str | Path, sanitize: bool = False, portable_math: bool = False) -> tuple[ModuleType, dict[str, Any]]:
     """Compile (or reuse) the cffi module of a generated folder; returns (module, manifest).
-    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload());
+    ``sanitize``: with ASan + UBSan (SANITIZE; importable only under sanitizer_preload()), all but
+    ``<robot>_dynamics.c``, the model's host functions (regressor, forward dynamics, ...), which the
+    step never calls (it has its own model; its object references nothing of them): that object is
+    the plain build's, shared (an iiwa's sanitized dynamics cost 5.4 CPU-s for code no fuzz runs);
     ``portable_math``: with manipgen_linalg.h's portable sin, cos, exp and tanh (the same bits as a
     target built so: ``manipgen target pil``)."""
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
-    flags = (
-        [*CFLAGS, *HOST_ISA]
-        + (list(SANITIZE) if sanitize else [])
-        + (["-DMANIPGEN_PORTABLE_MATH"] if portable_math else [])
-    )
-    digest = content_hash(folder, " ".join([*flags, *STEP_FLAGS, *WRAPPER_FLAGS]) + sys.version)[:16]
+    plain = [*CFLAGS, *HOST_ISA] + (["-DMANIPGEN_PORTABLE_MATH"] if portable_math else [])
+    flags = plain + (list(SANITIZE) if sanitize else [])
+    digest = content_hash(
+        folder, " ".join([*flags, *STEP_FLAGS, *WRAPPER_FLAGS]) + (" plain-dynamics" if sanitize else "") + sys.version
+    )[:16]
     name = f"_manipgen_{manifest['robot']}{'_asan' if sanitize else ''}{'_pm' if portable_math else ''}_{digest}"
 
     def declare(ffi: cffi.FFI) -> None:
@@ -286,7 +288,12 @@ def build(folder: str | Path, sanitize: bool = False, portable_math: bool = Fals
         dirs = [folder, folder / HOST_FOLDER]
         sources = [*sorted(folder.glob("*.c")), *sorted((folder / HOST_FOLDER).glob("*.c"))]
         with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
-            objects = list(pool.map(lambda p: unit_object(p, _unit_flags(p, flags), dirs), sources))
+            objects = list(
+                pool.map(
+                    lambda p: unit_object(p, _unit_flags(p, plain if p.name.endswith("_dynamics.c") else flags), dirs),
+                    sources,
+                )
+            )
         ffi.set_source(
             name,
             host_source(folder, manifest),
