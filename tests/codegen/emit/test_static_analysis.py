@@ -37,8 +37,14 @@ CPPCHECK = ("--enable=warning,style,performance,portability", "--inline-suppr")
 # rest in the default build alone: half the CPU (franka_panda_dynamics.c: 26 s instead of 55 s) and,
 # after docs/misra.md's deviations, the same findings (measured on the committed folders: the default
 # build alone adds rule 2.5 on the portable macros it leaves unused, deviated for manipgen_linalg.h).
+# Likewise manipgen_rt.h's MG_COUNT_32 default (#ifdef UINTPTR_MAX: the 32-bit targets' conversion
+# of a count through int32_t): cppcheck analyses each <robot>_rt.c with and without UINTPTR_MAX, though
+# the two differ only in mg_count_real's body, in a header the same in every folder. Both are analysed
+# in PORTABLE_MATH_IN, the rest without UINTPTR_MAX alone: iiwa-adaptive's rt.c and host/ 14 s of CPU
+# instead of 25 s, and the same findings (measured on the committed folders but planar2 and on every
+# variant: the same findings with and without -UUINTPTR_MAX).
 PORTABLE_MATH_IN = "planar2"
-DEFAULT_MATH_ONLY = ("-UMANIPGEN_PORTABLE_MATH",)
+DEFAULT_MATH_ONLY = ("-UMANIPGEN_PORTABLE_MATH", "-UUINTPTR_MAX")
 # clang-tidy: the analyzer (null dereferences, uninitialised reads, division by zero, dead stores),
 # the compiler's own warnings under CFLAGS below, and the bug-prone, CERT, misc,
 # performance, portability and readability families. Left out, as noise for generated numeric C:
@@ -139,7 +145,8 @@ def cppcheck_and_misra(
     left to that folder's test (a variant's dynamics: most of the C, and of the analysis' time).
     The addon writes .dump files beside the sources: run it on a copy of anything committed.
     ``misra`` False: host-only C (no firmware files), cppcheck's own checks alone.
-    ``portable_math``: the MANIPGEN_PORTABLE_MATH build as well as the default (PORTABLE_MATH_IN)."""
+    ``portable_math``: the MANIPGEN_PORTABLE_MATH build as well as the default, and the MG_COUNT_32
+    default with UINTPTR_MAX as well as without (PORTABLE_MATH_IN)."""
     sources = c_sources(folder, skip_committed)
     if not sources:
         return
@@ -373,23 +380,31 @@ def test_the_misra_check_finds_a_planted_finding(tmp_path: Path) -> None:
     assert set(misra_deviations()) == {"2.5", "5.6", "8.7", "8.11", "9.3", "11.4", "15.5", "20.10"}
 
 
-def test_the_portable_math_build_is_analysed_where_asked(tmp_path: Path) -> None:
-    """An out-of-bounds read planted in manipgen_linalg.h's MANIPGEN_PORTABLE_MATH section: the
-    default build alone (every folder but PORTABLE_MATH_IN) does not see it, the analysis of both
-    builds (PORTABLE_MATH_IN's) fails on it."""
+# where a configuration's own code is: the header, a line inside it, what the header needs defined
+CONFIGURATIONS = {
+    "portable-math": ("manipgen_linalg.h", "#ifdef MANIPGEN_PORTABLE_MATH\n", "#define MG_SQRT sqrt\n"),
+    "count-32": ("manipgen_rt.h", "#define MG_COUNT_32 1\n", "#define MG_FABS fabs\n"),
+}
+
+
+@pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
+def test_every_configuration_is_analysed_where_asked(configuration: str, tmp_path: Path) -> None:
+    """An out-of-bounds read planted in manipgen_linalg.h's MANIPGEN_PORTABLE_MATH section, or in
+    manipgen_rt.h's MG_COUNT_32 default for 32-bit targets (#ifdef UINTPTR_MAX): the default
+    configuration alone (every folder but PORTABLE_MATH_IN) does not see it, the analysis of all
+    (PORTABLE_MATH_IN's) fails on it."""
+    name, anchor, needs = CONFIGURATIONS[configuration]
     (tmp_path / "host").mkdir()
-    header = (ROOT / "generated" / PORTABLE_MATH_IN / "manipgen_linalg.h").read_text()
+    header = (ROOT / "generated" / PORTABLE_MATH_IN / name).read_text()
     planted = "static inline int mg_planted(void)\n{\n    int a[2] = {0, 1};\n    return a[2];\n}\n"
-    assert header.count("#ifdef MANIPGEN_PORTABLE_MATH\n") == 1
-    (tmp_path / "host" / "manipgen_linalg.h").write_text(
-        header.replace("#ifdef MANIPGEN_PORTABLE_MATH\n", "#ifdef MANIPGEN_PORTABLE_MATH\n" + planted)
-    )
+    assert header.count(anchor) == 1
+    (tmp_path / "host" / name).write_text(header.replace(anchor, anchor + planted))
     (tmp_path / "host" / "planted_host.c").write_text(
-        '#include <math.h>\n#define MG_REAL double\n#define MG_SQRT sqrt\n#include "manipgen_linalg.h"\n'
+        f'#include <math.h>\n#define MG_REAL double\n{needs}#include "{name}"\n'
     )
     cppcheck_and_misra(tmp_path, misra=False)
     with pytest.raises(
-        AssertionError, match=r"(?s)cppcheck on .*manipgen_linalg\.h'\), line=\d+, rule='arrayIndexOutOfBounds'"
+        AssertionError, match=rf"(?s)cppcheck on .*{re.escape(name)}'\), line=\d+, rule='arrayIndexOutOfBounds'"
     ):
         cppcheck_and_misra(tmp_path, misra=False, portable_math=True)
 
