@@ -23,7 +23,7 @@ import pytest
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import SchedulerError, check_scheduler, open_executor, reach_scheduler
 from host_tools.studies.evaluate import EstimatorRequest, Setup, evaluate
-from tests.tooling import require_module
+from tests.tooling import cli_in_process, require_module
 
 # a tuned evaluation small enough for a test: the GA (3 generations of 60) and the grid search
 SETUP = Setup(RobotSource.of("planar2"), rate_hz=125.0, tune=True, generations=3)
@@ -92,13 +92,17 @@ def external(tmp_path: Path) -> Iterator[External]:
             client.wait_for_workers(2, timeout=120)
         yield External(address, workers, caches)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        # the workers first, while their scheduler still answers their goodbye (a worker whose
+        # scheduler is gone retries it until the bound below), then the scheduler
+        for group in (workers, procs[:1]):
+            for p in group:
+                p.terminate()
+            for p in group:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
         for f in files:
             f.close()
 
@@ -158,7 +162,7 @@ def test_scheduler_option_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         check_scheduler("local:2")
 
 
-def test_evaluate_cli_with_and_without_scheduler() -> None:
+def test_evaluate_cli_with_and_without_scheduler(capsys: pytest.CaptureFixture[str]) -> None:
     """`manipgen evaluate ... --tune --json --scheduler local:2` prints what the same command
     without it prints (but the time); a bad --scheduler is one line, exit 2."""
     require_module("distributed", "pip install 'manipgen[cluster]'")
@@ -170,6 +174,6 @@ def test_evaluate_cli_with_and_without_scheduler() -> None:
         assert r.returncode == 0, r.stderr
         docs.append(_without_timing(json.loads(r.stdout)))
     assert docs[0] == docs[1]
-    r = subprocess.run(cmd + ["--scheduler", "cluster7"], capture_output=True, text=True, timeout=60)
+    r = cli_in_process(capsys, *cmd[1:], "--scheduler", "cluster7")  # a refusal: no interpreter of its own
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0 and "--scheduler 'cluster7'" in r.stderr

@@ -22,7 +22,7 @@ from host_tools.studies import collide
 from host_tools.studies.cluster import InlineExecutor
 from host_tools.studies.collide_study import CollideItem, run_collide_draw, stored_collisions
 from host_tools.studies.study import Study, load_study, open_store, run_study
-from tests.tooling import ROOT, require_module
+from tests.tooling import ROOT, cli_in_process, require_module
 
 BIN = Path(sys.executable).parent
 TINY = ROOT / "examples" / "studies" / "collide_tiny.yaml"  # planar2, 2 draws x 2 observers, 6 s motions
@@ -97,7 +97,7 @@ def test_an_interrupted_and_resumed_study_equals_an_uninterrupted_one(
 
 
 def test_a_local_cluster_stores_what_a_serial_run_does_and_the_report_counts_the_rows(
-    whole: tuple[Study, Path], tmp_path: Path
+    whole: tuple[Study, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--scheduler local:2` (two worker processes) stores the serial run's rows; the report's rates
     and intervals are the rows' counts."""
@@ -108,7 +108,7 @@ def test_a_local_cluster_stores_what_a_serial_run_does_and_the_report_counts_the
     r = subprocess.run([*cmd, "--scheduler", "local:2"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     assert _content(store) == _content(reference)
-    r = subprocess.run([*cmd, "--report", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    r = cli_in_process(capsys, *cmd[1:], "--report", "--out", str(out))  # no interpreter of its own
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "report.json").read_text())
     assert doc["items"] == doc["total"] == 4 and (out / "report_rates.png").is_file()

@@ -41,7 +41,9 @@ def _study(spec: Path, store: Path, *extra: str) -> list[str]:
     return [str(BIN / "manipgen"), "study", str(spec), "--store", str(store), *extra]
 
 
-def test_interrupted_and_resumed_study_equals_an_uninterrupted_one(tmp_path: Path) -> None:
+def test_interrupted_and_resumed_study_equals_an_uninterrupted_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC)
     whole, parts = tmp_path / "whole.sqlite", tmp_path / "parts.sqlite"
@@ -75,11 +77,11 @@ def test_interrupted_and_resumed_study_equals_an_uninterrupted_one(tmp_path: Pat
     assert r.returncode == 0, r.stderr
     assert f"{24 - len(kept)} items run" in r.stderr
     assert _content(parts) == reference
-    r = subprocess.run(_study(spec, parts), capture_output=True, text=True, timeout=300)  # nothing left
+    r = cli_in_process(capsys, *_study(spec, parts)[1:])  # nothing left: no item, no process
     assert r.returncode == 0 and "0 items run" in r.stderr
 
     out = tmp_path / "report"
-    r = subprocess.run(_study(spec, parts, "--report", "--out", str(out)), capture_output=True, text=True)
+    r = cli_in_process(capsys, *_study(spec, parts, "--report", "--out", str(out))[1:])
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "report.json").read_text())
     assert doc["items"] == doc["total"] == 24 and len(doc["sections"]) == 2  # model errors 0 and 0.1
@@ -120,13 +122,15 @@ def _rows(store: Path) -> list[str]:
         ("robots: [planar2]\nmodel_errors: [-1]\n", "model_errors[0]"),
     ],
 )
-def test_bad_spec_names_file_and_field(tmp_path: Path, text: str, field: str) -> None:
+def test_bad_spec_names_file_and_field(
+    tmp_path: Path, text: str, field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text(text)
     with pytest.raises(DescriptionError) as info:
         load_study(spec)
     assert str(spec) in str(info.value) and field in str(info.value)
-    r = subprocess.run(_study(spec, tmp_path / "s.sqlite"), capture_output=True, text=True, timeout=120)
+    r = cli_in_process(capsys, *_study(spec, tmp_path / "s.sqlite")[1:])  # 13 refusals: no interpreter each
     assert r.returncode == 2 and "Traceback" not in r.stderr and str(spec) in r.stderr
     assert not (tmp_path / "s.sqlite").exists()
 
