@@ -232,14 +232,15 @@ def test_cloe_is_insensitive(round_trip: tuple, run12: tuple) -> None:
     assert doc["methods"]["clie"]["residual_autocorrelation"]["fraction_outside"] < 0.5
 
 
-def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_didim_step_halving(run12: tuple, round_trip: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
     """A DIDIM estimate that cannot be simulated is pulled halfway back and the iteration goes on
     to the same result."""
     log, loop, _, opts = run12
     ident = Identification(ClosedLoopModel(UR5_SOURCE), loop, oe_data(UR5, log))
-    _, kept = ident.idim_ls()
+    # round_trip's IDIM-LS and DIDIM are this run's from this start (identify_closed_loop: the essential
+    # set, description_start(init_error, seed)): the same bits as computing them again here
+    kept, plain = round_trip[1]["idim-ls"].kept, round_trip[1]["didim"]
     start = description_start(ident.model, opts.init_error, opts.seed)
-    plain = ident.didim(start, kept)
     calls = []
     original = Identification.simulate
 
@@ -256,7 +257,7 @@ def test_didim_step_halving(run12: tuple, monkeypatch: pytest.MonkeyPatch) -> No
     assert np.allclose(halved.values, plain.values, rtol=1e-3, atol=1e-4)
 
 
-def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
+def test_drive_gain_on_the_logged_signal(run12: tuple, round_trip: tuple) -> None:
     """A log of the control signal v = tau / G_tau, with the controller in those units (gains and
     its gravity model / G_tau), identifies the same robot as the torque log (Brunot et al. 2019 eq. 5)."""
     log, loop, _, opts = run12
@@ -272,9 +273,10 @@ def test_drive_gain_on_the_logged_signal(run12: tuple) -> None:
     a = Identification(model, loop, oe_data(UR5, log))
     b = Identification(model, v_loop, oe_data(UR5, v_log, v_loop.drive_gain))
     assert np.allclose(b.data.tau, a.data.tau, rtol=1e-12, atol=1e-12)
-    _, kept = a.idim_ls()
+    # a's IDIM-LS and DIDIM from this start are round_trip's (the same run, loop and start)
+    kept, ra = round_trip[1]["idim-ls"].kept, round_trip[1]["didim"]
     start = description_start(model, opts.init_error, opts.seed)
-    ra, rb = a.didim(start, kept), b.didim(start, kept)
+    rb = b.didim(start, kept)
     assert np.allclose(ra.values, rb.values, rtol=1e-8, atol=1e-10)
     unscaled = Identification(model, v_loop, oe_data(UR5, v_log)).didim(start, kept)  # G_tau forgotten
     assert not np.allclose(unscaled.values, ra.values, rtol=1e-2)
