@@ -23,6 +23,7 @@ from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import Log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop
+from host_tools.identification.least_squares import one_blas_thread
 from host_tools.identification.output_error import (
     METHODS,
     Identification,
@@ -140,6 +141,7 @@ class ClosedLoopResult:
     seconds: float
 
 
+@one_blas_thread
 def identify_closed_loop(
     source: RobotSource,
     data: OEData,

@@ -24,7 +24,7 @@ from codegen.model.robot import LINK_PARAMS
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop, Simulation
-from host_tools.identification.least_squares import essential, least_squares
+from host_tools.identification.least_squares import essential, least_squares, one_blas_thread
 from host_tools.identification.processing import filtered_derivatives, parallel_decimate
 
 Method = Literal["idim-ls", "didim", "clie", "cloe"]
@@ -226,6 +226,9 @@ class Identification:
         return parallel_decimate([a], fs, min(2 * self.settings.dynamics_band, 0.45 * fs))[0]
 
     # --- the methods -------------------------------------------------------------------------
+    # BLAS on one thread (least_squares.one_blas_thread): their QR, lstsq and SVD are of tall, narrow
+    # matrices, where OpenBLAS's threads spin more than they give (round trip 18.4 -> 7.0 CPU-s)
+    @one_blas_thread
     def idim_ls(self, kept: list[int] | None = None) -> tuple[Result, list[int]]:
         """§3.1: Butterworth (zero phase) on q at 5 omega_dyn, central differences, the parallel
         filter at 2 omega_dyn on tau and Y, decimation; OLS. Also returns the essential set."""
@@ -255,6 +258,7 @@ class Identification:
         res.rsd = fit.rsd
         return res, ess.kept
 
+    @one_blas_thread
     def didim(self, beta0: np.ndarray, kept: list[int], progress: Progress | None = None) -> Result:
         """§3.3: simulate with the current estimate, the regressor on the simulated states, linear LS
         (pseudo-linear regression); until the criterion changes by less than the tolerance. A new
@@ -300,6 +304,7 @@ class Identification:
         resid = (tau - psi @ beta[kept]).reshape(tau_f.shape)
         return self._finish("didim", kept, beta[kept], psi, resid, it, t0, history)
 
+    @one_blas_thread
     def output_error(
         self, method: Literal["clie", "cloe"], beta0: np.ndarray, kept: list[int], progress: Progress | None = None
     ) -> Result:
