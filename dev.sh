@@ -36,11 +36,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "dev.sh: installing manipgen and its test dependencies into $VENV (log: $VENV/install.log)" >&2
-  # PIP_CONSTRAINT also pins the build environment's setuptools (pip's -c does not reach it).
-  # --no-compile: Python compiles a module's bytecode when it is first imported, and only the modules
-  # used; pip's compiling every installed file was half of the install's CPU (53 -> 24 CPU-s)
+  # PIP_CONSTRAINT also pins the build environment's setuptools (pip's -c does not reach it)
   if ! { PIP_CONSTRAINT="$PWD/constraints.txt" "$VENV/bin/python" -m pip install --upgrade pip \
-         && PIP_CONSTRAINT="$PWD/constraints.txt" "$VENV/bin/python" -m pip install --no-compile -e ".[test]"; } \
+         && PIP_CONSTRAINT="$PWD/constraints.txt" "$VENV/bin/python" -m pip install -e ".[test]"; } \
          >"$VENV/install.log" 2>&1; then
     tail -n 30 "$VENV/install.log" >&2
     exit 1
