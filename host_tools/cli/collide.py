@@ -147,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")
         return 2
+    limited = [name for name, o in result.doc["observers"].items() if o["closed_loop"]["torque_limited"]]
+    if limited:
+        console.print(
+            f"manipgen: note: the closed loop of {', '.join(limited)} hit its torque limit on the collision-free "
+            "design run (closed_loop.at_torque_limit): with this model error the controller left its linear range, "
+            "so those rows measure the loop, not the observer"
+        )
     if args.json:
         print(json.dumps(result.doc, indent=1, allow_nan=False))
     else:

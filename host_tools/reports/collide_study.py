@@ -9,6 +9,10 @@ median and 95th percentile per contact kind, and the distribution of the thresho
   quantiles), the same construction for a count per exposure.
 - The threshold ratio of an item is its largest mean threshold over momentum's on the same draw
   (collide's ``ratio_to_momentum``); draws without a momentum item have none.
+- A run whose closed loop hit its torque limit on the collision-free design run (collide.ClosedLoop:
+  the controller left its linear range, e.g. an oscillation) measures the controller, not the
+  observer: it is counted in ``torque_limited`` (with its interval) and left out of every other
+  figure, the threshold ratios of its draw included when it is momentum's.
 """
 
 from __future__ import annotations
@@ -82,19 +86,30 @@ def _delays(rows: list[CollideRow]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def torque_limited(row: CollideRow) -> bool:
+    """Whether the row's closed loop hit its torque limit on the design run (collide.ClosedLoop)."""
+    return bool(row.result.get("closed_loop", {}).get("torque_limited", False))
+
+
 def _ratios(rows: list[CollideRow], everything: list[CollideRow]) -> list[float]:
-    """Each item's largest mean threshold over momentum's of the same draw."""
+    """Each item's largest mean threshold over momentum's of the same draw (``everything``: the
+    runs that count)."""
     baseline = {
         row.item.draw: max(row.result["threshold_mean"])
         for row in everything
-        if row.item.observer == momentum.SPEC.name and "error" not in row.result
+        if row.item.observer == momentum.SPEC.name
     }
     return [max(r.result["threshold_mean"]) / baseline[r.item.draw] for r in rows if r.item.draw in baseline]
 
 
 def observer_summary(rows: list[CollideRow], everything: list[CollideRow]) -> dict[str, Any]:
-    """One observer's rates, delays and threshold ratios over ``rows`` (its finished items)."""
+    """One observer's rates, delays and threshold ratios over ``rows`` (its finished items), those
+    whose loop hit its torque limit counted apart (``everything``: every observer's runs that count)."""
+    limited = sum(map(torque_limited, rows))
+    rows = [r for r in rows if not torque_limited(r)]
     n = len(rows)
+    if n == 0:
+        return {"runs": 0, "torque_limited": _proportion(limited, limited)}
     contacts = sum(r.result["events"] + len(r.result.get("push_delays_ms", ())) for r in rows)
     missed = sum(r.result["missed"] + sum(x is None for x in r.result.get("push_delays_ms", ())) for r in rows)
     runs_missing = sum(
@@ -106,6 +121,7 @@ def observer_summary(rows: list[CollideRow], everything: list[CollideRow]) -> di
     ratios = np.array(_ratios(rows, everything), float)
     return {
         "runs": n,
+        "torque_limited": _proportion(limited, n + limited),
         "miss_per_contact": _proportion(missed, contacts),
         "miss_per_run": _proportion(runs_missing, n),
         "false_alarm_per_run": _proportion(sum(r.result["false_alarms"] > 0 for r in rows), n),
@@ -128,6 +144,7 @@ def observer_summary(rows: list[CollideRow], everything: list[CollideRow]) -> di
 def summary(rows: list[CollideRow], total: int) -> dict[str, Any]:
     """The report's JSON: per robot and over every robot, per observer (observer_summary)."""
     ok = [r for r in rows if "error" not in r.result]
+    counted = [r for r in ok if not torque_limited(r)]
     groups: dict[str, list[CollideRow]] = defaultdict(list)
     for row in ok:
         groups[row.item.robot].append(row)
@@ -152,7 +169,7 @@ def summary(rows: list[CollideRow], total: int) -> dict[str, Any]:
             observers[row.item.observer].append(row)
         doc["groups"][name] = {
             "draws": len({r.item.draw for r in part}),
-            "observers": {o: observer_summary(rs, ok) for o, rs in observers.items()},
+            "observers": {o: observer_summary(rs, counted) for o, rs in observers.items()},
         }
     return doc
 
@@ -177,15 +194,20 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             f"## {name}: {group['draws']} draws",
             "",
-            "| observer | runs | missed contacts | runs with a miss | runs with a false alarm | false alarms / h "
-            "| threshold / momentum's: median [quartiles] |",
-            "| --- | --: | --: | --: | --: | --: | --: |",
+            "| observer | runs | loop at its torque limit (left out) | missed contacts | runs with a miss "
+            "| runs with a false alarm | false alarms / h | threshold / momentum's: median [quartiles] |",
+            "| --- | --: | --: | --: | --: | --: | --: | --: |",
         ]
         for obs, s in group["observers"].items():
+            limited = f"{s['torque_limited']['count']}: {_ci(s['torque_limited'])}"
+            if not s["runs"]:
+                lines.append(f"| {obs} | 0 | {limited} |" + " — |" * 5)
+                continue
             fa = s["false_alarms_per_hour"]
             ratio = s["threshold_ratio"]
             lines.append(
-                f"| {obs} | {s['runs']} | {s['miss_per_contact']['count']}/{s['miss_per_contact']['of']}: "
+                f"| {obs} | {s['runs']} | {limited} | "
+                f"{s['miss_per_contact']['count']}/{s['miss_per_contact']['of']}: "
                 f"{_ci(s['miss_per_contact'])} | {_ci(s['miss_per_run'])} | {_ci(s['false_alarm_per_run'])} | "
                 f"{fa['count']} in {fa['hours']:.3g} h: {_ci(fa, 1, '')} | "
                 + (
@@ -195,13 +217,13 @@ def markdown(doc: dict[str, Any]) -> str:
                 )
                 + " |"
             )
-        kinds = list(dict.fromkeys(k for s in group["observers"].values() for k in s["delay_by_kind"]))
+        kinds = list(dict.fromkeys(k for s in group["observers"].values() for k in s.get("delay_by_kind", ())))
         lines += ["", "Detection delay, ms: median / 95th percentile (missed)", ""]
         lines += ["| observer | " + " | ".join(kinds) + " |", "| --- |" + " --: |" * len(kinds)]
         for obs, s in group["observers"].items():
             cells = []
             for k in kinds:
-                d = s["delay_by_kind"].get(k)
+                d = s.get("delay_by_kind", {}).get(k)
                 cells.append(
                     ""
                     if d is None
@@ -222,7 +244,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     groups = doc["groups"]
     fig, axes = plt.subplots(1, len(groups), figsize=(5 + 2.5 * len(groups), 4), squeeze=False)
     for ax, (name, group) in zip(axes[0], groups.items()):
-        names = list(group["observers"])
+        names = [o for o, s in group["observers"].items() if s["runs"]]
         y = np.arange(len(names))
         for dy, key, label in (
             (-0.2, "miss_per_run", "runs with a miss"),

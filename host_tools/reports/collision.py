@@ -41,7 +41,28 @@ def markdown(doc: dict[str, Any]) -> str:
         "Birjandi & Haddadin (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _torque_limited(doc)) + "\n"
+
+
+def _torque_limited(doc: dict[str, Any]) -> list[str]:
+    """A warning for the observers whose closed loop hit its torque limit on the design run
+    (collide.ClosedLoop): their figures measure the controller, not the observer."""
+    hit = {name: o["closed_loop"] for name, o in doc["observers"].items() if o["closed_loop"]["torque_limited"]}
+    if not hit:
+        return []
+    return [
+        "",
+        "**Closed loop at its torque limit** on the collision-free design run (the controller's command "
+        "saturated: with this model error the loop left its linear range, e.g. an oscillation; the "
+        "thresholds and delays of these rows measure that, not the observer; `manipgen study` leaves "
+        "such runs out of its rates): "
+        + "; ".join(
+            f"{name} ({c['at_torque_limit'] * 100:.3g} % of the samples, tracking error up to "
+            f"{max(c['max_tracking_error']):.3g})"
+            for name, c in hit.items()
+        )
+        + ".",
+    ]
 
 
 def write(result: CollideResult, out: Path) -> list[Path]:

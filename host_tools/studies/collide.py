@@ -545,12 +545,51 @@ def _pipeline(robot: Robot, entry: Entry, s: CollideSettings, model: np.ndarray)
 
 
 @dataclass(frozen=True)
+class ClosedLoop:
+    """How the controller held the collision-free design run (issue #46). ``at_limit``: the fraction
+    of its samples with some joint's command at its torque limit (``ctl.tau_max``: the saturation
+    returns the limit itself, so the test is exact); ``tracking``: max |q_d - q| per joint (rad or m).
+
+    A command at its limit on a collision-free motion means the loop has left the controller's
+    linear range: planar2's computed torque on the Kalman estimate goes unstable with the arm folded
+    in some ±10 % draws (the drawn inertia overestimates joint 1's there, the estimate's lag leaves
+    no margin) and oscillates, at the limit, for the rest of the run. The thresholds designed on such a
+    run measure the oscillation, not the observer; collide reports it and the study's rates leave
+    such runs out (host_tools.reports.collide_study). Tracking alone does not decide it: a PD
+    loop on a model 10 % off leaves light joints tenths of a radian behind without any instability
+    (the iiwa's wrist)."""
+
+    at_limit: float
+    tracking: np.ndarray
+
+    @property
+    def torque_limited(self) -> bool:
+        return self.at_limit > 0
+
+    def entry(self) -> dict[str, Any]:
+        return {
+            "torque_limited": self.torque_limited,
+            "at_torque_limit": self.at_limit,
+            "max_tracking_error": self.tracking.tolist(),
+        }
+
+
+def closed_loop(rt: Realtime, run: Run, k: int) -> ClosedLoop:
+    """The design run's ClosedLoop over its samples from ``k`` on."""
+    tau = run.log.extra["tau_cmd"][k:]
+    limit = np.asarray(rt.config["ctl.tau_max"]) if "ctl.tau_max" in rt.config.keys() else np.full(rt.dof, np.inf)
+    at = float((np.abs(tau) >= limit).any(axis=1).mean()) if len(tau) else 0.0
+    return ClosedLoop(at, np.abs(run.log.q_des[k:] - run.log.extra["q_true"][k:]).max(axis=0, initial=0.0))
+
+
+@dataclass(frozen=True)
 class Designed:
-    """An observer's thresholds from the design run, and where that run ended."""
+    """An observer's thresholds from the design run, how its loop held it, and where it ended."""
 
     learned: Learned
     thresholds: Thresholds
     free: np.ndarray  # |r| of the design samples
+    loop: ClosedLoop
     # where the run's warm-up ended (its pipeline before the first design sample's step, the plant at
     # the warm-up's last sample), if the pass kept it (_design_pass's ``warmed``)
     warmed: Learned | None = None
@@ -653,7 +692,7 @@ def _design_pass(
     if warmed and start is None:
         last = k_design - 1
         warm = Learned(free_run.states[k_design], extra["q_true"][last], extra["qd_true"][last], extra["tau_cmd"][last])
-    return Designed(learned, th, np.abs(free_out["r"])[k_design:], warm)
+    return Designed(learned, th, np.abs(free_out["r"])[k_design:], closed_loop(rt, free_run, k_design), warm)
 
 
 def window(out: dict[str, np.ndarray], sl: slice) -> dict[str, np.ndarray]:
@@ -812,6 +851,7 @@ def observer_item(
         "missed": sum(x is None for v in delays.values() for x in v) + sum(x is None for x in impact_delays.values()),
         "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),
         "qd_qdd": entry.qd_qdd,
+        "closed_loop": d.loop.entry(),
     }
     if more is not None:
         result.entry.update(more(rt, d))

@@ -19,6 +19,9 @@ from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
+from host_tools.reports.collide_study import markdown as study_markdown
+from host_tools.reports.collide_study import summary
+from host_tools.reports.collision import markdown
 from host_tools.studies.collide import (
     CollideSettings,
     _pipeline,
@@ -29,6 +32,7 @@ from host_tools.studies.collide import (
     until,
 )
 from host_tools.studies.collide_defaults import ENTRIES
+from host_tools.studies.collide_study import CollideItem, CollideRow, run_collide_draw
 from tests.tooling import ROOT, cli_in_process
 
 
@@ -68,6 +72,8 @@ def test_collide_cli(tmp_path: Path) -> None:
     # count floor under its thresholds (docs/collision.md, "The slowest contact ...")
     for name, o in obs.items():
         assert o["false_alarms"] == 0 and max(o["check_ratio"]) < 1 and o["missed"] == 0, name
+        # every loop stays in the controller's linear range on this draw (collide.ClosedLoop)
+        assert o["closed_loop"]["at_torque_limit"] == 0 and not o["closed_loop"]["torque_limited"], name
     mom, ada = obs["momentum"], obs["adaptive_measured"]
     # adaptive_measured's residual sits at the encoder's resolution: the Kalman q_hat from the counts
     # is off by up to about one count, 2 pi / 16384 = 3.8e-4 rad, which moves joint 1's gravity
@@ -102,6 +108,31 @@ def test_collide_cli(tmp_path: Path) -> None:
     assert 2 * m_imu["delay_ms"]["100"] <= m_kal["delay_ms"]["100"]
     assert (tmp_path / "collide.md").read_text().count("|") > 20 and (tmp_path / "collide.png").stat().st_size > 10_000
     assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000  # like Birjandi & Haddadin Figs. 8 and 10
+
+
+def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates() -> None:
+    """planar2, seed 15 (issue #46): the drawn model overestimates joint 1's inertia with the arm
+    folded, where computed torque on the Kalman estimate goes unstable and oscillates at its 60 N m
+    limit; the same draw's loop on the IMUs' faster estimate stays linear. collide says so, and the
+    study's rates count the first run apart."""
+    res = scenario(RobotSource.of("planar2"), CollideSettings(seed=15, observers=("momentum", "adaptive_momentum_imu")))
+    kal, imu = res.doc["observers"]["momentum"], res.doc["observers"]["adaptive_momentum_imu"]
+    # measured: 16.6 % of the design samples at the limit, joint 2 0.62 rad behind; the IMU-fed
+    # loop 0 % and 0.074 rad (a loop that tracks: planar2's draws stay below 0.15 rad)
+    assert kal["closed_loop"]["torque_limited"] and kal["closed_loop"]["at_torque_limit"] > 0.05
+    assert max(kal["closed_loop"]["max_tracking_error"]) > 0.3
+    assert not imu["closed_loop"]["torque_limited"] and max(imu["closed_loop"]["max_tracking_error"]) < 0.15
+    text = markdown(res.doc)
+    assert "Closed loop at its torque limit" in text and "momentum (" in text and "adaptive_momentum_imu (" not in text
+    source = RobotSource.of("planar2")
+    items = tuple(CollideItem("planar2", source.key, o, 15, 0.1, False, "{}", 0.0, 0.0) for o in res.doc["observers"])
+    rows = [CollideRow(it, entry, *times) for it, (entry, *times) in zip(items, run_collide_draw(items, source))]
+    doc = summary(rows, len(rows))["groups"]["planar2"]["observers"]
+    assert doc["momentum"]["runs"] == 0 and doc["momentum"]["torque_limited"]["count"] == 1
+    assert doc["adaptive_momentum_imu"]["runs"] == 1 and doc["adaptive_momentum_imu"]["torque_limited"]["count"] == 0
+    # the IMU-fed run counts, without a threshold ratio: its draw's momentum run does not
+    assert doc["adaptive_momentum_imu"]["threshold_ratio"] is None
+    assert "| momentum | 0 | 1: 100 % [" in study_markdown(summary(rows, len(rows)))
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:
