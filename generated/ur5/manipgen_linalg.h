@@ -62,6 +62,32 @@ static inline void mg_cholesky_forward(int n, const MG_REAL *l, MG_REAL *b, int 
     }
 }
 
+/* mg_cholesky_forward on the columns lo .. hi - 1 of the n x m row-major matrix w, row by row:
+ * each element gets the same operations in the same order as there (its row's value, minus
+ * l[i][k] times the column's row k for k = 0 .. i - 1, over l[i][i]), so the same bits, but the
+ * innermost loop runs along a row's contiguous columns, where the compiler can use vector lanes
+ * (the column-by-column form strides by m). */
+static inline void mg_cholesky_forward_cols(int n, const MG_REAL *l, MG_REAL *w, int m, int lo, int hi)
+{
+    int i;
+    int k;
+    int c;
+    for (i = 0; i < n; ++i) {
+        MG_REAL *restrict wi = &w[(ptrdiff_t)i * m];
+        const MG_REAL d = l[(i * n) + i];
+        for (k = 0; k < i; ++k) {
+            const MG_REAL a = l[(i * n) + k];
+            const MG_REAL *restrict wk = &w[(ptrdiff_t)k * m];
+            for (c = lo; c < hi; ++c) {
+                wi[c] -= a * wk[c];
+            }
+        }
+        for (c = lo; c < hi; ++c) {
+            wi[c] = wi[c] / d;
+        }
+    }
+}
+
 /* Solve L L^T x = b in place (b <- x) with the factor of mg_cholesky_factor; b as in
  * mg_cholesky_forward. */
 static inline void mg_cholesky_substitute(int n, const MG_REAL *l, MG_REAL *b, int m)
@@ -132,9 +158,7 @@ static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_RE
     }
     const int status = mg_cholesky_factor(n, s);
     if (status == 0) {
-        for (c = 0; c < m; ++c) { /* w <- V = L^-1 w, column by column */
-            mg_cholesky_forward(n, s, &w[c], m);
-        }
+        mg_cholesky_forward_cols(n, s, w, m, 0, m); /* w <- V = L^-1 w */
         if (gain_p > (MG_REAL)0) { /* P -= gain_p V^T V: the upper triangle, then mirrored */
             for (j = 0; j < n; ++j) {
                 const MG_REAL *restrict vj = &w[(ptrdiff_t)j * m];
@@ -387,8 +411,8 @@ static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_RE
         if ((lo == 0) && (mg_cholesky_factor(n, x->s) != 0)) {
             ok = 0;
         }
-        for (c = lo; (c < hi) && (ok != 0); ++c) {
-            mg_cholesky_forward(n, x->s, &x->v[c], nb);
+        if (ok != 0) {
+            mg_cholesky_forward_cols(n, x->s, x->v, nb, lo, hi);
         }
     } else if (ph == 4) { /* dtheta -= V^T L^-1 (gain .* r), the snapshot's */
         mg_cholesky_forward(n, x->s, x->u, 1);
