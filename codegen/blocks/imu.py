@@ -379,7 +379,7 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
     """r_var from the encoder the block reads, as the kalman block's R (Liu et al. §II-C)."""
     enc = next(b for b in blocks if b.kind == "enc")
     by_enc = {f.name: f.default_array() for f in enc.config}
-    r_var = tuple(kalman.measurement_variance(c, g) for c, g in zip(by_enc["cpr"], by_enc["gear"]))
+    r_var = tuple(kalman.measurement_variances(by_enc["cpr"], by_enc["gear"]).tolist())
     by = {f.name: i for i, f in enumerate(block.config)}
     block.config[by["r_var"]] = dataclasses.replace(block.config[by["r_var"]], default=r_var)
 

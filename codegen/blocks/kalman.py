@@ -111,6 +111,11 @@ def measurement_variance(cpr: float, gear: float) -> float:
     return float((2 * exact.MP.pi / (exact.MP.mpf(float(cpr)) * exact.MP.mpf(float(gear)))) ** 2 / 3)
 
 
+def measurement_variances(cpr: Any, gear: Any) -> np.ndarray:
+    """measurement_variance per joint, of the encoders' counts per revolution and gear ratios."""
+    return np.array([measurement_variance(c, g) for c, g in zip(cpr, gear)])
+
+
 def design(ts: float, q_var: np.ndarray, r_var: np.ndarray, tustin: bool = False) -> np.ndarray:
     """Gains (n, 3) for per-joint Q and R; both must be positive (ValueError otherwise)."""
     q, r = np.asarray(q_var, float), np.asarray(r_var, float)
@@ -171,7 +176,7 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
     r_var = (
         np.array(given["kalman.r_var"][0])
         if "kalman.r_var" in given and not side
-        else np.array([measurement_variance(c, g) for c, g in zip(cpr, by_enc[side + "gear"])])
+        else measurement_variances(cpr, by_enc[side + "gear"])
     )
     gain = design(ts, q_var, r_var, bool(block.options.get("tustin", 0)))
     block.options.update(q_var=tuple(q_var), r_var=tuple(r_var))
@@ -189,7 +194,7 @@ def _redesign(
     r_var = (
         np.broadcast_to(np.asarray(given["r_var"], float), (n,))
         if given.get("r_var") is not None
-        else np.array([measurement_variance(c, g) for c, g in zip(enc["enc.cpr"], enc["enc.gear"])])
+        else measurement_variances(enc["enc.cpr"], enc["enc.gear"])
     )
     return {"est.gain": design(ts, q_var, r_var, bool(options.get("tustin", 0)))}
 

@@ -125,7 +125,7 @@ def kalman_gain(q_var: float) -> Designed:
 
 
 def _quantisation(config: RtConfig, robot: Robot | None) -> np.ndarray:
-    return np.array([kalman.measurement_variance(c, g) for c, g in zip(config["enc.cpr"], config["enc.gear"])])
+    return kalman.measurement_variances(config["enc.cpr"], config["enc.gear"])
 
 
 # R = (2 pi / (cpr gear))^2 / 3 per joint, the encoder's quantisation (as the kalman block's R)
