@@ -20,7 +20,7 @@ from host_tools.bindings.loopback import simulate
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
 from host_tools.reports.collide_study import markdown as study_markdown
-from host_tools.reports.collide_study import summary
+from host_tools.reports.collide_study import summary, write_collide_report
 from host_tools.reports.collision import markdown
 from host_tools.studies.collide import (
     CollideSettings,
@@ -110,7 +110,7 @@ def test_collide_cli(tmp_path: Path) -> None:
     assert (tmp_path / "collide_impacts.png").stat().st_size > 10_000  # like Birjandi & Haddadin Figs. 8 and 10
 
 
-def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates() -> None:
+def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates(tmp_path: Path) -> None:
     """planar2, seed 15 (issue #46): the drawn model overestimates joint 1's inertia with the arm
     folded, where computed torque on the Kalman estimate goes unstable and oscillates at its 60 N m
     limit; the same draw's loop on the IMUs' faster estimate stays linear. collide says so, and the
@@ -133,6 +133,9 @@ def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates(
     # the IMU-fed run counts, without a threshold ratio: its draw's momentum run does not
     assert doc["adaptive_momentum_imu"]["threshold_ratio"] is None
     assert "| momentum | 0 | 1: 100 % [" in study_markdown(summary(rows, len(rows)))
+    # the written report: its rates figure plots the observers with runs left in
+    assert write_collide_report(rows, len(rows), tmp_path) == ["report.md", "report.json", "report_rates.png"]
+    assert json.loads((tmp_path / "report.json").read_text())["groups"]["planar2"]["observers"]["momentum"]["runs"] == 0
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:
