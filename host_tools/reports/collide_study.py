@@ -106,6 +106,8 @@ def observer_summary(rows: list[CollideRow], everything: list[CollideRow]) -> di
     """One observer's rates, delays and threshold ratios over ``rows`` (its finished items), those
     whose loop hit its torque limit counted apart (``everything``: every observer's runs that count)."""
     limited = sum(map(torque_limited, rows))
+    # a store written before collide reported its loop has no closed_loop: not measured (None)
+    measured = all("closed_loop" in r.result for r in rows)
     rows = [r for r in rows if not torque_limited(r)]
     n = len(rows)
     if n == 0:
@@ -121,7 +123,7 @@ def observer_summary(rows: list[CollideRow], everything: list[CollideRow]) -> di
     ratios = np.array(_ratios(rows, everything), float)
     return {
         "runs": n,
-        "torque_limited": _proportion(limited, n + limited),
+        "torque_limited": _proportion(limited, n + limited) if measured else None,
         "miss_per_contact": _proportion(missed, contacts),
         "miss_per_run": _proportion(runs_missing, n),
         "false_alarm_per_run": _proportion(sum(r.result["false_alarms"] > 0 for r in rows), n),
@@ -199,7 +201,8 @@ def markdown(doc: dict[str, Any]) -> str:
             "| --- | --: | --: | --: | --: | --: | --: | --: |",
         ]
         for obs, s in group["observers"].items():
-            limited = f"{s['torque_limited']['count']}: {_ci(s['torque_limited'])}"
+            lim = s["torque_limited"]
+            limited = f"{lim['count']}: {_ci(lim)}" if lim else "not measured"
             if not s["runs"]:
                 lines.append(f"| {obs} | 0 | {limited} |" + " — |" * 5)
                 continue
@@ -218,6 +221,8 @@ def markdown(doc: dict[str, Any]) -> str:
                 + " |"
             )
         kinds = list(dict.fromkeys(k for s in group["observers"].values() for k in s.get("delay_by_kind", ())))
+        if not kinds:  # every run of the group left out
+            continue
         lines += ["", "Detection delay, ms: median / 95th percentile (missed)", ""]
         lines += ["| observer | " + " | ".join(kinds) + " |", "| --- |" + " --: |" * len(kinds)]
         for obs, s in group["observers"].items():
