@@ -125,8 +125,12 @@ forgets the links' correlations: planar2's model error then converges less far
 SLICED_DOC = """The covariance refresh spread over several samples (issue #47, ``covariance="sliced"``): the dense
 update of one sample's snapshot, done in slices of a bounded number of multiply-adds, one slice a
 sample. At the start of a window the sample's G (Y), u = g .* r, g_min are snapshot (st.obs.gs, u,
-gain_w); the next samples run the slices of SLICE_PHASES in turn (the table ``slices``: phase, first,
-last + 1 of the rows or columns it covers): W = G P over P's packed rows (each packed entry P_ic,
+gain_w; G is written there by predict itself, an optional output stored only on a sample that begins
+with no window in flight, the only samples a window can start on, so the build keeps no G of its own;
+G's snapshot and D are stored as their entries that can be non-zero only, row by row, with the
+index tables rows, cols and next, and Q as its scale: RAM, issue #47); the next samples run the
+slices of SLICE_PHASES in turn (the table ``slices``: phase, first, last + 1 of the rows or columns
+it covers): W = G P over P's packed rows (each packed entry P_ic,
 i <= c, adds G_ji P_ic to W_jc and G_jc P_ic to W_ji; the regressor's structural zeros skipped),
 S = W G^T + lambda I by rows (lower triangle), S = L L^T then V = L^-1 W by columns,
 dtheta_hat -= V^T L^-1 u (the correction, applied at that slice), and P -= g_min V^T V + Q by packed
@@ -150,6 +154,27 @@ sample pays the non-adapting step plus about that many."""
 SLICE_PHASES = {"w": 1, "s": 2, "v": 3, "correct": 4, "p": 5}
 # an inner loop's set-up in multiply-adds (slice_costs): about 30 M4F instructions against 7 a multiply-add
 LOOP_COST = 4
+
+
+def nonzeros(pattern: np.ndarray) -> list[tuple[int, int]]:
+    """The regressor's entries that can be non-zero (``pattern``, n x b), row by row: per joint j its
+    columns c in ascending order. The sliced update stores G's snapshot and D as these only (SLICED_DOC)."""
+    return [(int(j), int(c)) for j, c in zip(*np.nonzero(pattern))]
+
+
+def sparse_rows(pattern: np.ndarray) -> dict[str, list[int]]:
+    """The runtime's index of the stored non-zeros (``nonzeros`` order; manipgen_linalg.h's
+    mg_rls_sliced_t): ``rows``, per joint its first entry (and the end, n + 1 numbers); ``cols``, per
+    entry its column; ``next``, per joint j and column a (j b + a) the first entry of row j whose
+    column is a or more (rows[j + 1] if none)."""
+    n, nb = pattern.shape
+    rows = [0] + np.cumsum(pattern.sum(axis=1)).astype(int).tolist()
+    cols = [c for _, c in nonzeros(pattern)]
+    nxt = []
+    for j in range(n):
+        mine = cols[rows[j] : rows[j + 1]]
+        nxt += [rows[j] + int(np.searchsorted(mine, a)) for a in range(nb)]
+    return {"rows": rows, "cols": cols, "next": nxt}
 
 
 def first_columns(pattern: np.ndarray) -> list[int]:
@@ -324,7 +349,7 @@ def build(
         if covariance != "sliced":
             return 1
         sliced["slices"], sliced["budget"] = slice_schedule(pattern, slice_budget)
-        sliced["first"] = first_columns(pattern)
+        sliced.update(sparse_rows(pattern))
         return 1 + len(cast(list[tuple[int, int, int]], sliced["slices"]))
 
     predict, own_state, pattern, samples = (
@@ -336,11 +361,14 @@ def build(
     pr, fl, dr = cs.SX.sym("prior"), cs.SX.sym("floor"), cs.SX.sym("drift")
     beta = cs.fabs(cs.DM(base.k) @ pi)  # the model's base parameters, |K pi|
     p0 = (pr * cs.fmax(beta[kept], fl * cs.mmax(beta))) ** 2
+    scale = dr * (samples * ts)
     prior_fn = sx_function(
         "prior",
         [("cfg.obs.prior", pr), ("cfg.obs.floor", fl), ("cfg.obs.drift", dr)] + model,
-        [("st.obs.p0", p0), ("st.obs.drift", dr * (samples * ts) * p0)],
-        "the prior's variances P_0 (diagonal) and the random walk's growth per update, drift N T P_0",
+        # the sliced update keeps Q's scale and forms Q = scale P_0 row by row (the same product)
+        [("st.obs.p0", p0), ("st.obs.drift", scale if covariance == "sliced" else scale * p0)],
+        "the prior's variances P_0 (diagonal) and the random walk's growth per update, drift N T P_0"
+        + (" (its scale drift N T: Q = scale P_0)" if covariance == "sliced" else ""),
     )
     q, dyn = ctx.sym("q"), ctx.dyn
     j = cs.Function("j", [dyn.q], [dyn.tip_jacobian])(q)
@@ -369,7 +397,7 @@ def build(
         config=_config(n, ts, k, lam, lam_f, prior, floor, drift, suspect)
         + [_rate_field(NO_RATE if rate is None else rate)],
         state=_state(n, nb, integral, cov["size"], workspace=not sliced)
-        + (_sliced_state(n, nb) if sliced else [])
+        + (_sliced_state(n, nb, int(pattern.sum())) if sliced else [])
         + own_state,
         outputs=[
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
@@ -483,8 +511,9 @@ def _rate_field(rate: float) -> Field:
 
 
 def _state(n: int, nb: int, integral: bool, packed: int, workspace: bool = True) -> list[Field]:
-    """The RLS state and its workspaces (templates/rt/adaptive.c.j2). ``workspace`` False: no w (the
-    sliced update keeps its W in st.obs.v and its predict writes D over itself, SLICED_DOC)."""
+    """The RLS state and its workspaces (templates/rt/adaptive.c.j2). ``workspace`` False (the sliced
+    update, SLICED_DOC): no w (its W is st.obs.v and its predict writes D over itself), no y (its predict
+    writes G into the snapshot when a window can start) and Q's scale for Q's diagonal."""
     fields = [
         Field("dtheta", "real", (nb,), "dtheta_hat: the adapted base parameters' error estimate"),
         Field("p", "real", (packed,), "P: dtheta_hat's covariance, its diagonal blocks row-major one after another"),
@@ -504,13 +533,17 @@ def _state(n: int, nb: int, integral: bool, packed: int, workspace: bool = True)
         Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
         Field("held", "int32", (), "samples the adaptation has been held at the suspect level"),
     ]
-    return fields if workspace else [f for f in fields if f.name != "w"]
+    if workspace:
+        return fields
+    scale = Field("drift", "real", (), "Q's scale: the covariance's growth per update is Q = drift P_0")
+    return [scale if f.name == "drift" else f for f in fields if f.name not in ("w", "y")]
 
 
-def _sliced_state(n: int, nb: int) -> list[Field]:
-    """The sliced update's state (SLICED_DOC): the snapshot, W then V, and where the window is."""
+def _sliced_state(n: int, nb: int, stored: int) -> list[Field]:
+    """The sliced update's state (SLICED_DOC): the snapshot (G's ``stored`` entries that can be non-zero,
+    row by row), W then V, and where the window is."""
     return [
-        Field("gs", "real", (nb, n), "the window's snapshot of G^T (Y^T)"),
+        Field("gs", "real", (stored,), "the window's snapshot of G: its entries that can be non-zero, row by row"),
         Field("v", "real", (n, nb), "the window's W = G P, then V = L^-1 W"),
         Field("gain_w", "real", (), "the window's covariance fraction g_min"),
         Field("slice", "int32", (), "the next slice of the window's update (1-based; 0: none in flight)"),
@@ -626,15 +659,15 @@ def integral_predict(
     e = a r0 - (1 - a) (p / T - beta / 2) (n), so that G_k = D_{k-1} + (1 - a) (Y_p,k / T + Y_beta,k / 2)
     and r0_k = e_{k-1} + (1 - a) (p_k / T + beta_k / 2 - tau_k): one n x b matrix carried, and the new
     D written to the workspace w (copied over D by the template), not over its own input; ``in_place``
-    (the sliced update, which has no w): over D itself (each element is read before it is written, as
-    pipeline.RtEmitter._call checks, else it goes through a local copy). The
+    (the sliced update, which has no w nor y): D stored as its entries that can be non-zero (``nonzeros``)
+    and written over itself (each element is read before it is written, as pipeline.RtEmitter._call
+    checks, else it goes through a local copy), and G as the same entries into the window's snapshot,
+    an optional output (stored only when a window can start, SLICED_DOC). The
     adaptation's fractions are the decay over the samples an update spans (``window`` of G's pattern)."""
     n, ts, nb = ctx.n, ctx.ts, len(kept)
     model, pi = ctx.model_inputs()
     q, qd, tau, kk = (ctx.sym(s) for s in ("q", "qd", "tau", "k_o"))
     rate = cs.SX.sym("rate")
-    # stored (b, n) row-major: an n x b matrix column by column, as CasADi reads it
-    carry = cs.reshape(cs.SX.sym("d", n * nb), n, nb)
     carry_r, fresh = cs.SX.sym("e", n), cs.SX.sym("restart")
     # Y_p / T and Y_beta / 2, the low-passes' two terms
     yp, yb = momentum_regressors(ctx, kept, ((1 / ts, 0.0), (0.0, 0.5)))(q, qd)
@@ -650,10 +683,24 @@ def integral_predict(
     pattern = nonzero_pattern(y_plus) | nonzero_pattern(y_minus)
     samples = window(pattern)
     bw = b if samples == 1 else 1 - cs.exp(-kk * (samples * ts))  # the decay over the samples an update spans
-    carry_nz = carry * cs.DM(pattern.astype(float))
+    entries = nonzeros(pattern)
+    if in_place:  # D's entries that can be non-zero, row by row
+        stored = cs.SX.sym("d", len(entries))
+        carry_nz = cs.SX(n, nb)
+        for k, (j, c) in enumerate(entries):
+            carry_nz[j, c] = stored[k]
+    else:  # stored (b, n) row-major: an n x b matrix column by column, as CasADi reads it
+        carry = cs.reshape(cs.SX.sym("d", n * nb), n, nb)
+        stored, carry_nz = cs.vec(carry), carry * cs.DM(pattern.astype(float))
     # restart: the low-passes start at 0 (a selection, so a non-finite carry does not pass through)
     g = cs.if_else(fresh, cs.SX.zeros(n, nb), carry_nz + cs.diag(b) @ y_plus)
     r0 = cs.if_else(fresh, cs.SX.zeros(n), carry_r + b * (p / ts + beta / 2 - tau))
+    d_next = cs.diag(a) @ g - cs.diag(b) @ y_minus
+    if in_place:
+        regressor = [("st.obs.gs", cs.vertcat(*[g[j, c] for j, c in entries]))]
+        carried = [("st.obs.d", cs.vertcat(*[d_next[j, c] for j, c in entries]))]
+    else:
+        regressor, carried = [("st.obs.y", g)], [("st.obs.w", d_next)]
     fn = sx_function(
         "predict",
         [
@@ -663,24 +710,37 @@ def integral_predict(
             ("st.obs.dtheta", dth),
             ("cfg.obs.k_o", kk),
             ("cfg.obs.rate", rate),
-            ("st.obs.d", cs.vec(carry)),
+            ("st.obs.d", stored),
             ("st.obs.e", carry_r),
             ("st.obs.restart", fresh),
         ]
         + model
         + terms,
-        [
-            ("st.obs.y", g),
-            ("st.obs.d" if in_place else "st.obs.w", cs.diag(a) @ g - cs.diag(b) @ y_minus),
+        regressor
+        + carried
+        + [
             ("st.obs.e", a * r0 - b * (p / ts - beta / 2)),
             ("out.r", r0 + g @ dth),
             ("st.obs.gain", rate_limited(bw, r0 + g @ dth, rate, samples * ts)),
             ("st.obs.gain_p", cs.mmin(bw)),
         ],
-        "G (stored as G^T), the next sample's D (in w) and e, r and the adaptation's fractions",
+        "G, the next sample's D and e, r and the adaptation's fractions"
+        + (" (G and D: their entries that can be non-zero, row by row)" if in_place else " (G^T; D^T in w)"),
+        optional=("st.obs.gs",) if in_place else (),
+    )
+    d_field = (
+        Field(
+            "d",
+            "real",
+            (len(entries),),
+            "D: the low-passed regressor's part known from the last sample (its "
+            "entries that can be non-zero, row by row)",
+        )
+        if in_place
+        else Field("d", "real", (nb, n), "D^T: the low-passed regressor's part known from the last sample")
     )
     state = [
-        Field("d", "real", (nb, n), "D^T: the low-passed regressor's part known from the last sample"),
+        d_field,
         Field("e", "real", (n,), "e: the low-passed residual's part known from the last sample"),
         Field("restart", "real", (), "1: the low-passes start again at the next predict (first, reset, non-finite r)"),
     ]

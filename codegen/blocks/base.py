@@ -116,27 +116,45 @@ def parameter_names(inputs: tuple[str, ...], outputs: tuple[str, ...]) -> tuple[
     return ins, outs
 
 
-def bound(name: str, f: cs.Function, inputs: tuple[str, ...], outputs: tuple[str, ...], doc: str) -> FunctionSpec:
+def bound(
+    name: str,
+    f: cs.Function,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    doc: str,
+    optional: tuple[str, ...] = (),
+) -> FunctionSpec:
     """The C function spec of ``f`` whose arguments are read from ``inputs`` and written to
-    ``outputs`` (bindings); its parameters are named for them (parameter_names)."""
+    ``outputs`` (bindings; those in ``optional`` may be NULL: Arg.optional); its parameters are named
+    for them (parameter_names)."""
+    unknown = set(optional) - set(outputs)
+    if unknown:
+        raise ValueError(f"{name}: optional bindings {sorted(unknown)} are not outputs")
     ins, outs = parameter_names(inputs, outputs)
     return FunctionSpec(
         name,
         doc,
         tuple(Arg(a, int(f.numel_in(i)), "", b) for i, (a, b) in enumerate(zip(ins, inputs))),
-        tuple(Arg(a, int(f.numel_out(i)), "", b) for i, (a, b) in enumerate(zip(outs, outputs))),
+        tuple(Arg(a, int(f.numel_out(i)), "", b, b in optional) for i, (a, b) in enumerate(zip(outs, outputs))),
         f,
     )
 
 
-def sx_function(name: str, inputs: list[tuple[str, cs.SX]], outputs: list[tuple[str, cs.SX]], doc: str) -> FunctionSpec:
+def sx_function(
+    name: str,
+    inputs: list[tuple[str, cs.SX]],
+    outputs: list[tuple[str, cs.SX]],
+    doc: str,
+    optional: tuple[str, ...] = (),
+) -> FunctionSpec:
     """A block function from (binding, symbol) pairs; outputs are densified and CSE'd together: a
     subexpression that several outputs share (the momentum observer's p in st.obs.p and in the
     residual written to both st.obs.r and out.r) is computed once. CSE merges structurally equal
-    nodes only (no reassociation): every output has the same arithmetic, and bits, as CSE'd alone."""
+    nodes only (no reassociation): every output has the same arithmetic, and bits, as CSE'd alone.
+    ``optional``: output bindings the caller may leave out (a NULL pointer: not stored)."""
     together = cs.cse([cs.densify(cs.vec(e)) for _, e in outputs])
     f = cs.Function(name, [s for _, s in inputs], together)
-    return bound(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc)
+    return bound(name, f, tuple(b for b, _ in inputs), tuple(b for b, _ in outputs), doc, optional)
 
 
 def per_joint(values: float | list[float] | tuple[float, ...], n: int) -> tuple[float, ...]:

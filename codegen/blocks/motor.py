@@ -39,6 +39,7 @@ def _fn(f: FunctionSpec) -> FunctionSpec:
         tuple(_rebind(b) for b in f.reads),
         tuple(_rebind(b) for b in f.writes),
         f.doc + " (motor side)",
+        tuple(_rebind(a.binding) for a in f.outputs if a.optional),
     )
 
 

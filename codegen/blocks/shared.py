@@ -73,7 +73,8 @@ def _rebuilt(spec: FunctionSpec, n: int) -> FunctionSpec:
         else:
             source.pop(outs[0], None)
     g = cs.Function(f.name(), [*args, *trig], res)
-    return bound(spec.name, g, (*spec.reads, COS, SIN), spec.writes, spec.doc)
+    optional = tuple(x.binding for x in spec.outputs if x.optional)
+    return bound(spec.name, g, (*spec.reads, COS, SIN), spec.writes, spec.doc, optional)
 
 
 def share_trig(blocks: list[Block], n: int) -> FunctionSpec | None:

@@ -43,6 +43,7 @@ def view(spec: FunctionSpec, precision: Precision, portable: bool = True, schedu
             indent="    ",
             portable=portable,
             scheduled=scheduled,
+            optional=frozenset(a.name for a in spec.outputs if a.optional),
         )
         lines, ops = b.lines, str(b.ops)
         skipped = unused_inputs(spec.function)

@@ -231,11 +231,13 @@ def body(
     indent: str = "  ",
     portable: bool = True,
     scheduled: bool = False,
+    optional: frozenset[str] = frozenset(),
 ) -> Body:
     """Statements computing f's (dense) outputs from pointer arguments named in/out_names;
     ``portable``: sin, cos, exp, tanh through manipgen_linalg.h's MG_SIN, ... (else the C library's);
     ``scheduled``: in :func:`schedule`'s order where :func:`scheduling` (else CasADi's), the same
-    operations."""
+    operations; ``optional``: the out_names that may be NULL (their stores are skipped then; every
+    value is computed as without them, so the other outputs' bits do not depend on it)."""
     if scheduled and scheduling(f):
         deps = _operands(f)
         order = schedule(f)
@@ -264,6 +266,8 @@ def body(
         outs = f.instruction_output(k) if op == cs.OP_OUTPUT else [result(k)]
         if op == cs.OP_INPUT:
             lines.append(f"w{outs[0]} = {in_names[ins[0]]}[{ins[1]}];")
+        elif op == cs.OP_OUTPUT and out_names[outs[0]] in optional:
+            lines.append(f"if ({out_names[outs[0]]} != NULL) {{ {out_names[outs[0]]}[{outs[1]}] = w{ins[0]}; }}")
         elif op == cs.OP_OUTPUT:
             lines.append(f"{out_names[outs[0]]}[{outs[1]}] = w{ins[0]};")
         elif op == cs.OP_CONST:

@@ -80,26 +80,36 @@ class RtEmitter:
         """<robot>_rt_<kind>_<function>; a block's derive function is <robot>_rt_<kind>_derive."""
         return f"{self.p}_rt_{block.kind}_{'derive' if fn is block.derive else fn.name}"
 
-    def call(self, kind: str, name: str) -> str:
-        """C statement(s) calling a block function (see _call)."""
+    def call(self, kind: str, name: str, when: dict[str, str] | None = None) -> str:
+        """C statement(s) calling a block function (see _call). ``when``: per optional output's binding
+        (Arg.optional), the C condition under which this call stores it."""
         block = next(b for b in self.pipe.blocks if b.kind == kind)
         fn = block.derive if block.derive is not None and block.derive.name == name else block.fn(name)
-        return self._call(self.fn_name(block, fn), fn)
+        return self._call(self.fn_name(block, fn), fn, when or {})
 
     def shared_call(self) -> str:
         """The call computing the locals the blocks' functions share (Pipeline.shared), or ''."""
         fn = self.pipe.shared
         return "" if fn is None else self._call(f"{self.p}_rt_{fn.name}", fn)
 
-    def _call(self, c_name: str, fn: FunctionSpec) -> str:
+    def _call(self, c_name: str, fn: FunctionSpec, when: dict[str, str] | None = None) -> str:
         """The call; an output that is also an input is written in place where the function, printed
         in schedule's order, reads each of its elements before writing it (no copy), else through a
-        local copied back."""
+        local copied back; an optional output (Arg.optional) is stored only while ``when``'s condition
+        for its binding holds (NULL is passed otherwise); every optional output needs one."""
+        when = when or {}
+        optional = {a.binding for a in fn.outputs if a.optional}
+        if set(when) != optional:
+            raise ValueError(f"{c_name}: conditions for {sorted(when)}, optional outputs {sorted(optional)}")
         args = [self.c_ref(b) for b in fn.reads]
         lines, copies = [], []
         order = schedule(fn.function) if fn.function is not None else ()
         for k, b in enumerate(fn.writes):
-            if b in fn.reads and fn.function is not None and reads_first(fn.function, order, fn.reads.index(b), k):
+            if b in when:
+                if b in fn.reads:
+                    raise ValueError(f"{c_name}: the optional output {b} is also an input")
+                args.append(f"(({when[b]}) ? {self.c_ref(b)} : NULL)")
+            elif b in fn.reads and fn.function is not None and reads_first(fn.function, order, fn.reads.index(b), k):
                 args.append(self.c_ref(b))
             elif b in fn.reads:
                 size = self.fields[b].size

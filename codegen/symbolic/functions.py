@@ -19,12 +19,14 @@ from codegen.symbolic.params import BaseParameters
 class Arg:
     """An argument of a C function: its C name, its size, its documentation (with units) and, for a
     real-time block's function, its binding (``cfg.est.gain``, ``st.est.x``, ``in.tau``, ``out.q``,
-    ``loc.q``: where the pipeline's step reads or writes it)."""
+    ``loc.q``: where the pipeline's step reads or writes it). ``optional``: an output the caller may
+    not want this call (the pointer may be NULL: nothing is stored; codegen.emit.cprint.body)."""
 
     name: str
     size: int
     doc: str
     binding: str = ""
+    optional: bool = False
 
 
 @dataclass(frozen=True)

@@ -338,12 +338,14 @@ typedef struct {
     const int (*sched)[3];     /* per slice: its phase (1 W = G P, 2 S, 3 L and V, 4 the correction, 5 P), first and last + 1 row or column */
     int nsched;                /* slices in a window */
     int corr;                  /* the correction's slice (1-based): until it has run, a window can be discarded */
-    const int *first;          /* per joint, G's first column that can be non-zero (the regressor's structure) */
+    const int *rows;           /* G's stored entries (those that can be non-zero, row by row): per joint its first, and the end */
+    const int16_t *cols;       /* per stored entry, its column */
+    const int16_t *next;       /* per joint j and column a (j nb + a), the first entry of row j whose column is a or more */
     const MG_REAL *p0;         /* P_0's diagonal */
-    const MG_REAL *drift;      /* Q's diagonal */
+    const MG_REAL *drift;      /* Q's scale: Q = drift P_0 */
     MG_REAL *p;                /* P, packed: nb (nb + 1) / 2 values */
     MG_REAL *dtheta;           /* the estimate, nb */
-    MG_REAL *gs;               /* the window's snapshot of G^T, nb x n */
+    MG_REAL *gs;               /* the window's snapshot of G, its stored entries (the caller writes it) */
     MG_REAL *v;                /* W = G P, then V = L^-1 W, n x nb */
     MG_REAL *s;                /* S, then L, n x n */
     MG_REAL *u;                /* the snapshot's gain .* r, then L^-1 of it, n */
@@ -380,14 +382,16 @@ static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_RE
         for (a = lo; a < hi; ++a) {
             const MG_REAL *pa = &x->p[(a * nb) - ((a * (a - 1)) / 2)];
             for (j = 0; j < n; ++j) {
-                const MG_REAL ga = x->gs[(a * n) + j];
-                int from = a + 1;
+                const int end = x->rows[j + 1];
+                int e = x->next[(j * nb) + a]; /* row j's entries from column a on (the others are 0) */
+                MG_REAL ga = (MG_REAL)0;
                 MG_REAL acc = (MG_REAL)0;
-                if (from < x->first[j]) { /* G_jc is 0 before first[j] */
-                    from = x->first[j];
+                if ((e < end) && (x->cols[e] == a)) {
+                    ga = x->gs[e];
+                    ++e;
                 }
-                for (c = from; c < nb; ++c) {
-                    acc += x->gs[(c * n) + j] * pa[c - a];
+                for (k = e; k < end; ++k) {
+                    acc += x->gs[k] * pa[x->cols[k] - a];
                 }
                 if (ga != (MG_REAL)0) { /* the regressor's zeros */
                     for (c = a; c < nb; ++c) {
@@ -401,8 +405,8 @@ static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_RE
         for (j = lo; j < hi; ++j) {
             for (k = 0; k <= j; ++k) {
                 MG_REAL acc = (j == k) ? lam : (MG_REAL)0;
-                for (c = x->first[k]; c < nb; ++c) {
-                    acc += x->v[(j * nb) + c] * x->gs[(c * n) + k];
+                for (c = x->rows[k]; c < x->rows[k + 1]; ++c) {
+                    acc += x->v[(j * nb) + x->cols[c]] * x->gs[c];
                 }
                 x->s[(j * n) + k] = acc;
             }
@@ -435,7 +439,7 @@ static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_RE
                     pa[c - a] -= va * x->v[(j * nb) + c];
                 }
             }
-            pa[0] += x->drift[a];
+            pa[0] += *x->drift * x->p0[a];
         }
     }
     return ok;
@@ -444,9 +448,11 @@ static inline int mg_rls_slice(mg_rls_sliced_t *x, int ph, int lo, int hi, MG_RE
 /* One sample of the sliced update. A window in flight whose correction has not run is discarded at
  * a restart or, with freeze, while firm (a latched collision or a joint above its threshold). With
  * none in flight a window starts unless restarting or, with freeze, holding: the snapshot of this
- * sample's G^T (yt, nb x n), gain .* r and gain_p. Else the next slice runs; a failed one (S not
- * positive definite, a non-finite correction) starts the observer again (dtheta 0, P_0). */
-static inline void mg_rls_sliced(mg_rls_sliced_t *x, const MG_REAL *yt, const MG_REAL *gain,
+ * sample's gain .* r and gain_p, with its G, which the caller wrote into gs this sample (a window
+ * starts only where none was in flight when the sample began: firm implies hold). Else the next
+ * slice runs; a failed one (S not positive definite, a non-finite correction) starts the observer
+ * again (dtheta 0, P_0). */
+static inline void mg_rls_sliced(mg_rls_sliced_t *x, const MG_REAL *gain,
                                  const MG_REAL *r, MG_REAL gain_p, MG_REAL lam, int restart, unsigned freeze,
                                  int hold, int firm)
 {
@@ -457,7 +463,6 @@ static inline void mg_rls_sliced(mg_rls_sliced_t *x, const MG_REAL *yt, const MG
     if (*x->slice == 0) {
         if ((restart == 0) && !((freeze != 0u) && (hold != 0))) { /* a window starts */
             for (k = 0; k < (x->nb * x->n); ++k) {
-                x->gs[k] = yt[k];
                 x->v[k] = (MG_REAL)0;
             }
             for (k = 0; k < x->n; ++k) {

@@ -84,19 +84,29 @@ def rls_update(d: Data, cov: Covariance) -> bool:
     return True
 
 
+def snapshot(gs: np.ndarray, block: Block) -> np.ndarray:
+    """The sliced update's snapshot of G (n x b) from its stored entries (those that can be non-zero,
+    row by row: the block's ``rows`` and ``cols``, SLICED_DOC)."""
+    rows, cols = cast(list[int], block.options["rows"]), cast(list[int], block.options["cols"])
+    g = np.zeros((len(rows) - 1, len(cast(tuple[int, ...], block.options["adapted"]))))
+    for j in range(len(rows) - 1):
+        g[j, cols[rows[j] : rows[j + 1]]] = gs[rows[j] : rows[j + 1]]
+    return g
+
+
 def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
     """The sliced update's work this sample (SLICED_DOC): an update whose correction is not applied
     yet is discarded (``discard``: a restart, or frozen by a latched collision or a joint above its
     threshold); with none in flight a window starts unless discarded or ``held`` (frozen by any hold,
-    the suspect level's included): the snapshot; else the next slice runs its rows or columns."""
+    the suspect level's included): the snapshot (its G written by predict); else the next slice runs
+    its rows or columns."""
     slices = cast(list[tuple[int, int, int]], block.options["slices"])
     corrected = [ph for ph, _, _ in slices].index(SLICE_PHASES["correct"]) + 1
     at = int(d["st.obs.slice"])
     if 0 < at <= corrected and discard:
         at = 0
     if at == 0:
-        if not (discard or held):  # a window starts: this sample's snapshot
-            d["st.obs.gs"] = d["st.obs.y"].copy()
+        if not (discard or held):  # a window starts: this sample's snapshot (predict wrote its G)
             d["st.obs.v"] = np.zeros_like(d["st.obs.v"])
             d["st.obs.u"] = d["st.obs.gain"] * d["out.r"]
             d["st.obs.gain_w"] = d["st.obs.gain_p"].copy()
@@ -104,7 +114,7 @@ def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
         d["st.obs.slice"] = np.array(at, np.int32)
         return
     phase, lo, hi = slices[at - 1]
-    g, v, s = d["st.obs.gs"].T, d["st.obs.v"].copy(), d["st.obs.s"].copy()
+    g, v, s = snapshot(d["st.obs.gs"], block), d["st.obs.v"].copy(), d["st.obs.s"].copy()
     cov = covariance_of(block)
     p = unpack(d["st.obs.p"], cov, g.shape[1])
     ok = True
@@ -132,7 +142,7 @@ def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
     else:  # P -= g_min V^T V + Q, P's rows lo..hi - 1
         for i in range(lo, hi):
             p[i, i:] -= float(d["st.obs.gain_w"]) * (v[:, i] @ v[:, i:])
-            p[i, i] += d["st.obs.drift"][i]
+            p[i, i] += float(d["st.obs.drift"]) * d["st.obs.p0"][i]  # Q = scale P_0
         d["st.obs.p"] = pack(p, cov)  # the upper triangle
     d["st.obs.v"], d["st.obs.s"] = v, s
     at = at + 1 if at < len(slices) else 0
@@ -156,9 +166,13 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     restart = bool(d["loc.first"] or d["in.reset"])
     if integral and restart:  # the low-passes start again (also after a non-finite r, flagged below)
         d["st.obs.restart"] = np.array(1.0)
+    sliced = "slices" in block.options
+    kept = d["st.obs.gs"].copy() if sliced else None
     evaluate(block.fn("predict"), d)
+    if kept is not None and int(d["st.obs.slice"]) != 0:  # G is stored only when a window can start
+        d["st.obs.gs"] = kept
     if integral:
-        if "slices" not in block.options:  # the sliced update's predict writes D over itself (no w)
+        if not sliced:  # the sliced update's predict writes D over itself (no w)
             d["st.obs.d"] = d["st.obs.w"].reshape(d["st.obs.d"].shape)
         # non-finite inputs now (a non-finite G reaches r through G dtheta_hat): no correction, r = 0,
         # and the low-passes start again next sample
@@ -172,7 +186,7 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     if restart:  # remove the whole residual seen now, claim no information from it
         d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
         d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
-        if integral:  # the low-passes start at 0 (G = 0: the correction is 0 too)
+        if integral and not sliced:  # the low-passes start at 0 (G = 0: the correction is 0 too)
             d["st.obs.y"] = np.zeros_like(d["st.obs.y"])
     level = d["st.det.level"]  # the last sample's thresholds (0: not detecting)
     suspect = bool(np.any((level > 0) & (np.abs(d["out.r"]) > float(d["cfg.obs.suspect"]) * level)))
@@ -183,7 +197,7 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     elif int(d["st.obs.held"]) < int(d["cfg.obs.suspect_hold"]):  # held at most suspect_hold samples a time
         d["st.obs.held"] = np.array(int(d["st.obs.held"]) + 1, np.int32)
         hold = True
-    if "slices" in block.options:
+    if sliced:
         sliced_slice(d, block, restart or bool(d["cfg.obs.freeze"] and firm), bool(d["cfg.obs.freeze"] and hold))
     elif not (d["cfg.obs.freeze"] and hold):
         ok = rls_update(d, cov)

@@ -79,15 +79,24 @@ def _unpack(p: np.ndarray, nb: int) -> np.ndarray:
     return full + np.triu(full, 1).T
 
 
+def _snapshot(gs: np.ndarray, robot: str) -> np.ndarray:
+    """G (n x b) from the snapshot's stored entries: the regressor's pattern's non-zeros, row by row
+    (codegen.blocks.adaptive.nonzeros), so independent of the block's own index tables."""
+    pattern = _pattern(robot)
+    g = np.zeros(pattern.shape)
+    g[pattern] = gs  # numpy's boolean index runs row by row, as the stored entries
+    return g
+
+
 def _dense_update(start: dict[str, np.ndarray], lam: float) -> tuple[np.ndarray, np.ndarray]:
     """The one-shot dense update of a window's snapshot: dtheta_hat and P (full) after it."""
-    g = start["gs"].T  # G, n x b
+    g = _snapshot(start["gs"], ROBOT)
     nb = g.shape[1]
     p = _unpack(start["p"], nb)
     lower = np.linalg.cholesky(g @ p @ g.T + lam * np.eye(g.shape[0]))
     v = np.linalg.solve(lower, g @ p)
     dtheta = start["dtheta"] - v.T @ np.linalg.solve(lower, start["u"])
-    return dtheta, p - float(start["gain_w"]) * (v.T @ v) + np.diag(start["drift"])
+    return dtheta, p - float(start["gain_w"]) * (v.T @ v) + float(start["drift"]) * np.diag(start["p0"])
 
 
 def _rel(c: np.ndarray, r: np.ndarray) -> float:
@@ -111,7 +120,7 @@ def test_a_window_is_the_dense_update_of_its_snapshot(observer: str, sliced_obse
         obs = rt.state["obs"]
         moved += int(not np.array_equal(before, obs["dtheta"]))
         if int(obs["slice"]) == 1:  # a window started on this sample: its snapshot
-            start = {name: np.array(obs[name], float) for name in ("gs", "u", "gain_w", "p", "dtheta", "drift")}
+            start = {name: np.array(obs[name], float) for name in ("gs", "u", "gain_w", "p", "dtheta", "drift", "p0")}
         elif int(obs["slice"]) == 0 and start is not None:  # its last slice ran on this sample
             dtheta, p = _dense_update(start, lam)
             worst["dtheta"] = max(worst["dtheta"], _rel(obs["dtheta"], dtheta))
@@ -216,7 +225,9 @@ def test_two_link_error_vanishes_with_the_sliced_update(wrong_link: int, sliced_
 def test_the_sliced_predict_writes_d_over_itself(robot: str) -> None:
     """The sliced build has no workspace w (its W is st.obs.v): its predict writes the next D over D,
     and, printed in schedule's order, reads each element of D before writing it, so the call is made
-    in place (pipeline.RtEmitter._call) and not through a local copy of D on the stack."""
+    in place (pipeline.RtEmitter._call) and not through a local copy of D on the stack. It keeps no G
+    of its own (predict writes G into the snapshot, an optional output) and stores the snapshot and D
+    as the regressor's entries that can be non-zero only (RAM, issue #47)."""
     rb = load_robot(robot)
     ctx = Ctx(rb, Dynamics(rb), rt_options("kalman", SLICED, "computed_torque", False))
     build = registry.observers()[SLICED].build
@@ -224,7 +235,11 @@ def test_the_sliced_predict_writes_d_over_itself(robot: str) -> None:
     block = build(ctx)
     fn = block.fn("predict")
     assert fn.function is not None
-    assert "w" not in [f.name for f in block.state]
+    fields = {f.name: f for f in block.state}
+    assert "w" not in fields and "y" not in fields
+    stored = int(_pattern(robot).sum())
+    assert fields["gs"].shape == (stored,) and fields["d"].shape == (stored,) and fields["drift"].shape == ()
+    assert [a.binding for a in fn.outputs if a.optional] == ["st.obs.gs"]
     assert "st.obs.d" in fn.writes
     order = schedule(fn.function)
     assert reads_first(fn.function, order, fn.reads.index("st.obs.d"), fn.writes.index("st.obs.d"))
