@@ -177,11 +177,6 @@ def sparse_rows(pattern: np.ndarray) -> dict[str, list[int]]:
     return {"rows": rows, "cols": cols, "next": nxt}
 
 
-def first_columns(pattern: np.ndarray) -> list[int]:
-    """Per row of the regressor's non-zero ``pattern`` (n x b), its first column that can be non-zero (b: none)."""
-    return [int(np.nonzero(row)[0].min()) if row.any() else pattern.shape[1] for row in pattern]
-
-
 def slice_costs(pattern: np.ndarray) -> list[tuple[int, int, int]]:
     """The sliced update's work items in order (SLICED_DOC): (phase, index, cost) for each packed row
     of W's phase, row of S, column of V (the first with S's Cholesky factorisation), the correction
@@ -191,14 +186,13 @@ def slice_costs(pattern: np.ndarray) -> list[tuple[int, int, int]]:
     start, its bounds and the row's pointers: about 30 instructions on the M4F, so a column of V,
     n (n - 1) / 2 multiply-adds, n divisions and a call, costs about 40 rather than 21)."""
     n, nb = pattern.shape
-    first = first_columns(pattern)
     items = []
-    for i in range(nb):  # W: G_ji P_i,c>=i where G_ji is non-zero, and G_j,c>i P_ic from G's first non-zero
+    for i in range(nb):  # W: G_ji P_i,c>=i where G_ji is non-zero, and G_j,c>i P_ic over G's stored entries
         own = int(pattern[:, i].sum()) * (nb - i)
-        lower = sum(max(0, nb - max(i + 1, f)) for f in first)
+        lower = int(pattern[:, i + 1 :].sum())
         items.append((SLICE_PHASES["w"], i, own + lower + LOOP_COST * n))
     for j in range(n):
-        items.append((SLICE_PHASES["s"], j, sum(nb - first[k] + LOOP_COST for k in range(j + 1))))
+        items.append((SLICE_PHASES["s"], j, sum(int(pattern[k].sum()) + LOOP_COST for k in range(j + 1))))
     for c in range(nb):  # L^-1 on one column, n (n - 1) / 2 and n divisions; the factorisation n^3 / 6 with the first
         items.append((SLICE_PHASES["v"], c, n * (n + 1) // 2 + LOOP_COST * n + (n**3 // 6 if c == 0 else 0)))
     # L^-1 u, then per parameter a dot product of n and the finiteness test
@@ -376,7 +370,7 @@ def build(
     wrench = sx_function(
         "wrench",
         [("out.q_hat", q), ("out.r", rr), ("cfg.obs.lam_f", laf)],
-        [("st.obs.jjt", j @ j.T + laf * cs.SX.eye(6)), ("out.f_tip", j @ rr)],
+        [("loc.jjt", j @ j.T + laf * cs.SX.eye(6)), ("out.f_tip", j @ rr)],
         "J J^T + lambda_f I and J r (solved in place for f)",
     )
     extra = (motion_inputs(n)[:1] if integral else motion_inputs(n)) if measured else []  # the momentum form: qd only
@@ -404,6 +398,7 @@ def build(
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
         ],
         functions=[predict, prior_fn, wrench],
+        scratch=[Field("jjt", "real", (36,), "J J^T + lambda_f I, then its Cholesky factor (a local of the step)")],
     )
 
 
@@ -530,7 +525,6 @@ def _state(n: int, nb: int, integral: bool, packed: int, workspace: bool = True)
         Field("w", "real", (n, nb), "workspace: J Y P (rows reversed), then the gain V = L^-1 J Y P"),
         Field("s", "real", (n, n), "workspace: J (Y P Y^T + lambda I) J, then L (its Cholesky factor) below"),
         Field("u", "real", (n,), "workspace: L^-1 J (gain .* r)"),
-        Field("jjt", "real", (6, 6), "workspace: J J^T + lambda_f I"),
         Field("held", "int32", (), "samples the adaptation has been held at the suspect level"),
     ]
     if workspace:

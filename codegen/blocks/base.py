@@ -98,6 +98,7 @@ class Block:
     template: str = ""  # templates/rt/<template>.c.j2 ('' = the generic plumbing of its kind)
     template_text: str = ""  # or the plumbing itself (jinja), for blocks registered from outside the project
     options: dict[str, object] = field(default_factory=dict)  # generation-time choices
+    scratch: list[Field] = field(default_factory=list)  # its plumbing's locals (loc.<name>, its template declares them)
 
     def fn(self, name: str) -> FunctionSpec:
         for f in self.functions:

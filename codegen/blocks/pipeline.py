@@ -139,6 +139,8 @@ class Pipeline:
         names = LOCALS + (MOTOR_LOCALS if self.robot.elastic else ())
         names += tuple(b.partition(".")[2] for b in self.shared.writes) if self.shared is not None else ()
         f.update({f"loc.{x}": Field(x, "real", (self.n,), "local") for x in names})
+        for b in self.blocks:
+            f.update({f"loc.{x.name}": x for x in b.scratch})
         return f
 
 

@@ -207,5 +207,5 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     if restart:
         d["out.r"] = np.zeros_like(d["out.r"])
     evaluate(block.fn("wrench"), d)
-    f = _solve(d["st.obs.jjt"], d["out.f_tip"])
+    f = _solve(d["loc.jjt"].reshape(6, 6), d["out.f_tip"])
     d["out.f_tip"] = np.zeros(6) if f is None else f
