@@ -273,6 +273,45 @@ def with_friction_terms(robot: Robot, extra: Sequence[Iterable[str]]) -> Robot:
     return replace(robot, friction_terms=terms, digest=digest_of(robot.digest.encode(), repr(terms).encode()))
 
 
+# a stand-in for a joint's missing position and velocity limits, half-range about its zero and speed
+# (rad, rad/s; prismatic: m, m/s), for the scenarios that need a bounded motion (collide, issue #46):
+# a stated placeholder, not the arm's range; limits.q and limits.qd in the description replace it
+STANDIN_LIMITS = {"revolute": (1.0, 1.0), "prismatic": (0.1, 0.1)}
+
+
+def lacking_motion_limits(robot: Robot) -> list[str]:
+    """The joints without a finite position range or velocity limit."""
+    return [
+        j.name
+        for j in robot.joints
+        if not (np.isfinite(j.limits.q_min) and np.isfinite(j.limits.q_max) and np.isfinite(j.limits.qd))
+    ]
+
+
+def with_standin_limits(robot: Robot) -> Robot:
+    """The robot with STANDIN_LIMITS where a joint has no position range or no velocity limit (each
+    missing one alone); itself if none is missing."""
+    if not lacking_motion_limits(robot):
+        return robot
+    joints = []
+    for j in robot.joints:
+        half, speed = STANDIN_LIMITS[j.type]
+        lim = j.limits
+        bounded = np.isfinite(lim.q_min) and np.isfinite(lim.q_max)
+        joints.append(
+            replace(
+                j,
+                limits=replace(
+                    lim,
+                    q_min=lim.q_min if bounded else -half,
+                    q_max=lim.q_max if bounded else half,
+                    qd=lim.qd if np.isfinite(lim.qd) else speed,
+                ),
+            )
+        )
+    return replace(robot, joints=tuple(joints), digest=digest_of(robot.digest.encode(), b"standin limits"))
+
+
 def digest_of(*parts: bytes) -> str:
     h = hashlib.sha256()
     for p in parts:

@@ -20,7 +20,7 @@ from pathlib import Path
 from codegen.blocks.options import EstimatorChoice, realtime_defaults, rt_options_from_dict
 from codegen.emit.cprint import Precision
 from codegen.model.description import load_robot
-from codegen.model.robot import Robot, with_friction_terms
+from codegen.model.robot import Robot, with_friction_terms, with_standin_limits
 from host_tools.bindings.build import cache_root, locked
 from host_tools.bindings.compiled import generated_folder
 from host_tools.bindings.rt import Realtime, rt_options
@@ -39,6 +39,8 @@ class RobotSource:
     overlay: bytes | None = None  # a URDF's YAML overlay
     # friction terms per joint besides the description's (a config's: with_config_terms)
     friction_terms: tuple[tuple[str, ...], ...] = ()
+    # STANDIN_LIMITS for the joints without position or velocity limits (collide, issue #46)
+    standin_limits: bool = False
 
     @staticmethod
     def of(
@@ -65,6 +67,8 @@ class RobotSource:
         h.update(b"\0" + (self.overlay or b"") + f"\0{self.base_link}\0{self.tip_link}".encode())
         if self.friction_terms:
             h.update(repr(self.friction_terms).encode())
+        if self.standin_limits:
+            h.update(b"\0standin limits")
         return h.hexdigest()[:16]
 
     def robot(self) -> Robot:
@@ -74,7 +78,8 @@ class RobotSource:
                 path, overlay = self._materialised()
                 robot = load_robot(path, base_link=self.base_link, tip_link=self.tip_link, overlay=overlay)
                 terms = self.friction_terms
-                _ROBOTS[self.key] = with_friction_terms(robot, terms) if terms else robot
+                robot = with_friction_terms(robot, terms) if terms else robot
+                _ROBOTS[self.key] = with_standin_limits(robot) if self.standin_limits else robot
             return _ROBOTS[self.key]
 
     def _materialised(self) -> tuple[Path, Path | None]:

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
+    from codegen.model.robot import lacking_motion_limits
     from host_tools.bindings.source import RobotSource
-    from host_tools.reports.collision import markdown, write
+    from host_tools.reports.collision import markdown, standin_doc, standin_line, write
     from host_tools.studies.collide import CollideSettings, scenario
 
     console = Console(stderr=True, soft_wrap=True, markup=False)
@@ -124,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         robot = source.robot()
+        unbounded = lacking_motion_limits(robot)
+        if unbounded:  # a stated stand-in, not an error (issue #46: collide on any description)
+            source = replace(source, standin_limits=True)
+            robot = source.robot()
+            console.print(f"manipgen: note: {standin_line(standin_doc(unbounded))}")
         missing = {o: why for o in args.observers or DEFAULT_OBSERVERS if (why := lacking_sensors(ENTRIES[o], robot))}
         if missing and args.observers:  # asked for by name: refused before any work
             name, why = next(iter(missing.items()))
@@ -143,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         )
         with stage(console, "collision scenario ...") as status, _executor(args.scheduler, settings) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
+        result.doc["standin_limits"] = standin_doc(unbounded) if unbounded else None
         written = write(result, Path(args.out)) if args.out else []
     except (ValueError, OptionError, DescriptionError, OSError, RuntimeError) as exc:
         console.print(f"manipgen: error: {exc}")

@@ -8,8 +8,24 @@ from pathlib import Path
 from typing import Any
 
 from codegen.emit.files import write_file
+from codegen.model.robot import STANDIN_LIMITS
 from host_tools.reports import plots
 from host_tools.studies.collide import CollideResult
+
+
+def standin_doc(joints: list[str]) -> dict[str, Any]:
+    """The JSON entry of the stand-in motion limits (codegen.model.robot.STANDIN_LIMITS) for ``joints``."""
+    return {"joints": joints} | {kind: list(v) for kind, v in STANDIN_LIMITS.items()}
+
+
+def standin_line(standin: dict[str, Any]) -> str:
+    """The report's line on the stand-in motion limits (issue #46)."""
+    half, speed = standin["revolute"]
+    return (
+        f"The description gives no position or velocity limits for {', '.join(standin['joints'])}: the motions "
+        f"stay within a stand-in of ±{half:g} rad about zero and {speed:g} rad/s (prismatic: "
+        f"±{standin['prismatic'][0]:g} m, {standin['prismatic'][1]:g} m/s), not the arm's own range."
+    )
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -28,6 +44,9 @@ def markdown(doc: dict[str, Any]) -> str:
         + " | false alarms | missed |",
         "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |",
     ]
+    standin = doc.get("standin_limits")
+    if standin:
+        lines[1:1] = ["", standin_line(standin)]
     for name, o in doc["observers"].items():
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
         d += [("—" if o["impact_delay_ms"][v] is None else f"{o['impact_delay_ms'][v]:.1f}") for v in speeds]

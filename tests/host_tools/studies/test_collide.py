@@ -258,3 +258,36 @@ def test_observers_a_description_cannot_feed_are_left_out_before_the_work(tmp_pa
     assert settings.observers == tuple(o for o in DEFAULT_OBSERVERS if o not in per_link)
     notes = [ln for ln in capsys.readouterr().err.splitlines() if "left out" in ln]
     assert len(notes) == 1 and all(o in notes[0] for o in per_link), notes
+
+
+def test_a_description_without_motion_limits_runs_collide_on_a_stated_stand_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """collide on a description that gives a joint no position range or no velocity limit (Liu et al.'s
+    LWA-4P gives neither) runs on codegen.model.robot.STANDIN_LIMITS for those alone, says so once
+    before the work and in the JSON, and keeps every limit the description gives (issue #46)."""
+    from codegen.model.robot import STANDIN_LIMITS
+
+    text = (ROOT / "robots" / "planar2.yaml").read_text()
+    first = "limits: {q: [-pi, pi], qd: 4.0, qdd: 20.0, tau: 60.0}"
+    second = "limits: {q: [-pi, pi], qd: 4.0, qdd: 20.0, tau: 20.0}"
+    assert text.count(first) == 1 and text.count(second) == 1
+    text = text.replace(first, "limits: {qd: 4.0, qdd: 20.0, tau: 60.0}")  # joint 1: no position range
+    text = text.replace(second, "limits: {q: [-pi, pi], qdd: 20.0, tau: 20.0}")  # joint 2: no velocity limit
+    path = tmp_path / "planar2_unbounded.yaml"
+    path.write_text(text)
+    r = cli_in_process(capsys, "collide", str(path), "--observers", "momentum", "--json")
+    assert r.returncode == 0, r.stderr
+    notes = [ln for ln in r.stderr.splitlines() if "stand-in" in ln]
+    assert len(notes) == 1, r.stderr
+    doc = json.loads(r.stdout)
+    half, speed = STANDIN_LIMITS["revolute"]
+    assert doc["standin_limits"]["joints"] == ["shoulder", "elbow"]
+    assert doc["standin_limits"]["revolute"] == [half, speed]
+    assert doc["observers"]["momentum"]["events"] > 0
+    source = RobotSource.of(str(path))
+    assert not source.standin_limits
+    lim = [j.limits for j in RobotSource(source.filename, source.text, standin_limits=True).robot().joints]
+    assert (lim[0].q_min, lim[0].q_max, lim[0].qd) == (-half, half, 4.0)  # its own velocity limit kept
+    assert (lim[1].q_min, lim[1].q_max, lim[1].qd) == (-np.pi, np.pi, speed)  # its own range kept
+    assert markdown(doc).count("stand-in") == 1  # the text report says it too
