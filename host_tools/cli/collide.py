@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
@@ -102,6 +102,46 @@ def _executor(scheduler: str | None, settings: CollideSettings) -> Iterator[Exec
         yield None
 
 
+def _defaults_only(args: argparse.Namespace) -> bool:
+    """Whether collide was asked for nothing but its scenario's defaults (and where to write)."""
+    from host_tools.studies.collide import CollideSettings
+
+    asked = CollideSettings(
+        model_error=args.model_error,
+        amplitude=args.amplitude,
+        joint=args.joint,
+        seed=args.seed,
+        friction_error=args.friction_error,
+        shape=args.shape,
+        setup=args.setup,
+    )
+    return asked == CollideSettings() and not args.observers and args.scheduler is None
+
+
+def _elastic_scenario(args: argparse.Namespace, console: Any) -> int:
+    """A series-elastic arm's collide with the defaults: Kirchhoff (2011)'s scenario, as `manipgen elastic
+    collide` runs it, said in a note (Birjandi & Haddadin's needs a link-side torque; issue #46)."""
+    from host_tools.cli import elastic
+    from host_tools.studies.elastic_collision import ScenarioSettings
+
+    console.print(
+        f"manipgen: note: {args.robot} has series-elastic joints: Birjandi & Haddadin's scenario needs a "
+        "link-side torque, so this runs Kirchhoff (2011)'s with the tau_el observer (manipgen elastic collide; "
+        "docs/elastic.md)"
+    )
+    s = ScenarioSettings()
+    run_args = argparse.Namespace(
+        action="collide",
+        robot=args.robot,
+        out=args.out,
+        json=args.json,
+        threshold=s.threshold,
+        k_r=s.k_r,
+        force=getattr(args, "force", False),
+    )
+    return int(elastic.run(run_args))
+
+
 def run(args: argparse.Namespace) -> int:
     import numpy as np
     from rich.console import Console
@@ -111,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.model.robot import lacking_motion_limits
     from host_tools.bindings.source import RobotSource
     from host_tools.reports.collision import markdown, standin_doc, standin_line, write
-    from host_tools.studies.collide import CollideSettings, scenario
+    from host_tools.studies.collide import CollideSettings, check_settings, scenario
 
     console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):
@@ -126,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         source = RobotSource.of(args.robot, args.base_link, args.tip_link, args.overlay)
         robot = source.robot()
+        if robot.elastic and _defaults_only(args):
+            return _elastic_scenario(args, console)
+        check_settings(robot, CollideSettings(joint=args.joint))  # e.g. an elastic arm: refused before any note
         unbounded = lacking_motion_limits(robot)
         if unbounded:  # a stated stand-in, not an error (issue #46: collide on any description)
             source = replace(source, standin_limits=True)

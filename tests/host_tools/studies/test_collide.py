@@ -291,3 +291,18 @@ def test_a_description_without_motion_limits_runs_collide_on_a_stated_stand_in(
     assert (lim[0].q_min, lim[0].q_max, lim[0].qd) == (-half, half, 4.0)  # its own velocity limit kept
     assert (lim[1].q_min, lim[1].q_max, lim[1].qd) == (-np.pi, np.pi, speed)  # its own range kept
     assert markdown(doc).count("stand-in") == 1  # the text report says it too
+
+
+def test_collide_on_a_series_elastic_arm_runs_its_own_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    """collide biorob4 with the defaults runs Kirchhoff (2011)'s scenario (Birjandi & Haddadin's needs a
+    link-side torque), says so in one note, and gives `manipgen elastic collide`'s document; asked for a
+    setting of Birjandi & Haddadin's scenario it refuses in one line, naming the command to run."""
+    r = cli_in_process(capsys, "collide", "biorob4", "--json")
+    assert r.returncode == 0, r.stderr
+    notes = [ln for ln in r.stderr.splitlines() if "note:" in ln]
+    assert len(notes) == 1 and "Kirchhoff (2011)" in notes[0], r.stderr
+    own = cli_in_process(capsys, "elastic", "collide", "biorob4", "--json")
+    assert own.returncode == 0 and json.loads(r.stdout) == json.loads(own.stdout)
+    r = cli_in_process(capsys, "collide", "biorob4", "--seed", "2")
+    assert r.returncode == 2 and r.stdout == "" and "manipgen elastic collide biorob4" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
