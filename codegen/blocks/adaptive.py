@@ -328,6 +328,8 @@ def build(
     (COVARIANCE_DOC). ``essential``: which base parameters are adapted (ESSENTIAL_DOC; 0: all).
     ``slice_budget``: with ``covariance="sliced"``, the multiply-adds a slice may take (SLICED_DOC;
     None: 2 n b, SLICED_DOC)."""
+    if covariance == "sliced" and not integral:  # only integral_predict writes G into the snapshot
+        raise ValueError("covariance='sliced' needs the momentum form (integral=True): SLICED_DOC")
     n, ts = ctx.n, ctx.ts
     base = ctx.base
     kept = essential_parameters(ctx, essential, floor)

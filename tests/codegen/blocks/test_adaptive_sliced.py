@@ -263,3 +263,13 @@ def test_the_sliced_predict_writes_d_over_itself(robot: str) -> None:
     assert "st.obs.d" in fn.writes
     order = schedule(fn.function)
     assert reads_first(fn.function, order, fn.reads.index("st.obs.d"), fn.writes.index("st.obs.d"))
+
+
+def test_the_sliced_update_needs_the_momentum_form() -> None:
+    """Only the momentum form's predict writes G into the window's snapshot (an optional output), so
+    the q-double-dot form with covariance="sliced" is refused when built, not at the step's emission
+    (where it met the template's condition for an output it does not have, or no st.obs.y)."""
+    rb = load_robot(ROBOT)
+    ctx = Ctx(rb, Dynamics(rb), rt_options("kalman", SLICED, "computed_torque", False))
+    with pytest.raises(ValueError, match="momentum form"):
+        adaptive.build(ctx, lam=1e-3, integral=False, covariance="sliced")
