@@ -151,14 +151,15 @@ def test_the_slices_cover_every_row_once_within_the_budget(robot: str) -> None:
 # planar2's residual on these inputs (tau_scale 20) rises while the low-passes start, until the first
 # window's correction (17 N m at sample 9 with N = 13), then stays at 1-18 N m (10th-99th percentile);
 # so at 40 N m it crosses the suspect level (half) but not the threshold. LATCHED: a threshold
-# 0.9 x the largest |r| before the first window's correction (_latched), so a collision latches
-# while that window is in flight
+# 0.9 x the largest |r| before the first window's correction (_latched), so a joint goes above it
+# (a firm hold: the window in flight is discarded) before that correction, and a collision latches
+# the sample after
 SUSPECT_ONLY, LATCHED = 40.0, -1.0
 CASES = {  # (every, threshold): windows done, discarded, held (a sample at the suspect level's hold)
     (0, 1e6): (True, False, False),
     (23, 1e6): (True, True, False),  # in.reset discards the window in flight
     (0, SUSPECT_ONLY): (True, False, True),  # suspect: no window starts, but the one in flight runs on
-    (0, LATCHED): (False, True, True),  # a latched collision discards the window in flight, none after
+    (0, LATCHED): (False, True, True),  # a joint above its threshold discards the window in flight; latched, none after
 }
 
 
