@@ -102,11 +102,11 @@ def _executor(scheduler: str | None, settings: CollideSettings) -> Iterator[Exec
         yield None
 
 
-def _defaults_only(args: argparse.Namespace) -> bool:
-    """Whether collide was asked for nothing but its scenario's defaults (and where to write)."""
+def _asked(args: argparse.Namespace) -> CollideSettings:
+    """The scenario's settings the command line gives (the observers: the defaults)."""
     from host_tools.studies.collide import CollideSettings
 
-    asked = CollideSettings(
+    return CollideSettings(
         model_error=args.model_error,
         amplitude=args.amplitude,
         joint=args.joint,
@@ -115,7 +115,13 @@ def _defaults_only(args: argparse.Namespace) -> bool:
         shape=args.shape,
         setup=args.setup,
     )
-    return asked == CollideSettings() and not args.observers and args.scheduler is None
+
+
+def _defaults_only(args: argparse.Namespace) -> bool:
+    """Whether collide was asked for nothing but its scenario's defaults (and where to write)."""
+    from host_tools.studies.collide import CollideSettings
+
+    return _asked(args) == CollideSettings() and not args.observers and args.scheduler is None
 
 
 def _elastic_scenario(args: argparse.Namespace, console: Any) -> int:
@@ -151,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from codegen.model.robot import lacking_motion_limits
     from host_tools.bindings.source import RobotSource
     from host_tools.reports.collision import markdown, standin_doc, standin_line, write
-    from host_tools.studies.collide import CollideSettings, check_settings, scenario
+    from host_tools.studies.collide import check_settings, scenario
 
     console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):
@@ -168,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         robot = source.robot()
         if robot.elastic and _defaults_only(args):
             return _elastic_scenario(args, console)
-        check_settings(robot, CollideSettings(joint=args.joint))  # e.g. an elastic arm: refused before any note
+        check_settings(robot, _asked(args))  # e.g. an elastic arm: refused before any note
         unbounded = lacking_motion_limits(robot)
         if unbounded:  # a stated stand-in, not an error (issue #46: collide on any description)
             source = replace(source, standin_limits=True)
@@ -181,15 +187,8 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             reasons = sorted(set(missing.values()))
             console.print(f"manipgen: note: left out {', '.join(missing)}: {'; '.join(reasons)}")
-        settings = CollideSettings(
-            model_error=args.model_error,
-            amplitude=args.amplitude,
-            joint=args.joint,
-            seed=args.seed,
-            observers=tuple(o for o in args.observers or DEFAULT_OBSERVERS if o not in missing),
-            friction_error=args.friction_error,
-            shape=args.shape,
-            setup=args.setup,
+        settings = replace(
+            _asked(args), observers=tuple(o for o in args.observers or DEFAULT_OBSERVERS if o not in missing)
         )
         with stage(console, "collision scenario ...") as status, _executor(args.scheduler, settings) as executor:
             result = scenario(source, settings, progress=lambda s: status.update(s), executor=executor)
