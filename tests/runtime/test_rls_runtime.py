@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from codegen.blocks.adaptive import sparse_rows
 from host_tools.bindings.build import build_runtime
 
 PRELUDE = """
@@ -26,18 +27,29 @@ PRELUDE = """
 """
 # a wrapper that lays out the sliced update's struct from flat arrays (cffi then needs no struct type)
 EPILOGUE = """
-void sliced_step(int n, int nb, const int *sched, int nsched, int corr, const int *first, const double *p0,
-                 const double *drift, double *p, double *dtheta, double *gs, double *v, double *s, double *u,
-                 double *gain_w, int32_t *slice, const double *yt, const double *gain, const double *r,
-                 double gain_p, double lam, int restart, unsigned freeze, int hold, int firm)
+void sliced_step(int n, int nb, const int *sched, int nsched, int corr, const int *rows, const int16_t *cols,
+                 const int16_t *next, const double *p0, const double *drift, double *p, double *dtheta, double *gs,
+                 double *v, double *s, double *u, double *gain_w, int32_t *slice, const double *g,
+                 const double *gain, const double *r, double gain_p, double lam, int restart, unsigned freeze,
+                 int hold, int firm)
 {
-    mg_rls_sliced_t x = { n, nb, (const int (*)[3])sched, nsched, corr, first, p0, drift, p, dtheta, gs, v, s,
-                                u, gain_w, slice };
-    mg_rls_sliced(&x, yt, gain, r, gain_p, lam, restart, freeze, hold, firm);
+    mg_rls_sliced_t x = { n, nb, (const int (*)[3])sched, nsched, corr, rows, cols, next, p0, drift, p, dtheta,
+                          gs, v, s, u, gain_w, slice };
+    if (*slice == 0) { /* as the generated step: G's stored entries, only where no window is in flight */
+        int j;
+        int e;
+        for (j = 0; j < n; ++j) {
+            for (e = rows[j]; e < rows[j + 1]; ++e) {
+                gs[e] = g[(j * nb) + cols[e]];
+            }
+        }
+    }
+    mg_rls_sliced(&x, gain, r, gain_p, lam, restart, freeze, hold, firm);
 }
 void prior_packed(int nb, const double *p0, double *p)
 {
-    mg_rls_sliced_t x = { 0, nb, NULL, 0, 0, NULL, p0, NULL, p, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+    mg_rls_sliced_t x = { 0, nb, NULL, 0, 0, NULL, NULL, NULL, p0, NULL, p, NULL, NULL, NULL, NULL, NULL, NULL,
+                          NULL };
     mg_rls_prior_packed(&x);
 }
 void prior_blocks(int nblk, const int *blk, const int *col, const double *p0, double *p, int np)
@@ -52,10 +64,11 @@ int rls_blocks(int n, int nb, int nblk, const int *blk, const int *col, const do
 }
 """
 DECLARATIONS = """
-void sliced_step(int n, int nb, const int *sched, int nsched, int corr, const int *first, const double *p0,
-                 const double *drift, double *p, double *dtheta, double *gs, double *v, double *s, double *u,
-                 double *gain_w, int32_t *slice, const double *yt, const double *gain, const double *r,
-                 double gain_p, double lam, int restart, unsigned freeze, int hold, int firm);
+void sliced_step(int n, int nb, const int *sched, int nsched, int corr, const int *rows, const int16_t *cols,
+                 const int16_t *next, const double *p0, const double *drift, double *p, double *dtheta, double *gs,
+                 double *v, double *s, double *u, double *gain_w, int32_t *slice, const double *g,
+                 const double *gain, const double *r, double gain_p, double lam, int restart, unsigned freeze,
+                 int hold, int firm);
 void prior_packed(int nb, const double *p0, double *p);
 void prior_blocks(int nblk, const int *blk, const int *col, const double *p0, double *p, int np);
 int rls_blocks(int n, int nb, int nblk, const int *blk, const int *col, const double *yt, double *p, double lam,
@@ -188,20 +201,24 @@ class _Sliced:
     def __init__(self, rt: Any, sched: list[tuple[int, int, int]], p: np.ndarray, dtheta: np.ndarray) -> None:
         self.rt, self.sched = rt, np.array(sched, dtype=np.intc)
         self.corr = [ph for ph, _, _ in sched].index(CORRECT) + 1
-        self.first = np.array(FIRST, dtype=np.intc)
-        self.p0, self.drift = np.arange(1.0, NB + 1), np.linspace(0.01, 0.05, NB)
+        # G stored from each row's first column that can be non-zero on (the runtime's index tables)
+        tables = sparse_rows(np.arange(NB)[None, :] >= np.array(FIRST)[:, None])
+        self.rows = np.array(tables["rows"], dtype=np.intc)
+        self.cols, self.next = (np.array(tables[k], dtype=np.int16) for k in ("cols", "next"))
+        self.p0, self.drift = np.arange(1.0, NB + 1), np.array([0.02])  # Q = drift P_0
         self.p, self.dtheta = p[np.triu_indices(NB)].copy(), dtheta.copy()
-        self.gs, self.v, self.s, self.u = np.zeros(NB * N), np.zeros(N * NB), np.zeros(N * N), np.zeros(N)
+        self.gs, self.v, self.s, self.u = np.zeros(self.cols.size), np.zeros(N * NB), np.zeros(N * N), np.zeros(N)
         self.gain_w, self.slice = np.zeros(1), np.zeros(1, dtype=np.int32)
 
     def step(self, g: np.ndarray, gain: np.ndarray, r: np.ndarray, gain_p: float, lam: float, **flags: int) -> None:
-        yt = np.ascontiguousarray(g.T)
+        g = np.ascontiguousarray(g)
         f = {"restart": 0, "hold": 0, "firm": 0} | flags
         self.rt.lib.sliced_step(
-            N, NB, _p(self.rt, self.sched), len(self.sched), self.corr, _p(self.rt, self.first),
+            N, NB, _p(self.rt, self.sched), len(self.sched), self.corr, _p(self.rt, self.rows),
+            _p(self.rt, self.cols, "int16_t *"), _p(self.rt, self.next, "int16_t *"),
             _p(self.rt, self.p0), _p(self.rt, self.drift), _p(self.rt, self.p), _p(self.rt, self.dtheta),
             _p(self.rt, self.gs), _p(self.rt, self.v), _p(self.rt, self.s), _p(self.rt, self.u),
-            _p(self.rt, self.gain_w), _p(self.rt, self.slice, "int32_t *"), _p(self.rt, yt), _p(self.rt, gain),
+            _p(self.rt, self.gain_w), _p(self.rt, self.slice, "int32_t *"), _p(self.rt, g), _p(self.rt, gain),
             _p(self.rt, r),
             gain_p, lam, f["restart"], 1, f["hold"], f["firm"],
         )  # fmt: skip
@@ -230,7 +247,7 @@ def test_a_sliced_window_is_one_dense_update_of_its_snapshot(rt: Any, sched: lis
     assert x.slice[0] == 0
     step, p_new = _rls(g, p, 0.3, gain, r, 0.8)
     _close(x.dtheta, dtheta + step)
-    _close(x.full_p(), p_new + np.diag(x.drift))
+    _close(x.full_p(), p_new + x.drift[0] * np.diag(x.p0))
 
 
 def test_the_slicing_does_not_change_a_bit(rt: Any) -> None:
