@@ -231,15 +231,44 @@ def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: 
     the other runs, and the held-out run's maxima taken on ``blocks`` contiguous blocks of it."""
     labels = np.zeros(len(r), int) if run is None else np.asarray(run)
     runs = np.unique(labels)
+    one_run = len(runs) == 1
+    groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
+    if _one_static_row(x):
+        return _static_held_out_ratios(r, x[:1], low, blocks, groups, one_run)
     out = []
-    for held in (
-        np.array_split(np.arange(len(r)), blocks) if len(runs) == 1 else [np.flatnonzero(labels == u) for u in runs]
-    ):
+    for held in groups:
         rest = np.ones(len(r), bool)
         rest[held] = False
         c = envelope(r[rest], x[rest], low)
         parts = [held] if len(runs) == 1 else np.array_split(held, blocks)
         out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
+    return np.array(out)
+
+
+def _one_static_row(x: np.ndarray) -> bool:
+    """Whether every row of the regressor ``x`` is the same static row (a positive constant first
+    column, the others 0: static_regressor's), where envelope takes its static shortcut."""
+    return len(x) > 0 and x[0, 0] > 0 and not x[:, 1:].any() and bool(np.all(x[:, 0] == x[0, 0]))
+
+
+def _static_held_out_ratios(
+    r: np.ndarray, row: np.ndarray, low: float, blocks: int, groups: list[np.ndarray], one_run: bool
+) -> np.ndarray:
+    """held_out_ratios for a regressor of one static row ``row`` (1, columns) at every sample, from
+    the maxima of r's parts, bit for bit the masked fits (issue #46: they were two thirds of
+    collide's threshold design). Every step of the static envelope on samples R reads r only
+    through a maximum over R of a correctly rounded, hence monotone, function of one r_i: max |r|
+    itself, max (r_i / scale) / x, max (r_i - x c); so it is envelope on the one sample max_R r.
+    The groups partition the samples, so the rest's maximum is the other groups' largest maximum
+    (exact in any order, a NaN kept)."""
+    parts = [[held] if one_run else np.array_split(held, blocks) for held in groups]
+    highest = [r[held].max() for held in groups]
+    out = []
+    for g in range(len(groups)):
+        rest = np.array([np.max([h for i, h in enumerate(highest) if i != g])])
+        c = envelope(rest, row, low)
+        level = (row @ c)[0]  # x c at every sample: the one product x_0 c_0, the other terms 0 x 0
+        out += [np.max(r[idx] / level) for idx in parts[g]]
     return np.array(out)
 
 

@@ -15,6 +15,7 @@ from host_tools.studies.thresholds import (
     _cutting_planes,
     _mapped,
     envelope,
+    held_out_ratios,
     regressor,
     static_regressor,
     threshold_along,
@@ -86,3 +87,51 @@ def test_the_static_envelope_is_the_linear_programmes_solution_bit_for_bit(seed:
                 want[0] = solved[0] * scale
                 want[0] += max(0.0, float(np.max(rp - xp[:, 0] * want[0])))
                 assert envelope(rp, xp, low).tobytes() == want.tobytes(), (seed, low, part)
+
+
+def _masked_held_out(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None) -> np.ndarray:
+    """The held-out ratios as defined (held_out_ratios before its static shortcut): each group left
+    out of the fit in turn, the envelope fitted on the rest's samples, the ratio's largest value on
+    each of the group's parts."""
+    labels = np.zeros(len(r), int) if run is None else run
+    runs = np.unique(labels)
+    one_run = len(runs) == 1
+    groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
+    out = []
+    for held in groups:
+        rest = np.ones(len(r), bool)
+        rest[held] = False
+        c = envelope(r[rest], x[rest], low)
+        parts = [held] if len(runs) == 1 else np.array_split(held, blocks)
+        out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_static_held_out_ratios_are_the_masked_fits_bit_for_bit(seed: int) -> None:
+    """held_out_ratios of a static regressor takes each fit from the other blocks' largest |r|: the
+    same ratios, bit for bit, as fitting the envelope on the masked samples, for residuals of every
+    scale and shape (ties at the top, a block of zeros, a floor above them), one run in blocks or
+    several runs each held out in turn; a NaN in r stays NaN."""
+    rng = np.random.default_rng(seed)
+    k = 4000
+    shapes = [
+        np.abs(rng.standard_normal(k)),
+        rng.pareto(1.5, k),
+        np.round(np.abs(rng.standard_normal(k)) * 8) / 8,
+        np.abs(rng.standard_normal(k)) * np.exp(rng.uniform(-20, 10)),
+    ]
+    shapes[0][: k // 5] = 0.0  # a block with no residual: its own ratio 0, the others' fit unchanged
+    for constant in (1.0, 0.37):
+        x = static_regressor(np.zeros(k), np.zeros(k), 0.01) * constant
+        for r in shapes:
+            for low in (0.0, 0.01 * r.max(), 1.7 * r.max()):
+                for run in (None, np.repeat(np.arange(3), [k // 2, k // 4, k - k // 2 - k // 4])):
+                    got = held_out_ratios(r, x, low, 5, run)
+                    assert got.tobytes() == _masked_held_out(r, x, low, 5, run).tobytes(), (seed, low, constant)
+    r = np.abs(rng.standard_normal(k))
+    r[k // 3] = np.nan
+    x = static_regressor(np.zeros(k), np.zeros(k), 0.01)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a fit on a NaN maximum: envelope's floor, here 0
+        got, want = held_out_ratios(r, x, 0.0, 4), _masked_held_out(r, x, 0.0, 4, None)
+    assert np.array_equal(got, want, equal_nan=True) and np.isnan(got).any()
