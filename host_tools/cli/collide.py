@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     from codegen.errors import DescriptionError
     from codegen.model.robot import lacking_motion_limits
     from host_tools.bindings.source import RobotSource
-    from host_tools.reports.collision import markdown, standin_doc, standin_line, write
-    from host_tools.studies.collide import check_settings, scenario
+    from host_tools.reports.collision import markdown, standin_line, write
+    from host_tools.studies.collide import check_settings, scenario, standin_doc
 
     console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console):

@@ -28,6 +28,7 @@ from scipy import stats
 from codegen.blocks import momentum
 from codegen.emit.files import write_file
 from host_tools.reports import plots
+from host_tools.reports.collision import standin_line
 from host_tools.studies.collide_study import CollideRow
 
 LEVEL = 0.95
@@ -171,6 +172,10 @@ def summary(rows: list[CollideRow], total: int) -> dict[str, Any]:
             observers[row.item.observer].append(row)
         doc["groups"][name] = {
             "draws": len({r.item.draw for r in part}),
+            # a description without motion limits ran on collide's stated stand-in (None: its own limits)
+            "standin_limits": None
+            if name == ALL
+            else next((r.result["standin_limits"] for r in part if r.result.get("standin_limits")), None),
             "observers": {o: observer_summary(rs, counted) for o, rs in observers.items()},
         }
     return doc
@@ -196,6 +201,7 @@ def markdown(doc: dict[str, Any]) -> str:
             "",
             f"## {name}: {group['draws']} draws",
             "",
+            *([standin_line(group["standin_limits"]), ""] if group.get("standin_limits") else []),
             "| observer | runs | loop at its torque limit (left out) | missed contacts | runs with a miss "
             "| runs with a false alarm | false alarms / h | threshold / momentum's: median [quartiles] |",
             "| --- | --: | --: | --: | --: | --: | --: | --: |",

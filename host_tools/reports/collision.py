@@ -8,14 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from codegen.emit.files import write_file
-from codegen.model.robot import STANDIN_LIMITS
 from host_tools.reports import plots
 from host_tools.studies.collide import CollideResult
-
-
-def standin_doc(joints: list[str]) -> dict[str, Any]:
-    """The JSON entry of the stand-in motion limits (codegen.model.robot.STANDIN_LIMITS) for ``joints``."""
-    return {"joints": joints} | {kind: list(v) for kind, v in STANDIN_LIMITS.items()}
 
 
 def standin_line(standin: dict[str, Any]) -> str:

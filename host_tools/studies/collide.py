@@ -46,7 +46,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from codegen.blocks import kalman, momentum
-from codegen.model.robot import LINK_PARAMS, Robot
+from codegen.model.robot import LINK_PARAMS, STANDIN_LIMITS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.loopback import Contact, Replays, Run, contact_from, contact_samples, resume, simulate
@@ -304,6 +304,11 @@ def _impacts(
             )
         )
     return out
+
+
+def standin_doc(joints: list[str]) -> dict[str, Any]:
+    """The JSON entry of the stand-in motion limits (codegen.model.robot.STANDIN_LIMITS) for ``joints``."""
+    return {"joints": joints} | {kind: list(v) for kind, v in STANDIN_LIMITS.items()}
 
 
 def check_settings(robot: Robot, s: CollideSettings) -> None:

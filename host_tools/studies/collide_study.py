@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from codegen.errors import DescriptionError
+from codegen.model.robot import lacking_motion_limits
 from codegen.model.yamlio import Located, Path_t, number
 from host_tools.bindings.loopback import Replays, SimulationError
 from host_tools.bindings.rt import Realtime
@@ -162,7 +163,7 @@ def _settings(doc: Located, path: Path_t, grid: dict[str, Any]) -> dict[str, Any
 
 
 def _push(doc: Located, path: Path_t, value: Any) -> tuple[float, float]:
-    if value == "none":
+    if value is None or value == "none":  # YAML null too
         return 0.0, 0.0
     if not isinstance(value, dict) or set(value) - set(PUSH):
         raise doc.error(path, f"is none or a mapping of hz and seconds, got {value!r}")
@@ -210,6 +211,9 @@ def load_grids(doc: Located, spec_dir: Path, code: str) -> tuple[list[CollideIte
             where = (*path, "robots", r)
             source = _source(doc, where, spec_dir, str(name))
             robot = source.robot()
+            if lacking_motion_limits(robot):  # a stated stand-in, as collide's (each item's entry says it)
+                source = replace(source, standin_limits=True)
+                robot = source.robot()
             sources[source.key] = source
             lacking = {o: why for o in asked or () if (why := lacking_sensors(ENTRIES[o], robot))}
             if lacking:
@@ -315,6 +319,8 @@ def _observer_entry(item: CollideItem, source: RobotSource, runs: collide.Runs, 
         result = collide.observer_item(source, s, item.observer, runs, more=more, plants=plants).entry
         result["check_s"] = (len(runs.test.time) - runs.k0) * source.robot().sample_period  # the false alarms' exposure
         result["impact_targets"] = {f"{v:.3g}": min(s.impact_speeds, key=lambda t: abs(t - v)) for v, _ in runs.impacts}
+        unbounded = lacking_motion_limits(replace(source, standin_limits=False).robot())
+        result["standin_limits"] = collide.standin_doc(unbounded) if unbounded else None
     except (SimulationError, ValueError) as exc:
         result = {"error": f"{type(exc).__name__}: {exc}"}
     return result

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from codegen.errors import DescriptionError
+from codegen.model.description import load_robot
 from host_tools.reports.collide_study import clopper_pearson, poisson_exact, summary
 from host_tools.studies import collide
 from host_tools.studies.cluster import InlineExecutor
@@ -26,7 +27,7 @@ from tests.tooling import ROOT, cli_in_process, require_module
 
 BIN = Path(sys.executable).parent
 TINY = ROOT / "examples" / "studies" / "collide_tiny.yaml"  # planar2, 2 draws x 2 observers, 6 s motions
-ADDED = ("push_delays_ms", "check_s", "impact_targets")  # the study's keys beside collide's entry
+ADDED = ("push_delays_ms", "check_s", "impact_targets", "standin_limits")  # the study's keys beside collide's entry
 
 
 def _content(store: Path) -> list[tuple[str, str]]:
@@ -197,3 +198,35 @@ def test_grids_span_their_axes_and_keys_follow_the_settings(tmp_path: Path) -> N
     spec.write_text("collide:\n  robots: [planar2]\n  amplitude: 4\n  observers: [momentum]\n")
     a = load_study(spec).collisions[0]
     assert isinstance(a, CollideItem) and a.collide_settings().amplitude == 4.0 and a.key != first[0].key
+
+
+def test_a_description_without_motion_limits_runs_its_items_on_collides_stand_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Liu et al.'s LWA-4P gives no position or velocity limits (issue #46 item 2): its items run on
+    the stand-in collide uses (codegen.model.robot.STANDIN_LIMITS), each entry saying so, equal to
+    collide's entry on the same settings bit for bit, and the report states it for the robot."""
+    spec = tmp_path / "lwa4p.yaml"
+    spec.write_text(
+        "collide:\n  robots: [schunk_lwa4p]\n  observers: [momentum]\n  duration: 6.0\n  design_motions: 2\n"
+        "  warmup_motions: 0\n  events: [3.0]\n  cutoffs: [100]\n  impact_speeds: [0.25]\n  push: null\n"
+    )
+    study = load_study(spec)
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as db:
+        assert run_study(study, db, InlineExecutor()) == 1
+        (row,) = stored_collisions(db, study.collisions)
+    assert "error" not in row.result, row.result
+    joints = [j.name for j in load_robot("schunk_lwa4p").joints]
+    assert row.result["standin_limits"]["joints"] == joints
+    source = study.sources[row.item.description]
+    assert source.standin_limits
+    doc = collide.scenario(source, replace(row.item.collide_settings(), observers=("momentum",))).doc
+    entry = doc["observers"]["momentum"]
+    entry.pop("ratio_to_momentum")
+    assert {k: v for k, v in row.result.items() if k not in ADDED} == json.loads(json.dumps(entry))
+    r = cli_in_process(capsys, "study", str(spec), "--store", str(store), "--report", "--out", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["groups"]["schunk_lwa4p"]["standin_limits"] == row.result["standin_limits"]
+    assert "no position or velocity limits for " + ", ".join(joints) in r.stdout
