@@ -235,12 +235,20 @@ def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: 
     groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
     if _one_static_row(x):
         return _static_held_out_ratios(r, x[:1], low, blocks, groups, one_run)
+    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run)
+
+
+def _masked_held_out_ratios(
+    r: np.ndarray, x: np.ndarray, low: float, blocks: int, groups: list[np.ndarray], one_run: bool
+) -> np.ndarray:
+    """held_out_ratios as defined: each group left out in turn, the envelope fitted on the other
+    samples, the ratio's largest value on each of the group's parts (one run: the group itself)."""
     out = []
     for held in groups:
         rest = np.ones(len(r), bool)
         rest[held] = False
         c = envelope(r[rest], x[rest], low)
-        parts = [held] if len(runs) == 1 else np.array_split(held, blocks)
+        parts = [held] if one_run else np.array_split(held, blocks)
         out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
     return np.array(out)
 

@@ -14,6 +14,7 @@ from host_tools.studies.thresholds import (
     Thresholds,
     _cutting_planes,
     _mapped,
+    _masked_held_out_ratios,
     envelope,
     held_out_ratios,
     regressor,
@@ -90,21 +91,13 @@ def test_the_static_envelope_is_the_linear_programmes_solution_bit_for_bit(seed:
 
 
 def _masked_held_out(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None) -> np.ndarray:
-    """The held-out ratios as defined (held_out_ratios before its static shortcut): each group left
-    out of the fit in turn, the envelope fitted on the rest's samples, the ratio's largest value on
-    each of the group's parts."""
+    """The held-out ratios as defined (held_out_ratios' general path, the masked fits), on the
+    groups held_out_ratios forms: the blocks of one run, or the runs."""
     labels = np.zeros(len(r), int) if run is None else run
     runs = np.unique(labels)
     one_run = len(runs) == 1
     groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
-    out = []
-    for held in groups:
-        rest = np.ones(len(r), bool)
-        rest[held] = False
-        c = envelope(r[rest], x[rest], low)
-        parts = [held] if len(runs) == 1 else np.array_split(held, blocks)
-        out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
-    return np.array(out)
+    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run)
 
 
 @pytest.mark.parametrize("seed", range(3))
