@@ -254,9 +254,10 @@ def _masked_held_out_ratios(
 
 
 def _one_static_row(x: np.ndarray) -> bool:
-    """Whether every row of the regressor ``x`` is the same static row (a positive constant first
-    column, the others 0: static_regressor's), where envelope takes its static shortcut."""
-    return len(x) > 0 and x[0, 0] > 0 and not x[:, 1:].any() and bool(np.all(x[:, 0] == x[0, 0]))
+    """Whether every row of the regressor ``x`` is the same static row (a positive finite constant
+    first column, the others 0: static_regressor's), where envelope takes its static shortcut and
+    r_i / scale / x is monotone in r_i (an infinite x makes -inf / x NaN: not the maximum's)."""
+    return len(x) > 0 and 0 < x[0, 0] < np.inf and not x[:, 1:].any() and bool(np.all(x[:, 0] == x[0, 0]))
 
 
 def _static_held_out_ratios(

@@ -128,3 +128,15 @@ def test_the_static_held_out_ratios_are_the_masked_fits_bit_for_bit(seed: int) -
     with np.errstate(invalid="ignore", divide="ignore"):  # a fit on a NaN maximum: envelope's floor, here 0
         got, want = held_out_ratios(r, x, 0.0, 4), _masked_held_out(r, x, 0.0, 4, None)
     assert np.array_equal(got, want, equal_nan=True) and np.isnan(got).any()
+
+
+def test_an_infinite_static_row_takes_the_masked_fits() -> None:
+    """A static row of constant inf is not the shortcut's: r_i / scale / inf is NaN at a residual of
+    -inf (or one overflowing to -inf) but 0 at the maximum, so the blocks' maxima would not give the
+    masked fits (here with a floor below 0); held_out_ratios takes the masked fits for it."""
+    x = np.zeros((4, 4))
+    x[:, 0] = np.inf
+    for r in (np.array([1.0, 2.0, -np.inf, 0.5]), np.array([1e-300, 2e-300, -1e300, 0.5e-300])):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            got, want = held_out_ratios(r, x, -1.0, 4), _masked_held_out(r, x, -1.0, 4, None)
+        assert got.tobytes() == want.tobytes(), r
