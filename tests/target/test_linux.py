@@ -43,7 +43,13 @@ def test_the_program_follows_the_host_loopback_bit_for_bit(out: Path, capsys: py
     assert same["max_q_difference"] == 0.0 and same["max_tau_difference"] == 0.0
     onset = round(doc["push_onset_s"] * 1000)
     assert same["same_collision_sample"] is True
-    assert onset < same["collision_sample_target"] < onset + 300  # flagged during the push
+    flagged, first = same["collision_sample_target"], doc["first_held_sample"]
+    if first is None or first > flagged:  # every input on time up to the flag: it is the push's
+        assert onset < flagged < onset + 300  # flagged during the push
+    else:  # a loaded machine held inputs (the encoders lost) from sample `first` <= the flag on: the
+        # estimate runs open-loop, and the observer may flag that fault before the push (--drop
+        # 300..500: flagged at 428); an early flag is accepted only after a held sample, a late one never
+        assert flagged < onset + 300
     assert doc["datagrams_corrupted"] == 0 and doc["dropped_on_purpose"] == []
     assert len(doc["held_samples"]) == min(doc["datagrams_lost"], 100)
     # the host loopback's own run up to the first sample held (all of it when none was): a late
