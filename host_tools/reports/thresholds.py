@@ -122,6 +122,9 @@ def document(result: Designed) -> dict[str, object]:
             "held_out_ratio": design.held_out.tolist(),
         },
         "skip_s": s.skip,
+        # true: an observer that holds its adaptation on its thresholds, designed twice and checked with
+        # them acting on the hold (the residual the written config gives); false: replayed with detection off
+        "hold_acting": result.hold_acting,
         "floor": s.floor,
         "samples": design.samples,
         "flagged_left_out": design.excluded,
@@ -237,6 +240,12 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
         + f": {derived}"
         + ("" if design.acceleration or s.static else "; the estimator gives no q-ddot: ka is moot (0)")
         + f"\n{_designed_line(result)}\n"
+        + (
+            "its adaptation holds on its thresholds: designed twice, the second time (and checked) with the "
+            "first thresholds acting on the hold, as the written config runs\n"
+            if result.hold_acting
+            else ""
+        )
     ]
     if result.tuned is not None:
         t = result.tuned

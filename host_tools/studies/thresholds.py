@@ -24,6 +24,16 @@ joints where margin costs least), never below the joint's worst held-out ratio, 
 vs is the one whose margined envelopes have the lowest sum of means. ``check_thresholds`` replays
 another run against them.
 
+A model-adaptive observer whose adaptation holds on its thresholds (``obs.freeze``: above them, and
+for a while above ``obs.suspect`` of them) has a residual that depends on them (``holds``). It is
+designed twice, as collide designs it (host_tools.studies.collide._design): first with detection off,
+then on the same runs with those thresholds acting on the hold (no collision latches: a debounce
+longer than the run). The second design is the result. A check replays it with its own thresholds
+acting, so the residual checked is the one the generated C computes with the written config.
+Designed once with detection off, the LWA-4P's adaptive_momentum thresholds left its hold at the
+suspect level so often that the adaptation starved: 0 false-alarm samples reported on the other real
+run, thousands with the written config (docs/real-data.md, 2026-11-30).
+
     rt = load_rt("kuka_iiwa14", observer="momentum")
     design = design_thresholds(rt, Log.load("free.npz"))
     for key, value in design.config().items():
@@ -322,9 +332,19 @@ def _gumbel_fit(gumbel_r: Any, maxima: np.ndarray) -> tuple[float, float]:
     return float(location), float(scale)
 
 
-def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.ndarray], int]:
+def holds(rt: Realtime) -> bool:
+    """Whether ``rt``'s observer is model-adaptive and holds its adaptation on its thresholds
+    (``obs.freeze`` not 0): its residual then depends on them (the module docstring)."""
+    spec = registry.observers().get(str(rt.rt_manifest["observer"]))
+    adaptive = spec is not None and spec.adaptive
+    return adaptive and "obs.freeze" in rt.config.keys() and float(rt.config["obs.freeze"]) != 0
+
+
+def replay_residual(
+    rt: Realtime, log: Log, skip: float, acting: Thresholds | None = None
+) -> tuple[dict[str, np.ndarray], int]:
     """The pipeline's outputs over a collision-free log (checked to fit the pipeline and to move)
-    and the index of the first sample after ``skip`` seconds."""
+    and the index of the first sample after ``skip`` seconds; ``acting``: replay's."""
     if not skip >= 0:
         raise ValueError("skip must be >= 0")
     if log.robot != rt.name:
@@ -343,7 +363,7 @@ def replay_residual(rt: Realtime, log: Log, skip: float) -> tuple[dict[str, np.n
     k0 = int(round(skip / rt.sample_period))
     if len(log) <= k0 + 1:
         raise ValueError(f"the log has {len(log)} samples; skipping {skip:g} s leaves none")
-    outs = replay(rt, log)
+    outs = replay(rt, log, acting)
     speed = np.max(np.abs(np.asarray(outs["qd_hat"], float)[k0:]), axis=0)
     moving = np.array([MOVING[t] for t in rt.manifest["joint_types"]])
     if not np.any(speed >= moving):
@@ -425,28 +445,34 @@ def design_across(
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not logs:
         raise ValueError("no run to design from")
-    parts, left_out, k0s = [], [], []
-    for i, log in enumerate(logs):
-        outs, k0 = replay_residual(rt, log, skip)
-        parts.append(outs)
-        k0s.append(k0)
-        left_out.append(~_used(len(log), k0, None if exclude is None else exclude[i]))
-    left_out[0][: k0s[0]] = False  # the first run's start is design_from_outputs' k0; the others' are left out
-    return design_from_outputs(
-        {key: np.concatenate([o[key] for o in parts]) for key in ("r", "qd_hat", "qdd_hat")},
-        k0s[0],
-        rt.sample_period,
-        margin,
-        floor,
-        target,
-        blocks,
-        static,
-        np.concatenate(left_out),
-        float(rt.config["det.vs"][0]),
-        exceedance=exceedance,
-        horizon=horizon,
-        run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
-    )
+
+    def designed(acting: Thresholds | None) -> Thresholds:
+        parts, left_out, k0s = [], [], []
+        for i, log in enumerate(logs):
+            outs, k0 = replay_residual(rt, log, skip, acting)
+            parts.append(outs)
+            k0s.append(k0)
+            left_out.append(~_used(len(log), k0, None if exclude is None else exclude[i]))
+        left_out[0][: k0s[0]] = False  # the first run's start is design_from_outputs' k0; the others' are left out
+        return design_from_outputs(
+            {key: np.concatenate([o[key] for o in parts]) for key in ("r", "qd_hat", "qdd_hat")},
+            k0s[0],
+            rt.sample_period,
+            margin,
+            floor,
+            target,
+            blocks,
+            static,
+            np.concatenate(left_out),
+            float(rt.config["det.vs"][0]),
+            exceedance=exceedance,
+            horizon=horizon,
+            run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
+        )
+
+    first = designed(None)
+    # a holding observer: again, with the first thresholds acting on the hold (the module docstring)
+    return designed(first) if holds(rt) else first
 
 
 def _fit_scale(
@@ -619,15 +645,20 @@ def design_from_outputs(
     return replace(draft, threshold_mean=along[use].mean(axis=0), level=along, left_out=left_out)
 
 
-def replay(rt: Realtime, log: Log) -> dict[str, np.ndarray]:
-    """The pipeline's outputs over the log with detection off (det.threshold restored afterwards)."""
-    saved = np.array(rt.config["det.threshold"], float)
-    rt.config["det.threshold"] = 0.0  # not designed: no detection (and no reaction) while replaying
+def replay(rt: Realtime, log: Log, acting: Thresholds | None = None) -> dict[str, np.ndarray]:
+    """The pipeline's outputs over the log from reset: with detection off, or with ``acting``'s
+    thresholds acting on a holding observer's hold (holds) and no collision latched (a debounce
+    longer than the log, so no reaction either). The config is restored afterwards."""
+    pins = {"det.threshold": 0.0} if acting is None else {**acting.config(), "det.debounce": float(len(log) + 1)}
+    saved = {key: np.array(rt.config[key], copy=True) for key in pins}
     try:
+        for key, value in pins.items():
+            rt.config[key] = value
         rt.reset()
         return rt.run(log)
     finally:
-        rt.config["det.threshold"] = saved
+        for key, value in saved.items():
+            rt.config[key] = value
 
 
 # A log moves when some joint's estimated speed reaches this after the skipped start: thresholds from
@@ -655,8 +686,9 @@ def check_thresholds(
 ) -> Check:
     """Replay ``log`` (collision-free, of the same robot and rate) and count the samples whose |r|
     exceeds the designed threshold along this run -- each one a false alarm (before the detector's
-    debounce). ``exclude``: samples left out (flagged by the input checks)."""
-    outs, k0 = replay_residual(rt, log, skip)
+    debounce). A holding observer's run has the thresholds acting on its hold (holds). ``exclude``:
+    samples left out (flagged by the input checks)."""
+    outs, k0 = replay_residual(rt, log, skip, design if holds(rt) else None)
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
     if not use.any():
@@ -810,6 +842,8 @@ class Designed:
     tuned: Tuned | None = None  # tuned on the first design run
     others: tuple[Recording, ...] = ()
     checks: tuple[Check, ...] = ()  # one per run of ``others``
+    # designed (and checked) with its thresholds acting on the observer's hold (holds), else with detection off
+    hold_acting: bool = False
 
     @property
     def false_alarms(self) -> int:
@@ -863,4 +897,6 @@ def design_on(
             raise ValueError(f"{r.checks.source}: {err}") from None
     for key, value in design.config().items():
         rt.config[key] = value
-    return Designed(rt.name, rt.label, rt.sample_period, s, tuple(runs), design, tuned, tuple(others), tuple(checks))
+    return Designed(
+        rt.name, rt.label, rt.sample_period, s, tuple(runs), design, tuned, tuple(others), tuple(checks), holds(rt)
+    )

@@ -27,6 +27,7 @@ from host_tools.studies.thresholds import (
     envelope,
     held_out_ratios,
     regressor,
+    replay,
     threshold_along,
 )
 from tests.tooling import ROOT, cli_in_process
@@ -414,3 +415,43 @@ def test_extreme_value_margins_of_maxima_without_spread() -> None:
     held_out[3, 0] = np.nan
     with pytest.raises(ValueError, match="not finite"):
         extreme_value_margins(held_out, np.ones(2), 10.0, 0.85, 0.1)
+
+
+def test_which_observers_are_designed_with_their_thresholds_acting() -> None:
+    """holds: a model-adaptive observer whose adaptation holds on its thresholds (obs.freeze, the
+    block's default) is designed and checked with them acting on the hold; the momentum observer
+    (no adaptation) and an adaptive one configured not to hold (freeze 0) with detection off. Its
+    effect on the real LWA-4P: tests/acceptance/test_real_data.py."""
+    from host_tools.studies.thresholds import holds
+
+    assert not holds(load_rt("planar2", estimator="kalman", observer="momentum"))
+    rt = load_rt("planar2", estimator="kalman", observer="adaptive_momentum")
+    assert float(rt.config["obs.freeze"]) == 1 and holds(rt)
+    rt.config["obs.freeze"] = 0
+    assert not holds(rt)
+
+
+def test_a_holding_observers_check_has_its_thresholds_acting(tmp_path: Path) -> None:
+    """check_thresholds on a holding observer replays the run with the design's thresholds in the
+    config and no collision latched (a debounce longer than the run): its residual is, bit for bit,
+    a run of the pipeline with design.config() loaded and that debounce (the same C on the same
+    inputs), and the config is as it was afterwards."""
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", estimator="kalman", observer="adaptive_momentum", controller="computed_torque")
+    true = robot.standard_parameters()
+    rt.config["model.params"] = true * (1 + np.random.default_rng(3).uniform(-0.05, 0.05, true.shape))
+    rt.config["det.reaction"] = 0
+    free = simulate(rt, generated_trajectory(robot, 6.0, rt.sample_period, seed=4, speed=0.2), true_params=true).log
+    other = simulate(rt, generated_trajectory(robot, 6.0, rt.sample_period, seed=5, speed=0.2), true_params=true).log
+    before = {key: np.array(rt.config[key], copy=True) for key in ("det.threshold", "det.debounce", "det.kv")}
+    design = design_thresholds(rt, free)
+    for key, value in before.items():  # design_thresholds leaves the config as it was
+        np.testing.assert_array_equal(rt.config[key], value)
+    check = check_thresholds(rt, other, design)
+    for key, value in design.config().items():
+        rt.config[key] = value
+    rt.config["det.debounce"] = float(len(other) + 1)
+    rt.reset()
+    np.testing.assert_array_equal(check.residual, np.asarray(rt.run(other)["r"], float))
+    # the hold acts on this run (23 N m apart on 2026-11-30): with detection off the residual differs
+    assert not np.array_equal(check.residual, np.asarray(replay(rt, other)["r"], float))
