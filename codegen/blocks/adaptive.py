@@ -74,10 +74,11 @@ SUSPECT_HOLD = 100
 # the fastest the adaptation may move the torque it explains, N m/s (N/s) on any joint (RATE_DOC):
 # a contact rising to F within t_r keeps at least F - RATE t_r of itself in r. 1 N m/s keeps 80 % of
 # the smallest contact collide applies (Birjandi & Haddadin's 5 N m step) over the slowest rise it must
-# catch (1 s, issue #46): 0.2 x 5 N m / 1 s; not fitted to any run. collide's set-up sets it for the
-# momentum form fed estimates (host_tools.studies.paper_setups.COLLISION); the block's default is NO_RATE
+# catch (1 s, issue #46): 0.2 x 5 N m / 1 s; not fitted to any run. The momentum form fed estimates
+# (adaptive_momentum and its essential and sliced builds) has it by default; collide's set-up
+# (host_tools.studies.paper_setups.COLLISION) pins it there too
 RATE = 1.0
-# the block's default: no limit (RATE_DOC says why)
+# no limit: the other forms' default (RATE_DOC says why)
 NO_RATE = 1e30
 RATE_DOC = """The adaptation's rate limit (issue #46, ``rate``): each sample the per-joint fractions g_j
 are scaled by min(1, rate T / |g .* r|_2). One sample's correction moves the torque the adaptation
@@ -87,12 +88,16 @@ lambda are. The adaptation therefore absorbs a contact at most at ``rate`` on an
 whatever the thresholds, so a contact that ramps at rho > rate to F keeps F (1 - rate / rho) in r
 (docs/collision.md, "The slowest contact a model-adaptive observer catches"). A residual below
 rate T / g (the model error's routine part) is still removed at the full rate g a sample.
-The block's default is no limit (NO_RATE): on Liu et al.'s recorded LWA-4P runs (the nominal model,
-Kalman q-dot) the limit at RATE raised the momentum form's designed thresholds from 54.6 / 48.6 N m
-(FinDiff / MovAv run) to 69.3 / 67.6 N m, above the momentum observer's 55: the real arm's model error
-moves faster than RATE, and throttling its adaptation costs the model-adaptive observer its advantage
-(issue #46). collide's set-up (host_tools.studies.paper_setups.COLLISION) sets RATE for the momentum
-form fed estimates, where the contacts it must catch are stated, but not for adaptive_momentum_measured
+The momentum form fed estimates has RATE by default (since 2026-11-30; before, NO_RATE). On Liu et
+al.'s recorded LWA-4P runs (the nominal model), `manipgen thresholds` designed it as the written config
+runs (its thresholds acting on the hold, host_tools.studies.thresholds.holds). Without the limit,
+the hold at the suspect level starved the adaptation: with the Kalman q-dot the thresholds summed to
+298.7 / 156.0 N m (FinDiff / MovAv run designed on); with the description's linhg estimate they gave
+1242 false-alarm samples on the other run and 321 on Liu et al.'s Experiment 1. With RATE they sum to 68.6 / 66.6 N m
+(Kalman) and 71.1 / 79.7 N m (linhg), with no false alarm on the other run or on Experiment 1
+(docs/real-data.md). The figures that first set NO_RATE as the default (54.6 / 48.6 against 69.3 / 67.6 N m)
+were replayed with detection off, which the written config does not do. collide's set-up pins RATE for this form too,
+but not for adaptive_momentum_measured
 (exact q-dot): its thresholds are small, so the hold's bound already reaches rises of about 0.4 s on
 planar2, while the limit throttled its routine adaptation (its residual 0.2-0.4 N m on the iiwa) and
 cost a false alarm there (kuka_iiwa14 seed 1, check ratio 0.91 -> 1.11; issue #46). The direct form
@@ -797,7 +802,7 @@ ADAPTIVE_MEASURED = registry.Observer(
 ADAPTIVE_MOMENTUM = registry.Observer(
     name="adaptive_momentum",
     summary="model-adaptive observer in momentum form, estimated q-dot (no q-ddot; issue #25)",
-    build=lambda ctx: build(ctx, lam=1e-3, integral=True),
+    build=lambda ctx: build(ctx, lam=1e-3, integral=True, rate=RATE),
     fields=FIELDS,
     adaptive=True,
     tunables=(LAMBDA,),
@@ -821,7 +826,7 @@ ADAPTIVE_MOMENTUM_ESSENTIAL = registry.Observer(
     name="adaptive_momentum_essential",
     summary="model-adaptive observer in momentum form adapting the essential base parameters only "
     "(estimated q-dot; a Cortex-M4F fits it at 1 kHz, issue #47)",
-    build=lambda ctx: build(ctx, lam=1e-3, integral=True, essential=ESSENTIAL),
+    build=lambda ctx: build(ctx, lam=1e-3, integral=True, essential=ESSENTIAL, rate=RATE),
     fields=FIELDS,
     adaptive=True,
     tunables=(LAMBDA,),
@@ -833,7 +838,7 @@ ADAPTIVE_MOMENTUM_SLICED = registry.Observer(
     name="adaptive_momentum_sliced",
     summary="model-adaptive observer in momentum form, the covariance refresh spread over a window of samples "
     "(estimated q-dot; a Cortex-M4F fits it at 1 kHz, issue #47)",
-    build=lambda ctx: build(ctx, lam=1e-3, integral=True, covariance="sliced"),
+    build=lambda ctx: build(ctx, lam=1e-3, integral=True, covariance="sliced", rate=RATE),
     fields=FIELDS,
     adaptive=True,
     tunables=(LAMBDA,),

@@ -481,9 +481,11 @@ def test_momentum_form_thresholds_are_checked_as_the_written_config_runs(
     computes from the config the command writes, on the other run with no collision latched: its
     largest |r| per joint after the skipped start, bit for bit (the same C on the same inputs; the
     LWA-4P runs have no flagged sample). With detection off, as the design and check were replayed
-    before 2026-11-30, the residual is another one here: the hold starves the adaptation on this
-    arm. Designed as it runs, the form's thresholds are 2.8-5.4x the momentum observer's
-    (docs/real-data.md), not the 0.88-0.99x that the replay with detection off reported."""
+    before 2026-11-30, the residual is another one here. Designed as it runs, with its default rate
+    limit, the form's thresholds hold on the other run (no false alarm, worst ratio <= 0.85) at
+    1.2x the momentum observer's sum (68.6 / 66.6 against 55.2 / 55.1 N m; without the limit the
+    hold starved the adaptation: 298.7 / 156.0; docs/real-data.md). 1.3x is allowed: the two
+    residuals differ in K (100 against 25 /s), and the real arm's static friction sets both."""
     import json
 
     from host_tools.bindings.rt import load_rt
@@ -505,15 +507,16 @@ def test_momentum_form_thresholds_are_checked_as_the_written_config_runs(
     k0 = int(round(doc["skip_s"] / rt.sample_period))
     as_written = np.abs(np.asarray(rt.run(log)["r"], float)[k0:]).max(axis=0)
     assert as_written.tolist() == doc["check"]["max_residual"], (as_written, doc["check"]["max_residual"])
-    # not vacuous: designed on MovAv (156 N m in all) the hold acts on FinDiff, so detection off gives
-    # another residual; designed on FinDiff (299 N m) the thresholds are high enough that it never acts
+    # not vacuous: the hold acts on the other run, so detection off gives another residual
     off = np.abs(np.asarray(replay(rt, log)["r"], float)[k0:]).max(axis=0)
-    assert np.array_equal(off, as_written) == (design_run == "FinDiff"), (off, as_written)
+    assert not np.array_equal(off, as_written), (off, as_written)
+    assert doc["check"]["false_alarm_samples"] == [0] * 6 and max(doc["check"]["ratio"]) <= 0.85, doc["check"]
     # the momentum observer does not adapt: its residual is the same either way, its thresholds hold
     assert main([*command, "--estimator", "kalman", "--observer", "momentum"]) == 0
     mom = json.loads(capsys.readouterr().out)
     assert mom["hold_acting"] is False
     assert mom["check"]["false_alarm_samples"] == [0] * 6 and max(mom["check"]["ratio"]) <= 0.85
+    assert sum(doc["threshold_mean"]) <= 1.3 * sum(mom["threshold_mean"]), (doc["threshold_mean"], mom)
 
 
 def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
