@@ -128,6 +128,8 @@ class Observer:
     # collide's entries fed by the imu estimator's q-dot (and q-ddot): "links" one IMU per link (the
     # description's imus:), "tip" one at the tip frame -> whether the default set compares it
     imu: Mapping[str, bool] = field(default_factory=dict)
+    # the registered observer those IMU-fed entries run ("": this one), listed under this one's name
+    imu_build: str = ""
     default: bool = False  # the pipeline's observer when nothing else is chosen
 
     @property

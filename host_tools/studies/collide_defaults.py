@@ -32,9 +32,15 @@ class Entry:
     """One residual collide compares: an observer and the estimator that feeds it."""
 
     name: str
-    observer: registry.Observer
+    observer: registry.Observer  # the observer its pipeline runs
     estimator: str  # the estimator choice of its pipeline
     imu: str = ""  # its IMU set-up (IMU_SETUPS), "" for none
+    listed: registry.Observer | None = None  # the spec it is listed under, if not observer (Observer.imu_build)
+
+    @property
+    def spec(self) -> registry.Observer:
+        """The observer spec that lists it: its series, its place, whether the default set has it."""
+        return self.listed or self.observer
 
     @property
     def qd_qdd(self) -> str:
@@ -50,15 +56,20 @@ class Entry:
         """Its place in the default set: series, then the feed (estimated, measured, IMU set-ups),
         then registration."""
         feed = 2 + list(IMU_SETUPS).index(self.imu) if self.imu else int(self.observer.measured)
-        return self.observer.collide, feed, list(registry.observers()).index(self.observer.name)
+        return self.spec.collide, feed, list(registry.observers()).index(self.spec.name)
 
 
 def _entries() -> dict[str, Entry]:
-    own = {n: Entry(n, o, kalman.SPEC.name) for n, o in registry.observers().items() if o.build is not None}
+    observers = registry.observers()
+    own = {n: Entry(n, o, kalman.SPEC.name) for n, o in observers.items() if o.build is not None}
     imu = imu_block.SPEC.name
     fed = {
         f"{e.name}_{imu}{IMU_SETUPS[s].suffix}": Entry(
-            f"{e.name}_{imu}{IMU_SETUPS[s].suffix}", e.observer, imu + IMU_SETUPS[s].option, s
+            f"{e.name}_{imu}{IMU_SETUPS[s].suffix}",
+            observers[e.observer.imu_build or e.name],
+            imu + IMU_SETUPS[s].option,
+            s,
+            e.observer if e.observer.imu_build else None,
         )
         for e in own.values()
         for s in e.observer.imu
@@ -83,5 +94,5 @@ ENTRIES = _entries()
 DEFAULT_OBSERVERS = tuple(
     e.name
     for e in sorted(ENTRIES.values(), key=Entry.order)
-    if e.observer.collide and (not e.imu or e.observer.imu[e.imu])
+    if e.spec.collide and (not e.imu or e.spec.imu[e.imu])
 )

@@ -162,8 +162,9 @@ COLLISION = PaperSetup(
             "obs.rate": adaptive.RATE,
             "det.window": LOW_PASS_WINDOW,
         },
-        # the same observer with the covariance refresh spread over a window (issue #47): its set-up too
-        adaptive.ADAPTIVE_MOMENTUM_SLICED.name: {
+        # the same observer with every sample's dense covariance update (issue #47; collide's
+        # adaptive_momentum_imu runs it): its set-up too
+        adaptive.ADAPTIVE_MOMENTUM_DENSE.name: {
             **_ADAPTIVE,
             "obs.lam": 0.001,
             "obs.rate": adaptive.RATE,

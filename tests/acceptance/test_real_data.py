@@ -482,10 +482,10 @@ def test_momentum_form_thresholds_are_checked_as_the_written_config_runs(
     largest |r| per joint after the skipped start, bit for bit (the same C on the same inputs; the
     LWA-4P runs have no flagged sample). With detection off, as the design and check were replayed
     before 2026-11-30, the residual is another one here. Designed as it runs, with its default rate
-    limit, the form's thresholds hold on the other run (no false alarm, worst ratio <= 0.85) at
-    1.2x the momentum observer's sum (68.6 / 66.6 against 55.2 / 55.1 N m; without the limit the
-    hold starved the adaptation: 298.7 / 156.0; docs/real-data.md). 1.3x is allowed: the two
-    residuals differ in K (100 against 25 /s), and the real arm's static friction sets both."""
+    limit, the form's thresholds hold on the other run (no false alarm, worst ratio <= 0.85), the
+    default's sliced covariance update within 10 % of the dense update's (69.9 / 72.4 against 68.6 /
+    66.6 N m; the momentum observer's 55.2 / 55.1; without the limit the hold starved the
+    adaptation: 298.7 / 156.0 dense; docs/real-data.md)."""
     import json
 
     from host_tools.bindings.rt import load_rt
@@ -511,12 +511,17 @@ def test_momentum_form_thresholds_are_checked_as_the_written_config_runs(
     off = np.abs(np.asarray(replay(rt, log)["r"], float)[k0:]).max(axis=0)
     assert not np.array_equal(off, as_written), (off, as_written)
     assert doc["check"]["false_alarm_samples"] == [0] * 6 and max(doc["check"]["ratio"]) <= 0.85, doc["check"]
+    # its covariance refresh spread over a window (the M4F's budget, issue #47) costs at most the 10 % of
+    # the dense update's thresholds that issue #47 allows its detection figures
+    assert main([*command, "--estimator", "kalman", "--observer", "adaptive_momentum_dense"]) == 0
+    dense = json.loads(capsys.readouterr().out)
+    assert dense["check"]["false_alarm_samples"] == [0] * 6 and max(dense["check"]["ratio"]) <= 0.85
+    assert sum(doc["threshold_mean"]) <= 1.1 * sum(dense["threshold_mean"]), (doc["threshold_mean"], dense)
     # the momentum observer does not adapt: its residual is the same either way, its thresholds hold
     assert main([*command, "--estimator", "kalman", "--observer", "momentum"]) == 0
     mom = json.loads(capsys.readouterr().out)
     assert mom["hold_acting"] is False
     assert mom["check"]["false_alarm_samples"] == [0] * 6 and max(mom["check"]["ratio"]) <= 0.85
-    assert sum(doc["threshold_mean"]) <= 1.3 * sum(mom["threshold_mean"]), (doc["threshold_mean"], mom)
 
 
 def test_thresholds_check_plot_and_adaptive_tuning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -159,7 +159,7 @@ def sliced_slice(d: Data, block: Block, discard: bool, held: bool) -> None:
     "adaptive_momentum",
     "adaptive_momentum_measured",
     "adaptive_momentum_essential",
-    "adaptive_momentum_sliced",
+    "adaptive_momentum_dense",
 )
 def observe(d: Data, block: Block, ctx: Ctx) -> None:
     integral = bool(block.options.get("integral"))

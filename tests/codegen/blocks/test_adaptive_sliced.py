@@ -38,7 +38,7 @@ from tests.codegen.blocks.test_adaptive_convergence import (
 )
 
 ROBOT = "planar2"
-SLICED = "adaptive_momentum_sliced"  # the momentum form with the sliced update (codegen.blocks.adaptive)
+SLICED = "adaptive_momentum"  # the momentum form, its sliced update (codegen.blocks.adaptive)
 SLICED_FINE = "adaptive_momentum_sliced_fine"  # the same with the smallest budget (the most slices)
 SLICED_MEASURED = "adaptive_momentum_measured_sliced"  # adaptive_momentum_measured with the sliced update
 

@@ -209,7 +209,7 @@ def test_the_observer_and_controller_lists_read_their_specs() -> None:
         "adaptive",
         "adaptive_momentum",
         "adaptive_momentum_essential",
-        "adaptive_momentum_sliced",
+        "adaptive_momentum_dense",
         "direct",
     ]
     assert [n for n, o in observers.items() if o.needs_acceleration] == ["adaptive", "direct"]
@@ -218,6 +218,10 @@ def test_the_observer_and_controller_lists_read_their_specs() -> None:
     assert [n for n, o in observers.items() if o.tunables] == [n for n in observers if n.startswith("adaptive")]
     assert set(ENTRIES) - set(observers) == {"adaptive_imu", "adaptive_imu_tip", "adaptive_momentum_imu", "direct_imu"}
     assert ENTRIES["adaptive_imu_tip"].estimator == "imu:tip=1" and ENTRIES["direct_imu"].qd_qdd.startswith("IMU")
+    # the momentum form's IMU-fed entry runs its dense update (registry.Observer.imu_build), listed under it
+    assert ENTRIES["adaptive_momentum_imu"].observer.name == "adaptive_momentum_dense"
+    assert ENTRIES["adaptive_momentum_imu"].spec.name == "adaptive_momentum"
+    assert "adaptive_momentum_dense_imu" not in ENTRIES
     assert DEFAULT_OBSERVERS == (
         "momentum",
         "adaptive",

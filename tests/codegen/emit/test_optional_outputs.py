@@ -47,7 +47,7 @@ def test_a_null_optional_output_is_not_stored_and_the_others_are_unchanged(tmp_p
 
 def test_the_call_passes_an_optional_output_only_under_its_condition() -> None:
     pipe = build_pipeline(
-        load_robot("planar2"), RtOptions(parse_estimator("kalman"), "adaptive_momentum_sliced", "computed_torque")
+        load_robot("planar2"), RtOptions(parse_estimator("kalman"), "adaptive_momentum", "computed_torque")
     )
     emitter = RtEmitter(pipe, "planar2", "double")
     call = emitter.call("obs", "predict", {"st.obs.gs": "rt->obs.slice == 0"})

@@ -109,11 +109,12 @@ VARIANTS = {
         "float",
         RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum_measured"),
     ),
-    # the momentum form's covariance refresh spread over a window (the sliced update's C)
+    # the momentum form's covariance refresh spread over a window (the sliced update's C: adaptive_momentum's;
+    # the dense update's C is the measured form's above)
     "planar2-momentum-sliced-float": (
         "planar2",
         "float",
-        RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum_sliced"),
+        RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum"),
     ),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),

@@ -190,9 +190,9 @@ def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
 
 def test_collide_sets_up_every_model_adaptive_observer() -> None:
     """Each registered model-adaptive observer has collide's own set-up (lambda, the rate limit, the
-    detector's window): run with the block's defaults instead (then without the rate limit),
-    adaptive_momentum_sliced let two of planar2's three 1 Hz steps through (2026-11-29). The record
-    pins its own values, whatever the block's defaults become."""
+    detector's window): run with the block's defaults instead (then without the rate limit), the
+    sliced update (then adaptive_momentum_sliced) let two of planar2's three 1 Hz steps through
+    (2026-11-29). The record pins its own values, whatever the block's defaults become."""
     adaptive = sorted(name for name, spec in registry.observers().items() if spec.adaptive)
     assert adaptive
     missing = [name for name in adaptive if not {"obs.lam", "obs.rate"} <= set(COLLISION.blocks.get(name, {}))]
