@@ -92,7 +92,5 @@ ENTRIES = _entries()
 # Birjandi & Haddadin's observers with each source of qd, qdd (the Kalman filter's, the plant's exact, simulated
 # IMUs'), and the adaptive observer's momentum form (qd only; issue #25) with the same three
 DEFAULT_OBSERVERS = tuple(
-    e.name
-    for e in sorted(ENTRIES.values(), key=Entry.order)
-    if e.spec.collide and (not e.imu or e.spec.imu[e.imu])
+    e.name for e in sorted(ENTRIES.values(), key=Entry.order) if e.spec.collide and (not e.imu or e.spec.imu[e.imu])
 )
