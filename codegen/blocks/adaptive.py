@@ -93,9 +93,10 @@ al.'s recorded LWA-4P runs (the nominal model), `manipgen thresholds` designed i
 runs (its thresholds acting on the hold, host_tools.studies.thresholds.holds). Without the limit,
 the hold at the suspect level starved the adaptation: with the Kalman q-dot the thresholds summed to
 298.7 / 156.0 N m (FinDiff / MovAv run designed on); with the description's linhg estimate they gave
-1242 false-alarm samples on the other run and 321 on Liu et al.'s Experiment 1. With RATE they sum to 68.6 / 66.6 N m
-(Kalman) and 71.1 / 79.7 N m (linhg), with no false alarm on the other run or on Experiment 1
-(docs/real-data.md). The figures that first set NO_RATE as the default (54.6 / 48.6 against 69.3 / 67.6 N m)
+1242 false-alarm samples on the other run and 321 on Liu et al.'s Experiment 1 (the dense update). With RATE
+the dense update's sum to 68.6 / 66.6 N m (Kalman) and 71.1 / 79.7 N m (linhg), the sliced default's to
+69.9 / 72.4 and 68.3 / 83.0, with no false alarm on the other run or on Experiment 1 (docs/real-data.md).
+The figures that first set NO_RATE as the default (54.6 / 48.6 against 69.3 / 67.6 N m)
 were replayed with detection off, which the written config does not do. collide's set-up pins RATE for this form too,
 but not for adaptive_momentum_measured
 (exact q-dot): its thresholds are small, so the hold's bound already reaches rises of about 0.4 s on
@@ -803,7 +804,7 @@ ADAPTIVE_MEASURED = registry.Observer(
 # 1 kHz (issue #47); adaptive_momentum_dense (below) makes every sample's dense update. With the rate
 # limit the two are equals: over collide's 200 draws (the largest threshold's median x1.00, no miss
 # either), on the LWA-4P's real runs (Sum thresholds x1.02-1.09, no false alarm) and in PyBullet
-# (docs/target.md, "The sliced update as the default"). The IMU-fed entry (adaptive_momentum_imu)
+# (docs/target.md, "Asked a third time"). The IMU-fed entry (adaptive_momentum_imu)
 # runs the dense update: no microcontroller budget is asked of a pipeline that fuses an IMU per link,
 # and there the window cost a false alarm on the iiwa's seed 5 (same section).
 ADAPTIVE_MOMENTUM = registry.Observer(

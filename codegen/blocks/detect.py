@@ -32,6 +32,8 @@ from .context import Ctx
 # the threshold's coefficients, in the order of ``level``'s arguments after qd_hat and qdd_hat (linear
 # in each: ``manipgen thresholds`` fits them as a linear programme on the Jacobian of ``level``)
 COEFFICIENTS = ("threshold", "kv", "ka", "ks")
+# the longest debounce the config takes, samples (det.debounce's upper bound)
+DEBOUNCE_MAX = 1e6
 
 
 def _moving(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX) -> cs.SX:
@@ -147,7 +149,7 @@ def _decision_config(
             "samples above threshold before a detection (>= 1)",
             per_joint(float(debounce), n),
             low=1.0,
-            high=1e6,
+            high=DEBOUNCE_MAX,
         ),
         Field(
             "reaction",

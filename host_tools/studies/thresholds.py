@@ -52,7 +52,7 @@ import casadi as cs
 import numpy as np
 
 from codegen.blocks import registry
-from codegen.blocks.detect import COEFFICIENTS, level
+from codegen.blocks.detect import COEFFICIENTS, DEBOUNCE_MAX, level
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
@@ -648,8 +648,10 @@ def design_from_outputs(
 def replay(rt: Realtime, log: Log, acting: Thresholds | None = None) -> dict[str, np.ndarray]:
     """The pipeline's outputs over the log from reset: with detection off, or with ``acting``'s
     thresholds acting on a holding observer's hold (holds) and no collision latched (a debounce
-    longer than the log, so no reaction either). The config is restored afterwards."""
-    pins = {"det.threshold": 0.0} if acting is None else {**acting.config(), "det.debounce": float(len(log) + 1)}
+    longer than the log, so no reaction either; at most the config's DEBOUNCE_MAX: a longer log latches
+    only if a joint stays above its threshold that long). The config is restored afterwards."""
+    debounce = float(min(len(log) + 1, DEBOUNCE_MAX))
+    pins = {"det.threshold": 0.0} if acting is None else {**acting.config(), "det.debounce": debounce}
     saved = {key: np.array(rt.config[key], copy=True) for key in pins}
     try:
         for key, value in pins.items():

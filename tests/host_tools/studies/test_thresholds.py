@@ -431,11 +431,9 @@ def test_which_observers_are_designed_with_their_thresholds_acting() -> None:
     assert not holds(rt)
 
 
-def test_a_holding_observers_check_has_its_thresholds_acting(tmp_path: Path) -> None:
-    """check_thresholds on a holding observer replays the run with the design's thresholds in the
-    config and no collision latched (a debounce longer than the run): its residual is, bit for bit,
-    a run of the pipeline with design.config() loaded and that debounce (the same C on the same
-    inputs), and the config is as it was afterwards."""
+def _holding_runs() -> tuple:
+    """planar2's adaptive_momentum (a holding observer) with a 5 % model error, no reaction, and two
+    of its collision-free runs: (rt, design run, other run)."""
     robot = load_robot("planar2")
     rt = load_rt("planar2", estimator="kalman", observer="adaptive_momentum", controller="computed_torque")
     true = robot.standard_parameters()
@@ -443,6 +441,15 @@ def test_a_holding_observers_check_has_its_thresholds_acting(tmp_path: Path) -> 
     rt.config["det.reaction"] = 0
     free = simulate(rt, generated_trajectory(robot, 6.0, rt.sample_period, seed=4, speed=0.2), true_params=true).log
     other = simulate(rt, generated_trajectory(robot, 6.0, rt.sample_period, seed=5, speed=0.2), true_params=true).log
+    return rt, free, other
+
+
+def test_a_holding_observers_check_has_its_thresholds_acting(tmp_path: Path) -> None:
+    """check_thresholds on a holding observer replays the run with the design's thresholds in the
+    config and no collision latched (a debounce longer than the run): its residual is, bit for bit,
+    a run of the pipeline with design.config() loaded and that debounce (the same C on the same
+    inputs), and the config is as it was afterwards."""
+    rt, free, other = _holding_runs()
     before = {key: np.array(rt.config[key], copy=True) for key in ("det.threshold", "det.debounce", "det.kv")}
     design = design_thresholds(rt, free)
     for key, value in before.items():  # design_thresholds leaves the config as it was
@@ -455,3 +462,20 @@ def test_a_holding_observers_check_has_its_thresholds_acting(tmp_path: Path) -> 
     np.testing.assert_array_equal(check.residual, np.asarray(rt.run(other)["r"], float))
     # the hold acts on this run (23 N m apart on 2026-11-30): with detection off the residual differs
     assert not np.array_equal(check.residual, np.asarray(replay(rt, other)["r"], float))
+
+
+def test_a_holding_observer_is_designed_again_with_its_first_thresholds_acting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """design_thresholds on a holding observer designs twice: the result's residual is, bit for bit,
+    the run replayed with the first design's thresholds (the one with detection off) acting on the
+    hold, and not the residual with detection off (the hold acts on this run)."""
+    from host_tools.studies import thresholds
+
+    rt, free, _ = _holding_runs()
+    design = design_thresholds(rt, free)
+    monkeypatch.setattr(thresholds, "holds", lambda rt: False)
+    first = design_thresholds(rt, free)  # designed once, with detection off
+    np.testing.assert_array_equal(first.residual, np.asarray(replay(rt, free)["r"], float))
+    np.testing.assert_array_equal(design.residual, np.asarray(replay(rt, free, first)["r"], float))
+    assert not np.array_equal(design.residual, first.residual)
