@@ -114,7 +114,7 @@ COVARIANCE = "dense"
 COVARIANCES = ("dense", "link", "diagonal", "sliced")
 COVARIANCE_DOC = """The covariance's structure (issue #47: the dense update of the iiwa's 57 base parameters is
 about 250,000 instructions a sample on a Cortex-M4F). P is stored as diagonal blocks, row-major one
-after another: one block (``dense``, the default: the full P), a block per group of base parameters
+after another: one block (``dense``, build's default: the full P), a block per group of base parameters
 whose regressor column has the same last non-zero row (``link``: on a serial chain joint j's torque
 reads only the parameters of links j and beyond, so the group of row l is link l's inertial
 parameters with its joint's friction), or one per parameter (``diagonal``). A sample's update is the
