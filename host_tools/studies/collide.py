@@ -57,7 +57,14 @@ from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
 from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
-from host_tools.studies.thresholds import TARGET, Thresholds, count_floor, design_from_outputs, threshold_along
+from host_tools.studies.thresholds import (
+    TARGET,
+    Thresholds,
+    count_floor,
+    design_from_outputs,
+    holds,
+    threshold_along,
+)
 
 Progress = Callable[[str], None]
 SHAPES = ("static", "fitted")
@@ -606,10 +613,9 @@ def _design(
     runs: Runs,
     imu: Sensors | None,
     plants: Replays,
-    holds: bool = False,
     least: np.ndarray | None = None,
 ) -> Designed:
-    """The collision-free design run and its thresholds (set in ``rt.config``). ``holds``: a
+    """The collision-free design run and its thresholds (set in ``rt.config``). A
     model-adaptive observer whose adaptation holds on its thresholds (``obs.freeze``: above them, and
     for a while above ``obs.suspect`` of them) is designed twice: the second time on the same run
     with the first thresholds acting on the hold (detection without its latch: a debounce longer
@@ -619,9 +625,10 @@ def _design(
     ``least``: the static thresholds' floor per joint (thresholds.count_floor)."""
     # the second pass's warm-up is the first pass's first k_design samples (the same run from reset
     # without detection) unless its IMUs draw a noise sequence of their own: kept from the first pass
-    warmed = holds and imu is None and runs.k_design > 0
+    holding = holds(rt)  # thresholds.holds: the rule `manipgen thresholds` designs by too
+    warmed = holding and imu is None and runs.k_design > 0
     first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design, least=least, warmed=warmed)
-    if not holds:
+    if not holding:
         return first
     # the second pass: the warm-up motions without detection (the learning transient is not what
     # the thresholds are for), then the design motions, from rest where the warm-up ended, with the
@@ -817,8 +824,7 @@ def observer_item(
     progress(f"{obs}: collision-free motion (threshold design)")
     robot = source.robot()
     rt = _pipeline(robot, entry, s, runs.model)
-    holds = entry.observer.adaptive and bool(rt.config["obs.freeze"])
-    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, holds, runs.least)
+    d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, runs.least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
     # rt's states (and the IMUs' chain) where the collision runs leave the check run
