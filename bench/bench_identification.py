@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import time
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import casadi as cs
 import numpy as np
 from scipy.optimize import minimize

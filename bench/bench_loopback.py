@@ -14,6 +14,9 @@ import argparse
 import os
 import time
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 
 from codegen.model.description import load_robot

@@ -18,6 +18,9 @@ import sys
 import time
 from pathlib import Path
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 
 from host_tools.bindings.source import RobotSource

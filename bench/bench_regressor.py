@@ -19,6 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import casadi as cs
 import numpy as np
 

@@ -35,6 +35,9 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 from scipy.signal import butter, filtfilt
 from threshold_margins import shape_per_joint

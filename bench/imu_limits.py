@@ -25,6 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,6 +37,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 import scipy.io
 

@@ -26,6 +26,9 @@ import dataclasses
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 
 from host_tools import load

@@ -37,6 +37,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 
 from codegen.model.description import load_robot

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import host_tools
 
@@ -49,3 +52,62 @@ def test_pinned_unless_the_user_says_otherwise() -> None:
     assert native["v4"] is ("avx512f" in flags and "avx512bw" in flags and "avx512dq" in flags and "avx512vl" in flags)
     own = _runtime(dict(base, OPENBLAS_CORETYPE="Sandybridge"))
     assert all(str(a).lower() == "sandybridge" for a in own["blas"]), own
+
+
+def test_importing_codegen_first_pins_too() -> None:
+    """A program that imports the generator (codegen.model.description loads numpy) before host_tools is
+    pinned as well: the bench scripts did so and ran the machine's AVX-512 kernels on this very
+    Sapphire Rapids machine, unlike every command (2026-11-30: bench/imu_limits.py's exact-qd row
+    0.158 N m unpinned, 0.282 pinned)."""
+    flags = host_tools.cpu_flags()
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+    code = (
+        "import json, codegen.model.description, numpy\n"
+        "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+        "from threadpoolctl import threadpool_info\n"
+        "print(json.dumps({'v4': f['X86_V4'], 'blas': [i.get('architecture') for i in threadpool_info()]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=base, check=True)
+    got = json.loads(out.stdout)
+    if {"avx2", "fma"} <= flags:
+        assert got["v4"] is False
+        assert all(str(a).lower() == "haswell" for a in got["blas"]), got
+
+
+HEAVY = {"numpy", "scipy", "casadi", "sympy", "pinocchio", "matplotlib", "pybullet", "cffi"}
+OURS = {"codegen", "host_tools", "tests"}
+
+
+def _programs() -> list[Path]:
+    """The scripts people run as programs: bench/*.py and the peers' modules run with python -m."""
+    root = Path(__file__).resolve().parents[2]
+    return sorted(root.glob("bench/*.py")) + sorted(
+        p for p in root.glob("tests/peers/*.py") if not p.name.startswith(("test_", "conftest", "__init__"))
+    )
+
+
+def _first_imports(path: Path) -> tuple[int | None, int | None]:
+    """The line of the module's first top-level import of a numerical library, and of codegen or host_tools."""
+    heavy = ours = None
+    for node in ast.parse(path.read_text()).body:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        tops = {n.split(".")[0] for n in names}
+        if heavy is None and tops & HEAVY:
+            heavy = node.lineno
+        if ours is None and tops & OURS:
+            ours = node.lineno
+    return heavy, ours
+
+
+@pytest.mark.parametrize("path", _programs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_program_pins_before_numpy_loads(path: Path) -> None:
+    """A bench script or peer program imports codegen or host_tools before any numerical library
+    (top level, in order), so that its figures are the pinned arithmetic's: the docs quote them.
+    Programs run with python -m tests.peers... are pinned by tests/__init__.py whatever they import."""
+    heavy, ours = _first_imports(path)
+    if path.parent.name == "peers":
+        assert "import codegen" in (path.parents[1] / "__init__.py").read_text()
+        return
+    assert heavy is None or (ours is not None and ours < heavy), (path, heavy, ours)

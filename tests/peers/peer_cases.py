@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 import pinocchio as pin
 import pytest

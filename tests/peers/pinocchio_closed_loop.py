@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 import pinocchio as pin
 

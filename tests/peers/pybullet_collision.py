@@ -45,6 +45,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import codegen  # noqa: F401  (first: importing it pins numpy's kernels, README "Reproducible figures")
+
+# isort: split
 import numpy as np
 import pybullet as pb
 import pybullet_data
