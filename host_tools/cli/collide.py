@@ -86,12 +86,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 @contextmanager
 def _executor(scheduler: str | None, settings: CollideSettings) -> Iterator[Executor | None]:
     """--scheduler's executor; without it a process pool of a process per feed (collide.feeds: each
-    simulates its plant runs once and replays them through its other observers), at most one per
-    core, or none (here, with the progress of each observer) for one feed or one core."""
+    simulates its plant runs once and replays them through its other observers), or none (here, with
+    the progress of each observer) for one feed or one core. More feeds than cores share the cores:
+    the feeds' lengths are unequal (the iiwa's Kalman feed 12.8 s of CPU, the per-link IMU feed's 11.3,
+    the tip IMU's 5.7), and the OS's time-sharing ends them all at about max(the longest, the sum /
+    the cores), where a pool of one process per core ends at its fuller process's sum (docs/collision.md,
+    "A process per feed, more feeds than cores")."""
     from host_tools.studies.cluster import open_executor
     from host_tools.studies.collide import feeds
 
-    workers = min(os.cpu_count() or 1, len(feeds(settings.observers)))
+    workers = len(feeds(settings.observers)) if (os.cpu_count() or 1) > 1 else 1
     if scheduler is not None:
         with executor_for(scheduler) as executor:
             yield executor
