@@ -16,9 +16,10 @@ import pytest
 import host_tools
 
 
-def _runtime(env: dict[str, str]) -> dict[str, Any]:
+def _runtime(env: dict[str, str], first: str = "host_tools") -> dict[str, Any]:
+    """A fresh interpreter that imports ``first``, then numpy: numpy's AVX-512 tier and OpenBLAS's kernels."""
     code = (
-        "import json, host_tools, numpy\n"
+        f"import json, {first}, numpy\n"
         "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
         "from threadpoolctl import threadpool_info\n"
         "print(json.dumps({'v4': f['X86_V4'], 'blas': [i.get('architecture') for i in threadpool_info()]}))\n"
@@ -61,14 +62,7 @@ def test_importing_codegen_first_pins_too() -> None:
     0.158 N m unpinned, 0.282 pinned)."""
     flags = host_tools.cpu_flags()
     base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
-    code = (
-        "import json, codegen.model.description, numpy\n"
-        "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
-        "from threadpoolctl import threadpool_info\n"
-        "print(json.dumps({'v4': f['X86_V4'], 'blas': [i.get('architecture') for i in threadpool_info()]}))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=base, check=True)
-    got = json.loads(out.stdout)
+    got = _runtime(base, first="codegen.model.description")
     if {"avx2", "fma"} <= flags:
         assert got["v4"] is False
         assert all(str(a).lower() == "haswell" for a in got["blas"]), got
