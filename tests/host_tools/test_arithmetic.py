@@ -73,10 +73,12 @@ OURS = {"codegen", "host_tools", "tests"}
 
 
 def _programs() -> list[Path]:
-    """The scripts people run as programs: bench/*.py and the peers' modules run with python -m."""
+    """The scripts people run as programs: bench/*.py, robots/*.py and the peers' modules run with python -m."""
     root = Path(__file__).resolve().parents[2]
-    return sorted(root.glob("bench/*.py")) + sorted(
-        p for p in root.glob("tests/peers/*.py") if not p.name.startswith(("test_", "conftest", "__init__"))
+    return (
+        sorted(root.glob("bench/*.py"))
+        + sorted(root.glob("robots/*.py"))
+        + sorted(p for p in root.glob("tests/peers/*.py") if not p.name.startswith(("test_", "conftest", "__init__")))
     )
 
 
