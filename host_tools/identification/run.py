@@ -166,13 +166,16 @@ class _Fitting:
             self.ident.base.values[eliminated] - 3 * sigma[eliminated],
             self.ident.base.values[eliminated] + 3 * sigma[eliminated],
         )
+        # the objective's columns (PhysicalSettings.objective): every base parameter's, or the essential ones'
+        whole = self.physical.objective == "model"
+        columns = list(range(len(self.m.names))) if whole else list(kept)
         result = retrieve(
             self.robot,
             self.m.base.k,
             kept,
-            self.y[self.rows][:, kept],
+            self.y[self.rows][:, columns],
             self.tau.reshape(-1)[self.rows],
-            self.ident.essential.values,
+            self.ident.base.values if whole else self.ident.essential.values,
             self.physical,
             span,
             extra=extra,
@@ -186,6 +189,7 @@ class _Fitting:
                 self.physical.starts if start is None else 1,
                 self.physical.max_iter,
             ),
+            columns=columns,
         )
         if start is not None:
             result.starts = start.starts + result.starts

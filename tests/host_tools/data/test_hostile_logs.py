@@ -193,6 +193,36 @@ def test_identify_chooses_the_planted_structure(name: str, folder: str, capsys: 
         assert "skipped" in baseline and "IA" in baseline["skipped"], baseline
 
 
+@pytest.mark.parametrize("name", ["ur5", "franka_panda"])
+def test_the_identified_model_is_no_worse_than_plain_least_squares_on_any_joint(
+    name: str, folder: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #44's goal for another arm, on the model identify gives the generated C (the physical
+    parameters with the friction terms: config_identified.json), not only on the unconstrained base
+    fit: validated on VAL, no joint above 1.02 x the plain least-squares baseline's RMS, and the sum at
+    most 0.95 x it where the model has something to find beyond the baseline's columns (the UR5's
+    planted offset and Stribeck term). The Panda's description has no Coulomb friction, so its hostile
+    plant plants none (offset FC_1 / 2 = 0, Stribeck FS = FC_2 = 0) and both fits sit at the torque
+    noise (1e-3 x the torque limit: 0.087 N m on joints 1-4, the validation RMS 0.084-0.088): there
+    the issue's per-joint bound is the test.
+
+    Both arms' truths are physically consistent (the description is the plant), so a physical fit of
+    the whole model predicts as well as the base fit. With the objective over the essential parameters
+    only (Xu et al.'s Table 1, PhysicalSettings(objective="essential")), the eliminated base
+    parameters drifted within their 3-sigma range unseen by the fit and carried into the model:
+    Panda joint 2 1.10 x the baseline (in-sample RMS 0.044 against 0.013 N m), UR5 joint 4 1.023 x."""
+    fit, _, planted = _record(name, 1, FIT_SECONDS, folder)
+    val, _, _ = _record(name, 2, VAL_SECONDS, folder)
+    code, doc = _cli_json(capsys, "identify", name, str(fit), "--validate", str(val), "--json")
+    assert code == 0, doc
+    baseline = doc["baseline_ls"]
+    assert "skipped" not in baseline, baseline
+    model, plain = np.array(doc["validation_rms"]["physical"]), np.array(baseline["validation_rms"])
+    assert np.all(model <= 1.02 * plain), model / plain
+    if any(planted["offsets"]):
+        assert model.sum() <= 0.95 * plain.sum(), (model.sum(), plain.sum())
+
+
 @pytest.mark.parametrize("name", ROBOTS)
 def test_auto_velocity_rejects_a_sluggish_drive_velocity(name: str, folder: str) -> None:
     """A drive whose velocity filter has a 50 ms time constant: its recorded velocity lags the motion by
