@@ -357,7 +357,7 @@ def _terms_online(out: Path, doc: dict, other: Path) -> None:
     fields of the ``fric`` block) into the generated pipeline (Xu et al. 2020 Table 10): replayed on the
     other run, the momentum observer's max |r| (Kalman estimator, after 0.5 s) is lower than the
     nominal model's on every joint, and the terms take its sum to at most 0.75 x the nominal one
-    (measured 30.5 against 53.1 N m, 0.57 x; the parameters alone: 45.6, 0.86 x)."""
+    (measured 28.9 against 53.1 N m, 0.54 x; the parameters alone: 45.5, 0.86 x; docs/real-data.md, Table 10)."""
     import json
 
     from host_tools.bindings.rt import load_rt, with_config_terms
