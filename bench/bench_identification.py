@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 from codegen.model.description import load_robot
 from host_tools.identification.excitation import ExciteSettings, design
 from host_tools.identification.least_squares import model
-from host_tools.identification.physical import PhysicalSettings, bounds, physical_of, retrieve
+from host_tools.identification.physical import PhysicalSettings, bounds, joint_estimates, physical_of, retrieve
 from host_tools.identification.pipeline import IdentSettings, identify, synthetic_log
 
 XU_RETRIEVAL_S = 9854.5
@@ -54,7 +54,7 @@ def main() -> None:
     t_ours = time.perf_counter() - t0
 
     # the peer: SLSQP, finite differences, the same problem and starts
-    _, lo, hi = bounds(robot, phys_settings)
+    _, lo, hi = bounds(robot, phys_settings, joint_estimates(robot, m.base.k, kept, ident.essential.values))
     x = cs.SX.sym("x", len(lo))
     _, pi = physical_of(x, robot)
     pi_fn = cs.Function("pi", [x], [pi])

@@ -2,7 +2,7 @@
 shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
 docs/identification.md):
 
-  tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2)
+  tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2) + FT tanh(qd_hat / v_t)
 
 - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
   ``load_dahl_length``: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
@@ -15,7 +15,11 @@ docs/identification.md):
   on joint 2, RMS 0.35). Both alternatives measured worse on the run the thresholds were checked
   on (docs/real-data.md, "The terms in the generated C");
 - c: the Coulomb shape (tanh(qd / v_c) with ``model.coulomb_scale``, or sgn), times the Stribeck
-  decay with velocity ``stribeck_velocity``.
+  decay with velocity ``stribeck_velocity``;
+- FT tanh(qd_hat / v_t): a smooth Coulomb term with its own scale ``smooth_scale``, beside the
+  description's Coulomb shape: a joint whose friction rises through zero velocity over v_t (a
+  sigmoid friction model; identification chooses v_t where the data ask for it whatever the
+  description's shape says, issue #44).
 
 Generated per joint for the terms the description declares (``friction:``, Robot.friction_terms;
 ``manipgen generate --friction-from CONFIG`` adds those an identified config sets): a joint's
@@ -37,13 +41,14 @@ from dataclasses import dataclass
 import casadi as cs
 
 from codegen.model.robot import FRICTION_TERMS
-from codegen.symbolic.dynamics import dahl_step, stribeck
+from codegen.symbolic.dynamics import dahl_step, smooth_coulomb, stribeck
 
 from .base import Block, Field, sx_function
 from .context import Ctx
 
 DAHL_LENGTH = 1e-3  # rad (m): the lengths' default (no effect while their coefficient is 0)
 STRIBECK_VELOCITY = 0.1  # rad/s (m/s): likewise
+SMOOTH_SCALE = 0.1  # rad/s (m/s): likewise
 UNIT = "N m or N per joint"
 
 
@@ -96,6 +101,15 @@ TERMS = {
             STRIBECK_VELOCITY,
             coefficient_doc=f"FS: Stribeck friction's coefficient ({UNIT})",
         ),
+        Term(
+            "smooth",
+            "smooth Coulomb",
+            "ft",
+            "smooth_scale",
+            "velocity scale v_t of the smooth Coulomb term FT tanh(qd / v_t) (rad/s or m/s)",
+            SMOOTH_SCALE,
+            coefficient_doc=f"FT: the smooth Coulomb term's coefficient ({UNIT})",
+        ),
     )
 }
 assert tuple(TERMS) == FRICTION_TERMS
@@ -135,6 +149,8 @@ def _torque(ctx: Ctx, syms: dict[str, cs.SX], dq: cs.SX, pi: cs.SX) -> tuple[cs.
             if t.state:
                 updated[t.state][j] = dahl_step(syms[t.state][j], dq[j], shape)
                 tau_j += coef * updated[t.state][j] * (load[j] if name == "load" else 1)
+            elif name == "smooth":
+                tau_j += coef * smooth_coulomb(qd[j], shape)
             else:
                 tau_j += coef * stribeck(coulomb[j], qd[j], shape)
         tau.append(tau_j)

@@ -14,7 +14,13 @@ blocks of the fitting run (issues #24, #44), whatever the description's Coulomb 
   against 5.371 / 5.538 N m both ways) and would need an acceleration the momentum observer does
   not have, and a full inverse dynamics per step in the generated C (the ``fric`` block);
 - FS_j c(qd_j) exp(-(qd_j / v_s)^2): Stribeck friction, c the description's Coulomb shape (sgn, or
-  tanh with its scales), as the ``fric`` block evaluates it.
+  tanh with its scales), as the ``fric`` block evaluates it;
+- FT_j tanh(qd_j / v_t): a smooth Coulomb term beside the description's own Coulomb column, its
+  scale v_t from SMOOTH_SCALES: the Coulomb shape chosen by the data (issue #44 item 1). A joint
+  whose friction rises through zero velocity over tenths of a rad/s (a sigmoid friction model)
+  takes it, and the description's FC then fits what is left of a sharp step (often nothing): a
+  `sign` description's sgn column alone, fitted on a smooth plant, validated at 1.40x plain least
+  squares on a probe (docs/identification.md, "What is missing").
 
 Each column sits in joint j's equation only. Choosing them: the fitting run's decimated equations
 are cut into FOLDS time blocks; each block is predicted by the fit on the others (GUARD s either
@@ -22,7 +28,8 @@ side of it left out, so the filters' memory does not leak it). A term's shape pa
 value with the lowest held-out RMS of that joint, and the term stays for the joint only if it
 lowers that RMS by a margin against the same choice without it on that joint (the joints share the
 rigid-body parameters: one joint's missing term shows in the others' residuals). The terms are
-tried in turn -- offset, Dahl, load, Stribeck -- each with the ones already kept. The validation
+offered by the stepwise rule of ``select`` -- offset, Dahl, load, Stribeck, smooth Coulomb -- each
+with the ones already kept. The validation
 run plays no part in the choice.
 
 The margin (``kept``): the term's relative gain on each of the FOLDS blocks, d_f = 1 -
@@ -50,13 +57,16 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
-from codegen.blocks.friction import DAHL_LENGTH, STRIBECK_VELOCITY
+from codegen.blocks.friction import DAHL_LENGTH, SMOOTH_SCALE, STRIBECK_VELOCITY
 from codegen.symbolic.dynamics import dahl_step, smooth_coulomb, stribeck
 from host_tools.identification.least_squares import Model
 
 # rad (m): Dahl lengths tried; Liu et al.'s LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
 DAHL_LENGTHS = (3e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3, 3e-3)
 STRIBECK_VELOCITIES = (0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s (m/s)
+# rad/s (m/s): smooth Coulomb scales tried: from sharper than a filtered velocity's noise near rest
+# resolves (0.02) to a sigmoid that bends over half a rad/s
+SMOOTH_SCALES = (0.02, 0.05, 0.1, 0.2, 0.5)
 FOLDS = 5
 GUARD = 0.5  # s: the parallel filter's memory, as observation's edge trimming
 MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by at least 0.5 % (module docstring)
@@ -64,25 +74,28 @@ MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by at least 0.5 %
 # coefficient 1e9 x the torque's scale to matter, while a term that vanishes (the gravity load of a
 # vertical axis) leaves rounding at 1e-16..1e-14 of it
 TINY = 1e-9
-KINDS = ("FO", "FD", "FL", "FS")
+KINDS = ("FO", "FD", "FL", "FS", "FT")
 
 
 @dataclass(frozen=True)
 class FrictionTerms:
     """Per joint (None: not used): the Dahl length, the load term's Dahl length (rad or m), the
-    Stribeck velocity (rad/s or m/s) and the offset (1.0: used; it has no shape parameter)."""
+    Stribeck velocity (rad/s or m/s), the offset (1.0: used; it has no shape parameter) and the
+    smooth Coulomb term's scale (rad/s or m/s)."""
 
     dahl: tuple[float | None, ...]
     load: tuple[float | None, ...]
     stribeck: tuple[float | None, ...]
     offset: tuple[float | None, ...] = ()
+    smooth: tuple[float | None, ...] = ()
 
     def per_joint(self) -> list[tuple[str, int, float]]:
         """(kind, joint 0-based, shape parameter) of every column, joint after joint."""
         out = []
         offset = self.offset or (None,) * len(self.dahl)
+        smooth = self.smooth or (None,) * len(self.dahl)
         for j in range(len(self.dahl)):
-            for kind, values in zip(KINDS, (offset, self.dahl, self.load, self.stribeck)):
+            for kind, values in zip(KINDS, (offset, self.dahl, self.load, self.stribeck, smooth)):
                 if values[j] is not None:
                     out.append((kind, j, float(values[j])))  # type: ignore[arg-type]
         return out
@@ -93,6 +106,10 @@ class FrictionTerms:
 
     def velocities(self) -> tuple[float, ...]:
         return tuple(sorted({v for v in self.stribeck if v is not None}))
+
+    def scales(self) -> tuple[float, ...]:
+        """The smooth Coulomb scales the terms use."""
+        return tuple(sorted({v for v in self.smooth if v is not None}))
 
     def names(self) -> list[str]:
         return [f"{kind}{j + 1}" for kind, j, _ in self.per_joint()]
@@ -109,8 +126,15 @@ class FrictionTerms:
             "fric.load_dahl_length": [DAHL_LENGTH] * n,
             "fric.fs": [0.0] * n,
             "fric.stribeck_velocity": [STRIBECK_VELOCITY] * n,
+            "fric.ft": [0.0] * n,
+            "fric.smooth_scale": [SMOOTH_SCALE] * n,
         }
-        shape = {"FD": "fric.dahl_length", "FL": "fric.load_dahl_length", "FS": "fric.stribeck_velocity"}
+        shape = {
+            "FD": "fric.dahl_length",
+            "FL": "fric.load_dahl_length",
+            "FS": "fric.stribeck_velocity",
+            "FT": "fric.smooth_scale",
+        }
         for (kind, j, value), c in zip(self.per_joint(), np.asarray(coefficients, float)):
             if kind == "FO":  # no fric field: the description's own FO carries an offset (as_json)
                 continue
@@ -120,9 +144,17 @@ class FrictionTerms:
 
     def as_json(self) -> list[dict[str, Any]]:
         offset = self.offset or (None,) * len(self.dahl)
+        smooth = self.smooth or (None,) * len(self.dahl)
         return [
-            {"joint": j + 1, "dahl_length": d, "load_dahl_length": ld, "stribeck_velocity": s, "offset": o is not None}
-            for j, (d, ld, s, o) in enumerate(zip(self.dahl, self.load, self.stribeck, offset))
+            {
+                "joint": j + 1,
+                "dahl_length": d,
+                "load_dahl_length": ld,
+                "stribeck_velocity": s,
+                "offset": o is not None,
+                "smooth_scale": t,
+            }
+            for j, (d, ld, s, o, t) in enumerate(zip(self.dahl, self.load, self.stribeck, offset, smooth))
         ]
 
 
@@ -189,13 +221,15 @@ def gravity_load(m: Model, q: np.ndarray) -> np.ndarray:
 @dataclass
 class Candidates:
     """Candidate columns of a run at full rate: dahl (K, n, L), load (K, n, L), stribeck (K, n, V),
-    for the Dahl lengths and Stribeck velocities listed."""
+    smooth (K, n, S), for the Dahl lengths, Stribeck velocities and smooth Coulomb scales listed."""
 
     dahl: np.ndarray
     load: np.ndarray
     stribeck: np.ndarray
+    smooth: np.ndarray
     lengths: tuple[float, ...] = DAHL_LENGTHS
     velocities: tuple[float, ...] = STRIBECK_VELOCITIES
+    scales: tuple[float, ...] = SMOOTH_SCALES
 
 
 def candidates(
@@ -205,12 +239,30 @@ def candidates(
     qd: np.ndarray,
     lengths: tuple[float, ...] = DAHL_LENGTHS,
     velocities: tuple[float, ...] = STRIBECK_VELOCITIES,
+    scales: tuple[float, ...] = SMOOTH_SCALES,
 ) -> Candidates:
     """The candidate columns of a run: z from the encoder's positions ``q_raw``, the load from the
-    filtered position q, the Stribeck shape from the filtered velocity qd."""
+    filtered position q, the Stribeck and smooth Coulomb shapes from the filtered velocity qd."""
     z = dahl_states(q_raw, np.array(lengths))
     load = gravity_load(m, q)[:, :, None] * z
-    return Candidates(z, load, stribeck_shapes(m, qd, np.array(velocities)), lengths, velocities)
+    smooth = smooth_shapes(qd, np.array(scales))
+    return Candidates(z, load, stribeck_shapes(m, qd, np.array(velocities)), smooth, lengths, velocities, scales)
+
+
+def smooth_shapes(qd: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """(K, n, S): tanh(qd / v_t) of qd (K, n) for every scale (S,): the ``fric`` block's smooth
+    Coulomb term (codegen.symbolic.dynamics.smooth_coulomb), one CasADi evaluation per sample."""
+    k, n = qd.shape
+    out = _smooth_function(n, len(scales)).map(k)(np.asarray(qd, float).T, np.asarray(scales, float))
+    return out.full().T.reshape(k, n, len(scales))
+
+
+@lru_cache(maxsize=8)
+def _smooth_function(n: int, count: int) -> cs.Function:
+    """(qd (n,), scales (count,)) -> tanh(qd_j / v_g), joint-major (n count,)."""
+    qd, v = cs.SX.sym("qd", n), cs.SX.sym("v", count)
+    shapes = [smooth_coulomb(qd[j], v[g]) for j in range(n) for g in range(count)]
+    return cs.Function("smooth", [qd, v], [cs.vertcat(*shapes)])
 
 
 def columns(terms: FrictionTerms, c: Candidates) -> np.ndarray:
@@ -223,6 +275,8 @@ def columns(terms: FrictionTerms, c: Candidates) -> np.ndarray:
             out[:, j, i] = 1.0
         elif kind == "FS":
             out[:, j, i] = c.stribeck[:, j, c.velocities.index(value)]
+        elif kind == "FT":
+            out[:, j, i] = c.smooth[:, j, c.scales.index(value)]
         else:
             out[:, j, i] = (c.dahl if kind == "FD" else c.load)[:, j, c.lengths.index(value)]
     return out
@@ -255,7 +309,13 @@ class Selection:
         return out
 
 
-_FORM = {"FO": "offset", "FD": "Dahl ({:g} rad)", "FL": "load-dependent Dahl ({:g} rad)", "FS": "Stribeck ({:g} rad/s)"}
+_FORM = {
+    "FO": "offset",
+    "FD": "Dahl ({:g} rad)",
+    "FL": "load-dependent Dahl ({:g} rad)",
+    "FS": "Stribeck ({:g} rad/s)",
+    "FT": "smooth Coulomb ({:g} rad/s)",
+}
 
 
 def base_kinds_per_joint(names: list[str], n: int) -> list[list[str]]:
@@ -310,7 +370,8 @@ def select(
     """Choose the terms on held-out blocks. ``y`` (K', n, nb) and ``tau`` (K', n): the fitting
     observation (filtered, decimated); ``filtered``: the candidates filtered the same way, "dahl",
     "load" (K', n, L), "stribeck" (K', n, V) and optionally "offset" (K', n, 1: ones where a joint
-    may take an offset, zeros where the description identifies one); ``sample_period``: of the
+    may take an offset, zeros where the description identifies one) and "smooth" (K', n, S: the
+    smooth Coulomb term's shapes); ``sample_period``: of the
     decimated rows; ``keep`` (K',) the rows the fit may use (input checks).
 
     Forward stepwise, per joint: each round every joint is offered, of the kinds it has not yet
@@ -320,6 +381,8 @@ def select(
     best single term goes first, so a term that only imitates another (a long Dahl length against
     a Stribeck bump) is not kept before it."""
     kinds = [("FD", "dahl", DAHL_LENGTHS), ("FL", "load", DAHL_LENGTHS), ("FS", "stribeck", STRIBECK_VELOCITIES)]
+    if "smooth" in filtered:
+        kinds.append(("FT", "smooth", SMOOTH_SCALES))
     if "offset" in filtered:
         kinds.insert(0, ("FO", "offset", (1.0,)))
     f = _Folds(y, tau, filtered, sample_period, keep, kinds)
@@ -360,7 +423,8 @@ def select(
                 open_[j] = set()
     best = f.overall(f.cv([i for c in chosen for i in c]))
     offset = tuple(picks["FO"]) if "FO" in picks else ()
-    terms = FrictionTerms(tuple(picks["FD"]), tuple(picks["FL"]), tuple(picks["FS"]), offset)
+    smooth = tuple(picks["FT"]) if "FT" in picks else ()
+    terms = FrictionTerms(tuple(picks["FD"]), tuple(picks["FL"]), tuple(picks["FS"]), offset, smooth)
     return Selection(terms, plain, best, trials)
 
 
@@ -438,6 +502,11 @@ class _Folds:
             for j in range(self.n)
         ]
         se = [np.zeros(len(c)) for c in cands]
+        # a smooth Coulomb term is friction that rises through zero velocity: FT > 0. Fitted
+        # negative in some block it stands in for a Stribeck term (friction higher at low speed,
+        # the FS kind's shape), and is not offered
+        smooth = [np.array([kind == "FT" for kind, _ in c], bool) for c in cands]
+        negative = [np.zeros(len(c), bool) for c in cands]
         for gbb, gbx, gxx, bb, bx, y_h, x_h, tau_h in self.folds:
             g = np.block([[gbb, gbx[:, so_far]], [gbx[:, so_far].T, gxx[np.ix_(so_far, so_far)]]])
             pinv = np.linalg.pinv(g)
@@ -452,7 +521,9 @@ class _Folds:
                 schur = gxx[ids, ids] - np.sum(u * w, axis=0)
                 ok = schur > 1e-12 * np.maximum(gxx[ids, ids], 1e-300)
                 a = np.where(ok, (bx[ids] - u.T @ sol) / np.where(ok, schur, 1.0), 0.0)
+                negative[j] |= smooth[j] & (a < 0)
                 z = np.concatenate([y_h[:, j, :], x_h[:, j, so_far]], axis=1)  # joint j's held-out rows
                 pred = (z @ sol)[:, None] - (z @ w) * a + x_h[:, j, ids] * a
                 se[j] += np.sum((tau_h[:, j, None] - pred) ** 2, axis=0)
-        return [cj[int(np.argmin(e))] if cj else None for cj, e in zip(cands, se)]
+        se = [np.where(neg, np.inf, e) for neg, e in zip(negative, se)]
+        return [cj[int(np.argmin(e))] if cj and np.isfinite(e).any() else None for cj, e in zip(cands, se)]

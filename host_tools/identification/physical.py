@@ -173,11 +173,16 @@ def _problem(
     return solver, cs.Function("mu_pi", [x], [mu, pi])
 
 
-def bounds(robot: Robot, settings: PhysicalSettings) -> tuple[list[str], np.ndarray, np.ndarray]:
+def bounds(
+    robot: Robot, settings: PhysicalSettings, estimates: dict[str, float] | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Names of mu and LB, UB of the decision vector (per link m, c, L, joint parameters), around the
     description: mass within [0.1, 3] x its own (+0.5 kg), COM within +-com_box, |L| entries up to
     sqrt(1 + 5 x the largest principal moment) (the diagonal >= 1e-4), joint parameters in
-    [0, 3 x nominal + 1] (FO symmetric)."""
+    [0, 3 x v + 1] (FO symmetric), v the larger of the nominal value and the least-squares
+    ``estimates`` (by standard name, e.g. FV5) where the data give one: a description's friction is
+    often a placeholder (the Panda's FV 0.003 N m s/rad), and the box is there to seed the starts,
+    not to overrule the data."""
     names, lo, hi = [], [], []
     for j, (joint, link) in enumerate(zip(robot.joints, robot.links)):
         p = np.asarray(link, float) + (np.asarray(robot.payload) if j == robot.dof - 1 else 0.0)
@@ -189,7 +194,7 @@ def bounds(robot: Robot, settings: PhysicalSettings) -> tuple[list[str], np.ndar
         lo += [0.1 * m + 1e-3, *(c - settings.com_box), 1e-4, -root, 1e-4, -root, -root, 1e-4]
         hi += [3.0 * m + 0.5, *(c + settings.com_box)] + [root] * 6
         for name in _joint_params(robot):
-            v = float(getattr(joint, name))
+            v = max(abs(float(getattr(joint, name))), abs((estimates or {}).get(f"{name}{j + 1}", 0.0)))
             names.append(f"{name}{j + 1}")
             lo.append(-(3 * abs(v) + 1) if name == "FO" else 0.0)
             hi.append(3 * abs(v) + 1)
@@ -225,7 +230,8 @@ def retrieve(
     the starts as pure items (physical_start; default: one after the other, here); ``iteration(start
     from 0, IPOPT iteration)``: every 10th iteration of the starts run here (not an executor's)."""
     t_start = time.perf_counter()
-    names, lo, hi = bounds(robot, settings)
+    cols = list(kept) if columns is None else list(columns)
+    names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, beta_e))
     t = np.asarray(tau, float).reshape(-1)
     a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
     if extra is not None:  # Gram form of the projected problem: subtract the extra columns' part
@@ -235,7 +241,6 @@ def retrieve(
     scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
     stride = 10 + len(_joint_params(robot))
     total = float(sum(robot.standard_parameters()[j * stride] for j in range(robot.dof)))
-    cols = list(kept) if columns is None else list(columns)
     eliminated = [i for i in range(k_base.shape[0]) if i not in set(kept)]
     e_lo, e_hi = (
         eliminated_range
@@ -283,6 +288,19 @@ def retrieve(
         x_best,
         np.asarray(coefficients, float),
     )
+
+
+def joint_estimates(robot: Robot, k_base: np.ndarray, columns: list[int], beta: np.ndarray) -> dict[str, float]:
+    """The least-squares values (``beta``, of the base parameters ``columns``) of the joint
+    parameters that are base parameters of their own (a row of K_base that is that standard
+    parameter alone), by standard name."""
+    standard = list(robot.standard_parameter_names)
+    out = {}
+    for value, row in zip(np.asarray(beta, float), k_base[columns]):
+        nonzero = np.flatnonzero(row)
+        if len(nonzero) == 1 and row[nonzero[0]] == 1.0 and standard[nonzero[0]][:2] in JOINT_PARAMS:
+            out[standard[nonzero[0]]] = float(value)
+    return out
 
 
 def physical_start(

@@ -475,6 +475,6 @@ def validation_data(
     cands = None
     if with_candidates:  # the Dahl states run from the start of the run
         c = candidates(m, s.q, q, qd)
-        cands = replace(c, dahl=c.dahl[sl], load=c.load[sl], stribeck=c.stribeck[sl])
+        cands = replace(c, dahl=c.dahl[sl], load=c.load[sl], stribeck=c.stribeck[sl], smooth=c.smooth[sl])
     time_ = np.arange(len(q))[sl] * ts
     return ValidationData(tau[sl], y[sl].reshape(-1, y.shape[2]), time_, keep[sl], candidates=cands)

@@ -72,6 +72,7 @@ class Reported:
     y: np.ndarray  # the observation's columns, stacked (K' n, p)
     names: list[str]
     selection: Selection | None = None
+    rows: np.ndarray | None = None  # the equations the fit with the terms used (None: the fit's own)
 
     @property
     def terms(self) -> FrictionTerms | None:
@@ -345,12 +346,13 @@ def _with_friction_terms(
     if settings.friction_terms:
         t1 = time.perf_counter()
         c = candidates(f.m, log.q, f.data.q, f.data.qd)
-        rep = _friction_terms(f.m, c, f.data, settings, f.y, f.tau, f.qd, f.rows)
+        rep = _friction_terms(f.m, c, f.data, settings, f.y, f.tau, f.qd, (f.rows, f.checked))
         stages["friction_terms"] = time.perf_counter() - t1
     if rep.terms is None:
         return rep, physical_job
     plain, stages["physical"] = physical_job.result()  # the physical parameters with the terms, beside the validation
-    return rep, pool.submit(f.physical_fit, rep.y[f.rows][:, len(f.m.names) :], plain)
+    with_terms = replace(f, rows=rep.rows) if rep.rows is not None else f
+    return rep, pool.submit(with_terms.physical_fit, rep.y[with_terms.rows][:, len(f.m.names) :], plain)
 
 
 def _result(
@@ -427,12 +429,16 @@ def _friction_terms(
     y: np.ndarray,
     tau: np.ndarray,
     qd: np.ndarray,
-    rows: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray],
 ) -> Reported:
     """The friction terms chosen on held-out blocks of the candidates ``c`` (the fitting run's, at
-    full rate), then the base and essential fit with them."""
+    full rate), then the base and essential fit with them. ``rows``: the equations the fit used
+    and those the input checks left (min_speed 0). The choice is made on the latter; a joint's
+    smooth Coulomb term kept, the fit with the terms uses them too (``Reported.rows``): the term
+    is defined through zero velocity, and the rows near rest a min_speed leaves out (set for a
+    ``sign`` column, which flips with the noise there) are where it differs from that column."""
     n, nb, k = m.robot.dof, len(m.names), len(tau)
-    dahl, load, shapes = filtered(data, settings, [c.dahl, c.load, c.stribeck])
+    dahl, load, shapes, smooth = filtered(data, settings, [c.dahl, c.load, c.stribeck, c.smooth])
     keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
     nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation
     # an offset per joint where the description does not identify FO (filtered: a constant stays one)
@@ -440,16 +446,17 @@ def _friction_terms(
     sel = select(
         y.reshape(k, n, nb),
         tau,
-        {"dahl": dahl, "load": load, "stribeck": shapes, "offset": offset},
+        {"dahl": dahl, "load": load, "stribeck": shapes, "offset": offset, "smooth": smooth},
         nd * data.sample_period,
         keep,
     )
-    x = columns(sel.terms, Candidates(dahl, load, shapes, c.lengths, c.velocities))
+    x = columns(sel.terms, Candidates(dahl, load, shapes, smooth, c.lengths, c.velocities, c.scales))
     y_ext = np.concatenate([y.reshape(k, n, nb), x], axis=2).reshape(k * n, -1)
     names = list(m.names) + sel.terms.names()
-    base, w = weighted_fit(y_ext, tau, names, rows, data, settings)
-    ess = essential(y_ext, tau, n, names, w, settings.min_abs, settings.max_rsd, rows)
-    return Reported(base, ess, y_ext, names, sel)
+    fit_rows = rows[1] if sel.terms.scales() else rows[0]
+    base, w = weighted_fit(y_ext, tau, names, fit_rows, data, settings)
+    ess = essential(y_ext, tau, n, names, w, settings.min_abs, settings.max_rsd, fit_rows)
+    return Reported(base, ess, y_ext, names, sel, fit_rows if sel.terms.scales() else None)
 
 
 def _baseline(

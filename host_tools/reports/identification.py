@@ -13,7 +13,7 @@ import numpy as np
 from codegen.emit.files import write_file
 from codegen.model.export import robot_to_urdf, robot_to_yaml
 from codegen.model.robot import Robot
-from host_tools.identification.friction_terms import DAHL_LENGTHS, FOLDS, MIN_GAIN, STRIBECK_VELOCITIES
+from host_tools.identification.friction_terms import DAHL_LENGTHS, FOLDS, MIN_GAIN, SMOOTH_SCALES, STRIBECK_VELOCITIES
 from host_tools.identification.physical import PhysicalResult
 from host_tools.identification.pipeline import with_coulomb_scales
 from host_tools.identification.run import IdentificationResult
@@ -80,7 +80,11 @@ def _friction_terms(r: IdentificationResult) -> dict[str, Any]:
         "per_joint": sel.terms.as_json(),
         "cv_rms_description_model": sel.cv_rms_plain.tolist(),
         "cv_rms": sel.cv_rms.tolist(),
-        "grids": {"dahl_length": list(DAHL_LENGTHS), "stribeck_velocity": list(STRIBECK_VELOCITIES)},
+        "grids": {
+            "dahl_length": list(DAHL_LENGTHS),
+            "stribeck_velocity": list(STRIBECK_VELOCITIES),
+            "smooth_scale": list(SMOOTH_SCALES),
+        },
         "folds": FOLDS,
         "min_gain": MIN_GAIN,
         "margin": "a term stays for a joint if the mean of its relative gains on the held-out blocks exceeds "

@@ -8,7 +8,7 @@ terms' config differ in r by exactly tau_f, which the test computes on its own f
 outputs -- the Dahl state of a constant-step ramp is 1 - exp(-k |dq| / delta) (and after a
 reversal -1 + (z_r + 1) exp(-j |dq| / delta)), the load (the gravity torque) from the compiled
 dynamics library, the
-Stribeck and Coulomb shapes from numpy.
+Stribeck, smooth Coulomb and Coulomb shapes from numpy.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ TERMS = {
     "fric.load_dahl_length": [1e-3, 3e-5, 1e-3, 3e-5, 1e-3, 1e-3],
     "fric.fs": [-1.9, -3.4, -1.6, -2.9, 1.6, 1.2],
     "fric.stribeck_velocity": [0.1, 0.1, 0.2, 0.5, 0.02, 0.02],
+    "fric.ft": [0.8, -0.5, 0.3, 1.2, 0.0, 0.4],
+    "fric.smooth_scale": [0.05, 0.2, 0.1, 0.5, 0.1, 0.02],
     "model.coulomb_scale": [0.02, 0.005, 0.01, 0.05, 0.002, 0.01],
     "det.threshold": 1e6,
 }
@@ -154,6 +156,10 @@ def test_terms_in_closed_form(general: str) -> None:
     scale = float(rt.config["model.coulomb_scale"][1])
     d = diff(fric__fs=[0, 1.5, 0, 0, 0, 0], fric__stribeck_velocity=[1, 0.05, 1, 1, 1, 1])
     np.testing.assert_allclose(d[:, 1], 1.5 * np.tanh(qd / scale) * np.exp(-((qd / 0.05) ** 2)), rtol=0, atol=1e-12)
+    # the smooth Coulomb term on joint 2 at the estimated velocity, with its own scale (not the model's)
+    d = diff(fric__ft=[0, 0.7, 0, 0, 0, 0], fric__smooth_scale=[1, 0.15, 1, 1, 1, 1])
+    np.testing.assert_allclose(d[:, 1], 0.7 * np.tanh(qd / 0.15), rtol=0, atol=1e-12)
+    assert np.all(d[:, [0, 2, 3, 4, 5]] == 0)
     # the Coulomb scale: FC (tanh(qd / v') - tanh(qd / v)) with the identified FC of the model
     names = list(load(ROBOT).standard_parameter_names)
     params = np.asarray(rt.config["model.params"], float)
@@ -182,7 +188,13 @@ def test_terms_config_is_checked_and_refused_where_not_generated(general: str, t
     import json
 
     rt = fresh_rt(general, "kalman", "momentum", "computed_torque")
-    for key in ("fric.dahl_length", "fric.load_dahl_length", "fric.stribeck_velocity", "model.coulomb_scale"):
+    for key in (
+        "fric.dahl_length",
+        "fric.load_dahl_length",
+        "fric.stribeck_velocity",
+        "fric.smooth_scale",
+        "model.coulomb_scale",
+    ):
         with pytest.raises(ConfigError):
             rt.config[key] = 0.0
     path = tmp_path / "config.json"

@@ -223,6 +223,63 @@ def test_the_identified_model_is_no_worse_than_plain_least_squares_on_any_joint(
         assert model.sum() <= 0.95 * plain.sum(), (model.sum(), plain.sum())
 
 
+# the smooth-friction Panda plant (test below): viscous and Coulomb friction per joint, N m s/rad and N m,
+# of the order a 7-joint arm of this size shows, on a description that has none (FV 0.003, FC 0)
+SMOOTH_PLANT = {"FV": (0.07, 0.2, 0.04, 0.25, 0.03, 0.1, 0.02), "FC": (0.27, 0.44, 0.32, 0.64, 0.42, 0.15, 0.28)}
+SMOOTH_SCALE_PLANT = 0.15  # rad/s: the plant's Coulomb shape tanh(qd / 0.15), a sigmoid friction
+
+
+def test_a_smooth_coulomb_plant_under_a_sign_description(
+    folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #44 item 1, the Coulomb shape chosen by the data: a Panda whose plant's Coulomb friction
+    is smooth (tanh(qd / 0.15), FC 0.15-0.64 N m, FV 0.02-0.25 N m s/rad, three offsets), identified
+    with the bundled description (`coulomb: sign`, FC 0). The sgn column alone cannot follow friction
+    that rises through zero velocity over a tenth of a rad/s: validated on another run, the base fit
+    was 1.40 x plain least squares and the physical set 2.52 x (its joint 4 3.4 x). With the smooth
+    Coulomb term among the friction terms, some joints take it (offered with a positive coefficient:
+    friction that rises with speed), and both the base fit and the model the generated C gets meet the
+    issue's goal for another arm, a validation sum at most 0.95 x plain least squares (measured 0.72 and
+    0.86; the issue's per-joint 1.02 x is not met here: joints 5 and 6 at 1.15 and 1.12 x in the
+    physical set, whose Coulomb parameters are held >= 0 where the unconstrained fit makes FC negative
+    and a wide Stribeck shape of the other sign builds the smooth rise)."""
+    from codegen.resources import bundled_robot_path
+
+    bundled = bundled_robot_path("franka_panda")
+    assert bundled is not None
+    text = bundled.read_text().replace("name: franka_panda", "name: panda_smooth_friction")
+    parts = text.split("    FV: 0.003\n")
+    assert len(parts) == 8  # one per joint
+    plant = tmp_path / "panda_smooth_friction.yaml"
+    plant.write_text(
+        parts[0]
+        + "".join(
+            f"    FV: {fv}\n    FC: {fc}\n{rest}"
+            for fv, fc, rest in zip(SMOOTH_PLANT["FV"], SMOOTH_PLANT["FC"], parts[1:])
+        )
+    )
+    runs = []
+    for seed, seconds in ((1, FIT_SECONDS), (2, VAL_SECONDS)):
+        csv = tmp_path / f"smooth_{seed}.csv"
+        args = ["record", str(plant), "--hostile", "--seed", str(seed), "--duration", str(seconds)]
+        args += ["--coulomb-scale", str(SMOOTH_SCALE_PLANT), "--offset", "1:0.1,3:-0.08,6:0.05", "--out", str(csv)]
+        assert main(args) == 0
+        runs.append(csv)
+    capsys.readouterr()
+    code, doc = _cli_json(capsys, "identify", "franka_panda", str(runs[0]), "--validate", str(runs[1]), "--json")
+    assert code == 0, doc
+    forms = [row["form"] for row in doc["friction_terms"]["structure"]]
+    smooth = [j + 1 for j, form in enumerate(forms) if "smooth Coulomb" in form]
+    # offered only where its fit is positive in every held-out block; terms a joint takes after it
+    # may share its part (a wide Stribeck shape sgn(qd) exp(-(qd / 0.5)^2) with FC of the other sign
+    # is smooth too): at least one joint keeps it positive in the fit with every term
+    assert any(doc["base"][f"FT{j}"]["value"] > 0 for j in smooth), [doc["base"][f"FT{j}"] for j in smooth]
+    plain = np.array(doc["baseline_ls"]["validation_rms"])
+    for key in ("base", "physical"):
+        ours = np.array(doc["validation_rms"][key])
+        assert ours.sum() <= 0.95 * plain.sum(), (key, ours / plain)
+
+
 @pytest.mark.parametrize("name", ROBOTS)
 def test_auto_velocity_rejects_a_sluggish_drive_velocity(name: str, folder: str) -> None:
     """A drive whose velocity filter has a 50 ms time constant: its recorded velocity lags the motion by

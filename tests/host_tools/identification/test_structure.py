@@ -108,7 +108,7 @@ def test_structure_found_on_robots_it_was_not_developed_on(name: str) -> None:
     settings, _, data, _ = choose_velocity(robot, samples, None, settings, None)
     y, tau, qd = observation(robot, data, settings)
     m = model(robot)
-    rows = equation_rows(data, settings, qd)
+    rows = equation_rows(data, settings, qd), equation_rows(data, replace(settings, min_speed=0.0), qd)
     rep = _friction_terms(m, candidates(m, samples.q, data.q, data.qd), data, settings, y, tau, qd, rows)
     sel = rep.selection
     assert sel is not None
