@@ -236,7 +236,7 @@ def test_a_smooth_coulomb_plant_under_a_sign_description(
     is smooth (tanh(qd / 0.15), FC 0.15-0.64 N m, FV 0.02-0.25 N m s/rad, three offsets), identified
     with the bundled description (`coulomb: sign`, FC 0). The sgn column alone cannot follow friction
     that rises through zero velocity over a tenth of a rad/s: validated on another run, the base fit
-    was 1.40 x plain least squares and the physical set 2.52 x (its joint 4 3.4 x). With the smooth
+    was 1.40 x plain least squares (its joint 4 3.4 x) and the physical set 2.52 x. With the smooth
     Coulomb term among the friction terms, some joints take it (offered with a positive coefficient:
     friction that rises with speed), and both the base fit and the model the generated C gets meet the
     issue's goal for another arm, a validation sum at most 0.95 x plain least squares (measured 0.72 and
