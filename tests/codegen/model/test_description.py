@@ -249,7 +249,11 @@ def test_friction_terms_per_joint(tmp_path: Path, section: str, terms: tuple[tup
 @pytest.mark.parametrize(
     "section, field, message",
     [
-        ("friction: {terms: [coulomb]}", "friction.terms", "expected a list of terms from dahl, load, stribeck, smooth"),
+        (
+            "friction: {terms: [coulomb]}",
+            "friction.terms",
+            "expected a list of terms from dahl, load, stribeck, smooth",
+        ),
         ("friction: {terms: {j3: [dahl]}}", "friction.terms.j3", "no joint named 'j3'; joints: j1, j2"),
         ("friction: {terms: {3: [dahl]}}", "friction.terms.3", "joint number must be 1..2, got 3"),
         ("friction: {model: general, terms: [dahl]}", "friction", "give either model: general"),
