@@ -247,7 +247,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]
         "--friction-from",
         metavar="CONFIG",
         help="a config JSON (identify's config_identified.json): generate the friction terms (Dahl, load-dependent, "
-        "Stribeck) it sets on each joint, besides those the description's friction: section declares",
+        "Stribeck, smooth Coulomb) it sets on each joint, besides those the description's friction: section declares",
     )
     g.set_defaults(handler=cmd_generate)
     i = sub.add_parser("info", help="degrees of freedom, standard and base parameters")

@@ -86,7 +86,8 @@ def _fit_arguments(d: argparse.ArgumentParser) -> None:
         "--friction-terms",
         action=argparse.BooleanOptionalAction,
         help="a recorded run: choose per joint, on held-out blocks of DATA, an offset, Dahl (position-domain), "
-        "load-dependent and Stribeck friction terms beyond the description's viscous + Coulomb, each kept only "
+        "load-dependent, Stribeck and smooth Coulomb (FT tanh(qd/v_t)) friction terms beyond the description's "
+        "viscous + Coulomb, each kept only "
         "where it lowers the joint's held-out error (docs/identification.md). Default: on for a recorded run "
         "(no --excitation), whatever the description's Coulomb shape",
     )

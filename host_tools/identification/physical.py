@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, Literal
 
 import casadi as cs
 import numpy as np
@@ -65,7 +65,11 @@ class PhysicalSettings:
     # no objective: they stay anywhere within their range while the others are fitted as if they
     # were 0, and the model the C computes then carries their part (on a hostile Panda log, docs/
     # identification.md: joint 2's in-sample RMS 0.044 against the base fit's 0.013 N m)
-    objective: str = "model"
+    objective: Literal["model", "essential"] = "model"
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("model", "essential"):
+            raise ValueError(f"PhysicalSettings.objective must be 'model' or 'essential', got {self.objective!r}")
 
 
 @dataclass
@@ -266,7 +270,8 @@ def retrieve(
             f"{robot.name}: no start found physically consistent parameters within the bounds around the "
             f"description (each link's mass 0.1-3x its own + 0.5 kg, the total {settings.mass_range[0]:g}-"
             f"{settings.mass_range[1]:g}x, centres of mass within +-{settings.com_box:g} m, joint parameters up to "
-            "3x + 1): do the data belong to this description (positions in rad, torques in N m, this arm's chain)?"
+            "3x the description's or the least-squares value + 1): "
+            "do the data belong to this description (positions in rad, torques in N m, this arm's chain)?"
         )
     x_best = np.clip(best[1], lo, hi)
     mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
@@ -274,7 +279,7 @@ def retrieve(
     coefficients = np.zeros(0)
     if extra is not None:
         coefficients, *_ = np.linalg.lstsq(extra, t - y_e @ (k_base[cols] @ pi_v), rcond=None)
-        # the unconstrained fit of the essential and the extra columns together
+        # the unconstrained fit of the objective's columns and the extra columns together
         both = np.column_stack([y_e, extra])
         r_base = t - both @ np.linalg.lstsq(both, t, rcond=None)[0]
     return PhysicalResult(

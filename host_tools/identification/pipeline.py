@@ -56,8 +56,8 @@ class IdentSettings:
     # rad/s: candidate tanh scales, one chosen per joint (fit_coulomb_scales); empty: the
     # description's model
     coulomb_scales: tuple[float, ...] = ()
-    # a recorded run: choose Dahl, load-dependent and Stribeck friction terms per joint on held-out
-    # blocks (host_tools.identification.friction_terms)
+    # a recorded run: choose offset, Dahl, load-dependent, Stribeck and smooth Coulomb friction terms
+    # per joint on held-out blocks (host_tools.identification.friction_terms)
     friction_terms: bool = False
     # a recorded run's velocity: "estimate" (central differences of the low-passed positions),
     # "recorded" (the log's own, low-passed alike; the estimate where it has none) or "auto"
