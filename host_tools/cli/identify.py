@@ -72,8 +72,9 @@ def _fit_arguments(d: argparse.ArgumentParser) -> None:
         "--min-speed",
         type=float,
         help="rad/s: a joint's equations slower than this are left out (default 0.05: Coulomb friction "
-        "sign(qd) is undefined at rest; 0, the default with --fit-coulomb-scale, keeps them, for a "
-        "smooth tanh model)",
+        "sign(qd) is undefined at rest; 0, the default with --fit-coulomb-scale or a tanh Coulomb "
+        "description, keeps them, for a smooth tanh model, and so does the fit with the friction terms "
+        "where some joint keeps a smooth Coulomb term; given, it holds for every fit)",
     )
     d.add_argument(
         "--fit-coulomb-scale",
@@ -232,6 +233,7 @@ def _settings(args: argparse.Namespace, robot: Robot, console: Console) -> Ident
         min_speed=(0.0 if near_rest else IdentSettings.min_speed) if args.min_speed is None else args.min_speed,
         coulomb_scales=COULOMB_SCALE_GRID if fit_scales else (),
         friction_terms=terms,
+        smooth_near_rest=args.min_speed is None,
         velocity=args.velocity if recorded else "estimate",
     )
     if not (

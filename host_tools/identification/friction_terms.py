@@ -57,16 +57,16 @@ from typing import Any
 import casadi as cs
 import numpy as np
 
-from codegen.blocks.friction import DAHL_LENGTH, SMOOTH_SCALE, STRIBECK_VELOCITY
+from codegen.blocks.friction import TERMS
 from codegen.symbolic.dynamics import dahl_step, smooth_coulomb, stribeck
 from host_tools.identification.least_squares import Model
 
 # rad (m): Dahl lengths tried; Liu et al.'s LWA-4P joints chose 3e-5 ... 3e-3 (1 mdeg = 1.7e-5 rad)
 DAHL_LENGTHS = (3e-5, 1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3, 3e-3)
 STRIBECK_VELOCITIES = (0.02, 0.05, 0.1, 0.2, 0.5)  # rad/s (m/s)
-# rad/s (m/s): smooth Coulomb scales tried: from sharper than a filtered velocity's noise near rest
-# resolves (0.02) to a sigmoid that bends over half a rad/s
-SMOOTH_SCALES = (0.02, 0.05, 0.1, 0.2, 0.5)
+# rad/s (m/s): smooth Coulomb scales tried, the Stribeck velocities' grid: from sharper than a
+# filtered velocity's noise near rest resolves (0.02) to a sigmoid that bends over half a rad/s
+SMOOTH_SCALES = STRIBECK_VELOCITIES
 FOLDS = 5
 GUARD = 0.5  # s: the parallel filter's memory, as observation's edge trimming
 MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by at least 0.5 % (module docstring)
@@ -75,6 +75,8 @@ MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by at least 0.5 %
 # vertical axis) leaves rounding at 1e-16..1e-14 of it
 TINY = 1e-9
 KINDS = ("FO", "FD", "FL", "FS", "FT")
+# the generated ``fric`` block's term (codegen.blocks.friction.TERMS) of each kind with a column there
+TERM_OF = {"FD": "dahl", "FL": "load", "FS": "stribeck", "FT": "smooth"}
 
 
 @dataclass(frozen=True)
@@ -100,16 +102,10 @@ class FrictionTerms:
                     out.append((kind, j, float(values[j])))  # type: ignore[arg-type]
         return out
 
-    def lengths(self) -> tuple[float, ...]:
-        """The Dahl lengths the terms use (their candidates' columns are all a run needs)."""
-        return tuple(sorted({v for v in self.dahl + self.load if v is not None}))
-
-    def velocities(self) -> tuple[float, ...]:
-        return tuple(sorted({v for v in self.stribeck if v is not None}))
-
-    def scales(self) -> tuple[float, ...]:
-        """The smooth Coulomb scales the terms use."""
-        return tuple(sorted({v for v in self.smooth if v is not None}))
+    @property
+    def has_smooth(self) -> bool:
+        """Whether some joint keeps a smooth Coulomb term."""
+        return any(v is not None for v in self.smooth)
 
     def names(self) -> list[str]:
         return [f"{kind}{j + 1}" for kind, j, _ in self.per_joint()]
@@ -119,27 +115,16 @@ class FrictionTerms:
         these terms with ``coefficients`` (one per column, per_joint's order); a joint without a
         term has coefficient 0 and the field's default shape parameter."""
         n = len(self.dahl)
-        out = {
-            "fric.fd": [0.0] * n,
-            "fric.dahl_length": [DAHL_LENGTH] * n,
-            "fric.fl": [0.0] * n,
-            "fric.load_dahl_length": [DAHL_LENGTH] * n,
-            "fric.fs": [0.0] * n,
-            "fric.stribeck_velocity": [STRIBECK_VELOCITY] * n,
-            "fric.ft": [0.0] * n,
-            "fric.smooth_scale": [SMOOTH_SCALE] * n,
-        }
-        shape = {
-            "FD": "fric.dahl_length",
-            "FL": "fric.load_dahl_length",
-            "FS": "fric.stribeck_velocity",
-            "FT": "fric.smooth_scale",
-        }
+        out: dict[str, list[float]] = {}
+        for term in (TERMS[name] for name in TERM_OF.values()):
+            out["fric." + term.coefficient] = [0.0] * n
+            out["fric." + term.shape] = [term.shape_default] * n
         for (kind, j, value), c in zip(self.per_joint(), np.asarray(coefficients, float)):
             if kind == "FO":  # no fric field: the description's own FO carries an offset (as_json)
                 continue
-            out["fric." + kind.lower()][j] = float(c)
-            out[shape[kind]][j] = value
+            term = TERMS[TERM_OF[kind]]
+            out["fric." + term.coefficient][j] = float(c)
+            out["fric." + term.shape][j] = value
         return out
 
     def as_json(self) -> list[dict[str, Any]]:
@@ -489,7 +474,9 @@ class _Folds:
         shared rigid-body parameters, and trying a kind on every joint at once would credit that
         kind with the fix on the other joint. Each candidate is one column more than the terms so
         far: its fit follows from theirs by the bordered normal equations (block elimination,
-        one pseudo-inverse per block for all candidates), the same solution cv's least squares gives."""
+        one pseudo-inverse per block for all candidates), the same solution cv's least squares gives.
+        A smooth Coulomb candidate whose coefficient comes out negative in some block is not offered
+        (friction higher at low speed is the Stribeck kind's shape)."""
         so_far = [i for c in chosen for i in c]
         cands = [
             [

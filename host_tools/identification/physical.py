@@ -219,11 +219,11 @@ def retrieve(
     start: np.ndarray | None = None,
     executor: Executor | None = None,
     iteration: Callable[[int, int], None] | None = None,
-    columns: Sequence[int] | None = None,
 ) -> PhysicalResult:
-    """Xu et al. (2020) Table 1. y_e (r, len(columns)) and tau (r,) are the identification's equations
-    on the base parameters ``columns`` (default ``kept``: the essential ones, as Xu et al.), beta_e the
-    least-squares values of those parameters (for base_objective). The base parameters the essential set
+    """Xu et al. (2020) Table 1. y_e (r, c) and tau (r,) are the identification's equations on the
+    objective's base parameters (objective_columns: every one, or the essential ones ``kept`` as Xu et
+    al., by ``settings.objective``), beta_e the least-squares values of those parameters (for
+    base_objective and the bounds' estimates). The base parameters the essential set
     eliminated stay within ``eliminated_range`` (low, high per eliminated parameter, in base order;
     default +-0.01): the objective alone would leave them free, but a robot file carries every
     parameter and torques on other motions depend on them. ``extra`` (r, p): columns with free
@@ -234,7 +234,12 @@ def retrieve(
     the starts as pure items (physical_start; default: one after the other, here); ``iteration(start
     from 0, IPOPT iteration)``: every 10th iteration of the starts run here (not an executor's)."""
     t_start = time.perf_counter()
-    cols = list(kept) if columns is None else list(columns)
+    cols = objective_columns(settings, k_base.shape[0], kept)
+    if not y_e.shape[1] == len(cols) == len(beta_e):
+        raise ValueError(
+            f"the physical fit's objective ({settings.objective}) has {len(cols)} base parameters; "
+            f"got {y_e.shape[1]} regressor columns and {len(beta_e)} least-squares values"
+        )
     names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, beta_e))
     t = np.asarray(tau, float).reshape(-1)
     a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
@@ -293,6 +298,12 @@ def retrieve(
         x_best,
         np.asarray(coefficients, float),
     )
+
+
+def objective_columns(settings: PhysicalSettings, n_base: int, kept: Sequence[int]) -> list[int]:
+    """The base parameters the objective holds (PhysicalSettings.objective): every one ("model"), or
+    the essential ones ``kept`` ("essential")."""
+    return list(range(n_base)) if settings.objective == "model" else list(kept)
 
 
 def joint_estimates(robot: Robot, k_base: np.ndarray, columns: list[int], beta: np.ndarray) -> dict[str, float]:

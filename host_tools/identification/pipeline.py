@@ -59,6 +59,10 @@ class IdentSettings:
     # a recorded run: choose offset, Dahl, load-dependent, Stribeck and smooth Coulomb friction terms
     # per joint on held-out blocks (host_tools.identification.friction_terms)
     friction_terms: bool = False
+    # a joint's smooth Coulomb term kept, the fit with the terms uses every row the input checks left
+    # (min_speed 0: the term differs from a sgn column near rest); False: min_speed as set (identify
+    # --min-speed given)
+    smooth_near_rest: bool = True
     # a recorded run's velocity: "estimate" (central differences of the low-passed positions),
     # "recorded" (the log's own, low-passed alike; the estimate where it has none) or "auto"
     # (host_tools.identification.run chooses on held-out blocks)

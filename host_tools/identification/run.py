@@ -36,7 +36,7 @@ from host_tools.identification.least_squares import (
     one_blas_thread,
     rms_per_joint,
 )
-from host_tools.identification.physical import PhysicalResult, PhysicalSettings, retrieve
+from host_tools.identification.physical import PhysicalResult, PhysicalSettings, objective_columns, retrieve
 from host_tools.identification.pipeline import (
     Identified,
     IdentSettings,
@@ -167,9 +167,8 @@ class _Fitting:
             self.ident.base.values[eliminated] - 3 * sigma[eliminated],
             self.ident.base.values[eliminated] + 3 * sigma[eliminated],
         )
-        # the objective's columns (PhysicalSettings.objective): every base parameter's, or the essential ones'
+        columns = objective_columns(self.physical, len(self.m.names), kept)
         whole = self.physical.objective == "model"
-        columns = list(range(len(self.m.names))) if whole else list(kept)
         result = retrieve(
             self.robot,
             self.m.base.k,
@@ -190,7 +189,6 @@ class _Fitting:
                 self.physical.starts if start is None else 1,
                 self.physical.max_iter,
             ),
-            columns=columns,
         )
         if start is not None:
             result.starts = start.starts + result.starts
@@ -439,7 +437,7 @@ def _friction_terms(
     ``sign`` column, which flips with the noise there) are where it differs from that column."""
     n, nb, k = m.robot.dof, len(m.names), len(tau)
     dahl, load, shapes, smooth = filtered(data, settings, [c.dahl, c.load, c.stribeck, c.smooth])
-    keep = equation_rows(data, replace(settings, min_speed=0.0), qd).reshape(k, n)[:, 0]
+    keep = rows[1].reshape(k, n)[:, 0]
     nd = decimation(1.0 / data.sample_period, settings.band)  # observation's decimation
     # an offset per joint where the description does not identify FO (filtered: a constant stays one)
     offset = np.broadcast_to(np.array([f"FO{j + 1}" not in m.names for j in range(n)], float)[:, None], (k, n, 1))
@@ -453,10 +451,11 @@ def _friction_terms(
     x = columns(sel.terms, Candidates(dahl, load, shapes, smooth, c.lengths, c.velocities, c.scales))
     y_ext = np.concatenate([y.reshape(k, n, nb), x], axis=2).reshape(k * n, -1)
     names = list(m.names) + sel.terms.names()
-    fit_rows = rows[1] if sel.terms.scales() else rows[0]
+    near_rest = sel.terms.has_smooth and settings.smooth_near_rest
+    fit_rows = rows[1] if near_rest else rows[0]
     base, w = weighted_fit(y_ext, tau, names, fit_rows, data, settings)
     ess = essential(y_ext, tau, n, names, w, settings.min_abs, settings.max_rsd, fit_rows)
-    return Reported(base, ess, y_ext, names, sel, fit_rows if sel.terms.scales() else None)
+    return Reported(base, ess, y_ext, names, sel, fit_rows if near_rest else None)
 
 
 def _baseline(

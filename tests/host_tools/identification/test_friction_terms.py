@@ -8,9 +8,11 @@ import numpy as np
 from codegen.model.description import load_robot
 from host_tools.identification.friction_terms import (
     DAHL_LENGTHS,
+    SMOOTH_SCALES,
     STRIBECK_VELOCITIES,
     dahl_states,
     select,
+    smooth_shapes,
     stribeck_shapes,
 )
 from host_tools.identification.least_squares import model
@@ -66,3 +68,47 @@ def test_held_out_choice_finds_a_planted_term_and_leaves_absent_ones_out() -> No
     assert sel.terms.dahl == (3e-4, None, None)
     assert sel.terms.load[1:] == (None, None) and sel.terms.stribeck[1:] == (None, None)
     assert sel.cv_rms[0] < 0.1 * sel.cv_rms_plain[0]  # the planted term was most of joint 1's residual
+
+
+def test_smooth_shape_is_tanh_at_its_scale() -> None:
+    qd = np.random.default_rng(1).uniform(-1, 1, (200, 4))
+    shape = smooth_shapes(qd, np.array(SMOOTH_SCALES))
+    for i, v in enumerate(SMOOTH_SCALES):
+        np.testing.assert_allclose(shape[:, :, i], np.tanh(qd / v), rtol=0, atol=1e-15)
+
+
+def _smooth_observation(sign: float) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], int]:
+    """Two joints whose torque is a random regressor's plus, on joint 1, sign x 1.5 tanh(qd / 0.1)
+    (about the torque's size), noise 5 % of it; the velocity a slow sine sweep through zero, the
+    candidates the Stribeck shapes (sgn of the velocity, fading) and the smooth Coulomb shapes."""
+    rng = np.random.default_rng(11)
+    k, n, nb = 4000, 2, 6
+    t = np.arange(k) * 0.04
+    qd = np.column_stack([0.6 * np.sin(0.5 * t + j) for j in range(n)])
+    smooth = smooth_shapes(qd, np.array(SMOOTH_SCALES))
+    stribeck = np.sign(qd)[:, :, None] * np.exp(-((qd[:, :, None] / np.array(STRIBECK_VELOCITIES)) ** 2))
+    zeros = np.zeros((k, n, len(DAHL_LENGTHS)))
+    y = rng.normal(size=(k, n, nb))
+    tau = y @ rng.normal(size=nb)
+    tau[:, 0] += sign * 1.5 * np.tanh(qd[:, 0] / 0.1)
+    tau += 0.05 * rng.normal(size=tau.shape)
+    return y, tau, {"dahl": zeros, "load": zeros, "stribeck": stribeck, "smooth": smooth}, k
+
+
+def test_smooth_coulomb_is_chosen_where_friction_rises_through_zero() -> None:
+    """Planted FT = 1.5 at 0.1 rad/s on joint 1: the choice keeps a smooth Coulomb term there, at
+    that scale, and nothing on joint 2 (no such part in its torque)."""
+    y, tau, cands, k = _smooth_observation(+1.0)
+    sel = select(y, tau, cands, 0.04, np.ones(k, bool))
+    assert sel.terms.smooth == (0.1, None), sel.trials
+    assert sel.trials[1] == [] or not any(t["kept"] for t in sel.trials[1]), sel.trials[1]
+
+
+def test_a_negative_smooth_term_is_not_offered() -> None:
+    """The same torque with the sign flipped (friction higher at low speed than at high: a Stribeck
+    effect's shape, not a smooth Coulomb one). Its fit would be negative in every held-out block,
+    so the smooth Coulomb kind is never offered on joint 1 (``_Folds.offers``' guard)."""
+    y, tau, cands, k = _smooth_observation(-1.0)
+    sel = select(y, tau, cands, 0.04, np.ones(k, bool))
+    assert all(t["kind"] != "FT" for row in sel.trials for t in row), sel.trials
+    assert sel.terms.smooth == (None, None)
