@@ -424,8 +424,9 @@ class ValidationData:
     candidates: Candidates | None = None  # the friction terms' candidate columns at the same samples
 
     def with_terms(self, terms: FrictionTerms | None) -> ValidationData:
-        """The same run with the chosen friction terms' columns (``extra``) from its candidates."""
-        if terms is None:
+        """The same run with the chosen friction terms' columns (``extra``) from its candidates (none
+        chosen on any joint: the run as it is)."""
+        if terms is None or not terms.per_joint():
             return self
         if self.candidates is None:
             raise ValueError("the validation data were prepared without the friction terms' candidates")

@@ -346,7 +346,7 @@ def _with_friction_terms(
         c = candidates(f.m, log.q, f.data.q, f.data.qd)
         rep = _friction_terms(f.m, c, f.data, settings, f.y, f.tau, f.qd, (f.rows, f.checked))
         stages["friction_terms"] = time.perf_counter() - t1
-    if rep.terms is None:
+    if rep.terms is None or not rep.terms.per_joint():  # no term kept on any joint: the plain physical fit
         return rep, physical_job
     plain, stages["physical"] = physical_job.result()  # the physical parameters with the terms, beside the validation
     with_terms = replace(f, rows=rep.rows) if rep.rows is not None else f
