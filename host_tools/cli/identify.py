@@ -99,7 +99,7 @@ def _fit_arguments(d: argparse.ArgumentParser) -> None:
         help="a recorded run's joint velocity: the log's recorded (measured or drive-estimated) velocity "
         "low-passed at --cutoff-q, or the estimate from the low-passed positions (central differences); "
         "auto (default): the one with the lower held-out error on blocks of DATA (estimate if the log "
-        "carries no velocity); docs/identification.md",
+        "carries no velocity; recorded on such a log is refused); docs/identification.md",
     )
 
 
@@ -257,6 +257,7 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
 
     from codegen.errors import DescriptionError
     from host_tools.data.checks import check_log, parse_start_position, require_absolute_positions
+    from host_tools.data.csvdata import Samples
     from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
     from host_tools.identification.excitation import Excitation
@@ -282,6 +283,12 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
                 # without an excitation: a recorded non-periodic run (e.g. Liu et al.'s LWA-4P runs)
                 exc = Excitation.load(args.excitation) if args.excitation else None
                 log, log_checks = data(args.data)
+                recorded = log.qd if isinstance(log, Samples) else log.extra.get("qd_hat_logged")
+                if settings.velocity == "recorded" and recorded is None:
+                    raise ValueError(
+                        f"{args.data}: --velocity recorded: the log records no joint velocity "
+                        "(a CSV's qd columns, a log's qd_hat_logged); use --velocity estimate or auto"
+                    )
                 validate, validate_checks = data(args.validate) if args.validate else (None, None)
                 checks = InputChecks(log_checks, validate_checks, args.keep_flagged)
                 for line in checks.lines():

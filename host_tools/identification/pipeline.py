@@ -64,7 +64,8 @@ class IdentSettings:
     # --min-speed given)
     smooth_near_rest: bool = True
     # a recorded run's velocity: "estimate" (central differences of the low-passed positions),
-    # "recorded" (the log's own, low-passed alike; the estimate where it has none) or "auto"
+    # "recorded" (the log's own, low-passed alike; the estimate where it has none -- identify refuses
+    # it on a log without one) or "auto"
     # (host_tools.identification.run chooses on held-out blocks)
     velocity: str = "estimate"
 

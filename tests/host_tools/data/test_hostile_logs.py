@@ -223,6 +223,24 @@ def test_the_identified_model_is_no_worse_than_plain_least_squares_on_any_joint(
         assert model.sum() <= 0.95 * plain.sum(), (model.sum(), plain.sum())
 
 
+def test_velocity_recorded_without_a_recorded_velocity_is_refused(
+    folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`identify --velocity recorded` on a log that records no velocity (the hostile CSV without its
+    qd columns) is refused in one line naming the file, instead of fitting the estimate silently."""
+    fit, _, _ = _record("franka_panda", 1, FIT_SECONDS, folder)
+    n = load_robot("franka_panda").dof
+    rows = fit.read_text().splitlines()
+    keep = [0, *range(1, 1 + n), *range(1 + 2 * n, 1 + 3 * n)]  # time, q, tau
+    bare = tmp_path / "no_velocity.csv"
+    bare.write_text("\n".join(",".join(row.split(",")[i] for i in keep) for row in rows) + "\n")
+    capsys.readouterr()
+    assert main(["identify", "franka_panda", str(bare), "--velocity", "recorded", "--json"]) == 2
+    out = capsys.readouterr()
+    lines = [line for line in (out.out + out.err).splitlines() if line.startswith("manipgen: error:")]
+    assert len(lines) == 1 and str(bare) in lines[0] and "--velocity recorded" in lines[0], out
+
+
 def test_identify_validates_when_no_joint_keeps_a_term(
     folder: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
