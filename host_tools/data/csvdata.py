@@ -43,6 +43,8 @@ def _table(path: Path, dof: int) -> np.ndarray:
     """The CSV's numbers (R, 1 + 2 dof or 1 + 3 dof), checked: finite, at least 3 rows."""
     try:
         data = np.loadtxt(path, delimiter=",", skiprows=1, comments="#", ndmin=2)
+    except FileNotFoundError:  # numpy's carries no strerror
+        raise LogError(f"{path}: no such file") from None
     except OSError as exc:
         raise LogError(f"{path}: cannot read ({exc.strerror})") from None
     except ValueError as exc:

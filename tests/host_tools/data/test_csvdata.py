@@ -179,6 +179,12 @@ def test_csv_errors_name_the_file_in_one_line(tmp_path: Path, text: str, needle:
     assert str(path) in str(err.value) and needle in str(err.value) and "\n" not in str(err.value), err.value
 
 
+def test_a_missing_csv_is_named_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "missing.csv"
+    with pytest.raises(LogError, match=r"missing\.csv: no such file$"):
+        read_log(path, PLANAR2)
+
+
 def test_a_recorded_velocity_column_is_kept(tmp_path: Path) -> None:
     t = np.arange(100) * 1e-3
     q = np.column_stack([np.sin(t), t])
