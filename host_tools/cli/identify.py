@@ -257,12 +257,11 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
 
     from codegen.errors import DescriptionError
     from host_tools.data.checks import check_log, parse_start_position, require_absolute_positions
-    from host_tools.data.csvdata import Samples
     from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
     from host_tools.identification.excitation import Excitation
     from host_tools.identification.input_checks import InputChecks
-    from host_tools.identification.pipeline import rigid_only
+    from host_tools.identification.pipeline import recorded_velocity, rigid_only
     from host_tools.identification.run import identify_run
     from host_tools.reports.identification import document, figure_arrays, table, write
 
@@ -283,8 +282,7 @@ def _identify(args: argparse.Namespace, robot: Robot, settings: IdentSettings, c
                 # without an excitation: a recorded non-periodic run (e.g. Liu et al.'s LWA-4P runs)
                 exc = Excitation.load(args.excitation) if args.excitation else None
                 log, log_checks = data(args.data)
-                recorded = log.qd if isinstance(log, Samples) else log.extra.get("qd_hat_logged")
-                if settings.velocity == "recorded" and recorded is None:
+                if settings.velocity == "recorded" and recorded_velocity(log) is None:
                     raise ValueError(
                         f"{args.data}: --velocity recorded: the log records no joint velocity "
                         "(a CSV's qd columns, a log's qd_hat_logged); use --velocity estimate or auto"

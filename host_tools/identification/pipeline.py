@@ -140,14 +140,20 @@ def torque_at_samples(log: Log) -> np.ndarray:
     return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
 
 
+def recorded_velocity(data: Log | Samples) -> np.ndarray | None:
+    """The velocity a log records (a CSV's qd columns, a log's ``qd_hat_logged``), or None."""
+    if isinstance(data, Samples):
+        return data.qd
+    qd = data.extra.get("qd_hat_logged")
+    return None if qd is None else np.asarray(qd, float)
+
+
 def samples_of(robot: Robot, data: Log | Samples) -> Samples:
     """Positions and torques at the sample instants: a CSV's as they are; a log's positions through
     the robot's encoder read and its torques by torque_at_samples."""
     if isinstance(data, Samples):
         return data
-    qd = data.extra.get("qd_hat_logged")
-    qd = None if qd is None else np.asarray(qd, float)
-    return Samples(data.sample_period, positions(robot, data), torque_at_samples(data), qd)
+    return Samples(data.sample_period, positions(robot, data), torque_at_samples(data), recorded_velocity(data))
 
 
 def derivatives(s: Samples, cutoff: float, velocity: str) -> tuple[np.ndarray, ...]:
