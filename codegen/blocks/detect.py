@@ -51,12 +51,15 @@ def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs:
     return cs.if_else(th > 0, _moving(qd, qdd, th, kv, ka) + _standstill(qd, ks, vs), 0)
 
 
-def _level(ctx: Ctx) -> tuple[FunctionSpec, FunctionSpec]:
-    """The level in two functions, so that the step evaluates the standstill part's exp only on the
-    joints whose ks is not 0 (templates/rt/detect.c.j2): ``level``, all joints' level without it
-    (``level`` at ks = 0: its ks exp term is +0 there, so the bits are the same), and ``standstill``,
-    one joint's: that level plus the standstill part where it detects. The sum's order is
-    ``level``'s, so a joint with ks != 0 gets the bits of ``level`` too."""
+def _level(ctx: Ctx) -> tuple[FunctionSpec, FunctionSpec, FunctionSpec]:
+    """The level in three functions, so that the step pays only for the parts a configuration uses
+    (templates/rt/detect.c.j2): ``level``, all joints' level without the standstill part (``level``
+    at ks = 0: its ks exp term is +0 there, so the bits are the same); ``constant``, the same at
+    kv = ka = 0, run instead when every kv and ka is 0 (kv |qd_hat| and ka |qdd_hat| are +0 there for
+    finite qd_hat and qdd_hat, so threshold + 0 + 0 has threshold's bits; a non-finite one is a
+    numeric fault, which restarts the detection); and ``standstill``, one joint's: that level plus
+    the standstill part where it detects. The sum's order is ``level``'s, so a joint with ks != 0
+    gets the bits of ``level`` too."""
     qd, qdd = ctx.sym("qd"), ctx.sym("qdd")
     th, kv, ka = ctx.sym("threshold"), ctx.sym("kv"), ctx.sym("ka")
     moving = sx_function(
@@ -64,6 +67,13 @@ def _level(ctx: Ctx) -> tuple[FunctionSpec, FunctionSpec]:
         [("out.qd_hat", qd), ("out.qdd_hat", qdd), ("cfg.det.threshold", th), ("cfg.det.kv", kv), ("cfg.det.ka", ka)],
         [("st.det.level", cs.if_else(th > 0, _moving(qd, qdd, th, kv, ka), 0))],
         "threshold + kv |qd_hat| + ka |qdd_hat| (0: the joint does not detect); + ks exp(-|qd_hat| / vs): standstill",
+    )
+    zero = cs.SX.zeros(ctx.n)
+    constant = sx_function(
+        "constant",
+        [("cfg.det.threshold", th)],
+        [("st.det.level", cs.if_else(th > 0, _moving(qd, qdd, th, zero, zero), 0))],
+        "the level where every kv and ka is 0 (called instead of level then): threshold (0: the joint does not detect)",
     )
     keys = ("st.det.level", "cfg.det.threshold", "out.qd_hat", "cfg.det.ks", "cfg.det.vs")
     one_joint = {k: cs.SX.sym(k) for k in keys}
@@ -74,7 +84,7 @@ def _level(ctx: Ctx) -> tuple[FunctionSpec, FunctionSpec]:
         [("st.det.level", cs.if_else(th1 > 0, lv + _standstill(qd1, ks1, vs1), 0))],
         "one joint's level + ks exp(-|qd_hat| / vs) where it detects (called where ks != 0)",
     )
-    return moving, one
+    return moving, constant, one
 
 
 def _reflex(ctx: Ctx) -> FunctionSpec:
@@ -185,6 +195,7 @@ def _state(n: int) -> list[Field]:
         Field("integ", "real", (n,), "reflex integral of K_R r"),
         Field("since", "int32", (), "samples since the detection (saturates)"),
         Field("standstill", "uint8", (), "derived: 1 if some joint's ks is not 0 (the standstill part runs)"),
+        Field("moving", "uint8", (), "derived: 1 if some joint's kv or ka is not 0 (level runs, else constant)"),
     ]
 
 
@@ -202,7 +213,7 @@ def build(
     window: int = 1_000_000,
 ) -> Block:
     n = ctx.n
-    moving, standstill = _level(ctx)
+    moving, constant, standstill = _level(ctx)
     reflex = _reflex(ctx)
     return Block(
         kind="det",
@@ -217,5 +228,5 @@ def build(
             Field("link", "int32", (), "isolated link, 1-based (0: none)"),
             Field("above", "uint8", (n,), "joints above their threshold this sample"),
         ],
-        functions=[moving, standstill, reflex],
+        functions=[moving, constant, standstill, reflex],
     )

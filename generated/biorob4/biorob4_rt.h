@@ -288,6 +288,7 @@ typedef struct {
     biorob4_real_t integ[4];  /**< reflex integral of K_R r */
     int32_t since;  /**< samples since the detection (saturates) */
     uint8_t standstill;  /**< derived: 1 if some joint's ks is not 0 (the standstill part runs) */
+    uint8_t moving;  /**< derived: 1 if some joint's kv or ka is not 0 (level runs, else constant) */
 } biorob4_rt_det_state_t;
 
 /** State of the state_feedback block. */

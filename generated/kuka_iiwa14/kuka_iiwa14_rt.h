@@ -273,6 +273,7 @@ typedef struct {
     kuka_iiwa14_real_t integ[7];  /**< reflex integral of K_R r */
     int32_t since;  /**< samples since the detection (saturates) */
     uint8_t standstill;  /**< derived: 1 if some joint's ks is not 0 (the standstill part runs) */
+    uint8_t moving;  /**< derived: 1 if some joint's kv or ka is not 0 (level runs, else constant) */
 } kuka_iiwa14_rt_det_state_t;
 
 /** One pipeline instance: a pointer to its configuration, state and workspaces. Caller-owned; read-only for the caller (outputs come in _rt_output_t); a copy is an independent instance with the same configuration. */

@@ -1633,6 +1633,37 @@ static void schunk_lwa4p_rt_det_level(const real_t *out_qd_hat, const real_t *ou
     st_det_level[5] = w1;
 }
 
+/* the level where every kv and ka is 0 (called instead of level then): threshold (0: the joint does not detect): cfg.det.threshold -> st.det.level. Operations: 12. */
+static void schunk_lwa4p_rt_det_constant(const real_t *cfg_det_threshold, real_t *st_det_level)
+{
+    real_t w0; real_t w1; real_t w2;
+    w0 = 0.0;
+    w1 = cfg_det_threshold[0];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w2 != 0.0) ? w1 : 0.0;
+    st_det_level[0] = w1;
+    w1 = cfg_det_threshold[1];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w2 != 0.0) ? w1 : 0.0;
+    st_det_level[1] = w1;
+    w1 = cfg_det_threshold[2];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w2 != 0.0) ? w1 : 0.0;
+    st_det_level[2] = w1;
+    w1 = cfg_det_threshold[3];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w2 != 0.0) ? w1 : 0.0;
+    st_det_level[3] = w1;
+    w1 = cfg_det_threshold[4];
+    w2 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w2 != 0.0) ? w1 : 0.0;
+    st_det_level[4] = w1;
+    w1 = cfg_det_threshold[5];
+    w0 = (w0 < w1) ? 1.0 : 0.0;
+    w1 = (w0 != 0.0) ? w1 : 0.0;
+    st_det_level[5] = w1;
+}
+
 /* one joint's level + ks exp(-|qd_hat| / vs) where it detects (called where ks != 0): st.det.level, cfg.det.threshold, out.qd_hat, cfg.det.ks, cfg.det.vs -> st.det.level. Operations: 8. */
 static void schunk_lwa4p_rt_det_standstill(const real_t *st_det_level, const real_t *cfg_det_threshold, const real_t *out_qd_hat, const real_t *cfg_det_ks, const real_t *cfg_det_vs, real_t *st_det_level_next)
 {
@@ -2852,6 +2883,8 @@ void schunk_lwa4p_rt_configure(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_conf
     }
     /* the standstill part of the thresholds runs only if some ks is not 0 */
     rt->det.standstill = ((cfg->det.ks[0] != (real_t)0) || (cfg->det.ks[1] != (real_t)0) || (cfg->det.ks[2] != (real_t)0) || (cfg->det.ks[3] != (real_t)0) || (cfg->det.ks[4] != (real_t)0) || (cfg->det.ks[5] != (real_t)0)) ? 1u : 0u;
+    /* and its speed and acceleration parts only if some kv or ka is not 0 */
+    rt->det.moving = ((cfg->det.kv[0] != (real_t)0) || (cfg->det.ka[0] != (real_t)0) || (cfg->det.kv[1] != (real_t)0) || (cfg->det.ka[1] != (real_t)0) || (cfg->det.kv[2] != (real_t)0) || (cfg->det.ka[2] != (real_t)0) || (cfg->det.kv[3] != (real_t)0) || (cfg->det.ka[3] != (real_t)0) || (cfg->det.kv[4] != (real_t)0) || (cfg->det.ka[4] != (real_t)0) || (cfg->det.kv[5] != (real_t)0) || (cfg->det.ka[5] != (real_t)0)) ? 1u : 0u;
 }
 
 void schunk_lwa4p_rt_init(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_config_t *cfg)
@@ -3024,7 +3057,11 @@ void schunk_lwa4p_rt_step(schunk_lwa4p_rt_t *rt, const schunk_lwa4p_rt_input_t *
             (void)memset(rt->det.count, 0, sizeof rt->det.count);
             rt->det.since = 0;
         }
-        schunk_lwa4p_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
+        if (rt->det.moving != 0u) {  /* some kv or ka is not 0 (_rt_configure) */
+            schunk_lwa4p_rt_det_level(out->qd_hat, out->qdd_hat, rt->cfg->det.threshold, rt->cfg->det.kv, rt->cfg->det.ka, rt->det.level);
+        } else {
+            schunk_lwa4p_rt_det_constant(rt->cfg->det.threshold, rt->det.level);
+        }
         if (rt->det.standstill != 0u) {  /* some ks is not 0 (_rt_configure) */
             for (i = 0; i < SCHUNK_LWA4P_DOF; ++i) {  /* the standstill part's exp only where ks is not 0 */
                 if (rt->cfg->det.ks[i] != (real_t)0) {

@@ -1,7 +1,9 @@
 """The detection level in the step (issue 47): templates/rt/detect.c.j2 evaluates ``level`` without
-its standstill part on every joint and ``standstill`` only where ks != 0. Composed that way, the two
-functions give the bits of codegen.blocks.detect.level (the expression ``manipgen thresholds``
-designs with) on every joint, with and without ks, at rest and moving, detecting or not."""
+its standstill part on every joint (``constant`` instead where the configuration's every kv and ka
+is 0) and ``standstill`` only where ks != 0. Composed that way, the functions give the bits of
+codegen.blocks.detect.level (the expression ``manipgen thresholds`` designs with) on every joint,
+with and without ks, at rest and moving, detecting or not; ``constant`` for finite q-dot and
+q-ddot estimates (a non-finite one is a numeric fault: the step restarts)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,15 @@ import itertools
 
 import casadi as cs
 import numpy as np
+import pytest
 
 from codegen.blocks.context import Ctx
 from codegen.blocks.detect import build, level
 from codegen.blocks.options import RtOptions
 from codegen.model.description import load_robot
 from codegen.symbolic.dynamics import Dynamics
+from tests.codegen.blocks.helpers import at, fresh_rt
+from tests.codegen.blocks.signals import inputs
 
 
 def test_level_then_standstill_where_ks_is_set_is_level_bit_for_bit() -> None:
@@ -46,3 +51,47 @@ def test_level_then_standstill_where_ks_is_set_is_level_bit_for_bit() -> None:
     assert np.isnan(full).sum() > 0  # the grid reaches NaN speeds: they must stay NaN
     same = (full.view(np.int64) == split.view(np.int64)) | (np.isnan(full) & np.isnan(split))
     assert same.all(), [grid[i] for i in np.flatnonzero(~same)][:5]
+
+    # where kv = ka = 0 the step runs ``constant`` instead of ``level``: the same bits when q-dot and
+    # q-ddot are finite (kv |qd| and ka |qdd| are +0 there)
+    constant = block.fn("constant").casadi
+    rest = np.flatnonzero((kv == 0) & (ka == 0) & np.isfinite(qd) & np.isfinite(qdd))
+    rest = rest[: len(rest) - len(rest) % n]
+    assert len(rest) > 0 and len(np.unique(qd[rest])) > 3
+    via_constant = np.array(constant.map(len(rest) // n)(th[rest].reshape(-1, n).T)).T.ravel()
+    for k, i in enumerate(rest):
+        if ks[i] != 0:
+            via_constant[k] = float(standstill(via_constant[k], th[i], qd[i], ks[i], vs[i]))
+    assert (via_constant.view(np.int64) == full[rest].view(np.int64)).all()
+
+
+@pytest.mark.parametrize(
+    "kv,ka",
+    [
+        ((0.0, 0.0), (0.0, 0.0)),  # constant: the speed and acceleration parts skipped
+        ((0.0, 0.0), (0.0, 0.3)),  # one joint's ka alone turns them on
+        ((0.2, 0.0), (0.0, 0.0)),  # one joint's kv alone
+    ],
+)
+def test_the_step_level_is_the_designed_level_whichever_parts_the_config_uses(
+    kv: tuple[float, float], ka: tuple[float, float]
+) -> None:
+    """The C step's st.det.level after each sample of a moving arm, bit for bit against
+    codegen.blocks.detect.level at the step's own q-dot and q-ddot estimates."""
+    rt = fresh_rt("planar2", "kalman", "momentum", "none")
+    th, ks, vs = np.array([0.5, 0.3]), np.array([0.0, 0.04]), np.array([0.02, 0.05])
+    for key, v in {"det.threshold": th, "det.kv": kv, "det.ka": ka, "det.ks": ks, "det.vs": vs}.items():
+        rt.config[key] = v
+    rt.reset()
+    ins = inputs(400, 2, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=3, loss=0.0)
+    args = [cs.SX.sym(k, 2) for k in ("qd", "qdd", "th", "kv", "ka", "ks", "vs")]
+    designed = cs.Function("designed", args, [level(*args)])
+    moving = 0
+    for k in range(len(ins["counts"])):
+        out = rt.step(**at(ins, k))
+        got = np.ravel(rt.state["det"]["level"]).astype(float)
+        want = np.array(designed(out["qd_hat"], out["qdd_hat"], th, kv, ka, ks, vs)).ravel()
+        assert (got.view(np.int64) == want.view(np.int64)).all(), (k, got, want)
+        moving += int(np.any(got != th))
+    # the motion reaches the speed, acceleration and standstill parts on most samples
+    assert moving > 300
