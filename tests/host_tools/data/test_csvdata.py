@@ -166,9 +166,9 @@ def test_a_steady_500_hz_csv_for_a_1_khz_robot_has_no_gaps(tmp_path: Path) -> No
     [
         ("t,q1,q2\n0,1,2\n", "3 columns; a 2-joint robot needs 1 + 2 x 2 = 5"),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,2,3,4\n", "2 samples; need at least 3"),
-        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,nan,3,4\n0.002,1,2,3,4\n", "data row 2: a NaN or inf"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,nan,3,4\n0.002,1,2,3,4\n", "bad.csv line 3: a NaN or inf"),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0,1,2,3,4\n0,1,2,3,5\n", "time: 1 distinct stamps; at least 3"),
-        ("t,q1,q2,tau1,tau2\n0,1,2,3,x\n", "not numeric CSV"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,x\n", "bad.csv line 2, column 5 'tau2': 'x' is not a number"),
     ],
 )
 def test_csv_errors_name_the_file_in_one_line(tmp_path: Path, text: str, needle: str) -> None:
@@ -193,3 +193,135 @@ def test_a_recorded_velocity_column_is_kept(tmp_path: Path) -> None:
     np.savetxt(path, np.column_stack([t, q, qd, q]), delimiter=",", header="t,q1,q2,qd1,qd2,tau1,tau2", comments="")
     log: Log = read_log(path, PLANAR2).log
     assert np.array_equal(log.extra["qd_hat_logged"], qd) and np.array_equal(log.tau, q)
+
+
+ROWS = "0,1,2,3,4\n0.001,1,2,3,4\n0.002,1,2,3,4\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        # line 1 the header, line 3 a comment, line 5 blank: numbered as an editor shows the file
+        (
+            "t,q1,q2,tau1,tau2\n0,1,2,3,4\n# note\n0.001,1,2,3,4\n\n0.002,1,2,3,x\n",
+            "line 6, column 5 'tau2': 'x' is not a number",
+        ),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n# note\n0.001,1,2,3,4\n\n0.002,1,nan,3,4\n", "line 6: a NaN or inf"),
+        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,2,3\n0.002,1,2,3,4\n", "line 3: 4 values; line 2 has 5"),
+    ],
+)
+def test_csv_errors_name_the_line_of_the_file(tmp_path: Path, text: str, needle: str) -> None:
+    """#44: every row error names the file's 1-based line (header and comments counted), as
+    "PATH line N: ..." (numpy's loadtxt said "row 498" for line 500, the NaN check "data row 699")."""
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(LogError) as err:
+        read_log(path, PLANAR2)
+    assert str(err.value) == f"{path} {needle}" or str(err.value).startswith(f"{path} {needle}"), err.value
+    assert "row" not in str(err.value), err.value
+
+
+def test_a_csv_at_line_500_is_named_so(tmp_path: Path) -> None:
+    lines = ["time,q1,q2,tau1,tau2"] + [f"{k * 1e-3:.3f},1,2,3,4" for k in range(800)]
+    lines[499] = lines[499].replace(",3,", ",abc,")
+    lines[699] = lines[699].replace(",3,", ",nan,")
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogError, match=r"log\.csv line 500, column 4 'tau1': 'abc' is not a number$"):
+        read_log(path, PLANAR2)
+    lines[499] = lines[498].replace("0.497", "0.498")
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogError, match=r"log\.csv line 700: a NaN or inf$"):
+        read_log(path, PLANAR2)
+
+
+def _columns(names: str) -> str:
+    return names + "\n" + ROWS
+
+
+def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
+    """Columns named q_<joint>, qd_<joint>, tau_<joint> (as `record --hostile` writes them) are taken
+    by the joint they name, in any order; the same numbers in the description's order read alike."""
+    t = np.arange(50) * 1e-3
+    q = np.column_stack([np.sin(t), t])
+    qd = np.column_stack([np.cos(t), np.ones_like(t)])
+    tau = np.column_stack([3 + t, 4 - t])
+    ours = tmp_path / "ours.csv"
+    theirs = tmp_path / "theirs.csv"
+    np.savetxt(
+        ours,
+        np.column_stack([t, q, qd, tau]),
+        delimiter=",",
+        comments="",
+        header="time,q_shoulder,q_elbow,qd_shoulder,qd_elbow,tau_shoulder,tau_elbow",
+    )
+    shuffled = np.column_stack([t, tau[:, 1], q[:, 1], qd[:, 1], tau[:, 0], q[:, 0], qd[:, 0]])
+    np.savetxt(
+        theirs,
+        shuffled,
+        delimiter=",",
+        comments="",
+        header="time,tau_elbow,q_elbow,qd_elbow,tau_shoulder,q_shoulder,qd_shoulder",
+    )
+    a, b = read_log(ours, PLANAR2), read_log(theirs, PLANAR2)
+    assert a.samples is not None and b.samples is not None and b.samples.qd is not None
+    assert np.array_equal(a.samples.q, q) and np.array_equal(b.samples.q, q)
+    assert np.array_equal(b.samples.tau, tau) and np.array_equal(b.samples.qd, qd)
+    for name in ("time", "counts", "tau"):
+        assert np.array_equal(getattr(a.log, name), getattr(b.log, name)), name
+
+
+@pytest.mark.parametrize(
+    ("header", "needle"),
+    [
+        (
+            "time,q_shoulder,q_wrist,tau_shoulder,tau_elbow",
+            "line 1, column 3 'q_wrist': planar2 has no joint 'wrist' (its joints: shoulder, elbow)",
+        ),
+        (
+            "time,q_shoulder,q_shoulder,tau_shoulder,tau_elbow",
+            "line 1, column 3 'q_shoulder': joint 'shoulder' named twice (column 2 too)",
+        ),
+        (
+            "time,q_shoulder,q_elbow,qd_shoulder,qd_elbow",
+            "line 1: no column tau_shoulder (the columns name joints: each of planar2's joints once as q_, tau_)",
+        ),
+        (
+            "time,q_shoulder,q2,tau_shoulder,tau_elbow",
+            "line 1, column 3 'q2': the other columns name joints (q_<joint>, qd_<joint>, tau_<joint>): "
+            "name every column so, or none",
+        ),
+        ("time,q1,q2,q3,tau1", "line 1, column 4 'q3': a 2-joint robot's column 4 is tau1 (time, q1..q2, tau1..tau2)"),
+        ("time,q2,q1,tau1,tau2", "line 1, column 2 'q2': a 2-joint robot's column 2 is q1 (time, q1..q2, tau1..tau2)"),
+        ("time,q1,q2,tau1", "line 1: the header names 4 columns, the rows have 5"),
+    ],
+)
+def test_a_header_that_does_not_fit_the_robot_is_one_error(tmp_path: Path, header: str, needle: str) -> None:
+    """#44: a header naming a joint the robot does not have, a joint twice or not at all, or numbered
+    columns out of the documented order, is refused in one line naming the file and the column."""
+    path = tmp_path / "log.csv"
+    path.write_text(_columns(header))
+    with pytest.raises(LogError) as err:
+        read_log(path, PLANAR2)
+    assert str(err.value) == f"{path} {needle}", err.value
+
+
+def test_a_3_joint_csv_is_not_read_as_q_qd_tau_of_a_2_joint_robot(tmp_path: Path) -> None:
+    """time, q1..q3, tau1..tau3 has 7 columns: the count of a 2-joint robot's time, q, qd, tau."""
+    path = tmp_path / "log.csv"
+    path.write_text("time,q1,q2,q3,tau1,tau2,tau3\n" + "".join(f"{k / 1000},1,2,3,4,5,6\n" for k in range(3)))
+    with pytest.raises(
+        LogError,
+        match=r"column 4 'q3': a 2-joint robot's column 4 is qd1 \(time, q1\.\.q2, qd1\.\.qd2, tau1\.\.tau2\)$",
+    ):
+        read_log(path, PLANAR2)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["time,q0,q1,tau0,tau1", "t,pos_a,pos_b,eff_a,eff_b", "# time,q1,q2,tau1,tau2", "time,q_1,q_2,tau_1,tau_2"],
+)
+def test_free_and_numbered_headers_in_the_documented_order_are_read(tmp_path: Path, header: str) -> None:
+    path = tmp_path / "log.csv"
+    path.write_text(_columns(header))
+    assert len(read_log(path, PLANAR2).log) == 3
