@@ -97,7 +97,10 @@ def _check_numbered(where: str, names: list[str], dof: int, width: int) -> None:
 def columns(where: str, names: list[str], robot: Robot, width: int) -> list[int] | None:
     """The order to take the ``width`` columns in (None: as they are) by the header's ``names``:
     columns named by joint (q_<joint>, qd_<joint>, tau_<joint>) are taken by name, numbered ones
-    (q1..qn, ...) checked against their place; one error naming the column otherwise."""
+    (q1..qn, ...) checked against their place, as many names as columns then; one error naming the
+    column otherwise. Other names are free."""
+    if not any(JOINT_NAMED.fullmatch(name) or NUMBERED.fullmatch(name) for name in names[1:]):
+        return None  # free names (any number of them: a one-word header is one): by position
     if len(names) != width:
         raise LogError(f"{where} line 1: the header names {len(names)} columns, the rows have {width}")
     if any(JOINT_NAMED.fullmatch(name) for name in names[1:]):

@@ -319,7 +319,7 @@ def test_a_3_joint_csv_is_not_read_as_q_qd_tau_of_a_2_joint_robot(tmp_path: Path
 
 @pytest.mark.parametrize(
     "header",
-    ["time,q0,q1,tau0,tau1", "t,pos_a,pos_b,eff_a,eff_b", "# time,q1,q2,tau1,tau2", "time,q_1,q_2,tau_1,tau_2"],
+    ["time,q0,q1,tau0,tau1", "t,pos_a,pos_b,eff_a,eff_b", "# time,q1,q2,tau1,tau2", "time,q_1,q_2,tau_1,tau_2", "h"],
 )
 def test_free_and_numbered_headers_in_the_documented_order_are_read(tmp_path: Path, header: str) -> None:
     path = tmp_path / "log.csv"
