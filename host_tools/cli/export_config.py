@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         hint = "" if args.robot else " (the config's robot; give its description with --robot)"
         return fail(f"{exc}{hint}")
     if robot.c_name != doc["robot"]:
-        return fail(f"{path}: robot: written for {doc['robot']!r}, --robot gives {robot.c_name!r}")
+        return fail(f"{path}: robot: written for {doc['robot']!r}, --robot gives {robot.name!r}")
     if args.friction_from:
         try:
             robot = with_config_terms(robot, args.friction_from)
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
     for file, text in files.items():
         write_file(out.parent / file, text)
     print(
-        f"{robot.c_name}: {name} ({rt.label}, {args.precision}) -> {out.parent / (stem + '.c')}, "
+        f"{robot.name}: {name} ({rt.label}, {args.precision}) -> {out.parent / (stem + '.c')}, "
         f"{out.parent / (stem + '.h')}; compile it with the pipeline's folder "
-        f"(manipgen generate {robot.c_name} --precision {args.precision} ...)"
+        f"(manipgen generate {args.robot or doc['robot']} --precision {args.precision} ...)"
     )
     return 0

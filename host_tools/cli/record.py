@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     speed = np.max(np.abs(result.log.extra["qd_true"]), axis=0)
     print(
         f"wrote {', '.join(args.out)}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) "
-        f"of {rt.name} ({rt.label}), collision-free; peak joint speeds "
+        f"of {robot.name} ({rt.label}), collision-free; peak joint speeds "
         + ", ".join(f"{v:.2f}" for v in speed)
         + " rad/s (or m/s). Next: "
         + (

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             robot = with_config_terms(robot, args.config)
         rt = load_rt(robot, precision=args.precision, **options)
         out = Path(args.out) if args.out else tg.default_out(rt.name, args.cpu, args.precision)
-        with StageBar(console, f"cross-compiling {rt.name} for {args.cpu} ({args.precision}) ...") as status:
+        with StageBar(console, f"cross-compiling {robot.name} for {args.cpu} ({args.precision}) ...") as status:
             b = tg.build(rt, args.cpu, out)
             if args.action == "build":
                 console.print(f"built {b.lib} and {b.elf}")
@@ -183,7 +183,7 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
         name = robot.c_name
         where = args.board or args.cpu
         out = Path(args.out) if args.out else Path(f"{tg.default_out(name, where, args.precision)}-pil")
-        with StageBar(console, f"{name} in the loop on {where} ({args.precision})") as bar:
+        with StageBar(console, f"{robot.name} in the loop on {where} ({args.precision})") as bar:
             doc = pil.pil(
                 robot,
                 args.cpu,
@@ -193,7 +193,7 @@ def _pil(args: argparse.Namespace, options: dict[str, str | None], console: Any)
                 frozenset(args.corrupt),
                 args.seconds,
                 args.board,
-                stage=lambda text: bar.update(f"{name} in the loop on {where}: {text}"),
+                stage=lambda text: bar.update(f"{robot.name} in the loop on {where}: {text}"),
                 samples=bar.count,
             )
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:
@@ -227,7 +227,7 @@ def _board_build(args: argparse.Namespace, options: dict[str, str | None], conso
             for file, text in files.items():
                 write_file(out / file, text)
             config = (out.resolve() / "mg_flashed_config.c", "mg_flashed_config")
-        with stage(console, f"building {rt.name} for the {args.board} ({args.precision}) ..."):
+        with stage(console, f"building {robot.name} for the {args.board} ({args.precision}) ..."):
             image = stm32.build(rt, out, config=config, hse_hz=args.hse_hz)
             doc = stm32.flash_map(image)
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, tg.TargetError) as exc:

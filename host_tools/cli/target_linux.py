@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         robot = robot_of(args)
         out = Path(args.out) if args.out else Path("out") / "target" / f"{robot.c_name}-linux"
-        with stage(console, f"{robot.c_name} in a real-time Linux loop: design, build, run ..."):
+        with stage(console, f"{robot.name} in a real-time Linux loop: design, build, run ..."):
             doc = linux.linux(robot, out, options, frozenset(args.drop), args.seconds, args.cc, args.plant_priority)
     except (ValueError, ConfigError, OptionError, DescriptionError, OSError, TargetError) as exc:
         console.print(f"manipgen: error: {exc}")

@@ -125,13 +125,13 @@ def check_chain(log: Log, robot: Robot, where: str) -> None:
     records them (two descriptions may share a name: a URDF's left and right arm are both "talos");
     one notice if the log records another description hash of the same chain."""
     if log.robot != robot.c_name:
-        raise LogError(f"{where}: robot: the log is of {log.robot}, not {robot.c_name}")
+        raise LogError(f"{where}: robot: the log is of {log.robot}, not {robot.name}")
     ours = [j.name for j in robot.joints]
     theirs = [str(v) for v in log.extra.get("joint_names", ours)]
     if theirs != ours:
         raise LogError(
             f"{where}: joint_names: the log was recorded for the joints {', '.join(theirs)}, "
-            f"{robot.file} has {', '.join(ours)} (another chain of {robot.c_name}?)"
+            f"{robot.file} has {', '.join(ours)} (another chain of {robot.name}?)"
         )
     if "description_hash" in log.extra and str(log.extra["description_hash"]) != description_hash(robot):
         # a notice, not a refusal: a description re-identified from its own logs must still read them

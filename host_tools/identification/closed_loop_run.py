@@ -95,7 +95,7 @@ def oe_data(robot: Robot, log: Log, drive_gain: np.ndarray | float = 1.0, source
     torque: G_tau = 1 when the log holds torques)."""
     rigid_only(robot)
     if log.robot != robot.c_name:
-        raise ValueError(f"{source}: the log is of robot {log.robot!r}, not {robot.c_name!r}")
+        raise ValueError(f"{source}: the log is of robot {log.robot!r}, not {robot.name!r}")
     if len(log) < 100:
         raise ValueError(f"{source}: {len(log)} samples; output-error identification needs a run of at least 100")
     q = positions(robot, log)

@@ -97,7 +97,7 @@ def check_run(
     """A recorded run fits what it is used for: the robot (name, joints), its stage's excitation
     (robot, joints, stage, the desired motion it tracked) and enough periods -- one message naming it."""
     if log.robot != robot.c_name:
-        raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.c_name!r}")
+        raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.name!r}")
     if np.shape(log.counts)[1] != robot.dof:
         raise ValueError(f"{name} log: {np.shape(log.counts)[1]} joints, {robot.name} has {robot.dof}")
     if exc is None:

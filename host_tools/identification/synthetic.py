@@ -95,7 +95,7 @@ def synthetic(
     t1 = time.perf_counter()
     # the loop's C is generated and compiled once per description and generator (cached): tens of
     # seconds for a 6-7 joint arm the first time, nothing to count inside
-    stage(f"simulating the excitation: generating and compiling {robot.c_name}'s loop (once, then cached)")
+    stage(f"simulating the excitation: generating and compiling {robot.name}'s loop (once, then cached)")
     rt = synthetic_pipeline(robot)  # as synthetic_log's
     head = f"simulating the excitation ({options.periods} periods)"
     stage(head)

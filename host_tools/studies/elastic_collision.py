@@ -85,7 +85,7 @@ def scenario(robot: Robot, s: ScenarioSettings = ScenarioSettings()) -> dict[str
     rt = load_rt(robot, *CHOICES)
     ELASTIC_COLLISION.apply(rt.config, robot)
     if not 1 <= s.joint <= rt.dof:
-        raise ValueError(f"{rt.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
+        raise ValueError(f"{robot.name}: the scenario moves joint {s.joint}; the arm has joints 1..{rt.dof}")
     if not (s.threshold > 0 and s.k_r >= 0 and np.isfinite(s.threshold) and np.isfinite(s.k_r)):
         raise ValueError(f"the threshold must be positive and K_R >= 0, got {s.threshold:g}, {s.k_r:g}")
     traj = trajectory(rt, s)

@@ -73,7 +73,7 @@ def setup_of(log: Log, gains: str, source: RobotSource) -> Setup:
     default), not one cpr that every joint must share."""
     robot = source.robot()
     if robot.c_name != log.robot:
-        raise ValueError(f"the log is of robot {log.robot!r}, the description is of {robot.c_name!r}")
+        raise ValueError(f"the log is of robot {log.robot!r}, the description is of {robot.name!r}")
     return Setup(
         source,
         resolution_mdeg=own_setup(robot)[0],  # the coarsest link-side resolution, as evaluate without --log

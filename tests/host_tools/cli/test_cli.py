@@ -192,3 +192,41 @@ def test_evaluate_takes_a_urdf_chain(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert r.returncode == 2 and "run.npz: cannot read" in r.stderr and "unrecognized" not in r.stderr, r.stderr
     r = cli_in_process(capsys, "identify", str(urdf), "--tip-link", "tool", "run.npz", "more.npz")
     assert r.returncode == 2 and "unrecognized arguments: more.npz" in r.stderr, r.stderr  # one DATA only
+
+
+def test_a_robot_given_as_a_yaml_path_is_named_as_its_description_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#44: a description whose name is over 12 characters gets a hashed C prefix (planar2_long_name ->
+    planar2_b57e: its generated symbols, files and cache folders). record's summary and the errors
+    for a log of another robot name the description ('planar2_long_name'), never that prefix."""
+    import numpy as np
+
+    from codegen.model.description import load_robot
+    from host_tools.data.logs import Log
+    from host_tools.identification.input_checks import check_inputs
+
+    yaml = tmp_path / "planar2_long.yaml"
+    yaml.write_text(
+        (ROOT / "robots" / "planar2.yaml").read_text().replace("\nname: planar2\n", "\nname: planar2_long_name\n")
+    )
+    robot = load_robot(yaml)
+    assert robot.name == "planar2_long_name" and robot.c_name == "planar2_b57e"
+    run = tmp_path / "run.npz"
+    r = cli_in_process(capsys, "record", str(yaml), "--duration", "5", "--out", str(run))
+    assert r.returncode == 0 and "of planar2_long_name (" in r.stdout, r.stdout
+    assert f"Next: manipgen thresholds {yaml} {run}" in r.stdout and "b57e" not in r.stdout + r.stderr
+    zeros = np.zeros((3, 2))
+    other = Log(
+        "planar2", 1e-3, np.arange(3) * 1e-3, zeros.astype(np.int64), np.ones((3, 2), bool), zeros, zeros, zeros, zeros
+    )
+    other_path = other.save(tmp_path / "planar2.npz")
+    for command in (
+        ["import-log", str(other_path), "--robot", str(yaml), "--out", str(tmp_path / "x.npz")],
+        ["identify", str(yaml), str(other_path)],
+    ):
+        r = cli_in_process(capsys, *command)
+        assert r.returncode != 0 and "the log is of planar2, not planar2_long_name" in r.stderr, r.stderr
+        assert "b57e" not in r.stderr, r.stderr
+    with pytest.raises(ValueError, match=r"the log is of robot 'planar2', not 'planar2_long_name'$"):
+        check_inputs(robot, other, None, None)
