@@ -362,9 +362,14 @@ def select(
     Forward stepwise, per joint: each round every joint is offered, of the kinds it has not yet
     taken, the kind and shape with its lowest held-out RMS (tried on it alone, with every joint's
     terms so far); the offers are tried together and each stays where it passes ``kept`` against
-    the same choice without it on that joint; a joint whose best offer fails takes no more. The
-    best single term goes first, so a term that only imitates another (a long Dahl length against
-    a Stribeck bump) is not kept before it."""
+    the same choice without it on that joint; a joint whose best offer fails takes no more, but
+    for the smooth Coulomb shape (FT) if it has not been tried: that term is the shape of a column
+    every joint has (Coulomb), not an effect of its own, and differs from it only near rest, so
+    its held-out gain is smallest while the other joints' missing terms still move the shared
+    rigid-body parameters -- a joint whose best offer in the first round was another kind (a hostile
+    Panda's joint 6: a load-dependent term, refused) would otherwise never be asked. The best single
+    term goes first, so a term that only imitates another (a long Dahl length against a Stribeck
+    bump) is not kept before it."""
     kinds = [("FD", "dahl", DAHL_LENGTHS), ("FL", "load", DAHL_LENGTHS), ("FS", "stribeck", STRIBECK_VELOCITIES)]
     if "smooth" in filtered:
         kinds.append(("FT", "smooth", SMOOTH_SCALES))
@@ -404,8 +409,8 @@ def select(
                 chosen[j] += f.own(kind, g, j)
                 picks[kind][j] = shape
                 open_[j].discard(kind)
-            else:
-                open_[j] = set()
+            else:  # the joint takes no more terms, but for the Coulomb column's shape if still open
+                open_[j] = {"FT"} & (open_[j] - {kind})
     best = f.overall(f.cv([i for c in chosen for i in c]))
     offset = tuple(picks["FO"]) if "FO" in picks else ()
     smooth = tuple(picks["FT"]) if "FT" in picks else ()
