@@ -219,6 +219,7 @@ def retrieve(
     start: np.ndarray | None = None,
     executor: Executor | None = None,
     iteration: Callable[[int, int], None] | None = None,
+    weights: np.ndarray | None = None,
 ) -> PhysicalResult:
     """Xu et al. (2020) Table 1. y_e (r, c) and tau (r,) are the identification's equations on the
     objective's base parameters (objective_columns: every one, or the essential ones ``kept`` as Xu et
@@ -232,7 +233,10 @@ def retrieve(
     its size -- and recovered after; ``start``: one start from this decision vector (a previous
     solution, e.g. without the extra columns) instead of the random multi-start; ``executor``: runs
     the starts as pure items (physical_start; default: one after the other, here); ``iteration(start
-    from 0, IPOPT iteration)``: every 10th iteration of the starts run here (not an executor's)."""
+    from 0, IPOPT iteration)``: every 10th iteration of the starts run here (not an executor's);
+    ``weights`` (r,): each equation's weight in the objective (the base fit's per-joint WLS weights,
+    so that a light wrist joint's torques count as the fit counts them, not by their size in N m;
+    default 1). The objectives reported stay unweighted norms, N m."""
     t_start = time.perf_counter()
     cols = objective_columns(settings, k_base.shape[0], kept)
     if not y_e.shape[1] == len(cols) == len(beta_e):
@@ -242,10 +246,13 @@ def retrieve(
         )
     names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, beta_e))
     t = np.asarray(tau, float).reshape(-1)
-    a, b, tt = y_e.T @ y_e, y_e.T @ t, float(t @ t)
-    if extra is not None:  # Gram form of the projected problem: subtract the extra columns' part
-        g, *_ = np.linalg.lstsq(extra, np.column_stack([y_e, t]), rcond=None)  # (X'X)^-1 X' [Y_e t]
-        xy = extra.T @ np.column_stack([y_e, t])
+    root = np.ones(len(t)) if weights is None else np.sqrt(np.asarray(weights, float))
+    yw, tw = y_e * root[:, None], t * root  # the weighted equations the fit minimises
+    xw = None if extra is None else extra * root[:, None]
+    a, b, tt = yw.T @ yw, yw.T @ tw, float(tw @ tw)
+    if xw is not None:  # Gram form of the projected problem: subtract the extra columns' part
+        g, *_ = np.linalg.lstsq(xw, np.column_stack([yw, tw]), rcond=None)  # (X'X)^-1 X' [Y_e t]
+        xy = xw.T @ np.column_stack([yw, tw])
         a, b, tt = a - xy[:, :-1].T @ g[:, :-1], b - xy[:, :-1].T @ g[:, -1], tt - float(xy[:, -1] @ g[:, -1])
     scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
     stride = 10 + len(_joint_params(robot))
@@ -282,16 +289,18 @@ def retrieve(
     mu_v, pi_v = (np.array(v).ravel() for v in evaluate(x_best))
     r_base = t - y_e @ beta_e
     coefficients = np.zeros(0)
-    if extra is not None:
-        coefficients, *_ = np.linalg.lstsq(extra, t - y_e @ (k_base[cols] @ pi_v), rcond=None)
-        # the unconstrained fit of the objective's columns and the extra columns together
+    r_phys = t - y_e @ (k_base[cols] @ pi_v)
+    if extra is not None and xw is not None:
+        coefficients, *_ = np.linalg.lstsq(xw, r_phys * root, rcond=None)
+        r_phys = r_phys - extra @ coefficients
+        # the (weighted) unconstrained fit of the objective's columns and the extra columns together
         both = np.column_stack([y_e, extra])
-        r_base = t - both @ np.linalg.lstsq(both, t, rcond=None)[0]
+        r_base = t - both @ np.linalg.lstsq(both * root[:, None], tw, rcond=None)[0]
     return PhysicalResult(
         mu_v,
         names,
         pi_v,
-        best[0],
+        best[0] if weights is None else float(np.sqrt(r_phys @ r_phys)),
         float(np.sqrt(r_base @ r_base)),
         starts,
         time.perf_counter() - t_start,

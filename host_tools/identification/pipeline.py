@@ -273,6 +273,7 @@ class Identified:
     base: Fit
     essential: Fit
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    weights: np.ndarray | None = None  # the base fit's per-joint WLS weights (None: OLS)
 
 
 @one_blas_thread
@@ -304,7 +305,7 @@ def identify(
     base, w, rows = base_fit(m, y, tau, qd, data, settings)
     ess = essential(y, tau, robot.dof, m.names, w, settings.min_abs, settings.max_rsd, rows)
     stages["estimation"] = time.perf_counter() - t0
-    return Identified(base, ess, stages), data, (y, tau, qd)
+    return Identified(base, ess, stages, w), data, (y, tau, qd)
 
 
 def equation_rows(data: Processed, settings: IdentSettings, qd: np.ndarray) -> np.ndarray:

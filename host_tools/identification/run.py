@@ -169,6 +169,9 @@ class _Fitting:
         )
         columns = objective_columns(self.physical, len(self.m.names), kept)
         whole = self.physical.objective == "model"
+        # the objective over every base parameter is the base fit's own, its per-joint WLS weights too
+        weights = self.ident.weights
+        rows_w = None if not whole or weights is None else np.tile(weights, len(self.rows) // len(weights))[self.rows]
         result = retrieve(
             self.robot,
             self.m.base.k,
@@ -180,6 +183,7 @@ class _Fitting:
             span,
             extra=extra,
             start=None if start is None else start.x,
+            weights=rows_w,
             executor=self.executor,
             iteration=stage_lines(
                 self.stage,
