@@ -178,7 +178,7 @@ def _problem(
 
 
 def bounds(
-    robot: Robot, settings: PhysicalSettings, estimates: dict[str, float] | None = None
+    robot: Robot, settings: PhysicalSettings, estimates: dict[str, float] | None = None, signed: bool = False
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Names of mu and LB, UB of the decision vector (per link m, c, L, joint parameters), around the
     description: mass within [0.1, 3] x its own (+0.5 kg), COM within +-com_box, |L| entries up to
@@ -186,7 +186,10 @@ def bounds(
     [0, 3 x v + 1] (FO symmetric), v the larger of the nominal value and the least-squares
     ``estimates`` (by standard name, e.g. FV5) where the data give one: a description's friction is
     often a placeholder (the Panda's FV 0.003 N m s/rad), and the box is there to seed the starts,
-    not to overrule the data."""
+    not to overrule the data. ``signed`` (friction terms fitted beside them): a joint parameter whose
+    estimate is negative may go as low as -(3 |estimate| + 1) -- with a Stribeck or smooth Coulomb
+    term the friction's shape is their sum (a Stribeck bump over a negative FC, a wide tanh over a
+    negative FV), which the positive box would cut; the rigid-body parameters stay consistent."""
     names, lo, hi = [], [], []
     for j, (joint, link) in enumerate(zip(robot.joints, robot.links)):
         p = np.asarray(link, float) + (np.asarray(robot.payload) if j == robot.dof - 1 else 0.0)
@@ -198,9 +201,11 @@ def bounds(
         lo += [0.1 * m + 1e-3, *(c - settings.com_box), 1e-4, -root, 1e-4, -root, -root, 1e-4]
         hi += [3.0 * m + 0.5, *(c + settings.com_box)] + [root] * 6
         for name in _joint_params(robot):
-            v = max(abs(float(getattr(joint, name))), abs((estimates or {}).get(f"{name}{j + 1}", 0.0)))
+            estimate = (estimates or {}).get(f"{name}{j + 1}", 0.0)
+            v = max(abs(float(getattr(joint, name))), abs(estimate))
             names.append(f"{name}{j + 1}")
-            lo.append(-(3 * abs(v) + 1) if name == "FO" else 0.0)
+            low = -(3 * abs(estimate) + 1) if signed and estimate < 0 else 0.0
+            lo.append(-(3 * abs(v) + 1) if name == "FO" else low)
             hi.append(3 * abs(v) + 1)
     return names, np.array(lo), np.array(hi)
 
@@ -244,11 +249,15 @@ def retrieve(
             f"the physical fit's objective ({settings.objective}) has {len(cols)} base parameters; "
             f"got {y_e.shape[1]} regressor columns and {len(beta_e)} least-squares values"
         )
-    names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, beta_e))
     t = np.asarray(tau, float).reshape(-1)
     root = np.ones(len(t)) if weights is None else np.sqrt(np.asarray(weights, float))
     yw, tw = y_e * root[:, None], t * root  # the weighted equations the fit minimises
     xw = None if extra is None else extra * root[:, None]
+    # the (weighted) unconstrained fit of the objective's columns and the extra columns together:
+    # the joint parameters' estimates for the box, as the terms beside them share the friction
+    beta_both = None if xw is None else np.linalg.lstsq(np.column_stack([yw, xw]), tw, rcond=None)[0]
+    estimated = beta_e if beta_both is None else beta_both[: y_e.shape[1]]
+    names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, estimated), signed=xw is not None)
     a, b, tt = yw.T @ yw, yw.T @ tw, float(tw @ tw)
     if xw is not None:  # Gram form of the projected problem: subtract the extra columns' part
         g, *_ = np.linalg.lstsq(xw, np.column_stack([yw, tw]), rcond=None)  # (X'X)^-1 X' [Y_e t]
@@ -290,12 +299,10 @@ def retrieve(
     r_base = t - y_e @ beta_e
     coefficients = np.zeros(0)
     r_phys = t - y_e @ (k_base[cols] @ pi_v)
-    if extra is not None and xw is not None:
+    if extra is not None and xw is not None and beta_both is not None:
         coefficients, *_ = np.linalg.lstsq(xw, r_phys * root, rcond=None)
         r_phys = r_phys - extra @ coefficients
-        # the (weighted) unconstrained fit of the objective's columns and the extra columns together
-        both = np.column_stack([y_e, extra])
-        r_base = t - both @ np.linalg.lstsq(both * root[:, None], tw, rcond=None)[0]
+        r_base = t - np.column_stack([y_e, extra]) @ beta_both
     return PhysicalResult(
         mu_v,
         names,
