@@ -4,8 +4,10 @@ forms, and the held-out choice finding a planted term and leaving absent ones ou
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from codegen.model.description import load_robot
+from host_tools.identification import friction_terms
 from host_tools.identification.friction_terms import (
     DAHL_LENGTHS,
     SMOOTH_SCALES,
@@ -112,3 +114,47 @@ def test_a_negative_smooth_term_is_not_offered() -> None:
     sel = select(y, tau, cands, 0.04, np.ones(k, bool))
     assert all(t["kind"] != "FT" for row in sel.trials for t in row), sel.trials
     assert sel.terms.smooth == (None, None)
+
+
+def _dahl_and_smooth_observation() -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], int]:
+    """Two joints whose torque is a random regressor's plus, on joint 1, 1.5 tanh(qd / 0.1) and a
+    Dahl term of length 3e-4 (3 x its state); noise 5 % of it; the candidates every kind's shapes
+    (the load-dependent one zero)."""
+    rng = np.random.default_rng(11)
+    k, n, nb = 4000, 2, 6
+    t = np.arange(k) * 0.04
+    q = np.column_stack([1.2 * np.sin(0.5 * t + j) for j in range(n)])
+    qd = np.column_stack([0.6 * np.cos(0.5 * t + j) for j in range(n)])
+    stribeck = np.sign(qd)[:, :, None] * np.exp(-((qd[:, :, None] / np.array(STRIBECK_VELOCITIES)) ** 2))
+    dahl = dahl_states(q, np.array(DAHL_LENGTHS))
+    y = rng.normal(size=(k, n, nb))
+    tau = y @ rng.normal(size=nb)
+    tau[:, 0] += 1.5 * np.tanh(qd[:, 0] / 0.1) + 3.0 * dahl[:, 0, DAHL_LENGTHS.index(3e-4)]
+    tau += 0.05 * rng.normal(size=tau.shape)
+    smooth = smooth_shapes(qd, np.array(SMOOTH_SCALES))
+    return y, tau, {"dahl": dahl, "load": np.zeros_like(dahl), "stribeck": stribeck, "smooth": smooth}, k
+
+
+def test_a_joint_whose_first_offer_is_refused_is_offered_the_smooth_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Joint 2 has no friction term of its own: its best offer (a Stribeck shape) is refused, and it
+    is still offered the smooth Coulomb shape once -- refused too, and nothing after it. Joint 1
+    takes its planted Dahl term and the smooth shape at the planted scale. With the held-out rule
+    made to refuse every joint's first offer (joint 1's Dahl term), joint 1 still takes the smooth
+    shape in the next round (the rule closed the joint at its first refusal before c071985)."""
+    y, tau, cands, k = _dahl_and_smooth_observation()
+    sel = select(y, tau, cands, 0.04, np.ones(k, bool))
+    assert sel.terms.dahl == (3e-4, None) and sel.terms.smooth == (0.1, None), sel.trials
+    assert [(t["kind"], t["kept"]) for t in sel.trials[1]] == [("FS", False), ("FT", False)], sel.trials[1]
+
+    real = friction_terms.kept
+    calls = [0]
+
+    def refuse_the_first_round(without: np.ndarray, with_: np.ndarray) -> tuple[bool, float, float]:
+        verdict, gain, margin = real(without, with_)
+        calls[0] += 1
+        return verdict and calls[0] > 2, gain, margin  # the first round's 2 verdicts: refused
+
+    monkeypatch.setattr(friction_terms, "kept", refuse_the_first_round)
+    sel = select(y, tau, cands, 0.04, np.ones(k, bool))
+    assert [(t["kind"], t["kept"]) for t in sel.trials[0]] == [("FD", False), ("FT", True)], sel.trials[0]
+    assert sel.terms.dahl == (None, None) and sel.terms.smooth[0] is not None
