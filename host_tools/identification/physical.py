@@ -250,6 +250,8 @@ def retrieve(
             f"got {y_e.shape[1]} regressor columns and {len(beta_e)} least-squares values"
         )
     t = np.asarray(tau, float).reshape(-1)
+    if weights is not None and np.shape(weights) != t.shape:
+        raise ValueError(f"the physical fit's weights: one per equation, {t.shape[0]}; got shape {np.shape(weights)}")
     root = np.ones(len(t)) if weights is None else np.sqrt(np.asarray(weights, float))
     yw, tw = y_e * root[:, None], t * root  # the weighted equations the fit minimises
     xw = None if extra is None else extra * root[:, None]
