@@ -250,21 +250,13 @@ def retrieve(
             f"got {y_e.shape[1]} regressor columns and {len(beta_e)} least-squares values"
         )
     t = np.asarray(tau, float).reshape(-1)
-    if weights is not None and np.shape(weights) != t.shape:
-        raise ValueError(f"the physical fit's weights: one per equation, {t.shape[0]}; got shape {np.shape(weights)}")
-    root = np.ones(len(t)) if weights is None else np.sqrt(np.asarray(weights, float))
-    yw, tw = y_e * root[:, None], t * root  # the weighted equations the fit minimises
-    xw = None if extra is None else extra * root[:, None]
+    root = _roots(weights, t)
     # the (weighted) unconstrained fit of the objective's columns and the extra columns together:
     # the joint parameters' estimates for the box, as the terms beside them share the friction
-    beta_both = None if xw is None else np.linalg.lstsq(np.column_stack([yw, xw]), tw, rcond=None)[0]
+    beta_both = None if extra is None else _fit(np.column_stack([y_e, extra]), t, root)
     estimated = beta_e if beta_both is None else beta_both[: y_e.shape[1]]
-    names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, estimated), signed=xw is not None)
-    a, b, tt = yw.T @ yw, yw.T @ tw, float(tw @ tw)
-    if xw is not None:  # Gram form of the projected problem: subtract the extra columns' part
-        g, *_ = np.linalg.lstsq(xw, np.column_stack([yw, tw]), rcond=None)  # (X'X)^-1 X' [Y_e t]
-        xy = xw.T @ np.column_stack([yw, tw])
-        a, b, tt = a - xy[:, :-1].T @ g[:, :-1], b - xy[:, :-1].T @ g[:, -1], tt - float(xy[:, -1] @ g[:, -1])
+    names, lo, hi = bounds(robot, settings, joint_estimates(robot, k_base, cols, estimated), signed=extra is not None)
+    a, b, tt = _gram(y_e, t, extra, root)
     scale = 1.0 / max(tt, 1e-300)  # objective of order 1 for IPOPT
     stride = 10 + len(_joint_params(robot))
     total = float(sum(robot.standard_parameters()[j * stride] for j in range(robot.dof)))
@@ -301,8 +293,8 @@ def retrieve(
     r_base = t - y_e @ beta_e
     coefficients = np.zeros(0)
     r_phys = t - y_e @ (k_base[cols] @ pi_v)
-    if extra is not None and xw is not None and beta_both is not None:
-        coefficients, *_ = np.linalg.lstsq(xw, r_phys * root, rcond=None)
+    if extra is not None and beta_both is not None:
+        coefficients = _fit(extra, r_phys, root)
         r_phys = r_phys - extra @ coefficients
         r_base = t - np.column_stack([y_e, extra]) @ beta_both
     return PhysicalResult(
@@ -316,6 +308,37 @@ def retrieve(
         x_best,
         np.asarray(coefficients, float),
     )
+
+
+def _roots(weights: np.ndarray | None, t: np.ndarray) -> np.ndarray:
+    """The square roots of the equations' weights (retrieve's ``weights``; 1 where None), one per
+    equation of ``t`` (another shape is refused in one error)."""
+    if weights is None:
+        return np.ones(len(t))
+    if np.shape(weights) != t.shape:
+        raise ValueError(f"the physical fit's weights: one per equation, {t.shape[0]}; got shape {np.shape(weights)}")
+    return np.sqrt(np.asarray(weights, float))
+
+
+def _fit(columns: np.ndarray, t: np.ndarray, root: np.ndarray) -> np.ndarray:
+    """The weighted least-squares coefficients of ``columns`` for ``t`` (``root``: _roots)."""
+    return np.asarray(np.linalg.lstsq(columns * root[:, None], t * root, rcond=None)[0], float)
+
+
+def _gram(
+    y_e: np.ndarray, t: np.ndarray, extra: np.ndarray | None, root: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The weighted least-squares objective |diag(root) (t - y_e beta)|^2 as its Gram form (a, b, tt):
+    beta' a beta - 2 b' beta + tt; with ``extra`` columns, of the problem projected off their span
+    (variable projection: their part subtracted)."""
+    yw, tw = y_e * root[:, None], t * root  # the weighted equations the fit minimises
+    a, b, tt = yw.T @ yw, yw.T @ tw, float(tw @ tw)
+    if extra is not None:  # Gram form of the projected problem: subtract the extra columns' part
+        xw = extra * root[:, None]
+        g, *_ = np.linalg.lstsq(xw, np.column_stack([yw, tw]), rcond=None)  # (X'X)^-1 X' [Y_e t]
+        xy = xw.T @ np.column_stack([yw, tw])
+        a, b, tt = a - xy[:, :-1].T @ g[:, :-1], b - xy[:, :-1].T @ g[:, -1], tt - float(xy[:, -1] @ g[:, -1])
+    return a, b, tt
 
 
 def objective_columns(settings: PhysicalSettings, n_base: int, kept: Sequence[int]) -> list[int]:
