@@ -73,6 +73,7 @@ class Reported:
     names: list[str]
     selection: Selection | None = None
     rows: np.ndarray | None = None  # the equations the fit with the terms used (None: the fit's own)
+    weights: np.ndarray | None = None  # the per-joint WLS weights of the fit with the terms (None: the fit's own)
 
     @property
     def terms(self) -> FrictionTerms | None:
@@ -353,7 +354,8 @@ def _with_friction_terms(
     if rep.terms is None or not rep.terms.per_joint():  # no term kept on any joint: the plain physical fit
         return rep, physical_job
     plain, stages["physical"] = physical_job.result()  # the physical parameters with the terms, beside the validation
-    with_terms = replace(f, rows=rep.rows) if rep.rows is not None else f
+    # the rows and the per-joint weights of the fit with the terms, which the physical fit stands beside
+    with_terms = replace(f, rows=f.rows if rep.rows is None else rep.rows, ident=replace(f.ident, weights=rep.weights))
     return rep, pool.submit(with_terms.physical_fit, rep.y[with_terms.rows][:, len(f.m.names) :], plain)
 
 
@@ -459,7 +461,7 @@ def _friction_terms(
     fit_rows = rows[1] if near_rest else rows[0]
     base, w = weighted_fit(y_ext, tau, names, fit_rows, data, settings)
     ess = essential(y_ext, tau, n, names, w, settings.min_abs, settings.max_rsd, fit_rows)
-    return Reported(base, ess, y_ext, names, sel, fit_rows if near_rest else None)
+    return Reported(base, ess, y_ext, names, sel, fit_rows if near_rest else None, w)
 
 
 def _baseline(
