@@ -166,9 +166,12 @@ def run(args: argparse.Namespace) -> int:
         for line in off_trajectory_notes(robot, result.log, friction_ff > 0.0, args.out[0]):
             print(f"manipgen: warning: {line}", file=sys.stderr)
     speed = np.max(np.abs(result.log.extra["qd_true"]), axis=0)
+    k, seconds = len(result.log), len(result.log) * rt.sample_period
+    run = f"{k} samples ({seconds:.1f} s) of {robot.name} ({rt.label})"
+    if spec is not None:  # the rows written are the hostile line's (gaps dropped, repeats added)
+        run = f"a {k}-sample run ({seconds:.1f} s) of {robot.name} ({rt.label}), logged as the rows above"
     print(
-        f"wrote {', '.join(args.out)}: {len(result.log)} samples ({len(result.log) * rt.sample_period:.1f} s) "
-        f"of {robot.name} ({rt.label}), collision-free; peak joint speeds "
+        f"wrote {', '.join(args.out)}: {run}, collision-free; peak joint speeds "
         + ", ".join(f"{v:.2f}" for v in speed)
         + " rad/s (or m/s). Next: "
         + (

@@ -436,3 +436,17 @@ def test_the_physical_fit_with_terms_weighs_the_joints_as_the_fit_with_terms(
     # one weight per joint, repeated along the equations: compare the joints' (first rows)
     assert np.unique(plain[:n]).size == n and np.unique(terms[:n]).size == n
     assert terms[0] > 10 * plain[0] and terms[1] > 2 * plain[1], terms[:n] / plain[:n]
+
+
+def test_record_says_how_many_rows_a_hostile_log_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`record --hostile` drops the planted gaps' rows and adds the repeats: its summary may not call
+    the simulated run's sample count the samples written (it said '30001 samples' beside '29975 rows')."""
+    import re
+
+    csv = tmp_path / "p2.csv"
+    assert main(["record", "planar2", "--hostile", "--duration", "30", "--seed", "3", "--out", str(csv)]) == 0
+    out = capsys.readouterr().out
+    rows = int(re.search(r"hostile: (\d+) rows", out)[1])  # type: ignore[index]
+    assert rows == len(csv.read_text().splitlines()) - 1  # the header
+    wrote = next(line for line in out.splitlines() if line.startswith("wrote "))
+    assert all(int(k) == rows for k in re.findall(r"(\d+) samples", wrote)), wrote
