@@ -323,9 +323,9 @@ def test_friction_terms_beat_plain_least_squares_on_the_other_run(
             assert baseline.sum() == pytest.approx(8.57, rel=0.02)
             # the physically consistent parameters, fitted with the terms (what config_identified.json
             # gives the generated C), come close to the unconstrained base fit with the terms: sum
-            # within 5 % (measured 0.3 % on 2026-11-30), no joint above 1.25 x (measured 0.95-1.06 x;
+            # within 5 % (measured 0.2 % on 2026-11-30, 443ab9f), no joint above 1.25 x (measured 0.996-1.005 x;
             # IPOPT's local optimum may move a little with a machine's last bits), and beat the plain
-            # baseline by 0.75 x in sum (measured 0.625)
+            # baseline by 0.75 x in sum (measured 0.624)
             phys = np.array(doc["validation_rms"]["physical"])
             assert phys.sum() <= 1.05 * base.sum() and np.all(phys <= 1.25 * base), (phys, base)
             assert phys.sum() <= 0.75 * baseline.sum(), (phys, baseline)
@@ -357,7 +357,7 @@ def _terms_online(out: Path, doc: dict, other: Path) -> None:
     fields of the ``fric`` block) into the generated pipeline (Xu et al. 2020 Table 10): replayed on the
     other run, the momentum observer's max |r| (Kalman estimator, after 0.5 s) is lower than the
     nominal model's on every joint, and the terms take its sum to at most 0.75 x the nominal one
-    (measured 29.0 against 53.1 N m, 0.55 x; the parameters alone: 51.8, 0.98 x; docs/real-data.md, Table 10)."""
+    (measured 28.7 against 53.1 N m, 0.54 x; the parameters alone: 51.8, 0.97 x; docs/real-data.md, Table 10)."""
     import json
 
     from host_tools.bindings.rt import load_rt, with_config_terms
