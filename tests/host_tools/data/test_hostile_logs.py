@@ -355,7 +355,9 @@ def test_a_smooth_coulomb_plant_under_a_sign_description(
     # the physical set follows them (its FV, FC box extends to their negative estimates where terms
     # stand beside them) and is no worse than the base fit or plain least squares on any joint
     # (before the box extended: joints 5 and 6 at 1.10 and 1.05 x plain least squares, against the
-    # base fit's 0.20 and 0.72 x). Joint 2's base fit itself validates at 1.06 x here (open).
+    # base fit's 0.20 and 0.72 x); and no joint above the issue's 1.02 x plain least squares (joint 2
+    # was at 1.06 / 1.07 x while an offset whose held-out RMS over all blocks rose, 0.0531 -> 0.0534,
+    # passed on its blocks' mean relative gain: a term is now kept only where that RMS drops too)
     code, doc = _cli_json(
         capsys, "identify", "franka_panda", str(runs[0]), "--validate", str(runs[1]), "--velocity", "recorded", "--json"
     )
@@ -364,6 +366,7 @@ def test_a_smooth_coulomb_plant_under_a_sign_description(
     base, physical = (np.array(doc["validation_rms"][key]) for key in ("base", "physical"))
     assert physical.sum() <= 0.95 * plain.sum(), physical / plain
     assert np.all(physical <= 1.02 * np.maximum(plain, base)), (physical / plain, base / plain)
+    assert np.all(physical <= 1.02 * plain) and np.all(base <= 1.02 * plain), (physical / plain, base / plain)
 
 
 @pytest.mark.parametrize("name", ROBOTS)
