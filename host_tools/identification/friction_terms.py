@@ -395,17 +395,18 @@ def select(
                 continue
             without = f.cv([i for k, t in enumerate(trial) for i in (chosen[k] if k == j else t)])
             verdict, gain, margin = kept(without[:, j], with_all[:, j])
+            rms_without, rms_with = float(f.overall(without)[j]), float(f.overall(with_all)[j])
             # and the held-out RMS over every block's rows drops (the mean of the blocks' relative
             # gains can pass while a large block's error rises: the probe's joint 2 offset)
-            verdict = verdict and bool(f.overall(with_all)[j] < f.overall(without)[j])
+            verdict = verdict and rms_with < rms_without
             kind, g = o
             shape = float(dict((k, grid) for k, _, grid in kinds)[kind][g])
             trials[j].append(
                 {
                     "kind": kind,
                     "shape": shape,
-                    "held_out_rms_without": float(f.overall(without)[j]),
-                    "held_out_rms_with": float(f.overall(with_all)[j]),
+                    "held_out_rms_without": rms_without,
+                    "held_out_rms_with": rms_with,
                     "mean_gain": gain,
                     "margin": margin,
                     "kept": verdict,

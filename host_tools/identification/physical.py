@@ -186,8 +186,8 @@ def bounds(
     [0, 3 x v + 1] (FO symmetric), v the larger of the nominal value and the least-squares
     ``estimates`` (by standard name, e.g. FV5) where the data give one: a description's friction is
     often a placeholder (the Panda's FV 0.003 N m s/rad), and the box is there to seed the starts,
-    not to overrule the data. ``signed`` (friction terms fitted beside them): a joint parameter whose
-    estimate is negative may go as low as -(3 |estimate| + 1) -- with a Stribeck or smooth Coulomb
+    not to overrule the data. ``signed`` (friction terms fitted beside them): an FV or FC whose
+    estimate is negative may go as low as -(3 |estimate| + 1) (IA stays >= 0) -- with a Stribeck or smooth Coulomb
     term the friction's shape is their sum (a Stribeck bump over a negative FC, a wide tanh over a
     negative FV), which the positive box would cut; the rigid-body parameters stay consistent."""
     names, lo, hi = [], [], []
@@ -204,7 +204,8 @@ def bounds(
             estimate = (estimates or {}).get(f"{name}{j + 1}", 0.0)
             v = max(abs(float(getattr(joint, name))), abs(estimate))
             names.append(f"{name}{j + 1}")
-            low = -(3 * abs(estimate) + 1) if signed and estimate < 0 else 0.0
+            # friction only: a negative rotor inertia could make M(q) indefinite
+            low = -(3 * abs(estimate) + 1) if signed and estimate < 0 and name in ("FV", "FC") else 0.0
             lo.append(-(3 * abs(v) + 1) if name == "FO" else low)
             hi.append(3 * abs(v) + 1)
     return names, np.array(lo), np.array(hi)

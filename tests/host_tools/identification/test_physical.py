@@ -52,3 +52,18 @@ def test_weights_not_one_per_equation_are_refused(shape: str) -> None:
     w = {"per joint": 1.0 / NOISE**2, "one value": np.ones(1), "one short": np.ones(len(tau) - 1)}[shape]
     with pytest.raises(ValueError, match="the physical fit's weights: one per equation, 800"):
         retrieve(m.robot, m.base.k, list(range(len(m.names))), y, tau, beta, PhysicalSettings(starts=1), weights=w)
+
+
+def test_the_signed_box_frees_the_friction_signs_only() -> None:
+    """With friction terms beside them (``signed``), an FV or FC estimated negative may go as low as
+    -(3 |estimate| + 1); a negative rotor-inertia estimate does not free IA (M(q) = ... + diag(IA)
+    could lose its definiteness), and without terms every joint parameter stays >= 0."""
+    from host_tools.identification.physical import bounds
+
+    robot = load_robot("planar2")
+    estimates = {"IA1": -0.5, "FV1": -0.2, "FC1": -0.5, "FC2": 0.3}
+    for signed, want in ((True, {"IA1": 0.0, "FV1": -1.6, "FC1": -2.5, "FC2": 0.0}), (False, {})):
+        names, lo, _ = bounds(robot, PhysicalSettings(), estimates, signed=signed)
+        for name, low in zip(names, lo):
+            if name[:2] in ("IA", "FV", "FC"):
+                assert low == pytest.approx(want.get(name, 0.0), abs=1e-12), (signed, name, low)
