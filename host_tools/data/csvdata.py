@@ -7,7 +7,8 @@ time in s, q in rad (m for prismatic joints), qd in rad/s (m/s), tau the measure
 the same instants in N m (N), link side. Commas separate; # starts a comment. Column names
 (``columns``): q_<joint>, qd_<joint>, tau_<joint> (a joint of the description) are taken by name,
 in any order, each joint exactly once; numbered ones (q1, tau_2, from 0 if a 0 appears) must stand
-where the order above puts them; other names are free and the order counts. Errors name the file
+where the order above puts them; other names are free and the order counts. Names may be quoted.
+The torques are taken as measured at the rows' instants (``tau_sampled``). Errors name the file
 and the line as an editor numbers it (the header line 1, comments counted): "log.csv line 500: ...".
 
 Rows whose stamps step uniformly at the robot's sample period (to 1e-3 of it) are taken as they
@@ -20,6 +21,7 @@ Time 0 of the log is the first stamp. Positions become encoder counts as a bag's
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -153,10 +155,13 @@ def _line_of(path: Path, row: int) -> int:
 
 
 def _header(path: Path) -> list[str]:
-    """The column names of line 1 (a leading # dropped: numpy's savetxt writes one)."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    """The column names of line 1: a leading # dropped (numpy's savetxt writes one), quoted names
+    unquoted (spreadsheets and R's write.csv quote them), a byte-order mark dropped (a spreadsheet's
+    "CSV UTF-8"); the csv module reads the line, as any CSV writer may have quoted it."""
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
         line = f.readline().strip()
-    return [name.strip() for name in line.removeprefix("#").split(",")]
+    fields = next(csv.reader([line.removeprefix("#")], skipinitialspace=True), [])
+    return [name.strip() for name in fields]
 
 
 def _table(path: Path, robot: Robot) -> np.ndarray:

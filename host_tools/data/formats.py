@@ -38,8 +38,8 @@ class LogFile:
     log: Log
     timing: Timing  # the stamps as recorded (before resampling, where resampled)
     notes: tuple[str, ...] = ()  # what the format adds to the report (a bag's rounding, a .mat's delay)
-    # a CSV's positions and torques at the sample instants, as the file gives them (identify fits
-    # these; the log's counts are them rounded to the encoders)
+    # a CSV's or a bag's positions, torques (and velocities) at the sample instants, as the file gives
+    # them (identify fits these; the log's counts are them rounded to the encoders)
     samples: Samples | None = None
 
     def lines(self) -> list[str]:

@@ -20,7 +20,10 @@ Arrays (K samples, n joints):
   what the recording held before it became these samples (host_tools.data.formats), for the input
   checks: recorded_time (R,) s, the stamps of a resampled recording (a ROS bag's, a CSV's; ordered,
   distinct) on this log's time axis; recorded_repeats (R,) bool, the recorded rows identical to the
-  one before at a later stamp (R = the samples where no recorded_time is stored).
+  one before at a later stamp (R = the samples where no recorded_time is stored) ·
+  tau_sampled () bool, True where ``tau`` was measured at the sample instants (a ROS bag's effort, a
+  CSV's tau: what a torque sensor or drive reports at its stamp) instead of held over the sample
+  before; identification then takes it as it is (host_tools.identification.pipeline.torque_at_samples).
 Scalars: format = "manipgen-log", version, robot (C name), sample_period (s).
 Positions are never stored as radians: the counts are what the encoder gave; the robot's encoder
 config turns them into positions (so a log replays through the very same C).
@@ -67,6 +70,7 @@ OPTIONAL = (
     # (host_tools.data.loop_response; manipgen record's computed torque + Kalman): the off_trajectory check
     # allows for its transients
     "qdd_step_response",
+    "tau_sampled",  # () bool: tau measured at the sample instants, not held over the sample before
 )
 RECORDED_PREFIX = "qd_recorded_"  # + an estimator's name: its recorded output, (K, n)
 
@@ -232,6 +236,7 @@ class Log:
             "start_position": (n,),
             "joint_names": (n,),
             "description_hash": (),
+            "tau_sampled": (),
             "recorded_time": r,
             "recorded_repeats": r,
             "qdd_step_response": np.shape(self.extra.get("qdd_step_response", np.zeros((0, n))))[:1] + (n,),

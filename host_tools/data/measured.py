@@ -35,7 +35,9 @@ def measured_log(
     robot: Robot, time: np.ndarray, q: np.ndarray, tau: np.ndarray, where: str, extra: dict[str, np.ndarray]
 ) -> tuple[Log, float]:
     """The Log of positions ``q`` and torques ``tau`` (K, n) at ``time`` (K,) s, every sample valid,
-    with ``extra`` arrays; and the largest rounding of a position to its count (counts)."""
+    with ``extra`` arrays; and the largest rounding of a position to its count (counts). ``tau`` is
+    what was measured at those instants (a bag's effort, a CSV's tau), not a torque held over the
+    sample before: the log says so (``tau_sampled``), so identification takes it as it is."""
     rpc, offset, direction = encoders(robot)
     raw = (q - offset) * direction / rpc
     if not np.all(np.abs(raw) < 2.0**62):
@@ -53,7 +55,7 @@ def measured_log(
         q_des=q,
         qd_des=qd_des,
         qdd_des=np.gradient(qd_des, ts, axis=0),
-        extra={**extra, **fingerprint(robot)},
+        extra={**extra, "tau_sampled": np.array(True), **fingerprint(robot)},
     )
     log.check(where)
     if wrapping_joints(robot):

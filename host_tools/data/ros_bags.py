@@ -13,10 +13,12 @@ What a bag gives and how it becomes a Log of ``robot``:
   legitimate: the timing report says what the bag had, nothing is refused for it); the stamps kept
   and the messages identical to the one before (position, velocity, effort) stay in the log
   (``recorded_time``, ``recorded_repeats``) for the input checks;
-- position -> counts, effort -> ``tau`` (the measured joint torque, N m or N), velocity, when every
-  message has one per name -> the extra ``qd_hat_logged``, all interpolated, then as
-  host_tools.data.measured makes a Log of measured positions (counts rounded after the
-  interpolation; ``q_des`` the measured position: a bag has no desired trajectory);
+- position -> counts, effort -> ``tau`` (the measured joint torque at the stamp, N m or N:
+  ``tau_sampled``), velocity, when every message has one per name -> the extra ``qd_hat_logged``,
+  all interpolated, then as host_tools.data.measured makes a Log of measured positions (counts
+  rounded after the interpolation; ``q_des`` the measured position: a bag has no desired
+  trajectory); identify fits the interpolated positions, efforts and velocities themselves
+  (``LogFile.samples``, as a CSV's), not the counts;
 - ``command_topic`` (optional): the commanded torque, ``JointState`` effort (by name, header stamps)
   or ``std_msgs/msg/Float64MultiArray`` (n values in the description's joint order, the bag's
   receive times) -> the extra ``tau_cmd``, held from one command to the next (zero-order hold; the
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from codegen.model.robot import Robot
+from host_tools.data.csvdata import Samples
 from host_tools.data.formats import LogFile
 from host_tools.data.logs import LogError
 from host_tools.data.measured import encoders, measured_log
@@ -90,8 +93,8 @@ def read_bag(path: str | Path, robot: Robot, *, topic: str | None = None, comman
         extra["qd_hat_logged"] = interpolate(grid, rel, values["velocity"])
     if commands is not None:
         extra["tau_cmd"] = _hold(commands, start, grid)
-    q = interpolate(grid, rel, values["position"])
-    log, rounding = measured_log(robot, grid / 1e9, q, interpolate(grid, rel, values["effort"]), where, extra)
+    q, effort = interpolate(grid, rel, values["position"]), interpolate(grid, rel, values["effort"])
+    log, rounding = measured_log(robot, grid / 1e9, q, effort, where, extra)
     timing = Timing.of(
         f"messages on {chosen}",
         joint_states.stamps,
@@ -109,7 +112,9 @@ def read_bag(path: str | Path, robot: Robot, *, topic: str | None = None, comman
         f"positions   rounded to the encoders' counts ({resolution} per count; up to {rounding:.3g} counts)",
         "q_des       the measured positions (a bag has no desired trajectory)",
     )
-    return LogFile(str(path), log, timing, notes)
+    # identify fits the bag's own positions and efforts at the sample instants, as a CSV's (Samples)
+    samples = Samples(robot.sample_period, q, effort, extra.get("qd_hat_logged"))
+    return LogFile(str(path), log, timing, notes, samples)
 
 
 def _shown(names: Iterable[str]) -> str:

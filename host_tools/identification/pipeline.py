@@ -134,9 +134,13 @@ def positions(robot: Robot, log: Log) -> np.ndarray:
 
 
 def torque_at_samples(log: Log) -> np.ndarray:
-    """log.tau[k] is the torque held over the sample before k: the torque at instant k is taken as
-    the mean of the holds either side of it (what a smooth derivative of q at k corresponds to)."""
+    """The torque at the sample instants. log.tau[k] is the torque held over the sample before k
+    (the format's convention): the torque at instant k is taken as the mean of the holds either side
+    of it (what a smooth derivative of q at k corresponds to). A log whose tau was measured at the
+    instants (``tau_sampled``: a ROS bag's effort, a CSV's tau) is taken as it is."""
     tau = np.asarray(log.tau, float)
+    if bool(log.extra.get("tau_sampled", False)):
+        return tau
     return np.vstack([(tau[:-1] + tau[1:]) / 2, tau[-1:]])
 
 

@@ -1,8 +1,9 @@
 """ROS bags -> the log format (#23 item 4): a loopback run of planar2 written with rosbags' own
 writers as a ROS 1 bag, a ROS 2 sqlite3 bag and a ROS 2 MCAP bag, read back by `import-log` /
-load_log: on the sample grid the log is the NPZ's (counts exact, torques to 1e-12, the same
-identified parameters); with jittered stamps within the linear interpolation's bound; the timing
-report's counts; the errors (a missing joint, two JointState topics, ...)."""
+load_log: on the sample grid the log is the NPZ's (counts exact, torques to 1e-12), its effort
+taken as measured at the stamps (the same identified parameters as a CSV of the same rows); with
+jittered stamps within the linear interpolation's bound; the timing report's counts; the errors (a
+missing joint, two JointState topics, ...)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from host_tools.data.formats import read_log
 from host_tools.data.logs import Log, LogError
 from host_tools.data.ros_bags import read_bag
 from host_tools.data.trajectories import generated_trajectory
-from host_tools.identification.pipeline import IdentSettings, identify
+from host_tools.identification.pipeline import IdentSettings, identify, torque_at_samples
 
 FORMATS = ("ros1", "sqlite3", "mcap")
 START = 1_700_000_000 * 10**9  # ns: an epoch stamp, as a real recording has
@@ -163,10 +164,28 @@ def test_a_bag_on_the_sample_grid_is_the_npz_log(
         [] if fmt == "ros1" else [next(bag.glob("*.db3")) if fmt == "sqlite3" else next(bag.glob("*.mcap"))]
     ):
         assert np.array_equal(read_log(path, robot).log.counts, log.counts)
+    # A bag's effort is measured at its stamp (a JointState's), not held over the sample before as the
+    # NPZ's tau: the log says so, and identification takes it as it is. identify fits the bag's own
+    # positions, efforts and velocities, as it fits a CSV of the same rows: the same parameters by both
+    # routes (the rows are written with repr, exact; the stamps lie on the grid, so neither route
+    # interpolates anything but the identity: 1e-12 is rounding in the fit alone).
+    got = read_log(bag, robot)
+    assert bool(got.log.extra["tau_sampled"]) and "tau_sampled" not in log.extra
+    assert np.array_equal(torque_at_samples(got.log), got.log.tau)
+    imported = Log.load(got.log.save(tmp_path / "imported.npz"))  # what import-log writes keeps it
+    assert np.array_equal(torque_at_samples(imported), got.log.tau)
+    assert np.array_equal(torque_at_samples(log)[:-1], (log.tau[:-1] + log.tau[1:]) / 2)
+    assert got.samples is not None and np.max(np.abs(got.samples.q - positions(log))) <= 1e-12
+    csv = tmp_path / "run.csv"
+    rows = np.column_stack([log.time, positions(log), log.extra["qd_true"], log.tau])
+    header = "time,q_shoulder,q_elbow,qd_shoulder,qd_elbow,tau_shoulder,tau_elbow\n"
+    csv.write_text(header + "".join(",".join(repr(float(v)) for v in r) + "\n" for r in rows))
     settings = IdentSettings()
-    from_npz, _, _ = identify(robot, log, None, settings)
-    from_bag, _, _ = identify(robot, read_log(bag, robot).log, None, settings)
-    a, c = from_npz.base.values, from_bag.base.values
+    from_file = read_log(csv, robot).samples
+    assert from_file is not None
+    from_csv, _, _ = identify(robot, from_file, None, settings)
+    from_bag, _, _ = identify(robot, got.samples, None, settings)
+    a, c = from_csv.base.values, from_bag.base.values
     assert np.max(np.abs(a - c)) <= 1e-12 * np.max(np.abs(a))
     if fmt == "ros1":  # the whole CLI path once: the same thresholds from the bag as from the NPZ
         import json
