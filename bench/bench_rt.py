@@ -432,7 +432,8 @@ def build_pipeline(
             f"(sha256 {dyn_key[:12]}), reused by every pipeline with the same content"
         )
         dyn_objs[dyn_key] = DynObj(
-            obj, stack_usage(CBuild("O2", cflags.common, obj, obj.with_suffix(".su"), obj.with_suffix(".ci"), 0.0))
+            obj,
+            stack_usage(CBuild(cflags.name, cflags.common, obj, obj.with_suffix(".su"), obj.with_suffix(".ci"), 0.0)),
         )
     dyn = dyn_objs[dyn_key]
     b = work / robot.c_name / f"build_{pipe.key}"
@@ -444,7 +445,7 @@ def build_pipeline(
     run([cc, *cflags.common, *inc, "-Wall", "-c", "bench_main.c", "-o", "bench_main.o"], cwd=b)
     run([cc, *cflags.common, "bench_main.o", "rt.o", str(dyn.obj), "-o", "bench", "-lm"], cwd=b)
 
-    su = stack_usage(CBuild("O2", step, b / "bench", b / "rt.su", b / "rt.ci", 0.0))
+    su = stack_usage(CBuild(cflags.name, step, b / "bench", b / "rt.su", b / "rt.ci", 0.0))
     own, _, worst = su.get(f"{p}_rt_step", (-1, "?", None))
     # Calls into <p>_dynamics.c (model-based estimators): not in rt.ops, and their stack adds to
     # the step's worst path (-fcallgraph-info only follows callees in the same file).
