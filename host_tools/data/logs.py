@@ -248,6 +248,9 @@ class Log:
                 raise LogError(f"{where}: {name}: expected shape {shape}, got {np.shape(a)}")
         if not np.issubdtype(np.asarray(self.counts).dtype, np.integer):
             raise LogError(f"{where}: counts: must be integers (raw encoder counts)")
+        if "tau_sampled" in self.extra and np.asarray(self.extra["tau_sampled"]).dtype != np.bool_:
+            # bool() of any other value (the string "False", 0.5) would take it as true
+            raise LogError(f"{where}: tau_sampled: must be a boolean (true: tau measured at the sample instants)")
         if not np.all(np.isfinite(self.tau)):
             raise LogError(f"{where}: tau: contains NaN or inf")
         if not np.all(np.isfinite(self.extra.get("qdd_step_response", 0.0))):

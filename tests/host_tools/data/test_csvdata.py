@@ -266,7 +266,8 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
     # the same shuffled columns as a spreadsheet writes them: a byte-order mark, quoted names, spaces
     quoted = tmp_path / "quoted.csv"
     names = ("time", "tau_elbow", "q_elbow", "qd_elbow", "tau_shoulder", "q_shoulder", "qd_shoulder")
-    quoted.write_text("\ufeff" + ", ".join(f'"{x}"' for x in names) + "\n" + theirs.read_text().split("\n", 1)[1])
+    rows = theirs.read_text().split("\n", 1)[1]
+    quoted.write_text("\ufeff" + ", ".join(f'"{x}"' for x in names) + "\n" + rows, encoding="utf-8")
     a, b, c = read_log(ours, PLANAR2), read_log(theirs, PLANAR2), read_log(quoted, PLANAR2)
     assert a.samples is not None and b.samples is not None and b.samples.qd is not None
     assert np.array_equal(a.samples.q, q) and np.array_equal(b.samples.q, q)
@@ -274,6 +275,11 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
     assert c.samples is not None and np.array_equal(c.samples.q, q) and np.array_equal(c.samples.tau, tau)
     for name in ("time", "counts", "tau"):
         assert np.array_equal(getattr(a.log, name), getattr(b.log, name)), name
+    # the byte-order mark is no part of the first name: an error in the time column names 'time'
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\ufeff" + ", ".join(f'"{x}"' for x in names) + "\nx" + rows, encoding="utf-8")
+    with pytest.raises(LogError, match=r"bad.csv line 2, column 1 'time': "):
+        read_log(bad, PLANAR2)
 
 
 @pytest.mark.parametrize(

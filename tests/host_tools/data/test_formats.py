@@ -57,6 +57,19 @@ def test_import_log_takes_a_csv_and_reports_its_timing(
     assert f"manipgen: check: {jittered_csv}: gap: whole arm" in captured.err
 
 
+def test_an_imported_csv_keeps_tau_sampled_and_only_as_a_boolean(jittered_csv: Path, tmp_path: Path) -> None:
+    """import-log's NPZ of a CSV says its tau was measured at the sample instants (``tau_sampled``);
+    an NPZ whose tau_sampled is no boolean (the string "False": bool() of it is true) is refused."""
+    robot = load_robot("planar2")
+    path = read_log(jittered_csv, robot).log.save(tmp_path / "run.npz")
+    assert read_log(path, robot).log.extra["tau_sampled"].dtype == np.bool_
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(tmp_path / "bad.npz", **{**arrays, "tau_sampled": np.array("False")})
+    with pytest.raises(LogError, match=r"bad.npz: tau_sampled: must be a boolean"):
+        read_log(tmp_path / "bad.npz", robot)
+
+
 def test_identify_thresholds_and_evaluate_take_a_csv(jittered_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
     csv = str(jittered_csv)
     assert main(["identify", "planar2", csv, "--validate", csv, "--json"]) == 0
