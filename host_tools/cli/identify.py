@@ -437,6 +437,12 @@ def _closed_loop_log(args: argparse.Namespace, robot: Robot, out: Console) -> tu
             "controller tracked: give a log (.npz) with q_des and qd_des"
         )
     log = read_log(args.data, robot).log
+    if bool(log.extra.get("tau_sampled", False)):  # a bag, or a CSV or bag through import-log
+        raise ValueError(
+            f"{args.data}: tau_sampled: a measured log (a ROS bag's or a CSV's rows) records no reference "
+            "trajectory (its q_des is the measured position) and no commanded torque: output-error methods "
+            "need the controller's own log (.npz) with q_des and qd_des"
+        )
     beyond = args.beyond_limits
     start = parse_start_position(args.start_position, robot, beyond) if args.start_position else None
     found = check_log(log, robot, str(args.data), start, beyond_limits=beyond)

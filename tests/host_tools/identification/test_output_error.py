@@ -364,6 +364,11 @@ def test_cli_errors_name_the_problem(tmp_path: Path, capsys: pytest.CaptureFixtu
         tmp_path / "p2.npz"
     )
     fails("ur5", str(path), "--method", "clie", says=("p2.npz", "not ur5"))
+    # a measured log (a bag, or a CSV or bag through import-log) has no reference either
+    measured = Log.load(path)
+    measured.extra["tau_sampled"] = np.array(True)
+    measured.save(tmp_path / "measured.npz")
+    fails("planar2", str(tmp_path / "measured.npz"), "--method", "didim", says=("measured.npz", "reference trajectory"))
     # the input checks run first: output error simulates the run whole, flagged samples refuse it
     stamped = Log.load(path)
     stamped.time[100] = stamped.time[99]
