@@ -26,6 +26,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.data.checks import recorded_repeats, with_start_position
 from host_tools.data.logs import Log, LogError, check_chain
+from host_tools.data.measured import encoders
 from host_tools.data.timing import Timing
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ def read_log(
 ) -> LogFile:
     """A log file of any format the tools take, as a Log of ``robot``; ``topic`` and
     ``command_topic`` choose a ROS bag's topics; ``start_position`` (rad or m per joint at the first
-    sample) is stored in the log (host_tools.data.checks.with_start_position)."""
+    sample) is stored in the log (host_tools.data.checks.with_start_position; the read moves by whole
+    counter spans to start there), and a CSV's or a bag's own positions (``samples``) move with it."""
     from host_tools.data.csvdata import read_csv
     from host_tools.data.mat_logs import read_mat
     from host_tools.data.ros_bags import is_bag, read_bag
@@ -77,7 +79,12 @@ def read_log(
         f = _read_npz(p, robot)
     f = replace(f, path=str(path))
     if start_position is not None:
+        before = f.log.encoder_offset if f.log.encoder_offset is not None else encoders(robot)[1]
         f = replace(f, log=with_start_position(f.log, robot, start_position))
+        if f.samples is not None and f.log.encoder_offset is not None:
+            # the stated start moves the read by whole counter spans (start_offsets): a CSV's or a
+            # bag's own positions, which identify fits, move with it
+            f = replace(f, samples=replace(f.samples, q=f.samples.q + (f.log.encoder_offset - before)))
     return f
 
 

@@ -336,3 +336,29 @@ def test_free_and_numbered_headers_in_the_documented_order_are_read(tmp_path: Pa
     path = tmp_path / "log.csv"
     path.write_text(_columns(header))
     assert len(read_log(path, PLANAR2).log) == 3
+
+
+def test_a_stated_start_position_moves_the_csvs_own_positions_as_the_read(tmp_path: Path) -> None:
+    """`--start-position` on a CSV: the stated start moves the counts' read by whole counter spans
+    (host_tools.data.checks.start_offsets: it says which turn of a wrapping counter the run began
+    in), and identify fits the CSV's own positions: they move by the same spans, so both agree. A
+    start within half a span of the first row moves nothing. Tolerances: the read is the positions
+    rounded to counts (half a count), plus the rounding of q + span in double (span x 2^-52)."""
+    from host_tools.data.checks import counter_span, log_positions
+
+    t = np.arange(200) * 1e-3
+    q = np.column_stack([0.1 * np.sin(3 * t), 0.05 * t])
+    tau = np.column_stack([np.cos(t), 2 + t])
+    csv = tmp_path / "run.csv"
+    np.savetxt(csv, np.column_stack([t, q, tau]), delimiter=",", comments="", header="time,q1,q2,tau1,tau2")
+    span = counter_span(PLANAR2)
+    near = read_log(csv, PLANAR2, start_position=q[0] + [0.01, -0.02])
+    assert near.samples is not None and np.array_equal(near.samples.q, q)
+    turns = np.array([1.0, -1.0])
+    f = read_log(csv, PLANAR2, start_position=q[0] + turns * span + [0.01, -0.02])
+    assert f.samples is not None
+    rounding = np.max(span) * 2.0**-52
+    assert np.max(np.abs(f.samples.q - (q + turns * span))) <= rounding
+    count = 2 * np.pi / 16384  # rad: planar2's encoders
+    read = log_positions(PLANAR2, f.log, f.log.encoder_offset)
+    assert np.max(np.abs(read - f.samples.q)) <= count / 2 + 2 * rounding
