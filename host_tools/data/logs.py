@@ -8,8 +8,9 @@ Arrays (K samples, n joints):
   optional: motor_counts, motor_valid (K, n) · tau_cmd (K, n) the controller's output ·
   ground truth of simulated logs: q_true, qd_true, qdd_true (K, n), tau_ext_true (K, n),
   theta_true, thetad_true (K, n) an elastic arm's motors (link side) ·
-  collision_true (K,) bool · joint_names (n,) str and description_hash () str: the description it was
-  recorded for (fingerprint; another chain is refused, another hash of the same chain one notice) ·
+  collision_true (K,) bool · joint_names (n,) str, description_hash () str and robot_name () str: the
+  description it was recorded for (fingerprint; another chain is refused, another hash of the same
+  chain one notice; robot_name names it in the refusal, where ``robot`` is its C name) ·
   imported runs (host_tools.data.mat_logs): qd_hat_logged (K, n) the recording controller's own velocity
   estimate, tau_saturated (K, n) bool where the current reached its limit (tau only a bound),
   qd_recorded_<name> (K, n) other estimators' recorded outputs (Liu et al.'s Experiment 1: zero before
@@ -66,6 +67,7 @@ OPTIONAL = (
     "recorded_repeats",
     "joint_names",  # (n,) str: the chain the log was recorded for (its fingerprint, checked on reading)
     "description_hash",  # () str: description_hash of the description it was recorded for (a notice if it differs)
+    "robot_name",  # () str: that description's name (``robot`` is its C name: a long name is shortened)
     # (K, n) s^2: the recording loop's tracking error after a unit step of the desired acceleration
     # (host_tools.data.loop_response; manipgen record's computed torque + Kalman): the off_trajectory check
     # allows for its transients
@@ -117,11 +119,21 @@ def description_hash(robot: Robot) -> str:
 
 def fingerprint(robot: Robot) -> dict[str, np.ndarray]:
     """What a log records of the description it was recorded for (check_chain reads it back)."""
-    return {"joint_names": joint_names(robot), "description_hash": np.array(description_hash(robot))}
+    return {
+        "joint_names": joint_names(robot),
+        "description_hash": np.array(description_hash(robot)),
+        "robot_name": np.array(robot.name),
+    }
 
 
 class LogError(ValueError):
     """A log file that does not follow the format (names the file and the array)."""
+
+
+def recorded_for(log: Log) -> str:
+    """The name of the description ``log`` was recorded for: its ``robot_name`` where it records
+    one, else ``robot`` (the C name, a long name shortened)."""
+    return str(log.extra.get("robot_name", log.robot))
 
 
 def check_chain(log: Log, robot: Robot, where: str) -> None:
@@ -129,7 +141,7 @@ def check_chain(log: Log, robot: Robot, where: str) -> None:
     records them (two descriptions may share a name: a URDF's left and right arm are both "talos");
     one notice if the log records another description hash of the same chain."""
     if log.robot != robot.c_name:
-        raise LogError(f"{where}: robot: the log is of {log.robot}, not {robot.name}")
+        raise LogError(f"{where}: robot: the log is of {recorded_for(log)}, not {robot.name}")
     ours = [j.name for j in robot.joints]
     theirs = [str(v) for v in log.extra.get("joint_names", ours)]
     if theirs != ours:
@@ -236,6 +248,7 @@ class Log:
             "start_position": (n,),
             "joint_names": (n,),
             "description_hash": (),
+            "robot_name": (),
             "tau_sampled": (),
             "recorded_time": r,
             "recorded_repeats": r,

@@ -20,7 +20,7 @@ from host_tools.bindings.compiled import load
 from host_tools.bindings.loopback import SimulationError, simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.bindings.source import RobotSource
-from host_tools.data.logs import Log
+from host_tools.data.logs import Log, recorded_for
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.closed_loop import ClosedLoopModel, Loop
 from host_tools.identification.least_squares import one_blas_thread
@@ -95,7 +95,7 @@ def oe_data(robot: Robot, log: Log, drive_gain: np.ndarray | float = 1.0, source
     torque: G_tau = 1 when the log holds torques)."""
     rigid_only(robot)
     if log.robot != robot.c_name:
-        raise ValueError(f"{source}: the log is of robot {log.robot!r}, not {robot.name!r}")
+        raise ValueError(f"{source}: the log is of robot {recorded_for(log)!r}, not {robot.name!r}")
     if len(log) < 100:
         raise ValueError(f"{source}: {len(log)} samples; output-error identification needs a run of at least 100")
     q = positions(robot, log)

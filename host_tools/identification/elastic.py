@@ -30,7 +30,7 @@ from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import Realtime, load_rt
-from host_tools.data.logs import Log
+from host_tools.data.logs import Log, recorded_for
 from host_tools.identification.excitation import Excitation
 from host_tools.identification.least_squares import Fit, least_squares, model
 from host_tools.identification.paper_setups import KIRCHHOFF_IDENTIFICATION
@@ -97,7 +97,7 @@ def check_run(
     """A recorded run fits what it is used for: the robot (name, joints), its stage's excitation
     (robot, joints, stage, the desired motion it tracked) and enough periods -- one message naming it."""
     if log.robot != robot.c_name:
-        raise ValueError(f"{name} log: it is of robot {log.robot!r}, not {robot.name!r}")
+        raise ValueError(f"{name} log: it is of robot {recorded_for(log)!r}, not {robot.name!r}")
     if np.shape(log.counts)[1] != robot.dof:
         raise ValueError(f"{name} log: {np.shape(log.counts)[1]} joints, {robot.name} has {robot.dof}")
     if exc is None:

@@ -11,7 +11,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.data.checks import SETTLE, LogChecks
 from host_tools.data.csvdata import Samples
-from host_tools.data.logs import Log
+from host_tools.data.logs import Log, recorded_for
 
 if TYPE_CHECKING:  # the excitation design imports the trajectory splines (0.25 s)
     from host_tools.identification.excitation import Excitation
@@ -55,6 +55,6 @@ def check_inputs(robot: Robot, log: Log | Samples, exc: Excitation | None, valid
         raise ValueError(f"the excitation has {len(exc.q0)} joints, {robot.name} has {robot.dof}")
     for what, data in (("DATA", log), ("--validate", validate)):
         if isinstance(data, Log) and data.robot != robot.c_name:
-            raise ValueError(f"{what}: the log is of robot {data.robot!r}, not {robot.name!r}")
+            raise ValueError(f"{what}: the log is of robot {recorded_for(data)!r}, not {robot.name!r}")
         if data is not None and np.shape(data.tau)[1] != robot.dof:
             raise ValueError(f"{what}: {np.shape(data.tau)[1]} joints in the data, {robot.name} has {robot.dof}")

@@ -21,7 +21,7 @@ import numpy as np
 from codegen.blocks import findiff, kalman, linhg, nlhg, slimod
 from codegen.blocks.options import EstimatorChoice, estimator_choice, parse_estimator
 from host_tools.bindings.source import RobotSource
-from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log
+from host_tools.data.logs import RECORDED_PREFIX, REQUIRED, Log, recorded_for
 from host_tools.studies.evaluate import (
     ESTIMATORS,
     EstimatorRequest,
@@ -73,7 +73,7 @@ def setup_of(log: Log, gains: str, source: RobotSource) -> Setup:
     default), not one cpr that every joint must share."""
     robot = source.robot()
     if robot.c_name != log.robot:
-        raise ValueError(f"the log is of robot {log.robot!r}, the description is of {robot.name!r}")
+        raise ValueError(f"the log is of robot {recorded_for(log)!r}, the description is of {robot.name!r}")
     return Setup(
         source,
         resolution_mdeg=own_setup(robot)[0],  # the coarsest link-side resolution, as evaluate without --log

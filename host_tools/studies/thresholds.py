@@ -57,7 +57,7 @@ from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
 from host_tools.data.checks import LogChecks, with_settling
-from host_tools.data.logs import Log
+from host_tools.data.logs import Log, recorded_for
 from host_tools.data.measured import encoders
 from host_tools.identification.least_squares import model as identification_model
 
@@ -348,7 +348,7 @@ def replay_residual(
     if not skip >= 0:
         raise ValueError("skip must be >= 0")
     if log.robot != rt.name:
-        raise ValueError(f"the log is of robot {log.robot!r}, the pipeline is {rt.name!r}")
+        raise ValueError(f"the log is of robot {recorded_for(log)!r}, the pipeline is {rt.name!r}")
     if abs(log.sample_period - rt.sample_period) > 1e-9 * rt.sample_period:
         raise ValueError(
             f"the log is sampled every {log.sample_period:g} s, the pipeline runs every {rt.sample_period:g} s"

@@ -230,3 +230,8 @@ def test_a_robot_given_as_a_yaml_path_is_named_as_its_description_names_it(
         assert "b57e" not in r.stderr, r.stderr
     with pytest.raises(ValueError, match=r"the log is of robot 'planar2', not 'planar2_long_name'$"):
         check_inputs(robot, other, None, None)
+    # the other way: the long-named description's log read with planar2 names that description, not
+    # its C name (the log records the name beside the C name)
+    r = cli_in_process(capsys, "thresholds", "planar2", str(run))
+    assert r.returncode != 0 and "the log is of planar2_long_name, not planar2" in r.stderr, r.stderr
+    assert "b57e" not in r.stderr, r.stderr
