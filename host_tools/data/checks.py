@@ -126,7 +126,9 @@ class LogChecks:
         out = []
         for f in self.findings:
             who = "whole arm" if f.joint is None else f"joint {f.joint}"
-            text = f"{self.source}: {f.kind}: {who}: t = {f.t0:.3f}..{f.t1:.3f} s ({f.samples} samples)"
+            span = f"t = {f.t0:.3f} s" if f"{f.t0:.3f}" == f"{f.t1:.3f}" else f"t = {f.t0:.3f}..{f.t1:.3f} s"
+            count = "1 sample" if f.samples == 1 else f"{f.samples} samples"
+            text = f"{self.source}: {f.kind}: {who}: {span} ({count})"
             out.append(text + (f": {f.detail}" if f.detail else ""))
         return out
 

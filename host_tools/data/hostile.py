@@ -251,7 +251,7 @@ def _places(rng: np.random.Generator, k: int, ts: float, count: int, taken: list
     lo, hi, space = int(EDGE / ts), k - int(EDGE / ts) - 1, int(SPACING / ts)
     out: list[int] = []
     for _ in range(count):
-        for _try in range(1000):
+        for _try in range(1000 if hi > lo else 0):  # hi <= lo: no row is EDGE from both ends
             i = int(rng.integers(lo, hi))
             if all(abs(i - j) >= space for j in taken + out):
                 out.append(i)

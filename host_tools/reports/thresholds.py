@@ -267,8 +267,8 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
                 else f"{alarms} samples above a threshold (false alarms: lower --target, or raise --margin or --floor)"
             )
             + (
-                f", over the samples kept: {skipped}, flagged or next to a flagged one, were left out "
-                "(--keep-flagged checks them too)"
+                f" on the samples kept ({skipped} samples, flagged or next to a flagged one, were left out; "
+                "--keep-flagged checks them too)"
                 if skipped
                 else ""
             )

@@ -474,3 +474,18 @@ def test_record_says_how_many_rows_a_hostile_log_holds(tmp_path: Path, capsys: p
     assert rows == len(csv.read_text().splitlines()) - 1  # the header
     wrote = next(line for line in out.splitlines() if line.startswith("wrote "))
     assert all(int(k) == rows for k in re.findall(r"(\d+) samples", wrote)), wrote
+
+
+@pytest.mark.parametrize("seconds", ["1", "2"])
+def test_a_hostile_run_too_short_for_its_defects_is_one_clear_line(
+    seconds: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run shorter than twice the defects' distance from its ends (no row can take one) says so in
+    one line naming --duration, as a run with room for fewer defects than asked does (found by a
+    fresh-clone check: numpy's "low >= high" came through)."""
+    out = tmp_path / "short.npz"
+    capsys.readouterr()
+    assert main(["record", "planar2", "--hostile", "--duration", seconds, "--out", str(out)]) == 2
+    err = capsys.readouterr()
+    lines = [line for line in (err.out + err.err).splitlines() if line.startswith("manipgen: error:")]
+    assert len(lines) == 1 and "too short" in lines[0] and "--duration" in lines[0], err

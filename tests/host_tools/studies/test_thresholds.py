@@ -395,7 +395,7 @@ def test_the_check_line_says_what_was_left_out(tmp_path: Path, capsys: pytest.Ca
     r = cli_in_process(capsys, "thresholds", "planar2", str(free_path), "--check", str(other), *flags)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{other}: "))
-    assert "flagged or next to a flagged one, were left out (--keep-flagged checks them too)" in line, line
+    assert "flagged or next to a flagged one, were left out; --keep-flagged checks them too)" in line, line
     r = cli_in_process(capsys, "thresholds", "planar2", str(free_path), "--check", str(free_path), *flags)
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"{free_path}: "))
     assert r.returncode == 0 and "left out" not in line, line
