@@ -16,8 +16,8 @@ Printed, per route (the CSV; the same rows as a ROS 1 bag) and ``--velocity`` ch
 validation RMS sums over plain least squares' (the physical set `config_identified.json` carries,
 and the base fit), the worst joint's ratio, and the form each joint took; then thresholds (the
 defaults, and `--static`) designed on seed 11 and checked on seed 12, and each run split 60/40 in
-time (design on the first 60 %, check the rest): false-alarm samples, the worst max |r| / threshold,
-the sum of threshold_mean.
+time (design on the first 60 %, check the rest): the model `--model auto` kept (and the other's
+sum), false-alarm samples, the worst max |r| / threshold, the sum of threshold_mean.
 
     .venv/bin/python bench/identify_probes.py [--scale 1 2] [--out DIR]   # ~1 min per scale
 """
@@ -141,11 +141,12 @@ def threshold_rows(fit: Path, val: Path) -> list[str]:
         for flags in ((), ("--static",)):
             code, doc = _json("thresholds", ROBOT, str(design), "--check", str(check), *flags, "--json")
             if not doc:
-                rows.append(f"| {what} | {' '.join(flags) or 'default'} | failed ({code}) | | |")
+                rows.append(f"| {what} | {' '.join(flags) or 'default'} | | failed ({code}) | | |")
                 continue
-            c = doc["check"]
+            c, used, sums = doc["check"], doc["model"]["used"], doc["model"]["threshold_mean_sum"]
+            model = used + "".join(f"; {k} {v:.3f}" for k, v in sums.items() if k != used)
             rows.append(
-                f"| {what} | {' '.join(flags) or 'default'} | {sum(c['false_alarm_samples'])} | "
+                f"| {what} | {' '.join(flags) or 'default'} | {model} | {sum(c['false_alarm_samples'])} | "
                 f"{max(c['ratio']):.3f} | {sum(doc['threshold_mean']):.3f} |"
             )
     return rows
@@ -164,12 +165,12 @@ def main() -> None:
         print("| route | --velocity (used) | physical set / plain LS | base fit / plain LS | plain LS (N m) | forms |")
         print("| --- | --- | --: | --: | --: | --- |")
         print("\n".join(identify_rows(fit, val)))
-        print(f"\nthresholds (description's model), x {scale:g}\n")
+        print(f"\nthresholds (--model auto, the default: the model auto kept; the other's sum), x {scale:g}\n")
         print(
-            "| design -> check | thresholds | false-alarm samples | worst max abs r / threshold "
+            "| design -> check | thresholds | model | false-alarm samples | worst max abs r / threshold "
             "| sum threshold_mean (N m) |"
         )
-        print("| --- | --- | --: | --: | --: |")
+        print("| --- | --- | --- | --: | --: | --: |")
         print("\n".join(threshold_rows(fit, val)))
 
 

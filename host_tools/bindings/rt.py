@@ -101,25 +101,40 @@ def with_config_terms(robot: Robot, path: str | Path) -> Robot:
     """The robot with the friction terms (codegen.blocks.friction) a config JSON sets a non-zero
     coefficient for on some joint (identify's config_identified.json: the terms it chose), besides
     the description's: the description to generate a pipeline that takes that config."""
+    values = config_values(path)
+    try:
+        return with_friction_terms(robot, config_terms(values, robot.dof))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: config.{exc}") from None
+
+
+def config_values(path: str | Path) -> dict[str, Any]:
+    """The ``config`` fields of a config JSON (RtConfig.save's, identify's config_identified.json)."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         values = doc["config"]
         if not isinstance(values, dict):
             raise TypeError
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: cannot read the friction terms of a {CONFIG_FORMAT} JSON ({exc!r})") from None
-    extra: list[list[str]] = [[] for _ in range(robot.dof)]
+        raise ConfigError(f"{path}: cannot read the fields of a {CONFIG_FORMAT} JSON ({exc!r})") from None
+    return values
+
+
+def config_terms(values: dict[str, Any], dof: int) -> list[list[str]]:
+    """Per joint, the friction terms (codegen.blocks.friction) config fields ``values`` set a non-zero
+    coefficient for."""
+    extra: list[list[str]] = [[] for _ in range(dof)]
     for term in friction.TERMS.values():
         key = f"fric.{term.coefficient}"
         if key not in values:
             continue
         try:
-            v = np.broadcast_to(np.asarray(values[key], dtype=float), (robot.dof,))
+            v = np.broadcast_to(np.asarray(values[key], dtype=float), (dof,))
         except (TypeError, ValueError):
-            raise ConfigError(f"{path}: config.{key}: expected 1 or {robot.dof} numbers, got {values[key]!r}") from None
+            raise ConfigError(f"{key}: expected 1 or {dof} numbers, got {values[key]!r}") from None
         for j in np.flatnonzero(v):
             extra[j].append(term.name)
-    return with_friction_terms(robot, extra)
+    return extra
 
 
 class RtConfig:

@@ -208,7 +208,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace, robot: Robot, console: Console) -> IdentSettings | None:
     """The identification's settings from the options (None: refused, the reason printed)."""
-    from host_tools.identification.pipeline import COULOMB_SCALE_GRID, IdentSettings, fits_friction_terms
+    from host_tools.identification.pipeline import (
+        COULOMB_SCALE_GRID,
+        IdentSettings,
+        default_min_speed,
+        fits_friction_terms,
+    )
 
     fit_scales = bool(args.fit_coulomb_scale)
     terms = args.friction_terms
@@ -221,16 +226,13 @@ def _settings(args: argparse.Namespace, robot: Robot, console: Console) -> Ident
     if args.velocity == "recorded" and not recorded:
         console.print("manipgen: error: --velocity recorded: for a recorded run (no --excitation, not --synthetic)")
         return None
-    # a fitted tanh scale and the friction terms need the samples near rest, where they differ;
-    # a sign Coulomb column flips with the noise there, so it keeps the default
-    near_rest = fit_scales or (terms and robot.coulomb.model == "tanh")
     settings = IdentSettings(
         band=args.band,
         min_abs=args.min_abs,
         max_rsd=args.max_rsd,
         weighted=not args.ols,
         cutoff_q=args.cutoff_q,
-        min_speed=(0.0 if near_rest else IdentSettings.min_speed) if args.min_speed is None else args.min_speed,
+        min_speed=default_min_speed(robot, fit_scales, terms) if args.min_speed is None else args.min_speed,
         coulomb_scales=COULOMB_SCALE_GRID if fit_scales else (),
         friction_terms=terms,
         smooth_near_rest=args.min_speed is None,

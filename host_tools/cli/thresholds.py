@@ -10,10 +10,16 @@ from codegen.blocks import registry
 from host_tools.cli.generate import add_beyond_limits, add_robot_arguments, robot_of
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused, source_of
+from host_tools.studies.design_model import MODELS
 from host_tools.studies.thresholds import BLOCKS, TARGET
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from codegen.model.robot import Robot
+    from host_tools.bindings.rt import Realtime
+    from host_tools.studies.design_model import IdentifiedModel
+    from host_tools.studies.thresholds import Designed, DesignSettings, Recording
 
 HOUR = 3600.0  # s: --false-alarm-rate is a probability per hour of motion
 
@@ -42,6 +48,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     t.add_argument("--estimator", help="velocity estimator of the pipeline (default: the description's)")
     t.add_argument("--config", help="config JSON to start from (gains of the observer, encoders, model)")
+    t.add_argument(
+        "--model",
+        choices=MODELS,
+        default="auto",
+        help="the model the residual is computed with: the description's (or --config's model.params), or one "
+        "identified on the design run with identify's defaults, each held-out block's margin from a model "
+        "identified without it; auto (the default): both, keeping the lower sum of mean thresholds (the "
+        "description's with several design runs, --config's model.params, --static or a model-adaptive observer)",
+    )
     t.add_argument(
         "--margin",
         type=float,
@@ -123,21 +138,19 @@ def _options_refused(args: argparse.Namespace, console: Console) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from contextlib import nullcontext
-    from dataclasses import replace
     from pathlib import Path
 
     from rich.console import Console
 
     from codegen.blocks.options import OptionError
     from codegen.errors import DescriptionError
-    from host_tools.bindings.rt import ConfigError, load_rt, with_config_terms
-    from host_tools.bindings.source import PipelineSource
+    from host_tools.bindings.rt import ConfigError, with_config_terms
     from host_tools.data.checks import check_log
     from host_tools.data.formats import read_log
     from host_tools.data.logs import LogError
     from host_tools.reports.thresholds import document, plot, text
-    from host_tools.studies.thresholds import DesignSettings, Recording, design_on, tunable
+    from host_tools.studies.design_model import choose
+    from host_tools.studies.thresholds import DesignSettings, Recording
 
     console = Console(stderr=True, soft_wrap=True, markup=False)
     if scheduler_refused(args, console) or _options_refused(args, console):
@@ -158,30 +171,24 @@ def run(args: argparse.Namespace) -> int:
         robot = robot_of(args)
         if args.config:  # the friction terms it sets (identify's choice) are generated
             robot = with_config_terms(robot, args.config)
-        rt = load_rt(robot, estimator=args.estimator, observer=args.observer)
-        gain = tunable(rt) if args.tune else None
-        if args.config:
-            rt.config.load(args.config)
         recordings = []
         for path in [*args.data, *(args.check or ())]:
-            log = read_log(path, robot).log
-            recordings.append(Recording(log, check_log(log, robot, path, beyond_limits=args.beyond_limits)))
+            f = read_log(path, robot)
+            found = check_log(f.log, robot, path, beyond_limits=args.beyond_limits)
+            recordings.append(Recording(f.log, found, f.samples))
         data, checked = recordings[: len(args.data)], recordings[len(args.data) :]
         for r in recordings:
             for line in r.checks.lines():
                 console.print(f"manipgen: check: {line}")
-        with (
-            stage(console, f"tuning {gain.what} on the run ...") if gain else nullcontext(),
-            executor_for(args.scheduler if gain else None) as executor,
-        ):
-            pipeline = (  # the workers' pipelines with the config's friction terms too
-                None
-                if executor is None
-                else PipelineSource.of(
-                    replace(source_of(args), friction_terms=robot.friction_terms), args.estimator, args.observer
-                )
-            )
-            result = design_on(rt, data, settings, checked, executor, pipeline)
+        designs: dict[str, tuple[Designed, Realtime]] = {}
+        if args.model != "identified":  # first: its errors (a run that barely moves, ...) are the log's
+            designs["description"] = _design(args, robot, None, data, checked, settings, console)
+        described = designs.get("description")
+        identified, note = _identified(args, robot, data, settings, console, described and described[1])
+        if identified is not None:
+            designs["identified"] = _design(args, robot, identified, data, checked, settings, console)
+        choice = choose(args.model, {k: d for k, (d, _) in designs.items()}, identified, note)
+        result, rt = designs[choice.used]
         if args.plot:
             plot(result, Path(args.plot))
         if args.out:
@@ -192,15 +199,103 @@ def run(args: argparse.Namespace) -> int:
     # --check: false alarms on another run make the exit code 1 (the thresholds do not hold there)
     failed = 1 if result.false_alarms > 0 else 0
     if args.json:
-        print(json.dumps(document(result), indent=1))
+        print(json.dumps(document(result, choice), indent=1))
         return failed
     written = [
         (path, what)
         for path, what in (
-            (args.out, "config (det.threshold, kv, ka, ks, vs set; load it with rt.config.load)"),
+            (
+                args.out,
+                "config (det.threshold, kv, ka, ks, vs set; load it with rt.config.load)"
+                if choice.used == "description"
+                else "config (the model identified on the run -- model.params, its friction terms' fric.* -- and "
+                "det.threshold, kv, ka, ks, vs; generate the pipeline with --friction-from it, then load it)",
+            ),
             (args.plot, "residual plot"),
         )
         if path
     ]
-    print(text(result, written), end="")
+    print(text(result, written, choice), end="")
     return failed
+
+
+def _identified(
+    args: argparse.Namespace,
+    robot: Robot,
+    data: list[Recording],
+    settings: DesignSettings,
+    console: Console,
+    described: Realtime | None,
+) -> tuple[IdentifiedModel | None, str]:
+    """The model identified on the design run (--model identified, or auto beside the description's
+    pipeline ``described``), or None and why not."""
+    from host_tools.bindings.rt import config_values
+    from host_tools.studies.design_model import ADAPTIVE_NOTE, STATIC_NOTE, identify_for_design
+
+    if args.model == "description":
+        return None, ""
+    why = ""
+    observer = registry.observers().get(str(described.rt_manifest["observer"])) if described is not None else None
+    if observer is not None and observer.adaptive:
+        why = ADAPTIVE_NOTE
+    elif args.static and args.model == "auto":
+        why = STATIC_NOTE
+    elif len(data) > 1:
+        why = "several design runs: the model is identified on one run"
+    elif args.config and "model.params" in config_values(args.config):
+        why = f"--config {args.config} gives the model (model.params)"
+    if why:
+        if args.model == "identified":
+            raise ValueError(f"--model identified: {why}")
+        return None, why
+    try:
+        with stage(console, "identifying the model on the run ...") as status:
+            return identify_for_design(robot, data[0], settings, lambda s: status.update(s)), ""
+    except ValueError as err:
+        if args.model == "identified":
+            raise ValueError(f"--model identified: {err}") from None
+        console.print(f"manipgen: note: the description's model only: identification on the run failed: {err}")
+        return None, f"identification on the run failed: {err}"
+
+
+def _design(
+    args: argparse.Namespace,
+    robot: Robot,
+    identified: IdentifiedModel | None,
+    data: list[Recording],
+    checked: list[Recording],
+    settings: DesignSettings,
+    console: Console,
+) -> tuple[Designed, Realtime]:
+    """design_on with the description's model (``identified`` None) or the identified one (its
+    pipeline generated with every friction term its fits set); the pipeline with the design."""
+    from contextlib import nullcontext
+    from dataclasses import replace
+
+    from codegen.model.robot import with_friction_terms
+    from host_tools.bindings.rt import load_rt
+    from host_tools.bindings.source import PipelineSource
+    from host_tools.studies.thresholds import design_on, tunable
+
+    if identified is not None:
+        robot = with_friction_terms(robot, identified.terms)
+    rt = load_rt(robot, estimator=args.estimator, observer=args.observer)
+    gain = tunable(rt) if args.tune else None
+    if args.config:
+        rt.config.load(args.config)
+    if identified is not None:
+        for key, value in identified.config.items():
+            rt.config[key] = value
+    with (
+        stage(console, f"tuning {gain.what} on the run ...") if gain else nullcontext(),
+        executor_for(args.scheduler if gain else None) as executor,
+    ):
+        pipeline = (  # the workers' pipelines with the config's friction terms too
+            None
+            if executor is None
+            else PipelineSource.of(
+                replace(source_of(args), friction_terms=robot.friction_terms), args.estimator, args.observer
+            )
+        )
+        folds = None if identified is None else list(identified.folds)
+        return design_on(rt, data, settings, checked, executor, pipeline, folds), rt

@@ -81,6 +81,20 @@ def fits_friction_terms(robot: Robot, recorded: bool) -> bool:
     return recorded
 
 
+def default_min_speed(robot: Robot, fit_scales: bool, terms: bool) -> float:
+    """identify's --min-speed default: 0 with fitted tanh scales, or with the friction terms on a
+    tanh Coulomb description (both need the samples near rest, where they differ); a sign Coulomb
+    column flips with the noise there, so it keeps IdentSettings.min_speed."""
+    return 0.0 if fit_scales or (terms and robot.coulomb.model == "tanh") else IdentSettings.min_speed
+
+
+def recorded_run_settings(robot: Robot) -> IdentSettings:
+    """`manipgen identify`'s defaults for a recorded run (no excitation): the friction terms chosen
+    per joint and the velocity chosen on held-out blocks (auto)."""
+    terms = fits_friction_terms(robot, True)
+    return IdentSettings(min_speed=default_min_speed(robot, False, terms), friction_terms=terms, velocity="auto")
+
+
 def with_coulomb_scales(robot: Robot, scales: tuple[float, ...]) -> Robot:
     """The robot with smooth Coulomb friction tanh(qd_i / scales_i) (one scale, or one per joint)."""
     return replace(

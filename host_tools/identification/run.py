@@ -5,7 +5,7 @@ the loaded robot and logs; the result as numbers (host_tools.reports.identificat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -134,6 +134,26 @@ class IdentificationResult:
     seconds: float = 0.0
     # which velocity a recorded run used and why (choose_velocity), with the held-out figures
     velocity: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> dict[str, list[float]]:
+        """The identified model as the generated pipeline's run-time fields (runtime_config)."""
+        sel = self.reported.selection
+        terms = None if sel is None or self.terms_physical is None else sel.terms.runtime_config(self.terms_physical)
+        return runtime_config(self.robot, self.physical.standard, terms)
+
+
+def runtime_config(
+    robot: Robot, standard: Sequence[float] | np.ndarray, terms: dict[str, list[float]] | None = None
+) -> dict[str, list[float]]:
+    """An identified model's run-time fields (what config_identified.json sets): ``model.params``, the
+    standard parameters ``standard``; a tanh Coulomb model's ``model.coulomb_scale`` (``robot``'s:
+    fitted or the description's); the friction terms' ``fric.*`` fields ``terms``
+    (FrictionTerms.runtime_config)."""
+    out = {"model.params": [float(v) for v in standard]}
+    if robot.coulomb.model == "tanh":
+        out["model.coulomb_scale"] = [robot.coulomb.scale(i) for i in range(robot.dof)]
+    out.update(terms or {})
+    return out
 
 
 @dataclass

@@ -16,7 +16,7 @@ from codegen.model.robot import Robot
 from host_tools.identification.friction_terms import DAHL_LENGTHS, FOLDS, MIN_GAIN, SMOOTH_SCALES, STRIBECK_VELOCITIES
 from host_tools.identification.physical import PhysicalResult
 from host_tools.identification.pipeline import with_coulomb_scales
-from host_tools.identification.run import IdentificationResult
+from host_tools.identification.run import IdentificationResult, runtime_config
 from host_tools.identification.synthetic import NOISE_FLOOR_FACTOR, WELL_EXCITED_RSD, SyntheticResult
 from host_tools.reports import plots
 
@@ -244,11 +244,8 @@ def write(doc: dict[str, Any], arrays: dict[str, Any], robot: Robot, out: Path) 
         )
     # the description's generated C takes the identified model at run time: the parameters, the
     # Coulomb scales (fitted or the description's) and the friction terms
-    extra: dict[str, list[float]] = {}
-    if robot.coulomb.model == "tanh":
-        extra["model.coulomb_scale"] = [robot.coulomb.scale(i) for i in range(robot.dof)]
-    extra.update(doc.get("friction_terms", {}).get("runtime_config", {}))
-    written.append(write_params_config(robot, doc["identified_standard"], out / "config_identified.json", extra))
+    values = runtime_config(robot, doc["identified_standard"], doc.get("friction_terms", {}).get("runtime_config"))
+    written.append(write_params_config(robot, values.pop("model.params"), out / "config_identified.json", values))
     return written
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from host_tools.reports import plots
+from host_tools.studies.design_model import ModelChoice
 from host_tools.studies.thresholds import Check, Designed
 
 
@@ -100,13 +101,14 @@ def _check_doc(result: Designed) -> dict[str, object]:
     }
 
 
-def document(result: Designed) -> dict[str, object]:
-    """The JSON document."""
+def document(result: Designed, model: ModelChoice | None = None) -> dict[str, object]:
+    """The JSON document; ``model``: which model it was designed with, and why."""
     design, s = result.design, result.settings
     runs = [*result.data, *result.others]
     doc: dict[str, object] = {
         "robot": result.robot,
         "pipeline": result.pipeline,
+        **({"model": model.as_json()} if model is not None else {}),
         "data": [r.checks.source for r in result.data],
         "shape": "static" if s.static else "fitted",
         "margin": design.margin,
@@ -213,8 +215,25 @@ def _designed_line(result: Designed) -> str:
     )
 
 
-def text(result: Designed, written: list[tuple[str, str]]) -> str:
-    """The summary, the table per joint and the other run's verdict; ``written``: (path, what)."""
+def _model_line(model: ModelChoice) -> str:
+    """Which model the residual came from, the other's sum beside it."""
+    other = {k: v for k, v in model.sums.items() if k != model.used}
+    if model.used == "identified":
+        m = model.identified
+        assert m is not None
+        what = (
+            f"model: identified on the run ({m.velocity} velocity; each of the {len(m.folds)} held-out blocks' "
+            f"margin from a model identified without it; {m.seconds:.0f} s)"
+        )
+    else:
+        what = "model: the description's" + (" (--config's model.params)" if "--config" in model.note else "")
+    beside = "".join(f"; {k}: sum {v:.4g}" for k, v in other.items())
+    return what + beside + (f"; {model.note}" if model.note else "") + "\n"
+
+
+def text(result: Designed, written: list[tuple[str, str]], model: ModelChoice | None = None) -> str:
+    """The summary, the table per joint and the other run's verdict; ``written``: (path, what);
+    ``model``: which model it was designed with."""
     design, s = result.design, result.settings
     if design.margin_given:
         derived = "given (--margin)"
@@ -240,6 +259,7 @@ def text(result: Designed, written: list[tuple[str, str]]) -> str:
         + f": {derived}"
         + ("" if design.acceleration or s.static else "; the estimator gives no q-ddot: ka is moot (0)")
         + f"\n{_designed_line(result)}\n"
+        + ("" if model is None else _model_line(model))
         + (
             "its adaptation holds on its thresholds: designed twice, the second time (and checked) with the "
             "first thresholds acting on the hold, as the written config runs\n"

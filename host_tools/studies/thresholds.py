@@ -57,6 +57,7 @@ from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
 from host_tools.data.checks import LogChecks, with_settling
+from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, recorded_for
 from host_tools.data.measured import encoders
 from host_tools.identification.least_squares import model as identification_model
@@ -436,15 +437,20 @@ def design_across(
     exclude: list[np.ndarray | None] | None = None,
     exceedance: float | None = None,
     horizon: float | None = None,
+    folds: list[dict[str, Any]] | None = None,
 ) -> Thresholds:
     """Thresholds from one or several collision-free runs of the same pipeline: the envelope covers
     every run; with several, the margins come from each run held out in turn (the envelope fitted on
     the others, the held-out run's maxima on ``blocks`` blocks of it) -- the spread between runs, not
     only within one. ``exclude``: per run, as in design_thresholds. The result's residual, level and
-    times run along the runs one after the other."""
+    times run along the runs one after the other. ``folds`` (one run): per held-out block
+    (design_blocks), the config fields of a model fitted without it (host_tools.studies.design_model);
+    each block's held-out ratio is then taken on the residual of its own model."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not logs:
         raise ValueError("no run to design from")
+    if folds is not None and (len(logs) != 1 or len(folds) != blocks):
+        raise ValueError(f"folds: one run's models, one per held-out block ({blocks}), got {len(folds)}")
 
     def designed(acting: Thresholds | None) -> Thresholds:
         parts, left_out, k0s = [], [], []
@@ -454,6 +460,7 @@ def design_across(
             k0s.append(k0)
             left_out.append(~_used(len(log), k0, None if exclude is None else exclude[i]))
         left_out[0][: k0s[0]] = False  # the first run's start is design_from_outputs' k0; the others' are left out
+        crossed = None if folds is None else [_replayed_with(rt, values, logs[0], skip, acting) for values in folds]
         return design_from_outputs(
             {key: np.concatenate([o[key] for o in parts]) for key in ("r", "qd_hat", "qdd_hat")},
             k0s[0],
@@ -468,11 +475,29 @@ def design_across(
             exceedance=exceedance,
             horizon=horizon,
             run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
+            folds=crossed,
         )
 
     first = designed(None)
     # a holding observer: again, with the first thresholds acting on the hold (the module docstring)
     return designed(first) if holds(rt) else first
+
+
+Fold = tuple[np.ndarray, np.ndarray, np.ndarray]  # |r|, qd_hat, qdd_hat (used samples, n) of a block's own model
+
+
+def _replayed_with(
+    rt: Realtime, values: dict[str, Any], log: Log, skip: float, acting: Thresholds | None
+) -> dict[str, np.ndarray]:
+    """replay_residual's outputs with the config fields ``values`` in place; the config as it was after."""
+    saved = {k: np.array(rt.config[k], copy=True) for k in values if k in rt.config.keys()}
+    try:
+        for key, value in values.items():
+            rt.config[key] = value
+        return replay_residual(rt, log, skip, acting)[0]
+    finally:
+        for key, value in saved.items():
+            rt.config[key] = value
 
 
 def _fit_scale(
@@ -484,19 +509,50 @@ def _fit_scale(
     blocks: int,
     run: np.ndarray | None,
     held_out: bool = True,
+    folds: list[Fold] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At standstill scale ``vs``, per joint: the envelope's coefficients (n, 4) at margin 1, the
-    held-out ratios (units, n; ``held_out`` False: none, (0, n)) and the envelope's mean over the
-    samples (n,)."""
+    held-out ratios (units, n; ``held_out`` False: none, (0, n); ``folds``: cross-fitted,
+    _cross_fitted_ratios) and the envelope's mean over the samples (n,)."""
     n = r.shape[1]
     coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), [], np.zeros(n)
     low = MIN_STATIC * r.max(axis=0)
+
+    def shaped(v: np.ndarray, a: np.ndarray) -> np.ndarray:
+        return static_regressor(v, a, vs) if static else regressor(v, a, vs)
+
     for j in range(n):
-        x = static_regressor(qd[:, j], qdd[:, j], vs) if static else regressor(qd[:, j], qdd[:, j], vs)
+        x = shaped(qd[:, j], qdd[:, j])
         coef[j] = envelope(r[:, j], x, low[j])
-        ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run) if held_out else np.zeros(0))
+        if not held_out:
+            ratios.append(np.zeros(0))
+        elif folds is not None:
+            ratios.append(_cross_fitted_ratios([(f[0][:, j], shaped(f[1][:, j], f[2][:, j])) for f in folds], low[j]))
+        else:
+            ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
         means[j] = float(np.mean(x @ coef[j]))
     return coef, np.column_stack(ratios), means
+
+
+def _cross_fitted_ratios(folds: list[tuple[np.ndarray, np.ndarray]], low: float) -> np.ndarray:
+    """One joint's held-out ratios where each block's model was fitted without it (issue #44: a model
+    identified on the design run has seen every block, so its own residual there understates
+    another run's): ``folds``[b] = (|r|, regressor) over the used samples with block b's model; the
+    envelope fitted on that residual off block b (held_out_ratios' blocks), its largest ratio on
+    block b."""
+    out = []
+    for held, (r, x) in zip(np.array_split(np.arange(len(folds[0][0])), len(folds)), folds):
+        rest = np.ones(len(r), bool)
+        rest[held] = False
+        c = envelope(r[rest], x[rest], low)
+        out.append(np.max(r[held] / (x[held] @ c)))
+    return np.array(out)
+
+
+def design_blocks(k: int, k0: int, exclude: np.ndarray | None, blocks: int) -> list[np.ndarray]:
+    """One run's held-out blocks (held_out_ratios' groups) as sample indices of the run: its used
+    samples (from ``k0`` on, less ``exclude``) split into ``blocks`` contiguous parts."""
+    return np.array_split(np.flatnonzero(_used(k, k0, exclude)), blocks)
 
 
 def check_design_options(
@@ -576,6 +632,7 @@ def design_from_outputs(
     run: np.ndarray | None = None,
     least: np.ndarray | None = None,
     held_out: bool = True,
+    folds: list[dict[str, np.ndarray]] | None = None,
 ) -> Thresholds:
     """design_thresholds on a pipeline's outputs already computed (``r``, ``qd_hat``, ``qdd_hat``,
     (K, n) each, e.g. of a closed-loop simulation), the samples from ``k0`` on; ``static_vs``: the
@@ -586,10 +643,13 @@ def design_from_outputs(
     runs concatenated in ``outs`` (each held out in turn, held_out_ratios). ``least``: (n,) the
     static part's lowest value per joint (count_floor), after the margin and ``floor``. ``held_out``
     False, with a ``margin`` given: the held-out ratios, which only report then, are not computed
-    (eight envelope fits per joint; Thresholds.held_out is (0, n))."""
+    (eight envelope fits per joint; Thresholds.held_out is (0, n)). ``folds``: one run's outputs
+    with each block's own model, one per block (design_across), for cross-fitted held-out ratios."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not held_out and margin is None:
         raise ValueError("held_out=False needs a margin: a derived margin comes from the held-out ratios")
+    if folds is not None and (run is not None or len(folds) != blocks):
+        raise ValueError(f"folds: one run's outputs per held-out block ({blocks}), got {len(folds)}")
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
     if use.sum() < 2 * blocks * (1 if run is None else len(np.unique(run))):
@@ -601,9 +661,13 @@ def design_from_outputs(
     worst = r.max(axis=0)
     block_seconds = len(r) / (blocks * (1 if labels is None else len(np.unique(labels)))) * sample_period
     span = blocks * block_seconds if horizon is None else horizon
+    crossed: list[Fold] | None = None
+    if folds is not None:
+        parts = [[np.asarray(f[k], float)[use] for k in ("r", "qd_hat", "qdd_hat")] for f in folds]
+        crossed = [(np.abs(r_f), qd_f, qdd_f) for r_f, qd_f, qdd_f in parts]
     fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (units, n), margins)
     for vs in (static_vs,) if static else STANDSTILL_SCALES:
-        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels, held_out)
+        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels, held_out, crossed)
         if margin is not None:
             m = np.full(n, margin)
         elif exceedance is None:
@@ -807,10 +871,12 @@ def gain_objective(
 
 @dataclass(frozen=True)
 class Recording:
-    """A collision-free log and its input checks (``checks.source``: where it came from)."""
+    """A collision-free log and its input checks (``checks.source``: where it came from); ``samples``:
+    a CSV's or a bag's own rows (what identify fits: host_tools.data.formats.FileLog), else None."""
 
     log: Log
     checks: LogChecks
+    samples: Samples | None = None
 
 
 @dataclass(frozen=True)
@@ -860,12 +926,14 @@ def design_on(
     other: Recording | list[Recording] | None = None,
     executor: Executor | None = None,
     pipeline: PipelineSource | None = None,
+    folds: list[dict[str, Any]] | None = None,
 ) -> Designed:
     """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain on the first run,
     tune_observer) the thresholds of ``data`` (one run: design_thresholds; several: design_across,
     each held out in turn), checked on each run of ``other`` (check_thresholds); the flagged
     samples and 0.5 s around them left out (the residual and the estimator carry them on) unless
-    ``keep_flagged``. The design (and the tuned gain) is left in ``rt.config``; errors name the run."""
+    ``keep_flagged``. The design (and the tuned gain) is left in ``rt.config``; errors name the run.
+    ``folds``: design_across's (one run; its blocks are design_blocks of these settings)."""
     s = settings
     runs = [data] if isinstance(data, Recording) else list(data)
     others = [] if other is None else [other] if isinstance(other, Recording) else list(other)
@@ -888,6 +956,7 @@ def design_on(
             exclude=leave_out[: len(runs)],
             exceedance=s.exceedance,
             horizon=s.horizon,
+            folds=folds,
         )
     except ValueError as err:
         raise ValueError(f"{', '.join(r.checks.source for r in runs)}: {err}") from None

@@ -103,7 +103,9 @@ UR5_FALSE_ALARMS = (
     "(duration / 3: every joint comes to rest with the sine's full acceleration, which then steps to 0). "
     "There the default Kalman filter (Q = 10) overshoots through zero, and the steep tanh(qd / 0.02) "
     "Coulomb turns that into up to FC / 2. Seed 1's own such instant lies within the 0.5 s left out around "
-    "a planted repeat, so the design never sees it; docs/realtime.md, 'Hostile logs'"
+    "a planted repeat, so the design never sees it. Since 2026-11-30 the default (--model auto) designs with "
+    "the model identified on seed 1: 1.5, 5.7, 5.5, 2.9, 3.7 on joints 2-6, the same events; docs/realtime.md, "
+    "'Hostile logs'"
 )
 
 

@@ -1,0 +1,170 @@
+"""The model `manipgen thresholds` designs with (host_tools.studies.design_model, issue #44): held-out
+ratios cross-fitted (each block's ratio on the residual of a model fitted without it), the
+identification run once per held-out block without that block, and the choice between the
+description's and the identified model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from codegen.model.description import load_robot
+from host_tools.bindings.loopback import simulate
+from host_tools.bindings.rt import load_rt, with_config_terms
+from host_tools.cli import main
+from host_tools.data.checks import check_log, with_settling
+from host_tools.data.trajectories import generated_trajectory
+from host_tools.studies import design_model
+from host_tools.studies.thresholds import DesignSettings, Recording, design_blocks, design_from_outputs
+
+BLOCKS = 4
+
+
+def _outputs(k: int = 2000, n: int = 2, seed: int = 0) -> dict[str, np.ndarray]:
+    """A residual and estimates of the shape a pipeline gives (smooth motion, noisy residual)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(k) * 1e-3
+    qd = np.column_stack([np.sin(2 * np.pi * (0.7 + 0.3 * j) * t) for j in range(n)])
+    qdd = np.gradient(qd, t, axis=0)
+    r = 0.2 * rng.standard_normal((k, n)) + 0.3 * np.abs(qd)
+    return {"r": r, "qd_hat": qd, "qdd_hat": qdd}
+
+
+def test_each_blocks_ratio_comes_from_its_own_models_residual() -> None:
+    """With every block's model the run's own (folds all the same outputs) the cross-fitted ratios are
+    the held-out ratios, bit for bit: the same blocks, the same fits. A fold whose residual is three
+    times larger on its own block moves that block's ratio about threefold and no other block's."""
+    outs = _outputs()
+    plain = design_from_outputs(outs, 100, 1e-3, blocks=BLOCKS)
+    same = design_from_outputs(outs, 100, 1e-3, blocks=BLOCKS, folds=[outs] * BLOCKS)
+    np.testing.assert_array_equal(same.held_out, plain.held_out)
+    np.testing.assert_array_equal(same.threshold, plain.threshold)
+    held = design_blocks(len(outs["r"]), 100, None, BLOCKS)[2]
+    louder = {**outs, "r": outs["r"].copy()}
+    louder["r"][held] *= 3.0
+    folds = [outs, outs, louder, outs]
+    crossed = design_from_outputs(outs, 100, 1e-3, blocks=BLOCKS, folds=folds)
+    np.testing.assert_array_equal(np.delete(crossed.held_out, 2, axis=0), np.delete(plain.held_out, 2, axis=0))
+    np.testing.assert_allclose(crossed.held_out[2], 3.0 * plain.held_out[2], rtol=0.05)
+    # the thresholds are the run's own model's envelope, with the cross-fitted margin
+    np.testing.assert_allclose(crossed.threshold / crossed.margins, plain.threshold / plain.margins, rtol=1e-12)
+    assert crossed.margin > plain.margin
+    with pytest.raises(ValueError, match="one run's outputs per held-out block"):
+        design_from_outputs(outs, 100, 1e-3, blocks=BLOCKS, folds=[outs] * 3)
+
+
+@dataclass
+class _Fit:
+    """What identify_for_design reads of an identification."""
+
+    values: dict[str, Any]
+
+    def config(self) -> dict[str, Any]:
+        return self.values
+
+    reported = SimpleNamespace(selection=None, names=[])
+    velocity = {"used": "estimate"}
+    settings = SimpleNamespace(velocity="auto")
+
+
+def _record(tmp_path: Path, seconds: float = 6.0, seed: int = 4) -> Recording:
+    robot = load_robot("planar2")
+    rt = load_rt("planar2", estimator="kalman", observer="momentum", controller="computed_torque")
+    rt.config["det.reaction"] = 0
+    traj = generated_trajectory(robot, seconds, rt.sample_period, seed=seed, speed=0.2)
+    log = simulate(rt, traj).log
+    return Recording(log, check_log(log, robot, "free.npz"))
+
+
+def test_the_identification_leaves_each_held_out_block_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """identify_for_design fits the whole run (its flagged samples left out) and then once per
+    held-out block of the design (design_blocks, the samples the thresholds hold out) with that block
+    left out too; the pipeline's friction terms are every term any of the fits sets."""
+    run = _record(tmp_path)
+    flagged = np.zeros(len(run.log), bool)
+    flagged[3000:3050] = True  # as the input checks would flag them
+    run = replace(run, checks=replace(run.checks, flagged=flagged))
+    seen: list[np.ndarray] = []
+
+    def spy(robot: Any, data: Any, exc: Any, validate: Any, settings: Any, checks: Any) -> _Fit:
+        seen.append(checks.left_out(checks.data).copy())
+        fold = len(seen) - 2  # -1: the whole run
+        stribeck = [0.0, 0.0]
+        if fold >= 0:
+            stribeck[fold % 2] = 1.0 + fold  # fold b sets a Stribeck term on joint b mod 2
+        return _Fit({"model.params": [0.0], "fric.fs": stribeck})
+
+    monkeypatch.setattr(design_model, "identify_run", spy)
+    settings = DesignSettings(blocks=BLOCKS, skip=0.5)
+    model = design_model.identify_for_design(load_robot("planar2"), run, settings)
+    blocks = design_blocks(len(run.log), 500, with_settling(flagged, run.log.sample_period), BLOCKS)
+    assert len(seen) == 1 + BLOCKS and len(model.folds) == BLOCKS
+    np.testing.assert_array_equal(seen[0], flagged)
+    for b, mask in enumerate(seen[1:]):
+        expected = flagged.copy()
+        expected[blocks[b]] = True
+        np.testing.assert_array_equal(mask, expected)
+    assert model.terms == (("stribeck",), ("stribeck",)) and model.velocity == "estimate"
+
+
+def test_thresholds_with_the_identified_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`thresholds --model identified` designs with the model identified on the run; the config it
+    writes loads into the pipeline generated with its friction terms (--friction-from) and sets the
+    designed thresholds and the identified parameters; auto keeps the design with the lower sum and
+    says so; a config that gives the model, or several design runs, leave auto with the
+    description's model (and --model identified with one clear error)."""
+    run, other = _record(tmp_path), _record(tmp_path, seed=9)
+    free, check = run.log.save(tmp_path / "free.npz"), other.log.save(tmp_path / "other.npz")
+    out = tmp_path / "cfg.json"
+    args = ["thresholds", "planar2", str(free), "--check", str(check), "--json"]
+    assert main([*args, "--model", "identified", "--out", str(out)]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["used"] == "identified" and set(doc["model"]["threshold_mean_sum"]) == {"identified"}
+    assert doc["model"]["identified"]["held_out_fits"] == doc["margin_from"]["blocks"]
+    rt = load_rt(with_config_terms(load_robot("planar2"), out))
+    rt.config.load(out)
+    for key in ("threshold", "kv", "ka", "ks", "vs"):
+        np.testing.assert_array_equal(rt.config[f"det.{key}"], doc[key])
+    assert not np.array_equal(rt.config["model.params"], load_robot("planar2").standard_parameters())
+    assert main(args) in (0, 1)
+    auto = json.loads(capsys.readouterr().out)
+    sums = auto["model"]["threshold_mean_sum"]
+    assert set(sums) == {"description", "identified"} and auto["model"]["used"] == min(sums, key=sums.get)
+    assert sum(auto["threshold_mean"]) == sums[auto["model"]["used"]]
+    assert main([*args, "--config", str(out)]) in (0, 1)
+    given = json.loads(capsys.readouterr().out)
+    assert given["model"]["used"] == "description" and "--config" in given["model"]["note"]
+    assert main(["thresholds", "planar2", str(free), str(check), "--model", "identified"]) == 2
+    err = capsys.readouterr().err
+    assert "several design runs" in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert main([*args, "--static"]) in (0, 1)
+    static = json.loads(capsys.readouterr().out)
+    assert static["model"]["used"] == "description" and static["model"]["note"] == design_model.STATIC_NOTE
+
+
+def test_a_failed_identification_leaves_auto_with_the_description(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run the identification cannot fit (numpy's bare "Singular matrix" here): auto designs with the
+    description's model and says why, naming which fit failed; --model identified is one clear error."""
+
+    def singular(*args: Any, **kwargs: Any) -> None:
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(design_model, "identify_run", singular)
+    free = _record(tmp_path).log.save(tmp_path / "free.npz")
+    assert main(["thresholds", "planar2", str(free), "--json"]) == 0
+    captured = capsys.readouterr()
+    model = json.loads(captured.out)["model"]
+    assert model["used"] == "description" and set(model["threshold_mean_sum"]) == {"description"}
+    assert "identifying the whole run: Singular matrix" in model["note"]
+    assert captured.err.count("manipgen: note:") == 1, captured.err
+    assert main(["thresholds", "planar2", str(free), "--model", "identified"]) == 2
+    err = capsys.readouterr().err
+    assert "--model identified: identifying the whole run: Singular matrix" in err and "Traceback" not in err, err
