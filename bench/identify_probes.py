@@ -19,7 +19,7 @@ defaults, and `--static`) designed on seed 11 and checked on seed 12, and each r
 time (design on the first 60 %, check the rest): the model `--model auto` kept (and the other's
 sum), false-alarm samples, the worst max |r| / threshold, the sum of threshold_mean.
 
-    .venv/bin/python bench/identify_probes.py [--scale 1 2] [--out DIR]   # ~1 min per scale
+    .venv/bin/python bench/identify_probes.py [--scale 1 2] [--out DIR]   # ~2 min per scale
 """
 
 from __future__ import annotations
