@@ -21,7 +21,8 @@ from host_tools.cli import main
 from host_tools.data.checks import check_log, with_settling
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.studies import design_model
-from host_tools.studies.thresholds import DesignSettings, Recording, design_blocks, design_from_outputs
+from host_tools.studies import thresholds as thresholds_study
+from host_tools.studies.thresholds import DesignSettings, Recording, design_across, design_blocks, design_from_outputs
 
 BLOCKS = 4
 
@@ -111,9 +112,35 @@ def test_the_identification_leaves_each_held_out_block_out(tmp_path: Path, monke
         expected[blocks[b]] = True
         np.testing.assert_array_equal(mask, expected)
     assert model.terms == (("stribeck",), ("stribeck",)) and model.velocity == "estimate"
+    # the models in the blocks' order: block b's is the one fitted without block b
+    assert [f["fric.fs"] for f in model.folds] == [[1.0, 0.0], [0.0, 2.0], [3.0, 0.0], [0.0, 4.0]]
 
 
-def test_thresholds_with_the_identified_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_design_across_replays_each_block_with_its_model_and_restores_the_config(tmp_path: Path) -> None:
+    """design_across(folds=...) replays the run once per fold's model: folds that are the pipeline's
+    own model give the held-out ratios bit for bit, a wrong model on the last block raises that
+    block's ratios and no other's; the config is as it was after (fields of friction terms the
+    pipeline lacks, 0 here, are accepted and change nothing)."""
+    run = _record(tmp_path)
+    rt = load_rt(load_robot("planar2"))
+    params = np.array(rt.config["model.params"], copy=True)
+    own = {"model.params": params.tolist(), "fric.fs": [0.0, 0.0], "fric.stribeck_velocity": [0.1, 0.1]}
+    wrong = {**own, "model.params": (1.5 * params).tolist()}
+    plain = design_across(rt, [run.log], blocks=BLOCKS)
+    same = design_across(rt, [run.log], blocks=BLOCKS, folds=[own] * BLOCKS)
+    np.testing.assert_array_equal(same.held_out, plain.held_out)
+    crossed = design_across(rt, [run.log], blocks=BLOCKS, folds=[own] * (BLOCKS - 1) + [wrong])
+    np.testing.assert_array_equal(crossed.held_out[:-1], plain.held_out[:-1])
+    assert np.all(crossed.held_out[-1] > plain.held_out[-1]), (crossed.held_out, plain.held_out)
+    np.testing.assert_array_equal(rt.config["model.params"], params)
+    np.testing.assert_array_equal(
+        design_across(rt, [run.log], blocks=BLOCKS).held_out, plain.held_out
+    )  # and the next design is the run's own model's again
+
+
+def test_thresholds_with_the_identified_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`thresholds --model identified` designs with the model identified on the run; the config it
     writes loads into the pipeline generated with its friction terms (--friction-from) and sets the
     designed thresholds and the identified parameters; auto keeps the design with the lower sum and
@@ -123,8 +150,17 @@ def test_thresholds_with_the_identified_model(tmp_path: Path, capsys: pytest.Cap
     free, check = run.log.save(tmp_path / "free.npz"), other.log.save(tmp_path / "other.npz")
     out = tmp_path / "cfg.json"
     args = ["thresholds", "planar2", str(free), "--check", str(check), "--json"]
+    folds_given: list[Any] = []
+
+    def across(*a: Any, **kw: Any) -> Any:
+        folds_given.append(kw.get("folds"))
+        return design_across(*a, **kw)
+
+    monkeypatch.setattr(thresholds_study, "design_across", across)
     assert main([*args, "--model", "identified", "--out", str(out)]) in (0, 1)
     doc = json.loads(capsys.readouterr().out)
+    # the identified design takes its margin from the held-out blocks' own models
+    assert len(folds_given) == 1 and folds_given[0] is not None and len(folds_given[0]) == doc["margin_from"]["blocks"]
     assert doc["model"]["used"] == "identified" and set(doc["model"]["threshold_mean_sum"]) == {"identified"}
     assert doc["model"]["identified"]["held_out_fits"] == doc["margin_from"]["blocks"]
     rt = load_rt(with_config_terms(load_robot("planar2"), out))
@@ -168,3 +204,17 @@ def test_a_failed_identification_leaves_auto_with_the_description(
     assert main(["thresholds", "planar2", str(free), "--model", "identified"]) == 2
     err = capsys.readouterr().err
     assert "--model identified: identifying the whole run: Singular matrix" in err and "Traceback" not in err, err
+
+
+def test_auto_keeps_the_lower_sum() -> None:
+    """choose: auto keeps the design with the lower sum of mean thresholds, the description's on a
+    tie; an asked model is kept whatever its sum."""
+
+    def designed(means: list[float]) -> Any:
+        return SimpleNamespace(design=SimpleNamespace(threshold_mean=np.array(means), margin=1.2))
+
+    low, high = designed([1.0, 2.0]), designed([2.0, 2.0])
+    assert design_model.choose("auto", {"description": high, "identified": low}, None, "").used == "identified"
+    assert design_model.choose("auto", {"description": low, "identified": high}, None, "").used == "description"
+    assert design_model.choose("auto", {"identified": low, "description": low}, None, "").used == "description"
+    assert design_model.choose("identified", {"identified": high}, None, "").used == "identified"
