@@ -84,7 +84,12 @@ SETTLE = 0.5
 def with_settling(flagged: np.ndarray, sample_period: float, seconds: float = SETTLE) -> np.ndarray:
     """(K,) bool: the flagged samples and those within ``seconds`` of one."""
     w = int(round(seconds / sample_period))
-    return np.convolve(np.asarray(flagged, float), np.ones(2 * w + 1), mode="same") > 0.5
+    f = np.asarray(flagged, bool)
+    # a running count over 2 w + 1 samples (np.convolve's "same" is as long as the longer of the
+    # two: a log shorter than the window would get a mask of the window's length)
+    count = np.concatenate([[0], np.cumsum(f)])
+    k = np.arange(len(f))
+    return count[np.minimum(k + w + 1, len(f))] - count[np.maximum(k - w, 0)] > 0
 
 
 @dataclass(frozen=True)

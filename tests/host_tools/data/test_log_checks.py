@@ -23,6 +23,7 @@ from host_tools.data.checks import (
     encoder_offsets,
     require_absolute_positions,
     start_offsets,
+    with_settling,
     with_start_position,
 )
 from host_tools.data.logs import Log, LogError
@@ -522,3 +523,17 @@ def test_imported_and_recorded_logs_carry_their_chain(tmp_path: Path) -> None:
     )
     saved = Log.load(tmp_path / "a.npz")
     assert [str(v) for v in saved.extra["joint_names"]] == [j.name for j in robot.joints]
+
+
+def test_the_settling_mask_is_as_long_as_the_log() -> None:
+    """with_settling: the flagged samples and those within 0.5 s, one per sample of the log, a log
+    shorter than the 1 s window too (numpy's convolve gave the window's length: `thresholds` on a
+    0.8 s log said "exclude: expected a (800,) mask of samples, got shape (1001,)")."""
+    for k in (3, 800, 1000, 1001, 5000):
+        flagged = np.zeros(k, bool)
+        flagged[k // 2] = True
+        mask = with_settling(flagged, 1e-3)
+        assert mask.shape == (k,)
+        near = np.abs(np.arange(k) - k // 2) <= 500
+        np.testing.assert_array_equal(mask, near)
+    assert not with_settling(np.zeros(800, bool), 1e-3).any()
