@@ -55,7 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the model the residual is computed with: the description's (or --config's model.params), or one "
         "identified on the design run with identify's defaults, each held-out block's margin from a model "
         "identified without it; auto (the default): both, keeping the lower sum of mean thresholds (the "
-        "description's with several design runs, --config's model.params, --static or a model-adaptive observer)",
+        "description's with several design runs, --config's model.params, --static, a model-adaptive observer or "
+        "series-elastic joints)",
     )
     t.add_argument(
         "--margin",
@@ -236,7 +237,9 @@ def _identified(
         return None, ""
     why = ""
     observer = registry.observers().get(str(described.rt_manifest["observer"])) if described is not None else None
-    if observer is not None and observer.adaptive:
+    if robot.elastic:
+        why = "series-elastic joints: identify's rigid model reads the links' torque, such a log holds the motors'"
+    elif observer is not None and observer.adaptive:
         why = ADAPTIVE_NOTE
     elif args.static and args.model == "auto":
         why = STATIC_NOTE

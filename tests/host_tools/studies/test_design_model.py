@@ -218,3 +218,23 @@ def test_auto_keeps_the_lower_sum() -> None:
     assert design_model.choose("auto", {"description": low, "identified": high}, None, "").used == "description"
     assert design_model.choose("auto", {"identified": low, "description": low}, None, "").used == "description"
     assert design_model.choose("identified", {"identified": high}, None, "").used == "identified"
+
+
+def test_an_elastic_arm_keeps_the_description_without_trying(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A series-elastic arm's log holds the motors' torque, which identify's rigid model cannot read:
+    auto keeps the description's model and says why, without a note of a failed identification."""
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("identified an elastic arm's log")
+
+    monkeypatch.setattr(design_model, "identify_run", never)
+    log = tmp_path / "elastic.npz"
+    assert main(["record", "biorob4", "--duration", "4", "--out", str(log)]) == 0
+    capsys.readouterr()
+    assert main(["thresholds", "biorob4", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    model = json.loads(captured.out)["model"]
+    assert model["used"] == "description" and "series-elastic" in model["note"], model
+    assert "note:" not in captured.err, captured.err
