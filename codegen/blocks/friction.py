@@ -2,7 +2,7 @@
 shape parameters (chosen per joint and fitted by ``manipgen identify`` on a recorded run, issue #24;
 docs/identification.md):
 
-  tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2) + FT tanh(qd_hat / v_t)
+  tau_f = FD z + FL |g(q_hat)| z_L + FS c(qd_hat) exp(-(qd_hat / v_s)^2) + FT tanh(qd_hat / v_t) + FO
 
 - z, z_L: position-domain (Dahl) states per joint with lengths ``dahl_length``,
   ``load_dahl_length``: after a position step dq, z <- sgn(dq) - (sgn(dq) - z) exp(-|dq| / length),
@@ -19,7 +19,10 @@ docs/identification.md):
 - FT tanh(qd_hat / v_t): a smooth Coulomb term with its own scale ``smooth_scale``, beside the
   description's Coulomb shape: a joint whose friction rises through zero velocity over v_t (a
   sigmoid friction model; identification chooses v_t where the data ask for it whatever the
-  description's shape says, issue #44).
+  description's shape says, issue #44);
+- FO: a constant offset torque (asymmetric Coulomb friction, or a torque sensor's offset) on a joint
+  whose description identifies no FO of its own (identification offers it only there); it has no
+  shape parameter.
 
 Generated per joint for the terms the description declares (``friction:``, Robot.friction_terms;
 ``manipgen generate --friction-from CONFIG`` adds those an identified config sets): a joint's
@@ -59,12 +62,17 @@ class Term:
     name: str  # as the description's friction: section names it (FRICTION_TERMS)
     title: str
     coefficient: str
-    shape: str
+    shape: str  # its shape parameter ('' = none: the offset)
     shape_doc: str
     shape_default: float
     state: str = ""  # its Dahl state ('' = none)
     coefficient_doc: str = ""
     state_doc: str = ""
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Its run-time config fields: the coefficient, and the shape parameter if it has one."""
+        return (self.coefficient, self.shape) if self.shape else (self.coefficient,)
 
 
 TERMS = {
@@ -110,10 +118,19 @@ TERMS = {
             SMOOTH_SCALE,
             coefficient_doc=f"FT: the smooth Coulomb term's coefficient ({UNIT})",
         ),
+        Term(
+            "offset",
+            "offset",
+            "fo",
+            "",
+            "",
+            0.0,
+            coefficient_doc=f"FO: a constant offset torque ({UNIT})",
+        ),
     )
 }
 assert tuple(TERMS) == FRICTION_TERMS
-FIELDS = frozenset(f"fric.{k}" for t in TERMS.values() for k in (t.coefficient, t.shape))  # every term's
+FIELDS = frozenset(f"fric.{k}" for t in TERMS.values() for k in t.fields)  # every term's
 
 
 def missing(term: str) -> str:
@@ -145,8 +162,11 @@ def _torque(ctx: Ctx, syms: dict[str, cs.SX], dq: cs.SX, pi: cs.SX) -> tuple[cs.
         tau_j = cs.SX(0)
         for name in robot.terms_of(j):
             t = TERMS[name]
-            coef, shape = syms[t.coefficient][j], syms[t.shape][j]
-            if t.state:
+            coef = syms[t.coefficient][j]
+            shape = syms[t.shape][j] if t.shape else coef
+            if name == "offset":
+                tau_j += coef
+            elif t.state:
                 updated[t.state][j] = dahl_step(syms[t.state][j], dq[j], shape)
                 tau_j += coef * updated[t.state][j] * (load[j] if name == "load" else 1)
             elif name == "smooth":
@@ -163,7 +183,7 @@ def build(ctx: Ctx) -> Block:
     used = [t for t in TERMS.values() if any(t.name in robot.terms_of(j) for j in range(n))]
     states = [t.state for t in used if t.state]
     syms = {k: ctx.sym(k) for k in ("q", "q_hat", "qd_hat", "q_last", *states)}
-    syms |= {k: ctx.sym(k) for t in used for k in (t.coefficient, t.shape)}
+    syms |= {k: ctx.sym(k) for t in used for k in t.fields}
     tau, updated = _torque(ctx, syms, syms["q"] - syms["q_last"], pi)
     position = [("out.q", syms["q"])] if states else []
     last = [("st.fric.q_last", syms["q_last"])] if states else []
@@ -175,11 +195,7 @@ def build(ctx: Ctx) -> Block:
             ("out.qd_hat", syms["qd_hat"]),
             *last,
             *((f"st.fric.{s}", syms[s]) for s in states),
-            *(
-                b
-                for t in used
-                for b in ((f"cfg.fric.{t.coefficient}", syms[t.coefficient]), (f"cfg.fric.{t.shape}", syms[t.shape]))
-            ),
+            *((f"cfg.fric.{k}", syms[k]) for t in used for k in t.fields),
             *model,
         ],
         [
@@ -195,7 +211,8 @@ def build(ctx: Ctx) -> Block:
         config.append(
             Field(t.coefficient, "real", (n,), t.coefficient_doc, (0.0,) * n, unused=unused, unused_why=missing(t.name))
         )
-        config.append(Field(t.shape, "real", (n,), t.shape_doc, (t.shape_default,) * n, low=0.0, low_open=True))
+        if t.shape:
+            config.append(Field(t.shape, "real", (n,), t.shape_doc, (t.shape_default,) * n, low=0.0, low_open=True))
     state = [Field("q_last", "real", (n,), "encoder position of the last sample")] if states else []
     state += [Field(t.state, "real", (n,), t.state_doc) for t in used if t.state]
     return Block(

@@ -145,7 +145,7 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
 # codegen.blocks.friction generates each with run-time coefficients): position-domain (Dahl),
 # load-dependent (Dahl times the gravity torque), Stribeck friction and a smooth Coulomb term
 # FT tanh(qd / v_t) beside the description's own Coulomb shape
-FRICTION_TERMS = ("dahl", "load", "stribeck", "smooth")
+FRICTION_TERMS = ("dahl", "load", "stribeck", "smooth", "offset")
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ MIN_GAIN = 0.005  # a term must lower its joint's held-out RMS by at least 0.5 %
 TINY = 1e-9
 KINDS = ("FO", "FD", "FL", "FS", "FT")
 # the generated ``fric`` block's term (codegen.blocks.friction.TERMS) of each kind with a column there
-TERM_OF = {"FD": "dahl", "FL": "load", "FS": "stribeck", "FT": "smooth"}
+TERM_OF = {"FO": "offset", "FD": "dahl", "FL": "load", "FS": "stribeck", "FT": "smooth"}
 
 
 @dataclass(frozen=True)
@@ -121,13 +121,13 @@ class FrictionTerms:
         out: dict[str, list[float]] = {}
         for term in (TERMS[name] for name in TERM_OF.values()):
             out["fric." + term.coefficient] = [0.0] * n
-            out["fric." + term.shape] = [term.shape_default] * n
+            if term.shape:
+                out["fric." + term.shape] = [term.shape_default] * n
         for (kind, j, value), c in zip(self.per_joint(), np.asarray(coefficients, float)):
-            if kind == "FO":  # no fric field: the description's own FO carries an offset (as_json)
-                continue
             term = TERMS[TERM_OF[kind]]
             out["fric." + term.coefficient][j] = float(c)
-            out["fric." + term.shape][j] = value
+            if term.shape:  # the offset has none
+                out["fric." + term.shape][j] = value
         return out
 
     def as_json(self) -> list[dict[str, Any]]:

@@ -65,34 +65,12 @@ def document(r: IdentificationResult) -> dict[str, Any]:
         doc["flagged_left_out"] = not r.checks.keep_flagged
     if rep.selection is not None:
         doc["friction_terms"] = _friction_terms(r)
-        lost = _offsets_not_carried(r)
-        if lost:
-            doc["warnings"] = [*doc.get("warnings", []), lost]
     if r.velocity:
         doc["velocity"] = r.velocity
     doc["identified_standard"] = phys.standard.tolist()
     doc["stage_seconds"] = r.stage_seconds
     doc["seconds"] = r.seconds
     return doc
-
-
-def _offsets_not_carried(r: IdentificationResult) -> str:
-    """A kept offset term (FO, offered only where the description identifies none) has no run-time
-    field in the generated C (codegen.blocks.friction has no offset term), so config_identified.json
-    leaves it out: what the warning says ("" if no joint kept one)."""
-    sel = r.reported.selection
-    assert sel is not None
-    names = sel.terms.names()
-    values = dict(zip(names, r.terms_physical.tolist())) if r.terms_physical is not None else {}
-    kept = [(j + 1, values.get(f"FO{j + 1}")) for j, o in enumerate(sel.terms.offset) if o is not None]
-    if not kept:
-        return ""
-    joints = ", ".join(f"joint {j}" + ("" if v is None else f" ({v:.4g} N m)") for j, v in kept)
-    return (
-        f"the offsets identify kept on {joints} are in the validation figures but not in config_identified.json: "
-        "the generated C has no offset term and the description identifies no FO there (add FO to its "
-        "joint_parameters to carry them to the firmware)"
-    )
 
 
 def _friction_terms(r: IdentificationResult) -> dict[str, Any]:

@@ -56,6 +56,7 @@ TERMS = {
     "fric.stribeck_velocity": [0.1, 0.1, 0.2, 0.5, 0.02, 0.02],
     "fric.ft": [0.8, -0.5, 0.3, 1.2, 0.0, 0.4],
     "fric.smooth_scale": [0.05, 0.2, 0.1, 0.5, 0.1, 0.02],
+    "fric.fo": [0.3, -0.2, 0.0, 0.1, 0.05, -0.04],
     "model.coulomb_scale": [0.02, 0.005, 0.01, 0.05, 0.002, 0.01],
     "det.threshold": 1e6,
 }
@@ -160,6 +161,10 @@ def test_terms_in_closed_form(general: str) -> None:
     d = diff(fric__ft=[0, 0.7, 0, 0, 0, 0], fric__smooth_scale=[1, 0.15, 1, 1, 1, 1])
     np.testing.assert_allclose(d[:, 1], 0.7 * np.tanh(qd / 0.15), rtol=0, atol=1e-12)
     assert np.all(d[:, [0, 2, 3, 4, 5]] == 0)
+    # the offset on joint 3: a constant, to r's rounding (1e-12 of the torques, a few N m)
+    d = diff(fric__fo=[0, 0, -0.4, 0, 0, 0])
+    np.testing.assert_allclose(d[:, 2], -0.4, rtol=0, atol=1e-12)
+    assert np.all(d[:, [0, 1, 3, 4, 5]] == 0)
     # the Coulomb scale: FC (tanh(qd / v') - tanh(qd / v)) with the identified FC of the model
     names = list(load(ROBOT).standard_parameter_names)
     params = np.asarray(rt.config["model.params"], float)

@@ -229,7 +229,7 @@ def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, sc
 @pytest.mark.parametrize(
     "section, terms",
     [
-        ("friction: {model: general}", (("dahl", "load", "stribeck", "smooth"),) * 2),
+        ("friction: {model: general}", (("dahl", "load", "stribeck", "smooth", "offset"),) * 2),
         ("friction: {terms: [stribeck, dahl]}", (("dahl", "stribeck"),) * 2),
         ("friction: {terms: {j2: [load]}}", ((), ("load",))),
         ("friction: {terms: {1: [stribeck]}}", (("stribeck",), ())),
@@ -252,7 +252,7 @@ def test_friction_terms_per_joint(tmp_path: Path, section: str, terms: tuple[tup
         (
             "friction: {terms: [coulomb]}",
             "friction.terms",
-            "expected a list of terms from dahl, load, stribeck, smooth",
+            "expected a list of terms from dahl, load, stribeck, smooth, offset",
         ),
         ("friction: {terms: {j3: [dahl]}}", "friction.terms.j3", "no joint named 'j3'; joints: j1, j2"),
         ("friction: {terms: {3: [dahl]}}", "friction.terms.3", "joint number must be 1..2, got 3"),
