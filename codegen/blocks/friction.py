@@ -163,10 +163,11 @@ def _torque(ctx: Ctx, syms: dict[str, cs.SX], dq: cs.SX, pi: cs.SX) -> tuple[cs.
         for name in robot.terms_of(j):
             t = TERMS[name]
             coef = syms[t.coefficient][j]
-            shape = syms[t.shape][j] if t.shape else coef
-            if name == "offset":
+            if name == "offset":  # no shape parameter
                 tau_j += coef
-            elif t.state:
+                continue
+            shape = syms[t.shape][j]
+            if t.state:
                 updated[t.state][j] = dahl_step(syms[t.state][j], dq[j], shape)
                 tau_j += coef * updated[t.state][j] * (load[j] if name == "load" else 1)
             elif name == "smooth":

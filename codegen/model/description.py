@@ -147,7 +147,7 @@ def robot_from_yaml(path: str | Path) -> Robot:
     if "imus" in top:
         kw["imus"] = read_imus(doc, top["imus"], tuple(joints))
     if "friction" in top:
-        kw["friction_terms"] = read_friction(doc, top["friction"], tuple(joints))
+        kw["friction_terms"] = read_friction(doc, top["friction"], tuple(joints), declared)
     return Robot(
         file=str(path),
         convention=convention,

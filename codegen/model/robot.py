@@ -143,8 +143,9 @@ def coupling_matrix(joints: tuple[Joint, ...]) -> np.ndarray:
 
 # Friction terms beyond viscous + Coulomb a joint may declare (the description's ``friction:``;
 # codegen.blocks.friction generates each with run-time coefficients): position-domain (Dahl),
-# load-dependent (Dahl times the gravity torque), Stribeck friction and a smooth Coulomb term
-# FT tanh(qd / v_t) beside the description's own Coulomb shape
+# load-dependent (Dahl times the gravity torque), Stribeck friction, a smooth Coulomb term
+# FT tanh(qd / v_t) beside the description's own Coulomb shape, and a constant offset FO (where
+# joint_parameters has no FO of its own)
 FRICTION_TERMS = ("dahl", "load", "stribeck", "smooth", "offset")
 
 

@@ -367,12 +367,15 @@ def _terms(doc: Located, path: Path_t, value: Any) -> tuple[str, ...]:
     return tuple(t for t in FRICTION_TERMS if t in value)
 
 
-def read_friction(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[tuple[str, ...], ...]:
+def read_friction(
+    doc: Located, value: Any, joints: tuple[Joint, ...], joint_parameters: tuple[str, ...]
+) -> tuple[tuple[str, ...], ...]:
     """``friction: {model: general}`` (every term on every joint) or ``friction: {terms: [stribeck]}``
     (these on every joint) or ``friction: {terms: {<joint name or 1-based number>: [dahl, load]}}``:
     the friction terms beyond viscous + Coulomb (FRICTION_TERMS) the generated code has per joint,
     their coefficients and shape parameters run-time config (codegen.blocks.friction). Without
-    the section: none."""
+    the section: none. A description whose ``joint_parameters`` identify FO has its own offset:
+    ``general`` leaves the offset term out, and naming it is refused (two constants would add up)."""
     path: Path_t = ("friction",)
     m = check_keys(doc, path, value, {"model", "terms"}, "friction terms")
     if ("model" in m) == ("terms" in m):
@@ -380,8 +383,9 @@ def read_friction(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[
     if "model" in m:
         if m["model"] not in ("general", "description"):
             raise doc.error(path + ("model",), f"must be 'general' or 'description', got {m['model']!r}")
-        every = FRICTION_TERMS if m["model"] == "general" else ()
-        out: list[tuple[str, ...]] = [every] * len(joints)
+        own_offset = "FO" in joint_parameters
+        every = tuple(t for t in FRICTION_TERMS if not (own_offset and t == "offset"))
+        out: list[tuple[str, ...]] = [every if m["model"] == "general" else ()] * len(joints)
     elif isinstance(m["terms"], dict):
         names = [j.name for j in joints]
         out = [()] * len(joints)
@@ -389,6 +393,12 @@ def read_friction(doc: Located, value: Any, joints: tuple[Joint, ...]) -> tuple[
             out[_joint_index(doc, path + ("terms", key), key, names)] = _terms(doc, path + ("terms", key), terms)
     else:
         out = [_terms(doc, path + ("terms",), m["terms"])] * len(joints)
+    if "FO" in joint_parameters and any("offset" in t for t in out):
+        raise doc.error(
+            path + ("terms",),
+            "offset: joint_parameters identifies FO, the description's own offset, on every joint (two constants "
+            "would add up); leave the offset term out",
+        )
     return tuple(out) if any(out) else ()
 
 

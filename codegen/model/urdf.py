@@ -439,7 +439,8 @@ def robot_from_urdf(
     if "imus" in ov.top:
         kw["imus"] = read_imus(ov.doc, ov.top["imus"], chain_joints)
     if "friction" in ov.top:
-        kw["friction_terms"] = read_friction(ov.doc, ov.top["friction"], chain_joints)
+        declared = kw.get("joint_parameters", Robot.__dataclass_fields__["joint_parameters"].default)
+        kw["friction_terms"] = read_friction(ov.doc, ov.top["friction"], chain_joints, declared)
     digest = digest_of(path.read_bytes(), Path(overlay).read_bytes() if overlay else b"", f"{base}|{tip_link}".encode())
     return Robot(
         file=file,

@@ -222,12 +222,14 @@ def _model_line(model: ModelChoice) -> str:
         m = model.identified
         assert m is not None
         what = (
-            f"model: identified on the run ({m.velocity} velocity; each of the {len(m.folds)} held-out blocks' "
-            f"margin from a model identified without it; {m.seconds:.0f} s)"
+            f"model: identified on the run (fitted with the {'recorded' if m.velocity == 'recorded' else 'estimated'} "
+            f"velocity; each of the {len(m.folds)} held-out blocks' margin from a model identified without it; "
+            f"{m.seconds:.0f} s)"
         )
     else:
         what = "model: the description's" + (" (--config's model.params)" if "--config" in model.note else "")
-    beside = "".join(f"; {k}: sum {v:.4g}" for k, v in other.items())
+    named = {"description": "the description's model", "identified": "the identified model"}
+    beside = "".join(f"; with {named[k]} the mean thresholds would sum to {v:.4g}" for k, v in other.items())
     return what + beside + (f"; {model.note}" if model.note else "") + "\n"
 
 

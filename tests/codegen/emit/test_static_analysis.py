@@ -25,6 +25,7 @@ import pytest
 from codegen.blocks.options import RtOptions, parse_estimator
 from codegen.emit.generate import generate
 from codegen.model.description import load_robot
+from codegen.model.robot import FRICTION_TERMS, with_friction_terms
 from tests.tooling import ROOT, require_tool
 
 COMMITTED = sorted(p.name for p in (ROOT / "generated").iterdir() if p.is_dir())
@@ -115,6 +116,13 @@ VARIANTS = {
         "planar2",
         "float",
         RtOptions(estimator=parse_estimator("kalman"), observer="adaptive_momentum"),
+    ),
+    # the friction block (codegen.blocks.friction) with every term on every joint (no bundled robot
+    # declares terms; the momentum observer adds them), in float: the M4F's precision
+    "planar2-friction-terms-float": (
+        "planar2",
+        "float",
+        RtOptions(estimator=parse_estimator("kalman"), observer="momentum"),
     ),
     "lwa4p-slimod": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("slimod"))),
     "lwa4p-nlhg-pid": ("schunk_lwa4p", "double", RtOptions(estimator=parse_estimator("nlhg"), controller="pid")),
@@ -248,7 +256,10 @@ def variant_folder(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], 
         if variant not in made:
             robot, precision, options = VARIANTS[variant]
             out = tmp_path_factory.mktemp(variant) / robot
-            generate(load_robot(robot), precision, options).write(out)  # type: ignore[arg-type]
+            description = load_robot(robot)
+            if "friction-terms" in variant:
+                description = with_friction_terms(description, [FRICTION_TERMS] * description.dof)
+            generate(description, precision, options).write(out)  # type: ignore[arg-type]
             made[variant] = out
         return made[variant]
 

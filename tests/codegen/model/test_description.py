@@ -234,6 +234,11 @@ def test_coulomb_scale_per_joint_or_one_for_all(tmp_path: Path, written: str, sc
         ("friction: {terms: {j2: [load]}}", ((), ("load",))),
         ("friction: {terms: {1: [stribeck]}}", (("stribeck",), ())),
         ("friction: {model: description}", ()),
+        # a description with its own FO: general leaves the offset term out (two constants would add up)
+        (
+            "joint_parameters: [IA, FV, FC, FO]\nfriction: {model: general}",
+            (("dahl", "load", "stribeck", "smooth"),) * 2,
+        ),
     ],
 )
 def test_friction_terms_per_joint(tmp_path: Path, section: str, terms: tuple[tuple[str, ...], ...]) -> None:
@@ -259,6 +264,11 @@ def test_friction_terms_per_joint(tmp_path: Path, section: str, terms: tuple[tup
         ("friction: {model: general, terms: [dahl]}", "friction", "give either model: general"),
         ("friction: {model: stribeck}", "friction.model", "must be 'general' or 'description'"),
         ("friction: {stribeck: 1}", "friction.stribeck", "unknown field"),
+        (
+            "joint_parameters: [IA, FV, FC, FO]\nfriction: {terms: {j2: [offset]}}",
+            "friction.terms",
+            "offset: joint_parameters identifies FO",
+        ),
     ],
 )
 def test_bad_friction_section_names_file_and_field(tmp_path: Path, section: str, field: str, message: str) -> None:
