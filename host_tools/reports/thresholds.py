@@ -170,8 +170,10 @@ def _rule(result: Designed) -> str:
 def _table(result: Designed) -> str:
     design = result.design
     check = None if not result.checks else result.checks[0] if len(result.checks) == 1 else _worst(result)
-    head = "| joint | max abs(r) | at (s) | threshold | kv | ka | ks | vs | mean threshold |" + (
-        " check: max abs(r) | ratio | samples above | mean threshold |" if check is not None else ""
+    head = "| joint | max abs(r) | at (s) | threshold (static part) | kv | ka | ks | vs | mean threshold |" + (
+        " check: max abs(r) | check: ratio | check: samples above | check: mean threshold |"
+        if check is not None
+        else ""
     )
     lines = [head + "\n|" + " --: |" * 9 + (" --: | --: | --: | --: |" if check is not None else "")]
     for i in range(len(design.threshold)):
@@ -252,7 +254,7 @@ def text(result: Designed, written: list[tuple[str, str]], model: ModelChoice | 
         + (f"{len(result.data)} runs, " if len(result.data) > 1 else "")
         + f"{design.samples} samples after {s.skip:g} s"
         + (f" ({design.excluded} flagged left out)" if design.excluded else "")
-        + f"; {shape(_factor(result), s.static)} + {s.floor:g}\n"
+        + f"; {shape(_factor(result), s.static)} + floor {s.floor:g} (--floor)\n"
         + (
             f"margin {design.margin:.3f}"
             if isinstance(_factor(result), float)
@@ -275,7 +277,12 @@ def text(result: Designed, written: list[tuple[str, str]], model: ModelChoice | 
             f"tuned: {t.key} = {t.value:g} (sum_j max|r_j| / RMS(tau_j): {t.objective:.3g}, was "
             f"{t.default_objective:.3g})\n"
         )
-    parts += [_table(result), f"\nsum of the mean thresholds: {design.threshold_mean.sum():.4g}"]
+    parts += [
+        _table(result),
+        "\n(N m, or N for a prismatic joint; kv per rad/s, ka per rad/s^2, vs in rad/s: the threshold along the run is "
+        "threshold + kv |qd| + ka |qdd| + ks exp(-|qd| / vs))",
+        f"\nsum of the mean thresholds: {design.threshold_mean.sum():.4g}",
+    ]
     if len(result.checks) > 1:
         parts.append("\nthe check columns: the worst over the checked runs (the mean threshold: their average)")
     for other, c in zip(result.others, result.checks):
