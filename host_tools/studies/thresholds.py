@@ -256,12 +256,16 @@ def _masked_held_out_ratios(
     samples, the ratio's largest value on each of the group's parts (one run: the group itself)."""
     out = []
     for held in groups:
-        rest = np.ones(len(r), bool)
-        rest[held] = False
-        c = envelope(r[rest], x[rest], low)
-        parts = [held] if one_run else np.array_split(held, blocks)
-        out += [np.max(r[idx] / (x[idx] @ c)) for idx in parts]
+        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks))
     return np.array(out)
+
+
+def _fitted_off(r: np.ndarray, x: np.ndarray, held: np.ndarray, low: float, parts: list[np.ndarray]) -> list[float]:
+    """The envelope fitted on the samples off ``held``; its ratio's largest value on each of ``parts``."""
+    rest = np.ones(len(r), bool)
+    rest[held] = False
+    c = envelope(r[rest], x[rest], low)
+    return [float(np.max(r[idx] / (x[idx] @ c))) for idx in parts]
 
 
 def _one_static_row(x: np.ndarray) -> bool:
@@ -542,10 +546,7 @@ def _cross_fitted_ratios(folds: list[tuple[np.ndarray, np.ndarray]], low: float)
     block b."""
     out = []
     for held, (r, x) in zip(np.array_split(np.arange(len(folds[0][0])), len(folds)), folds):
-        rest = np.ones(len(r), bool)
-        rest[held] = False
-        c = envelope(r[rest], x[rest], low)
-        out.append(np.max(r[held] / (x[held] @ c)))
+        out += _fitted_off(r, x, held, low, [held])
     return np.array(out)
 
 
