@@ -53,10 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=MODELS,
         default="auto",
         help="the model the residual is computed with: the description's (or --config's model.params), or one "
-        "identified on the design run with identify's defaults, each held-out block's margin from a model "
-        "identified without it; auto (the default): both, keeping the lower sum of mean thresholds (the "
-        "description's with several design runs, --config's model.params, --static, a model-adaptive observer or "
-        "series-elastic joints)",
+        "identified on the design runs with identify's defaults, each held-out block's (several runs: each "
+        "run's) margin from a model identified without it; auto (the default): both, keeping the lower sum of "
+        "mean thresholds (the description's with --config's model.params, --static, a model-adaptive observer "
+        "or series-elastic joints)",
     )
     t.add_argument(
         "--margin",
@@ -243,8 +243,6 @@ def _identified(
         why = ADAPTIVE_NOTE
     elif args.static and args.model == "auto":
         why = STATIC_NOTE
-    elif len(data) > 1:
-        why = "several design runs: the model is identified on one run"
     elif args.config and "model.params" in config_values(args.config):
         why = f"--config {args.config} gives the model (model.params)"
     if why:
@@ -252,8 +250,8 @@ def _identified(
             raise ValueError(f"--model identified: {why}")
         return None, why
     try:
-        with stage(console, "identifying the model on the run ...") as status:
-            return identify_for_design(robot, data[0], settings, lambda s: status.update(s)), ""
+        with stage(console, f"identifying the model on the {'runs' if len(data) > 1 else 'run'} ...") as status:
+            return identify_for_design(robot, data, settings, lambda s: status.update(s)), ""
     except ValueError as err:
         if args.model == "identified":
             raise ValueError(f"--model identified: {err}") from None

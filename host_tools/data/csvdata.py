@@ -7,7 +7,9 @@ time in s, q in rad (m for prismatic joints), qd in rad/s (m/s), tau the measure
 the same instants in N m (N), link side. Commas separate; # starts a comment. Column names
 (``columns``): q_<joint>, qd_<joint>, tau_<joint> (a joint of the description) are taken by name,
 in any order, each joint exactly once; numbered ones (q1, tau_2, from 0 if a 0 appears) must stand
-where the order above puts them; other names are free and the order counts. Names may be quoted.
+where the order above puts them; other names are free and the order counts. Names and numbers may
+be quoted ("1.25", as some spreadsheets and loggers write every field); a quoted number is read as
+the number, a decimal comma ("1,25") is an error naming the line.
 The torques are taken as measured at the rows' instants (``tau_sampled``). Errors name the file
 and the line as an editor numbers it (the header line 1, comments counted): "log.csv line 500: ...".
 
@@ -135,7 +137,7 @@ def _bad_line(path: Path, names: list[str]) -> str | None:
     """The first row numpy could not read, as "PATH line N...: why", or None if none is found."""
     first: tuple[int, int] | None = None
     for number, text in _data_lines(path):
-        fields = text.split(",")
+        fields = next(csv.reader([text], skipinitialspace=True))  # as loadtxt's quotechar splits them
         if first is None:
             first = (number, len(fields))
         elif len(fields) != first[1]:
@@ -171,7 +173,7 @@ def _table(path: Path, robot: Robot) -> np.ndarray:
     dof = robot.dof
     try:
         names = _header(path)
-        data = np.loadtxt(path, delimiter=",", skiprows=1, comments="#", ndmin=2)
+        data = np.loadtxt(path, delimiter=",", skiprows=1, comments="#", ndmin=2, quotechar='"')
     except FileNotFoundError:  # numpy's carries no strerror
         raise LogError(f"{path}: no such file") from None
     except OSError as exc:

@@ -223,11 +223,16 @@ def _model_line(model: ModelChoice) -> str:
     if model.used == "identified":
         m = model.identified
         assert m is not None
-        what = (
-            f"model: identified on the run (fitted with the {'recorded' if m.velocity == 'recorded' else 'estimated'} "
-            f"velocity; each of the {len(m.folds)} held-out blocks' margin from a model identified without it; "
-            f"{m.seconds:.0f} s)"
+        on, held = (
+            (
+                f"the {m.runs} runs together",
+                f"each held-out run's margin from a model identified on the other {'run' if m.runs == 2 else 'runs'}",
+            )
+            if m.runs > 1
+            else ("the run", f"each of the {len(m.folds)} held-out blocks' margin from a model identified without it")
         )
+        velocity = "recorded" if m.velocity == "recorded" else "estimated"
+        what = f"model: identified on {on} (fitted with the {velocity} velocity; {held}; {m.seconds:.0f} s)"
     else:
         what = "model: the description's" + (" (--config's model.params)" if "--config" in model.note else "")
     named = {"description": "the description's model", "identified": "the identified model"}

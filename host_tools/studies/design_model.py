@@ -1,5 +1,5 @@
 """The model `manipgen thresholds` designs with (issue #44): the description's (or a given config's), or
-one identified on the design run itself.
+one identified on the design run itself (several runs: on the runs together).
 
 A residual is the model's error plus the contact, so a better model lowers the thresholds: on the
 LWA-4P, designed on one run, the description's model needs 56 N m over the six joints where a model
@@ -9,7 +9,9 @@ from that run's held-out blocks would be too small. Here each held-out block get
 identified on the run without that block (cross-fitting, as identify chooses its friction terms on
 held-out blocks): the block's ratio is measured on data its model never saw
 (host_tools.studies.thresholds.design_across's ``folds``). The thresholds are those of the model
-identified on the whole run, with that margin.
+identified on the whole run, with that margin. With several design runs the held-out part is a run
+(design_across holds each run out in turn): the model is identified on the runs laid end to end,
+and once per run on the others.
 
 Identification runs identify's defaults for a recorded run (recorded_run_settings: the friction
 terms and the velocity chosen per joint on held-out blocks of the data), once on the whole run and
@@ -20,7 +22,7 @@ fitted to the run."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,9 +30,11 @@ import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import config_terms
-from host_tools.data.checks import with_settling
+from host_tools.data.checks import LogChecks, with_settling
+from host_tools.data.csvdata import Samples
+from host_tools.data.logs import Log
 from host_tools.identification.input_checks import InputChecks
-from host_tools.identification.pipeline import recorded_run_settings
+from host_tools.identification.pipeline import recorded_run_settings, samples_of
 from host_tools.identification.run import IdentificationResult, identify_run
 from host_tools.studies.thresholds import Designed, DesignSettings, Recording, design_blocks
 
@@ -51,45 +55,60 @@ STATIC_NOTE = "--static: a constant threshold keeps the description's model (--m
 
 @dataclass(frozen=True)
 class IdentifiedModel:
-    """A model identified on a design run, and one per held-out block without that block."""
+    """A model identified on the design runs, and one per fold: one run, each held-out block (fitted
+    without that block); several runs, each run (fitted on the others)."""
 
-    config: dict[str, list[float]]  # the whole run's model: its run-time fields (IdentificationResult.config)
-    folds: tuple[dict[str, list[float]], ...]  # per held-out block (design_blocks), the model fitted without it
+    config: dict[str, list[float]]  # the whole data's model: its run-time fields (IdentificationResult.config)
+    folds: tuple[dict[str, list[float]], ...]  # per held-out block (design_blocks) or run, the model fitted without it
     terms: tuple[tuple[str, ...], ...]  # per joint, the friction terms any of them sets (the pipeline to generate)
-    forms: tuple[str, ...]  # per joint, the whole run's friction form (identify's choice)
-    velocity: str  # the velocity the whole run's fit used (recorded or estimate)
+    forms: tuple[str, ...]  # per joint, the whole data's friction form (identify's choice)
+    velocity: str  # the velocity the whole data's fit used (recorded or estimate)
     seconds: float
+    runs: int = 1  # the design runs it was identified on (several: one fold per run)
 
 
 def identify_for_design(
-    robot: Robot, run: Recording, settings: DesignSettings, stage: Callable[[str], None] = lambda _: None
+    robot: Robot,
+    runs: Recording | Sequence[Recording],
+    settings: DesignSettings,
+    stage: Callable[[str], None] = lambda _: None,
 ) -> IdentifiedModel:
-    """identify's defaults for a recorded run on ``run`` (its flagged samples left out unless
-    ``settings.keep_flagged``), then once per held-out block of ``settings`` without that block."""
+    """identify's defaults for a recorded run on ``runs`` (their flagged samples left out unless
+    ``settings.keep_flagged``), then once per fold without it: one run, each held-out block of
+    ``settings``; several, each run (design_across holds each run out in turn)."""
     t0 = time.perf_counter()
     ident = recorded_run_settings(robot)
-    data = run.log if run.samples is None else run.samples
-    flagged = None if settings.keep_flagged else with_settling(run.checks.flagged, run.log.sample_period)
-    k0 = int(round(settings.skip / run.log.sample_period))
-    blocks = design_blocks(len(run.log), k0, flagged, settings.blocks)
-    base = np.zeros(len(run.log), bool) if settings.keep_flagged else run.checks.flagged
+    data: Log | Samples
+    runs = [runs] if isinstance(runs, Recording) else list(runs)
+    several = len(runs) > 1
+    if several:
+        data, checks, groups = _laid_end_to_end(robot, runs, settings.keep_flagged)
+        what = [f"run {i + 1} of {len(groups)} ({r.checks.source})" for i, r in enumerate(runs)]
+        base = checks.flagged
+    else:
+        run = runs[0]
+        data = run.log if run.samples is None else run.samples
+        checks = run.checks
+        flagged = None if settings.keep_flagged else with_settling(run.checks.flagged, run.log.sample_period)
+        k0 = int(round(settings.skip / run.log.sample_period))
+        groups = design_blocks(len(run.log), k0, flagged, settings.blocks)
+        what = [f"held-out block {b + 1} of {len(groups)}" for b in range(len(groups))]
+        base = np.zeros(len(run.log), bool) if settings.keep_flagged else run.checks.flagged
 
-    def fitted(left_out: np.ndarray, what: str) -> IdentificationResult:
+    def fitted(left_out: np.ndarray, fit: str) -> IdentificationResult:
         try:
-            return identify_run(
-                robot, data, None, None, ident, checks=InputChecks(replace(run.checks, flagged=left_out))
-            )
+            return identify_run(robot, data, None, None, ident, checks=InputChecks(replace(checks, flagged=left_out)))
         except ValueError as err:  # numpy's LinAlgError is one: a singular fit says only "Singular matrix"
-            raise ValueError(f"identifying {what}: {err}") from None
+            raise ValueError(f"identifying {fit}: {err}") from None
 
-    stage(f"identifying the model on the run (1 + {len(blocks)} held-out fits) ...")
-    whole = fitted(base, "the whole run")
+    stage(f"identifying the model on the {'runs' if several else 'run'} (1 + {len(groups)} held-out fits) ...")
+    whole = fitted(base, "the runs together" if several else "the whole run")
     folds = []
-    for b, held in enumerate(blocks):
-        stage(f"identifying the model without held-out block {b + 1} of {len(blocks)} ...")
+    for held, name in zip(groups, what):
+        stage(f"identifying the model without {name} ...")
         left_out = base.copy()
         left_out[held] = True
-        folds.append(fitted(left_out, f"the run without held-out block {b + 1} of {len(blocks)}").config())
+        folds.append(fitted(left_out, f"the {'runs' if several else 'run'} without {name}").config())
     config = whole.config()
     sets = [config_terms(c, robot.dof) for c in (config, *folds)]
     terms = tuple(tuple(sorted({t for s in sets for t in s[j]})) for j in range(robot.dof))
@@ -102,7 +121,42 @@ def identify_for_design(
         forms,
         str(whole.velocity.get("used", whole.settings.velocity)),
         time.perf_counter() - t0,
+        len(groups) if several else 1,
     )
+
+
+def _laid_end_to_end(
+    robot: Robot, runs: Sequence[Recording], keep_flagged: bool
+) -> tuple[Samples, LogChecks, list[np.ndarray]]:
+    """Several runs as one run for identify: their samples one after the other, each junction
+    flagged as a gap is (its first sample: identify leaves the flagged samples out, and the filters'
+    settling either side, so no derivative is taken across it), each run's flagged samples flagged
+    (none with ``keep_flagged``); and each run's samples in the joined run."""
+    samples = [samples_of(robot, r.log if r.samples is None else r.samples) for r in runs]
+    periods = {s.sample_period for s in samples}
+    if len(periods) > 1:
+        raise ValueError(
+            "the runs' sample periods differ ("
+            + ", ".join(f"{r.checks.source}: {s.sample_period * 1e3:g} ms" for r, s in zip(runs, samples))
+            + "): identify fits one sample period"
+        )
+    flagged = []
+    for i, (r, s) in enumerate(zip(runs, samples)):
+        if len(r.checks.flagged) != len(s.q):
+            raise ValueError(f"{r.checks.source}: {len(s.q)} samples but {len(r.checks.flagged)} checked")
+        f = np.zeros(len(s.q), bool) if keep_flagged else np.array(r.checks.flagged, bool)
+        f[0] |= i > 0  # a junction
+        flagged.append(f)
+    velocities = [s.qd for s in samples]
+    joined = Samples(
+        samples[0].sample_period,
+        np.concatenate([s.q for s in samples]),
+        np.concatenate([s.tau for s in samples]),
+        None if any(v is None for v in velocities) else np.concatenate([v for v in velocities if v is not None]),
+    )
+    ends = np.cumsum([0] + [len(s.q) for s in samples])
+    checks = LogChecks(", ".join(r.checks.source for r in runs), [], np.concatenate(flagged))
+    return joined, checks, [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
 
 
 @dataclass(frozen=True)
@@ -130,7 +184,9 @@ class ModelChoice:
             doc["identified"] = {
                 "friction_forms": list(m.forms),
                 "velocity": m.velocity,
+                "runs": m.runs,
                 "held_out_fits": len(m.folds),
+                "held_out": "runs" if m.runs > 1 else "blocks",
                 "seconds": m.seconds,
             }
         if self.note:

@@ -240,13 +240,20 @@ def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: 
     None, or one label): (blocks,), each block held out in turn. Several (``run``: (K,) labels, the
     samples of a run contiguous): (runs x blocks,), each run held out in turn, the envelope fitted on
     the other runs, and the held-out run's maxima taken on ``blocks`` contiguous blocks of it."""
-    labels = np.zeros(len(r), int) if run is None else np.asarray(run)
-    runs = np.unique(labels)
-    one_run = len(runs) == 1
-    groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
+    groups, one_run = _held_out_groups(len(r), blocks, run)
     if _one_static_row(x):
         return _static_held_out_ratios(r, x[:1], low, blocks, groups, one_run)
     return _masked_held_out_ratios(r, x, low, blocks, groups, one_run)
+
+
+def _held_out_groups(k: int, blocks: int, run: np.ndarray | None) -> tuple[list[np.ndarray], bool]:
+    """held_out_ratios' groups of ``k`` samples held out in turn (one run: ``blocks`` contiguous
+    blocks; several, ``run``'s labels: each run), and whether there is one run."""
+    labels = np.zeros(k, int) if run is None else np.asarray(run)
+    runs = np.unique(labels)
+    if len(runs) == 1:
+        return np.array_split(np.arange(k), blocks), True
+    return [np.flatnonzero(labels == u) for u in runs], False
 
 
 def _masked_held_out_ratios(
@@ -447,14 +454,15 @@ def design_across(
     every run; with several, the margins come from each run held out in turn (the envelope fitted on
     the others, the held-out run's maxima on ``blocks`` blocks of it) -- the spread between runs, not
     only within one. ``exclude``: per run, as in design_thresholds. The result's residual, level and
-    times run along the runs one after the other. ``folds`` (one run): per held-out block
-    (design_blocks), the config fields of a model fitted without it (host_tools.studies.design_model);
-    each block's held-out ratio is then taken on the residual of its own model."""
+    times run along the runs one after the other. ``folds``: per held-out block (design_blocks) of
+    one run, or per run of several, the config fields of a model fitted without it
+    (host_tools.studies.design_model); each block's (run's) held-out ratios are then taken on the
+    residual of its own model."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not logs:
         raise ValueError("no run to design from")
-    if folds is not None and (len(logs) != 1 or len(folds) != blocks):
-        raise ValueError(f"folds: one run's models, one per held-out block ({blocks}), got {len(folds)}")
+    if folds is not None and len(folds) != (blocks if len(logs) == 1 else len(logs)):
+        raise ValueError(f"folds: one model per held-out block ({blocks}) of one run or per run, got {len(folds)}")
 
     def designed(acting: Thresholds | None) -> Thresholds:
         parts, left_out, k0s = [], [], []
@@ -464,9 +472,11 @@ def design_across(
             k0s.append(k0)
             left_out.append(~_used(len(log), k0, None if exclude is None else exclude[i]))
         left_out[0][: k0s[0]] = False  # the first run's start is design_from_outputs' k0; the others' are left out
-        crossed = None if folds is None else [_replayed_with(rt, values, logs[0], skip, acting) for values in folds]
+        crossed = None  # every run's residual with each fold's model
+        if folds is not None:
+            crossed = [_joined([_replayed_with(rt, values, log, skip, acting) for log in logs]) for values in folds]
         return design_from_outputs(
-            {key: np.concatenate([o[key] for o in parts]) for key in ("r", "qd_hat", "qdd_hat")},
+            _joined(parts),
             k0s[0],
             rt.sample_period,
             margin,
@@ -485,6 +495,11 @@ def design_across(
     first = designed(None)
     # a holding observer: again, with the first thresholds acting on the hold (the module docstring)
     return designed(first) if holds(rt) else first
+
+
+def _joined(outs: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Runs' replay_residual outputs one after the other."""
+    return {key: np.concatenate([o[key] for o in outs]) for key in ("r", "qd_hat", "qdd_hat")}
 
 
 Fold = tuple[np.ndarray, np.ndarray, np.ndarray]  # |r|, qd_hat, qdd_hat (used samples, n) of a block's own model
@@ -531,22 +546,27 @@ def _fit_scale(
         if not held_out:
             ratios.append(np.zeros(0))
         elif folds is not None:
-            ratios.append(_cross_fitted_ratios([(f[0][:, j], shaped(f[1][:, j], f[2][:, j])) for f in folds], low[j]))
+            crossed = [(f[0][:, j], shaped(f[1][:, j], f[2][:, j])) for f in folds]
+            ratios.append(_cross_fitted_ratios(crossed, low[j], blocks, run))
         else:
             ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
         means[j] = float(np.mean(x @ coef[j]))
     return coef, np.column_stack(ratios), means
 
 
-def _cross_fitted_ratios(folds: list[tuple[np.ndarray, np.ndarray]], low: float) -> np.ndarray:
-    """One joint's held-out ratios where each block's model was fitted without it (issue #44: a model
-    identified on the design run has seen every block, so its own residual there understates
-    another run's): ``folds``[b] = (|r|, regressor) over the used samples with block b's model; the
-    envelope fitted on that residual off block b (held_out_ratios' blocks), its largest ratio on
-    block b."""
+def _cross_fitted_ratios(
+    folds: list[tuple[np.ndarray, np.ndarray]], low: float, blocks: int, run: np.ndarray | None = None
+) -> np.ndarray:
+    """One joint's held-out ratios where each group's model was fitted without it (issue #44: a model
+    identified on the design runs has seen every block, so its own residual there understates
+    another run's): ``folds``[g] = (|r|, regressor) over the used samples with group g's model, the
+    groups held_out_ratios' (one run: its blocks; several, ``run``'s labels: each run); the envelope
+    fitted on that residual off group g, its largest ratio on group g (a run: on each of its
+    ``blocks`` blocks)."""
+    groups, one_run = _held_out_groups(len(folds[0][0]), blocks, run)
     out = []
-    for held, (r, x) in zip(np.array_split(np.arange(len(folds[0][0])), len(folds)), folds):
-        out += _fitted_off(r, x, held, low, [held])
+    for held, (r, x) in zip(groups, folds, strict=True):
+        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks))
     return np.array(out)
 
 
@@ -649,11 +669,12 @@ def design_from_outputs(
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not held_out and margin is None:
         raise ValueError("held_out=False needs a margin: a derived margin comes from the held-out ratios")
-    if folds is not None and (run is not None or len(folds) != blocks):
-        raise ValueError(f"folds: one run's outputs per held-out block ({blocks}), got {len(folds)}")
+    runs = 1 if run is None else len(np.unique(run))
+    if folds is not None and len(folds) != (blocks if runs == 1 else runs):
+        raise ValueError(f"folds: outputs per held-out block ({blocks}) of one run or per run, got {len(folds)}")
     residual = np.asarray(outs["r"], float)
     use = _used(len(residual), k0, exclude)
-    if use.sum() < 2 * blocks * (1 if run is None else len(np.unique(run))):
+    if use.sum() < 2 * blocks * runs:
         raise ValueError(f"{int(use.sum())} samples left to design from (after the skipped start and the flagged ones)")
     r = np.abs(residual[use])
     qd, qdd = np.asarray(outs["qd_hat"], float)[use], np.asarray(outs["qdd_hat"], float)[use]

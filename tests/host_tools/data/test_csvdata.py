@@ -280,6 +280,24 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
     bad.write_text("\ufeff" + ", ".join(f'"{x}"' for x in names) + "\nx" + rows, encoding="utf-8")
     with pytest.raises(LogError, match=r"bad.csv line 2, column 1 'time': "):
         read_log(bad, PLANAR2)
+    # every field quoted, numbers too (some loggers and spreadsheets write them so): the same numbers
+    lines = rows.strip().split("\n")
+    every = tmp_path / "every.csv"
+    every.write_text(
+        ",".join(f'"{x}"' for x in names)
+        + "\n"
+        + "\n".join(",".join(f'"{v}"' for v in r.split(",")) for r in lines)
+        + "\n"
+    )
+    d = read_log(every, PLANAR2)
+    assert d.samples is not None and np.array_equal(d.samples.q, q) and np.array_equal(d.samples.qd, qd)
+    # a decimal comma inside the quotes is no number: one error naming the line and the column
+    comma = tmp_path / "comma.csv"
+    first = lines[0].split(",")
+    first[2] = first[2].replace(".", ",")
+    comma.write_text(",".join(names) + "\n" + ",".join(f'"{v}"' for v in first) + "\n" + "\n".join(lines[1:]) + "\n")
+    with pytest.raises(LogError, match=r"comma.csv line 2, column 3 'q_elbow': '-?\d+,\d+(e[-+]\d+)?' is not a number"):
+        read_log(comma, PLANAR2)
 
 
 @pytest.mark.parametrize(
