@@ -290,7 +290,8 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
         + "\n"
     )
     d = read_log(every, PLANAR2)
-    assert d.samples is not None and np.array_equal(d.samples.q, q) and np.array_equal(d.samples.qd, qd)
+    assert d.samples is not None and d.samples.qd is not None and np.array_equal(d.samples.q, q)
+    assert np.array_equal(d.samples.qd, qd)
     # a decimal comma inside the quotes is no number: one error naming the line and the column
     comma = tmp_path / "comma.csv"
     first = lines[0].split(",")
