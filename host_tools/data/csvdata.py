@@ -179,7 +179,15 @@ def _table(path: Path, robot: Robot) -> np.ndarray:
     except OSError as exc:
         raise LogError(f"{path}: cannot read ({exc.strerror})") from None
     except ValueError as exc:
-        raise LogError(_bad_line(path, names) or f"{path}: not numeric CSV after the header row ({exc})") from None
+        bad = _bad_line(path, names)
+        if bad is not None:
+            raise LogError(bad) from None
+        # every field a number as the csv module reads it: a quoted number after a space ('1, "2"'),
+        # which loadtxt's quotechar does not take (it reads ' "2"')
+        rows = [[float(f) for f in next(csv.reader([text], skipinitialspace=True))] for _, text in _data_lines(path)]
+        if not rows:
+            raise LogError(f"{path}: not numeric CSV after the header row ({exc})") from None
+        data = np.array(rows, ndmin=2)
     if data.shape[1] not in (1 + 2 * dof, 1 + 3 * dof):
         raise LogError(
             f"{path}: {data.shape[1]} columns; a {dof}-joint robot needs 1 + 2 x {dof} = {1 + 2 * dof} "

@@ -292,6 +292,16 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
     d = read_log(every, PLANAR2)
     assert d.samples is not None and d.samples.qd is not None and np.array_equal(d.samples.q, q)
     assert np.array_equal(d.samples.qd, qd)
+    # quoted and spaced, as the names may be ('"0.125", "1.5"'): the same numbers
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text(
+        ", ".join(f'"{x}"' for x in names)
+        + "\n"
+        + "\n".join(", ".join(f'"{v}"' for v in r.split(",")) for r in lines)
+        + "\n"
+    )
+    s = read_log(spaced, PLANAR2).samples
+    assert s is not None and s.qd is not None and np.array_equal(s.q, q) and np.array_equal(s.qd, qd)
     # a decimal comma inside the quotes is no number: one error naming the line and the column
     comma = tmp_path / "comma.csv"
     first = lines[0].split(",")

@@ -195,6 +195,16 @@ def test_design_across_replays_each_run_with_its_model(tmp_path: Path) -> None:
         np.testing.assert_array_equal(crossed.held_out[rows[1 - at]], plain.held_out[rows[1 - at]])
         assert np.all(crossed.held_out[rows[at]] != plain.held_out[rows[at]]), (at, crossed.held_out)
         np.testing.assert_array_equal(rt.config["model.params"], params)
+    # the held-out run's envelope is fitted on the other runs' residual with the held-out run's own
+    # model too (not the whole data's): a static design (its standstill scale fixed) whose folds are
+    # the wrong model gives, for that run, the ratios of the plain design with the wrong model
+    crossed = design_across(rt, runs, 2.0, blocks=BLOCKS, static=True, folds=[own, wrong])
+    rt.config["model.params"] = wrong["model.params"]
+    try:
+        off = design_across(rt, runs, 2.0, blocks=BLOCKS, static=True)
+    finally:
+        rt.config["model.params"] = params
+    np.testing.assert_array_equal(crossed.held_out[BLOCKS:], off.held_out[BLOCKS:])
 
 
 def test_design_across_replays_each_block_with_its_model_and_restores_the_config(tmp_path: Path) -> None:
@@ -321,3 +331,25 @@ def test_an_elastic_arm_keeps_the_description_without_trying(
     model = json.loads(captured.out)["model"]
     assert model["used"] == "description" and "series-elastic" in model["note"], model
     assert "note:" not in captured.err, captured.err
+
+
+def test_runs_laid_end_to_end_keep_a_recorded_velocity_only_if_every_run_has_one(tmp_path: Path) -> None:
+    """_laid_end_to_end: the runs' recorded velocities one after the other where every run carries one,
+    none where one run lacks it (identify then estimates the velocity on all of them, not on a part);
+    with keep_flagged no run's flagged sample is flagged, the junctions still are."""
+    robot = load_robot("planar2")
+    first, second = _record(tmp_path), _record(tmp_path, seconds=4.0, seed=7)
+    k1, k2 = len(first.log), len(second.log)
+    qd1, qd2 = np.full((k1, robot.dof), 0.25), np.full((k2, robot.dof), -0.5)
+    with_qd = [replace(r, samples=replace(samples_of(robot, r.log), qd=v)) for r, v in ((first, qd1), (second, qd2))]
+    joined, _, groups = design_model._laid_end_to_end(robot, with_qd, False)
+    assert joined.qd is not None
+    np.testing.assert_array_equal(joined.qd, np.concatenate([qd1, qd2]))
+    assert [len(g) for g in groups] == [k1, k2]
+    for mixed in ([with_qd[0], second], [first, with_qd[1]]):
+        assert design_model._laid_end_to_end(robot, mixed, False)[0].qd is None
+    flagged = np.zeros(k1, bool)
+    flagged[3000:3050] = True
+    runs = [replace(first, checks=replace(first.checks, flagged=flagged)), second]
+    kept = design_model._laid_end_to_end(robot, runs, True)[1].flagged
+    np.testing.assert_array_equal(np.flatnonzero(kept), [k1])
