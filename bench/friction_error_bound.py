@@ -45,7 +45,7 @@ from threshold_margins import shape_per_joint
 from codegen.model.description import Robot, load_robot
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.cli import main as cli
-from host_tools.data.checks import check_log, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, check_log
 from host_tools.data.formats import read_log
 from host_tools.data.logs import Log
 from host_tools.studies import thresholds as T
@@ -129,7 +129,7 @@ def _replays(name: str, cache: Path) -> tuple[list[tuple[dict[str, np.ndarray], 
         saved = cache / f"replay_{name}_{i}.npz"
         if not saved.exists():
             log = read_log(str(path), robot).log
-            left_out = with_settling(check_log(log, robot, path.name).flagged, log.sample_period)
+            left_out = check_log(log, robot, path.name).left_out(log.sample_period, TIMING_SETTLE_DESIGN)
             outs, k0 = T.replay_residual(rt, log, 0.5)
             use = (np.arange(len(log)) >= k0) & ~left_out
             e = error_bound(rt, log, use) if i == 0 else e

@@ -45,7 +45,7 @@ import numpy as np
 from codegen.model.description import load_robot
 from host_tools.bindings.rt import load_rt
 from host_tools.cli import main as cli
-from host_tools.data.checks import check_log, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, check_log
 from host_tools.data.formats import read_log
 from host_tools.studies import thresholds as T
 
@@ -62,7 +62,7 @@ def _replay(cache: Path, robot_name: str, path: Path) -> Run:
         robot = load_robot(robot_name)
         rt = load_rt(robot)
         log = read_log(str(path), robot).log
-        left = with_settling(check_log(log, robot, path.name).flagged, log.sample_period)
+        left = check_log(log, robot, path.name).left_out(log.sample_period, TIMING_SETTLE_DESIGN)
         outs, k0 = T.replay_residual(rt, log, 0.5)
         r, qd, qdd = outs["r"], outs["qd_hat"], outs["qdd_hat"]
         np.savez(saved, r=r, qd_hat=qd, qdd_hat=qdd, k0=np.array(k0), ts=np.array(rt.sample_period), left=left)

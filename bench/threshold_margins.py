@@ -29,7 +29,7 @@ import numpy as np
 from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
-from host_tools.data.checks import check_log, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, check_log
 from host_tools.data.formats import read_log
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.studies import thresholds as T
@@ -69,7 +69,7 @@ def lwa_runs(cache: Path) -> list[Path]:
         if not path.exists():
             source = LWA / f"{run}.mat"
             log = read_log(str(source), robot).log
-            flagged = with_settling(check_log(log, robot, str(source)).flagged, log.sample_period)
+            flagged = check_log(log, robot, str(source)).left_out(log.sample_period, TIMING_SETTLE_DESIGN)
             _save(path, rt, log, flagged)
         paths.append(path)
     return paths

@@ -209,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
                 args.out,
                 "config (det.threshold, kv, ka, ks, vs set; load it with rt.config.load)"
                 if choice.used == "description"
-                else "config (the model identified on the run -- model.params, its friction terms' fric.* -- and "
+                else f"config (the model identified on the {'runs' if len(args.data) > 1 else 'run'} -- "
+                "model.params, its friction terms' fric.* -- and "
                 "det.threshold, kv, ka, ks, vs; generate the pipeline with --friction-from it, then load it)",
             ),
             (args.plot, "residual plot"),
@@ -249,14 +250,15 @@ def _identified(
         if args.model == "identified":
             raise ValueError(f"--model identified: {why}")
         return None, why
+    on = "the runs" if len(data) > 1 else "the run"
     try:
-        with stage(console, f"identifying the model on the {'runs' if len(data) > 1 else 'run'} ...") as status:
+        with stage(console, f"identifying the model on {on} ...") as status:
             return identify_for_design(robot, data, settings, lambda s: status.update(s)), ""
     except ValueError as err:
         if args.model == "identified":
             raise ValueError(f"--model identified: {err}") from None
-        console.print(f"manipgen: note: the description's model only: identification on the run failed: {err}")
-        return None, f"identification on the run failed: {err}"
+        console.print(f"manipgen: note: the description's model only: identification on {on} failed: {err}")
+        return None, f"identification on {on} failed: {err}"
 
 
 def _design(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from codegen.model.robot import Robot
-from host_tools.data.checks import SETTLE, LogChecks
+from host_tools.data.checks import SETTLE, TIMING_SETTLE_FIT, LogChecks
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, recorded_for
 
@@ -26,9 +26,10 @@ class InputChecks:
     validate: LogChecks | None = None
     keep_flagged: bool = False
 
-    def left_out(self, checks: LogChecks | None) -> np.ndarray | None:
-        """The samples to leave out of one log (None: none)."""
-        return None if checks is None or self.keep_flagged else checks.flagged
+    def left_out(self, checks: LogChecks | None, sample_period: float) -> np.ndarray | None:
+        """The samples to leave out of one log (None: none): the flagged ones and the filters'
+        settling around a finding of the arm's (LogChecks.left_out, TIMING_SETTLE_FIT)."""
+        return None if checks is None or self.keep_flagged else checks.left_out(sample_period, TIMING_SETTLE_FIT)
 
     def as_json(self) -> list[dict[str, Any]]:
         """Every finding, {kind, joint, t0, t1, samples, detail, source (the file)}."""
@@ -43,8 +44,9 @@ class InputChecks:
             out.append(
                 "the flagged samples are used as they are (--keep-flagged)"
                 if self.keep_flagged
-                else f"the flagged samples (and {SETTLE:g} s either side: the filters' settling) are left out of "
-                "the fit and the validation RMS (--keep-flagged keeps them)"
+                else f"the flagged samples (and {SETTLE:g} s either side of a finding of the arm's: the filters' "
+                "settling; of a gap or a repeated row its own samples only) are left out of the fit and the "
+                "validation RMS (--keep-flagged keeps them)"
             )
         return out
 

@@ -17,7 +17,7 @@ from codegen.blocks import findiff, kalman
 from codegen.model.robot import Coulomb, Robot, digest_of
 from codegen.symbolic.excitation import samples_per_period
 from host_tools.bindings.rt import Realtime, load_rt
-from host_tools.data.checks import with_settling, with_start_position
+from host_tools.data.checks import with_start_position
 from host_tools.data.csvdata import Samples
 from host_tools.data.light_joints import light_joints
 from host_tools.data.logs import Log
@@ -128,11 +128,6 @@ class Processed:
     keep: np.ndarray | None = None  # (K,) bool: the samples fit to use (a recorded run's; None: all)
 
 
-def usable(flagged: np.ndarray, sample_period: float) -> np.ndarray:
-    """(K,) bool: the samples neither flagged nor within SETTLE of a flagged one."""
-    return ~with_settling(flagged, sample_period)
-
-
 # the (estimator, observer, controller) of the pipeline that reads a log's counts: its encoder
 # block alone is used (no config field but the description's encoders)
 ENCODER_READ = (findiff.FINDIFF.name, "none", "none")
@@ -188,7 +183,10 @@ def flagged_excitation(flagged: np.ndarray, exc: Excitation, sample_period: floa
     the run repeats them -- the loop's own tracking of this motion, e.g. an off-trajectory error in
     a light direction of the arm -- and a new recording repeats them too; else they are a one-off."""
     n = int(np.sum(flagged))
-    whole = f"{n} samples of the excitation run are flagged by the input checks; its periods are averaged whole"
+    whole = (
+        f"{n} samples of the excitation run are left out by the input checks (flagged, or within the filters' "
+        "settling of a flagged one); its periods are averaged whole"
+    )
     try:
         p = samples_per_period(exc.base_frequency, sample_period)
     except ValueError:
@@ -224,13 +222,13 @@ def process(
 ) -> Processed:
     """Average the periods; q, qd, qdd by frequency-domain differentiation within derivative_band.
     Without an excitation (a recorded non-periodic run): the whole run, q low-passed at cutoff_q
-    (zero phase) and differentiated centrally; ``flagged`` (K,) bool samples (input checks) and
-    those within SETTLE of them are left out of the fit. An excitation run's periods are averaged
-    whole: flagged samples there are an error."""
+    (zero phase) and differentiated centrally; ``flagged`` (K,) bool: the samples the input checks
+    leave out of the fit (InputChecks.left_out: the flagged ones and the filters' settling around
+    them). An excitation run's periods are averaged whole: flagged samples there are an error."""
     s = samples_of(robot, data)
     if exc is None:
         qf, qd, qdd = derivatives(s, settings.cutoff_q, settings.velocity)
-        keep = None if flagged is None or not np.any(flagged) else usable(flagged, s.sample_period)
+        keep = None if flagged is None or not np.any(flagged) else ~flagged
         return Processed(qf, qd, qdd, s.tau, np.zeros_like(s.tau), 0, s.sample_period, keep)
     if flagged is not None and np.any(flagged):
         raise ValueError(flagged_excitation(flagged, exc, s.sample_period, robot))
@@ -487,7 +485,7 @@ def validation_data(
     differentiated centrally, torques low-passed at the identification's band (``filter_torque``;
     else the measured torque as it is). ``robot``: the model (default the ``described`` robot, whose
     encoders read the log either way); ``flagged``
-    (K,) bool: samples the input checks flagged, left out of the RMS with those within SETTLE;
+    (K,) bool: the samples the input checks leave out of the RMS (InputChecks.left_out);
     ``with_candidates``: also every friction-term candidate column (ValidationData.with_terms)."""
     robot = described if robot is None else robot
     s = samples_of(described, data)
@@ -498,7 +496,7 @@ def validation_data(
     q, qd, qdd = derivatives(s, cutoff_q, settings.velocity)
     tau = lowpass(s.tau, settings.band, 1.0 / ts) if filter_torque else s.tau
     sl = slice(edge, len(q) - edge)
-    keep = np.ones(len(q), bool) if flagged is None else usable(flagged, ts)
+    keep = np.ones(len(q), bool) if flagged is None else ~flagged
     if not np.any(keep[sl]):
         raise ValueError("the validation run is flagged throughout by the input checks (--keep-flagged to use it)")
     m = model(robot)

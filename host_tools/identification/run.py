@@ -244,7 +244,8 @@ def identify_run(
     # positions through the generated encoder read once per run (every stage below shares them)
     log = samples_of(described, log)
     validate = samples_of(described, validate) if validate is not None else None
-    settings, velocity, data, obs = choose_velocity(described, log, exc, settings, checks.left_out(checks.data))
+    left_out = checks.left_out(checks.data, log.sample_period)
+    settings, velocity, data, obs = choose_velocity(described, log, exc, settings, left_out)
     processing = time.perf_counter() - t0
     robot, scale_fit = described, {}
     if settings.coulomb_scales:
@@ -252,6 +253,7 @@ def identify_run(
         robot, scale_fit, obs = fit_coulomb_scales(robot, data, settings)
     scales_s = time.perf_counter() - t0 - processing
     free = exc is None  # a recorded run: its own derivative cut-off, the validation torque as measured
+    val_left_out = None if validate is None else checks.left_out(checks.validate, validate.sample_period)
     # two workers beside this thread: the validation run's data (filtering, the generated regressor,
     # the friction terms' candidates) from here on, and the physical fit (IPOPT releases the GIL)
     # once the base fit is known; stage_seconds of these overlap
@@ -267,7 +269,7 @@ def identify_run(
                 settings.cutoff_q if free else 5.0,
                 not free,
                 robot,
-                checks.left_out(checks.validate),
+                val_left_out,
                 settings.friction_terms,
             )
         ident, data, (y, tau, qd) = identify(described, log, exc, settings, robot, data, obs)
@@ -288,9 +290,7 @@ def identify_run(
             val = prepared.with_terms(rep.terms)
         t1 = time.perf_counter()
         observed = (robot, y, tau, qd, prepared)
-        baseline = _baseline(
-            described, data, settings, validate, exc is not None, rep, val, checks.left_out(checks.validate), observed
-        )
+        baseline = _baseline(described, data, settings, validate, exc is not None, rep, val, val_left_out, observed)
         stages["baseline_ls"] = time.perf_counter() - t1
         phys, seconds = physical_job.result()
         stages["physical"] = stages.get("physical", 0.0) + seconds

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import config_terms
-from host_tools.data.checks import LogChecks, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, TIMING_SETTLE_FIT, LogChecks, with_settling
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
 from host_tools.identification.input_checks import InputChecks
@@ -81,23 +81,23 @@ def identify_for_design(
     data: Log | Samples
     runs = [runs] if isinstance(runs, Recording) else list(runs)
     several = len(runs) > 1
+    ts = runs[0].log.sample_period
     if several:
-        data, checks, groups = _laid_end_to_end(robot, runs, settings.keep_flagged)
+        data, base, groups = _laid_end_to_end(robot, runs, settings.keep_flagged)
         what = [f"run {i + 1} of {len(groups)} ({r.checks.source})" for i, r in enumerate(runs)]
-        base = checks.flagged
     else:
         run = runs[0]
         data = run.log if run.samples is None else run.samples
-        checks = run.checks
-        flagged = None if settings.keep_flagged else with_settling(run.checks.flagged, run.log.sample_period)
-        k0 = int(round(settings.skip / run.log.sample_period))
-        groups = design_blocks(len(run.log), k0, flagged, settings.blocks)
+        design = None if settings.keep_flagged else run.checks.left_out(ts, TIMING_SETTLE_DESIGN)  # design_on's
+        groups = design_blocks(len(run.log), int(round(settings.skip / ts)), design, settings.blocks)
         what = [f"held-out block {b + 1} of {len(groups)}" for b in range(len(groups))]
-        base = np.zeros(len(run.log), bool) if settings.keep_flagged else run.checks.flagged
+        base = np.zeros(len(run.log), bool) if settings.keep_flagged else run.checks.left_out(ts, TIMING_SETTLE_FIT)
+    source = ", ".join(r.checks.source for r in runs)
 
     def fitted(left_out: np.ndarray, fit: str) -> IdentificationResult:
+        exact = LogChecks(source, [], left_out, timing=left_out)  # left out as it is (its settling is in it)
         try:
-            return identify_run(robot, data, None, None, ident, checks=InputChecks(replace(checks, flagged=left_out)))
+            return identify_run(robot, data, None, None, ident, checks=InputChecks(exact))
         except ValueError as err:  # numpy's LinAlgError is one: a singular fit says only "Singular matrix"
             raise ValueError(f"identifying {fit}: {err}") from None
 
@@ -106,8 +106,9 @@ def identify_for_design(
     folds = []
     for held, name in zip(groups, what):
         stage(f"identifying the model without {name} ...")
-        left_out = base.copy()
-        left_out[held] = True
+        block = np.zeros(len(base), bool)
+        block[held] = True  # left out with the filters' settling around it, as a finding of the arm's
+        left_out = base | with_settling(block, ts)
         folds.append(fitted(left_out, f"the {'runs' if several else 'run'} without {name}").config())
     config = whole.config()
     sets = [config_terms(c, robot.dof) for c in (config, *folds)]
@@ -127,11 +128,11 @@ def identify_for_design(
 
 def _laid_end_to_end(
     robot: Robot, runs: Sequence[Recording], keep_flagged: bool
-) -> tuple[Samples, LogChecks, list[np.ndarray]]:
-    """Several runs as one run for identify: their samples one after the other, each junction
-    flagged as a gap is (its first sample: identify leaves the flagged samples out, and the filters'
-    settling either side, so no derivative is taken across it), each run's flagged samples flagged
-    (none with ``keep_flagged``); and each run's samples in the joined run."""
+) -> tuple[Samples, np.ndarray, list[np.ndarray]]:
+    """Several runs as one run for identify: their samples one after the other; the samples to leave
+    out of the fit (each run's, InputChecks.left_out's; none with ``keep_flagged``) and each junction
+    with the filters' settling either side, so no derivative is taken across it; and each run's
+    samples in the joined run."""
     samples = [samples_of(robot, r.log if r.samples is None else r.samples) for r in runs]
     periods = {s.sample_period for s in samples}
     if len(periods) > 1:
@@ -140,13 +141,13 @@ def _laid_end_to_end(
             + ", ".join(f"{r.checks.source}: {s.sample_period * 1e3:g} ms" for r, s in zip(runs, samples))
             + "): identify fits one sample period"
         )
-    flagged = []
+    ts = samples[0].sample_period
+    left_out, junctions = [], []
     for i, (r, s) in enumerate(zip(runs, samples)):
         if len(r.checks.flagged) != len(s.q):
             raise ValueError(f"{r.checks.source}: {len(s.q)} samples but {len(r.checks.flagged)} checked")
-        f = np.zeros(len(s.q), bool) if keep_flagged else np.array(r.checks.flagged, bool)
-        f[0] |= i > 0  # a junction
-        flagged.append(f)
+        left_out.append(np.zeros(len(s.q), bool) if keep_flagged else r.checks.left_out(ts, TIMING_SETTLE_FIT))
+        junctions.append(np.arange(len(s.q)) == 0 if i > 0 else np.zeros(len(s.q), bool))
     velocities = [s.qd for s in samples]
     joined = Samples(
         samples[0].sample_period,
@@ -155,8 +156,8 @@ def _laid_end_to_end(
         None if any(v is None for v in velocities) else np.concatenate([v for v in velocities if v is not None]),
     )
     ends = np.cumsum([0] + [len(s.q) for s in samples])
-    checks = LogChecks(", ".join(r.checks.source for r in runs), [], np.concatenate(flagged))
-    return joined, checks, [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
+    mask = np.concatenate(left_out) | with_settling(np.concatenate(junctions), ts)
+    return joined, mask, [np.arange(a, b) for a, b in zip(ends[:-1], ends[1:])]
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ from codegen.blocks.detect import COEFFICIENTS, DEBOUNCE_MAX, level
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
-from host_tools.data.checks import LogChecks, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, LogChecks
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, recorded_for
 from host_tools.data.measured import encoders
@@ -960,7 +960,7 @@ def design_on(
     runs = [data] if isinstance(data, Recording) else list(data)
     others = [] if other is None else [other] if isinstance(other, Recording) else list(other)
     leave_out = [
-        None if s.keep_flagged else with_settling(r.checks.flagged, r.log.sample_period) for r in runs + others
+        None if s.keep_flagged else r.checks.left_out(r.log.sample_period, TIMING_SETTLE_DESIGN) for r in runs + others
     ]
     tuned = None
     try:

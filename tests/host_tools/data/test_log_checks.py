@@ -19,6 +19,9 @@ from host_tools.cli import main
 from host_tools.data.checks import (
     MIN_PLATEAU,
     OFF_FACTOR,
+    SETTLE,
+    TIMING_SETTLE_DESIGN,
+    TIMING_SETTLE_FIT,
     check_log,
     encoder_offsets,
     require_absolute_positions,
@@ -537,3 +540,37 @@ def test_the_settling_mask_is_as_long_as_the_log() -> None:
         near = np.abs(np.arange(k) - k // 2) <= 500
         np.testing.assert_array_equal(mask, near)
     assert not with_settling(np.zeros(800, bool), 1e-3).any()
+
+
+def test_timing_findings_are_left_out_with_less_settling() -> None:
+    """LogChecks.left_out: around a finding of the arm's (a clipped drive) SETTLE either side is left
+    out for both uses; around a timing finding (a gap, stamps that repeat) only its own samples for
+    identify's fit (TIMING_SETTLE_FIT) and TIMING_SETTLE_DESIGN either side for the threshold
+    design; a sample both kinds flag is the arm's. Distances are counted in samples of the 1 ms log
+    from the nearest sample of each finding."""
+    log, _ = fabricate(PLANAR2, 6.0)
+    t = log.time.copy()
+    t[1500:] += 0.01  # a gap after sample 1499
+    t[4000] = t[3999]  # a repeated stamp
+    log.time = t
+    clip = float(np.max(log.tau[:, 0])) * 0.9
+    log.tau[:, 0] = np.minimum(log.tau[:, 0], clip)
+    checks = check_log(log, PLANAR2, "both.npz")
+    kinds = {f.kind for f in checks.findings}
+    assert {"gap", "time", "saturation"} <= kinds, kinds
+    k = np.arange(len(log))
+
+    def near(kind_set: set[str]) -> np.ndarray:
+        """Each sample's distance (samples) to the nearest sample of a finding of these kinds."""
+        d = np.full(len(log), np.inf)
+        for f in checks.findings:
+            if f.kind in kind_set:
+                d = np.minimum(d, np.maximum(0, np.maximum(f.first - k, k - f.last)))
+        return d
+
+    arm, timing = near({"saturation"}), near({"gap", "time"})
+    settle, design = round(SETTLE / 1e-3), round(TIMING_SETTLE_DESIGN / 1e-3)
+    assert TIMING_SETTLE_FIT == 0 and 0 < design < settle
+    np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_FIT), (arm <= settle) | (timing == 0))
+    np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_DESIGN), (arm <= settle) | (timing <= design))
+    np.testing.assert_array_equal(checks.timing, (timing == 0) & (arm > 0))

@@ -18,7 +18,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt, with_config_terms
 from host_tools.cli import main
-from host_tools.data.checks import check_log, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, check_log, with_settling
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.pipeline import samples_of
 from host_tools.studies import design_model
@@ -105,9 +105,10 @@ def _record(tmp_path: Path, seconds: float = 6.0, seed: int = 4) -> Recording:
 
 
 def test_the_identification_leaves_each_held_out_block_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """identify_for_design fits the whole run (its flagged samples left out) and then once per
-    held-out block of the design (design_blocks, the samples the thresholds hold out) with that block
-    left out too; the pipeline's friction terms are every term any of the fits sets."""
+    """identify_for_design fits the whole run (its flagged samples left out, with the filters'
+    settling around a finding of the arm's) and then once per held-out block of the design
+    (design_blocks, the samples the thresholds hold out) with that block and its settling left out
+    too; the pipeline's friction terms are every term any of the fits sets."""
     run = _record(tmp_path)
     flagged = np.zeros(len(run.log), bool)
     flagged[3000:3050] = True  # as the input checks would flag them
@@ -115,7 +116,7 @@ def test_the_identification_leaves_each_held_out_block_out(tmp_path: Path, monke
     seen: list[np.ndarray] = []
 
     def spy(robot: Any, data: Any, exc: Any, validate: Any, settings: Any, checks: Any) -> _Fit:
-        seen.append(checks.left_out(checks.data).copy())
+        seen.append(checks.left_out(checks.data, 1e-3).copy())
         fold = len(seen) - 2  # -1: the whole run
         stribeck = [0.0, 0.0]
         if fold >= 0:
@@ -125,13 +126,14 @@ def test_the_identification_leaves_each_held_out_block_out(tmp_path: Path, monke
     monkeypatch.setattr(design_model, "identify_run", spy)
     settings = DesignSettings(blocks=BLOCKS, skip=0.5)
     model = design_model.identify_for_design(load_robot("planar2"), run, settings)
-    blocks = design_blocks(len(run.log), 500, with_settling(flagged, run.log.sample_period), BLOCKS)
+    settled = with_settling(flagged, run.log.sample_period)  # no timing finding: the arm's settling
+    blocks = design_blocks(len(run.log), 500, settled, BLOCKS)
     assert len(seen) == 1 + BLOCKS and len(model.folds) == BLOCKS
-    np.testing.assert_array_equal(seen[0], flagged)
+    np.testing.assert_array_equal(seen[0], settled)
     for b, mask in enumerate(seen[1:]):
-        expected = flagged.copy()
-        expected[blocks[b]] = True
-        np.testing.assert_array_equal(mask, expected)
+        block = np.zeros(len(run.log), bool)
+        block[blocks[b]] = True
+        np.testing.assert_array_equal(mask, settled | with_settling(block, run.log.sample_period))
     assert model.terms == (("stribeck",), ("stribeck",)) and model.velocity == "estimate"
     # the models in the blocks' order: block b's is the one fitted without block b
     assert [f["fric.fs"] for f in model.folds] == [[1.0, 0.0], [0.0, 2.0], [3.0, 0.0], [0.0, 4.0]]
@@ -141,9 +143,9 @@ def test_several_runs_are_identified_together_and_each_without_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """identify_for_design on two runs fits their samples one after the other (positions and torques
-    as each run's own identification reads them), each run's flagged samples flagged and the junction
-    (the second run's first sample) flagged as a gap is; then once per run with that run's samples
-    left out too: the folds in the runs' order."""
+    as each run's own identification reads them), each run's left-out samples left out and the
+    junction (the second run's first sample) with the filters' settling either side; then once per
+    run with that run's samples and their settling left out too: the folds in the runs' order."""
     first, second = _record(tmp_path), _record(tmp_path, seconds=4.0, seed=7)
     flagged = np.zeros(len(first.log), bool)
     flagged[3000:3050] = True
@@ -151,7 +153,7 @@ def test_several_runs_are_identified_together_and_each_without_itself(
     seen: list[tuple[Any, np.ndarray]] = []
 
     def spy(robot: Any, data: Any, exc: Any, validate: Any, settings: Any, checks: Any) -> _Fit:
-        seen.append((data, checks.left_out(checks.data).copy()))
+        seen.append((data, checks.left_out(checks.data, 1e-3).copy()))
         return _Fit({"model.params": [float(len(seen))]})
 
     monkeypatch.setattr(design_model, "identify_run", spy)
@@ -163,13 +165,14 @@ def test_several_runs_are_identified_together_and_each_without_itself(
     for got, run in ((data.q[:k1], first), (data.q[k1:], second)):
         np.testing.assert_array_equal(got, samples_of(robot, run.log).q)
     np.testing.assert_array_equal(data.tau[k1:], samples_of(robot, second.log).tau)
-    whole = np.concatenate([flagged, np.zeros(k2, bool)])
-    whole[k1] = True
+    junction = np.zeros(k1 + k2, bool)
+    junction[k1] = True
+    whole = np.concatenate([with_settling(flagged, 1e-3), np.zeros(k2, bool)]) | with_settling(junction, 1e-3)
     np.testing.assert_array_equal(seen[0][1], whole)
     for i, (a, b) in enumerate(((0, k1), (k1, k1 + k2))):
-        expected = whole.copy()
-        expected[a:b] = True
-        np.testing.assert_array_equal(seen[1 + i][1], expected)
+        held = np.zeros(k1 + k2, bool)
+        held[a:b] = True
+        np.testing.assert_array_equal(seen[1 + i][1], whole | with_settling(held, 1e-3))
     other = replace(second, log=replace(second.log, sample_period=2 * second.log.sample_period))
     with pytest.raises(ValueError, match="sample periods differ"):
         design_model.identify_for_design(robot, [first, other], DesignSettings(blocks=BLOCKS))
@@ -336,7 +339,7 @@ def test_an_elastic_arm_keeps_the_description_without_trying(
 def test_runs_laid_end_to_end_keep_a_recorded_velocity_only_if_every_run_has_one(tmp_path: Path) -> None:
     """_laid_end_to_end: the runs' recorded velocities one after the other where every run carries one,
     none where one run lacks it (identify then estimates the velocity on all of them, not on a part);
-    with keep_flagged no run's flagged sample is flagged, the junctions still are."""
+    with keep_flagged no run's flagged sample is left out, the junctions (and their settling) still are."""
     robot = load_robot("planar2")
     first, second = _record(tmp_path), _record(tmp_path, seconds=4.0, seed=7)
     k1, k2 = len(first.log), len(second.log)
@@ -351,5 +354,27 @@ def test_runs_laid_end_to_end_keep_a_recorded_velocity_only_if_every_run_has_one
     flagged = np.zeros(k1, bool)
     flagged[3000:3050] = True
     runs = [replace(first, checks=replace(first.checks, flagged=flagged)), second]
-    kept = design_model._laid_end_to_end(robot, runs, True)[1].flagged
-    np.testing.assert_array_equal(np.flatnonzero(kept), [k1])
+    kept = design_model._laid_end_to_end(robot, runs, True)[1]
+    np.testing.assert_array_equal(np.flatnonzero(kept), np.arange(k1 - 500, k1 + 501))
+
+
+def test_the_design_leaves_out_timing_findings_with_their_own_settling(tmp_path: Path) -> None:
+    """design_on (and so `manipgen thresholds`) leaves out what LogChecks.left_out gives with
+    TIMING_SETTLE_DESIGN: around a gap 0.2 s, not the 0.5 s of a finding of the arm's; and
+    identify_for_design's blocks are the same design's (design_blocks of that mask)."""
+    run = _record(tmp_path)
+    log = run.log
+    t = log.time.copy()
+    t[3000:] += 0.01  # a gap after sample 2999
+    log = replace(log, time=t)
+    robot = load_robot("planar2")
+    checks = check_log(log, robot, "gap.npz")
+    assert [f.kind for f in checks.findings] == ["gap"], checks.lines()
+    rt = load_rt("planar2", estimator="kalman", observer="momentum", controller="computed_torque")
+    designed = thresholds_study.design_on(rt, Recording(log, checks), DesignSettings(blocks=BLOCKS))
+    k0 = designed.design.skipped  # the 0.5 s start
+    expected = checks.left_out(log.sample_period, TIMING_SETTLE_DESIGN)
+    assert designed.design.left_out is not None
+    np.testing.assert_array_equal(designed.design.left_out[k0:], expected[k0:])
+    # the gap's two samples (the stamps either side of the jump) and 0.2 s either side
+    assert expected.sum() == 2 + 2 * round(TIMING_SETTLE_DESIGN / log.sample_period)
