@@ -63,7 +63,7 @@ FRICTION_SHARE = 0.02  # x the torque limit: a geared drive's Coulomb friction w
 TORQUE_NOISE = 1e-3  # x the torque limit: twice a 12-bit current reading's quantum over +-limit
 STRIBECK_VELOCITY = 0.07  # rad/s (m/s): between two of identify's Stribeck grid values (0.05, 0.1)
 EDGE = 1.0  # s: no gap or repeat within this of the run's ends (identification trims its filters' edges)
-SPACING = 1.2  # s: between two planted defects: each is flagged with SETTLE (0.5 s) around it on its own
+SPACING = 1.2  # s: between two planted defects: each is left out with its settling (at most SETTLE) on its own
 # the default offset's joint (0-based): the first, whose axis is vertical on most arms: no gravity
 # column there, so a constant can only be an offset. On a joint whose gravity torque barely changes
 # over the motion a constant is nearly a base parameter's column, and the description's model takes

@@ -28,7 +28,7 @@ class InputChecks:
 
     def left_out(self, checks: LogChecks | None, sample_period: float) -> np.ndarray | None:
         """The samples to leave out of one log (None: none): the flagged ones and the filters'
-        settling around a finding of the arm's (LogChecks.left_out, TIMING_SETTLE_FIT)."""
+        settling around them (LogChecks.left_out)."""
         return None if checks is None or self.keep_flagged else checks.left_out(sample_period, TIMING_SETTLE_FIT)
 
     def as_json(self) -> list[dict[str, Any]]:
@@ -44,9 +44,9 @@ class InputChecks:
             out.append(
                 "the flagged samples are used as they are (--keep-flagged)"
                 if self.keep_flagged
-                else f"the flagged samples (and {SETTLE:g} s either side of a finding of the arm's: the filters' "
-                "settling; of a gap or a repeated row its own samples only) are left out of the fit and the "
-                "validation RMS (--keep-flagged keeps them)"
+                else f"the flagged samples (and {SETTLE:g} s either side: the filters' settling; less around gaps "
+                "and repeated rows where they are dense) are left out of the fit and the validation RMS "
+                "(--keep-flagged keeps them)"
             )
         return out
 

@@ -535,7 +535,9 @@ def _residual_diagnostics(e: np.ndarray, keep: np.ndarray, cutoff: float, ts: fl
     checks left (``keep``): its mean (a bias no parameter explains) and the share of its power below
     ``cutoff`` Hz (zero-phase low-pass: model error at the motion's frequencies rather than noise).
     The left-out samples are zeroed before the low-pass; the kept ones lie at least SETTLE (0.5 s)
-    from them, beyond the filter's settling at ``cutoff`` (a few / cutoff s)."""
+    from a finding of the arm's, beyond the filter's settling at ``cutoff`` (a few / cutoff s), and
+    as much from a timing finding's but where those are dense (host_tools.data.checks), where the
+    zeroed samples are few and the leak small."""
     kept = np.where(keep[:, None], e, 0.0)
     low = lowpass(kept, cutoff, 1.0 / ts)
     return Residual(e[keep].mean(axis=0), cutoff, np.sum(low[keep] ** 2, axis=0) / np.sum(e[keep] ** 2, axis=0))

@@ -95,9 +95,9 @@ def identify_for_design(
     source = ", ".join(r.checks.source for r in runs)
 
     def fitted(left_out: np.ndarray, fit: str) -> IdentificationResult:
-        exact = LogChecks(source, [], left_out, timing=left_out)  # left out as it is (its settling is in it)
+        given = LogChecks(source, [], left_out, settled=True)
         try:
-            return identify_run(robot, data, None, None, ident, checks=InputChecks(exact))
+            return identify_run(robot, data, None, None, ident, checks=InputChecks(given))
         except ValueError as err:  # numpy's LinAlgError is one: a singular fit says only "Singular matrix"
             raise ValueError(f"identifying {fit}: {err}") from None
 

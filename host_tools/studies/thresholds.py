@@ -953,9 +953,11 @@ def design_on(
     """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain on the first run,
     tune_observer) the thresholds of ``data`` (one run: design_thresholds; several: design_across,
     each held out in turn), checked on each run of ``other`` (check_thresholds); the flagged
-    samples and 0.5 s around them left out (the residual and the estimator carry them on) unless
-    ``keep_flagged``. The design (and the tuned gain) is left in ``rt.config``; errors name the run.
-    ``folds``: design_across's (one run; its blocks are design_blocks of these settings)."""
+    samples and the settling around them left out (LogChecks.left_out: the residual and the
+    estimator carry them on) unless ``keep_flagged``. The design (and the tuned gain) is left in
+    ``rt.config``; errors name the run.
+    ``folds``: design_across's (one run: its blocks are design_blocks of these settings; several:
+    one per run)."""
     s = settings
     runs = [data] if isinstance(data, Recording) else list(data)
     others = [] if other is None else [other] if isinstance(other, Recording) else list(other)

@@ -18,7 +18,7 @@ import pytest
 
 from codegen.model.description import load_robot
 from host_tools.cli import main
-from host_tools.data.checks import check_log
+from host_tools.data.checks import check_log, with_settling
 from host_tools.data.formats import read_log
 from host_tools.data.hostile import JITTER_CLIP, STRIBECK_VELOCITY
 from host_tools.identification.friction_terms import STRIBECK_VELOCITIES
@@ -517,12 +517,11 @@ def _dense_defects(csv: Path, repeats: int, gaps: int, seed: int) -> Path:
 
 def test_identify_fits_a_log_with_a_timing_defect_every_50_ms(folder: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A run with 300 repeated rows and 120 gaps in 20 s (a defect every 48 ms on average, as dense as
-    issue #44's real log: 504 gaps and 1,131 repeats in one run) is identified with the defaults: the
-    timing findings' own samples are left out, not 0.5 s around each (that left 7 equations for the
-    Panda's 62 parameters: docs/real-data.md, "Timing findings"). Its fit, validated on a clean run,
-    is within 5 % of the fit on the same run without the defects: the requirement that the defects
-    cost next to nothing (measured: the Panda 0.03 %, this UR5 run 1.4 % better, from other
-    friction-term choices on the samples left)."""
+    issue #44's real log: 504 gaps and 1,131 repeats in one run) is identified with the defaults: a
+    quarter of the mean spacing (12 ms) is left out either side of each, not 0.5 s (that left 7
+    equations for the Panda's 62 parameters: docs/real-data.md, "Timing findings"). Its fit,
+    validated on a clean run, is within 5 % of the fit on the same run without the defects: the
+    requirement that the defects cost next to nothing."""
     clean, _, _ = _record("ur5", 1, 20.0, folder, "--gaps", "0", "--repeats", "0")
     val, _, _ = _record("ur5", 2, 12.0, folder, "--gaps", "0", "--repeats", "0")
     dense = _dense_defects(clean, 300, 120, 3)
@@ -531,7 +530,7 @@ def test_identify_fits_a_log_with_a_timing_defect_every_50_ms(folder: str, capsy
     checks = check_log(f.log, robot, dense.name)
     assert {x.kind for x in checks.findings} <= {"gap", "repeat"} and len(checks.findings) > 300, checks.lines()
     # with 0.5 s around each, only the defect-free second at either end would be left
-    kept = np.flatnonzero(~checks.left_out(robot.sample_period, 0.5)) * robot.sample_period
+    kept = np.flatnonzero(~with_settling(checks.flagged, robot.sample_period)) * robot.sample_period
     assert np.all((kept < 1.0) | (kept > 19.0)), kept
     sums = []
     for fit in (clean, dense):

@@ -20,8 +20,11 @@ from host_tools.data.checks import (
     MIN_PLATEAU,
     OFF_FACTOR,
     SETTLE,
+    TIMING_LONG,
     TIMING_SETTLE_DESIGN,
     TIMING_SETTLE_FIT,
+    TIMING_SHARE,
+    LogChecks,
     check_log,
     encoder_offsets,
     require_absolute_positions,
@@ -544,10 +547,11 @@ def test_the_settling_mask_is_as_long_as_the_log() -> None:
 
 def test_timing_findings_are_left_out_with_less_settling() -> None:
     """LogChecks.left_out: around a finding of the arm's (a clipped drive) SETTLE either side is left
-    out for both uses; around a timing finding (a gap, stamps that repeat) only its own samples for
-    identify's fit (TIMING_SETTLE_FIT) and TIMING_SETTLE_DESIGN either side for the threshold
-    design; a sample both kinds flag is the arm's. Distances are counted in samples of the 1 ms log
-    from the nearest sample of each finding."""
+    out; around a timing finding (a gap, stamps that repeat) the use's settling (TIMING_SETTLE_FIT
+    for identify, TIMING_SETTLE_DESIGN for the threshold design), and where such findings are dense
+    at most TIMING_SHARE of their mean spacing, so that the samples between them stay; a sample both
+    kinds flag is the arm's. Distances are counted in samples of the 1 ms log from the nearest
+    sample of each finding."""
     log, _ = fabricate(PLANAR2, 6.0)
     t = log.time.copy()
     t[1500:] += 0.01  # a gap after sample 1499
@@ -555,22 +559,72 @@ def test_timing_findings_are_left_out_with_less_settling() -> None:
     log.time = t
     clip = float(np.max(log.tau[:, 0])) * 0.9
     log.tau[:, 0] = np.minimum(log.tau[:, 0], clip)
-    checks = check_log(log, PLANAR2, "both.npz")
-    kinds = {f.kind for f in checks.findings}
-    assert {"gap", "time", "saturation"} <= kinds, kinds
     k = np.arange(len(log))
 
-    def near(kind_set: set[str]) -> np.ndarray:
+    def near(checks: LogChecks, kinds: set[str]) -> np.ndarray:
         """Each sample's distance (samples) to the nearest sample of a finding of these kinds."""
         d = np.full(len(log), np.inf)
         for f in checks.findings:
-            if f.kind in kind_set:
+            if f.kind in kinds:
                 d = np.minimum(d, np.maximum(0, np.maximum(f.first - k, k - f.last)))
         return d
 
-    arm, timing = near({"saturation"}), near({"gap", "time"})
-    settle, design = round(SETTLE / 1e-3), round(TIMING_SETTLE_DESIGN / 1e-3)
-    assert TIMING_SETTLE_FIT == 0 and 0 < design < settle
-    np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_FIT), (arm <= settle) | (timing == 0))
+    checks = check_log(log, PLANAR2, "both.npz")
+    assert {"gap", "time", "saturation"} <= {f.kind for f in checks.findings}, checks.lines()
+    arm, timing = near(checks, {"saturation"}), near(checks, {"gap", "time"})
+    settle, fit, design = (round(x / 1e-3) for x in (SETTLE, TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN))
+    assert 0 < design < fit <= settle  # two timing findings in 6 s: far apart, each use's whole settling
+    np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_FIT), (arm <= settle) | (timing <= fit))
     np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_DESIGN), (arm <= settle) | (timing <= design))
     np.testing.assert_array_equal(checks.timing, (timing == 0) & (arm > 0))
+    # a stamp that repeats every 40 ms: 149 of them in 6 s, each 0.25 x 40 ms = 10 ms either side
+    dense = log.time.copy()
+    dense[500:5500:40] = dense[499:5499:40]
+    log.time = dense
+    checks = check_log(log, PLANAR2, "dense.npz")
+    count = sum(f.kind in ("gap", "time") for f in checks.findings)
+    assert count > 100, checks.lines()
+    width = TIMING_SHARE * 6.0 / count
+    assert width < TIMING_SETTLE_DESIGN
+    arm, timing = near(checks, {"saturation"}), near(checks, {"gap", "time"})
+    for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
+        out = checks.left_out(1e-3, use)
+        np.testing.assert_array_equal(out, (arm <= settle) | (timing <= round(width / 1e-3)))
+        assert not out[arm > settle].all()  # samples between the defects are kept
+
+
+def test_a_repeated_row_is_a_timing_finding_a_long_gap_and_an_overlap_are_the_arms() -> None:
+    """LogChecks.timing: a repeated row (every recorded value equal to the row before, at a new
+    stamp) is a timing finding, TIMING_SETTLE_DESIGN either side for the design; a gap longer than TIMING_LONG (its
+    interpolation bends the motion the filters see) and a gap inside a finding of the arm's are the
+    arm's: SETTLE either side. (The review of c95b630.)"""
+    log, _ = fabricate(PLANAR2, 8.0)
+    clip = float(np.max(log.tau[:, 0])) * 0.9
+    log.tau[:, 0] = np.minimum(log.tau[:, 0], clip)
+    sat = [f for f in check_log(log, PLANAR2, "sat.npz").findings if f.kind == "saturation"][0]
+    for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des"):
+        getattr(log, name)[2500] = getattr(log, name)[2499]  # a repeated row
+    t = log.time.copy()
+    mid = (sat.first + sat.last) // 2
+    t[mid:] += 0.005  # a short gap inside the saturation
+    t[6000:] += 0.05  # a long gap
+    log.time = t
+    checks = check_log(log, PLANAR2, "all.npz")
+    by_kind = {f.kind: f for f in checks.findings if f.kind != "gap"}
+    gaps = sorted((f for f in checks.findings if f.kind == "gap"), key=lambda f: f.first)
+    assert "repeat" in by_kind and len(gaps) == 2, checks.lines()
+    rep, short, long = by_kind["repeat"], gaps[0], gaps[1]
+    assert short.t1 - short.t0 <= TIMING_LONG < long.t1 - long.t0
+    assert checks.timing is not None
+    expected = np.zeros(len(log), bool)
+    expected[rep.first : rep.last + 1] = True
+    np.testing.assert_array_equal(checks.timing, expected)  # the short gap is the saturation's
+    out = checks.left_out(1e-3, TIMING_SETTLE_DESIGN)
+    settle, lone = round(SETTLE / 1e-3), round(TIMING_SETTLE_DESIGN / 1e-3)
+    assert out[long.first - settle] and out[long.last + settle] and not out[long.last + settle + 1]
+    assert (
+        out[rep.first - lone]
+        and out[rep.last + lone]
+        and not out[rep.first - lone - 1]
+        and not out[rep.last + lone + 1]
+    )

@@ -18,7 +18,7 @@ from codegen.model.description import load_robot
 from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt, with_config_terms
 from host_tools.cli import main
-from host_tools.data.checks import TIMING_SETTLE_DESIGN, check_log, with_settling
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, TIMING_SETTLE_FIT, check_log, with_settling
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.identification.pipeline import samples_of
 from host_tools.studies import design_model
@@ -359,9 +359,8 @@ def test_runs_laid_end_to_end_keep_a_recorded_velocity_only_if_every_run_has_one
 
 
 def test_the_design_leaves_out_timing_findings_with_their_own_settling(tmp_path: Path) -> None:
-    """design_on (and so `manipgen thresholds`) leaves out what LogChecks.left_out gives with
-    TIMING_SETTLE_DESIGN: around a gap 0.2 s, not the 0.5 s of a finding of the arm's; and
-    identify_for_design's blocks are the same design's (design_blocks of that mask)."""
+    """design_on (and so `manipgen thresholds`) leaves out what LogChecks.left_out gives: around a
+    lone gap TIMING_SETTLE_DESIGN (0.2 s), not the 0.5 s of a finding of the arm's."""
     run = _record(tmp_path)
     log = run.log
     t = log.time.copy()
@@ -378,3 +377,44 @@ def test_the_design_leaves_out_timing_findings_with_their_own_settling(tmp_path:
     np.testing.assert_array_equal(designed.design.left_out[k0:], expected[k0:])
     # the gap's two samples (the stamps either side of the jump) and 0.2 s either side
     assert expected.sum() == 2 + 2 * round(TIMING_SETTLE_DESIGN / log.sample_period)
+
+
+def test_the_identification_for_the_design_leaves_a_gap_out_as_identify_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """identify_for_design on a run with a gap: its fits leave out what identify leaves out (the gap
+    and TIMING_SETTLE_FIT either side), its held-out blocks are the design's (design_blocks of
+    design_on's mask: TIMING_SETTLE_DESIGN either side); laid end to end with another run, that
+    run's gap is left out as identify does. (The review of c95b630.)"""
+    run = _record(tmp_path)
+    t = run.log.time.copy()
+    t[3000:] += 0.005  # a short gap after sample 2999
+    log = replace(run.log, time=t)
+    robot = load_robot("planar2")
+    checks = check_log(log, robot, "gap.npz")
+    assert [f.kind for f in checks.findings] == ["gap"], checks.lines()
+    fit, design = round(TIMING_SETTLE_FIT / 1e-3), round(TIMING_SETTLE_DESIGN / 1e-3)
+    assert design < fit
+    own = np.zeros(len(log), bool)
+    own[2999 - fit : 3001 + fit] = True  # the stamps either side of the jump and identify's settling
+    held = np.zeros(len(log), bool)
+    held[2999 - design : 3001 + design] = True  # design_on's
+    seen: list[np.ndarray] = []
+
+    def spy(robot: Any, data: Any, exc: Any, validate: Any, settings: Any, checks: Any) -> _Fit:
+        seen.append(checks.left_out(checks.data, 1e-3).copy())
+        return _Fit({"model.params": [float(len(seen))]})
+
+    monkeypatch.setattr(design_model, "identify_run", spy)
+    design_model.identify_for_design(robot, Recording(log, checks), DesignSettings(blocks=BLOCKS, skip=0.5))
+    np.testing.assert_array_equal(seen[0], own)
+    blocks = design_blocks(len(log), 500, held, BLOCKS)
+    for b, mask in enumerate(seen[1:]):
+        block = np.zeros(len(log), bool)
+        block[blocks[b]] = True
+        np.testing.assert_array_equal(mask, own | with_settling(block, 1e-3))
+    seen.clear()
+    second = _record(tmp_path, seconds=4.0, seed=7)
+    design_model.identify_for_design(robot, [Recording(log, checks), second], DesignSettings(blocks=BLOCKS))
+    k1 = len(log)
+    np.testing.assert_array_equal(seen[0][: k1 - 500], own[: k1 - 500])
