@@ -292,5 +292,5 @@ def _write_hostile(robot: Any, log: Any, spec: Any, args: argparse.Namespace) ->
     if args.planted:
         rec.write_planted(args.planted)
     gaps = ", ".join(f"{a:.3f}..{b:.3f}" for a, b in rec.gaps) or "none"
-    repeats = ", ".join(f"{t:.3f}" for t in rec.repeats) or "none"
-    print(f"hostile: {len(rec.time)} rows; gaps (stamps before..after, s): {gaps}; repeated rows at {repeats} s")
+    repeats = f"at {', '.join(f'{t:.3f}' for t in rec.repeats)} s" if rec.repeats else "none"
+    print(f"hostile: {len(rec.time)} rows; gaps (stamps before..after, s): {gaps}; repeated rows: {repeats}")

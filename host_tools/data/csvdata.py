@@ -196,9 +196,13 @@ def _table(path: Path, robot: Robot) -> np.ndarray:
     order = columns(str(path), names, robot, data.shape[1])
     if len(data) < 3:
         raise LogError(f"{path}: {len(data)} samples; need at least 3")
-    bad = ~np.all(np.isfinite(data), axis=1)
+    bad = ~np.isfinite(data)
     if np.any(bad):
-        raise LogError(f"{path} line {_line_of(path, int(np.flatnonzero(bad)[0]))}: a NaN or inf")
+        row, c = (int(i) for i in np.argwhere(bad)[0])
+        name = f" {names[c]!r}" if len(names) == data.shape[1] else ""
+        raise LogError(
+            f"{path} line {_line_of(path, row)}, column {c + 1}{name}: {float(data[row, c])!r} is not finite"
+        )
     return data if order is None else data[:, order]
 
 
@@ -233,7 +237,8 @@ def read_csv(path: str | Path, robot: Robot) -> LogFile:
     repeated = int(np.sum(extra["recorded_repeats"]))
     timing = Timing.of(f"rows of {path.name}", stamps, repeated, ts, len(log), not uniform, 1e-9)
     notes = (
-        f"positions   rounded to the encoders' counts (up to {rounding:.3g} counts); identify fits the CSV's own",
+        f"positions   rounded to the encoders' counts (up to {rounding:.3g} counts); identify fits the CSV's own "
+        "positions",
         "q_des       the measured positions (a CSV has no desired trajectory)",
     )
     return LogFile(str(path), log, timing, notes, Samples(ts, values["q"], values["tau"], values.get("qd")))

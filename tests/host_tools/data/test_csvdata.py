@@ -166,7 +166,10 @@ def test_a_steady_500_hz_csv_for_a_1_khz_robot_has_no_gaps(tmp_path: Path) -> No
     [
         ("t,q1,q2\n0,1,2\n", "3 columns; a 2-joint robot needs 1 + 2 x 2 = 5"),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,2,3,4\n", "2 samples; need at least 3"),
-        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,nan,3,4\n0.002,1,2,3,4\n", "bad.csv line 3: a NaN or inf"),
+        (
+            "t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,nan,3,4\n0.002,1,2,3,4\n",
+            "bad.csv line 3, column 3 'q2': nan is not finite",
+        ),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0,1,2,3,4\n0,1,2,3,5\n", "time: 1 distinct stamps; at least 3"),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,x\n", "bad.csv line 2, column 5 'tau2': 'x' is not a number"),
     ],
@@ -206,7 +209,10 @@ ROWS = "0,1,2,3,4\n0.001,1,2,3,4\n0.002,1,2,3,4\n"
             "t,q1,q2,tau1,tau2\n0,1,2,3,4\n# note\n0.001,1,2,3,4\n\n0.002,1,2,3,x\n",
             "line 6, column 5 'tau2': 'x' is not a number",
         ),
-        ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n# note\n0.001,1,2,3,4\n\n0.002,1,nan,3,4\n", "line 6: a NaN or inf"),
+        (
+            "t,q1,q2,tau1,tau2\n0,1,2,3,4\n# note\n0.001,1,2,3,4\n\n0.002,1,nan,3,4\n",
+            "line 6, column 3 'q2': nan is not finite",
+        ),
         ("t,q1,q2,tau1,tau2\n0,1,2,3,4\n0.001,1,2,3\n0.002,1,2,3,4\n", "line 3: 4 values; line 2 has 5"),
     ],
 )
@@ -231,7 +237,7 @@ def test_a_csv_at_line_500_is_named_so(tmp_path: Path) -> None:
         read_log(path, PLANAR2)
     lines[499] = lines[498].replace("0.497", "0.498")
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(LogError, match=r"log\.csv line 700: a NaN or inf$"):
+    with pytest.raises(LogError, match=r"log\.csv line 700, column 4 'tau1': nan is not finite$"):
         read_log(path, PLANAR2)
 
 
