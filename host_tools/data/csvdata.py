@@ -196,9 +196,9 @@ def _table(path: Path, robot: Robot) -> np.ndarray:
     order = columns(str(path), names, robot, data.shape[1])
     if len(data) < 3:
         raise LogError(f"{path}: {len(data)} samples; need at least 3")
-    bad = ~np.isfinite(data)
-    if np.any(bad):
-        row, c = (int(i) for i in np.argwhere(bad)[0])
+    infinite = ~np.isfinite(data)
+    if np.any(infinite):
+        row, c = (int(i) for i in np.argwhere(infinite)[0])
         name = f" {names[c]!r}" if len(names) == data.shape[1] else ""
         raise LogError(
             f"{path} line {_line_of(path, row)}, column {c + 1}{name}: {float(data[row, c])!r} is not finite"
