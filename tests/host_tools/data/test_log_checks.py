@@ -628,3 +628,64 @@ def test_a_repeated_row_is_a_timing_finding_a_long_gap_and_an_overlap_are_the_ar
         and not out[rep.first - lone - 1]
         and not out[rep.last + lone + 1]
     )
+
+
+def test_identify_leaves_out_settle_around_a_lone_timing_finding() -> None:
+    """identify (InputChecks.left_out) leaves out SETTLE either side of a lone short gap, as around a
+    finding of the arm's (TIMING_SETTLE_FIT: its friction-shape choices took what the filters spread
+    of a defect), not the design's TIMING_SETTLE_DESIGN; --keep-flagged leaves out nothing."""
+    from host_tools.identification.input_checks import InputChecks
+
+    log, _ = fabricate(PLANAR2, 6.0)
+    t = log.time.copy()
+    t[3000:] += 0.005  # a gap after sample 2999
+    log.time = t
+    checks = check_log(log, PLANAR2, "gap.npz")
+    assert [f.kind for f in checks.findings] == ["gap"] and checks.findings[0].timing, checks.lines()
+    settle = round(SETTLE / 1e-3)
+    expected = np.zeros(len(log), bool)
+    expected[2999 - settle : 3001 + settle] = True  # the stamps either side of the jump and SETTLE
+    np.testing.assert_array_equal(InputChecks(checks).left_out(checks, 1e-3), expected)
+    assert InputChecks(checks, keep_flagged=True).left_out(checks, 1e-3) is None
+
+
+def test_long_timing_findings_are_the_arms_and_do_not_narrow_the_others() -> None:
+    """Gaps just over TIMING_LONG (26 ms) are the arm's: SETTLE either side, and they do not count
+    in the timing findings' mean spacing, so a lone repeated row still gets TIMING_SETTLE_DESIGN
+    either side (with the 11 long gaps counted, 0.25 x 8 s / 12 = 0.167 s would be left)."""
+    log, _ = fabricate(PLANAR2, 8.0)
+    for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des"):
+        getattr(log, name)[1000] = getattr(log, name)[999]  # a repeated row at 1 s
+    t = log.time.copy()
+    for k in range(4000, 6200, 200):  # 11 gaps of 26 ms between 4 and 6 s
+        t[k:] += 0.025
+    log.time = t
+    checks = check_log(log, PLANAR2, "long.npz")
+    gaps = [f for f in checks.findings if f.kind == "gap"]
+    (rep,) = [f for f in checks.findings if f.kind == "repeat"]
+    assert len(gaps) == 11 and all(TIMING_LONG < f.t1 - f.t0 < 2 * TIMING_LONG for f in gaps), checks.lines()
+    assert rep.timing and not any(f.timing for f in gaps)
+    assert TIMING_SHARE * 8.0 / (1 + len(gaps)) < TIMING_SETTLE_DESIGN  # counting them would bite
+    out = checks.left_out(1e-3, TIMING_SETTLE_DESIGN)
+    design, settle = round(TIMING_SETTLE_DESIGN / 1e-3), round(SETTLE / 1e-3)
+    lone = out[:3000]
+    assert lone.sum() == rep.samples + 2 * design and lone[rep.first - design] and lone[rep.last + design]
+    assert out[gaps[0].first - settle] and not out[gaps[0].first - settle - 1]
+    assert out[gaps[-1].last + settle] and not out[gaps[-1].last + settle + 1]
+
+
+def test_dense_timing_findings_leave_at_most_half_the_run() -> None:
+    """A stamp that repeats every 40 ms (6 s, no finding of the arm's): at most TIMING_SHARE (a
+    quarter) of the run's mean spacing either side of each, so their settling takes at most half of
+    the run, their own samples aside (docs/real-data.md, "Timing findings"), for either use."""
+    log, _ = fabricate(PLANAR2, 6.0)
+    t = log.time.copy()
+    t[500:5500:40] = t[499:5499:40]
+    log.time = t
+    checks = check_log(log, PLANAR2, "dense.npz")
+    assert all(f.timing for f in checks.findings) and len(checks.findings) > 100, checks.lines()
+    own = sum(f.samples for f in checks.findings)
+    for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
+        out = checks.left_out(1e-3, use)
+        assert out.sum() <= len(log) / 2 + own, (out.sum(), own)
+        assert out.sum() > len(log) / 2 - own  # and no less: the cap bites, the samples between stay
