@@ -83,14 +83,16 @@ SETTLE = 0.5
 # themselves (interpolated across a gap, stale in a repeated row). A real arm's log holds hundreds of
 # them (issue #44: 504 gaps and 1,131 repeated rows in one run), so SETTLE either side of each would
 # leave nothing to fit (a 60 s Panda run with one every 45 ms: 7 equations for 62 parameters). So
-# around a timing finding at most TIMING_SHARE of the run's mean spacing between them is left out:
-# on average at most half of a run goes for them, the samples farthest from every defect stay. Below
-# that cap (docs/real-data.md, "Timing findings"; measured 2026-11-30 on hostile logs):
+# on either side of a timing finding at most TIMING_SHARE of the distance to its neighbour there is
+# left out (timing_settle): at most half of a stretch of them goes, the samples mid-way between two
+# stay, and a lone one keeps its whole settling. Below that cap (docs/real-data.md, "Timing
+# findings"; measured 2026-11-30 on hostile logs):
 # - identify keeps SETTLE (TIMING_SETTLE_FIT): its held-out choices of friction shapes take what the
 #   filters spread of a defect up to about 0.5 s (the UR5's hostile run, validated on a clean run,
 #   1.364 N m with 0-0.1 s either side against 1.240 with 0.5 s; a smooth-Coulomb Panda probe's
-#   joint 6 at 1.61 x plain least squares with 0.2 s). On the dense Panda run (11 ms either side)
-#   the fit validates on a clean run 0.3 % above the fit without the defects (0.3818 against 0.3807).
+#   joint 6 at 1.61 x plain least squares with 0.2 s). On the dense Panda run (55 % left out) the
+#   fit validates on a clean run at 0.3817 N m, the same run without the defects on the same samples
+#   at 0.3813 (on every sample 0.3807).
 # - the threshold design leaves out TIMING_SETTLE_DESIGN: the default pipeline's residual over a run
 #   with isolated gaps or repeated rows departs from the clean run's by up to 26 x the clean run's
 #   largest |r| at a repeated row (a stale encoder count), 14 % at 60-100 ms, 7 % at 0.1-0.2 s and
@@ -110,10 +112,13 @@ TIMING_SHARE = 0.25
 TIMING_LONG = 0.02
 
 
-def timing_settle(settle: float, findings: int, seconds: float) -> float:
-    """s left out either side of a timing finding in a run of ``seconds`` with ``findings`` of them:
-    ``settle``, at most TIMING_SHARE of their mean spacing."""
-    return settle if findings == 0 else min(settle, TIMING_SHARE * seconds / findings)
+def timing_settle(settle: float, apart: float | None) -> float:
+    """s left out on one side of a timing finding whose neighbour on that side is ``apart`` s away
+    (None: none): ``settle``, at most TIMING_SHARE of that distance. Where they are dense at most a
+    quarter of the way to each neighbour goes, so the samples mid-way between two stay; a lone
+    finding, however dense a cluster elsewhere in the run, keeps the whole ``settle`` (the review of
+    5504388: the run's mean spacing gave it the cluster's)."""
+    return settle if apart is None else min(settle, TIMING_SHARE * apart)
 
 
 def with_settling(flagged: np.ndarray, sample_period: float, seconds: float = SETTLE) -> np.ndarray:
@@ -176,9 +181,15 @@ class LogChecks:
             return np.array(self.flagged, bool)
         timing = np.zeros_like(self.flagged) if self.timing is None else self.timing
         arm = with_settling(self.flagged & ~timing, sample_period)
-        count = sum(f.timing for f in self.findings)
-        seconds = timing_settle(settle, count, len(self.flagged) * sample_period)
-        return arm | with_settling(timing, sample_period, seconds)
+        # the timing findings the arm's do not cover, in time order, each with its own window
+        spans = sorted((f.first, f.last) for f in self.findings if f.timing and timing[f.first : f.last + 1].any())
+        windows = np.zeros(len(self.flagged) + 1, int)  # +1 where a window starts, -1 after it ends
+        for i, (a, b) in enumerate(spans):
+            before = timing_settle(settle, (a - spans[i - 1][1]) * sample_period if i > 0 else None)
+            after = timing_settle(settle, (spans[i + 1][0] - b) * sample_period if i + 1 < len(spans) else None)
+            windows[max(a - int(round(before / sample_period)), 0)] += 1
+            windows[min(b + int(round(after / sample_period)) + 1, len(self.flagged))] -= 1
+        return arm | (np.cumsum(windows[:-1]) > 0)
 
     def lines(self) -> list[str]:
         """One line per finding, e.g. ``run.mat: saturation: joint 1: t = 31.260..35.000 s (936 samples): ...``."""

@@ -549,7 +549,8 @@ def test_timing_findings_are_left_out_with_less_settling() -> None:
     """LogChecks.left_out: around a finding of the arm's (a clipped drive) SETTLE either side is left
     out; around a timing finding (a gap, stamps that repeat) the use's settling (TIMING_SETTLE_FIT
     for identify, TIMING_SETTLE_DESIGN for the threshold design), and where such findings are dense
-    at most TIMING_SHARE of their mean spacing, so that the samples between them stay; a sample both
+    at most TIMING_SHARE of the distance to the neighbour on each side, so that the samples mid-way
+    between them stay, while a lone one far from a cluster keeps the whole settling; a sample both
     kinds flag is the arm's. Distances are counted in samples of the 1 ms log from the nearest
     sample of each finding."""
     log, _ = fabricate(PLANAR2, 6.0)
@@ -577,20 +578,32 @@ def test_timing_findings_are_left_out_with_less_settling() -> None:
     np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_FIT), (arm <= settle) | (timing <= fit))
     np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_DESIGN), (arm <= settle) | (timing <= design))
     np.testing.assert_array_equal(checks.timing, (timing == 0) & (arm > 0))
-    # a stamp that repeats every 40 ms: 149 of them in 6 s, each 0.25 x 40 ms = 10 ms either side
+    # a stamp that repeats every 40 ms: each finding's window is at most a quarter of the way to its
+    # neighbours (the samples mid-way between two stay) and no narrower than that less a sample
     dense = log.time.copy()
-    dense[500:5500:40] = dense[499:5499:40]
+    dense[500:2500:40] = dense[499:2499:40]
+    dense[5000:] += 0.003  # and a lone gap 2.5 s from them: its own whole settling (no cluster's cap)
     log.time = dense
     checks = check_log(log, PLANAR2, "dense.npz")
-    count = sum(f.kind in ("gap", "time") for f in checks.findings)
-    assert count > 100, checks.lines()
-    width = TIMING_SHARE * 6.0 / count
-    assert width < TIMING_SETTLE_DESIGN
-    arm, timing = near(checks, {"saturation"}), near(checks, {"gap", "time"})
+    spans = sorted((f.first, f.last) for f in checks.findings if f.kind in ("gap", "time"))
+    *spans, lone = spans
+    assert len(spans) == 51 and lone[0] > 4900, checks.lines()  # 500, 540, ..., 2460
+    free = near(checks, {"saturation"}) > settle  # the clipped drive's own 0.5 s aside
+    assert sum(free[b0 + (a1 - b0) // 2] for (_, b0), (a1, _) in zip(spans, spans[1:])) > 10
     for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
         out = checks.left_out(1e-3, use)
-        np.testing.assert_array_equal(out, (arm <= settle) | (timing <= round(width / 1e-3)))
-        assert not out[arm > settle].all()  # samples between the defects are kept
+        for (_, b0), (a1, _) in zip(spans, spans[1:]):
+            d = a1 - b0  # samples from one finding to the next
+            if d > 100:
+                continue  # the cluster's last and the 1.5 s gap, and that gap and the next: far apart
+            assert TIMING_SHARE * d < use / 1e-3  # the cap bites here
+            assert not out[b0 + d // 2] or not free[b0 + d // 2], (b0, a1)  # mid-way stays
+            reach = int(TIMING_SHARE * d) - 1
+            assert out[b0 : b0 + reach + 1].all() and out[a1 - reach : a1 + 1].all(), (b0, a1)
+        w = round(use / 1e-3)
+        assert out[lone[0] - w : lone[1] + w + 1].all()
+        assert not out[lone[0] - w - 1] or not free[lone[0] - w - 1]
+        assert not out[lone[1] + w + 1] or not free[lone[1] + w + 1]
 
 
 def test_a_repeated_row_is_a_timing_finding_a_long_gap_and_an_overlap_are_the_arms() -> None:
@@ -650,14 +663,13 @@ def test_identify_leaves_out_settle_around_a_lone_timing_finding() -> None:
 
 
 def test_long_timing_findings_are_the_arms_and_do_not_narrow_the_others() -> None:
-    """Gaps just over TIMING_LONG (26 ms) are the arm's: SETTLE either side, and they do not count
-    in the timing findings' mean spacing, so a lone repeated row still gets TIMING_SETTLE_DESIGN
-    either side (with the 11 long gaps counted, 0.25 x 8 s / 12 = 0.167 s would be left)."""
+    """Gaps just over TIMING_LONG (26 ms) are the arm's: SETTLE either side, and they are no timing
+    finding's neighbours, so a lone repeated row still gets TIMING_SETTLE_DESIGN either side."""
     log, _ = fabricate(PLANAR2, 8.0)
     for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des"):
-        getattr(log, name)[1000] = getattr(log, name)[999]  # a repeated row at 1 s
+        getattr(log, name)[3250] = getattr(log, name)[3249]  # a repeated row at 3.25 s
     t = log.time.copy()
-    for k in range(4000, 6200, 200):  # 11 gaps of 26 ms between 4 and 6 s
+    for k in range(4000, 6200, 200):  # 11 gaps of 26 ms between 4 and 6 s, the first 0.75 s after it
         t[k:] += 0.025
     log.time = t
     checks = check_log(log, PLANAR2, "long.npz")
@@ -665,10 +677,10 @@ def test_long_timing_findings_are_the_arms_and_do_not_narrow_the_others() -> Non
     (rep,) = [f for f in checks.findings if f.kind == "repeat"]
     assert len(gaps) == 11 and all(TIMING_LONG < f.t1 - f.t0 < 2 * TIMING_LONG for f in gaps), checks.lines()
     assert rep.timing and not any(f.timing for f in gaps)
-    assert TIMING_SHARE * 8.0 / (1 + len(gaps)) < TIMING_SETTLE_DESIGN  # counting them would bite
+    assert TIMING_SHARE * (gaps[0].first - rep.last) * 1e-3 < TIMING_SETTLE_DESIGN  # as a neighbour it would bite
     out = checks.left_out(1e-3, TIMING_SETTLE_DESIGN)
     design, settle = round(TIMING_SETTLE_DESIGN / 1e-3), round(SETTLE / 1e-3)
-    lone = out[:3000]
+    lone = out[: gaps[0].first - settle]
     assert lone.sum() == rep.samples + 2 * design and lone[rep.first - design] and lone[rep.last + design]
     assert out[gaps[0].first - settle] and not out[gaps[0].first - settle - 1]
     assert out[gaps[-1].last + settle] and not out[gaps[-1].last + settle + 1]
@@ -676,8 +688,9 @@ def test_long_timing_findings_are_the_arms_and_do_not_narrow_the_others() -> Non
 
 def test_dense_timing_findings_leave_at_most_half_the_run() -> None:
     """A stamp that repeats every 40 ms (6 s, no finding of the arm's): at most TIMING_SHARE (a
-    quarter) of the run's mean spacing either side of each, so their settling takes at most half of
-    the run, their own samples aside (docs/real-data.md, "Timing findings"), for either use."""
+    quarter) of the distance to the neighbour on each side of each, so between the first and the
+    last their settling takes at most half, their own samples aside, and beyond them the use's whole
+    settling (docs/real-data.md, "Timing findings"), for either use."""
     log, _ = fabricate(PLANAR2, 6.0)
     t = log.time.copy()
     t[500:5500:40] = t[499:5499:40]
@@ -685,7 +698,12 @@ def test_dense_timing_findings_leave_at_most_half_the_run() -> None:
     checks = check_log(log, PLANAR2, "dense.npz")
     assert all(f.timing for f in checks.findings) and len(checks.findings) > 100, checks.lines()
     own = sum(f.samples for f in checks.findings)
+    first, last = min(f.first for f in checks.findings), max(f.last for f in checks.findings)
+    inner = last - first + 1
     for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
         out = checks.left_out(1e-3, use)
-        assert out.sum() <= len(log) / 2 + own, (out.sum(), own)
-        assert out.sum() > len(log) / 2 - own  # and no less: the cap bites, the samples between stay
+        assert out[first : last + 1].sum() <= inner / 2 + own, (out[first : last + 1].sum(), own)
+        assert out[first : last + 1].sum() > inner / 2 - own  # and no less: the cap bites, the samples between stay
+        w = round(use / 1e-3)
+        outer = min(first, w) + min(len(log) - 1 - last, w)  # the outer sides: the whole settling
+        assert out.sum() - out[first : last + 1].sum() == outer
