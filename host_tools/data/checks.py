@@ -83,16 +83,16 @@ SETTLE = 0.5
 # themselves (interpolated across a gap, stale in a repeated row). A real arm's log holds hundreds of
 # them (issue #44: 504 gaps and 1,131 repeated rows in one run), so SETTLE either side of each would
 # leave nothing to fit (a 60 s Panda run with one every 45 ms: 7 equations for 62 parameters). So
-# on either side of a timing finding at most TIMING_SHARE of the distance to its neighbour there is
-# left out (timing_settle): at most half of a stretch of them goes, the samples mid-way between two
-# stay, and a lone one keeps its whole settling. Below that cap (docs/real-data.md, "Timing
+# on either side of a timing finding at most TIMING_SHARE of the larger of the distance to its
+# neighbour there and their mean spacing in the run is left out (timing_settle): about half of a
+# run dense with them goes, and a lone one keeps its whole settling. Below that cap (docs/real-data.md, "Timing
 # findings"; measured 2026-11-30 on hostile logs):
 # - identify keeps SETTLE (TIMING_SETTLE_FIT): its held-out choices of friction shapes take what the
 #   filters spread of a defect up to about 0.5 s (the UR5's hostile run, validated on a clean run,
 #   1.364 N m with 0-0.1 s either side against 1.240 with 0.5 s; a smooth-Coulomb Panda probe's
-#   joint 6 at 1.61 x plain least squares with 0.2 s). On the dense Panda run (55 % left out) the
-#   fit validates on a clean run at 0.3817 N m, the same run without the defects on the same samples
-#   at 0.3813 (on every sample 0.3807).
+#   joint 6 at 1.61 x plain least squares with 0.2 s). On the dense Panda run (62 % left out) the
+#   fit validates on a clean run at 0.3816 N m, the same run without the defects on the same samples
+#   at 0.3810 (on every sample 0.3807).
 # - the threshold design leaves out TIMING_SETTLE_DESIGN: the default pipeline's residual over a run
 #   with isolated gaps or repeated rows departs from the clean run's by up to 26 x the clean run's
 #   largest |r| at a repeated row (a stale encoder count), 14 % at 60-100 ms, 7 % at 0.1-0.2 s and
@@ -112,13 +112,15 @@ TIMING_SHARE = 0.25
 TIMING_LONG = 0.02
 
 
-def timing_settle(settle: float, apart: float | None) -> float:
+def timing_settle(settle: float, apart: float | None, mean: float) -> float:
     """s left out on one side of a timing finding whose neighbour on that side is ``apart`` s away
-    (None: none): ``settle``, at most TIMING_SHARE of that distance. Where they are dense at most a
-    quarter of the way to each neighbour goes, so the samples mid-way between two stay; a lone
-    finding, however dense a cluster elsewhere in the run, keeps the whole ``settle`` (the review of
-    5504388: the run's mean spacing gave it the cluster's)."""
-    return settle if apart is None else min(settle, TIMING_SHARE * apart)
+    (None: none), in a run where they are ``mean`` s apart on average: ``settle``, at most
+    TIMING_SHARE of the larger of the two distances. Where they are dense throughout, about half of
+    the run goes (the mean); a lone finding, however dense a cluster elsewhere, keeps the whole
+    ``settle`` (its own distance: the review of 5504388, where the run's mean alone gave it the
+    cluster's); a run whose findings are seconds apart keeps ``settle`` for each (the mean), as
+    before 2026-11-30."""
+    return settle if apart is None else min(settle, TIMING_SHARE * max(apart, mean))
 
 
 def with_settling(flagged: np.ndarray, sample_period: float, seconds: float = SETTLE) -> np.ndarray:
@@ -184,9 +186,10 @@ class LogChecks:
         # the timing findings the arm's do not cover, in time order, each with its own window
         spans = sorted((f.first, f.last) for f in self.findings if f.timing and timing[f.first : f.last + 1].any())
         windows = np.zeros(len(self.flagged) + 1, int)  # +1 where a window starts, -1 after it ends
+        mean = len(self.flagged) * sample_period / max(len(spans), 1)  # s: the run's mean spacing of them
         for i, (a, b) in enumerate(spans):
-            before = timing_settle(settle, (a - spans[i - 1][1]) * sample_period if i > 0 else None)
-            after = timing_settle(settle, (spans[i + 1][0] - b) * sample_period if i + 1 < len(spans) else None)
+            before = timing_settle(settle, (a - spans[i - 1][1]) * sample_period if i > 0 else None, mean)
+            after = timing_settle(settle, (spans[i + 1][0] - b) * sample_period if i + 1 < len(spans) else None, mean)
             windows[max(a - int(round(before / sample_period)), 0)] += 1
             windows[min(b + int(round(after / sample_period)) + 1, len(self.flagged))] -= 1
         return arm | (np.cumsum(windows[:-1]) > 0)

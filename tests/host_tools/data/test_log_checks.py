@@ -578,29 +578,28 @@ def test_timing_findings_are_left_out_with_less_settling() -> None:
     np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_FIT), (arm <= settle) | (timing <= fit))
     np.testing.assert_array_equal(checks.left_out(1e-3, TIMING_SETTLE_DESIGN), (arm <= settle) | (timing <= design))
     np.testing.assert_array_equal(checks.timing, (timing == 0) & (arm > 0))
-    # a stamp that repeats every 40 ms: each finding's window is at most a quarter of the way to its
-    # neighbours (the samples mid-way between two stay) and no narrower than that less a sample
+    # a stamp that repeats every 40 ms for 2 s, and a lone gap 2.5 s from them: the cluster's windows
+    # are a quarter of the run's mean spacing (larger than the 38 ms between two), so the cluster goes
+    # whole; the lone gap keeps the use's whole settling
     dense = log.time.copy()
     dense[500:2500:40] = dense[499:2499:40]
-    dense[5000:] += 0.003  # and a lone gap 2.5 s from them: its own whole settling (no cluster's cap)
+    dense[5000:] += 0.003
     log.time = dense
     checks = check_log(log, PLANAR2, "dense.npz")
     spans = sorted((f.first, f.last) for f in checks.findings if f.kind in ("gap", "time"))
     *spans, lone = spans
-    assert len(spans) == 51 and lone[0] > 4900, checks.lines()  # 500, 540, ..., 2460
+    assert lone[0] > 4900, checks.lines()
+    cluster = [x for x in spans if x[1] < 2500]
+    assert len(cluster) == 50, checks.lines()  # 500, 540, ..., 2460
+    mean = 6.0 / (len(spans) + 1)  # s
     free = near(checks, {"saturation"}) > settle  # the clipped drive's own 0.5 s aside
-    assert sum(free[b0 + (a1 - b0) // 2] for (_, b0), (a1, _) in zip(spans, spans[1:])) > 10
     for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
         out = checks.left_out(1e-3, use)
-        for (_, b0), (a1, _) in zip(spans, spans[1:]):
-            d = a1 - b0  # samples from one finding to the next
-            if d > 100:
-                continue  # the cluster's last and the 1.5 s gap, and that gap and the next: far apart
-            assert TIMING_SHARE * d < use / 1e-3  # the cap bites here
-            assert not out[b0 + d // 2] or not free[b0 + d // 2], (b0, a1)  # mid-way stays
-            reach = int(TIMING_SHARE * d) - 1
-            assert out[b0 : b0 + reach + 1].all() and out[a1 - reach : a1 + 1].all(), (b0, a1)
-        w = round(use / 1e-3)
+        w = round(min(use, TIMING_SHARE * mean) / 1e-3)
+        assert 2 * w > 38 and out[cluster[0][0] : cluster[-1][1] + 1].all()
+        w = round(use / 1e-3)  # the cluster's first has no neighbour before it: the whole settling
+        start = max(cluster[0][0] - w, 0)
+        assert out[start : cluster[0][0]].all() and (start == 0 or not out[start - 1] or not free[start - 1])
         assert out[lone[0] - w : lone[1] + w + 1].all()
         assert not out[lone[0] - w - 1] or not free[lone[0] - w - 1]
         assert not out[lone[1] + w + 1] or not free[lone[1] + w + 1]
@@ -688,9 +687,10 @@ def test_long_timing_findings_are_the_arms_and_do_not_narrow_the_others() -> Non
 
 def test_dense_timing_findings_leave_at_most_half_the_run() -> None:
     """A stamp that repeats every 40 ms (6 s, no finding of the arm's): at most TIMING_SHARE (a
-    quarter) of the distance to the neighbour on each side of each, so between the first and the
-    last their settling takes at most half, their own samples aside, and beyond them the use's whole
-    settling (docs/real-data.md, "Timing findings"), for either use."""
+    quarter) of the run's mean spacing of them on each side of each (it is larger than the 38 ms
+    between two), so between the first and the last the samples mid-way between two stay and about
+    half goes, and beyond them the use's whole settling (docs/real-data.md, "Timing findings"), for
+    either use."""
     log, _ = fabricate(PLANAR2, 6.0)
     t = log.time.copy()
     t[500:5500:40] = t[499:5499:40]
@@ -700,10 +700,14 @@ def test_dense_timing_findings_leave_at_most_half_the_run() -> None:
     own = sum(f.samples for f in checks.findings)
     first, last = min(f.first for f in checks.findings), max(f.last for f in checks.findings)
     inner = last - first + 1
+    spans = sorted((f.first, f.last) for f in checks.findings)
+    w_mean = round(TIMING_SHARE * 6.0 / len(spans) / 1e-3)  # samples
     for use in (TIMING_SETTLE_FIT, TIMING_SETTLE_DESIGN):
         out = checks.left_out(1e-3, use)
-        assert out[first : last + 1].sum() <= inner / 2 + own, (out[first : last + 1].sum(), own)
-        assert out[first : last + 1].sum() > inner / 2 - own  # and no less: the cap bites, the samples between stay
+        expected = own + 2 * w_mean * (len(spans) - 1)  # the windows between the first and the last
+        assert abs(out[first : last + 1].sum() - expected) <= len(spans), (out[first : last + 1].sum(), expected)
+        assert out[first : last + 1].sum() < 0.7 * inner  # the samples mid-way between two stay
+        assert not any(out[b + (a - b) // 2] for (_, b), (a, _) in zip(spans, spans[1:]))
         w = round(use / 1e-3)
         outer = min(first, w) + min(len(log) - 1 - last, w)  # the outer sides: the whole settling
         assert out.sum() - out[first : last + 1].sum() == outer
