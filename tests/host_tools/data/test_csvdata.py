@@ -286,28 +286,15 @@ def test_joint_named_columns_are_read_by_name(tmp_path: Path) -> None:
     bad.write_text("\ufeff" + ", ".join(f'"{x}"' for x in names) + "\nx" + rows, encoding="utf-8")
     with pytest.raises(LogError, match=r"bad.csv line 2, column 1 'time': "):
         read_log(bad, PLANAR2)
-    # every field quoted, numbers too (some loggers and spreadsheets write them so): the same numbers
+    # every field quoted, numbers too (some loggers and spreadsheets write them so), with or without a
+    # space after the commas (loadtxt's quotechar takes only the first): the same numbers
     lines = rows.strip().split("\n")
-    every = tmp_path / "every.csv"
-    every.write_text(
-        ",".join(f'"{x}"' for x in names)
-        + "\n"
-        + "\n".join(",".join(f'"{v}"' for v in r.split(",")) for r in lines)
-        + "\n"
-    )
-    d = read_log(every, PLANAR2)
-    assert d.samples is not None and d.samples.qd is not None and np.array_equal(d.samples.q, q)
-    assert np.array_equal(d.samples.qd, qd)
-    # quoted and spaced, as the names may be ('"0.125", "1.5"'): the same numbers
-    spaced = tmp_path / "spaced.csv"
-    spaced.write_text(
-        ", ".join(f'"{x}"' for x in names)
-        + "\n"
-        + "\n".join(", ".join(f'"{v}"' for v in r.split(",")) for r in lines)
-        + "\n"
-    )
-    s = read_log(spaced, PLANAR2).samples
-    assert s is not None and s.qd is not None and np.array_equal(s.q, q) and np.array_equal(s.qd, qd)
+    for sep in (",", ", "):
+        quoted_all = tmp_path / "every.csv"
+        body = "\n".join(sep.join(f'"{v}"' for v in r.split(",")) for r in lines)
+        quoted_all.write_text(sep.join(f'"{x}"' for x in names) + "\n" + body + "\n")
+        d = read_log(quoted_all, PLANAR2).samples
+        assert d is not None and d.qd is not None and np.array_equal(d.q, q) and np.array_equal(d.qd, qd), sep
     # a decimal comma inside the quotes is no number: one error naming the line and the column
     comma = tmp_path / "comma.csv"
     first = lines[0].split(",")
