@@ -146,8 +146,9 @@ class Finding:
 
     @property
     def timing(self) -> bool:
-        """A finding of the log's time base, short against the filters (TIMING, TIMING_LONG)."""
-        return self.kind in TIMING and self.t1 - self.t0 <= TIMING_LONG
+        """A finding of the log's time base, short against the filters (TIMING, TIMING_LONG). Its
+        length is |t1 - t0|: on a log taken row by row a 'time' finding's stamps may go back."""
+        return self.kind in TIMING and abs(self.t1 - self.t0) <= TIMING_LONG
 
     @property
     def samples(self) -> int:

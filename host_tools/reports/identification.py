@@ -149,7 +149,7 @@ def table(doc: dict[str, Any]) -> str:
     lines = [
         f"# Identification of {doc['robot']}",
         "",
-        f"{doc['n_base']} base parameters, {doc['n_essential']} essential "
+        f"{_parameter_count(doc)}; {doc['n_essential']} essential "
         f"(eliminated: {', '.join(doc['eliminated']) or 'none'}); {doc['periods_averaged']} periods averaged.",
         f"Objective |tau - Y_e pi_e|: least squares {doc['base_objective']:.4g} N m, "
         f"physical {doc['physical_objective']:.4g} N m.",
@@ -178,7 +178,41 @@ def table(doc: dict[str, Any]) -> str:
         lines += [
             f"| {k} | " + " | ".join(f"{v:.4f}" for v in vals) + " |" for k, vals in doc["validation_rms"].items()
         ]
+        lines += _baseline_lines(doc)
     return "\n".join(lines) + "\n"
+
+
+def _parameter_count(doc: dict[str, Any]) -> str:
+    """How many parameters were fitted: the description's base parameters, and the friction terms
+    identify added to them (each a column beside the base parameters, so the essential set, chosen
+    from all of them, may hold more than the base count)."""
+    terms = len(doc["base"]) - doc["n_base"]
+    if terms <= 0:
+        return f"{doc['n_base']} base parameters"
+    return (
+        f"{len(doc['base'])} parameters fitted: {doc['n_base']} base parameters of the description's model "
+        f"and {terms} friction term{'s' if terms > 1 else ''} chosen on held-out blocks (below)"
+    )
+
+
+def _baseline_lines(doc: dict[str, Any]) -> list[str]:
+    """The plain least-squares baseline's validation row, and each fit's ratio to it."""
+    b = doc.get("baseline_ls") or {}
+    plain = b.get("validation_rms")
+    if not plain:
+        return []
+    lines = [
+        f"| plain least squares ({b['n_parameters']} parameters) | " + " | ".join(f"{v:.4f}" for v in plain) + " |",
+        "",
+        f"Against plain least squares ({b['method']}): RMS sum "
+        + "; ".join(
+            f"{k} {sum(vals):.4f} N m ({sum(vals) / b['validation_rms_sum']:.3f} x, joints "
+            f"{min(v / p for v, p in zip(vals, plain)):.3f}-{max(v / p for v, p in zip(vals, plain)):.3f} x)"
+            for k, vals in doc["validation_rms"].items()
+        )
+        + f"; plain least squares {b['validation_rms_sum']:.4f} N m.",
+    ]
+    return lines
 
 
 def _structure_lines(doc: dict[str, Any]) -> list[str]:

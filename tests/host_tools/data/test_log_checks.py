@@ -642,6 +642,21 @@ def test_a_repeated_row_is_a_timing_finding_a_long_gap_and_an_overlap_are_the_ar
     )
 
 
+def test_a_clock_stepping_back_is_the_arms_finding_however_its_stamps_run() -> None:
+    """A log taken row by row whose clock steps back by 2 s: the 'time' finding's t1 lies before its
+    t0, and its length is |t1 - t0| = 2 s, above TIMING_LONG: the arm's (SETTLE either side), not a
+    timing finding with a quarter of the neighbours' distance. A step back of one period (a swapped
+    pair of stamps, |t1 - t0| of a few ms) stays a timing finding."""
+    for back, timing in ((2.0, False), (0.002, True)):
+        log, _ = fabricate(PLANAR2, 8.0)
+        t = log.time.copy()
+        t[4000:] -= back + 1e-3  # row 4000 is stamped `back` before row 3999
+        log.time = t
+        (found,) = [f for f in check_log(log, PLANAR2, "back.npz").findings if f.kind == "time"]
+        assert found.t1 < found.t0 and found.first <= 3999 < 4000 <= found.last
+        assert found.timing is timing
+
+
 def test_identify_leaves_out_settle_around_a_lone_timing_finding() -> None:
     """identify (InputChecks.left_out) leaves out SETTLE either side of a lone short gap, as around a
     finding of the arm's (TIMING_SETTLE_FIT: its friction-shape choices took what the filters spread
