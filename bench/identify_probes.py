@@ -43,7 +43,6 @@ sys.path.insert(0, str(REPO))
 
 from host_tools.cli import main as cli  # noqa: E402
 from host_tools.data import hostile  # noqa: E402
-from tests.host_tools.data.test_hostile_logs import _as_bag  # noqa: E402
 
 ROBOT, DOF = "franka_panda", 7
 PHI1 = np.array([0.546, 0.872, 0.641, 1.279, 0.839, 0.303, 0.565])  # N m: the sigmoid's height
@@ -82,13 +81,23 @@ def record(folder: Path, scale: float) -> tuple[Path, Path]:
     paths = []
     for seed, seconds in (FIT, VAL):
         csv = folder / f"seed{seed}.csv"
-        if not csv.is_file():
+        if not csv.is_file() or not csv.with_suffix(".bag").is_file():
             with (
                 mock.patch.object(hostile, "plant_friction", lambda robot, h: ShiftedSigmoid(scale)),
                 mock.patch.object(hostile, "offsets", lambda robot, h, fc: np.zeros(robot.dof)),
             ):
                 code, _ = _json(
-                    "record", ROBOT, "--hostile", "--duration", str(seconds), "--seed", str(seed), "--out", str(csv)
+                    "record",
+                    ROBOT,
+                    "--hostile",
+                    "--duration",
+                    str(seconds),
+                    "--seed",
+                    str(seed),
+                    "--out",
+                    str(csv),
+                    "--out",
+                    str(csv.with_suffix(".bag")),  # the same rows as a ROS 1 bag: the bag route
                 )
             if code != 0:
                 raise SystemExit(f"record seed {seed} failed")
@@ -108,10 +117,7 @@ def split(csv: Path) -> tuple[Path, Path]:
 
 
 def identify_rows(fit: Path, val: Path) -> list[str]:
-    bags = {p: p.with_suffix(".bag") for p in (fit, val)}
-    for p, b in bags.items():
-        if not b.exists():
-            _as_bag(p, DOF)
+    bags = {p: p.with_suffix(".bag") for p in (fit, val)}  # recorded beside the CSVs (record)
     rows = []
     for velocity in ("auto", "recorded", "estimate"):
         for route, (a, b) in (("csv", (fit, val)), ("bag", (bags[fit], bags[val]))):

@@ -20,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--out",
         required=True,
         action="append",
-        help="the log to write (.npz, docs/realtime.md); with --hostile also .csv, and --out may be given "
-        "more than once (the same rows in each: the NPZ taken row by row, the CSV resampled on reading)",
+        help="the log to write (.npz, docs/realtime.md); with --hostile also .csv or .bag (ROS 1, JointState), "
+        "and --out may be given more than once (the same rows in each: the NPZ taken row by row, the CSV and "
+        "the bag resampled on reading)",
     )
     r.add_argument(
         "--trajectory",
@@ -248,13 +249,13 @@ def _hostile_settings(args: argparse.Namespace, dof: int) -> Any:
     if not args.hostile:
         if given or any(not str(o).lower().endswith(".npz") for o in args.out) or len(args.out) > 1:
             raise ValueError(
-                "--planted, --jitter, --offset, --stribeck, --torque-noise, --coulomb-scale, a .csv --out and "
+                "--planted, --jitter, --offset, --stribeck, --torque-noise, --coulomb-scale, a .csv or .bag --out and "
                 "several --out belong to --hostile"
             )
         return None
-    bad = [o for o in args.out if not str(o).lower().endswith((".npz", ".csv"))]
+    bad = [o for o in args.out if not str(o).lower().endswith((".npz", ".csv", ".bag"))]
     if bad:
-        raise ValueError(f"--out {bad[0]}: a hostile log is written as .npz or .csv")
+        raise ValueError(f"--out {bad[0]}: a hostile log is written as .npz, .csv or .bag")
     try:
         lo, hi = (int(v) for v in args.gap_samples.split("-"))
     except ValueError:
@@ -281,12 +282,14 @@ def _hostile_settings(args: argparse.Namespace, dof: int) -> Any:
 
 
 def _write_hostile(robot: Any, log: Any, spec: Any, args: argparse.Namespace) -> None:
-    from host_tools.data.hostile import as_log, hostile, write_csv
+    from host_tools.data.hostile import as_log, hostile, write_bag, write_csv
 
     rec = hostile(robot, log, spec)
     for out in args.out:
         if str(out).lower().endswith(".csv"):
             write_csv(rec, out, robot)
+        elif str(out).lower().endswith(".bag"):
+            write_bag(rec, out, robot)
         else:
             as_log(rec, robot).save(out)
     if args.planted:

@@ -55,6 +55,7 @@ import numpy as np
 from codegen.emit.files import write_file
 from codegen.model.robot import Robot
 from codegen.symbolic.dynamics import smooth_coulomb, stribeck
+from host_tools.data.bag_writer import joint_states_bag
 from host_tools.data.logs import Log, fingerprint
 from host_tools.data.measured import encoders
 
@@ -335,6 +336,13 @@ def write_csv(rec: Recording, path: str | Path, robot: Robot) -> None:
     table = np.column_stack([rec.time, rec.q, rec.qd, rec.tau])
     lines = [header] + [",".join(f"{v:.12g}" for v in row) for row in table]
     write_file(Path(path), ("\n".join(lines) + "\n").encode())
+
+
+def write_bag(rec: Recording, path: str | Path, robot: Robot) -> None:
+    """The same rows as a ROS 1 bag of JointState messages (host_tools.data.bag_writer): stamps,
+    positions, the drive's velocities and the torques, the joints by the description's names."""
+    names = [j.name for j in robot.joints]
+    write_file(Path(path), joint_states_bag(rec.time, names, rec.q, rec.qd, rec.tau))
 
 
 def as_log(rec: Recording, robot: Robot) -> Log:

@@ -425,7 +425,8 @@ def test_hostile_flags_are_checked_in_one_line(tmp_path: Path, capsys: pytest.Ca
         (["--out", out], "belong to --hostile"),
         (["--hostile", "--out", out, "--offset", "1=3"], "--offset: '1=3': expected J:V"),
         (["--hostile", "--out", out, "--stribeck", "5:1:0.1"], "--stribeck: joint 5: planar2 has joints 1..2"),
-        (["--hostile", "--out", str(tmp_path / "x.txt")], "written as .npz or .csv"),
+        (["--hostile", "--out", str(tmp_path / "x.txt")], "written as .npz, .csv or .bag"),
+        (["--out", str(tmp_path / "x.bag")], "a .csv or .bag --out and several --out belong to --hostile"),
         (["--hostile", "--out", out, "--gap-samples", "9-3"], "gap samples 1 <= first <= last"),
     ]
     for flags, message in cases:
@@ -558,3 +559,41 @@ def test_identify_fits_a_log_with_a_timing_defect_every_50_ms(folder: str, capsy
     assert same.validation is not None
     ours, theirs = sum(doc["validation_rms"]["base"]), float(np.sum(same.validation.rms["base"]))
     assert abs(ours - theirs) <= 0.01 * theirs, (ours, theirs)
+
+
+def test_record_writes_the_same_rows_as_a_ros1_bag(tmp_path: Path) -> None:
+    """`record --hostile --out run.csv --out run.bag`: one sensor_msgs/JointState per CSV row, read
+    back with rosbags' own reader (not ours): stamped at the row's time (from the writer's epoch; the
+    CSV's 12 significant digits: EPS), received at that stamp, the description's joint names, and
+    the row's position, velocity and effort (the CSV's 12 digits: a relative 1e-11, 1e-12 N m or
+    rad absolute below 1). Then import-log reads the bag as it reads the CSV: the same findings."""
+    from rosbags.highlevel import AnyReader
+
+    robot = load_robot("ur5")
+    run = tmp_path / "run"
+    args = ["record", "ur5", "--hostile", "--duration", "20", "--seed", "3", "--out", str(run.with_suffix(".csv"))]
+    assert main([*args, "--out", str(run.with_suffix(".bag"))]) == 0
+    rows = np.loadtxt(run.with_suffix(".csv"), delimiter=",", skiprows=1, ndmin=2)
+    n = robot.dof
+    stamps, messages = [], []
+    with AnyReader([run.with_suffix(".bag")]) as reader:
+        for connection, received, raw in reader.messages():
+            msg = reader.deserialize(raw, connection.msgtype)
+            stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+            assert connection.topic == "/joint_states" and received == stamp
+            stamps.append(stamp)
+            messages.append(msg)
+    assert len(messages) == len(rows)
+    t = (np.array(stamps) - stamps[0]) * 1e-9
+    np.testing.assert_allclose(t, rows[:, 0] - rows[0, 0], rtol=0, atol=EPS)
+    assert all(list(m.name) == [j.name for j in robot.joints] for m in messages)
+    for k, field in enumerate(("position", "velocity", "effort")):
+        got = np.array([getattr(m, field) for m in messages])
+        np.testing.assert_allclose(got, rows[:, 1 + k * n : 1 + (k + 1) * n], rtol=1e-11, atol=1e-12)
+    found = {}
+    for route in ("csv", "bag"):
+        path = run.with_suffix(f".{route}")
+        found[route] = [
+            (f.kind, f.first, f.last) for f in check_log(read_log(path, robot).log, robot, path.name).findings
+        ]
+    assert found["bag"] == found["csv"] and len(found["csv"]) == 9  # the 4 planted gaps and 5 repeated rows
