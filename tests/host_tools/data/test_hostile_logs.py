@@ -575,10 +575,11 @@ def test_record_writes_the_same_rows_as_a_ros1_bag(tmp_path: Path) -> None:
     assert main([*args, "--out", str(run.with_suffix(".bag"))]) == 0
     rows = np.loadtxt(run.with_suffix(".csv"), delimiter=",", skiprows=1, ndmin=2)
     n = robot.dof
-    stamps, messages = [], []
+    stamps: list[int] = []
+    messages: list[Any] = []
     with AnyReader([run.with_suffix(".bag")]) as reader:
         for connection, received, raw in reader.messages():
-            msg = reader.deserialize(raw, connection.msgtype)
+            msg: Any = reader.deserialize(raw, connection.msgtype)
             stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
             assert connection.topic == "/joint_states" and received == stamp
             stamps.append(stamp)
