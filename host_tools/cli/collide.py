@@ -72,6 +72,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "model-adaptive observers hold their adaptation near the threshold) or birjandi (Birjandi & Haddadin's: "
         "they adapt through contacts)",
     )
+    c.add_argument(
+        "--model",
+        choices=("description", "identified"),
+        default="description",
+        help="the non-adaptive observers' model (momentum, direct*; observer and controller): the drawn one "
+        "(Birjandi & Haddadin's set-up), or the one identified on a commissioning run of the design motions, "
+        "as manipgen thresholds --model identified; the model-adaptive observers keep the drawn model",
+    )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")
     add_scheduler(
@@ -118,6 +126,7 @@ def _asked(args: argparse.Namespace) -> CollideSettings:
         friction_error=args.friction_error,
         shape=args.shape,
         setup=args.setup,
+        model=args.model,
     )
 
 

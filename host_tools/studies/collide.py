@@ -56,6 +56,7 @@ from host_tools.data.logs import Log
 from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
+from host_tools.studies.commissioning import MODELS, identified_parameters
 from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
 from host_tools.studies.thresholds import (
     TARGET,
@@ -104,6 +105,10 @@ class CollideSettings:
     # (the model-adaptive observers hold their adaptation near the threshold), or "birjandi",
     # Birjandi & Haddadin's (their observer adapts through contacts)
     setup: str = "collide"
+    # the non-adaptive observers' model (momentum, direct*): "description", the drawn one (Birjandi &
+    # Haddadin's set-up), or "identified" on a commissioning run of the design motions
+    # (host_tools.studies.commissioning); the model-adaptive observers keep the drawn one
+    model: str = "description"
 
 
 @dataclass(frozen=True)
@@ -344,6 +349,8 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
         raise ValueError(f"unknown threshold shape {s.shape!r}; choose from {', '.join(SHAPES)}")
     if s.setup not in COLLISION_SETUPS:
         raise ValueError(f"unknown set-up {s.setup!r}; choose from {', '.join(COLLISION_SETUPS)}")
+    if s.model not in MODELS:
+        raise ValueError(f"unknown model {s.model!r}; choose from {', '.join(MODELS)}")
 
 
 def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
@@ -372,7 +379,22 @@ def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
     # observers' thresholds otherwise sit at the design motion's count steps, and a stiffer place on
     # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
     least = count_floor(robot, model, (design.q[k_design:], design.qd[k_design:], design.qdd[k_design:]), s.target)
-    return Runs(design, test, collided, impacts, model, true, k_design, k0, least)
+    runs = Runs(design, test, collided, impacts, model, true, k_design, k0, least)
+    return replace(runs, identified=_identified(robot, s, runs)) if s.model == "identified" else runs
+
+
+def _identified(robot: Robot, s: CollideSettings, runs: Runs) -> Runs:
+    """The draw's runs for the non-adaptive observers under ``--model identified``: the model
+    identified on the commissioning run (the design motions through collide's loop on the drawn
+    model), the impacts placed on the loop that model closes (the plane meets the tip where that
+    loop takes it), and its count floor."""
+    rt = load_rt(robot, *choices(None))
+    COLLISION_SETUPS[s.setup].apply(rt.config, robot)
+    rt.config["model.params"] = runs.model
+    params = identified_parameters(robot, rt, runs.design, runs.true)
+    k = runs.k_design
+    least = count_floor(robot, params, (runs.design.q[k:], runs.design.qd[k:], runs.design.qdd[k:]), s.target)
+    return replace(runs, model=params, impacts=_impacts(robot, runs.collided, params, runs.true, s), least=least)
 
 
 def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Contact]]) -> dict[str, Any]:
@@ -423,6 +445,8 @@ def scenario(
     t0 = time.perf_counter()
     runs = shared_runs(robot, s)
     doc = _document(robot, s, runs.impacts)
+    if runs.identified is not None:
+        doc["model"] = _identified_doc(robot, runs)
     arrays: dict[str, Any] = {
         "ts": robot.sample_period,
         "joint": s.joint - 1,
@@ -444,8 +468,11 @@ def scenario(
         doc["observers"][obs] = got.entry
         arrays["free_ratio"][obs] = got.free_ratio
         arrays["runs"].update(got.runs)
-        for label, (time_ms, force, estimate, ratio) in got.impacts.items():
-            if label not in arrays["impacts"]:  # the plant's motion is the same for every observer
+        # an identified model's loop meets its impacts elsewhere: its own traces
+        tag = ", identified model's loop" if got.entry.get("model") == "identified" else ""
+        for speed, (time_ms, force, estimate, ratio) in got.impacts.items():
+            label = speed + tag
+            if label not in arrays["impacts"]:  # the plant's motion is the same for every observer of a loop
                 arrays["impacts"][label] = ImpactTrace(label, time_ms, force, float(np.max(force)), {}, {})
             arrays["impacts"][label].estimates[obs] = estimate
             arrays["impacts"][label].ratio[obs] = ratio
@@ -456,6 +483,31 @@ def scenario(
             o["ratio_to_momentum"] = max(o["threshold_mean"]) / largest
     doc["seconds"] = time.perf_counter() - t0
     return CollideResult(doc, arrays)
+
+
+def _identified_doc(robot: Robot, runs: Runs) -> dict[str, Any]:
+    """What --model identified changed: each model's inverse-dynamics torque error against the plant's
+    along the check motion (RMS per joint, N m or N, every 10th sample: the standard parameters
+    themselves are not identifiable one by one, their torque is) and the impacts the non-adaptive
+    observers meet (placed on their own loop)."""
+    assert runs.identified is not None
+    dyn = load(robot)
+    m = runs.test
+    at = range(0, len(m.time), 10)
+
+    def error(model: np.ndarray) -> list[float]:
+        d = [
+            dyn.rnea(m.q[k], m.qd[k], m.qdd[k], params=model) - dyn.rnea(m.q[k], m.qd[k], m.qdd[k], params=runs.true)
+            for k in at
+        ]
+        return np.sqrt(np.mean(np.square(d), axis=0)).tolist()
+
+    return {
+        "non_adaptive": "identified on the commissioning run (the design motions in closed loop on the drawn model)",
+        "model_adaptive": "the drawn model (adapted on line)",
+        "torque_error_rms": {"drawn": error(runs.model), "identified": error(runs.identified.model)},
+        "identified_impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in runs.identified.impacts],
+    }
 
 
 def feeds(observers: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -524,6 +576,13 @@ class Runs:
     # no static threshold below what a count's flip moves the residual by on the design motions
     # (thresholds.count_floor), per joint: the same for every observer of the draw
     least: np.ndarray
+    # --model identified: the same with the model identified on the commissioning run, for the
+    # non-adaptive observers (its impacts and count floor on that model's loop)
+    identified: Runs | None = None
+
+    def nominal(self, entry: Entry) -> Runs:
+        """The runs of ``entry``'s observer: the identified model's for a non-adaptive one if any."""
+        return self.identified if self.identified is not None and not entry.observer.adaptive else self
 
 
 @dataclass
@@ -820,6 +879,7 @@ def observer_item(
     run in closed loop)."""
     plants = Replays(record=False) if plants is None else plants
     entry = ENTRIES[obs]
+    given, runs = runs, runs.nominal(entry)
     result = ObserverResult({}, np.zeros(0), {}, {})
     progress(f"{obs}: collision-free motion (threshold design)")
     robot = source.robot()
@@ -862,6 +922,7 @@ def observer_item(
         "missed": sum(x is None for v in delays.values() for x in v) + sum(x is None for x in impact_delays.values()),
         "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),
         "qd_qdd": entry.qd_qdd,
+        "model": "description" if runs is given else "identified",
         "closed_loop": d.loop.entry(),
     }
     if more is not None:

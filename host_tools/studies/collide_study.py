@@ -259,7 +259,8 @@ def _push_delays(
     item: CollideItem, s: collide.CollideSettings, runs: collide.Runs
 ) -> Callable[[Realtime, collide.Designed], dict[str, Any]]:
     """The ``more`` of observer_item: the push at each event on the designed pipeline (collide's
-    filtered steps with the push's cut-off, hold and window)."""
+    filtered steps with the push's cut-off, hold and window; on the observer's runs: Runs.nominal)."""
+    runs = runs.nominal(ENTRIES[item.observer])
 
     def more(rt: Realtime, d: collide.Designed) -> dict[str, Any]:
         push = replace(s, cutoffs=(item.push_hz,), hold=item.push_s, window=item.push_s)
@@ -318,7 +319,8 @@ def _observer_entry(item: CollideItem, source: RobotSource, runs: collide.Runs, 
         more = _push_delays(item, s, runs) if item.push_hz else None
         result = collide.observer_item(source, s, item.observer, runs, more=more, plants=plants).entry
         result["check_s"] = (len(runs.test.time) - runs.k0) * source.robot().sample_period  # the false alarms' exposure
-        result["impact_targets"] = {f"{v:.3g}": min(s.impact_speeds, key=lambda t: abs(t - v)) for v, _ in runs.impacts}
+        impacts = runs.nominal(ENTRIES[item.observer]).impacts  # where the observer's own loop met them
+        result["impact_targets"] = {f"{v:.3g}": min(s.impact_speeds, key=lambda t: abs(t - v)) for v, _ in impacts}
         unbounded = lacking_motion_limits(replace(source, standin_limits=False).robot())
         result["standin_limits"] = collide.standin_doc(unbounded) if unbounded else None
     except (SimulationError, ValueError) as exc:
