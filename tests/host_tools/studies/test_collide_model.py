@@ -40,6 +40,10 @@ def test_the_commissioning_run_identifies_the_plant_and_leaves_the_draw_as_it_wa
     # observers meet are the default run's, bit for bit
     assert runs.model.tobytes() == drawn.model.tobytes() and runs.impacts == drawn.impacts
     assert runs.test.q.tobytes() == drawn.test.q.tobytes()
+    # the non-adaptive observers' impacts and count floor are the identified loop's own, not the drawn one's
+    mine = runs.identified
+    assert [c.start for _, c in mine.impacts] != [c.start for _, c in drawn.impacts]
+    assert mine.least.tobytes() != drawn.least.tobytes()
     # M(q) along the check motion (every 50th sample; held out from the commissioning run): the
     # draw's inertial parameters are up to 10 % off; the loopback's plant has exactly the model's
     # structure, so the identified model is far closer (measured: 19.4 % and 0.13 %)
