@@ -43,9 +43,11 @@ def markdown(doc: dict[str, Any]) -> str:
         lines[1:1] = ["", standin_line(standin)]
     for name, o in doc["observers"].items():
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
-        # the observer's own impacts, in the targets' order (an identified model's loop meets them elsewhere)
-        own = list(o["impact_delay_ms"].values())
-        d += [("n/a" if i >= len(own) else "—" if own[i] is None else f"{own[i]:.1f}") for i in range(len(speeds))]
+        # the observer's own impacts, each under the column of the same target speed (an identified
+        # model's loop meets them elsewhere, at other speeds; a target its loop's motion is too slow for: n/a)
+        own = {_target(float(v), s["impact_speeds"]): x for v, x in o["impact_delay_ms"].items()}
+        at = [own.get(_target(float(v), s["impact_speeds"]), "n/a") for v in speeds]
+        d += [x if isinstance(x, str) else "—" if x is None else f"{x:.1f}" for x in at]
         shown = f"{name} (identified model)" if o.get("model") == "identified" else name
         lines.append(
             f"| {shown} | {o['qd_qdd']} | {o['threshold'][s['joint'] - 1]:.3g} | {max(o['threshold']):.3g} | "
@@ -60,10 +62,15 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines + _identified_model(doc) + _torque_limited(doc)) + "\n"
 
 
+def _target(speed: float, targets: list[float]) -> float:
+    """The target tip speed an impact of ``speed`` was placed for (collide._impacts: the closest)."""
+    return min(targets, key=lambda t: abs(t - speed))
+
+
 def _identified_model(doc: dict[str, Any]) -> list[str]:
     """What --model identified did (collide._identified_doc): the torque error before and after."""
     m = doc.get("model")
-    if not m:
+    if not m or not any(o.get("model") == "identified" for o in doc["observers"].values()):
         return []
     err = m["torque_error_rms"]
     speeds = ", ".join(f"{i['speed_m_s']:.3g}" for i in m["identified_impacts"])

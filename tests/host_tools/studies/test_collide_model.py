@@ -6,7 +6,9 @@ the plant's, a quantity the identification never fitted directly."""
 
 from __future__ import annotations
 
+import copy
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,6 +76,19 @@ def test_only_the_non_adaptive_observers_take_the_identified_model() -> None:
     assert "| momentum (identified model) |" in text and "| adaptive_momentum |" in text
     assert "drawn → identified (N m)" in text and "(identified model)" not in markdown(default)
 
+    # each impact under its target speed's column (the 3 columns after the 3 steps'), the identified
+    # loop's own; a target that loop's motion was too slow for: n/a
+    def impact_cells(doc: dict[str, Any]) -> list[str]:
+        row = next(r for r in markdown(doc).splitlines() if r.startswith("| momentum (identified model) |"))
+        return [c.strip() for c in row.split("|")[1:-1]][7:10]
+
+    own = [("—" if x is None else f"{x:.1f}") for x in after["impact_delay_ms"].values()]
+    assert impact_cells(identified) == own
+    fewer = copy.deepcopy(identified)
+    first = next(iter(after["impact_delay_ms"]))
+    del fewer["observers"]["momentum"]["impact_delay_ms"][first]
+    assert impact_cells(fewer) == ["n/a", *own[1:]]
+
 
 def test_an_unknown_model_is_one_error() -> None:
     robot = RobotSource.of("planar2").robot()
@@ -94,3 +109,13 @@ def test_a_study_item_is_collides_entry_with_the_identified_model() -> None:
     assert got[0]["model"] == "identified" and len(got[0]["push_delays_ms"]) == 3
     for entry in got:  # each impact's target speed, by the labels of the impacts the observer met
         assert set(entry["impact_targets"]) == set(entry["impact_delay_ms"])
+
+
+def test_the_command_line_passes_the_model(capsys: pytest.CaptureFixture[str]) -> None:
+    from host_tools.cli import main
+
+    assert (
+        main(["collide", "planar2", "--seed", "2", "--model", "identified", "--observers", "momentum", "--json"]) == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["model"] == "identified" and doc["observers"]["momentum"]["model"] == "identified"
