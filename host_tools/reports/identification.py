@@ -201,16 +201,26 @@ def _baseline_lines(doc: dict[str, Any]) -> list[str]:
     plain = b.get("validation_rms")
     if not plain:
         return []
+
+    def ratio(x: float, ref: float) -> float:
+        return x / ref if ref > 0 else float("nan")  # a joint the baseline fits exactly: no ratio (nan)
+
+    def ratios(vals: list[float]) -> str:
+        r = [ratio(v, p) for v, p in zip(vals, plain)]
+        finite = [x for x in r if np.isfinite(x)]
+        spread = f"{min(finite):.3f}-{max(finite):.3f} x" if finite else "n/a"
+        return f"joints {spread}" + (f", {len(r) - len(finite)} exact in the baseline" if len(finite) < len(r) else "")
+
+    total = b["validation_rms_sum"]
     lines = [
         f"| plain least squares ({b['n_parameters']} parameters) | " + " | ".join(f"{v:.4f}" for v in plain) + " |",
         "",
         f"Against plain least squares ({b['method']}): RMS sum "
         + "; ".join(
-            f"{k} {sum(vals):.4f} N m ({sum(vals) / b['validation_rms_sum']:.3f} x, joints "
-            f"{min(v / p for v, p in zip(vals, plain)):.3f}-{max(v / p for v, p in zip(vals, plain)):.3f} x)"
+            f"{k} {sum(vals):.4f} N m ({ratio(sum(vals), total):.3f} x, {ratios(vals)})"
             for k, vals in doc["validation_rms"].items()
         )
-        + f"; plain least squares {b['validation_rms_sum']:.4f} N m.",
+        + f"; plain least squares {total:.4f} N m.",
     ]
     return lines
 

@@ -353,8 +353,15 @@ def check_settings(robot: Robot, s: CollideSettings) -> None:
         raise ValueError(f"unknown model {s.model!r}; choose from {', '.join(MODELS)}")
 
 
-def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
-    """The model (Birjandi & Haddadin eq. 22), the motions and the impacts every observer's runs share."""
+def identifies(s: CollideSettings) -> bool:
+    """Whether the draw needs the commissioning run's model: --model identified and a non-adaptive
+    observer to run on it (the model-adaptive ones keep the drawn model)."""
+    return s.model == "identified" and any(not ENTRIES[o].observer.adaptive for o in s.observers)
+
+
+def shared_runs(robot: Robot, s: CollideSettings, identify: bool | None = None) -> Runs:
+    """The model (Birjandi & Haddadin eq. 22), the motions and the impacts every observer's runs share;
+    with ``identify`` (default: whether ``s``'s observers need it) the commissioning run's model too."""
     true = robot.standard_parameters()
     inertial = np.array([name.rstrip("0123456789") in LINK_PARAMS for name in robot.standard_parameter_names])
     factor = 1 + np.random.default_rng(s.seed).uniform(-s.model_error, s.model_error, true.shape)
@@ -380,7 +387,8 @@ def shared_runs(robot: Robot, s: CollideSettings) -> Runs:
     # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
     least = count_floor(robot, model, (design.q[k_design:], design.qd[k_design:], design.qdd[k_design:]), s.target)
     runs = Runs(design, test, collided, impacts, model, true, k_design, k0, least)
-    return replace(runs, identified=_identified(robot, s, runs)) if s.model == "identified" else runs
+    wanted = identifies(s) if identify is None else identify
+    return replace(runs, identified=_identified(robot, s, runs)) if wanted else runs
 
 
 def _identified(robot: Robot, s: CollideSettings, runs: Runs) -> Runs:
@@ -443,6 +451,8 @@ def scenario(
     robot = source.robot()
     check_settings(robot, s)
     t0 = time.perf_counter()
+    if identifies(s):
+        progress("commissioning run: identifying the non-adaptive observers' model on the design motions")
     runs = shared_runs(robot, s)
     doc = _document(robot, s, runs.impacts)
     if runs.identified is not None:

@@ -281,7 +281,9 @@ def shared_runs(item: CollideItem, source: RobotSource, s: collide.CollideSettin
     key = (item.description, replace(s, observers=()))
     if key not in _SHARED:
         _SHARED.clear()  # one draw at a time: the last one's
-        _SHARED[key] = collide.shared_runs(source.robot(), s)
+        # the draw's every observer shares the runs: the commissioning run's model whenever the
+        # study asks for it (whichever observer comes first)
+        _SHARED[key] = collide.shared_runs(source.robot(), s, identify=s.model == "identified")
     return _SHARED[key]
 
 

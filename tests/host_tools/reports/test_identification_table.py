@@ -44,3 +44,15 @@ def test_the_plain_least_squares_row_and_the_ratios_to_it() -> None:
     assert "base 4.0000 N m (1.000 x, joints 0.500-1.500 x)" in text
     assert "physical 4.0000 N m (1.000 x, joints 1.000-1.000 x)" in text
     assert "plain least squares 4.0000 N m." in text
+
+
+def test_a_joint_the_baseline_fits_exactly_has_no_ratio() -> None:
+    # a joint whose plain-LS validation RMS is 0 (a joint that carries no torque): its ratio is left
+    # out of the range and said, the others' kept; a baseline exact everywhere gives no ratio at all
+    baseline = {"validation_rms": [2.0, 0.0], "validation_rms_sum": 2.0, "n_parameters": 7, "method": "OLS"}
+    text = table(_doc(["MX1", "FV1", "FV2"], 3, baseline))
+    # base: 4 / 2 = 2.000 in sum, joint 1 1 / 2 = 0.500; physical 4 / 2, joint 1 2 / 2 = 1.000
+    assert "base 4.0000 N m (2.000 x, joints 0.500-0.500 x, 1 exact in the baseline)" in text
+    assert "physical 4.0000 N m (2.000 x, joints 1.000-1.000 x, 1 exact in the baseline)" in text
+    exact = {"validation_rms": [0.0, 0.0], "validation_rms_sum": 0.0, "n_parameters": 7, "method": "OLS"}
+    assert "base 4.0000 N m (nan x, joints n/a, 2 exact in the baseline)" in table(_doc(["MX1", "FV1"], 3, exact))

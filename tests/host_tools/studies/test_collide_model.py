@@ -38,6 +38,11 @@ def test_the_commissioning_run_identifies_the_plant_and_leaves_the_draw_as_it_wa
     drawn = shared_runs(robot, CollideSettings(seed=SEED))
     runs = shared_runs(robot, CollideSettings(seed=SEED, model="identified"))
     assert drawn.identified is None and runs.identified is not None
+    # only the model-adaptive observers asked for: no commissioning run (they keep the drawn model);
+    # a study's draw identifies whichever of its observers comes first (its runs are shared)
+    adaptive = CollideSettings(seed=SEED, model="identified", observers=("adaptive_momentum",))
+    assert shared_runs(robot, adaptive).identified is None
+    assert shared_runs(robot, adaptive, identify=True).identified is not None
     # the draw itself does not move: the drawn model, the motions and the impacts the adaptive
     # observers meet are the default run's, bit for bit
     assert runs.model.tobytes() == drawn.model.tobytes() and runs.impacts == drawn.impacts
@@ -58,7 +63,9 @@ def test_the_commissioning_run_identifies_the_plant_and_leaves_the_draw_as_it_wa
 def test_only_the_non_adaptive_observers_take_the_identified_model() -> None:
     source = RobotSource.of("planar2")
     default = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS)).doc
-    identified = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS, model="identified")).doc
+    said: list[str] = []
+    identified = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS, model="identified"), said.append).doc
+    assert said[0].startswith("commissioning run: identifying")  # the first thing the user is told
     before, after = default["observers"]["momentum"], identified["observers"]["momentum"]
     assert (before["model"], after["model"]) == ("description", "identified")
     # the drawn model's loop oscillates at the 60 N m limit; the identified model's tracks (measured:
@@ -101,12 +108,14 @@ def test_a_study_item_is_collides_entry_with_the_identified_model() -> None:
     entry of `manipgen collide --model identified`, the push's delays on the observer's own runs."""
     source = RobotSource.of("planar2")
     settings = json.dumps({"model": "identified"})
-    items = tuple(CollideItem("planar2", source.key, o, SEED, 0.1, False, settings, 0.2, 1.5) for o in OBSERVERS)
+    # the model-adaptive observer's item first: the draw's shared runs still hold the identified model
+    order = ("adaptive_momentum", "momentum")
+    items = tuple(CollideItem("planar2", source.key, o, SEED, 0.1, False, settings, 0.2, 1.5) for o in order)
     got = [entry for entry, *_ in run_collide_draw(items, source)]
     doc = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS, model="identified")).doc
-    for o, entry in zip(OBSERVERS, got):  # the ratio to momentum is the report's (collide_study.summary)
+    for o, entry in zip(order, got):  # the ratio to momentum is the report's (collide_study.summary)
         assert entry.items() >= {k: v for k, v in doc["observers"][o].items() if k != "ratio_to_momentum"}.items()
-    assert got[0]["model"] == "identified" and len(got[0]["push_delays_ms"]) == 3
+    assert got[1]["model"] == "identified" and len(got[1]["push_delays_ms"]) == 3
     for entry in got:  # each impact's target speed, by the labels of the impacts the observer met
         assert set(entry["impact_targets"]) == set(entry["impact_delay_ms"])
 
