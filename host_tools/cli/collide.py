@@ -77,8 +77,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("description", "identified"),
         default="description",
         help="the non-adaptive observers' model (momentum, direct*; observer and controller): the drawn one "
-        "(Birjandi & Haddadin's set-up), or the one identified on a commissioning run of the design motions, "
-        "as manipgen thresholds --model identified; the model-adaptive observers keep the drawn model",
+        "(Birjandi & Haddadin's set-up), or the one identified on a commissioning run of the warm-up motion(s), "
+        "held out from the threshold design; the model-adaptive observers keep the drawn model",
     )
     c.add_argument("--json", action="store_true", help="print the JSON document")
     c.add_argument("--out", help="folder for collide.{json,md,png}")

@@ -76,9 +76,10 @@ def _identified_model(doc: dict[str, Any]) -> list[str]:
     speeds = ", ".join(f"{i['speed_m_s']:.3g}" for i in m["identified_impacts"])
     return [
         "",
-        "The observers marked (identified model) run on the model identified on the commissioning run (the "
-        "design motions in closed loop on the drawn model); the model-adaptive ones on the drawn model. Inverse-"
-        "dynamics torque error RMS on the check motion per joint, drawn → identified (N m): "
+        "The observers marked (identified model) run on the model "
+        + m["non_adaptive"]
+        + "; the model-adaptive ones on the drawn model. Inverse-dynamics torque error RMS on the check motion "
+        "per joint, drawn → identified (N m): "
         + ", ".join(f"{a:.3g} → {b:.3g}" for a, b in zip(err["drawn"], err["identified"]))
         + f". Their impacts are placed on their own loop (tip speeds {speeds} m/s).",
     ]

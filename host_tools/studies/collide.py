@@ -106,8 +106,8 @@ class CollideSettings:
     # Birjandi & Haddadin's (their observer adapts through contacts)
     setup: str = "collide"
     # the non-adaptive observers' model (momentum, direct*): "description", the drawn one (Birjandi &
-    # Haddadin's set-up), or "identified" on a commissioning run of the design motions
-    # (host_tools.studies.commissioning); the model-adaptive observers keep the drawn one
+    # Haddadin's set-up), or "identified" on a commissioning run of the warm-up motions
+    # (commissioning_motion, host_tools.studies.commissioning); the model-adaptive observers keep the drawn one
     model: str = "description"
 
 
@@ -391,15 +391,24 @@ def shared_runs(robot: Robot, s: CollideSettings, identify: bool | None = None) 
     return replace(runs, identified=_identified(robot, s, runs)) if wanted else runs
 
 
+def commissioning_motion(s: CollideSettings, runs: Runs) -> Trajectory:
+    """The motions ``--model identified`` identifies on: the warm-up motions, which the threshold
+    design leaves out, so that each of its held-out blocks sees the model's error on a motion it was
+    not fitted on, as the check motion does (fitted on the design motions, the residual there is
+    in-sample and the thresholds understate the next motion's: thresholds' cross-fitting, issue #44).
+    Without a warm-up, the design motions (the thresholds then see the in-sample residual)."""
+    return until(runs.design, runs.k_design - 1) if s.warmup_motions > 0 else runs.design
+
+
 def _identified(robot: Robot, s: CollideSettings, runs: Runs) -> Runs:
     """The draw's runs for the non-adaptive observers under ``--model identified``: the model
-    identified on the commissioning run (the design motions through collide's loop on the drawn
+    identified on the commissioning run (commissioning_motion through collide's loop on the drawn
     model), the impacts placed on the loop that model closes (the plane meets the tip where that
     loop takes it), and its count floor."""
     rt = load_rt(robot, *choices(None))
     COLLISION_SETUPS[s.setup].apply(rt.config, robot)
     rt.config["model.params"] = runs.model
-    params = identified_parameters(robot, rt, runs.design, runs.true)
+    params = identified_parameters(robot, rt, commissioning_motion(s, runs), runs.true)
     k = runs.k_design
     least = count_floor(robot, params, (runs.design.q[k:], runs.design.qd[k:], runs.design.qdd[k:]), s.target)
     return replace(runs, model=params, impacts=_impacts(robot, runs.collided, params, runs.true, s), least=least)
@@ -452,11 +461,11 @@ def scenario(
     check_settings(robot, s)
     t0 = time.perf_counter()
     if identifies(s):
-        progress("commissioning run: identifying the non-adaptive observers' model on the design motions")
+        progress("commissioning run: identifying the non-adaptive observers' model on the warm-up motions")
     runs = shared_runs(robot, s)
     doc = _document(robot, s, runs.impacts)
     if runs.identified is not None:
-        doc["model"] = _identified_doc(robot, runs)
+        doc["model"] = _identified_doc(robot, s, runs)
     arrays: dict[str, Any] = {
         "ts": robot.sample_period,
         "joint": s.joint - 1,
@@ -495,7 +504,7 @@ def scenario(
     return CollideResult(doc, arrays)
 
 
-def _identified_doc(robot: Robot, runs: Runs) -> dict[str, Any]:
+def _identified_doc(robot: Robot, s: CollideSettings, runs: Runs) -> dict[str, Any]:
     """What --model identified changed: each model's inverse-dynamics torque error against the plant's
     along the check motion (RMS per joint, N m or N, every 10th sample: the standard parameters
     themselves are not identifiable one by one, their torque is) and the impacts the non-adaptive
@@ -513,7 +522,8 @@ def _identified_doc(robot: Robot, runs: Runs) -> dict[str, Any]:
         return np.sqrt(np.mean(np.square(d), axis=0)).tolist()
 
     return {
-        "non_adaptive": "identified on the commissioning run (the design motions in closed loop on the drawn model)",
+        "non_adaptive": f"identified on the commissioning run (the {'warm-up' if s.warmup_motions else 'design'} "
+        "motions in closed loop on the drawn model)",
         "model_adaptive": "the drawn model (adapted on line)",
         "torque_error_rms": {"drawn": error(runs.model), "identified": error(runs.identified.model)},
         "identified_impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in runs.identified.impacts],

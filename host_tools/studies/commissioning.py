@@ -2,10 +2,10 @@
 
 collide's observers run on the description's model with every inertial parameter off by up to
 ``model_error`` (Birjandi & Haddadin eq. 22). A user does not deploy a model-based observer on such a
-model: the collision-free motions that design the thresholds are a run of the arm, and ``manipgen
-identify`` (or ``manipgen thresholds --model identified``) fits the model on it first. Here that run
-is the draw's design motions (warm-up included) in closed loop through the pipeline of the drawn
-model (Kalman estimator, computed torque: collide's own loop), and the model is identified on its
+model: it runs the arm first, and ``manipgen identify`` fits the model on that run. Here that run is
+the draw's warm-up motions (collide.commissioning_motion: held out from the threshold design, whose
+blocks then see the model's error on motions it was not fitted on) in closed loop through the
+pipeline of the drawn model (Kalman estimator, computed torque: collide's own loop), and the model is identified on its
 log with identify's recorded-run settings, the description's friction forms kept (the generated
 pipeline has no other friction terms: ``friction_terms`` off) and the velocity chosen on held-out
 blocks. The identified parameters then replace the drawn ones in the non-adaptive observers'
