@@ -82,6 +82,11 @@ def test_only_the_non_adaptive_observers_take_the_identified_model() -> None:
     text = markdown(identified)  # the report marks the observers on the identified model, and says so
     assert "| momentum (identified model) |" in text and "| adaptive_momentum |" in text
     assert "drawn → identified (N m)" in text and "(identified model)" not in markdown(default)
+    # the identified model's paragraph only when an observer ran on it: a document that keeps the
+    # commissioning run's entry but none of the observers on that model does not say it
+    unused = copy.deepcopy(identified)
+    unused["observers"] = {k: v for k, v in unused["observers"].items() if v["model"] != "identified"}
+    assert unused["model"] and unused["observers"] and "drawn → identified" not in markdown(unused)
 
     # each impact under its target speed's column (the 3 columns after the 3 steps'), the identified
     # loop's own; a target that loop's motion was too slow for: n/a
