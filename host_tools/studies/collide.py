@@ -461,7 +461,8 @@ def scenario(
     check_settings(robot, s)
     t0 = time.perf_counter()
     if identifies(s):
-        progress("commissioning run: identifying the non-adaptive observers' model on the warm-up motions")
+        on = "warm-up" if s.warmup_motions else "design"
+        progress(f"commissioning run: identifying the non-adaptive observers' model on the {on} motions")
     runs = shared_runs(robot, s)
     doc = _document(robot, s, runs.impacts)
     if runs.identified is not None:

@@ -65,7 +65,7 @@ def test_only_the_non_adaptive_observers_take_the_identified_model() -> None:
     default = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS)).doc
     said: list[str] = []
     identified = scenario(source, CollideSettings(seed=SEED, observers=OBSERVERS, model="identified"), said.append).doc
-    assert said[0].startswith("commissioning run: identifying")  # the first thing the user is told
+    assert said[0].startswith("commissioning run: identifying") and said[0].endswith("on the warm-up motions")
     before, after = default["observers"]["momentum"], identified["observers"]["momentum"]
     assert (before["model"], after["model"]) == ("description", "identified")
     # the drawn model's loop oscillates at the 60 N m limit; the identified model's tracks (measured:
