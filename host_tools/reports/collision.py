@@ -9,7 +9,7 @@ from typing import Any
 
 from codegen.emit.files import write_file
 from host_tools.reports import plots
-from host_tools.studies.collide import CollideResult
+from host_tools.studies.collide import CollideResult, impact_target
 
 
 def standin_line(standin: dict[str, Any]) -> str:
@@ -45,8 +45,8 @@ def markdown(doc: dict[str, Any]) -> str:
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
         # the observer's own impacts, each under the column of the same target speed (an identified
         # model's loop meets them elsewhere, at other speeds; a target its loop's motion is too slow for: n/a)
-        own = {_target(float(v), s["impact_speeds"]): x for v, x in o["impact_delay_ms"].items()}
-        at = [own.get(_target(float(v), s["impact_speeds"]), "n/a") for v in speeds]
+        own = {impact_target(float(v), s["impact_speeds"]): x for v, x in o["impact_delay_ms"].items()}
+        at = [own.get(impact_target(float(v), s["impact_speeds"]), "n/a") for v in speeds]
         d += [x if isinstance(x, str) else "—" if x is None else f"{x:.1f}" for x in at]
         shown = f"{name} (identified model)" if o.get("model") == "identified" else name
         lines.append(
@@ -60,11 +60,6 @@ def markdown(doc: dict[str, Any]) -> str:
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
     ]
     return "\n".join(lines + _identified_model(doc) + _torque_limited(doc)) + "\n"
-
-
-def _target(speed: float, targets: list[float]) -> float:
-    """The target tip speed an impact of ``speed`` was placed for (collide._impacts: the closest)."""
-    return min(targets, key=lambda t: abs(t - speed))
 
 
 def _identified_model(doc: dict[str, Any]) -> list[str]:

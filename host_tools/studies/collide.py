@@ -318,6 +318,13 @@ def _impacts(
     return out
 
 
+def impact_target(speed: float, targets: tuple[float, ...] | list[float]) -> float:
+    """The target tip speed an impact of ``speed`` stands for (_impacts places each at the instant
+    closest to its target): the closest target. The JSON keys impacts by their speed; the study's
+    rows and the report's columns group them by this."""
+    return min(targets, key=lambda t: abs(t - speed))
+
+
 def standin_doc(joints: list[str]) -> dict[str, Any]:
     """The JSON entry of the stand-in motion limits (codegen.model.robot.STANDIN_LIMITS) for ``joints``."""
     return {"joints": joints} | {kind: list(v) for kind, v in STANDIN_LIMITS.items()}

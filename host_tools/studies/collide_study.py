@@ -322,7 +322,7 @@ def _observer_entry(item: CollideItem, source: RobotSource, runs: collide.Runs, 
         result = collide.observer_item(source, s, item.observer, runs, more=more, plants=plants).entry
         result["check_s"] = (len(runs.test.time) - runs.k0) * source.robot().sample_period  # the false alarms' exposure
         impacts = runs.nominal(ENTRIES[item.observer]).impacts  # where the observer's own loop met them
-        result["impact_targets"] = {f"{v:.3g}": min(s.impact_speeds, key=lambda t: abs(t - v)) for v, _ in impacts}
+        result["impact_targets"] = {f"{v:.3g}": collide.impact_target(v, s.impact_speeds) for v, _ in impacts}
         unbounded = lacking_motion_limits(replace(source, standin_limits=False).robot())
         result["standin_limits"] = collide.standin_doc(unbounded) if unbounded else None
     except (SimulationError, ValueError) as exc:

@@ -5,10 +5,10 @@ collide's observers run on the description's model with every inertial parameter
 model: it runs the arm first, and ``manipgen identify`` fits the model on that run. Here that run is
 the draw's warm-up motions (collide.commissioning_motion: held out from the threshold design, whose
 blocks then see the model's error on motions it was not fitted on) in closed loop through the
-pipeline of the drawn model (Kalman estimator, computed torque: collide's own loop), and the model is identified on its
-log with identify's recorded-run settings, the description's friction forms kept (the generated
-pipeline has no other friction terms: ``friction_terms`` off) and the velocity chosen on held-out
-blocks. The identified parameters then replace the drawn ones in the non-adaptive observers'
+pipeline of the drawn model (Kalman estimator, computed torque: collide's own loop). The model is
+identified on its log with identify's recorded-run settings, the description's friction forms kept
+(the generated pipeline has no other friction terms: ``friction_terms`` off) and the velocity chosen
+on held-out blocks. The identified parameters then replace the drawn ones in the non-adaptive observers'
 pipelines (observer and controller: one model); the model-adaptive observers keep the drawn model,
 which they adapt on line (as ``thresholds``' auto keeps them on the description's: design_model).
 """
