@@ -86,6 +86,7 @@ class CollideItem:
     push_hz: float  # 0: no push
     push_s: float
     code: str = ""  # host_tools.studies.study.code_fingerprint
+    arithmetic: str = ""  # host_tools.bindings.libm.libm_fingerprint
 
     @property
     def key(self) -> str:
@@ -174,8 +175,11 @@ def _push(doc: Located, path: Path_t, value: Any) -> tuple[float, float]:
     return hz, seconds
 
 
-def load_grids(doc: Located, spec_dir: Path, code: str) -> tuple[list[CollideItem], dict[str, RobotSource]]:
-    """The collision items of the spec's ``collide:`` (one grid or a list); errors name file and field."""
+def load_grids(
+    doc: Located, spec_dir: Path, code: str, arithmetic: str
+) -> tuple[list[CollideItem], dict[str, RobotSource]]:
+    """The collision items of the spec's ``collide:`` (one grid or a list), carrying the client's ``code``
+    and ``arithmetic`` fingerprints (run_task checks them on the worker); errors name file and field."""
     raw = doc.data["collide"]
     grids = raw if isinstance(raw, list) else [raw]
     items: list[CollideItem] = []
@@ -232,6 +236,7 @@ def load_grids(doc: Located, spec_dir: Path, code: str) -> tuple[list[CollideIte
                     push_hz,
                     push_s,
                     code,
+                    arithmetic,
                 )
                 try:
                     s = item.collide_settings()

@@ -39,6 +39,7 @@ from codegen.blocks import registry
 from codegen.errors import DescriptionError
 from codegen.model.yamlio import Located, Path_t, load_yaml, number
 from host_tools.bindings.compiled import generator_fingerprint
+from host_tools.bindings.libm import libm_fingerprint
 from host_tools.bindings.loopback import SimulationError
 from host_tools.bindings.source import RobotSource
 from host_tools.studies.cluster import InlineExecutor
@@ -96,6 +97,8 @@ class StudyItem:
     gains: str
     # the generator's and this code's fingerprint: a worker running another manipgen refuses the item
     code: str = ""
+    # the C library's arithmetic (host_tools.bindings.libm): a worker whose libm differs refuses the item
+    arithmetic: str = ""
 
     @property
     def key(self) -> str:
@@ -162,7 +165,11 @@ def load_study(path: str | Path) -> Study:
     unknown = sorted(set(doc.data) - SPEC_KEYS)
     if unknown:
         raise doc.error((unknown[0],), f"unknown key; the spec's keys are {', '.join(sorted(SPEC_KEYS))}")
-    collisions, sources = load_grids(doc, Path(path).parent, code_fingerprint()) if "collide" in doc.data else ([], {})
+    collisions, sources = (
+        load_grids(doc, Path(path).parent, code_fingerprint(), libm_fingerprint())
+        if "collide" in doc.data
+        else ([], {})
+    )
     if collisions and set(doc.data) == {"collide"}:  # no estimator evaluations
         return Study(str(path), (), sources, tuple(collisions))
     known = registry.estimators()
@@ -217,6 +224,7 @@ def load_study(path: str | Path) -> Study:
                 gains=str(gains),
                 generations=generations,
                 code=code_fingerprint(),
+                arithmetic=libm_fingerprint(),
                 **flags,
             )
             problems = item.setup(source).problems()
@@ -262,6 +270,14 @@ def run_task(task: Task, source: RobotSource) -> list[tuple[dict[str, Any], floa
             f"this worker runs another manipgen than the client (code fingerprints differ: {code_fingerprint()} "
             f"here, {code} there): install the same "
             "commit and constraints.txt on every node (docs/cluster.md)"
+        )
+    arithmetic = task[0].arithmetic
+    if arithmetic != libm_fingerprint():
+        raise WorkerMismatch(
+            f"this worker's C library computes sin, cos, exp or tanh in other last bits than the client's "
+            f"(libm fingerprints differ: {libm_fingerprint()} here, {arithmetic} there; glibc picks its kernels "
+            "per CPU): run every node and the client with the same libm and GLIBC_TUNABLES (docs/cluster.md, "
+            '"Identical results on every node")'
         )
     if isinstance(task[0], CollideItem):
         return run_collide_draw(cast(tuple[CollideItem, ...], task), source)

@@ -18,6 +18,7 @@ import pytest
 
 from codegen.errors import DescriptionError
 from codegen.model.description import load_robot
+from host_tools.bindings.libm import libm_fingerprint
 from host_tools.reports.collide_study import clopper_pearson, poisson_exact, summary
 from host_tools.studies import collide
 from host_tools.studies.cluster import InlineExecutor
@@ -193,6 +194,8 @@ def test_grids_span_their_axes_and_keys_follow_the_settings(tmp_path: Path) -> N
     study = load_study(spec)
     first = [it for it in study.collisions if it.model_error == 0.1]
     assert sorted((it.seed, it.friction_error) for it in first) == [(3, False), (3, True), (4, False), (4, True)]
+    # each carries the client's C-library fingerprint, which its worker checks (run_task)
+    assert {it.arithmetic for it in study.collisions} == {libm_fingerprint()}
     second = [it.observer for it in study.collisions if it.model_error == 0.05]
     assert second and "adaptive_imu" not in second and "adaptive_imu_tip" in second  # ur5 has no imus:
     spec.write_text("collide:\n  robots: [planar2]\n  amplitude: 4\n  observers: [momentum]\n")

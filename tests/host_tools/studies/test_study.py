@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from codegen.errors import DescriptionError
+from host_tools.bindings.libm import libm_fingerprint
 from host_tools.studies.study import load_study
 from tests.tooling import ROOT, cli_in_process, popen_interruptible, require_module
 
@@ -221,8 +222,8 @@ def test_a_store_that_is_not_this_versions_study_store_is_refused(
 
 
 def test_a_worker_with_another_manipgen_refuses_the_item(tmp_path: Path) -> None:
-    """Items carry the client's code fingerprint; a worker whose differs refuses to run them (its
-    results could differ), and the command says so in one line."""
+    """Items carry the client's code and C-library fingerprints; a worker whose differ refuses to run
+    them (its results could differ), and the command says so in one line."""
     import dataclasses
 
     import host_tools.studies.study as st
@@ -235,6 +236,13 @@ def test_a_worker_with_another_manipgen_refuses_the_item(tmp_path: Path) -> None
     other = dataclasses.replace(item, code="0" * 16)
     with pytest.raises(st.WorkerMismatch, match="another manipgen"):
         st.run_task((other,), study.sources[item.description])
+    # the same manipgen on a node whose C library computes sin/cos in other last bits (glibc's
+    # kernels for a CPU without FMA: host_tools.bindings.libm) refuses too, and says why
+    assert item.arithmetic == libm_fingerprint()
+    elsewhere = dataclasses.replace(item, arithmetic="0" * 16)
+    assert elsewhere.key != item.key  # a store made there does not answer for here
+    with pytest.raises(st.WorkerMismatch, match="C library computes sin, cos"):
+        st.run_task((elsewhere,), study.sources[item.description])
 
 
 def test_ctrl_c_on_a_local_cluster_prints_one_line(tmp_path: Path) -> None:
