@@ -61,6 +61,7 @@ from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
 from host_tools.studies.thresholds import (
     TARGET,
     Thresholds,
+    coulomb_floor,
     count_floor,
     design_from_outputs,
     holds,
@@ -393,7 +394,9 @@ def shared_runs(robot: Robot, s: CollideSettings, identify: bool | None = None) 
     # observers' thresholds otherwise sit at the design motion's count steps, and a stiffer place on
     # another motion crosses them (planar2's adaptive_measured: 6 false alarms)
     least = count_floor(robot, model, (design.q[k_design:], design.qd[k_design:], design.qdd[k_design:]), s.target)
-    runs = Runs(design, test, collided, impacts, model, true, k_design, k0, least)
+    # nor a level at rest below what Coulomb friction's sign can flip it by
+    at_rest = coulomb_floor(robot, model, s.target)
+    runs = Runs(design, test, collided, impacts, model, true, k_design, k0, least, at_rest)
     wanted = identifies(s) if identify is None else identify
     return replace(runs, identified=_identified(robot, s, runs)) if wanted else runs
 
@@ -418,7 +421,13 @@ def _identified(robot: Robot, s: CollideSettings, runs: Runs) -> Runs:
     params = identified_parameters(robot, rt, commissioning_motion(s, runs), runs.true)
     k = runs.k_design
     least = count_floor(robot, params, (runs.design.q[k:], runs.design.qd[k:], runs.design.qdd[k:]), s.target)
-    return replace(runs, model=params, impacts=_impacts(robot, runs.collided, params, runs.true, s), least=least)
+    return replace(
+        runs,
+        model=params,
+        impacts=_impacts(robot, runs.collided, params, runs.true, s),
+        least=least,
+        at_rest=coulomb_floor(robot, params, s.target),
+    )
 
 
 def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Contact]]) -> dict[str, Any]:
@@ -604,6 +613,8 @@ class Runs:
     # no static threshold below what a count's flip moves the residual by on the design motions
     # (thresholds.count_floor), per joint: the same for every observer of the draw
     least: np.ndarray
+    # the level's floor at rest, per joint (thresholds.coulomb_floor): twice the model's Coulomb friction
+    at_rest: np.ndarray
     # --model identified: the same with the model identified on the commissioning run, for the
     # non-adaptive observers (its impacts and count floor on that model's loop)
     identified: Runs | None = None
@@ -784,6 +795,7 @@ def _design_pass(
         static=s.shape == "static",
         static_vs=float(rt.config["det.vs"][0]),
         least=least,
+        at_rest=runs.at_rest,
     )
     for key, value in th.config().items():
         rt.config[key] = value

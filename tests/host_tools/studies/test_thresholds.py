@@ -22,6 +22,7 @@ from host_tools.data.trajectories import generated_trajectory
 from host_tools.reports import plots
 from host_tools.studies.thresholds import (
     check_thresholds,
+    coulomb_floor,
     design_from_outputs,
     design_thresholds,
     envelope,
@@ -479,3 +480,36 @@ def test_a_holding_observer_is_designed_again_with_its_first_thresholds_acting(
     np.testing.assert_array_equal(first.residual, np.asarray(replay(rt, free)["r"], float))
     np.testing.assert_array_equal(design.residual, np.asarray(replay(rt, free, first)["r"], float))
     assert not np.array_equal(design.residual, first.residual)
+
+
+def test_the_coulomb_floor_is_twice_the_models_coulomb_friction_over_the_target() -> None:
+    """coulomb_floor: planar2's description gives FC = 0.2 and 0.1 N m (robots/planar2.yaml), so at
+    rest the level may not be below 2 FC / target: 0.4 / 0.85 and 0.2 / 0.85 N m. It is the model's
+    FC (a drawn model's, here 1.3 x the description's), and 0 where a description declares none."""
+    robot = load_robot("planar2")
+    np.testing.assert_allclose(coulomb_floor(robot, robot.standard_parameters(), 0.85), [0.4 / 0.85, 0.2 / 0.85])
+    np.testing.assert_allclose(coulomb_floor(robot, 1.3 * robot.standard_parameters(), 1.0), [0.52, 0.26])
+    panda = load_robot("franka_panda")  # rigid bodies only
+    assert not coulomb_floor(panda, panda.standard_parameters()).any()
+
+
+def test_the_floor_at_rest_raises_the_level_at_rest_only() -> None:
+    """design_from_outputs(at_rest=...): the standstill part ks makes the level at qd_hat = 0 reach
+    the floor where the design left it below; the static part is the design's without the floor, and
+    away from rest the level differs by ks exp(-|qd_hat| / vs) alone (below 1e-8 of the floor at
+    |qd_hat| = 20 vs); a joint whose level at rest is already above keeps its design."""
+    rng = np.random.default_rng(5)
+    k, ts = 4000, 0.001
+    t = np.arange(k) * ts
+    qd = np.column_stack([0.5 * np.sin(2.0 * t), 0.8 * np.sin(3.0 * t)])
+    outs = {"r": rng.normal(0.0, 0.05, (k, 2)), "qd_hat": qd, "qdd_hat": np.gradient(qd, ts, axis=0)}
+    plain = design_from_outputs(outs, 100, ts, static=True, static_vs=0.01)
+    floor = np.array([1.0, 0.5 * plain.threshold[1]])  # joint 1 far above its threshold, joint 2 below
+    raised = design_from_outputs(outs, 100, ts, static=True, static_vs=0.01, at_rest=floor)
+    assert np.array_equal(raised.threshold, plain.threshold) and np.array_equal(raised.vs, plain.vs)
+    assert raised.threshold[0] + raised.ks[0] == pytest.approx(1.0, rel=1e-12)
+    assert raised.ks[1] == plain.ks[1] == 0.0
+    rest = {"qd_hat": np.zeros((1, 2)), "qdd_hat": np.zeros((1, 2))}
+    assert threshold_along(rest, raised)[0, 0] == pytest.approx(1.0, rel=1e-12)
+    moving = {"qd_hat": np.full((1, 2), 20 * 0.01), "qdd_hat": np.zeros((1, 2))}
+    assert abs(threshold_along(moving, raised)[0, 0] - threshold_along(moving, plain)[0, 0]) < 1e-8
