@@ -1,5 +1,6 @@
-"""The C library's arithmetic under the host build: a fingerprint of the ``sin``, ``cos``, ``exp``,
-``tanh`` and ``pow`` (and their float forms) that the compiled pipelines and plants call (``pow``: the
+"""The C library's arithmetic under the host build: a fingerprint of the ``sin``, ``cos``,
+``sincos``, ``exp``, ``tanh`` and ``pow`` (and their float forms) that the compiled pipelines and
+plants call (gcc merges a ``sin`` and a ``cos`` of one argument into ``sincos``; ``pow``: the
 loopback's Hunt-Crossley contact force).
 
 The generated C is byte-identical everywhere and the host build compiles it with
@@ -7,19 +8,20 @@ The generated C is byte-identical everywhere and the host build compiles it with
 at load time: on a CPU with FMA its ``sin`` and ``cos`` are the ``__sin_fma`` family, elsewhere the
 SSE2 ones, and the two differ in the last bit on some arguments (glibc 2.36 on this project's
 machine: 27,408 of 40,000,000 values of ``sin`` and ``cos`` for |x| < 4, 0.069 %, each by 1 ulp,
-comparing a run with ``GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA,-AVX``). In a closed loop one
-last-bit torque difference can reach an encoder count boundary and the runs part (docs/target.md,
-docs/collision.md "Figures that hung on the last bits"), so two nodes whose ``libm`` differ do not
-compute the same study. A study item carries this fingerprint and a worker whose own differs
-refuses it (host_tools.studies.study.run_task; docs/cluster.md).
+comparing a run with ``GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2,-FMA,-AVX``; ``exp``, ``tanh`` and
+``pow`` move as well). In a closed loop one last-bit torque difference can reach an encoder count
+boundary and the runs part (docs/target.md, docs/collision.md "Figures that hung on the last
+bits"), so two nodes whose ``libm`` differ do not compute the same study. A study item carries this
+fingerprint and a worker whose own differs refuses it (host_tools.studies.study.run_task;
+docs/cluster.md).
 
-Python's ``math.sin`` (and ``exp``, ``tanh``, ``pow``) is the C library's function the cffi modules
-of the same process link (``-lm``), resolved the same way; the float forms are called through
-ctypes. The probes are drawn once, by numpy's PCG64 (the same numbers on every machine), where the
-generated code evaluates these functions: joint angles, the arguments of exponential and smooth
-friction terms, and a contact's depth (the base, to 2) raised to its exponent (0.5-3). 20,000 of
-each: with the rate above, sin and cos alone make two different kernels agree on all of them with
-probability about exp(-27).
+The functions are called through ctypes from the C library the process has loaded (the one the
+cffi modules of the same process link with ``-lm``, resolved the same way). The probes are drawn
+once, by numpy's PCG64 (the same numbers on every machine), where the generated code evaluates
+these functions: joint angles, the arguments of exponential and smooth friction terms, and a
+contact's depth (the base, to 2) raised to its exponent (0.5-3). 20,000 of each: with the rate
+above, sin and cos alone make two different kernels agree on all of them with probability about
+exp(-27).
 """
 
 from __future__ import annotations
@@ -27,17 +29,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
-import math
 import struct
-from collections.abc import Callable
 from functools import cache
-from typing import cast
 
 import numpy as np
 
 PROBES = 20_000
-# (name, range of the arguments): where the generated code calls each
+# (name, range of the arguments): where the generated code calls each (sincos: sin's arguments)
 _RANGES = (("sin", 4.0), ("cos", 4.0), ("exp", 20.0), ("tanh", 6.0))
+_TYPES = {"": (ctypes.c_double, "d"), "f": (ctypes.c_float, "f")}
 
 
 def _probes() -> dict[str, list[float]]:
@@ -48,45 +48,46 @@ def _probes() -> dict[str, list[float]]:
     return out
 
 
-def _float_functions() -> dict[str, Callable[[float], float]]:
-    """The C library's sinf, cosf, expf and tanhf, or none where no ``libm`` can be loaded by name."""
-    path = ctypes.util.find_library("m")
-    if path is None:
-        return {}
-    lib = ctypes.CDLL(path)
+def _as_float(xs: list[float]) -> list[float]:
+    """The probes rounded to float: the float functions' arguments, exact in either type."""
+    return list(np.asarray(xs, np.float32).tolist())
+
+
+def _library() -> ctypes.CDLL:
+    """The C math library by name, or the process's own symbols where no name is found (CPython
+    links libm, so its functions are there; the same on every node of one kind)."""
+    return ctypes.CDLL(ctypes.util.find_library("m"))
+
+
+@cache
+def libm_digests() -> dict[str, str]:
+    """Per function (``sin``, ``sinf``, ``sincos``, ...): a digest of its values on the probes."""
+    lib, probes = _library(), _probes()
     out = {}
-    for name, _ in _RANGES:
-        f = getattr(lib, name + "f")
-        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
-        out[name] = f
-    return out
-
-
-def _powf() -> Callable[[float, float], float] | None:
-    path = ctypes.util.find_library("m")
-    if path is None:
-        return None
-    f = ctypes.CDLL(path).powf
-    f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
-    return cast(Callable[[float, float], float], f)
+    for suffix, (ctype, code) in _TYPES.items():
+        values = _as_float if suffix else list
+        for name, _ in _RANGES:
+            f = getattr(lib, name + suffix)
+            f.restype, f.argtypes = ctype, [ctype]
+            out[name + suffix] = struct.pack(f"<{PROBES}{code}", *map(f, values(probes[name])))
+        p = getattr(lib, "pow" + suffix)
+        p.restype, p.argtypes = ctype, [ctype, ctype]
+        out["pow" + suffix] = struct.pack(
+            f"<{PROBES}{code}", *map(p, values(probes["pow"]), values(probes["pow_exponent"]))
+        )
+        sc = getattr(lib, "sincos" + suffix)
+        sc.restype, sc.argtypes = None, [ctype, ctypes.POINTER(ctype), ctypes.POINTER(ctype)]
+        s, c = ctype(), ctype()
+        both = []
+        for x in values(probes["sin"]):
+            sc(x, ctypes.byref(s), ctypes.byref(c))
+            both += [s.value, c.value]
+        out["sincos" + suffix] = struct.pack(f"<{2 * PROBES}{code}", *both)
+    return {name: hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16] for name, data in out.items()}
 
 
 @cache
 def libm_fingerprint() -> str:
-    """16 hex digits of the C library's double and float sin, cos, exp, tanh and pow on fixed probes."""
-    h = hashlib.sha256()
-    probes = _probes()
-    double: dict[str, Callable[[float], float]] = {"sin": math.sin, "cos": math.cos, "exp": math.exp, "tanh": math.tanh}
-    for name, f in double.items():
-        xs = probes[name]
-        h.update(name.encode() + struct.pack(f"<{len(xs)}d", *map(f, xs)))
-    base, exponent = probes["pow"], probes["pow_exponent"]
-    h.update(b"pow" + struct.pack(f"<{PROBES}d", *map(math.pow, base, exponent)))
-    for name, g in _float_functions().items():
-        xs = np.asarray(probes[name], np.float32).tolist()
-        h.update(name.encode() + b"f" + struct.pack(f"<{len(xs)}f", *map(g, xs)))
-    powf = _powf()
-    if powf is not None:
-        b32, e32 = (np.asarray(v, np.float32).tolist() for v in (base, exponent))
-        h.update(b"powf" + struct.pack(f"<{PROBES}f", *map(powf, b32, e32)))
-    return h.hexdigest()[:16]
+    """16 hex digits of the C library's double and float sin, cos, sincos, exp, tanh and pow on fixed probes."""
+    digests = libm_digests()
+    return hashlib.sha256(" ".join(f"{k}={digests[k]}" for k in sorted(digests)).encode()).hexdigest()[:16]

@@ -63,7 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("static", "fitted"),
         default="static",
         help="thresholds: a constant per joint, or with velocity, acceleration and standstill parts (manipgen "
-        "thresholds' fit); both designed on the design motion with a held-out margin",
+        "thresholds' fit); both designed on the design motion with a held-out margin, and both with a level at "
+        "rest of at least 2 FC / target (Coulomb friction: docs/collision.md)",
     )
     c.add_argument(
         "--setup",

@@ -4,6 +4,8 @@ on this machine or a Dask cluster (host_tools.studies.study, docs/cluster.md).""
 from __future__ import annotations
 
 import argparse
+import json
+import sqlite3
 from typing import TYPE_CHECKING
 
 from host_tools.cli.scheduler_option import add_scheduler, scheduler_refused
@@ -122,9 +124,36 @@ def _run(args: argparse.Namespace, study: Study, store: Path, console: Console) 
     return 0
 
 
+def _computed_elsewhere(db: sqlite3.Connection, study: Study) -> dict[str, int]:
+    """Per C-library fingerprint other than this machine's: how many of the study's items the store
+    holds as computed with it (the same item but for its ``arithmetic``)."""
+    from host_tools.bindings.libm import libm_fingerprint
+
+    def without_arithmetic(key: str) -> tuple[str, str]:
+        fields = json.loads(key)
+        other = str(fields.pop("arithmetic", ""))
+        return json.dumps(fields, sort_keys=True), other
+
+    wanted = {without_arithmetic(it.key)[0] for it in study.items} | {
+        without_arithmetic(it.key)[0] for it in study.collisions
+    }
+    counts: dict[str, int] = {}
+    for table in ("items", "collide_items"):
+        try:
+            keys = [k for (k,) in db.execute(f"SELECT key FROM {table}")]  # two fixed table names
+        except sqlite3.OperationalError:  # a store without that table
+            continue
+        for key in keys:
+            bare, other = without_arithmetic(key)
+            if bare in wanted and other != libm_fingerprint():
+                counts[other] = counts.get(other, 0) + 1
+    return counts
+
+
 def _report(study: Study, store: Path, out: Path, console: Console) -> int:
     """report.md/.json of the evaluations; of the collision items, report.* when the spec has no
     evaluation, else collide_report.*."""
+    from host_tools.bindings.libm import libm_fingerprint
     from host_tools.reports.collide_study import markdown, summary, write_collide_report
     from host_tools.reports.study import report, write_report
     from host_tools.studies.collide_study import stored_collisions
@@ -133,6 +162,14 @@ def _report(study: Study, store: Path, out: Path, console: Console) -> int:
     with open_store(store, create=False) as db:
         rows = stored(db, study)
         collisions = stored_collisions(db, study.collisions)
+        missing = len(study.items) - len(rows) + len(study.collisions) - len(collisions)
+        elsewhere = _computed_elsewhere(db, study) if missing else {}
+    for fingerprint, count in elsewhere.items():
+        console.print(
+            f"manipgen: {count} of the study's items are in {store} as computed with another C library's kernels "
+            f"(libm fingerprint {fingerprint}; here {libm_fingerprint()}): they are not reported here. Report "
+            "where the study ran, or with the GLIBC_TUNABLES it ran with (docs/cluster.md)"
+        )
     written = []
     if study.items:
         written += write_report(rows, len(study.items), out)

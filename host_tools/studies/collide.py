@@ -942,9 +942,8 @@ def observer_item(
     result.entry = {
         "threshold": th.threshold.tolist(),
         "threshold_shape": s.shape,
-        **(
-            {key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")} if s.shape != "static" else {}
-        ),
+        # every part of the level: a static design's kv and ka are 0, its ks the level at rest's (coulomb_floor)
+        **{key: th.config()[f"det.{key}"].tolist() for key in ("kv", "ka", "ks", "vs")},
         "threshold_mean": level[k0:].mean(axis=0).tolist(),
         "margin": th.margin,
         "held_out_worst_ratio": float(th.held_out.max()),

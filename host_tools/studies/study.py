@@ -274,7 +274,7 @@ def run_task(task: Task, source: RobotSource) -> list[tuple[dict[str, Any], floa
     arithmetic = task[0].arithmetic
     if arithmetic != libm_fingerprint():
         raise WorkerMismatch(
-            f"this worker's C library computes sin, cos, exp or tanh in other last bits than the client's "
+            f"this worker's C library computes sin, cos, exp, tanh or pow in other last bits than the client's "
             f"(libm fingerprints differ: {libm_fingerprint()} here, {arithmetic} there; glibc picks its kernels "
             "per CPU): run every node and the client with the same libm and GLIBC_TUNABLES (docs/cluster.md, "
             '"Identical results on every node")'

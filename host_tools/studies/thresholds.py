@@ -11,7 +11,8 @@ regressor), with the standstill scale vs common to the joints, chosen from ``STA
 Covering every sample is the false-alarm-free design on this run (what max |r| is for a constant
 threshold); minimising the mean lowers the threshold where the residual is low. The static part is
 kept >= ``MIN_STATIC`` x max |r| so that every joint detects. ``shape="static"`` fits the constant
-only (kv = ka = ks = 0: the max |r| of before).
+only (kv = ka = ks = 0: the max |r| of before; collide then raises ks alone where the level at rest
+is below its Coulomb floor, ``at_rest``/coulomb_floor).
 
 The margin, from the run itself (leave-part-out): the used samples are split into ``blocks``
 contiguous blocks; for each, the envelope is fitted on the others and the held-out block's worst
@@ -645,7 +646,10 @@ def coulomb_floor(robot: Robot, params: np.ndarray, target: float = TARGET) -> n
     a stuck joint gave the iiwa's identified momentum observer 0.087 and 0.125 N m residuals, 0.52
     and 0.69 FC, over thresholds below FC). No observer can tell a contact below the static friction
     from the friction there. design_from_outputs raises the standstill part ks so that the level
-    at qd_hat = 0 reaches the floor; away from rest (|qd_hat| >> vs) the level is unchanged."""
+    at qd_hat = 0 reaches the floor; away from rest (|qd_hat| >> vs) the level is unchanged. The
+    plant's FC may differ from the model's (a friction error): the mismatch is then up to FC_model
+    + FC_plant, which 2 FC_model / target covers for plant errors up to (2 / target - 2) FC, 35 % at
+    the default target."""
     names = list(robot.standard_parameter_names)
     p = np.asarray(params, float)
     fc = np.array([abs(p[names.index(f"FC{j + 1}")]) if f"FC{j + 1}" in names else 0.0 for j in range(robot.dof)])

@@ -67,6 +67,11 @@ def test_collide_cli(tmp_path: Path) -> None:
         for key in ("threshold", "threshold_mean", "margin", "check_ratio", "delay_ms", "false_alarms", "missed"):
             assert key in o
         assert all(t > 0 for t in o["threshold"]) and o["events"] == 12 and o["margin"] >= 1 / 0.85
+        # the level at rest covers Coulomb friction's sign at standstill (thresholds.coulomb_floor):
+        # planar2's FC is 0.2 and 0.1 N m (robots/planar2.yaml), the drawn model's within +-10 %,
+        # so threshold + ks >= 2 x 0.9 FC / 0.85 on each joint, whatever the static part
+        at_rest = [t + ks for t, ks in zip(o["threshold"], o["ks"])]
+        assert at_rest[0] >= 2 * 0.9 * 0.2 / 0.85 and at_rest[1] >= 2 * 0.9 * 0.1 / 0.85, at_rest
     # issue #46 item 1: every observer finds every contact (slow 1 Hz steps included) without a false
     # alarm; the momentum forms through their adaptation's rate limit, adaptive_measured through the
     # count floor under its thresholds (docs/collision.md, "The slowest contact ...")

@@ -267,3 +267,26 @@ def test_ctrl_c_on_a_local_cluster_prints_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 130 and "Traceback" not in text and "interrupted" in text, text
     r = subprocess.run(_study(spec, store, "--scheduler", "local:2"), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0 and len(_rows(store)) == 24, r.stderr
+
+
+def test_a_report_says_which_items_were_computed_with_another_c_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The C-library fingerprint is part of an item's key, so a report made where glibc picks other
+    kernels (or without the GLIBC_TUNABLES the study ran with) finds none of the study's rows: it
+    says how many are there, with which fingerprint, instead of reporting nothing silently."""
+    import dataclasses
+
+    from host_tools.studies.study import open_store, write_item
+
+    spec = tmp_path / "a.yaml"
+    spec.write_text("robots: [planar2]\nsetups: [10@125]\nestimators: [findiff, movav]\n")
+    study = load_study(spec)
+    store = tmp_path / "s.sqlite"
+    with open_store(store) as db:
+        for item in study.items:
+            write_item(db, dataclasses.replace(item, arithmetic="f" * 16), {"error": "elsewhere"}, 1.0, 1.0)
+    r = cli_in_process(capsys, "study", str(spec), "--store", str(store), "--report", "--out", str(tmp_path / "out"))
+    said = " ".join((r.stdout + r.stderr).split())
+    assert f"{len(study.items)} of the study's items are in" in said and f"fingerprint {'f' * 16}" in said, said
+    assert f"here {libm_fingerprint()}" in said
