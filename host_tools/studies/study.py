@@ -264,21 +264,25 @@ def run_task(task: Task, source: RobotSource) -> list[tuple[dict[str, Any], floa
     estimator's evaluation entry or the observer's collide entry; wall seconds; CPU seconds). An item
     that cannot be evaluated (every grid variant diverges, say) is stored with its ``error``: the same
     on every rerun, so it is not retried."""
-    code = task[0].code
-    if code != code_fingerprint():
-        raise WorkerMismatch(
-            f"this worker runs another manipgen than the client (code fingerprints differ: {code_fingerprint()} "
-            f"here, {code} there): install the same "
-            "commit and constraints.txt on every node (docs/cluster.md)"
-        )
-    arithmetic = task[0].arithmetic
-    if arithmetic != libm_fingerprint():
-        raise WorkerMismatch(
-            f"this worker's C library computes sin, cos, exp, tanh or pow in other last bits than the client's "
-            f"(libm fingerprints differ: {libm_fingerprint()} here, {arithmetic} there; glibc picks its kernels "
-            "per CPU): run every node and the client with the same libm and GLIBC_TUNABLES (docs/cluster.md, "
-            '"Identical results on every node")'
-        )
+    checks = (
+        (
+            task[0].code,
+            code_fingerprint(),
+            "this worker runs another manipgen than the client (code fingerprints differ: {here} here, {there} "
+            "there): install the same commit and constraints.txt on every node (docs/cluster.md)",
+        ),
+        (
+            task[0].arithmetic,
+            libm_fingerprint(),
+            "this worker's C library computes sin, cos, exp, tanh or pow in other last bits than the client's "
+            "(libm fingerprints differ: {here} here, {there} there; glibc picks its kernels per CPU): run every "
+            'node and the client with the same libm and GLIBC_TUNABLES (docs/cluster.md, "Identical results on '
+            'every node")',
+        ),
+    )
+    for there, here, refusal in checks:
+        if there != here:
+            raise WorkerMismatch(refusal.format(here=here, there=there))
     if isinstance(task[0], CollideItem):
         return run_collide_draw(cast(tuple[CollideItem, ...], task), source)
     item = cast(StudyItem, task[0])
