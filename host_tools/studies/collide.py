@@ -745,8 +745,12 @@ def _design(
 
 
 def _warmup(rt: Realtime, runs: Runs, imu: Sensors | None, plants: Replays) -> Learned:
-    """The design run's warm-up motions from reset without detection, and where they ended."""
+    """The design run's warm-up motions from reset without detection, and where they ended: the level
+    as _pipeline leaves it (the first design pass's warm-up ran so), not a design's parts (a
+    static design's ks, the level at rest, would change the pipeline's state, not its outputs)."""
     rt.config["det.threshold"] = 1e30
+    for part in ("kv", "ka", "ks"):
+        rt.config[f"det.{part}"] = np.zeros(rt.dof)
     warmup = plants.simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
     extra = warmup.log.extra
     return Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
