@@ -271,6 +271,50 @@ def test_the_identified_model_is_no_worse_than_plain_least_squares_on_any_joint(
         assert model.sum() <= 0.95 * plain.sum(), (model.sum(), plain.sum())
 
 
+def _split_in_time(csv: Path, share: float) -> tuple[Path, Path]:
+    """The CSV's rows before and from ``share`` of its duration, each with the header: one run cut
+    in two as a user splits a log to fit on one part and validate on the rest."""
+    lines = csv.read_text().splitlines()
+    head, rows = lines[0], lines[1:]
+    stamps = [float(r.split(",", 1)[0]) for r in rows]
+    cut = stamps[0] + share * (stamps[-1] - stamps[0])
+    parts = [[r for r, t in zip(rows, stamps) if t < cut], [r for r, t in zip(rows, stamps) if t >= cut]]
+    out = []
+    for name, part in zip(("fit", "val"), parts):
+        path = csv.with_name(f"{csv.stem}_{name}.csv")
+        path.write_text("\n".join([head, *part]) + "\n")
+        out.append(path)
+    return out[0], out[1]
+
+
+def test_one_run_split_in_time_keeps_a_planted_offset(folder: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #44's protocol for the other arm: one run split 60/40 in time, identify on the first
+    part, validate on the rest. A Panda plant (sign Coulomb description, FC 0) with offsets on
+    joints 1 (0.3 N m, its axis vertical: no gravity column imitates a constant there) and 5, and
+    Stribeck terms on joints 2 and 4 (a reviewer's recipe, 2026-12-01). The first 24 s hold one
+    stretch (the last held-out block) at a pose the rest never reaches, where the shared rigid-body
+    parameters extrapolate: joint 1's held-out RMS there rose from 0.65 to 1.11 N m with the offset
+    while the other four blocks fell 25-fold. Judged by the pooled held-out RMS (until 2026-12-01)
+    the offset was never offered, and joint 1 validated at 4.5 x plain least squares (the sum 1.32
+    x). The goals then hold: joint 1 keeps an offset, no joint above 1.02 x the plain least-squares
+    baseline and the sum at most 0.95 x it (the issue's; plain least squares carries an offset per
+    joint, so a model without joint 1's cannot reach its RMS there)."""
+    run, _, planted = _record(
+        "franka_panda", 5, 40.0, folder, "--offset", "1:0.3,5:-0.1", "--stribeck", "2:0.5:0.07,4:0.4:0.07"
+    )
+    assert planted["offsets"][0] == 0.3
+    fit, val = _split_in_time(run, 0.6)
+    code, doc = _cli_json(capsys, "identify", "franka_panda", str(fit), "--validate", str(val), "--json")
+    assert code == 0, doc
+    joint1 = doc["friction_terms"]["structure"][0]
+    assert any(t["kind"] == "FO" and t["kept"] for t in joint1["trials"]), joint1
+    plain = np.array(doc["baseline_ls"]["validation_rms"])
+    for which in ("base", "physical"):  # the physical set: what config_identified.json carries
+        model = np.array(doc["validation_rms"][which])
+        assert np.all(model <= 1.02 * plain), (which, model / plain)
+        assert model.sum() <= 0.95 * plain.sum(), (which, model.sum() / plain.sum())
+
+
 def test_velocity_recorded_without_a_recorded_velocity_is_refused(
     folder: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -383,7 +427,7 @@ def test_a_smooth_coulomb_plant_under_a_sign_description(
     # (before the box extended: joints 5 and 6 at 1.10 and 1.05 x plain least squares, against the
     # base fit's 0.20 and 0.72 x); and no joint above the issue's 1.02 x plain least squares (joint 2
     # was at 1.06 / 1.07 x while an offset whose held-out RMS over all blocks rose, 0.0531 -> 0.0534,
-    # passed on its blocks' mean relative gain: a term is now kept only where that RMS drops too)
+    # passed on its blocks' unweighted mean relative gain: the blocks are now weighted by their rows)
     code, doc = _cli_json(
         capsys, "identify", "franka_panda", str(runs[0]), "--validate", str(runs[1]), "--velocity", "recorded", "--json"
     )

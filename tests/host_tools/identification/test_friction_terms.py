@@ -149,8 +149,10 @@ def test_a_joint_whose_first_offer_is_refused_is_offered_the_smooth_shape(monkey
     real = friction_terms.kept
     calls = [0]
 
-    def refuse_the_first_round(without: np.ndarray, with_: np.ndarray) -> tuple[bool, float, float]:
-        verdict, gain, margin = real(without, with_)
+    def refuse_the_first_round(
+        without: np.ndarray, with_: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[bool, float, float]:
+        verdict, gain, margin = real(without, with_, rows)
         calls[0] += 1
         return verdict and calls[0] > 2, gain, margin  # the first round's 2 verdicts: refused
 
