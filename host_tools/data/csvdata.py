@@ -189,6 +189,10 @@ def _table(path: Path, robot: Robot) -> np.ndarray:
             raise LogError(f"{path}: not numeric CSV after the header row ({exc})") from None
         data = np.array(rows, ndmin=2)
     if data.shape[1] not in (1 + 2 * dof, 1 + 3 * dof):
+        if len(names) == data.shape[1] and any(JOINT_NAMED.fullmatch(name) for name in names[1:]):
+            # a header naming joints: the column missing (or unknown, or twice) by its name
+            with_qd = any((m := JOINT_NAMED.fullmatch(name)) is not None and m[1] == "qd" for name in names[1:])
+            _by_joint(str(path), names, robot, 1 + (3 if with_qd else 2) * dof)
         raise LogError(
             f"{path}: {data.shape[1]} columns; a {dof}-joint robot needs 1 + 2 x {dof} = {1 + 2 * dof} "
             f"(time, q1..q{dof}, tau1..tau{dof}) or 1 + 3 x {dof} = {1 + 3 * dof} (time, q, qd, tau)"

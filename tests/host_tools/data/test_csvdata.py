@@ -339,6 +339,20 @@ def test_a_header_that_does_not_fit_the_robot_is_one_error(tmp_path: Path, heade
     assert str(err.value) == f"{path} {needle}", err.value
 
 
+def test_a_named_header_one_column_short_names_the_missing_column(tmp_path: Path) -> None:
+    """#44 (a reviewer's finding, 2026-12-01): a log with velocities whose header names joints but
+    lacks one column has a width no layout has (6 for planar2's 5 or 7): the error names the missing
+    column, as for a header of a valid width, not only the column count."""
+    path = tmp_path / "short.csv"
+    rows = "\n".join(",".join(f"{0.001 * k + c:.3f}" for c in range(6)) for k in range(5))
+    path.write_text("time,q_shoulder,q_elbow,qd_shoulder,qd_elbow,tau_shoulder\n" + rows + "\n")
+    with pytest.raises(LogError) as err:
+        read_log(path, PLANAR2)
+    assert str(err.value) == (
+        f"{path} line 1: no column tau_elbow (the columns name joints: each of planar2's joints once as q_, qd_, tau_)"
+    ), err.value
+
+
 def test_a_3_joint_csv_is_not_read_as_q_qd_tau_of_a_2_joint_robot(tmp_path: Path) -> None:
     """time, q1..q3, tau1..tau3 has 7 columns: the count of a 2-joint robot's time, q, qd, tau."""
     path = tmp_path / "log.csv"
