@@ -278,7 +278,7 @@ def _design(
     from codegen.model.robot import with_friction_terms
     from host_tools.bindings.rt import load_rt
     from host_tools.bindings.source import PipelineSource
-    from host_tools.studies.thresholds import design_on, tunable
+    from host_tools.studies.thresholds import coulomb_floor, design_on, tunable
 
     if identified is not None:
         robot = with_friction_terms(robot, identified.terms)
@@ -301,4 +301,8 @@ def _design(
             )
         )
         folds = None if identified is None else list(identified.folds)
-        return design_on(rt, data, settings, checked, executor, pipeline, folds), rt
+        # the level at rest: the model's friction jumps by 2 (FC + FS) through zero velocity, and a
+        # resting joint holds anywhere within it (issue #46's floor, collide's too)
+        stribeck = rt.config["fric.fs"] if "fric.fs" in rt.config.keys() else None
+        at_rest = coulomb_floor(robot, rt.config["model.params"], settings.target, stribeck)
+        return design_on(rt, data, settings, checked, executor, pipeline, folds, at_rest), rt

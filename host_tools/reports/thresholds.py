@@ -128,6 +128,8 @@ def document(result: Designed, model: ModelChoice | None = None) -> dict[str, ob
         # them acting on the hold (the residual the written config gives); false: replayed with detection off
         "hold_acting": result.hold_acting,
         "floor": s.floor,
+        # the level at rest's floor per joint: 2 |FC + FS| / target of the model it runs (coulomb_floor)
+        "rest_floor": None if result.rest_floor is None else result.rest_floor.tolist(),
         "samples": design.samples,
         "flagged_left_out": design.excluded,
         "checks": [{**f, "source": r.checks.source} for r in runs for f in r.checks.as_json()],
@@ -273,6 +275,12 @@ def text(result: Designed, written: list[tuple[str, str]], model: ModelChoice | 
             "its adaptation holds on its thresholds: designed twice, the second time (and checked) with the "
             "first thresholds acting on the hold, as the written config runs\n"
             if result.hold_acting
+            else ""
+        )
+        + (
+            "the level at rest (qd = 0) is at least 2 |FC + FS| / target per joint, the model's friction jump "
+            "through zero velocity: " + " ".join(f"{v:.3g}" for v in result.rest_floor) + "\n"
+            if result.rest_floor is not None and np.any(result.rest_floor > 0)
             else ""
         )
     ]

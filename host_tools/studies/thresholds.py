@@ -450,6 +450,7 @@ def design_across(
     exceedance: float | None = None,
     horizon: float | None = None,
     folds: list[dict[str, Any]] | None = None,
+    at_rest: np.ndarray | None = None,
 ) -> Thresholds:
     """Thresholds from one or several collision-free runs of the same pipeline: the envelope covers
     every run; with several, the margins come from each run held out in turn (the envelope fitted on
@@ -458,7 +459,7 @@ def design_across(
     times run along the runs one after the other. ``folds``: per held-out block (design_blocks) of
     one run, or per run of several, the config fields of a model fitted without it
     (host_tools.studies.design_model); each block's (run's) held-out ratios are then taken on the
-    residual of its own model."""
+    residual of its own model. ``at_rest``: the level's floor at qd_hat = 0 (coulomb_floor)."""
     check_design_options(margin, target, floor, blocks, exceedance, horizon)
     if not logs:
         raise ValueError("no run to design from")
@@ -491,6 +492,7 @@ def design_across(
             horizon=horizon,
             run=np.concatenate([np.full(len(m), i) for i, m in enumerate(left_out)]) if len(logs) > 1 else None,
             folds=crossed,
+            at_rest=at_rest,
         )
 
     first = designed(None)
@@ -637,11 +639,19 @@ def count_floor(
     return worst / target
 
 
-def coulomb_floor(robot: Robot, params: np.ndarray, target: float = TARGET) -> np.ndarray:
-    """The level at rest's floor Coulomb friction sets (issue #46), per joint: 2 FC_j / target, with
-    FC_j the Coulomb parameter of ``params`` (standard parameters, the model the observer runs on; 0
-    where the joint declares none). A joint at rest holds with a friction anywhere in [-FC, FC], and
-    the model's FC sgn(qd_hat) takes the sign of an estimate whose noise crosses zero: the two may
+def coulomb_floor(
+    robot: Robot, params: np.ndarray, target: float = TARGET, stribeck: np.ndarray | None = None
+) -> np.ndarray:
+    """The level at rest's floor Coulomb friction sets (issue #46), per joint: 2 |FC_j + FS_j| /
+    target, with FC_j the Coulomb parameter of ``params`` (standard parameters, the model the
+    observer runs on; 0 where the joint declares none) and FS_j the Stribeck term's coefficient
+    (``stribeck``, the config's fric.fs where the model has that term, e.g. identified: it rides on
+    the Coulomb shape, so the model's friction jumps by 2 (FC + FS) through zero velocity; a smooth
+    Coulomb term FT tanh(qd / v_t) is continuous there and adds nothing; `manipgen thresholds` since
+    2026-12-01: a hostile iiwa's joint 2 breaking away from rest inside its planted Stribeck band
+    reached 1.12 of a threshold designed on another run). A joint at rest holds with a friction
+    anywhere in [-FC, FC], and the model's FC sgn(qd_hat) takes the sign of an estimate whose noise
+    crosses zero: the two may
     disagree by up to 2 FC for as long as the joint rests (the Kalman q-dot's sign flipping against
     a stuck joint gave the iiwa's identified momentum observer 0.087 and 0.125 N m residuals, 0.52
     and 0.69 FC, over thresholds below FC). No observer can tell a contact below the static friction
@@ -652,8 +662,9 @@ def coulomb_floor(robot: Robot, params: np.ndarray, target: float = TARGET) -> n
     the default target."""
     names = list(robot.standard_parameter_names)
     p = np.asarray(params, float)
-    fc = np.array([abs(p[names.index(f"FC{j + 1}")]) if f"FC{j + 1}" in names else 0.0 for j in range(robot.dof)])
-    return 2.0 * fc / target
+    fc = np.array([p[names.index(f"FC{j + 1}")] if f"FC{j + 1}" in names else 0.0 for j in range(robot.dof)])
+    fs = np.zeros(robot.dof) if stribeck is None else np.asarray(stribeck, float).reshape(robot.dof)
+    return 2.0 * np.abs(fc + fs) / target
 
 
 def design_from_outputs(
@@ -960,6 +971,7 @@ class Designed:
     checks: tuple[Check, ...] = ()  # one per run of ``others``
     # designed (and checked) with its thresholds acting on the observer's hold (holds), else with detection off
     hold_acting: bool = False
+    rest_floor: np.ndarray | None = None  # the level's floor at rest it was designed with (coulomb_floor)
 
     @property
     def false_alarms(self) -> int:
@@ -975,6 +987,7 @@ def design_on(
     executor: Executor | None = None,
     pipeline: PipelineSource | None = None,
     folds: list[dict[str, Any]] | None = None,
+    at_rest: np.ndarray | None = None,
 ) -> Designed:
     """`manipgen thresholds`: (with ``settings.tune`` first the observer's gain on the first run,
     tune_observer) the thresholds of ``data`` (one run: design_thresholds; several: design_across,
@@ -983,7 +996,7 @@ def design_on(
     estimator carry them on) unless ``keep_flagged``. The design (and the tuned gain) is left in
     ``rt.config``; errors name the run.
     ``folds``: design_across's (one run: its blocks are design_blocks of these settings; several:
-    one per run)."""
+    one per run). ``at_rest``: the level's floor at rest (coulomb_floor of the model ``rt`` runs)."""
     s = settings
     runs = [data] if isinstance(data, Recording) else list(data)
     others = [] if other is None else [other] if isinstance(other, Recording) else list(other)
@@ -1007,6 +1020,7 @@ def design_on(
             exceedance=s.exceedance,
             horizon=s.horizon,
             folds=folds,
+            at_rest=at_rest,
         )
     except ValueError as err:
         raise ValueError(f"{', '.join(r.checks.source for r in runs)}: {err}") from None
@@ -1019,5 +1033,15 @@ def design_on(
     for key, value in design.config().items():
         rt.config[key] = value
     return Designed(
-        rt.name, rt.label, rt.sample_period, s, tuple(runs), design, tuned, tuple(others), tuple(checks), holds(rt)
+        rt.name,
+        rt.label,
+        rt.sample_period,
+        s,
+        tuple(runs),
+        design,
+        tuned,
+        tuple(others),
+        tuple(checks),
+        holds(rt),
+        None if at_rest is None else np.asarray(at_rest, float),
     )

@@ -489,6 +489,11 @@ def test_the_coulomb_floor_is_twice_the_models_coulomb_friction_over_the_target(
     robot = load_robot("planar2")
     np.testing.assert_allclose(coulomb_floor(robot, robot.standard_parameters(), 0.85), [0.4 / 0.85, 0.2 / 0.85])
     np.testing.assert_allclose(coulomb_floor(robot, 1.3 * robot.standard_parameters(), 1.0), [0.52, 0.26])
+    # a Stribeck term rides on the Coulomb shape: the jump through zero velocity is 2 (FC + FS), signs
+    # kept (an FS of the other sign lowers it); its coefficients are the config's fric.fs
+    np.testing.assert_allclose(
+        coulomb_floor(robot, robot.standard_parameters(), 0.5, np.array([0.3, -0.25])), [4 * 0.5, 4 * 0.15]
+    )
     panda = load_robot("franka_panda")  # rigid bodies only
     assert not coulomb_floor(panda, panda.standard_parameters()).any()
 
