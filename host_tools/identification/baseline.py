@@ -34,16 +34,34 @@ def baseline_robot(robot: Robot) -> Robot:
 
 
 def missing_joint_columns(robot: Robot) -> list[str]:
-    """The baseline's joint parameters the description does not identify: their columns are
-    appended to its regressor (IA, FV and FC multiply qdd_j, qd_j and the Coulomb shape; FO, the
-    offset, a constant 1 in joint j's equation: the one baseline column the generated regressor
-    lacks when the description leaves FO out)."""
+    """The baseline's joint parameters the description does not identify: their columns
+    (joint_columns) are appended to its regressor (until 2026-12-01 only FO's; a description without
+    IA, FV or FC, the iiwa's without IA, got no baseline)."""
     return [p for p in ("IA", "FV", "FC", "FO") if p not in robot.joint_parameters]
 
 
-def offset_columns(k: int, n: int) -> np.ndarray:
-    """(K, n, n): FO_j's column, 1 in joint j's equation."""
-    return np.broadcast_to(np.eye(n), (k, n, n)).copy()
+def joint_columns(missing: list[str], qd: np.ndarray, qdd: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(K, n, len(missing) n): the baseline's joint parameters the description lacks, each joint's
+    column in its own equation only, parameter after parameter: IA_j qdd_j (the rotor inertia), FV_j
+    qd_j, FC_j tanh(qd_j / scale_j) (the baseline's Coulomb shape), FO_j 1 (the offset)."""
+    k, n = qd.shape
+    shapes = {"IA": qdd, "FV": qd, "FC": np.tanh(qd / scale), "FO": np.ones((k, n))}
+    out = np.zeros((k, n, len(missing) * n))
+    for i, name in enumerate(missing):
+        out[:, np.arange(n), i * n + np.arange(n)] = shapes[name]
+    return out
+
+
+def independent_columns(y: np.ndarray, first: int) -> list[int]:
+    """The columns of ``y`` (rows, p) to keep: the first ``first`` (the description's base parameters,
+    independent by construction) and each later one that is not (to 1e-9 of the largest pivot) in
+    the span of those before it. A joint parameter the description does not identify can already be
+    part of a base parameter: a vertical first axis's rotor inertia IA_1 multiplies qdd_1 in joint
+    1's equation alone, as ZZ_1 does, and regrouping puts both in ZZ1R. Kept, it would make the fit
+    rank-deficient."""
+    r = np.linalg.qr(y / (np.linalg.norm(y, axis=0) + 1e-300), mode="r")
+    pivots = np.abs(np.diag(r))
+    return [i for i in range(y.shape[1]) if i < first or pivots[i] > 1e-9 * pivots.max()]
 
 
 def baseline_doc(

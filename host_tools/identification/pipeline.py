@@ -446,6 +446,8 @@ class ValidationData:
     keep: np.ndarray  # (K,) bool: the samples the input checks left (all, with --keep-flagged)
     extra: np.ndarray | None = None  # (K n, p): friction terms' columns, after y's in a longer beta
     candidates: Candidates | None = None  # the friction terms' candidate columns at the same samples
+    qd: np.ndarray | None = None  # (K, n) the filtered rate and acceleration at the same samples
+    qdd: np.ndarray | None = None
 
     def with_terms(self, terms: FrictionTerms | None) -> ValidationData:
         """The same run with the chosen friction terms' columns (``extra``) from its candidates (none
@@ -506,4 +508,6 @@ def validation_data(
         c = candidates(m, s.q, q, qd)
         cands = replace(c, dahl=c.dahl[sl], load=c.load[sl], stribeck=c.stribeck[sl], smooth=c.smooth[sl])
     time_ = np.arange(len(q))[sl] * ts
-    return ValidationData(tau[sl], y[sl].reshape(-1, y.shape[2]), time_, keep[sl], candidates=cands)
+    return ValidationData(
+        tau[sl], y[sl].reshape(-1, y.shape[2]), time_, keep[sl], candidates=cands, qd=qd[sl], qdd=qdd[sl]
+    )

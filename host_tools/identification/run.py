@@ -15,7 +15,13 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log
-from host_tools.identification.baseline import baseline_doc, baseline_robot, missing_joint_columns, offset_columns
+from host_tools.identification.baseline import (
+    baseline_doc,
+    baseline_robot,
+    independent_columns,
+    joint_columns,
+    missing_joint_columns,
+)
 from host_tools.identification.friction_terms import (
     Candidates,
     FrictionTerms,
@@ -501,16 +507,18 @@ def _baseline(
     it, and the validation run's data prepared for that robot (None: not prepared)."""
     robot = baseline_robot(described)
     missing = missing_joint_columns(robot)
-    if set(missing) - {"FO"}:
-        return {"skipped": f"{robot.name} does not identify {', '.join(missing)}: the baseline's columns need them"}
     model(described).with_robot(robot)  # the description's C, the baseline's Coulomb shape
     same = observed[0].digest == robot.digest
     y, tau, qd = observed[1:4] if same else observation(robot, data, settings)
     n = robot.dof
     k = len(tau)
-    if missing:  # FO: a constant per joint, through the same filter and decimation
-        (fo,) = filtered(data, settings, [offset_columns(len(data.q), n)])
-        y = np.concatenate([y.reshape(k, n, -1), fo], axis=2).reshape(k * n, -1)
+    scale = np.array([robot.coulomb.scale(j) for j in range(n)])
+    kept = list(range(y.shape[1]))
+    if missing:  # the joint parameters the description lacks, through the same filter and decimation
+        (extra,) = filtered(data, settings, [joint_columns(missing, data.qd, data.qdd, scale)])
+        y = np.concatenate([y.reshape(k, n, -1), extra], axis=2).reshape(k * n, -1)
+        kept = independent_columns(y, len(kept))
+        y = y[:, kept]
     rows = equation_rows(data, replace(settings, min_speed=0.0), qd)
     beta = least_squares(y, tau, n, [str(i) for i in range(y.shape[1])], rows=rows).values
     rms = None
@@ -524,7 +532,12 @@ def _baseline(
             )
         )
         if missing:
-            v = replace(v, extra=offset_columns(len(v.tau), n).reshape(-1, n))
+            if v.qd is None or v.qdd is None:
+                raise ValueError("the validation data were prepared without their qd, qdd")
+            cols = joint_columns(missing, v.qd, v.qdd, scale)
+            whole = np.concatenate([v.y, cols.reshape(-1, cols.shape[2])], axis=1)[:, kept]
+            nb = v.y.shape[1]
+            v = replace(v, y=whole[:, :nb], extra=whole[:, nb:])
         rms = v.rms(beta)
     ours = val.rms(rep.base.values).tolist() if val is not None else None
     return baseline_doc(robot, beta, _rms(y, tau, beta, rows), rms, ours)
