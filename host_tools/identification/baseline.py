@@ -54,14 +54,22 @@ def joint_columns(missing: list[str], qd: np.ndarray, qdd: np.ndarray, scale: np
 
 def independent_columns(y: np.ndarray, first: int) -> list[int]:
     """The columns of ``y`` (rows, p) to keep: the first ``first`` (the description's base parameters,
-    independent by construction) and each later one that is not (to 1e-9 of the largest pivot) in
-    the span of those before it. A joint parameter the description does not identify can already be
-    part of a base parameter: a vertical first axis's rotor inertia IA_1 multiplies qdd_1 in joint
-    1's equation alone, as ZZ_1 does, and regrouping puts both in ZZ1R. Kept, it would make the fit
-    rank-deficient."""
-    r = np.linalg.qr(y / (np.linalg.norm(y, axis=0) + 1e-300), mode="r")
-    pivots = np.abs(np.diag(r))
-    return [i for i in range(y.shape[1]) if i < first or pivots[i] > 1e-9 * pivots.max()]
+    independent by construction) and each later one whose least-squares residual on the columns
+    kept so far is above 1e-9 of its norm (not in their span). A joint parameter the description
+    does not identify can already be part of a base parameter: a vertical first axis's rotor inertia
+    IA_1 multiplies qdd_1 in joint 1's equation alone, as ZZ_1 does, and regrouping puts both in
+    ZZ1R. Kept, it would make the fit rank-deficient. (Each column is tested against the kept ones
+    only: a QR's diagonal without pivoting would also judge it against the dropped ones' directions.)"""
+    kept = list(range(first))
+    for i in range(first, y.shape[1]):
+        column = y[:, i]
+        norm = float(np.linalg.norm(column))
+        if norm == 0.0:
+            continue
+        fit = np.linalg.lstsq(y[:, kept], column, rcond=None)[0] if kept else np.zeros(0)
+        if np.linalg.norm(column - y[:, kept] @ fit) > 1e-9 * norm:
+            kept.append(i)
+    return kept
 
 
 def baseline_doc(

@@ -34,8 +34,9 @@ with the ones already kept. The validation
 run plays no part in the choice.
 
 The margin (``kept``): the term's relative gain on each of the FOLDS blocks, d_f = 1 -
-rms_f(with) / rms_f(without), is a paired sample; the term stays if the blocks' mean gain exceeds
-one standard error of that mean, s_d / sqrt(FOLDS), and MIN_GAIN: the one-standard-error rule of
+rms_f(with) / rms_f(without), is a paired sample; the term stays if the blocks' mean gain (weighted
+by their held-out rows, below) exceeds one standard error of that mean (s_d / sqrt(FOLDS) with
+equal rows) and MIN_GAIN: the one-standard-error rule of
 cross-validation (Breiman et al. 1984; Hastie, Tibshirani & Friedman 2009 §7.10): the simpler
 model unless the richer one is better by more than the held-out estimate's own uncertainty. A
 column that only fits the particulars of the blocks it was trained on gains on some blocks and

@@ -87,8 +87,10 @@ def _friction_terms(r: IdentificationResult) -> dict[str, Any]:
         },
         "folds": FOLDS,
         "min_gain": MIN_GAIN,
-        "margin": "a term stays for a joint if the mean of its relative gains on the held-out blocks exceeds "
-        "one standard error of that mean and min_gain (the one-standard-error rule of cross-validation)",
+        "margin": "a term stays for a joint if the mean of its relative gains on the held-out blocks (weighted by "
+        "their rows) exceeds one standard error of that mean and min_gain (the one-standard-error rule of "
+        "cross-validation); held_out_rms_without / with are over all the blocks' rows together, which one block "
+        "can dominate: they may rise for a kept term",
         "structure": [
             {"joint": j + 1, "form": form, "trials": trials}
             for j, (form, trials) in enumerate(zip(sel.forms(r.reported.names), sel.trials))
@@ -238,9 +240,9 @@ def _structure_lines(doc: dict[str, Any]) -> list[str]:
         return lines
     lines += [
         "",
-        "Friction per joint, chosen on held-out blocks of the fitting run (RMS N m without -> with each "
-        f"term tried; kept if its mean gain over the {ft['folds']} blocks exceeds one standard error of it "
-        f"and {100 * ft['min_gain']:g} %):",
+        "Friction per joint, chosen on held-out blocks of the fitting run (RMS N m over all their rows without "
+        f"-> with each term tried; kept if its mean gain over the {ft['folds']} blocks, weighted by their rows, "
+        f"exceeds one standard error of it and {100 * ft['min_gain']:g} %):",
         "",
         "| joint | form | trials |",
         "| --- | --- | --- |",

@@ -36,3 +36,13 @@ def test_a_column_already_in_a_base_parameter_is_left_out() -> None:
     ia = joint_columns(["IA"], np.zeros((k, 2)), qdd, np.ones(2))
     y = np.concatenate([base, ia], axis=2).reshape(2 * k, -1)
     assert independent_columns(y, 2) == [0, 1, 3]
+
+
+def test_a_column_is_judged_against_the_kept_ones_only() -> None:
+    """A column orthogonal to every kept one stays, even after a dependent column was left out
+    before it (a reviewer's case: a QR without pivoting fills a dropped column's place with a
+    direction of its own, and a later column along that direction looked dependent)."""
+    a = np.array([1.0, 1.0, 0.0, 0.0]) / np.sqrt(2.0)
+    c = np.array([1.0, -1.0, 0.0, 0.0]) / np.sqrt(2.0)  # orthogonal to a
+    y = np.column_stack([a, 2.0 * a, c])
+    assert independent_columns(y, 1) == [0, 2]
