@@ -427,6 +427,11 @@ def _result(
             val.predicted(rep.base.values),
             val.predicted(beta_phys),
         )
+        if "validation_rms" in baseline:  # the essential and physical sets against it too, as base_ratio
+            plain = np.asarray(baseline["validation_rms"], float)
+            for name in ("essential", "physical"):
+                baseline[f"{name}_ratio"] = (validation.rms[name] / plain).tolist()
+                baseline[f"{name}_ratio_sum"] = float(np.sum(validation.rms[name]) / np.sum(plain))
     return IdentificationResult(
         f.robot,
         len(f.m.names),

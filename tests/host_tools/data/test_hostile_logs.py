@@ -348,6 +348,8 @@ def test_one_run_split_in_time_keeps_a_planted_offset(folder: str, capsys: pytes
         model = np.array(doc["validation_rms"][which])
         assert np.all(model <= 1.02 * plain), (which, model / plain)
         assert model.sum() <= 0.95 * plain.sum(), (which, model.sum() / plain.sum())
+        # the JSON states the ratios it is judged by (the sums' quotient, to its rounding)
+        assert doc["baseline_ls"][f"{which}_ratio_sum"] == pytest.approx(model.sum() / plain.sum(), rel=1e-12)
 
 
 def test_velocity_recorded_without_a_recorded_velocity_is_refused(
