@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from codegen.model.robot import Coulomb, Robot, digest_of
+from host_tools.identification.friction_terms import smooth_shapes
 
 BASELINE_COULOMB_SCALE = 0.01  # rad/s (m/s): Liu et al.'s data README finds tanh(qd / 0.01) fits its arm
 COLUMNS = "rigid-body base parameters + per joint IA (rotor), FV (viscous), FC tanh(qd/v) (Coulomb), FO (offset)"
@@ -43,9 +44,11 @@ def missing_joint_columns(robot: Robot) -> list[str]:
 def joint_columns(missing: list[str], qd: np.ndarray, qdd: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """(K, n, len(missing) n): the baseline's joint parameters the description lacks, each joint's
     column in its own equation only, parameter after parameter: IA_j qdd_j (the rotor inertia), FV_j
-    qd_j, FC_j tanh(qd_j / scale_j) (the baseline's Coulomb shape), FO_j 1 (the offset)."""
+    qd_j, FC_j tanh(qd_j / scale_j) (the baseline's Coulomb shape: the fric block's smooth Coulomb
+    expression, friction_terms.smooth_shapes), FO_j 1 (the offset)."""
     k, n = qd.shape
-    shapes = {"IA": qdd, "FV": qd, "FC": np.tanh(qd / scale), "FO": np.ones((k, n))}
+    coulomb = np.array([smooth_shapes(qd[:, [j]], scale[j : j + 1])[:, 0, 0] for j in range(n)]).T
+    shapes = {"IA": qdd, "FV": qd, "FC": coulomb, "FO": np.ones((k, n))}
     out = np.zeros((k, n, len(missing) * n))
     for i, name in enumerate(missing):
         out[:, np.arange(n), i * n + np.arange(n)] = shapes[name]
