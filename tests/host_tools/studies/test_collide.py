@@ -75,8 +75,14 @@ def test_collide_cli(tmp_path: Path) -> None:
     # issue #46 item 1: every observer finds every contact (slow 1 Hz steps included) without a false
     # alarm; the momentum forms through their adaptation's rate limit, adaptive_measured through the
     # count floor under its thresholds (docs/collision.md, "The slowest contact ...")
+    # adaptive_imu_tip, one IMU at the tip standing in for the per-link set, is the exception since
+    # collide's loop keeps a 6 dB gain margin (2026-12-01, host_tools.studies.loop_margin): on the
+    # softer loop a transient of its design run (joint 1, 2.3 s into the fifth motion: 2.41 N m, 1.44
+    # with Kp = 100, Kd = 13) sets joint 1's threshold to 4.9 N m against the 5 N m steps, and 7 of
+    # the 12 events are missed (docs/collision.md lists it); it still raises no false alarm
     for name, o in obs.items():
-        assert o["false_alarms"] == 0 and max(o["check_ratio"]) < 1 and o["missed"] == 0, name
+        assert o["false_alarms"] == 0 and max(o["check_ratio"]) < 1, name
+        assert o["missed"] == 0 or name == "adaptive_imu_tip", name
         # every loop stays in the controller's linear range on this draw (collide.ClosedLoop)
         assert o["closed_loop"]["at_torque_limit"] == 0 and not o["closed_loop"]["torque_limited"], name
     mom, ada = obs["momentum"], obs["adaptive_measured"]
@@ -116,27 +122,31 @@ def test_collide_cli(tmp_path: Path) -> None:
 
 
 def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates(tmp_path: Path) -> None:
-    """planar2, seed 15 (issue #46): the drawn model overestimates joint 1's inertia with the arm
-    folded, where computed torque on the Kalman estimate goes unstable and oscillates at its 60 N m
-    limit; the same draw's loop on the IMUs' faster estimate stays linear. collide says so, and the
-    study's rates count the first run apart."""
-    res = scenario(RobotSource.of("planar2"), CollideSettings(seed=15, observers=("momentum", "adaptive_momentum_imu")))
-    kal, imu = res.doc["observers"]["momentum"], res.doc["observers"]["adaptive_momentum_imu"]
-    # measured: 16.6 % of the design samples at the limit, joint 2 0.62 rad behind; the IMU-fed
-    # loop 0 % and 0.074 rad (a loop that tracks: planar2's other design runs stay below 0.18 rad)
-    assert kal["closed_loop"]["torque_limited"] and kal["closed_loop"]["at_torque_limit"] > 0.05
-    assert max(kal["closed_loop"]["max_tracking_error"]) > 0.3
-    assert not imu["closed_loop"]["torque_limited"] and max(imu["closed_loop"]["max_tracking_error"]) < 0.15
+    """planar2 with its shoulder's torque limit lowered from 60 to 30 N m (issue #46), below what its
+    design motions ask of it (up to about 33 N m against gravity): the command sits at the limit and
+    the arm falls behind, on the Kalman-fed loop and the IMU-fed one alike. collide says so, and the
+    study's rates count those runs apart. (Before 2026-12-01 planar2's seed 15 did this unmodified:
+    computed torque on the Kalman estimate went unstable; collide's gains now keep a 6 dB margin,
+    host_tools.studies.loop_margin, and no draw of seeds 0-99 reaches the limit.)"""
+    bundled = (ROOT / "robots" / "planar2.yaml").read_text()
+    weak = bundled.replace("qdd: 20.0, tau: 60.0}", "qdd: 20.0, tau: 30.0}", 1)
+    assert weak != bundled
+    (tmp_path / "planar2_weak.yaml").write_text(weak)
+    source = RobotSource.of(tmp_path / "planar2_weak.yaml")
+    res = scenario(source, CollideSettings(seed=15, observers=("momentum", "adaptive_momentum_imu")))
+    for name in ("momentum", "adaptive_momentum_imu"):
+        loop = res.doc["observers"][name]["closed_loop"]
+        # measured: 20 % of the design samples at the limit, the arm 1.5-3.4 rad behind (with the
+        # bundled limit the same draw tracks within 0.19 rad and never reaches it)
+        assert loop["torque_limited"] and loop["at_torque_limit"] > 0.05, name
+        assert max(loop["max_tracking_error"]) > 0.5, name
     text = markdown(res.doc)
-    assert "Closed loop at its torque limit" in text and "momentum (" in text and "adaptive_momentum_imu (" not in text
-    source = RobotSource.of("planar2")
+    assert "Closed loop at its torque limit" in text and "momentum (" in text and "adaptive_momentum_imu (" in text
     items = tuple(CollideItem("planar2", source.key, o, 15, 0.1, False, "{}", 0.0, 0.0) for o in res.doc["observers"])
     rows = [CollideRow(it, entry, *times) for it, (entry, *times) in zip(items, run_collide_draw(items, source))]
     doc = summary(rows, len(rows))["groups"]["planar2"]["observers"]
-    assert doc["momentum"]["runs"] == 0 and doc["momentum"]["torque_limited"]["count"] == 1
-    assert doc["adaptive_momentum_imu"]["runs"] == 1 and doc["adaptive_momentum_imu"]["torque_limited"]["count"] == 0
-    # the IMU-fed run counts, without a threshold ratio: its draw's momentum run does not
-    assert doc["adaptive_momentum_imu"]["threshold_ratio"] is None
+    for name in ("momentum", "adaptive_momentum_imu"):
+        assert doc[name]["runs"] == 0 and doc[name]["torque_limited"]["count"] == 1, name
     assert "| momentum | 0 | 1: 100 % [" in study_markdown(summary(rows, len(rows)))
     # a store written before collide reported its loop: every run counts, the column says so
     old = [row._replace(result={k: v for k, v in row.result.items() if k != "closed_loop"}) for row in rows]
@@ -144,9 +154,11 @@ def test_a_loop_at_its_torque_limit_is_reported_and_left_out_of_the_study_rates(
     assert before["groups"]["planar2"]["observers"]["momentum"]["runs"] == 1
     assert before["groups"]["planar2"]["observers"]["momentum"]["torque_limited"] is None
     assert "| momentum | 1 | not measured |" in study_markdown(before)
-    # the written report: its rates figure plots the observers with runs left in
-    assert write_collide_report(rows, len(rows), tmp_path) == ["report.md", "report.json", "report_rates.png"]
-    assert json.loads((tmp_path / "report.json").read_text())["groups"]["planar2"]["observers"]["momentum"]["runs"] == 0
+    # the written report (its rates figure with every run left out: the observers' rows empty)
+    written = write_collide_report(rows, len(rows), tmp_path / "report")
+    assert written == ["report.md", "report.json", "report_rates.png"]
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["groups"]["planar2"]["observers"]["momentum"]["runs"] == 0
 
 
 def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None:

@@ -68,9 +68,10 @@ def test_only_the_non_adaptive_observers_take_the_identified_model() -> None:
     assert said[0].startswith("commissioning run: identifying") and said[0].endswith("on the warm-up motions")
     before, after = default["observers"]["momentum"], identified["observers"]["momentum"]
     assert (before["model"], after["model"]) == ("description", "identified")
-    # the drawn model's loop oscillates at the 60 N m limit; the identified model's tracks (measured:
-    # largest tracking error 0.62 -> 0.0015 rad)
-    assert before["closed_loop"]["torque_limited"] and not after["closed_loop"]["torque_limited"]
+    # the drawn model's loop falls behind, the identified model's tracks (measured: largest tracking
+    # error 0.185 -> 0.0023 rad; before collide's gains kept a 6 dB margin, 2026-12-01, the drawn
+    # model's loop oscillated at the 60 N m limit, 0.62 rad)
+    assert not before["closed_loop"]["torque_limited"] and not after["closed_loop"]["torque_limited"]
     assert max(after["closed_loop"]["max_tracking_error"]) < 0.1 * max(before["closed_loop"]["max_tracking_error"])
     # the model-adaptive observer: its entry as without the option (its ratio is to momentum's thresholds)
     keep = {k: v for k, v in default["observers"]["adaptive_momentum"].items() if k != "ratio_to_momentum"}
