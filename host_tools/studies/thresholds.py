@@ -57,7 +57,7 @@ from codegen.blocks.detect import COEFFICIENTS, DEBOUNCE_MAX, level
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import Realtime
 from host_tools.bindings.source import PipelineSource
-from host_tools.data.checks import TIMING_SETTLE_DESIGN, LogChecks
+from host_tools.data.checks import TIMING_SETTLE_DESIGN, LogChecks, on_its_clock
 from host_tools.data.csvdata import Samples
 from host_tools.data.logs import Log, recorded_for
 from host_tools.data.measured import encoders
@@ -780,7 +780,8 @@ def replay(rt: Realtime, log: Log, acting: Thresholds | None = None) -> dict[str
         for key, value in pins.items():
             rt.config[key] = value
         rt.reset()
-        return rt.run(log)
+        clocked, rows = on_its_clock(log)  # a gap's missing samples, a repeated row's stale one: not valid
+        return {k: np.asarray(v)[rows] for k, v in rt.run(clocked).items()}
     finally:
         for key, value in saved.items():
             rt.config[key] = value
