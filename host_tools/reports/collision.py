@@ -59,7 +59,7 @@ def markdown(doc: dict[str, Any]) -> str:
         "Birjandi & Haddadin (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",
     ]
-    return "\n".join(lines + _identified_model(doc) + _torque_limited(doc)) + "\n"
+    return "\n".join(lines + _identified_model(doc) + _loop_gains(doc) + _torque_limited(doc)) + "\n"
 
 
 def _identified_model(doc: dict[str, Any]) -> list[str]:
@@ -77,6 +77,26 @@ def _identified_model(doc: dict[str, Any]) -> list[str]:
         "per joint, drawn → identified (N m): "
         + ", ".join(f"{a:.3g} → {b:.3g}" for a, b in zip(err["drawn"], err["identified"]))
         + f". Their impacts are placed on their own loop (tip speeds {speeds} m/s).",
+    ]
+
+
+def _loop_gains(doc: dict[str, Any]) -> list[str]:
+    """Computed torque's gains each observer's loop ran (collide.ClosedLoop; paper_setups.LOOP_GAINS
+    lowers them on a Kalman-fed loop that would keep less than a 6 dB gain margin)."""
+    groups: dict[str, list[str]] = {}
+    for name, o in doc["observers"].items():
+        c = o["closed_loop"]
+        if "kp" not in c:  # a document written before collide reported its gains
+            return []
+        key = "Kp " + "/".join(f"{x:.3g}" for x in c["kp"]) + ", Kd " + "/".join(f"{x:.3g}" for x in c["kd"])
+        groups.setdefault(key, []).append(name)
+    if len(groups) == 1:
+        return ["", f"Computed torque: {next(iter(groups))} (per joint) for every observer."]
+    return [
+        "",
+        "Computed torque (per joint; on the Kalman estimate lowered to keep a 6 dB gain margin): "
+        + "; ".join(f"{key} for {', '.join(names)}" for key, names in groups.items())
+        + ".",
     ]
 
 

@@ -57,7 +57,7 @@ from host_tools.data.trajectories import Trajectory
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, Entry
 from host_tools.studies.commissioning import MODELS, identified_parameters
-from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS
+from host_tools.studies.paper_setups import COLLISION, COLLISION_SETUPS, kalman_loop_gains
 from host_tools.studies.thresholds import (
     TARGET,
     Thresholds,
@@ -283,14 +283,23 @@ def rising_edges(flag: np.ndarray) -> int:
 
 
 def _impacts(
-    robot: Robot, motion: Trajectory, model: np.ndarray, true: np.ndarray, s: CollideSettings
+    robot: Robot,
+    motion: Trajectory,
+    model: np.ndarray,
+    true: np.ndarray,
+    s: CollideSettings,
+    entry: Entry | None = None,
 ) -> list[tuple[float, Contact]]:
     """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
-    (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity."""
-    rt = load_rt(robot, *choices(None))
+    (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity.
+    The motion through the Kalman-fed loop every observer shares, or (``entry``) through that
+    observer's estimator's own loop (its IMUs' noise a sequence its runs do not draw)."""
+    estimator = choices(entry)[0] if entry is not None else choices(None)[0]
+    rt = load_rt(robot, estimator, "none", COLLISION.controller)
     COLLISION_SETUPS[s.setup].apply(rt.config, robot)
     rt.config["model.params"] = model
-    run = simulate(rt, motion, true_params=true)
+    imu = ImuSensors(seed=s.seed) if entry is not None and entry.imu else None
+    run = simulate(rt, motion, true_params=true, imu=imu)
     dyn = load(robot)
     ts = motion.time[1] - motion.time[0]
     ks = np.arange(int(s.skip / ts), int((s.duration - s.hold - s.window) / ts), max(1, int(0.01 / ts)))
@@ -661,16 +670,19 @@ class ClosedLoop:
     returns the limit itself, so the test is exact); ``tracking``: max |q_d - q| per joint (rad or m).
 
     A command at its limit on a collision-free motion means the loop has left the controller's
-    linear range: planar2's computed torque on the Kalman estimate goes unstable with the arm folded
-    in some ±10 % draws (the drawn inertia overestimates joint 1's there, the estimate's lag leaves
-    no margin) and oscillates, at the limit, for the rest of the run. The thresholds designed on such a
-    run measure the oscillation, not the observer; collide reports it and the study's rates leave
-    such runs out (host_tools.reports.collide_study). Tracking alone does not decide it: a PD
-    loop on a model 10 % off leaves light joints tenths of a radian behind without any instability
-    (the iiwa's wrist)."""
+    linear range: before collide's gains kept a 6 dB gain margin (paper_setups.LOOP_GAINS,
+    2026-12-01), planar2's computed torque on the Kalman estimate went unstable with the arm folded
+    in some +-10 % draws and oscillated at the limit; a motion that asks for more than a joint's
+    limit does it too. The thresholds designed on such a run measure the saturation, not the
+    observer; collide reports it and the study's rates leave such runs out
+    (host_tools.reports.collide_study). Tracking alone does not decide it: a PD loop on a model 10 %
+    off leaves light joints tenths of a radian behind without any instability (the iiwa's wrist).
+    ``kp``, ``kd``: the loop's gains per joint."""
 
     at_limit: float
     tracking: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
 
     @property
     def torque_limited(self) -> bool:
@@ -681,6 +693,8 @@ class ClosedLoop:
             "torque_limited": self.torque_limited,
             "at_torque_limit": self.at_limit,
             "max_tracking_error": self.tracking.tolist(),
+            "kp": self.kp.tolist(),
+            "kd": self.kd.tolist(),
         }
 
 
@@ -689,7 +703,9 @@ def closed_loop(rt: Realtime, run: Run, k: int) -> ClosedLoop:
     tau = run.log.extra["tau_cmd"][k:]
     limit = np.asarray(rt.config["ctl.tau_max"]) if "ctl.tau_max" in rt.config.keys() else np.full(rt.dof, np.inf)
     at = float((np.abs(tau) >= limit).any(axis=1).mean()) if len(tau) else 0.0
-    return ClosedLoop(at, np.abs(run.log.q_des[k:] - run.log.extra["q_true"][k:]).max(axis=0, initial=0.0))
+    gains = [np.array(rt.config[f"ctl.k{g}"], float) if f"ctl.k{g}" in rt.config.keys() else np.zeros(0) for g in "pd"]
+    tracking = np.abs(run.log.q_des[k:] - run.log.extra["q_true"][k:]).max(axis=0, initial=0.0)
+    return ClosedLoop(at, tracking, *gains)
 
 
 @dataclass(frozen=True)
@@ -928,6 +944,11 @@ def observer_item(
     progress(f"{obs}: collision-free motion (threshold design)")
     robot = source.robot()
     rt = _pipeline(robot, entry, s, runs.model)
+    kp, kd = kalman_loop_gains(rt.config)
+    if not (np.array_equal(rt.config["ctl.kp"], kp) and np.array_equal(rt.config["ctl.kd"], kd)):
+        # its loop is not the one the impacts were placed on (paper_setups.LOOP_GAINS: an IMU-fed loop
+        # keeps the gains a coarse encoder's Kalman-fed one lowers): placed on its own loop
+        runs = replace(runs, impacts=_impacts(robot, runs.collided, runs.model, runs.true, s, entry))
     d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, runs.least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")

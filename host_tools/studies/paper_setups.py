@@ -36,6 +36,7 @@ from host_tools.identification.paper_setups import (
     XU_IDENTIFICATION,
     Designed,
     PaperSetup,
+    blocks_of,
     kalman_gain,
 )
 from host_tools.studies import loop_margin
@@ -47,6 +48,7 @@ __all__ = [
     "COLLISION_SETUPS",
     "ELASTIC_COLLISION",
     "LOOP_GAINS",
+    "kalman_loop_gains",
     "RECORDS",
     "VELOCITY_ESTIMATORS",
     "PaperSetup",
@@ -106,17 +108,24 @@ _COLLIDE_Q = 10.0
 _COLLIDE_KP, _COLLIDE_KD = 100.0, 13.0
 
 
-def _loop_gains(config: RtConfig, robot: Robot | None, which: int) -> np.ndarray:
-    gains = loop_margin.scaled_gains(
+def kalman_loop_gains(config: RtConfig) -> tuple[np.ndarray, np.ndarray]:
+    """collide's Kp, Kd per joint for a loop on the Kalman estimate with this config's encoders and
+    rate: Kp = 100, Kd = 13 scaled where the loop would keep less than a 6 dB gain margin."""
+    return loop_margin.scaled_gains(
         config.sample_period, _COLLIDE_Q, config["enc.cpr"], config["enc.gear"], _COLLIDE_KP, _COLLIDE_KD
     )
-    return gains[which]
+
+
+def _loop_gains(config: RtConfig, robot: Robot | None, which: int) -> np.ndarray:
+    if blocks_of(config.label)[0] == imu.SPEC.name:  # the gyros' q-dot above 2 rad/s: no quantisation lag
+        return np.full(len(config["enc.cpr"]), (_COLLIDE_KP, _COLLIDE_KD)[which])
+    return kalman_loop_gains(config)[which]
 
 
 _MARGIN_RULE = (
-    f"{{}}; where the loop on the Kalman estimate (Q = {_COLLIDE_Q:g}) would keep a gain margin under "
-    f"{loop_margin.MARGIN:g}, Kp lambda^2, Kd lambda with the largest lambda that keeps it, for every "
-    "observer's pipeline alike (host_tools.studies.loop_margin)"
+    f"{{}}; on the Kalman estimate (Q = {_COLLIDE_Q:g}), where that loop would keep a gain margin under "
+    f"{loop_margin.MARGIN:g}, Kp lambda^2, Kd lambda with the largest lambda that keeps it "
+    "(host_tools.studies.loop_margin); on the IMU estimator's (the gyros') as given"
 )
 LOOP_GAINS: Mapping[str, Designed] = {
     "ctl.kp": Designed(_MARGIN_RULE.format(f"Kp = {_COLLIDE_KP:g}"), _loop_gains, (0,)),
@@ -129,17 +138,17 @@ LOOP_GAINS: Mapping[str, Designed] = {
 # when this record was written, and the iiwa description's gains), lowered at the same damping ratio
 # where the loop on the Kalman estimate would keep less than a 6 dB gain margin (since 2026-12-01:
 # planar2's coarse encoders left Kp = 100, Kd = 13 a margin of 1.10, and a draw's 10 % model error a
-# limit cycle: LOOP_GAINS; the IMU-fed pipelines run the same gains, so that every observer sees the
-# same loop and the impacts placed on it), and the friction fed forward at the desired velocity.
-# Detection without debounce (the delay to the first sample above) or reaction (the arm does not
-# stop: every event is timed on the same motion): the study's choice. K_O = 25 (§V); K = 100 I (§IV)
-# is the study's setting. Encoders only: a Kalman estimate with Q = 10 rad^2/s^6 (the study's
-# choice, the kalman block's default when this record was written). The IMU estimator: BMI055 noise
-# from the data sheet's densities (150 ug/sqrt(Hz), 0.014 deg/s/sqrt(Hz) over the internal filters'
-# bandwidths), 1000 deg/s (§V) and 2 g (not §V's 1 g: codegen.blocks.imu says why) full scale, no
-# calibrated bias, Q = 10 rad^2/s^6, R the encoder's quantisation, weak priors (1 rad/s, 100
-# rad/s^2), crossovers 2 and 0.5 rad/s (the study's choices, the imu block's defaults when this
-# record was written).
+# limit cycle: LOOP_GAINS; the IMU estimator's q-dot is the gyros', and its loop keeps Kp = 100, Kd
+# = 13, the impacts placed on its own loop where the gains differ), and the friction fed forward at
+# the desired velocity. Detection without debounce (the delay to the first sample above) or reaction
+# (the arm does not stop: every event is timed on the same motion): the study's choice. K_O = 25
+# (§V); K = 100 I (§IV) is the study's setting. Encoders only: a Kalman estimate with Q = 10
+# rad^2/s^6 (the study's choice, the kalman block's default when this record was written). The IMU
+# estimator: BMI055 noise from the data sheet's densities (150 ug/sqrt(Hz), 0.014 deg/s/sqrt(Hz)
+# over the internal filters' bandwidths), 1000 deg/s (§V) and 2 g (not §V's 1 g: codegen.blocks.imu
+# says why) full scale, no calibrated bias, Q = 10 rad^2/s^6, R the encoder's quantisation, weak
+# priors (1 rad/s, 100 rad/s^2), crossovers 2 and 0.5 rad/s (the study's choices, the imu block's
+# defaults when this record was written).
 COLLISION = PaperSetup(
     study="collision detection on the loopback (manipgen collide: the product's set-up)",
     paper="Birjandi & Haddadin",

@@ -12,6 +12,7 @@ from host_tools.bindings.rt import load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
 from host_tools.studies.collide import choices
+from host_tools.studies.collide_defaults import ENTRIES
 from host_tools.studies.loop_margin import MARGIN, gain_margin, scaled_gains
 from host_tools.studies.paper_setups import COLLISION
 
@@ -66,11 +67,15 @@ def test_a_fine_encoder_keeps_its_gains() -> None:
 
 
 def test_collide_runs_the_scaled_gains() -> None:
-    """collide's set-up pins the rule (paper_setups.LOOP_GAINS): planar2's pipelines get the scaled
-    gains, the iiwa's Kp = 100, Kd = 13."""
-    for name, reduced in (("planar2", True), ("kuka_iiwa14", False)):
+    """collide's set-up pins the rule (paper_setups.LOOP_GAINS): planar2's Kalman-fed pipelines get
+    the scaled gains, its IMU-fed ones (the gyros' q-dot) and the iiwa's Kp = 100, Kd = 13."""
+    for name, estimator, reduced in (
+        ("planar2", None, True),
+        ("planar2", ENTRIES["adaptive_imu"], False),
+        ("kuka_iiwa14", None, False),
+    ):
         robot = RobotSource.of(name).robot()
-        rt = load_rt(robot, *choices(None))
+        rt = load_rt(robot, *choices(estimator))
         COLLISION.apply(rt.config, robot)
         kp, kd = np.asarray(rt.config["ctl.kp"]), np.asarray(rt.config["ctl.kd"])
         if reduced:
@@ -78,4 +83,4 @@ def test_collide_runs_the_scaled_gains() -> None:
             margin = gain_margin(robot.sample_period, 10.0, rt.config["enc.cpr"], rt.config["enc.gear"], kp, kd)
             assert np.all(margin >= MARGIN)
         else:
-            assert np.all(kp == 100.0) and np.all(kd == 13.0)
+            assert np.all(kp == 100.0) and np.all(kd == 13.0), (name, estimator)
