@@ -11,8 +11,10 @@ from host_tools.bindings.loopback import simulate
 from host_tools.bindings.rt import load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.identification.excitation import random_excitation
+from host_tools.reports.collide_study import summary
 from host_tools.studies.collide import choices
 from host_tools.studies.collide_defaults import ENTRIES
+from host_tools.studies.collide_study import CollideItem, CollideRow, run_collide_draw
 from host_tools.studies.loop_margin import MARGIN, gain_margin, scaled_gains
 from host_tools.studies.paper_setups import COLLISION
 
@@ -84,3 +86,20 @@ def test_collide_runs_the_scaled_gains() -> None:
             assert np.all(margin >= MARGIN)
         else:
             assert np.all(kp == 100.0) and np.all(kd == 13.0), (name, estimator)
+
+
+def test_a_study_item_on_its_own_loop_counts_its_own_impacts() -> None:
+    """planar2's IMU-fed observer keeps Kp = 100, Kd = 13, so its loop meets impacts placed on it, at
+    other tip speeds than the Kalman-fed loop's: the study's item maps each to its target speed (the
+    labels of the impacts it met), and the report groups them with the others' by target."""
+    source = RobotSource.of("planar2")
+    order = ("momentum", "adaptive_imu")
+    items = tuple(CollideItem("planar2", source.key, o, 0, 0.1, False, "{}", 0.0, 0.0) for o in order)
+    rows = [CollideRow(it, entry, *times) for it, (entry, *times) in zip(items, run_collide_draw(items, source))]
+    kal, imu = (row.result for row in rows)
+    assert set(imu["impact_delay_ms"]) != set(kal["impact_delay_ms"])  # other speeds: its own impacts
+    for entry in (kal, imu):
+        assert set(entry["impact_targets"]) == set(entry["impact_delay_ms"])
+        assert sorted(entry["impact_targets"].values()) == [0.1, 0.25, 0.5]
+    delays = summary(rows, len(rows))["groups"]["planar2"]["observers"]["adaptive_imu"]["delay_by_kind"]
+    assert {k for k in delays if k.startswith("impact")} == {"impact 0.1 m/s", "impact 0.25 m/s", "impact 0.5 m/s"}
