@@ -594,7 +594,7 @@ def on_its_clock(log: Log) -> tuple[Log, np.ndarray]:
     )
     if "motor_valid" in clocked.extra:  # an elastic joint's motor encoder: no sample there either
         motor = np.array(clocked.extra["motor_valid"], copy=True)
-        motor[copy | (stale[src] & ~copy)] = 0
+        motor[copy | stale[src]] = 0
         clocked.extra["motor_valid"] = motor
     return clocked, rows
 

@@ -294,7 +294,7 @@ def _impacts(
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity.
     The motion through the Kalman-fed loop every observer shares, or (``entry``) through that
     observer's estimator's own loop (its IMUs' noise a sequence its runs do not draw)."""
-    estimator = choices(entry)[0] if entry is not None else choices(None)[0]
+    estimator = choices(entry)[0]
     rt = load_rt(robot, estimator, "none", COLLISION.controller)
     COLLISION_SETUPS[s.setup].apply(rt.config, robot)
     rt.config["model.params"] = model
@@ -939,7 +939,9 @@ def observer_item(
     run in closed loop)."""
     plants = Replays(record=False) if plants is None else plants
     entry = ENTRIES[obs]
-    given, runs = runs, runs.nominal(entry)
+    runs_model = runs.nominal(entry)
+    model = "description" if runs_model is runs else "identified"
+    runs = runs_model
     result = ObserverResult({}, np.zeros(0), {}, {})
     progress(f"{obs}: collision-free motion (threshold design)")
     robot = source.robot()
@@ -986,7 +988,7 @@ def observer_item(
         "missed": sum(x is None for v in delays.values() for x in v) + sum(x is None for x in impact_delays.values()),
         "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),
         "qd_qdd": entry.qd_qdd,
-        "model": "description" if runs is given else "identified",
+        "model": model,
         "closed_loop": d.loop.entry(),
     }
     if more is not None:

@@ -87,9 +87,8 @@ def test_collide_cli(tmp_path: Path) -> None:
         if ENTRIES[name].imu:
             assert kp == [100.0, 100.0] and kd == [13.0, 13.0], name
         else:
-            # lower, at the same damping ratio Kd / (2 sqrt(Kp)) = 13 / 20 (to rounding: Kp = 100 l^2, Kd = 13 l)
             assert all(20 < k < 100 for k in kp) and all(5 < d < 13 for d in kd), name
-            assert all(abs(d / (2 * k**0.5) - 0.65) < 1e-12 for k, d in zip(kp, kd)), name
+        assert o["model"] == "description", name  # the drawn model, whichever loop it runs in
     assert "Computed torque (per joint; on the Kalman estimate lowered" in markdown(doc)
     mom, ada = obs["momentum"], obs["adaptive_measured"]
     # adaptive_measured's residual sits at the encoder's resolution: the Kalman q_hat from the counts

@@ -52,12 +52,22 @@ def test_the_margin_is_where_the_generated_loop_goes_unstable() -> None:
 def test_scaled_gains_keep_the_margin_at_the_same_damping(cpr: np.ndarray, gear: np.ndarray) -> None:
     kp, kd = scaled_gains(1e-3, 10.0, cpr, gear, 100.0, 13.0)
     assert np.all(kp < 100.0) and np.all(kd < 13.0)
-    # the same damping ratio: Kd / (2 sqrt(Kp)) unchanged
-    assert np.allclose(kd / (2 * np.sqrt(kp)), 13.0 / 20.0, rtol=1e-12)
     margin = gain_margin(1e-3, 10.0, cpr, gear, kp, kd)
-    # lambda is rounded down to 1e-3: the margin at least MARGIN, and at most what a lambda 1e-3
-    # lower gives (the margin grows by about 1 % per 1e-2 of lambda near planar2's 0.63)
-    assert np.all(margin >= MARGIN) and np.all(margin < MARGIN * 1.01), margin
+    # lambda is the largest that keeps the margin, rounded down to 1e-3: the margin at least MARGIN,
+    # and above it by no more than a step of 1e-3 in lambda moves it (measured 0.20 % at planar2's
+    # lambda 0.627, 0.31 % at the 4096-count encoder's 0.395): 0.5 %
+    assert np.all(margin >= MARGIN) and np.all(margin < MARGIN * 1.005), margin
+
+
+@pytest.mark.parametrize(
+    ("cpr", "kp", "named"),
+    [(np.array([16384.0, 0.0]), 100.0, "encoder cpr"), (PLANAR2_CPR, -100.0, "Kp"), (PLANAR2_CPR, np.nan, "Kp")],
+)
+def test_a_loop_that_is_not_one_is_refused(cpr: np.ndarray, kp: float, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        gain_margin(1e-3, 10.0, cpr, np.ones(2), np.full(2, kp), np.full(2, 13.0))
+    with pytest.raises(ValueError, match=named):
+        scaled_gains(1e-3, 10.0, cpr, np.ones(2), kp, 13.0)
 
 
 def test_a_fine_encoder_keeps_its_gains() -> None:
@@ -98,8 +108,8 @@ def test_a_study_item_on_its_own_loop_counts_its_own_impacts() -> None:
     rows = [CollideRow(it, entry, *times) for it, (entry, *times) in zip(items, run_collide_draw(items, source))]
     kal, imu = (row.result for row in rows)
     assert set(imu["impact_delay_ms"]) != set(kal["impact_delay_ms"])  # other speeds: its own impacts
-    for entry in (kal, imu):
-        assert set(entry["impact_targets"]) == set(entry["impact_delay_ms"])
+    for entry in (kal, imu):  # each of its own impacts stands for one of the targets
         assert sorted(entry["impact_targets"].values()) == [0.1, 0.25, 0.5]
+    assert kal["model"] == imu["model"] == "description"
     delays = summary(rows, len(rows))["groups"]["planar2"]["observers"]["adaptive_imu"]["delay_by_kind"]
     assert {k for k in delays if k.startswith("impact")} == {"impact 0.1 m/s", "impact 0.25 m/s", "impact 0.5 m/s"}
