@@ -14,7 +14,7 @@ sample k held over sample k, the estimate of sample k updated with that sample's
 quantisation left out: the analysis is linear). It is a gain margin only (no phase or delay
 margin), per joint (exact where M^-1 M_hat is a scalar times the identity), and without the
 one-sample computation delay a drive may add: with that delay planar2's margin is 1.07 instead of
-1.10, the iiwa's about 3 % lower too. ``scaled_gains`` keeps a margin of at least
+1.10, the iiwa's 10.8 instead of 13.4. ``scaled_gains`` keeps a margin of at least
 ``MARGIN`` = 2 (6 dB, the textbook's minimum for a loop whose plant is known to a few tens of per
 cent): where the margin is short it lowers the loop's bandwidth at the same damping ratio
 (Kp lambda^2, Kd lambda, the largest lambda <= 1 that gives the margin); a joint with the margin
