@@ -1,7 +1,5 @@
 """The C library's arithmetic under the host build: a fingerprint of the ``sin``, ``cos``,
-``sincos``, ``exp``, ``tanh`` and ``pow`` (and their float forms) that the compiled pipelines and
-plants call (gcc merges a ``sin`` and a ``cos`` of one argument into ``sincos``; ``pow``: the
-loopback's Hunt-Crossley contact force).
+``sincos``, ``exp``, ``tanh`` and ``pow`` (and their float forms) on fixed probes.
 
 The generated C is byte-identical everywhere and the host build compiles it with
 ``-ffp-contract=off``, but that flag does not reach into ``libm``. glibc picks its kernels per CPU
@@ -14,6 +12,13 @@ boundary and the runs part (docs/target.md, docs/collision.md "Figures that hung
 bits"), so two nodes whose ``libm`` differ do not compute the same study. A study item carries this
 fingerprint and a worker whose own differs refuses it (host_tools.studies.study.run_task;
 docs/cluster.md).
+
+Since 2026-12-01 the generated code's ``sin`` and ``cos`` in double are manipgen_linalg.h's own
+(the same bits on every CPU): what the compiled pipelines and plants still take from the C library
+is ``exp`` and ``tanh`` (friction terms), ``pow`` (the loopback's Hunt-Crossley contact force) and
+the float forms. ``sin``, ``cos`` and ``sincos`` stay in the fingerprint: CasADi's own numeric
+evaluation in Python (an excitation's design, identification's regressors) and the excitation C
+call the C library's.
 
 The functions are called through ctypes from the C library the process has loaded (the one the
 cffi modules of the same process link with ``-lm``, resolved the same way). The probes are drawn

@@ -1,10 +1,13 @@
-"""manipgen_linalg.h's portable sin, cos, exp and tanh (MANIPGEN_PORTABLE_MATH, what `manipgen target
-pil` builds host and target with): accurate against mpmath, exact at special values, and the
+"""manipgen_linalg.h's own sin and cos in double (every build) and its portable exp, tanh and float
+functions (MANIPGEN_PORTABLE_MATH, what `manipgen target pil` builds host and target with): accurate
+against mpmath, exact at special values, the sin and cos table's entries correctly rounded, and the
 generated code calls them through MG_SIN, ... so one define switches host and target alike."""
 
 from __future__ import annotations
 
 import math
+import re
+import struct
 
 import cffi
 import mpmath
@@ -15,6 +18,7 @@ from tests.tooling import ROOT
 
 mpmath.mp.prec = 120
 
+HEADER = ROOT / "runtime" / "manipgen_linalg.h"
 SOURCE = """
 #include <math.h>
 #define MG_REAL double
@@ -33,14 +37,13 @@ float p_tanhf(float x) { return MG_TANHF(x); }
 NAMES = ("sin", "cos", "exp", "tanh")
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
+def _compile(tmp_path_factory: pytest.TempPathFactory, name: str, source: str, cdef: str) -> object:
     ffi = cffi.FFI()
-    ffi.cdef("".join(f"double p_{n}(double); float p_{n}f(float);" for n in NAMES))
+    ffi.cdef(cdef)
     out = tmp_path_factory.mktemp("pm")
     ffi.set_source(
-        "_mg_portable_math",
-        SOURCE,
+        name,
+        source,
         include_dirs=[str(ROOT / "runtime")],
         extra_compile_args=[
             "-std=c99",
@@ -56,11 +59,24 @@ def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
     path = ffi.compile(tmpdir=str(out))
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_mg_portable_math", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.lib
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> object:
+    cdef = "".join(f"double p_{n}(double); float p_{n}f(float);" for n in NAMES)
+    return _compile(tmp_path_factory, "_mg_portable_math", SOURCE, cdef)
+
+
+@pytest.fixture(scope="module")
+def default_lib(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """sin and cos in double as the default build (no MANIPGEN_PORTABLE_MATH) compiles them."""
+    source = SOURCE.replace("#define MANIPGEN_PORTABLE_MATH\n", "").split("double p_exp")[0]
+    return _compile(tmp_path_factory, "_mg_default_math", source, "double p_sin(double); double p_cos(double);")
 
 
 def ulp_error(got: float, exact: mpmath.mpf, dtype: type) -> float:
@@ -70,9 +86,12 @@ def ulp_error(got: float, exact: mpmath.mpf, dtype: type) -> float:
 
 
 def samples(name: str, dtype: type, rng: np.random.Generator) -> np.ndarray:
-    if name in ("sin", "cos"):  # joint angles, several turns, tiny, and large (to 1e6 / 5000)
+    if name in ("sin", "cos"):  # joint angles, several turns, next to the zeros, tiny, large (to 1e6 / 5000)
         big = 1e6 if dtype is np.float64 else 5e3
-        parts = [rng.uniform(-10, 10, 4000), rng.uniform(-big, big, 500), rng.uniform(-1e-4, 1e-4, 300)]
+        near = rng.integers(-6, 7, 2000) * (np.pi / 2) + rng.uniform(-0.075, 0.075, 2000)
+        zeros = np.arange(-8, 9) * (np.pi / 2)  # the doubles nearest to them: sin, cos as small as 1e-16
+        parts = [rng.uniform(-10, 10, 4000), near, zeros, np.nextafter(zeros, 10.0), rng.uniform(-big, big, 500)]
+        parts.append(rng.uniform(-1e-4, 1e-4, 300))
     elif name == "exp":
         top = 700.0 if dtype is np.float64 else 88.0
         parts = [rng.uniform(-top, top, 1500), rng.uniform(-1, 1, 1500)]
@@ -81,7 +100,11 @@ def samples(name: str, dtype: type, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate(parts).astype(dtype)
 
 
-# double: within 2 ulp, float: within 3 ulp of the true value (the header's stated accuracy)
+# double: within 2 ulp, float: within 3 ulp of the true value (the header's stated accuracy). sin and
+# cos in double come closest to it next to their zeros, where the result is as small as half the
+# table's entry and the roundings of r, sin r, the product and the sums each count at its size:
+# 1.79 (sin) and 1.85 (cos) ulp at worst over 120,000 arguments within 0.075 of a multiple of pi/2
+# (2026-12-01); the samples here include such arguments.
 @pytest.mark.parametrize("dtype,limit", [(np.float64, 2.0), (np.float32, 3.0)])
 @pytest.mark.parametrize("name", NAMES)
 def test_accurate_against_mpmath(lib: object, name: str, dtype: type, limit: float) -> None:
@@ -105,8 +128,44 @@ def test_special_values(lib: object, suffix: str) -> None:
     assert math.isnan(f["sin"](math.inf)) and math.isnan(f["cos"](-math.inf))
 
 
+def test_sin_and_cos_are_the_same_in_every_build(lib: object, default_lib: object) -> None:
+    """Double sin and cos are manipgen_linalg.h's own with or without MANIPGEN_PORTABLE_MATH (the
+    C library's are not called): the same bits at every probe."""
+    xs = samples("sin", np.float64, np.random.default_rng(5))
+    for name in ("sin", "cos"):
+        a, b = getattr(lib, f"p_{name}"), getattr(default_lib, f"p_{name}")
+        assert all(struct.pack("<d", a(float(x))) == struct.pack("<d", b(float(x))) for x in xs), name
+
+
+def _defined(name: str) -> float:
+    match = re.search(rf"#define {name} (\S+)", HEADER.read_text())
+    assert match, name
+    return float(match.group(1))
+
+
+def test_the_sin_and_cos_table_is_correctly_rounded() -> None:
+    """Each row: sin(k pi/64) rounded to double, what that rounding left (rounded), the same of cos,
+    for k = 0 .. 127, against mpmath at 200 bits; the reduction's constants: pi/64 in two 28-bit
+    parts and a rounded rest, so that k times either part is exact for |k| < 2^25."""
+    text = HEADER.read_text()
+    body = text[text.index("table[128][4] = {") :]
+    body = body[body.index("\n") : body.index("};")]
+    rows = [[float(v) for v in row.split(",")] for row in re.findall(r"\{([^{}]*)\}", body)]
+    assert len(rows) == 128
+    with mpmath.workprec(200):
+        for k, row in enumerate(rows):
+            s, c = mpmath.sinpi(mpmath.mpf(k) / 64), mpmath.cospi(mpmath.mpf(k) / 64)
+            assert row == [float(s), float(s - float(s)), float(c), float(c - float(c))], k
+        hi, mid, lo = (_defined(f"MG_PIO64_{part}") for part in ("HI", "MID", "LO"))
+        for part in (hi, mid):
+            assert math.frexp(part)[0] * 2**28 == int(math.frexp(part)[0] * 2**28)
+        assert abs(mpmath.mpf(hi) + mid + lo - mpmath.pi / 64) < 1e-34
+        assert _defined("MG_64_OVER_PI") == float(64 / mpmath.pi)
+        assert _defined("MG_ROUND_SHIFT") == 1.5 * 2**52
+
+
 def test_generated_code_calls_the_switchable_names() -> None:
-    """The firmware's sin/cos go through MG_SIN/MG_COS (C library by default), never straight to libm."""
+    """The firmware's sin/cos go through MG_SIN/MG_COS (manipgen_linalg.h's own), never straight to libm."""
     rt_c = (ROOT / "generated" / "kuka_iiwa14" / "kuka_iiwa14_dynamics.c").read_text()
     assert "MG_SIN(" in rt_c and "MG_COS(" in rt_c
     assert " sin(" not in rt_c and " cos(" not in rt_c
