@@ -11,6 +11,7 @@
 #error "define MG_REAL (the real type) and MG_SQRT (its sqrt) before including manipgen_linalg.h"
 #endif
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -501,12 +502,24 @@ static inline void mg_rls_sliced(mg_rls_sliced_t *x, const MG_REAL *gain,
  * (-std=c99 or -ffp-contract=off, as the host build and runtime/target/Makefile compile) computes
  * the same bits, unlike the C libraries' sin and cos (glibc's FMA and SSE2 kernels differ in the
  * last bit, and newlib's from both). Needs round-to-nearest and double evaluation (FLT_EVAL_METHOD
- * 0: not the x87 unit, not -ffast-math), for the rounding by MG_ROUND_SHIFT. The table's row is read
- * from the low bits of x 64 / pi + MG_ROUND_SHIFT (k mod 128 there for |k| < 2^51), not by
- * converting k to an int, which C leaves undefined for a NaN or a k out of range: every x reads a
- * row of the table. Accuracy (the same test, against mpmath): within 2 units in the last place for
- * |x| < 1e6 (k MG_PIO64_HI and k MG_PIO64_MID are exact for |k| < 2^25, |x| < 1.6e6); beyond, they
- * lose accuracy but not determinism; a NaN or an infinite x gives NaN. */
+ * 0: not the x87 unit) and no -ffast-math, for the rounding by MG_ROUND_SHIFT: both are refused at
+ * compile time below. The table's row is read from the low bits of x 64 / pi + MG_ROUND_SHIFT (k mod
+ * 128 there for |k| < 2^51), not by converting k to an int, which C leaves undefined for a NaN or a
+ * k out of range: every x reads a row of the table.
+ * Accuracy (the same test, against mpmath), for |x| < 1e6: within 2 units in the last place plus
+ * 1.1e-27. The second counts only next to a zero of sin or cos beyond |x| of about 45 (a result
+ * below 1e-11; 2.4e-29 off measured at x = 642615.92, 1985 units there): the reduction
+ * carries pi / 64 to 115 bits (|k| < 2.1e7: k times its rest is below 2.5e-28, the roundings of k
+ * MG_PIO64_LO and of the last difference below 4e-28 each). Beyond 1e6 they lose accuracy (4e-6 at
+ * 1e12); from about 1e14 the values are not sin and cos any more (outside [-1, 1] from 1e16, infinite
+ * or NaN for finite x from 1e100), deterministic still: no joint angle comes near. A NaN or an
+ * infinite x gives NaN. sin(-0) is +0 (the C library's is -0). */
+#if defined(__FAST_MATH__)
+#error "manipgen_linalg.h: -ffast-math (or -Ofast) reorders the arithmetic that sin and cos, and the step's finiteness tests, rely on; compile without it"
+#endif
+#if defined(FLT_EVAL_METHOD) && (FLT_EVAL_METHOD != 0)
+#error "manipgen_linalg.h: doubles evaluated in a wider format (FLT_EVAL_METHOD != 0, e.g. the x87 unit): use SSE2 (-mfpmath=sse) or another FPU"
+#endif
 #define MG_PIO64_HI 0.049087385181337595    /* pi/64 to 28 bits */
 #define MG_PIO64_MID 3.100292418622974e-11  /* the next 28 bits of pi/64 */
 #define MG_PIO64_LO 1.7878714769093224e-19  /* the rest, rounded */
