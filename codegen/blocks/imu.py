@@ -19,7 +19,13 @@ with q the encoder's position. Each sample:
    one IMU per link this is the relative gyro rate along each joint axis. Its posterior variance
    per joint says how well the IMUs see that joint (about prior_qd^2 where they do not).
 3. The IMUs' accelerations the same way from the accelerometers, the kinematic recursion solved
-   algebraically (c_a at the IMUs' rate u_v of step 4; prior: z-'s qdd, ``prior_qdd``).
+   algebraically (c_a at the IMUs' rate u_v of step 4; prior: z-'s qdd, ``prior_qdd``). c_a
+   carries the rate's error: each IMU's readings are weighed with noise_acc^2 I + J P_v J^T, J =
+   d c_a / d qd of that IMU, P_v the rates' posterior covariance from step 2. Where the gyroscopes
+   leave a combination of rates to the weak prior (one IMU at the tip) that term is large on the
+   axes that combination's centripetal part reaches; without it, a tip accelerometer of a planar
+   two-link arm near the stretched pose put that error into qdd by 1 / sin q2 (±1.2 rad/s^2 on
+   planar2, 2026-12-01).
    A reading at the end of its range (|y| >= (1 - 1e-3) full scale: clipped) is left out; the
    calibrated biases ``gyro_bias``, ``acc_bias`` are subtracted first.
 4. Bias: a complementary filter per joint removes what is left of a slowly changing bias from the
@@ -84,18 +90,22 @@ def _inv3(s: cs.SX) -> cs.SX:
     return cs.vertcat(cs.horzcat(c00, c01, c02), cs.horzcat(c01, c11, c12), cs.horzcat(c02, c12, c22)) / det
 
 
-def fuse(x: cs.SX, prior: cs.SX, h: cs.SX, y: cs.SX, noise: cs.SX) -> tuple[cs.SX, cs.SX]:
-    """argmin |H x - y|^2 / noise^2 + sum_j (x_j - x_prior_j)^2 / prior_j^2 and its posterior
-    variances (diagonal of P): one Kalman update per three rows of H (one IMU's axes) from
-    P = diag(prior^2); rows of H and y set to zero drop out."""
+def fuse(
+    x: cs.SX, prior: cs.SX, h: cs.SX, y: cs.SX, noise: cs.SX, extra: list[cs.SX] | None = None
+) -> tuple[cs.SX, cs.SX]:
+    """argmin (H x - y)^T R^-1 (H x - y) + sum_j (x_j - x_prior_j)^2 / prior_j^2 and its posterior
+    covariance P: one Kalman update per three rows of H (one IMU's axes) from P = diag(prior^2);
+    rows of H and y set to zero drop out. R is block diagonal, per IMU noise^2 I plus ``extra``'s
+    3x3 for that IMU (what else its readings carry: the error of a term computed from an estimate)."""
     p = cs.diag(prior**2)
     for i in range(h.shape[0] // 3):
         hi, yi = h[3 * i : 3 * i + 3, :], y[3 * i : 3 * i + 3]
         ph = cs.mtimes(p, hi.T)
-        k = cs.mtimes(ph, _inv3(cs.mtimes(hi, ph) + noise**2 * cs.SX.eye(3)))
+        r = noise**2 * cs.SX.eye(3) + (extra[i] if extra is not None else 0)
+        k = cs.mtimes(ph, _inv3(cs.mtimes(hi, ph) + r))
         x = x + cs.mtimes(k, yi - cs.mtimes(hi, x))
         p = p - cs.mtimes(k, ph.T)
-    return x, cs.diag(p)
+    return x, p
 
 
 def scalar_update(
@@ -174,13 +184,12 @@ def _symbols(ctx: Ctx, m: int) -> _Symbols:
 
 
 def _imu_model(ctx: Ctx, imus: tuple[Imu, ...]) -> cs.Function:
-    """(q, qd) -> H_g, H_a, c_a: the IMUs' readings' kinematics (module docstring)."""
+    """(q, qd) -> H_g, H_a, c_a, d c_a / d qd: the IMUs' readings' kinematics (module docstring)."""
     d = ctx.dyn
     gyro, acc = imu_model.readings(d, imus)
+    ca = cs.substitute(acc, d.qdd, cs.SX.zeros(ctx.n))
     return cs.Function(
-        "imu_model",
-        [d.q, d.qd],
-        [cs.jacobian(gyro, d.qd), cs.jacobian(acc, d.qdd), cs.substitute(acc, d.qdd, cs.SX.zeros(ctx.n))],
+        "imu_model", [d.q, d.qd], [cs.jacobian(gyro, d.qd), cs.jacobian(acc, d.qdd), ca, cs.jacobian(ca, d.qd)]
     )
 
 
@@ -201,7 +210,8 @@ def _fused(x: _Symbols, model: cs.Function, n: int, ts: float) -> dict[str, cs.S
     ]
     # 2. the IMUs' rates; 4. their bias correction; 5. encoder and rate updates
     prior_v = cs.vertcat(*[zj[1] for zj in z])
-    qd_i, var_v = fuse(prior_v, x.pv, model(x.q, prior_v)[0] * kg, (x.yg - x.bg) * kg, x.sg)
+    qd_i, cov_v = fuse(prior_v, x.pv, model(x.q, prior_v)[0] * kg, (x.yg - x.bg) * kg, x.sg)
+    var_v = cs.diag(cov_v)
     s_v1 = x.s_v + x.alpha[0] * ((x.q - x.q_prev) / ts - (qd_i + x.qd_imu) / 2 - x.s_v)
     u_v = qd_i + s_v1
     for j in range(n):
@@ -209,8 +219,12 @@ def _fused(x: _Symbols, model: cs.Function, n: int, ts: float) -> dict[str, cs.S
         z[j], p[j] = scalar_update(z[j], p[j], 1, u_v[j], var_v[j])
     qd_f = cs.vertcat(*[zj[1] for zj in z])
     # 3. the IMUs' accelerations at that rate; 4.; 5. acceleration update
-    _, ha, ca = model(x.q, u_v)
-    qdd_i, var_a = fuse(cs.vertcat(*[zj[2] for zj in z]), x.pa, ha * ka, (x.ya - x.ba - ca) * ka, x.sa)
+    _, ha, ca, jc = model(x.q, u_v)
+    # what c_a carries of the rate's error, per IMU: J P_v J^T (a clipped axis's row dropped with it)
+    jk = [(jc * ka)[3 * i : 3 * i + 3, :] for i in range(ka.shape[0] // 3)]
+    extra = [cs.mtimes(cs.mtimes(ji, cov_v), ji.T) for ji in jk]
+    qdd_i, cov_a = fuse(cs.vertcat(*[zj[2] for zj in z]), x.pa, ha * ka, (x.ya - x.ba - ca) * ka, x.sa, extra)
+    var_a = cs.diag(cov_a)
     s_a1 = x.s_a + x.alpha[1] * ((qd_f - x.qd_prev) / ts - (qdd_i + x.qdd_imu) / 2 - x.s_a)
     u_a = qdd_i + s_a1
     for j in range(n):
@@ -382,6 +396,14 @@ def _finish(block: Block, blocks: list[Block], robot: Robot, given: registry.Des
     r_var = tuple(kalman.measurement_variances(by_enc["cpr"], by_enc["gear"]).tolist())
     by = {f.name: i for i, f in enumerate(block.config)}
     block.config[by["r_var"]] = dataclasses.replace(block.config[by["r_var"]], default=r_var)
+
+
+def gyros_see_every_joint(robot: Robot, tip: bool) -> bool:
+    """Whether the IMUs' gyroscopes see every joint's rate on its own: every joint revolute, with an
+    IMU on its link (the joint's rate is that gyro's less the link before's). One IMU at the tip of an
+    arm of more than one joint sees three combinations; a prismatic joint turns no gyroscope."""
+    links = {u.link for u in placements(robot, tip)}
+    return all(j.type == "revolute" for j in robot.joints) and links >= set(range(robot.dof))
 
 
 def _check(opts: Mapping[str, float]) -> str | None:

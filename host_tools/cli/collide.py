@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from host_tools.cli.generate import add_robot_arguments
 from host_tools.cli.progress import stage
 from host_tools.cli.scheduler_option import add_scheduler, executor_for, scheduler_refused
+from host_tools.data.json_doc import finite
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES, lacking_sensors
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             "so those rows measure the loop, not the observer"
         )
     if args.json:
-        print(json.dumps(result.doc, indent=1, allow_nan=False))
+        print(json.dumps(finite(result.doc), indent=1, allow_nan=False))  # a run's inf (a diverged loop): null
     else:
         print(
             markdown(result.doc)

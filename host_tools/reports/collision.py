@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from codegen.emit.files import write_file
+from host_tools.data.json_doc import finite
 from host_tools.reports import plots
 from host_tools.studies.collide import CollideResult, impact_target
 
@@ -124,7 +125,7 @@ def _torque_limited(doc: dict[str, Any]) -> list[str]:
 def write(result: CollideResult, out: Path) -> list[Path]:
     """collide.{json,md,png} and collide_impacts.png in ``out``; the paths written."""
     doc, arrays = result.doc, result.arrays
-    write_file(out / "collide.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_file(out / "collide.json", json.dumps(finite(doc), indent=1, allow_nan=False) + "\n")  # inf: null
     write_file(out / "collide.md", markdown(doc))
     impacts = plots.collision_impacts(
         arrays["free_ratio"],

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from codegen.blocks import adaptive, controllers, direct, imu, kalman, momentum
+from codegen.blocks.options import parse_label
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import RtConfig
 from host_tools.identification.paper_setups import (
@@ -36,7 +37,6 @@ from host_tools.identification.paper_setups import (
     XU_IDENTIFICATION,
     Designed,
     PaperSetup,
-    blocks_of,
     kalman_gain,
 )
 from host_tools.studies import loop_margin
@@ -117,15 +117,21 @@ def kalman_loop_gains(config: RtConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _loop_gains(config: RtConfig, robot: Robot | None, which: int) -> np.ndarray:
-    if blocks_of(config.label)[0] == imu.SPEC.name:  # the gyros' q-dot above 2 rad/s: no quantisation lag
+    est = parse_label(config.label).estimator
+    tip = bool(dict(est.params).get("tip"))
+    if est.name == imu.SPEC.name and robot is not None and imu.gyros_see_every_joint(robot, tip):
+        # every joint's q-dot from the gyros (above 2 rad/s): no quantisation lag
         return np.full(len(config["enc.cpr"]), (_COLLIDE_KP, _COLLIDE_KD)[which])
+    # the encoders' lag remains where the gyros do not see a joint (one IMU at the tip: 3 combinations of
+    # n rates, the rest the Kalman prediction's; on planar2 its loop at Kp = 100 oscillated, 2026-12-01)
     return kalman_loop_gains(config)[which]
 
 
 _MARGIN_RULE = (
     f"{{}}; on the Kalman estimate (Q = {_COLLIDE_Q:g}), where that loop would keep a gain margin under "
     f"{loop_margin.MARGIN:g}, Kp lambda^2, Kd lambda with the largest lambda that keeps it "
-    "(host_tools.studies.loop_margin); on the IMU estimator's (the gyros') as given"
+    "(host_tools.studies.loop_margin); on the IMU estimator's as given where its gyros see every joint "
+    "(codegen.blocks.imu.gyros_see_every_joint: one IMU per link), else as on the Kalman estimate"
 )
 LOOP_GAINS: Mapping[str, Designed] = {
     "ctl.kp": Designed(_MARGIN_RULE.format(f"Kp = {_COLLIDE_KP:g}"), _loop_gains, (0,)),
@@ -138,8 +144,9 @@ LOOP_GAINS: Mapping[str, Designed] = {
 # when this record was written, and the iiwa description's gains), lowered at the same damping ratio
 # where the loop on the Kalman estimate would keep less than a 6 dB gain margin (since 2026-12-01:
 # planar2's coarse encoders left Kp = 100, Kd = 13 a margin of 1.10, and a draw's 10 % model error a
-# limit cycle: LOOP_GAINS; the IMU estimator's q-dot is the gyros', and its loop keeps Kp = 100, Kd
-# = 13, the impacts placed on its own loop where the gains differ), and the friction fed forward at
+# limit cycle: LOOP_GAINS; with one IMU per link the IMU estimator's q-dot is the gyros', and its
+# loop keeps Kp = 100, Kd = 13, the impacts placed on its own loop where the gains differ; one IMU at
+# the tip leaves joints to the encoders and keeps the Kalman loop's margin), and the friction fed forward at
 # the desired velocity. Detection without debounce (the delay to the first sample above) or reaction
 # (the arm does not stop: every event is timed on the same motion): the study's choice. K_O = 25
 # (§V); K = 100 I (§IV) is the study's setting. Encoders only: a Kalman estimate with Q = 10

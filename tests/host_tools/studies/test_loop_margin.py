@@ -80,11 +80,15 @@ def test_a_fine_encoder_keeps_its_gains() -> None:
 
 def test_collide_runs_the_scaled_gains() -> None:
     """collide's set-up pins the rule (paper_setups.LOOP_GAINS): planar2's Kalman-fed pipelines get
-    the scaled gains, its IMU-fed ones (the gyros' q-dot) and the iiwa's Kp = 100, Kd = 13."""
+    the scaled gains, its pipelines fed by one IMU per link (every joint's q-dot the gyros') and the
+    iiwa's Kp = 100, Kd = 13; one IMU at planar2's tip leaves a combination of rates to the encoders
+    and gets the Kalman loop's scaled gains (at Kp = 100 that loop oscillated on a draw, 2026-12-01)."""
     for name, estimator, reduced in (
         ("planar2", None, True),
         ("planar2", ENTRIES["adaptive_imu"], False),
+        ("planar2", ENTRIES["adaptive_imu_tip"], True),
         ("kuka_iiwa14", None, False),
+        ("kuka_iiwa14", ENTRIES["adaptive_imu_tip"], False),  # its fine encoders keep the margin at 100, 13
     ):
         robot = RobotSource.of(name).robot()
         rt = load_rt(robot, *choices(estimator))
@@ -113,3 +117,17 @@ def test_a_study_item_on_its_own_loop_counts_its_own_impacts() -> None:
     assert kal["model"] == imu["model"] == "description"
     delays = summary(rows, len(rows))["groups"]["planar2"]["observers"]["adaptive_imu"]["delay_by_kind"]
     assert {k for k in delays if k.startswith("impact")} == {"impact 0.1 m/s", "impact 0.25 m/s", "impact 0.5 m/s"}
+
+
+def test_gyros_see_every_joint_with_one_imu_per_revolute_link() -> None:
+    """The structural rule behind the IMU-fed loop's gains (codegen.blocks.imu.gyros_see_every_joint):
+    one IMU on every link of an all-revolute arm (planar2's and the iiwa's imus:) sees every joint's
+    rate, one at the tip of a multi-joint arm does not, nor a set that leaves a link without one."""
+    from dataclasses import replace
+
+    from codegen.blocks.imu import gyros_see_every_joint
+
+    for name in ("planar2", "kuka_iiwa14"):
+        robot = RobotSource.of(name).robot()
+        assert gyros_see_every_joint(robot, tip=False) and not gyros_see_every_joint(robot, tip=True), name
+        assert not gyros_see_every_joint(replace(robot, imus=robot.imus[1:]), tip=False), name
