@@ -512,13 +512,13 @@ def test_a_log_of_another_version_of_the_description_is_one_notice(
     assert len(errors) == 1 and "right.npz: joint_names:" in errors[0], errors
 
 
-def test_imported_and_recorded_logs_carry_their_chain(tmp_path: Path) -> None:
+def test_imported_and_recorded_logs_carry_their_chain(tmp_path: Path, shared_runs: dict[str, Path]) -> None:
     robot = load_robot("schunk_lwa4p")
     assert (
         main(
             [
                 "import-log",
-                str(DATA / "4ms_MovAv_run1.mat"),
+                str(shared_runs["movav"]),
                 "--robot",
                 "schunk_lwa4p",
                 "--out",
