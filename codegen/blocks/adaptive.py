@@ -107,7 +107,9 @@ fed the estimator's q-ddot its residual carries that q-ddot's noise (about 0.3 N
 |g .* r| is 30x rate T every sample, the limit slows all its adaptation to about 3/s, and the model
 error's part that moves with q-ddot is no longer followed (planar2, collide: adaptive's threshold
 1.69 -> 39 N m, 14x momentum's, 10 of 12 contacts missed; issue #46). Its r is the high-pass of a
-contact, and its slowest contact is the hold's bound (docs/collision.md)."""
+contact, and its slowest contact is the hold's bound (docs/collision.md). Where one IMU per link measures
+every joint's q-ddot, collide's set-up gives the direct form RATE too (since 2026-12-01,
+host_tools.studies.paper_setups.DIRECT_RATE): its residual then carries no differentiated q-ddot."""
 # P's structure (COVARIANCE_DOC): "dense" (one block: the full covariance), "link" (a block per
 # group of parameters with the same regressor rows) or "diagonal"
 COVARIANCE = "dense"

@@ -274,9 +274,9 @@ BIRJANDI_DIFFERS: Mapping[str, str] = {
     "obs.freeze": "collide holds the model-adaptive observers' adaptation on a latched collision, above the "
     "threshold and (100 samples at most) above half of it (issue #46), so a contact that rises slower than the "
     "observer adapts is not absorbed into the model error; the paper's observer adapts through contacts",
-    "obs.rate": "collide's momentum-form adaptation moves the torque it explains at most 1 N m/s, so a contact "
-    "rising over 1 s keeps 80 % of a 5 N m step in the residual (issue #46); the paper's adapts at K whatever "
-    "the residual",
+    "obs.rate": "collide's momentum-form adaptation, and its direct form's where one IMU per link gives every "
+    "joint's q-ddot (DIRECT_RATE), moves the torque it explains at most 1 N m/s, so a contact rising over 1 s "
+    "keeps 80 % of a 5 N m step in the residual (issue #46); the paper's adapts at K whatever the residual",
 }
 # collide's set-ups by the name `manipgen collide --setup` takes
 COLLISION_SETUPS: Mapping[str, PaperSetup] = {"collide": COLLISION, "birjandi": BIRJANDI}
