@@ -76,7 +76,8 @@ SUSPECT_HOLD = 100
 # the smallest contact collide applies (Birjandi & Haddadin's 5 N m step) over the slowest rise it must
 # catch (1 s, issue #46): 0.2 x 5 N m / 1 s; not fitted to any run. The momentum form fed estimates
 # (adaptive_momentum and its essential and dense builds) has it by default; collide's set-up
-# (host_tools.studies.paper_setups.COLLISION) pins it there too
+# (host_tools.studies.paper_setups.COLLISION) pins it there too, and on the direct form fed by one IMU
+# per link (DIRECT_RATE there)
 RATE = 1.0
 # no limit: the other forms' default (RATE_DOC says why)
 NO_RATE = 1e30
@@ -103,7 +104,7 @@ but not for adaptive_momentum_measured
 planar2, while the limit throttled its routine adaptation (its residual 0.2-0.4 N m on the iiwa) and
 cost a false alarm there (kuka_iiwa14 seed 1, check ratio 0.91 -> 1.11; issue #46). The direct form
 does not have it either (NO_RATE):
-fed the estimator's q-ddot its residual carries that q-ddot's noise (about 0.3 N m on planar2), so
+fed the estimator's q-ddot its residual carries that q-ddot's error (about 0.3 N m on planar2), so
 |g .* r| is 30x rate T every sample, the limit slows all its adaptation to about 3/s, and the model
 error's part that moves with q-ddot is no longer followed (planar2, collide: adaptive's threshold
 1.69 -> 39 N m, 14x momentum's, 10 of 12 contacts missed; issue #46). Its r is the high-pass of a

@@ -147,12 +147,12 @@ def _direct_rate(config: RtConfig, robot: Robot | None) -> float:
 
 # The direct form's rate limit (issue #46): the momentum form's 1 N m/s where its q-ddot is the IMUs' for
 # every joint. Fed the Kalman q-ddot (or one tip IMU's, the encoders' in the combinations it does not
-# see) its residual carries that q-ddot's noise, about 30 x rate T a sample, and the limit slows all its
+# see) its residual carries that q-ddot's error, about 30 x rate T a sample, and the limit slows all its
 # adaptation (planar2: adaptive's largest threshold 1.69 -> 39 N m); with one IMU per link it does not
 # (planar2's 100 draws, 2026-12-01: adaptive_imu's thresholds x1.06 median, its missed contacts 106 -> 0)
 DIRECT_RATE = Designed(
     f"{adaptive.RATE:g} N m/s where every joint's q-ddot is the IMUs' (one per link: "
-    "codegen.blocks.imu.gyros_see_every_joint), else none (1e30): the Kalman q-ddot's noise would hold it",
+    "codegen.blocks.imu.gyros_see_every_joint), else none (1e30): the Kalman q-ddot's error would hold it",
     _direct_rate,
 )
 LOOP_GAINS: Mapping[str, Designed] = {
@@ -275,7 +275,7 @@ BIRJANDI_DIFFERS: Mapping[str, str] = {
     "threshold and (100 samples at most) above half of it (issue #46), so a contact that rises slower than the "
     "observer adapts is not absorbed into the model error; the paper's observer adapts through contacts",
     "obs.rate": "collide's momentum-form adaptation, and its direct form's where one IMU per link gives every "
-    "joint's q-ddot (DIRECT_RATE), moves the torque it explains at most 1 N m/s, so a contact rising over 1 s "
+    "joint's q-ddot (DIRECT_RATE), move the torque they explain at most 1 N m/s, so a contact rising over 1 s "
     "keeps 80 % of a 5 N m step in the residual (issue #46); the paper's adapts at K whatever the residual",
 }
 # collide's set-ups by the name `manipgen collide --setup` takes
