@@ -150,7 +150,8 @@ def _direct_rate(config: RtConfig, robot: Robot | None) -> float:
 # see) its residual carries that q-ddot's error, about 30 x rate T a sample, and the limit slows all its
 # adaptation (planar2: adaptive's largest threshold 1.69 -> 39 N m); with one IMU per link it does not
 # (planar2's 100 draws, 2026-12-01: adaptive_imu's thresholds x1.06 median, its missed contacts 106 -> 0;
-# but on 2 of 50 iiwa draws it made 5 misses 18, not traced: docs/collision.md, 'The iiwa's IMU entries')
+# the iiwa's 100: 8 -> 24, in 1 and 2 draws, where a burst of model error after the motion's fastest
+# accelerations stays in r as a contact would: docs/collision.md, 'The iiwa's 100 draws with and without')
 DIRECT_RATE = Designed(
     f"{adaptive.RATE:g} N m/s where every joint's q-ddot is the IMUs' (one per link: "
     "codegen.blocks.imu.gyros_see_every_joint), else none (1e30): the Kalman q-ddot's error would hold it",
