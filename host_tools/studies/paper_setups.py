@@ -87,8 +87,8 @@ LOW_PASS_WINDOW = 1e6
 # record BIRJANDI below), and in momentum form fed estimates (adaptive_momentum, also with the IMUs)
 # the torque the adaptation explains moving at most 1 N m/s on any joint (obs.rate: a fifth of the
 # scenario's 5 N m step over the slowest rise it must catch, 1 s; the block's RATE, issue #46; the
-# direct form has it only on one IMU per link (DIRECT_RATE), the exact-q-dot momentum form has no
-# limit, the block's default NO_RATE; the paper's
+# direct form fed estimates has it too since 2026-12-02, on each correction's move itself (RATE_DOC),
+# the exact-motion forms have no limit, the block's default NO_RATE; the paper's
 # adapts at K whatever r is: rate 1e30 below); the covariance's
 # prior 0.1 of each base parameter, floored at 1e-3 of the largest, regrowing at 1/60 per second,
 # the tip wrench's damping 1e-6 m^2 (the study's own choices, the adaptive block's defaults when
@@ -141,22 +141,6 @@ _MARGIN_RULE = (
 )
 
 
-def _direct_rate(config: RtConfig, robot: Robot | None) -> float:
-    return adaptive.RATE if _imus_see_every_joint(config, robot) else adaptive.NO_RATE
-
-
-# The direct form's rate limit (issue #46): the momentum form's 1 N m/s where its q-ddot is the IMUs' for
-# every joint. Fed the Kalman q-ddot (or one tip IMU's, the encoders' in the combinations it does not
-# see) its residual carries that q-ddot's error, about 30 x rate T a sample, and the limit slows all its
-# adaptation (planar2: adaptive's largest threshold 1.69 -> 39 N m); with one IMU per link it does not
-# (planar2's 100 draws, 2026-12-01: adaptive_imu's thresholds x1.06 median, its missed contacts 106 -> 0;
-# the iiwa's 100: 8 -> 24, in 1 and 2 draws, where a burst of model error after the motion's fastest
-# accelerations stays in r as a contact would: docs/collision.md, 'The iiwa's 100 draws with and without')
-DIRECT_RATE = Designed(
-    f"{adaptive.RATE:g} N m/s where every joint's q-ddot is the IMUs' (one per link: "
-    "codegen.blocks.imu.gyros_see_every_joint), else none (1e30): the Kalman q-ddot's error would hold it",
-    _direct_rate,
-)
 LOOP_GAINS: Mapping[str, Designed] = {
     "ctl.kp": Designed(_MARGIN_RULE.format(f"Kp = {_COLLIDE_KP:g}"), _loop_gains, (0,)),
     "ctl.kd": Designed(_MARGIN_RULE.format(f"Kd = {_COLLIDE_KD:g}"), _loop_gains, (1,)),
@@ -220,7 +204,7 @@ COLLISION = PaperSetup(
         direct.DIRECT_MEASURED.name: {"det.window": LOW_PASS_WINDOW},
         # lambda, the torque equations' noise variance (N^2 m^2): with the estimator's qdd 0.1, with
         # exact qd, qdd 1e-6, in momentum form 1e-3 (the adaptive observers' registered values)
-        adaptive.ADAPTIVE.name: {**_ADAPTIVE, "obs.lam": 0.1, "obs.rate": DIRECT_RATE, "det.window": 10},
+        adaptive.ADAPTIVE.name: {**_ADAPTIVE, "obs.lam": 0.1, "obs.rate": adaptive.RATE, "det.window": 10},
         adaptive.ADAPTIVE_MEASURED.name: {**_ADAPTIVE, "obs.lam": 1e-06, "obs.rate": 1e30, "det.window": 10},
         adaptive.ADAPTIVE_MOMENTUM.name: {
             **_ADAPTIVE,
@@ -276,9 +260,9 @@ BIRJANDI_DIFFERS: Mapping[str, str] = {
     "obs.freeze": "collide holds the model-adaptive observers' adaptation on a latched collision, above the "
     "threshold and (100 samples at most) above half of it (issue #46), so a contact that rises slower than the "
     "observer adapts is not absorbed into the model error; the paper's observer adapts through contacts",
-    "obs.rate": "collide's momentum-form adaptation, and its direct form's where one IMU per link gives every "
-    "joint's q-ddot (DIRECT_RATE), move the torque they explain at most 1 N m/s, so a contact rising over 1 s "
-    "keeps 80 % of a 5 N m step in the residual (issue #46); the paper's adapts at K whatever the residual",
+    "obs.rate": "collide's model-adaptive observers fed estimates (the momentum form's and the direct form's) "
+    "move the torque they explain at most 1 N m/s, so a contact rising over 1 s keeps 80 % of a 5 N m step in "
+    "the residual (issue #46); the paper's adapts at K whatever the residual",
 }
 # collide's set-ups by the name `manipgen collide --setup` takes
 COLLISION_SETUPS: Mapping[str, PaperSetup] = {"collide": COLLISION, "birjandi": BIRJANDI}

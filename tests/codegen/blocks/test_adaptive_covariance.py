@@ -99,3 +99,72 @@ def test_link_blocks_are_the_links() -> None:
     assert cov["size"] == sum(size**2 for _, size, _, _ in cov["blocks"])
     dense = covariance_blocks(nonzero_pattern(yp) | nonzero_pattern(yb), "dense")
     assert dense["blocks"] == [(0, len(names), 0, 0)] and dense["col"] == list(range(len(names)))
+
+
+DIRECT_LINK = "adaptive_link"  # eq. 16's direct form with P per link, registered for this test only
+
+
+@pytest.fixture
+def direct_link_observer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``adaptive`` with ``covariance="link"`` registered as DIRECT_LINK for one test (its oracle is
+    adaptive's); the registry as it was afterwards."""
+    base = registry.observers()["adaptive"]
+    monkeypatch.setattr(registry, "_OBSERVERS", dict(registry._OBSERVERS))
+    registry.register(
+        dataclasses.replace(
+            base, name=DIRECT_LINK, build=lambda ctx: adaptive.build(ctx, lam=0.1, covariance="link"), collide=0
+        )
+    )
+    yield
+
+
+@pytest.mark.parametrize("observer", ["adaptive", DIRECT_LINK])
+def test_the_direct_forms_rate_limit_scales_the_correction_to_what_it_moves(
+    observer: str, direct_link_observer: None
+) -> None:
+    """The direct form's rate limit (RATE_DOC, issue #46) scales each correction so that the torque it
+    moves, S (S + lambda I)^-1 (g .* r) with S = Y P Y^T, has a 2-norm of at most rate T. The runtime
+    computes that move from the factor it already has, x - lambda L^-T L^-1 x (mg_rls_move_limit, on
+    the dense update and the block-diagonal one); the oracle forms S. State by state against the
+    oracle, and against the oracle without the limit: the limit binds on some samples and not on
+    others, and where it binds the move is rate T (the bound met, not only kept)."""
+    # N m/s: after the first samples' learning (unlimited, warm), the free corrections below move
+    # 0.007-0.13 N m a sample (median 0.04), so rate T = 0.04 N m binds on about half of them
+    rate, warm = 40.0, 20
+    rt = fresh_rt(ROBOT, "kalman", observer, "computed_torque")
+    rt.config["det.threshold"] = 1e6  # never held: the adaptation runs every sample
+    ref = reference(ROBOT, "kalman", observer, "computed_torque")  # its config is rt's (load_state)
+    free = reference(ROBOT, "kalman", observer, "computed_torque")
+    k = 200
+    ins = inputs(k, 2, rt.sample_period, float(rt.config["enc.cpr"][0]), seed=7, tau_scale=20.0)
+    worst = {"dtheta": 0.0, "r": 0.0}
+    bound, moves = 0, []
+    for j in range(k):
+        rt.config["obs.rate"] = adaptive.NO_RATE if j < warm else rate
+        ref.load_state(rt)
+        free.load_state(rt)  # the state and the config: then without the limit
+        free.data["cfg.obs.rate"] = np.array(adaptive.NO_RATE)
+        before = np.array(rt.state["obs"]["dtheta"], copy=True)
+        o = ref.step(at(ins, j))
+        free.step(at(ins, j))
+        c = rt.step(**at(ins, j))
+        after = np.asarray(rt.state["obs"]["dtheta"], float)
+        worst["dtheta"] = max(worst["dtheta"], _rel(after, ref.data["st.obs.dtheta"]))
+        worst["r"] = max(worst["r"], _rel(c["r"], o["r"]))
+        if j >= warm and _rel(ref.data["st.obs.dtheta"] - before, free.data["st.obs.dtheta"] - before) > 1e-6:
+            bound += 1  # the limited correction is not the free one: the limit bound
+            # the torque it moved, Y (dtheta_k - dtheta_k-1), at this sample's regressor
+            moves.append(float(np.linalg.norm(ref.data["st.obs.y"].T @ (after - before))))
+    assert max(worst.values()) <= 1e-9, worst
+    assert 0 < bound < k - warm, bound
+    assert np.allclose(moves, rate * rt.sample_period, rtol=1e-9), (min(moves), max(moves))
+    # a restart (the first sample) removes the whole residual it sees (g = 1), but with the limit at
+    # most rate T of it, as the oracle's: its jump would otherwise have to be unlearnt at rate
+    rt = fresh_rt(ROBOT, "kalman", observer, "computed_torque")
+    rt.config["det.threshold"] = 1e6
+    rt.config["obs.rate"] = rate
+    ref.load_state(rt)
+    o, c = ref.step(at(ins, 0)), rt.step(**at(ins, 0))
+    first = np.asarray(rt.state["obs"]["dtheta"], float)
+    assert _rel(first, ref.data["st.obs.dtheta"]) <= 1e-9 and np.all(c["r"] == 0) and np.all(o["r"] == 0)
+    assert np.isclose(np.linalg.norm(ref.data["st.obs.y"].T @ first), rate * rt.sample_period, rtol=1e-9)

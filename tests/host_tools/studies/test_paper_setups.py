@@ -37,7 +37,6 @@ from host_tools.studies.paper_setups import (
     BIRJANDI,
     BIRJANDI_DIFFERS,
     COLLISION,
-    DIRECT_RATE,
     ELASTIC_COLLISION,
     RECORDS,
     VELOCITY_ESTIMATORS,
@@ -170,12 +169,13 @@ def test_model_based_estimators_hold_with_friction_fed_forward() -> None:
 def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
     """Birjandi & Haddadin's observer adapts through contacts (eqs. 10-11 every sample: obs.freeze = 0);
     collide's product set-up holds the adaptation near the threshold (freeze = 1, issue #46) and limits the
-    momentum form's adaptation rate (rate = 1 N m/s, issue #46), and the direct form's where every
-    joint's q-ddot is the IMUs' (DIRECT_RATE). The two records differ in the fields BIRJANDI_DIFFERS
-    explains and nowhere else, and each collide pipeline runs the record its settings name."""
+    adaptation's rate where the observer is fed estimates (rate = 1 N m/s, issue #46: the momentum form
+    and the direct form on the Kalman's, one tip IMU's or one IMU per link). The two records differ in
+    the fields BIRJANDI_DIFFERS explains and nowhere else, and each collide pipeline runs the record its
+    settings name."""
     found = differences(COLLISION, BIRJANDI)
     assert set(found) == set(BIRJANDI_DIFFERS) == {"obs.freeze", "obs.rate"}
-    assert found["obs.freeze"] == (1, 0) and found["obs.rate"][1] == 1e30 and found["obs.rate"][0] in (1.0, DIRECT_RATE)
+    assert found["obs.freeze"] == (1, 0) and found["obs.rate"][1] == 1e30 and found["obs.rate"][0] == 1.0
     robot = RobotSource.of("planar2").robot()
     model = robot.standard_parameters()
     for setup, freeze in (("birjandi", 0), ("collide", 1)):
@@ -183,9 +183,9 @@ def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
         for name in ("adaptive", "adaptive_imu", "adaptive_imu_tip", "adaptive_measured", "adaptive_momentum"):
             rt = collide._pipeline(robot, ENTRIES[name], settings, model)
             assert float(np.asarray(rt.config["obs.freeze"])) == freeze, (setup, name)
-            # the rate limit (issue #46): collide's momentum form, and its direct form on one IMU per link
-            # (DIRECT_RATE; not on the exact motion's: adaptive_measured); the paper's adapts at K
-            limited = setup == "collide" and name in ("adaptive_momentum", "adaptive_imu")
+            # the rate limit (issue #46): collide's forms fed estimates (not the exact motion's:
+            # adaptive_measured); the paper's adapts at K
+            limited = setup == "collide" and name != "adaptive_measured"
             assert float(np.asarray(rt.config["obs.rate"])) == (1.0 if limited else 1e30), (setup, name)
     with pytest.raises(ValueError, match="unknown set-up 'paper'; choose from collide, birjandi"):
         collide.check_settings(robot, collide.CollideSettings(setup="paper"))
