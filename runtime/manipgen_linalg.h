@@ -184,57 +184,20 @@ static inline int mg_rls_gain(int n, int m, const MG_REAL *yt, MG_REAL *p, MG_RE
     return status;
 }
 
-/* The adaptation's rate limit on what a correction moves (codegen.blocks.adaptive, RATE_DOC): with
- * S + lam I = L L^T (l, lower triangle) and u = L^-1 x on entry (x = gain .* r in L's order, in z),
- * the correction dtheta -= V^T u moves the torque the parameters explain, Y dtheta, by
- * S (S + lam I)^-1 x = x - lam L^-T u; u is scaled by step / max(|that|_2, step), so the move's
- * 2-norm is at most step. step <= 0: no limit. z is overwritten (L^-T u, back-substituted from the
- * last row up: row j reads x_j before it is replaced and the rows below it, already solved). */
-static inline void mg_rls_move_limit(int n, const MG_REAL *l, MG_REAL *u, MG_REAL *z, MG_REAL step, MG_REAL lam)
-{
-    int j;
-    int c;
-    MG_REAL sq = (MG_REAL)0;
-    MG_REAL norm;
-    MG_REAL scale;
-    if (!(step > (MG_REAL)0)) {
-        return;
-    }
-    for (j = n - 1; j >= 0; --j) {
-        MG_REAL t = u[j];
-        MG_REAL d;
-        for (c = j + 1; c < n; ++c) {
-            t -= l[(c * n) + j] * z[c];
-        }
-        t = t / l[(j * n) + j];
-        d = z[j] - (lam * t);
-        sq += d * d;
-        z[j] = t;
-    }
-    norm = MG_SQRT(sq);
-    scale = step / ((norm > step) ? norm : step);
-    for (j = 0; j < n; ++j) {
-        u[j] *= scale;
-    }
-}
-
 /* The correction of recursive least squares with the gain of mg_rls_gain (w = V, s = L):
  * theta -= V^T L^-1 (gain .* r), r = Y theta - tau (n) and per equation the fraction gain[j]
  * (0..1) of its residual that the step removes: Y (theta - theta_true) shrinks by gain[j] in
  * equation j (for lam << Y P Y^T), whichever way the parameters' error
- * lies. step > 0: the correction is scaled so that the torque it explains moves by at most step
- * (mg_rls_move_limit). Workspace u, z (n). */
+ * lies. Workspace u (n). */
 static inline void mg_rls_correct(int n, int m, const MG_REAL *w, const MG_REAL *s, const MG_REAL *gain,
-                                  const MG_REAL *r, MG_REAL *theta, MG_REAL *u, MG_REAL step, MG_REAL lam, MG_REAL *z)
+                                  const MG_REAL *r, MG_REAL *theta, MG_REAL *u)
 {
     int j;
     int c;
     for (j = 0; j < n; ++j) {
         u[j] = gain[j] * r[j];
-        z[j] = u[j];
     }
     mg_cholesky_forward(n, s, u, 1);
-    mg_rls_move_limit(n, s, u, z, step, lam);
     for (j = 0; j < n; ++j) { /* theta -= V^T u */
         for (c = 0; c < m; ++c) {
             theta[c] -= w[(j * m) + c] * u[j];
@@ -268,14 +231,13 @@ static inline void mg_rls_prior_blocks(int nblk, const int (*blk)[4], const int 
 /* One recursive-least-squares update (as mg_rls_gain then mg_rls_correct) of a block-diagonal P:
  * with J the row reversal,
  *   W = J Y P (w, n x nb, reversed rows), S = J (Y P Y^T + lam I) J = L L^T (s, lower triangle),
- *   V = L^-1 W (w), u = L^-1 J (gain .* r) (limited to step as in mg_rls_correct), dtheta -= V^T u,
+ *   V = L^-1 W (w), u = L^-1 J (gain .* r), dtheta -= V^T u,
  *   P_l -= gain_p V_l^T V_l + diag(drift) per block (no gain_p term if gain_p is 0).
  * The regressor yt is the dense m x n (m >= the largest col + 1) Y^T; its zeros are skipped.
- * Workspace z (n). Returns 1, or 0 if S is not positive definite (dtheta and P then unchanged). */
+ * Returns 1, or 0 if S is not positive definite (dtheta and P then unchanged). */
 static inline int mg_rls_blocks(int n, int nb, int nblk, const int (*blk)[4], const int *col, const MG_REAL *yt,
                                 MG_REAL *p, MG_REAL lam, MG_REAL gain_p, const MG_REAL *drift, const MG_REAL *gain,
-                                const MG_REAL *r, MG_REAL *dtheta, MG_REAL *w, MG_REAL *s, MG_REAL *u, MG_REAL step,
-                                MG_REAL *z)
+                                const MG_REAL *r, MG_REAL *dtheta, MG_REAL *w, MG_REAL *s, MG_REAL *u)
 {
     int l;
     int a;
@@ -330,12 +292,10 @@ static inline int mg_rls_blocks(int n, int nb, int nblk, const int (*blk)[4], co
                 }
             }
         }
-        for (m = 0; m < n; ++m) { /* u = L^-1 J (gain .* r), limited (mg_rls_move_limit) */
+        for (m = 0; m < n; ++m) { /* u = L^-1 J (gain .* r) */
             u[m] = gain[n - 1 - m] * r[n - 1 - m];
-            z[m] = u[m];
         }
         mg_cholesky_forward(n, s, u, 1);
-        mg_rls_move_limit(n, s, u, z, step, lam);
         for (l = 0; l < nblk; ++l) { /* dtheta -= V^T u; P_l -= gain_p V_l^T V_l + Q_l */
             const int st = blk[l][0];
             const int sz = blk[l][1];

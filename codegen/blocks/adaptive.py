@@ -39,7 +39,7 @@ goes where the parameters are least known, so an absorbed contact would come bac
 the regressor changes -- and r keeps showing it. freeze = 0 is Birjandi & Haddadin's observer (it adapts
 through contacts). The first sample, and every in.reset, removes the
 whole residual seen then (g = 1, no covariance update: dtheta_hat absorbs it; with the direct form's
-rate limit, at most rate T of it, RATE_DOC) and reports r = 0;
+rate limit, |g .* r| at most rate T, RATE_DOC) and reports r = 0;
 in.reset keeps what was learned (dtheta_hat, P). A non-finite regressor or solve (NaN/inf inputs)
 re-initialises the observer (dtheta_hat = 0, P = P_0) instead of keeping NaN.
 Tip wrench (Birjandi & Haddadin eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
@@ -90,16 +90,11 @@ lambda are. The adaptation therefore absorbs a contact at most at ``rate`` on an
 whatever the thresholds, so a contact that ramps at rho > rate to F keeps F (1 - rate / rho) in r
 (docs/collision.md, "The slowest contact a model-adaptive observer catches"). A residual below
 rate T / g (the model error's routine part) is still removed at the full rate g a sample.
-The direct form (eq. 16) limits the move itself rather than its bound: the correction, computed with
-the unlimited fractions g, is scaled by min(1, rate T / |S (S + lambda I)^-1 (g .* r)|_2) (the
-runtime's mg_rls_move_limit, from the Cholesky factor the update already has: x - lambda L^-T L^-1 x,
-about n^2 multiply-adds). The guarantee is the same; they differ where S is small against lambda (a
-converged P, lambda 0.1 for an estimated q-ddot): there a correction moves far less than |g .* r|, so
-the bound throttled corrections whose move was already under rate T. The momentum form keeps the
-bound on its fractions (its sliced update corrects a window later, on a snapshot). The direct form's
-limit holds at a restart too (the first sample, in.reset): a whole residual absorbed at once, a jump
-of dtheta_hat along P_0 that the limited adaptation must then unlearn at ``rate``, left planar2's
-Kalman-fed observer at a largest threshold of 141 N m in collide (1.52 with the restart limited).
+A restart (the first sample, in.reset) removes the whole residual it sees (g = 1, no covariance
+update); in the direct form under the same limit (the block's ``restart`` function, since
+2026-12-02): absorbed at once, the first sample's residual jumps dtheta_hat along P_0, and the limited
+adaptation then unlearns that jump at ``rate`` (planar2, collide: the Kalman-fed observer's largest
+threshold 39 N m with the limit and the restart unlimited, 1.63 with both limited).
 The momentum form fed estimates has RATE by default (since 2026-11-30; before, NO_RATE). On Liu et
 al.'s recorded LWA-4P runs (the nominal model), `manipgen thresholds` designed it as the written config
 runs (its thresholds acting on the hold, host_tools.studies.thresholds.holds). Without the limit,
@@ -114,13 +109,11 @@ but not for adaptive_momentum_measured
 (exact q-dot): its thresholds are small, so the hold's bound already reaches rises of about 0.4 s on
 planar2, while the limit throttled its routine adaptation (its residual 0.2-0.4 N m on the iiwa) and
 cost a false alarm there (kuka_iiwa14 seed 1, check ratio 0.91 -> 1.11; issue #46). The direct form's block default
-is NO_RATE; collide's set-up gives it RATE (since 2026-12-02 on every feed). Limited by the bound
-|g .* r|, as before that date, its residual fed the estimator's q-ddot carries that q-ddot's error
-(about 0.3 N m on planar2), so |g .* r| was 30x rate T every sample, the limit slowed all its
-adaptation to about 3/s and the model error's part that moves with q-ddot was no longer followed
-(planar2, collide: adaptive's threshold 1.69 -> 39 N m, 14x momentum's, 10 of 12 contacts missed;
-issue #46); limited by the move, its thresholds stay near the unlimited ones (docs/collision.md,
-"The rate limit on what a correction moves")."""
+is NO_RATE; collide's set-up gives it RATE on every feed (since 2026-12-02). Before, it had the limit
+with one IMU per link only: fed the Kalman q-ddot, with the restart unlimited, the limit had slowed all
+its adaptation (planar2, collide: adaptive's threshold 1.69 -> 39 N m, 14x momentum's, 10 of 12
+contacts missed; issue #46), which was read as the q-ddot estimate's error holding the limit; it was
+the restart's jump (docs/collision.md, "The restart under the rate limit")."""
 # P's structure (COVARIANCE_DOC): "dense" (one block: the full covariance), "link" (a block per
 # group of parameters with the same regressor rows) or "diagonal"
 COVARIANCE = "dense"
@@ -418,7 +411,7 @@ def build(
             Field("r", "real", (n,), "residual r: external joint torque estimate (N m or N)"),
             Field("f_tip", "real", (6,), "tip wrench estimate [f (N); m (N m)], base frame"),
         ],
-        functions=[predict, prior_fn, wrench],
+        functions=[predict, prior_fn, wrench] + ([] if integral else [restart_gain(ctx)]),
         scratch=[Field("jjt", "real", (36,), "J J^T + lambda_f I, then its Cholesky factor (a local of the step)")],
     )
 
@@ -580,22 +573,35 @@ def direct_predict(
     samples = window(pattern)
     terms, tau_f = ctx.friction_terms()
     r = ctx.call("rnea", q, qd, qdd, pi) + tau_f + y @ dth - tau
+    rate = cs.SX.sym("rate")
     gain = 1 - cs.exp(-kk * (samples * ctx.ts))
     fn = sx_function(
         "predict",
         [("out.q_hat", q), (src[0], qd), (src[1], qdd), ("in.tau", tau), ("st.obs.dtheta", dth), ("cfg.obs.k_o", kk)]
+        + [("cfg.obs.rate", rate)]
         + model
         + terms,
         [
             ("st.obs.y", y),
             ("out.r", r),
-            # the rate limit acts on the correction's move itself (the runtime's mg_rls_move_limit, RATE_DOC)
-            ("st.obs.gain", gain),
+            ("st.obs.gain", rate_limited(gain, r, rate, samples * ctx.ts)),
             ("st.obs.gain_p", cs.mmin(gain)),
         ],
         "Y_b (stored as Y^T), r, the fraction of r each joint's correction removes and the covariance's",
     )
     return fn, [], pattern, samples
+
+
+def restart_gain(ctx: Ctx) -> FunctionSpec:
+    """The direct form's fractions at a restart (the first sample, in.reset): the whole residual
+    removed (g = 1), under the rate limit as every other correction (RATE_DOC): with ``rate`` 1e30, 1."""
+    rr, rate = ctx.sym("r"), cs.SX.sym("rate")
+    return sx_function(
+        "restart",
+        [("out.r", rr), ("cfg.obs.rate", rate)],
+        [("st.obs.gain", rate_limited(cs.SX.ones(rr.shape[0]), rr, rate, ctx.ts))],
+        "the fractions of r a restart removes: all of it, at most rate T",
+    )
 
 
 def rate_limited(gain: cs.SX, r: cs.SX, rate: cs.SX, ts: float) -> cs.SX:

@@ -87,7 +87,7 @@ LOW_PASS_WINDOW = 1e6
 # record BIRJANDI below), and in momentum form fed estimates (adaptive_momentum, also with the IMUs)
 # the torque the adaptation explains moving at most 1 N m/s on any joint (obs.rate: a fifth of the
 # scenario's 5 N m step over the slowest rise it must catch, 1 s; the block's RATE, issue #46; the
-# direct form fed estimates has it too since 2026-12-02, on each correction's move itself (RATE_DOC),
+# direct form fed estimates has it too since 2026-12-02, a restart's correction included (RATE_DOC),
 # the exact-motion forms have no limit, the block's default NO_RATE; the paper's
 # adapts at K whatever r is: rate 1e30 below); the covariance's
 # prior 0.1 of each base parameter, floored at 1e-3 of the largest, regrowing at 1/60 per second,

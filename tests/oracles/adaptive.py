@@ -61,12 +61,11 @@ def pack(full: np.ndarray, cov: Covariance) -> np.ndarray:
     return np.concatenate([full[np.ix_(cols, cols)].ravel() for cols in packed_blocks(cov)])
 
 
-def rls_update(d: Data, cov: Covariance, step: float) -> bool:
+def rls_update(d: Data, cov: Covariance) -> bool:
     """Recursive least squares' dense update (the runtime's mg_rls_gain and mg_rls_correct before
     issue #47) from the block-diagonal P, then P's diagonal blocks kept: S = Y P Y^T + lambda I = L L^T,
-    V = L^-1 Y P, dtheta_hat -= c V^T L^-1 (gain .* r), P -= gain_p V^T V, P_ii += drift_i, where c
-    scales the move of the explained torque, S (S + lambda I)^-1 (gain .* r), to a 2-norm of at most
-    ``step`` (> 0; else c = 1). False where S is not positive definite (P and dtheta_hat then unchanged)."""
+    V = L^-1 Y P, dtheta_hat -= V^T L^-1 (gain .* r), P -= gain_p V^T V, P_ii += drift_i. False where
+    S is not positive definite (P and dtheta_hat then unchanged)."""
     yt = d["st.obs.y"]
     nb, n = yt.shape
     p = unpack(d["st.obs.p"], cov, nb)
@@ -78,12 +77,7 @@ def rls_update(d: Data, cov: Covariance, step: float) -> bool:
     except np.linalg.LinAlgError:
         return False
     v = np.linalg.solve(lower, yt.T @ p)
-    x = d["st.obs.gain"] * d["out.r"]
-    scale = 1.0
-    if step > 0:  # S (S + lambda I)^-1 x with S = Y P Y^T here; the runtime's x - lambda L^-T L^-1 x
-        move = float(np.linalg.norm((yt.T @ p @ yt) @ np.linalg.solve(s, x)))
-        scale = step / max(move, step)
-    d["st.obs.dtheta"] = d["st.obs.dtheta"] - v.T @ np.linalg.solve(lower, scale * x)
+    d["st.obs.dtheta"] = d["st.obs.dtheta"] - v.T @ np.linalg.solve(lower, d["st.obs.gain"] * d["out.r"])
     if float(d["st.obs.gain_p"]) > 0:
         p = p - float(d["st.obs.gain_p"]) * (v.T @ v)
     d["st.obs.p"] = pack(p + np.diag(d["st.obs.drift"]), cov)
@@ -189,8 +183,12 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     if d["loc.first"]:
         evaluate(block.fn("prior"), d)
         d["st.obs.p"] = pack(np.diag(d["st.obs.p0"]), cov)
-    if restart:  # remove the whole residual seen now, claim no information from it
-        d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
+    if restart:  # remove the whole residual seen now (the direct form's: at most rate T of it), claim no information
+        if integral:
+            d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
+        else:
+            r, step = d["out.r"], float(d["cfg.obs.rate"]) * ctx.ts
+            d["st.obs.gain"] = np.full_like(d["st.obs.gain"], step / max(float(np.linalg.norm(r)), step))
         d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
         if integral and not sliced:  # the low-passes start at 0 (G = 0: the correction is 0 too)
             d["st.obs.y"] = np.zeros_like(d["st.obs.y"])
@@ -206,9 +204,7 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
     if sliced:
         sliced_slice(d, block, restart or bool(d["cfg.obs.freeze"] and firm), bool(d["cfg.obs.freeze"] and hold))
     elif not (d["cfg.obs.freeze"] and hold):
-        # the direct form's rate limit on the move (a restart's too); the momentum form's is in predict
-        step = 0.0 if integral else float(d["cfg.obs.rate"]) * ctx.ts
-        ok = rls_update(d, cov, step)
+        ok = rls_update(d, cov)
         if not (ok and np.all(np.isfinite(d["st.obs.dtheta"]))):
             d["st.obs.dtheta"] = np.zeros_like(d["st.obs.dtheta"])
             d["st.obs.p"] = pack(np.diag(d["st.obs.p0"]), cov)

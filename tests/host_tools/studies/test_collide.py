@@ -118,10 +118,9 @@ def test_collide_cli(tmp_path: Path) -> None:
     pairs = list(zip(imu["impact_delay_ms"].values(), kal["impact_delay_ms"].values()))
     assert len(pairs) == 3 and all(2 * a <= b for a, b in pairs), pairs
     assert imu["ratio_to_momentum"] < 1
-    # the Kalman- and tip-fed direct forms run with the rate limit too, on what each correction moves
-    # (codegen.blocks.adaptive RATE_DOC): the model error's routine part still followed, their thresholds
-    # below momentum's (measured 0.58 and 0.58; with the limit on the move's bound |g .* r|, as before
-    # 2026-12-02, adaptive's largest threshold went to 39 N m, 14x momentum's)
+    # the Kalman- and tip-fed direct forms run with the rate limit too, a restart's correction included
+    # (codegen.blocks.adaptive RATE_DOC): their thresholds below momentum's (measured 0.62 and 0.62; with
+    # the restart unlimited, adaptive's largest threshold went to 39 N m, 14x momentum's)
     for name in ("adaptive", "adaptive_imu_tip"):
         assert obs[name]["ratio_to_momentum"] < 1, name
     # the momentum form with exact qd (no qdd): the model error absorbed as well (measured 0.045 of
