@@ -38,8 +38,9 @@ not absorbed into the model error during the detector's debounce either -- with 
 goes where the parameters are least known, so an absorbed contact would come back distorted once
 the regressor changes -- and r keeps showing it. freeze = 0 is Birjandi & Haddadin's observer (it adapts
 through contacts). The first sample, and every in.reset, removes the
-whole residual seen then (g = 1, no covariance update: dtheta_hat absorbs it; with the direct form's
-rate limit, |g .* r| at most rate T, RATE_DOC) and reports r = 0;
+whole residual seen then (g = 1, no covariance update: dtheta_hat absorbs it; the direct form under a
+rate limit scales g as every sample's, |g .* r| <= rate T, and the rest shows in the next samples' r:
+RATE_DOC) and reports r = 0;
 in.reset keeps what was learned (dtheta_hat, P). A non-finite regressor or solve (NaN/inf inputs)
 re-initialises the observer (dtheta_hat = 0, P = P_0) instead of keeping NaN.
 Tip wrench (Birjandi & Haddadin eq. 28): f = J+^T r = (J J^T + lambda_f I)^-1 J r, J the tip Jacobian [v; w]
@@ -77,8 +78,8 @@ SUSPECT_HOLD = 100
 # the smallest contact collide applies (Birjandi & Haddadin's 5 N m step) over the slowest rise it must
 # catch (1 s, issue #46): 0.2 x 5 N m / 1 s; not fitted to any run. The momentum form fed estimates
 # (adaptive_momentum and its essential and dense builds) has it by default; collide's set-up
-# (host_tools.studies.paper_setups.COLLISION) pins it there too, and on the direct form fed by one IMU
-# per link (DIRECT_RATE there)
+# (host_tools.studies.paper_setups.COLLISION) pins it there too, and on the direct form fed estimates
+# (since 2026-12-02 on every estimate feed; not on the exact motion's)
 RATE = 1.0
 # no limit: the other forms' default (RATE_DOC says why)
 NO_RATE = 1e30
@@ -109,7 +110,8 @@ but not for adaptive_momentum_measured
 (exact q-dot): its thresholds are small, so the hold's bound already reaches rises of about 0.4 s on
 planar2, while the limit throttled its routine adaptation (its residual 0.2-0.4 N m on the iiwa) and
 cost a false alarm there (kuka_iiwa14 seed 1, check ratio 0.91 -> 1.11; issue #46). The direct form's block default
-is NO_RATE; collide's set-up gives it RATE on every feed (since 2026-12-02). Before, it had the limit
+is NO_RATE; collide's set-up gives it RATE on every estimate feed (the Kalman's, one tip IMU's, one IMU
+per link; not the exact motion's, adaptive_measured) since 2026-12-02. Before, it had the limit
 with one IMU per link only: fed the Kalman q-ddot, with the restart unlimited, the limit had slowed all
 its adaptation (planar2, collide: adaptive's threshold 1.69 -> 39 N m, 14x momentum's, 10 of 12
 contacts missed; issue #46), which was read as the q-ddot estimate's error holding the limit; it was

@@ -188,7 +188,8 @@ def observe(d: Data, block: Block, ctx: Ctx) -> None:
             d["st.obs.gain"] = np.ones_like(d["st.obs.gain"])
         else:
             r, step = d["out.r"], float(d["cfg.obs.rate"]) * ctx.ts
-            d["st.obs.gain"] = np.full_like(d["st.obs.gain"], step / max(float(np.linalg.norm(r)), step))
+            # fmax as the generated code's: a non-finite r gives g = 1 (the observer then starts again)
+            d["st.obs.gain"] = np.full_like(d["st.obs.gain"], step / float(np.fmax(np.linalg.norm(r), step)))
         d["st.obs.gain_p"] = d["st.obs.gain_p"] * 0.0
         if integral and not sliced:  # the low-passes start at 0 (G = 0: the correction is 0 too)
             d["st.obs.y"] = np.zeros_like(d["st.obs.y"])
