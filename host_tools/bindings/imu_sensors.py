@@ -7,9 +7,11 @@ Butterworth low-pass, then a 12-bit converter over +-full scale (runtime/manipge
 the loopback and :meth:`ImuSensors.read` both call). White
 noise of density d (per sqrt(Hz)) sampled at f_s has the standard deviation d sqrt(f_s / 2).
 
-The biases are what a standstill calibration leaves (its estimate goes into the estimator's
-``est.gyro_bias`` / ``est.acc_bias``): BMI055's temperature drift over 5 K, 0.015 deg/s/K and
-1 mg/K, rounded up to +-0.1 deg/s and +-5 mg per axis, drawn uniformly per axis.
+The biases: BMI055's temperature drift over 5 K, 0.015 deg/s/K and 1 mg/K, rounded up to +-0.1
+deg/s and +-5 mg per axis, drawn uniformly per axis: what is left since the sensor was last
+calibrated. :meth:`ImuSensors.calibration` is a standstill calibration on the arm (its estimate goes
+into the estimator's ``est.gyro_bias`` / ``est.acc_bias``; collide runs one at the arm's first pose
+before its runs: host_tools.studies.collide); what it leaves is its own error.
 """
 
 from __future__ import annotations
@@ -67,9 +69,26 @@ class ImuSensors:
 
     def noise(self, k: int, m: int, ts: float) -> np.ndarray:
         """(k, 6 m) white noise before the filters."""
-        rng = np.random.default_rng([self.seed, 2, self.noise_seed])
+        return self._white(np.random.default_rng([self.seed, 2, self.noise_seed]), k, m, ts)
+
+    def _white(self, rng: np.random.Generator, k: int, m: int, ts: float) -> np.ndarray:
         scale = np.concatenate([np.full(3 * m, self.gyro_density), np.full(3 * m, self.acc_density)])
         return rng.standard_normal((k, 6 * m)) * scale * np.sqrt(0.5 / ts)
+
+    def calibration(self, exact: np.ndarray, known: np.ndarray, ts: float, seconds: float) -> np.ndarray:
+        """The biases (6 m,) a standstill calibration estimates: the arm at rest for ``seconds``, the
+        sensors' exact values ``exact`` (6 m,), the description's model's ``known`` (6 m,: at the
+        pose the encoders report). Each axis' mean reading, through the whole chain (its noise a
+        stream no run draws, the filters, the converter, clipping), less ``known``. What it leaves
+        of the bias: the noise's mean (d sqrt(f_s / 2) / sqrt(K), 8e-4 m/s^2 over 1 s at 1 kHz), the
+        converter's mean error where the noise is smaller than its step (the gyroscopes': 3.2e-3
+        against 8.5e-3 rad/s), and gravity's reading error at the encoder's pose (g x a count)."""
+        k, width = max(1, int(round(seconds / ts))), np.size(exact)
+        if np.shape(known) != np.shape(exact) or width % 6:
+            raise ValueError(f"exact and known must be (6 m,) alike, got {np.shape(exact)} and {np.shape(known)}")
+        noise = self._white(np.random.default_rng([self.seed, 3]), k, width // 6, ts)
+        read = self.read(np.tile(np.asarray(exact, float), (k, 1)), ts, noise)
+        return np.asarray(read.mean(axis=0) - known, float)
 
     def read(self, exact: np.ndarray, ts: float, noise: np.ndarray | None = None) -> np.ndarray:
         """What the sensors read, (K, 6 m), for the exact values (K, 6 m) of K samples: the

@@ -161,9 +161,17 @@ LOOP_GAINS: Mapping[str, Designed] = {
 # rad^2/s^6 (the study's choice, the kalman block's default when this record was written). The IMU
 # estimator: BMI055 noise from the data sheet's densities (150 ug/sqrt(Hz), 0.014 deg/s/sqrt(Hz)
 # over the internal filters' bandwidths), 1000 deg/s (§V) and 2 g (not §V's 1 g: codegen.blocks.imu
-# says why) full scale, no calibrated bias, Q = 10 rad^2/s^6, R the encoder's quantisation, weak
-# priors (1 rad/s, 100 rad/s^2), crossovers 2 and 0.5 rad/s (the study's choices, the imu block's
-# defaults when this record was written).
+# says why) full scale, the biases calibrated at rest before the runs (IMU_CALIBRATED; since
+# 2026-12-02, before none: docs/collision.md "The IMUs calibrated at rest"), Q = 10 rad^2/s^6, R the
+# encoder's quantisation, weak priors (1 rad/s, 100 rad/s^2), crossovers 2 and 0.5 rad/s (the
+# study's choices, the imu block's defaults when this record was written).
+# The IMU-fed pipelines' biases: each axis' mean reading over 1 s at rest at the runs' first pose,
+# less the description's model's reading at the pose the encoders report (a user's commissioning step)
+IMU_CALIBRATED: Mapping[str, str] = {
+    f"est.{axis}_bias": "a standstill calibration of the draw's sensors at the runs' first pose "
+    "(host_tools.studies.imu_calibration)"
+    for axis in ("gyro", "acc")
+}
 COLLISION = PaperSetup(
     study="collision detection on the loopback (manipgen collide: the product's set-up)",
     paper="Birjandi & Haddadin",
@@ -182,6 +190,7 @@ COLLISION = PaperSetup(
         "then per joint (with shape fitted also det.kv, ka, ks, vs)",
         "obs.k_o": "the model-adaptive observers' K: CollideSettings.adaptive_gain (Birjandi & Haddadin's "
         "K = 100 I); the momentum observer's K_O is pinned",
+        **IMU_CALIBRATED,
     },
     blocks={
         kalman.SPEC.name: {"est.gain": kalman_gain(_COLLIDE_Q)},
@@ -190,8 +199,6 @@ COLLISION = PaperSetup(
             "est.noise_gyro": 0.0032,
             "est.acc_range": 19.6133,
             "est.gyro_range": 17.453292519943297,
-            "est.acc_bias": 0.0,
-            "est.gyro_bias": 0.0,
             "est.q_var": 10.0,
             "est.r_var": QUANTISATION,
             "est.prior_qd": 1.0,
@@ -248,13 +255,27 @@ COLLISION = PaperSetup(
 # torque are not low-passed to 100 Hz, friction is in the plant and exactly in the model (the paper
 # neglects it), the IMUs' accelerometers have 2 g full scale (§V: 1 g; codegen.blocks.imu says why).
 _PAPERS_ADAPTATION: Mapping[str, Any] = {"obs.freeze": 0, "obs.rate": 1e30}
+# Its IMUs are not calibrated (the biases 0, as collide's were before 2026-12-02).
 BIRJANDI = replace(
     COLLISION,
     study="Birjandi & Haddadin's simulation (manipgen reproduce birjandi; manipgen collide --setup birjandi)",
+    per_setup={k: v for k, v in COLLISION.per_setup.items() if k not in IMU_CALIBRATED},
     blocks={
-        b: {**pins, **_PAPERS_ADAPTATION} if "obs.freeze" in pins else pins for b, pins in COLLISION.blocks.items()
+        b: {**pins, **_PAPERS_ADAPTATION}
+        if "obs.freeze" in pins
+        else {**pins, **dict.fromkeys(IMU_CALIBRATED, 0.0)}
+        if b == imu.SPEC.name
+        else pins
+        for b, pins in COLLISION.blocks.items()
     },
 )
+
+
+def calibrates_imus(setup: PaperSetup) -> bool:
+    """Whether ``setup`` calibrates an IMU-fed pipeline's biases at rest (IMU_CALIBRATED) rather than pinning them."""
+    return all(key in setup.per_setup for key in IMU_CALIBRATED)
+
+
 # collide's set-up against the paper's: field -> why collide runs its own value (the docs' tables say it)
 BIRJANDI_DIFFERS: Mapping[str, str] = {
     "obs.freeze": "collide holds the model-adaptive observers' adaptation on a latched collision, above the "
@@ -263,6 +284,13 @@ BIRJANDI_DIFFERS: Mapping[str, str] = {
     "obs.rate": "collide's model-adaptive observers fed estimates (the momentum form's and the direct form's) "
     "move the torque they explain at most 1 N m/s, so a contact rising over 1 s keeps 80 % of a 5 N m step in "
     "the residual (issue #46); the paper's adapts at K whatever the residual",
+    **{
+        key: "calibrated at rest before collide's runs (host_tools.studies.imu_calibration; None here: "
+        "set per draw), so the IMU-fed estimator does not meet the sensors' drift of up to 5 mg with its "
+        "joint-space corrections alone (one IMU at the tip turned it into tenths of a rad/s of q-dot near "
+        "the stretched pose: docs/collision.md); the paper's sensors have no stated bias"
+        for key in IMU_CALIBRATED
+    },
 }
 # collide's set-ups by the name `manipgen collide --setup` takes
 COLLISION_SETUPS: Mapping[str, PaperSetup] = {"collide": COLLISION, "birjandi": BIRJANDI}

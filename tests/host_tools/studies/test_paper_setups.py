@@ -172,10 +172,13 @@ def test_birjandis_set_up_is_the_papers_and_collides_stays_its_own() -> None:
     adaptation's rate where the observer is fed estimates (rate = 1 N m/s, issue #46: the momentum form
     and the direct form on the Kalman's, one tip IMU's or one IMU per link). The two records differ in
     the fields BIRJANDI_DIFFERS explains and nowhere else, and each collide pipeline runs the record its
-    settings name."""
+    settings name. collide's calibrates the IMUs' biases at rest where the paper's pins them at 0
+    (host_tools.studies.imu_calibration, since 2026-12-02)."""
     found = differences(COLLISION, BIRJANDI)
-    assert set(found) == set(BIRJANDI_DIFFERS) == {"obs.freeze", "obs.rate"}
+    bias = {"est.gyro_bias", "est.acc_bias"}
+    assert set(found) == set(BIRJANDI_DIFFERS) == {"obs.freeze", "obs.rate"} | bias
     assert found["obs.freeze"] == (1, 0) and found["obs.rate"][1] == 1e30 and found["obs.rate"][0] == 1.0
+    assert all(found[k] == (None, 0.0) for k in bias) and all(k in COLLISION.per_setup for k in bias)
     robot = RobotSource.of("planar2").robot()
     model = robot.standard_parameters()
     for setup, freeze in (("birjandi", 0), ("collide", 1)):
