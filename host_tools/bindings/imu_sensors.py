@@ -80,9 +80,10 @@ class ImuSensors:
         sensors' exact values ``exact`` (6 m,), the description's model's ``known`` (6 m,: at the
         pose the encoders report). Each axis' mean reading, through the whole chain (its noise a
         stream no run draws, the filters, the converter, clipping), less ``known``. What it leaves
-        of the bias: the noise's mean (d sqrt(f_s / 2) / sqrt(K), 8e-4 m/s^2 over 1 s at 1 kHz), the
+        of the bias: the noise's mean (d sqrt(f_s / 2) / sqrt(K), 1.0e-3 m/s^2 over 1 s at 1 kHz), the
         converter's mean error where the noise is smaller than its step (the gyroscopes': 3.2e-3
-        against 8.5e-3 rad/s), and gravity's reading error at the encoder's pose (g x a count)."""
+        against 8.5e-3 rad/s), and gravity's reading error at the encoders' pose (g times the sum of
+        the joints' offsets from their counts, below a count each, along the chain to the IMU)."""
         k, width = max(1, int(round(seconds / ts))), np.size(exact)
         if np.shape(known) != np.shape(exact) or width % 6:
             raise ValueError(f"exact and known must be (6 m,) alike, got {np.shape(exact)} and {np.shape(known)}")

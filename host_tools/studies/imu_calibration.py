@@ -23,10 +23,10 @@ from codegen.symbolic.dynamics import Dynamics
 from codegen.symbolic.imu import readings_function
 from host_tools.bindings.imu_sensors import ImuSensors
 from host_tools.bindings.rt import Realtime
-from host_tools.data.measured import encoders
 
-# s at rest: the noise's mean is then d sqrt(f_s / 2) / sqrt(f_s s), 8e-4 m/s^2 for the BMI055's
-# accelerometer at 1 kHz, a sixth of the 5 mg drift it calibrates; not fitted to any run
+# s at rest: the noise's mean is then d sqrt(f_s / 2) / sqrt(f_s s) = d / sqrt(2 s), 1.0e-3 m/s^2 for
+# the BMI055's accelerometer (150 ug/sqrt(Hz)), a fiftieth of the 5 mg (4.9e-2 m/s^2) drift it
+# calibrates; not fitted to any run
 CALIBRATION_S = 1.0
 
 
@@ -36,10 +36,15 @@ def _readings(robot: Robot, tip: bool) -> cs.Function:
     return readings_function(Dynamics(robot), imu_block.placements(robot, tip))
 
 
-def encoder_pose(robot: Robot, q: np.ndarray) -> np.ndarray:
-    """The pose the encoders report at ``q``: each joint on its count (host_tools.data.measured.encoders)."""
-    step, offset, direction = encoders(robot)
-    return np.round((q - offset) / (step * direction)) * step * direction + offset
+def encoder_pose(rt: Realtime, q: np.ndarray) -> np.ndarray:
+    """The pose ``rt``'s encoders report with the arm at ``q``: the loopback's counts (its sensor model,
+    the floor of the real-valued count: Realtime.encoder_counts) read back as the generated encoder
+    read does, count 2 pi / cpr direction / gear + offset (a link-side encoder: gear 1)."""
+    counts, _ = rt.encoder_counts(q)
+    cpr, gear, direction, offset = (
+        np.asarray(rt.config[f"enc.{f}"], float) for f in ("cpr", "gear", "direction", "offset")
+    )
+    return np.asarray(counts, float) * (2 * np.pi / cpr) * direction / gear + offset
 
 
 def calibrate(rt: Realtime, robot: Robot, tip: bool, sensors: ImuSensors, rest: np.ndarray) -> np.ndarray:
@@ -50,7 +55,7 @@ def calibrate(rt: Realtime, robot: Robot, tip: bool, sensors: ImuSensors, rest: 
     fn = _readings(robot, tip)
     zero = np.zeros(robot.dof)
     exact = np.concatenate([np.ravel(np.asarray(v, float)) for v in fn(rest, zero, zero)])
-    known = np.concatenate([np.ravel(np.asarray(v, float)) for v in fn(encoder_pose(robot, rest), zero, zero)])
+    known = np.concatenate([np.ravel(np.asarray(v, float)) for v in fn(encoder_pose(rt, rest), zero, zero)])
     bias = sensors.calibration(exact, known, rt.sample_period, CALIBRATION_S)
     m = bias.size // 6
     rt.config["est.gyro_bias"] = bias[: 3 * m].reshape(m, 3)

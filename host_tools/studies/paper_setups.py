@@ -40,6 +40,7 @@ from host_tools.identification.paper_setups import (
     kalman_gain,
 )
 from host_tools.studies import loop_margin
+from host_tools.studies.imu_calibration import CALIBRATION_S
 
 __all__ = [
     "BIRJANDI",
@@ -165,11 +166,11 @@ LOOP_GAINS: Mapping[str, Designed] = {
 # 2026-12-02, before none: docs/collision.md "The IMUs calibrated at rest"), Q = 10 rad^2/s^6, R the
 # encoder's quantisation, weak priors (1 rad/s, 100 rad/s^2), crossovers 2 and 0.5 rad/s (the
 # study's choices, the imu block's defaults when this record was written).
-# The IMU-fed pipelines' biases: each axis' mean reading over 1 s at rest at the runs' first pose,
+# The IMU-fed pipelines' biases: each axis' mean reading over CALIBRATION_S at rest at the runs' first pose,
 # less the description's model's reading at the pose the encoders report (a user's commissioning step)
 IMU_CALIBRATED: Mapping[str, str] = {
-    f"est.{axis}_bias": "a standstill calibration of the draw's sensors at the runs' first pose "
-    "(host_tools.studies.imu_calibration)"
+    f"est.{axis}_bias": f"a standstill calibration ({CALIBRATION_S:g} s) of the draw's sensors at the runs' "
+    "first pose (host_tools.studies.imu_calibration)"
     for axis in ("gyro", "acc")
 }
 COLLISION = PaperSetup(

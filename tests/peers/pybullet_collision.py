@@ -16,7 +16,8 @@ acceleration of its last step (Birjandi & Haddadin's IMU assumption), ``adaptive
 estimator fed by one simulated BMI055 per link (the overlay's ``imus:``): exact readings from
 PyBullet's own link states (angular velocity; the sensor point's velocity, differenced over the
 step as the joint acceleration is), then the loopback's sensor chain (bias, noise, low-pass,
-12-bit converter, clipping: ``host_tools.bindings.imu_sensors.ImuSensors.read``).
+12-bit converter, clipping: ``host_tools.bindings.imu_sensors.ImuSensors.read``); the biases are
+not calibrated here (the estimator's est.*_bias 0), unlike collide's set-up since 2026-12-02.
 
 Scenario (Birjandi & Haddadin §IV's set-up: a move at a cruise speed into a plate), all at 1 kHz:
 - design run: a 20 s random Fourier excitation, then the approach without the box (below) at

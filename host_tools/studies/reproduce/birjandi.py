@@ -58,8 +58,9 @@ FULL_SEEDS = (0, 1, 2)
 # its own: the same figures in any set); the model error on the friction too with the paper's five
 ALL_IIWA = (*FULL_OBSERVERS, *(o for o in DEFAULT_OBSERVERS if o not in FULL_OBSERVERS))
 OTHER_PLANAR2 = (MOMENTUM, *(o for o in DEFAULT_OBSERVERS if o not in QUICK_OBSERVERS))
-# the observers whose set-up differs in collide's (the model-adaptive ones: obs.freeze), run in it too
-# at the draws; the momentum observer's run (for the ratio) is the same in both set-ups
+# the observers whose set-up differs in collide's (the model-adaptive ones: obs.freeze, obs.rate; the
+# IMU-fed ones: their biases calibrated at rest), run in it too at the draws; the momentum observer's
+# run (for the ratio) is the same in both set-ups
 PRODUCT_OBSERVERS = (ADAPTIVE, ADAPTIVE_EXACT, "adaptive")
 PAPER_SETUP = "birjandi"  # paper_setups.COLLISION_SETUPS: BIRJANDI
 PRODUCT_SETUP = "collide"  # COLLISION
@@ -238,7 +239,8 @@ def _differs() -> str:
     """What collide's set-up changes from the paper's, and why (paper_setups.BIRJANDI_DIFFERS)."""
     changed = differences(COLLISION_SETUPS[PAPER_SETUP], COLLISION_SETUPS[PRODUCT_SETUP])
     return "; ".join(
-        f"{k} = {theirs} in collide's, {ours} in the paper's: {BIRJANDI_DIFFERS[k]}"
+        f"{k} = {'set per draw' if theirs is None else theirs} in collide's, {ours} in the paper's: "
+        f"{BIRJANDI_DIFFERS[k]}"
         for k, (ours, theirs) in changed.items()
     )
 

@@ -90,6 +90,11 @@ def test_collide_cli(tmp_path: Path) -> None:
         else:
             assert all(20 < k < 100 for k in kp) and all(5 < d < 13 for d in kd), name
         assert o["model"] == "description", name  # the drawn model, whichever loop it runs in
+        # the IMU-fed entries' sensors calibrated at rest (imu_calibration): what it left of each
+        # axis' bias, 6 per IMU (planar2's description has 2, the tip set-up 1); None without IMUs
+        left = o["imu_calibration_error"]
+        imus = {"links": 2, "tip": 1}.get(ENTRIES[name].imu, 0)
+        assert (left is None) if not imus else (len(left) == 6 * imus and max(map(abs, left)) < 0.01), name
     assert "Computed torque (per joint; on the Kalman estimate lowered" in markdown(doc)
     mom, ada = obs["momentum"], obs["adaptive_measured"]
     # adaptive_measured's residual sits at the encoder's resolution: the Kalman q_hat from the counts
