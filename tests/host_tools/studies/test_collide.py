@@ -91,10 +91,19 @@ def test_collide_cli(tmp_path: Path) -> None:
             assert all(20 < k < 100 for k in kp) and all(5 < d < 13 for d in kd), name
         assert o["model"] == "description", name  # the drawn model, whichever loop it runs in
         # the IMU-fed entries' sensors calibrated at rest (imu_calibration): what it left of each
-        # axis' bias, 6 per IMU (planar2's description has 2, the tip set-up 1); None without IMUs
+        # axis' bias, 6 per IMU (planar2's description has 2, the tip set-up 1); None without IMUs.
+        # Bounds: the gyroscopes' undithered converter, half its 8.5e-3 rad/s step, plus 5 x the noise
+        # mean's 1.7e-4 (0.014 deg/s/sqrt(Hz) / sqrt(2 s)): 5.1e-3 rad/s; the accelerometers' 5 x 1.04e-3
+        # (150 ug/sqrt(Hz) / sqrt(2 s)) plus gravity at the encoders' pose, below the arm by under a
+        # count (3.8e-4 rad) on each of the 2 joints: 9.81 x 2 x 3.8e-4 = 7.5e-3, 1.27e-2 m/s^2 in all
         left = o["imu_calibration_error"]
         imus = {"links": 2, "tip": 1}.get(ENTRIES[name].imu, 0)
-        assert (left is None) if not imus else (len(left) == 6 * imus and max(map(abs, left)) < 0.01), name
+        if not imus:
+            assert left is None, name
+        else:
+            assert len(left) == 6 * imus, name
+            gyro, acc = np.abs(left[: 3 * imus]), np.abs(left[3 * imus :])
+            assert gyro.max() <= 5.1e-3 and acc.max() <= 1.27e-2, (name, left)
     assert "Computed torque (per joint; on the Kalman estimate lowered" in markdown(doc)
     mom, ada = obs["momentum"], obs["adaptive_measured"]
     # adaptive_measured's residual sits at the encoder's resolution: the Kalman q_hat from the counts
