@@ -286,10 +286,10 @@ BIRJANDI_DIFFERS: Mapping[str, str] = {
     "move the torque they explain at most 1 N m/s, so a contact rising over 1 s keeps 80 % of a 5 N m step in "
     "the residual (issue #46); the paper's adapts at K whatever the residual",
     **{
-        key: "calibrated at rest before collide's runs (host_tools.studies.imu_calibration; None here: "
-        "set per draw), so the IMU-fed estimator does not meet the sensors' drift of up to 5 mg with its "
-        "joint-space corrections alone (one IMU at the tip turned it into tenths of a rad/s of q-dot near "
-        "the stretched pose: docs/collision.md); the paper's sensors have no stated bias"
+        key: "calibrated at rest before collide's runs (host_tools.studies.imu_calibration), so the IMU-fed "
+        "estimator does not meet the sensors' drift (up to 0.1 deg/s and 5 mg) with its joint-space corrections "
+        "alone (the accelerometers' drift, seen by one IMU at the tip, put tenths of a rad/s into q-dot near the "
+        "stretched pose: docs/collision.md); the paper's sensors have no stated bias"
         for key in IMU_CALIBRATED
     },
 }

@@ -236,12 +236,16 @@ def setup_name(setup: str) -> str:
 
 
 def _differs() -> str:
-    """What collide's set-up changes from the paper's, and why (paper_setups.BIRJANDI_DIFFERS)."""
+    """What collide's set-up changes from the paper's, and why (paper_setups.BIRJANDI_DIFFERS); fields
+    that differ alike for one reason (the IMUs' two biases) in one clause."""
     changed = differences(COLLISION_SETUPS[PAPER_SETUP], COLLISION_SETUPS[PRODUCT_SETUP])
+    clauses: dict[tuple[str, str, str], list[str]] = {}
+    for k, (ours, theirs) in changed.items():
+        collide_value = "set per draw" if theirs is None else str(theirs)
+        clauses.setdefault((collide_value, str(ours), BIRJANDI_DIFFERS[k]), []).append(k)
     return "; ".join(
-        f"{k} = {'set per draw' if theirs is None else theirs} in collide's, {ours} in the paper's: "
-        f"{BIRJANDI_DIFFERS[k]}"
-        for k, (ours, theirs) in changed.items()
+        f"{', '.join(keys)} = {theirs} in collide's, {ours} in the paper's: {why}"
+        for (theirs, ours, why), keys in clauses.items()
     )
 
 

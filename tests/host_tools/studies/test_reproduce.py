@@ -295,3 +295,15 @@ def test_birjandi_full_tier_reads_its_results(birjandi_results: BirjandiResults)
         for name, verdict in verdicts.items():  # the same runs at each draw: each full claim as its quick one
             if name.startswith("iiwa."):
                 assert verdict == verdicts["sim." + name.removeprefix("iiwa.")], name
+
+
+def test_birjandi_setups_text_names_each_difference_once() -> None:
+    """The full tier's set-up block says what collide's set-up changes: every field that differs
+    (paper_setups.differences) named once, fields that differ alike for one reason (the IMUs' two
+    biases) in one clause, each clause with both values and its reason."""
+    text = birjandi._differs()
+    changed = paper_setups.differences(paper_setups.BIRJANDI, paper_setups.COLLISION)
+    assert all(text.count(f"{k} ") + text.count(f"{k},") == 1 for k in changed), text
+    assert "est.acc_bias, est.gyro_bias = set per draw in collide's, 0.0 in the paper's: " in text
+    assert text.count("calibrated at rest") == 1 and "None" not in text
+    assert "obs.rate = 1.0 in collide's, 1e+30 in the paper's: " in text
