@@ -85,6 +85,7 @@ def main() -> None:
         np.savez(args.save, q=extra["q_true"], qd=extra["qd_true"], ts=robot.sample_period)
         print(f"wrote {args.save}")
         rt = collide._pipeline(robot, entry, s, runs.model)
+    collide.calibrated(rt, robot, entry, s, runs.design.q[0])  # the IMUs' biases at rest, as collide's runs
     plants = Replays(record=False)
     imu = collide.Sensors(collide.ImuSensors(seed=s.seed)) if entry.imu else None
     d = collide._design(rt, s, runs, imu, plants, runs.least)
