@@ -13,7 +13,8 @@ design and check motion exactly as collide runs them (host_tools.studies.collide
 - ``--no-hold``: the same check run with the model-adaptive observer's hold off (obs.freeze = 0; the
   designed thresholds kept), its largest |r| per joint and samples above the thresholds;
 - ``--save RUN.npz``: the plant's q and q-dot over the design motions in closed loop through the
-  observer's pipeline (no detection); ``--diff A.npz B.npz`` compares two such files (e.g. one saved
+  observer's pipeline (no detection; an IMU-fed one without its calibration or the draw's sensors);
+  ``--diff A.npz B.npz`` compares two such files (e.g. one saved
   with ``MANIPGEN_NATIVE_ARITHMETIC=1``): the first time they differ by more than 1e-12 rad and their
   largest differences.
 

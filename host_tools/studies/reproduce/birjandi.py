@@ -240,12 +240,12 @@ def _differs() -> str:
     that differ alike for one reason (the IMUs' two biases) in one clause."""
     changed = differences(COLLISION_SETUPS[PAPER_SETUP], COLLISION_SETUPS[PRODUCT_SETUP])
     clauses: dict[tuple[str, str, str], list[str]] = {}
-    for k, (ours, theirs) in changed.items():
-        collide_value = "set per draw" if theirs is None else str(theirs)
-        clauses.setdefault((collide_value, str(ours), BIRJANDI_DIFFERS[k]), []).append(k)
+    for k, (paper, product) in changed.items():
+        product_value = "set per draw" if product is None else str(product)
+        clauses.setdefault((product_value, str(paper), BIRJANDI_DIFFERS[k]), []).append(k)
     return "; ".join(
-        f"{', '.join(keys)} = {theirs} in collide's, {ours} in the paper's: {why}"
-        for (theirs, ours, why), keys in clauses.items()
+        f"{', '.join(keys)} = {product} in collide's, {paper} in the paper's: {why}"
+        for (product, paper, why), keys in clauses.items()
     )
 
 
