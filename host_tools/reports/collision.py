@@ -10,7 +10,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.data.json_doc import finite
 from host_tools.reports import plots
-from host_tools.studies.collide import CollideResult, impact_target
+from host_tools.studies.collide import CollideResult, impacts_line
 
 
 def standin_line(standin: dict[str, Any]) -> str:
@@ -27,7 +27,7 @@ def markdown(doc: dict[str, Any]) -> str:
     """The table of every observer's thresholds, delays, false alarms and misses."""
     s = doc["settings"]
     cut = [f"{c:g}" for c in s["cutoffs"]]
-    speeds = [f"{i['speed_m_s']:.3g}" for i in doc["impacts"]]
+    targets = list(s["impact_speeds"])
     lines = [
         f"# Collision detection on {doc['robot']} (model error ±{s['model_error'] * 100:g} %, "
         f"{s['amplitude']:g} N m on joint {s['joint']})",
@@ -35,19 +35,19 @@ def markdown(doc: dict[str, Any]) -> str:
         f"| observer | q̇, q̈ | threshold on joint {s['joint']} (N m) | max threshold (N m) | "
         + " | ".join(f"delay at {c} Hz (ms)" for c in cut)
         + " | "
-        + " | ".join(f"impact {v} m/s (ms)" for v in speeds)
+        + " | ".join(f"impact {t:g} m/s (ms)" for t in targets)
         + " | false alarms | missed |",
-        "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(speeds)) + " --: | --: |",
+        "| --- | --- | --: | --: |" + " --: |" * (len(cut) + len(targets)) + " --: | --: |",
     ]
     standin = doc.get("standin_limits")
     if standin:
         lines[1:1] = ["", standin_line(standin)]
     for name, o in doc["observers"].items():
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
-        # the observer's own impacts, each under the column of the same target speed (an identified
-        # model's loop meets them elsewhere, at other speeds; a target its loop's motion is too slow for: n/a)
-        own = {impact_target(float(v), s["impact_speeds"]): x for v, x in o["impact_delay_ms"].items()}
-        at = [own.get(impact_target(float(v), s["impact_speeds"]), "n/a") for v in speeds]
+        # the observer's own impacts, each under its target speed's column (an identified model's loop
+        # meets them elsewhere, at other speeds; a target its loop's motion gave no instant of its own: n/a)
+        own = {o["impact_targets"][label]: x for label, x in o["impact_delay_ms"].items()}
+        at = [own.get(t, "n/a") for t in targets]
         d += [x if isinstance(x, str) else "—" if x is None else f"{x:.1f}" for x in at]
         shown = f"{name} (identified model)" if o.get("model") == "identified" else name
         lines.append(
@@ -56,6 +56,8 @@ def markdown(doc: dict[str, Any]) -> str:
             + f" | {o['false_alarms']} | {o['missed']}/{o['events']} |"
         )
     lines += [
+        "",
+        impacts_line(doc["impacts"]),
         "",
         "Birjandi & Haddadin (Panda, real robot, IMU-fused q̇, q̈ on one joint): momentum threshold 1 N m, "
         "model-adaptive 0.1 N m, detected within ≈ 1.2 ms.",

@@ -283,6 +283,21 @@ def rising_edges(flag: np.ndarray) -> int:
     return int(np.sum(flag[1:] & ~flag[:-1]) + (flag[0] if len(flag) else 0))
 
 
+@dataclass(frozen=True)
+class Impact:
+    """One Hunt-Crossley impact: the target tip speed it was placed for, the speed the motion reached
+    there (a motion slower than the target: its fastest instant) and the obstacle."""
+
+    target: float  # m/s, one of CollideSettings.impact_speeds
+    speed: float  # m/s, the tip's speed at the contact
+    contact: Contact
+
+    @property
+    def label(self) -> str:
+        """The key of its delay and trace in the JSON (the speed reached, 3 digits)."""
+        return f"{self.speed:.3g}"
+
+
 def _impacts(
     robot: Robot,
     motion: Trajectory,
@@ -290,8 +305,8 @@ def _impacts(
     true: np.ndarray,
     s: CollideSettings,
     entry: Entry | None = None,
-) -> list[tuple[float, Contact]]:
-    """(tip speed, obstacle) per target impact speed: the plane through the tip at the instant of the
+) -> list[Impact]:
+    """One impact per target impact speed: the plane through the tip at the instant of the
     (collision-free, closed-loop) motion whose tip speed is closest to the target, facing the velocity.
     The motion through the Kalman-fed loop every observer shares, or (``entry``) through that
     observer's estimator's own loop (its IMUs' noise a sequence its runs do not draw)."""
@@ -317,24 +332,26 @@ def _impacts(
         p, v = tips[i]
         t = float(ks[i] * ts)
         out.append(
-            (
+            Impact(
+                target,
                 float(speeds[i]),
-                Contact(
-                    point=tuple(p),
-                    normal=tuple(-v / np.linalg.norm(v)),
-                    start=t,
-                    stop=t + s.hold,
-                ),
+                Contact(point=tuple(p), normal=tuple(-v / np.linalg.norm(v)), start=t, stop=t + s.hold),
             )
         )
     return out
 
 
-def impact_target(speed: float, targets: tuple[float, ...] | list[float]) -> float:
-    """The target tip speed an impact of ``speed`` stands for (_impacts places each at the instant
-    closest to its target): the closest target. The JSON keys impacts by their speed; the study's
-    rows and the report's columns group them by this."""
-    return min(targets, key=lambda t: abs(t - speed))
+def impact_doc(impact: Impact) -> dict[str, float]:
+    """An impact's JSON entry: when, the tip speed reached, and the target speed it stands for (the
+    study's rows and the reports' columns group impacts by their target)."""
+    return {"time_s": impact.contact.start, "speed_m_s": impact.speed, "target_m_s": impact.target}
+
+
+def impacts_line(impacts: list[dict[str, float]]) -> str:
+    """The reports' sentence on which tip speed each impact column's contact met (impact_doc's entries;
+    _impacts: the motion's instant closest to the target, a motion slower than the target its fastest)."""
+    met = ", ".join(f"{i['target_m_s']:g} m/s at {i['speed_m_s']:.3g} m/s" for i in impacts)
+    return f"The impacts (target tip speed, met at): {met}."
 
 
 def standin_doc(joints: list[str]) -> dict[str, Any]:
@@ -441,7 +458,7 @@ def _identified(robot: Robot, s: CollideSettings, runs: Runs) -> Runs:
     )
 
 
-def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Contact]]) -> dict[str, Any]:
+def _document(robot: Robot, s: CollideSettings, impacts: list[Impact]) -> dict[str, Any]:
     """The JSON document's head: the settings and where the thresholds, false alarms and collisions come from."""
     seeds = f"{s.seed + 1}-{s.seed + s.design_motions}" if s.design_motions > 1 else f"{s.seed + 1}"
     first_warmup = s.seed + 2 + s.design_motions
@@ -465,7 +482,7 @@ def _document(robot: Robot, s: CollideSettings, impacts: list[tuple[float, Conta
         "collisions_on": f"the check motion (seed {s.seed + 1 + s.design_motions}), held out from the design, "
         "run after the design run",
         "observers": {},
-        "impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in impacts],
+        "impacts": [impact_doc(i) for i in impacts],
     }
 
 
@@ -554,7 +571,7 @@ def _identified_doc(robot: Robot, s: CollideSettings, runs: Runs) -> dict[str, A
         "motions in closed loop on the drawn model)",
         "model_adaptive": "the drawn model (adapted on line)",
         "torque_error_rms": {"drawn": error(runs.model), "identified": error(runs.identified.model)},
-        "identified_impacts": [{"time_s": c.start, "speed_m_s": v} for v, c in runs.identified.impacts],
+        "identified_impacts": [impact_doc(i) for i in runs.identified.impacts],
     }
 
 
@@ -616,7 +633,7 @@ class Runs:
     design: Trajectory
     test: Trajectory
     collided: Trajectory
-    impacts: list[tuple[float, Contact]]
+    impacts: list[Impact]
     model: np.ndarray
     true: np.ndarray
     k_design: int
@@ -903,7 +920,7 @@ def _leaves(s: CollideSettings, runs: Runs, n: int, ts: float) -> tuple[int, ...
         for c in s.cutoffs
         for e in s.events
     }
-    contacts = {contact_samples(contact, ts)[0] for _, contact in runs.impacts}
+    contacts = {contact_samples(i.contact, ts)[0] for i in runs.impacts}
     return tuple(sorted(at for at in steps | contacts if at < k))
 
 
@@ -922,16 +939,17 @@ def _impact_delays(
     ts = rt.sample_period
     dyn = load(robot)
     out: dict[str, float | None] = {}
-    for speed, contact in runs.impacts:
+    for impact in runs.impacts:
+        contact = impact.contact
         ke = int(round(contact.start / ts))
         end = ke + max(int(round(s.window / ts)), int(round(0.15 / ts)))  # the last sample read
         at = contact_samples(contact, ts)[0]
         run = _from_check(rt, d.learned, check, until(runs.collided, end), at, runs, plants, contact=contact)
-        out[f"{speed:.3g}"] = _first_hit(run.out, ke, s, ts)
+        out[impact.label] = _first_hit(run.out, ke, s, ts)
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
         normal = np.array(contact.normal)
-        result.impacts[f"{speed:.3g} m/s"] = (
+        result.impacts[f"{impact.label} m/s"] = (
             (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
             tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
             tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),
@@ -1003,6 +1021,9 @@ def observer_item(
         "delays_ms": delays,
         "median_delay_ms": float(np.median(detected)) if detected else None,
         "impact_delay_ms": impact_delays,
+        # each impact this observer's loop met (an identified model's loop, an IMU-fed loop with gains
+        # of its own: at other speeds than the draw's shared impacts) by the target speed it stands for
+        "impact_targets": {i.label: i.target for i in runs.impacts},
         "false_alarms": false_alarms,
         "missed": sum(x is None for v in delays.values() for x in v) + sum(x is None for x in impact_delays.values()),
         "events": len(s.cutoffs) * len(s.events) + len(runs.impacts),

@@ -326,11 +326,6 @@ def _observer_entry(item: CollideItem, source: RobotSource, runs: collide.Runs, 
         more = _push_delays(item, s, runs) if item.push_hz else None
         result = collide.observer_item(source, s, item.observer, runs, more=more, plants=plants).entry
         result["check_s"] = (len(runs.test.time) - runs.k0) * source.robot().sample_period  # the false alarms' exposure
-        # each impact the observer's own loop met (an identified model's loop, an IMU-fed loop with
-        # gains of its own: at other speeds than the draw's shared impacts) by the target it stands for
-        result["impact_targets"] = {
-            label: collide.impact_target(float(label), s.impact_speeds) for label in result["impact_delay_ms"]
-        }
         unbounded = lacking_motion_limits(replace(source, standin_limits=False).robot())
         result["standin_limits"] = collide.standin_doc(unbounded) if unbounded else None
     except (SimulationError, ValueError) as exc:

@@ -28,7 +28,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import fill_inputs, load_rt
 from host_tools.identification.excitation import random_excitation
-from host_tools.studies.collide import CollideSettings, choices, impact_target, scenario
+from host_tools.studies.collide import CollideSettings, choices, impacts_line, scenario
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
 from host_tools.studies.paper_setups import BIRJANDI, BIRJANDI_DIFFERS, COLLISION_SETUPS, differences
 from host_tools.studies.reproduce.birjandi_paper import (
@@ -139,18 +139,17 @@ def _median(delays: list[float | None]) -> Num:
     return Num(None if math.isinf(median) else median, None)
 
 
-def _impact_delay(entry: dict[str, Any], speed: str, targets: list[float]) -> float | None:
-    """The observer's delay for the impact that stands for the same target speed as ``speed`` (an
-    observer whose loop differs meets its own impacts, at other speeds: collide's _impacts)."""
-    own = {impact_target(float(v), targets): d for v, d in entry["impact_delay_ms"].items()}
-    return own.get(impact_target(float(speed), targets))
+def _impact_delay(entry: dict[str, Any], target: float) -> float | None:
+    """The observer's delay for its impact placed for ``target`` m/s (an observer whose loop differs
+    meets its own impacts, at other speeds: collide's _impacts)."""
+    own = {entry["impact_targets"][label]: d for label, d in entry["impact_delay_ms"].items()}
+    return own.get(target)
 
 
 def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
     """One collide run's observers beside the paper's thresholds: largest threshold, delays, alarms."""
     observers: dict[str, dict[str, Any]] = doc["observers"]
     first = next(iter(observers.values()))
-    speeds = list(first["impact_delay_ms"])
     targets = list(doc["settings"]["impact_speeds"])
     columns = (
         "observer",
@@ -161,7 +160,7 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
         "/ momentum's",
         "Birjandi & Haddadin §V (N m)",
         *(f"delay {c} Hz (ms)" for c in first["delays_ms"]),
-        *(f"impact {v} m/s (ms)" for v in speeds),
+        *(f"impact {t:g} m/s (ms)" for t in targets),
         "false alarms",
         "missed",
     )
@@ -179,7 +178,7 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
                     text(Num(e.get("ratio_to_momentum"))),
                     text(Num(paper_th, None)),
                     *(text(_median(v)) for v in e["delays_ms"].values()),
-                    *(text(Num(_impact_delay(e, v, targets), None)) for v in speeds),
+                    *(text(Num(_impact_delay(e, t), None)) for t in targets),
                     text(Num(e["false_alarms"], None)),
                     text(Num(e["missed"], None), f"/{e['events']}"),
                 ),
@@ -196,7 +195,7 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
         f"{settings['joint']}). Largest threshold: over the "
         f"joints, designed on {settings['design_motions']} collision-free motions for each observer alike; "
         "delays: the median of the three steps, a missed one infinitely late (— : the median missed); "
-        "Birjandi & Haddadin's thresholds are §V's, on the real Panda's joint 6."
+        "Birjandi & Haddadin's thresholds are §V's, on the real Panda's joint 6. " + impacts_line(doc["impacts"])
     )
     return Table(key, tier, title, columns, tuple(rows))
 

@@ -33,6 +33,8 @@ from host_tools.studies.collide import (
 )
 from host_tools.studies.collide_defaults import ENTRIES
 from host_tools.studies.collide_study import CollideItem, CollideRow, run_collide_draw
+from host_tools.studies.reproduce import birjandi
+from host_tools.studies.reproduce.records import Num, text
 from tests.tooling import ROOT, cli_in_process
 
 
@@ -203,6 +205,21 @@ def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None
     assert doc["observers"]["momentum"]["events"] == 3
     assert len(doc["observers"]["momentum"]["impact_delay_ms"]) == 2
     assert list(result.arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]
+    # the fastest instant stands for the first target it was placed for (50 m/s), though the
+    # closest target to its speed is 0.1 m/s: the tables' columns are the targets', 60 m/s met none
+    assert [i["target_m_s"] for i in doc["impacts"]] == [0.1, 50.0]
+    entry = doc["observers"]["momentum"]
+    assert entry["impact_targets"] == {f"{v:.3g}": t for v, t in zip(speeds, (0.1, 50.0))}
+    delays = [entry["impact_delay_ms"][f"{v:.3g}"] for v in speeds]
+    shown = ["—" if x is None else f"{x:.1f}" for x in delays]
+    row = next(r for r in markdown(doc).splitlines() if r.startswith("| momentum |"))
+    header = next(r for r in markdown(doc).splitlines() if r.startswith("| observer |"))
+    cells = dict(zip((c.strip() for c in header.split("|")[1:-1]), (c.strip() for c in row.split("|")[1:-1])))
+    assert [cells[f"impact {t} m/s (ms)"] for t in ("0.1", "50", "60")] == [*shown, "n/a"]
+    assert f"50 m/s at {speeds[1]:.3g} m/s" in markdown(doc)
+    table = birjandi.observers_table(doc, "quick", "quick")
+    got = dict(zip(table.columns[1:], table.rows[0][1]))
+    assert [got[f"impact {t} m/s (ms)"] for t in ("0.1", "50")] == [text(Num(x, None)) for x in delays]
 
 
 def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:

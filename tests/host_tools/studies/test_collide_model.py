@@ -49,7 +49,7 @@ def test_the_commissioning_run_identifies_the_plant_and_leaves_the_draw_as_it_wa
     assert runs.test.q.tobytes() == drawn.test.q.tobytes()
     # the non-adaptive observers' impacts and count floor are the identified loop's own, not the drawn one's
     mine = runs.identified
-    assert [c.start for _, c in mine.impacts] != [c.start for _, c in drawn.impacts]
+    assert [i.contact.start for i in mine.impacts] != [i.contact.start for i in drawn.impacts]
     assert mine.least.tobytes() != drawn.least.tobytes()
     # M(q) along the check motion (every 50th sample; held out from the commissioning run): the
     # draw's inertial parameters are up to 10 % off; the loopback's plant has exactly the model's

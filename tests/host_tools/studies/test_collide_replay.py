@@ -172,7 +172,7 @@ def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Run
     n, ts = robot.dof, robot.sample_period
     ext = filtered_step(len(runs.test.time), n, ts, 0, 6.0, 0.3, 5.0, 10.0)
     end = int(round(6.5 / ts))
-    contact = runs.impacts[0][1]
+    contact = runs.impacts[0].contact
     cases: dict[str, tuple[dict[str, Any], int | None]] = {
         "step": ({"tau_ext": ext[: end + 1]}, pushed_from(ext)),
         "impact": ({"contact": contact}, None),
@@ -211,7 +211,7 @@ def test_an_imu_fed_collision_run_continued_from_the_check_run_is_the_whole_run_
     n, ts = robot.dof, robot.sample_period
     ext = filtered_step(len(runs.test.time), n, ts, 0, 6.0, 0.3, 5.0, 10.0)
     end = int(round(6.5 / ts))
-    contact = runs.impacts[0][1]
+    contact = runs.impacts[0].contact
     rt = _pipeline(robot, ENTRIES["adaptive_imu"], SETTINGS, runs.model)
     rt.config["det.threshold"] = 0.2  # detections happen (and must be the same)
     sensors = collide.Sensors(ImuSensors(seed=3))

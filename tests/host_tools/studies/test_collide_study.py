@@ -28,7 +28,7 @@ from tests.tooling import ROOT, cli_in_process, require_module
 
 BIN = Path(sys.executable).parent
 TINY = ROOT / "examples" / "studies" / "collide_tiny.yaml"  # planar2, 2 draws x 2 observers, 6 s motions
-ADDED = ("push_delays_ms", "check_s", "impact_targets", "standin_limits")  # the study's keys beside collide's entry
+ADDED = ("push_delays_ms", "check_s", "standin_limits")  # the study's keys beside collide's entry
 
 
 def _content(store: Path) -> list[tuple[str, str]]:
