@@ -107,6 +107,9 @@ def _document(
         "tau_rms": np.sqrt(np.mean(log.tau**2, axis=0)).tolist(),
         "at_current_limit": saturated.tolist(),
         "start_position": None if start is None else list(start),
+        # the log's own joint velocities (a CSV's qd_ columns, a bag's velocity field, a .mat run's
+        # controller estimate), kept as qd_hat_logged: identify's --velocity recorded / auto reads them
+        "recorded_velocity": "qd_hat_logged" in log.extra,
         "checks": checks.as_json(),
         "flagged_samples": int(np.sum(checks.flagged)),
         "check_bounds": checks.bounds,
@@ -123,9 +126,17 @@ def _summary(args: argparse.Namespace, robot: Robot, f: LogFile, checks: LogChec
         f"{args.file} -> {args.out}: {robot.name}, {len(log.time)} samples every {log.sample_period:g} s "
         f"({log.time[-1] - log.time[0]:.1f} s)",
         *f.lines(),
+        "velocity    "
+        + (
+            "recorded (qd RMS below), kept: identify --velocity auto compares it with its own estimate"
+            if "qd_hat_logged" in log.extra
+            else "none recorded: identify estimates it from the positions"
+        ),
     ]
     rows = [("joint", [j.name for j in robot.joints])]
     rows.append(("tau RMS N m", [f"{v:.3f}" for v in np.sqrt(np.mean(log.tau**2, axis=0))]))
+    if "qd_hat_logged" in log.extra:
+        rows.append(("qd RMS rad/s", [f"{v:.3f}" for v in np.sqrt(np.mean(log.extra["qd_hat_logged"] ** 2, axis=0))]))
     if "tau_saturated" in log.extra:
         rows.append(("at I limit", [str(int(v)) for v in np.sum(log.extra["tau_saturated"], axis=0)]))
     width = max(len(c) for _, cells in rows for c in cells) + 2

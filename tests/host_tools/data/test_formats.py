@@ -98,6 +98,33 @@ def test_the_summary_keeps_long_joint_names_apart(tmp_path: Path, capsys: pytest
     assert any(ln.startswith("stamps      200 rows of ur5.csv") for ln in lines)
 
 
+def test_import_log_says_whether_the_log_records_a_velocity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CSV with qd columns: import-log's JSON says so and the summary gives their RMS per joint
+    (the velocity identify's --velocity recorded / auto reads); without them it says none is recorded."""
+    t = np.arange(200) * 1e-3
+    q = 0.3 * np.sin(np.outer(t, [1.0, 2.0]))
+    qd = 0.3 * np.cos(np.outer(t, [1.0, 2.0])) * [1.0, 2.0]
+    tables = {"with": (np.column_stack([t, q, qd, 10 * q]), "time,q1,q2,qd1,qd2,tau1,tau2")}
+    tables["without"] = (np.column_stack([t, q, 10 * q]), "time,q1,q2,tau1,tau2")
+    for name, (table, header) in tables.items():
+        path = tmp_path / f"{name}.csv"
+        np.savetxt(path, table, delimiter=",", header=header, comments="", fmt="%.17g")
+        args = ["import-log", str(path), "--robot", "planar2", "--out", str(tmp_path / f"{name}.npz")]
+        assert main([*args, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["recorded_velocity"] is (name == "with")
+        assert main(args) == 0
+        lines = capsys.readouterr().out.splitlines()
+        said = next(ln for ln in lines if ln.startswith("velocity    "))
+        rms = [ln.removeprefix("qd RMS rad/s").split() for ln in lines if ln.startswith("qd RMS rad/s ")]
+        if name == "with":
+            assert said.startswith("velocity    recorded")
+            assert [float(v) for v in rms[0]] == pytest.approx(
+                np.sqrt(np.mean(qd**2, axis=0)), abs=5e-4
+            )  # printed to 3 decimals
+        else:
+            assert said.startswith("velocity    none recorded") and not rms
+
+
 def test_a_file_of_no_known_format_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "run.txt"
     path.write_text("not a log\n")
