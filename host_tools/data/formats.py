@@ -65,6 +65,8 @@ def read_log(
     from host_tools.data.ros_bags import is_bag, read_bag
 
     p = Path(path)
+    if not p.exists():  # one wording for every format (a path without a suffix may name a ROS 2 bag's folder)
+        raise LogError(f"{path}: no such file" + (" or folder" if not p.suffix else ""))
     if is_bag(p):
         f = read_bag(p, robot, topic=topic, command_topic=command_topic)
     elif topic or command_topic:

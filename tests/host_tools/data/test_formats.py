@@ -125,6 +125,20 @@ def test_import_log_says_whether_the_log_records_a_velocity(tmp_path: Path, caps
             assert said.startswith("velocity    none recorded") and not rms
 
 
+@pytest.mark.parametrize("name", ["run.csv", "run.npz", "run.mat", "run.bag", "run.mcap", "run"])
+def test_a_missing_log_is_one_line_alike_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    path = tmp_path / name
+    expected = f"{path}: no such file" + (" or folder" if name == "run" else "")
+    with pytest.raises(LogError) as err:
+        read_log(path, load_robot("planar2"))
+    assert str(err.value) == expected
+    for args in (["thresholds", "planar2", str(path)], ["identify", "planar2", str(path)]):
+        assert main(args) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"manipgen: error: {expected}"
+
+
 def test_a_file_of_no_known_format_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "run.txt"
     path.write_text("not a log\n")
