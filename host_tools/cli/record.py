@@ -282,8 +282,12 @@ def _hostile_settings(args: argparse.Namespace, dof: int) -> Any:
 
 
 def _write_hostile(robot: Any, log: Any, spec: Any, args: argparse.Namespace) -> None:
-    from host_tools.data.hostile import as_log, hostile, write_bag, write_csv
+    from codegen.errors import warn
+    from host_tools.data.hostile import as_log, hostile, unplanted, write_bag, write_csv
 
+    left_out = unplanted(robot, spec)
+    if left_out is not None:
+        warn(robot.file, "friction", left_out)
     rec = hostile(robot, log, spec)
     for out in args.out:
         if str(out).lower().endswith(".csv"):

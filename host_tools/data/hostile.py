@@ -158,7 +158,7 @@ def plant_friction(robot: Robot, h: Hostile) -> PlantFriction:
         _joint(robot, j, "stribeck")
         if not v > 0:
             raise ValueError(f"hostile log: stribeck: joint {j + 1}: v_s must be > 0")
-        fs[j], vs[j] = s, v
+        fs[j], vs[j] = s, (v if s != 0 else 0.0)  # FS = 0 (a description without FC): no Stribeck term
     if h.coulomb_scale is not None:
         scale: tuple[float, ...] | None = (h.coulomb_scale,) * robot.dof
     elif robot.coulomb.model == "tanh":
@@ -166,6 +166,26 @@ def plant_friction(robot: Robot, h: Hostile) -> PlantFriction:
     else:
         scale = None
     return PlantFriction(fv, fc, fs, vs, scale)
+
+
+def unplanted(robot: Robot, h: Hostile) -> str | None:
+    """What the default offset and Stribeck term (sized by the description's Coulomb friction FC)
+    leave out where FC is 0 (a description with viscous friction only: plant_friction keeps it as it
+    is), or None: the user's notice that the log plants less than the recipe says."""
+    fc = plant_friction(robot, h).fc
+    lost: dict[int, str] = {}
+    if h.offsets is None and fc[OFFSET_JOINT] == 0:
+        lost[OFFSET_JOINT] = f"the offset (+FC/2 on joint {OFFSET_JOINT + 1}; --offset J:V)"
+    joint = min(1, robot.dof - 1)
+    if h.stribeck is None and fc[joint] == 0:
+        lost[joint] = f"the Stribeck term (FS = FC on joint {joint + 1}; --stribeck J:FS:VS)"
+    if not lost:
+        return None
+    joints = " and ".join(str(j + 1) for j in sorted(set(lost)))
+    return (
+        f"no Coulomb friction (FC = 0) on joint{'s' if len(lost) > 1 else ''} {joints}, which sizes the hostile "
+        "log's default terms: it plants neither " + " nor ".join(lost.values()) + "; give them to plant them"
+    )
 
 
 def offsets(robot: Robot, h: Hostile, fc: np.ndarray) -> np.ndarray:

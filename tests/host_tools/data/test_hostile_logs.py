@@ -719,3 +719,22 @@ def test_a_row_by_row_replay_steps_through_gaps_and_stale_rows(folder: str) -> N
     assert np.all(ratio < 1.5), ratio
     # the defect it removes, on the same rows: some joint's residual many times its own elsewhere
     assert np.max(row_by_row[after].max(axis=0) / row_by_row[~near].max(axis=0)) > 7.5
+
+
+def test_a_description_without_coulomb_friction_is_told_what_the_log_does_not_plant() -> None:
+    """The default offset (+FC/2 on joint 1) and Stribeck term (FS = FC on joint 2) are sized by the
+    description's Coulomb friction: on the Panda (FC = 0, viscous only) they are 0, and the notice
+    names both; terms the user gives, or a description with FC (the UR5), leave nothing to say. A
+    zero FS plants no Stribeck term, so the planted velocity scale is 0 too."""
+    from host_tools.data.hostile import Hostile, plant_friction, unplanted
+
+    panda = load_robot("franka_panda")
+    said = unplanted(panda, Hostile())
+    assert said is not None and "joints 1 and 2" in said and "--offset J:V" in said and "--stribeck J:FS:VS" in said
+    friction = plant_friction(panda, Hostile())
+    assert friction.fc[0] == friction.fc[1] == friction.fs[1] == friction.vs[1] == 0.0
+    assert unplanted(panda, Hostile(offsets={0: 0.3}, stribeck={1: (0.4, 0.07)})) is None
+    only = unplanted(panda, Hostile(offsets={0: 0.3}))
+    assert only is not None and "joint 2" in only and "offset" not in only
+    assert unplanted(load_robot("ur5"), Hostile()) is None
+    assert plant_friction(load_robot("ur5"), Hostile()).vs[1] == STRIBECK_VELOCITY
