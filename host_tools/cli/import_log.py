@@ -51,7 +51,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     im.add_argument(
         "--json",
         action="store_true",
-        help="print the JSON document (robot, samples, sample_period, timing, tau_rms, at_current_limit, checks) "
+        help="print the JSON document (robot, samples, sample_period, timing, tau_rms, at_current_limit, "
+        "recorded_velocity, checks) "
         "instead of the summary",
     )
     im.set_defaults(handler=run)
@@ -104,7 +105,7 @@ def _document(
         "samples": len(log.time),
         "sample_period": log.sample_period,
         "timing": f.timing.as_json(),
-        "tau_rms": np.sqrt(np.mean(log.tau**2, axis=0)).tolist(),
+        "tau_rms": _rms(log.tau).tolist(),
         "at_current_limit": saturated.tolist(),
         "start_position": None if start is None else list(start),
         # the log's own joint velocities (a CSV's qd_ columns, a bag's velocity field, a .mat run's
@@ -128,15 +129,16 @@ def _summary(args: argparse.Namespace, robot: Robot, f: LogFile, checks: LogChec
         *f.lines(),
         "velocity    "
         + (
-            "recorded (qd RMS below), kept: identify --velocity auto compares it with its own estimate"
+            "recorded (qd RMS below), kept: identify --velocity recorded fits with it, and auto compares it "
+            "with its own estimate on a recorded run"
             if "qd_hat_logged" in log.extra
             else "none recorded: identify estimates it from the positions"
         ),
     ]
     rows = [("joint", [j.name for j in robot.joints])]
-    rows.append(("tau RMS N m", [f"{v:.3f}" for v in np.sqrt(np.mean(log.tau**2, axis=0))]))
+    rows.append(("tau RMS N m", [f"{v:.3f}" for v in _rms(log.tau)]))
     if "qd_hat_logged" in log.extra:
-        rows.append(("qd RMS rad/s", [f"{v:.3f}" for v in np.sqrt(np.mean(log.extra["qd_hat_logged"] ** 2, axis=0))]))
+        rows.append(("qd RMS rad/s", [f"{v:.3f}" for v in _rms(log.extra["qd_hat_logged"])]))
     if "tau_saturated" in log.extra:
         rows.append(("at I limit", [str(int(v)) for v in np.sum(log.extra["tau_saturated"], axis=0)]))
     width = max(len(c) for _, cells in rows for c in cells) + 2
@@ -149,3 +151,10 @@ def _summary(args: argparse.Namespace, robot: Robot, f: LogFile, checks: LogChec
             "thresholds (--keep-flagged keeps them)"
         )
     return lines
+
+
+def _rms(x: Any) -> Any:
+    """Per column (joint) root mean square."""
+    import numpy as np
+
+    return np.sqrt(np.mean(np.asarray(x, float) ** 2, axis=0))

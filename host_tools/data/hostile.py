@@ -152,7 +152,7 @@ def plant_friction(robot: Robot, h: Hostile) -> PlantFriction:
     spec = (
         h.stribeck
         if h.stribeck is not None
-        else {min(1, robot.dof - 1): (float(fc[min(1, robot.dof - 1)]), STRIBECK_VELOCITY)}
+        else {stribeck_joint(robot): (float(fc[stribeck_joint(robot)]), STRIBECK_VELOCITY)}
     )
     for j, (s, v) in spec.items():
         _joint(robot, j, "stribeck")
@@ -173,19 +173,27 @@ def unplanted(robot: Robot, h: Hostile) -> str | None:
     leave out where FC is 0 (a description with viscous friction only: plant_friction keeps it as it
     is), or None: the user's notice that the log plants less than the recipe says."""
     fc = plant_friction(robot, h).fc
-    lost: dict[int, str] = {}
+    lost: list[tuple[int, str]] = []
     if h.offsets is None and fc[OFFSET_JOINT] == 0:
-        lost[OFFSET_JOINT] = f"the offset (+FC/2 on joint {OFFSET_JOINT + 1}; --offset J:V)"
-    joint = min(1, robot.dof - 1)
+        lost.append((OFFSET_JOINT, f"the offset (+FC/2 on joint {OFFSET_JOINT + 1}; --offset J:V)"))
+    joint = stribeck_joint(robot)
     if h.stribeck is None and fc[joint] == 0:
-        lost[joint] = f"the Stribeck term (FS = FC on joint {joint + 1}; --stribeck J:FS:VS)"
+        lost.append((joint, f"the Stribeck term (FS = FC on joint {joint + 1}; --stribeck J:FS:VS)"))
     if not lost:
         return None
-    joints = " and ".join(str(j + 1) for j in sorted(set(lost)))
+    joints = sorted({j + 1 for j, _ in lost})
+    terms = [t for _, t in lost]
+    plants = f"neither {terms[0]} nor {terms[1]}" if len(terms) > 1 else f"not {terms[0]}"
     return (
-        f"no Coulomb friction (FC = 0) on joint{'s' if len(lost) > 1 else ''} {joints}, which sizes the hostile "
-        "log's default terms: it plants neither " + " nor ".join(lost.values()) + "; give them to plant them"
+        f"no Coulomb friction (FC = 0) on joint{'s' if len(joints) > 1 else ''} "
+        f"{' and '.join(map(str, joints))}, which sizes the hostile log's default terms: it plants {plants}; "
+        "give them to plant them"
     )
+
+
+def stribeck_joint(robot: Robot) -> int:
+    """The default Stribeck term's joint (0-based): the second, or a one-joint arm's only one."""
+    return min(1, robot.dof - 1)
 
 
 def offsets(robot: Robot, h: Hostile, fc: np.ndarray) -> np.ndarray:

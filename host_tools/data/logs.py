@@ -213,6 +213,8 @@ class Log:
         try:
             with open(path, "rb") as fh:
                 magic = fh.read(4)
+        except FileNotFoundError:
+            raise LogError(f"{path}: no such file") from None  # read_log's wording (elastic reads logs here)
         except OSError as exc:
             raise LogError(f"{path}: cannot read ({exc.strerror})") from None
         if magic != b"PK\x03\x04":  # an NPZ is a zip archive; numpy's own error would suggest pickles

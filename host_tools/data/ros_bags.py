@@ -142,9 +142,7 @@ def _read_bag(
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
-    source = _reader_path(path)
-    if not source.exists():
-        raise LogError(f"{path}: no such file or folder")
+    source = _reader_path(path)  # it exists: read_log refuses a missing path first
     # a bag without message definitions (sqlite3 storage before Iron): the standard types (Humble)
     with AnyReader([source], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
         infos = reader.topics

@@ -10,7 +10,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.data.json_doc import finite
 from host_tools.reports import plots
-from host_tools.studies.collide import CollideResult, impacts_line
+from host_tools.studies.collide import CollideResult, delays_by_target, impacts_line
 
 
 def standin_line(standin: dict[str, Any]) -> str:
@@ -46,7 +46,7 @@ def markdown(doc: dict[str, Any]) -> str:
         d = [("—" if o["delay_ms"][c] is None else f"{o['delay_ms'][c]:.1f}") for c in cut]
         # the observer's own impacts, each under its target speed's column (an identified model's loop
         # meets them elsewhere, at other speeds; a target its loop's motion gave no instant of its own: n/a)
-        own = {o["impact_targets"][label]: x for label, x in o["impact_delay_ms"].items()}
+        own = delays_by_target(o)
         at = [own.get(t, "n/a") for t in targets]
         d += [x if isinstance(x, str) else "—" if x is None else f"{x:.1f}" for x in at]
         shown = f"{name} (identified model)" if o.get("model") == "identified" else name

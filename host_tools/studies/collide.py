@@ -294,8 +294,20 @@ class Impact:
 
     @property
     def label(self) -> str:
-        """The key of its delay and trace in the JSON (the speed reached, 3 digits)."""
-        return f"{self.speed:.3g}"
+        """The key of its delay in the JSON (speed_label of the speed reached)."""
+        return speed_label(self.speed)
+
+    @property
+    def figure_label(self) -> str:
+        """Its panel's title in the impacts' figure: the target, and the speed met where it differs."""
+        met = speed_label(self.speed)
+        return f"{self.target:g} m/s" + ("" if met == f"{self.target:g}" else f" (met at {met} m/s)")
+
+
+def speed_label(speed: float) -> str:
+    """An impact's key in the JSON: the tip speed reached, 3 digits (unique: _impacts places one
+    impact per instant)."""
+    return f"{speed:.3g}"
 
 
 def _impacts(
@@ -326,9 +338,9 @@ def _impacts(
     out, used = [], set()
     for target in s.impact_speeds:
         i = int(np.argmin(np.abs(speeds - target)))
-        if f"{speeds[i]:.3g}" in used:
+        if speed_label(speeds[i]) in used:
             continue  # the motion is slower than this target: its fastest instant is taken already
-        used.add(f"{speeds[i]:.3g}")  # (the label that keys the delays and the figure)
+        used.add(speed_label(speeds[i]))
         p, v = tips[i]
         t = float(ks[i] * ts)
         out.append(
@@ -350,8 +362,18 @@ def impact_doc(impact: Impact) -> dict[str, float]:
 def impacts_line(impacts: list[dict[str, float]]) -> str:
     """The reports' sentence on which tip speed each impact column's contact met (impact_doc's entries;
     _impacts: the motion's instant closest to the target, a motion slower than the target its fastest)."""
-    met = ", ".join(f"{i['target_m_s']:g} m/s at {i['speed_m_s']:.3g} m/s" for i in impacts)
-    return f"The impacts (target tip speed, met at): {met}."
+    met = ", ".join(f"{i['target_m_s']:g} m/s at {speed_label(i['speed_m_s'])} m/s" for i in impacts)
+    return (
+        f"The impacts of the Kalman-fed loop (target tip speed, met at): {met}; an observer whose loop "
+        "differs (its own gains, an identified model) meets its own, for the same targets, at other speeds "
+        "(its JSON's impact_targets)."
+    )
+
+
+def delays_by_target(entry: dict[str, Any]) -> dict[float, float | None]:
+    """An observer's JSON entry's impact delays by the target speed each impact was placed for (a
+    target its loop met no instant of its own for is absent)."""
+    return {entry["impact_targets"][label]: d for label, d in entry["impact_delay_ms"].items()}
 
 
 def standin_doc(joints: list[str]) -> dict[str, Any]:
@@ -949,7 +971,7 @@ def _impact_delays(
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
         normal = np.array(contact.normal)
-        result.impacts[f"{impact.label} m/s"] = (
+        result.impacts[impact.figure_label] = (
             (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
             tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
             tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),

@@ -28,7 +28,7 @@ import numpy as np
 from codegen.model.robot import Robot
 from host_tools.bindings.rt import fill_inputs, load_rt
 from host_tools.identification.excitation import random_excitation
-from host_tools.studies.collide import CollideSettings, choices, impacts_line, scenario
+from host_tools.studies.collide import CollideSettings, choices, delays_by_target, impacts_line, scenario
 from host_tools.studies.collide_defaults import DEFAULT_OBSERVERS, ENTRIES
 from host_tools.studies.paper_setups import BIRJANDI, BIRJANDI_DIFFERS, COLLISION_SETUPS, differences
 from host_tools.studies.reproduce.birjandi_paper import (
@@ -139,11 +139,12 @@ def _median(delays: list[float | None]) -> Num:
     return Num(None if math.isinf(median) else median, None)
 
 
-def _impact_delay(entry: dict[str, Any], target: float) -> float | None:
+def _impact_delay(entry: dict[str, Any], target: float) -> Text:
     """The observer's delay for its impact placed for ``target`` m/s (an observer whose loop differs
-    meets its own impacts, at other speeds: collide's _impacts)."""
-    own = {entry["impact_targets"][label]: d for label, d in entry["impact_delay_ms"].items()}
-    return own.get(target)
+    meets its own impacts, at other speeds: collide's _impacts); n/a where its loop met none for it
+    (a motion slower than two targets meets the first at its fastest instant, the second nowhere)."""
+    own = delays_by_target(entry)
+    return text(Num(own[target], None)) if target in own else text("n/a")
 
 
 def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
@@ -178,7 +179,7 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
                     text(Num(e.get("ratio_to_momentum"))),
                     text(Num(paper_th, None)),
                     *(text(_median(v)) for v in e["delays_ms"].values()),
-                    *(text(Num(_impact_delay(e, t), None)) for t in targets),
+                    *(_impact_delay(e, t) for t in targets),
                     text(Num(e["false_alarms"], None)),
                     text(Num(e["missed"], None), f"/{e['events']}"),
                 ),
@@ -194,7 +195,8 @@ def observers_table(doc: dict[str, Any], key: str, tier: Tier) -> Table:
         f"±{settings['model_error'] * 100:g} %, eq. 22; {settings['amplitude']:g} N m steps on joint "
         f"{settings['joint']}). Largest threshold: over the "
         f"joints, designed on {settings['design_motions']} collision-free motions for each observer alike; "
-        "delays: the median of the three steps, a missed one infinitely late (— : the median missed); "
+        "delays: the median of the three steps, a missed one infinitely late (— : the median missed, or the "
+        "impact missed; n/a: no impact for that target on the observer's loop); "
         "Birjandi & Haddadin's thresholds are §V's, on the real Panda's joint 6. " + impacts_line(doc["impacts"])
     )
     return Table(key, tier, title, columns, tuple(rows))

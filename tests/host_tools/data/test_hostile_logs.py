@@ -735,6 +735,16 @@ def test_a_description_without_coulomb_friction_is_told_what_the_log_does_not_pl
     assert friction.fc[0] == friction.fc[1] == friction.fs[1] == friction.vs[1] == 0.0
     assert unplanted(panda, Hostile(offsets={0: 0.3}, stribeck={1: (0.4, 0.07)})) is None
     only = unplanted(panda, Hostile(offsets={0: 0.3}))
-    assert only is not None and "joint 2" in only and "offset" not in only
+    assert only is not None and "on joint 2," in only and "plants not the Stribeck term" in only
+    assert "offset" not in only and "neither" not in only
     assert unplanted(load_robot("ur5"), Hostile()) is None
     assert plant_friction(load_robot("ur5"), Hostile()).vs[1] == STRIBECK_VELOCITY
+
+
+def test_record_hostile_prints_the_notice_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The documented command says it (one line on stderr), the Panda's default run; a short run
+    without gaps or repeats (their spacing needs a longer one)."""
+    args = ["record", "franka_panda", "--hostile", "--duration", "2", "--gaps", "0", "--repeats", "0"]
+    assert main([*args, "--out", str(tmp_path / "panda.csv")]) == 0
+    said = [ln for ln in capsys.readouterr().err.splitlines() if "no Coulomb friction (FC = 0)" in ln]
+    assert len(said) == 1 and said[0].startswith("manipgen: warning: ") and "franka_panda.yaml: friction: " in said[0]

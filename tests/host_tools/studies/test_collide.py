@@ -204,7 +204,9 @@ def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None
     assert len(speeds) == 2 and abs(speeds[0] - 0.1) < 0.03 and speeds[1] > 3 * speeds[0]
     assert doc["observers"]["momentum"]["events"] == 3
     assert len(doc["observers"]["momentum"]["impact_delay_ms"]) == 2
-    assert list(result.arrays["impacts"]) == [f"{v:.3g} m/s" for v in speeds]
+    # the figure's panels by target, with the speed met where it differs
+    assert list(result.arrays["impacts"])[1] == f"50 m/s (met at {speeds[1]:.3g} m/s)"
+    assert list(result.arrays["impacts"])[0].startswith("0.1 m/s")
     # the fastest instant stands for the first target it was placed for (50 m/s), though the
     # closest target to its speed is 0.1 m/s: the tables' columns are the targets', 60 m/s met none
     assert [i["target_m_s"] for i in doc["impacts"]] == [0.1, 50.0]
@@ -220,6 +222,19 @@ def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None
     table = birjandi.observers_table(doc, "quick", "quick")
     got = dict(zip(table.columns[1:], table.rows[0][1]))
     assert [got[f"impact {t} m/s (ms)"] for t in ("0.1", "50")] == [text(Num(x, None)) for x in delays]
+
+
+def test_the_study_counts_each_impact_under_the_target_it_was_placed_for() -> None:
+    """The study's delay by contact kind: an impact met at the motion's fastest instant for a target
+    it is far below (50 m/s) counts under that target, not under the target nearest its speed
+    (0.1 m/s), and the target its motion met no instant for (60 m/s) has no kind."""
+    source = RobotSource.of("planar2")
+    settings = json.dumps({"duration": 6.0, "events": [2.0], "cutoffs": [100.0], "impact_speeds": [0.1, 50.0, 60.0]})
+    item = CollideItem("planar2", source.key, "momentum", 0, 0.1, False, settings, 0.0, 0.0)
+    rows = [CollideRow(item, entry, *times) for entry, *times in run_collide_draw((item,), source)]
+    kinds = summary(rows, 1)["groups"]["planar2"]["observers"]["momentum"]["delay_by_kind"]
+    impacts = {k: v["contacts"] for k, v in kinds.items() if k.startswith("impact")}
+    assert impacts == {"impact 0.1 m/s": 1, "impact 50 m/s": 1}
 
 
 def test_tip_force_recovers_a_force_at_the_tip_of_a_7_dof_arm() -> None:
