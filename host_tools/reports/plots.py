@@ -354,7 +354,8 @@ def collision_impacts(
             a.plot(imp.time_ms, f, color=colours[obs], lw=0.8, label=obs)
         high = 1.15 * max(imp.peak, 1e-9)
         a.set_ylim(-0.4 * high, high)
-        a.set_ylabel(f"{imp.label}: force (N)", fontsize=8)
+        a.set_ylabel("force (N)", fontsize=8)
+        a.text(0.02, 0.95, imp.label, transform=a.transAxes, fontsize=7, va="top")
         b = fig.add_subplot(grid[i + 1, 1])
         zoom = (imp.time_ms >= -20) & (imp.time_ms <= 10)
         for obs, y in imp.ratio.items():

@@ -299,9 +299,11 @@ class Impact:
 
     @property
     def figure_label(self) -> str:
-        """Its panel's title in the impacts' figure: the target, and the speed met where it differs."""
+        """Its panel's label in the impacts' figure: the target, the speed met where it differs, and
+        when (a loop of its own meets a target at another instant: a panel of its own)."""
         met = speed_label(self.speed)
-        return f"{self.target:g} m/s" + ("" if met == f"{self.target:g}" else f" (met at {met} m/s)")
+        at = "" if met == f"{self.target:g}" else f", met at {met} m/s"
+        return f"{self.target:g} m/s{at}, t = {self.contact.start:.3f} s"
 
 
 def speed_label(speed: float) -> str:
