@@ -183,11 +183,11 @@ def unplanted(robot: Robot, h: Hostile) -> str | None:
         return None
     joints = sorted({j + 1 for j, _ in lost})
     terms = [t for _, t in lost]
-    plants = f"neither {terms[0]} nor {terms[1]}" if len(terms) > 1 else f"not {terms[0]}"
+    plants = f"plants neither {terms[0]} nor {terms[1]}" if len(terms) > 1 else f"does not plant {terms[0]}"
     return (
         f"no Coulomb friction (FC = 0) on joint{'s' if len(joints) > 1 else ''} "
-        f"{' and '.join(map(str, joints))}, which sizes the hostile log's default terms: it plants {plants}; "
-        "give them to plant them"
+        f"{' and '.join(map(str, joints))}, which sizes the hostile log's default terms: it {plants}; "
+        f"give {'them' if len(terms) > 1 else 'it'} to plant {'them' if len(terms) > 1 else 'it'}"
     )
 
 

@@ -29,6 +29,7 @@ from codegen.blocks import momentum
 from codegen.emit.files import write_file
 from host_tools.reports import plots
 from host_tools.reports.collision import standin_line
+from host_tools.studies.collide import delays_by_target
 from host_tools.studies.collide_study import CollideRow
 
 LEVEL = 0.95
@@ -70,8 +71,8 @@ def _delays(rows: list[CollideRow]) -> dict[str, dict[str, Any]]:
         r = row.result
         for cutoff, found in r["delays_ms"].items():
             kinds[f"step {cutoff} Hz (rise {rise_ms(float(cutoff)):.3g} ms)"] += found
-        for label, found in r["impact_delay_ms"].items():
-            kinds[f"impact {r['impact_targets'][label]:g} m/s"].append(found)
+        for target, found in delays_by_target(r).items():
+            kinds[f"impact {target:g} m/s"].append(found)
         if "push_delays_ms" in r:
             hz, seconds = row.item.push_hz, row.item.push_s
             kinds[f"push {hz:g} Hz for {seconds:g} s (rise {rise_ms(hz):.3g} ms)"] += r["push_delays_ms"]

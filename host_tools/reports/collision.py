@@ -10,7 +10,7 @@ from typing import Any
 from codegen.emit.files import write_file
 from host_tools.data.json_doc import finite
 from host_tools.reports import plots
-from host_tools.studies.collide import CollideResult, delays_by_target, impacts_line
+from host_tools.studies.collide import CollideResult, delays_by_target, impacts_line, speed_label
 
 
 def standin_line(standin: dict[str, Any]) -> str:
@@ -71,7 +71,7 @@ def _identified_model(doc: dict[str, Any]) -> list[str]:
     if not m or not any(o.get("model") == "identified" for o in doc["observers"].values()):
         return []
     err = m["torque_error_rms"]
-    speeds = ", ".join(f"{i['speed_m_s']:.3g}" for i in m["identified_impacts"])
+    speeds = ", ".join(speed_label(i["speed_m_s"]) for i in m["identified_impacts"])
     return [
         "",
         "The observers marked (identified model) run on the model "

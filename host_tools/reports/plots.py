@@ -346,7 +346,7 @@ def collision_impacts(
         "(like Birjandi & Haddadin Fig. 10 a-b)",
         fontsize=9,
     )
-    top.legend(fontsize=6, ncol=len(free_ratio), loc="lower right")
+    top.legend(fontsize=6, ncol=min(6, len(free_ratio)), loc="lower right")
     for i, imp in enumerate(impacts):
         a = fig.add_subplot(grid[i + 1, 0])
         a.plot(imp.time_ms, imp.force, "k", lw=1.6, label=truth)
@@ -355,7 +355,8 @@ def collision_impacts(
         high = 1.15 * max(imp.peak, 1e-9)
         a.set_ylim(-0.4 * high, high)
         a.set_ylabel("force (N)", fontsize=8)
-        a.text(0.02, 0.95, imp.label, transform=a.transAxes, fontsize=7, va="top")
+        box = {"facecolor": "white", "alpha": 0.85, "linewidth": 0}
+        a.text(0.02, 0.95, imp.label, transform=a.transAxes, fontsize=7, va="top", bbox=box, zorder=5)
         b = fig.add_subplot(grid[i + 1, 1])
         zoom = (imp.time_ms >= -20) & (imp.time_ms <= 10)
         for obs, y in imp.ratio.items():

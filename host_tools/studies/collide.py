@@ -307,8 +307,8 @@ class Impact:
 
 
 def speed_label(speed: float) -> str:
-    """An impact's key in the JSON: the tip speed reached, 3 digits (unique: _impacts places one
-    impact per instant)."""
+    """An impact's key in the JSON: the tip speed reached, 3 digits (unique: _impacts keeps one
+    impact per label, a later target whose instant has the label of one placed already gets none)."""
     return f"{speed:.3g}"
 
 
@@ -341,7 +341,7 @@ def _impacts(
     for target in s.impact_speeds:
         i = int(np.argmin(np.abs(speeds - target)))
         if speed_label(speeds[i]) in used:
-            continue  # the motion is slower than this target: its fastest instant is taken already
+            continue  # the motion is slower than this target (its fastest instant is taken), or two targets met alike
         used.add(speed_label(speeds[i]))
         p, v = tips[i]
         t = float(ks[i] * ts)
@@ -558,8 +558,8 @@ def scenario(
         arrays["runs"].update(got.runs)
         # an identified model's loop meets its impacts elsewhere: its own traces
         tag = ", identified model's loop" if got.entry.get("model") == "identified" else ""
-        for speed, (time_ms, force, estimate, ratio) in got.impacts.items():
-            label = speed + tag
+        for panel, (time_ms, force, estimate, ratio) in got.impacts.items():
+            label = panel + tag
             if label not in arrays["impacts"]:  # the plant's motion is the same for every observer of a loop
                 arrays["impacts"][label] = ImpactTrace(label, time_ms, force, float(np.max(force)), {}, {})
             arrays["impacts"][label].estimates[obs] = estimate
@@ -624,7 +624,7 @@ def feed_item(
 
 @dataclass
 class ImpactTrace:
-    """One impact seen by every observer, for ``impact_figure``: times in ms from the contact."""
+    """One impact seen by the observers of one loop, for ``impact_figure``: times in ms from the contact."""
 
     label: str
     time_ms: np.ndarray
@@ -957,8 +957,10 @@ def _impact_delays(
     result: ObserverResult,
     plants: Replays,
     check: Run | None = None,
+    loop: str = "",
 ) -> dict[str, float | None]:
-    """The delays of the Hunt-Crossley impacts (their traces kept for the figure); ``check``: as
+    """The delays of the Hunt-Crossley impacts (their traces kept for the figure, keyed by the
+    impact's figure_label and ``loop``, which names a loop of the observer's own); ``check``: as
     _collisions'."""
     ts = rt.sample_period
     dyn = load(robot)
@@ -973,7 +975,7 @@ def _impact_delays(
         sl = slice(ke - int(round(0.02 / ts)), ke + int(round(0.15 / ts)))
         q = run.log.extra["q_true"][sl]
         normal = np.array(contact.normal)
-        result.impacts[impact.figure_label] = (
+        result.impacts[impact.figure_label + loop] = (
             (np.arange(sl.start, sl.stop) - ke) * ts * 1e3,
             tip_force_along(q, run.log.extra["tau_ext_true"][sl], dyn.tip_jacobian, normal),
             tip_force_along(q, run.out["r"][sl], dyn.tip_jacobian, normal),
@@ -1008,10 +1010,12 @@ def observer_item(
     rt = _pipeline(robot, entry, s, runs.model)
     left = calibrated(rt, robot, entry, s, runs.design.q[0])  # the runs start at rest there
     kp, kd = kalman_loop_gains(rt.config)
+    loop = ""  # the figure's panels: the shared loop's impacts, or (named) its own loop's
     if not (np.array_equal(rt.config["ctl.kp"], kp) and np.array_equal(rt.config["ctl.kd"], kd)):
         # its loop is not the one the impacts were placed on (paper_setups.LOOP_GAINS: an IMU-fed loop
         # keeps the gains a coarse encoder's Kalman-fed one lowers): placed on its own loop
         runs = replace(runs, impacts=_impacts(robot, runs.collided, runs.model, runs.true, s, entry))
+        loop = f", the {entry.estimator} loop's own"
     d = _design(rt, s, runs, Sensors(ImuSensors(seed=s.seed)) if entry.imu else None, plants, runs.least)
     th, k0 = d.thresholds, runs.k0
     progress(f"{obs}: false alarms on the check motion")
@@ -1024,7 +1028,7 @@ def observer_item(
     false_alarms = rising_edges(any_above(out_test)[k0:])
     delays = _collisions(rt, d, s, runs, obs, result, progress, plants, check)
     progress(f"{obs}: Hunt-Crossley impacts")
-    impact_delays = _impact_delays(rt, d, s, runs, robot, result, plants, check)
+    impact_delays = _impact_delays(rt, d, s, runs, robot, result, plants, check, loop)
     detected = [x for v in delays.values() for x in v if x is not None]
     check = np.abs(out_test["r"][k0:]) / level[k0:]
     result.entry = {

@@ -735,7 +735,7 @@ def test_a_description_without_coulomb_friction_is_told_what_the_log_does_not_pl
     assert friction.fc[0] == friction.fc[1] == friction.fs[1] == friction.vs[1] == 0.0
     assert unplanted(panda, Hostile(offsets={0: 0.3}, stribeck={1: (0.4, 0.07)})) is None
     only = unplanted(panda, Hostile(offsets={0: 0.3}))
-    assert only is not None and "on joint 2," in only and "plants not the Stribeck term" in only
+    assert only is not None and "on joint 2," in only and "does not plant the Stribeck term" in only
     assert "offset" not in only and "neither" not in only
     assert unplanted(load_robot("ur5"), Hostile()) is None
     assert plant_friction(load_robot("ur5"), Hostile()).vs[1] == STRIBECK_VELOCITY

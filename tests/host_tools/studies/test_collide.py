@@ -223,6 +223,18 @@ def test_impacts_faster_than_the_motion_share_its_fastest_instant_once() -> None
     table = birjandi.observers_table(doc, "quick", "quick")
     got = dict(zip(table.columns[1:], table.rows[0][1]))
     assert [got[f"impact {t} m/s (ms)"] for t in ("0.1", "50")] == [text(Num(x, None)) for x in delays]
+    assert got["impact 60 m/s (ms)"] == text("n/a")  # no impact for it, not a missed one (—)
+
+
+def test_an_observer_on_a_loop_of_its_own_has_panels_of_its_own() -> None:
+    """planar2's per-link IMU observer keeps Kp = 100, Kd = 13 and meets impacts placed on its own
+    loop: the figure gives them panels of their own (named so), not the Kalman loop's panels."""
+    settings = CollideSettings(duration=6.0, events=(2.0,), cutoffs=(100.0,), observers=("momentum", "adaptive_imu"))
+    panels = scenario(RobotSource.of("planar2"), settings).arrays["impacts"]
+    assert len(panels) == 6
+    own = {k: p for k, p in panels.items() if k.endswith(", the imu loop's own")}
+    assert len(own) == 3 and all(set(p.estimates) == {"adaptive_imu"} for p in own.values())
+    assert all(set(p.estimates) == {"momentum"} for k, p in panels.items() if k not in own)
 
 
 def test_the_study_counts_each_impact_under_the_target_it_was_placed_for() -> None:
