@@ -65,12 +65,13 @@ def read_log(
     from host_tools.data.ros_bags import is_bag, read_bag
 
     p = Path(path)
+    bag = is_bag(p)
+    if (topic or command_topic) and not bag:  # a usage error whatever the file holds
+        raise LogError(f"{path}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
     if not p.exists():  # one wording for every format (a path without a suffix may name a ROS 2 bag's folder)
         raise LogError(f"{path}: no such file" + (" or folder" if not p.suffix else ""))
-    if is_bag(p):
+    if bag:
         f = read_bag(p, robot, topic=topic, command_topic=command_topic)
-    elif topic or command_topic:
-        raise LogError(f"{path}: --topic and --command-topic belong to ROS bags (.bag, .db3, .mcap)")
     elif p.is_dir():
         raise LogError(f"{path}: a folder, but not a ROS 2 bag (no metadata.yaml in it)")
     elif p.suffix.lower() == ".mat":

@@ -186,10 +186,10 @@ def test_evaluate_takes_a_urdf_chain(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert doc["setup"]["robot"] == "tree" and len(doc["estimators"]["findiff"]["per_axis"]["ise_velocity"]) == 2
     # identify takes them too: past the chain, to the (missing) log
     r = cli_in_process(capsys, "identify", str(urdf), str(tmp_path / "run.npz"), "--tip-link", "tool")
-    assert r.returncode == 2 and "run.npz: cannot read" in r.stderr and "--tip-link" not in r.stderr, r.stderr
+    assert r.returncode == 2 and "run.npz: no such file" in r.stderr and "--tip-link" not in r.stderr, r.stderr
     # the log may also follow the options (argparse alone took it for an unrecognized argument)
     r = cli_in_process(capsys, "identify", str(urdf), "--tip-link", "tool", str(tmp_path / "run.npz"))
-    assert r.returncode == 2 and "run.npz: cannot read" in r.stderr and "unrecognized" not in r.stderr, r.stderr
+    assert r.returncode == 2 and "run.npz: no such file" in r.stderr and "unrecognized" not in r.stderr, r.stderr
     r = cli_in_process(capsys, "identify", str(urdf), "--tip-link", "tool", "run.npz", "more.npz")
     assert r.returncode == 2 and "unrecognized arguments: more.npz" in r.stderr, r.stderr  # one DATA only
 
