@@ -22,6 +22,8 @@ qdd_d = 0). The desired trajectory actually used is in the output (``q_d``, ``qd
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import casadi as cs
 
 from codegen.symbolic.functions import FunctionSpec
@@ -36,17 +38,22 @@ COEFFICIENTS = ("threshold", "kv", "ka", "ks")
 DEBOUNCE_MAX = 1e6
 
 
-def _moving(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX) -> cs.SX:
+# the level's expressions are written once for either kind of CasADi symbol: the generated step's
+# (SX) and the host's evaluation along a whole run (MX, host_tools.studies.thresholds.threshold_along)
+Sym = TypeVar("Sym", cs.SX, cs.MX)
+
+
+def _moving(qd: Sym, qdd: Sym, th: Sym, kv: Sym, ka: Sym) -> Sym:
     """threshold + kv |qd| + ka |qdd|: the level without its standstill part."""
     return th + kv * cs.fabs(qd) + ka * cs.fabs(qdd)
 
 
-def _standstill(qd: cs.SX, ks: cs.SX, vs: cs.SX) -> cs.SX:
+def _standstill(qd: Sym, ks: Sym, vs: Sym) -> Sym:
     """ks exp(-|qd| / vs): the standstill part."""
     return ks * cs.exp(-cs.fabs(qd) / vs)
 
 
-def level(qd: cs.SX, qdd: cs.SX, th: cs.SX, kv: cs.SX, ka: cs.SX, ks: cs.SX, vs: cs.SX) -> cs.SX:
+def level(qd: Sym, qdd: Sym, th: Sym, kv: Sym, ka: Sym, ks: Sym, vs: Sym) -> Sym:
     """The detection threshold per joint (elementwise; 0 where ``th`` is 0: not detecting)."""
     return cs.if_else(th > 0, _moving(qd, qdd, th, kv, ka) + _standstill(qd, ks, vs), 0)
 

@@ -613,6 +613,32 @@ def replay(rt: Realtime, run: Run, reset: bool = True, keep: Sequence[int] = ())
     return Run(log, out, run.imu_read, inputs, states, chains)
 
 
+def tail(run: Run, k: int) -> Run:
+    """``run``'s samples from ``k`` on as a recorded run of their own, its time from 0: ``replay`` of it
+    from rt's state before sample k's step (``run.states[k]``) is the rest of ``run`` bit for bit where
+    rt's commands are the run's (a run needs its ``inputs``: simulate(record=True))."""
+    if run.inputs is None:
+        raise ValueError("only a recorded run (simulate(record=True)) can be replayed from a sample on")
+    whole = len(run.log)
+    if not 0 <= k < whole:
+        raise ValueError(f"tail: a sample 0..{whole - 1}, got {k}")
+
+    def cut(value: Any) -> Any:
+        return value[k:] if isinstance(value, np.ndarray) and value.ndim and len(value) == whole else value
+
+    log = run.log
+    rest = replace(
+        log,
+        time=log.time[k:] - log.time[k],
+        **{name: cut(getattr(log, name)) for name in ("counts", "valid", "tau", "q_des", "qd_des", "qdd_des")},
+        extra={name: cut(value) for name, value in log.extra.items()},
+    )
+    later = {at - k: state for at, state in run.states.items() if at >= k}
+    chains = {at - k: chain for at, chain in run.imu_states.items() if at >= k}
+    imu_read = None if run.imu_read is None else run.imu_read[k:]
+    return Run(rest, {name: value[k:] for name, value in run.out.items()}, imu_read, run.inputs[k:], later, chains)
+
+
 def _inputs_for(rt: Realtime, recorded: np.ndarray) -> np.ndarray | None:
     """Recorded inputs in rt's layout (a pipeline that reads fewer of them: no measured motion, say);
     None if rt reads one they lack."""
@@ -640,8 +666,11 @@ class Replays:
         self.replayed = 0  # runs replayed
         self.simulated = 0  # runs in closed loop
 
-    def simulate(self, rt: Realtime, trajectory: Trajectory, keep: Sequence[int] = (), **kw: Any) -> Run:
-        """simulate(rt, trajectory, keep=keep, **kw), or its replay."""
+    def simulate(
+        self, rt: Realtime, trajectory: Trajectory, keep: Sequence[int] = (), inputs: bool = False, **kw: Any
+    ) -> Run:
+        """simulate(rt, trajectory, keep=keep, **kw), or its replay; ``inputs``: the run keeps what the
+        pipeline read (its ``inputs``, to replay a ``tail`` of it) even when not recording."""
         key = _plant_key(rt, trajectory, kw) if self.record and "step" not in kw else None
         known = None if key is None else self.runs.get(key)
         if known is not None:
@@ -650,7 +679,7 @@ class Replays:
                 self.replayed += 1
                 return run
         self.simulated += 1
-        run = simulate(rt, trajectory, record=key is not None and known is None, keep=keep, **kw)
+        run = simulate(rt, trajectory, record=(key is not None and known is None) or inputs, keep=keep, **kw)
         if key is not None and known is None:
             # what a replay reads: the log, the inputs and the commands (not the recorder's other outputs)
             commands = {k: v for k, v in run.out.items() if k == "tau_cmd"}

@@ -49,7 +49,17 @@ from codegen.blocks import kalman, momentum
 from codegen.model.robot import LINK_PARAMS, STANDIN_LIMITS, Robot
 from host_tools.bindings.compiled import load
 from host_tools.bindings.imu_sensors import ImuSensors
-from host_tools.bindings.loopback import Contact, Replays, Run, contact_from, contact_samples, resume, simulate
+from host_tools.bindings.loopback import (
+    Contact,
+    Replays,
+    Run,
+    contact_from,
+    contact_samples,
+    replay,
+    resume,
+    simulate,
+    tail,
+)
 from host_tools.bindings.rt import Realtime, load_rt
 from host_tools.bindings.source import RobotSource
 from host_tools.data.logs import Log
@@ -770,9 +780,11 @@ class Designed:
     thresholds: Thresholds
     free: np.ndarray  # |r| of the design samples
     loop: ClosedLoop
-    # where the run's warm-up ended (its pipeline before the first design sample's step, the plant at
-    # the warm-up's last sample), if the pass kept it (_design_pass's ``warmed``)
-    warmed: Learned | None = None
+
+
+class ReplayError(RuntimeError):
+    """A run collide takes twice (the design run's second pass) changed its commands: its controller
+    reads the observer, which collide's set-ups do not let it (detection without reaction)."""
 
 
 def _design(
@@ -790,45 +802,36 @@ def _design(
     than the run), so that the thresholds are for the observer as it runs. Designed once, without
     the hold, the exact-motion observers' thresholds sat at residual peaks the adaptation removes
     within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46).
-    ``least``: the static thresholds' floor per joint (thresholds.count_floor)."""
-    # the second pass's warm-up is the first pass's first k_design samples (the same run from reset
-    # without detection) unless its IMUs draw a noise sequence of their own: kept from the first pass
+    ``least``: the static thresholds' floor per joint (thresholds.count_floor).
+
+    The same run: the controller reads no observer (detection without reaction, and no collision
+    latches), so the plant moves as in the first pass -- the same IMU noise too -- and the second
+    pass is the first run's design samples replayed through the pipeline (loopback.replay) from its
+    state where they start, without simulating the plant again. Until 2026-12-02 it was a closed
+    loop continuing a run of the warm-up alone: the plant held one sample at the seam, and an
+    IMU-fed pipeline ran the warm-up again on a noise sequence of its own (its start-up then left out)."""
     holding = holds(rt)  # thresholds.holds: the rule `manipgen thresholds` designs by too
-    warmed = holding and imu is None and runs.k_design > 0
-    first = _design_pass(rt, s, runs, imu, plants, runs.design, runs.k_design, least=least, warmed=warmed)
+    k = runs.k_design
+    keep = (k,) if holding else ()
+    free_run = plants.simulate(rt, runs.design, true_params=runs.true, imu=_noise(imu), keep=keep, inputs=holding)
+    first = _design_on(rt, s, runs, free_run, k, imu, least)
     if not holding:
         return first
-    # the second pass: the warm-up motions without detection (the learning transient is not what
-    # the thresholds are for), then the design motions, from rest where the warm-up ended, with the
+    # the second pass: the design motions from the first pass's state where they start, with the
     # first thresholds acting on the hold
-    designed = {key: np.array(value, copy=True) for key, value in first.thresholds.config().items()}
     debounce = np.array(rt.config["det.debounce"], copy=True)
-    start = first.warmed if first.warmed is not None else _warmup(rt, runs, imu, plants)
-    for key, value in designed.items():
-        rt.config[key] = value
     rt.config["det.debounce"] = 1e6  # the hold acts, no collision latches
-    design = after_sample(runs.design, runs.k_design)
-    # a pass continued from a warm-up of its own (an IMU feed: its sensors' chain starts again, settled
-    # at its first reading) has a start-up, left out as everywhere (s.skip; the check run's too): on
-    # kuka_iiwa14 draw 4 adaptive_imu's residual rose to 3.4 N m in the pass's first 10 ms at rest and
-    # set its margin (docs/collision.md, "The IMUs calibrated at rest")
-    k_start = 0 if first.warmed is not None else runs.k0
+    rt.restore(free_run.states[k])  # under the config set now: the first thresholds
     try:
-        return _design_pass(rt, s, runs, imu, plants, design, k_start, start, least)
+        again = replay(rt, tail(free_run, k), reset=False)
+        if again is None:
+            raise ReplayError(
+                f"{rt.name}: the second design pass changed the controller's commands: collide's set-up must not "
+                "let the controller read the observer"
+            )
+        return _design_on(rt, s, runs, again, 0, imu, least)
     finally:
         rt.config["det.debounce"] = debounce
-
-
-def _warmup(rt: Realtime, runs: Runs, imu: Sensors | None, plants: Replays) -> Learned:
-    """The design run's warm-up motions from reset without detection, and where they ended: the level
-    as _pipeline leaves it (the first design pass's warm-up ran so), not a design's parts (a
-    static design's ks, the level at rest, would change the pipeline's state, not its outputs)."""
-    rt.config["det.threshold"] = 1e30
-    for part in ("kv", "ka", "ks"):
-        rt.config[f"det.{part}"] = np.zeros(rt.dof)
-    warmup = plants.simulate(rt, until(runs.design, runs.k_design - 1), true_params=runs.true, imu=_noise(imu))
-    extra = warmup.log.extra
-    return Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
 
 
 def _noise(imu: Sensors | None) -> ImuSensors | None:
@@ -840,29 +843,19 @@ def after_sample(motion: Trajectory, k: int) -> Trajectory:
     return Trajectory(motion.name, motion.time[k:] - motion.time[k], motion.q[k:], motion.qd[k:], motion.qdd[k:])
 
 
-def _design_pass(
+def _design_on(
     rt: Realtime,
     s: CollideSettings,
     runs: Runs,
-    imu: Sensors | None,
-    plants: Replays,
-    motion: Trajectory,
+    free_run: Run,
     k_design: int,
-    start: Learned | None = None,
+    imu: Sensors | None,
     least: np.ndarray | None = None,
-    warmed: bool = False,
 ) -> Designed:
-    """One run of ``motion`` (from rest, or continuing ``start``) and the thresholds designed on its
-    samples from ``k_design`` on (set in ``rt.config``); ``warmed`` (a run from rest): with where
-    its first k_design samples ended (Designed.warmed: bit for bit a run of those samples alone,
-    the loopback causal)."""
-    if start is None:
-        keep = (k_design,) if warmed else ()
-        free_run = plants.simulate(rt, motion, true_params=runs.true, imu=_noise(imu), keep=keep)
-    else:
-        free_run = _after(rt, start, motion, runs.true, plants)
+    """The thresholds designed on ``free_run``'s samples from ``k_design`` on (set in
+    ``rt.config``), and where the run ended (rt's state now: every later run continues from there,
+    a robot in operation)."""
     free_out = free_run.out
-    # every later run continues from here: a robot in operation
     extra = free_run.log.extra
     learned = Learned(rt.snapshot(), extra["q_true"][-1], extra["qd_true"][-1], extra["tau_cmd"][-1], imu)
     th = design_from_outputs(
@@ -878,11 +871,7 @@ def _design_pass(
     )
     for key, value in th.config().items():
         rt.config[key] = value
-    warm = None
-    if warmed and start is None:
-        last = k_design - 1
-        warm = Learned(free_run.states[k_design], extra["q_true"][last], extra["qd_true"][last], extra["tau_cmd"][last])
-    return Designed(learned, th, np.abs(free_out["r"])[k_design:], closed_loop(rt, free_run, k_design), warm)
+    return Designed(learned, th, np.abs(free_out["r"])[k_design:], closed_loop(rt, free_run, k_design))
 
 
 def window(out: dict[str, np.ndarray], sl: slice) -> dict[str, np.ndarray]:

@@ -27,6 +27,7 @@ from host_tools.studies.collide import (
     shared_runs,
 )
 from host_tools.studies.collide_defaults import ENTRIES
+from host_tools.studies.thresholds import design_from_outputs, holds
 
 SOURCE = RobotSource.of("planar2")
 # one collision per kind, two design motions: every kind of run collide makes, few of them
@@ -110,11 +111,10 @@ def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch:
     monkeypatch.setattr(collide, "Replays", Counted)
     replayed = dict(zip(group, feed_item(SOURCE, s, group, runs)))
     monkeypatch.undo()
-    # per observer: the design run (a model-adaptive one, which holds its adaptation, once more:
-    # the design continuing the first run's warm-up, kept from it), the check motion, one collision,
-    # one impact. The observers that do not hold share one plant, those that hold another (their
-    # design ends elsewhere), and both the first design run: 4 + 4 runs simulated, the rest (1 + 4 + 5) replayed
-    assert len(made) == 1 and (made[0].simulated, made[0].replayed) == (8, 10)
+    # per observer: the design run, the check motion, one collision, one impact: one plant for all
+    # four observers (a model-adaptive one, which holds its adaptation, designs a second time on
+    # its own design run replayed: collide._design, not through Replays), 4 runs simulated, 3 x 4 replayed
+    assert len(made) == 1 and (made[0].simulated, made[0].replayed) == (4, 12)
     for name in names:
         closed = observer_item(SOURCE, s, name, runs)
         got = replayed[name]
@@ -126,40 +126,68 @@ def test_collide_with_replays_is_collide_in_closed_loop(runs: Runs, monkeypatch:
             assert all(a.tobytes() == b.tobytes() for a, b in zip(got.impacts[label], impact)), (name, label)
 
 
-def test_the_second_design_pass_starts_where_the_first_ones_warm_up_ended(runs: Runs) -> None:
-    """A model-adaptive observer that holds its adaptation is designed twice; the second pass starts
-    where the design run's warm-up motions (from reset, without detection) end. That warm-up is the
-    first pass's first k_design samples, kept from it (collide._design_pass's ``warmed``): the
-    pipeline's state and the plant's equal those of the warm-up run alone (collide._warmup), bit for
-    bit, the first pass in closed loop and replayed."""
+@pytest.mark.parametrize("name", ["adaptive", "adaptive_momentum_imu", "adaptive_imu"])
+def test_the_second_design_pass_is_the_first_run_with_its_thresholds_acting(runs: Runs, name: str) -> None:
+    """A model-adaptive observer that holds its adaptation is designed twice on the same run: the
+    second pass (collide._design: the first run's design samples replayed from its state where they
+    start) is that run's closed loop from there with the first thresholds acting on the hold --
+    the plant continued from the same sample (an IMU-fed one with the same sensors' noise and chain)
+    -- bit for bit: the designed thresholds, the |r| designed on, where the run ends. The hold's
+    suspect level lowered (0.2 of the threshold for one sample, not 0.5 for 100), so that it acts in
+    the second pass on each feed."""
+    settings = SETTINGS
     robot = SOURCE.robot()
-    plants = Replays()
-    for name in ("adaptive_measured", "adaptive"):  # the first recorded in closed loop, the second replayed
-        rt = _pipeline(robot, ENTRIES[name], SETTINGS, runs.model)
-        design = runs.design, runs.k_design
-        first = collide._design_pass(rt, SETTINGS, runs, None, plants, *design, least=runs.least, warmed=True)
-        alone = collide._warmup(rt, runs, None, Replays(record=False))
-        assert first.warmed is not None and first.warmed.state == alone.state, name
-        for kept, run in ((first.warmed.q, alone.q), (first.warmed.qd, alone.qd), (first.warmed.tau, alone.tau)):
-            assert kept.tobytes() == run.tobytes(), name
-    assert (plants.simulated, plants.replayed) == (1, 1)
+    entry = ENTRIES[name]
+    sensors = ImuSensors(seed=SETTINGS.seed) if entry.imu else None
+    rt = _pipeline(robot, entry, SETTINGS, runs.model)
+    assert holds(rt)
+    rt.config["obs.suspect"], rt.config["obs.suspect_hold"] = 0.2, 1
+    before = {key: np.array(rt.config[key], copy=True) for key in rt.config.keys() if key.startswith("det.")}
+    d = collide._design(rt, settings, runs, collide.Sensors(sensors) if sensors else None, Replays(), runs.least)
+    # the same two passes in closed loop on the same pipeline (its state holds a pointer to its
+    # config): the first from reset, the second continuing it at k
+    k = runs.k_design
+    for key, value in before.items():
+        rt.config[key] = value
+    seen = None if sensors is None else replace(sensors, noise_seed=1)  # the first run's sequence (Sensors.next)
+    first = simulate(rt, runs.design, true_params=runs.true, imu=seen, keep=(k,))
+    designed = design_from_outputs(
+        first.out, k, rt.sample_period, blocks=settings.design_motions, static=True, target=settings.target,
+        static_vs=float(rt.config["det.vs"][0]), least=runs.least, at_rest=runs.at_rest,
+    )  # fmt: skip
+    for key, value in designed.config().items():
+        rt.config[key] = value
+    rt.config["det.debounce"] = 1e6
+    rt.restore(first.states[k])
+    extra = first.log.extra
+    kw: dict[str, Any] = {}
+    if seen is not None:
+        m = rt.input_dtype["imu_gyro"].shape[0]
+        noise = seen.noise(len(runs.design.time), m, rt.sample_period)[k:]
+        kw = {"imu": seen, "imu_noise": noise, "imu_chain": first.imu_states[k]}
+    second = simulate(
+        rt, collide.after_sample(runs.design, k), true_params=runs.true, reset=False,
+        q0=extra["q_true"][k], qd0=extra["qd_true"][k], tau0=first.log.tau[k], **kw,
+    )  # fmt: skip
+    assert np.any(second.out["r"] != first.out["r"][k:])  # the hold acted: the passes differ
+    again = design_from_outputs(
+        second.out, 0, rt.sample_period, blocks=settings.design_motions, static=True, target=settings.target,
+        static_vs=float(rt.config["det.vs"][0]), least=runs.least, at_rest=runs.at_rest,
+    )  # fmt: skip
+    assert same(d.thresholds.config(), again.config())
+    assert d.free.tobytes() == np.abs(second.out["r"]).tobytes()
+    assert d.learned.state == rt.snapshot() and d.learned.q.tobytes() == second.log.extra["q_true"][-1].tobytes()
 
 
-def test_a_second_pass_that_starts_again_leaves_its_start_up_out(runs: Runs) -> None:
-    """An IMU-fed observer's second design pass continues a warm-up of its own (its sensors' chain
-    settled again at its first reading), not the first pass's state: its first ``skip`` seconds are a
-    start-up and stay out of the design, as the check run's do (on kuka_iiwa14 draw 4 adaptive_imu's
-    residual rose to 3.4 N m in those first 10 ms, at rest, and set its margin). A pass that continues
-    the first pass's own state (no IMU) designs on every sample of the design motions."""
+def test_a_second_design_pass_that_changes_the_commands_is_refused(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second pass replays the first run: commands that differ there (a controller that read the
+    observer) would make it another run, so collide says so instead of designing on it."""
     robot = SOURCE.robot()
-    motions = len(runs.design.time) - runs.k_design  # the design motions' samples after the warm-up
-    for name, left_out in (("adaptive", 0), ("adaptive_imu", runs.k0)):
-        entry = ENTRIES[name]
-        rt = _pipeline(robot, entry, SETTINGS, runs.model)
-        imu = collide.Sensors(ImuSensors(seed=SETTINGS.seed)) if entry.imu else None
-        d = collide._design(rt, SETTINGS, runs, imu, Replays(record=False), runs.least)
-        assert len(d.free) == motions - left_out, name
-    assert runs.k0 == round(SETTINGS.skip / robot.sample_period) > 0
+    rt = _pipeline(robot, ENTRIES["adaptive"], SETTINGS, runs.model)
+    monkeypatch.setattr(collide, "replay", lambda *_a, **_k: None)  # what replay gives for other commands
+    with pytest.raises(collide.ReplayError, match="changed the controller's commands"):
+        collide._design(rt, SETTINGS, runs, None, Replays(), runs.least)
+    assert np.all(np.asarray(rt.config["det.debounce"]) < 1e6)  # the debounce restored
 
 
 def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Runs) -> None:

@@ -31,7 +31,8 @@ def _static(threshold: np.ndarray) -> Thresholds:
 
 
 def _mapped_level(d: Thresholds, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
-    """detect.level per joint through the mapped CasADi function (threshold_along before issue #46)."""
+    """detect.level per joint through the mapped CasADi function (threshold_along before issue #46;
+    since 2026-12-02 it evaluates one vector expression per joint, _level_along)."""
     f = _mapped(0, len(qd))
     cols = []
     for j in range(qd.shape[1]):
@@ -56,12 +57,43 @@ def test_the_static_shortcuts_are_the_mapped_functions_bit_for_bit() -> None:
     qd[5, 3] = np.nan
     speed = replace(design, kv=np.array([0.2, 0.0, 0.0, 0.0]))
     got = threshold_along({"qd_hat": qd, "qdd_hat": qdd}, speed)
-    assert got.tobytes() == _mapped_level(speed, qd, qdd).tobytes() and np.isnan(got[5, 3])
+    want = _mapped_level(speed, qd, qdd)
+    # NaN where the mapped function's is NaN, every other entry bit for bit: the vector evaluation
+    # (_level_along) makes a NaN of its own from a NaN input (x86's default NaN, sign bit set), where
+    # the mapped one passes the input's on; a NaN's sign is no number's
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got[5, 3])
+    assert got[~np.isnan(got)].tobytes() == want[~np.isnan(want)].tobytes()
     assert np.ptp(got[:, 0]) > 0  # the speed part acts
     for j in range(3):
         x = regressor(qd[:, j], qdd[:, j], 0.01)
         x[:, 1:] = 0.0
         assert static_regressor(qd[:, j], qdd[:, j], 0.01).tobytes() == x.tobytes()
+
+
+def test_the_level_along_a_run_is_the_mapped_functions_bit_for_bit() -> None:
+    """Every part of the level (speed, acceleration, standstill with its exp), thresholds > 0, 0 and
+    < 0, motions with standstill (0 and -0.0), tiny, large and infinite values: threshold_along's
+    vector evaluation gives the mapped per-sample function's bits (the exp and every sum alike)."""
+    rng = np.random.default_rng(5)
+    k = 4000
+    qd = rng.standard_normal((k, 5)) * np.array([1e-4, 0.01, 1.0, 30.0, 1e3])
+    qdd = rng.standard_normal((k, 5)) * np.array([1e-6, 1.0, 10.0, 1e3, 1e5])
+    qd[::11, 0], qd[1::11, 1], qdd[::13, 2] = 0.0, -0.0, -0.0
+    qd[7, 3], qdd[9, 4], qd[12, 4] = np.inf, -np.inf, -np.inf
+    n = qd.shape[1]
+    design = replace(
+        _static(np.array([0.37, 0.0, -0.5, 2.1e-3, 4.0])),
+        kv=np.array([0.2, 0.3, 0.0, 1e-3, 0.05]),
+        ka=np.array([0.0, 0.01, 0.02, 1e-5, 0.0]),
+        ks=np.array([0.5, 0.0, 0.1, 3.0, 0.7]),
+        vs=np.array([0.01, 0.02, 0.005, 0.1, 1.0]),
+    )
+    got = threshold_along({"qd_hat": qd, "qdd_hat": qdd}, design)
+    want = _mapped_level(design, qd, qdd)
+    assert got.shape == (k, n) and got.tobytes() == want.tobytes()
+    assert np.isinf(got[7, 3]) and np.all(got[:, 1:3] == 0.0)  # a joint at threshold <= 0 never detects
+    assert np.isnan(got[9, 4])  # 0 x -inf: NaN, as the mapped function makes it
+    assert np.ptp(got[20:, 0]) > 0 and np.ptp(got[20:, 4]) > 0  # the speed and standstill parts act
 
 
 @pytest.mark.parametrize("seed", range(2))
