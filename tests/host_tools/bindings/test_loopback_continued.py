@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from host_tools.bindings.loopback import simulate
+from host_tools.bindings.loopback import replay, simulate, tail
 from host_tools.bindings.rt import load_rt
 from host_tools.data.trajectories import Trajectory
 
@@ -53,3 +53,29 @@ def test_a_continued_run_is_the_whole_runs_second_half(observer: str) -> None:
         # x the gravity torque (30 N m on joint 1); eq. 16's form with the plant's q-ddot saw the arm
         # fall freely under no torque instead, a consistent pair
         assert np.abs(without[0] - whole.out["r"][n]).max() > 1.0
+
+
+def test_a_recorded_runs_tail_replayed_from_its_state_there_is_the_rest_of_the_run() -> None:
+    """loopback.tail: a recorded run's samples from k on, replayed through the same pipeline from its
+    state before sample k's step (kept by ``keep``), are the run's own outputs and log from k on, its
+    time from 0; a run without its inputs, or a sample outside it, is refused."""
+    rt = load_rt("planar2", "kalman", "adaptive_momentum", "computed_torque")
+    rt.config["det.threshold"] = 1e30
+    ts, k = rt.sample_period, 250
+    motion = _motion(600, ts)
+    whole = simulate(rt, motion, record=True, keep=(k,))
+    rest = tail(whole, k)
+    assert rest.inputs is not None and len(rest.inputs) == 600 - k and rest.log.time[0] == 0.0
+    rt.restore(whole.states[k])
+    again = replay(rt, rest, reset=False)
+    assert again is not None
+    for name, value in whole.out.items():
+        assert again.out[name].tobytes() == value[k:].tobytes(), name
+    for name in ("q_true", "qd_true", "tau_cmd"):
+        assert again.log.extra[name].tobytes() == whole.log.extra[name][k:].tobytes(), name
+    assert again.log.tau.tobytes() == whole.log.tau[k:].tobytes()
+    np.testing.assert_array_equal(again.log.time, motion.time[k:] - motion.time[k])
+    with pytest.raises(ValueError, match="recorded run"):
+        tail(simulate(rt, motion), k)
+    with pytest.raises(ValueError, match="0..599"):
+        tail(whole, 600)
