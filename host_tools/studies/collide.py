@@ -782,11 +782,6 @@ class Designed:
     loop: ClosedLoop
 
 
-class ReplayError(RuntimeError):
-    """A run collide takes twice (the design run's second pass) changed its commands: its controller
-    reads the observer, which collide's set-ups do not let it (detection without reaction)."""
-
-
 def _design(
     rt: Realtime,
     s: CollideSettings,
@@ -804,34 +799,56 @@ def _design(
     within a few samples when it is not held (planar2: 1.03-1.4x on the check motion; issue #46).
     ``least``: the static thresholds' floor per joint (thresholds.count_floor).
 
-    The same run: the controller reads no observer (detection without reaction, and no collision
-    latches), so the plant moves as in the first pass -- the same IMU noise too -- and the second
-    pass is the first run's design samples replayed through the pipeline (loopback.replay) from its
-    state where they start, without simulating the plant again. Until 2026-12-02 it was a closed
-    loop continuing a run of the warm-up alone: the plant held one sample at the seam, and an
-    IMU-fed pipeline ran the warm-up again on a noise sequence of its own (its start-up then left out)."""
+    The same run: the first pass's design samples with the first thresholds acting
+    (_second_pass), the IMUs' noise and chain continued. Until 2026-12-02 it was a closed loop
+    continuing a run of the warm-up alone: the plant held one sample at the seam, and an IMU-fed
+    pipeline ran the warm-up again on a noise sequence of its own (its start-up then left out)."""
     holding = holds(rt)  # thresholds.holds: the rule `manipgen thresholds` designs by too
     k = runs.k_design
-    keep = (k,) if holding else ()
-    free_run = plants.simulate(rt, runs.design, true_params=runs.true, imu=_noise(imu), keep=keep, inputs=holding)
+    sensors = _noise(imu)
+    # where the second pass starts (the state and the IMUs' chain), kept by any observer's first
+    # pass: a later observer's replays a recorded run, which then has them too
+    free_run = plants.simulate(rt, runs.design, true_params=runs.true, imu=sensors, keep=(k,), inputs=holding)
     first = _design_on(rt, s, runs, free_run, k, imu, least)
     if not holding:
         return first
-    # the second pass: the design motions from the first pass's state where they start, with the
-    # first thresholds acting on the hold
     debounce = np.array(rt.config["det.debounce"], copy=True)
     rt.config["det.debounce"] = 1e6  # the hold acts, no collision latches
-    rt.restore(free_run.states[k])  # under the config set now: the first thresholds
     try:
-        again = replay(rt, tail(free_run, k), reset=False)
-        if again is None:
-            raise ReplayError(
-                f"{rt.name}: the second design pass changed the controller's commands: collide's set-up must not "
-                "let the controller read the observer"
-            )
-        return _design_on(rt, s, runs, again, 0, imu, least)
+        return _design_on(rt, s, runs, _second_pass(rt, runs, free_run, k, sensors), 0, imu, least)
     finally:
         rt.config["det.debounce"] = debounce
+
+
+def _second_pass(rt: Realtime, runs: Runs, first: Run, k: int, sensors: ImuSensors | None) -> Run:
+    """The first pass's run ``first`` from sample ``k`` on under rt's config now (the first thresholds
+    acting): the closed loop continued at k -- rt's state kept there, the plant's state at k, the
+    torque applied over the sample before, the IMUs' noise from k on and their chain at k -- which is
+    the first run's samples replayed through the pipeline (loopback.replay, no plant simulated)
+    wherever its commands are the first run's: the controller reads no observer (detection without
+    reaction, and no collision latches). Where they differ (a numeric fault that restarts the
+    pipeline in one pass only, a controller that reads the observer), that closed loop is run."""
+    rt.restore(first.states[k])  # under the config set now: the first thresholds
+    again = replay(rt, tail(first, k), reset=False)
+    if again is not None:
+        return again
+    extra = first.log.extra
+    kw: dict[str, Any] = {}
+    if sensors is not None:
+        m = rt.input_dtype["imu_gyro"].shape[0]
+        noise = sensors.noise(len(runs.design.time), m, rt.sample_period)[k:]
+        kw = {"imu": sensors, "imu_noise": noise, "imu_chain": first.imu_states[k]}
+    rt.restore(first.states[k])
+    return simulate(
+        rt,
+        after_sample(runs.design, k),
+        true_params=runs.true,
+        reset=False,
+        q0=extra["q_true"][k],
+        qd0=extra["qd_true"][k],
+        tau0=first.log.tau[k],
+        **kw,
+    )
 
 
 def _noise(imu: Sensors | None) -> ImuSensors | None:

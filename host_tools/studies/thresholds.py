@@ -184,6 +184,8 @@ def _evaluated(f: cs.Function, *args: np.ndarray) -> np.ndarray:
         buffer.set_arg(i, a.data)  # type: ignore[call-arg]
     buffer.set_res(0, out.data)  # type: ignore[call-arg]
     evaluate()
+    if buffer.ret() != 0:  # out would hold whatever the memory held
+        raise RuntimeError(f"CasADi could not evaluate {f.name()} (return code {buffer.ret()})")
     return out
 
 
@@ -191,8 +193,9 @@ def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarr
     """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat. A joint with a static
     threshold only (kv = ka = ks = 0, vs > 0) and finite qd_hat, qdd_hat has the level ``threshold``
     (0 where it is not > 0) at every sample: each other part is 0 times a finite number, and
-    threshold + 0 is threshold, so the constant is the mapped function's value bit for bit without
-    evaluating it sample by sample (the static design's largest cost, issue #46)."""
+    threshold + 0 is threshold, so the constant is the level's value bit for bit without evaluating
+    it sample by sample (the static design's largest cost, issue #46); every other joint's level is
+    one vector expression along the run (_level_along)."""
     qd, qdd = np.asarray(outs["qd_hat"], float), np.asarray(outs["qdd_hat"], float)
     cols = []
     for j in range(qd.shape[1]):

@@ -179,15 +179,30 @@ def test_the_second_design_pass_is_the_first_run_with_its_thresholds_acting(runs
     assert d.learned.state == rt.snapshot() and d.learned.q.tobytes() == second.log.extra["q_true"][-1].tobytes()
 
 
-def test_a_second_design_pass_that_changes_the_commands_is_refused(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second pass replays the first run: commands that differ there (a controller that read the
-    observer) would make it another run, so collide says so instead of designing on it."""
+@pytest.mark.parametrize("name", ["adaptive", "adaptive_momentum_imu"])
+def test_a_second_design_pass_that_cannot_be_replayed_is_the_closed_loop_continued(
+    runs: Runs, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the second pass's commands would differ from the first run's (a numeric fault that
+    restarts the pipeline in one pass only, a controller that reads the observer), replay gives
+    None and the pass is the closed loop continued at the design samples' first sample, the IMUs'
+    noise and chain continued: here, where the commands do not differ, the replayed pass bit for
+    bit (thresholds, |r|, the state at the end, the plant's)."""
     robot = SOURCE.robot()
-    rt = _pipeline(robot, ENTRIES["adaptive"], SETTINGS, runs.model)
-    monkeypatch.setattr(collide, "replay", lambda *_a, **_k: None)  # what replay gives for other commands
-    with pytest.raises(collide.ReplayError, match="changed the controller's commands"):
-        collide._design(rt, SETTINGS, runs, None, Replays(), runs.least)
-    assert np.all(np.asarray(rt.config["det.debounce"]) < 1e6)  # the debounce restored
+    entry = ENTRIES[name]
+    got = {}
+    for how in ("replayed", "closed loop"):
+        if how == "closed loop":
+            monkeypatch.setattr(collide, "replay", lambda *_a, **_k: None)  # what replay gives for other commands
+        rt = _pipeline(robot, entry, SETTINGS, runs.model)
+        rt.config["obs.suspect"], rt.config["obs.suspect_hold"] = 0.2, 1  # the hold acts
+        imu = collide.Sensors(ImuSensors(seed=SETTINGS.seed)) if entry.imu else None
+        got[how] = collide._design(rt, SETTINGS, runs, imu, Replays(record=False), runs.least)
+        assert np.all(np.asarray(rt.config["det.debounce"]) < 1e6)  # the debounce restored
+    a, b = got["replayed"], got["closed loop"]
+    assert same(a.thresholds.config(), b.thresholds.config()) and a.free.tobytes() == b.free.tobytes()
+    assert a.learned.q.tobytes() == b.learned.q.tobytes() and a.learned.tau.tobytes() == b.learned.tau.tobytes()
+    assert len(a.learned.state) == len(b.learned.state)
 
 
 def test_a_collision_run_continued_from_the_check_run_is_the_whole_run(runs: Runs) -> None:
