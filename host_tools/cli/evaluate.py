@@ -222,11 +222,12 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
         robot = source.robot()  # loaded from the cache's copy of the description
         if Path(args.robot).is_file():  # the user's file, not the cache's copy, in what the checks say
             robot = dataclasses.replace(robot, file=args.robot)
-        runs = {Path(p).stem: read_log(p, robot).log for p in args.log}
+        names = run_names(args.log)
+        runs = {name: read_log(p, robot).log for name, p in zip(names, args.log)}
         # the input checks: reported (the estimators are scored on every sample; nothing is fitted)
         checks = {
-            run: check_log(log, robot, path, beyond_limits=args.beyond_limits)
-            for (run, log), path in zip(runs.items(), args.log)
+            name: check_log(runs[name], robot, path, beyond_limits=args.beyond_limits)
+            for name, path in zip(names, args.log)
         }
         for c in checks.values():
             for line in c.lines():
@@ -244,3 +245,19 @@ def _evaluate_logs(args: argparse.Namespace, console: Console) -> int:
     else:
         print(log_table(doc) + (f"\nwrote {', '.join(written)} in {args.out}/" if written else ""))
     return 0
+
+
+def run_names(paths: list[str]) -> list[str]:
+    """Each --log's run name in the report: its file's stem, or its file name where two logs share a
+    stem (the same run as CSV and bag: one run each, not one merged), or the path as given where two
+    share that too; a log given twice is refused."""
+    from pathlib import Path
+
+    if len(set(paths)) < len(paths):
+        twice = next(p for p in paths if paths.count(p) > 1)
+        raise ValueError(f"--log {twice}: given twice")
+    for name in (lambda p: Path(p).stem, lambda p: Path(p).name):
+        names = [name(p) for p in paths]
+        if len(set(names)) == len(names):
+            return names
+    return list(paths)  # distinct (checked above)

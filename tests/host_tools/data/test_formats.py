@@ -84,6 +84,22 @@ def test_identify_thresholds_and_evaluate_take_a_csv(jittered_csv: Path, capsys:
     assert [c["kind"] for c in doc["runs"]["run"]["checks"]] == ["gap"]
 
 
+def test_evaluate_keeps_logs_of_one_stem_apart(
+    jittered_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same run as a CSV and an NPZ (one stem) are two runs of the report, each with its own
+    checks, named by their file names; a log given twice is refused in one line."""
+    robot = load_robot("planar2")
+    npz = read_log(jittered_csv, robot).log.save(tmp_path / f"{jittered_csv.stem}.npz")
+    assert npz.stem == jittered_csv.stem
+    assert main(["evaluate", "planar2", "--log", str(jittered_csv), str(npz), "--estimators", "findiff", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(doc["runs"]) == sorted([jittered_csv.name, npz.name])
+    assert [c["kind"] for c in doc["runs"][jittered_csv.name]["checks"]] == ["gap"]
+    assert main(["evaluate", "planar2", "--log", str(npz), str(npz)]) == 2
+    assert f"manipgen: error: --log {npz}: given twice" in capsys.readouterr().err
+
+
 def test_the_summary_keeps_long_joint_names_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     robot = load_robot("ur5")  # shoulder_pan_joint, shoulder_lift_joint, ...: 11-19 characters
     t = np.arange(200) * 1e-3
