@@ -262,6 +262,8 @@ def numeric(f: cs.Function, *args: np.ndarray) -> list[np.ndarray]:
     for i, o in enumerate(outs):
         buf.set_res(i, o.ravel(order="K").data)  # type: ignore[call-arg]
     call()
+    if buf.ret() != 0:  # the outputs would hold zeros, not f's values
+        raise RuntimeError(f"CasADi could not evaluate {f.name()} (return code {buf.ret()})")
     return outs
 
 

@@ -166,27 +166,10 @@ def _level_along(samples: int) -> cs.Function:
     operation runs once over the whole vector), (qd (1, K), qdd (1, K), coefficients, vs) -> (1, K).
     The same operations in the same order per sample as ``_mapped(0, samples)``, so the same bits
     (test_threshold_shortcuts), without the mapped function's call per sample and its copies of the
-    coefficients to every sample: 1.3 against 90-140 ms for 120,000 samples (issue #46)."""
+    coefficients to every sample: 8.6 against 90-140 ms for 120,000 samples (issue #46)."""
     qd, qdd = cs.MX.sym("qd", 1, samples), cs.MX.sym("qdd", 1, samples)
     coef, vs = cs.MX.sym("c", len(COEFFICIENTS)), cs.MX.sym("vs")
     return cs.Function("level_along", [qd, qdd, coef, vs], [level(qd, qdd, coef[0], coef[1], coef[2], coef[3], vs)])
-
-
-def _evaluated(f: cs.Function, *args: np.ndarray) -> np.ndarray:
-    """f's first output (dense) on numpy arrays read in place (a FunctionBuffer: no conversion to and
-    from CasADi's matrices, each a copy through Python at this length)."""
-    arrays = [np.ascontiguousarray(a, dtype=float) for a in args]
-    out = np.empty(f.nnz_out(0))
-    buffer, evaluate = f.buffer()
-    # (CasADi's binding takes the memoryview alone -- its size comes from the view -- where its stubs
-    # list a size as well)
-    for i, a in enumerate(arrays):
-        buffer.set_arg(i, a.data)  # type: ignore[call-arg]
-    buffer.set_res(0, out.data)  # type: ignore[call-arg]
-    evaluate()
-    if buffer.ret() != 0:  # out would hold whatever the memory held
-        raise RuntimeError(f"CasADi could not evaluate {f.name()} (return code {buffer.ret()})")
-    return out
 
 
 def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarray:
@@ -196,6 +179,9 @@ def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarr
     threshold + 0 is threshold, so the constant is the level's value bit for bit without evaluating
     it sample by sample (the static design's largest cost, issue #46); every other joint's level is
     one vector expression along the run (_level_along)."""
+    # CasADi's buffers on numpy arrays, no conversions (imported here: every command's parser imports this module)
+    from host_tools.identification.excitation import numeric
+
     qd, qdd = np.asarray(outs["qd_hat"], float), np.asarray(outs["qdd_hat"], float)
     cols = []
     for j in range(qd.shape[1]):
@@ -211,7 +197,8 @@ def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarr
             cols.append(np.full(len(qd), th if th > 0 else 0.0))
             continue
         c = np.array([design.threshold[j], design.kv[j], design.ka[j], design.ks[j]], float)
-        cols.append(_evaluated(_level_along(len(qd)), qd[:, j], qdd[:, j], c, np.array([design.vs[j]], float)))
+        (along,) = numeric(_level_along(len(qd)), qd[:, j], qdd[:, j], c[:, None], np.array([design.vs[j]], float))
+        cols.append(along.ravel())
     return np.column_stack(cols)
 
 
