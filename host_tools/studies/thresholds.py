@@ -172,25 +172,6 @@ def _level_along(samples: int) -> cs.Function:
     return cs.Function("level_along", [qd, qdd, coef, vs], [level(qd, qdd, coef[0], coef[1], coef[2], coef[3], vs)])
 
 
-@lru_cache(maxsize=32)
-def _rest_along(samples: int) -> cs.Function:
-    """d level / d ks of one joint along ``samples`` samples where it detects (the standstill part's
-    shape, exp(-|qd_hat| / vs) today): detect.level's own expression differentiated as one vector
-    expression, (qd (1, K), qdd (1, K), vs) -> (1, K), as _level_along evaluates the level."""
-    qd, qdd = cs.MX.sym("qd", 1, samples), cs.MX.sym("qdd", 1, samples)
-    ks, vs = cs.MX.sym("ks"), cs.MX.sym("vs")
-    lv = level(qd, qdd, cs.MX(1.0), cs.MX(0.0), cs.MX(0.0), ks, vs)
-    return cs.Function("rest_along", [qd, qdd, vs, ks], [cs.jacobian(lv, ks).T])
-
-
-def rest_column(qd: np.ndarray, qdd: np.ndarray, vs: float) -> np.ndarray:
-    """(K,) d level / d ks along one joint's qd_hat, qdd_hat at standstill scale ``vs`` (_rest_along)."""
-    from host_tools.identification.excitation import numeric  # (threshold_along)
-
-    (col,) = numeric(_rest_along(len(qd)), np.asarray(qd, float), np.asarray(qdd, float), np.array([vs]), np.zeros(1))
-    return col.ravel()
-
-
 def threshold_along(outs: dict[str, np.ndarray], design: Thresholds) -> np.ndarray:
     """(K, n) the whole threshold of ``design`` along a replay's qd_hat, qdd_hat. A joint with a static
     threshold only (kv = ka = ks = 0, vs > 0) and finite qd_hat, qdd_hat has the level ``threshold``
@@ -271,35 +252,15 @@ FEASIBLE = 1e-6  # the cutting planes' violation tolerance, a fraction of max |r
 CUTS = 256  # samples added to the linear programme per round
 
 
-def held_out_ratios(
-    r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None = None, rest: Rest | None = None
-) -> np.ndarray:
+def held_out_ratios(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None = None) -> np.ndarray:
     """max |r| / envelope on contiguous blocks, the envelope fitted without them. One run (``run``
     None, or one label): (blocks,), each block held out in turn. Several (``run``: (K,) labels, the
     samples of a run contiguous): (runs x blocks,), each run held out in turn, the envelope fitted on
-    the other runs, and the held-out run's maxima taken on ``blocks`` contiguous blocks of it.
-    ``rest``: (F, the standstill part's column along the samples): each envelope with its level at
-    rest raised to F, as the design raises its own (_floored)."""
+    the other runs, and the held-out run's maxima taken on ``blocks`` contiguous blocks of it."""
     groups, one_run = _held_out_groups(len(r), blocks, run)
     if _one_static_row(x):
-        return _static_held_out_ratios(r, x[:1], low, blocks, groups, one_run, rest)
-    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run, rest)
-
-
-# the level at rest's floor of one joint, unmargined (coulomb_floor x target), and d level / d ks
-# along its samples (rest_column)
-Rest = tuple[float, np.ndarray]
-
-
-def _floored(c: np.ndarray, rest: Rest | None) -> float:
-    """What the standstill part ks of envelope ``c`` gains so that the level at qd_hat = 0 reaches
-    the floor of ``rest`` (design_from_outputs' ``at_rest`` raise, before the margin: the held-out
-    blocks are judged against the level the design would keep there, issue #44). A joint without a
-    static part does not detect and gains nothing. (The column it rides on is the narrowest standstill
-    scale's: _fit_scale.)"""
-    if rest is None or not c[0] > 0:
-        return 0.0
-    return max(0.0, rest[0] - c[0] - c[3])
+        return _static_held_out_ratios(r, x[:1], low, blocks, groups, one_run)
+    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run)
 
 
 def _held_out_groups(k: int, blocks: int, run: np.ndarray | None) -> tuple[list[np.ndarray], bool]:
@@ -313,33 +274,21 @@ def _held_out_groups(k: int, blocks: int, run: np.ndarray | None) -> tuple[list[
 
 
 def _masked_held_out_ratios(
-    r: np.ndarray,
-    x: np.ndarray,
-    low: float,
-    blocks: int,
-    groups: list[np.ndarray],
-    one_run: bool,
-    rest: Rest | None = None,
+    r: np.ndarray, x: np.ndarray, low: float, blocks: int, groups: list[np.ndarray], one_run: bool
 ) -> np.ndarray:
     """held_out_ratios as defined: each group left out in turn, the envelope fitted on the other
     samples, the ratio's largest value on each of the group's parts (one run: the group itself)."""
     out = []
     for held in groups:
-        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks), rest)
+        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks))
     return np.array(out)
 
 
-def _fitted_off(
-    r: np.ndarray, x: np.ndarray, held: np.ndarray, low: float, parts: list[np.ndarray], rest: Rest | None = None
-) -> list[float]:
-    """The envelope fitted on the samples off ``held`` (its level at rest floored: _floored); its
-    ratio's largest value on each of ``parts``."""
-    off = np.ones(len(r), bool)
-    off[held] = False
-    c = envelope(r[off], x[off], low)
-    extra = _floored(c, rest)
-    if extra > 0 and rest is not None:
-        return [float(np.max(r[idx] / (x[idx] @ c + extra * rest[1][idx]))) for idx in parts]
+def _fitted_off(r: np.ndarray, x: np.ndarray, held: np.ndarray, low: float, parts: list[np.ndarray]) -> list[float]:
+    """The envelope fitted on the samples off ``held``; its ratio's largest value on each of ``parts``."""
+    rest = np.ones(len(r), bool)
+    rest[held] = False
+    c = envelope(r[rest], x[rest], low)
     return [float(np.max(r[idx] / (x[idx] @ c))) for idx in parts]
 
 
@@ -351,13 +300,7 @@ def _one_static_row(x: np.ndarray) -> bool:
 
 
 def _static_held_out_ratios(
-    r: np.ndarray,
-    row: np.ndarray,
-    low: float,
-    blocks: int,
-    groups: list[np.ndarray],
-    one_run: bool,
-    rest: Rest | None = None,
+    r: np.ndarray, row: np.ndarray, low: float, blocks: int, groups: list[np.ndarray], one_run: bool
 ) -> np.ndarray:
     """held_out_ratios for a regressor of one static row ``row`` (1, columns) at every sample, from
     the maxima of r's parts, bit for bit the masked fits (issue #46: they were two thirds of
@@ -365,20 +308,15 @@ def _static_held_out_ratios(
     through a maximum over R of a correctly rounded, hence monotone, function of one r_i: max |r|
     itself, max (r_i / scale) / x, max (r_i - x c); so it is envelope on the one sample max_R r.
     The groups partition the samples, so the rest's maximum is the other groups' largest maximum
-    (exact in any order, a NaN kept). A floored envelope (``rest``) is that fit raised at rest: the
-    level along the held samples, as the masked fits form it."""
+    (exact in any order, a NaN kept)."""
     parts = [[held] if one_run else np.array_split(held, blocks) for held in groups]
     highest = [r[held].max() for held in groups]
     out = []
     for g in range(len(groups)):
-        others = np.array([np.max([h for i, h in enumerate(highest) if i != g])])
-        c = envelope(others, row, low)
+        rest = np.array([np.max([h for i, h in enumerate(highest) if i != g])])
+        c = envelope(rest, row, low)
         level = (row @ c)[0]  # x c at every sample: the one product x_0 c_0, the other terms 0 x 0
-        extra = _floored(c, rest)
-        if extra > 0 and rest is not None:
-            out += [np.max(r[idx] / (level + extra * rest[1][idx])) for idx in parts[g]]
-        else:
-            out += [np.max(r[idx] / level) for idx in parts[g]]
+        out += [np.max(r[idx] / level) for idx in parts[g]]
     return np.array(out)
 
 
@@ -610,12 +548,10 @@ def _fit_scale(
     run: np.ndarray | None,
     held_out: bool = True,
     folds: list[Fold] | None = None,
-    floor_at_rest: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """At standstill scale ``vs``, per joint: the envelope's coefficients (n, 4) at margin 1, the
     held-out ratios (units, n; ``held_out`` False: none, (0, n); ``folds``: cross-fitted,
-    _cross_fitted_ratios; ``floor_at_rest`` (n,): each held-out envelope's level at rest raised to
-    it, _floored, at the narrowest standstill scale) and the envelope's mean over the samples (n,)."""
+    _cross_fitted_ratios) and the envelope's mean over the samples (n,)."""
     n = r.shape[1]
     coef, ratios, means = np.zeros((n, len(COEFFICIENTS))), [], np.zeros(n)
     low = MIN_STATIC * r.max(axis=0)
@@ -623,61 +559,33 @@ def _fit_scale(
     def shaped(v: np.ndarray, a: np.ndarray) -> np.ndarray:
         return static_regressor(v, a, vs) if static else regressor(v, a, vs)
 
-    def rest(v: np.ndarray, a: np.ndarray, j: int) -> Rest | None:
-        # the floor is credited at rest only: at the narrowest standstill scale offered, whatever
-        # vs is tried (a wider scale's tail into the motion is the design's choice, not what the
-        # floor is for, and would lower the margin by covering held-out peaks near reversals with
-        # a level no data set: Liu et al.'s FinDiff run then took vs 0.2 and its design reached 1.009
-        # on Experiment 1, 0.877 with this); the design's own level there is at least this one
-        if floor_at_rest is None or not floor_at_rest[j] > 0:
-            return None
-        return float(floor_at_rest[j]), rest_column(v, a, min(vs, STANDSTILL_SCALES[0]))
-
     for j in range(n):
         x = shaped(qd[:, j], qdd[:, j])
         coef[j] = envelope(r[:, j], x, low[j])
         if not held_out:
             ratios.append(np.zeros(0))
         elif folds is not None:
-            crossed = [(f[0][:, j], shaped(f[1][:, j], f[2][:, j]), rest(f[1][:, j], f[2][:, j], j)) for f in folds]
+            crossed = [(f[0][:, j], shaped(f[1][:, j], f[2][:, j])) for f in folds]
             ratios.append(_cross_fitted_ratios(crossed, low[j], blocks, run))
         else:
-            ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run, rest(qd[:, j], qdd[:, j], j)))
+            ratios.append(held_out_ratios(r[:, j], x, low[j], blocks, run))
         means[j] = float(np.mean(x @ coef[j]))
     return coef, np.column_stack(ratios), means
 
 
-def _floor_cost(
-    coef: np.ndarray, m: np.ndarray, at_rest: np.ndarray | None, qd: np.ndarray, qdd: np.ndarray, vs: float
-) -> float:
-    """What the raise of the level at rest to ``at_rest`` (design_from_outputs) adds to the sum of
-    the joints' mean levels at standstill scale ``vs``, the envelopes ``coef`` (n, 4) at margins
-    ``m``: the scale is chosen by the whole level's mean, the raise's tail into the motion included
-    (a wide scale would otherwise cover the motion's residual with the floor's tail at no cost)."""
-    if at_rest is None:
-        return 0.0
-    cost = 0.0
-    for j, floor in enumerate(np.asarray(at_rest, float)):
-        c0, ks = m[j] * coef[j, 0], m[j] * coef[j, 3]
-        if c0 > 0 and floor - c0 - ks > 0:
-            cost += (floor - c0 - ks) * float(np.mean(rest_column(qd[:, j], qdd[:, j], vs)))
-    return cost
-
-
 def _cross_fitted_ratios(
-    folds: list[tuple[np.ndarray, np.ndarray, Rest | None]], low: float, blocks: int, run: np.ndarray | None = None
+    folds: list[tuple[np.ndarray, np.ndarray]], low: float, blocks: int, run: np.ndarray | None = None
 ) -> np.ndarray:
     """One joint's held-out ratios where each group's model was fitted without it (issue #44: a model
     identified on the design runs has seen every block, so its own residual there understates
-    another run's): ``folds``[g] = (|r|, regressor, its floor at rest or None: _floored) over the used
-    samples with group g's model, the
+    another run's): ``folds``[g] = (|r|, regressor) over the used samples with group g's model, the
     groups held_out_ratios' (one run: its blocks; several, ``run``'s labels: each run); the envelope
     fitted on that residual off group g, its largest ratio on group g (a run: on each of its
     ``blocks`` blocks)."""
     groups, one_run = _held_out_groups(len(folds[0][0]), blocks, run)
     out = []
-    for held, (r, x, rest) in zip(groups, folds, strict=True):
-        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks), rest)
+    for held, (r, x) in zip(groups, folds, strict=True):
+        out += _fitted_off(r, x, held, low, [held] if one_run else np.array_split(held, blocks))
     return np.array(out)
 
 
@@ -829,21 +737,16 @@ def design_from_outputs(
     if folds is not None:
         parts = [[np.asarray(f[k], float)[use] for k in ("r", "qd_hat", "qdd_hat")] for f in folds]
         crossed = [(np.abs(r_f), qd_f, qdd_f) for r_f, qd_f, qdd_f in parts]
-    # the level at rest's floor before the margin (at_rest is after it: coulomb_floor / target), which
-    # each held-out envelope keeps as the design keeps at_rest (issue #44: a held-out block where the
-    # robot rests, judged against an envelope fitted on blocks that never rest, had set the UR5's one
-    # margin for every joint at 27 on a hostile log, its check run's worst ratio 0.06)
-    unmargined = None if at_rest is None else np.asarray(at_rest, float) * target
     fits = []  # per candidate vs: (score, vs, coefficients (n, 4) at margin 1, held-out (units, n), margins)
     for vs in (static_vs,) if static else STANDSTILL_SCALES:
-        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels, held_out, crossed, unmargined)
+        coef, ratios, means = _fit_scale(r, qd, qdd, vs, static, blocks, labels, held_out, crossed)
         if margin is not None:
             m = np.full(n, margin)
         elif exceedance is None:
             m = np.full(n, max(1.0, float(ratios.max())) / target)
         else:
             m = extreme_value_margins(ratios, means, span / block_seconds, target, exceedance)[0]
-        fits.append((float(np.sum(m * means)) + _floor_cost(coef, m, at_rest, qd, qdd, vs), vs, coef, ratios, m))
+        fits.append((float(np.sum(m * means)), vs, coef, ratios, m))
     _, vs, coef, ratios, m = min(fits, key=lambda f: f[0])
     coef = m[:, None] * coef
     coef[:, 0] += floor

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from host_tools.studies.thresholds import (
-    Rest,
     Thresholds,
     _cutting_planes,
     _mapped,
@@ -19,7 +18,6 @@ from host_tools.studies.thresholds import (
     envelope,
     held_out_ratios,
     regressor,
-    rest_column,
     static_regressor,
     threshold_along,
 )
@@ -124,16 +122,14 @@ def test_the_static_envelope_is_the_linear_programmes_solution_bit_for_bit(seed:
                 assert envelope(rp, xp, low).tobytes() == want.tobytes(), (seed, low, part)
 
 
-def _masked_held_out(
-    r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None, rest: Rest | None = None
-) -> np.ndarray:
+def _masked_held_out(r: np.ndarray, x: np.ndarray, low: float, blocks: int, run: np.ndarray | None) -> np.ndarray:
     """The held-out ratios as defined (held_out_ratios' general path, the masked fits), on the
     groups held_out_ratios forms: the blocks of one run, or the runs."""
     labels = np.zeros(len(r), int) if run is None else run
     runs = np.unique(labels)
     one_run = len(runs) == 1
     groups = np.array_split(np.arange(len(r)), blocks) if one_run else [np.flatnonzero(labels == u) for u in runs]
-    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run, rest)
+    return _masked_held_out_ratios(r, x, low, blocks, groups, one_run)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -166,27 +162,6 @@ def test_the_static_held_out_ratios_are_the_masked_fits_bit_for_bit(seed: int) -
     assert np.array_equal(got, want, equal_nan=True) and np.isnan(got).any()
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_the_static_held_out_ratios_with_a_floor_at_rest_are_the_masked_fits_bit_for_bit(seed: int) -> None:
-    """With a floor at rest (each held-out envelope's level at qd_hat = 0 raised to F, the standstill
-    part's column along the samples: rest_column) the static shortcut gives the masked fits' ratios
-    bit for bit: floors below, between and above the blocks' maxima, joints resting in some blocks."""
-    rng = np.random.default_rng(seed)
-    k, vs = 4000, 0.01
-    qd = np.where(rng.random(k) < 0.2, 0.0, rng.normal(0.0, 0.05, k))
-    x = static_regressor(qd, np.zeros(k), vs)
-    col = rest_column(qd, np.zeros(k), vs)
-    r = np.abs(rng.standard_normal(k))
-    for floor in (0.5 * r.max(), 0.9 * r.max(), 3.0 * r.max()):
-        for run in (None, np.repeat(np.arange(3), [k // 2, k // 4, k - k // 2 - k // 4])):
-            got = held_out_ratios(r, x, 0.0, 5, run, (floor, col))
-            want = _masked_held_out(r, x, 0.0, 5, run, (floor, col))
-            assert got.tobytes() == want.tobytes(), (seed, floor)
-    # a floor above every maximum lowers the ratios of the blocks whose largest |r| is near rest
-    plain, floored = held_out_ratios(r, x, 0.0, 5), held_out_ratios(r, x, 0.0, 5, None, (3.0 * r.max(), col))
-    assert np.all(floored <= plain) and np.any(floored < plain)
-
-
 def test_an_infinite_static_row_takes_the_masked_fits() -> None:
     """A static row of constant inf is not the shortcut's: r_i / scale / inf is NaN at a residual of
     -inf (or one overflowing to -inf) but 0 at the maximum, so the blocks' maxima would not give the
@@ -197,13 +172,3 @@ def test_an_infinite_static_row_takes_the_masked_fits() -> None:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             got, want = held_out_ratios(r, x, -1.0, 4), _masked_held_out(r, x, -1.0, 4, None)
         assert got.tobytes() == want.tobytes(), r
-
-
-def test_the_rest_column_is_the_regressors_standstill_column_bit_for_bit() -> None:
-    """rest_column (detect.level differentiated by ks as one vector expression) is the mapped
-    regressor's standstill column, bit for bit, at rest, near it and in motion, for every scale."""
-    rng = np.random.default_rng(4)
-    qd = np.concatenate([np.zeros(5), rng.normal(0.0, 0.05, 500), rng.normal(0.0, 2.0, 500), [-0.0, 1e-300]])
-    qdd = rng.normal(0.0, 3.0, len(qd))
-    for vs in (0.005, 0.05, 0.2):
-        assert rest_column(qd, qdd, vs).tobytes() == np.ascontiguousarray(regressor(qd, qdd, vs)[:, 3]).tobytes()

@@ -21,9 +21,6 @@ from host_tools.bindings.rt import load_rt
 from host_tools.data.trajectories import generated_trajectory
 from host_tools.reports import plots
 from host_tools.studies.thresholds import (
-    STANDSTILL_SCALES,
-    _fit_scale,
-    _floor_cost,
     check_thresholds,
     coulomb_floor,
     design_from_outputs,
@@ -521,66 +518,3 @@ def test_the_floor_at_rest_raises_the_level_at_rest_only() -> None:
     assert threshold_along(rest, raised)[0, 0] == pytest.approx(1.0, rel=1e-12)
     moving = {"qd_hat": np.full((1, 2), 20 * 0.01), "qdd_hat": np.zeros((1, 2))}
     assert abs(threshold_along(moving, raised)[0, 0] - threshold_along(moving, plain)[0, 0]) < 1e-8
-
-
-def _rest_at_the_end(k: int = 8000, ts: float = 0.001) -> dict[str, np.ndarray]:
-    """One joint moving (|qd_hat| 0.3-0.7 rad/s, residual noise of 0.05 N m) but for its last eighth, at
-    rest (qd_hat = 0) with a residual of 0.6 N m: friction held below a floor at rest of 1 N m."""
-    rng = np.random.default_rng(11)
-    t = np.arange(k) * ts
-    qd = 0.5 + 0.2 * np.sin(2.0 * t)
-    r = rng.normal(0.0, 0.05, k)
-    rest = t >= t[-1] * 7 / 8
-    qd[rest] = 0.0
-    r[rest] = 0.6 + rng.normal(0.0, 0.01, int(rest.sum()))
-    return {"r": r[:, None], "qd_hat": qd[:, None], "qdd_hat": np.gradient(qd, ts)[:, None]}
-
-
-def test_held_out_blocks_are_judged_against_the_level_the_floor_at_rest_keeps() -> None:
-    """A held-out block where the joint rests, judged against an envelope fitted on blocks that never
-    rest, set the margin for the whole motion (issue #44: a hostile UR5's margin 27, its check run's
-    worst ratio 0.06). With the floor at rest (at_rest = F / target, F = 1 N m) each held-out envelope
-    keeps the level at rest the design keeps, F before the margin: the resting block's 0.6 N m is 0.6 of
-    it, and the margin comes from the moving blocks, as without that block. The design still covers the
-    resting block at the target: there the level is F / target. (The static design: its envelope is
-    the moving blocks' largest |r|, about 0.2 N m, whatever the standstill part could cover.)"""
-    ts, target = 0.001, 0.85
-    outs = _rest_at_the_end()
-    floored = design_from_outputs(outs, 0, ts, static=True, at_rest=np.array([1.0 / target]), target=target)
-    plain = design_from_outputs(outs, 0, ts, static=True, target=target)
-    # the unfloored envelope of the moving blocks meets the resting 0.6 N m at about 3 times its level
-    assert plain.held_out[-1, 0] > 2.5 and plain.margin == pytest.approx(plain.held_out.max() / target)
-    # floored: the resting block's ratio is its residual over F (within its noise), the margin the moving blocks'
-    assert floored.held_out[-1, 0] == pytest.approx(0.6, abs=0.05)
-    assert floored.margin == pytest.approx(max(1.0, floored.held_out[:-1].max()) / target)
-    assert floored.margin < plain.margin / 2
-    level = floored.level[:, 0]
-    at_rest = outs["qd_hat"][:, 0] == 0
-    assert np.max(np.abs(outs["r"][at_rest, 0]) / level[at_rest]) <= target
-
-
-def test_the_standstill_scale_is_scored_by_the_whole_levels_mean() -> None:
-    """With a floor at rest, each candidate scale vs is scored by its whole level's mean -- the
-    margined envelope and the floor's tail ks exp(-|qd_hat| / vs) into the motion, which a wide scale
-    makes large -- so the score of the design's choice is its threshold_mean summed (1e-12 relative:
-    the same means summed in another order)."""
-    ts, target = 0.001, 0.85
-    outs = _rest_at_the_end()
-    at_rest = np.array([1.0 / target])
-    chosen = design_from_outputs(outs, 0, ts, at_rest=at_rest, target=target)
-    r, qd, qdd = np.abs(outs["r"]), outs["qd_hat"], outs["qdd_hat"]
-    vs = float(chosen.vs[0])
-    coef, _, means = _fit_scale(r, qd, qdd, vs, False, 8, None, held_out=False)
-    tail = _floor_cost(coef, chosen.margins, at_rest, qd, qdd, vs)
-    assert chosen.ks[0] > chosen.margins[0] * coef[0, 3] and tail > 0  # the floor raised this design
-    assert float(np.sum(chosen.margins * means)) + tail == pytest.approx(float(chosen.threshold_mean.sum()), rel=1e-12)
-    # and it is the least of the candidates' whole means (each as the design forms it: the held-out
-    # envelopes floored at rest, one margin from their worst ratio); here the widest scale's
-    # envelope alone is the cheapest, its floor's tail not
-    whole = {}
-    for v in STANDSTILL_SCALES:
-        c, ratios, mean = _fit_scale(r, qd, qdd, v, False, 8, None, floor_at_rest=at_rest * target)
-        m = np.full(1, max(1.0, float(ratios.max())) / target)
-        whole[v] = float(np.sum(m * mean)) + _floor_cost(c, m, at_rest, qd, qdd, v)
-    assert float(chosen.threshold_mean.sum()) == pytest.approx(min(whole.values()), rel=1e-12)
-    assert vs == min(whole, key=lambda v: whole[v]) != STANDSTILL_SCALES[-1]
